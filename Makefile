@@ -1,0 +1,53 @@
+# tug's entry points. The two a newcomer needs: `make demo` and `make test`.
+SHELL := /bin/bash
+export GOTOOLCHAIN := local
+
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo none)
+DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+LDFLAGS := -s -w -X tug.dev/tug/pkg/version.Version=$(VERSION) -X tug.dev/tug/pkg/version.Commit=$(COMMIT) -X tug.dev/tug/pkg/version.Date=$(DATE)
+NODES   ?= 1
+
+.PHONY: build test unit e2e lint docs check-docs demo bench cluster-up cluster-down cluster-status cluster-kubeconfig
+
+build: ## bin/tug (and bin/kubectl-tug, the same binary as a kubectl plugin)
+	go build -trimpath -ldflags '$(LDFLAGS)' -o bin/tug ./cmd/tug
+	ln -sf tug bin/kubectl-tug
+
+test: ## unit and end-to-end tests; starts the local cluster when none runs
+	hack/test.sh
+
+unit: ## unit tests only, no cluster
+	go test ./...
+
+e2e: ## end-to-end tests against a running local cluster
+	TUG_E2E_REQUIRED=1 go test -count=1 ./test/e2e/...
+
+lint:
+	@bad=$$(gofmt -l $$(git ls-files '*.go')); [ -z "$$bad" ] || { echo "gofmt: $$bad"; exit 1; }
+	go vet ./...
+	go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+
+docs: ## regenerate the command reference in docs/
+	go run ./hack/gendocs docs
+
+check-docs:
+	hack/check-docs
+
+demo: ## the local cluster plus tug's main job on it
+	hack/demo.sh
+
+bench:
+	bench/version.sh
+
+cluster-up: ## NODES=1|2
+	test/cluster/cluster.sh up $(NODES)
+
+cluster-down:
+	test/cluster/cluster.sh down
+
+cluster-status:
+	test/cluster/cluster.sh status
+
+cluster-kubeconfig:
+	@test/cluster/cluster.sh kubeconfig

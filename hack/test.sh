@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The README's test command: unit tests, then the end-to-end tests against the
+# local cluster. Starts the cluster when none is running (two nodes, so node
+# drains have somewhere to go) and stops it afterwards only if it started it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export GOTOOLCHAIN=local
+cluster=test/cluster/cluster.sh
+started=
+if ! $cluster status >/dev/null 2>&1; then
+  $cluster up "${TEST_NODES:-2}"
+  started=1
+fi
+finish() {
+  local code=$?
+  if [ -n "$started" ] && [ -z "${KEEP_CLUSTER:-}" ]; then
+    $cluster down || code=1
+    $cluster check-clean || code=1
+  fi
+  exit $code
+}
+trap finish EXIT
+export TUG_E2E_KUBECONFIG=$($cluster kubeconfig) TUG_E2E_REQUIRED=1
+go test -count=1 -timeout 30m ./... "$@"

@@ -1,0 +1,619 @@
+#!/usr/bin/env bash
+# The local Kubernetes cluster tug's end-to-end tests and demo run against:
+# etcd, kube-apiserver, kube-controller-manager, kube-scheduler, one kube-proxy
+# and one or two real nodes (each a kubelet with its own containerd), all on
+# this machine, with no registry and no internet. See README.md, "Local cluster".
+#
+#   cluster.sh up [NODES]   start (NODES=1 or 2); says so when already up
+#   cluster.sh down         stop what up started and remove what it created
+#   cluster.sh status       exit 0 when the cluster answers and nodes are Ready
+#   cluster.sh kubeconfig   print the admin kubeconfig's path
+#   cluster.sh check-clean  exit 1 listing anything a cluster left behind
+#
+# State is per machine, not per clone (ports are per machine): a second clone
+# finds the cluster the first one started.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+dir=${TUG_CLUSTER_DIR:-/var/lib/tug-cluster}
+logs=$dir/logs
+pki=$dir/pki
+pids=$dir/pids
+cache=${XDG_CACHE_HOME:-$HOME/.cache}/tug
+
+# Addresses. Everything listens on 127.0.0.1 except the kubelets, which refuse
+# loopback: each gets a host-only /32 on a bridge that has no ports.
+host_bridge=tughost0
+node_ip() { echo "10.200.0.$1"; }
+pod_range=10.201.0.0/16
+node_pods() { echo "10.201.$1.0/24"; }
+node_bridge() { echo "tugcni$1"; }
+service_range=10.202.0.0/16
+local_ranges=10.200.0.0/14 # node, pod and service ranges together
+etcd_port=12379
+etcd_peer_port=12380
+api_port=16443
+apiserver=https://127.0.0.1:$api_port
+kubeconfig=$dir/admin.kubeconfig
+fw_chain=TUG-LOCAL-ONLY
+
+say() { printf 'cluster: %s\n' "$*" >&2; }
+die() { say "$*"; exit 1; }
+
+# ---------------------------------------------------------------- processes
+
+# start NAME CMD...: run CMD in its own session, log to logs/NAME.log, record its PID.
+start() {
+  local name=$1; shift
+  mkdir -p "$logs" "$pids"
+  setsid "$@" >"$logs/$name.log" 2>&1 < /dev/null &
+  echo $! > "$pids/$name.pid"
+}
+
+alive() { # alive NAME: its recorded process is running
+  local pid
+  pid=$(cat "$pids/$1.pid" 2>/dev/null) || return 1
+  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null
+}
+
+# fail NAME MESSAGE: say which component failed and show the tail of its log.
+fail() {
+  say "$2"
+  if [ -f "$logs/$1.log" ]; then
+    say "last lines of $logs/$1.log:"
+    tail -n 25 "$logs/$1.log" | sed 's/^/  | /' >&2
+  fi
+  exit 1
+}
+
+# wait_for NAME SECONDS CHECK...: poll CHECK until it passes; fail naming NAME
+# (and showing its log) when NAME dies or the deadline passes. Components
+# have no event to watch before their API is up, so this polls at 0.2 s.
+wait_for() {
+  local name=$1 secs=$2; shift 2
+  local deadline=$(( $(date +%s) + secs ))
+  until "$@" >/dev/null 2>&1; do
+    alive "$name" || fail "$name" "$name exited during start-up"
+    [ "$(date +%s)" -lt "$deadline" ] || fail "$name" "$name not ready after ${secs}s"
+    sleep 0.2
+  done
+}
+
+kctl() { "$k8s" kubectl --kubeconfig "$kubeconfig" "$@"; }
+
+# ---------------------------------------------------------------- install
+
+need_packages() {
+  local missing=()
+  command -v etcd >/dev/null || missing+=(etcd-server)
+  command -v containerd >/dev/null || missing+=(containerd)
+  command -v runc >/dev/null || missing+=(runc)
+  [ -x /usr/lib/cni/bridge ] || missing+=(containernetworking-plugins)
+  [ -x /bin/busybox ] && /bin/busybox --list 2>/dev/null | grep -qx nc || missing+=(busybox-static)
+  command -v iptables >/dev/null || missing+=(iptables)
+  command -v openssl >/dev/null || missing+=(openssl)
+  command -v conntrack >/dev/null || missing+=(conntrack)
+  command -v ip >/dev/null || missing+=(iproute2)
+  command -v nsenter >/dev/null || missing+=(util-linux)
+  [ ${#missing[@]} -eq 0 ] && return 0
+  [ "$(id -u)" -eq 0 ] || die "missing packages (${missing[*]}); run as root so they can be installed"
+  say "installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >/dev/null
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# ---------------------------------------------------------------- PKI
+
+# cert NAME CN [O] [SANS]: an ECDSA key and a certificate signed by the cluster CA.
+cert() {
+  local name=$1 cn=$2 org=${3:-} sans=${4:-}
+  local subj="/CN=$cn"
+  [ -n "$org" ] && subj="/O=$org$subj"
+  openssl ecparam -name prime256v1 -genkey -noout -out "$pki/$name.key" 2>/dev/null
+  openssl req -new -key "$pki/$name.key" -subj "$subj" -out "$pki/$name.csr" 2>/dev/null
+  local ext="$pki/$name.ext"
+  {
+    echo "basicConstraints=CA:FALSE"
+    echo "keyUsage=critical,digitalSignature,keyEncipherment"
+    if [ -n "$sans" ]; then
+      echo "extendedKeyUsage=serverAuth,clientAuth"
+      echo "subjectAltName=$sans"
+    else
+      echo "extendedKeyUsage=clientAuth"
+    fi
+  } > "$ext"
+  openssl x509 -req -in "$pki/$name.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial \
+    -days 365 -sha256 -extfile "$ext" -out "$pki/$name.crt" 2>/dev/null
+  rm -f "$pki/$name.csr" "$ext"
+}
+
+# kubeconfig FILE CERTNAME: a kubeconfig for the apiserver with a client certificate.
+write_kubeconfig() {
+  cat > "$1" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: tug-local
+  cluster:
+    server: $apiserver
+    certificate-authority: $pki/ca.crt
+users:
+- name: $2
+  user:
+    client-certificate: $pki/$2.crt
+    client-key: $pki/$2.key
+contexts:
+- name: tug-local
+  context: {cluster: tug-local, user: $2, namespace: default}
+current-context: tug-local
+EOF
+}
+
+make_pki() {
+  local nodes=$1
+  mkdir -p "$pki"
+  openssl ecparam -name prime256v1 -genkey -noout -out "$pki/ca.key" 2>/dev/null
+  openssl req -x509 -new -key "$pki/ca.key" -subj "/CN=tug-local-ca" -days 365 -sha256 -out "$pki/ca.crt" 2>/dev/null
+  cert apiserver kube-apiserver "" \
+    "DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,IP:127.0.0.1,IP:10.202.0.1"
+  cert admin kubernetes-admin system:masters
+  cert apiserver-kubelet-client kube-apiserver-kubelet-client system:masters
+  cert controller-manager system:kube-controller-manager
+  cert scheduler system:kube-scheduler
+  cert kube-proxy system:kube-proxy
+  openssl ecparam -name prime256v1 -genkey -noout -out "$pki/sa.key" 2>/dev/null
+  openssl ec -in "$pki/sa.key" -pubout -out "$pki/sa.pub" 2>/dev/null
+  write_kubeconfig "$kubeconfig" admin
+  write_kubeconfig "$dir/controller-manager.kubeconfig" controller-manager
+  write_kubeconfig "$dir/scheduler.kubeconfig" scheduler
+  write_kubeconfig "$dir/kube-proxy.kubeconfig" kube-proxy
+  local n
+  for n in $(seq 1 "$nodes"); do
+    cert "node$n" "system:node:node$n" system:nodes
+    cert "node$n-serving" "node$n" "" "DNS:node$n,IP:$(node_ip "$n")"
+    write_kubeconfig "$dir/node$n.kubeconfig" "node$n"
+  done
+}
+
+# ---------------------------------------------------------------- network
+
+sysctl_set() { # remember the machine's value once, so down can put it back
+  local key=$1 value=$2 file=/proc/sys/${1//.//}
+  [ -f "$file" ] || return 0
+  grep -q "^$key=" "$dir/sysctl.orig" 2>/dev/null || echo "$key=$(cat "$file")" >> "$dir/sysctl.orig"
+  echo "$value" > "$file"
+}
+
+setup_network() {
+  local nodes=$1 n
+  ip link add "$host_bridge" type bridge 2>/dev/null || true
+  ip link set "$host_bridge" up
+  for n in $(seq 1 "$nodes"); do
+    ip addr replace "$(node_ip "$n")/32" dev "$host_bridge"
+  done
+  # Whole ranges go to the port-less bridge, so an address with no endpoint
+  # dies here instead of following the default route off the machine. The
+  # CNI bridges' own /24s are more specific and win for live pods; kube-proxy
+  # DNATs service addresses before routing.
+  ip route replace "$pod_range" dev "$host_bridge"
+  ip route replace "$service_range" dev "$host_bridge"
+  ip route replace 10.200.0.0/24 dev "$host_bridge"
+  sysctl_set net.ipv4.ip_forward 1
+  sysctl_set net.bridge.bridge-nf-call-iptables 1
+  sysctl_set net.ipv4.conf.all.route_localnet 1
+  # Forwarded traffic from pods may only go to the local ranges: no pod packet
+  # leaves the machine even though ip_forward is on.
+  iptables -N "$fw_chain" 2>/dev/null || iptables -F "$fw_chain"
+  iptables -A "$fw_chain" -d "$local_ranges" -j RETURN
+  iptables -A "$fw_chain" -s "$pod_range" -j DROP
+  iptables -C FORWARD -j "$fw_chain" 2>/dev/null || iptables -I FORWARD 1 -j "$fw_chain"
+}
+
+# ---------------------------------------------------------------- components
+
+start_etcd() {
+  start etcd etcd --name tug-local --data-dir "$dir/etcd" \
+    --listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
+    --listen-peer-urls "http://127.0.0.1:$etcd_peer_port" --initial-advertise-peer-urls "http://127.0.0.1:$etcd_peer_port" \
+    --initial-cluster "tug-local=http://127.0.0.1:$etcd_peer_port" --listen-metrics-urls "" \
+    --quota-backend-bytes 2147483648 --unsafe-no-fsync
+}
+
+start_control_plane() {
+  start kube-apiserver "$k8s" kube-apiserver \
+    --etcd-servers "http://127.0.0.1:$etcd_port" --bind-address 127.0.0.1 --secure-port "$api_port" \
+    --advertise-address "$(node_ip 1)" --endpoint-reconciler-type none \
+    --service-cluster-ip-range "$service_range" --service-node-port-range 30000-32767 \
+    --client-ca-file "$pki/ca.crt" --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" \
+    --service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
+    --service-account-issuer https://kubernetes.default.svc \
+    --authorization-mode Node,RBAC --allow-privileged \
+    --kubelet-client-certificate "$pki/apiserver-kubelet-client.crt" --kubelet-client-key "$pki/apiserver-kubelet-client.key" \
+    --kubelet-certificate-authority "$pki/ca.crt" --kubelet-preferred-address-types InternalIP \
+    --profiling=false --v 1
+  wait_for kube-apiserver 60 curl -sfk --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" "$apiserver/readyz"
+
+  start kube-controller-manager "$k8s" kube-controller-manager \
+    --kubeconfig "$dir/controller-manager.kubeconfig" --bind-address 127.0.0.1 --leader-elect=false \
+    --authentication-kubeconfig "$dir/controller-manager.kubeconfig" --authorization-kubeconfig "$dir/controller-manager.kubeconfig" \
+    --service-account-private-key-file "$pki/sa.key" --root-ca-file "$pki/ca.crt" --use-service-account-credentials \
+    --cluster-signing-cert-file "$pki/ca.crt" --cluster-signing-key-file "$pki/ca.key" \
+    --service-cluster-ip-range "$service_range" --profiling=false --v 1
+  start kube-scheduler "$k8s" kube-scheduler \
+    --kubeconfig "$dir/scheduler.kubeconfig" --bind-address 127.0.0.1 --leader-elect=false \
+    --authentication-kubeconfig "$dir/scheduler.kubeconfig" --authorization-kubeconfig "$dir/scheduler.kubeconfig" \
+    --profiling=false --v 1
+}
+
+# Each node gets its own cgroup root in every v1 hierarchy; kubelets sharing
+# one fight over the kubepods cgroups. A new cpuset cgroup starts empty, and
+# the kubelet refuses it, so copy the parent's CPUs and memory nodes.
+make_node_cgroups() {
+  local n=$1 h
+  for h in /sys/fs/cgroup/*/; do
+    [ -f "$h/cgroup.procs" ] || continue
+    case "$h" in */unified/) continue ;; esac
+    mkdir -p "$h/node$n"
+    if [ -f "$h/cpuset.cpus" ]; then
+      cat "$h/cpuset.cpus" > "$h/node$n/cpuset.cpus"
+      cat "$h/cpuset.mems" > "$h/node$n/cpuset.mems"
+    fi
+  done
+}
+
+start_node() {
+  local n=$1 nd=$dir/node$n
+  local ip sock
+  ip=$(node_ip "$n")
+  sock=$nd/containerd.sock
+  mkdir -p "$nd/cni" "$nd/kubelet" "$nd/pod-logs"
+  cat > "$nd/containerd.toml" <<EOF
+version = 2
+root = "$nd/containerd/root"
+state = "$nd/containerd/state"
+disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.internal.v1.tracing", "io.containerd.tracing.processor.v1.otlp"]
+[grpc]
+  address = "$sock"
+[ttrpc]
+  address = "$sock.ttrpc"
+[debug]
+  address = ""
+[metrics]
+  address = ""
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "localhost/tug/pause:v1"
+  # root here lacks CAP_SYS_RESOURCE: without this every sandbox fails with
+  # "can't get final child's PID from pipe"
+  restrict_oom_score_adj = true
+  stream_server_address = "127.0.0.1"
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "$nd/cni"
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+        Root = "$nd/runc"
+EOF
+  cat > "$nd/cni/10-tug.conflist" <<EOF
+{
+  "cniVersion": "0.4.0",
+  "name": "tug-node$n",
+  "plugins": [
+    {
+      "type": "bridge",
+      "bridge": "$(node_bridge "$n")",
+      "isGateway": true,
+      "ipMasq": false,
+      "hairpinMode": true,
+      "ipam": {
+        "type": "host-local",
+        "dataDir": "$nd/ipam",
+        "ranges": [[{"subnet": "$(node_pods "$n")"}]],
+        "routes": [{"dst": "0.0.0.0/0"}]
+      }
+    },
+    {"type": "loopback"}
+  ]
+}
+EOF
+  start "containerd-node$n" containerd --config "$nd/containerd.toml"
+  wait_for "containerd-node$n" 30 ctr --address "$sock" version
+
+  cat > "$nd/kubelet.yaml" <<EOF
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: $ip
+port: 10250
+healthzBindAddress: 127.0.0.1
+healthzPort: $((10247 + n * 100))
+readOnlyPort: 0
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
+  x509: {clientCAFile: $pki/ca.crt}
+authorization: {mode: Webhook}
+tlsCertFile: $pki/node$n-serving.crt
+tlsPrivateKeyFile: $pki/node$n-serving.key
+containerRuntimeEndpoint: unix://$sock
+cgroupDriver: cgroupfs
+cgroupRoot: /node$n
+cgroupsPerQOS: true
+enforceNodeAllocatable: [pods]
+failCgroupV1: false
+failSwapOn: false
+podLogsDirectory: $nd/pod-logs
+# Nothing can be pulled again here: never collect images.
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+evictionHard: {"memory.available": "100Mi", "nodefs.available": "1%", "imagefs.available": "1%", "nodefs.inodesFree": "1%"}
+serializeImagePulls: false
+maxPods: 110
+EOF
+  start "kubelet-node$n" "$k8s" kubelet --config "$nd/kubelet.yaml" --kubeconfig "$dir/node$n.kubeconfig" \
+    --hostname-override "node$n" --node-ip "$ip" --root-dir "$nd/kubelet" --cert-dir "$nd/kubelet/pki" --v 1
+}
+
+start_proxy() {
+  cat > "$dir/kube-proxy.yaml" <<EOF
+apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+mode: iptables
+bindAddress: 127.0.0.1
+healthzBindAddress: 127.0.0.1:10256
+metricsBindAddress: 127.0.0.1:10249
+clusterCIDR: $pod_range
+hostnameOverride: node1
+nodePortAddresses: [10.200.0.0/24]
+clientConnection: {kubeconfig: $dir/kube-proxy.kubeconfig}
+conntrack: {maxPerCore: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
+EOF
+  start kube-proxy "$k8s" kube-proxy --config "$dir/kube-proxy.yaml" --v 1
+}
+
+# ---------------------------------------------------------------- images
+
+build_images() {
+  local key out
+  key=$( { cat "$repo"/test/images/*/*.go; sha256sum /bin/busybox; go version; } | sha256sum | cut -c1-16)
+  out=$cache/images/$key
+  if [ ! -f "$out/sample.tar" ]; then
+    say "building images"
+    (cd "$repo" && GOTOOLCHAIN=local go run ./test/images/build -out "$out") || die "image build failed"
+  fi
+  images=$out
+}
+
+import_images() {
+  local n=$1 t
+  for t in pause sample; do
+    ctr --address "$dir/node$n/containerd.sock" -n k8s.io images import --no-unpack=false "$images/$t.tar" >/dev/null \
+      || die "importing $t.tar into node$n's containerd failed"
+  done
+}
+
+# ---------------------------------------------------------------- up
+
+is_up() {
+  [ -f "$kubeconfig" ] && alive kube-apiserver && alive etcd &&
+    curl -sfk --max-time 3 --cert "$pki/admin.crt" --key "$pki/admin.key" "$apiserver/readyz" >/dev/null
+}
+
+nodes_ready() {
+  local want=$1 ready
+  ready=$(kctl get nodes -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' 2>/dev/null | grep -c True)
+  [ "$ready" -ge "$want" ]
+}
+
+up() {
+  local nodes=${1:-1}
+  case "$nodes" in 1 | 2) ;; *) die "NODES must be 1 or 2, not $nodes" ;; esac
+  [ "$(id -u)" -eq 0 ] || die "the local cluster needs root (network, mounts, cgroups)"
+  if is_up; then
+    local have
+    have=$(cat "$dir/nodes" 2>/dev/null || echo 1)
+    if [ "$have" -ge "$nodes" ]; then
+      say "already up ($have node(s)); kubeconfig: $kubeconfig"
+      return 0
+    fi
+    say "up with $have node(s), $nodes wanted: restarting"
+  fi
+  local t0
+  t0=$(date +%s.%N)
+  need_packages
+  k8s=$("$here/build-localk8s.sh") || die "building the Kubernetes binary failed"
+  build_images
+  # Whatever an earlier, killed cluster left behind goes first.
+  down quiet
+  mkdir -p "$dir" "$logs" "$pids"
+  echo "$nodes" > "$dir/nodes"
+  echo "$repo" > "$dir/started-by"
+  make_pki "$nodes"
+  setup_network "$nodes"
+  start_etcd
+  wait_for etcd 30 curl -sf "http://127.0.0.1:$etcd_port/health"
+  local n
+  for n in $(seq 1 "$nodes"); do make_node_cgroups "$n"; done
+  start_control_plane
+  for n in $(seq 1 "$nodes"); do
+    start_node "$n"
+    import_images "$n"
+  done
+  start_proxy
+  for n in $(seq 1 "$nodes"); do
+    wait_for "kubelet-node$n" 90 node_is_ready "node$n"
+  done
+  wait_for kube-controller-manager 60 kctl -n default get serviceaccount default
+  alive kube-scheduler || fail kube-scheduler "kube-scheduler exited"
+  alive kube-proxy || fail kube-proxy "kube-proxy exited"
+  say "up: $nodes node(s) Ready in $(awk "BEGIN{printf \"%.1f\", $(date +%s.%N) - $t0}")s; logs in $logs"
+  say "kubeconfig: $kubeconfig"
+}
+
+node_is_ready() {
+  [ "$(kctl get node "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]
+}
+
+# ---------------------------------------------------------------- down
+
+kill_recorded() {
+  local f pid
+  for f in "$pids"/*.pid; do
+    [ -f "$f" ] || continue
+    pid=$(cat "$f")
+    [ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null || true
+  done
+  local deadline=$(( $(date +%s) + 15 ))
+  for f in "$pids"/*.pid; do
+    [ -f "$f" ] || continue
+    pid=$(cat "$f")
+    while [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && [ "$(date +%s)" -lt "$deadline" ]; do sleep 0.1; done
+    [ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null || true
+    rm -f "$f"
+  done
+}
+
+# Processes that outlive their parent: containerd shims (matched by our
+# containerd's socket path) and the containers in our nodes' cgroups.
+kill_leftovers() {
+  local pid h n
+  for pid in $(pgrep -f "containerd-shim.*$dir/" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null || true; done
+  for n in 1 2; do
+    for h in /sys/fs/cgroup/*/node$n; do
+      [ -d "$h" ] || continue
+      find "$h" -name cgroup.procs -exec cat {} + 2>/dev/null | while read -r pid; do kill -KILL "$pid" 2>/dev/null || true; done
+    done
+  done
+  # the kube-proxy and kubelets of a cluster whose pid files are gone
+  for pid in $(pgrep -f "(localk8s|kubelet|kube-proxy|kube-apiserver|kube-controller-manager|kube-scheduler).*$dir/" 2>/dev/null); do
+    kill -KILL "$pid" 2>/dev/null || true
+  done
+  for pid in $(pgrep -f "etcd --name tug-local" 2>/dev/null) $(pgrep -f "containerd --config $dir/" 2>/dev/null); do
+    kill -KILL "$pid" 2>/dev/null || true
+  done
+}
+
+remove_cgroups() {
+  local n h i
+  for n in 1 2; do
+    for h in /sys/fs/cgroup/*/node$n; do
+      [ -d "$h" ] || continue
+      for i in 1 2 3 4 5; do
+        find "$h" -depth -type d -exec rmdir {} + 2>/dev/null || true
+        [ -d "$h" ] || break
+        sleep 0.2
+      done
+    done
+  done
+}
+
+unmount_all() {
+  local m
+  # deepest first; kubelet and containerd mounts (volumes, rootfs, shm) live under $dir
+  for m in $(awk -v d="$dir/" 'index($5, d) == 1 {print $5}' /proc/self/mountinfo | sort -r); do
+    umount -l "$m" 2>/dev/null || true
+  done
+  # pod network namespaces live in /var/run/netns as cni-<uuid>
+  for m in $(ip netns list 2>/dev/null | awk '$1 ~ /^cni-/ {print $1}'); do
+    ip netns delete "$m" 2>/dev/null || true
+  done
+}
+
+teardown_network() {
+  local n
+  if [ -n "${k8s:-}" ] && [ -x "$k8s" ]; then
+    "$k8s" kube-proxy --cleanup >/dev/null 2>&1 || "$k8s" kube-proxy --cleanup >/dev/null 2>&1 || true
+  fi
+  iptables -D FORWARD -j "$fw_chain" 2>/dev/null || true
+  iptables -F "$fw_chain" 2>/dev/null || true
+  iptables -X "$fw_chain" 2>/dev/null || true
+  # What kube-proxy --cleanup leaves: the kubelets' own chains (KUBE-FIREWALL,
+  # KUBE-KUBELET-CANARY, KUBE-IPTABLES-HINT) and any CNI- chains.
+  local ipt table rule chain
+  for ipt in iptables ip6tables; do
+    command -v "$ipt" >/dev/null || continue
+    for table in filter nat mangle; do
+      "$ipt-save" -t "$table" 2>/dev/null | grep -E '^-A (INPUT|OUTPUT|FORWARD|PREROUTING|POSTROUTING) .*-j (KUBE|CNI)-' | while read -r rule; do
+        # shellcheck disable=SC2086 # the rule is a list of words to pass on
+        "$ipt" -t "$table" -D ${rule#-A } 2>/dev/null || true
+      done || true
+      for chain in $("$ipt-save" -t "$table" 2>/dev/null | awk '/^:(KUBE|CNI)-/ {print substr($1, 2)}'); do
+        "$ipt" -t "$table" -F "$chain" 2>/dev/null || true
+      done
+      for chain in $("$ipt-save" -t "$table" 2>/dev/null | awk '/^:(KUBE|CNI)-/ {print substr($1, 2)}'); do
+        "$ipt" -t "$table" -X "$chain" 2>/dev/null || true
+      done
+    done
+  done
+  for n in 1 2; do ip link delete "$(node_bridge "$n")" 2>/dev/null || true; done
+  ip link delete "$host_bridge" 2>/dev/null || true
+  if [ -f "$dir/sysctl.orig" ]; then
+    local key value
+    while IFS== read -r key value; do
+      echo "$value" > "/proc/sys/${key//.//}" 2>/dev/null || true
+    done < "$dir/sysctl.orig"
+    rm -f "$dir/sysctl.orig"
+  fi
+}
+
+down() {
+  local quiet=${1:-}
+  [ -d "$dir" ] || { [ -n "$quiet" ] || say "not running"; return 0; }
+  local t0
+  t0=$(date +%s)
+  k8s=${k8s:-$("$here/build-localk8s.sh" --cached 2>/dev/null || true)}
+  kill_recorded
+  kill_leftovers
+  unmount_all
+  remove_cgroups
+  teardown_network
+  # keep nothing of the old cluster: a new one starts from empty state
+  rm -rf "$dir" 2>/dev/null || { sleep 1; unmount_all; rm -rf "$dir"; }
+  [ -n "$quiet" ] || say "down in $(( $(date +%s) - t0 ))s"
+}
+
+# ---------------------------------------------------------------- checks
+
+check_clean() {
+  local left=()
+  pgrep -f "$dir/" >/dev/null 2>&1 && left+=("processes: $(pgrep -af "$dir/" | cut -c1-120 | tr '\n' ';')")
+  pgrep -f "etcd --name tug-local" >/dev/null 2>&1 && left+=("etcd still running")
+  awk -v d="$dir/" 'index($5, d) == 1' /proc/self/mountinfo | grep -q . && left+=("mounts under $dir")
+  ip netns list 2>/dev/null | grep -q '^cni-' && left+=("network namespaces: $(ip netns list | awk '/^cni-/ {print $1}' | tr '\n' ' ')")
+  local i
+  for i in "$host_bridge" tugcni1 tugcni2; do
+    ip link show "$i" >/dev/null 2>&1 && left+=("interface $i")
+  done
+  local ipt
+  for ipt in iptables ip6tables; do
+    command -v "$ipt-save" >/dev/null || continue
+    "$ipt-save" 2>/dev/null | grep -qE "KUBE-|CNI-|$fw_chain" &&
+      left+=("$ipt: $("$ipt-save" | grep -E "KUBE-|CNI-|$fw_chain" | head -3 | tr '\n' ' ')")
+  done
+  ls -d /sys/fs/cgroup/*/node[12] >/dev/null 2>&1 && left+=("cgroups node1/node2")
+  [ -d "$dir" ] && left+=("state folder $dir")
+  if [ ${#left[@]} -gt 0 ]; then
+    say "left behind:"
+    printf '  %s\n' "${left[@]}" >&2
+    return 1
+  fi
+  say "clean: no process, mount, namespace, interface, rule, cgroup or folder left"
+}
+
+case "${1:-}" in
+  up) up "${2:-${NODES:-1}}" ;;
+  down) down ;;
+  status)
+    is_up || { say "down"; exit 1; }
+    k8s=$("$here/build-localk8s.sh")
+    nodes_ready "$(cat "$dir/nodes" 2>/dev/null || echo 1)" || { say "up, but not every node is Ready"; exit 1; }
+    say "up" ;;
+  kubeconfig) echo "$kubeconfig" ;;
+  check-clean) check_clean ;;
+  *) echo "usage: $0 up [NODES]|down|status|kubeconfig|check-clean" >&2; exit 2 ;;
+esac

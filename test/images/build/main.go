@@ -1,0 +1,257 @@
+// Command build writes the local cluster's images as OCI image-layout tars
+// that `ctr images import` loads: there is no registry on these machines, so
+// images are built from this repository's code with nothing but Go.
+//
+//	go run ./test/images/build -out DIR
+//
+// produces DIR/pause.tar (localhost/tug/pause:v1) and DIR/sample.tar
+// (localhost/tug/sample with tags v1, v2, crash and unready). Output is
+// deterministic: the same inputs give the same digests.
+package main
+
+import (
+	"archive/tar"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+)
+
+type file struct {
+	name string // path inside the image, without a leading slash
+	mode int64
+	data []byte
+	link string // symlink target, when set
+	dir  bool
+}
+
+type tag struct {
+	ref string
+	env []string
+	cmd []string
+}
+
+type image struct {
+	out   string
+	files []file
+	tags  []tag
+}
+
+func main() {
+	out := flag.String("out", "", "folder to write the image tars into")
+	busybox := flag.String("busybox", "/bin/busybox", "a static busybox, for /bin/sh and the usual tools")
+	flag.Parse()
+	if *out == "" {
+		fmt.Fprintln(os.Stderr, "usage: build -out DIR [-busybox PATH]")
+		os.Exit(2)
+	}
+	if err := run(*out, *busybox); err != nil {
+		fmt.Fprintln(os.Stderr, "build:", err)
+		os.Exit(1)
+	}
+}
+
+func run(out, busybox string) error {
+	here, err := sourceDir()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	pause, err := goBuild(filepath.Join(here, "pause"))
+	if err != nil {
+		return err
+	}
+	sample, err := goBuild(filepath.Join(here, "sample"))
+	if err != nil {
+		return err
+	}
+	sampleFiles, err := busyboxFiles(busybox)
+	if err != nil {
+		return err
+	}
+	sampleFiles = append(sampleFiles,
+		file{name: "bin/sample", mode: 0o755, data: sample},
+		file{name: "tmp", mode: 0o1777, dir: true},
+		file{name: "etc", mode: 0o755, dir: true},
+		file{name: "etc/passwd", mode: 0o644, data: []byte("root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n")},
+		file{name: "etc/group", mode: 0o644, data: []byte("root:x:0:\nnogroup:x:65534:\n")},
+		file{name: "root", mode: 0o700, dir: true},
+	)
+	path := "PATH=/bin"
+	images := []image{
+		{out: "pause.tar", files: []file{{name: "pause", mode: 0o755, data: pause}},
+			tags: []tag{{ref: "localhost/tug/pause:v1", cmd: []string{"/pause"}}}},
+		{out: "sample.tar", files: sampleFiles, tags: []tag{
+			{ref: "localhost/tug/sample:v1", env: []string{path, "VERSION=v1"}, cmd: []string{"/bin/sample"}},
+			{ref: "localhost/tug/sample:v2", env: []string{path, "VERSION=v2"}, cmd: []string{"/bin/sample"}},
+			{ref: "localhost/tug/sample:crash", env: []string{path, "VERSION=crash", "SAMPLE_MODE=crash"}, cmd: []string{"/bin/sample"}},
+			{ref: "localhost/tug/sample:unready", env: []string{path, "VERSION=unready", "SAMPLE_MODE=unready"}, cmd: []string{"/bin/sample"}},
+		}},
+	}
+	for _, img := range images {
+		if err := writeLayout(filepath.Join(out, img.out), img); err != nil {
+			return fmt.Errorf("%s: %w", img.out, err)
+		}
+	}
+	return nil
+}
+
+// sourceDir finds test/images from the working directory, so the command
+// works from the repository root or from this folder.
+func sourceDir() (string, error) {
+	for _, dir := range []string{"test/images", ".", ".."} {
+		if _, err := os.Stat(filepath.Join(dir, "sample", "main.go")); err == nil {
+			return filepath.Abs(dir)
+		}
+	}
+	return "", fmt.Errorf("run from the repository root: test/images/sample not found")
+}
+
+func goBuild(pkg string) ([]byte, error) {
+	tmp, err := os.CreateTemp("", "tug-image-bin-")
+	if err != nil {
+		return nil, err
+	}
+	tmp.Close()
+	defer os.Remove(tmp.Name())
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", tmp.Name(), ".")
+	cmd.Dir = pkg
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("go build %s: %w", pkg, err)
+	}
+	return os.ReadFile(tmp.Name())
+}
+
+// busyboxFiles puts busybox at /bin/busybox with a symlink per applet, as
+// `busybox --install -s` would.
+func busyboxFiles(path string) ([]file, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w (install busybox-static)", err)
+	}
+	list, err := exec.Command(path, "--list").Output()
+	if err != nil {
+		return nil, fmt.Errorf("%s --list: %w", path, err)
+	}
+	files := []file{{name: "bin", mode: 0o755, dir: true}, {name: "bin/busybox", mode: 0o755, data: data}}
+	for _, applet := range strings.Fields(string(list)) {
+		if applet == "busybox" || strings.Contains(applet, "/") {
+			continue
+		}
+		files = append(files, file{name: "bin/" + applet, mode: 0o777, link: "busybox"})
+	}
+	return files, nil
+}
+
+var epoch = time.Unix(0, 0).UTC()
+
+func layerTar(files []file) ([]byte, error) {
+	sort.Slice(files, func(i, j int) bool { return files[i].name < files[j].name })
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, f := range files {
+		h := &tar.Header{Name: f.name, Mode: f.mode, ModTime: epoch, Format: tar.FormatPAX}
+		switch {
+		case f.dir:
+			h.Typeflag, h.Name = tar.TypeDir, f.name+"/"
+		case f.link != "":
+			h.Typeflag, h.Linkname = tar.TypeSymlink, f.link
+		default:
+			h.Typeflag, h.Size = tar.TypeReg, int64(len(f.data))
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			return nil, err
+		}
+		if h.Typeflag == tar.TypeReg {
+			if _, err := tw.Write(f.data); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+type descriptor struct {
+	MediaType   string            `json:"mediaType"`
+	Digest      string            `json:"digest"`
+	Size        int               `json:"size"`
+	Platform    map[string]string `json:"platform,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// writeLayout writes one OCI image layout (oci-layout, index.json, blobs)
+// as a tar, with one manifest per tag sharing a single layer.
+func writeLayout(path string, img image) error {
+	blobs := map[string][]byte{}
+	add := func(mediaType string, data []byte) descriptor {
+		sum := sha256.Sum256(data)
+		d := "sha256:" + hex.EncodeToString(sum[:])
+		blobs[d] = data
+		return descriptor{MediaType: mediaType, Digest: d, Size: len(data)}
+	}
+	layerData, err := layerTar(img.files)
+	if err != nil {
+		return err
+	}
+	layer := add("application/vnd.oci.image.layer.v1.tar", layerData)
+	var manifests []descriptor
+	for _, t := range img.tags {
+		cfg, _ := json.Marshal(map[string]any{
+			"created":      epoch.Format(time.RFC3339),
+			"architecture": runtime.GOARCH,
+			"os":           "linux",
+			"config":       map[string]any{"Env": t.env, "Cmd": t.cmd, "WorkingDir": "/"},
+			"rootfs":       map[string]any{"type": "layers", "diff_ids": []string{layer.Digest}},
+		})
+		config := add("application/vnd.oci.image.config.v1+json", cfg)
+		man, _ := json.Marshal(map[string]any{
+			"schemaVersion": 2,
+			"mediaType":     "application/vnd.oci.image.manifest.v1+json",
+			"config":        config,
+			"layers":        []descriptor{layer},
+		})
+		d := add("application/vnd.oci.image.manifest.v1+json", man)
+		d.Platform = map[string]string{"architecture": runtime.GOARCH, "os": "linux"}
+		d.Annotations = map[string]string{
+			"io.containerd.image.name":          t.ref,
+			"org.opencontainers.image.ref.name": t.ref[strings.LastIndex(t.ref, ":")+1:],
+		}
+		manifests = append(manifests, d)
+	}
+	index, _ := json.Marshal(map[string]any{"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json", "manifests": manifests})
+
+	files := []file{
+		{name: "oci-layout", mode: 0o644, data: []byte(`{"imageLayoutVersion":"1.0.0"}`)},
+		{name: "index.json", mode: 0o644, data: index},
+		{name: "blobs", mode: 0o755, dir: true},
+		{name: "blobs/sha256", mode: 0o755, dir: true},
+	}
+	for d, data := range blobs {
+		files = append(files, file{name: "blobs/sha256/" + strings.TrimPrefix(d, "sha256:"), mode: 0o644, data: data})
+	}
+	out, err := layerTar(files)
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, out, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
