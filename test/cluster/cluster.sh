@@ -347,7 +347,7 @@ cgroupsPerQOS: true
 enforceNodeAllocatable: [pods]
 failCgroupV1: false
 failSwapOn: false
-podLogsDirectory: $nd/pod-logs
+podLogsDir: $nd/pod-logs
 # Nothing can be pulled again here: never collect images.
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
@@ -518,6 +518,12 @@ unmount_all() {
   for m in $(awk -v d="$dir/" 'index($5, d) == 1 {print $5}' /proc/self/mountinfo | sort -r); do
     umount -l "$m" 2>/dev/null || true
   done
+  # the kubelet links every container's log into /var/log/containers
+  local l
+  for l in /var/log/containers/*.log; do
+    [ -L "$l" ] || continue
+    case "$(readlink "$l")" in "$dir"/*) rm -f "$l" ;; esac
+  done
   # pod network namespaces live in /var/run/netns as cni-<uuid>
   for m in $(ip netns list 2>/dev/null | awk '$1 ~ /^cni-/ {print $1}'); do
     ip netns delete "$m" 2>/dev/null || true
@@ -597,6 +603,9 @@ check_clean() {
   done
   ls -d /sys/fs/cgroup/*/node[12] >/dev/null 2>&1 && left+=("cgroups node1/node2")
   [ -d "$dir" ] && left+=("state folder $dir")
+  local links
+  links=$(find /var/log/containers -maxdepth 1 -lname "$dir/*" 2>/dev/null | head -3 || true)
+  [ -n "$links" ] && left+=("log links in /var/log/containers: $links")
   if [ ${#left[@]} -gt 0 ]; then
     say "left behind:"
     printf '  %s\n' "${left[@]}" >&2

@@ -126,6 +126,14 @@ func New(t *testing.T) *H {
 		t.Skip(env.skip)
 	}
 	t.Parallel()
+	return newH(t)
+}
+
+// Another gives the test a second namespace, removed when the test ends.
+func (h *H) Another() *H { return newH(h.t) }
+
+func newH(t *testing.T) *H {
+	t.Helper()
 	b := make([]byte, 3)
 	_, _ = rand.Read(b)
 	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))

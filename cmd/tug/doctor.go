@@ -1,0 +1,106 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/doctor"
+)
+
+type doctorOptions struct {
+	Output cli.OutputOptions
+}
+
+func newDoctorCmd(f *cli.Factory) *cobra.Command {
+	o := &doctorOptions{}
+	cmd := &cobra.Command{
+		Use:   "doctor",
+		Short: "Check the kubeconfig, the cluster and your permissions",
+		Long: `Check that the kubeconfig loads, the cluster answers, its version is within
+one minor version of tug's client, and that you hold every permission each
+group of tug commands needs: in the namespace (-n, or the kubeconfig's), and
+across the cluster for the node and pool commands.
+
+Each permission is asked of the API server with a SelfSubjectAccessReview, so
+the answer is exact whatever authorizer the cluster uses. doctor exits 1 when
+anything is missing and lists exactly what.`,
+		Example: `  tug doctor
+  tug doctor -n staging
+  tug doctor -o json | jq '.groups[] | select(.status != "ok")'`,
+		Args:    cli.NoArgs,
+		GroupID: "cluster",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			report, err := doctor.Run(cmd.Context(), f, doctor.Options{Progress: f.Progress()})
+			if err != nil {
+				return err
+			}
+			if err := o.Output.Print(f.IOStreams, report, func() error {
+				return printDoctor(f.IOStreams, report, o.Output.NoHeaders)
+			}); err != nil {
+				return err
+			}
+			return doctorError(report)
+		},
+	}
+	cli.AddOutputFlags(cmd, &o.Output)
+	return cmd
+}
+
+func printDoctor(ios *cli.IOStreams, r *doctor.Report, noHeaders bool) error {
+	colors := ios.Colors()
+	status := func(s doctor.Status) string {
+		switch s {
+		case doctor.StatusOK:
+			return colors.Green("✓ ok")
+		case doctor.StatusWarning:
+			return colors.Yellow("! warning")
+		default:
+			return colors.Red("✗ failed")
+		}
+	}
+	checks := cli.NewTable("check", "status", "detail")
+	for _, c := range r.Checks {
+		checks.AddRow(c.Name, status(c.Status), c.Message)
+	}
+	if err := checks.Render(ios, noHeaders); err != nil {
+		return err
+	}
+	if len(r.Groups) == 0 {
+		return nil
+	}
+	fmt.Fprintln(ios.Out)
+	groups := cli.NewTable("commands", "status", "missing")
+	for _, g := range r.Groups {
+		var missing []string
+		if len(g.Missing) > 0 {
+			missing = append(missing, doctor.MissingSummary(g.Missing))
+		}
+		if len(g.Errors) > 0 {
+			missing = append(missing, "cannot check: "+strings.Join(g.Errors, "; "))
+		}
+		groups.AddRow(g.Name, status(g.Status), strings.Join(missing, "; "))
+	}
+	return groups.Render(ios, noHeaders)
+}
+
+// doctorError is the one-line summary that makes doctor exit 1.
+func doctorError(r *doctor.Report) error {
+	if r.OK {
+		return nil
+	}
+	for _, c := range r.Checks {
+		if c.Status == doctor.StatusFailed {
+			return fmt.Errorf("%s", c.Message)
+		}
+	}
+	var names []string
+	for _, g := range r.Groups {
+		if g.Status != doctor.StatusOK {
+			names = append(names, g.Name)
+		}
+	}
+	return fmt.Errorf("missing permissions for %s; ask a cluster admin (docs/rbac has the roles to grant)", strings.Join(names, ", "))
+}

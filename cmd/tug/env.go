@@ -1,0 +1,256 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/deploy"
+)
+
+// usageArgs makes cobra's own argument checks usage errors (exit 2).
+func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := check(cmd, args); err != nil {
+			return &cli.UsageError{Err: err}
+		}
+		return nil
+	}
+}
+
+func newEnvCmd(f *cli.Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "env",
+		Short: "Set, unset and show an app's config (environment variables)",
+		Long: `An app's config is its environment variables. Values live in a Secret per
+release and reach units through envFrom: they never appear in a Deployment, in
+'app info', in exported manifests or in logs. Every change is a new release,
+rolled out like a deploy, unless --no-restart.`,
+		Args:    cli.GroupArgs,
+		RunE:    cli.GroupRunE,
+		GroupID: "apps",
+	}
+	cmd.AddCommand(newEnvSetCmd(f), newEnvUnsetCmd(f), newEnvGetCmd(f))
+	return cmd
+}
+
+type envSetOptions struct {
+	FromFile  string
+	NoRestart bool
+	Message   string
+	rollout   rolloutFlags
+}
+
+func newEnvSetCmd(f *cli.Factory) *cobra.Command {
+	o := &envSetOptions{}
+	cmd := &cobra.Command{
+		Use:   "set APP KEY=VALUE...",
+		Short: "Set config variables: a new release, rolled out",
+		Long: `Set config variables. KEY=@FILE reads the value from a file and KEY=@- from
+standard input, and --from-env-file reads KEY=VALUE lines (- for standard
+input), so secrets stay out of shell history.`,
+		Example: `  tug env set shop LOG_LEVEL=debug
+  tug env set shop TLS_KEY=@key.pem
+  vault read -field=url db | tug env set shop DATABASE_URL=@-
+  tug env set shop --from-env-file prod.env --no-restart`,
+		Args: usageArgs(cobra.MinimumNArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := args[0]
+			if err := app.ValidateName(name); err != nil {
+				return &cli.UsageError{Err: err}
+			}
+			if err := o.rollout.validate(); err != nil {
+				return err
+			}
+			set, err := parseEnvArgs(args[1:], o.FromFile, f.IOStreams.In)
+			if err != nil {
+				return err
+			}
+			opts := o.rollout.options()
+			opts.NoRestart = o.NoRestart
+			return roll(cmd, f, name, deploy.EnvChange(set, nil, o.Message), opts, o.rollout.Output, "config set")
+		},
+	}
+	cmd.Flags().StringVar(&o.FromFile, "from-env-file", "", "Read KEY=VALUE lines from a file (- for standard input)")
+	cmd.Flags().BoolVar(&o.NoRestart, "no-restart", false, "Store the change; it applies at the next deploy")
+	cmd.Flags().StringVarP(&o.Message, "message", "m", "", "Why this change, shown in the release history")
+	o.rollout.add(cmd, true)
+	return cmd
+}
+
+// parseEnvArgs reads KEY=VALUE arguments (VALUE @FILE or @-) and an env
+// file. Every name is checked before anything is sent.
+func parseEnvArgs(args []string, fromFile string, stdin io.Reader) (app.ConfigMap, error) {
+	set := app.ConfigMap{}
+	stdinUsed := false
+	readStdin := func(what string) ([]byte, error) {
+		if stdinUsed {
+			return nil, cli.UsageErrorf("%s: standard input can be read only once", what)
+		}
+		stdinUsed = true
+		return io.ReadAll(stdin)
+	}
+	if fromFile != "" {
+		var b []byte
+		var err error
+		if fromFile == "-" {
+			b, err = readStdin("--from-env-file -")
+		} else {
+			b, err = readFileArg("--from-env-file", fromFile)
+		}
+		if err != nil {
+			return nil, err
+		}
+		cfg, err := app.ParseEnvFile(bytes.NewReader(b))
+		if err != nil {
+			return nil, cli.UsageErrorf("--from-env-file %s: %v", fromFile, err)
+		}
+		for k, v := range cfg {
+			set[k] = v
+		}
+	}
+	for _, arg := range args {
+		k, v, ok := strings.Cut(arg, "=")
+		if !ok {
+			return nil, cli.UsageErrorf("%q is not KEY=VALUE; to remove a variable use 'tug env unset'", arg)
+		}
+		if err := app.ValidateEnvName(k); err != nil {
+			return nil, &cli.UsageError{Err: err}
+		}
+		if strings.HasPrefix(v, "@") {
+			var b []byte
+			var err error
+			if v == "@-" {
+				b, err = readStdin(k + "=@-")
+			} else {
+				b, err = readFileArg(k+"=@", v[1:])
+			}
+			if err != nil {
+				return nil, err
+			}
+			// a file or pipe usually ends with one newline that is not part of the value
+			v = strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+		}
+		set[k] = v
+	}
+	if len(set) == 0 {
+		return nil, cli.UsageErrorf("nothing to set: give KEY=VALUE arguments or --from-env-file")
+	}
+	return set, nil
+}
+
+func newEnvUnsetCmd(f *cli.Factory) *cobra.Command {
+	o := &envSetOptions{}
+	cmd := &cobra.Command{
+		Use:     "unset APP KEY...",
+		Short:   "Remove config variables: a new release, rolled out",
+		Example: `  tug env unset shop LOG_LEVEL DEBUG`,
+		Args:    usageArgs(cobra.MinimumNArgs(2)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := args[0]
+			if err := app.ValidateName(name); err != nil {
+				return &cli.UsageError{Err: err}
+			}
+			if err := o.rollout.validate(); err != nil {
+				return err
+			}
+			for _, k := range args[1:] {
+				if strings.Contains(k, "=") {
+					return cli.UsageErrorf("%q: unset takes names only, not KEY=VALUE", k)
+				}
+				if err := app.ValidateEnvName(k); err != nil {
+					return &cli.UsageError{Err: err}
+				}
+			}
+			opts := o.rollout.options()
+			opts.NoRestart = o.NoRestart
+			return roll(cmd, f, name, deploy.EnvChange(nil, args[1:], o.Message), opts, o.rollout.Output, "config unset")
+		},
+	}
+	cmd.Flags().BoolVar(&o.NoRestart, "no-restart", false, "Store the change; it applies at the next deploy")
+	cmd.Flags().StringVarP(&o.Message, "message", "m", "", "Why this change, shown in the release history")
+	o.rollout.add(cmd, true)
+	return cmd
+}
+
+// EnvVar is one row of `tug env get -o json`; Value is present only with
+// --show-values.
+type EnvVar struct {
+	Name  string  `json:"name"`
+	Value *string `json:"value,omitempty"`
+}
+
+func newEnvGetCmd(f *cli.Factory) *cobra.Command {
+	var show bool
+	o := &cli.OutputOptions{}
+	cmd := &cobra.Command{
+		Use:   "get APP [KEY]",
+		Short: "Show an app's config names (values with --show-values)",
+		Long: `Show the names of an app's config variables. Values are printed only with
+--show-values; with a KEY and --show-values, just that value is printed, for
+scripts.`,
+		Example: `  tug env get shop
+  tug env get shop DATABASE_URL --show-values`,
+		Args: usageArgs(cobra.RangeArgs(1, 2)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := args[0]
+			if err := app.ValidateName(name); err != nil {
+				return &cli.UsageError{Err: err}
+			}
+			s, err := appStore(f)
+			if err != nil {
+				return err
+			}
+			a, err := s.GetApp(cmd.Context(), name)
+			if err != nil {
+				return err
+			}
+			_, config, err := deploy.BaseRelease(cmd.Context(), s, a)
+			if err != nil {
+				return err
+			}
+			keys := config.Keys()
+			if len(args) == 2 {
+				if _, ok := config[args[1]]; !ok {
+					return fmt.Errorf("config %q is not set on app %q", args[1], name)
+				}
+				keys = []string{args[1]}
+				if show && o.Format == cli.OutputTable {
+					_, err := fmt.Fprintln(f.IOStreams.Out, config[args[1]])
+					return err
+				}
+			}
+			vars := make([]EnvVar, len(keys))
+			for i, k := range keys {
+				vars[i] = EnvVar{Name: k}
+				if show {
+					v := config[k]
+					vars[i].Value = &v
+				}
+			}
+			return o.Print(f.IOStreams, vars, func() error {
+				if len(vars) == 0 {
+					fmt.Fprintf(f.IOStreams.ErrOut, "app %q has no config; set some with '%s env set %s KEY=VALUE'\n", name, f.CommandName, name)
+					return nil
+				}
+				t := cli.NewTable("name", "value")
+				for _, v := range vars {
+					val := "(hidden: --show-values)"
+					if v.Value != nil {
+						val = *v.Value
+					}
+					t.AddRow(v.Name, val)
+				}
+				return t.Render(f.IOStreams, o.NoHeaders)
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&show, "show-values", false, "Print the values too")
+	cli.AddOutputFlags(cmd, o)
+	return cmd
+}

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/kube"
+)
+
+// exitCode is the one place where errors become exit codes and the final
+// message (docs/exit-codes.md):
+//
+//	0    success
+//	1    failure: one line "error: ..." saying what failed and what to do
+//	2    usage error: the message, suggestions, and where to find help
+//	130  interrupted (Ctrl-C)
+//	n    a remote command's own exit code (run, shell), passed through
+func exitCode(ctx context.Context, stderr io.Writer, cmd *cobra.Command, err error) int {
+	if err == nil {
+		return cli.ExitOK
+	}
+	var exitErr *cli.ExitError
+	if errors.As(err, &exitErr) {
+		return exitErr.Code
+	}
+	if ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, cli.ErrInterrupted) {
+		// The user knows they pressed Ctrl-C; end the line a spinner or
+		// prompt may have left open.
+		fmt.Fprintln(stderr)
+		return cli.ExitInterrupted
+	}
+	// A failure with a code of its own (a deploy's failure class, see
+	// docs/exit-codes.md) prints like any failure and exits with that code.
+	var coded interface{ ExitCode() int }
+	if errors.As(err, &coded) {
+		fmt.Fprintf(stderr, "error: %s\n", oneLine(err.Error()))
+		return coded.ExitCode()
+	}
+	var usage *cli.UsageError
+	if errors.As(err, &usage) {
+		fmt.Fprintf(stderr, "error: %s\n", usage.Err)
+		if s := usage.Suggestions; len(s) > 0 {
+			fmt.Fprintf(stderr, "did you mean %s?\n", quoteJoin(s))
+		}
+		if cmd != nil {
+			fmt.Fprintf(stderr, "run '%s --help' for usage\n", cmd.CommandPath())
+		}
+		return cli.ExitUsage
+	}
+	fmt.Fprintf(stderr, "error: %s\n", oneLine(kube.TranslateError(err).Error()))
+	return cli.ExitFailure
+}
+
+func quoteJoin(words []string) string {
+	q := make([]string, len(words))
+	for i, w := range words {
+		q[i] = fmt.Sprintf("%q", w)
+	}
+	switch len(q) {
+	case 1:
+		return q[0]
+	default:
+		return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
+	}
+}
+
+// oneLine keeps a failure to one line, whatever a wrapped error contains.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}

@@ -1,0 +1,34 @@
+// Command tug is a platform-as-a-service on the command line, talking
+// directly to Kubernetes with the user's kubeconfig.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"tug.dev/tug/pkg/cli"
+)
+
+func main() {
+	os.Exit(run(os.Args))
+}
+
+func run(args []string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	// After the first signal, stop catching: a second Ctrl-C kills tug even if
+	// cleanup hangs.
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
+
+	ios := cli.System()
+	f := cli.NewFactory(ios, commandName(args[0]))
+	root := newRootCmd(f)
+	root.SetArgs(args[1:])
+	cmd, err := root.ExecuteContextC(ctx)
+	return exitCode(ctx, ios.ErrOut, cmd, err)
+}

@@ -1,0 +1,194 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/deploy"
+)
+
+func newReleaseCmd(f *cli.Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "release",
+		Short:   "List releases, show one, roll back",
+		Args:    cli.GroupArgs,
+		RunE:    cli.GroupRunE,
+		GroupID: "apps",
+	}
+	cmd.AddCommand(newReleaseListCmd(f), newReleaseInfoCmd(f), newReleaseRollbackCmd(f))
+	return cmd
+}
+
+// parseVersion reads "v7" or "7".
+func parseVersion(s string) (int, error) {
+	n, err := strconv.Atoi(strings.TrimPrefix(strings.ToLower(s), "v"))
+	if err != nil || n <= 0 {
+		return 0, cli.UsageErrorf("invalid release %q: want a release number such as v3", s)
+	}
+	return n, nil
+}
+
+func newReleaseListCmd(f *cli.Factory) *cobra.Command {
+	o := &cli.OutputOptions{}
+	cmd := &cobra.Command{
+		Use:     "list APP",
+		Aliases: []string{"ls"},
+		Short:   "List an app's releases, newest first",
+		Args:    cli.ExactArgs("APP"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := app.ValidateName(args[0]); err != nil {
+				return &cli.UsageError{Err: err}
+			}
+			s, err := appStore(f)
+			if err != nil {
+				return err
+			}
+			a, err := s.GetApp(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			rels, err := s.ListReleases(cmd.Context(), a.Name)
+			if err != nil {
+				return err
+			}
+			out := make([]app.ReleaseSummary, len(rels))
+			for i, r := range rels {
+				out[i] = app.SummarizeRelease(r)
+			}
+			return o.Print(f.IOStreams, out, func() error {
+				t := cli.NewTable("release", "kind", "status", "image", "author", "age", "message")
+				for _, r := range out {
+					mark := ""
+					if r.Version == a.Release {
+						mark = " *"
+					}
+					msg := r.Message
+					if r.FailReason != "" {
+						msg = r.FailReason
+					}
+					t.AddRow(fmt.Sprintf("v%d%s", r.Version, mark), r.Kind, string(r.Status), dash(r.Image), r.Author, age(r.CreatedAt), msg)
+				}
+				return t.Render(f.IOStreams, o.NoHeaders)
+			})
+		},
+	}
+	cli.AddOutputFlags(cmd, o)
+	return cmd
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func newReleaseInfoCmd(f *cli.Factory) *cobra.Command {
+	o := &cli.OutputOptions{}
+	cmd := &cobra.Command{
+		Use:   "info APP vN",
+		Short: "Show one release: image, processes, config names, status",
+		Args:  cli.ExactArgs("APP", "RELEASE"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := app.ValidateName(args[0]); err != nil {
+				return &cli.UsageError{Err: err}
+			}
+			v, err := parseVersion(args[1])
+			if err != nil {
+				return err
+			}
+			s, err := appStore(f)
+			if err != nil {
+				return err
+			}
+			if _, err := s.GetApp(cmd.Context(), args[0]); err != nil {
+				return err
+			}
+			r, _, err := s.GetRelease(cmd.Context(), args[0], v)
+			if err != nil {
+				return err
+			}
+			out := struct {
+				app.ReleaseSummary
+				Commands map[string]string `json:"commands"`
+			}{app.SummarizeRelease(r), r.Processes}
+			return o.Print(f.IOStreams, out, func() error {
+				w := f.IOStreams.Out
+				fmt.Fprintf(w, "Release:  v%d (%s)\n", r.Version, r.Kind)
+				fmt.Fprintf(w, "Status:   %s\n", r.Status)
+				if r.FailReason != "" {
+					fmt.Fprintf(w, "Failure:  %s\n", r.FailReason)
+				}
+				fmt.Fprintf(w, "Image:    %s\n", dash(r.Image))
+				fmt.Fprintf(w, "Author:   %s\n", r.Author)
+				fmt.Fprintf(w, "Created:  %s (%s ago)\n", r.CreatedAt.Local().Format("2006-01-02 15:04:05"), age(r.CreatedAt))
+				if r.Message != "" {
+					fmt.Fprintf(w, "Message:  %s\n", r.Message)
+				}
+				fmt.Fprintf(w, "Config:   %s\n", dash(strings.Join(r.ConfigKeys, ", ")))
+				if len(r.Processes) > 0 {
+					fmt.Fprintln(w)
+					t := cli.NewTable("process", "command")
+					for _, p := range out.Processes {
+						c := r.Processes[p]
+						if c == "" {
+							c = "(image default)"
+						}
+						t.AddRow(p, c)
+					}
+					return t.Render(f.IOStreams, false)
+				}
+				return nil
+			})
+		},
+	}
+	cli.AddFormatFlag(cmd, &o.Format)
+	return cmd
+}
+
+func newReleaseRollbackCmd(f *cli.Factory) *cobra.Command {
+	r := &rolloutFlags{}
+	cmd := &cobra.Command{
+		Use:   "rollback APP [vN]",
+		Short: "Roll back to an earlier release's image and config",
+		Long: `Roll back to an earlier release: a new release with that release's image,
+process commands and config, rolled out and watched like a deploy. Without vN,
+the release that ran before the current one.`,
+		Example: `  tug release rollback shop
+  tug release rollback shop v3`,
+		Args: usageArgs(cobra.RangeArgs(1, 2)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := app.ValidateName(args[0]); err != nil {
+				return &cli.UsageError{Err: err}
+			}
+			target := 0
+			if len(args) == 2 {
+				v, err := parseVersion(args[1])
+				if err != nil {
+					return err
+				}
+				target = v
+			}
+			if err := r.validate(); err != nil {
+				return err
+			}
+			client, err := f.KubeClient()
+			if err != nil {
+				return err
+			}
+			ns, err := f.Namespace()
+			if err != nil {
+				return err
+			}
+			store := &app.Store{Client: client, Namespace: ns}
+			return roll(cmd, f, args[0], deploy.RollbackChange(cmd.Context(), store, target), r.options(), r.Output, "rolled back")
+		},
+	}
+	r.add(cmd, true)
+	return cmd
+}

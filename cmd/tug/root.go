@@ -1,0 +1,86 @@
+package main
+
+import (
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"tug.dev/tug/pkg/cli"
+)
+
+// commandName is how the user invoked tug. Installed as kubectl-tug, the same
+// binary is the kubectl plugin `kubectl tug`, and help should say so.
+func commandName(argv0 string) string {
+	// Not filepath.Base: a Windows path must work whatever the build OS.
+	base := argv0[strings.LastIndexAny(argv0, `/\`)+1:]
+	base = strings.TrimSuffix(base, ".exe")
+	if base == "kubectl-tug" {
+		return "kubectl tug"
+	}
+	return "tug"
+}
+
+// advancedGlobalFlags are accepted by every command but shown only by
+// `tug options`.
+var advancedGlobalFlags = []string{
+	"as-group", "as-uid", "as-user-extra",
+	"certificate-authority", "client-certificate", "client-key", "insecure-skip-tls-verify", "tls-server-name",
+	"disable-compression", "proxy-url", "server", "token",
+}
+
+func newRootCmd(f *cli.Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "tug",
+		Short: "Heroku-style app workflow on any Kubernetes cluster",
+		Long: `tug deploys and runs apps on Kubernetes the way Heroku, tsuru and Deis do:
+create an app, deploy an image, scale its processes, set its config, roll back,
+run one-off commands. It talks directly to the cluster with your kubeconfig;
+there is no server to install, and the cluster holds all of tug's state.
+
+Start with 'tug doctor' to check that your kubeconfig works and what you may do.`,
+		Args:          cli.GroupArgs,
+		RunE:          cli.GroupRunE,
+		SilenceUsage:  true, // a usage error gets a hint line, not the whole usage text
+		SilenceErrors: true, // main prints errors, once, in one format
+		CompletionOptions: cobra.CompletionOptions{
+			DisableDefaultCmd: true, // we have our own `completion` command
+		},
+	}
+	if f.CommandName != "tug" {
+		cmd.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: f.CommandName}
+	}
+	cmd.SuggestionsMinimumDistance = 2
+	cmd.SetFlagErrorFunc(cli.FlagErrorFunc)
+	cmd.SetIn(f.IOStreams.In)
+	cmd.SetOut(f.IOStreams.Out)
+	cmd.SetErr(f.IOStreams.ErrOut)
+
+	f.ConfigFlags.AddFlags(cmd.PersistentFlags())
+	f.IOStreams.AddFlags(cmd.PersistentFlags())
+	// kubectl's connection flags all work, but most are for unusual setups;
+	// listing twenty of them under every command buries the command's own
+	// flags. `tug options` lists them all, as `kubectl options` does.
+	for _, name := range advancedGlobalFlags {
+		_ = cmd.PersistentFlags().MarkHidden(name)
+	}
+
+	cmd.AddGroup(
+		&cobra.Group{ID: "apps", Title: "App commands:"},
+		&cobra.Group{ID: "cluster", Title: "Cluster commands:"},
+		&cobra.Group{ID: "other", Title: "Other commands:"},
+	)
+	for _, sub := range []*cobra.Command{
+		newAppCmd(f),
+		newEnvCmd(f),
+		newReleaseCmd(f),
+		newDoctorCmd(f),
+		newVersionCmd(f),
+		newCompletionCmd(f),
+		newOptionsCmd(f),
+	} {
+		cmd.AddCommand(sub)
+	}
+	cmd.SetHelpCommandGroupID("other")
+	addDevCommands(cmd, f)
+	return cmd
+}

@@ -1,0 +1,186 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"tug.dev/tug/pkg/kube"
+)
+
+// CreateOptions are the fields a new app may set.
+type CreateOptions struct {
+	Name, Description, Team, Pool string
+}
+
+// Create stores a new app record. Nothing runs until the first deploy.
+func Create(ctx context.Context, s *Store, o CreateOptions) (*App, error) {
+	if err := ValidateName(o.Name); err != nil {
+		return nil, err
+	}
+	if o.Pool != "" {
+		if err := kube.ValidateLabelValue("pool", o.Pool); err != nil {
+			return nil, err
+		}
+	}
+	a := &App{Name: o.Name, Namespace: s.Namespace, Description: o.Description, Team: o.Team, Pool: o.Pool,
+		CreatedAt: time.Now().UTC().Truncate(time.Second), Processes: map[string]Process{}}
+	if err := s.CreateApp(ctx, a); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// Summary is one row of `tug app list`; its JSON shape is documented in docs/output.md.
+type Summary struct {
+	Name      string           `json:"name"`
+	Namespace string           `json:"namespace"`
+	Release   int              `json:"release"`
+	Image     string           `json:"image"`
+	Processes []ProcessSummary `json:"processes"`
+	Pool      string           `json:"pool,omitempty"`
+	Team      string           `json:"team,omitempty"`
+	CreatedAt time.Time        `json:"createdAt"`
+}
+
+// ProcessSummary is a process type's desired and ready units.
+type ProcessSummary struct {
+	Name    string `json:"name"`
+	Command string `json:"command,omitempty"`
+	Desired int32  `json:"desired"`
+	Ready   int32  `json:"ready"`
+}
+
+// List summarises every app in the namespace: two LISTs (records and
+// Deployments) however many apps there are.
+func List(ctx context.Context, s *Store) ([]Summary, error) {
+	apps, err := s.ListApps(ctx)
+	if err != nil {
+		return nil, err
+	}
+	deps, err := s.Client.AppsV1().Deployments(s.Namespace).List(ctx, metav1.ListOptions{LabelSelector: kube.LabelManagedBy + "=" + kube.ManagedBy})
+	if err != nil {
+		return nil, kube.TranslateError(err)
+	}
+	byApp := map[string][]appsv1.Deployment{}
+	for _, d := range deps.Items {
+		byApp[d.Labels[kube.LabelApp]] = append(byApp[d.Labels[kube.LabelApp]], d)
+	}
+	out := make([]Summary, 0, len(apps))
+	for _, a := range apps {
+		out = append(out, Summary{Name: a.Name, Namespace: a.Namespace, Release: a.Release, Image: a.Image,
+			Processes: processSummaries(a, nil, byApp[a.Name]), Pool: a.Pool, Team: a.Team, CreatedAt: a.CreatedAt})
+	}
+	return out, nil
+}
+
+func processSummaries(a *App, r *Release, deps []appsv1.Deployment) []ProcessSummary {
+	ready := map[string]int32{}
+	for _, d := range deps {
+		ready[d.Labels[kube.LabelProcess]] = d.Status.ReadyReplicas
+	}
+	var out []ProcessSummary
+	for _, name := range a.ProcessNames() {
+		ps := ProcessSummary{Name: name, Desired: a.Processes[name].Replicas, Ready: ready[name]}
+		if r != nil {
+			ps.Command = r.Processes[name]
+		}
+		out = append(out, ps)
+	}
+	return out
+}
+
+// Info is `tug app info`; its JSON shape is documented in docs/output.md.
+// It holds config key counts, never values.
+type Info struct {
+	Summary
+	Description string          `json:"description,omitempty"`
+	ConfigKeys  int             `json:"configKeys"`
+	Addresses   []string        `json:"addresses"`
+	LastChange  *ReleaseSummary `json:"lastChange,omitempty"`
+}
+
+// ReleaseSummary is a release without its config; `tug release list` rows.
+type ReleaseSummary struct {
+	Version    int       `json:"version"`
+	Kind       string    `json:"kind"`
+	Status     Status    `json:"status"`
+	Image      string    `json:"image"`
+	Message    string    `json:"message,omitempty"`
+	Author     string    `json:"author,omitempty"`
+	CreatedAt  time.Time `json:"createdAt"`
+	FailReason string    `json:"failReason,omitempty"`
+	ConfigKeys []string  `json:"configKeys"`
+	Processes  []string  `json:"processes"`
+}
+
+// SummarizeRelease drops nothing secret (a Release holds none) but shapes
+// it for output.
+func SummarizeRelease(r *Release) ReleaseSummary {
+	procs := make([]string, 0, len(r.Processes))
+	for p := range r.Processes {
+		procs = append(procs, p)
+	}
+	SortProcesses(procs)
+	keys := r.ConfigKeys
+	if keys == nil {
+		keys = []string{}
+	}
+	return ReleaseSummary{Version: r.Version, Kind: r.Kind, Status: r.Status, Image: r.Image, Message: r.Message,
+		Author: r.Author, CreatedAt: r.CreatedAt, FailReason: r.FailReason, ConfigKeys: keys, Processes: procs}
+}
+
+// GetInfo gathers an app's state: its record, its releases (one LIST), its
+// Deployments (one LIST) and its web Service (one GET).
+func GetInfo(ctx context.Context, s *Store, name string) (*Info, error) {
+	a, err := s.GetApp(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	rels, err := s.ListReleases(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	var current *Release
+	for _, r := range rels {
+		if r.Version == a.Release {
+			current = r
+		}
+	}
+	deps, err := s.Client.AppsV1().Deployments(s.Namespace).List(ctx, metav1.ListOptions{LabelSelector: kube.AppSelector(name)})
+	if err != nil {
+		return nil, kube.TranslateError(err)
+	}
+	info := &Info{
+		Summary: Summary{Name: a.Name, Namespace: a.Namespace, Release: a.Release, Image: a.Image,
+			Processes: processSummaries(a, current, deps.Items), Pool: a.Pool, Team: a.Team, CreatedAt: a.CreatedAt},
+		Description: a.Description,
+		Addresses:   []string{},
+	}
+	if len(rels) > 0 {
+		last := SummarizeRelease(rels[0])
+		info.LastChange = &last
+		info.ConfigKeys = len(rels[0].ConfigKeys)
+	}
+	if current != nil {
+		info.ConfigKeys = len(current.ConfigKeys)
+	}
+	svc, err := s.Client.CoreV1().Services(s.Namespace).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return nil, kube.TranslateError(err)
+	case svc.Labels[kube.LabelApp] == name:
+		for _, p := range svc.Spec.Ports {
+			if svc.Spec.ClusterIP != "" && svc.Spec.ClusterIP != "None" {
+				info.Addresses = append(info.Addresses, fmt.Sprintf("%s:%d", svc.Spec.ClusterIP, p.Port))
+			}
+			info.Addresses = append(info.Addresses, fmt.Sprintf("http://%s.%s.svc:%d", svc.Name, svc.Namespace, p.Port))
+		}
+	}
+	return info, nil
+}

@@ -1,0 +1,55 @@
+// Package app holds tug's app model: apps, releases, config (env),
+// processes and units, and how each is stored in the cluster.
+package app
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// Length limits keep every derived name valid: a process's Deployment is
+// "<app>-<process>" (at most 46), its pods add "-<10>-<5>" and stay within a
+// 63-character hostname, and Service names are DNS-1035 labels.
+const (
+	MaxAppNameLen     = 30
+	MaxProcessNameLen = 15
+)
+
+var (
+	appNameRE     = regexp.MustCompile(`^[a-z]([-a-z0-9]*[a-z0-9])?$`)
+	processNameRE = regexp.MustCompile(`^[a-z]([-a-z0-9]*[a-z0-9])?$`)
+)
+
+// reserved names would be confusing or collide with the system's own.
+var reserved = map[string]bool{"tug": true, "kubernetes": true, "default": true, "system": true, "all": true}
+
+// ValidateName checks an app name; the error says what a valid one is.
+func ValidateName(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("app name is empty")
+	case len(name) > MaxAppNameLen:
+		return fmt.Errorf("app name %q is %d characters; the limit is %d", name, len(name), MaxAppNameLen)
+	case !appNameRE.MatchString(name):
+		return fmt.Errorf("invalid app name %q: use lower-case letters, digits and '-', starting with a letter and ending with a letter or digit", name)
+	case reserved[name] || strings.HasPrefix(name, "kube-"):
+		return fmt.Errorf("app name %q is reserved; choose another", name)
+	}
+	return nil
+}
+
+// ValidateProcessName checks a process type name such as "web" or "worker".
+func ValidateProcessName(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("process name is empty")
+	case len(name) > MaxProcessNameLen:
+		return fmt.Errorf("process name %q is %d characters; the limit is %d", name, len(name), MaxProcessNameLen)
+	case !processNameRE.MatchString(name):
+		return fmt.Errorf("invalid process name %q: use lower-case letters, digits and '-', starting with a letter", name)
+	case name == "run":
+		return fmt.Errorf("process name %q is reserved for one-off runs", name)
+	}
+	return nil
+}

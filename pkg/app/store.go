@@ -1,0 +1,319 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+
+	"tug.dev/tug/pkg/kube"
+)
+
+// How tug's records live in the cluster:
+//
+//	app record   ConfigMap tug-app-<app>           data["app.json"]
+//	release N    Secret    tug-release-<app>-v<N>  data = the config (env) of
+//	             the release, which containers get through envFrom; the
+//	             record itself (image, processes, ...) in the annotation
+//	             tug.dev/release; status in the label tug.dev/status. The
+//	             Secret is immutable: only its status ever changes.
+const (
+	kindApp            = "app"
+	kindRelease        = "release"
+	appRecordKey       = "app.json"
+	annotationRelease  = "tug.dev/release"
+	annotationFailure  = "tug.dev/failure"
+	labelStatus        = "tug.dev/status"
+	releaseNamePattern = "tug-release-%s-v%d"
+)
+
+// AppRecordName is the name of the ConfigMap that holds an app's record.
+func AppRecordName(app string) string { return "tug-app-" + app }
+
+// ReleaseSecretName is the name of release v's Secret, which holds its config.
+func ReleaseSecretName(app string, v int) string { return fmt.Sprintf(releaseNamePattern, app, v) }
+
+// NotFoundError says an app or release does not exist, and where to look.
+type NotFoundError struct {
+	What, Name, Namespace, Hint string
+}
+
+func (e *NotFoundError) Error() string {
+	msg := fmt.Sprintf("%s %q not found in namespace %q", e.What, e.Name, e.Namespace)
+	if e.Hint != "" {
+		msg += "; " + e.Hint
+	}
+	return msg
+}
+
+// IsNotFound reports whether err says an app or release does not exist.
+func IsNotFound(err error) bool {
+	var nf *NotFoundError
+	return errors.As(err, &nf)
+}
+
+// Store reads and writes apps and releases in one namespace.
+type Store struct {
+	Client    kubernetes.Interface
+	Namespace string
+}
+
+func (s *Store) appNotFound(name string) error {
+	return &NotFoundError{What: "app", Name: name, Namespace: s.Namespace, Hint: "see 'tug app list'"}
+}
+
+// CreateApp stores a new app record; it fails when the app exists.
+func (s *Store) CreateApp(ctx context.Context, a *App) error {
+	cm, err := s.appConfigMap(a)
+	if err != nil {
+		return err
+	}
+	created, err := s.Client.CoreV1().ConfigMaps(s.Namespace).Create(ctx, cm, metav1.CreateOptions{FieldManager: kube.FieldManager})
+	if apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("app %q already exists in namespace %q", a.Name, s.Namespace)
+	}
+	if err != nil {
+		return kube.TranslateError(err)
+	}
+	a.resourceVersion = created.ResourceVersion
+	return nil
+}
+
+func (s *Store) appConfigMap(a *App) (*corev1.ConfigMap, error) {
+	data, err := json.Marshal(a)
+	if err != nil {
+		return nil, err
+	}
+	labels := kube.AppLabels(a.Name)
+	labels[kube.LabelKind] = kindApp
+	return &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: AppRecordName(a.Name), Namespace: s.Namespace, Labels: labels, ResourceVersion: a.resourceVersion},
+		Data:       map[string]string{appRecordKey: string(data)},
+	}, nil
+}
+
+func decodeApp(cm *corev1.ConfigMap) (*App, error) {
+	a := &App{}
+	if err := json.Unmarshal([]byte(cm.Data[appRecordKey]), a); err != nil {
+		return nil, fmt.Errorf("app record %s is damaged: %w", cm.Name, err)
+	}
+	a.resourceVersion = cm.ResourceVersion
+	if a.Processes == nil {
+		a.Processes = map[string]Process{}
+	}
+	return a, nil
+}
+
+// GetApp loads an app's record.
+func (s *Store) GetApp(ctx context.Context, name string) (*App, error) {
+	if err := ValidateName(name); err != nil {
+		return nil, err
+	}
+	cm, err := s.Client.CoreV1().ConfigMaps(s.Namespace).Get(ctx, AppRecordName(name), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, s.appNotFound(name)
+	}
+	if err != nil {
+		return nil, kube.TranslateError(err)
+	}
+	return decodeApp(cm)
+}
+
+// ListApps loads every app record in the namespace, sorted by name: one LIST.
+func (s *Store) ListApps(ctx context.Context) ([]*App, error) {
+	list, err := s.Client.CoreV1().ConfigMaps(s.Namespace).List(ctx, metav1.ListOptions{LabelSelector: kube.KindSelector(kindApp, "")})
+	if err != nil {
+		return nil, kube.TranslateError(err)
+	}
+	apps := make([]*App, 0, len(list.Items))
+	for i := range list.Items {
+		a, err := decodeApp(&list.Items[i])
+		if err != nil {
+			return nil, err
+		}
+		apps = append(apps, a)
+	}
+	sort.Slice(apps, func(i, j int) bool { return apps[i].Name < apps[j].Name })
+	return apps, nil
+}
+
+// UpdateApp applies change to the current record and stores it, retrying
+// with a fresh copy when someone else wrote in between.
+func (s *Store) UpdateApp(ctx context.Context, name string, change func(*App) error) (*App, error) {
+	var updated *App
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		a, err := s.GetApp(ctx, name)
+		if err != nil {
+			return err
+		}
+		if err := change(a); err != nil {
+			return err
+		}
+		cm, err := s.appConfigMap(a)
+		if err != nil {
+			return err
+		}
+		out, err := s.Client.CoreV1().ConfigMaps(s.Namespace).Update(ctx, cm, metav1.UpdateOptions{FieldManager: kube.FieldManager})
+		if err != nil {
+			return err
+		}
+		a.resourceVersion = out.ResourceVersion
+		updated = a
+		return nil
+	})
+	if err != nil {
+		return nil, kube.TranslateError(err)
+	}
+	return updated, nil
+}
+
+// DeleteAppRecord removes the app's record (its other objects are removed by
+// whoever calls this; see deploy.Remove).
+func (s *Store) DeleteAppRecord(ctx context.Context, name string) error {
+	err := s.Client.CoreV1().ConfigMaps(s.Namespace).Delete(ctx, AppRecordName(name), metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return kube.TranslateError(err)
+	}
+	return nil
+}
+
+// CreateRelease stores release r with its config. The Secret is immutable.
+func (s *Store) CreateRelease(ctx context.Context, r *Release, config ConfigMap) error {
+	r.ConfigKeys = config.Keys()
+	record, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	labels := kube.AppLabels(r.App)
+	labels[kube.LabelKind] = kindRelease
+	labels[kube.LabelRelease] = strconv.Itoa(r.Version)
+	labels[labelStatus] = string(r.Status)
+	data := make(map[string][]byte, len(config))
+	for k, v := range config {
+		data[k] = []byte(v)
+	}
+	immutable := true
+	sec := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: ReleaseSecretName(r.App, r.Version), Namespace: s.Namespace, Labels: labels,
+			Annotations: map[string]string{annotationRelease: string(record)},
+		},
+		Type:      corev1.SecretTypeOpaque,
+		Immutable: &immutable,
+		Data:      data,
+	}
+	_, err = s.Client.CoreV1().Secrets(s.Namespace).Create(ctx, sec, metav1.CreateOptions{FieldManager: kube.FieldManager})
+	if apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("release v%d of app %q already exists; another deploy may be running", r.Version, r.App)
+	}
+	return kube.TranslateError(err)
+}
+
+func decodeRelease(sec *corev1.Secret) (*Release, error) {
+	r := &Release{}
+	if err := json.Unmarshal([]byte(sec.Annotations[annotationRelease]), r); err != nil {
+		return nil, fmt.Errorf("release record %s is damaged: %w", sec.Name, err)
+	}
+	if st := sec.Labels[labelStatus]; st != "" {
+		r.Status = Status(st)
+	}
+	if reason := sec.Annotations[annotationFailure]; reason != "" {
+		r.FailReason = reason
+	}
+	return r, nil
+}
+
+// GetRelease loads release v of an app, with its config values.
+func (s *Store) GetRelease(ctx context.Context, app string, v int) (*Release, ConfigMap, error) {
+	sec, err := s.Client.CoreV1().Secrets(s.Namespace).Get(ctx, ReleaseSecretName(app, v), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil, &NotFoundError{What: "release", Name: fmt.Sprintf("v%d of app %s", v, app), Namespace: s.Namespace, Hint: fmt.Sprintf("see 'tug release list %s'", app)}
+	}
+	if err != nil {
+		return nil, nil, kube.TranslateError(err)
+	}
+	r, err := decodeRelease(sec)
+	if err != nil {
+		return nil, nil, err
+	}
+	config := make(ConfigMap, len(sec.Data))
+	for k, v := range sec.Data {
+		config[k] = string(v)
+	}
+	return r, config, nil
+}
+
+// ListReleases loads an app's releases, newest first, without config values: one LIST.
+func (s *Store) ListReleases(ctx context.Context, app string) ([]*Release, error) {
+	list, err := s.Client.CoreV1().Secrets(s.Namespace).List(ctx, metav1.ListOptions{LabelSelector: kube.KindSelector(kindRelease, app)})
+	if err != nil {
+		return nil, kube.TranslateError(err)
+	}
+	out := make([]*Release, 0, len(list.Items))
+	for i := range list.Items {
+		r, err := decodeRelease(&list.Items[i])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Version > out[j].Version })
+	return out, nil
+}
+
+// SetReleaseStatus records where release v stands (and why, when it failed).
+func (s *Store) SetReleaseStatus(ctx context.Context, app string, v int, st Status, reason string) error {
+	patch := map[string]any{"metadata": map[string]any{
+		"labels":      map[string]any{labelStatus: string(st)},
+		"annotations": map[string]any{annotationFailure: nilIfEmpty(reason)},
+	}}
+	data, _ := json.Marshal(patch)
+	_, err := s.Client.CoreV1().Secrets(s.Namespace).Patch(ctx, ReleaseSecretName(app, v), "application/merge-patch+json", data, metav1.PatchOptions{FieldManager: kube.FieldManager})
+	return kube.TranslateError(err)
+}
+
+func nilIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// PruneReleases deletes the oldest release records beyond keep, never the
+// one numbered current.
+func (s *Store) PruneReleases(ctx context.Context, app string, keep, current int) error {
+	rels, err := s.ListReleases(ctx, app)
+	if err != nil {
+		return err
+	}
+	kept := 0
+	for _, r := range rels { // newest first
+		if r.Version == current || kept < keep {
+			kept++
+			continue
+		}
+		err := s.Client.CoreV1().Secrets(s.Namespace).Delete(ctx, ReleaseSecretName(app, r.Version), metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return kube.TranslateError(err)
+		}
+	}
+	return nil
+}
+
+// Keys lists the config's variable names, sorted.
+func (c ConfigMap) Keys() []string {
+	keys := make([]string, 0, len(c))
+	for k := range c {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,128 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// The validators below replace cobra's so that wrong arguments are usage
+// errors (exit 2) with a message that names what was expected.
+
+// NoArgs rejects positional arguments.
+func NoArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return UsageErrorf("%q takes no arguments, got %q", cmd.CommandPath(), args[0])
+	}
+	return nil
+}
+
+// ExactArgs requires one argument per name, e.g. ExactArgs("APP").
+func ExactArgs(names ...string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		switch {
+		case len(args) < len(names):
+			return UsageErrorf("missing %s: %q takes %s", names[len(args)], cmd.CommandPath(), strings.Join(names, " "))
+		case len(args) > len(names):
+			return UsageErrorf("unexpected argument %q: %q takes %s", args[len(names)], cmd.CommandPath(), argList(names))
+		}
+		return nil
+	}
+}
+
+// OneOfArgs requires exactly one argument from valid, e.g. a shell name.
+func OneOfArgs(name string, valid ...string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := ExactArgs(name)(cmd, args); err != nil {
+			return err
+		}
+		for _, v := range valid {
+			if args[0] == v {
+				return nil
+			}
+		}
+		return UsageErrorf("unknown %s %q: must be one of %s", strings.ToLower(name), args[0], strings.Join(valid, ", "))
+	}
+}
+
+func argList(names []string) string {
+	if len(names) == 0 {
+		return "no arguments"
+	}
+	return strings.Join(names, " ")
+}
+
+// GroupArgs is the Args of a command that only groups subcommands (tug, tug
+// app, ...). cobra would print the group's help and exit 0 for `tug app
+// lsit`; this makes it an unknown-command usage error with suggestions.
+func GroupArgs(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	return &UsageError{
+		Err:         fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath()),
+		Suggestions: cmd.SuggestionsFor(args[0]),
+	}
+}
+
+// GroupRunE shows the group's help when it is run without a subcommand.
+func GroupRunE(cmd *cobra.Command, _ []string) error {
+	return cmd.Help()
+}
+
+// FlagErrorFunc makes flag parsing errors usage errors, suggesting flags
+// whose names are close to an unknown one. Set it on the root command.
+func FlagErrorFunc(cmd *cobra.Command, err error) error {
+	var notExist *pflag.NotExistError
+	if errors.As(err, &notExist) && notExist.GetSpecifiedShortnames() == "" {
+		return &UsageError{Err: err, Suggestions: suggestFlags(cmd, notExist.GetSpecifiedName())}
+	}
+	return &UsageError{Err: err}
+}
+
+// suggestFlags finds flags within an edit distance of 2 of name, or that
+// start with it, the way cobra suggests commands.
+func suggestFlags(cmd *cobra.Command, name string) []string {
+	seen := map[string]bool{}
+	var out []string
+	visit := func(f *pflag.Flag) {
+		// Hidden flags are suggested: tug hides rarely used kubectl flags
+		// that still work. Deprecated ones are not.
+		if f.Deprecated != "" || seen[f.Name] {
+			return
+		}
+		if levenshtein(name, f.Name) <= 2 || (len(name) > 1 && strings.HasPrefix(f.Name, name)) {
+			seen[f.Name] = true
+			out = append(out, "--"+f.Name)
+		}
+	}
+	cmd.Flags().VisitAll(visit)
+	cmd.InheritedFlags().VisitAll(visit)
+	sort.Strings(out)
+	return out
+}
+
+func levenshtein(a, b string) int {
+	a, b = strings.ToLower(a), strings.ToLower(b)
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

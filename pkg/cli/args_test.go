@@ -1,0 +1,99 @@
+package cli
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+func TestExactArgs(t *testing.T) {
+	cmd := &cobra.Command{Use: "info"}
+	v := ExactArgs("APP")
+	if err := v(cmd, []string{"web"}); err != nil {
+		t.Errorf("one argument: %v", err)
+	}
+	for args, want := range map[*[]string]string{
+		{}:             `missing APP: "info" takes APP`,
+		{"web", "api"}: `unexpected argument "api": "info" takes APP`,
+	} {
+		err := v(cmd, *args)
+		if !IsUsageError(err) || err.Error() != want {
+			t.Errorf("%q: got %v, want usage error %q", *args, err, want)
+		}
+	}
+}
+
+func TestOneOfArgs(t *testing.T) {
+	v := OneOfArgs("SHELL", "bash", "zsh")
+	cmd := &cobra.Command{Use: "completion"}
+	if err := v(cmd, []string{"zsh"}); err != nil {
+		t.Errorf("zsh: %v", err)
+	}
+	err := v(cmd, []string{"tcsh"})
+	if !IsUsageError(err) || err.Error() != `unknown shell "tcsh": must be one of bash, zsh` {
+		t.Errorf("tcsh: got %v", err)
+	}
+}
+
+func TestGroupArgsSuggestsCommands(t *testing.T) {
+	root := &cobra.Command{Use: "tug", Args: GroupArgs, RunE: GroupRunE}
+	root.SuggestionsMinimumDistance = 2
+	root.AddCommand(&cobra.Command{Use: "version", Run: func(*cobra.Command, []string) {}})
+	root.AddCommand(&cobra.Command{Use: "doctor", Run: func(*cobra.Command, []string) {}})
+	err := GroupArgs(root, []string{"verison"})
+	var ue *UsageError
+	if !errors.As(err, &ue) {
+		t.Fatalf("got %v, want usage error", err)
+	}
+	if !reflect.DeepEqual(ue.Suggestions, []string{"version"}) {
+		t.Errorf("suggestions %q, want [version]", ue.Suggestions)
+	}
+	if GroupArgs(root, nil) != nil {
+		t.Error("no arguments must be fine")
+	}
+}
+
+func TestFlagErrorFuncSuggestsFlags(t *testing.T) {
+	cmd := &cobra.Command{Use: "x"}
+	cmd.Flags().Bool("client", false, "")
+	cmd.Flags().String("output", "", "")
+	cmd.Flags().Bool("secret", false, "")
+	_ = cmd.Flags().MarkDeprecated("secret", "gone")
+	cmd.Flags().Bool("token", false, "")
+	_ = cmd.Flags().MarkHidden("token")
+	err := cmd.ParseFlags([]string{"--clinet"})
+	var ne *pflag.NotExistError
+	if !errors.As(err, &ne) {
+		t.Fatalf("parse: %v", err)
+	}
+	var ue *UsageError
+	if !errors.As(FlagErrorFunc(cmd, err), &ue) {
+		t.Fatal("not a usage error")
+	}
+	if !reflect.DeepEqual(ue.Suggestions, []string{"--client"}) {
+		t.Errorf("suggestions %q, want [--client]", ue.Suggestions)
+	}
+	if s := suggestFlags(cmd, "secre"); len(s) != 0 {
+		t.Errorf("deprecated flags must not be suggested, got %q", s)
+	}
+	if s := suggestFlags(cmd, "tokn"); !reflect.DeepEqual(s, []string{"--token"}) {
+		t.Errorf("hidden flags still work and should be suggested, got %q", s)
+	}
+	if s := suggestFlags(cmd, "out"); !reflect.DeepEqual(s, []string{"--output"}) {
+		t.Errorf("prefix: got %q", s)
+	}
+}
+
+func TestLevenshtein(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		want int
+	}{{"", "abc", 3}, {"kitten", "sitting", 3}, {"Client", "client", 0}, {"clinet", "client", 2}} {
+		if got := levenshtein(c.a, c.b); got != c.want {
+			t.Errorf("levenshtein(%q, %q) = %d, want %d", c.a, c.b, got, c.want)
+		}
+	}
+}

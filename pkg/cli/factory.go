@@ -1,0 +1,139 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/version"
+)
+
+// Client-side rate limits. client-go's defaults (5 QPS, burst 10) make a
+// command that touches a few dozen objects wait on itself; the API server's
+// own priority and fairness is the real protection.
+const (
+	clientQPS   = 50
+	clientBurst = 100
+)
+
+// Factory hands commands what they need, built on first use: nothing here
+// talks to the cluster or reads the kubeconfig until a command's RunE asks.
+type Factory struct {
+	IOStreams *IOStreams
+	// ConfigFlags are kubectl's flags for reaching a cluster (--kubeconfig,
+	// --context, -n, ...), bound to the root command.
+	ConfigFlags *ConfigFlags
+	// CommandName is what the user typed to run tug: "tug", or "kubectl tug"
+	// in plugin mode. Messages that say what to run next use it.
+	CommandName string
+
+	// The constructors below are fields so tests can replace them with fakes.
+	RESTConfigFunc func() (*rest.Config, error)
+	KubeClientFunc func() (kubernetes.Interface, error)
+	PrompterFunc   func() Prompter
+}
+
+// NewFactory returns a Factory whose clients come from the kubeconfig as
+// selected by ConfigFlags.
+func NewFactory(ios *IOStreams, commandName string) *Factory {
+	f := &Factory{
+		IOStreams:   ios,
+		ConfigFlags: NewConfigFlags(),
+		CommandName: commandName,
+	}
+	f.RESTConfigFunc = sync.OnceValues(f.loadRESTConfig)
+	f.KubeClientFunc = sync.OnceValues(func() (kubernetes.Interface, error) {
+		cfg, err := f.RESTConfig()
+		if err != nil {
+			return nil, err
+		}
+		return kubernetes.NewForConfig(cfg)
+	})
+	f.PrompterFunc = sync.OnceValue(func() Prompter { return newHuhPrompter(ios) })
+	return f
+}
+
+// RESTConfig is the client configuration for the selected cluster and user.
+func (f *Factory) RESTConfig() (*rest.Config, error) { return f.RESTConfigFunc() }
+
+// KubeClient is a typed clientset for the selected cluster.
+func (f *Factory) KubeClient() (kubernetes.Interface, error) { return f.KubeClientFunc() }
+
+// Prompter asks the user questions; see CanPrompt before using it.
+func (f *Factory) Prompter() Prompter { return f.PrompterFunc() }
+
+// Namespace is -n if given, else the kubeconfig context's namespace, else "default".
+func (f *Factory) Namespace() (string, error) {
+	ns, _, err := f.ConfigFlags.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return "", kube.TranslateError(err)
+	}
+	return ns, nil
+}
+
+// checkKubeconfigExists fails when there is nothing to connect to. Without
+// it, cli-runtime falls back to http://localhost:8080 and the user gets a
+// "connection refused" that hides the real problem.
+func (f *Factory) checkKubeconfigExists() error {
+	if f.ConfigFlags.Server != "" {
+		return nil
+	}
+	if os.Getenv("KUBERNETES_SERVICE_HOST") != "" {
+		return nil // in a pod: client-go uses the service account
+	}
+	raw, err := f.ConfigFlags.ToRawKubeConfigLoader().RawConfig()
+	if err != nil {
+		return kube.TranslateError(err)
+	}
+	if len(raw.Clusters) == 0 {
+		return kube.TranslateError(clientcmd.ErrEmptyConfig)
+	}
+	return nil
+}
+
+// ContextName is the kubeconfig context in use: --context, else the
+// kubeconfig's current context.
+func (f *Factory) ContextName() (string, error) {
+	if c := f.ConfigFlags.Context; c != "" {
+		return c, nil
+	}
+	raw, err := f.ConfigFlags.ToRawKubeConfigLoader().RawConfig()
+	if err != nil {
+		return "", kube.TranslateError(err)
+	}
+	return raw.CurrentContext, nil
+}
+
+// Progress returns a reporter that writes to stderr.
+func (f *Factory) Progress() Progress { return NewProgress(f.IOStreams) }
+
+func (f *Factory) loadRESTConfig() (*rest.Config, error) {
+	if err := f.ConfigFlags.Validate(); err != nil {
+		return nil, err
+	}
+	if err := f.checkKubeconfigExists(); err != nil {
+		return nil, err
+	}
+	cfg, err := f.ConfigFlags.ToRESTConfig()
+	if err != nil {
+		return nil, kube.TranslateError(err)
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS = clientQPS
+	cfg.Burst = clientBurst
+	v := version.Get()
+	cfg.UserAgent = fmt.Sprintf("tug/%s (%s/%s)", v.Version, runtime.GOOS, runtime.GOARCH)
+	// Deprecation warnings from the API server go to stderr once each, instead
+	// of through klog.
+	cfg.WarningHandler = rest.NewWarningWriter(f.IOStreams.ErrOut, rest.WarningWriterOptions{
+		Deduplicate: true,
+		Color:       f.IOStreams.ErrColorEnabled(),
+	})
+	return cfg, nil
+}

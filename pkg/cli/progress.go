@@ -1,0 +1,143 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"sync"
+	"time"
+	"unicode/utf8"
+)
+
+// Progress reports long work to the user. pkg functions take one so they can
+// say what they are waiting for without knowing where it is shown. Progress
+// goes to stderr, so stdout stays clean for data (`-o json | jq`).
+type Progress interface {
+	// Update shows msg as the current step.
+	Update(msg string)
+	// Done ends the current step successfully, leaving msg on screen.
+	Done(msg string)
+	// Fail ends the current step unsuccessfully, leaving msg on screen.
+	Fail(msg string)
+}
+
+// NoProgress discards everything; for library callers and tests.
+func NoProgress() Progress { return noProgress{} }
+
+type noProgress struct{}
+
+func (noProgress) Update(string) {}
+func (noProgress) Done(string)   {}
+func (noProgress) Fail(string)   {}
+
+// NewProgress returns a spinner when stderr is a terminal and timestamped
+// lines otherwise (CI logs, files), where a spinner's carriage returns would
+// be noise.
+func NewProgress(ios *IOStreams) Progress {
+	if ios.IsStderrTTY() {
+		return &spinner{w: ios.ErrOut, width: ios.TerminalWidth(), colors: ios.ErrColors(), interval: 100 * time.Millisecond}
+	}
+	return &lineProgress{w: ios.ErrOut, now: time.Now}
+}
+
+// lineProgress writes "15:04:05 message" lines, skipping repeats.
+type lineProgress struct {
+	w    io.Writer
+	now  func() time.Time
+	mu   sync.Mutex
+	last string
+}
+
+func (p *lineProgress) write(msg string, force bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if msg == "" || (msg == p.last && !force) {
+		return
+	}
+	p.last = msg
+	fmt.Fprintf(p.w, "%s %s\n", p.now().Format("15:04:05"), msg)
+}
+
+func (p *lineProgress) Update(msg string) { p.write(msg, false) }
+func (p *lineProgress) Done(msg string)   { p.write(msg, false); p.reset() }
+func (p *lineProgress) Fail(msg string)   { p.write(msg, true); p.reset() }
+func (p *lineProgress) reset()            { p.mu.Lock(); p.last = ""; p.mu.Unlock() }
+
+var spinnerFrames = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
+
+// spinner redraws one line of stderr in place from a small goroutine that
+// runs only while a step is in progress.
+type spinner struct {
+	w        io.Writer
+	width    int
+	colors   Palette
+	interval time.Duration
+
+	mu      sync.Mutex
+	msg     string
+	frame   int
+	stop    chan struct{} // nil when not spinning
+	stopped chan struct{}
+}
+
+func (s *spinner) Update(msg string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.msg = msg
+	s.drawLocked()
+	if s.stop == nil {
+		s.stop, s.stopped = make(chan struct{}), make(chan struct{})
+		go s.spin(s.stop, s.stopped)
+	}
+}
+
+func (s *spinner) spin(stop <-chan struct{}, stopped chan<- struct{}) {
+	defer close(stopped)
+	t := time.NewTicker(s.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			s.mu.Lock()
+			s.frame = (s.frame + 1) % len(spinnerFrames)
+			s.drawLocked()
+			s.mu.Unlock()
+		}
+	}
+}
+
+// drawLocked rewrites the line; the message is cut to the terminal width
+// because a wrapped line cannot be erased with a carriage return.
+func (s *spinner) drawLocked() {
+	fmt.Fprintf(s.w, "\r\x1b[K%s %s", spinnerFrames[s.frame], truncate(s.msg, s.width-3))
+}
+
+func (s *spinner) finish(mark, msg string) {
+	s.mu.Lock()
+	stop, stopped := s.stop, s.stopped
+	s.stop, s.stopped = nil, nil
+	s.mu.Unlock()
+	if stop != nil {
+		close(stop)
+		<-stopped // the goroutine must not draw after the final line
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if msg == "" {
+		msg = s.msg
+	}
+	fmt.Fprintf(s.w, "\r\x1b[K%s %s\n", mark, msg)
+	s.msg = ""
+}
+
+func (s *spinner) Done(msg string) { s.finish(s.colors.Green("✓"), msg) }
+func (s *spinner) Fail(msg string) { s.finish(s.colors.Red("✗"), msg) }
+
+func truncate(s string, width int) string {
+	if width <= 1 || utf8.RuneCountInString(s) <= width {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:width-1]) + "…"
+}

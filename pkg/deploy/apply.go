@@ -1,0 +1,81 @@
+package deploy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"tug.dev/tug/pkg/kube"
+)
+
+// applied is what the server returned for the objects of a release.
+type applied struct {
+	deployments map[string]*appsv1.Deployment
+}
+
+// applyObjects server-side-applies a release's objects as field manager
+// "tug": one write per object. With dryRun the server validates and
+// defaults them (admission included) but stores nothing.
+func applyObjects(ctx context.Context, client kubernetes.Interface, ns string, objs Objects, dryRun bool) (*applied, error) {
+	opts := metav1.PatchOptions{FieldManager: kube.FieldManager, Force: new(true)}
+	if dryRun {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	out := &applied{deployments: map[string]*appsv1.Deployment{}}
+	for _, d := range objs.Deployments {
+		data, err := json.Marshal(d)
+		if err != nil {
+			return nil, err
+		}
+		got, err := client.AppsV1().Deployments(ns).Patch(ctx, d.Name, types.ApplyPatchType, data, opts)
+		if err != nil {
+			return nil, fmt.Errorf("applying deployment %s: %w", d.Name, kube.TranslateError(err))
+		}
+		out.deployments[got.Name] = got
+	}
+	if objs.Service != nil {
+		data, err := json.Marshal(objs.Service)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := client.CoreV1().Services(ns).Patch(ctx, objs.Service.Name, types.ApplyPatchType, data, opts); err != nil {
+			return nil, fmt.Errorf("applying service %s: %w", objs.Service.Name, kube.TranslateError(err))
+		}
+	}
+	return out, nil
+}
+
+// removeStale deletes the Deployments (and the Service) of process types the
+// release no longer has: one LIST, and a DELETE only for what must go.
+func removeStale(ctx context.Context, client kubernetes.Interface, ns, appName string, objs Objects) error {
+	keep := map[string]bool{}
+	for _, d := range objs.Deployments {
+		keep[d.Name] = true
+	}
+	list, err := client.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{LabelSelector: kube.AppSelector(appName)})
+	if err != nil {
+		return kube.TranslateError(err)
+	}
+	for _, d := range list.Items {
+		if keep[d.Name] {
+			continue
+		}
+		err := client.AppsV1().Deployments(ns).Delete(ctx, d.Name, metav1.DeleteOptions{PropagationPolicy: new(metav1.DeletePropagationBackground)})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return kube.TranslateError(err)
+		}
+	}
+	if objs.Service == nil {
+		err := client.CoreV1().Services(ns).Delete(ctx, ServiceName(appName), metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return kube.TranslateError(err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,87 @@
+package deploy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+
+	"tug.dev/tug/pkg/app"
+)
+
+// ErrNoChange says a change would make a release identical to the current
+// one, so none is made.
+var ErrNoChange = errors.New("nothing to change")
+
+// DeployChange is a new image with its process types (from --process, a
+// Procfile, or {"web": ""} for the image's own command). Config carries over.
+func DeployChange(image string, processes map[string]string, message string) Change {
+	return func(_ *app.App, _ *app.Release, config app.ConfigMap) (*app.Release, app.ConfigMap, error) {
+		return &app.Release{Image: image, Processes: maps.Clone(processes), Kind: app.KindDeploy, Message: message}, maps.Clone(config), nil
+	}
+}
+
+// EnvChange sets and unsets config variables on top of the base release.
+func EnvChange(set app.ConfigMap, unset []string, message string) Change {
+	return func(a *app.App, base *app.Release, config app.ConfigMap) (*app.Release, app.ConfigMap, error) {
+		next := maps.Clone(config)
+		if next == nil {
+			next = app.ConfigMap{}
+		}
+		for _, k := range unset {
+			if _, ok := next[k]; !ok {
+				return nil, nil, fmt.Errorf("config %q is not set on app %q; see 'tug env get %s'", k, a.Name, a.Name)
+			}
+			delete(next, k)
+		}
+		maps.Copy(next, set)
+		if sameConfig(config, next) {
+			return nil, nil, ErrNoChange
+		}
+		r := &app.Release{Kind: app.KindEnv, Message: message, Processes: map[string]string{}}
+		if base != nil {
+			r.Image, r.Processes = base.Image, maps.Clone(base.Processes)
+		}
+		if r.Message == "" {
+			r.Message = "env: " + configDiff(config, next)
+		}
+		return r, next, nil
+	}
+}
+
+// RollbackChange restores release target's image, processes and config as a
+// new release. target 0 means the release that ran before the current one.
+func RollbackChange(ctx context.Context, store *app.Store, target int) Change {
+	return func(a *app.App, _ *app.Release, _ app.ConfigMap) (*app.Release, app.ConfigMap, error) {
+		if a.Release == 0 {
+			return nil, nil, fmt.Errorf("app %q has no deployed release to roll back from", a.Name)
+		}
+		if target == 0 {
+			rels, err := store.ListReleases(ctx, a.Name)
+			if err != nil {
+				return nil, nil, err
+			}
+			for _, r := range rels { // newest first
+				if r.Version < a.Release && r.Status == app.StatusSuperseded && r.Image != "" {
+					target = r.Version
+					break
+				}
+			}
+			if target == 0 {
+				return nil, nil, fmt.Errorf("app %q has no earlier good release to roll back to; see 'tug release list %s'", a.Name, a.Name)
+			}
+		}
+		if target == a.Release {
+			return nil, nil, fmt.Errorf("v%d is already the deployed release of app %q", target, a.Name)
+		}
+		old, config, err := store.GetRelease(ctx, a.Name, target)
+		if err != nil {
+			return nil, nil, err
+		}
+		if old.Image == "" {
+			return nil, nil, fmt.Errorf("release v%d of app %q has no image (it only staged config); choose another", target, a.Name)
+		}
+		return &app.Release{Image: old.Image, Processes: maps.Clone(old.Processes), Kind: app.KindRollback,
+			RollbackOf: target, Message: fmt.Sprintf("rollback to v%d", target)}, config, nil
+	}
+}

@@ -1,0 +1,226 @@
+package deploy
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"strconv"
+	"strings"
+	"testing"
+
+	"tug.dev/tug/pkg/app"
+)
+
+func TestDeployChange(t *testing.T) {
+	procs := map[string]string{"web": "./server"}
+	base := &app.Release{Image: "old", Processes: map[string]string{"web": "./old", "worker": "./w"}}
+	cfg := app.ConfigMap{"A": "1"}
+	r, next, err := DeployChange("shop:2", procs, "ship it")(&app.App{Name: "shop"}, base, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Image != "shop:2" || r.Kind != app.KindDeploy || r.Message != "ship it" || !maps.Equal(r.Processes, procs) {
+		t.Errorf("release = %+v", r)
+	}
+	if !maps.Equal(next, cfg) {
+		t.Errorf("config = %v, want it carried over", next)
+	}
+	// the change owns copies: later edits by the caller or by Roll do not leak
+	procs["web"] = "changed"
+	next["A"] = "changed"
+	if r.Processes["web"] != "./server" || cfg["A"] != "1" {
+		t.Error("DeployChange shares maps with its inputs")
+	}
+}
+
+func TestEnvChange(t *testing.T) {
+	a := &app.App{Name: "shop"}
+	base := &app.Release{Image: "shop:3", Processes: map[string]string{"web": "./server"}}
+	cfg := app.ConfigMap{"A": "1", "B": "2"}
+	tests := []struct {
+		name    string
+		base    *app.Release
+		cfg     app.ConfigMap
+		set     app.ConfigMap
+		unset   []string
+		message string
+		want    app.ConfigMap
+		wantMsg string
+		wantErr string
+		noDiff  bool
+	}{
+		{name: "add", base: base, cfg: cfg, set: app.ConfigMap{"C": "3"},
+			want: app.ConfigMap{"A": "1", "B": "2", "C": "3"}, wantMsg: "env: +C"},
+		{name: "change and unset", base: base, cfg: cfg, set: app.ConfigMap{"A": "9"}, unset: []string{"B"},
+			want: app.ConfigMap{"A": "9"}, wantMsg: "env: ~A, -B"},
+		{name: "own message", base: base, cfg: cfg, set: app.ConfigMap{"C": "3"}, message: "rotate",
+			want: app.ConfigMap{"A": "1", "B": "2", "C": "3"}, wantMsg: "rotate"},
+		{name: "unset then set again", base: base, cfg: cfg, set: app.ConfigMap{"B": "new"}, unset: []string{"B"},
+			want: app.ConfigMap{"A": "1", "B": "new"}, wantMsg: "env: ~B"},
+		{name: "before any release", base: nil, cfg: nil, set: app.ConfigMap{"A": "1"},
+			want: app.ConfigMap{"A": "1"}, wantMsg: "env: +A"},
+		{name: "unset unknown", base: base, cfg: cfg, unset: []string{"NOPE"},
+			wantErr: `config "NOPE" is not set on app "shop"; see 'tug env get shop'`},
+		{name: "same value is no change", base: base, cfg: cfg, set: app.ConfigMap{"A": "1"}, noDiff: true},
+		{name: "nothing at all", base: nil, cfg: nil, noDiff: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := maps.Clone(tt.cfg)
+			r, next, err := EnvChange(tt.set, tt.unset, tt.message)(a, tt.base, tt.cfg)
+			if !maps.Equal(tt.cfg, before) {
+				t.Errorf("EnvChange modified the base config: %v", tt.cfg)
+			}
+			switch {
+			case tt.noDiff:
+				if !errors.Is(err, ErrNoChange) {
+					t.Fatalf("err = %v, want ErrNoChange", err)
+				}
+				return
+			case tt.wantErr != "":
+				if err == nil || err.Error() != tt.wantErr {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			case err != nil:
+				t.Fatal(err)
+			}
+			if !maps.Equal(next, tt.want) {
+				t.Errorf("config = %v, want %v", next, tt.want)
+			}
+			if r.Message != tt.wantMsg || r.Kind != app.KindEnv {
+				t.Errorf("message %q kind %q, want %q env", r.Message, r.Kind, tt.wantMsg)
+			}
+			for _, v := range next {
+				if strings.Contains(r.Message, v) && v != "" {
+					t.Errorf("message %q shows value %q", r.Message, v)
+				}
+			}
+			if tt.base != nil {
+				if r.Image != tt.base.Image || !maps.Equal(r.Processes, tt.base.Processes) {
+					t.Errorf("release %+v does not keep the base's image and processes", r)
+				}
+				r.Processes["web"] = "changed"
+				if tt.base.Processes["web"] != "./server" {
+					t.Error("EnvChange shares the base's process map")
+				}
+			} else if r.Image != "" || r.Processes == nil || len(r.Processes) != 0 {
+				t.Errorf("release before any deploy = %+v, want no image and no processes", r)
+			}
+		})
+	}
+}
+
+func TestConfigDiff(t *testing.T) {
+	tests := []struct {
+		old, cur app.ConfigMap
+		want     string
+	}{
+		{app.ConfigMap{}, app.ConfigMap{"B": "1", "A": "2"}, "+A, +B"},
+		{app.ConfigMap{"A": "1", "B": "2", "C": "3"}, app.ConfigMap{"A": "1", "B": "9", "D": "4"}, "~B, +D, -C"},
+		{nil, nil, ""},
+		{app.ConfigMap{"A": "secret-old"}, app.ConfigMap{"A": "secret-new"}, "~A"},
+	}
+	for _, tt := range tests {
+		if got := configDiff(tt.old, tt.cur); got != tt.want {
+			t.Errorf("configDiff(%v, %v) = %q, want %q", tt.old, tt.cur, got, tt.want)
+		}
+	}
+	if !sameConfig(nil, app.ConfigMap{}) || sameConfig(app.ConfigMap{"A": ""}, app.ConfigMap{"B": ""}) ||
+		sameConfig(app.ConfigMap{"A": "1"}, app.ConfigMap{"A": "2"}) || !sameConfig(app.ConfigMap{"A": "1"}, app.ConfigMap{"A": "1"}) {
+		t.Error("sameConfig is wrong")
+	}
+}
+
+// rollbackFixture: v1 superseded, v2 staged config only (no image), v3
+// superseded, v4 failed, v5 deployed (current).
+func rollbackFixture(t *testing.T) (*app.Store, *app.App) {
+	_, s := newFake()
+	a := &app.App{Name: "shop", Release: 5, LastRelease: 5, Processes: map[string]app.Process{"web": {Replicas: 2}}}
+	seedApp(t, s, a)
+	seedRelease(t, s, &app.Release{Version: 1, Image: "shop:1", Status: app.StatusSuperseded, Processes: map[string]string{"web": "./v1"}}, app.ConfigMap{"V": "1"})
+	seedRelease(t, s, &app.Release{Version: 2, Status: app.StatusStaged, Kind: app.KindEnv}, app.ConfigMap{"V": "2"})
+	seedRelease(t, s, &app.Release{Version: 3, Image: "shop:3", Status: app.StatusSuperseded, Processes: map[string]string{"web": "./v3", "worker": "./w"}}, app.ConfigMap{"V": "3"})
+	seedRelease(t, s, &app.Release{Version: 4, Image: "shop:4", Status: app.StatusFailed, Processes: map[string]string{"web": "./v4"}}, app.ConfigMap{"V": "4"})
+	seedRelease(t, s, &app.Release{Version: 5, Image: "shop:5", Status: app.StatusDeployed, Processes: map[string]string{"web": "./v5"}}, app.ConfigMap{"V": "5"})
+	return s, getApp(t, s, "shop")
+}
+
+func TestRollbackChange(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name      string
+		target    int
+		wantV     int
+		wantImage string
+		wantErr   string
+	}{
+		{name: "default: newest superseded below current", target: 0, wantV: 3, wantImage: "shop:3"},
+		{name: "explicit", target: 1, wantV: 1, wantImage: "shop:1"},
+		{name: "current", target: 5, wantErr: `v5 is already the deployed release of app "shop"`},
+		{name: "no image", target: 2, wantErr: `release v2 of app "shop" has no image (it only staged config); choose another`},
+		{name: "missing", target: 42, wantErr: `release "v42 of app shop" not found`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, a := rollbackFixture(t)
+			r, cfg, err := RollbackChange(ctx, s, tt.target)(a, nil, nil)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Kind != app.KindRollback || r.RollbackOf != tt.wantV || r.Image != tt.wantImage {
+				t.Errorf("release = %+v, want a rollback of v%d", r, tt.wantV)
+			}
+			if want := "rollback to v" + strconv.Itoa(tt.wantV); r.Message != want {
+				t.Errorf("message = %q, want %q", r.Message, want)
+			}
+			if cfg["V"] != strconv.Itoa(tt.wantV) {
+				t.Errorf("config = %v, want v%d's", cfg, tt.wantV)
+			}
+		})
+	}
+}
+
+func TestRollbackChangeDefaultSkipsReleasesWithoutImage(t *testing.T) {
+	_, s := newFake()
+	seedApp(t, s, &app.App{Name: "shop", Release: 3, LastRelease: 3})
+	seedRelease(t, s, &app.Release{Version: 1, Image: "shop:1", Status: app.StatusSuperseded}, nil)
+	seedRelease(t, s, &app.Release{Version: 2, Status: app.StatusSuperseded}, nil) // no image
+	seedRelease(t, s, &app.Release{Version: 3, Image: "shop:3", Status: app.StatusDeployed}, nil)
+	r, _, err := RollbackChange(context.Background(), s, 0)(getApp(t, s, "shop"), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.RollbackOf != 1 {
+		t.Errorf("rolled back to v%d, want v1 (v2 has no image)", r.RollbackOf)
+	}
+}
+
+func TestRollbackChangeNothingToRollBackTo(t *testing.T) {
+	ctx := context.Background()
+	t.Run("never deployed", func(t *testing.T) {
+		_, s := newFake()
+		seedApp(t, s, &app.App{Name: "shop"})
+		_, _, err := RollbackChange(ctx, s, 0)(getApp(t, s, "shop"), nil, nil)
+		if err == nil || err.Error() != `app "shop" has no deployed release to roll back from` {
+			t.Fatalf("err = %v", err)
+		}
+	})
+	t.Run("only failed and newer releases", func(t *testing.T) {
+		_, s := newFake()
+		seedApp(t, s, &app.App{Name: "shop", Release: 2, LastRelease: 3})
+		seedRelease(t, s, &app.Release{Version: 1, Image: "shop:1", Status: app.StatusFailed}, nil)
+		seedRelease(t, s, &app.Release{Version: 2, Image: "shop:2", Status: app.StatusDeployed}, nil)
+		seedRelease(t, s, &app.Release{Version: 3, Image: "shop:3", Status: app.StatusSuperseded}, nil)
+		_, _, err := RollbackChange(ctx, s, 0)(getApp(t, s, "shop"), nil, nil)
+		if err == nil || !strings.Contains(err.Error(), `app "shop" has no earlier good release to roll back to; see 'tug release list shop'`) {
+			t.Fatalf("err = %v", err)
+		}
+	})
+}

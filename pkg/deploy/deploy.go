@@ -1,0 +1,405 @@
+package deploy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+
+	"tug.dev/tug/pkg/app"
+)
+
+// Deps are what a rollout needs from outside.
+type Deps struct {
+	Client    kubernetes.Interface
+	Namespace string
+	Progress  Progress
+	// Holder names who holds the deploy lock, e.g. "alice (pid 4242 on laptop)".
+	Holder string
+}
+
+// Options tune one rollout.
+type Options struct {
+	// Timeout is how long the rollout may go without progress before it
+	// fails; it restarts whenever a unit moves. Default 10m.
+	Timeout    time.Duration
+	NoRollback bool
+	NoWait     bool
+	DryRun     bool
+	// NoRestart stores the release without rolling it out; it runs at the
+	// next deploy (env changes with --no-restart).
+	NoRestart  bool
+	HistoryMax int
+}
+
+// Change builds the next release from the app and its base release (the
+// newest release that is deployed or staged; nil before the first) and that
+// release's config. It returns the new release's image, processes, kind and
+// message, and its config. Version, author, time and status are filled in by
+// Roll.
+type Change func(a *app.App, base *app.Release, config app.ConfigMap) (*app.Release, app.ConfigMap, error)
+
+// Result is what a rollout did; its JSON shape is documented in docs/output.md.
+type Result struct {
+	App          string          `json:"app"`
+	Namespace    string          `json:"namespace"`
+	Release      int             `json:"release"`
+	Status       app.Status      `json:"status"`
+	Image        string          `json:"image"`
+	Processes    []ProcessResult `json:"processes"`
+	RolledBackTo int             `json:"rolledBackTo,omitempty"`
+	Failure      *Failure        `json:"failure,omitempty"`
+	Plan         []string        `json:"plan,omitempty"` // dry-run: what would change
+	DurationMS   int64           `json:"durationMs"`
+}
+
+// ProcessResult is one process of the release.
+type ProcessResult struct {
+	Name    string `json:"name"`
+	Command string `json:"command"`
+	Units   int32  `json:"units"`
+}
+
+// Error is a failed rollout: the result (with the failure and whether it
+// was rolled back) and the exit code of the failure's class.
+type Error struct {
+	Result *Result
+}
+
+func (e *Error) Error() string {
+	r := e.Result
+	msg := fmt.Sprintf("release v%d of app %q failed: %s", r.Release, r.App, r.Failure.Message)
+	switch {
+	case r.RolledBackTo > 0:
+		msg += fmt.Sprintf("; rolled back to v%d", r.RolledBackTo)
+	case r.Status == app.StatusFailed:
+		msg += "; nothing to roll back to"
+	}
+	return msg
+}
+
+// ExitCode is the exit code of the failure's class (docs/exit-codes.md).
+func (e *Error) ExitCode() int { return e.Result.Failure.ExitCode() }
+
+// Roll makes a new release of an app with change and rolls it out: take the
+// app's lock, store the release, apply its objects, watch until its units run
+// or fail, and on failure restore the last good release. Every deploy, env
+// change and rollback goes through here.
+func Roll(ctx context.Context, d Deps, appName string, change Change, opts Options) (*Result, error) {
+	start := time.Now()
+	if d.Progress == nil {
+		d.Progress = noProgress{}
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 10 * time.Minute
+	}
+	store := &app.Store{Client: d.Client, Namespace: d.Namespace}
+	a, err := store.GetApp(ctx, appName)
+	if err != nil {
+		return nil, err
+	}
+	if !opts.DryRun {
+		lock, err := AcquireLock(ctx, d.Client, d.Namespace, appName, d.Holder)
+		if err != nil {
+			return nil, err
+		}
+		defer lock.Unlock()
+		// the record may have changed while we waited for the lock
+		if a, err = store.GetApp(ctx, appName); err != nil {
+			return nil, err
+		}
+	}
+	base, baseConfig, err := BaseRelease(ctx, store, a)
+	if err != nil {
+		return nil, err
+	}
+	next, config, err := change(a, base, baseConfig)
+	if err != nil {
+		return nil, err
+	}
+	next.App, next.Version, next.CreatedAt, next.Author = a.Name, a.LastRelease+1, time.Now().UTC(), authorOf(d.Holder)
+	withProcesses(a, next)
+
+	if opts.DryRun {
+		return dryRun(ctx, d, a, base, baseConfig, next, config, start)
+	}
+	if opts.NoRestart || next.Image == "" {
+		// store only: the config waits for the next rollout
+		next.Status = app.StatusStaged
+		if err := store.CreateRelease(ctx, next, config); err != nil {
+			return nil, err
+		}
+		if _, err := store.UpdateApp(ctx, a.Name, func(x *app.App) error { x.LastRelease = next.Version; return nil }); err != nil {
+			return nil, err
+		}
+		return result(a, next, app.StatusStaged, start), nil
+	}
+
+	previous := a.Release
+	next.Status = app.StatusPending
+	if err := store.CreateRelease(ctx, next, config); err != nil {
+		return nil, err
+	}
+	a, err = store.UpdateApp(ctx, a.Name, func(x *app.App) error {
+		x.LastRelease = next.Version
+		x.Processes = a.Processes
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	objs := Render(a, next, config)
+	d.Progress.Update(fmt.Sprintf("applying release v%d", next.Version))
+	got, err := applyObjects(ctx, d.Client, d.Namespace, objs, false)
+	if err != nil {
+		_ = store.SetReleaseStatus(context.Background(), a.Name, next.Version, app.StatusFailed, err.Error())
+		return nil, err
+	}
+	if err := removeStale(ctx, d.Client, d.Namespace, a.Name, objs); err != nil {
+		return nil, err
+	}
+
+	var failure *Failure
+	if !opts.NoWait {
+		err := (&rollout{client: d.Client, namespace: d.Namespace, app: a.Name, release: next.Version,
+			generations: generations(got), idle: opts.Timeout, progress: d.Progress}).wait(ctx)
+		if err != nil && !errors.As(err, &failure) {
+			return nil, err // interrupted, or the API failed: the release stays pending
+		}
+	}
+	if failure == nil {
+		if err := markDeployed(ctx, store, a, next, previous, opts.HistoryMax); err != nil {
+			return nil, err
+		}
+		return result(a, next, app.StatusDeployed, start), nil
+	}
+
+	// The rollout failed: record why, then put back what ran before.
+	_ = store.SetReleaseStatus(ctx, a.Name, next.Version, app.StatusFailed, failure.Message)
+	res := result(a, next, app.StatusFailed, start)
+	res.Failure = failure
+	if !opts.NoRollback {
+		back, err := restore(ctx, d, store, a, previous, opts.Timeout)
+		if err != nil {
+			return res, fmt.Errorf("%v; rolling back to v%d also failed: %w", (&Error{Result: res}).Error(), previous, err)
+		}
+		res.RolledBackTo = back
+	}
+	res.DurationMS = time.Since(start).Milliseconds()
+	return res, &Error{Result: res}
+}
+
+// restore re-applies release v (the one that ran before a failed rollout)
+// and waits for it. Before an app's first successful deploy there is nothing
+// to restore: its Deployments are removed so no crashing units linger.
+func restore(ctx context.Context, d Deps, store *app.Store, a *app.App, v int, timeout time.Duration) (int, error) {
+	if v == 0 {
+		d.Progress.Update("removing the failed release's units")
+		return 0, removeStale(ctx, d.Client, d.Namespace, a.Name, Objects{})
+	}
+	d.Progress.Update(fmt.Sprintf("rolling back to v%d", v))
+	prev, config, err := store.GetRelease(ctx, a.Name, v)
+	if err != nil {
+		return 0, err
+	}
+	withProcesses(a, prev)
+	objs := Render(a, prev, config)
+	got, err := applyObjects(ctx, d.Client, d.Namespace, objs, false)
+	if err != nil {
+		return 0, err
+	}
+	if err := removeStale(ctx, d.Client, d.Namespace, a.Name, objs); err != nil {
+		return 0, err
+	}
+	if _, err := store.UpdateApp(ctx, a.Name, func(x *app.App) error { x.Processes = a.Processes; return nil }); err != nil {
+		return 0, err
+	}
+	err = (&rollout{client: d.Client, namespace: d.Namespace, app: a.Name, release: v,
+		generations: generations(got), idle: timeout, progress: d.Progress}).wait(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return v, nil
+}
+
+func markDeployed(ctx context.Context, store *app.Store, a *app.App, r *app.Release, previous, historyMax int) error {
+	v := r.Version
+	if err := store.SetReleaseStatus(ctx, a.Name, v, app.StatusDeployed, ""); err != nil {
+		return err
+	}
+	if previous > 0 && previous != v {
+		if err := store.SetReleaseStatus(ctx, a.Name, previous, app.StatusSuperseded, ""); err != nil && !app.IsNotFound(err) {
+			return err
+		}
+	}
+	updated, err := store.UpdateApp(ctx, a.Name, func(x *app.App) error {
+		x.Release, x.Image = v, r.Image
+		if historyMax > 0 {
+			x.HistoryMax = historyMax
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	keep := updated.HistoryMax
+	if keep <= 0 {
+		keep = app.DefaultHistoryMax
+	}
+	return store.PruneReleases(ctx, a.Name, keep, v)
+}
+
+// BaseRelease is the release a change starts from: the newest one that is
+// deployed or staged. Failed releases never carry their config forward.
+func BaseRelease(ctx context.Context, store *app.Store, a *app.App) (*app.Release, app.ConfigMap, error) {
+	if a.LastRelease == 0 {
+		return nil, app.ConfigMap{}, nil
+	}
+	rels, err := store.ListReleases(ctx, a.Name)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, r := range rels { // newest first
+		if r.Version == a.Release || (r.Status == app.StatusStaged && r.Version > a.Release) {
+			rel, cfg, err := store.GetRelease(ctx, a.Name, r.Version)
+			return rel, cfg, err
+		}
+	}
+	return nil, app.ConfigMap{}, nil
+}
+
+// withProcesses makes the app's unit counts follow the release's process
+// types: a new type starts with one unit, a dropped type is forgotten.
+func withProcesses(a *app.App, r *app.Release) {
+	procs := map[string]app.Process{}
+	for name := range r.Processes {
+		p, ok := a.Processes[name]
+		if !ok {
+			p = app.Process{Replicas: 1}
+		}
+		procs[name] = p
+	}
+	a.Processes = procs
+}
+
+func generations(got *applied) map[string]int64 {
+	g := map[string]int64{}
+	for name, d := range got.deployments {
+		g[name] = d.Generation
+	}
+	return g
+}
+
+func result(a *app.App, r *app.Release, st app.Status, start time.Time) *Result {
+	res := &Result{App: a.Name, Namespace: a.Namespace, Release: r.Version, Status: st, Image: r.Image,
+		DurationMS: time.Since(start).Milliseconds()}
+	for _, name := range sortedProcesses(r.Processes) {
+		res.Processes = append(res.Processes, ProcessResult{Name: name, Command: r.Processes[name], Units: a.Processes[name].Replicas})
+	}
+	return res
+}
+
+// authorOf takes the user out of a lock holder "alice (pid 1 on host)".
+func authorOf(holder string) string {
+	if i := strings.Index(holder, " ("); i > 0 {
+		return holder[:i]
+	}
+	return holder
+}
+
+// dryRun applies every object with the server's dry-run (so admission and
+// validation speak) and describes the change in the app's own terms.
+func dryRun(ctx context.Context, d Deps, a *app.App, base *app.Release, baseConfig app.ConfigMap, next *app.Release, config app.ConfigMap, start time.Time) (*Result, error) {
+	objs := Render(a, next, config)
+	if _, err := applyObjects(ctx, d.Client, d.Namespace, objs, true); err != nil {
+		return nil, err
+	}
+	res := result(a, next, "dry-run", start)
+	res.Plan = plan(a, base, baseConfig, next, config)
+	return res, nil
+}
+
+// plan says what a release changes: "web: image a -> b, 3 units restart",
+// "env: +DB_URL, ~TOKEN (values hidden)".
+func plan(a *app.App, base *app.Release, baseConfig app.ConfigMap, next *app.Release, config app.ConfigMap) []string {
+	var lines []string
+	oldProcs := map[string]string{}
+	oldImage := ""
+	if base != nil {
+		oldProcs, oldImage = base.Processes, base.Image
+	}
+	envChanged := !sameConfig(baseConfig, config)
+	for _, name := range sortedProcesses(next.Processes) {
+		units := a.Processes[name].Replicas
+		oldCmd, existed := oldProcs[name]
+		var changes []string
+		switch {
+		case !existed:
+			changes = append(changes, fmt.Sprintf("new process, %d %s, command %s", units, plural(int(units), "unit", "units"), describeCommand(next.Processes[name])))
+		default:
+			if oldImage != next.Image {
+				changes = append(changes, fmt.Sprintf("image %s -> %s", oldImage, next.Image))
+			}
+			if oldCmd != next.Processes[name] {
+				changes = append(changes, fmt.Sprintf("command %s -> %s", describeCommand(oldCmd), describeCommand(next.Processes[name])))
+			}
+			if len(changes) > 0 || envChanged {
+				changes = append(changes, fmt.Sprintf("%d %s restart", units, plural(int(units), "unit", "units")))
+			}
+		}
+		if len(changes) == 0 {
+			changes = append(changes, "unchanged")
+		}
+		lines = append(lines, name+": "+strings.Join(changes, ", "))
+	}
+	var gone []string
+	for name := range oldProcs {
+		if _, ok := next.Processes[name]; !ok {
+			gone = append(gone, name)
+		}
+	}
+	sort.Strings(gone)
+	for _, name := range gone {
+		lines = append(lines, name+": removed")
+	}
+	if envChanged {
+		lines = append(lines, "env: "+configDiff(baseConfig, config)+" (values hidden)")
+	}
+	return lines
+}
+
+func sameConfig(a, b app.ConfigMap) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// configDiff names added (+), changed (~) and removed (-) keys, never values.
+func configDiff(old, cur app.ConfigMap) string {
+	var parts []string
+	for _, k := range cur.Keys() {
+		v, ok := old[k]
+		switch {
+		case !ok:
+			parts = append(parts, "+"+k)
+		case v != cur[k]:
+			parts = append(parts, "~"+k)
+		}
+	}
+	for _, k := range old.Keys() {
+		if _, ok := cur[k]; !ok {
+			parts = append(parts, "-"+k)
+		}
+	}
+	return strings.Join(parts, ", ")
+}

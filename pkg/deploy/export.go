@@ -1,0 +1,64 @@
+package deploy
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/kube"
+)
+
+// Export renders an app's deployed release as plain manifests that
+// `kubectl apply` accepts without tug: no namespace (apply chooses it), no
+// status, no server fields. Config values are left out unless
+// includeConfig: the Deployments then reference the release's Secret as
+// optional, so the app runs, without its config, until that Secret is
+// copied too.
+func Export(ctx context.Context, s *app.Store, appName string, includeConfig bool) ([]any, error) {
+	a, err := s.GetApp(ctx, appName)
+	if err != nil {
+		return nil, err
+	}
+	if a.Release == 0 {
+		return nil, fmt.Errorf("app %q has no deployed release to export; deploy it first", appName)
+	}
+	r, config, err := s.GetRelease(ctx, appName, a.Release)
+	if err != nil {
+		return nil, err
+	}
+	objs := Render(a, r, config)
+	var out []any
+	if includeConfig {
+		data := map[string][]byte{}
+		for k, v := range config {
+			data[k] = []byte(v)
+		}
+		out = append(out, &corev1.Secret{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+			ObjectMeta: metav1.ObjectMeta{Name: app.ReleaseSecretName(a.Name, r.Version), Labels: kube.AppLabels(a.Name)},
+			Type:       corev1.SecretTypeOpaque,
+			Data:       data,
+		})
+	}
+	for _, d := range objs.Deployments {
+		d.Namespace = ""
+		if !includeConfig {
+			for i := range d.Spec.Template.Spec.Containers {
+				for _, ef := range d.Spec.Template.Spec.Containers[i].EnvFrom {
+					if ef.SecretRef != nil {
+						ef.SecretRef.Optional = new(true)
+					}
+				}
+			}
+		}
+		out = append(out, d)
+	}
+	if objs.Service != nil {
+		objs.Service.Namespace = ""
+		out = append(out, objs.Service)
+	}
+	return out, nil
+}

@@ -1,0 +1,85 @@
+package deploy
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"tug.dev/tug/pkg/app"
+)
+
+const ns = "dev"
+
+// newFake is a fake clientset with server-side apply support
+// (fake.NewClientset, not NewSimpleClientset). It has no controllers: nothing
+// creates pods or updates a Deployment's status, and it ignores dry-run.
+func newFake(objs ...runtime.Object) (*fake.Clientset, *app.Store) {
+	c := fake.NewClientset(objs...)
+	return c, &app.Store{Client: c, Namespace: ns}
+}
+
+// fakeClient is newFake without the store.
+func fakeClient(objs ...runtime.Object) *fake.Clientset {
+	c, _ := newFake(objs...)
+	return c
+}
+
+func seedApp(t *testing.T, s *app.Store, a *app.App) {
+	t.Helper()
+	a.Namespace = ns
+	if a.Processes == nil {
+		a.Processes = map[string]app.Process{}
+	}
+	if err := s.CreateApp(context.Background(), a); err != nil {
+		t.Fatalf("CreateApp: %v", err)
+	}
+}
+
+func seedRelease(t *testing.T, s *app.Store, r *app.Release, cfg app.ConfigMap) {
+	t.Helper()
+	if r.App == "" {
+		r.App = "shop"
+	}
+	if err := s.CreateRelease(context.Background(), r, cfg); err != nil {
+		t.Fatalf("CreateRelease: %v", err)
+	}
+}
+
+func getApp(t *testing.T, s *app.Store, name string) *app.App {
+	t.Helper()
+	a, err := s.GetApp(context.Background(), name)
+	if err != nil {
+		t.Fatalf("GetApp: %v", err)
+	}
+	return a
+}
+
+func getRelease(t *testing.T, s *app.Store, v int) (*app.Release, app.ConfigMap) {
+	t.Helper()
+	r, cfg, err := s.GetRelease(context.Background(), "shop", v)
+	if err != nil {
+		t.Fatalf("GetRelease v%d: %v", v, err)
+	}
+	return r, cfg
+}
+
+// recorder is a Progress that keeps every line.
+type recorder struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (r *recorder) Update(msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lines = append(r.lines, msg)
+}
+
+func (r *recorder) all() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.lines...)
+}

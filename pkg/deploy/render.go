@@ -1,0 +1,214 @@
+// Package deploy turns releases into running units: it renders Kubernetes
+// objects from an app and a release, applies them with server-side apply,
+// watches the rollout, explains a failure and rolls back, all under a
+// per-app lock.
+package deploy
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/kube"
+)
+
+// DeploymentName is the Deployment of one process type of an app.
+func DeploymentName(appName, process string) string { return appName + "-" + process }
+
+// ServiceName is the web process's Service: the app's own name, so other
+// pods in the namespace reach it as http://<app>.
+func ServiceName(appName string) string { return appName }
+
+// Objects are what one release of an app is made of in the cluster.
+type Objects struct {
+	Deployments []*appsv1.Deployment
+	Service     *corev1.Service // nil when the release has no web process
+}
+
+// Render builds the objects that run release r of app a. It is pure: the
+// same inputs give the same objects, which is what makes dry-run and export
+// honest. config is the release's environment; only its keys are read (to
+// see whether it sets PORT): values reach containers through envFrom of the
+// release's Secret and never appear in a spec.
+func Render(a *app.App, r *app.Release, config app.ConfigMap) Objects {
+	var objs Objects
+	port := webPort(config)
+	for _, proc := range sortedProcesses(r.Processes) {
+		objs.Deployments = append(objs.Deployments, renderDeployment(a, r, proc, r.Processes[proc], port, config))
+	}
+	if _, ok := r.Processes[app.WebProcess]; ok {
+		objs.Service = renderService(a)
+	}
+	return objs
+}
+
+func sortedProcesses(procs map[string]string) []string {
+	names := make([]string, 0, len(procs))
+	for n := range procs {
+		names = append(names, n)
+	}
+	app.SortProcesses(names)
+	return names
+}
+
+// webPort is $PORT for the web process: the config's PORT when it sets a
+// valid one, else app.DefaultPort.
+func webPort(config app.ConfigMap) int32 {
+	if p, err := strconv.Atoi(config["PORT"]); err == nil && p > 0 && p < 65536 {
+		return int32(p)
+	}
+	return app.DefaultPort
+}
+
+func processLabels(appName, proc string) map[string]string {
+	l := kube.AppLabels(appName)
+	l[kube.LabelProcess] = proc
+	return l
+}
+
+func renderDeployment(a *app.App, r *app.Release, proc, command string, port int32, config app.ConfigMap) *appsv1.Deployment {
+	selector := map[string]string{kube.LabelManagedBy: kube.ManagedBy, kube.LabelApp: a.Name, kube.LabelProcess: proc}
+	podLabels := processLabels(a.Name, proc)
+	podLabels[kube.LabelRelease] = strconv.Itoa(r.Version)
+
+	replicas := int32(1)
+	if p, ok := a.Processes[proc]; ok {
+		replicas = p.Replicas
+	}
+	maxSurge := intstr.FromString("25%")
+	maxUnavailable := intstr.FromInt32(0)
+	c := corev1.Container{
+		Name:            proc,
+		Image:           r.Image,
+		ImagePullPolicy: corev1.PullIfNotPresent,
+		EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: app.ReleaseSecretName(a.Name, r.Version)},
+		}}},
+	}
+	c.Command, c.Args = commandLine(command)
+	if proc == app.WebProcess {
+		if _, set := config["PORT"]; !set {
+			c.Env = []corev1.EnvVar{{Name: "PORT", Value: strconv.Itoa(int(port))}}
+		}
+		c.Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: port, Protocol: corev1.ProtocolTCP}}
+		// A web unit is ready when it accepts connections on $PORT; without
+		// a probe a unit that never listens would count as ready.
+		c.ReadinessProbe = &corev1.Probe{
+			ProbeHandler:     corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("http")}},
+			PeriodSeconds:    2,
+			FailureThreshold: 3,
+			TimeoutSeconds:   1,
+		}
+	}
+	spec := corev1.PodSpec{
+		Containers: []corev1.Container{c},
+		// Service links add a variable per Service in the namespace to
+		// every container: noise that shadows the app's own config.
+		EnableServiceLinks: new(bool),
+	}
+	if a.Pool != "" {
+		spec.NodeSelector = map[string]string{kube.LabelPool: a.Pool}
+	}
+	return &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: metav1.ObjectMeta{Name: DeploymentName(a.Name, proc), Namespace: a.Namespace, Labels: processLabels(a.Name, proc)},
+		Spec: appsv1.DeploymentSpec{
+			Replicas:             &replicas,
+			Selector:             &metav1.LabelSelector{MatchLabels: selector},
+			RevisionHistoryLimit: new(int32(2)),
+			Strategy: appsv1.DeploymentStrategy{
+				Type:          appsv1.RollingUpdateDeploymentStrategyType,
+				RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: &maxSurge, MaxUnavailable: &maxUnavailable},
+			},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: podLabels},
+				Spec:       spec,
+			},
+		},
+	}
+}
+
+func renderService(a *app.App) *corev1.Service {
+	return &corev1.Service{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: metav1.ObjectMeta{Name: ServiceName(a.Name), Namespace: a.Namespace, Labels: processLabels(a.Name, app.WebProcess)},
+		Spec: corev1.ServiceSpec{
+			Selector: map[string]string{kube.LabelManagedBy: kube.ManagedBy, kube.LabelApp: a.Name, kube.LabelProcess: app.WebProcess},
+			Ports: []corev1.ServicePort{{
+				Name: "http", Port: 80, TargetPort: intstr.FromString("http"), Protocol: corev1.ProtocolTCP,
+			}},
+		},
+	}
+}
+
+// commandLine turns a Procfile command into a container's command and args.
+// Plain words are exec'd directly, so images without a shell work; a line
+// that needs a shell (variables, pipes, redirections, globs, &&) runs under
+// /bin/sh -c with exec, so the process still gets signals directly.
+func commandLine(line string) (command, args []string) {
+	line = strings.TrimSpace(line)
+	if line == "" {
+		return nil, nil
+	}
+	if words, ok := splitWords(line); ok {
+		return words, nil
+	}
+	return []string{"/bin/sh", "-c", "exec " + line}, nil
+}
+
+// splitWords splits a command line on spaces, honouring single and double
+// quotes; ok is false when the line needs a real shell.
+func splitWords(line string) (words []string, ok bool) {
+	var cur strings.Builder
+	inWord := false
+	var quote rune
+	for _, r := range line {
+		switch {
+		case quote != 0:
+			if r == quote {
+				quote = 0
+				continue
+			}
+			if quote == '"' && strings.ContainsRune("$`\\", r) {
+				return nil, false
+			}
+			cur.WriteRune(r)
+		case r == '\'' || r == '"':
+			quote, inWord = r, true
+		case r == ' ' || r == '\t':
+			if inWord {
+				words = append(words, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		case strings.ContainsRune("$`\\|&;<>()*?[]{}~#!\n", r):
+			return nil, false
+		default:
+			cur.WriteRune(r)
+			inWord = true
+		}
+	}
+	if quote != 0 {
+		return nil, false
+	}
+	if inWord {
+		words = append(words, cur.String())
+	}
+	return words, len(words) > 0
+}
+
+// describeCommand is how a process's command reads in summaries.
+func describeCommand(cmd string) string {
+	if cmd == "" {
+		return "(image default)"
+	}
+	return fmt.Sprintf("%q", cmd)
+}
+
+func sortProcs(names []string) { app.SortProcesses(names) }

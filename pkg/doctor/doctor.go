@@ -1,0 +1,338 @@
+package doctor
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"golang.org/x/sync/errgroup"
+
+	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/kube"
+)
+
+// Env is what doctor needs from its caller; cli.Factory provides it. Each
+// step can fail, and doctor reports which one did.
+type Env interface {
+	ContextName() (string, error)
+	Namespace() (string, error)
+	RESTConfig() (*rest.Config, error)
+	KubeClient() (kubernetes.Interface, error)
+}
+
+// Options tune a run; the zero value is fine.
+type Options struct {
+	Progress cli.Progress
+	// Concurrency bounds the access reviews in flight (default 8).
+	Concurrency int
+	// ClientMinor is the Kubernetes minor version tug's client library
+	// speaks; 0 means the one linked in.
+	ClientMinor int
+	// Groups replaces the permission table (tests).
+	Groups []CommandGroup
+}
+
+// Status of one check or command group.
+type Status string
+
+const (
+	StatusOK      Status = "ok"
+	StatusWarning Status = "warning"
+	StatusFailed  Status = "failed"
+)
+
+// Check is one step before the permission review.
+type Check struct {
+	Name    string `json:"name"`
+	Status  Status `json:"status"`
+	Message string `json:"message"`
+}
+
+// GroupResult says whether the user may use a command group, and if not,
+// exactly which permissions are missing.
+type GroupResult struct {
+	Name        string       `json:"name"`
+	Description string       `json:"description"`
+	Status      Status       `json:"status"`
+	Missing     []Permission `json:"missing"`
+	// Errors are reviews the cluster could not answer.
+	Errors []string `json:"errors,omitempty"`
+}
+
+// Report is the result of `tug doctor`; its JSON shape is documented in
+// docs/output.md.
+type Report struct {
+	Context       string        `json:"context"`
+	Server        string        `json:"server"`
+	Namespace     string        `json:"namespace"`
+	User          string        `json:"user"`
+	ClientVersion string        `json:"clientVersion"`
+	ServerVersion string        `json:"serverVersion"`
+	Checks        []Check       `json:"checks"`
+	Groups        []GroupResult `json:"groups"`
+	OK            bool          `json:"ok"`
+}
+
+// Problems counts failed checks and groups with missing permissions.
+func (r *Report) Problems() int {
+	n := 0
+	for _, c := range r.Checks {
+		if c.Status == StatusFailed {
+			n++
+		}
+	}
+	for _, g := range r.Groups {
+		if g.Status != StatusOK {
+			n++
+		}
+	}
+	return n
+}
+
+const versionTimeout = 10 * time.Second
+
+// Run checks the kubeconfig, the cluster and every permission in the
+// permission table. Problems found are in the report (OK false), not in the
+// error; the error is for doctor itself failing, which only a cancelled
+// context does.
+func Run(ctx context.Context, env Env, opts Options) (*Report, error) {
+	if opts.Progress == nil {
+		opts.Progress = cli.NoProgress()
+	}
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = 8
+	}
+	if opts.ClientMinor == 0 {
+		opts.ClientMinor = clientGoMinor
+	}
+	if opts.Groups == nil {
+		opts.Groups = CommandGroups()
+	}
+	r := &Report{Checks: []Check{}, Groups: []GroupResult{}}
+	if opts.ClientMinor > 0 {
+		r.ClientVersion = fmt.Sprintf("1.%d", opts.ClientMinor)
+	}
+	fail := func(name string, err error) (*Report, error) {
+		r.Checks = append(r.Checks, Check{Name: name, Status: StatusFailed, Message: kube.TranslateError(err).Error()})
+		opts.Progress.Fail(name + " failed")
+		return r, ctx.Err()
+	}
+
+	// 1. The kubeconfig loads and names a cluster.
+	opts.Progress.Update("loading kubeconfig")
+	var err error
+	if r.Context, err = env.ContextName(); err != nil {
+		return fail("kubeconfig", err)
+	}
+	if r.Namespace, err = env.Namespace(); err != nil {
+		return fail("kubeconfig", err)
+	}
+	cfg, err := env.RESTConfig()
+	if err != nil {
+		return fail("kubeconfig", err)
+	}
+	r.Server = cfg.Host
+	r.Checks = append(r.Checks, Check{Name: "kubeconfig", Status: StatusOK,
+		Message: fmt.Sprintf("context %q, namespace %q", r.Context, r.Namespace)})
+	client, err := env.KubeClient()
+	if err != nil {
+		return fail("kubeconfig", err)
+	}
+
+	// 2. The cluster answers.
+	opts.Progress.Update("contacting " + r.Server)
+	vctx, cancel := context.WithTimeout(ctx, versionTimeout)
+	info, err := discovery.ToServerVersionInterfaceWithContext(client.Discovery()).ServerVersionWithContext(vctx)
+	cancel()
+	if err != nil {
+		return fail("cluster", err)
+	}
+	r.ServerVersion = info.GitVersion
+	r.Checks = append(r.Checks, Check{Name: "cluster", Status: StatusOK,
+		Message: fmt.Sprintf("%s answers, Kubernetes %s", r.Server, info.GitVersion)})
+	r.Checks = append(r.Checks, skewCheck(opts.ClientMinor, info.Minor))
+
+	// 3. Who the cluster thinks we are: RBAC answers depend on it.
+	r.Checks = append(r.Checks, identityCheck(ctx, client, r))
+
+	// 4. Every permission of every command group.
+	opts.Progress.Update("reviewing permissions")
+	r.Groups = reviewGroups(ctx, client, r.Namespace, opts)
+	r.OK = r.Problems() == 0
+	if err := ctx.Err(); err != nil {
+		return r, err
+	}
+	if r.OK {
+		opts.Progress.Done("all checks passed")
+	} else {
+		opts.Progress.Fail(fmt.Sprintf("%d problem(s) found", r.Problems()))
+	}
+	return r, nil
+}
+
+// skewCheck follows Kubernetes' version skew policy: a client is supported
+// within one minor version of the API server.
+func skewCheck(clientMinor int, serverMinor string) Check {
+	c := Check{Name: "version skew", Status: StatusOK}
+	// Some distributions report "28+".
+	server, err := strconv.Atoi(strings.TrimRight(serverMinor, "+"))
+	if err != nil || clientMinor <= 0 {
+		c.Status = StatusWarning
+		c.Message = fmt.Sprintf("cannot compare versions (client 1.%d, server minor %q)", clientMinor, serverMinor)
+		return c
+	}
+	diff := clientMinor - server
+	switch {
+	case diff > 1 || diff < -1:
+		c.Status = StatusWarning
+		c.Message = fmt.Sprintf("tug's client speaks Kubernetes 1.%d and the cluster runs 1.%d; more than one minor version apart is unsupported and may misbehave",
+			clientMinor, server)
+	default:
+		c.Message = fmt.Sprintf("client 1.%d, server 1.%d", clientMinor, server)
+	}
+	return c
+}
+
+// clientGoMinor is the Kubernetes minor version of the client-go that tug
+// links: client-go v0.N.x speaks Kubernetes 1.N. A test keeps it in step
+// with go.mod (test binaries carry no module versions to read at run time).
+const clientGoMinor = 37
+
+func identityCheck(ctx context.Context, client kubernetes.Interface, r *Report) Check {
+	c := Check{Name: "identity"}
+	review, err := client.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		c.Status = StatusWarning
+		c.Message = "cannot tell who you are: " + kube.TranslateError(err).Error()
+		return c
+	}
+	u := review.Status.UserInfo
+	if u.Username == "" {
+		c.Status = StatusWarning
+		c.Message = "the cluster did not say who you are"
+		return c
+	}
+	r.User = u.Username
+	c.Status = StatusOK
+	c.Message = "you are " + strconv.Quote(u.Username)
+	if len(u.Groups) > 0 {
+		c.Message += " in groups " + strings.Join(u.Groups, ", ")
+	}
+	if u.Username == "system:anonymous" {
+		c.Status = StatusWarning
+		c.Message = "the cluster treats you as anonymous: it accepted none of your kubeconfig's credentials"
+	}
+	return c
+}
+
+type verdict struct {
+	allowed bool
+	err     error
+}
+
+// reviewGroups asks the API server about each distinct permission once,
+// concurrently, and files the answers under every group that needs them.
+func reviewGroups(ctx context.Context, client kubernetes.Interface, namespace string, opts Options) []GroupResult {
+	var unique []Permission
+	seen := map[Permission]bool{}
+	for _, g := range opts.Groups {
+		for _, p := range g.Permissions {
+			if !seen[p] {
+				seen[p] = true
+				unique = append(unique, p)
+			}
+		}
+	}
+
+	var mu sync.Mutex
+	verdicts := make(map[Permission]verdict, len(unique))
+	var eg errgroup.Group
+	eg.SetLimit(opts.Concurrency)
+	for _, p := range unique {
+		eg.Go(func() error {
+			allowed, err := review(ctx, client, namespace, p)
+			mu.Lock()
+			verdicts[p] = verdict{allowed: allowed, err: err}
+			mu.Unlock()
+			return nil
+		})
+	}
+	_ = eg.Wait()
+
+	results := make([]GroupResult, 0, len(opts.Groups))
+	for _, g := range opts.Groups {
+		res := GroupResult{Name: g.Name, Description: g.Description, Status: StatusOK, Missing: []Permission{}}
+		errs := map[string]bool{}
+		for _, p := range g.Permissions {
+			v := verdicts[p]
+			switch {
+			case v.err != nil:
+				errs[fmt.Sprintf("%s: %s", p, kube.TranslateError(v.err))] = true
+			case !v.allowed:
+				res.Missing = append(res.Missing, p)
+			}
+		}
+		for e := range errs {
+			res.Errors = append(res.Errors, e)
+		}
+		sort.Strings(res.Errors)
+		if len(res.Missing) > 0 || len(res.Errors) > 0 {
+			res.Status = StatusFailed
+		}
+		results = append(results, res)
+	}
+	return results
+}
+
+func review(ctx context.Context, client kubernetes.Interface, namespace string, p Permission) (bool, error) {
+	attrs := &authorizationv1.ResourceAttributes{
+		Verb:        p.Verb,
+		Group:       p.Group,
+		Resource:    p.Resource,
+		Subresource: p.Subresource,
+	}
+	if p.Scope == ScopeNamespace {
+		attrs.Namespace = namespace
+	}
+	ssar := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: attrs}}
+	out, err := client.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, ssar, metav1.CreateOptions{})
+	if err != nil {
+		return false, err
+	}
+	return out.Status.Allowed, nil
+}
+
+// MissingSummary is "get,list,watch nodes (cluster); create pods/eviction
+// (all namespaces)": verbs gathered per resource, in table order.
+func MissingSummary(missing []Permission) string {
+	type key struct {
+		group, resource, sub string
+		scope                Scope
+	}
+	var order []key
+	verbs := map[key][]string{}
+	for _, p := range missing {
+		k := key{p.Group, p.Resource, p.Subresource, p.Scope}
+		if _, ok := verbs[k]; !ok {
+			order = append(order, k)
+		}
+		verbs[k] = append(verbs[k], p.Verb)
+	}
+	parts := make([]string, 0, len(order))
+	for _, k := range order {
+		p := Permission{Group: k.group, Resource: k.resource, Subresource: k.sub, Scope: k.scope}
+		parts = append(parts, strings.Join(verbs[k], ",")+" "+p.resourceWithScope())
+	}
+	return strings.Join(parts, "; ")
+}

@@ -1,0 +1,294 @@
+package doctor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	apimachineryversion "k8s.io/apimachinery/pkg/version"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+type fakeEnv struct {
+	client    kubernetes.Interface
+	configErr error
+}
+
+func (e fakeEnv) ContextName() (string, error) { return "dev-ctx", e.configErr }
+func (e fakeEnv) Namespace() (string, error)   { return "dev", e.configErr }
+func (e fakeEnv) RESTConfig() (*rest.Config, error) {
+	return &rest.Config{Host: "https://127.0.0.1:6443"}, e.configErr
+}
+func (e fakeEnv) KubeClient() (kubernetes.Interface, error) { return e.client, e.configErr }
+
+// fakeCluster answers access reviews with allow, records what was asked,
+// and says the user is bob.
+type fakeCluster struct {
+	*fake.Clientset
+	mu    sync.Mutex
+	asked []authorizationv1.ResourceAttributes
+}
+
+func newFakeCluster(serverMinor string, allow func(authorizationv1.ResourceAttributes) (bool, error)) *fakeCluster {
+	c := &fakeCluster{Clientset: fake.NewClientset()}
+	c.Discovery().(*fakediscovery.FakeDiscovery).FakedServerVersion = &apimachineryversion.Info{
+		Major: "1", Minor: serverMinor, GitVersion: "v1." + serverMinor + ".4",
+	}
+	c.PrependReactor("create", "selfsubjectaccessreviews", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		ssar := action.(k8stesting.CreateAction).GetObject().(*authorizationv1.SelfSubjectAccessReview)
+		attrs := *ssar.Spec.ResourceAttributes
+		c.mu.Lock()
+		c.asked = append(c.asked, attrs)
+		c.mu.Unlock()
+		ok, err := allow(attrs)
+		if err != nil {
+			return true, nil, err
+		}
+		out := ssar.DeepCopy()
+		out.Status.Allowed = ok
+		return true, out, nil
+	})
+	c.PrependReactor("create", "selfsubjectreviews", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		return true, &authenticationv1.SelfSubjectReview{Status: authenticationv1.SelfSubjectReviewStatus{
+			UserInfo: authenticationv1.UserInfo{Username: "bob", Groups: []string{"system:authenticated"}},
+		}}, nil
+	})
+	return c
+}
+
+func allowAll(authorizationv1.ResourceAttributes) (bool, error) { return true, nil }
+
+// namespaceOnly is a user bound to a Role in "dev" and nothing else.
+func namespaceOnly(a authorizationv1.ResourceAttributes) (bool, error) {
+	return a.Namespace == "dev", nil
+}
+
+func uniquePermissions() int {
+	seen := map[Permission]bool{}
+	for _, g := range CommandGroups() {
+		for _, p := range g.Permissions {
+			seen[p] = true
+		}
+	}
+	return len(seen)
+}
+
+func TestAllAllowed(t *testing.T) {
+	c := newFakeCluster("37", allowAll)
+	r, err := Run(context.Background(), fakeEnv{client: c}, Options{ClientMinor: 37})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.OK || r.Problems() != 0 {
+		t.Fatalf("report not OK: %+v", r)
+	}
+	if r.User != "bob" || r.ServerVersion != "v1.37.4" || r.Context != "dev-ctx" || r.Namespace != "dev" || r.Server != "https://127.0.0.1:6443" {
+		t.Errorf("report header wrong: %+v", r)
+	}
+	if len(r.Groups) != len(CommandGroups()) {
+		t.Errorf("%d groups reported, want %d", len(r.Groups), len(CommandGroups()))
+	}
+	if got, want := len(c.asked), uniquePermissions(); got != want {
+		t.Errorf("%d access reviews, want one per distinct permission (%d)", got, want)
+	}
+	var names []string
+	for _, ch := range r.Checks {
+		names = append(names, ch.Name)
+		if ch.Status != StatusOK {
+			t.Errorf("check %s: %s %s", ch.Name, ch.Status, ch.Message)
+		}
+	}
+	if want := []string{"kubeconfig", "cluster", "version skew", "identity"}; !reflect.DeepEqual(names, want) {
+		t.Errorf("checks %q, want %q", names, want)
+	}
+}
+
+func TestNamespaceOnlyUserMissesExactlyTheClusterPermissions(t *testing.T) {
+	c := newFakeCluster("37", namespaceOnly)
+	r, err := Run(context.Background(), fakeEnv{client: c}, Options{ClientMinor: 37})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.OK {
+		t.Fatal("report OK although node permissions are missing")
+	}
+	failed := map[string]GroupResult{}
+	for _, g := range r.Groups {
+		if g.Status != StatusOK {
+			failed[g.Name] = g
+		}
+	}
+	if len(failed) != 2 || failed["node"].Name == "" || failed["pool"].Name == "" {
+		t.Fatalf("failed groups %v, want node and pool", failed)
+	}
+	if got, want := MissingSummary(failed["pool"].Missing), "get,list,update,patch nodes (cluster)"; got != want {
+		t.Errorf("pool missing %q, want %q", got, want)
+	}
+	want := "get,list,watch,create,update,patch,delete nodes (cluster); get,list pods (all namespaces); " +
+		"create pods/eviction (all namespaces); get,list daemonsets.apps (all namespaces)"
+	if got := MissingSummary(failed["node"].Missing); got != want {
+		t.Errorf("node missing\n %q\nwant\n %q", got, want)
+	}
+	// Namespaced permissions are reviewed in the namespace, the others
+	// across the cluster.
+	for _, a := range c.asked {
+		clusterWide := a.Resource == "nodes" || a.Resource == "daemonsets" || a.Subresource == "eviction" ||
+			(a.Resource == "pods" && a.Subresource == "" && a.Namespace == "")
+		if clusterWide != (a.Namespace == "") {
+			t.Errorf("review %+v has the wrong scope", a)
+		}
+	}
+}
+
+func TestKubeconfigFailureStopsEarly(t *testing.T) {
+	r, err := Run(context.Background(), fakeEnv{configErr: errors.New("no kubeconfig found; set KUBECONFIG")}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.OK || len(r.Groups) != 0 || len(r.Checks) != 1 || r.Checks[0].Status != StatusFailed {
+		t.Errorf("got %+v", r)
+	}
+	if !strings.Contains(r.Checks[0].Message, "no kubeconfig") {
+		t.Errorf("message %q", r.Checks[0].Message)
+	}
+}
+
+func TestUnreachableCluster(t *testing.T) {
+	c := newFakeCluster("37", allowAll)
+	c.Discovery().(*fakediscovery.FakeDiscovery).PrependReactor("get", "version", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("connection refused")
+	})
+	r, err := Run(context.Background(), fakeEnv{client: c}, Options{ClientMinor: 37})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := r.Checks[len(r.Checks)-1]
+	if r.OK || last.Name != "cluster" || last.Status != StatusFailed || len(c.asked) != 0 {
+		t.Errorf("got %+v after %d reviews", r, len(c.asked))
+	}
+}
+
+func TestReviewErrorsAreReported(t *testing.T) {
+	c := newFakeCluster("37", func(a authorizationv1.ResourceAttributes) (bool, error) {
+		if a.Resource == "leases" {
+			return false, errors.New("webhook timed out")
+		}
+		return true, nil
+	})
+	r, err := Run(context.Background(), fakeEnv{client: c}, Options{ClientMinor: 37})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range r.Groups {
+		if g.Name == "deploy lock" {
+			if g.Status != StatusFailed || len(g.Errors) != 4 || !strings.Contains(g.Errors[0], "webhook timed out") {
+				t.Errorf("deploy lock: %+v", g)
+			}
+		} else if g.Status != StatusOK {
+			t.Errorf("%s: %+v", g.Name, g)
+		}
+	}
+	if r.OK {
+		t.Error("OK despite unanswered reviews")
+	}
+}
+
+func TestSkewCheck(t *testing.T) {
+	for _, c := range []struct {
+		client int
+		server string
+		want   Status
+	}{
+		{37, "37", StatusOK}, {37, "36", StatusOK}, {37, "38+", StatusOK},
+		{37, "34", StatusWarning}, {37, "39", StatusWarning}, {37, "x", StatusWarning}, {0, "34", StatusWarning},
+	} {
+		if got := skewCheck(c.client, c.server); got.Status != c.want {
+			t.Errorf("client 1.%d server %q: %s (%s), want %s", c.client, c.server, got.Status, got.Message, c.want)
+		}
+	}
+}
+
+func TestSkewIsAWarningNotAProblem(t *testing.T) {
+	r, err := Run(context.Background(), fakeEnv{client: newFakeCluster("34", allowAll)}, Options{ClientMinor: 37})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.OK || r.Checks[2].Status != StatusWarning {
+		t.Errorf("skew: OK=%v check=%+v", r.OK, r.Checks[2])
+	}
+}
+
+func TestClientGoMinorMatchesGoMod(t *testing.T) {
+	mod, err := os.ReadFile("../../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^\s*k8s\.io/client-go v0\.(\d+)\.`).FindSubmatch(mod)
+	if m == nil {
+		t.Fatal("k8s.io/client-go not found in go.mod")
+	}
+	if want, _ := strconv.Atoi(string(m[1])); clientGoMinor != want {
+		t.Errorf("clientGoMinor = %d but go.mod has client-go v0.%d; update it", clientGoMinor, want)
+	}
+}
+
+func TestPermissionTableIsWellFormed(t *testing.T) {
+	names := map[string]bool{}
+	verbs := map[string]bool{"get": true, "list": true, "watch": true, "create": true, "update": true, "patch": true, "delete": true, "deletecollection": true}
+	for _, g := range CommandGroups() {
+		if names[g.Name] {
+			t.Errorf("group %q twice", g.Name)
+		}
+		names[g.Name] = true
+		if len(g.Permissions) == 0 || g.Description == "" {
+			t.Errorf("group %q has no permissions or description", g.Name)
+		}
+		for _, p := range g.Permissions {
+			if !verbs[p.Verb] || p.Resource == "" || strings.ContainsAny(p.Resource, "./") {
+				t.Errorf("group %q: bad permission %+v", g.Name, p)
+			}
+		}
+	}
+}
+
+func TestRolesCoverTheTable(t *testing.T) {
+	granted := map[string]bool{}
+	for _, rule := range Role("r", "").Rules {
+		for _, v := range rule.Verbs {
+			granted[fmt.Sprintf("%s %s %s ns", v, rule.APIGroups[0], rule.Resources[0])] = true
+		}
+	}
+	for _, rule := range ClusterRole("c").Rules {
+		for _, v := range rule.Verbs {
+			granted[fmt.Sprintf("%s %s %s cluster", v, rule.APIGroups[0], rule.Resources[0])] = true
+		}
+	}
+	for _, g := range CommandGroups() {
+		for _, p := range g.Permissions {
+			res, where := p.Resource, "cluster"
+			if p.Subresource != "" {
+				res += "/" + p.Subresource
+			}
+			if p.Scope == ScopeNamespace {
+				where = "ns"
+			}
+			if key := fmt.Sprintf("%s %s %s %s", p.Verb, p.Group, res, where); !granted[key] {
+				t.Errorf("%s: %s is in no generated role", g.Name, p)
+			}
+		}
+	}
+}

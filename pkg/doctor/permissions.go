@@ -1,0 +1,209 @@
+// Package doctor checks that the kubeconfig works, the cluster answers, and
+// the user holds every permission tug's commands need.
+package doctor
+
+import (
+	"slices"
+	"strings"
+
+	"tug.dev/tug/pkg/kube"
+)
+
+// Scope says where a permission is needed.
+type Scope string
+
+const (
+	// ScopeNamespace: in the app's namespace (-n or the kubeconfig's).
+	ScopeNamespace Scope = "namespace"
+	// ScopeCluster: a cluster-scoped resource such as nodes.
+	ScopeCluster Scope = "cluster"
+	// ScopeAllNamespaces: a namespaced resource in every namespace, such as
+	// evicting pods from a node whatever their namespace.
+	ScopeAllNamespaces Scope = "all-namespaces"
+)
+
+// Permission is one verb on one resource, as an RBAC rule names it.
+type Permission struct {
+	Verb        string `json:"verb"`
+	Group       string `json:"group"`
+	Resource    string `json:"resource"`
+	Subresource string `json:"subresource,omitempty"`
+	Scope       Scope  `json:"scope"`
+}
+
+// String is "list nodes (cluster)", "create pods/eviction (all namespaces)"
+// or, in the namespace, "get pods/log".
+func (p Permission) String() string {
+	return p.Verb + " " + p.resourceWithScope()
+}
+
+func (p Permission) resourceWithScope() string {
+	s := kube.ResourceName(p.Group, p.Resource, p.Subresource)
+	switch p.Scope {
+	case ScopeCluster:
+		s += " (cluster)"
+	case ScopeAllNamespaces:
+		s += " (all namespaces)"
+	}
+	return s
+}
+
+// CommandGroup is a set of tug commands and the permissions they need.
+type CommandGroup struct {
+	Name        string       `json:"name"`
+	Description string       `json:"description"`
+	Permissions []Permission `json:"permissions"`
+}
+
+var (
+	read     = []string{"get", "list", "watch"}
+	readOnly = []string{"get", "list"}
+	manage   = []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+)
+
+// rules expands verbs × resource into permissions. resource may carry a
+// subresource ("pods/log") and a group after a dot ("deployments.apps").
+func rules(scope Scope, resource string, verbs ...string) []Permission {
+	res, sub, _ := strings.Cut(resource, "/")
+	res, group, _ := strings.Cut(res, ".")
+	out := make([]Permission, 0, len(verbs))
+	for _, v := range verbs {
+		out = append(out, Permission{Verb: v, Group: group, Resource: res, Subresource: sub, Scope: scope})
+	}
+	return out
+}
+
+func ns(resource string, verbs ...string) []Permission {
+	return rules(ScopeNamespace, resource, verbs...)
+}
+
+// CommandGroups is the permission table: the one place that says what each
+// tug command group needs, derived from how tug keeps its state (see
+// DESIGN.md, "State in the cluster"). A feature that starts using a new verb
+// or resource adds it here; `tug doctor`, docs/rbac/ and the e2e RBAC test
+// all follow.
+//
+// It is a function so callers get their own copy to sort or filter.
+func CommandGroups() []CommandGroup {
+	return []CommandGroup{
+		{
+			Name:        "app",
+			Description: "create, list, inspect, update, scale, restart and remove apps",
+			Permissions: slices.Concat(
+				// The app record, tug-app-<name>.
+				ns("configmaps", manage...),
+				// One Deployment per process, a Service for the web process.
+				ns("deployments.apps", manage...),
+				ns("services", manage...),
+				// Registry credentials; remove also deletes releases and config.
+				ns("secrets", "get", "list", "create", "update", "patch", "delete"),
+				// Units shown by app info.
+				ns("pods", read...),
+				// Remove deletes everything labelled with the app at once.
+				ns("configmaps", "deletecollection"),
+				ns("deployments.apps", "deletecollection"),
+				ns("secrets", "deletecollection"),
+				ns("pods", "deletecollection"),
+			),
+		},
+		{
+			Name:        "deploy",
+			Description: "deploy an image, roll back, wait for the rollout and diagnose it",
+			Permissions: slices.Concat(
+				// Release records and config, one Secret each.
+				ns("secrets", manage...),
+				// The app record's current release.
+				ns("configmaps", "get", "update", "patch"),
+				ns("deployments.apps", manage...),
+				ns("services", "get", "create", "update", "patch"),
+				// Rollout progress and diagnosis: why a unit does not start,
+				// the last lines of a crashing one.
+				ns("replicasets.apps", read...),
+				ns("pods", read...),
+				ns("pods/log", "get"),
+				ns("events", "list", "watch", "create"),
+			),
+		},
+		{
+			Name:        "deploy lock",
+			Description: "the per-app Lease that keeps two deploys from interleaving",
+			Permissions: ns("leases.coordination.k8s.io", "get", "create", "update", "delete"),
+		},
+		{
+			Name:        "release",
+			Description: "list and inspect releases",
+			Permissions: ns("secrets", read...),
+		},
+		{
+			Name:        "env",
+			Description: "get, set and unset config vars",
+			Permissions: ns("secrets", "get", "list", "create", "update", "patch"),
+		},
+		{
+			Name:        "unit",
+			Description: "list, inspect and kill units",
+			Permissions: slices.Concat(
+				ns("pods", "get", "list", "watch", "delete"),
+				ns("events", "list"),
+			),
+		},
+		{
+			Name:        "log",
+			Description: "show and follow app logs",
+			Permissions: slices.Concat(
+				ns("pods", read...),
+				ns("pods/log", "get"),
+			),
+		},
+		{
+			Name:        "run/shell",
+			Description: "run one-off commands and open shells in units",
+			Permissions: slices.Concat(
+				// run's isolated pod.
+				ns("pods", "get", "list", "watch", "create", "delete"),
+				// WebSocket streams are authorised as get before Kubernetes
+				// 1.35 and as create after it (and by the SPDY fallback).
+				ns("pods/exec", "get", "create"),
+				ns("pods/attach", "get", "create"),
+				ns("pods/log", "get"),
+			),
+		},
+		{
+			Name:        "domain",
+			Description: "route domains to the web process",
+			Permissions: ns("ingresses.networking.k8s.io", manage...),
+		},
+		{
+			Name:        "autoscale",
+			Description: "scale processes automatically",
+			Permissions: ns("horizontalpodautoscalers.autoscaling", manage...),
+		},
+		{
+			Name:        "network",
+			Description: "restrict which units may talk to an app",
+			Permissions: ns("networkpolicies.networking.k8s.io", "get", "list", "create", "update", "patch", "delete"),
+		},
+		{
+			Name:        "volume",
+			Description: "persistent volumes for apps",
+			Permissions: ns("persistentvolumeclaims", manage...),
+		},
+		{
+			Name:        "node",
+			Description: "list, add, enable, disable and remove nodes (cluster admins)",
+			Permissions: slices.Concat(
+				rules(ScopeCluster, "nodes", manage...),
+				// Removing a node evicts the pods on it, in every namespace,
+				// except those a DaemonSet would put straight back.
+				rules(ScopeAllNamespaces, "pods", readOnly...),
+				rules(ScopeAllNamespaces, "pods/eviction", "create"),
+				rules(ScopeAllNamespaces, "daemonsets.apps", readOnly...),
+			),
+		},
+		{
+			Name:        "pool",
+			Description: "group nodes into pools (cluster admins)",
+			Permissions: rules(ScopeCluster, "nodes", "get", "list", "update", "patch"),
+		},
+	}
+}

@@ -1,0 +1,34 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	authv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// WhoAmI asks the API server who the caller is (a SelfSubjectReview, which
+// every authenticated user may make). fallback (the kubeconfig's user name)
+// answers when the server cannot.
+func WhoAmI(ctx context.Context, client kubernetes.Interface, fallback string) string {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	r, err := client.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err == nil && r.Status.UserInfo.Username != "" {
+		return r.Status.UserInfo.Username
+	}
+	if fallback != "" {
+		return fallback
+	}
+	return "unknown"
+}
+
+// Holder names this process for a lock: "alice (pid 4242 on laptop)".
+func Holder(user string) string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s (pid %d on %s)", user, os.Getpid(), host)
+}
