@@ -29,6 +29,15 @@ func newAppCmd(f *cli.Factory) *cobra.Command {
 		newAppDeployCmd(f),
 		newAppRemoveCmd(f),
 		newAppExportCmd(f),
+		newAppScaleCmd(f),
+		newAppLifecycleCmd(f, "restart"),
+		newAppLifecycleCmd(f, "stop"),
+		newAppLifecycleCmd(f, "start"),
+		newLimitCmd(f),
+		newHealthcheckCmd(f),
+		newAutoscaleCmd(f),
+		newPoolSetCmd(f),
+		newTagCmd(f),
 	)
 	return cmd
 }
@@ -169,6 +178,9 @@ func unitsCell(procs []app.ProcessSummary) string {
 	parts := make([]string, len(procs))
 	for i, p := range procs {
 		parts[i] = fmt.Sprintf("%s %d/%d", p.Name, p.Ready, p.Desired)
+		if p.Stopped {
+			parts[i] = p.Name + " stopped"
+		}
 	}
 	return strings.Join(parts, ", ")
 }
@@ -256,7 +268,14 @@ func printAppInfo(ios *cli.IOStreams, in *app.Info) error {
 		if cmd == "" {
 			cmd = "(image default)"
 		}
-		t.AddRow(p.Name, fmt.Sprint(p.Desired), fmt.Sprint(p.Ready), cmd)
+		units := fmt.Sprint(p.Desired)
+		switch {
+		case p.Stopped:
+			units = fmt.Sprintf("stopped (%d when started)", p.Replicas)
+		case p.Autoscale != nil:
+			units = fmt.Sprintf("%d (autoscale %d-%d)", p.Desired, p.Autoscale.Min, p.Autoscale.Max)
+		}
+		t.AddRow(p.Name, units, fmt.Sprint(p.Ready), cmd)
 	}
 	return t.Render(ios, false)
 }

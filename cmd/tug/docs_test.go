@@ -14,7 +14,7 @@ const docsDir = "../../docs"
 
 // TestGeneratedDocsUpToDate fails when docs/reference, docs/man or
 // docs/rbac no longer match the command tree and the permission table.
-// Regenerate with hack/gendocs (or go test ./cmd/tug -run GeneratedDocs -update).
+// Regenerate with make docs (go run ./hack/gendocs docs), or go test ./cmd/tug -run GeneratedDocs -update).
 func TestGeneratedDocsUpToDate(t *testing.T) {
 	isolate(t)
 	ios, _, _, _ := cli.TestIOStreams()
@@ -34,14 +34,14 @@ func TestGeneratedDocsUpToDate(t *testing.T) {
 		got := readTree(t, filepath.Join(docsDir, sub))
 		for name, content := range want {
 			if old, ok := got[name]; !ok {
-				t.Errorf("docs/%s/%s is missing; run hack/gendocs", sub, name)
+				t.Errorf("docs/%s/%s is missing; run make docs (go run ./hack/gendocs docs)", sub, name)
 			} else if old != content {
-				t.Errorf("docs/%s/%s is stale; run hack/gendocs", sub, name)
+				t.Errorf("docs/%s/%s is stale; run make docs (go run ./hack/gendocs docs)", sub, name)
 			}
 		}
 		for name := range got {
 			if _, ok := want[name]; !ok {
-				t.Errorf("docs/%s/%s is no longer generated; run hack/gendocs", sub, name)
+				t.Errorf("docs/%s/%s is no longer generated; run make docs (go run ./hack/gendocs docs)", sub, name)
 			}
 		}
 	}

@@ -73,6 +73,7 @@ Start with 'tug doctor' to check that your kubeconfig works and what you may do.
 		newAppCmd(f),
 		newEnvCmd(f),
 		newReleaseCmd(f),
+		newUnitCmd(f),
 		newDoctorCmd(f),
 		newVersionCmd(f),
 		newCompletionCmd(f),

@@ -53,6 +53,11 @@ type ProcessSummary struct {
 	Command string `json:"command,omitempty"`
 	Desired int32  `json:"desired"`
 	Ready   int32  `json:"ready"`
+	// Stopped processes run no units; Desired is 0 and the count to restore
+	// is in Replicas.
+	Stopped   bool       `json:"stopped,omitempty"`
+	Replicas  int32      `json:"replicas"`
+	Autoscale *Autoscale `json:"autoscale,omitempty"`
 }
 
 // List summarises every app in the namespace: two LISTs (records and
@@ -85,7 +90,8 @@ func processSummaries(a *App, r *Release, deps []appsv1.Deployment) []ProcessSum
 	}
 	var out []ProcessSummary
 	for _, name := range a.ProcessNames() {
-		ps := ProcessSummary{Name: name, Desired: a.Processes[name].Replicas, Ready: ready[name]}
+		p := a.Processes[name]
+		ps := ProcessSummary{Name: name, Desired: p.Units(), Ready: ready[name], Stopped: p.Stopped, Replicas: p.Replicas, Autoscale: p.Autoscale}
 		if r != nil {
 			ps.Command = r.Processes[name]
 		}

@@ -78,7 +78,7 @@ func TestList(t *testing.T) {
 		t.Fatalf("List = %+v", got)
 	}
 	shop := got[1]
-	want := []ProcessSummary{{Name: "web", Desired: 3, Ready: 2}, {Name: "worker", Desired: 1, Ready: 0}}
+	want := []ProcessSummary{{Name: "web", Desired: 3, Replicas: 3, Ready: 2}, {Name: "worker", Desired: 1, Replicas: 1, Ready: 0}}
 	if !slices.Equal(shop.Processes, want) {
 		t.Errorf("shop processes = %+v, want %+v", shop.Processes, want)
 	}
@@ -103,7 +103,7 @@ func TestListJSONOfAppWithoutProcesses(t *testing.T) {
 	}
 	b, _ := json.Marshal(got)
 	if strings.Contains(string(b), `"processes":null`) {
-		t.Skipf("BUG: info.go:405 processSummaries returns nil for an app without processes, so `tug app list -o json` shows \"processes\":null instead of []: %s", b)
+		t.Skipf("BUG: info.go processSummaries returns nil for an app without processes, so `tug app list -o json` shows \"processes\":null instead of []: %s", b)
 	}
 }
 
@@ -131,7 +131,7 @@ func TestGetInfo(t *testing.T) {
 	if info.ConfigKeys != 3 {
 		t.Errorf("ConfigKeys = %d, want 3 (the deployed release's, not the newest)", info.ConfigKeys)
 	}
-	want := []ProcessSummary{{Name: "web", Command: "./server", Desired: 2, Ready: 2}, {Name: "worker", Command: "./work", Desired: 1, Ready: 1}}
+	want := []ProcessSummary{{Name: "web", Command: "./server", Desired: 2, Replicas: 2, Ready: 2}, {Name: "worker", Command: "./work", Desired: 1, Replicas: 1, Ready: 1}}
 	if !slices.Equal(info.Processes, want) {
 		t.Errorf("processes = %+v, want %+v", info.Processes, want)
 	}

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"maps"
 	"sort"
 	"time"
 )
@@ -32,9 +33,55 @@ type App struct {
 	resourceVersion string
 }
 
-// Process is one process type's desired state.
+// Process is one process type's desired state: its formation, which
+// scaling changes without making a release.
 type Process struct {
+	// Replicas is the unit count; while Stopped it is remembered, not run.
 	Replicas int32 `json:"replicas"`
+	Stopped  bool  `json:"stopped,omitempty"`
+	// RestartedAt, when set, is stamped on the pod template, so changing it
+	// rolls every unit (tug app restart).
+	RestartedAt string `json:"restartedAt,omitempty"`
+	// Autoscale, when set, hands the unit count to a HorizontalPodAutoscaler.
+	Autoscale *Autoscale `json:"autoscale,omitempty"`
+}
+
+// Units is how many units the process should run now.
+func (p Process) Units() int32 {
+	if p.Stopped {
+		return 0
+	}
+	return p.Replicas
+}
+
+// Autoscale bounds a process's units and sets the CPU use to aim for.
+type Autoscale struct {
+	Min        int32 `json:"min"`
+	Max        int32 `json:"max"`
+	CPUPercent int32 `json:"cpuPercent"`
+}
+
+// Limits are a process's compute resources, as Kubernetes quantities.
+type Limits struct {
+	CPU           string `json:"cpu,omitempty"`
+	Memory        string `json:"memory,omitempty"`
+	CPURequest    string `json:"cpuRequest,omitempty"`
+	MemoryRequest string `json:"memoryRequest,omitempty"`
+}
+
+// IsZero reports whether no limit or request is set.
+func (l Limits) IsZero() bool { return l == Limits{} }
+
+// Healthcheck holds a process's probes. Each probe is "http:PORT/PATH",
+// "tcp:PORT" or "exec:COMMAND"; the timings apply to every probe set.
+type Healthcheck struct {
+	Readiness        string `json:"readiness,omitempty"`
+	Liveness         string `json:"liveness,omitempty"`
+	Startup          string `json:"startup,omitempty"`
+	InitialDelay     int32  `json:"initialDelaySeconds,omitempty"`
+	Period           int32  `json:"periodSeconds,omitempty"`
+	Timeout          int32  `json:"timeoutSeconds,omitempty"`
+	FailureThreshold int32  `json:"failureThreshold,omitempty"`
 }
 
 // DefaultHistoryMax is how many releases an app keeps unless told otherwise.
@@ -83,6 +130,12 @@ type Release struct {
 	Status     Status    `json:"status"`
 	RollbackOf int       `json:"rollbackOf,omitempty"` // for kind rollback: the release restored
 	FailReason string    `json:"failReason,omitempty"`
+	// Settings that travel with the release, so a rollback restores them:
+	// per-process limits and healthchecks, and where units may run.
+	Limits       map[string]Limits      `json:"limits,omitempty"`
+	Healthchecks map[string]Healthcheck `json:"healthchecks,omitempty"`
+	Pool         string                 `json:"pool,omitempty"`
+	Tags         map[string]string      `json:"tags,omitempty"`
 	// ConfigKeys names the config variables; values stay in the Secret and
 	// are never part of this record or its JSON.
 	ConfigKeys []string `json:"configKeys"`
@@ -104,7 +157,26 @@ const (
 
 // Release kinds.
 const (
-	KindDeploy   = "deploy"
-	KindEnv      = "env"
-	KindRollback = "rollback"
+	KindDeploy      = "deploy"
+	KindEnv         = "env"
+	KindRollback    = "rollback"
+	KindLimits      = "limits"
+	KindHealthcheck = "healthcheck"
+	KindPool        = "pool"
+	KindTags        = "tags"
 )
+
+// Next starts a release from base: same image, processes and settings. For
+// an app's first release (base nil) the settings come from the app record.
+func Next(a *App, base *Release, kind, message string) *Release {
+	r := &Release{Kind: kind, Message: message, Processes: map[string]string{}, Pool: a.Pool}
+	if base == nil {
+		return r
+	}
+	r.Image, r.Pool = base.Image, base.Pool
+	r.Processes = maps.Clone(base.Processes)
+	r.Limits = maps.Clone(base.Limits)
+	r.Healthchecks = maps.Clone(base.Healthchecks)
+	r.Tags = maps.Clone(base.Tags)
+	return r
+}

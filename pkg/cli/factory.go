@@ -77,9 +77,9 @@ func (f *Factory) Namespace() (string, error) {
 	return ns, nil
 }
 
-// checkKubeconfigExists fails when there is nothing to connect to. Without
-// it, cli-runtime falls back to http://localhost:8080 and the user gets a
-// "connection refused" that hides the real problem.
+// checkKubeconfigExists fails when there is nothing to connect to, so the
+// user reads "no kubeconfig found" instead of what client-go makes of an
+// empty config (kubectl famously tries http://localhost:8080).
 func (f *Factory) checkKubeconfigExists() error {
 	if f.ConfigFlags.Server != "" {
 		return nil

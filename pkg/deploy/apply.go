@@ -29,6 +29,17 @@ func applyObjects(ctx context.Context, client kubernetes.Interface, ns string, o
 	}
 	out := &applied{deployments: map[string]*appsv1.Deployment{}}
 	for _, d := range objs.Deployments {
+		if d.Spec.Replicas == nil {
+			// Autoscaled: keep the count the autoscaler chose, so a deploy
+			// never resets it (and tug keeps owning the field, so server-side
+			// apply never drops it to the default of 1).
+			n, err := liveReplicas(ctx, client, ns, d.Name, objs)
+			if err != nil {
+				return nil, err
+			}
+			d = d.DeepCopy()
+			d.Spec.Replicas = &n
+		}
 		data, err := json.Marshal(d)
 		if err != nil {
 			return nil, err
@@ -48,7 +59,34 @@ func applyObjects(ctx context.Context, client kubernetes.Interface, ns string, o
 			return nil, fmt.Errorf("applying service %s: %w", objs.Service.Name, kube.TranslateError(err))
 		}
 	}
+	for _, h := range objs.Autoscalers {
+		data, err := json.Marshal(h)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := client.AutoscalingV2().HorizontalPodAutoscalers(ns).Patch(ctx, h.Name, types.ApplyPatchType, data, opts); err != nil {
+			return nil, fmt.Errorf("applying autoscaler %s: %w", h.Name, kube.TranslateError(err))
+		}
+	}
 	return out, nil
+}
+
+// liveReplicas is an autoscaled Deployment's current unit count, or its
+// autoscaler's minimum when it does not exist yet.
+func liveReplicas(ctx context.Context, client kubernetes.Interface, ns, name string, objs Objects) (int32, error) {
+	cur, err := client.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+	if err == nil && cur.Spec.Replicas != nil {
+		return *cur.Spec.Replicas, nil
+	}
+	if err != nil && !apierrors.IsNotFound(err) {
+		return 0, kube.TranslateError(err)
+	}
+	for _, h := range objs.Autoscalers {
+		if h.Name == name && h.Spec.MinReplicas != nil {
+			return *h.Spec.MinReplicas, nil
+		}
+	}
+	return 1, nil
 }
 
 // removeStale deletes the Deployments (and the Service) of process types the
@@ -68,6 +106,22 @@ func removeStale(ctx context.Context, client kubernetes.Interface, ns, appName s
 		}
 		err := client.AppsV1().Deployments(ns).Delete(ctx, d.Name, metav1.DeleteOptions{PropagationPolicy: new(metav1.DeletePropagationBackground)})
 		if err != nil && !apierrors.IsNotFound(err) {
+			return kube.TranslateError(err)
+		}
+	}
+	keepHPA := map[string]bool{}
+	for _, h := range objs.Autoscalers {
+		keepHPA[h.Name] = true
+	}
+	hpas, err := client.AutoscalingV2().HorizontalPodAutoscalers(ns).List(ctx, metav1.ListOptions{LabelSelector: kube.AppSelector(appName)})
+	if err != nil {
+		return kube.TranslateError(err)
+	}
+	for _, h := range hpas.Items {
+		if keepHPA[h.Name] {
+			continue
+		}
+		if err := client.AutoscalingV2().HorizontalPodAutoscalers(ns).Delete(ctx, h.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return kube.TranslateError(err)
 		}
 	}

@@ -16,8 +16,10 @@ var ErrNoChange = errors.New("nothing to change")
 // DeployChange is a new image with its process types (from --process, a
 // Procfile, or {"web": ""} for the image's own command). Config carries over.
 func DeployChange(image string, processes map[string]string, message string) Change {
-	return func(_ *app.App, _ *app.Release, config app.ConfigMap) (*app.Release, app.ConfigMap, error) {
-		return &app.Release{Image: image, Processes: maps.Clone(processes), Kind: app.KindDeploy, Message: message}, maps.Clone(config), nil
+	return func(a *app.App, base *app.Release, config app.ConfigMap) (*app.Release, app.ConfigMap, error) {
+		r := app.Next(a, base, app.KindDeploy, message)
+		r.Image, r.Processes = image, maps.Clone(processes)
+		return r, maps.Clone(config), nil
 	}
 }
 
@@ -38,10 +40,7 @@ func EnvChange(set app.ConfigMap, unset []string, message string) Change {
 		if sameConfig(config, next) {
 			return nil, nil, ErrNoChange
 		}
-		r := &app.Release{Kind: app.KindEnv, Message: message, Processes: map[string]string{}}
-		if base != nil {
-			r.Image, r.Processes = base.Image, maps.Clone(base.Processes)
-		}
+		r := app.Next(a, base, app.KindEnv, message)
 		if r.Message == "" {
 			r.Message = "env: " + configDiff(config, next)
 		}
@@ -81,7 +80,24 @@ func RollbackChange(ctx context.Context, store *app.Store, target int) Change {
 		if old.Image == "" {
 			return nil, nil, fmt.Errorf("release v%d of app %q has no image (it only staged config); choose another", target, a.Name)
 		}
-		return &app.Release{Image: old.Image, Processes: maps.Clone(old.Processes), Kind: app.KindRollback,
-			RollbackOf: target, Message: fmt.Sprintf("rollback to v%d", target)}, config, nil
+		r := app.Next(a, old, app.KindRollback, fmt.Sprintf("rollback to v%d", target))
+		r.RollbackOf = target
+		return r, config, nil
+	}
+}
+
+// SettingsChange changes what travels with a release besides image and
+// config — limits, healthchecks, pool, tags — as a new release of that kind.
+// edit may refuse (an unknown process, say), and then nothing is made.
+func SettingsChange(kind, message string, edit func(a *app.App, r *app.Release) error) Change {
+	return func(a *app.App, base *app.Release, config app.ConfigMap) (*app.Release, app.ConfigMap, error) {
+		if base == nil || base.Image == "" {
+			return nil, nil, fmt.Errorf("app %q has not been deployed yet; deploy it first with 'tug app deploy %s --image IMAGE'", a.Name, a.Name)
+		}
+		r := app.Next(a, base, kind, message)
+		if err := edit(a, r); err != nil {
+			return nil, nil, err
+		}
+		return r, maps.Clone(config), nil
 	}
 }

@@ -237,7 +237,7 @@ func markDeployed(ctx context.Context, store *app.Store, a *app.App, r *app.Rele
 		}
 	}
 	updated, err := store.UpdateApp(ctx, a.Name, func(x *app.App) error {
-		x.Release, x.Image = v, r.Image
+		x.Release, x.Image, x.Pool = v, r.Image, r.Pool
 		if historyMax > 0 {
 			x.HistoryMax = historyMax
 		}
@@ -298,7 +298,7 @@ func result(a *app.App, r *app.Release, st app.Status, start time.Time) *Result 
 	res := &Result{App: a.Name, Namespace: a.Namespace, Release: r.Version, Status: st, Image: r.Image,
 		DurationMS: time.Since(start).Milliseconds()}
 	for _, name := range sortedProcesses(r.Processes) {
-		res.Processes = append(res.Processes, ProcessResult{Name: name, Command: r.Processes[name], Units: a.Processes[name].Replicas})
+		res.Processes = append(res.Processes, ProcessResult{Name: name, Command: r.Processes[name], Units: a.Processes[name].Units()})
 	}
 	return res
 }

@@ -517,7 +517,7 @@ func TestMarkDeployedPreviousReleaseGone(t *testing.T) {
 	r, _ := getRelease(t, s, 2)
 	err := markDeployed(ctx, s, a, r, 1, 0)
 	if err != nil {
-		t.Skipf("BUG: deploy.go:571 checks app.IsNotFound(err), but store.go:280 SetReleaseStatus returns kube.TranslateError(apierrors NotFound), never an *app.NotFoundError, so a missing previous release fails the deploy after it succeeded: %v", err)
+		t.Skipf("BUG: deploy.go markDeployed checks app.IsNotFound(err), but store.go SetReleaseStatus returns kube.TranslateError(apierrors NotFound), never an *app.NotFoundError, so a missing previous release fails the deploy after it succeeded: %v", err)
 	}
 	if got := getApp(t, s, "shop"); got.Release != 2 {
 		t.Errorf("app release = %d, want 2", got.Release)
@@ -651,5 +651,53 @@ func TestAuthorOf(t *testing.T) {
 		if got := authorOf(in); got != want {
 			t.Errorf("authorOf(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// DESIGN: "nothing else is touched". A release without a web process
+// removes the app's Service; a Service of the same name that tug does not
+// own (GetInfo already checks its labels) must survive.
+func TestRollKeepsForeignServiceOfTheSameName(t *testing.T) {
+	foreign := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: ns,
+		Labels: map[string]string{kube.LabelManagedBy: "helm", "app.kubernetes.io/name": "postgres"}}}
+	c, s := newFake(foreign)
+	seedApp(t, s, &app.App{Name: "shop"})
+	if _, err := Roll(context.Background(), deps(c), "shop", DeployChange("shop:1", map[string]string{"worker": "./w"}, ""), Options{NoWait: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CoreV1().Services(ns).Get(context.Background(), "shop", metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		t.Skip("BUG: apply.go removeStale deletes the Service named after the app without checking it is tug's (labels app.kubernetes.io/managed-by=tug, tug.dev/app): a worker-only deploy of app \"shop\" deleted a helm-owned Service \"shop\"")
+	}
+}
+
+// When the rollback after a failed rollout fails too, the error must still
+// carry the failure's class (exit code) and must not claim there was nothing
+// to roll back to.
+func TestRollRollbackAlsoFails(t *testing.T) {
+	c, s := newFake()
+	ctx := context.Background()
+	seedApp(t, s, &app.App{Name: "shop"})
+	if _, err := Roll(ctx, deps(c), "shop", DeployChange("shop:1", map[string]string{"web": ""}, ""), Options{NoWait: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CoreV1().Pods(ns).Create(ctx, crashPod("2"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c.PrependReactor("patch", "deployments", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if strings.Contains(string(a.(k8stesting.PatchAction).GetPatch()), `"tug.dev/release":"1"`) {
+			return true, nil, apierrors.NewForbidden(appsv1.Resource("deployments"), "shop-web", errors.New("denied by policy"))
+		}
+		return false, nil, nil
+	})
+	res, err := Roll(ctx, deps(c), "shop", DeployChange("shop:2", map[string]string{"web": ""}, ""), Options{Timeout: 5 * time.Second})
+	if err == nil || res == nil || res.Failure == nil || res.Failure.Class != ClassCrash || res.RolledBackTo != 0 {
+		t.Fatalf("Roll = %+v, %v", res, err)
+	}
+	if !strings.Contains(err.Error(), "rolling back to v1 also failed") || !strings.Contains(err.Error(), "denied by policy") {
+		t.Errorf("error = %q", err)
+	}
+	var rollErr *Error
+	if strings.Contains(err.Error(), "nothing to roll back to") || !errors.As(err, &rollErr) {
+		t.Skipf("BUG: deploy.go Roll: when restore fails, Roll returns fmt.Errorf(\"%%v; rolling back ... also failed: %%w\", (&Error{...}).Error(), ...): the text says \"nothing to roll back to\" (Error() sees RolledBackTo 0 and status failed) right before \"rolling back to v1 also failed\", and the error wraps only the restore error, not *deploy.Error, so main loses the failure's exit code (11 here): %q", err)
 	}
 }

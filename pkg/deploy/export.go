@@ -60,5 +60,9 @@ func Export(ctx context.Context, s *app.Store, appName string, includeConfig boo
 		objs.Service.Namespace = ""
 		out = append(out, objs.Service)
 	}
+	for _, h := range objs.Autoscalers {
+		h.Namespace = ""
+		out = append(out, h)
+	}
 	return out, nil
 }

@@ -7,11 +7,13 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
@@ -25,10 +27,11 @@ import (
 // deletion leaves pods for a while.
 func handleDeleteCollection(c *fake.Clientset, keep ...string) {
 	kinds := map[string]schema.GroupVersionKind{
-		"deployments": appsv1.SchemeGroupVersion.WithKind("Deployment"),
-		"pods":        corev1.SchemeGroupVersion.WithKind("Pod"),
-		"secrets":     corev1.SchemeGroupVersion.WithKind("Secret"),
-		"configmaps":  corev1.SchemeGroupVersion.WithKind("ConfigMap"),
+		"deployments":              appsv1.SchemeGroupVersion.WithKind("Deployment"),
+		"pods":                     corev1.SchemeGroupVersion.WithKind("Pod"),
+		"secrets":                  corev1.SchemeGroupVersion.WithKind("Secret"),
+		"configmaps":               corev1.SchemeGroupVersion.WithKind("ConfigMap"),
+		"horizontalpodautoscalers": autoscalingv2.SchemeGroupVersion.WithKind("HorizontalPodAutoscaler"),
 	}
 	c.PrependReactor("delete-collection", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		dc := a.(k8stesting.DeleteCollectionActionImpl)
@@ -42,7 +45,11 @@ func handleDeleteCollection(c *fake.Clientset, keep ...string) {
 		if err != nil {
 			return true, nil, err
 		}
-		list, err := c.Tracker().List(gvr, kinds[gvr.Resource], dc.GetNamespace())
+		kind, known := kinds[gvr.Resource]
+		if !known {
+			return false, nil, nil // left to the fake, which deletes nothing
+		}
+		list, err := c.Tracker().List(gvr, kind, dc.GetNamespace())
 		if err != nil {
 			return true, nil, err
 		}
@@ -77,6 +84,10 @@ func metaItems(list runtime.Object) ([]metav1.Object, error) {
 			out = append(out, &l.Items[i])
 		}
 	case *corev1.ConfigMapList:
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+	case *autoscalingv2.HorizontalPodAutoscalerList:
 		for i := range l.Items {
 			out = append(out, &l.Items[i])
 		}
@@ -161,6 +172,18 @@ func TestRemove(t *testing.T) {
 func TestRemoveWaitsForUnits(t *testing.T) {
 	c, s := removeFixture(t)
 	handleDeleteCollection(c, "pods")
+	// Signal once Remove's pod WATCH is registered: the fake replays only
+	// objects that still exist, so a deletion before the WATCH would be lost
+	// (a real server replays it from the LIST's resourceVersion).
+	watching := make(chan struct{}, 1)
+	c.PrependWatchReactor("pods", func(a k8stesting.Action) (bool, watch.Interface, error) {
+		w, err := c.Tracker().Watch(a.GetResource(), a.GetNamespace(), a.(k8stesting.WatchActionImpl).ListOptions)
+		select {
+		case watching <- struct{}{}:
+		default:
+		}
+		return true, w, err
+	})
 	lines := make(chan string, 16)
 	d := deps(c)
 	d.Progress = chanProgress(lines)
@@ -177,6 +200,11 @@ func TestRemoveWaitsForUnits(t *testing.T) {
 		case <-deadline:
 			t.Fatal("Remove never said it waits for the unit")
 		}
+	}
+	select {
+	case <-watching:
+	case <-deadline:
+		t.Fatal("Remove never watched its units")
 	}
 	if _, err := s.GetApp(context.Background(), "shop"); err != nil {
 		t.Errorf("the app record went before its units: %v", err)

@@ -10,7 +10,9 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -29,6 +31,8 @@ func ServiceName(appName string) string { return appName }
 type Objects struct {
 	Deployments []*appsv1.Deployment
 	Service     *corev1.Service // nil when the release has no web process
+	// Autoscalers are the HorizontalPodAutoscalers of autoscaled processes.
+	Autoscalers []*autoscalingv2.HorizontalPodAutoscaler
 }
 
 // Render builds the objects that run release r of app a. It is pure: the
@@ -44,6 +48,11 @@ func Render(a *app.App, r *app.Release, config app.ConfigMap) Objects {
 	}
 	if _, ok := r.Processes[app.WebProcess]; ok {
 		objs.Service = renderService(a)
+	}
+	for _, proc := range sortedProcesses(r.Processes) {
+		if as := a.Processes[proc].Autoscale; as != nil {
+			objs.Autoscalers = append(objs.Autoscalers, renderAutoscaler(a, proc, *as))
+		}
 	}
 	return objs
 }
@@ -77,9 +86,13 @@ func renderDeployment(a *app.App, r *app.Release, proc, command string, port int
 	podLabels := processLabels(a.Name, proc)
 	podLabels[kube.LabelRelease] = strconv.Itoa(r.Version)
 
-	replicas := int32(1)
-	if p, ok := a.Processes[proc]; ok {
-		replicas = p.Replicas
+	// An autoscaled process's count belongs to its autoscaler: the
+	// Deployment is applied without replicas (see applyObjects).
+	var replicas *int32
+	if p, ok := a.Processes[proc]; !ok {
+		replicas = new(int32(1))
+	} else if p.Autoscale == nil {
+		replicas = new(p.Units())
 	}
 	maxSurge := intstr.FromString("25%")
 	maxUnavailable := intstr.FromInt32(0)
@@ -92,6 +105,7 @@ func renderDeployment(a *app.App, r *app.Release, proc, command string, port int
 		}}},
 	}
 	c.Command, c.Args = commandLine(command)
+	c.Resources = resources(r.Limits[proc])
 	if proc == app.WebProcess {
 		if _, set := config["PORT"]; !set {
 			c.Env = []corev1.EnvVar{{Name: "PORT", Value: strconv.Itoa(int(port))}}
@@ -106,20 +120,25 @@ func renderDeployment(a *app.App, r *app.Release, proc, command string, port int
 			TimeoutSeconds:   1,
 		}
 	}
+	applyHealthcheck(&c, r.Healthchecks[proc])
 	spec := corev1.PodSpec{
 		Containers: []corev1.Container{c},
 		// Service links add a variable per Service in the namespace to
 		// every container: noise that shadows the app's own config.
 		EnableServiceLinks: new(bool),
 	}
-	if a.Pool != "" {
-		spec.NodeSelector = map[string]string{kube.LabelPool: a.Pool}
+	if sel := nodeSelector(r); len(sel) > 0 {
+		spec.NodeSelector = sel
+	}
+	var annotations map[string]string
+	if at := a.Processes[proc].RestartedAt; at != "" {
+		annotations = map[string]string{annotationRestartedAt: at}
 	}
 	return &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
 		ObjectMeta: metav1.ObjectMeta{Name: DeploymentName(a.Name, proc), Namespace: a.Namespace, Labels: processLabels(a.Name, proc)},
 		Spec: appsv1.DeploymentSpec{
-			Replicas:             &replicas,
+			Replicas:             replicas,
 			Selector:             &metav1.LabelSelector{MatchLabels: selector},
 			RevisionHistoryLimit: new(int32(2)),
 			Strategy: appsv1.DeploymentStrategy{
@@ -127,9 +146,91 @@ func renderDeployment(a *app.App, r *app.Release, proc, command string, port int
 				RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: &maxSurge, MaxUnavailable: &maxUnavailable},
 			},
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: podLabels},
+				ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: annotations},
 				Spec:       spec,
 			},
+		},
+	}
+}
+
+// annotationRestartedAt on a pod template rolls every unit when it changes.
+const annotationRestartedAt = "tug.dev/restarted-at"
+
+// nodeSelector places units: the pool label, plus the app's tags as node labels.
+func nodeSelector(r *app.Release) map[string]string {
+	sel := map[string]string{}
+	for k, v := range r.Tags {
+		sel[k] = v
+	}
+	if r.Pool != "" {
+		sel[kube.LabelPool] = r.Pool
+	}
+	return sel
+}
+
+func resources(l app.Limits) corev1.ResourceRequirements {
+	var rr corev1.ResourceRequirements
+	set := func(list *corev1.ResourceList, name corev1.ResourceName, v string) {
+		if v == "" {
+			return
+		}
+		if *list == nil {
+			*list = corev1.ResourceList{}
+		}
+		(*list)[name] = resource.MustParse(v) // validated when set
+	}
+	set(&rr.Limits, corev1.ResourceCPU, l.CPU)
+	set(&rr.Limits, corev1.ResourceMemory, l.Memory)
+	set(&rr.Requests, corev1.ResourceCPU, l.CPURequest)
+	set(&rr.Requests, corev1.ResourceMemory, l.MemoryRequest)
+	return rr
+}
+
+// applyHealthcheck sets the process's own probes; a readiness probe
+// replaces the web process's default TCP check.
+func applyHealthcheck(c *corev1.Container, h app.Healthcheck) {
+	probe := func(spec string) *corev1.Probe {
+		if spec == "" {
+			return nil
+		}
+		p, err := app.ParseProbe(spec)
+		if err != nil {
+			return nil // validated when set
+		}
+		out := &corev1.Probe{InitialDelaySeconds: h.InitialDelay, PeriodSeconds: h.Period, TimeoutSeconds: h.Timeout, FailureThreshold: h.FailureThreshold}
+		switch p.Kind {
+		case "http":
+			out.HTTPGet = &corev1.HTTPGetAction{Port: intstr.FromInt32(p.Port), Path: p.Path}
+		case "tcp":
+			out.TCPSocket = &corev1.TCPSocketAction{Port: intstr.FromInt32(p.Port)}
+		case "exec":
+			cmd, args := commandLine(p.Command)
+			out.Exec = &corev1.ExecAction{Command: append(cmd, args...)}
+		}
+		return out
+	}
+	if p := probe(h.Readiness); p != nil {
+		c.ReadinessProbe = p
+	}
+	c.LivenessProbe = probe(h.Liveness)
+	c.StartupProbe = probe(h.Startup)
+}
+
+func renderAutoscaler(a *app.App, proc string, as app.Autoscale) *autoscalingv2.HorizontalPodAutoscaler {
+	return &autoscalingv2.HorizontalPodAutoscaler{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "autoscaling/v2", Kind: "HorizontalPodAutoscaler"},
+		ObjectMeta: metav1.ObjectMeta{Name: DeploymentName(a.Name, proc), Namespace: a.Namespace, Labels: processLabels(a.Name, proc)},
+		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: DeploymentName(a.Name, proc)},
+			MinReplicas:    new(as.Min),
+			MaxReplicas:    as.Max,
+			Metrics: []autoscalingv2.MetricSpec{{
+				Type: autoscalingv2.ResourceMetricSourceType,
+				Resource: &autoscalingv2.ResourceMetricSource{
+					Name:   corev1.ResourceCPU,
+					Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: new(as.CPUPercent)},
+				},
+			}},
 		},
 	}
 }

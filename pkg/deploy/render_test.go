@@ -192,13 +192,86 @@ func TestRenderService(t *testing.T) {
 	}
 }
 
-func TestRenderPool(t *testing.T) {
+func TestRenderPoolAndTags(t *testing.T) {
 	a, r, cfg := renderFixture()
-	a.Pool = "gpu"
+	// Placement travels with the release (so a rollback restores it), not
+	// with the app record.
+	a.Pool = "app-record-pool"
+	r.Pool = "gpu"
+	r.Tags = map[string]string{"disk": "ssd"}
 	for _, d := range Render(a, r, cfg).Deployments {
-		if ns := d.Spec.Template.Spec.NodeSelector; !maps.Equal(ns, map[string]string{kube.LabelPool: "gpu"}) {
-			t.Errorf("%s nodeSelector = %v", d.Name, ns)
+		want := map[string]string{kube.LabelPool: "gpu", "disk": "ssd"}
+		if ns := d.Spec.Template.Spec.NodeSelector; !maps.Equal(ns, want) {
+			t.Errorf("%s nodeSelector = %v, want %v", d.Name, ns, want)
 		}
+	}
+}
+
+func TestRenderFormation(t *testing.T) {
+	a, r, cfg := renderFixture()
+	a.Processes = map[string]app.Process{
+		"web":    {Replicas: 3, Autoscale: &app.Autoscale{Min: 2, Max: 6, CPUPercent: 70}},
+		"worker": {Replicas: 4, Stopped: true},
+		"clock":  {Replicas: 1, RestartedAt: "2025-03-01T12:00:00Z"},
+	}
+	objs := Render(a, r, cfg)
+	m := byName(objs)
+	if m["shop-web"].Spec.Replicas != nil {
+		t.Errorf("autoscaled web has replicas %d; the autoscaler owns the count", *m["shop-web"].Spec.Replicas)
+	}
+	if got := *m["shop-worker"].Spec.Replicas; got != 0 {
+		t.Errorf("stopped worker replicas = %d, want 0", got)
+	}
+	if got := m["shop-clock"].Spec.Template.Annotations["tug.dev/restarted-at"]; got != "2025-03-01T12:00:00Z" {
+		t.Errorf("clock restarted-at annotation = %q", got)
+	}
+	if ann := m["shop-web"].Spec.Template.Annotations; ann != nil {
+		t.Errorf("web annotations = %v, want none", ann)
+	}
+	if len(objs.Autoscalers) != 1 {
+		t.Fatalf("%d autoscalers, want 1", len(objs.Autoscalers))
+	}
+	h := objs.Autoscalers[0]
+	if h.Name != "shop-web" || h.Namespace != "dev" || h.Spec.ScaleTargetRef.Name != "shop-web" || h.Spec.ScaleTargetRef.Kind != "Deployment" ||
+		h.Spec.MinReplicas == nil || *h.Spec.MinReplicas != 2 || h.Spec.MaxReplicas != 6 {
+		t.Errorf("autoscaler = %+v", h)
+	}
+	if len(h.Spec.Metrics) != 1 || h.Spec.Metrics[0].Resource == nil || *h.Spec.Metrics[0].Resource.Target.AverageUtilization != 70 {
+		t.Errorf("autoscaler metrics = %+v", h.Spec.Metrics)
+	}
+	if h.Labels[kube.LabelApp] != "shop" || h.Labels[kube.LabelManagedBy] != "tug" {
+		t.Errorf("autoscaler labels = %v", h.Labels)
+	}
+}
+
+func TestRenderLimitsAndHealthchecks(t *testing.T) {
+	a, r, cfg := renderFixture()
+	r.Limits = map[string]app.Limits{"worker": {CPU: "500m", Memory: "256Mi", MemoryRequest: "128Mi"}}
+	r.Healthchecks = map[string]app.Healthcheck{
+		"web":    {Readiness: "http:8080/healthz", Liveness: "tcp:8080", Period: 5, FailureThreshold: 4},
+		"worker": {Liveness: "exec:./check --quick"},
+	}
+	objs := Render(a, r, cfg)
+	w := container(t, objs, "shop-worker")
+	if w.Resources.Limits.Cpu().String() != "500m" || w.Resources.Limits.Memory().String() != "256Mi" ||
+		w.Resources.Requests.Memory().String() != "128Mi" || !w.Resources.Requests.Cpu().IsZero() {
+		t.Errorf("worker resources = %+v", w.Resources)
+	}
+	if p := w.LivenessProbe; p == nil || p.Exec == nil || !slices.Equal(p.Exec.Command, []string{"./check", "--quick"}) {
+		t.Errorf("worker liveness = %+v", p)
+	}
+	if w.ReadinessProbe != nil {
+		t.Errorf("worker readiness = %+v, want none", w.ReadinessProbe)
+	}
+	web := container(t, objs, "shop-web")
+	if p := web.ReadinessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/healthz" || p.HTTPGet.Port.IntValue() != 8080 || p.PeriodSeconds != 5 || p.FailureThreshold != 4 {
+		t.Errorf("web readiness = %+v, want the configured HTTP check instead of the default", p)
+	}
+	if p := web.LivenessProbe; p == nil || p.TCPSocket == nil || p.TCPSocket.Port.IntValue() != 8080 {
+		t.Errorf("web liveness = %+v", p)
+	}
+	if clock := container(t, objs, "shop-clock"); len(clock.Resources.Limits) != 0 || clock.LivenessProbe != nil {
+		t.Errorf("clock got settings it does not have: %+v", clock)
 	}
 }
 
@@ -288,7 +361,7 @@ func TestCommandLineEnvAssignmentNeedsShell(t *testing.T) {
 	cmd, _ := commandLine(line)
 	want := []string{"/bin/sh", "-c", "exec " + line}
 	if !slices.Equal(cmd, want) {
-		t.Skipf("BUG: render.go:167 splitWords treats a leading VAR=value assignment as a plain word: commandLine(%q) = %q, want %q (the container would fail to start: no such executable)", line, cmd, want)
+		t.Skipf("BUG: render.go splitWords treats a leading VAR=value assignment as a plain word: commandLine(%q) = %q, want %q (the container would fail to start: no such executable)", line, cmd, want)
 	}
 }
 
@@ -333,6 +406,6 @@ func TestDeploymentNamesAreUniqueAcrossApps(t *testing.T) {
 		t.Fatal(err)
 	}
 	if DeploymentName("shop", "api-web") == DeploymentName("shop-api", "web") {
-		t.Skipf("BUG: render.go:22 DeploymentName(\"shop\", \"api-web\") == DeploymentName(\"shop-api\", \"web\") == %q; names.go allows '-' in both app and process names, so two apps collide", DeploymentName("shop", "api-web"))
+		t.Skipf("BUG: render.go DeploymentName(\"shop\", \"api-web\") == DeploymentName(\"shop-api\", \"web\") == %q; names.go allows '-' in both app and process names, so two apps collide", DeploymentName("shop", "api-web"))
 	}
 }

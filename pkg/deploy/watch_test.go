@@ -462,11 +462,11 @@ func TestRolloutCheckIgnoresRunPods(t *testing.T) {
 	if !strings.Contains(r.summary(), "web: 0 of 1 new unit ready") {
 		t.Fatalf("summary = %q", r.summary())
 	}
-	done, err := r.check(context.Background(), time.Now())
+	finished, err := r.check(context.Background(), time.Now())
 	if err != nil {
-		t.Skipf("BUG: watch.go:177 check() diagnoses one-off run pods (tug.dev/kind=run) that summary() (watch.go:301) skips: a failed `tug run` pod carrying the new release's label fails the deploy: %v", err)
+		t.Skipf("BUG: watch.go check() diagnoses one-off run pods (tug.dev/kind=run) that summary() skips: a failed `tug run` pod carrying the new release's label fails the deploy: %v", err)
 	}
-	if !done {
+	if !finished {
 		t.Error("rollout not done although its Deployment rolled out")
 	}
 }

@@ -15,9 +15,10 @@ var verbOrder = map[string]int{"get": 0, "list": 1, "watch": 2, "create": 3, "up
 // need: bind it to an app developer. Generated into docs/rbac/ from the
 // permission table.
 func Role(name, namespace string) *rbacv1.Role {
+	// Not labelled managed-by=tug: an admin owns these, not tug.
 	return &rbacv1.Role{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: map[string]string{"app.kubernetes.io/managed-by": "tug"}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
 		Rules:      policyRules(func(s Scope) bool { return s == ScopeNamespace }),
 	}
 }
@@ -27,7 +28,7 @@ func Role(name, namespace string) *rbacv1.Role {
 func ClusterRole(name string) *rbacv1.ClusterRole {
 	return &rbacv1.ClusterRole{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app.kubernetes.io/managed-by": "tug"}},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Rules:      policyRules(func(s Scope) bool { return s != ScopeNamespace }),
 	}
 }

@@ -165,7 +165,7 @@ func networkMessage(uerr *url.Error) string {
 		invalid   x509.CertificateInvalidError
 	)
 	if errors.As(uerr, &unknownCA) || errors.As(uerr, &hostname) || errors.As(uerr, &invalid) {
-		return fmt.Sprintf("cannot verify the certificate of the cluster at %s: %s; check certificate-authority-data in the kubeconfig",
+		return fmt.Sprintf("cannot verify the certificate of the cluster at %s: %s; check the certificate authority in the kubeconfig or --certificate-authority",
 			server, innermost(uerr))
 	}
 	if uerr.Timeout() {

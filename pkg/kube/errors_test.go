@@ -95,7 +95,7 @@ func TestTranslateError(t *testing.T) {
 		{
 			name: "unknown certificate authority",
 			err:  &url.Error{Op: "Get", URL: "https://10.0.0.1:6443/version", Err: fmt.Errorf("tls: %w", x509.UnknownAuthorityError{})},
-			want: "cannot verify the certificate of the cluster at https://10.0.0.1:6443: x509: certificate signed by unknown authority; check certificate-authority-data in the kubeconfig",
+			want: "cannot verify the certificate of the cluster at https://10.0.0.1:6443: x509: certificate signed by unknown authority; check the certificate authority in the kubeconfig or --certificate-authority",
 		},
 		{
 			name: "empty kubeconfig",

@@ -55,3 +55,11 @@ func ValidateLabelValue(what, v string) error {
 	}
 	return nil
 }
+
+// ValidateLabelKey checks a label key such as "disk" or "example.com/disk".
+func ValidateLabelKey(k string) error {
+	if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+		return fmt.Errorf("invalid label key %q: %s", k, errs[0])
+	}
+	return nil
+}

@@ -1,0 +1,241 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/spf13/cobra"
+
+	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/deploy"
+)
+
+func newUnitCmd(f *cli.Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "unit",
+		Short:   "List, add, remove and kill an app's units",
+		Long:    "A unit is one running instance of a process type: a pod of the app.",
+		Args:    cli.GroupArgs,
+		RunE:    cli.GroupRunE,
+		GroupID: "apps",
+	}
+	cmd.AddCommand(newUnitListCmd(f), newUnitAddCmd(f, true), newUnitAddCmd(f, false), newUnitKillCmd(f))
+	return cmd
+}
+
+// unitFormat is -o for unit list: the usual formats plus wide.
+type unitFormat string
+
+func (u *unitFormat) String() string { return string(*u) }
+func (u *unitFormat) Type() string   { return "format" }
+func (u *unitFormat) Set(s string) error {
+	switch s {
+	case "table", "wide", "json", "yaml":
+		*u = unitFormat(s)
+		return nil
+	}
+	return fmt.Errorf("must be one of table, wide, json, yaml")
+}
+
+func newUnitListCmd(f *cli.Factory) *cobra.Command {
+	var (
+		o         app.ListUnitsOptions
+		format    = unitFormat("table")
+		noHeaders bool
+	)
+	cmd := &cobra.Command{
+		Use:     "list [APP]",
+		Aliases: []string{"ls"},
+		Short:   "List an app's units (or every app's, with --all)",
+		Long: `List units with their status as people think of it:
+
+  pending   not placed on a node yet (the scheduler's reason)
+  created   placed; its container is being created
+  starting  running; its readiness check has not passed yet
+  started   running and ready
+  unready   running, but its readiness check keeps failing
+  crashed   exits and is restarted (with the last exit code)
+  error     cannot start (ImagePullBackOff, CreateContainerConfigError, ...)
+  stopping  being terminated
+  stopped   exited and will not restart`,
+		Example: `  tug unit list shop
+  tug unit list shop -p worker -o wide
+  tug unit list --all -o json`,
+		Args: usageArgs(cobra.MaximumNArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			switch {
+			case o.All && len(args) == 1:
+				return cli.UsageErrorf("give an APP or --all, not both")
+			case !o.All && len(args) == 0:
+				return cli.UsageErrorf("which app? give APP, or --all for every app in the namespace")
+			case o.All && o.Process != "":
+				return cli.UsageErrorf("-p needs an APP; it cannot be used with --all")
+			}
+			s, err := appStore(f)
+			if err != nil {
+				return err
+			}
+			if !o.All {
+				o.App = args[0]
+				if err := app.ValidateName(o.App); err != nil {
+					return &cli.UsageError{Err: err}
+				}
+				a, err := s.GetApp(cmd.Context(), o.App)
+				if err != nil {
+					return err
+				}
+				if o.Process != "" {
+					if _, err := a.Process(o.Process); err != nil {
+						return err
+					}
+				}
+			}
+			units, err := app.ListUnits(cmd.Context(), s.Client, s.Namespace, o)
+			if err != nil {
+				return err
+			}
+			out := cli.OutputOptions{Format: cli.OutputFormat(format), NoHeaders: noHeaders}
+			if format == "wide" {
+				out.Format = cli.OutputTable
+			}
+			return out.Print(f.IOStreams, units, func() error {
+				if len(units) == 0 {
+					fmt.Fprintln(f.IOStreams.ErrOut, "no units")
+					return nil
+				}
+				return unitTable(units, format == "wide", o.All).Render(f.IOStreams, noHeaders)
+			})
+		},
+	}
+	cmd.Flags().StringVarP(&o.Process, "process", "p", "", "Only units of this process type")
+	cmd.Flags().BoolVar(&o.All, "all", false, "Units of every app in the namespace")
+	cmd.Flags().VarP(&format, "output", "o", "Output format: table, wide, json or yaml")
+	cmd.Flags().BoolVar(&noHeaders, "no-headers", false, "Omit the header row of tables")
+	return cmd
+}
+
+func unitTable(units []app.Unit, wide, withApp bool) *cli.Table {
+	cols := []string{"unit", "process", "release", "status", "ready", "restarts", "age"}
+	if withApp {
+		cols = append([]string{"app"}, cols...)
+	}
+	if wide {
+		cols = append(cols, "node", "ip", "address", "image")
+	}
+	t := cli.NewTable(cols...)
+	for _, u := range units {
+		status := u.Status
+		if u.Reason != "" {
+			status += " (" + u.Reason + ")"
+		}
+		ready := "no"
+		if u.Ready {
+			ready = "yes"
+		}
+		row := []string{u.Name, u.Process, releaseCell(u.Release), status, ready, strconv.Itoa(int(u.Restarts)), age(u.CreatedAt)}
+		if withApp {
+			row = append([]string{u.App}, row...)
+		}
+		if wide {
+			row = append(row, dash(u.Node), dash(u.IP), dash(u.Address), u.Image)
+		}
+		t.AddRow(row...)
+	}
+	return t
+}
+
+// newUnitAddCmd is `unit add` (add true) or `unit remove`, tsuru's syntax
+// for scaling one process by N.
+func newUnitAddCmd(f *cli.Factory, add bool) *cobra.Command {
+	var proc string
+	r := &rolloutFlags{}
+	use, short, op := "add APP N", "Add N units to a process", byte('+')
+	if !add {
+		use, short, op = "remove APP N", "Remove N units from a process", '-'
+	}
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  cli.ExactArgs("APP", "N"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := args[0]
+			if err := app.ValidateName(name); err != nil {
+				return &cli.UsageError{Err: err}
+			}
+			n, err := strconv.Atoi(args[1])
+			if err != nil || n < 1 || n > 10000 {
+				return cli.UsageErrorf("invalid unit count %q: want a whole number from 1 to 10000", args[1])
+			}
+			if proc != "" {
+				if err := app.ValidateProcessName(proc); err != nil {
+					return &cli.UsageError{Err: err}
+				}
+			}
+			if err := r.validate(); err != nil {
+				return err
+			}
+			return reshape(cmd, f, name, r, func(a *app.App) error {
+				p := proc
+				if p == "" {
+					var err error
+					if p, err = a.DefaultProcess(); err != nil {
+						return err
+					}
+				}
+				return a.ApplyScale([]app.ScaleOp{{Process: p, Op: op, N: int32(n)}})
+			})
+		},
+	}
+	cmd.Flags().StringVarP(&proc, "process", "p", "", "Process type (default: the only one, or web)")
+	r.add(cmd, false)
+	return cmd
+}
+
+func newUnitKillCmd(f *cli.Factory) *cobra.Command {
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "kill APP UNIT",
+		Short: "Kill a unit; its process starts a replacement",
+		Args:  cli.ExactArgs("APP", "UNIT"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := app.ValidateName(args[0]); err != nil {
+				return &cli.UsageError{Err: err}
+			}
+			s, err := appStore(f)
+			if err != nil {
+				return err
+			}
+			if _, err := s.GetApp(cmd.Context(), args[0]); err != nil {
+				return err
+			}
+			if err := app.KillUnit(cmd.Context(), s.Client, s.Namespace, args[0], args[1], force); err != nil {
+				return err
+			}
+			fmt.Fprintf(f.IOStreams.ErrOut, "unit %s killed; a replacement is starting\n", args[1])
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&force, "force", false, "Kill at once, without the grace period")
+	return cmd
+}
+
+// reshape runs a formation change (scale, stop, start, restart) and reports it.
+func reshape(cmd *cobra.Command, f *cli.Factory, appName string, r *rolloutFlags, change func(*app.App) error) error {
+	d, err := deployDeps(cmd, f)
+	if err != nil {
+		return err
+	}
+	p := f.Progress()
+	d.Progress = p
+	res, err := deploy.Reshape(cmd.Context(), d, appName, change, r.options())
+	if err != nil {
+		p.Fail("changing the units of " + appName)
+		return err
+	}
+	p.Done(doneLine(res, "done"))
+	if r.Output != cli.OutputTable {
+		return (cli.OutputOptions{Format: r.Output}).Print(f.IOStreams, res, nil)
+	}
+	return nil
+}

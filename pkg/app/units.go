@@ -1,0 +1,267 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"tug.dev/tug/pkg/kube"
+)
+
+// Unit is one running (or trying to run) instance of a process: a pod. Its
+// JSON shape is documented in docs/output.md.
+type Unit struct {
+	Name     string `json:"name"`
+	App      string `json:"app"`
+	Process  string `json:"process"`
+	Release  int    `json:"release"`
+	Status   string `json:"status"`
+	Reason   string `json:"reason,omitempty"`
+	Ready    bool   `json:"ready"`
+	Restarts int32  `json:"restarts"`
+	// LastExitCode is the exit code of the unit's last crash, if any.
+	LastExitCode *int32    `json:"lastExitCode,omitempty"`
+	Node         string    `json:"node,omitempty"`
+	IP           string    `json:"ip,omitempty"`
+	Address      string    `json:"address,omitempty"` // host:port, for web units
+	Image        string    `json:"image"`
+	CreatedAt    time.Time `json:"createdAt"`
+}
+
+// Unit statuses, as people think of them rather than pod phases.
+const (
+	UnitPending  = "pending"  // not placed on a node yet (reason: the scheduler's)
+	UnitCreated  = "created"  // placed; containers being created
+	UnitStarting = "starting" // running, readiness not passed yet
+	UnitStarted  = "started"  // running and ready
+	UnitUnready  = "unready"  // running, readiness failing for longer than its probe allows
+	UnitStopping = "stopping" // being terminated
+	UnitStopped  = "stopped"  // exited and will not restart
+	UnitCrashed  = "crashed"  // exits and is restarted (CrashLoopBackOff)
+	UnitError    = "error"    // cannot start: image pull, config, ... (reason says which)
+)
+
+// ListUnitsOptions select units.
+type ListUnitsOptions struct {
+	App     string // "" with All: every app in the namespace
+	Process string
+	All     bool
+}
+
+// ListUnits lists the units of an app (or of every app) with one LIST of
+// pods by label selector, however many units there are. One-off run pods
+// are not units.
+func ListUnits(ctx context.Context, client kubernetes.Interface, namespace string, o ListUnitsOptions) ([]Unit, error) {
+	sel := kube.LabelManagedBy + "=" + kube.ManagedBy + "," + kube.LabelProcess
+	switch {
+	case o.All:
+	case o.Process != "":
+		sel = kube.ProcessSelector(o.App, o.Process)
+	default:
+		sel = kube.AppSelector(o.App) + "," + kube.LabelProcess
+	}
+	pods, err := client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return nil, kube.TranslateError(err)
+	}
+	now := time.Now()
+	units := make([]Unit, 0, len(pods.Items))
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.Labels[kube.LabelKind] == "run" {
+			continue
+		}
+		units = append(units, UnitOf(p, now))
+	}
+	sort.Slice(units, func(i, j int) bool {
+		if units[i].App != units[j].App {
+			return units[i].App < units[j].App
+		}
+		if units[i].Process != units[j].Process {
+			names := []string{units[i].Process, units[j].Process}
+			SortProcesses(names)
+			return names[0] == units[i].Process
+		}
+		return units[i].Name < units[j].Name
+	})
+	return units, nil
+}
+
+// UnitOf describes a pod as a unit. now is passed in so the rule for
+// "unready" (running longer than its readiness probe needs) is testable.
+func UnitOf(p *corev1.Pod, now time.Time) Unit {
+	u := Unit{
+		Name: p.Name, App: p.Labels[kube.LabelApp], Process: p.Labels[kube.LabelProcess],
+		Node: p.Spec.NodeName, IP: p.Status.PodIP, CreatedAt: p.CreationTimestamp.Time,
+	}
+	u.Release, _ = strconv.Atoi(p.Labels[kube.LabelRelease])
+	if len(p.Spec.Containers) > 0 {
+		u.Image = p.Spec.Containers[0].Image
+		for _, port := range p.Spec.Containers[0].Ports {
+			if port.Name == "http" && u.IP != "" {
+				u.Address = fmt.Sprintf("%s:%d", u.IP, port.ContainerPort)
+			}
+		}
+	}
+	for _, c := range p.Status.ContainerStatuses {
+		u.Restarts += c.RestartCount
+		if t := c.LastTerminationState.Terminated; t != nil {
+			code := t.ExitCode
+			u.LastExitCode = &code
+		}
+		if t := c.State.Terminated; t != nil {
+			code := t.ExitCode
+			u.LastExitCode = &code
+		}
+	}
+	u.Ready = podReady(p)
+	u.Status, u.Reason = unitStatus(p, now)
+	return u
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// errorReasons are container waiting reasons that waiting will not fix.
+var errorReasons = map[string]bool{
+	"ErrImagePull": true, "ImagePullBackOff": true, "InvalidImageName": true, "ErrImageNeverPull": true,
+	"CreateContainerConfigError": true, "CreateContainerError": true, "RunContainerError": true,
+	"PreStartHookError": true, "PostStartHookError": true,
+}
+
+func unitStatus(p *corev1.Pod, now time.Time) (status, reason string) {
+	if p.DeletionTimestamp != nil {
+		return UnitStopping, ""
+	}
+	switch p.Status.Phase {
+	case corev1.PodSucceeded:
+		return UnitStopped, "exited 0"
+	case corev1.PodFailed:
+		return UnitError, firstNonEmpty(p.Status.Reason, p.Status.Message, "failed")
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+			return UnitPending, firstNonEmpty(c.Message, c.Reason)
+		}
+	}
+	if p.Spec.NodeName == "" {
+		return UnitPending, "waiting for the scheduler"
+	}
+	for i, c := range p.Status.ContainerStatuses {
+		if w := c.State.Waiting; w != nil {
+			switch {
+			case w.Reason == "CrashLoopBackOff":
+				return UnitCrashed, crashReason(c)
+			case errorReasons[w.Reason]:
+				return UnitError, w.Reason
+			}
+			if c.RestartCount > 0 {
+				return UnitCrashed, crashReason(c)
+			}
+			return UnitCreated, w.Reason
+		}
+		if t := c.State.Terminated; t != nil {
+			return UnitCrashed, fmt.Sprintf("exit code %d", t.ExitCode)
+		}
+		if c.State.Running != nil && !c.Ready {
+			if i < len(p.Spec.Containers) {
+				if probe := p.Spec.Containers[i].ReadinessProbe; probe != nil && now.Sub(c.State.Running.StartedAt.Time) > readinessWindow(probe) {
+					return UnitUnready, "readiness check failing"
+				}
+			}
+			return UnitStarting, ""
+		}
+	}
+	if len(p.Status.ContainerStatuses) == 0 {
+		return UnitCreated, ""
+	}
+	if podReady(p) {
+		return UnitStarted, ""
+	}
+	return UnitStarting, ""
+}
+
+// readinessWindow is how long a probe needs to fail its first run of
+// checks: the initial delay plus failureThreshold periods.
+func readinessWindow(p *corev1.Probe) time.Duration {
+	period, threshold := p.PeriodSeconds, p.FailureThreshold
+	if period == 0 {
+		period = 10
+	}
+	if threshold == 0 {
+		threshold = 3
+	}
+	return time.Duration(p.InitialDelaySeconds+period*threshold) * time.Second
+}
+
+func crashReason(c corev1.ContainerStatus) string {
+	if t := c.LastTerminationState.Terminated; t != nil {
+		if t.Reason == "OOMKilled" {
+			return "OOMKilled"
+		}
+		return fmt.Sprintf("exit code %d", t.ExitCode)
+	}
+	return "CrashLoopBackOff"
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// KillUnit deletes one unit; its Deployment starts a replacement. force
+// skips the grace period (the process gets SIGKILL at once).
+func KillUnit(ctx context.Context, client kubernetes.Interface, namespace, appName, unit string, force bool) error {
+	pods := client.CoreV1().Pods(namespace)
+	p, err := pods.Get(ctx, unit, metav1.GetOptions{})
+	if err != nil || p.Labels[kube.LabelApp] != appName || p.Labels[kube.LabelProcess] == "" {
+		if err != nil && !apierrors.IsNotFound(err) {
+			return kube.TranslateError(err)
+		}
+		units, lerr := ListUnits(ctx, client, namespace, ListUnitsOptions{App: appName})
+		if lerr != nil {
+			return lerr
+		}
+		names := make([]string, len(units))
+		for i, u := range units {
+			names[i] = u.Name
+		}
+		if len(names) == 0 {
+			return &NotFoundError{What: "unit", Name: unit, Namespace: namespace, Hint: fmt.Sprintf("app %q has no units", appName)}
+		}
+		return &NotFoundError{What: "unit", Name: unit, Namespace: namespace, Hint: fmt.Sprintf("units of app %q: %s", appName, joinNames(names))}
+	}
+	opts := metav1.DeleteOptions{}
+	if force {
+		opts.GracePeriodSeconds = new(int64)
+	}
+	return kube.TranslateError(pods.Delete(ctx, unit, opts))
+}
+
+func joinNames(names []string) string {
+	out := ""
+	for i, n := range names {
+		if i > 0 {
+			out += ", "
+		}
+		out += n
+	}
+	return out
+}

@@ -1,0 +1,67 @@
+package cli
+
+import (
+	"sync"
+
+	"k8s.io/client-go/kubernetes"
+)
+
+// Several clusters: tug maps pools to kubeconfig contexts (pkg/cluster), so
+// node commands talk to every configured cluster and app commands may be
+// sent to a pool's cluster. These two hooks do that without changing how
+// the Factory loads the kubeconfig: the same files and loading rules, only
+// another context.
+
+// ForContext returns a Factory like f whose clients use the kubeconfig
+// context name instead of the one selected on the command line. It keeps
+// the settings that hold for any cluster (--kubeconfig, -n,
+// --request-timeout, impersonation, proxy, TLS verification) and drops the
+// ones that pick a particular cluster or identity (--cluster, --user,
+// --server, --token, client certificates, --certificate-authority,
+// --tls-server-name): those belong to the context.
+func (f *Factory) ForContext(name string) *Factory {
+	flags := f.ConfigFlags.forContext(name)
+	g := &Factory{
+		IOStreams:    f.IOStreams,
+		ConfigFlags:  flags,
+		CommandName:  f.CommandName,
+		PrompterFunc: f.PrompterFunc,
+	}
+	g.bindClients()
+	return g
+}
+
+// bindClients builds the lazy constructors from the Factory's own flags.
+func (f *Factory) bindClients() {
+	f.RESTConfigFunc = sync.OnceValues(f.loadRESTConfig)
+	f.KubeClientFunc = sync.OnceValues(func() (kubernetes.Interface, error) {
+		cfg, err := f.RESTConfig()
+		if err != nil {
+			return nil, err
+		}
+		return kubernetes.NewForConfig(cfg)
+	})
+}
+
+// UseContext rebinds f to the kubeconfig context name, as if the user had
+// passed --context name. Call it before anything asks f for a client, the
+// namespace or the raw kubeconfig: what was built before keeps the old
+// context. App commands use it to reach the cluster of an app's pool.
+func (f *Factory) UseContext(name string) {
+	// The flags object stays the one bound to the root command; only its
+	// values change, as ForContext's do.
+	*f.ConfigFlags = *f.ConfigFlags.forContext(name)
+	f.ConfigFlags.loader = sync.OnceValue(f.ConfigFlags.newLoader)
+	f.bindClients()
+}
+
+func (c *ConfigFlags) forContext(name string) *ConfigFlags {
+	cp := *c
+	cp.Context = name
+	cp.Cluster, cp.User, cp.Server, cp.Token = "", "", "", ""
+	cp.CertFile, cp.KeyFile, cp.CAFile, cp.TLSServerName = "", "", "", ""
+	cp.ImpersonateGroups = append([]string(nil), c.ImpersonateGroups...)
+	cp.ImpersonateUserExtra = append([]string(nil), c.ImpersonateUserExtra...)
+	cp.loader = sync.OnceValue(cp.newLoader)
+	return &cp
+}

@@ -1,0 +1,70 @@
+package deploy
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"tug.dev/tug/pkg/app"
+)
+
+// Reshape changes an app's formation — unit counts, stop and start,
+// restarts, autoscaling — without making a release: under the app's lock it
+// updates the record with change, re-applies the deployed release's objects
+// and waits until the units match (unless opts.NoWait). A failure (units that
+// cannot be placed, say) is reported with its class's exit code; nothing is
+// rolled back, since no release changed.
+func Reshape(ctx context.Context, d Deps, appName string, change func(*app.App) error, opts Options) (*Result, error) {
+	start := time.Now()
+	if d.Progress == nil {
+		d.Progress = noProgress{}
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 10 * time.Minute
+	}
+	store := &app.Store{Client: d.Client, Namespace: d.Namespace}
+	a, err := store.GetApp(ctx, appName)
+	if err != nil {
+		return nil, err
+	}
+	// check the change before taking the lock, so bad input fails fast and
+	// leaves no trace
+	if err := change(a); err != nil {
+		return nil, err
+	}
+	if a.Release == 0 {
+		return nil, fmt.Errorf("app %q has not been deployed yet; deploy it first with 'tug app deploy %s --image IMAGE'", appName, appName)
+	}
+	lock, err := AcquireLock(ctx, d.Client, d.Namespace, appName, d.Holder)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Unlock()
+	a, err = store.UpdateApp(ctx, appName, change)
+	if err != nil {
+		return nil, err
+	}
+	r, config, err := store.GetRelease(ctx, appName, a.Release)
+	if err != nil {
+		return nil, err
+	}
+	objs := Render(a, r, config)
+	got, err := applyObjects(ctx, d.Client, d.Namespace, objs, false)
+	if err != nil {
+		return nil, err
+	}
+	if err := removeStale(ctx, d.Client, d.Namespace, a.Name, objs); err != nil {
+		return nil, err
+	}
+	res := result(a, r, app.StatusDeployed, start)
+	if opts.NoWait {
+		return res, nil
+	}
+	err = (&rollout{client: d.Client, namespace: d.Namespace, app: a.Name, release: a.Release,
+		generations: generations(got), idle: opts.Timeout, progress: d.Progress}).wait(ctx)
+	res.DurationMS = time.Since(start).Milliseconds()
+	if f, ok := err.(*Failure); ok {
+		return res, f
+	}
+	return res, err
+}

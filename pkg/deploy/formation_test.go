@@ -1,0 +1,100 @@
+package deploy
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"tug.dev/tug/pkg/app"
+)
+
+func TestReshape(t *testing.T) {
+	c, s := newFake()
+	ctx := context.Background()
+	seedApp(t, s, &app.App{Name: "shop"})
+	if _, err := Roll(ctx, deps(c), "shop", DeployChange("shop:1", map[string]string{"web": "", "worker": "./w"}, ""), Options{NoWait: true}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Reshape(ctx, deps(c), "shop", func(a *app.App) error {
+		return a.ApplyScale([]app.ScaleOp{{Process: "web", Op: '=', N: 3}})
+	}, Options{NoWait: true})
+	if err != nil {
+		t.Fatalf("Reshape: %v", err)
+	}
+	if res.Release != 1 || res.Status != app.StatusDeployed || res.Processes[0].Units != 3 {
+		t.Errorf("result = %+v", res)
+	}
+	ds := listDeployments(t, c)
+	if got := *ds["shop-web"].Spec.Replicas; got != 3 {
+		t.Errorf("web replicas = %d, want 3", got)
+	}
+	if got := ds["shop-web"].Spec.Template.Labels["tug.dev/release"]; got != "1" {
+		t.Errorf("reshape changed the release to %s", got)
+	}
+	if a := getApp(t, s, "shop"); a.Processes["web"].Replicas != 3 || a.LastRelease != 1 {
+		t.Errorf("app = %+v, want 3 web units and no new release", a)
+	}
+	rels, _ := s.ListReleases(ctx, "shop")
+	if len(rels) != 1 {
+		t.Errorf("%d releases, want 1: scaling makes none", len(rels))
+	}
+	assertNoLease(t, c)
+}
+
+func TestReshapeRefusals(t *testing.T) {
+	ctx := context.Background()
+	t.Run("bad change leaves no trace", func(t *testing.T) {
+		c, s := newFake()
+		seedApp(t, s, &app.App{Name: "shop", Release: 1, LastRelease: 1, Processes: map[string]app.Process{"web": {Replicas: 1}}})
+		c.ClearActions()
+		_, err := Reshape(ctx, deps(c), "shop", func(a *app.App) error {
+			return a.ApplyScale([]app.ScaleOp{{Process: "nope", Op: '=', N: 1}})
+		}, Options{NoWait: true})
+		var unknown *app.UnknownProcessError
+		if !errors.As(err, &unknown) {
+			t.Fatalf("Reshape = %v, want an unknown process", err)
+		}
+		for _, a := range c.Actions() {
+			if a.GetVerb() != "get" {
+				t.Errorf("a refused reshape did %s %s", a.GetVerb(), a.GetResource().Resource)
+			}
+		}
+	})
+	t.Run("never deployed", func(t *testing.T) {
+		c, s := newFake()
+		seedApp(t, s, &app.App{Name: "shop"})
+		_, err := Reshape(ctx, deps(c), "shop", func(*app.App) error { return nil }, Options{NoWait: true})
+		if err == nil || !strings.Contains(err.Error(), "has not been deployed yet") {
+			t.Fatalf("Reshape = %v", err)
+		}
+	})
+}
+
+func TestSettingsChange(t *testing.T) {
+	a := &app.App{Name: "shop"}
+	base := &app.Release{Image: "shop:4", Processes: map[string]string{"web": "./s"},
+		Limits: map[string]app.Limits{"web": {Memory: "128Mi"}}}
+	cfg := app.ConfigMap{"A": "1"}
+	edit := func(_ *app.App, r *app.Release) error {
+		r.Limits["web"] = app.Limits{Memory: "512Mi"}
+		return nil
+	}
+	r, next, err := SettingsChange(app.KindLimits, "more memory", edit)(a, base, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Kind != app.KindLimits || r.Image != "shop:4" || r.Message != "more memory" || r.Limits["web"].Memory != "512Mi" || next["A"] != "1" {
+		t.Errorf("release = %+v, config %v", r, next)
+	}
+	if base.Limits["web"].Memory != "128Mi" {
+		t.Error("SettingsChange edited the base release's limits")
+	}
+	if _, _, err := SettingsChange(app.KindLimits, "", edit)(a, nil, nil); err == nil || !strings.Contains(err.Error(), "has not been deployed yet") {
+		t.Errorf("settings before a deploy = %v", err)
+	}
+	boom := errors.New("unknown process")
+	if _, _, err := SettingsChange(app.KindLimits, "", func(*app.App, *app.Release) error { return boom })(a, base, cfg); !errors.Is(err, boom) {
+		t.Errorf("edit error = %v", err)
+	}
+}

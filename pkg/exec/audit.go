@@ -1,0 +1,117 @@
+package exec
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"tug.dev/tug/pkg/kube"
+)
+
+// Audit event reasons: `kubectl get events --field-selector reason=TugShell`.
+const (
+	ReasonShell = "TugShell"
+	ReasonExec  = "TugExec"
+	ReasonRun   = "TugRun"
+)
+
+// Annotations on audit events, for tools that would rather not parse the
+// message.
+const (
+	AnnotationUser    = "tug.dev/user"
+	AnnotationCommand = "tug.dev/command"
+)
+
+// auditTimeout bounds how long a session's end waits for its audit event.
+const auditTimeout = 5 * time.Second
+
+// audit records, in the background, an Event on pod saying who ran what.
+// The session does not wait for it to start; wait returns its error (nil
+// when recorded) before the command ends, so the record exists when tug
+// exits. The command may carry secrets on its command line only if the user
+// typed them there; config values (env) are never part of it.
+func audit(ctx context.Context, client kubernetes.Interface, pod *corev1.Pod, reason, user, command, message string) (wait func() error) {
+	done := make(chan error, 1)
+	ctx = context.WithoutCancel(ctx) // an interrupted session is still recorded
+	go func() {
+		ctx, cancel := context.WithTimeout(ctx, auditTimeout)
+		defer cancel()
+		_, err := client.CoreV1().Events(pod.Namespace).Create(ctx, auditEvent(pod, reason, user, command, message, time.Now()), metav1.CreateOptions{})
+		done <- err
+	}()
+	return func() error {
+		select {
+		case err := <-done:
+			if err != nil {
+				return fmt.Errorf("could not record the audit event on pod %s: %w", pod.Name, kube.TranslateError(err))
+			}
+			return nil
+		case <-time.After(auditTimeout):
+			return fmt.Errorf("could not record the audit event on pod %s: no answer within %s", pod.Name, auditTimeout)
+		}
+	}
+}
+
+// auditEvent is a core/v1 Event, the kind `kubectl get events` and
+// `kubectl describe pod` show.
+func auditEvent(pod *corev1.Pod, reason, user, command, message string, now time.Time) *corev1.Event {
+	host, _ := os.Hostname()
+	labels := map[string]string{kube.LabelManagedBy: kube.ManagedBy}
+	if a := pod.Labels[kube.LabelApp]; a != "" {
+		labels[kube.LabelApp] = a
+		labels[kube.LabelName] = a
+	}
+	t := metav1.NewTime(now)
+	return &corev1.Event{
+		ObjectMeta: metav1.ObjectMeta{
+			// the event recorder's naming: unique per object and instant
+			Name:        fmt.Sprintf("%s.%x", pod.Name, now.UnixNano()),
+			Namespace:   pod.Namespace,
+			Labels:      labels,
+			Annotations: map[string]string{AnnotationUser: user, AnnotationCommand: command},
+		},
+		InvolvedObject: corev1.ObjectReference{
+			Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID,
+			ResourceVersion: pod.ResourceVersion,
+		},
+		Reason:         reason,
+		Message:        message,
+		Type:           corev1.EventTypeNormal,
+		Source:         corev1.EventSource{Component: "tug", Host: host},
+		FirstTimestamp: t,
+		LastTimestamp:  t,
+		Count:          1,
+	}
+}
+
+// ShellJoin writes a command as a shell would read it back, for messages.
+func ShellJoin(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = shellQuote(a)
+	}
+	return strings.Join(out, " ")
+}
+
+func shellQuote(s string) string {
+	if s == "" {
+		return "''"
+	}
+	safe := true
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=@%+,", r)) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

@@ -1,0 +1,82 @@
+package exec
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync/atomic"
+
+	"k8s.io/client-go/kubernetes"
+
+	"tug.dev/tug/pkg/cli"
+)
+
+// Deps are what remote commands need from the outside world.
+type Deps struct {
+	Client    kubernetes.Interface
+	Namespace string
+	Executor  Executor
+	IO        *cli.IOStreams
+	Prompter  cli.Prompter
+	Progress  cli.Progress
+	// User is who runs the command, as the API server knows them; audit
+	// events name them.
+	User string
+	// CommandName is "tug", or "kubectl tug" in plugin mode, for hints.
+	CommandName string
+}
+
+func (d Deps) finder() *unitFinder {
+	name := d.CommandName
+	if name == "" {
+		name = "tug"
+	}
+	return &unitFinder{client: d.Client, namespace: d.Namespace, commandName: name}
+}
+
+func (d Deps) progress() cli.Progress {
+	if d.Progress == nil {
+		return cli.NoProgress()
+	}
+	return d.Progress
+}
+
+// withTerminal runs one session on the user's terminal. With wantTTY and a
+// terminal on stdin, the session gets a TTY: raw mode, the terminal's size
+// and its changes, no separate stderr; the terminal is restored before
+// withTerminal returns, whatever happens. stdin says whether the session
+// reads the user's input at all.
+func withTerminal(ctx context.Context, d Deps, wantTTY, stdin, nudge bool, session func(Streams) error) error {
+	s := Streams{Stdout: d.IO.Out, Stderr: d.IO.ErrOut}
+	if stdin || wantTTY {
+		s.Stdin = d.IO.In
+	}
+	fd, tty := ttyMode(d.IO, wantTTY)
+	if !tty {
+		return session(s)
+	}
+	t, err := startTTY(ctx, d.IO, fd, nudge)
+	if err != nil {
+		return err
+	}
+	defer t.Restore()
+	s.TTY, s.Sizes, s.Stderr = true, t.Sizes, nil
+	return session(s)
+}
+
+// warnf writes a warning line to stderr.
+func warnf(w io.Writer, format string, a ...any) {
+	fmt.Fprintf(w, "warning: "+format+"\n", a...)
+}
+
+// countingWriter notes whether anything was written through it.
+type countingWriter struct {
+	w io.Writer
+	n atomic.Int64
+}
+
+func (c *countingWriter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	c.n.Add(int64(n))
+	return n, err
+}

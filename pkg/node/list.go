@@ -1,0 +1,246 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"tug.dev/tug/pkg/cluster"
+	"tug.dev/tug/pkg/kube"
+)
+
+// ClusterTimeout bounds how long one cluster may take to answer a listing,
+// so a cluster whose address swallows packets cannot hold up the others.
+const ClusterTimeout = 20 * time.Second
+
+// ClusterError says a cluster could not be read; the other clusters'
+// results stand.
+type ClusterError struct {
+	Cluster string `json:"cluster"`
+	Context string `json:"context"`
+	Error   string `json:"error"`
+}
+
+// ListOptions select nodes.
+type ListOptions struct {
+	Pool string
+}
+
+// ListResult is `tug node list`: the nodes of every cluster that answered,
+// and the clusters that did not. Its JSON shape is documented in
+// docs/output.md.
+type ListResult struct {
+	Nodes       []Node         `json:"nodes"`
+	Unreachable []ClusterError `json:"unreachable,omitempty"`
+	// Warnings are partial failures: the nodes are listed, a detail is
+	// missing (e.g. units, without permission to list pods everywhere).
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// List lists the nodes of every target, one goroutine per cluster. A
+// cluster that fails is reported in Unreachable; List itself fails only
+// when every cluster failed, with that failure (so a single cluster's
+// missing permission reads as the sentence naming it).
+func List(ctx context.Context, targets []cluster.Target, o ListOptions) (*ListResult, error) {
+	type part struct {
+		nodes   []Node
+		warning string
+		err     error
+	}
+	parts := make([]part, len(targets))
+	var wg sync.WaitGroup
+	for i, t := range targets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if t.Err != nil {
+				parts[i].err = t.Err
+				return
+			}
+			cctx, cancel := context.WithTimeout(ctx, ClusterTimeout)
+			defer cancel()
+			parts[i].nodes, parts[i].warning, parts[i].err = listCluster(cctx, t, o)
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	res := &ListResult{Nodes: []Node{}}
+	var errs []error
+	for i, p := range parts {
+		if p.err != nil {
+			err := kube.TranslateError(p.err)
+			errs = append(errs, err)
+			res.Unreachable = append(res.Unreachable, ClusterError{Cluster: targets[i].Name, Context: targets[i].Context, Error: err.Error()})
+			continue
+		}
+		res.Nodes = append(res.Nodes, p.nodes...)
+		if p.warning != "" {
+			res.Warnings = append(res.Warnings, p.warning)
+		}
+	}
+	if len(errs) == len(targets) && len(errs) > 0 {
+		if len(errs) == 1 {
+			return nil, errs[0]
+		}
+		return nil, fmt.Errorf("no cluster answered: %w", errors.Join(errs...))
+	}
+	sort.Slice(res.Nodes, func(i, j int) bool {
+		a, b := res.Nodes[i], res.Nodes[j]
+		if a.Cluster != b.Cluster {
+			return a.Cluster < b.Cluster
+		}
+		return a.Name < b.Name
+	})
+	return res, nil
+}
+
+func listCluster(ctx context.Context, t cluster.Target, o ListOptions) ([]Node, string, error) {
+	opts := metav1.ListOptions{}
+	if o.Pool != "" {
+		opts.LabelSelector = kube.LabelPool + "=" + o.Pool
+	}
+	nodes, err := t.Client.CoreV1().Nodes().List(ctx, opts)
+	if err != nil {
+		return nil, "", err
+	}
+	counts, err := unitCounts(ctx, t.Client)
+	warning := ""
+	if err != nil {
+		warning = fmt.Sprintf("cluster %s: units not counted: %v", t.Name, kube.TranslateError(err))
+	}
+	out := make([]Node, 0, len(nodes.Items))
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		var units *int
+		if counts != nil {
+			c := counts[n.Name]
+			units = &c
+		}
+		out = append(out, Summarize(n, t.Name, units))
+	}
+	return out, warning, nil
+}
+
+// unitSelector selects tug's units: pods of an app's process.
+var unitSelector = kube.LabelManagedBy + "=" + kube.ManagedBy + "," + kube.LabelApp + "," + kube.LabelProcess
+
+// unitCounts counts live tug units per node with one LIST of pods in all
+// namespaces.
+func unitCounts(ctx context.Context, client kubernetes.Interface) (map[string]int, error) {
+	pods, err := client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: unitSelector})
+	if err != nil {
+		return nil, err
+	}
+	counts := map[string]int{}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if isUnit(p) && p.Spec.NodeName != "" && !podFinished(p) {
+			counts[p.Spec.NodeName]++
+		}
+	}
+	return counts, nil
+}
+
+// isUnit reports whether a pod is a unit of an app's process (one-off run
+// pods carry the app's labels too, but are not units).
+func isUnit(p *corev1.Pod) bool {
+	return p.Labels[kube.LabelManagedBy] == kube.ManagedBy && p.Labels[kube.LabelApp] != "" &&
+		p.Labels[kube.LabelProcess] != "" && p.Labels[kube.LabelKind] != "run"
+}
+
+func podFinished(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}
+
+// Found is a node and the cluster it is in.
+type Found struct {
+	Target cluster.Target
+	Node   *corev1.Node
+}
+
+// Find looks for a node by name, or by one of its addresses, in every
+// target. It fails with *NotFoundError when no cluster has it,
+// *AmbiguousError when several do, and with the cluster's error when a
+// cluster that could hold it did not answer.
+func Find(ctx context.Context, targets []cluster.Target, nameOrAddress string) (*Found, error) {
+	type hit struct {
+		node *corev1.Node
+		err  error
+	}
+	hits := make([]hit, len(targets))
+	var wg sync.WaitGroup
+	for i, t := range targets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if t.Err != nil {
+				hits[i].err = t.Err
+				return
+			}
+			cctx, cancel := context.WithTimeout(ctx, ClusterTimeout)
+			defer cancel()
+			hits[i].node, hits[i].err = findIn(cctx, t.Client, nameOrAddress)
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var found []int
+	var failed []error
+	for i, h := range hits {
+		switch {
+		case h.err != nil:
+			failed = append(failed, fmt.Errorf("cluster %s: %w", targets[i].Name, kube.TranslateError(h.err)))
+		case h.node != nil:
+			found = append(found, i)
+		}
+	}
+	switch {
+	case len(found) == 1:
+		return &Found{Target: targets[found[0]], Node: hits[found[0]].node}, nil
+	case len(found) > 1:
+		names := make([]string, len(found))
+		for j, i := range found {
+			names[j] = targets[i].Name
+		}
+		return nil, &AmbiguousError{Name: nameOrAddress, Clusters: names}
+	case len(failed) == 1 && len(targets) == 1:
+		return nil, kube.TranslateError(hits[0].err)
+	case len(failed) > 0:
+		return nil, fmt.Errorf("node %q not found in the clusters that answered, and %w", nameOrAddress, errors.Join(failed...))
+	}
+	return nil, &NotFoundError{Name: nameOrAddress, Clusters: cluster.Names(targets)}
+}
+
+// findIn gets the node by name, else looks for it among the nodes'
+// addresses; nil without error when the cluster does not have it.
+func findIn(ctx context.Context, client kubernetes.Interface, nameOrAddress string) (*corev1.Node, error) {
+	n, err := client.CoreV1().Nodes().Get(ctx, nameOrAddress, metav1.GetOptions{})
+	if err == nil {
+		return n, nil
+	}
+	if !apierrors.IsNotFound(err) && !apierrors.IsBadRequest(err) && !apierrors.IsInvalid(err) {
+		return nil, err
+	}
+	list, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	for i := range list.Items {
+		if hasAddress(&list.Items[i], nameOrAddress) {
+			return &list.Items[i], nil
+		}
+	}
+	return nil, nil
+}

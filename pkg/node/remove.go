@@ -1,0 +1,353 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"tug.dev/tug/pkg/kube"
+)
+
+// Progress reports long work; cli.Progress satisfies it.
+type Progress interface {
+	Update(msg string)
+	Done(msg string)
+	Fail(msg string)
+}
+
+type noProgress struct{}
+
+func (noProgress) Update(string) {}
+func (noProgress) Done(string)   {}
+func (noProgress) Fail(string)   {}
+
+// RemoveOptions are `tug node remove`.
+type RemoveOptions struct {
+	// NoRebalance deletes the Node object and nothing else: its pods are
+	// left to the pod garbage collector, and its units are recreated
+	// elsewhere only once Kubernetes notices they are gone.
+	NoRebalance bool
+	// Timeout bounds moving the pods (0: no bound). When it passes, the
+	// node stays cordoned and is not deleted.
+	Timeout time.Duration
+	// Force evicts pods that no controller will recreate.
+	Force bool
+	// DeleteEmptyDirData evicts pods whose emptyDir data will be lost.
+	DeleteEmptyDirData bool
+	// DryRun reports what would happen and changes nothing.
+	DryRun bool
+	// KeepNode moves the pods but keeps the Node object, cordoned: a drain.
+	// It lets tests exercise removal on a shared cluster's real nodes.
+	KeepNode bool
+	// PodSelector limits the pods moved, as kubectl drain's --pod-selector.
+	// Only with KeepNode: deleting a node under pods left on it would strand
+	// them.
+	PodSelector string
+	// Holder names who holds an app's deploy lock while its process is
+	// surged, as deploys name themselves.
+	Holder string
+	// RetryDelay is the pause between eviction attempts a budget refused
+	// (default 2s, or what the server asks for).
+	RetryDelay time.Duration
+	Progress   Progress
+}
+
+// PodRef names a pod, and for a unit its app and process.
+type PodRef struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	App       string `json:"app,omitempty"`
+	Process   string `json:"process,omitempty"`
+}
+
+func (p PodRef) String() string { return p.Namespace + "/" + p.Name }
+
+// SkippedPod is a pod remove leaves on the node, and why.
+type SkippedPod struct {
+	PodRef
+	Reason string `json:"reason"`
+}
+
+// Surge is a process given one more unit while its last ready unit moved.
+type Surge struct {
+	Namespace string `json:"namespace"`
+	App       string `json:"app"`
+	Process   string `json:"process"`
+	From      int32  `json:"from"`
+	To        int32  `json:"to"`
+	// Restored: the unit count is back to From. False when someone else
+	// changed the count meanwhile (theirs is kept) or restoring failed.
+	Restored bool `json:"restored"`
+}
+
+// RemoveResult says what `node remove` did (or, with DryRun, would do).
+// Its JSON shape is documented in docs/output.md.
+type RemoveResult struct {
+	Node    string `json:"node"`
+	Cluster string `json:"cluster"`
+	DryRun  bool   `json:"dryRun,omitempty"`
+	// Cordoned: this run cordoned the node (it was schedulable before).
+	Cordoned bool         `json:"cordoned"`
+	Evicted  []PodRef     `json:"evicted"`
+	Skipped  []SkippedPod `json:"skipped"`
+	Surges   []Surge      `json:"surges"`
+	Deleted  bool         `json:"deleted"`
+}
+
+// BlockedError says some pods cannot be moved without a flag; nothing was
+// changed.
+type BlockedError struct {
+	Node string
+	Pods []SkippedPod
+}
+
+func (e *BlockedError) Error() string {
+	var force, emptyDir []string
+	for _, p := range e.Pods {
+		if p.Reason == blockUnmanaged {
+			force = append(force, p.String())
+		} else {
+			emptyDir = append(emptyDir, p.String())
+		}
+	}
+	var parts []string
+	if len(force) > 0 {
+		parts = append(parts, fmt.Sprintf("%s no controller would recreate (%s; --force evicts them anyway)", plural(len(force), "pod", "pods"), strings.Join(force, ", ")))
+	}
+	if len(emptyDir) > 0 {
+		parts = append(parts, fmt.Sprintf("%s with emptyDir data that would be lost (%s; --delete-emptydir-data evicts them anyway)", plural(len(emptyDir), "pod", "pods"), strings.Join(emptyDir, ", ")))
+	}
+	return fmt.Sprintf("cannot move every pod off node %q: %s; nothing was changed", e.Node, strings.Join(parts, "; "))
+}
+
+// DrainError says moving the pods failed or timed out; the node stays
+// cordoned and was not deleted.
+type DrainError struct {
+	Node    string
+	Timeout time.Duration // set when the timeout passed
+	Errs    []error
+}
+
+func (e *DrainError) Error() string {
+	head := fmt.Sprintf("moving pods off node %q failed", e.Node)
+	if e.Timeout > 0 {
+		head = fmt.Sprintf("timed out after %s moving pods off node %q", e.Timeout, e.Node)
+	}
+	msgs := make([]string, len(e.Errs))
+	for i, err := range e.Errs {
+		msgs[i] = err.Error()
+	}
+	sort.Strings(msgs)
+	return fmt.Sprintf("%s: %s; the node stays cordoned and was not deleted: retry 'tug node remove %s', or put it back in service with 'tug node update %s --enable'",
+		head, strings.Join(msgs, "; "), e.Node, e.Node, e.Node)
+}
+
+func (e *DrainError) Unwrap() []error { return e.Errs }
+
+const (
+	blockUnmanaged = "not managed by a controller"
+	blockEmptyDir  = "uses emptyDir data"
+	skipDaemonSet  = "DaemonSet pod (it goes with the node)"
+	skipMirror     = "static pod (the kubelet owns it)"
+)
+
+// plan is what remove will do with the pods on the node.
+type plan struct {
+	evict   []corev1.Pod
+	skipped []SkippedPod
+	blocked []SkippedPod
+}
+
+// classify says whether a pod is evicted (""/""), skipped (skip), or needs
+// a flag first (block).
+func classify(p *corev1.Pod, o RemoveOptions) (skip, block string) {
+	if _, mirror := p.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
+		return skipMirror, ""
+	}
+	if podFinished(p) {
+		return "", "" // nothing runs; evicting it only tidies up
+	}
+	ctrl := metav1.GetControllerOf(p)
+	if ctrl != nil && ctrl.Kind == "DaemonSet" {
+		return skipDaemonSet, ""
+	}
+	if ctrl == nil && !o.Force {
+		return "", blockUnmanaged
+	}
+	if !o.DeleteEmptyDirData {
+		for _, v := range p.Spec.Volumes {
+			if v.EmptyDir != nil {
+				return "", blockEmptyDir
+			}
+		}
+	}
+	return "", ""
+}
+
+func refOf(p *corev1.Pod) PodRef {
+	r := PodRef{Namespace: p.Namespace, Name: p.Name}
+	if isUnit(p) {
+		r.App, r.Process = p.Labels[kube.LabelApp], p.Labels[kube.LabelProcess]
+	}
+	return r
+}
+
+func makePlan(ctx context.Context, f *Found, o RemoveOptions) (*plan, error) {
+	opts := metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.nodeName", f.Node.Name).String()}
+	if o.PodSelector != "" {
+		opts.LabelSelector = o.PodSelector
+	}
+	pods, err := f.Target.Client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, opts)
+	if err != nil {
+		return nil, kube.TranslateError(err)
+	}
+	pl := &plan{}
+	for i := range pods.Items {
+		p := pods.Items[i]
+		skip, block := classify(&p, o)
+		switch {
+		case skip != "":
+			pl.skipped = append(pl.skipped, SkippedPod{PodRef: refOf(&p), Reason: skip})
+		case block != "":
+			pl.blocked = append(pl.blocked, SkippedPod{PodRef: refOf(&p), Reason: block})
+		default:
+			pl.evict = append(pl.evict, p)
+		}
+	}
+	return pl, nil
+}
+
+// Remove takes a node out of its cluster. With rebalance (the default) it
+// cordons the node, moves its pods off through the Eviction API, so
+// PodDisruptionBudgets are respected, and deletes the Node once they are
+// gone. Units move app-aware: before the last ready unit of a process
+// leaves, the process gets one more unit elsewhere and Remove waits for it
+// to be ready; the count is restored afterwards. Pods that cannot be moved
+// safely (no controller, emptyDir data) stop it before anything changes,
+// unless a flag allows them. On failure or timeout the node stays cordoned
+// and is not deleted.
+func Remove(ctx context.Context, f *Found, o RemoveOptions) (*RemoveResult, error) {
+	if o.Progress == nil {
+		o.Progress = noProgress{}
+	}
+	if o.RetryDelay <= 0 {
+		o.RetryDelay = 2 * time.Second
+	}
+	if o.PodSelector != "" {
+		if !o.KeepNode {
+			return nil, badInput("a pod selector needs --keep-node: deleting the node would strand the pods it leaves")
+		}
+		if _, err := labels.Parse(o.PodSelector); err != nil {
+			return nil, badInput("invalid pod selector %q: %v", o.PodSelector, err)
+		}
+	}
+	node := f.Node
+	res := &RemoveResult{Node: node.Name, Cluster: f.Target.Name, DryRun: o.DryRun, Evicted: []PodRef{}, Skipped: []SkippedPod{}, Surges: []Surge{}}
+	if o.NoRebalance {
+		if o.DryRun {
+			return res, nil
+		}
+		if err := deleteNode(ctx, f); err != nil {
+			return res, err
+		}
+		res.Deleted = true
+		return res, nil
+	}
+
+	pl, err := makePlan(ctx, f, o)
+	if err != nil {
+		return nil, err
+	}
+	if len(pl.blocked) > 0 {
+		return nil, &BlockedError{Node: node.Name, Pods: pl.blocked}
+	}
+	d := &drainer{client: f.Target.Client, node: node, nodeReady: IsReady(node), o: o, res: res}
+	if o.DryRun {
+		res.Skipped = append(res.Skipped, pl.skipped...)
+		for i := range pl.evict {
+			res.Evicted = append(res.Evicted, refOf(&pl.evict[i]))
+		}
+		res.Surges = append(res.Surges, d.predictSurges(ctx, pl.evict)...)
+		res.Deleted = !o.KeepNode
+		return res, nil
+	}
+
+	dctx, cancel := ctx, context.CancelFunc(func() {})
+	if o.Timeout > 0 {
+		dctx, cancel = context.WithTimeout(ctx, o.Timeout)
+	}
+	defer cancel()
+
+	if !node.Spec.Unschedulable {
+		o.Progress.Update(fmt.Sprintf("cordoning node %s", node.Name))
+		if _, err := modify(dctx, d.client, node.Name, func(n *corev1.Node) bool {
+			if n.Spec.Unschedulable {
+				return false
+			}
+			n.Spec.Unschedulable = true
+			return true
+		}); err != nil {
+			return res, err
+		}
+		res.Cordoned = true
+	}
+	// Pods scheduled between the first look and the cordon are caught here.
+	pl, err = makePlan(dctx, f, o)
+	if err == nil && len(pl.blocked) > 0 {
+		err = &BlockedError{Node: node.Name, Pods: pl.blocked}
+	}
+	if err != nil {
+		if res.Cordoned {
+			d.uncordon()
+			res.Cordoned = false
+		}
+		return nil, err
+	}
+	res.Skipped = append(res.Skipped, pl.skipped...)
+
+	if errs := d.run(dctx, pl.evict); len(errs) > 0 {
+		if ctx.Err() != nil {
+			return res, ctx.Err() // interrupted: the caller says so
+		}
+		de := &DrainError{Node: node.Name, Errs: errs}
+		if errors.Is(dctx.Err(), context.DeadlineExceeded) {
+			de.Timeout = o.Timeout
+		}
+		return res, de
+	}
+	if o.KeepNode {
+		return res, nil
+	}
+	o.Progress.Update(fmt.Sprintf("deleting node %s", node.Name))
+	if err := deleteNode(ctx, f); err != nil {
+		return res, err
+	}
+	res.Deleted = true
+	return res, nil
+}
+
+// deleteNode deletes the Node found, and not a namesake registered since.
+func deleteNode(ctx context.Context, f *Found) error {
+	uid := f.Node.UID
+	err := f.Target.Client.CoreV1().Nodes().Delete(ctx, f.Node.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return kube.TranslateError(err)
+	}
+	return nil
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, one)
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}

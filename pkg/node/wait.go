@@ -1,0 +1,76 @@
+package node
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+)
+
+// waitPods lists the pods that opts select in ns, then watches them until
+// done says the current set is what it waits for. It ends with ctx's error
+// at the deadline. A watch the server closes early (they time out) is
+// resumed with a fresh list, so no change is missed.
+func waitPods(ctx context.Context, client kubernetes.Interface, ns string, opts metav1.ListOptions, done func(pods map[string]*corev1.Pod) bool) error {
+	pods := map[string]*corev1.Pod{}
+	for {
+		list, err := client.CoreV1().Pods(ns).List(ctx, opts)
+		if err != nil {
+			return err
+		}
+		clear(pods)
+		for i := range list.Items {
+			p := &list.Items[i]
+			pods[p.Namespace+"/"+p.Name] = p
+		}
+		if done(pods) {
+			return nil
+		}
+		wopts := opts
+		wopts.ResourceVersion = list.ResourceVersion
+		wopts.AllowWatchBookmarks = true
+		w, err := client.CoreV1().Pods(ns).Watch(ctx, wopts)
+		if err != nil {
+			return err
+		}
+		finished, err := consume(ctx, w, pods, done)
+		w.Stop()
+		if finished || err != nil {
+			return err
+		}
+	}
+}
+
+func consume(ctx context.Context, w watch.Interface, pods map[string]*corev1.Pod, done func(map[string]*corev1.Pod) bool) (bool, error) {
+	for {
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return false, nil // closed by the server: list again
+			}
+			p, isPod := ev.Object.(*corev1.Pod)
+			if !isPod {
+				if ev.Type == watch.Error {
+					return false, nil // e.g. resource version too old: list again
+				}
+				continue
+			}
+			key := p.Namespace + "/" + p.Name
+			switch ev.Type {
+			case watch.Deleted:
+				delete(pods, key)
+			case watch.Added, watch.Modified:
+				pods[key] = p
+			default:
+				continue
+			}
+			if done(pods) {
+				return true, nil
+			}
+		}
+	}
+}
