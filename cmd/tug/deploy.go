@@ -133,6 +133,7 @@ type appDeployOptions struct {
 	Message   string
 	DryRun    bool
 	rollout   rolloutFlags
+	warnings  []string
 }
 
 func newAppDeployCmd(f *cli.Factory) *cobra.Command {
@@ -161,6 +162,9 @@ whenever the rollout makes progress.`,
 			procs, err := o.validate(name)
 			if err != nil {
 				return err
+			}
+			for _, w := range o.warnings {
+				fmt.Fprintln(f.IOStreams.ErrOut, "warning: "+w)
 			}
 			opts := o.rollout.options()
 			opts.DryRun = o.DryRun
@@ -218,6 +222,15 @@ func (o *appDeployOptions) validate(name string) (map[string]string, error) {
 	procs, err := app.ParseProcfile(bytes.NewReader(b))
 	if err != nil {
 		return nil, &cli.UsageError{Err: fmt.Errorf("%s: %w", path, err)}
+	}
+	// Heroku's "release:" is a release-phase command, not a process: it
+	// would run forever as one and "crash" when it exits 0.
+	if cmd, ok := procs["release"]; ok {
+		delete(procs, "release")
+		o.warnings = append(o.warnings, fmt.Sprintf("%s: skipping the release-phase command %q; run it with 'tug run APP -- %s'", path, cmd, cmd))
+		if len(procs) == 0 {
+			return nil, cli.UsageErrorf("%s declares only a release-phase command; add a process such as web", path)
+		}
 	}
 	return procs, nil
 }

@@ -88,7 +88,7 @@ func processSummaries(a *App, r *Release, deps []appsv1.Deployment) []ProcessSum
 	for _, d := range deps {
 		ready[d.Labels[kube.LabelProcess]] = d.Status.ReadyReplicas
 	}
-	var out []ProcessSummary
+	out := []ProcessSummary{}
 	for _, name := range a.ProcessNames() {
 		p := a.Processes[name]
 		ps := ProcessSummary{Name: name, Desired: p.Units(), Ready: ready[name], Stopped: p.Stopped, Replicas: p.Replicas, Autoscale: p.Autoscale}

@@ -17,8 +17,10 @@ const (
 )
 
 var (
-	appNameRE     = regexp.MustCompile(`^[a-z]([-a-z0-9]*[a-z0-9])?$`)
-	processNameRE = regexp.MustCompile(`^[a-z]([-a-z0-9]*[a-z0-9])?$`)
+	appNameRE = regexp.MustCompile(`^[a-z]([-a-z0-9]*[a-z0-9])?$`)
+	// No '-' in process names: "<app>-<process>" must name one Deployment
+	// only ("shop"+"api-web" and "shop-api"+"web" would collide).
+	processNameRE = regexp.MustCompile(`^[a-z][a-z0-9]*$`)
 )
 
 // reserved names would be confusing or collide with the system's own.
@@ -47,7 +49,7 @@ func ValidateProcessName(name string) error {
 	case len(name) > MaxProcessNameLen:
 		return fmt.Errorf("process name %q is %d characters; the limit is %d", name, len(name), MaxProcessNameLen)
 	case !processNameRE.MatchString(name):
-		return fmt.Errorf("invalid process name %q: use lower-case letters, digits and '-', starting with a letter", name)
+		return fmt.Errorf("invalid process name %q: use lower-case letters and digits, starting with a letter", name)
 	case name == "run":
 		return fmt.Errorf("process name %q is reserved for one-off runs", name)
 	}

@@ -60,7 +60,8 @@ func TestValidateProcessName(t *testing.T) {
 	}{
 		{"web", ""},
 		{"worker", ""},
-		{"worker-2", ""},
+		{"worker2", ""},
+		{"worker-2", "invalid process name"},
 		{"w", ""},
 		{strings.Repeat("p", MaxProcessNameLen), ""},
 		{"", "empty"},

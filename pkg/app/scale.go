@@ -21,20 +21,12 @@ func ParseScale(args []string) ([]ScaleOp, error) {
 	seen := map[string]bool{}
 	ops := make([]ScaleOp, 0, len(args))
 	for _, arg := range args {
-		i := strings.IndexAny(arg, "=+-")
-		// a process name may contain '-': the operator is the last = + or -
-		// followed only by digits
-		for j := len(arg) - 1; j > 0; j-- {
-			if arg[j] == '=' || arg[j] == '+' || arg[j] == '-' {
-				i = j
-				break
-			}
-		}
+		i := strings.IndexAny(arg, "=+-") // process names have none of these
 		if i <= 0 || i == len(arg)-1 {
 			return nil, fmt.Errorf("invalid scale %q: want PROCESS=N, PROCESS+N or PROCESS-N", arg)
 		}
 		name, op, num := arg[:i], arg[i], arg[i+1:]
-		if strings.HasSuffix(name, "=") {
+		if op == '=' && strings.HasPrefix(num, "-") {
 			return nil, fmt.Errorf("invalid scale %q: a unit count cannot be negative", arg)
 		}
 		if err := ValidateProcessName(name); err != nil {

@@ -15,8 +15,8 @@ func TestParseScale(t *testing.T) {
 	}{
 		{args: []string{"web=3"}, want: []ScaleOp{{"web", '=', 3}}},
 		{args: []string{"web+1", "worker-2"}, want: []ScaleOp{{"web", '+', 1}, {"worker", '-', 2}}},
-		{args: []string{"worker-2=0"}, want: []ScaleOp{{"worker-2", '=', 0}}},
-		{args: []string{"my-worker+10"}, want: []ScaleOp{{"my-worker", '+', 10}}},
+		{args: []string{"worker2=0"}, want: []ScaleOp{{"worker2", '=', 0}}},
+		{args: []string{"my-worker+10"}, wantErr: `invalid scale "my-worker+10"`},
 		{args: nil, wantErr: "nothing to scale"},
 		{args: []string{"web"}, wantErr: `invalid scale "web"`},
 		{args: []string{"web="}, wantErr: `invalid scale "web="`},

@@ -277,6 +277,9 @@ func (s *Store) SetReleaseStatus(ctx context.Context, app string, v int, st Stat
 	}}
 	data, _ := json.Marshal(patch)
 	_, err := s.Client.CoreV1().Secrets(s.Namespace).Patch(ctx, ReleaseSecretName(app, v), "application/merge-patch+json", data, metav1.PatchOptions{FieldManager: kube.FieldManager})
+	if apierrors.IsNotFound(err) {
+		return &NotFoundError{What: "release", Name: fmt.Sprintf("v%d of app %s", v, app), Namespace: s.Namespace}
+	}
 	return kube.TranslateError(err)
 }
 

@@ -51,6 +51,15 @@ func applyObjects(ctx context.Context, client kubernetes.Interface, ns string, o
 		out.deployments[got.Name] = got
 	}
 	if objs.Service != nil {
+		// Never take over a Service someone else made (helm, kubectl):
+		// server-side apply with force would.
+		cur, err := client.CoreV1().Services(ns).Get(ctx, objs.Service.Name, metav1.GetOptions{})
+		if err == nil && !ownedBy(cur.Labels, objs.Service.Labels[kube.LabelApp]) {
+			return nil, fmt.Errorf("a Service named %q exists in namespace %q and is not tug's; remove or rename it, or give the app another name", cur.Name, ns)
+		}
+		if err != nil && !apierrors.IsNotFound(err) {
+			return nil, kube.TranslateError(err)
+		}
 		data, err := json.Marshal(objs.Service)
 		if err != nil {
 			return nil, err
@@ -126,10 +135,22 @@ func removeStale(ctx context.Context, client kubernetes.Interface, ns, appName s
 		}
 	}
 	if objs.Service == nil {
-		err := client.CoreV1().Services(ns).Delete(ctx, ServiceName(appName), metav1.DeleteOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
+		svc, err := client.CoreV1().Services(ns).Get(ctx, ServiceName(appName), metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
 			return kube.TranslateError(err)
+		case ownedBy(svc.Labels, appName):
+			err := client.CoreV1().Services(ns).Delete(ctx, svc.Name, metav1.DeleteOptions{})
+			if err != nil && !apierrors.IsNotFound(err) {
+				return kube.TranslateError(err)
+			}
 		}
 	}
 	return nil
+}
+
+// ownedBy reports whether labels mark an object as tug's, for appName.
+func ownedBy(labels map[string]string, appName string) bool {
+	return labels[kube.LabelManagedBy] == kube.ManagedBy && labels[kube.LabelApp] == appName
 }

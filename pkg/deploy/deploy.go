@@ -68,12 +68,18 @@ type ProcessResult struct {
 // was rolled back) and the exit code of the failure's class.
 type Error struct {
 	Result *Result
+	// RollbackErr is why restoring the previous release failed, if it did.
+	RollbackErr error
+	// RollbackTo is the release that restore tried to bring back.
+	RollbackTo int
 }
 
 func (e *Error) Error() string {
 	r := e.Result
 	msg := fmt.Sprintf("release v%d of app %q failed: %s", r.Release, r.App, r.Failure.Message)
 	switch {
+	case e.RollbackErr != nil:
+		msg += fmt.Sprintf("; rolling back to v%d also failed: %v", e.RollbackTo, e.RollbackErr)
 	case r.RolledBackTo > 0:
 		msg += fmt.Sprintf("; rolled back to v%d", r.RolledBackTo)
 	case r.Status == app.StatusFailed:
@@ -84,6 +90,8 @@ func (e *Error) Error() string {
 
 // ExitCode is the exit code of the failure's class (docs/exit-codes.md).
 func (e *Error) ExitCode() int { return e.Result.Failure.ExitCode() }
+
+func (e *Error) Unwrap() error { return e.RollbackErr }
 
 // Roll makes a new release of an app with change and rolls it out: take the
 // app's lock, store the release, apply its objects, watch until its units run
@@ -102,8 +110,9 @@ func Roll(ctx context.Context, d Deps, appName string, change Change, opts Optio
 	if err != nil {
 		return nil, err
 	}
+	var lock *Lock
 	if !opts.DryRun {
-		lock, err := AcquireLock(ctx, d.Client, d.Namespace, appName, d.Holder)
+		lock, err = AcquireLock(ctx, d.Client, d.Namespace, appName, d.Holder)
 		if err != nil {
 			return nil, err
 		}
@@ -171,6 +180,9 @@ func Roll(ctx context.Context, d Deps, appName string, change Change, opts Optio
 			return nil, err // interrupted, or the API failed: the release stays pending
 		}
 	}
+	if err := lock.Lost(); err != nil {
+		return nil, err
+	}
 	if failure == nil {
 		if err := markDeployed(ctx, store, a, next, previous, opts.HistoryMax); err != nil {
 			return nil, err
@@ -180,12 +192,15 @@ func Roll(ctx context.Context, d Deps, appName string, change Change, opts Optio
 
 	// The rollout failed: record why, then put back what ran before.
 	_ = store.SetReleaseStatus(ctx, a.Name, next.Version, app.StatusFailed, failure.Message)
+	// failed releases count against the history cap too
+	_ = prune(ctx, store, a, previous)
 	res := result(a, next, app.StatusFailed, start)
 	res.Failure = failure
 	if !opts.NoRollback {
 		back, err := restore(ctx, d, store, a, previous, opts.Timeout)
 		if err != nil {
-			return res, fmt.Errorf("%v; rolling back to v%d also failed: %w", (&Error{Result: res}).Error(), previous, err)
+			res.DurationMS = time.Since(start).Milliseconds()
+			return res, &Error{Result: res, RollbackErr: err, RollbackTo: previous}
 		}
 		res.RolledBackTo = back
 	}
@@ -246,11 +261,28 @@ func markDeployed(ctx context.Context, store *app.Store, a *app.App, r *app.Rele
 	if err != nil {
 		return err
 	}
-	keep := updated.HistoryMax
+	// staged config that this release took in is no longer waiting
+	rels, err := store.ListReleases(ctx, a.Name)
+	if err != nil {
+		return err
+	}
+	for _, r := range rels {
+		if r.Status == app.StatusStaged && r.Version < v {
+			if err := store.SetReleaseStatus(ctx, a.Name, r.Version, app.StatusSuperseded, ""); err != nil && !app.IsNotFound(err) {
+				return err
+			}
+		}
+	}
+	return prune(ctx, store, updated, v)
+}
+
+// prune caps an app's release history, never removing release current.
+func prune(ctx context.Context, store *app.Store, a *app.App, current int) error {
+	keep := a.HistoryMax
 	if keep <= 0 {
 		keep = app.DefaultHistoryMax
 	}
-	return store.PruneReleases(ctx, a.Name, keep, v)
+	return store.PruneReleases(ctx, a.Name, keep, current)
 }
 
 // BaseRelease is the release a change starts from: the newest one that is

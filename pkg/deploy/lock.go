@@ -44,10 +44,19 @@ type Lock struct {
 	client    kubernetes.Interface
 	namespace string
 	name      string
+	holder    string
 	stop      context.CancelFunc
 	done      chan struct{}
 	mu        sync.Mutex
 	lost      error
+}
+
+// Lost says whether the lock was taken from us (its renewal found another
+// holder): whoever holds it now may be changing the app too.
+func (l *Lock) Lost() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lost
 }
 
 // AcquireLock takes app's deploy lock for holder, or fails at once with a
@@ -89,7 +98,7 @@ func AcquireLock(ctx context.Context, client kubernetes.Interface, namespace, ap
 		return nil, kube.TranslateError(err)
 	}
 	renewCtx, stop := context.WithCancel(context.Background())
-	l := &Lock{client: client, namespace: namespace, name: created.Name, stop: stop, done: make(chan struct{})}
+	l := &Lock{client: client, namespace: namespace, name: created.Name, holder: holder, stop: stop, done: make(chan struct{})}
 	go l.renew(renewCtx, created)
 	return l, nil
 }
@@ -121,16 +130,24 @@ func (l *Lock) renew(ctx context.Context, lease *coordinationv1.Lease) {
 			now := metav1.NewMicroTime(time.Now())
 			lease.Spec.RenewTime = &now
 			updated, err := l.client.CoordinationV1().Leases(l.namespace).Update(ctx, lease, metav1.UpdateOptions{FieldManager: kube.FieldManager})
-			if err != nil {
-				if ctx.Err() != nil {
-					return
+			switch {
+			case err == nil:
+				lease = updated
+			case ctx.Err() != nil:
+				return
+			case apierrors.IsConflict(err):
+				// someone else wrote the lease: ours only if it still names us
+				cur, gerr := l.client.CoordinationV1().Leases(l.namespace).Get(ctx, l.name, metav1.GetOptions{})
+				if gerr == nil && cur.Spec.HolderIdentity != nil && *cur.Spec.HolderIdentity == l.holder {
+					lease = cur
+					continue
 				}
 				l.mu.Lock()
-				l.lost = err
+				l.lost = fmt.Errorf("lost the deploy lock of app %q to another tug", l.name)
 				l.mu.Unlock()
-				continue
+				return
 			}
-			lease = updated
+			// other errors (the API briefly unreachable): try again next tick
 		}
 	}
 }
@@ -143,5 +160,13 @@ func (l *Lock) Unlock() {
 	<-l.done
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_ = l.client.CoordinationV1().Leases(l.namespace).Delete(ctx, l.name, metav1.DeleteOptions{})
+	// Delete only our own lease: another tug may have taken it over after
+	// ours expired. The precondition closes the gap between Get and Delete.
+	cur, err := l.client.CoordinationV1().Leases(l.namespace).Get(ctx, l.name, metav1.GetOptions{})
+	if err != nil || cur.Spec.HolderIdentity == nil || *cur.Spec.HolderIdentity != l.holder {
+		return
+	}
+	_ = l.client.CoordinationV1().Leases(l.namespace).Delete(ctx, l.name, metav1.DeleteOptions{
+		Preconditions: &metav1.Preconditions{UID: &cur.UID, ResourceVersion: &cur.ResourceVersion},
+	})
 }

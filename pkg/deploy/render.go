@@ -107,9 +107,10 @@ func renderDeployment(a *app.App, r *app.Release, proc, command string, port int
 	c.Command, c.Args = commandLine(command)
 	c.Resources = resources(r.Limits[proc])
 	if proc == app.WebProcess {
-		if _, set := config["PORT"]; !set {
-			c.Env = []corev1.EnvVar{{Name: "PORT", Value: strconv.Itoa(int(port))}}
-		}
+		// Always explicit, even when the config sets PORT (same value):
+		// the port is part of the spec (containerPort) anyway, and an
+		// export without the config must still listen where it is probed.
+		c.Env = []corev1.EnvVar{{Name: "PORT", Value: strconv.Itoa(int(port))}}
 		c.Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: port, Protocol: corev1.ProtocolTCP}}
 		// A web unit is ready when it accepts connections on $PORT; without
 		// a probe a unit that never listens would count as ready.
@@ -300,6 +301,10 @@ func splitWords(line string) (words []string, ok bool) {
 	}
 	if inWord {
 		words = append(words, cur.String())
+	}
+	// "RAILS_ENV=production bundle exec puma" sets a variable: a shell's job
+	if len(words) > 0 && strings.Contains(words[0], "=") {
+		return nil, false
 	}
 	return words, len(words) > 0
 }

@@ -174,7 +174,7 @@ func (r *rollout) apply(ev watch.Event) {
 // of a unit of the new release.
 func (r *rollout) check(ctx context.Context, now time.Time) (bool, error) {
 	for _, p := range r.sortedPods() {
-		if p.Labels[kube.LabelRelease] != strconv.Itoa(r.release) || p.DeletionTimestamp != nil {
+		if p.Labels[kube.LabelRelease] != strconv.Itoa(r.release) || p.DeletionTimestamp != nil || p.Labels[kube.LabelKind] == "run" {
 			continue
 		}
 		if f := diagnosePod(p, now); f != nil {

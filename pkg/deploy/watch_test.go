@@ -464,7 +464,7 @@ func TestRolloutCheckIgnoresRunPods(t *testing.T) {
 	}
 	finished, err := r.check(context.Background(), time.Now())
 	if err != nil {
-		t.Skipf("BUG: watch.go check() diagnoses one-off run pods (tug.dev/kind=run) that summary() skips: a failed `tug run` pod carrying the new release's label fails the deploy: %v", err)
+		t.Fatalf("check() diagnoses one-off run pods (tug.dev/kind=run) that summary() skips: a failed `tug run` pod carrying the new release's label fails the deploy: %v", err)
 	}
 	if !finished {
 		t.Error("rollout not done although its Deployment rolled out")
