@@ -25,8 +25,9 @@ e2e: ## end-to-end tests against a running local cluster
 
 lint:
 	@bad=$$(gofmt -l $$(git ls-files '*.go')); [ -z "$$bad" ] || { echo "gofmt: $$bad"; exit 1; }
-	go vet ./...
+	go vet ./... && go vet -tags gendocs ./cmd/tug
 	go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+	go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 -tags gendocs ./cmd/tug
 
 docs: ## regenerate the command reference in docs/
 	go run ./hack/gendocs docs

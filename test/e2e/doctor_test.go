@@ -1,0 +1,126 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	authv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+func TestVersionShowsTheServer(t *testing.T) {
+	h := New(t)
+	var v struct {
+		Client struct{ Version string } `json:"client"`
+		Server *struct{ Version string } `json:"server"`
+	}
+	if err := json.Unmarshal([]byte(h.mustTug("version", "-o", "json").Stdout), &v); err != nil {
+		t.Fatal(err)
+	}
+	if v.Server == nil || v.Server.Version != "v1.34.4" || v.Client.Version == "" {
+		t.Fatalf("version: %+v", v)
+	}
+}
+
+type doctorReport struct {
+	OK     bool `json:"ok"`
+	Groups []struct {
+		Name    string            `json:"name"`
+		Status  string            `json:"status"`
+		Missing []json.RawMessage `json:"missing"`
+	} `json:"groups"`
+}
+
+func TestDoctorAsAdminPasses(t *testing.T) {
+	h := New(t)
+	r := h.Tug("doctor", "-o", "json")
+	var rep doctorReport
+	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
+		t.Fatalf("doctor -o json: %v\n%s", err, r)
+	}
+	if r.Code != 0 || !rep.OK {
+		t.Fatalf("doctor as admin: %s", r)
+	}
+}
+
+// A user bound only to the generated developer Role in one namespace may use
+// every app command there, and doctor names exactly the cluster-wide groups
+// (nodes, pools) it cannot use.
+func TestDoctorAsNamespaceUserNamesMissingNodePermissions(t *testing.T) {
+	h := New(t)
+	ctx := context.Background()
+	apply := exec.Command(kubectlPath(t), "--kubeconfig", env.kubeconfig, "apply", "-n", h.NS, "-f", filepath.Join(repoRoot(), "docs/rbac/tug-developer-role.yaml"))
+	if out, err := apply.CombinedOutput(); err != nil {
+		t.Fatalf("applying the developer Role: %v\n%s", err, out)
+	}
+	if _, err := h.Client.CoreV1().ServiceAccounts(h.NS).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "dev"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Client.RbacV1().RoleBindings(h.NS).Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "dev"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "tug-developer"},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "dev", Namespace: h.NS}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := h.Client.CoreV1().ServiceAccounts(h.NS).CreateToken(ctx, "dev", &authv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// a kubeconfig for that user, with the test's namespace
+	raw, err := clientcmd.LoadFromFile(h.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctxName := raw.CurrentContext
+	user := raw.Contexts[ctxName].AuthInfo
+	raw.AuthInfos[user].ClientCertificate, raw.AuthInfos[user].ClientKey = "", ""
+	raw.AuthInfos[user].Token = tok.Status.Token
+	devConfig := filepath.Join(t.TempDir(), "dev.kubeconfig")
+	if err := clientcmd.WriteToFile(*raw, devConfig); err != nil {
+		t.Fatal(err)
+	}
+	r := h.TugRun(Run{Args: []string{"doctor", "-o", "json"}, Env: []string{"KUBECONFIG=" + devConfig}})
+	var rep doctorReport
+	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
+		t.Fatalf("doctor -o json: %v\n%s", err, r)
+	}
+	if r.Code != 1 || rep.OK {
+		t.Fatalf("doctor for a namespace user should fail: %s", r)
+	}
+	var missing []string
+	for _, g := range rep.Groups {
+		if len(g.Missing) > 0 {
+			missing = append(missing, g.Name)
+		}
+	}
+	sort.Strings(missing)
+	if strings.Join(missing, ",") != "node,pool" {
+		t.Fatalf("groups with missing permissions = %v, want exactly node and pool\n%s", missing, r.Stdout)
+	}
+	// and the app commands really work for that user
+	run := func(args ...string) Result {
+		return h.TugRun(Run{Args: args, Env: []string{"KUBECONFIG=" + devConfig}})
+	}
+	if r := run("app", "create", "mine"); r.Code != 0 {
+		t.Fatalf("app create as the namespace user: %s", r)
+	}
+	if r := run("app", "deploy", "mine", "--image", sampleV1); r.Code != 0 {
+		t.Fatalf("app deploy as the namespace user: %s", r)
+	}
+	// outside its namespace, a 403 says which permission is missing
+	r = run("app", "list", "-n", "default")
+	if r.Code != 1 || !strings.Contains(r.Stderr, "cannot list configmaps") || !strings.Contains(r.Stderr, `"default"`) {
+		t.Fatalf("a forbidden list should name the verb, resource and namespace: %s", r)
+	}
+	_ = os.Remove(devConfig)
+}
