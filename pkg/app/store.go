@@ -64,6 +64,29 @@ func IsNotFound(err error) bool {
 type Store struct {
 	Client    kubernetes.Interface
 	Namespace string
+
+	// last holds the newest copy of each app record this Store has read or
+	// written, so UpdateApp can write without reading first; a conflict
+	// (someone else wrote) falls back to read-modify-write.
+	last map[string]*App
+}
+
+func (s *Store) remember(a *App) {
+	if s.last == nil {
+		s.last = map[string]*App{}
+	}
+	s.last[a.Name] = cloneApp(a)
+}
+
+func cloneApp(a *App) *App {
+	b, _ := json.Marshal(a)
+	c := &App{}
+	_ = json.Unmarshal(b, c)
+	c.resourceVersion = a.resourceVersion
+	if c.Processes == nil {
+		c.Processes = map[string]Process{}
+	}
+	return c
 }
 
 func (s *Store) appNotFound(name string) error {
@@ -84,6 +107,7 @@ func (s *Store) CreateApp(ctx context.Context, a *App) error {
 		return kube.TranslateError(err)
 	}
 	a.resourceVersion = created.ResourceVersion
+	s.remember(a)
 	return nil
 }
 
@@ -124,7 +148,11 @@ func (s *Store) GetApp(ctx context.Context, name string) (*App, error) {
 	if err != nil {
 		return nil, kube.TranslateError(err)
 	}
-	return decodeApp(cm)
+	a, err := decodeApp(cm)
+	if err == nil {
+		s.remember(a)
+	}
+	return a, err
 }
 
 // ListApps loads every app record in the namespace, sorted by name: one LIST.
@@ -149,10 +177,16 @@ func (s *Store) ListApps(ctx context.Context) ([]*App, error) {
 // with a fresh copy when someone else wrote in between.
 func (s *Store) UpdateApp(ctx context.Context, name string, change func(*App) error) (*App, error) {
 	var updated *App
+	cached := s.last[name]
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		a, err := s.GetApp(ctx, name)
-		if err != nil {
-			return err
+		var a *App
+		if cached != nil {
+			a, cached = cloneApp(cached), nil // only the first try
+		} else {
+			var err error
+			if a, err = s.GetApp(ctx, name); err != nil {
+				return err
+			}
 		}
 		if err := change(a); err != nil {
 			return err
@@ -167,6 +201,7 @@ func (s *Store) UpdateApp(ctx context.Context, name string, change func(*App) er
 		}
 		a.resourceVersion = out.ResourceVersion
 		updated = a
+		s.remember(a)
 		return nil
 	})
 	if err != nil {
@@ -297,6 +332,12 @@ func (s *Store) PruneReleases(ctx context.Context, app string, keep, current int
 	if err != nil {
 		return err
 	}
+	return s.PruneReleasesIn(ctx, app, rels, keep, current)
+}
+
+// PruneReleasesIn is PruneReleases over a list the caller already has
+// (newest first), saving a LIST.
+func (s *Store) PruneReleasesIn(ctx context.Context, app string, rels []*Release, keep, current int) error {
 	kept := 0
 	for _, r := range rels { // newest first
 		if r.Version == current || kept < keep {

@@ -2,9 +2,12 @@ package cli
 
 import (
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"runtime"
 	"sync"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -135,5 +138,30 @@ func (f *Factory) loadRESTConfig() (*rest.Config, error) {
 		Deduplicate: true,
 		Color:       f.IOStreams.ErrColorEnabled(),
 	})
+	// TUG_TRACE_REQUESTS=1 logs every API request to stderr (what kubectl's
+	// -v=6 shows): for debugging, and for benchmarks that count requests.
+	if os.Getenv("TUG_TRACE_REQUESTS") != "" {
+		w := f.IOStreams.ErrOut
+		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &traceTransport{next: rt, w: w} })
+	}
 	return cfg, nil
+}
+
+type traceTransport struct {
+	next http.RoundTripper
+	w    io.Writer
+	mu   sync.Mutex
+}
+
+func (t *traceTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	start := time.Now()
+	resp, err := t.next.RoundTrip(req)
+	status := "error"
+	if err == nil {
+		status = resp.Status
+	}
+	t.mu.Lock()
+	fmt.Fprintf(t.w, "trace: %s %s %s %s %s\n", start.Format("15:04:05.000"), req.Method, req.URL.RequestURI(), status, time.Since(start).Round(time.Millisecond))
+	t.mu.Unlock()
+	return resp, err
 }

@@ -273,7 +273,11 @@ func markDeployed(ctx context.Context, store *app.Store, a *app.App, r *app.Rele
 			}
 		}
 	}
-	return prune(ctx, store, updated, v)
+	keep := updated.HistoryMax
+	if keep <= 0 {
+		keep = app.DefaultHistoryMax
+	}
+	return store.PruneReleasesIn(ctx, a.Name, rels, keep, v)
 }
 
 // prune caps an app's release history, never removing release current.

@@ -117,7 +117,10 @@ func TestRollSecondDeployNoWait(t *testing.T) {
 	if _, err := Roll(ctx, deps(c), "shop", DeployChange("shop:1", map[string]string{"web": "", "worker": "./w"}, ""), Options{NoWait: true}); err != nil {
 		t.Fatal(err)
 	}
-	// scaled between deploys: the next deploy keeps the count
+	// scaled between deploys (by another tug: a fresh Store; the fake
+	// clientset does not enforce resourceVersion, so a Store holding an old
+	// copy would not see the conflict a real API server reports)
+	s = &app.Store{Client: c, Namespace: ns}
 	if _, err := s.UpdateApp(ctx, "shop", func(a *app.App) error { a.Processes["web"] = app.Process{Replicas: 4}; return nil }); err != nil {
 		t.Fatal(err)
 	}
