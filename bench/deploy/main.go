@@ -5,12 +5,14 @@
 //     `kubectl rollout status` exits, each measured from the moment the
 //     Deployment's own status says the rollout is complete (seen by a watch
 //     in this program);
+//
 //   - failure detection: how long tug takes to report an image that cannot
 //     be pulled and a crash loop (kubectl rollout status waits for the
 //     Deployment's progress deadline, 600 s by default: it is not run);
+//
 //   - API requests per deploy, counted with TUG_TRACE_REQUESTS.
 //
-//	go run ./bench/deploy -tug bin/tug -kubectl PATH -kubeconfig FILE [-rounds 5]
+//     go run ./bench/deploy -tug bin/tug -kubectl PATH -kubeconfig FILE [-rounds 5]
 package main
 
 import (
