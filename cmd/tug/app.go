@@ -38,6 +38,11 @@ func newAppCmd(f *cli.Factory) *cobra.Command {
 		newAutoscaleCmd(f),
 		newPoolSetCmd(f),
 		newTagCmd(f),
+		newAppAddressCmd(f),
+		newAppRoutableCmd(f),
+		newAppMaintenanceCmd(f),
+		newAllowCmd(f),
+		newAppExecCmd(f),
 	)
 	return cmd
 }
@@ -105,6 +110,10 @@ every object derived from them stays valid.`,
 			if o.Pool != "" {
 				if err := kube.ValidateLabelValue("pool", o.Pool); err != nil {
 					return &cli.UsageError{Err: err}
+				}
+				// The app lives in its pool's cluster (see 'tug cluster').
+				if err := routeToPool(f, o.Pool); err != nil {
+					return err
 				}
 			}
 			s, err := appStore(f)
@@ -249,6 +258,18 @@ func printAppInfo(ios *cli.IOStreams, in *app.Info) error {
 	fmt.Fprintf(w, "Config:     %d %s (values: tug env get %s --show-values)\n", in.ConfigKeys, pluralWord(in.ConfigKeys, "key", "keys"), in.Name)
 	if len(in.Addresses) > 0 {
 		fmt.Fprintf(w, "Addresses:  %s\n", strings.Join(in.Addresses, ", "))
+	}
+	if len(in.Domains) > 0 {
+		fmt.Fprintf(w, "Domains:    %s\n", strings.Join(in.Domains, ", "))
+	}
+	switch {
+	case in.Maintenance:
+		fmt.Fprintln(w, "Traffic:    maintenance: requests get a 503 page (tug app maintenance APP off)")
+	case !in.Routable:
+		fmt.Fprintln(w, "Traffic:    not routable: no requests reach the units (tug app routable APP on)")
+	}
+	if len(in.Allow) > 0 {
+		fmt.Fprintf(w, "Allowed:    %s\n", strings.Join(in.Allow, ", "))
 	}
 	if lc := in.LastChange; lc != nil {
 		line := fmt.Sprintf("v%d %s, %s by %s, %s ago", lc.Version, lc.Kind, lc.Status, lc.Author, age(lc.CreatedAt))

@@ -108,6 +108,12 @@ type Info struct {
 	ConfigKeys  int             `json:"configKeys"`
 	Addresses   []string        `json:"addresses"`
 	LastChange  *ReleaseSummary `json:"lastChange,omitempty"`
+	// Traffic: the mode requests meet, and where they come from.
+	Maintenance bool     `json:"maintenance"`
+	Routable    bool     `json:"routable"`
+	Domains     []string `json:"domains"`
+	Allow       []string `json:"allow"`
+	Registry    string   `json:"registrySecret,omitempty"`
 }
 
 // ReleaseSummary is a release without its config; `tug release list` rows.
@@ -166,6 +172,14 @@ func GetInfo(ctx context.Context, s *Store, name string) (*Info, error) {
 			Processes: processSummaries(a, current, deps.Items), Pool: a.Pool, Team: a.Team, CreatedAt: a.CreatedAt},
 		Description: a.Description,
 		Addresses:   []string{},
+		Maintenance: a.Maintenance,
+		Routable:    !a.Unroutable,
+		Domains:     []string{},
+		Allow:       append([]string{}, a.Allow...),
+		Registry:    a.RegistrySecret,
+	}
+	for _, d := range a.Domains {
+		info.Domains = append(info.Domains, d.Host+d.Path)
 	}
 	if len(rels) > 0 {
 		last := SummarizeRelease(rels[0])

@@ -2,6 +2,7 @@ package app
 
 import (
 	"maps"
+	"slices"
 	"sort"
 	"time"
 )
@@ -28,6 +29,19 @@ type App struct {
 	LastRelease int `json:"lastRelease"`
 	// HistoryMax caps the number of release records kept (0: DefaultHistoryMax).
 	HistoryMax int `json:"historyMax,omitempty"`
+
+	// Traffic: see docs/guide.md, "Traffic".
+	Domains     []Domain `json:"domains,omitempty"`
+	Unroutable  bool     `json:"unroutable,omitempty"`  // routable off: no traffic reaches the units
+	Maintenance bool     `json:"maintenance,omitempty"` // traffic gets a 503 page instead of the units
+	// Allow lists the CIDRs that may reach the web units; empty admits all.
+	Allow []string `json:"allow,omitempty"`
+	// RegistrySecret names the kubernetes.io/dockerconfigjson Secret that
+	// units and run pods pull their image with ("" for none).
+	RegistrySecret string `json:"registrySecret,omitempty"`
+	// Volumes names the volumes the deployed release binds (kept here so
+	// listing volumes needs no read of every app's releases).
+	Volumes []string `json:"volumes,omitempty"`
 
 	// resourceVersion of the stored record, for optimistic concurrency.
 	resourceVersion string
@@ -59,6 +73,23 @@ type Autoscale struct {
 	Min        int32 `json:"min"`
 	Max        int32 `json:"max"`
 	CPUPercent int32 `json:"cpuPercent"`
+}
+
+// Domain is a host name that routes to the app's web process.
+type Domain struct {
+	Host         string `json:"host"`
+	Path         string `json:"path,omitempty"`         // default "/"
+	IngressClass string `json:"ingressClass,omitempty"` // default: the cluster's
+	// TLSSecret names the kubernetes.io/tls Secret serving the host ("" for none).
+	TLSSecret string `json:"tlsSecret,omitempty"`
+}
+
+// VolumeBinding mounts a volume into a process's units ("" Process: every process).
+type VolumeBinding struct {
+	Volume    string `json:"volume"`
+	MountPath string `json:"mountPath"`
+	Process   string `json:"process,omitempty"`
+	ReadOnly  bool   `json:"readOnly,omitempty"`
 }
 
 // Limits are a process's compute resources, as Kubernetes quantities.
@@ -136,6 +167,8 @@ type Release struct {
 	Healthchecks map[string]Healthcheck `json:"healthchecks,omitempty"`
 	Pool         string                 `json:"pool,omitempty"`
 	Tags         map[string]string      `json:"tags,omitempty"`
+	// Volumes are bound volumes (PersistentVolumeClaims) and where they mount.
+	Volumes []VolumeBinding `json:"volumes,omitempty"`
 	// ConfigKeys names the config variables; values stay in the Secret and
 	// are never part of this record or its JSON.
 	ConfigKeys []string `json:"configKeys"`
@@ -164,6 +197,7 @@ const (
 	KindHealthcheck = "healthcheck"
 	KindPool        = "pool"
 	KindTags        = "tags"
+	KindVolume      = "volume"
 )
 
 // Next starts a release from base: same image, processes and settings. For
@@ -178,5 +212,6 @@ func Next(a *App, base *Release, kind, message string) *Release {
 	r.Limits = maps.Clone(base.Limits)
 	r.Healthchecks = maps.Clone(base.Healthchecks)
 	r.Tags = maps.Clone(base.Tags)
+	r.Volumes = slices.Clone(base.Volumes)
 	return r
 }

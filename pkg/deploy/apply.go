@@ -1,9 +1,12 @@
 package deploy
 
 import (
+	"time"
+
 	"context"
 	"encoding/json"
 	"fmt"
+	"k8s.io/apimachinery/pkg/fields"
 
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -50,6 +53,21 @@ func applyObjects(ctx context.Context, client kubernetes.Interface, ns string, o
 		}
 		out.deployments[got.Name] = got
 	}
+	if m := objs.Maintenance; m != nil {
+		// the page must answer before the Service switches to it
+		data, err := json.Marshal(m)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := client.AppsV1().Deployments(ns).Patch(ctx, m.Name, types.ApplyPatchType, data, opts); err != nil {
+			return nil, fmt.Errorf("applying deployment %s: %w", m.Name, kube.TranslateError(err))
+		}
+		if !dryRun {
+			if err := waitAvailable(ctx, client, ns, m.Name, m.Spec.Template.Spec.Containers[0].Image); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if objs.Service != nil {
 		// Never take over a Service someone else made (helm, kubectl):
 		// server-side apply with force would.
@@ -66,6 +84,24 @@ func applyObjects(ctx context.Context, client kubernetes.Interface, ns string, o
 		}
 		if _, err := client.CoreV1().Services(ns).Patch(ctx, objs.Service.Name, types.ApplyPatchType, data, opts); err != nil {
 			return nil, fmt.Errorf("applying service %s: %w", objs.Service.Name, kube.TranslateError(err))
+		}
+	}
+	if ing := objs.Ingress; ing != nil {
+		data, err := json.Marshal(ing)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := client.NetworkingV1().Ingresses(ns).Patch(ctx, ing.Name, types.ApplyPatchType, data, opts); err != nil {
+			return nil, fmt.Errorf("applying ingress %s: %w", ing.Name, kube.TranslateError(err))
+		}
+	}
+	if np := objs.NetworkPolicy; np != nil {
+		data, err := json.Marshal(np)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := client.NetworkingV1().NetworkPolicies(ns).Patch(ctx, np.Name, types.ApplyPatchType, data, opts); err != nil {
+			return nil, fmt.Errorf("applying network policy %s: %w", np.Name, kube.TranslateError(err))
 		}
 	}
 	for _, h := range objs.Autoscalers {
@@ -105,6 +141,9 @@ func removeStale(ctx context.Context, client kubernetes.Interface, ns, appName s
 	for _, d := range objs.Deployments {
 		keep[d.Name] = true
 	}
+	if objs.Maintenance != nil {
+		keep[objs.Maintenance.Name] = true
+	}
 	list, err := client.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{LabelSelector: kube.AppSelector(appName)})
 	if err != nil {
 		return kube.TranslateError(err)
@@ -134,6 +173,24 @@ func removeStale(ctx context.Context, client kubernetes.Interface, ns, appName s
 			return kube.TranslateError(err)
 		}
 	}
+	if objs.Ingress == nil {
+		if err := deleteOwned(ctx, appName, func() (metav1.Object, error) {
+			return client.NetworkingV1().Ingresses(ns).Get(ctx, ServiceName(appName), metav1.GetOptions{})
+		}, func() error {
+			return client.NetworkingV1().Ingresses(ns).Delete(ctx, ServiceName(appName), metav1.DeleteOptions{})
+		}); err != nil {
+			return err
+		}
+	}
+	if objs.NetworkPolicy == nil {
+		if err := deleteOwned(ctx, appName, func() (metav1.Object, error) {
+			return client.NetworkingV1().NetworkPolicies(ns).Get(ctx, NetworkPolicyName(appName), metav1.GetOptions{})
+		}, func() error {
+			return client.NetworkingV1().NetworkPolicies(ns).Delete(ctx, NetworkPolicyName(appName), metav1.DeleteOptions{})
+		}); err != nil {
+			return err
+		}
+	}
 	if objs.Service == nil {
 		svc, err := client.CoreV1().Services(ns).Get(ctx, ServiceName(appName), metav1.GetOptions{})
 		switch {
@@ -153,4 +210,51 @@ func removeStale(ctx context.Context, client kubernetes.Interface, ns, appName s
 // ownedBy reports whether labels mark an object as tug's, for appName.
 func ownedBy(labels map[string]string, appName string) bool {
 	return labels[kube.LabelManagedBy] == kube.ManagedBy && labels[kube.LabelApp] == appName
+}
+
+// deleteOwned deletes an object when it exists and is tug's, for appName.
+func deleteOwned(ctx context.Context, appName string, get func() (metav1.Object, error), del func() error) error {
+	obj, err := get()
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return kube.TranslateError(err)
+	case !ownedBy(obj.GetLabels(), appName):
+		return nil
+	}
+	if err := del(); err != nil && !apierrors.IsNotFound(err) {
+		return kube.TranslateError(err)
+	}
+	return nil
+}
+
+// waitAvailable watches a Deployment until a unit is available. For small
+// helper Deployments (the maintenance page), not for app rollouts.
+func waitAvailable(ctx context.Context, client kubernetes.Interface, ns, name, image string) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	sel := fields.OneTermEqualSelector("metadata.name", name).String()
+	for {
+		list, err := client.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{FieldSelector: sel})
+		if err != nil {
+			return kube.TranslateError(err)
+		}
+		if len(list.Items) == 1 && list.Items[0].Status.AvailableReplicas > 0 {
+			return nil
+		}
+		w, err := client.AppsV1().Deployments(ns).Watch(ctx, metav1.ListOptions{FieldSelector: sel, ResourceVersion: list.ResourceVersion})
+		if err != nil {
+			return kube.TranslateError(err)
+		}
+		for ev := range w.ResultChan() {
+			if d, ok := ev.Object.(*appsv1.Deployment); ok && d.Status.AvailableReplicas > 0 {
+				w.Stop()
+				return nil
+			}
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("%s did not start within 2m; check that its image %s can be pulled (set TUG_MAINTENANCE_IMAGE to use another)", name, image)
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -253,6 +254,12 @@ func markDeployed(ctx context.Context, store *app.Store, a *app.App, r *app.Rele
 	}
 	updated, err := store.UpdateApp(ctx, a.Name, func(x *app.App) error {
 		x.Release, x.Image, x.Pool = v, r.Image, r.Pool
+		x.Volumes = nil
+		for _, b := range r.Volumes {
+			if !slices.Contains(x.Volumes, b.Volume) {
+				x.Volumes = append(x.Volumes, b.Volume)
+			}
+		}
 		if historyMax > 0 {
 			x.HistoryMax = historyMax
 		}

@@ -64,5 +64,17 @@ func Export(ctx context.Context, s *app.Store, appName string, includeConfig boo
 		h.Namespace = ""
 		out = append(out, h)
 	}
+	if m := objs.Maintenance; m != nil {
+		m.Namespace = ""
+		out = append(out, m)
+	}
+	if ing := objs.Ingress; ing != nil {
+		ing.Namespace = ""
+		out = append(out, ing)
+	}
+	if np := objs.NetworkPolicy; np != nil {
+		np.Namespace = ""
+		out = append(out, np)
+	}
 	return out, nil
 }

@@ -15,6 +15,18 @@ import (
 // cannot be placed, say) is reported with its class's exit code; nothing is
 // rolled back, since no release changed.
 func Reshape(ctx context.Context, d Deps, appName string, change func(*app.App) error, opts Options) (*Result, error) {
+	return reshape(ctx, d, appName, change, opts, false)
+}
+
+// Configure changes what the app record says about traffic (domains,
+// certificates, routable, maintenance, allowed sources, registry) and
+// re-applies the deployed release like Reshape. Before the first deploy it
+// only stores the change, which the first deploy then applies.
+func Configure(ctx context.Context, d Deps, appName string, change func(*app.App) error, opts Options) (*Result, error) {
+	return reshape(ctx, d, appName, change, opts, true)
+}
+
+func reshape(ctx context.Context, d Deps, appName string, change func(*app.App) error, opts Options, storeOnlyBeforeDeploy bool) (*Result, error) {
 	start := time.Now()
 	if d.Progress == nil {
 		d.Progress = noProgress{}
@@ -32,7 +44,7 @@ func Reshape(ctx context.Context, d Deps, appName string, change func(*app.App) 
 	if err := change(a); err != nil {
 		return nil, err
 	}
-	if a.Release == 0 {
+	if a.Release == 0 && !storeOnlyBeforeDeploy {
 		return nil, fmt.Errorf("app %q has not been deployed yet; deploy it first with 'tug app deploy %s --image IMAGE'", appName, appName)
 	}
 	lock, err := AcquireLock(ctx, d.Client, d.Namespace, appName, d.Holder)
@@ -43,6 +55,9 @@ func Reshape(ctx context.Context, d Deps, appName string, change func(*app.App) 
 	a, err = store.UpdateApp(ctx, appName, change)
 	if err != nil {
 		return nil, err
+	}
+	if a.Release == 0 {
+		return &Result{App: a.Name, Namespace: a.Namespace, Status: app.StatusStaged, Processes: []ProcessResult{}}, nil
 	}
 	r, config, err := store.GetRelease(ctx, appName, a.Release)
 	if err != nil {

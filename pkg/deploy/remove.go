@@ -41,6 +41,12 @@ func Remove(ctx context.Context, d Deps, appName string) error {
 	if err := d.Client.AutoscalingV2().HorizontalPodAutoscalers(ns).DeleteCollection(ctx, del, sel); err != nil {
 		return kube.TranslateError(err)
 	}
+	if err := d.Client.NetworkingV1().Ingresses(ns).DeleteCollection(ctx, del, sel); err != nil {
+		return kube.TranslateError(err)
+	}
+	if err := d.Client.NetworkingV1().NetworkPolicies(ns).DeleteCollection(ctx, del, sel); err != nil {
+		return kube.TranslateError(err)
+	}
 	svcs, err := d.Client.CoreV1().Services(ns).List(ctx, sel)
 	if err != nil {
 		return kube.TranslateError(err)

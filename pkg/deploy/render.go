@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -33,6 +34,10 @@ type Objects struct {
 	Service     *corev1.Service // nil when the release has no web process
 	// Autoscalers are the HorizontalPodAutoscalers of autoscaled processes.
 	Autoscalers []*autoscalingv2.HorizontalPodAutoscaler
+	// Traffic to the web process (traffic.go); each nil when unused.
+	Ingress       *networkingv1.Ingress
+	NetworkPolicy *networkingv1.NetworkPolicy
+	Maintenance   *appsv1.Deployment
 }
 
 // Render builds the objects that run release r of app a. It is pure: the
@@ -48,6 +53,9 @@ func Render(a *app.App, r *app.Release, config app.ConfigMap) Objects {
 	}
 	if _, ok := r.Processes[app.WebProcess]; ok {
 		objs.Service = renderService(a)
+		objs.Ingress = renderIngress(a)
+		objs.NetworkPolicy = renderNetworkPolicy(a)
+		objs.Maintenance = renderMaintenance(a)
 	}
 	for _, proc := range sortedProcesses(r.Processes) {
 		if as := a.Processes[proc].Autoscale; as != nil {
@@ -120,6 +128,11 @@ func renderDeployment(a *app.App, r *app.Release, proc, command string, port int
 			FailureThreshold: 3,
 			TimeoutSeconds:   1,
 		}
+		// A unit being stopped (rollout, scale down, node removal) leaves
+		// the Service's endpoints at the moment it gets SIGTERM, but
+		// kube-proxies and ingresses take a moment to notice: keep serving
+		// that long, or those requests are refused. (tsuru does the same.)
+		c.Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: WebStopDelaySeconds}}}
 	}
 	applyHealthcheck(&c, r.Healthchecks[proc])
 	spec := corev1.PodSpec{
@@ -128,6 +141,10 @@ func renderDeployment(a *app.App, r *app.Release, proc, command string, port int
 		// every container: noise that shadows the app's own config.
 		EnableServiceLinks: new(bool),
 	}
+	if a.RegistrySecret != "" {
+		spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: a.RegistrySecret}}
+	}
+	mountVolumes(&spec, r.Volumes, proc)
 	if sel := nodeSelector(r); len(sel) > 0 {
 		spec.NodeSelector = sel
 	}
@@ -151,6 +168,30 @@ func renderDeployment(a *app.App, r *app.Release, proc, command string, port int
 				Spec:       spec,
 			},
 		},
+	}
+}
+
+// WebStopDelaySeconds is how long a stopping web unit keeps serving after
+// it leaves its Service's endpoints (a preStop sleep, run by the kubelet,
+// so images need no shell).
+const WebStopDelaySeconds = 5
+
+// VolumeClaimName is the PersistentVolumeClaim behind a tug volume.
+func VolumeClaimName(volume string) string { return "tug-volume-" + volume }
+
+// mountVolumes adds the release's volume bindings that apply to proc.
+func mountVolumes(spec *corev1.PodSpec, bindings []app.VolumeBinding, proc string) {
+	for _, b := range bindings {
+		if b.Process != "" && b.Process != proc {
+			continue
+		}
+		name := "vol-" + b.Volume
+		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: VolumeClaimName(b.Volume), ReadOnly: b.ReadOnly},
+		}})
+		for i := range spec.Containers {
+			spec.Containers[i].VolumeMounts = append(spec.Containers[i].VolumeMounts, corev1.VolumeMount{Name: name, MountPath: b.MountPath, ReadOnly: b.ReadOnly})
+		}
 	}
 }
 
@@ -231,19 +272,6 @@ func renderAutoscaler(a *app.App, proc string, as app.Autoscale) *autoscalingv2.
 					Name:   corev1.ResourceCPU,
 					Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: new(as.CPUPercent)},
 				},
-			}},
-		},
-	}
-}
-
-func renderService(a *app.App) *corev1.Service {
-	return &corev1.Service{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
-		ObjectMeta: metav1.ObjectMeta{Name: ServiceName(a.Name), Namespace: a.Namespace, Labels: processLabels(a.Name, app.WebProcess)},
-		Spec: corev1.ServiceSpec{
-			Selector: map[string]string{kube.LabelManagedBy: kube.ManagedBy, kube.LabelApp: a.Name, kube.LabelProcess: app.WebProcess},
-			Ports: []corev1.ServicePort{{
-				Name: "http", Port: 80, TargetPort: intstr.FromString("http"), Protocol: corev1.ProtocolTCP,
 			}},
 		},
 	}

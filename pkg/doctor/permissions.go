@@ -157,7 +157,7 @@ func CommandGroups() []CommandGroup {
 		},
 		{
 			Name:        "run/shell",
-			Description: "run one-off commands and open shells in units",
+			Description: "run one-off commands, exec in units, open shells",
 			Permissions: slices.Concat(
 				// run's isolated pod.
 				ns("pods", "get", "list", "watch", "create", "delete"),
@@ -166,6 +166,10 @@ func CommandGroups() []CommandGroup {
 				ns("pods/exec", "get", "create"),
 				ns("pods/attach", "get", "create"),
 				ns("pods/log", "get"),
+				// The audit Event each session records on its pod.
+				ns("events", "create"),
+				// run --env values, in a Secret that goes with the pod.
+				ns("secrets", "create", "patch", "delete"),
 			),
 		},
 		{

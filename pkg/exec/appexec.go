@@ -2,7 +2,6 @@ package exec
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -44,7 +43,7 @@ func Exec(ctx context.Context, d Deps, o ExecOptions) error {
 		if err != nil {
 			return err
 		}
-		wait := audit(ctx, d.Client, u.Pod, ReasonExec, d.User, command, fmt.Sprintf("%s ran: %s", d.User, command))
+		wait := audit(ctx, d.Client, u.Pod, ReasonExec, d.User, command, "%s ran: "+escapePct(command))
 		err = withTerminal(ctx, d, o.TTY, o.Stdin, false, func(s Streams) error {
 			return d.Executor.Exec(ctx, u.target(d.Namespace), o.Command, s)
 		})
@@ -101,7 +100,7 @@ func execAll(ctx context.Context, d Deps, units []Unit, argv []string, command s
 				results[i] = unitResult{Unit: u.Name, Code: 1, Err: ctx.Err()}
 				return
 			}
-			wait := audit(ctx, d.Client, u.Pod, ReasonExec, d.User, command, fmt.Sprintf("%s ran: %s", d.User, command))
+			wait := audit(ctx, d.Client, u.Pod, ReasonExec, d.User, command, "%s ran: "+escapePct(command))
 			out := NewPrefixWriter(stdout, colors.UnitPrefix(u.Name, width))
 			errOut := NewPrefixWriter(stderr, errColors.UnitPrefix(u.Name, width))
 			err := d.Executor.Exec(ctx, u.target(d.Namespace), argv, Streams{Stdout: out, Stderr: errOut})
@@ -113,7 +112,7 @@ func execAll(ctx context.Context, d Deps, units []Unit, argv []string, command s
 				} else {
 					r.Code, r.Err = 1, err
 					if code, why, ok := startFailure(err); ok {
-						r.Code, r.Err = code, errors.New(why)
+						r.Code, r.Err = code, fmt.Errorf("%s: %s", why, runtimeMessage(err.Error()))
 					}
 					fmt.Fprintf(errOut, "error: %s\n", oneLine(r.Err.Error()))
 				}

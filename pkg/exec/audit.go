@@ -36,13 +36,21 @@ const auditTimeout = 5 * time.Second
 // when recorded) before the command ends, so the record exists when tug
 // exits. The command may carry secrets on its command line only if the user
 // typed them there; config values (env) are never part of it.
-func audit(ctx context.Context, client kubernetes.Interface, pod *corev1.Pod, reason, user, command, message string) (wait func() error) {
+//
+// message is a format whose one %s is the user.
+func audit(ctx context.Context, client kubernetes.Interface, pod *corev1.Pod, reason string, user func() string, command, message string) (wait func() error) {
 	done := make(chan error, 1)
 	ctx = context.WithoutCancel(ctx) // an interrupted session is still recorded
+	now := time.Now()
 	go func() {
 		ctx, cancel := context.WithTimeout(ctx, auditTimeout)
 		defer cancel()
-		_, err := client.CoreV1().Events(pod.Namespace).Create(ctx, auditEvent(pod, reason, user, command, message, time.Now()), metav1.CreateOptions{})
+		who := "unknown"
+		if user != nil {
+			who = user()
+		}
+		ev := auditEvent(pod, reason, who, command, fmt.Sprintf(message, who), now)
+		_, err := client.CoreV1().Events(pod.Namespace).Create(ctx, ev, metav1.CreateOptions{})
 		done <- err
 	}()
 	return func() error {

@@ -92,19 +92,26 @@ func NewRemote(config *rest.Config, client kubernetes.Interface) (*Remote, error
 }
 
 func (r *Remote) Exec(ctx context.Context, t Target, command []string, s Streams) error {
-	u := r.url(t, "exec", &corev1.PodExecOptions{
-		Container: t.Container, Command: command,
-		Stdin: s.Stdin != nil, Stdout: s.Stdout != nil, Stderr: s.Stderr != nil && !s.TTY, TTY: s.TTY,
-	})
-	return r.stream(ctx, u, s)
+	return r.stream(ctx, r.execURL(t, command, s), s)
 }
 
 func (r *Remote) Attach(ctx context.Context, t Target, s Streams) error {
-	u := r.url(t, "attach", &corev1.PodAttachOptions{
+	return r.stream(ctx, r.attachURL(t, s), s)
+}
+
+// execURL asks for the streams s has: with a TTY, no separate stderr.
+func (r *Remote) execURL(t Target, command []string, s Streams) *url.URL {
+	return r.url(t, "exec", &corev1.PodExecOptions{
+		Container: t.Container, Command: command,
+		Stdin: s.Stdin != nil, Stdout: s.Stdout != nil, Stderr: s.Stderr != nil && !s.TTY, TTY: s.TTY,
+	})
+}
+
+func (r *Remote) attachURL(t Target, s Streams) *url.URL {
+	return r.url(t, "attach", &corev1.PodAttachOptions{
 		Container: t.Container,
 		Stdin:     s.Stdin != nil, Stdout: s.Stdout != nil, Stderr: s.Stderr != nil && !s.TTY, TTY: s.TTY,
 	})
-	return r.stream(ctx, u, s)
 }
 
 func (r *Remote) url(t Target, sub string, opts runtime.Object) *url.URL {

@@ -53,7 +53,7 @@ func remoteResult(err error, where string) error {
 		return &cli.ExitError{Code: code}
 	}
 	if code, why, ok := startFailure(err); ok {
-		return &CommandError{Code: code, Msg: fmt.Sprintf("%s in %s: %s", why, where, oneLine(err.Error()))}
+		return &CommandError{Code: code, Msg: fmt.Sprintf("%s in %s: %s", why, where, runtimeMessage(err.Error()))}
 	}
 	return err
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -111,7 +112,7 @@ func Run(ctx context.Context, d Deps, o RunOptions) (res *RunResult, err error) 
 	r := &runner{d: d, o: o, app: a, name: RunPodName(a.Name), progress: d.progress()}
 	r.pod = buildRunPod(a, dep, runPodSpec{
 		Name: r.name, Process: proc, Release: rel.Version, Command: o.Command,
-		Stdin: o.Stdin || tty, TTY: tty, Timeout: o.Timeout, EnvKeys: o.Env.Keys(), User: d.User,
+		Stdin: o.Stdin || o.TTY, TTY: tty, Timeout: o.Timeout, EnvKeys: o.Env.Keys(), User: d.user(),
 	})
 	r.container = r.pod.Spec.Containers[0].Name
 
@@ -125,7 +126,7 @@ func Run(ctx context.Context, d Deps, o RunOptions) (res *RunResult, err error) 
 	}
 	command := ShellJoin(o.Command)
 	waitAudit := audit(ctx, d.Client, r.pod, ReasonRun, d.User, command,
-		fmt.Sprintf("%s ran: %s (release v%d, process %s)%s", d.User, command, rel.Version, proc, envNote))
+		"%s ran: "+escapePct(fmt.Sprintf("%s (release v%d, process %s)%s", command, rel.Version, proc, envNote)))
 	defer func() {
 		if aerr := waitAudit(); aerr != nil {
 			warnf(d.IO.ErrOut, "%v", aerr)
@@ -195,7 +196,6 @@ func (r *runner) create(parent context.Context) error {
 		}
 		r.secretCreated = true
 	}
-	r.status(fmt.Sprintf("creating run pod %s", r.name))
 	created, err := r.d.Client.CoreV1().Pods(ns).Create(ctx, r.pod, metav1.CreateOptions{FieldManager: kube.FieldManager})
 	if err != nil {
 		return fmt.Errorf("creating run pod: %w", kube.TranslateError(err))
@@ -225,7 +225,9 @@ func (r *runner) run(ctx context.Context, tty bool, what string) (int, error) {
 		if f := deploy.StartFailure(p, time.Now()); f != nil {
 			return true, f
 		}
-		r.status(fmt.Sprintf("starting %s (%s): %s", r.name, what, waitingReason(p, r.container)))
+		if why := waitingReason(p, r.container); !routineWait[why] {
+			r.status(fmt.Sprintf("starting %s (%s): %s", r.name, what, why))
+		}
 		return false, nil
 	})
 	if err != nil {
@@ -238,7 +240,7 @@ func (r *runner) run(ctx context.Context, tty bool, what string) (int, error) {
 		if c, _, ok := startFailure(errors.New(t.Message)); ok {
 			code = c
 		}
-		err := &CommandError{Code: code, Msg: fmt.Sprintf("%s cannot run %s: %s", r.name, ShellJoin(r.o.Command), oneLine(t.Message))}
+		err := &CommandError{Code: code, Msg: fmt.Sprintf("%s cannot run %s: %s", r.name, ShellJoin(r.o.Command), runtimeMessage(t.Message))}
 		r.fail(err)
 		return 0, err
 	}
@@ -282,7 +284,7 @@ func (r *runner) end(msg string) {
 }
 
 func (r *runner) fail(err error) {
-	if r.spinning {
+	if r.spinning && !errors.Is(err, context.Canceled) {
 		r.spinning = false
 		var f *deploy.Failure
 		if errors.As(err, &f) {
@@ -298,7 +300,7 @@ func (r *runner) fail(err error) {
 // that already runs misses what it printed before).
 func (r *runner) stream(ctx context.Context, tty bool, p *corev1.Pod) error {
 	out := &countingWriter{w: r.d.IO.Out}
-	if (r.o.Stdin || tty) && terminated(p, r.container) == nil {
+	if (r.o.Stdin || r.o.TTY) && terminated(p, r.container) == nil {
 		target := Target{Namespace: r.d.Namespace, Pod: r.name, Container: r.container}
 		err := withTerminal(ctx, r.d, tty, true, true, func(s Streams) error {
 			s.Stdout = out
@@ -419,6 +421,10 @@ func phaseTimedOut(p *corev1.Pod) bool {
 
 func isTimeout(err error) bool { return errors.Is(err, context.DeadlineExceeded) }
 
+// routineWait are the steps every pod goes through on its way to running:
+// not worth a progress line of their own.
+var routineWait = map[string]bool{"": true, "pending": true, "waiting for a node": true, "ContainerCreating": true, "PodInitializing": true}
+
 // waitingReason is what a starting pod waits for, in a few words.
 func waitingReason(p *corev1.Pod, container string) string {
 	if cs := containerStatus(p, container); cs != nil && cs.State.Waiting != nil && cs.State.Waiting.Reason != "" {
@@ -436,4 +442,15 @@ func waitingReason(p *corev1.Pod, container string) string {
 		return "waiting for a node"
 	}
 	return strings.ToLower(string(p.Status.Phase))
+}
+
+// runtimeExec finds the useful part of a container runtime's refusal to
+// start a command, inside layers of "failed to create shim task: ...".
+var runtimeExec = regexp.MustCompile(`exec: "[^"]*": [^:]+`)
+
+func runtimeMessage(msg string) string {
+	if m := runtimeExec.FindString(msg); m != "" {
+		return m
+	}
+	return oneLine(msg)
 }

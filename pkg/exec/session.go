@@ -19,9 +19,11 @@ type Deps struct {
 	IO        *cli.IOStreams
 	Prompter  cli.Prompter
 	Progress  cli.Progress
-	// User is who runs the command, as the API server knows them; audit
-	// events name them.
-	User string
+	// User says who runs the command, as the API server knows them; audit
+	// events name them. It is a function so that asking the server can
+	// overlap with the session's start (audit events are recorded in the
+	// background).
+	User func() string
 	// CommandName is "tug", or "kubectl tug" in plugin mode, for hints.
 	CommandName string
 }
@@ -32,6 +34,13 @@ func (d Deps) finder() *unitFinder {
 		name = "tug"
 	}
 	return &unitFinder{client: d.Client, namespace: d.Namespace, commandName: name}
+}
+
+func (d Deps) user() string {
+	if d.User == nil {
+		return "unknown"
+	}
+	return d.User()
 }
 
 func (d Deps) progress() cli.Progress {

@@ -38,8 +38,7 @@ func Shell(ctx context.Context, d Deps, o ShellOptions) error {
 	}
 	tty := d.IO.IsStdinTTY()
 	command, described := shellCommand(o.Command, tty, os.Getenv("TERM"))
-	wait := audit(ctx, d.Client, u.Pod, ReasonShell, d.User, described,
-		fmt.Sprintf("%s opened a shell: %s", d.User, described))
+	wait := audit(ctx, d.Client, u.Pod, ReasonShell, d.User, described, "%s opened a shell: "+escapePct(described))
 	err = withTerminal(ctx, d, tty, true, false, func(s Streams) error {
 		return d.Executor.Exec(ctx, Target{Namespace: d.Namespace, Pod: u.Name, Container: u.Container}, command, s)
 	})
@@ -107,11 +106,7 @@ func promptUnit(ctx context.Context, p cli.Prompter, units []Unit) (Unit, error)
 	options := make([]string, len(units))
 	byOption := map[string]Unit{}
 	for i, u := range units {
-		state := "ready"
-		if !u.Ready {
-			state = "not ready"
-		}
-		options[i] = fmt.Sprintf("%-*s  %s, %s, on %s, up %s", width, u.Name, u.Process, state, u.Node, ago(u.Created))
+		options[i] = fmt.Sprintf("%-*s  %s, %s, on %s, up %s", width, u.Name, u.Process, unitState(u), u.Node, ago(u.Created))
 		byOption[options[i]] = u
 	}
 	choice, err := p.Select(ctx, "Which unit?", options, options[0])
@@ -133,6 +128,8 @@ func ago(t time.Time) string {
 	}
 	return fmt.Sprintf("%dd", int(d.Hours()/24))
 }
+
+func escapePct(s string) string { return strings.ReplaceAll(s, "%", "%%") }
 
 var termRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+-]*$`)
 

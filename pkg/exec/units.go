@@ -181,7 +181,7 @@ func (f *unitFinder) running(proc string) ([]Unit, error) {
 		return append(ready, unready...), nil
 	}
 	if waiting > 0 {
-		return nil, fmt.Errorf("no unit of %s is running yet (%d starting); try again when one is", f.what(proc), waiting)
+		return nil, fmt.Errorf("no unit of %s is running yet (%d not started); see '%s unit list %s'", f.what(proc), waiting, f.commandName, f.app.Name)
 	}
 	return nil, fmt.Errorf("%s", f.noUnits(proc))
 }
@@ -215,18 +215,11 @@ func (f *unitFinder) noUnits(proc string) string {
 	return fmt.Sprintf("%s has no units; start one with '%s app scale %s %s=1'", f.what(proc), f.commandName, a.Name, proc)
 }
 
+// unitState is a unit's status as `tug unit list` shows it.
 func unitState(u Unit) string {
-	p := u.Pod
-	for _, c := range p.Status.ContainerStatuses {
-		if c.Name != u.Container {
-			continue
-		}
-		if w := c.State.Waiting; w != nil && w.Reason != "" {
-			return w.Reason
-		}
-		if t := c.State.Terminated; t != nil {
-			return fmt.Sprintf("exited with code %d", t.ExitCode)
-		}
+	au := app.UnitOf(u.Pod, time.Now())
+	if au.Reason != "" {
+		return au.Status + ": " + au.Reason
 	}
-	return strings.ToLower(string(p.Status.Phase))
+	return au.Status
 }

@@ -142,6 +142,16 @@ func Add(ctx context.Context, t cluster.Target, o AddOptions) (*AddResult, error
 		addrType = corev1.NodeInternalIP
 	}
 	n.Status.Addresses = []corev1.NodeAddress{{Type: addrType, Address: name}}
+	// Not ready until the kubelet says otherwise. Without a Ready
+	// condition, the node lifecycle controller removes the not-ready taint
+	// the API server put on the new Node, and for a minute the scheduler
+	// would bind pods to a machine that cannot run them.
+	now := metav1.Now()
+	n.Status.Conditions = []corev1.NodeCondition{{
+		Type: corev1.NodeReady, Status: corev1.ConditionFalse, Reason: "KubeletNotJoined",
+		Message:           "registered by tug node add; no kubelet has joined under this name yet",
+		LastHeartbeatTime: now, LastTransitionTime: now,
+	}}
 	created, err := nodes.Create(ctx, n, metav1.CreateOptions{FieldManager: kube.FieldManager})
 	if apierrors.IsAlreadyExists(err) {
 		// Someone registered it in between: adopt it instead.

@@ -52,6 +52,9 @@ type RemoveOptions struct {
 	// Only with KeepNode: deleting a node under pods left on it would strand
 	// them.
 	PodSelector string
+	// PodNamespace limits the pods moved to one namespace; only with
+	// KeepNode, as PodSelector.
+	PodNamespace string
 	// Holder names who holds an app's deploy lock while its process is
 	// surged, as deploys name themselves.
 	Holder string
@@ -148,7 +151,7 @@ func (e *DrainError) Error() string {
 	}
 	sort.Strings(msgs)
 	return fmt.Sprintf("%s: %s; the node stays cordoned and was not deleted: retry 'tug node remove %s', or put it back in service with 'tug node update %s --enable'",
-		head, strings.Join(msgs, "; "), e.Node, e.Node, e.Node)
+		head, strings.Join(msgs, "; "), e.Node, e.Node)
 }
 
 func (e *DrainError) Unwrap() []error { return e.Errs }
@@ -206,7 +209,7 @@ func makePlan(ctx context.Context, f *Found, o RemoveOptions) (*plan, error) {
 	if o.PodSelector != "" {
 		opts.LabelSelector = o.PodSelector
 	}
-	pods, err := f.Target.Client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, opts)
+	pods, err := f.Target.Client.CoreV1().Pods(o.PodNamespace).List(ctx, opts)
 	if err != nil {
 		return nil, kube.TranslateError(err)
 	}
@@ -242,10 +245,10 @@ func Remove(ctx context.Context, f *Found, o RemoveOptions) (*RemoveResult, erro
 	if o.RetryDelay <= 0 {
 		o.RetryDelay = 2 * time.Second
 	}
+	if (o.PodSelector != "" || o.PodNamespace != "") && !o.KeepNode {
+		return nil, badInput("a pod selector or namespace needs --keep-node: deleting the node would strand the pods it leaves")
+	}
 	if o.PodSelector != "" {
-		if !o.KeepNode {
-			return nil, badInput("a pod selector needs --keep-node: deleting the node would strand the pods it leaves")
-		}
 		if _, err := labels.Parse(o.PodSelector); err != nil {
 			return nil, badInput("invalid pod selector %q: %v", o.PodSelector, err)
 		}
@@ -254,6 +257,7 @@ func Remove(ctx context.Context, f *Found, o RemoveOptions) (*RemoveResult, erro
 	res := &RemoveResult{Node: node.Name, Cluster: f.Target.Name, DryRun: o.DryRun, Evicted: []PodRef{}, Skipped: []SkippedPod{}, Surges: []Surge{}}
 	if o.NoRebalance {
 		if o.DryRun {
+			res.Deleted = true // would be
 			return res, nil
 		}
 		if err := deleteNode(ctx, f); err != nil {

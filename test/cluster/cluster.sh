@@ -380,9 +380,9 @@ EOF
 
 build_images() {
   local key out
-  key=$( { cat "$repo"/test/images/*/*.go; sha256sum /bin/busybox; go version; } | sha256sum | cut -c1-16)
+  key=$( { cat "$repo"/test/images/*/*.go "$repo"/cmd/tug-maintenance/*.go; sha256sum /bin/busybox; go version; } | sha256sum | cut -c1-16)
   out=$cache/images/$key
-  if [ ! -f "$out/sample.tar" ]; then
+  if [ ! -f "$out/sample.tar" ] || [ ! -f "$out/maintenance.tar" ]; then
     say "building images"
     (cd "$repo" && GOTOOLCHAIN=local go run ./test/images/build -out "$out") || die "image build failed"
   fi
@@ -391,7 +391,7 @@ build_images() {
 
 import_images() {
   local n=$1 t
-  for t in pause sample; do
+  for t in pause sample maintenance; do
     ctr --address "$dir/node$n/containerd.sock" -n k8s.io images import --no-unpack=false "$images/$t.tar" >/dev/null \
       || die "importing $t.tar into node$n's containerd failed"
   done

@@ -20,7 +20,7 @@ import (
 func TestVersionShowsTheServer(t *testing.T) {
 	h := New(t)
 	var v struct {
-		Client struct{ Version string } `json:"client"`
+		Client struct{ Version string }  `json:"client"`
 		Server *struct{ Version string } `json:"server"`
 	}
 	if err := json.Unmarshal([]byte(h.mustTug("version", "-o", "json").Stdout), &v); err != nil {

@@ -4,8 +4,9 @@
 //
 //	go run ./test/images/build -out DIR
 //
-// produces DIR/pause.tar (localhost/tug/pause:v1) and DIR/sample.tar
-// (localhost/tug/sample with tags v1, v2, crash and unready). Output is
+// produces DIR/pause.tar (localhost/tug/pause:v1), DIR/sample.tar
+// (localhost/tug/sample with tags v1, v2, crash and unready) and
+// DIR/maintenance.tar (tug's maintenance page, under its published name). Output is
 // deterministic: the same inputs give the same digests.
 package main
 
@@ -76,6 +77,12 @@ func run(out, busybox string) error {
 	if err != nil {
 		return err
 	}
+	// tug's own maintenance page, imported under the name tug deploys it
+	// by, so the local cluster needs no registry for it either
+	maintenance, err := goBuild(filepath.Join(here, "..", "..", "cmd", "tug-maintenance"))
+	if err != nil {
+		return err
+	}
 	sampleFiles, err := busyboxFiles(busybox)
 	if err != nil {
 		return err
@@ -92,6 +99,8 @@ func run(out, busybox string) error {
 	images := []image{
 		{out: "pause.tar", files: []file{{name: "pause", mode: 0o755, data: pause}},
 			tags: []tag{{ref: "localhost/tug/pause:v1", cmd: []string{"/pause"}}}},
+		{out: "maintenance.tar", files: []file{{name: "tug-maintenance", mode: 0o755, data: maintenance}},
+			tags: []tag{{ref: "ghcr.io/tug-dev/tug-maintenance:v1", cmd: []string{"/tug-maintenance"}}}},
 		{out: "sample.tar", files: sampleFiles, tags: []tag{
 			{ref: "localhost/tug/sample:v1", env: []string{path, "VERSION=v1"}, cmd: []string{"/bin/sample"}},
 			{ref: "localhost/tug/sample:v2", env: []string{path, "VERSION=v2"}, cmd: []string{"/bin/sample"}},

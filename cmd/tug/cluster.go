@@ -1,0 +1,303 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+
+	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/cluster"
+	"tug.dev/tug/pkg/node"
+	"tug.dev/tug/pkg/nodecontainer"
+)
+
+func newClusterCmd(f *cli.Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "cluster",
+		Short: "Map pools to clusters (kubeconfig contexts)",
+		Long: `A cluster is a kubeconfig context that holds some pools. Node commands span
+every configured cluster; app commands for an app in pool P go to P's cluster.
+The map lives in tug's config file ($TUG_CONFIG, else tug/config.yaml in your
+config directory); credentials stay in the kubeconfig. With no cluster
+configured, tug uses the kubeconfig's current context for everything.`,
+		Args:    cli.GroupArgs,
+		RunE:    cli.GroupRunE,
+		GroupID: "cluster",
+	}
+	cmd.AddCommand(newClusterAddCmd(f), newClusterListCmd(f), newClusterRemoveCmd(f))
+	return cmd
+}
+
+// ---------------------------------------------------------------- helpers
+
+// loadClusters reads tug's config file.
+func loadClusters() (*cluster.Config, error) {
+	return cluster.LoadDefault()
+}
+
+// connector builds clients per kubeconfig context with the Factory's
+// kubeconfig and flags; "" is the command line's own selection.
+func connector(f *cli.Factory) cluster.Connector {
+	return func(kubeContext string) (kubernetes.Interface, string, error) {
+		g := f
+		if kubeContext != "" {
+			g = f.ForContext(kubeContext)
+		}
+		client, err := g.KubeClient()
+		if err != nil {
+			return nil, "", err
+		}
+		ns, err := g.Namespace()
+		if err != nil {
+			return nil, "", err
+		}
+		return client, ns, nil
+	}
+}
+
+func selection(f *cli.Factory, only string) cluster.Selection {
+	sel := cluster.Selection{Only: only, ExplicitContext: f.ConfigFlags.Context}
+	if sel.ExplicitContext == "" {
+		if raw, err := f.ConfigFlags.ToRawKubeConfigLoader().RawConfig(); err == nil {
+			sel.CurrentContext = raw.CurrentContext
+		}
+	}
+	return sel
+}
+
+// clusterTargets are the clusters a node command spans.
+func clusterTargets(f *cli.Factory, only string) ([]cluster.Target, error) {
+	cfg, err := loadClusters()
+	if err != nil {
+		return nil, err
+	}
+	ts, err := cluster.Resolve(cfg, connector(f), selection(f, only))
+	return ts, usageIfInput(err)
+}
+
+// poolTarget is the cluster that holds a pool.
+func poolTarget(f *cli.Factory, pool, only string) (cluster.Target, error) {
+	cfg, err := loadClusters()
+	if err != nil {
+		return cluster.Target{}, err
+	}
+	t, err := cluster.ResolvePool(cfg, connector(f), pool, selection(f, only))
+	if err != nil {
+		return t, usageIfInput(err)
+	}
+	return t, t.Err
+}
+
+// routeToPool sends an app command for an app in pool to the pool's
+// cluster, unless --context says where to go. It must run before the
+// command asks the Factory for anything (see cli.Factory.UseContext).
+func routeToPool(f *cli.Factory, pool string) error {
+	if pool == "" || f.ConfigFlags.Context != "" {
+		return nil
+	}
+	cfg, err := loadClusters()
+	if err != nil {
+		return err
+	}
+	if kubeContext, ok := cfg.ContextForPool(pool); ok {
+		f.UseContext(kubeContext)
+	}
+	return nil
+}
+
+// usageIfInput makes errors about what the user typed usage errors (exit
+// 2): unknown names, invalid values, contradicting flags.
+func usageIfInput(err error) error {
+	if err == nil {
+		return nil
+	}
+	var (
+		cv  *cluster.ValidationError
+		cnf *cluster.NotFoundError
+		ni  *node.InputError
+		nnf *node.NotFoundError
+		na  *node.AmbiguousError
+		nci *nodecontainer.InputError
+		ncn *nodecontainer.NotFoundError
+	)
+	if errors.As(err, &cv) || errors.As(err, &cnf) || errors.As(err, &ni) || errors.As(err, &nnf) ||
+		errors.As(err, &na) || errors.As(err, &nci) || errors.As(err, &ncn) {
+		return &cli.UsageError{Err: err}
+	}
+	return err
+}
+
+// addClusterFlag adds node commands' --cluster. It shadows kubectl's
+// --cluster (a kubeconfig cluster entry), which node commands do not need:
+// they pick clusters by tug's names.
+func addClusterFlag(cmd *cobra.Command, p *string) {
+	cmd.Flags().StringVar(p, "cluster", "", "Only this tug cluster (see 'tug cluster list'); here it is not kubectl's --cluster")
+}
+
+// ---------------------------------------------------------------- add
+
+type clusterAddOptions struct {
+	cluster.Cluster
+	Output cli.OutputFormat
+}
+
+func newClusterAddCmd(f *cli.Factory) *cobra.Command {
+	o := &clusterAddOptions{}
+	cmd := &cobra.Command{
+		Use:   "add NAME --context CONTEXT",
+		Short: "Add a cluster, or change one: which kubeconfig context holds which pools",
+		Long: `Add a cluster to tug's map: a name, the kubeconfig context that reaches it,
+and the pools it holds. Adding a name again replaces its entry. A pool
+belongs to one cluster; the --default cluster holds the pools no cluster
+names. Nothing is sent to the cluster: only the kubeconfig is read, to check
+that the context exists.`,
+		Example: `  tug cluster add prod --context prod-admin --pool web,worker --default
+  tug cluster add gpu --context gpu-admin --pool gpu`,
+		Args: cli.ExactArgs("NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Name = args[0]
+			if err := cluster.ValidateName(o.Name); err != nil {
+				return &cli.UsageError{Err: err}
+			}
+			if o.Context == "" {
+				return cli.UsageErrorf("missing --context: the kubeconfig context that reaches cluster %q", o.Name)
+			}
+			raw, err := f.ConfigFlags.ToRawKubeConfigLoader().RawConfig()
+			if err != nil {
+				return err
+			}
+			if _, ok := raw.Contexts[o.Context]; !ok {
+				return &cli.UsageError{Err: fmt.Errorf("context %q not found in the kubeconfig; see 'kubectl config get-contexts'", o.Context)}
+			}
+			cfg, err := loadClusters()
+			if err != nil {
+				return err
+			}
+			replaced, err := cfg.Add(o.Cluster)
+			if err != nil {
+				return usageIfInput(err)
+			}
+			if err := cfg.Save(); err != nil {
+				return err
+			}
+			saved, _ := cfg.Get(o.Name)
+			return cli.OutputOptions{Format: o.Output}.Print(f.IOStreams, saved, func() error {
+				verb := "added"
+				if replaced {
+					verb = "updated"
+				}
+				_, err := fmt.Fprintf(f.IOStreams.Out, "cluster %q %s: context %q, %s\n", saved.Name, verb, saved.Context, describePools(saved))
+				return err
+			})
+		},
+	}
+	cmd.Flags().StringVar(&o.Context, "context", "", "Kubeconfig context that reaches the cluster (required)")
+	cmd.Flags().StringSliceVar(&o.Pools, "pool", nil, "Pools the cluster holds (comma-separated, or repeat the flag)")
+	cmd.Flags().BoolVar(&o.Default, "default", false, "Hold the pools no cluster names")
+	cli.AddFormatFlag(cmd, &o.Output)
+	return cmd
+}
+
+func describePools(c cluster.Cluster) string {
+	var parts []string
+	if len(c.Pools) > 0 {
+		parts = append(parts, "pools "+strings.Join(c.Pools, ", "))
+	}
+	if c.Default {
+		parts = append(parts, "the default for other pools")
+	}
+	if len(parts) == 0 {
+		return "no pools yet (add some with --pool, or --default)"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// ---------------------------------------------------------------- list
+
+func newClusterListCmd(f *cli.Factory) *cobra.Command {
+	o := &cli.OutputOptions{}
+	cmd := &cobra.Command{
+		Use:     "list",
+		Aliases: []string{"ls"},
+		Short:   "List the configured clusters and their pools",
+		Args:    cli.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadClusters()
+			if err != nil {
+				return err
+			}
+			clusters := cfg.Clusters
+			if clusters == nil {
+				clusters = []cluster.Cluster{}
+			}
+			raw, rawErr := f.ConfigFlags.ToRawKubeConfigLoader().RawConfig()
+			return o.Print(f.IOStreams, clusters, func() error {
+				if len(clusters) == 0 {
+					fmt.Fprintf(f.IOStreams.ErrOut, "no cluster configured: tug uses the kubeconfig's current context; add one with '%s cluster add NAME --context CONTEXT'\n", f.CommandName)
+					return nil
+				}
+				t := cli.NewTable("name", "context", "pools", "default")
+				for _, c := range clusters {
+					def := ""
+					if c.Default {
+						def = "yes"
+					}
+					t.AddRow(c.Name, c.Context, strings.Join(c.Pools, ","), def)
+				}
+				if err := t.Render(f.IOStreams, o.NoHeaders); err != nil {
+					return err
+				}
+				if rawErr == nil {
+					for _, c := range clusters {
+						if _, ok := raw.Contexts[c.Context]; !ok {
+							fmt.Fprintf(f.IOStreams.ErrOut, "warning: cluster %q: context %q is not in the kubeconfig\n", c.Name, c.Context)
+						}
+					}
+				}
+				return nil
+			})
+		},
+	}
+	cli.AddOutputFlags(cmd, o)
+	return cmd
+}
+
+// ---------------------------------------------------------------- remove
+
+func newClusterRemoveCmd(f *cli.Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "remove NAME",
+		Aliases: []string{"rm"},
+		Short:   "Remove a cluster from tug's map (the cluster itself is untouched)",
+		Args:    cli.ExactArgs("NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := loadClusters()
+			if err != nil {
+				return err
+			}
+			removed, err := cfg.Remove(args[0])
+			if err != nil {
+				return usageIfInput(err)
+			}
+			if err := cfg.Save(); err != nil {
+				return err
+			}
+			msg := fmt.Sprintf("cluster %q removed from tug's map", removed.Name)
+			if len(removed.Pools) > 0 {
+				if def, ok := cfg.Default(); ok {
+					msg += fmt.Sprintf("; its pools (%s) now go to the default cluster %q", strings.Join(removed.Pools, ", "), def.Name)
+				} else if len(cfg.Clusters) == 0 {
+					msg += fmt.Sprintf("; its pools (%s) now go to the kubeconfig's current context", strings.Join(removed.Pools, ", "))
+				} else {
+					msg += fmt.Sprintf("; its pools (%s) belong to no cluster now", strings.Join(removed.Pools, ", "))
+				}
+			}
+			_, err = fmt.Fprintln(f.IOStreams.Out, msg)
+			return err
+		},
+	}
+	return cmd
+}

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/logs"
+)
+
+// defaultTail is how many lines of each unit `tug logs` shows unless told.
+const defaultTail = 100
+
+type logsOptions struct {
+	logs.Options
+	since string
+}
+
+func newLogsCmd(f *cli.Factory) *cobra.Command {
+	o := &logsOptions{}
+	cmd := &cobra.Command{
+		Use:   "logs APP",
+		Short: "Show the app's logs, from every unit, merged",
+		Long: `Show the lines the app's units have written, merged in time order, each
+prefixed with its unit's name (coloured per unit on a terminal). One-off runs
+that still exist are included unless -p is given; --unit shows one unit (or
+run pod), without prefixes.
+
+By default the last 100 lines of each unit are shown; --tail -1 shows all,
+and --since alone shows everything in that window.
+
+-f follows: new lines as they come, units that start later, containers that
+restart; units that end are let go. There is no limit on the number of units.
+Ctrl-C ends it (exit code 0).`,
+		Example: `  tug logs shop
+  tug logs shop -f
+  tug logs shop -p worker --since 10m --timestamps
+  tug logs shop --unit shop-web-6d9c7b8f5-x2k9q --previous`,
+		GroupID: "apps",
+		Args:    cli.ExactArgs("APP"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.App = args[0]
+			if err := app.ValidateName(o.App); err != nil {
+				return &cli.UsageError{Err: err}
+			}
+			if err := validateProcess(o.Process); err != nil {
+				return err
+			}
+			if o.Follow && o.Previous {
+				return cli.UsageErrorf("--previous shows a container that has ended: it cannot be followed (-f)")
+			}
+			if o.since != "" {
+				if err := parseSince(o.since, &o.Options, time.Now()); err != nil {
+					return err
+				}
+				if !cmd.Flags().Changed("tail") {
+					o.Tail = -1
+				}
+			}
+			if o.Tail < -1 {
+				return cli.UsageErrorf("--tail must be -1 (all) or more, got %d", o.Tail)
+			}
+			client, err := f.KubeClient()
+			if err != nil {
+				return err
+			}
+			ns, err := f.Namespace()
+			if err != nil {
+				return err
+			}
+			return logs.Show(cmd.Context(), logs.Deps{Client: client, Namespace: ns, IO: f.IOStreams, CommandName: f.CommandName}, o.Options)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&o.Process, "process", "p", "", "Only this process's units")
+	fl.StringVarP(&o.Unit, "unit", "u", "", "Only this unit (or one-off run pod)")
+	fl.BoolVarP(&o.Follow, "follow", "f", false, "Keep showing new lines, and units that start later")
+	fl.Int64Var(&o.Tail, "tail", defaultTail, "Lines to show from the end of each unit's log (-1: all)")
+	fl.StringVar(&o.since, "since", "", "Only lines newer than a duration (10m, 2h) or a time (2024-05-01T10:00:00Z)")
+	fl.BoolVar(&o.Timestamps, "timestamps", false, "Show each line's time")
+	fl.BoolVar(&o.Previous, "previous", false, "Show the previous container of each unit (after a crash)")
+	return cmd
+}
+
+// parseSince reads --since: a positive duration, or an RFC 3339 time.
+func parseSince(v string, o *logs.Options, now time.Time) error {
+	if d, err := time.ParseDuration(v); err == nil {
+		if d <= 0 {
+			return cli.UsageErrorf("--since must be positive, got %s", v)
+		}
+		o.Since = d
+		return nil
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		return cli.UsageErrorf("--since %q: give a duration (10m, 2h) or a time (2024-05-01T10:00:00Z)", v)
+	}
+	if t.After(now) {
+		return cli.UsageErrorf("--since %s is in the future", v)
+	}
+	o.SinceTime = t
+	return nil
+}
+

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/node"
+)
+
+func newPoolCmd(f *cli.Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "pool",
+		Short: "List pools: groups of nodes that apps are placed on",
+		Long: `A pool is the node label tug.dev/pool: 'tug node add|update --pool' puts nodes
+in one, 'tug app create --pool' and 'tug app pool set' place apps in one.`,
+		Args:    cli.GroupArgs,
+		RunE:    cli.GroupRunE,
+		GroupID: "cluster",
+	}
+	cmd.AddCommand(newPoolListCmd(f))
+	return cmd
+}
+
+func newPoolListCmd(f *cli.Factory) *cobra.Command {
+	var (
+		o       cli.OutputOptions
+		cluster string
+	)
+	cmd := &cobra.Command{
+		Use:     "list",
+		Aliases: []string{"ls"},
+		Short:   "List the pools of every cluster, with their nodes and apps",
+		Long: `List the pools of every configured cluster: the pools its nodes are labelled
+with, the pools its apps are placed in, and the pools the cluster is
+configured to hold. READY counts the nodes that can take new units (ready,
+not cordoned, not disabled): a pool with apps and no ready node cannot run
+new units.`,
+		Args: cli.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ts, err := clusterTargets(f, cluster)
+			if err != nil {
+				return err
+			}
+			res, err := node.ListPools(cmd.Context(), ts)
+			if err != nil {
+				return err
+			}
+			return o.Print(f.IOStreams, res, func() error {
+				defer warnClusters(f, res.Unreachable, res.Warnings)
+				if len(res.Pools) == 0 {
+					fmt.Fprintf(f.IOStreams.ErrOut, "no pools: put nodes in one with '%s node update NODE --pool POOL'\n", f.CommandName)
+					return nil
+				}
+				t := cli.NewTable("pool", "cluster", "nodes", "ready", "apps")
+				for _, p := range res.Pools {
+					t.AddRow(p.Name, p.Cluster, dash(strings.Join(p.Nodes, ",")), fmt.Sprint(p.Ready), dash(strings.Join(p.Apps, ",")))
+				}
+				return t.Render(f.IOStreams, o.NoHeaders)
+			})
+		},
+	}
+	addClusterFlag(cmd, &cluster)
+	cli.AddOutputFlags(cmd, &o)
+	return cmd
+}

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/spf13/cobra"
+
+	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/cli"
+	tugexec "tug.dev/tug/pkg/exec"
+	"tug.dev/tug/pkg/kube"
+)
+
+// execDeps is what the remote commands (run, shell, app exec) hand to
+// pkg/exec. Asking the API server who the user is starts at once and is
+// waited for only when an audit event or a run pod needs the answer.
+func execDeps(cmd *cobra.Command, f *cli.Factory) (tugexec.Deps, error) {
+	proto, err := tugexec.ProtocolFromEnv()
+	if err != nil {
+		return tugexec.Deps{}, &cli.UsageError{Err: err}
+	}
+	client, err := f.KubeClient()
+	if err != nil {
+		return tugexec.Deps{}, err
+	}
+	cfg, err := f.RESTConfig()
+	if err != nil {
+		return tugexec.Deps{}, err
+	}
+	ns, err := f.Namespace()
+	if err != nil {
+		return tugexec.Deps{}, err
+	}
+	fallback := ""
+	if raw, err := f.ConfigFlags.ToRawKubeConfigLoader().RawConfig(); err == nil {
+		if c, ok := raw.Contexts[raw.CurrentContext]; ok {
+			fallback = c.AuthInfo
+		}
+	}
+	ctx := cmd.Context()
+	user := sync.OnceValue(func() string { return kube.WhoAmI(ctx, client, fallback) })
+	go user()
+	return tugexec.Deps{
+		Client:      client,
+		Namespace:   ns,
+		Executor:    &tugexec.Remote{Config: cfg, Client: client, Protocol: proto},
+		IO:          f.IOStreams,
+		Prompter:    f.Prompter(),
+		Progress:    f.Progress(),
+		User:        user,
+		CommandName: f.CommandName,
+	}, nil
+}
+
+// commandArgs checks `APP -- COMMAND [ARGS...]`: the command must come
+// after "--", so that its own flags are never taken for tug's.
+func commandArgs(cmd *cobra.Command, args []string) error {
+	dash := cmd.ArgsLenAtDash()
+	usage := fmt.Sprintf("%s APP -- COMMAND [ARGS...]", cmd.CommandPath())
+	switch {
+	case len(args) == 0 || dash == 0:
+		return cli.UsageErrorf("missing APP: %s", usage)
+	case dash < 0 && len(args) == 1:
+		return cli.UsageErrorf("missing command: put it after '--': %s", usage)
+	case dash < 0:
+		return cli.UsageErrorf("put the command after '--': %s %s -- %s", cmd.CommandPath(), args[0], strings.Join(args[1:], " "))
+	case dash > 1:
+		return cli.UsageErrorf("unexpected argument %q before '--': %s", args[1], usage)
+	case len(args) == dash:
+		return cli.UsageErrorf("no command after '--': %s", usage)
+	}
+	if err := app.ValidateName(args[0]); err != nil {
+		return &cli.UsageError{Err: err}
+	}
+	return nil
+}
+
+// validateProcess checks -p before anything is sent.
+func validateProcess(proc string) error {
+	if proc == "" {
+		return nil
+	}
+	if err := app.ValidateProcessName(proc); err != nil {
+		return &cli.UsageError{Err: err}
+	}
+	return nil
+}
+
+// parseRunEnv reads --env KEY=VALUE flags; a bare KEY takes the value of
+// the variable in tug's own environment, so a secret need not be typed on
+// the command line.
+func parseRunEnv(flags []string, getenv func(string) (string, bool)) (app.ConfigMap, error) {
+	env := app.ConfigMap{}
+	for _, kv := range flags {
+		k, v, ok := strings.Cut(kv, "=")
+		if err := app.ValidateEnvName(k); err != nil {
+			return nil, &cli.UsageError{Err: fmt.Errorf("--env %s: %w", k, err)}
+		}
+		if !ok {
+			if v, ok = getenv(k); !ok {
+				return nil, cli.UsageErrorf("--env %s: %s is not set in this environment; give a value with --env %s=VALUE", k, k, k)
+			}
+		}
+		env[k] = v
+	}
+	return env, nil
+}
+
+var lookupEnv = os.LookupEnv
+
+// appAndOptionalArg accepts APP and, optionally, one more argument.
+func appAndOptionalArg(name string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		switch {
+		case len(args) == 0:
+			return cli.UsageErrorf("missing APP: %q takes APP [%s]", cmd.CommandPath(), name)
+		case len(args) > 2:
+			return cli.UsageErrorf("unexpected argument %q: %q takes APP [%s]", args[2], cmd.CommandPath(), name)
+		}
+		return nil
+	}
+}

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"tug.dev/tug/pkg/cli"
+	tugexec "tug.dev/tug/pkg/exec"
+)
+
+type runOptions struct {
+	tugexec.RunOptions
+	env []string
+}
+
+func newRunCmd(f *cli.Factory) *cobra.Command {
+	o := &runOptions{}
+	cmd := &cobra.Command{
+		Use:   "run APP -- COMMAND [ARGS...]",
+		Short: "Run a one-off command in a new pod from the app's current release",
+		Long: `Run a one-off command (a migration, a console, a script) in a new pod made
+from the app's current release: the same image, config, limits, pool and pull
+secret as the process's units (web, else the first; -p picks another). The pod
+is labelled tug.dev/kind=run and never counts as a unit.
+
+tug waits for the pod to start, shows its output and exits with the command's
+exit code. The pod is deleted however the run ends: success, failure, Ctrl-C,
+SIGTERM, a closed terminal or a lost connection. --detach leaves it running
+and prints its name; follow it with 'tug logs APP --unit NAME -f'.
+
+Without -i the output comes from the pod's log, every line from the first,
+stdout and stderr together. With -i tug attaches to the command's stdin,
+stdout and stderr (falling back to its log if attaching fails); -t adds a
+terminal (raw mode, live resize) and implies -i. Without a terminal on stdin,
+-t warns and runs without one.
+
+The COMMAND runs as given, without a shell: use -- sh -c '...' for one.
+--env adds variables to the release's config for this run only; their values
+are kept in a Secret removed with the pod, never in the pod's spec. A KEY
+without a value takes it from your environment.
+
+Exit codes: the command's own; 124 when --timeout stops it; 126 or 127 when
+the command cannot be run or is not found in the image; 10, 12 or 13 when
+the pod cannot start (image, configuration, no node; see docs/exit-codes.md).
+Every run records a Kubernetes Event on its pod naming you and the command.`,
+		Example: `  tug run shop -- rake db:migrate
+  tug run shop -it -- /bin/sh
+  tug run shop -p worker --env BATCH=500 --timeout 30m -- ./reindex
+  echo 'select 1' | tug run shop -i -- psql "$DATABASE_URL"
+  tug run shop --detach -- ./nightly-report`,
+		GroupID: "apps",
+		Args:    commandArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.App, o.Command = args[0], args[cmd.ArgsLenAtDash():]
+			if err := validateProcess(o.Process); err != nil {
+				return err
+			}
+			if o.Timeout < 0 {
+				return cli.UsageErrorf("--timeout must not be negative, got %s", o.Timeout)
+			}
+			if o.Detach && (o.Stdin || o.TTY) {
+				return cli.UsageErrorf("--detach cannot be combined with -i or -t: a detached run has no one to read input from")
+			}
+			env, err := parseRunEnv(o.env, lookupEnv)
+			if err != nil {
+				return err
+			}
+			o.Env = env
+			d, err := execDeps(cmd, f)
+			if err != nil {
+				return err
+			}
+			res, err := tugexec.Run(cmd.Context(), d, o.RunOptions)
+			if err != nil {
+				return err
+			}
+			if o.Detach {
+				fmt.Fprintln(f.IOStreams.Out, res.Pod)
+				fmt.Fprintf(f.IOStreams.ErrOut, "run pod %s started; follow it with '%s logs %s --unit %s -f'; it stays until deleted: 'kubectl delete pod %s'\n",
+					res.Pod, f.CommandName, o.App, res.Pod, res.Pod)
+			}
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&o.Process, "process", "p", "", "Process whose pod template to use (default web, else the first)")
+	fl.BoolVarP(&o.Stdin, "stdin", "i", false, "Pass stdin to the command (attach)")
+	fl.BoolVarP(&o.TTY, "tty", "t", false, "Give the command a terminal; implies -i")
+	fl.StringArrayVarP(&o.env, "env", "e", nil, "Set KEY=VALUE for this run only (KEY alone: its value here); repeatable")
+	fl.DurationVar(&o.Timeout, "timeout", 0, "Stop the run after this long (0: no limit); exit code 124")
+	fl.BoolVarP(&o.Detach, "detach", "d", false, "Leave the pod running and print its name")
+	return cmd
+}

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/cli"
+	tugexec "tug.dev/tug/pkg/exec"
+)
+
+func newShellCmd(f *cli.Factory) *cobra.Command {
+	o := &tugexec.ShellOptions{}
+	cmd := &cobra.Command{
+		Use:   "shell APP [UNIT]",
+		Short: "Open a shell in one of the app's units",
+		Long: `Open an interactive shell in a running unit of the app: bash when the image
+has it, else sh (--command runs something else).
+
+With no UNIT named, a terminal shows the running units to choose from when
+there are several; otherwise the first ready unit of the web process (or of
+-p PROCESS) is used.
+
+On a terminal the shell gets a TTY: raw mode (Ctrl-C goes to the remote
+side), your TERM, and the window size, following every resize. The terminal
+is restored however the session ends. Without a terminal on stdin the shell
+reads commands from it: echo 'ls /' | tug shell APP.
+
+tug exits with the shell's exit code (e.g. 'exit 5' exits 5); 127 when the
+image has no shell. Every session records a Kubernetes Event on the unit
+naming you and the command.`,
+		Example: `  tug shell shop
+  tug shell shop shop-web-6d9c7b8f5-x2k9q
+  tug shell shop -p worker --command 'rails console'
+  echo 'ls /' | tug shell shop`,
+		GroupID: "apps",
+		Args:    appAndOptionalArg("UNIT"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.App = args[0]
+			if len(args) > 1 {
+				o.Unit = args[1]
+			}
+			if err := app.ValidateName(o.App); err != nil {
+				return &cli.UsageError{Err: err}
+			}
+			if err := validateProcess(o.Process); err != nil {
+				return err
+			}
+			d, err := execDeps(cmd, f)
+			if err != nil {
+				return err
+			}
+			return tugexec.Shell(cmd.Context(), d, *o)
+		},
+	}
+	cmd.Flags().StringVarP(&o.Process, "process", "p", "", "Choose among this process's units")
+	cmd.Flags().StringVarP(&o.Command, "command", "c", "", "Run this command line instead of bash or sh")
+	return cmd
+}

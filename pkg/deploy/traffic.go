@@ -1,0 +1,176 @@
+package deploy
+
+import (
+	"os"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/kube"
+)
+
+// How traffic reaches an app (docs/guide.md, "Traffic"): the web process's
+// Service (NodePort, port 80 to the units' $PORT) is the one entry point;
+// domains are rules of one Ingress per app that sends every host to that
+// Service. Routable off and maintenance only change the Service's selector,
+// so they work the same with any ingress controller, or none.
+
+// MaintenanceImage serves the maintenance page: a 503 with Retry-After on
+// $PORT. TUG_MAINTENANCE_IMAGE overrides it (for a mirror, say); the local
+// test cluster imports it under this name.
+const MaintenanceImage = "ghcr.io/tug-dev/tug-maintenance:v1"
+
+// MaintenanceName is the Deployment that answers while an app is in maintenance.
+func MaintenanceName(appName string) string { return appName + "-maintenance" }
+
+// NetworkPolicyName is the policy that admits only the allowed sources.
+func NetworkPolicyName(appName string) string { return appName + "-allow" }
+
+const (
+	kindMaintenance = "maintenance"
+	// labelUnroutable is required by the Service's selector while an app is
+	// not routable; no pod has it, so the Service has no endpoints.
+	labelUnroutable = "tug.dev/unroutable"
+)
+
+func maintenanceImage() string {
+	if img := os.Getenv("TUG_MAINTENANCE_IMAGE"); img != "" {
+		return img
+	}
+	return MaintenanceImage
+}
+
+func renderService(a *app.App) *corev1.Service {
+	selector := map[string]string{kube.LabelManagedBy: kube.ManagedBy, kube.LabelApp: a.Name, kube.LabelProcess: app.WebProcess}
+	switch {
+	case a.Unroutable:
+		selector[labelUnroutable] = "true"
+	case a.Maintenance:
+		selector = map[string]string{kube.LabelManagedBy: kube.ManagedBy, kube.LabelApp: a.Name, kube.LabelKind: kindMaintenance}
+	}
+	return &corev1.Service{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: metav1.ObjectMeta{Name: ServiceName(a.Name), Namespace: a.Namespace, Labels: processLabels(a.Name, app.WebProcess)},
+		Spec: corev1.ServiceSpec{
+			// NodePort: reachable on every node's address too, with or
+			// without an ingress controller (tsuru's routable addresses).
+			Type:     corev1.ServiceTypeNodePort,
+			Selector: selector,
+			Ports: []corev1.ServicePort{{
+				Name: "http", Port: 80, TargetPort: intstr.FromString("http"), Protocol: corev1.ProtocolTCP,
+			}},
+		},
+	}
+}
+
+// renderIngress routes every domain of the app to its Service; hosts with a
+// certificate get TLS.
+func renderIngress(a *app.App) *networkingv1.Ingress {
+	if len(a.Domains) == 0 {
+		return nil
+	}
+	ing := &networkingv1.Ingress{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "Ingress"},
+		ObjectMeta: metav1.ObjectMeta{Name: ServiceName(a.Name), Namespace: a.Namespace, Labels: processLabels(a.Name, app.WebProcess)},
+	}
+	pathType := networkingv1.PathTypePrefix
+	backend := networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{
+		Name: ServiceName(a.Name), Port: networkingv1.ServiceBackendPort{Name: "http"},
+	}}
+	rules := map[string]int{} // host -> index in ing.Spec.Rules
+	for _, d := range a.Domains {
+		if d.IngressClass != "" && ing.Spec.IngressClassName == nil {
+			ing.Spec.IngressClassName = new(d.IngressClass)
+		}
+		path := d.Path
+		if path == "" {
+			path = "/"
+		}
+		i, ok := rules[d.Host]
+		if !ok {
+			i = len(ing.Spec.Rules)
+			rules[d.Host] = i
+			ing.Spec.Rules = append(ing.Spec.Rules, networkingv1.IngressRule{Host: d.Host,
+				IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{}}})
+		}
+		http := ing.Spec.Rules[i].HTTP
+		http.Paths = append(http.Paths, networkingv1.HTTPIngressPath{Path: path, PathType: &pathType, Backend: backend})
+		if d.TLSSecret != "" {
+			ing.Spec.TLS = append(ing.Spec.TLS, networkingv1.IngressTLS{Hosts: []string{d.Host}, SecretName: d.TLSSecret})
+		}
+	}
+	return ing
+}
+
+// renderNetworkPolicy admits traffic to the web units only from the allowed
+// CIDRs (Deis's whitelist). Enforcement is the network plugin's job.
+func renderNetworkPolicy(a *app.App) *networkingv1.NetworkPolicy {
+	if len(a.Allow) == 0 {
+		return nil
+	}
+	var peers []networkingv1.NetworkPolicyPeer
+	for _, cidr := range a.Allow {
+		peers = append(peers, networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: cidr}})
+	}
+	return &networkingv1.NetworkPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"},
+		ObjectMeta: metav1.ObjectMeta{Name: NetworkPolicyName(a.Name), Namespace: a.Namespace, Labels: processLabels(a.Name, app.WebProcess)},
+		Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{kube.LabelManagedBy: kube.ManagedBy, kube.LabelApp: a.Name, kube.LabelProcess: app.WebProcess}},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+			Ingress:     []networkingv1.NetworkPolicyIngressRule{{From: peers}},
+		},
+	}
+}
+
+// renderMaintenance is the small backend the Service switches to while the
+// app is in maintenance: it answers every request with a 503 page.
+func renderMaintenance(a *app.App) *appsv1.Deployment {
+	if !a.Maintenance {
+		return nil
+	}
+	labels := kube.AppLabels(a.Name)
+	labels[kube.LabelKind] = kindMaintenance
+	selector := map[string]string{kube.LabelManagedBy: kube.ManagedBy, kube.LabelApp: a.Name, kube.LabelKind: kindMaintenance}
+	return &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: metav1.ObjectMeta{Name: MaintenanceName(a.Name), Namespace: a.Namespace, Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: new(int32(1)),
+			Selector: &metav1.LabelSelector{MatchLabels: selector},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					EnableServiceLinks: new(bool),
+					Containers: []corev1.Container{{
+						Name:            kindMaintenance,
+						Image:           maintenanceImage(),
+						ImagePullPolicy: corev1.PullIfNotPresent,
+						Env:             []corev1.EnvVar{{Name: "PORT", Value: "8080"}, {Name: "TUG_APP", Value: a.Name}},
+						Ports:           []corev1.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}},
+						ReadinessProbe: &corev1.Probe{
+							ProbeHandler:  corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("http")}},
+							PeriodSeconds: 1,
+						},
+						// maintenance off switches the Service back first; the
+						// page keeps answering while kube-proxies catch up
+						Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: WebStopDelaySeconds}}},
+					}},
+				},
+			},
+		},
+	}
+}
+
+// hostSlug makes a host name fit in an object name: "*.example.com" -> "wildcard-example-com".
+func hostSlug(host string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(host, "*", "wildcard"), ".", "-")
+}
+
+// TLSSecretName is the kubernetes.io/tls Secret holding a host's certificate.
+func TLSSecretName(appName, host string) string { return appName + "-tls-" + hostSlug(host) }

@@ -1,0 +1,84 @@
+package exec
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/kube"
+)
+
+const ns = "dev"
+
+// seedShop stores app "shop" with release v1 (web and worker) deployed.
+func seedShop(t *testing.T, c *fake.Clientset, cfg app.ConfigMap) *app.App {
+	t.Helper()
+	s := &app.Store{Client: c, Namespace: ns}
+	a := &app.App{Name: "shop", Namespace: ns, Processes: map[string]app.Process{"web": {Replicas: 2}, "worker": {Replicas: 1}}, Release: 1, LastRelease: 1}
+	if err := s.CreateApp(context.Background(), a); err != nil {
+		t.Fatal(err)
+	}
+	r := &app.Release{App: "shop", Version: 1, Image: "img:v1", Processes: map[string]string{"web": "serve", "worker": "work"}, Status: app.StatusDeployed}
+	if err := s.CreateRelease(context.Background(), r, cfg); err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// unitPod is a pod of process proc, running, ready or not.
+func unitPod(name, proc string, ready bool) *corev1.Pod {
+	l := kube.AppLabels("shop")
+	l[kube.LabelProcess] = proc
+	cond := corev1.ConditionFalse
+	if ready {
+		cond = corev1.ConditionTrue
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: l, CreationTimestamp: metav1.NewTime(time.Now().Add(-time.Hour))},
+		Spec:       corev1.PodSpec{NodeName: "node1", Containers: []corev1.Container{{Name: proc}}},
+		Status: corev1.PodStatus{
+			Phase:             corev1.PodRunning,
+			Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: cond}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: proc, Ready: ready, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}},
+		},
+	}
+}
+
+func pending(p *corev1.Pod) *corev1.Pod {
+	p.Status.Phase = corev1.PodPending
+	p.Status.ContainerStatuses[0].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}
+	return p
+}
+
+// fakeExecutor answers sessions with a script per pod.
+type fakeExecutor struct {
+	mu    sync.Mutex
+	calls []string // pod names, in call order
+	run   func(t Target, command []string, s Streams) error
+}
+
+func (f *fakeExecutor) Exec(_ context.Context, t Target, command []string, s Streams) error {
+	f.mu.Lock()
+	f.calls = append(f.calls, t.Pod)
+	f.mu.Unlock()
+	return f.run(t, command, s)
+}
+
+func (f *fakeExecutor) Attach(_ context.Context, t Target, s Streams) error {
+	return f.run(t, nil, s)
+}
+
+func testDeps(c *fake.Clientset, ex Executor) (Deps, *cli.IOStreams, interface{ String() string }, interface{ String() string }) {
+	ios, _, out, errOut := cli.TestIOStreams()
+	return Deps{Client: c, Namespace: ns, Executor: ex, IO: ios, User: func() string { return "alice" }, CommandName: "tug"}, ios, out, errOut
+}
+
+
+func metaList() metav1.ListOptions { return metav1.ListOptions{} }

@@ -1,0 +1,149 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/cluster"
+	"tug.dev/tug/pkg/kube"
+)
+
+// Pool is one line of `tug pool list`: a pool in one cluster, its nodes
+// and the apps placed in it. Its JSON shape is documented in
+// docs/output.md.
+type Pool struct {
+	Name    string `json:"name"`
+	Cluster string `json:"cluster"`
+	// Nodes are the nodes labelled with the pool; Ready counts those ready
+	// and not disabled or cordoned, i.e. able to take new units.
+	Nodes []string `json:"nodes"`
+	Ready int      `json:"ready"`
+	// Apps are "namespace/app" for every app placed in the pool.
+	Apps []string `json:"apps"`
+}
+
+// PoolList is `tug pool list`.
+type PoolList struct {
+	Pools       []Pool         `json:"pools"`
+	Unreachable []ClusterError `json:"unreachable,omitempty"`
+	Warnings    []string       `json:"warnings,omitempty"`
+}
+
+// ListPools lists the pools of every cluster: those its nodes are labelled
+// with, those its apps are placed in (a pool with apps and no nodes is
+// worth seeing: its units cannot run) and those the cluster is configured
+// to hold.
+func ListPools(ctx context.Context, targets []cluster.Target) (*PoolList, error) {
+	type part struct {
+		pools   []Pool
+		warning string
+		err     error
+	}
+	parts := make([]part, len(targets))
+	var wg sync.WaitGroup
+	for i, t := range targets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if t.Err != nil {
+				parts[i].err = t.Err
+				return
+			}
+			cctx, cancel := context.WithTimeout(ctx, ClusterTimeout)
+			defer cancel()
+			parts[i].pools, parts[i].warning, parts[i].err = poolsOf(cctx, t)
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	out := &PoolList{Pools: []Pool{}}
+	failed := 0
+	var firstErr error
+	for i, p := range parts {
+		if p.err != nil {
+			err := kube.TranslateError(p.err)
+			if firstErr == nil {
+				firstErr = err
+			}
+			failed++
+			out.Unreachable = append(out.Unreachable, ClusterError{Cluster: targets[i].Name, Context: targets[i].Context, Error: err.Error()})
+			continue
+		}
+		out.Pools = append(out.Pools, p.pools...)
+		if p.warning != "" {
+			out.Warnings = append(out.Warnings, p.warning)
+		}
+	}
+	if failed == len(targets) && failed > 0 {
+		if failed == 1 {
+			return nil, firstErr
+		}
+		return nil, fmt.Errorf("no cluster answered; first: %w", firstErr)
+	}
+	sort.Slice(out.Pools, func(i, j int) bool {
+		if out.Pools[i].Name != out.Pools[j].Name {
+			return out.Pools[i].Name < out.Pools[j].Name
+		}
+		return out.Pools[i].Cluster < out.Pools[j].Cluster
+	})
+	return out, nil
+}
+
+func poolsOf(ctx context.Context, t cluster.Target) ([]Pool, string, error) {
+	nodes, err := t.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: kube.LabelPool})
+	if err != nil {
+		return nil, "", err
+	}
+	byName := map[string]*Pool{}
+	get := func(name string) *Pool {
+		p := byName[name]
+		if p == nil {
+			p = &Pool{Name: name, Cluster: t.Name, Nodes: []string{}, Apps: []string{}}
+			byName[name] = p
+		}
+		return p
+	}
+	for _, name := range t.Pools {
+		get(name)
+	}
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		p := get(n.Labels[kube.LabelPool])
+		p.Nodes = append(p.Nodes, n.Name)
+		if IsReady(n) && !n.Spec.Unschedulable && !IsDisabled(n) {
+			p.Ready++
+		}
+	}
+	// App records in every namespace; without that permission, the
+	// context's namespace still tells something.
+	warning := ""
+	apps, err := (&app.Store{Client: t.Client, Namespace: metav1.NamespaceAll}).ListApps(ctx)
+	if err != nil && t.Namespace != "" {
+		warning = fmt.Sprintf("cluster %s: apps listed in namespace %q only: %v", t.Name, t.Namespace, kube.TranslateError(err))
+		apps, err = (&app.Store{Client: t.Client, Namespace: t.Namespace}).ListApps(ctx)
+	}
+	if err != nil {
+		warning = fmt.Sprintf("cluster %s: apps not listed: %v", t.Name, kube.TranslateError(err))
+		apps = nil
+	}
+	for _, a := range apps {
+		if a.Pool != "" {
+			p := get(a.Pool)
+			p.Apps = append(p.Apps, a.Namespace+"/"+a.Name)
+		}
+	}
+	out := make([]Pool, 0, len(byName))
+	for _, p := range byName {
+		sort.Strings(p.Nodes)
+		sort.Strings(p.Apps)
+		out = append(out, *p)
+	}
+	return out, warning, nil
+}

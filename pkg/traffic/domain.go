@@ -1,0 +1,117 @@
+// Package traffic holds how requests reach an app: domains and their
+// certificates, allowed sources, and the addresses an app answers on. The
+// objects themselves are rendered by pkg/deploy from the app record.
+package traffic
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
+
+	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/kube"
+)
+
+// ValidateHost checks a domain: a DNS name, optionally with a leading "*."
+// wildcard, not an IP address.
+func ValidateHost(host string) error {
+	if host == "" {
+		return fmt.Errorf("host is empty")
+	}
+	if net.ParseIP(host) != nil {
+		return fmt.Errorf("invalid host %q: an Ingress routes names, not IP addresses", host)
+	}
+	name := strings.TrimPrefix(host, "*.")
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		return fmt.Errorf("invalid host %q: %s", host, errs[0])
+	}
+	if !strings.Contains(name, ".") && name != "localhost" {
+		return fmt.Errorf("invalid host %q: a domain needs at least one dot, e.g. shop.example.com", host)
+	}
+	return nil
+}
+
+// ValidatePath checks an Ingress path: absolute, no spaces.
+func ValidatePath(p string) error {
+	if !strings.HasPrefix(p, "/") || strings.ContainsAny(p, " \t\n?#") {
+		return fmt.Errorf("invalid path %q: want an absolute URL path such as / or /api", p)
+	}
+	return nil
+}
+
+// HostOwner finds which other app of the namespace already routes host:
+// one LIST of tug's Ingresses. "" when none.
+func HostOwner(ctx context.Context, client kubernetes.Interface, namespace, appName, host string) (string, error) {
+	list, err := client.NetworkingV1().Ingresses(namespace).List(ctx, metav1.ListOptions{LabelSelector: kube.LabelManagedBy + "=" + kube.ManagedBy})
+	if err != nil {
+		return "", kube.TranslateError(err)
+	}
+	for _, ing := range list.Items {
+		owner := ing.Labels[kube.LabelApp]
+		if owner == appName {
+			continue
+		}
+		for _, r := range ing.Spec.Rules {
+			if strings.EqualFold(r.Host, host) {
+				return owner, nil
+			}
+		}
+	}
+	return "", nil
+}
+
+// AddDomain adds host (with path and ingress class) to the record; adding
+// a host twice with the same path is an error.
+func AddDomain(a *app.App, d app.Domain) error {
+	for _, cur := range a.Domains {
+		if strings.EqualFold(cur.Host, d.Host) && cur.Path == d.Path {
+			return fmt.Errorf("app %q already has domain %s%s", a.Name, d.Host, d.Path)
+		}
+		if strings.EqualFold(cur.Host, d.Host) && cur.TLSSecret != "" {
+			d.TLSSecret = cur.TLSSecret
+		}
+	}
+	a.Domains = append(a.Domains, d)
+	return nil
+}
+
+// RemoveDomain drops every path of host; it returns the TLS Secret the host
+// used, if any, for the caller to delete.
+func RemoveDomain(a *app.App, host string) (tlsSecret string, err error) {
+	n := len(a.Domains)
+	a.Domains = slices.DeleteFunc(a.Domains, func(d app.Domain) bool {
+		if strings.EqualFold(d.Host, host) {
+			tlsSecret = d.TLSSecret
+			return true
+		}
+		return false
+	})
+	if len(a.Domains) == n {
+		return "", fmt.Errorf("app %q has no domain %q; see 'tug domain list %s'", a.Name, host, a.Name)
+	}
+	return tlsSecret, nil
+}
+
+// ParseCIDR checks an allowed source: a CIDR, or a bare IP taken as /32 (/128).
+func ParseCIDR(s string) (string, error) {
+	if ip := net.ParseIP(s); ip != nil {
+		if ip.To4() != nil {
+			return s + "/32", nil
+		}
+		return s + "/128", nil
+	}
+	_, n, err := net.ParseCIDR(s)
+	if err != nil {
+		return "", fmt.Errorf("invalid CIDR %q: want an address range such as 10.0.0.0/8 or an IP address", s)
+	}
+	if n.String() != s {
+		return "", fmt.Errorf("invalid CIDR %q: host bits are set; did you mean %s?", s, n.String())
+	}
+	return s, nil
+}

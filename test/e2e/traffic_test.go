@@ -1,0 +1,255 @@
+package e2e
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"math/big"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+type address struct {
+	Kind string `json:"kind"`
+	URL  string `json:"url"`
+}
+
+// status GETs url and returns the HTTP status and body (0 when no answer).
+func status(url string) (int, string) {
+	// a new connection each time: a kept-alive one stays on the backend
+	// kube-proxy chose when it opened, whatever the Service says now
+	c := http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := c.Get(url)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func (h *H) waitStatus(url string, want int, bodyHas string) {
+	h.t.Helper()
+	h.Eventually(30*time.Second, fmt.Sprintf("%s answers %d", url, want), func() (bool, error) {
+		code, body := status(url)
+		if code != want || !strings.Contains(body, bodyHas) {
+			return false, fmt.Errorf("got %d %q", code, body)
+		}
+		return true, nil
+	})
+}
+
+func TestAppAddressesAnswer(t *testing.T) {
+	h := New(t)
+	h.mustTug("app", "create", "addr")
+	h.mustTug("app", "deploy", "addr", "--image", sampleV1)
+	var addrs []address
+	if err := json.Unmarshal([]byte(h.mustTug("app", "address", "addr", "-o", "json").Stdout), &addrs); err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]int{}
+	for _, a := range addrs {
+		kinds[a.Kind]++
+		if a.Kind == "cluster-ip" || a.Kind == "node-port" {
+			h.waitStatus(a.URL+"/version", 200, "v1")
+		}
+	}
+	if kinds["cluster-ip"] != 1 || kinds["node-port"] < 1 || kinds["dns"] != 1 {
+		t.Fatalf("addresses: %+v", addrs)
+	}
+}
+
+func TestMaintenanceAndRoutable(t *testing.T) {
+	h := New(t)
+	h.mustTug("app", "create", "site")
+	h.mustTug("app", "deploy", "site", "--image", sampleV1)
+	svc, err := h.Client.CoreV1().Services(h.NS).Get(context.Background(), "site", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + svc.Spec.ClusterIP + "/version"
+	h.waitStatus(url, 200, "v1")
+
+	h.mustTug("app", "maintenance", "site", "on")
+	h.waitStatus(url, 503, "down for maintenance")
+	if info := h.mustTug("app", "info", "site", "-o", "json").Stdout; !strings.Contains(info, `"maintenance": true`) {
+		t.Fatalf("app info should show maintenance:\n%s", info)
+	}
+	h.waitUnits("site", "web", 1, sampleV1) // units keep running
+	h.mustTug("app", "maintenance", "site", "off")
+	h.waitStatus(url, 200, "v1")
+
+	h.mustTug("app", "routable", "site", "off")
+	h.Eventually(30*time.Second, "no answer while not routable", func() (bool, error) {
+		code, body := status(url)
+		return code == 0, fmt.Errorf("got %d %q", code, body)
+	})
+	h.waitUnits("site", "web", 1, sampleV1)
+	h.mustTug("app", "routable", "site", "on")
+	h.waitStatus(url, 200, "v1")
+}
+
+// selfSigned writes a certificate for hosts, valid from notBefore to
+// notAfter, and its key; it returns the two file paths.
+func selfSigned(t *testing.T, hosts []string, notBefore, notAfter time.Time) (string, string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: hosts[0]},
+		DNSNames: hosts, NotBefore: notBefore, NotAfter: notAfter}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, _ := x509.MarshalECPrivateKey(key)
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	_ = os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
+	_ = os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600)
+	return certFile, keyFile
+}
+
+func TestDomainsAndCertificates(t *testing.T) {
+	h := New(t)
+	ctx := context.Background()
+	h.mustTug("app", "create", "front")
+	h.mustTug("app", "create", "other")
+	h.mustTug("app", "deploy", "front", "--image", sampleV1)
+	h.mustTug("domain", "add", "front", "shop.example.com")
+	h.mustTug("domain", "add", "front", "example.com", "--path", "/shop", "--ingress-class", "nginx")
+	ing, err := h.Client.NetworkingV1().Ingresses(h.NS).Get(ctx, "front", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ing.Spec.Rules) != 2 || ing.Spec.Rules[0].Host != "shop.example.com" || ing.Spec.Rules[1].HTTP.Paths[0].Path != "/shop" ||
+		ing.Spec.Rules[0].HTTP.Paths[0].Backend.Service.Name != "front" || ing.Spec.IngressClassName == nil || *ing.Spec.IngressClassName != "nginx" {
+		t.Fatalf("ingress: %+v", ing.Spec)
+	}
+	if r := h.Tug("domain", "add", "other", "shop.example.com"); r.Code != 1 || !strings.Contains(r.Stderr, `app "front"`) {
+		t.Fatalf("a host of another app must be refused naming it: %s", r)
+	}
+
+	now := time.Now()
+	certFile, keyFile := selfSigned(t, []string{"shop.example.com"}, now.Add(-time.Hour), now.Add(90*24*time.Hour))
+	keyPEM, _ := os.ReadFile(keyFile)
+	h.mustTug("cert", "add", "front", "shop.example.com", "--cert", certFile, "--key", keyFile)
+	sec, err := h.Client.CoreV1().Secrets(h.NS).Get(ctx, "front-tls-shop-example-com", metav1.GetOptions{})
+	if err != nil || sec.Type != corev1.SecretTypeTLS {
+		t.Fatalf("TLS secret: %v %v", sec, err)
+	}
+	ing, _ = h.Client.NetworkingV1().Ingresses(h.NS).Get(ctx, "front", metav1.GetOptions{})
+	if len(ing.Spec.TLS) != 1 || ing.Spec.TLS[0].SecretName != sec.Name || !slices.Equal(ing.Spec.TLS[0].Hosts, []string{"shop.example.com"}) {
+		t.Fatalf("ingress tls: %+v", ing.Spec.TLS)
+	}
+	var certs []struct {
+		Host     string   `json:"host"`
+		SANs     []string `json:"sans"`
+		DaysLeft int      `json:"daysLeft"`
+	}
+	out := h.mustTug("cert", "list", "front", "-o", "json")
+	if err := json.Unmarshal([]byte(out.Stdout), &certs); err != nil {
+		t.Fatal(err)
+	}
+	if len(certs) != 1 || certs[0].Host != "shop.example.com" || certs[0].DaysLeft < 88 || certs[0].DaysLeft > 90 {
+		t.Fatalf("cert list: %+v", certs)
+	}
+	for _, args := range [][]string{{"cert", "list", "front"}, {"app", "info", "front", "-o", "yaml"}, {"app", "export", "front"}, {"domain", "list", "front", "-o", "json"}} {
+		if r := h.mustTug(args...); strings.Contains(r.Stdout+r.Stderr, strings.TrimSpace(string(keyPEM))[40:80]) {
+			t.Fatalf("tug %v prints the private key", args)
+		}
+	}
+
+	// pairs that must be refused
+	otherCert, otherKey := selfSigned(t, []string{"shop.example.com"}, now.Add(-time.Hour), now.Add(time.Hour))
+	wrongHost, wrongHostKey := selfSigned(t, []string{"evil.example.org"}, now.Add(-time.Hour), now.Add(time.Hour))
+	expired, expiredKey := selfSigned(t, []string{"shop.example.com"}, now.Add(-48*time.Hour), now.Add(-24*time.Hour))
+	for _, c := range []struct{ cert, key, want string }{
+		{certFile, otherKey, "does not match"},
+		{wrongHost, wrongHostKey, "not for shop.example.com"},
+		{expired, expiredKey, "expired"},
+		{"/nonexistent.crt", otherKey, "no such file"},
+	} {
+		r := h.Tug("cert", "add", "front", "shop.example.com", "--cert", c.cert, "--key", c.key)
+		if r.Code != 2 || !strings.Contains(r.Stderr, c.want) {
+			t.Errorf("cert add %s: want exit 2 with %q, got %s", filepath.Base(c.cert), c.want, r)
+		}
+	}
+	_ = otherCert
+
+	h.mustTug("cert", "remove", "front", "shop.example.com")
+	if _, err := h.Client.CoreV1().Secrets(h.NS).Get(ctx, sec.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("TLS secret after cert remove: %v", err)
+	}
+	h.mustTug("domain", "remove", "front", "shop.example.com")
+	h.mustTug("domain", "remove", "front", "example.com")
+	if _, err := h.Client.NetworkingV1().Ingresses(h.NS).Get(ctx, "front", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("ingress after its last domain went: %v", err)
+	}
+}
+
+func TestAllowListMakesANetworkPolicy(t *testing.T) {
+	h := New(t)
+	ctx := context.Background()
+	h.mustTug("app", "create", "guarded")
+	h.mustTug("app", "deploy", "guarded", "--image", sampleV1)
+	h.mustTug("app", "allow", "add", "guarded", "10.0.0.0/8", "192.168.1.5")
+	np, err := h.Client.NetworkingV1().NetworkPolicies(h.NS).Get(ctx, "guarded-allow", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cidrs []string
+	for _, p := range np.Spec.Ingress[0].From {
+		cidrs = append(cidrs, p.IPBlock.CIDR)
+	}
+	if !slices.Equal(cidrs, []string{"10.0.0.0/8", "192.168.1.5/32"}) || np.Spec.PodSelector.MatchLabels["tug.dev/process"] != "web" || len(np.Spec.Ingress) != 1 {
+		t.Fatalf("network policy: %+v", np.Spec)
+	}
+	h.mustTug("app", "allow", "remove", "guarded", "10.0.0.0/8", "192.168.1.5")
+	if _, err := h.Client.NetworkingV1().NetworkPolicies(h.NS).Get(ctx, "guarded-allow", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("policy after the last source went: %v", err)
+	}
+}
+
+func TestTrafficBadInputChangesNothing(t *testing.T) {
+	h := New(t)
+	h.mustTug("app", "create", "tidy")
+	h.mustTug("app", "deploy", "tidy", "--image", sampleV1)
+	for _, args := range [][]string{
+		{"domain", "add", "tidy", "bad_host.example.com"},
+		{"domain", "add", "tidy", "10.1.2.3"},
+		{"domain", "add", "tidy", "nodot"},
+		{"domain", "add", "tidy", "ok.example.com", "--path", "noslash"},
+		{"app", "allow", "add", "tidy", "10.0.0.1/8"},
+		{"app", "allow", "add", "tidy", "not-a-cidr"},
+		{"app", "maintenance", "tidy", "maybe"},
+		{"cert", "add", "tidy", "ok.example.com"},
+	} {
+		if r := h.Tug(args...); r.Code != 2 {
+			t.Errorf("tug %q: want exit 2, got %s", args, r)
+		}
+	}
+	ctx := context.Background()
+	ings, _ := h.Client.NetworkingV1().Ingresses(h.NS).List(ctx, metav1.ListOptions{})
+	nps, _ := h.Client.NetworkingV1().NetworkPolicies(h.NS).List(ctx, metav1.ListOptions{})
+	if len(ings.Items)+len(nps.Items) != 0 {
+		t.Fatalf("bad input created %d ingresses and %d policies", len(ings.Items), len(nps.Items))
+	}
+}
