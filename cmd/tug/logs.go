@@ -103,4 +103,3 @@ func parseSince(v string, o *logs.Options, now time.Time) error {
 	o.SinceTime = t
 	return nil
 }
-

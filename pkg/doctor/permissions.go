@@ -197,17 +197,35 @@ func CommandGroups() []CommandGroup {
 			Description: "list, add, enable, disable and remove nodes (cluster admins)",
 			Permissions: slices.Concat(
 				rules(ScopeCluster, "nodes", manage...),
-				// Removing a node evicts the pods on it, in every namespace,
-				// except those a DaemonSet would put straight back.
-				rules(ScopeAllNamespaces, "pods", readOnly...),
+				// Units per node; removing a node evicts the pods on it, in
+				// every namespace, and waits until they are gone.
+				rules(ScopeAllNamespaces, "pods", read...),
 				rules(ScopeAllNamespaces, "pods/eviction", "create"),
-				rules(ScopeAllNamespaces, "daemonsets.apps", readOnly...),
+				// App-aware removal: a process whose last ready unit is on
+				// the node gets one more unit first, under the app's deploy
+				// lock.
+				rules(ScopeAllNamespaces, "deployments.apps/scale", "get", "update"),
+				rules(ScopeAllNamespaces, "leases.coordination.k8s.io", "get", "create", "update", "delete"),
 			),
 		},
 		{
 			Name:        "pool",
-			Description: "group nodes into pools (cluster admins)",
-			Permissions: rules(ScopeCluster, "nodes", "get", "list", "update", "patch"),
+			Description: "group nodes into pools and list the apps in each (cluster admins)",
+			Permissions: slices.Concat(
+				rules(ScopeCluster, "nodes", "get", "list", "update", "patch"),
+				// App records, to say which apps each pool holds.
+				rules(ScopeAllNamespaces, "configmaps", "list"),
+			),
+		},
+		{
+			Name:        "node-container",
+			Description: "run a container on every node of a pool (cluster admins)",
+			// DaemonSets in the namespace, but they run on every node:
+			// granted with the cluster role, not the developer's.
+			Permissions: slices.Concat(
+				rules(ScopeAllNamespaces, "daemonsets.apps", "get", "list", "watch", "create", "update", "patch", "delete"),
+				rules(ScopeAllNamespaces, "pods", "list", "watch"),
+			),
 		},
 	}
 }

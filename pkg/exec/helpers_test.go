@@ -80,5 +80,4 @@ func testDeps(c *fake.Clientset, ex Executor) (Deps, *cli.IOStreams, interface{ 
 	return Deps{Client: c, Namespace: ns, Executor: ex, IO: ios, User: func() string { return "alice" }, CommandName: "tug"}, ios, out, errOut
 }
 
-
 func metaList() metav1.ListOptions { return metav1.ListOptions{} }

@@ -7,7 +7,9 @@ import (
 	"k8s.io/client-go/tools/remotecommand"
 )
 
-func size(w, h uint16) remotecommand.TerminalSize { return remotecommand.TerminalSize{Width: w, Height: h} }
+func size(w, h uint16) remotecommand.TerminalSize {
+	return remotecommand.TerminalSize{Width: w, Height: h}
+}
 
 func TestSizeQueuePushNeverBlocksAndKeepsTheLatest(t *testing.T) {
 	q := NewSizeQueue(size(80, 24))

@@ -32,10 +32,10 @@ func TestShellCommand(t *testing.T) {
 
 func TestCommandLine(t *testing.T) {
 	for in, want := range map[string][]string{
-		"psql":                {"psql"},
-		"  rails   console ":  {"rails", "console"},
-		"echo $HOME":          {"/bin/sh", "-c", "echo $HOME"},
-		"ls | wc -l":          {"/bin/sh", "-c", "ls | wc -l"},
+		"psql":               {"psql"},
+		"  rails   console ": {"rails", "console"},
+		"echo $HOME":         {"/bin/sh", "-c", "echo $HOME"},
+		"ls | wc -l":         {"/bin/sh", "-c", "ls | wc -l"},
 		`psql -c "select 1"`: {"/bin/sh", "-c", `psql -c "select 1"`},
 	} {
 		if got := CommandLine(in); !reflect.DeepEqual(got, want) {

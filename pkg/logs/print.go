@@ -23,7 +23,7 @@ type printer struct {
 	prefix bool // false with --unit: one unit needs no name on each line
 	stamps bool
 
-	mu    sync.Mutex // guards widest and stderr
+	mu     sync.Mutex // guards widest and stderr
 	widest int
 }
 

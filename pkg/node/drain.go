@@ -183,7 +183,9 @@ func (d *drainer) predictSurges(ctx context.Context, pods []corev1.Pod) []Surge 
 		}
 		out = append(out, Surge{Namespace: k.namespace, App: k.app, Process: k.name, From: sc.Spec.Replicas, To: sc.Spec.Replicas + 1})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Namespace+out[i].App+out[i].Process < out[j].Namespace+out[j].App+out[j].Process })
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].Namespace+out[i].App+out[i].Process < out[j].Namespace+out[j].App+out[j].Process
+	})
 	return out
 }
 

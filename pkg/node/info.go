@@ -22,7 +22,7 @@ type Info struct {
 	Ready       bool              `json:"ready"`
 	Cordoned    bool              `json:"cordoned"`
 	Disabled    bool              `json:"disabled"`
-	Addresses   []Address        `json:"addresses"`
+	Addresses   []Address         `json:"addresses"`
 	ProviderID  string            `json:"providerID,omitempty"`
 	IaaSID      string            `json:"iaasID,omitempty"`
 	Metadata    map[string]string `json:"metadata,omitempty"`

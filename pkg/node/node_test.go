@@ -100,11 +100,11 @@ func TestMetadata(t *testing.T) {
 
 func TestNodeName(t *testing.T) {
 	for in, want := range map[string]string{
-		"node7":                    "node7",
-		"10.0.0.7":                 "10.0.0.7",
-		"Node7.Example.COM":        "node7.example.com",
-		"https://10.0.0.7:2376":    "10.0.0.7",
-		"10.0.0.7:10250":           "10.0.0.7",
+		"node7":                     "node7",
+		"10.0.0.7":                  "10.0.0.7",
+		"Node7.Example.COM":         "node7.example.com",
+		"https://10.0.0.7:2376":     "10.0.0.7",
+		"10.0.0.7:10250":            "10.0.0.7",
 		" worker-1.internal.local ": "worker-1.internal.local",
 	} {
 		if got, err := NodeName(in); err != nil || got != want {
