@@ -22,10 +22,10 @@ func ParseProcfile(r io.Reader) (map[string]string, error) {
 		}
 		name, cmd, ok := strings.Cut(line, ":")
 		if !ok {
-			return nil, fmt.Errorf("Procfile line %d: want \"type: command\", got %q", n, line)
+			return nil, fmt.Errorf("line %d: want \"type: command\", got %q", n, line)
 		}
 		if err := addProcess(procs, strings.TrimSpace(name), strings.TrimSpace(cmd)); err != nil {
-			return nil, fmt.Errorf("Procfile line %d: %w", n, err)
+			return nil, fmt.Errorf("line %d: %w", n, err)
 		}
 	}
 	if err := sc.Err(); err != nil {

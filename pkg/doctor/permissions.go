@@ -56,9 +56,8 @@ type CommandGroup struct {
 }
 
 var (
-	read     = []string{"get", "list", "watch"}
-	readOnly = []string{"get", "list"}
-	manage   = []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+	read   = []string{"get", "list", "watch"}
+	manage = []string{"get", "list", "watch", "create", "update", "patch", "delete"}
 )
 
 // rules expands verbs × resource into permissions. resource may carry a

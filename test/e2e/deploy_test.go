@@ -104,7 +104,7 @@ func TestAppDeployEnvRollback(t *testing.T) {
 	h := New(t)
 	h.mustTug("app", "create", "shop", "--description", "e2e shop")
 	h.mustTug("app", "deploy", "shop", "--image", sampleV1, "--process", "web=sample", "--process", "worker=sample worker")
-	web := h.waitUnits("shop", "web", 1, sampleV1)
+	h.waitUnits("shop", "web", 1, sampleV1)
 	h.waitUnits("shop", "worker", 1, sampleV1)
 
 	// app info and units agree with the cluster
@@ -126,7 +126,7 @@ func TestAppDeployEnvRollback(t *testing.T) {
 	// env set: a new release, the units see the value, no spec holds it
 	secret := "s3cr3t-value-42"
 	h.mustTug("env", "set", "shop", "GREETING="+secret)
-	web = h.waitUnits("shop", "web", 1, sampleV1)
+	web := h.waitUnits("shop", "web", 1, sampleV1)
 	if got := podEnv(t, web[0], "GREETING"); got != secret {
 		t.Fatalf("GREETING in the unit = %q, want %q", got, secret)
 	}
