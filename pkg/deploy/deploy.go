@@ -339,7 +339,7 @@ func generations(got *applied) map[string]int64 {
 
 func result(a *app.App, r *app.Release, st app.Status, start time.Time) *Result {
 	res := &Result{App: a.Name, Namespace: a.Namespace, Release: r.Version, Status: st, Image: r.Image,
-		DurationMS: time.Since(start).Milliseconds()}
+		Processes: []ProcessResult{}, DurationMS: time.Since(start).Milliseconds()}
 	for _, name := range sortedProcesses(r.Processes) {
 		res.Processes = append(res.Processes, ProcessResult{Name: name, Command: r.Processes[name], Units: a.Processes[name].Units()})
 	}
