@@ -16,7 +16,10 @@ import (
 // status, no server fields. Config values are left out unless
 // includeConfig: the Deployments then reference the release's Secret as
 // optional, so the app runs, without its config, until that Secret is
-// copied too.
+// copied too. Volumes the release binds are exported as claims with the
+// same size, access modes and storage class (the data stays behind); the
+// registry Secret, like config, is not exported: copy it when the image
+// is private.
 func Export(ctx context.Context, s *app.Store, appName string, includeConfig bool) ([]any, error) {
 	a, err := s.GetApp(ctx, appName)
 	if err != nil {
@@ -31,6 +34,25 @@ func Export(ctx context.Context, s *app.Store, appName string, includeConfig boo
 	}
 	objs := Render(a, r, config)
 	var out []any
+	seen := map[string]bool{}
+	for _, b := range r.Volumes {
+		if seen[b.Volume] {
+			continue
+		}
+		seen[b.Volume] = true
+		pvc, err := s.Client.CoreV1().PersistentVolumeClaims(s.Namespace).Get(ctx, VolumeClaimName(b.Volume), metav1.GetOptions{})
+		if err != nil {
+			return nil, kube.TranslateError(err)
+		}
+		out = append(out, &corev1.PersistentVolumeClaim{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
+			ObjectMeta: metav1.ObjectMeta{Name: pvc.Name, Labels: pvc.Labels},
+			Spec: corev1.PersistentVolumeClaimSpec{
+				AccessModes: pvc.Spec.AccessModes, Resources: pvc.Spec.Resources,
+				StorageClassName: pvc.Spec.StorageClassName, VolumeMode: pvc.Spec.VolumeMode,
+			},
+		})
+	}
 	if includeConfig {
 		data := map[string][]byte{}
 		for k, v := range config {
