@@ -61,6 +61,24 @@ func appStore(f *cli.Factory) (*app.Store, error) {
 	return &app.Store{Client: client, Namespace: ns}, nil
 }
 
+// loadApp checks an app name, then reads the app's record: what most
+// commands do first. A bad name is a usage error; a missing app says how
+// to find the right one.
+func loadApp(cmd *cobra.Command, f *cli.Factory, name string) (*app.Store, *app.App, error) {
+	if err := app.ValidateName(name); err != nil {
+		return nil, nil, &cli.UsageError{Err: err}
+	}
+	s, err := appStore(f)
+	if err != nil {
+		return nil, nil, err
+	}
+	a, err := s.GetApp(cmd.Context(), name)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, a, nil
+}
+
 // deployDeps is what commands that change what runs (deploy, env, rollback,
 // remove) hand to pkg/deploy: the client, the namespace, progress on stderr
 // and a lock holder naming the user as the API server knows them.

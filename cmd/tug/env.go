@@ -199,14 +199,7 @@ scripts.`,
 		Args: usageArgs(cobra.RangeArgs(1, 2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
-			if err := app.ValidateName(name); err != nil {
-				return &cli.UsageError{Err: err}
-			}
-			s, err := appStore(f)
-			if err != nil {
-				return err
-			}
-			a, err := s.GetApp(cmd.Context(), name)
+			s, a, err := loadApp(cmd, f, name)
 			if err != nil {
 				return err
 			}

@@ -41,14 +41,7 @@ func newReleaseListCmd(f *cli.Factory) *cobra.Command {
 		Short:   "List an app's releases, newest first",
 		Args:    cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := app.ValidateName(args[0]); err != nil {
-				return &cli.UsageError{Err: err}
-			}
-			s, err := appStore(f)
-			if err != nil {
-				return err
-			}
-			a, err := s.GetApp(cmd.Context(), args[0])
+			s, a, err := loadApp(cmd, f, args[0])
 			if err != nil {
 				return err
 			}

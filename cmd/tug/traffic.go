@@ -57,14 +57,8 @@ in-cluster name, its NodePort on every node, load balancer addresses, and its
 domains through the Ingress.`,
 		Args: cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkApp(args[0]); err != nil {
-				return err
-			}
-			s, err := appStore(f)
+			s, _, err := loadApp(cmd, f, args[0])
 			if err != nil {
-				return err
-			}
-			if _, err := s.GetApp(cmd.Context(), args[0]); err != nil {
 				return err
 			}
 			addrs, err := traffic.Addresses(cmd.Context(), s.Client, s.Namespace, args[0])
@@ -166,14 +160,7 @@ tug needs none to manage them.`,
 		Short:   "List the app's domains",
 		Args:    cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkApp(args[0]); err != nil {
-				return err
-			}
-			s, err := appStore(f)
-			if err != nil {
-				return err
-			}
-			a, err := s.GetApp(cmd.Context(), args[0])
+			_, a, err := loadApp(cmd, f, args[0])
 			if err != nil {
 				return err
 			}
@@ -302,14 +289,8 @@ the Ingress. The key is never printed.`,
 		Short:   "List the app's certificates: names, issuer, expiry",
 		Args:    cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkApp(args[0]); err != nil {
-				return err
-			}
-			s, err := appStore(f)
+			s, _, err := loadApp(cmd, f, args[0])
 			if err != nil {
-				return err
-			}
-			if _, err := s.GetApp(cmd.Context(), args[0]); err != nil {
 				return err
 			}
 			certs, err := traffic.ListCerts(cmd.Context(), s.Client, s.Namespace, args[0], time.Now())
@@ -423,14 +404,7 @@ network plugin enforces NetworkPolicies (not every plugin does).`,
 		Short: "List the allowed sources (none: everyone is admitted)",
 		Args:  cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkApp(args[0]); err != nil {
-				return err
-			}
-			s, err := appStore(f)
-			if err != nil {
-				return err
-			}
-			a, err := s.GetApp(cmd.Context(), args[0])
+			_, a, err := loadApp(cmd, f, args[0])
 			if err != nil {
 				return err
 			}

@@ -199,14 +199,8 @@ func newUnitKillCmd(f *cli.Factory) *cobra.Command {
 		Short: "Kill a unit; its process starts a replacement",
 		Args:  cli.ExactArgs("APP", "UNIT"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := app.ValidateName(args[0]); err != nil {
-				return &cli.UsageError{Err: err}
-			}
-			s, err := appStore(f)
+			s, _, err := loadApp(cmd, f, args[0])
 			if err != nil {
-				return err
-			}
-			if _, err := s.GetApp(cmd.Context(), args[0]); err != nil {
 				return err
 			}
 			if err := app.KillUnit(cmd.Context(), s.Client, s.Namespace, args[0], args[1], force); err != nil {
