@@ -52,6 +52,7 @@ Every run records a Kubernetes Event on each unit naming you and the command.`,
 			return tugexec.Exec(cmd.Context(), d, *o)
 		},
 	}
+	commandFlagErrors(cmd)
 	fl := cmd.Flags()
 	fl.StringVarP(&o.Process, "process", "p", "", "Only this process's units")
 	fl.StringVarP(&o.Unit, "unit", "u", "", "Run in this unit")

@@ -95,8 +95,11 @@ func poolTarget(f *cli.Factory, pool, only string) (cluster.Target, error) {
 // cluster, unless --context says where to go. It must run before the
 // command asks the Factory for anything (see cli.Factory.UseContext).
 func routeToPool(f *cli.Factory, pool string) error {
-	if pool == "" || f.ConfigFlags.Context != "" {
+	if pool == "" {
 		return nil
+	}
+	if f.ConfigFlags.Context != "" {
+		return checkPoolContext(f, pool)
 	}
 	cfg, err := loadClusters()
 	if err != nil {
@@ -104,6 +107,36 @@ func routeToPool(f *cli.Factory, pool string) error {
 	}
 	if kubeContext, ok := cfg.ContextForPool(pool); ok {
 		f.UseContext(kubeContext)
+	}
+	return nil
+}
+
+// checkPoolContext refuses to place an app in a pool that tug's cluster
+// map puts in another cluster than the context in use: tug does not move
+// apps between clusters. Nothing is refused when no cluster is configured
+// or the pool belongs to none.
+func checkPoolContext(f *cli.Factory, pool string) error {
+	if pool == "" {
+		return nil
+	}
+	cfg, err := loadClusters()
+	if err != nil || len(cfg.Clusters) == 0 {
+		return err
+	}
+	cl, ok := cfg.ForPool(pool)
+	if !ok {
+		return nil
+	}
+	current := f.ConfigFlags.Context
+	if current == "" {
+		raw, err := f.ConfigFlags.ToRawKubeConfigLoader().RawConfig()
+		if err != nil {
+			return err
+		}
+		current = raw.CurrentContext
+	}
+	if cl.Context != current {
+		return cli.UsageErrorf("pool %q is in cluster %q (context %q), not in context %q; tug does not move apps between clusters: create the app there (see 'tug cluster list')", pool, cl.Name, cl.Context, current)
 	}
 	return nil
 }

@@ -67,7 +67,7 @@ func TestDoctorNamespaceUser(t *testing.T) {
 		t.Errorf("exit %d, want 1 when permissions are missing", r.code)
 	}
 	clitest.Golden(t, "doctor-namespace-user", []byte(r.stdout))
-	if !strings.HasSuffix(r.stderr, "error: missing permissions for node, pool; ask a cluster admin (docs/rbac has the roles to grant)\n") {
+	if !strings.HasSuffix(r.stderr, "error: missing permissions for node, pool, node-container; ask a cluster admin (docs/rbac has the roles to grant)\n") {
 		t.Errorf("stderr %q", r.stderr)
 	}
 }
@@ -108,7 +108,7 @@ func TestDoctorJSON(t *testing.T) {
 	}
 	for _, g := range report.Groups {
 		if g.Name == "node" {
-			if g.Status != "failed" || len(g.Missing) != 12 || g.Missing[0].Scope != "cluster" {
+			if g.Status != "failed" || len(g.Missing) != 17 || g.Missing[0].Scope != "cluster" {
 				t.Errorf("node group %+v", g)
 			}
 		}

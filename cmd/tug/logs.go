@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
@@ -62,7 +64,7 @@ Ctrl-C ends it (exit code 0).`,
 			if o.Tail < -1 {
 				return cli.UsageErrorf("--tail must be -1 (all) or more, got %d", o.Tail)
 			}
-			client, err := f.KubeClient()
+			client, err := logsClient(f)
 			if err != nil {
 				return err
 			}
@@ -102,4 +104,18 @@ func parseSince(v string, o *logs.Options, now time.Time) error {
 	}
 	o.SinceTime = t
 	return nil
+}
+
+// logsClient is a client without the client-side rate limit: logs open one
+// stream per unit (two with -f), and a limit meant to pace many small
+// requests would make the hundredth unit's first line wait seconds (as
+// kubectl's does). The API server's own priority and fairness still applies.
+func logsClient(f *cli.Factory) (kubernetes.Interface, error) {
+	cfg, err := f.RESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst, cfg.RateLimiter = -1, 0, nil
+	return kubernetes.NewForConfig(cfg)
 }

@@ -198,7 +198,7 @@ func printNodeInfo(ios *cli.IOStreams, in *node.Info) error {
 	}
 	fmt.Fprintln(w)
 	switch {
-	case in.Units == nil:
+	case in.Warning != "":
 		fmt.Fprintf(w, "Units: unknown (%s)\n", in.Warning)
 	case len(in.Units) == 0:
 		fmt.Fprintln(w, "No tug units on this node.")

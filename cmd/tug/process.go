@@ -499,6 +499,9 @@ func newPoolSetCmd(f *cli.Factory) *cobra.Command {
 			if err := kube.ValidateLabelValue("pool", args[1]); err != nil {
 				return &cli.UsageError{Err: err}
 			}
+			if err := checkPoolContext(f, args[1]); err != nil {
+				return err
+			}
 			return settingsRoll(cmd, f, args[0], app.KindPool, "pool "+args[1], r, func(_ *app.App, rel *app.Release) error {
 				rel.Pool = args[1]
 				return nil

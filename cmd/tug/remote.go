@@ -123,3 +123,16 @@ func appAndOptionalArg(name string) cobra.PositionalArgs {
 		return nil
 	}
 }
+
+// commandFlagErrors makes an unknown flag on a command that runs another
+// command say where that command's own flags go: `tug run shop ls -l`
+// fails on -l.
+func commandFlagErrors(cmd *cobra.Command) {
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		err = cli.FlagErrorFunc(c, err)
+		if strings.Contains(err.Error(), "unknown") {
+			return cli.UsageErrorf("%v; the command and its own flags go after '--': %s APP -- COMMAND [ARGS...]", err, c.CommandPath())
+		}
+		return err
+	})
+}

@@ -83,6 +83,7 @@ Every run records a Kubernetes Event on its pod naming you and the command.`,
 			return nil
 		},
 	}
+	commandFlagErrors(cmd)
 	fl := cmd.Flags()
 	fl.StringVarP(&o.Process, "process", "p", "", "Process whose pod template to use (default web, else the first)")
 	fl.BoolVarP(&o.Stdin, "stdin", "i", false, "Pass stdin to the command (attach)")

@@ -29,7 +29,7 @@ type Cluster struct {
 	Name    string `json:"name"`
 	Context string `json:"context"`
 	// Pools whose apps and nodes live in this cluster.
-	Pools []string `json:"pools,omitempty"`
+	Pools []string `json:"pools"`
 	// Default takes the pools no cluster names.
 	Default bool `json:"default,omitempty"`
 }
@@ -79,6 +79,11 @@ func Load(path string) (*Config, error) {
 			return nil, fmt.Errorf("tug's config %s: clusters: %w; fix or remove it", path, err)
 		}
 		delete(raw, "clusters")
+	}
+	for i := range c.Clusters {
+		if c.Clusters[i].Pools == nil {
+			c.Clusters[i].Pools = []string{}
+		}
 	}
 	c.extra = raw
 	return c, nil

@@ -2,7 +2,6 @@ package exec
 
 import (
 	"sync"
-	"time"
 
 	"k8s.io/client-go/tools/remotecommand"
 )
@@ -85,7 +84,3 @@ func (q *SizeQueue) follow(changed <-chan struct{}, size func() (remotecommand.T
 		}
 	}
 }
-
-// pollInterval is how often the size is checked where the system sends no
-// signal on resize (Windows).
-const pollInterval = 250 * time.Millisecond

@@ -7,6 +7,10 @@ import (
 	"time"
 )
 
+// pollInterval is how often the size is checked: Windows sends no signal
+// on resize.
+const pollInterval = 250 * time.Millisecond
+
 // resizeEvents delivers a value every pollInterval: Windows consoles send no
 // signal on resize, so the size is polled (follow skips unchanged sizes).
 func resizeEvents(stop <-chan struct{}) <-chan struct{} {

@@ -116,7 +116,17 @@ func Run(ctx context.Context, d Deps, o RunOptions) (res *RunResult, err error) 
 	})
 	r.container = r.pod.Spec.Containers[0].Name
 
-	defer r.cleanup(ctx)
+	// The pod goes first, then the wait for the audit event.
+	var waitAudit func() error
+	defer func() {
+		r.cleanup(ctx)
+		if waitAudit == nil {
+			return
+		}
+		if aerr := waitAudit(); aerr != nil {
+			warnf(d.IO.ErrOut, "%v", aerr)
+		}
+	}()
 	if err := r.create(ctx); err != nil {
 		return nil, err
 	}
@@ -125,13 +135,8 @@ func Run(ctx context.Context, d Deps, o RunOptions) (res *RunResult, err error) 
 		envNote = " (with --env " + strings.Join(o.Env.Keys(), ", ") + ")"
 	}
 	command := ShellJoin(o.Command)
-	waitAudit := audit(ctx, d.Client, r.pod, ReasonRun, d.User, command,
+	waitAudit = audit(ctx, d.Client, r.pod, ReasonRun, d.User, command,
 		"%s ran: "+escapePct(fmt.Sprintf("%s (release v%d, process %s)%s", command, rel.Version, proc, envNote)))
-	defer func() {
-		if aerr := waitAudit(); aerr != nil {
-			warnf(d.IO.ErrOut, "%v", aerr)
-		}
-	}()
 
 	runCtx := ctx
 	if o.Timeout > 0 {
@@ -150,7 +155,7 @@ func Run(ctx context.Context, d Deps, o RunOptions) (res *RunResult, err error) 
 		return &RunResult{Pod: r.name}, &cli.ExitError{Code: code}
 	case err == nil:
 		return &RunResult{Pod: r.name}, nil
-	case runCtx.Err() != nil || isTimeout(err):
+	case o.Timeout > 0 && (runCtx.Err() != nil || isTimeout(err)):
 		r.end(fmt.Sprintf("%s timed out; deleting it", r.name))
 		return nil, &RunTimeoutError{Pod: r.name, Timeout: o.Timeout}
 	}

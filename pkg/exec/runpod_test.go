@@ -95,7 +95,7 @@ func TestRunPodName(t *testing.T) {
 	if !regexp.MustCompile(`^a+-run-[a-z0-9]{5}$`).MatchString(name) || len(validation.IsDNS1123Label(name)) > 0 || len(validation.IsDNS1123Subdomain(runEnvSecretName(name))) > 0 {
 		t.Fatalf("run pod name %q", name)
 	}
-	if RunPodName("shop") == RunPodName("shop") {
+	if a, b := RunPodName("shop"), RunPodName("shop"); a == b {
 		t.Fatal("two runs got the same name")
 	}
 }

@@ -97,12 +97,3 @@ func withHangup(ctx context.Context) (context.Context, context.CancelFunc) {
 	}
 	return signal.NotifyContext(ctx, hangupSignals...)
 }
-
-// lineEnd is what ends a line tug writes itself while the terminal may be
-// raw: a raw terminal does not turn "\n" into "\r\n".
-func lineEnd(raw bool) string {
-	if raw {
-		return "\r\n"
-	}
-	return "\n"
-}

@@ -257,27 +257,42 @@ func (f *follower) watch(ctx context.Context, events chan<- watch.Event, errs ch
 			}
 			return
 		}
-		for ev := range w.ResultChan() {
-			if ev.Type == watch.Error {
-				rv = "" // too old (410 Gone) or failing: list again
-				break
-			}
-			if m, ok := ev.Object.(metav1.Object); ok {
-				rv = m.GetResourceVersion()
-				if ev.Type == watch.Deleted {
-					delete(known, m.GetName())
-				} else if ev.Type != watch.Bookmark {
-					known[m.GetName()] = true
-				}
-			}
-			if ev.Type == watch.Bookmark {
-				continue
-			}
-			if !send(ev) {
-				w.Stop()
+		f.drain(ctx, w, &rv, known, send)
+		w.Stop()
+	}
+}
+
+// drain passes one watch's events on until it ends, noting the last
+// resourceVersion (rv becomes "" when the watch fails: list again).
+func (f *follower) drain(ctx context.Context, w watch.Interface, rv *string, known map[string]bool, send func(watch.Event) bool) {
+	for {
+		var ev watch.Event
+		select {
+		case <-ctx.Done():
+			return
+		case e, ok := <-w.ResultChan():
+			if !ok {
 				return
 			}
+			ev = e
 		}
-		w.Stop()
+		if ev.Type == watch.Error {
+			*rv = "" // too old (410 Gone) or failing: list again
+			return
+		}
+		if m, ok := ev.Object.(metav1.Object); ok {
+			*rv = m.GetResourceVersion()
+			if ev.Type == watch.Deleted {
+				delete(known, m.GetName())
+			} else if ev.Type != watch.Bookmark {
+				known[m.GetName()] = true
+			}
+		}
+		if ev.Type == watch.Bookmark {
+			continue
+		}
+		if !send(ev) {
+			return
+		}
 	}
 }

@@ -33,8 +33,8 @@ type Info struct {
 	Taints      []Taint           `json:"taints"`
 	System      System            `json:"system"`
 	CreatedAt   time.Time         `json:"createdAt"`
-	// Units are the tug units on the node; null when pods could not be
-	// listed (see Warning).
+	// Units are the tug units on the node; empty, with Warning saying
+	// why, when pods could not be listed.
 	Units   []Unit `json:"units"`
 	Warning string `json:"warning,omitempty"`
 }
@@ -90,6 +90,7 @@ func GetInfo(ctx context.Context, f *Found) (*Info, error) {
 			Architecture: n.Status.NodeInfo.Architecture, ContainerRuntime: n.Status.NodeInfo.ContainerRuntimeVersion,
 		},
 		CreatedAt: n.CreationTimestamp.Time,
+		Units:     []Unit{},
 	}
 	if info.Taints == nil {
 		info.Taints = []Taint{}
@@ -113,7 +114,6 @@ func GetInfo(ctx context.Context, f *Found) (*Info, error) {
 		info.Warning = fmt.Sprintf("units not listed: %v", kube.TranslateError(err))
 		return info, nil
 	}
-	info.Units = []Unit{}
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		if !isUnit(p) || podFinished(p) {

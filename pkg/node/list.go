@@ -39,10 +39,10 @@ type ListOptions struct {
 // docs/output.md.
 type ListResult struct {
 	Nodes       []Node         `json:"nodes"`
-	Unreachable []ClusterError `json:"unreachable,omitempty"`
+	Unreachable []ClusterError `json:"unreachable"`
 	// Warnings are partial failures: the nodes are listed, a detail is
 	// missing (e.g. units, without permission to list pods everywhere).
-	Warnings []string `json:"warnings,omitempty"`
+	Warnings []string `json:"warnings"`
 }
 
 // List lists the nodes of every target, one goroutine per cluster. A
@@ -74,7 +74,7 @@ func List(ctx context.Context, targets []cluster.Target, o ListOptions) (*ListRe
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	res := &ListResult{Nodes: []Node{}}
+	res := &ListResult{Nodes: []Node{}, Unreachable: []ClusterError{}, Warnings: []string{}}
 	var errs []error
 	for i, p := range parts {
 		if p.err != nil {

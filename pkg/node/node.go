@@ -53,7 +53,7 @@ type Node struct {
 	// Units is the number of tug units on the node; null when the pods
 	// could not be listed (no permission to list pods in all namespaces).
 	Units     *int      `json:"units"`
-	Taints    []Taint   `json:"taints,omitempty"`
+	Taints    []Taint   `json:"taints"`
 	CreatedAt time.Time `json:"createdAt"`
 }
 
@@ -98,6 +98,7 @@ func Summarize(n *corev1.Node, cluster string, units *int) Node {
 		Disabled:  IsDisabled(n),
 		Units:     units,
 		CreatedAt: n.CreationTimestamp.Time,
+		Taints:    []Taint{},
 	}
 	for _, t := range n.Spec.Taints {
 		out.Taints = append(out.Taints, Taint{Key: t.Key, Value: t.Value, Effect: string(t.Effect)})

@@ -30,8 +30,8 @@ type Pool struct {
 // PoolList is `tug pool list`.
 type PoolList struct {
 	Pools       []Pool         `json:"pools"`
-	Unreachable []ClusterError `json:"unreachable,omitempty"`
-	Warnings    []string       `json:"warnings,omitempty"`
+	Unreachable []ClusterError `json:"unreachable"`
+	Warnings    []string       `json:"warnings"`
 }
 
 // ListPools lists the pools of every cluster: those its nodes are labelled
@@ -63,7 +63,7 @@ func ListPools(ctx context.Context, targets []cluster.Target) (*PoolList, error)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	out := &PoolList{Pools: []Pool{}}
+	out := &PoolList{Pools: []Pool{}, Unreachable: []ClusterError{}, Warnings: []string{}}
 	failed := 0
 	var firstErr error
 	for i, p := range parts {

@@ -254,6 +254,11 @@ func Remove(ctx context.Context, f *Found, o RemoveOptions) (*RemoveResult, erro
 		}
 	}
 	node := f.Node
+	if !o.DryRun {
+		if err := preflight(ctx, f.Target.Client, node.Name, o); err != nil {
+			return nil, err
+		}
+	}
 	res := &RemoveResult{Node: node.Name, Cluster: f.Target.Name, DryRun: o.DryRun, Evicted: []PodRef{}, Skipped: []SkippedPod{}, Surges: []Surge{}}
 	if o.NoRebalance {
 		if o.DryRun {
@@ -318,7 +323,9 @@ func Remove(ctx context.Context, f *Found, o RemoveOptions) (*RemoveResult, erro
 	}
 	res.Skipped = append(res.Skipped, pl.skipped...)
 
-	if errs := d.run(dctx, pl.evict); len(errs) > 0 {
+	errs := d.run(dctx, pl.evict)
+	res.sort()
+	if len(errs) > 0 {
 		if ctx.Err() != nil {
 			return res, ctx.Err() // interrupted: the caller says so
 		}
@@ -337,6 +344,15 @@ func Remove(ctx context.Context, f *Found, o RemoveOptions) (*RemoveResult, erro
 	}
 	res.Deleted = true
 	return res, nil
+}
+
+// sort orders what the goroutines appended, for stable output.
+func (r *RemoveResult) sort() {
+	sort.Slice(r.Evicted, func(i, j int) bool { return r.Evicted[i].String() < r.Evicted[j].String() })
+	sort.Slice(r.Surges, func(i, j int) bool {
+		a, b := r.Surges[i], r.Surges[j]
+		return a.Namespace+"/"+a.App+"/"+a.Process < b.Namespace+"/"+b.App+"/"+b.Process
+	})
 }
 
 // deleteNode deletes the Node found, and not a namesake registered since.

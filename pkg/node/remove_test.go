@@ -10,6 +10,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -62,12 +63,24 @@ type fakeCluster struct {
 	events []string
 	// evict decides an eviction: nil lets it through (the pod is deleted).
 	evict func(ns, name string) error
+	// deny lists "verb resource[/sub]" that access reviews refuse.
+	deny map[string]bool
 }
 
 func newFakeCluster(t *testing.T, objs ...runtime.Object) *fakeCluster {
 	t.Helper()
 	fc := &fakeCluster{Clientset: fake.NewClientset(objs...)}
 	tracker := fc.Tracker()
+	fc.PrependReactor("create", "selfsubjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		r := a.(k8stesting.CreateAction).GetObject().(*authorizationv1.SelfSubjectAccessReview).DeepCopy()
+		ra := r.Spec.ResourceAttributes
+		key := ra.Verb + " " + ra.Resource
+		if ra.Subresource != "" {
+			key += "/" + ra.Subresource
+		}
+		r.Status.Allowed = !fc.deny[key]
+		return true, r, nil
+	})
 	// The tracker ignores field selectors; removal lists a node's pods by
 	// spec.nodeName and waits on one pod by metadata.name.
 	fc.PrependReactor("list", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
@@ -293,6 +306,16 @@ func TestRemoveRefusesUnmanagedPodsBeforeChanging(t *testing.T) {
 func TestRemoveNotReadyNodeDoesNotWaitForKubelet(t *testing.T) {
 	fc := newFakeCluster(t, readyNode("n1", false), replicaSetPod("a", "p", "n1"))
 	tracker := fc.Tracker()
+	fc.PrependReactor("create", "selfsubjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		r := a.(k8stesting.CreateAction).GetObject().(*authorizationv1.SelfSubjectAccessReview).DeepCopy()
+		ra := r.Spec.ResourceAttributes
+		key := ra.Verb + " " + ra.Resource
+		if ra.Subresource != "" {
+			key += "/" + ra.Subresource
+		}
+		r.Status.Allowed = !fc.deny[key]
+		return true, r, nil
+	})
 	// The tracker ignores field selectors; removal lists a node's pods by
 	// spec.nodeName and waits on one pod by metadata.name.
 	fc.PrependReactor("list", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
@@ -393,5 +416,23 @@ func TestRemovePodSelectorNeedsKeepNode(t *testing.T) {
 	var ie *InputError
 	if !errors.As(err, &ie) {
 		t.Fatalf("want an InputError, got %v", err)
+	}
+}
+
+func TestRemoveStopsBeforeCordonWithoutPermission(t *testing.T) {
+	fc := newFakeCluster(t, readyNode("n1", true), replicaSetPod("a", "p", "n1"))
+	fc.deny = map[string]bool{"create pods/eviction": true}
+	_, err := Remove(context.Background(), fc.found(t, "n1"), RemoveOptions{})
+	var pe *PermissionError
+	if !errors.As(err, &pe) || !strings.Contains(err.Error(), "create pods/eviction in all namespaces") || !strings.Contains(err.Error(), "nothing was changed") {
+		t.Fatalf("want a PermissionError naming pods/eviction, got %v", err)
+	}
+	if n := nodeExists(t, fc, "n1"); n == nil || n.Spec.Unschedulable {
+		t.Fatal("the node must be left as it was")
+	}
+	// --no-rebalance needs only to delete the node.
+	fc.deny = map[string]bool{"delete nodes": true}
+	if _, err := Remove(context.Background(), fc.found(t, "n1"), RemoveOptions{NoRebalance: true}); !errors.As(err, &pe) {
+		t.Fatalf("want a PermissionError for delete nodes, got %v", err)
 	}
 }

@@ -2,8 +2,10 @@ package node
 
 import (
 	"context"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
@@ -32,6 +34,12 @@ func waitPods(ctx context.Context, client kubernetes.Interface, ns string, opts 
 		wopts.ResourceVersion = list.ResourceVersion
 		wopts.AllowWatchBookmarks = true
 		w, err := client.CoreV1().Pods(ns).Watch(ctx, wopts)
+		if retryableWatchError(err) {
+			if err := pause(ctx, 500*time.Millisecond); err != nil {
+				return err
+			}
+			continue // list again, as informers do
+		}
 		if err != nil {
 			return err
 		}
@@ -73,4 +81,12 @@ func consume(ctx context.Context, w watch.Interface, pods map[string]*corev1.Pod
 			}
 		}
 	}
+}
+
+// retryableWatchError is a watch the server could not start yet: its
+// watch cache is behind the list's resource version ("too large resource
+// version"), the version is gone, or it is busy. Listing again fixes it.
+func retryableWatchError(err error) bool {
+	return err != nil && (apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || apierrors.IsGone(err) ||
+		apierrors.IsResourceExpired(err) || apierrors.IsTooManyRequests(err))
 }

@@ -127,6 +127,12 @@ func (c *Client) WaitRolledOut(ctx context.Context, cts []Container, p Progress)
 		wopts := sel
 		wopts.ResourceVersion = list.ResourceVersion
 		w, err := dss.Watch(ctx, wopts)
+		if retryableWatchError(err) {
+			if backoff(ctx) != nil {
+				return nil, c.why(ctx, state, want)
+			}
+			continue
+		}
 		if err != nil {
 			return nil, kube.TranslateError(err)
 		}
@@ -283,6 +289,12 @@ func waitNoPods(ctx context.Context, client kubernetes.Interface, ns, selector s
 			return nil
 		}
 		w, err := client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{LabelSelector: selector, ResourceVersion: list.ResourceVersion})
+		if retryableWatchError(err) {
+			if err := backoff(ctx); err != nil {
+				return err
+			}
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -317,5 +329,25 @@ func waitNoPods(ctx context.Context, client kubernetes.Interface, ns, selector s
 		if done || err != nil {
 			return err
 		}
+	}
+}
+
+// retryableWatchError is a watch the server could not start yet (its
+// watch cache is behind the list, the version is gone, it is busy); listing
+// again fixes it.
+func retryableWatchError(err error) bool {
+	return err != nil && (apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || apierrors.IsGone(err) ||
+		apierrors.IsResourceExpired(err) || apierrors.IsTooManyRequests(err))
+}
+
+// backoff waits a moment before listing again, or until ctx ends.
+func backoff(ctx context.Context) error {
+	t := time.NewTimer(500 * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
 }

@@ -176,6 +176,7 @@ func TestClusterEvictionRespectsDisruptionBudget(t *testing.T) {
 
 func TestClusterTwoNodesSpreadWithAntiAffinity(t *testing.T) {
 	h := New(t)
+	h.needAllNodes()
 	nodes, err := h.Client.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -54,7 +54,7 @@ func TestDoctorAsAdminPasses(t *testing.T) {
 
 // A user bound only to the generated developer Role in one namespace may use
 // every app command there, and doctor names exactly the cluster-wide groups
-// (nodes, pools) it cannot use.
+// (nodes, pools, node containers) it cannot use.
 func TestDoctorAsNamespaceUserNamesMissingNodePermissions(t *testing.T) {
 	h := New(t)
 	ctx := context.Background()
@@ -104,8 +104,8 @@ func TestDoctorAsNamespaceUserNamesMissingNodePermissions(t *testing.T) {
 		}
 	}
 	sort.Strings(missing)
-	if strings.Join(missing, ",") != "node,pool" {
-		t.Fatalf("groups with missing permissions = %v, want exactly node and pool\n%s", missing, r.Stdout)
+	if strings.Join(missing, ",") != "node,node-container,pool" {
+		t.Fatalf("groups with missing permissions = %v, want exactly node, node-container and pool\n%s", missing, r.Stdout)
 	}
 	// and the app commands really work for that user
 	run := func(args ...string) Result {

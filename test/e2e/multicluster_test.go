@@ -147,6 +147,17 @@ func TestClusterMultiple(t *testing.T) {
 		t.Fatalf("app without a pool should live in the current context's namespace: %v", err)
 	}
 
+	// tug does not move apps between clusters: placing an app of alpha in
+	// beta's pool is refused, as is contradicting the map with --context.
+	for _, args := range [][]string{
+		{"app", "pool", "set", "unplaced", "pb"},
+		{"app", "create", "misplaced", "--pool", "pb", "--context", "alpha"},
+	} {
+		if r := tug(args...); r.Code != 2 || !strings.Contains(r.Stderr, `pool "pb" is in cluster "beta"`) {
+			t.Errorf("tug %s: want exit 2 naming beta; got %s", strings.Join(args, " "), r)
+		}
+	}
+
 	// pool list: the configured pools, per cluster, and the dead cluster.
 	var pools struct {
 		Pools []struct {

@@ -13,8 +13,9 @@ package e2e
 //   - Every real node a test touches is restored in t.Cleanup (pool label,
 //     the disabled taint, the cordon), and the window in which a real node
 //     is cordoned or disabled is kept to the few seconds the test needs.
-//   - The tests that change nodes run one at a time (nodeMu), though each
-//     runs in parallel with the rest of the suite.
+//   - The tests that change nodes run one at a time (nodeLock), though each
+//     runs in parallel with the rest of the suite; a test that needs every
+//     node schedulable says so with needAllNodes.
 
 import (
 	"bytes"
@@ -31,6 +32,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -42,14 +44,25 @@ import (
 	"k8s.io/client-go/util/retry"
 )
 
-var nodeMu sync.Mutex
+// nodeLock is held exclusively by tests that change nodes (one at a time),
+// and shared by tests that need every node schedulable (required
+// anti-affinity across both nodes cannot place its pods while a node is
+// cordoned or disabled).
+var nodeLock sync.RWMutex
 
 // newNodeH is New for tests that change nodes: they run one at a time.
 func newNodeH(t *testing.T) *H {
 	h := New(t)
-	nodeMu.Lock()
-	t.Cleanup(nodeMu.Unlock)
+	nodeLock.Lock()
+	t.Cleanup(nodeLock.Unlock)
 	return h
+}
+
+// needAllNodes keeps node-changing tests of this run from cordoning or
+// disabling a node until the test ends.
+func (h *H) needAllNodes() {
+	nodeLock.RLock()
+	h.t.Cleanup(nodeLock.RUnlock)
 }
 
 func randSuffix() string {
@@ -203,11 +216,42 @@ func (l nodeListJSON) find(name string) *nodeRow {
 	return nil
 }
 
+// bgTug is tug running in the background.
+type bgTug struct {
+	cmd    *exec.Cmd
+	Wait   func() Result
+	Stderr *Stream
+}
+
+// WaitFor waits for want on tug's stderr. If it does not come, tug is
+// made to dump its goroutines (SIGQUIT) so the failure says where it was.
+func (b *bgTug) WaitFor(t *testing.T, want string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !strings.Contains(b.Stderr.String(), want) {
+		if time.Now().After(deadline) {
+			_ = b.cmd.Process.Signal(syscall.SIGQUIT)
+			r := b.Wait()
+			t.Fatalf("no %q from tug within %s; %s", want, timeout, r)
+		}
+		select {
+		case <-b.Stderr.notify:
+		case <-time.After(time.Until(deadline)):
+		}
+	}
+}
+
 // startTug runs tug in the background; its stderr streams so the test can
-// wait for progress lines. wait returns how it ended.
-func (h *H) startTug(args ...string) (wait func() Result, stderr *Stream) {
+// wait for progress lines. Wait returns how it ended.
+func (h *H) startTug(args ...string) *bgTug {
+	b := &bgTug{}
+	b.Wait, b.Stderr, b.cmd = h.startTugCmd(args...)
+	return b
+}
+
+func (h *H) startTugCmd(args ...string) (wait func() Result, stderr *Stream, cmd *exec.Cmd) {
 	h.t.Helper()
-	cmd := exec.Command(env.tug, args...)
+	cmd = exec.Command(env.tug, args...)
 	cmd.Env = h.tugEnv(nil)
 	var stdout bytes.Buffer
 	pr, pw := io.Pipe()
@@ -238,7 +282,7 @@ func (h *H) startTug(args ...string) (wait func() Result, stderr *Stream) {
 			wait()
 		}
 	})
-	return wait, stderr
+	return wait, stderr, cmd
 }
 
 // WaitEOF waits until the stream's reader has ended.
@@ -676,8 +720,8 @@ func TestNodeRemoveRespectsDisruptionBudget(t *testing.T) {
 	h.mustTug("node", "update", from, "--enable")
 
 	// Blocked, then allowed: it proceeds by itself.
-	wait, stderr := h.startTug(h.drainArgs(from, "guarded", "--timeout", "2m")...)
-	stderr.WaitFor(t, "blocked by PodDisruptionBudget guard", 60*time.Second)
+	bg := h.startTug(h.drainArgs(from, "guarded", "--timeout", "2m")...)
+	bg.WaitFor(t, "blocked by PodDisruptionBudget guard", 60*time.Second)
 	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		p, err := h.Client.PolicyV1().PodDisruptionBudgets(h.NS).Get(ctx, "guard", metav1.GetOptions{})
 		if err != nil {
@@ -691,7 +735,7 @@ func TestNodeRemoveRespectsDisruptionBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := wait(); r.Code != 0 {
+	if r := bg.Wait(); r.Code != 0 {
 		t.Fatalf("removal once the budget allows: %s", r)
 	}
 	h.mustTug("node", "update", from, "--enable")
