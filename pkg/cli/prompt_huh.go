@@ -3,6 +3,9 @@ package cli
 import (
 	"context"
 	"errors"
+	"io"
+	"os"
+	"sync"
 
 	"charm.land/huh/v2"
 )
@@ -12,13 +15,30 @@ import (
 // package initialisation.
 type huhPrompter struct {
 	ios *IOStreams
+	tty func() *promptTTY // see prompt_input_unix.go
 }
 
-func newHuhPrompter(ios *IOStreams) Prompter { return &huhPrompter{ios: ios} }
+func newHuhPrompter(ios *IOStreams) Prompter {
+	return &huhPrompter{ios: ios, tty: sync.OnceValue(openPromptTTY)}
+}
+
+// input is where one prompt reads keys: the terminal through a descriptor
+// of its own when stdin is the terminal, so no reader the prompt leaves
+// behind can take keys meant for what runs next. release ends it.
+func (p *huhPrompter) input() (in io.Reader, release func()) {
+	if f, ok := p.ios.In.(*os.File); ok && f == os.Stdin && p.ios.IsStdinTTY() {
+		if t := p.tty(); t != nil {
+			return t.forOnePrompt()
+		}
+	}
+	return p.ios.In, func() {}
+}
 
 func (p *huhPrompter) run(ctx context.Context, field huh.Field) error {
+	in, release := p.input()
+	defer release()
 	form := huh.NewForm(huh.NewGroup(field)).
-		WithInput(p.ios.In).
+		WithInput(in).
 		WithOutput(p.ios.Out).
 		WithShowHelp(false)
 	if !p.ios.ColorEnabled() {
