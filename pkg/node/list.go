@@ -50,49 +50,16 @@ type ListResult struct {
 // when every cluster failed, with that failure (so a single cluster's
 // missing permission reads as the sentence naming it).
 func List(ctx context.Context, targets []cluster.Target, o ListOptions) (*ListResult, error) {
-	type part struct {
-		nodes   []Node
-		warning string
-		err     error
-	}
-	parts := make([]part, len(targets))
-	var wg sync.WaitGroup
-	for i, t := range targets {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if t.Err != nil {
-				parts[i].err = t.Err
-				return
-			}
-			cctx, cancel := context.WithTimeout(ctx, ClusterTimeout)
-			defer cancel()
-			parts[i].nodes, parts[i].warning, parts[i].err = listCluster(cctx, t, o)
-		}()
-	}
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
+	parts, err := forEachCluster(ctx, targets, func(ctx context.Context, t cluster.Target) ([]Node, string, error) {
+		return listCluster(ctx, t, o)
+	})
+	if err != nil {
 		return nil, err
 	}
-	res := &ListResult{Nodes: []Node{}, Unreachable: []ClusterError{}, Warnings: []string{}}
-	var errs []error
-	for i, p := range parts {
-		if p.err != nil {
-			err := kube.TranslateError(p.err)
-			errs = append(errs, err)
-			res.Unreachable = append(res.Unreachable, ClusterError{Cluster: targets[i].Name, Context: targets[i].Context, Error: err.Error()})
-			continue
-		}
-		res.Nodes = append(res.Nodes, p.nodes...)
-		if p.warning != "" {
-			res.Warnings = append(res.Warnings, p.warning)
-		}
-	}
-	if len(errs) == len(targets) && len(errs) > 0 {
-		if len(errs) == 1 {
-			return nil, errs[0]
-		}
-		return nil, fmt.Errorf("no cluster answered: %w", errors.Join(errs...))
+	res := &ListResult{Nodes: []Node{}}
+	res.Unreachable, res.Warnings, err = gather(targets, parts, func(nodes []Node) { res.Nodes = append(res.Nodes, nodes...) })
+	if err != nil {
+		return nil, err
 	}
 	sort.Slice(res.Nodes, func(i, j int) bool {
 		a, b := res.Nodes[i], res.Nodes[j]

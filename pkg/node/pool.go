@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -39,53 +38,14 @@ type PoolList struct {
 // worth seeing: its units cannot run) and those the cluster is configured
 // to hold.
 func ListPools(ctx context.Context, targets []cluster.Target) (*PoolList, error) {
-	type part struct {
-		pools   []Pool
-		warning string
-		err     error
-	}
-	parts := make([]part, len(targets))
-	var wg sync.WaitGroup
-	for i, t := range targets {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if t.Err != nil {
-				parts[i].err = t.Err
-				return
-			}
-			cctx, cancel := context.WithTimeout(ctx, ClusterTimeout)
-			defer cancel()
-			parts[i].pools, parts[i].warning, parts[i].err = poolsOf(cctx, t)
-		}()
-	}
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
+	parts, err := forEachCluster(ctx, targets, poolsOf)
+	if err != nil {
 		return nil, err
 	}
-	out := &PoolList{Pools: []Pool{}, Unreachable: []ClusterError{}, Warnings: []string{}}
-	failed := 0
-	var firstErr error
-	for i, p := range parts {
-		if p.err != nil {
-			err := kube.TranslateError(p.err)
-			if firstErr == nil {
-				firstErr = err
-			}
-			failed++
-			out.Unreachable = append(out.Unreachable, ClusterError{Cluster: targets[i].Name, Context: targets[i].Context, Error: err.Error()})
-			continue
-		}
-		out.Pools = append(out.Pools, p.pools...)
-		if p.warning != "" {
-			out.Warnings = append(out.Warnings, p.warning)
-		}
-	}
-	if failed == len(targets) && failed > 0 {
-		if failed == 1 {
-			return nil, firstErr
-		}
-		return nil, fmt.Errorf("no cluster answered; first: %w", firstErr)
+	out := &PoolList{Pools: []Pool{}}
+	out.Unreachable, out.Warnings, err = gather(targets, parts, func(pools []Pool) { out.Pools = append(out.Pools, pools...) })
+	if err != nil {
+		return nil, err
 	}
 	sort.Slice(out.Pools, func(i, j int) bool {
 		if out.Pools[i].Name != out.Pools[j].Name {
