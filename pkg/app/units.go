@@ -121,18 +121,9 @@ func UnitOf(p *corev1.Pod, now time.Time) Unit {
 			u.LastExitCode = &code
 		}
 	}
-	u.Ready = podReady(p)
+	u.Ready = kube.PodReady(p)
 	u.Status, u.Reason = unitStatus(p, now)
 	return u
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // errorReasons are container waiting reasons that waiting will not fix.
@@ -188,7 +179,7 @@ func unitStatus(p *corev1.Pod, now time.Time) (status, reason string) {
 	if len(p.Status.ContainerStatuses) == 0 {
 		return UnitCreated, ""
 	}
-	if podReady(p) {
+	if kube.PodReady(p) {
 		return UnitStarted, ""
 	}
 	return UnitStarting, ""

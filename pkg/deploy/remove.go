@@ -7,7 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/kube"
@@ -75,45 +74,13 @@ func Remove(ctx context.Context, d Deps, appName string) error {
 
 // waitNoPods watches the app's pods until none is left.
 func waitNoPods(ctx context.Context, d Deps, appName string) error {
-	pods := d.Client.CoreV1().Pods(d.Namespace)
-	sel := metav1.ListOptions{LabelSelector: kube.AppSelector(appName)}
-	for {
-		list, err := pods.List(ctx, sel)
-		if err != nil {
-			return kube.TranslateError(err)
+	last := -1
+	err := kube.WaitPods(ctx, d.Client, d.Namespace, metav1.ListOptions{LabelSelector: kube.AppSelector(appName)}, func(pods map[string]*corev1.Pod) bool {
+		if n := len(pods); n > 0 && n != last {
+			last = n
+			d.Progress.Update(fmt.Sprintf("waiting for %d %s to stop", n, plural(n, "unit", "units")))
 		}
-		left := map[string]bool{}
-		for _, p := range list.Items {
-			left[p.Name] = true
-		}
-		if len(left) == 0 {
-			return nil
-		}
-		d.Progress.Update(fmt.Sprintf("waiting for %d %s to stop", len(left), plural(len(left), "unit", "units")))
-		opts := sel
-		opts.ResourceVersion = list.ResourceVersion
-		w, err := pods.Watch(ctx, opts)
-		if err != nil {
-			return kube.TranslateError(err)
-		}
-		for ev := range w.ResultChan() {
-			p, ok := ev.Object.(*corev1.Pod)
-			if !ok {
-				continue
-			}
-			if ev.Type == watch.Deleted {
-				delete(left, p.Name)
-			} else {
-				left[p.Name] = true
-			}
-			if len(left) == 0 {
-				w.Stop()
-				return nil
-			}
-			d.Progress.Update(fmt.Sprintf("waiting for %d %s to stop", len(left), plural(len(left), "unit", "units")))
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-	}
+		return len(pods) == 0
+	})
+	return kube.TranslateError(err)
 }

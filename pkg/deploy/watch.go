@@ -308,7 +308,7 @@ func (r *rollout) summary() string {
 			} else {
 				c.old++
 			}
-		case p.DeletionTimestamp == nil && podReady(p):
+		case p.DeletionTimestamp == nil && kube.PodReady(p):
 			c.ready++
 		}
 	}
@@ -326,15 +326,6 @@ func (r *rollout) summary() string {
 		parts = append(parts, s)
 	}
 	return strings.Join(parts, "; ")
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 func plural(n int, one, many string) string {

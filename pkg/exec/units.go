@@ -52,34 +52,17 @@ func ListUnits(ctx context.Context, client kubernetes.Interface, namespace, appN
 
 func unitOf(p *corev1.Pod) Unit {
 	u := Unit{Name: p.Name, Process: p.Labels[kube.LabelProcess], Node: p.Spec.NodeName, Phase: p.Status.Phase,
-		Created: p.CreationTimestamp.Time, Pod: p, Container: mainContainer(p)}
+		Created: p.CreationTimestamp.Time, Pod: p, Container: kube.ProcessContainer(p)}
 	for _, c := range p.Status.ContainerStatuses {
 		if c.Name == u.Container {
 			u.Running = c.State.Running != nil && p.Status.Phase == corev1.PodRunning
 		}
 	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			u.Ready = c.Status == corev1.ConditionTrue
-		}
-	}
+	u.Ready = kube.PodReady(p)
 	return u
 }
 
 // mainContainer is the container that runs the process: the one named
-// after it, else the first.
-func mainContainer(p *corev1.Pod) string {
-	proc := p.Labels[kube.LabelProcess]
-	for _, c := range p.Spec.Containers {
-		if c.Name == proc {
-			return c.Name
-		}
-	}
-	if len(p.Spec.Containers) > 0 {
-		return p.Spec.Containers[0].Name
-	}
-	return ""
-}
 
 // SortUnits orders units web first, then by process and name.
 func SortUnits(units []Unit) {

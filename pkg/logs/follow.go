@@ -61,7 +61,7 @@ func (f *follower) run(ctx context.Context, initial []*corev1.Pod, last map[stri
 		}
 		st := &stream{instance: cs.RestartCount, last: last[p.Name]}
 		f.streams[p.Name] = st
-		opts := &corev1.PodLogOptions{Container: container(p), Follow: true, Timestamps: true}
+		opts := &corev1.PodLogOptions{Container: kube.ProcessContainer(p), Follow: true, Timestamps: true}
 		if st.last.IsZero() {
 			// The backlog showed nothing: keep to what was asked for.
 			if o := logOptions(f.o, p); o.SinceSeconds != nil || o.SinceTime != nil {
@@ -137,7 +137,7 @@ func (f *follower) reconcile(ctx context.Context, p *corev1.Pod) {
 		return
 	}
 	f.out.width(p.Name)
-	f.start(ctx, p, st, &corev1.PodLogOptions{Container: container(p), Follow: true, Timestamps: true})
+	f.start(ctx, p, st, &corev1.PodLogOptions{Container: kube.ProcessContainer(p), Follow: true, Timestamps: true})
 }
 
 func (f *follower) onEnd(ctx context.Context, e streamEnd) {
@@ -160,7 +160,7 @@ func (f *follower) onEnd(ctx context.Context, e streamEnd) {
 			return
 		}
 		st.retries++
-		opts := &corev1.PodLogOptions{Container: container(p), Follow: true, Timestamps: true}
+		opts := &corev1.PodLogOptions{Container: kube.ProcessContainer(p), Follow: true, Timestamps: true}
 		if !st.last.IsZero() {
 			f.resumeFrom(opts, st.last)
 		}

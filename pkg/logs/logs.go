@@ -155,22 +155,8 @@ func noUnits(a *app.App, proc, cmdName string) string {
 	return what + " has no units"
 }
 
-// container is the container whose log is the unit's.
-func container(p *corev1.Pod) string {
-	proc := p.Labels[kube.LabelProcess]
-	for _, c := range p.Spec.Containers {
-		if c.Name == proc {
-			return c.Name
-		}
-	}
-	if len(p.Spec.Containers) > 0 {
-		return p.Spec.Containers[0].Name
-	}
-	return ""
-}
-
 func status(p *corev1.Pod) *corev1.ContainerStatus {
-	name := container(p)
+	name := kube.ProcessContainer(p)
 	for i := range p.Status.ContainerStatuses {
 		if p.Status.ContainerStatuses[i].Name == name {
 			return &p.Status.ContainerStatuses[i]
@@ -242,7 +228,7 @@ func readLines(r io.Reader, unit string, emit func(line) bool) error {
 }
 
 func logOptions(o Options, p *corev1.Pod) *corev1.PodLogOptions {
-	lo := &corev1.PodLogOptions{Container: container(p), Timestamps: true, Previous: o.Previous}
+	lo := &corev1.PodLogOptions{Container: kube.ProcessContainer(p), Timestamps: true, Previous: o.Previous}
 	if o.Tail >= 0 {
 		tail := o.Tail
 		lo.TailLines = &tail

@@ -134,7 +134,7 @@ func (d *drainer) moveProcess(ctx context.Context, proc process, pods []corev1.P
 
 func anyReady(pods []corev1.Pod) bool {
 	for i := range pods {
-		if podReady(&pods[i]) {
+		if kube.PodReady(&pods[i]) {
 			return true
 		}
 	}
@@ -158,7 +158,7 @@ func (d *drainer) readyElsewhere(ctx context.Context, proc process) (int, error)
 
 func (d *drainer) servesElsewhere(proc process, p *corev1.Pod) bool {
 	return isUnit(p) && p.Namespace == proc.namespace && p.Labels[kube.LabelApp] == proc.app && p.Labels[kube.LabelProcess] == proc.name &&
-		p.Spec.NodeName != "" && p.Spec.NodeName != d.node.Name && podReady(p)
+		p.Spec.NodeName != "" && p.Spec.NodeName != d.node.Name && kube.PodReady(p)
 }
 
 // predictSurges says which processes a real run would surge.
@@ -166,7 +166,7 @@ func (d *drainer) predictSurges(ctx context.Context, pods []corev1.Pod) []Surge 
 	seen := map[process]bool{}
 	var out []Surge
 	for _, p := range pods {
-		if !isUnit(&p) || podFinished(&p) || !podReady(&p) {
+		if !isUnit(&p) || podFinished(&p) || !kube.PodReady(&p) {
 			continue
 		}
 		k := process{p.Namespace, p.Labels[kube.LabelApp], p.Labels[kube.LabelProcess]}
@@ -327,7 +327,7 @@ func (d *drainer) restore(s *Surge) {
 // unit, typically: no other node in the pool).
 func (d *drainer) waitReadyElsewhere(ctx context.Context, proc process) error {
 	last := ""
-	err := waitPods(ctx, d.client, proc.namespace, metav1.ListOptions{LabelSelector: proc.selector()}, func(pods map[string]*corev1.Pod) bool {
+	err := kube.WaitPods(ctx, d.client, proc.namespace, metav1.ListOptions{LabelSelector: proc.selector()}, func(pods map[string]*corev1.Pod) bool {
 		for _, p := range pods {
 			if d.servesElsewhere(proc, p) {
 				return true
@@ -509,7 +509,7 @@ func lowerFirst(s string) string {
 func (d *drainer) waitGone(ctx context.Context, p *corev1.Pod) error {
 	d.o.Progress.Update(fmt.Sprintf("waiting for pod %s/%s to stop", p.Namespace, p.Name))
 	opts := metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", p.Name).String()}
-	return waitPods(ctx, d.client, p.Namespace, opts, func(pods map[string]*corev1.Pod) bool {
+	return kube.WaitPods(ctx, d.client, p.Namespace, opts, func(pods map[string]*corev1.Pod) bool {
 		cur, ok := pods[p.Namespace+"/"+p.Name]
 		if !ok || cur.UID != p.UID {
 			return true

@@ -121,7 +121,7 @@ func GetInfo(ctx context.Context, f *Found) (*Info, error) {
 		}
 		info.Units = append(info.Units, Unit{
 			Namespace: p.Namespace, App: p.Labels[kube.LabelApp], Process: p.Labels[kube.LabelProcess],
-			Name: p.Name, Ready: podReady(p), Phase: string(p.Status.Phase), IP: p.Status.PodIP,
+			Name: p.Name, Ready: kube.PodReady(p), Phase: string(p.Status.Phase), IP: p.Status.PodIP,
 		})
 	}
 	sort.Slice(info.Units, func(i, j int) bool {
@@ -146,16 +146,4 @@ func quantities(l corev1.ResourceList) map[string]string {
 		out[string(k)] = v.String()
 	}
 	return out
-}
-
-func podReady(p *corev1.Pod) bool {
-	if p.DeletionTimestamp != nil {
-		return false
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

@@ -114,7 +114,7 @@ func newFakeCluster(t *testing.T, objs ...runtime.Object) *fakeCluster {
 		elsewhere := 0
 		if list, err := tracker.List(podsGVR, schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, ev.Namespace); err == nil {
 			for _, p := range list.(*corev1.PodList).Items {
-				if p.Spec.NodeName != "n1" && podReady(&p) {
+				if p.Spec.NodeName != "n1" && kube.PodReady(&p) {
 					elsewhere++
 				}
 			}

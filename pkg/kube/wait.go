@@ -1,4 +1,4 @@
-package node
+package kube
 
 import (
 	"context"
@@ -11,11 +11,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// waitPods lists the pods that opts select in ns, then watches them until
+// WaitPods lists the pods that opts select in ns, then watches them until
 // done says the current set is what it waits for. It ends with ctx's error
 // at the deadline. A watch the server closes early (they time out) is
 // resumed with a fresh list, so no change is missed.
-func waitPods(ctx context.Context, client kubernetes.Interface, ns string, opts metav1.ListOptions, done func(pods map[string]*corev1.Pod) bool) error {
+func WaitPods(ctx context.Context, client kubernetes.Interface, ns string, opts metav1.ListOptions, done func(pods map[string]*corev1.Pod) bool) error {
 	pods := map[string]*corev1.Pod{}
 	for {
 		list, err := client.CoreV1().Pods(ns).List(ctx, opts)
@@ -35,8 +35,10 @@ func waitPods(ctx context.Context, client kubernetes.Interface, ns string, opts 
 		wopts.AllowWatchBookmarks = true
 		w, err := client.CoreV1().Pods(ns).Watch(ctx, wopts)
 		if retryableWatchError(err) {
-			if err := pause(ctx, 500*time.Millisecond); err != nil {
-				return err
+			select { // the API server asked for a moment: give it one
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(500 * time.Millisecond):
 			}
 			continue // list again, as informers do
 		}
@@ -89,4 +91,29 @@ func consume(ctx context.Context, w watch.Interface, pods map[string]*corev1.Pod
 func retryableWatchError(err error) bool {
 	return err != nil && (apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || apierrors.IsGone(err) ||
 		apierrors.IsResourceExpired(err) || apierrors.IsTooManyRequests(err))
+}
+
+// PodReady reports whether a pod's Ready condition is true.
+func PodReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// ProcessContainer is the container that runs a unit's process: the one
+// named after the process, else the first.
+func ProcessContainer(p *corev1.Pod) string {
+	proc := p.Labels[LabelProcess]
+	for _, c := range p.Spec.Containers {
+		if c.Name == proc {
+			return c.Name
+		}
+	}
+	if len(p.Spec.Containers) > 0 {
+		return p.Spec.Containers[0].Name
+	}
+	return ""
 }
