@@ -38,6 +38,15 @@ func configure(cmd *cobra.Command, f *cli.Factory, appName, done string, change 
 	return nil
 }
 
+// deleteAfter removes a host's TLS Secret once the Ingress no longer
+// names it (err is the outcome of that change).
+func deleteAfter(cmd *cobra.Command, err error, d deploy.Deps, secret string) error {
+	if err != nil || secret == "" {
+		return err
+	}
+	return traffic.DeleteSecret(cmd.Context(), d.Client, d.Namespace, secret)
+}
+
 func checkApp(name string) error {
 	if err := app.ValidateName(name); err != nil {
 		return &cli.UsageError{Err: err}
@@ -138,19 +147,14 @@ tug needs none to manage them.`,
 				return err
 			}
 			var secret string
-			err := configure(cmd, f, name, host+" removed", func(_ deploy.Deps, a *app.App) error {
+			var deps deploy.Deps
+			err := configure(cmd, f, name, host+" removed", func(d deploy.Deps, a *app.App) error {
 				var err error
+				deps = d
 				secret, err = traffic.RemoveDomain(a, host)
 				return err
 			})
-			if err != nil || secret == "" {
-				return err
-			}
-			s, err := appStore(f)
-			if err != nil {
-				return err
-			}
-			return traffic.DeleteSecret(cmd.Context(), s.Client, s.Namespace, secret)
+			return deleteAfter(cmd, err, deps, secret)
 		},
 	}
 	o := &cli.OutputOptions{}
@@ -260,7 +264,9 @@ the Ingress. The key is never printed.`,
 				return err
 			}
 			var secret string
-			err := configure(cmd, f, name, "certificate for "+host+" removed", func(_ deploy.Deps, a *app.App) error {
+			var deps deploy.Deps
+			err := configure(cmd, f, name, "certificate for "+host+" removed", func(d deploy.Deps, a *app.App) error {
+				deps = d
 				for i := range a.Domains {
 					if a.Domains[i].Host == host && a.Domains[i].TLSSecret != "" {
 						secret = a.Domains[i].TLSSecret
@@ -272,14 +278,7 @@ the Ingress. The key is never printed.`,
 				}
 				return nil
 			})
-			if err != nil {
-				return err
-			}
-			s, err := appStore(f)
-			if err != nil {
-				return err
-			}
-			return traffic.DeleteSecret(cmd.Context(), s.Client, s.Namespace, secret)
+			return deleteAfter(cmd, err, deps, secret)
 		},
 	}
 	o := &cli.OutputOptions{}
