@@ -292,3 +292,31 @@ func TestProcessBadInputChangesNothing(t *testing.T) {
 		t.Fatalf("bad input changed the Deployment (generation %d -> %d)", g0, g)
 	}
 }
+
+func TestPoolAndTagsPlaceUnits(t *testing.T) {
+	h := New(t)
+	h.mustTug("app", "create", "placed")
+	h.mustTug("app", "deploy", "placed", "--image", sampleV1)
+	// every node has this label, so the units still run
+	h.mustTug("app", "tag", "set", "placed", "kubernetes.io/os=linux")
+	pod := h.waitUnits("placed", "web", 1, sampleV1)[0]
+	if pod.Spec.NodeSelector["kubernetes.io/os"] != "linux" {
+		t.Fatalf("node selector after tag set: %v", pod.Spec.NodeSelector)
+	}
+	// a pool no node is in: unschedulable, explained, rolled back
+	r := h.Tug("app", "pool", "set", "placed", "nowhere")
+	if r.Code != 13 || !strings.Contains(r.Stderr, "cannot be placed") || !strings.Contains(r.Stderr, "rolled back to") {
+		t.Fatalf("pool set to an empty pool: want exit 13 with the scheduler's reason and a rollback, got %s", r)
+	}
+	pod = h.waitUnits("placed", "web", 1, sampleV1)[0]
+	if _, ok := pod.Spec.NodeSelector["tug.dev/pool"]; ok {
+		t.Fatalf("the rolled-back unit still asks for a pool: %v", pod.Spec.NodeSelector)
+	}
+	h.mustTug("app", "tag", "unset", "placed", "kubernetes.io/os")
+	h.WaitPods("tug.dev/app=placed", 60*time.Second, "a unit without the tag", func(pods []corev1.Pod) bool {
+		return AllReady(1)(pods) && len(pods[0].Spec.NodeSelector) == 0
+	})
+	if r := h.Tug("app", "tag", "set", "placed", "tug.dev/pool=x"); r.Code != 2 {
+		t.Fatalf("the pool label as a tag must be refused: %s", r)
+	}
+}
