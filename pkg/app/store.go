@@ -279,11 +279,7 @@ func (s *Store) GetRelease(ctx context.Context, app string, v int) (*Release, Co
 	if err != nil {
 		return nil, nil, err
 	}
-	config := make(ConfigMap, len(sec.Data))
-	for k, v := range sec.Data {
-		config[k] = string(v)
-	}
-	return r, config, nil
+	return r, configOf(sec), nil
 }
 
 // ListReleases loads an app's releases, newest first, without config values: one LIST.
@@ -302,6 +298,36 @@ func (s *Store) ListReleases(ctx context.Context, app string) ([]*Release, error
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Version > out[j].Version })
 	return out, nil
+}
+
+// FindRelease returns the newest release for which match is true, with its
+// config, from the same single LIST (a release's Secret holds both), or
+// nil when none matches.
+func (s *Store) FindRelease(ctx context.Context, app string, match func(*Release) bool) (*Release, ConfigMap, error) {
+	list, err := s.Client.CoreV1().Secrets(s.Namespace).List(ctx, metav1.ListOptions{LabelSelector: kube.KindSelector(kindRelease, app)})
+	if err != nil {
+		return nil, nil, kube.TranslateError(err)
+	}
+	var best *Release
+	var bestConfig ConfigMap
+	for i := range list.Items {
+		r, err := decodeRelease(&list.Items[i])
+		if err != nil {
+			return nil, nil, err
+		}
+		if (best == nil || r.Version > best.Version) && match(r) {
+			best, bestConfig = r, configOf(&list.Items[i])
+		}
+	}
+	return best, bestConfig, nil
+}
+
+func configOf(sec *corev1.Secret) ConfigMap {
+	config := make(ConfigMap, len(sec.Data))
+	for k, v := range sec.Data {
+		config[k] = string(v)
+	}
+	return config
 }
 
 // SetReleaseStatus records where release v stands (and why, when it failed).

@@ -302,17 +302,13 @@ func BaseRelease(ctx context.Context, store *app.Store, a *app.App) (*app.Releas
 	if a.LastRelease == 0 {
 		return nil, app.ConfigMap{}, nil
 	}
-	rels, err := store.ListReleases(ctx, a.Name)
-	if err != nil {
-		return nil, nil, err
+	rel, cfg, err := store.FindRelease(ctx, a.Name, func(r *app.Release) bool {
+		return r.Version == a.Release || (r.Status == app.StatusStaged && r.Version > a.Release)
+	})
+	if err != nil || rel == nil {
+		return nil, app.ConfigMap{}, err
 	}
-	for _, r := range rels { // newest first
-		if r.Version == a.Release || (r.Status == app.StatusStaged && r.Version > a.Release) {
-			rel, cfg, err := store.GetRelease(ctx, a.Name, r.Version)
-			return rel, cfg, err
-		}
-	}
-	return nil, app.ConfigMap{}, nil
+	return rel, cfg, nil
 }
 
 // withProcesses makes the app's unit counts follow the release's process
