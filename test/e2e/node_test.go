@@ -684,12 +684,15 @@ func TestNodeRemoveRespectsDisruptionBudget(t *testing.T) {
 	from := pod.Spec.NodeName
 	h.keepNodeState(from)
 
-	// maxUnavailable 0: even with the surged unit, no eviction is allowed.
-	zero := intstr.FromInt32(0)
+	// minAvailable 3, more units than the app ever has: no eviction is
+	// allowed, even with the surged unit. (maxUnavailable 0 is not enough:
+	// while the budget controller has not yet seen the surge, it counts 2
+	// healthy units against 1 expected and lets one eviction through.)
+	three := intstr.FromInt32(3)
 	pdb, err := h.Client.PolicyV1().PodDisruptionBudgets(h.NS).Create(ctx, &policyv1.PodDisruptionBudget{
 		ObjectMeta: metav1.ObjectMeta{Name: "guard"},
 		Spec: policyv1.PodDisruptionBudgetSpec{
-			MaxUnavailable: &zero,
+			MinAvailable: &three,
 			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"tug.dev/app": "guarded"}},
 		},
 	}, metav1.CreateOptions{})
@@ -727,8 +730,8 @@ func TestNodeRemoveRespectsDisruptionBudget(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		one := intstr.FromInt32(1)
-		p.Spec.MaxUnavailable = &one
+		zero := intstr.FromInt32(0)
+		p.Spec.MinAvailable = &zero
 		_, err = h.Client.PolicyV1().PodDisruptionBudgets(h.NS).Update(ctx, p, metav1.UpdateOptions{})
 		return err
 	})
