@@ -693,7 +693,7 @@ func TestNodeRemoveRespectsDisruptionBudget(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "guard"},
 		Spec: policyv1.PodDisruptionBudgetSpec{
 			MinAvailable: &three,
-			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"tug.dev/app": "guarded"}},
+			Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{"tug.dev/app": "guarded"}},
 		},
 	}, metav1.CreateOptions{})
 	if err != nil {
