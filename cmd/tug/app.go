@@ -12,6 +12,7 @@ import (
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/usage"
 )
 
 func newAppCmd(f *cli.Factory) *cobra.Command {
@@ -66,7 +67,7 @@ func appStore(f *cli.Factory) (*app.Store, error) {
 // to find the right one.
 func loadApp(cmd *cobra.Command, f *cli.Factory, name string) (*app.Store, *app.App, error) {
 	if err := app.ValidateName(name); err != nil {
-		return nil, nil, &cli.UsageError{Err: err}
+		return nil, nil, usage.Wrap(err)
 	}
 	s, err := appStore(f)
 	if err != nil {
@@ -123,11 +124,11 @@ every object derived from them stays valid.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
 			if err := app.ValidateName(o.Name); err != nil {
-				return &cli.UsageError{Err: err}
+				return usage.Wrap(err)
 			}
 			if o.Pool != "" {
 				if err := kube.ValidateLabelValue("pool", o.Pool); err != nil {
-					return &cli.UsageError{Err: err}
+					return usage.Wrap(err)
 				}
 				// The app lives in its pool's cluster (see 'tug cluster').
 				if err := routeToPool(f, o.Pool); err != nil {
@@ -239,7 +240,7 @@ func newAppInfoCmd(f *cli.Factory) *cobra.Command {
 		Args:  cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := app.ValidateName(args[0]); err != nil {
-				return &cli.UsageError{Err: err}
+				return usage.Wrap(err)
 			}
 			s, err := appStore(f)
 			if err != nil {
@@ -340,7 +341,7 @@ Waits until its units are gone. Asks first on a terminal; elsewhere needs --yes.
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
 			if err := app.ValidateName(name); err != nil {
-				return &cli.UsageError{Err: err}
+				return usage.Wrap(err)
 			}
 			d, err := deployDeps(cmd, f)
 			if err != nil {
@@ -388,7 +389,7 @@ treat the config Secret as optional, and run without it until it is copied.`,
 		Args: cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := app.ValidateName(args[0]); err != nil {
-				return &cli.UsageError{Err: err}
+				return usage.Wrap(err)
 			}
 			s, err := appStore(f)
 			if err != nil {
@@ -421,7 +422,7 @@ treat the config Secret as optional, and run without it until it is copied.`,
 func readFileArg(flag, path string) ([]byte, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, &cli.UsageError{Err: fmt.Errorf("%s %s: %w", flag, path, err)}
+		return nil, usage.Errorf("%s %s: %w", flag, path, err)
 	}
 	return b, nil
 }

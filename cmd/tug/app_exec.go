@@ -5,6 +5,7 @@ import (
 
 	"tug.dev/tug/pkg/cli"
 	tugexec "tug.dev/tug/pkg/exec"
+	"tug.dev/tug/pkg/usage"
 )
 
 func newAppExecCmd(f *cli.Factory) *cobra.Command {
@@ -40,10 +41,10 @@ Every run records a Kubernetes Event on each unit naming you and the command.`,
 				return err
 			}
 			if o.All && o.Unit != "" {
-				return cli.UsageErrorf("--all and --unit exclude each other")
+				return usage.Errorf("--all and --unit exclude each other")
 			}
 			if o.All && (o.Stdin || o.TTY) {
-				return cli.UsageErrorf("-i and -t work with one unit only, not with --all")
+				return usage.Errorf("-i and -t work with one unit only, not with --all")
 			}
 			d, err := execDeps(cmd, f)
 			if err != nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
@@ -10,8 +9,7 @@ import (
 
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/cluster"
-	"tug.dev/tug/pkg/node"
-	"tug.dev/tug/pkg/nodecontainer"
+	"tug.dev/tug/pkg/usage"
 )
 
 func newClusterCmd(f *cli.Factory) *cobra.Command {
@@ -75,7 +73,7 @@ func clusterTargets(f *cli.Factory, only string) ([]cluster.Target, error) {
 		return nil, err
 	}
 	ts, err := cluster.Resolve(cfg, connector(f), selection(f, only))
-	return ts, usageIfInput(err)
+	return ts, err
 }
 
 // poolTarget is the cluster that holds a pool.
@@ -86,7 +84,7 @@ func poolTarget(f *cli.Factory, pool, only string) (cluster.Target, error) {
 	}
 	t, err := cluster.ResolvePool(cfg, connector(f), pool, selection(f, only))
 	if err != nil {
-		return t, usageIfInput(err)
+		return t, err
 	}
 	return t, t.Err
 }
@@ -136,31 +134,9 @@ func checkPoolContext(f *cli.Factory, pool string) error {
 		current = raw.CurrentContext
 	}
 	if cl.Context != current {
-		return cli.UsageErrorf("pool %q is in cluster %q (context %q), not in context %q; tug does not move apps between clusters: create the app there (see 'tug cluster list')", pool, cl.Name, cl.Context, current)
+		return usage.Errorf("pool %q is in cluster %q (context %q), not in context %q; tug does not move apps between clusters: create the app there (see 'tug cluster list')", pool, cl.Name, cl.Context, current)
 	}
 	return nil
-}
-
-// usageIfInput makes errors about what the user typed usage errors (exit
-// 2): unknown names, invalid values, contradicting flags.
-func usageIfInput(err error) error {
-	if err == nil {
-		return nil
-	}
-	var (
-		cv  *cluster.ValidationError
-		cnf *cluster.NotFoundError
-		ni  *node.InputError
-		nnf *node.NotFoundError
-		na  *node.AmbiguousError
-		nci *nodecontainer.InputError
-		ncn *nodecontainer.NotFoundError
-	)
-	if errors.As(err, &cv) || errors.As(err, &cnf) || errors.As(err, &ni) || errors.As(err, &nnf) ||
-		errors.As(err, &na) || errors.As(err, &nci) || errors.As(err, &ncn) {
-		return &cli.UsageError{Err: err}
-	}
-	return err
 }
 
 // addClusterFlag adds node commands' --cluster. It shadows kubectl's
@@ -193,17 +169,17 @@ that the context exists.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
 			if err := cluster.ValidateName(o.Name); err != nil {
-				return &cli.UsageError{Err: err}
+				return usage.Wrap(err)
 			}
 			if o.Context == "" {
-				return cli.UsageErrorf("missing --context: the kubeconfig context that reaches cluster %q", o.Name)
+				return usage.Errorf("missing --context: the kubeconfig context that reaches cluster %q", o.Name)
 			}
 			raw, err := f.ConfigFlags.ToRawKubeConfigLoader().RawConfig()
 			if err != nil {
 				return err
 			}
 			if _, ok := raw.Contexts[o.Context]; !ok {
-				return &cli.UsageError{Err: fmt.Errorf("context %q not found in the kubeconfig; see 'kubectl config get-contexts'", o.Context)}
+				return usage.Errorf("context %q not found in the kubeconfig; see 'kubectl config get-contexts'", o.Context)
 			}
 			cfg, err := loadClusters()
 			if err != nil {
@@ -211,7 +187,7 @@ that the context exists.`,
 			}
 			replaced, err := cfg.Add(o.Cluster)
 			if err != nil {
-				return usageIfInput(err)
+				return err
 			}
 			if err := cfg.Save(); err != nil {
 				return err
@@ -313,7 +289,7 @@ func newClusterRemoveCmd(f *cli.Factory) *cobra.Command {
 			}
 			removed, err := cfg.Remove(args[0])
 			if err != nil {
-				return usageIfInput(err)
+				return err
 			}
 			if err := cfg.Save(); err != nil {
 				return err

@@ -13,6 +13,7 @@ import (
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
+	"tug.dev/tug/pkg/usage"
 )
 
 // rolloutFlags are shared by every command that rolls out a release:
@@ -39,7 +40,7 @@ func (r *rolloutFlags) options() deploy.Options {
 
 func (r *rolloutFlags) validate() error {
 	if r.Timeout <= 0 {
-		return cli.UsageErrorf("--timeout must be positive, not %s", r.Timeout)
+		return usage.Errorf("--timeout must be positive, not %s", r.Timeout)
 	}
 	return nil
 }
@@ -184,27 +185,27 @@ whenever the rollout makes progress.`,
 // process types, so bad input fails before anything is read or written.
 func (o *appDeployOptions) validate(name string) (map[string]string, error) {
 	if err := app.ValidateName(name); err != nil {
-		return nil, &cli.UsageError{Err: err}
+		return nil, usage.Wrap(err)
 	}
 	if strings.TrimSpace(o.Image) == "" {
-		return nil, cli.UsageErrorf("--image is required: the image to deploy")
+		return nil, usage.Errorf("--image is required: the image to deploy")
 	}
 	if strings.ContainsAny(o.Image, " \t\n") {
-		return nil, cli.UsageErrorf("invalid --image %q: an image reference has no spaces", o.Image)
+		return nil, usage.Errorf("invalid --image %q: an image reference has no spaces", o.Image)
 	}
 	if err := o.rollout.validate(); err != nil {
 		return nil, err
 	}
 	if len(o.Processes) > 0 && o.Procfile != "" {
-		return nil, cli.UsageErrorf("--process and --procfile cannot be used together")
+		return nil, usage.Errorf("--process and --procfile cannot be used together")
 	}
 	if o.DryRun && o.rollout.NoWait {
-		return nil, cli.UsageErrorf("--dry-run and --no-wait cannot be used together")
+		return nil, usage.Errorf("--dry-run and --no-wait cannot be used together")
 	}
 	if len(o.Processes) > 0 {
 		procs, err := app.ParseProcessFlags(o.Processes)
 		if err != nil {
-			return nil, &cli.UsageError{Err: err}
+			return nil, usage.Wrap(err)
 		}
 		return procs, nil
 	}
@@ -221,7 +222,7 @@ func (o *appDeployOptions) validate(name string) (map[string]string, error) {
 	}
 	procs, err := app.ParseProcfile(bytes.NewReader(b))
 	if err != nil {
-		return nil, &cli.UsageError{Err: fmt.Errorf("%s: %w", path, err)}
+		return nil, usage.Errorf("%s: %w", path, err)
 	}
 	// Heroku's "release:" is a release-phase command, not a process: it
 	// would run forever as one and "crash" when it exits 0.
@@ -229,7 +230,7 @@ func (o *appDeployOptions) validate(name string) (map[string]string, error) {
 		delete(procs, "release")
 		o.warnings = append(o.warnings, fmt.Sprintf("%s: skipping the release-phase command %q; run it with 'tug run APP -- %s'", path, cmd, cmd))
 		if len(procs) == 0 {
-			return nil, cli.UsageErrorf("%s declares only a release-phase command; add a process such as web", path)
+			return nil, usage.Errorf("%s declares only a release-phase command; add a process such as web", path)
 		}
 	}
 	return procs, nil

@@ -11,13 +11,14 @@ import (
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
+	"tug.dev/tug/pkg/usage"
 )
 
 // usageArgs makes cobra's own argument checks usage errors (exit 2).
 func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if err := check(cmd, args); err != nil {
-			return &cli.UsageError{Err: err}
+			return usage.Wrap(err)
 		}
 		return nil
 	}
@@ -62,7 +63,7 @@ input), so secrets stay out of shell history.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
 			if err := app.ValidateName(name); err != nil {
-				return &cli.UsageError{Err: err}
+				return usage.Wrap(err)
 			}
 			if err := o.rollout.validate(); err != nil {
 				return err
@@ -90,7 +91,7 @@ func parseEnvArgs(args []string, fromFile string, stdin io.Reader) (app.ConfigMa
 	stdinUsed := false
 	readStdin := func(what string) ([]byte, error) {
 		if stdinUsed {
-			return nil, cli.UsageErrorf("%s: standard input can be read only once", what)
+			return nil, usage.Errorf("%s: standard input can be read only once", what)
 		}
 		stdinUsed = true
 		return io.ReadAll(stdin)
@@ -108,7 +109,7 @@ func parseEnvArgs(args []string, fromFile string, stdin io.Reader) (app.ConfigMa
 		}
 		cfg, err := app.ParseEnvFile(bytes.NewReader(b))
 		if err != nil {
-			return nil, cli.UsageErrorf("--from-env-file %s: %v", fromFile, err)
+			return nil, usage.Errorf("--from-env-file %s: %v", fromFile, err)
 		}
 		for k, v := range cfg {
 			set[k] = v
@@ -117,10 +118,10 @@ func parseEnvArgs(args []string, fromFile string, stdin io.Reader) (app.ConfigMa
 	for _, arg := range args {
 		k, v, ok := strings.Cut(arg, "=")
 		if !ok {
-			return nil, cli.UsageErrorf("%q is not KEY=VALUE; to remove a variable use 'tug env unset'", arg)
+			return nil, usage.Errorf("%q is not KEY=VALUE; to remove a variable use 'tug env unset'", arg)
 		}
 		if err := app.ValidateEnvName(k); err != nil {
-			return nil, &cli.UsageError{Err: err}
+			return nil, usage.Wrap(err)
 		}
 		if strings.HasPrefix(v, "@") {
 			var b []byte
@@ -139,7 +140,7 @@ func parseEnvArgs(args []string, fromFile string, stdin io.Reader) (app.ConfigMa
 		set[k] = v
 	}
 	if len(set) == 0 {
-		return nil, cli.UsageErrorf("nothing to set: give KEY=VALUE arguments or --from-env-file")
+		return nil, usage.Errorf("nothing to set: give KEY=VALUE arguments or --from-env-file")
 	}
 	return set, nil
 }
@@ -154,17 +155,17 @@ func newEnvUnsetCmd(f *cli.Factory) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
 			if err := app.ValidateName(name); err != nil {
-				return &cli.UsageError{Err: err}
+				return usage.Wrap(err)
 			}
 			if err := o.rollout.validate(); err != nil {
 				return err
 			}
 			for _, k := range args[1:] {
 				if strings.Contains(k, "=") {
-					return cli.UsageErrorf("%q: unset takes names only, not KEY=VALUE", k)
+					return usage.Errorf("%q: unset takes names only, not KEY=VALUE", k)
 				}
 				if err := app.ValidateEnvName(k); err != nil {
-					return &cli.UsageError{Err: err}
+					return usage.Wrap(err)
 				}
 			}
 			opts := o.rollout.options()

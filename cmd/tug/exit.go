@@ -11,6 +11,7 @@ import (
 
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/usage"
 )
 
 // exitCode is the one place where errors become exit codes and the final
@@ -22,6 +23,10 @@ import (
 //	130  interrupted (Ctrl-C)
 //	n    a remote command's own exit code (run, shell), passed through
 func exitCode(ctx context.Context, stderr io.Writer, cmd *cobra.Command, err error) int {
+	name := "tug"
+	if cmd != nil {
+		name = cmd.Root().DisplayName()
+	}
 	if err == nil {
 		return cli.ExitOK
 	}
@@ -39,13 +44,12 @@ func exitCode(ctx context.Context, stderr io.Writer, cmd *cobra.Command, err err
 	// docs/exit-codes.md) prints like any failure and exits with that code.
 	var coded interface{ ExitCode() int }
 	if errors.As(err, &coded) {
-		fmt.Fprintf(stderr, "error: %s\n", oneLine(err.Error()))
+		fmt.Fprintf(stderr, "error: %s\n", cli.WithCommandName(oneLine(err.Error()), name))
 		return coded.ExitCode()
 	}
-	var usage *cli.UsageError
-	if errors.As(err, &usage) {
-		fmt.Fprintf(stderr, "error: %s\n", usage.Err)
-		if s := usage.Suggestions; len(s) > 0 {
+	if usage.Is(err) {
+		fmt.Fprintf(stderr, "error: %s\n", cli.WithCommandName(oneLine(err.Error()), name))
+		if s := usage.Suggest(err); len(s) > 0 {
 			fmt.Fprintf(stderr, "did you mean %s?\n", quoteJoin(s))
 		}
 		if cmd != nil {
@@ -53,7 +57,7 @@ func exitCode(ctx context.Context, stderr io.Writer, cmd *cobra.Command, err err
 		}
 		return cli.ExitUsage
 	}
-	fmt.Fprintf(stderr, "error: %s\n", oneLine(kube.TranslateError(err).Error()))
+	fmt.Fprintf(stderr, "error: %s\n", cli.WithCommandName(oneLine(kube.TranslateError(err).Error()), name))
 	return cli.ExitFailure
 }
 

@@ -246,3 +246,27 @@ func TestMain(m *testing.M) {
 	os.Unsetenv("NO_COLOR")
 	os.Exit(m.Run())
 }
+
+// Run as a kubectl plugin, the commands an error suggests say 'kubectl tug'.
+func TestErrorHintsUseTheCommandNameTyped(t *testing.T) {
+	isolate(t)
+	ios, _, out, errOut := cli.TestIOStreams()
+	f := cli.NewFactory(ios, "kubectl tug")
+	r := executeWith(f, out, errOut, "node", "list", "--cluster", "nope")
+	if r.code != 2 {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	if strings.Contains(r.stderr, "'tug ") || !strings.Contains(r.stderr, "'kubectl tug ") {
+		t.Errorf("hint not rendered for the plugin: %q", r.stderr)
+	}
+}
+
+func TestWithCommandName(t *testing.T) {
+	msg := "app \"x\" not found; see 'tug app list'"
+	if got := cli.WithCommandName(msg, "tug"); got != msg {
+		t.Errorf("tug: %q", got)
+	}
+	if got := cli.WithCommandName(msg, "kubectl tug"); got != "app \"x\" not found; see 'kubectl tug app list'" {
+		t.Errorf("plugin: %q", got)
+	}
+}

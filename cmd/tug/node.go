@@ -11,6 +11,7 @@ import (
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/node"
+	"tug.dev/tug/pkg/usage"
 )
 
 func newNodeCmd(f *cli.Factory) *cobra.Command {
@@ -35,7 +36,7 @@ func findNode(cmd *cobra.Command, f *cli.Factory, name, only string) (*node.Foun
 		return nil, err
 	}
 	found, err := node.Find(cmd.Context(), ts, name)
-	return found, usageIfInput(err)
+	return found, err
 }
 
 // ---------------------------------------------------------------- list
@@ -62,7 +63,7 @@ units). A cluster that does not answer gets a warning; the others are listed.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.Pool != "" {
 				if err := kube.ValidateLabelValue("pool", o.Pool); err != nil {
-					return &cli.UsageError{Err: err}
+					return usage.Wrap(err)
 				}
 			}
 			ts, err := clusterTargets(f, o.Cluster)
@@ -260,17 +261,17 @@ updates the node.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Address = args[0]
 			if o.Pool == "" {
-				return cli.UsageErrorf("missing --pool: the pool the node joins")
+				return usage.Errorf("missing --pool: the pool the node joins")
 			}
 			if err := kube.ValidateLabelValue("pool", o.Pool); err != nil {
-				return &cli.UsageError{Err: err}
+				return usage.Wrap(err)
 			}
 			if _, err := node.NodeName(o.Address); err != nil {
-				return &cli.UsageError{Err: err}
+				return usage.Wrap(err)
 			}
 			md, err := node.ParseMetadata(o.Metadata, false)
 			if err != nil {
-				return &cli.UsageError{Err: err}
+				return usage.Wrap(err)
 			}
 			o.AddOptions.Metadata = md
 			t, err := poolTarget(f, o.Pool, o.Cluster)
@@ -279,7 +280,7 @@ updates the node.`,
 			}
 			res, err := node.Add(cmd.Context(), t, o.AddOptions)
 			if err != nil {
-				return usageIfInput(err)
+				return err
 			}
 			return cli.OutputOptions{Format: o.Output}.Print(f.IOStreams, res, func() error {
 				n := res.Node
@@ -329,11 +330,11 @@ node takes units again. --metadata KEY= deletes KEY.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			md, err := node.ParseMetadata(o.Metadata, true)
 			if err != nil {
-				return &cli.UsageError{Err: err}
+				return usage.Wrap(err)
 			}
 			o.UpdateOptions.Metadata = md
 			if err := o.Validate(); err != nil {
-				return &cli.UsageError{Err: err}
+				return usage.Wrap(err)
 			}
 			found, err := findNode(cmd, f, args[0], o.Cluster)
 			if err != nil {
@@ -346,7 +347,7 @@ node takes units again. --metadata KEY= deletes KEY.`,
 			}
 			res, err := node.Update(cmd.Context(), found, o.UpdateOptions)
 			if err != nil {
-				return usageIfInput(err)
+				return err
 			}
 			return cli.OutputOptions{Format: o.Output}.Print(f.IOStreams, res, func() error {
 				if !res.Changed {
@@ -385,7 +386,7 @@ func checkPoolCluster(f *cli.Factory, pool string, found *node.Found) error {
 		return err
 	}
 	if owner, ok := cfg.OwnerOfPool(pool); ok && owner.Name != found.Target.Name && owner.Context != found.Target.Context {
-		return cli.UsageErrorf("pool %q belongs to cluster %q, but node %q is in cluster %q; see 'tug cluster list'", pool, owner.Name, found.Node.Name, found.Target.Name)
+		return usage.Errorf("pool %q belongs to cluster %q, but node %q is in cluster %q; see 'tug cluster list'", pool, owner.Name, found.Node.Name, found.Target.Name)
 	}
 	return nil
 }
@@ -428,13 +429,13 @@ the kubelet restarts: stop it first.`,
 		Args: cli.ExactArgs("NODE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.NoRebalance && (o.Force || o.DeleteEmptyDirData || o.KeepNode || o.PodSelector != "" || o.PodNamespace != "") {
-				return cli.UsageErrorf("--no-rebalance moves nothing; it cannot be combined with --force, --delete-emptydir-data, --keep-node, --pod-selector or --pod-namespace")
+				return usage.Errorf("--no-rebalance moves nothing; it cannot be combined with --force, --delete-emptydir-data, --keep-node, --pod-selector or --pod-namespace")
 			}
 			if (o.PodSelector != "" || o.PodNamespace != "") && !o.KeepNode {
-				return cli.UsageErrorf("--pod-selector and --pod-namespace need --keep-node: deleting the node would strand the pods they leave")
+				return usage.Errorf("--pod-selector and --pod-namespace need --keep-node: deleting the node would strand the pods they leave")
 			}
 			if o.Timeout < 0 {
-				return cli.UsageErrorf("invalid --timeout %s: must not be negative", o.Timeout)
+				return usage.Errorf("invalid --timeout %s: must not be negative", o.Timeout)
 			}
 			found, err := findNode(cmd, f, args[0], o.Cluster)
 			if err != nil {
@@ -461,7 +462,7 @@ the kubelet restarts: stop it first.`,
 				} else if res != nil {
 					p.Fail(fmt.Sprintf("interrupted: node %s stays cordoned and was not deleted; 'tug node update %s --enable' puts it back in service", found.Node.Name, found.Node.Name))
 				}
-				return usageIfInput(err)
+				return err
 			}
 			switch {
 			case o.DryRun:

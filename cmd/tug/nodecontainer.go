@@ -12,6 +12,7 @@ import (
 	"tug.dev/tug/pkg/cluster"
 	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/nodecontainer"
+	"tug.dev/tug/pkg/usage"
 )
 
 func newNodeContainerCmd(f *cli.Factory) *cobra.Command {
@@ -36,7 +37,7 @@ It also runs on disabled nodes: disabling keeps only app units away.`,
 func ncTargets(f *cli.Factory, pool, only string) ([]cluster.Target, error) {
 	if pool != "" {
 		if err := kube.ValidateLabelValue("pool", pool); err != nil {
-			return nil, &cli.UsageError{Err: err}
+			return nil, usage.Wrap(err)
 		}
 		t, err := poolTarget(f, pool, only)
 		if err != nil {
@@ -109,15 +110,15 @@ updates it, rolling node by node.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
 			if o.Image == "" {
-				return cli.UsageErrorf("missing --image: the image to run on every node")
+				return usage.Errorf("missing --image: the image to run on every node")
 			}
 			env, err := nodecontainer.ParseEnv(o.Env)
 			if err != nil {
-				return &cli.UsageError{Err: err}
+				return usage.Wrap(err)
 			}
 			o.AddOptions.Env = env
 			if err := o.Validate(); err != nil {
-				return &cli.UsageError{Err: err}
+				return usage.Wrap(err)
 			}
 			ts, err := ncTargets(f, o.Pool, o.Cluster)
 			if err != nil {
@@ -131,7 +132,7 @@ updates it, rolling node by node.`,
 				c := ncClient(t)
 				ct, created, err := c.Add(cmd.Context(), o.AddOptions)
 				if err != nil {
-					return usageIfInput(err)
+					return err
 				}
 				verb := "updated"
 				if created {
@@ -239,7 +240,7 @@ again, which pulls a moving tag (:latest, or no tag) afresh.`,
 		Args: cli.ExactArgs("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := nodecontainer.ValidateName(args[0]); err != nil {
-				return &cli.UsageError{Err: err}
+				return usage.Wrap(err)
 			}
 			ts, err := ncTargets(f, pool, cluster)
 			if err != nil {
@@ -259,7 +260,7 @@ again, which pulls a moving tag (:latest, or no tag) afresh.`,
 					continue
 				}
 				if err != nil {
-					return usageIfInput(err)
+					return err
 				}
 				done, err := w.wait(cmd.Context(), f, c, cts)
 				if err != nil {
@@ -268,7 +269,7 @@ again, which pulls a moving tag (:latest, or no tag) afresh.`,
 				all = append(all, done...)
 			}
 			if notFound == len(ts) {
-				return cli.UsageErrorf("node container %q not found in any cluster; see 'tug node-container list'", args[0])
+				return usage.Errorf("node container %q not found in any cluster; see 'tug node-container list'", args[0])
 			}
 			return cli.OutputOptions{Format: format}.Print(f.IOStreams, all, func() error { return printNodeContainers(f, all, false) })
 		},
@@ -295,7 +296,7 @@ func newNodeContainerRemoveCmd(f *cli.Factory) *cobra.Command {
 		Args:    cli.ExactArgs("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := nodecontainer.ValidateName(args[0]); err != nil {
-				return &cli.UsageError{Err: err}
+				return usage.Wrap(err)
 			}
 			ts, err := ncTargets(f, pool, cluster)
 			if err != nil {
@@ -321,14 +322,14 @@ func newNodeContainerRemoveCmd(f *cli.Factory) *cobra.Command {
 					continue
 				}
 				if err != nil {
-					return usageIfInput(err)
+					return err
 				}
 				for _, r := range removed {
 					p.Done(fmt.Sprintf("node container %s removed from cluster %s (daemonset %s/%s)", r.Name, t.Name, r.Namespace, r.DaemonSet))
 				}
 			}
 			if notFound == len(ts) {
-				return cli.UsageErrorf("node container %q not found in any cluster; see 'tug node-container list'", args[0])
+				return usage.Errorf("node container %q not found in any cluster; see 'tug node-container list'", args[0])
 			}
 			return nil
 		},

@@ -14,6 +14,7 @@ import (
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/usage"
 )
 
 // Process-level commands: scale, restart, stop, start (formation, no
@@ -29,11 +30,11 @@ func newAppScaleCmd(f *cli.Factory) *cobra.Command {
 		Args: usageArgs(cobra.MinimumNArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := app.ValidateName(args[0]); err != nil {
-				return &cli.UsageError{Err: err}
+				return usage.Wrap(err)
 			}
 			ops, err := app.ParseScale(args[1:])
 			if err != nil {
-				return &cli.UsageError{Err: err}
+				return usage.Wrap(err)
 			}
 			if err := r.validate(); err != nil {
 				return err
@@ -55,7 +56,7 @@ func forProcesses(a *app.App, proc string, edit func(name string, p *app.Process
 		names = []string{proc}
 	}
 	if len(names) == 0 {
-		return &app.UnknownProcessError{App: a.Name}
+		return usage.Wrap(&app.UnknownProcessError{App: a.Name})
 	}
 	for _, n := range names {
 		p := a.Processes[n]
@@ -81,11 +82,11 @@ func newAppLifecycleCmd(f *cli.Factory, verb string) *cobra.Command {
 		Args:  cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := app.ValidateName(args[0]); err != nil {
-				return &cli.UsageError{Err: err}
+				return usage.Wrap(err)
 			}
 			if proc != "" {
 				if err := app.ValidateProcessName(proc); err != nil {
-					return &cli.UsageError{Err: err}
+					return usage.Wrap(err)
 				}
 			}
 			if err := r.validate(); err != nil {
@@ -136,10 +137,10 @@ func newLimitCmd(f *cli.Factory) *cobra.Command {
 				return err
 			}
 			if l.IsZero() {
-				return cli.UsageErrorf("nothing to set: give --cpu, --memory, --cpu-request or --memory-request")
+				return usage.Errorf("nothing to set: give --cpu, --memory, --cpu-request or --memory-request")
 			}
 			if err := l.Validate(); err != nil {
-				return &cli.UsageError{Err: err}
+				return usage.Wrap(err)
 			}
 			return settingsRoll(cmd, f, args[0], app.KindLimits, "limits of "+proc, r, func(a *app.App, rel *app.Release) error {
 				if _, err := a.Process(proc); err != nil {
@@ -155,7 +156,7 @@ func newLimitCmd(f *cli.Factory) *cobra.Command {
 					}
 				}
 				if err := cur.Validate(); err != nil {
-					return &cli.UsageError{Err: err}
+					return usage.Wrap(err)
 				}
 				if rel.Limits == nil {
 					rel.Limits = map[string]app.Limits{}
@@ -228,13 +229,13 @@ func newLimitCmd(f *cli.Factory) *cobra.Command {
 
 func checkAppProc(appName, proc string) error {
 	if err := app.ValidateName(appName); err != nil {
-		return &cli.UsageError{Err: err}
+		return usage.Wrap(err)
 	}
 	if proc == "" {
-		return cli.UsageErrorf("which process? give -p PROCESS")
+		return usage.Errorf("which process? give -p PROCESS")
 	}
 	if err := app.ValidateProcessName(proc); err != nil {
-		return &cli.UsageError{Err: err}
+		return usage.Wrap(err)
 	}
 	return nil
 }
@@ -248,7 +249,7 @@ func newSettingsListCmd(f *cli.Factory, use, short string, data func(*app.App, *
 		Args:  cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := app.ValidateName(args[0]); err != nil {
-				return &cli.UsageError{Err: err}
+				return usage.Wrap(err)
 			}
 			s, err := appStore(f)
 			if err != nil {
@@ -295,7 +296,7 @@ answer 2xx or 3xx), tcp:PORT (a connection must open) or exec:COMMAND (must exit
 				return err
 			}
 			if err := h.Validate(); err != nil {
-				return &cli.UsageError{Err: err}
+				return usage.Wrap(err)
 			}
 			return settingsRoll(cmd, f, args[0], app.KindHealthcheck, "healthcheck of "+proc, r, func(a *app.App, rel *app.Release) error {
 				if _, err := a.Process(proc); err != nil {
@@ -401,11 +402,11 @@ process autoscales, 'tug app scale' refuses it and deploys keep its count.`,
 			}
 			n, err := strconv.Atoi(strings.TrimSuffix(cpu, "%"))
 			if err != nil {
-				return cli.UsageErrorf("invalid --cpu %q: want a percentage such as 70%%", cpu)
+				return usage.Errorf("invalid --cpu %q: want a percentage such as 70%%", cpu)
 			}
 			as.CPUPercent = int32(n)
 			if err := as.Validate(); err != nil {
-				return &cli.UsageError{Err: err}
+				return usage.Wrap(err)
 			}
 			return reshape(cmd, f, args[0], r, func(a *app.App) error {
 				p, err := a.Process(proc)
@@ -494,10 +495,10 @@ func newPoolSetCmd(f *cli.Factory) *cobra.Command {
 		Args:  cli.ExactArgs("APP", "POOL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := app.ValidateName(args[0]); err != nil {
-				return &cli.UsageError{Err: err}
+				return usage.Wrap(err)
 			}
 			if err := kube.ValidateLabelValue("pool", args[1]); err != nil {
-				return &cli.UsageError{Err: err}
+				return usage.Wrap(err)
 			}
 			if err := checkPoolContext(f, args[1]); err != nil {
 				return err
@@ -522,22 +523,22 @@ func newTagCmd(f *cli.Factory) *cobra.Command {
 		Args:  usageArgs(cobra.MinimumNArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := app.ValidateName(args[0]); err != nil {
-				return &cli.UsageError{Err: err}
+				return usage.Wrap(err)
 			}
 			tags := map[string]string{}
 			for _, kv := range args[1:] {
 				k, v, ok := strings.Cut(kv, "=")
 				if !ok {
-					return cli.UsageErrorf("%q is not KEY=VALUE", kv)
+					return usage.Errorf("%q is not KEY=VALUE", kv)
 				}
 				if err := kube.ValidateLabelKey(k); err != nil {
-					return &cli.UsageError{Err: err}
+					return usage.Wrap(err)
 				}
 				if err := kube.ValidateLabelValue("tag value", v); err != nil {
-					return &cli.UsageError{Err: err}
+					return usage.Wrap(err)
 				}
 				if k == kube.LabelPool {
-					return cli.UsageErrorf("set the pool with 'tug app pool set', not a tag")
+					return usage.Errorf("set the pool with 'tug app pool set', not a tag")
 				}
 				tags[k] = v
 			}
@@ -559,7 +560,7 @@ func newTagCmd(f *cli.Factory) *cobra.Command {
 		Args:  usageArgs(cobra.MinimumNArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := app.ValidateName(args[0]); err != nil {
-				return &cli.UsageError{Err: err}
+				return usage.Wrap(err)
 			}
 			return settingsRoll(cmd, f, args[0], app.KindTags, "tags removed", ru, func(a *app.App, rel *app.Release) error {
 				rel.Tags = maps.Clone(rel.Tags)

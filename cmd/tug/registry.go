@@ -9,6 +9,7 @@ import (
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/registry"
+	"tug.dev/tug/pkg/usage"
 )
 
 func newRegistryCmd(f *cli.Factory) *cobra.Command {
@@ -93,9 +94,9 @@ new credentials replaces the old ones.`,
 func registrySetArgs(cmd *cobra.Command, args []string) error {
 	switch {
 	case len(args) == 0:
-		return cli.UsageErrorf("missing APP: %q takes APP --server HOST --username USER --password-stdin", cmd.CommandPath())
+		return usage.Errorf("missing APP: %q takes APP --server HOST --username USER --password-stdin", cmd.CommandPath())
 	case len(args) > 1:
-		return cli.UsageErrorf("%q takes only APP (got %d arguments); the password goes on stdin with --password-stdin", cmd.CommandPath(), len(args))
+		return usage.Errorf("%q takes only APP (got %d arguments); the password goes on stdin with --password-stdin", cmd.CommandPath(), len(args))
 	}
 	return nil
 }
@@ -104,31 +105,31 @@ func registrySetArgs(cmd *cobra.Command, args []string) error {
 // it returns quotes the password.
 func (o *registrySetOptions) complete(f *cli.Factory, appName string) (registry.Credentials, error) {
 	if o.passwordGiven {
-		return registry.Credentials{}, cli.UsageErrorf("--password is not accepted: a password on the command line shows in shell history and process lists; pipe it in with --password-stdin")
+		return registry.Credentials{}, usage.Errorf("--password is not accepted: a password on the command line shows in shell history and process lists; pipe it in with --password-stdin")
 	}
 	if err := app.ValidateName(appName); err != nil {
-		return registry.Credentials{}, &cli.UsageError{Err: err}
+		return registry.Credentials{}, usage.Wrap(err)
 	}
 	c := registry.Credentials{Server: strings.TrimSpace(o.Server), Username: o.Username}
 	if err := registry.ValidateServer(c.Server); err != nil {
-		return registry.Credentials{}, &cli.UsageError{Err: err}
+		return registry.Credentials{}, usage.Wrap(err)
 	}
 	if err := registry.ValidateUsername(c.Username); err != nil {
-		return registry.Credentials{}, &cli.UsageError{Err: err}
+		return registry.Credentials{}, usage.Wrap(err)
 	}
 	if !o.PasswordStdin {
-		return registry.Credentials{}, cli.UsageErrorf("--password-stdin is required: pipe the password in, e.g. 'printf %%s \"$TOKEN\" | %s registry set %s --server %s --username %s --password-stdin'", f.CommandName, appName, c.Server, c.Username)
+		return registry.Credentials{}, usage.Errorf("--password-stdin is required: pipe the password in, e.g. 'printf %%s \"$TOKEN\" | %s registry set %s --server %s --username %s --password-stdin'", f.CommandName, appName, c.Server, c.Username)
 	}
 	if err := o.rollout.validate(); err != nil {
 		return registry.Credentials{}, err
 	}
 	// Reading a terminal would show the password as it is typed.
 	if f.IOStreams.IsStdinTTY() {
-		return registry.Credentials{}, cli.UsageErrorf("--password-stdin reads a pipe or a file, and stdin is a terminal: pipe the password in, e.g. 'printf %%s \"$TOKEN\" | %s registry set ...'", f.CommandName)
+		return registry.Credentials{}, usage.Errorf("--password-stdin reads a pipe or a file, and stdin is a terminal: pipe the password in, e.g. 'printf %%s \"$TOKEN\" | %s registry set ...'", f.CommandName)
 	}
 	pw, err := registry.ReadPassword(f.IOStreams.In)
 	if err != nil {
-		return registry.Credentials{}, &cli.UsageError{Err: err}
+		return registry.Credentials{}, usage.Wrap(err)
 	}
 	c.Password = pw
 	return c, nil
@@ -142,7 +143,7 @@ func newRegistryUnsetCmd(f *cli.Factory) *cobra.Command {
 		Args:  cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := app.ValidateName(args[0]); err != nil {
-				return &cli.UsageError{Err: err}
+				return usage.Wrap(err)
 			}
 			if err := r.validate(); err != nil {
 				return err
@@ -188,7 +189,7 @@ func newRegistryInfoCmd(f *cli.Factory) *cobra.Command {
 		Args:  cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := app.ValidateName(args[0]); err != nil {
-				return &cli.UsageError{Err: err}
+				return usage.Wrap(err)
 			}
 			s, err := appStore(f)
 			if err != nil {

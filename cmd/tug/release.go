@@ -10,6 +10,7 @@ import (
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
+	"tug.dev/tug/pkg/usage"
 )
 
 func newReleaseCmd(f *cli.Factory) *cobra.Command {
@@ -28,7 +29,7 @@ func newReleaseCmd(f *cli.Factory) *cobra.Command {
 func parseVersion(s string) (int, error) {
 	n, err := strconv.Atoi(strings.TrimPrefix(strings.ToLower(s), "v"))
 	if err != nil || n <= 0 {
-		return 0, cli.UsageErrorf("invalid release %q: want a release number such as v3", s)
+		return 0, usage.Errorf("invalid release %q: want a release number such as v3", s)
 	}
 	return n, nil
 }
@@ -89,7 +90,7 @@ func newReleaseInfoCmd(f *cli.Factory) *cobra.Command {
 		Args:  cli.ExactArgs("APP", "RELEASE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := app.ValidateName(args[0]); err != nil {
-				return &cli.UsageError{Err: err}
+				return usage.Wrap(err)
 			}
 			v, err := parseVersion(args[1])
 			if err != nil {
@@ -157,7 +158,7 @@ the release that ran before the current one.`,
 		Args: usageArgs(cobra.RangeArgs(1, 2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := app.ValidateName(args[0]); err != nil {
-				return &cli.UsageError{Err: err}
+				return usage.Wrap(err)
 			}
 			target := 0
 			if len(args) == 2 {

@@ -12,6 +12,7 @@ import (
 	"tug.dev/tug/pkg/cli"
 	tugexec "tug.dev/tug/pkg/exec"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/usage"
 )
 
 // execDeps is what the remote commands (run, shell, app exec) hand to
@@ -20,7 +21,7 @@ import (
 func execDeps(cmd *cobra.Command, f *cli.Factory) (tugexec.Deps, error) {
 	proto, err := tugexec.ProtocolFromEnv()
 	if err != nil {
-		return tugexec.Deps{}, &cli.UsageError{Err: err}
+		return tugexec.Deps{}, usage.Wrap(err)
 	}
 	client, err := f.KubeClient()
 	if err != nil {
@@ -59,21 +60,21 @@ func execDeps(cmd *cobra.Command, f *cli.Factory) (tugexec.Deps, error) {
 // after "--", so that its own flags are never taken for tug's.
 func commandArgs(cmd *cobra.Command, args []string) error {
 	dash := cmd.ArgsLenAtDash()
-	usage := fmt.Sprintf("%s APP -- COMMAND [ARGS...]", cmd.CommandPath())
+	synopsis := fmt.Sprintf("%s APP -- COMMAND [ARGS...]", cmd.CommandPath())
 	switch {
 	case len(args) == 0 || dash == 0:
-		return cli.UsageErrorf("missing APP: %s", usage)
+		return usage.Errorf("missing APP: %s", synopsis)
 	case dash < 0 && len(args) == 1:
-		return cli.UsageErrorf("missing command: put it after '--': %s", usage)
+		return usage.Errorf("missing command: put it after '--': %s", synopsis)
 	case dash < 0:
-		return cli.UsageErrorf("put the command after '--': %s %s -- %s", cmd.CommandPath(), args[0], strings.Join(args[1:], " "))
+		return usage.Errorf("put the command after '--': %s %s -- %s", cmd.CommandPath(), args[0], strings.Join(args[1:], " "))
 	case dash > 1:
-		return cli.UsageErrorf("unexpected argument %q before '--': %s", args[1], usage)
+		return usage.Errorf("unexpected argument %q before '--': %s", args[1], synopsis)
 	case len(args) == dash:
-		return cli.UsageErrorf("no command after '--': %s", usage)
+		return usage.Errorf("no command after '--': %s", synopsis)
 	}
 	if err := app.ValidateName(args[0]); err != nil {
-		return &cli.UsageError{Err: err}
+		return usage.Wrap(err)
 	}
 	return nil
 }
@@ -84,7 +85,7 @@ func validateProcess(proc string) error {
 		return nil
 	}
 	if err := app.ValidateProcessName(proc); err != nil {
-		return &cli.UsageError{Err: err}
+		return usage.Wrap(err)
 	}
 	return nil
 }
@@ -97,11 +98,11 @@ func parseRunEnv(flags []string, getenv func(string) (string, bool)) (app.Config
 	for _, kv := range flags {
 		k, v, ok := strings.Cut(kv, "=")
 		if err := app.ValidateEnvName(k); err != nil {
-			return nil, &cli.UsageError{Err: fmt.Errorf("--env %s: %w", k, err)}
+			return nil, usage.Errorf("--env %s: %w", k, err)
 		}
 		if !ok {
 			if v, ok = getenv(k); !ok {
-				return nil, cli.UsageErrorf("--env %s: %s is not set in this environment; give a value with --env %s=VALUE", k, k, k)
+				return nil, usage.Errorf("--env %s: %s is not set in this environment; give a value with --env %s=VALUE", k, k, k)
 			}
 		}
 		env[k] = v
@@ -116,9 +117,9 @@ func appAndOptionalArg(name string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		switch {
 		case len(args) == 0:
-			return cli.UsageErrorf("missing APP: %q takes APP [%s]", cmd.CommandPath(), name)
+			return usage.Errorf("missing APP: %q takes APP [%s]", cmd.CommandPath(), name)
 		case len(args) > 2:
-			return cli.UsageErrorf("unexpected argument %q: %q takes APP [%s]", args[2], cmd.CommandPath(), name)
+			return usage.Errorf("unexpected argument %q: %q takes APP [%s]", args[2], cmd.CommandPath(), name)
 		}
 		return nil
 	}
@@ -131,7 +132,7 @@ func commandFlagErrors(cmd *cobra.Command) {
 	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		err = cli.FlagErrorFunc(c, err)
 		if strings.Contains(err.Error(), "unknown") {
-			return cli.UsageErrorf("%v; the command and its own flags go after '--': %s APP -- COMMAND [ARGS...]", err, c.CommandPath())
+			return usage.Errorf("%v; the command and its own flags go after '--': %s APP -- COMMAND [ARGS...]", err, c.CommandPath())
 		}
 		return err
 	})

@@ -7,6 +7,7 @@ import (
 
 	"tug.dev/tug/pkg/cli"
 	tugexec "tug.dev/tug/pkg/exec"
+	"tug.dev/tug/pkg/usage"
 )
 
 type runOptions struct {
@@ -57,10 +58,10 @@ Every run records a Kubernetes Event on its pod naming you and the command.`,
 				return err
 			}
 			if o.Timeout < 0 {
-				return cli.UsageErrorf("--timeout must not be negative, got %s", o.Timeout)
+				return usage.Errorf("--timeout must not be negative, got %s", o.Timeout)
 			}
 			if o.Detach && (o.Stdin || o.TTY) {
-				return cli.UsageErrorf("--detach cannot be combined with -i or -t: a detached run has no one to read input from")
+				return usage.Errorf("--detach cannot be combined with -i or -t: a detached run has no one to read input from")
 			}
 			env, err := parseRunEnv(o.env, lookupEnv)
 			if err != nil {

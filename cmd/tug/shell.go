@@ -6,6 +6,7 @@ import (
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	tugexec "tug.dev/tug/pkg/exec"
+	"tug.dev/tug/pkg/usage"
 )
 
 func newShellCmd(f *cli.Factory) *cobra.Command {
@@ -40,7 +41,7 @@ naming you and the command.`,
 				o.Unit = args[1]
 			}
 			if err := app.ValidateName(o.App); err != nil {
-				return &cli.UsageError{Err: err}
+				return usage.Wrap(err)
 			}
 			if err := validateProcess(o.Process); err != nil {
 				return err

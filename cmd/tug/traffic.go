@@ -12,6 +12,7 @@ import (
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/traffic"
+	"tug.dev/tug/pkg/usage"
 )
 
 // Traffic commands: addresses, domains, certificates, routable,
@@ -49,7 +50,7 @@ func deleteAfter(cmd *cobra.Command, err error, d deploy.Deps, secret string) er
 
 func checkApp(name string) error {
 	if err := app.ValidateName(name); err != nil {
-		return &cli.UsageError{Err: err}
+		return usage.Wrap(err)
 	}
 	return nil
 }
@@ -116,10 +117,10 @@ tug needs none to manage them.`,
 				return err
 			}
 			if err := traffic.ValidateHost(host); err != nil {
-				return &cli.UsageError{Err: err}
+				return usage.Wrap(err)
 			}
 			if err := traffic.ValidatePath(path); err != nil {
-				return &cli.UsageError{Err: err}
+				return usage.Wrap(err)
 			}
 			return configure(cmd, f, name, fmt.Sprintf("%s%s routes to %s", host, path, name), func(d deploy.Deps, a *app.App) error {
 				owner, err := traffic.HostOwner(cmd.Context(), d.Client, d.Namespace, a.Name, host)
@@ -215,7 +216,7 @@ the Ingress. The key is never printed.`,
 				return err
 			}
 			if certFile == "" || keyFile == "" {
-				return cli.UsageErrorf("give both --cert FILE and --key FILE")
+				return usage.Errorf("give both --cert FILE and --key FILE")
 			}
 			certPEM, err := readFileArg("--cert", certFile)
 			if err != nil {
@@ -226,7 +227,7 @@ the Ingress. The key is never printed.`,
 				return err
 			}
 			if _, err := traffic.CheckPair(certPEM, keyPEM, host, time.Now()); err != nil {
-				return &cli.UsageError{Err: err}
+				return usage.Wrap(err)
 			}
 			secret := ""
 			return configure(cmd, f, name, "certificate for "+host+" added", func(d deploy.Deps, a *app.App) error {
@@ -323,7 +324,7 @@ func newOnOffCmd(f *cli.Factory, use, short, long string, set func(a *app.App, o
 				return err
 			}
 			if args[1] != "on" && args[1] != "off" {
-				return cli.UsageErrorf("want on or off, not %q", args[1])
+				return usage.Errorf("want on or off, not %q", args[1])
 			}
 			on := args[1] == "on"
 			return configure(cmd, f, args[0], fmt.Sprintf("%s %s for %s", use, args[1], args[0]), func(_ deploy.Deps, a *app.App) error {
@@ -376,7 +377,7 @@ network plugin enforces NetworkPolicies (not every plugin does).`,
 				for _, s := range args[1:] {
 					c, err := traffic.ParseCIDR(s)
 					if err != nil {
-						return &cli.UsageError{Err: err}
+						return usage.Wrap(err)
 					}
 					cidrs = append(cidrs, c)
 				}

@@ -9,6 +9,7 @@ import (
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
+	"tug.dev/tug/pkg/usage"
 )
 
 func newUnitCmd(f *cli.Factory) *cobra.Command {
@@ -66,11 +67,11 @@ func newUnitListCmd(f *cli.Factory) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch {
 			case o.All && len(args) == 1:
-				return cli.UsageErrorf("give an APP or --all, not both")
+				return usage.Errorf("give an APP or --all, not both")
 			case !o.All && len(args) == 0:
-				return cli.UsageErrorf("which app? give APP, or --all for every app in the namespace")
+				return usage.Errorf("which app? give APP, or --all for every app in the namespace")
 			case o.All && o.Process != "":
-				return cli.UsageErrorf("-p needs an APP; it cannot be used with --all")
+				return usage.Errorf("-p needs an APP; it cannot be used with --all")
 			}
 			s, err := appStore(f)
 			if err != nil {
@@ -79,7 +80,7 @@ func newUnitListCmd(f *cli.Factory) *cobra.Command {
 			if !o.All {
 				o.App = args[0]
 				if err := app.ValidateName(o.App); err != nil {
-					return &cli.UsageError{Err: err}
+					return usage.Wrap(err)
 				}
 				a, err := s.GetApp(cmd.Context(), o.App)
 				if err != nil {
@@ -161,15 +162,15 @@ func newUnitAddCmd(f *cli.Factory, add bool) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
 			if err := app.ValidateName(name); err != nil {
-				return &cli.UsageError{Err: err}
+				return usage.Wrap(err)
 			}
 			n, err := strconv.Atoi(args[1])
 			if err != nil || n < 1 || n > 10000 {
-				return cli.UsageErrorf("invalid unit count %q: want a whole number from 1 to 10000", args[1])
+				return usage.Errorf("invalid unit count %q: want a whole number from 1 to 10000", args[1])
 			}
 			if proc != "" {
 				if err := app.ValidateProcessName(proc); err != nil {
-					return &cli.UsageError{Err: err}
+					return usage.Wrap(err)
 				}
 			}
 			if err := r.validate(); err != nil {

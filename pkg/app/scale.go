@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"tug.dev/tug/pkg/usage"
 )
 
 // ScaleOp is one argument of `tug app scale`: web=3, web+1 or web-1.
@@ -58,14 +60,11 @@ func (e *UnknownProcessError) Error() string {
 	return fmt.Sprintf("app %q has no process %q; its processes are %s", e.App, e.Process, strings.Join(e.Known, ", "))
 }
 
-// ExitCode makes an unknown process a usage error (exit 2).
-func (e *UnknownProcessError) ExitCode() int { return 2 }
-
 // Process returns the named process, or an UnknownProcessError.
 func (a *App) Process(name string) (Process, error) {
 	p, ok := a.Processes[name]
 	if !ok {
-		return Process{}, &UnknownProcessError{App: a.Name, Process: name, Known: a.ProcessNames()}
+		return Process{}, usage.Wrap(&UnknownProcessError{App: a.Name, Process: name, Known: a.ProcessNames()})
 	}
 	return p, nil
 }
@@ -78,7 +77,7 @@ func (a *App) DefaultProcess() (string, error) {
 	case len(names) == 1:
 		return names[0], nil
 	case len(names) == 0:
-		return "", &UnknownProcessError{App: a.Name}
+		return "", usage.Wrap(&UnknownProcessError{App: a.Name})
 	}
 	if _, ok := a.Processes[WebProcess]; ok {
 		return WebProcess, nil

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"tug.dev/tug/pkg/usage"
 )
 
 func TestParseScale(t *testing.T) {
@@ -77,7 +79,7 @@ func TestApplyScale(t *testing.T) {
 
 	var unknown *UnknownProcessError
 	err := (&App{Name: "shop"}).ApplyScale([]ScaleOp{{"web", '=', 1}})
-	if !errors.As(err, &unknown) || unknown.ExitCode() != 2 || err.Error() != `app "shop" has no processes yet; deploy it first` {
+	if !errors.As(err, &unknown) || !usage.Is(err) || err.Error() != `app "shop" has no processes yet; deploy it first` {
 		t.Errorf("scale of an undeployed app = %v", err)
 	}
 }

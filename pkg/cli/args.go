@@ -8,6 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"tug.dev/tug/pkg/usage"
 )
 
 // The validators below replace cobra's so that wrong arguments are usage
@@ -16,7 +18,7 @@ import (
 // NoArgs rejects positional arguments.
 func NoArgs(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
-		return UsageErrorf("%q takes no arguments, got %q", cmd.CommandPath(), args[0])
+		return usage.Errorf("%q takes no arguments, got %q", cmd.CommandPath(), args[0])
 	}
 	return nil
 }
@@ -26,9 +28,9 @@ func ExactArgs(names ...string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		switch {
 		case len(args) < len(names):
-			return UsageErrorf("missing %s: %q takes %s", names[len(args)], cmd.CommandPath(), strings.Join(names, " "))
+			return usage.Errorf("missing %s: %q takes %s", names[len(args)], cmd.CommandPath(), strings.Join(names, " "))
 		case len(args) > len(names):
-			return UsageErrorf("unexpected argument %q: %q takes %s", args[len(names)], cmd.CommandPath(), argList(names))
+			return usage.Errorf("unexpected argument %q: %q takes %s", args[len(names)], cmd.CommandPath(), argList(names))
 		}
 		return nil
 	}
@@ -45,7 +47,7 @@ func OneOfArgs(name string, valid ...string) cobra.PositionalArgs {
 				return nil
 			}
 		}
-		return UsageErrorf("unknown %s %q: must be one of %s", strings.ToLower(name), args[0], strings.Join(valid, ", "))
+		return usage.Errorf("unknown %s %q: must be one of %s", strings.ToLower(name), args[0], strings.Join(valid, ", "))
 	}
 }
 
@@ -63,7 +65,7 @@ func GroupArgs(cmd *cobra.Command, args []string) error {
 	if len(args) == 0 {
 		return nil
 	}
-	return &UsageError{
+	return &usage.Error{
 		Err:         fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath()),
 		Suggestions: cmd.SuggestionsFor(args[0]),
 	}
@@ -79,9 +81,9 @@ func GroupRunE(cmd *cobra.Command, _ []string) error {
 func FlagErrorFunc(cmd *cobra.Command, err error) error {
 	var notExist *pflag.NotExistError
 	if errors.As(err, &notExist) && notExist.GetSpecifiedShortnames() == "" {
-		return &UsageError{Err: err, Suggestions: suggestFlags(cmd, notExist.GetSpecifiedName())}
+		return &usage.Error{Err: err, Suggestions: suggestFlags(cmd, notExist.GetSpecifiedName())}
 	}
-	return &UsageError{Err: err}
+	return &usage.Error{Err: err}
 }
 
 // suggestFlags finds flags within an edit distance of 2 of name, or that

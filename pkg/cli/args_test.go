@@ -7,6 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"tug.dev/tug/pkg/usage"
 )
 
 func TestExactArgs(t *testing.T) {
@@ -20,7 +22,7 @@ func TestExactArgs(t *testing.T) {
 		{"web", "api"}: `unexpected argument "api": "info" takes APP`,
 	} {
 		err := v(cmd, *args)
-		if !IsUsageError(err) || err.Error() != want {
+		if !usage.Is(err) || err.Error() != want {
 			t.Errorf("%q: got %v, want usage error %q", *args, err, want)
 		}
 	}
@@ -33,7 +35,7 @@ func TestOneOfArgs(t *testing.T) {
 		t.Errorf("zsh: %v", err)
 	}
 	err := v(cmd, []string{"tcsh"})
-	if !IsUsageError(err) || err.Error() != `unknown shell "tcsh": must be one of bash, zsh` {
+	if !usage.Is(err) || err.Error() != `unknown shell "tcsh": must be one of bash, zsh` {
 		t.Errorf("tcsh: got %v", err)
 	}
 }
@@ -44,7 +46,7 @@ func TestGroupArgsSuggestsCommands(t *testing.T) {
 	root.AddCommand(&cobra.Command{Use: "version", Run: func(*cobra.Command, []string) {}})
 	root.AddCommand(&cobra.Command{Use: "doctor", Run: func(*cobra.Command, []string) {}})
 	err := GroupArgs(root, []string{"verison"})
-	var ue *UsageError
+	var ue *usage.Error
 	if !errors.As(err, &ue) {
 		t.Fatalf("got %v, want usage error", err)
 	}
@@ -69,7 +71,7 @@ func TestFlagErrorFuncSuggestsFlags(t *testing.T) {
 	if !errors.As(err, &ne) {
 		t.Fatalf("parse: %v", err)
 	}
-	var ue *UsageError
+	var ue *usage.Error
 	if !errors.As(FlagErrorFunc(cmd, err), &ue) {
 		t.Fatal("not a usage error")
 	}

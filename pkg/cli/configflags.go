@@ -7,6 +7,8 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"tug.dev/tug/pkg/usage"
 )
 
 // ConfigFlags are kubectl's flags for choosing a cluster, user and
@@ -124,7 +126,7 @@ func parseUserExtra(pairs []string) (map[string][]string, error) {
 	for _, p := range pairs {
 		k, v, ok := strings.Cut(p, "=")
 		if !ok || k == "" {
-			return nil, UsageErrorf("invalid --as-user-extra %q: want KEY=VALUE", p)
+			return nil, usage.Errorf("invalid --as-user-extra %q: want KEY=VALUE", p)
 		}
 		extra[k] = append(extra[k], v)
 	}
@@ -137,7 +139,7 @@ func (c *ConfigFlags) Validate() error {
 		return err
 	}
 	if c.Insecure && c.CAFile != "" {
-		return UsageErrorf("--insecure-skip-tls-verify and --certificate-authority contradict each other; pass one")
+		return usage.Errorf("--insecure-skip-tls-verify and --certificate-authority contradict each other; pass one")
 	}
 	return nil
 }

@@ -3,6 +3,9 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"strings"
+
+	"tug.dev/tug/pkg/usage"
 )
 
 // Exit codes, documented in docs/exit-codes.md. main maps errors to them in
@@ -13,28 +16,6 @@ const (
 	ExitUsage       = 2
 	ExitInterrupted = 130 // 128 + SIGINT, what shells report for Ctrl-C
 )
-
-// UsageError means the command line was wrong: nothing was attempted, and
-// the user can fix it by changing what they typed. It exits 2.
-type UsageError struct {
-	Err error
-	// Suggestions are printed as "did you mean ...?" under the error.
-	Suggestions []string
-}
-
-func (e *UsageError) Error() string { return e.Err.Error() }
-func (e *UsageError) Unwrap() error { return e.Err }
-
-// UsageErrorf builds a UsageError from a format string.
-func UsageErrorf(format string, a ...any) error {
-	return &UsageError{Err: fmt.Errorf(format, a...)}
-}
-
-// IsUsageError reports whether err is, or wraps, a UsageError.
-func IsUsageError(err error) bool {
-	var ue *UsageError
-	return errors.As(err, &ue)
-}
 
 // ExitError carries the exit code of a remote command (run, shell, exec) that
 // has already printed its own output; tug exits with the same code and adds
@@ -52,9 +33,9 @@ var ErrNoPrompt = errors.New("cannot prompt: not a terminal")
 
 // NoPromptError says which flag supplies the answer a prompt would have
 // asked for, e.g. NoPromptError("refusing to remove without confirmation",
-// "--yes"). The result is a UsageError and matches errors.Is(err, ErrNoPrompt).
+// "--yes"). The result is a usage.Error and matches errors.Is(err, ErrNoPrompt).
 func NoPromptError(what, flag string) error {
-	return &UsageError{Err: &noPromptError{what: what, flag: flag}}
+	return &usage.Error{Err: &noPromptError{what: what, flag: flag}}
 }
 
 type noPromptError struct{ what, flag string }
@@ -65,3 +46,14 @@ func (e *noPromptError) Is(target error) bool { return target == ErrNoPrompt }
 // ErrCancelled is returned when the user declines a confirmation; it exits 1
 // with a short message and nothing changed.
 var ErrCancelled = errors.New("cancelled; nothing was changed")
+
+// WithCommandName renders the commands an error suggests ('tug app list')
+// with the name the user typed: run as a kubectl plugin, tug is
+// 'kubectl tug app list'. Library packages write hints as 'tug ...', the
+// canonical name, and this is the one place that adapts them.
+func WithCommandName(msg, name string) string {
+	if name == "" || name == "tug" {
+		return msg
+	}
+	return strings.ReplaceAll(msg, "'tug ", "'"+name+" ")
+}

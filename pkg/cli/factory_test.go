@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/spf13/pflag"
+
+	"tug.dev/tug/pkg/usage"
 )
 
 const testKubeconfig = `apiVersion: v1
@@ -140,7 +142,7 @@ func TestFactoryFlagOverrides(t *testing.T) {
 
 func TestFactoryBadUserExtraIsUsageError(t *testing.T) {
 	f := newTestFactory(t, testKubeconfig, "--as-user-extra", "novalue")
-	if _, err := f.RESTConfig(); !IsUsageError(err) {
+	if _, err := f.RESTConfig(); !usage.Is(err) {
 		t.Errorf("got %v, want a usage error", err)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"tug.dev/tug/pkg/usage"
 )
 
 type sample struct {
@@ -43,7 +45,7 @@ func TestOutputFlagAcceptsKnownFormats(t *testing.T) {
 
 func TestOutputFlagRejectsUnknownFormatAsUsageError(t *testing.T) {
 	_, err := parseOutputFlags(t, "-o", "xml")
-	if !IsUsageError(err) {
+	if !usage.Is(err) {
 		t.Fatalf("got %v, want a usage error", err)
 	}
 	if want := `invalid argument "xml" for "-o, --output" flag: must be one of table, json, yaml`; err.Error() != want {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"testing"
+
+	"tug.dev/tug/pkg/usage"
 )
 
 func yes() *bool { b := true; return &b }
@@ -37,8 +39,8 @@ func TestConfirmOrFlag(t *testing.T) {
 			if !errors.Is(err, tc.wantErr) || (tc.wantErr == nil && err != nil) {
 				t.Fatalf("got error %v, want %v", err, tc.wantErr)
 			}
-			if IsUsageError(err) != tc.wantUsage {
-				t.Errorf("usage error = %v, want %v", IsUsageError(err), tc.wantUsage)
+			if usage.Is(err) != tc.wantUsage {
+				t.Errorf("usage error = %v, want %v", usage.Is(err), tc.wantUsage)
 			}
 			if len(p.Asked) != len(tc.wantAsked) || (len(p.Asked) > 0 && p.Asked[0] != tc.wantAsked[0]) {
 				t.Errorf("asked %q, want %q", p.Asked, tc.wantAsked)

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/usage"
 )
 
 // EnvConfig names a config file to use instead of the one in the user's
@@ -192,13 +193,7 @@ func (c *Config) OwnerOfPool(pool string) (Cluster, bool) {
 	return Cluster{}, false
 }
 
-// ValidationError is a cluster definition that cannot be saved; commands
-// report it as a usage error.
-type ValidationError struct{ Msg string }
-
-func (e *ValidationError) Error() string { return e.Msg }
-
-func invalid(format string, a ...any) error { return &ValidationError{Msg: fmt.Sprintf(format, a...)} }
+func invalid(format string, a ...any) error { return usage.Errorf(format, a...) }
 
 // ValidateName checks a cluster name: a DNS label, as it shows in tables
 // and flags.
@@ -223,7 +218,7 @@ func (c *Config) Add(cl Cluster) (replaced bool, err error) {
 	pools := make([]string, 0, len(cl.Pools))
 	for _, p := range cl.Pools {
 		if err := kube.ValidateLabelValue("pool", p); err != nil {
-			return false, &ValidationError{Msg: err.Error()}
+			return false, usage.Wrap(err)
 		}
 		if seen[p] {
 			continue
@@ -273,5 +268,5 @@ func (c *Config) Remove(name string) (Cluster, error) {
 			return cl, nil
 		}
 	}
-	return Cluster{}, &NotFoundError{Name: name, Known: c.Names()}
+	return Cluster{}, usage.Wrap(&NotFoundError{Name: name, Known: c.Names()})
 }

@@ -9,6 +9,8 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"tug.dev/tug/pkg/usage"
 )
 
 func TestPathHonoursEnv(t *testing.T) {
@@ -88,9 +90,8 @@ func TestAddValidates(t *testing.T) {
 		{Name: "b", Context: "x", Pools: []string{"web"}}, // a's
 	} {
 		_, err := c.Add(bad)
-		var ve *ValidationError
-		if !errors.As(err, &ve) {
-			t.Errorf("Add(%+v) = %v; want a ValidationError", bad, err)
+		if !usage.Is(err) {
+			t.Errorf("Add(%+v) = %v; want an input error", bad, err)
 		}
 	}
 	if len(c.Clusters) != 1 {

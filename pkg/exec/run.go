@@ -21,6 +21,7 @@ import (
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/usage"
 )
 
 // RunOptions are `tug run`'s.
@@ -398,7 +399,7 @@ func runProcess(a *app.App, r *app.Release, proc string) (string, error) {
 	}
 	if _, ok := r.Processes[proc]; !ok {
 		sort.Strings(names)
-		return "", cli.UsageErrorf("unknown process %q: app %q has %s", proc, a.Name, strings.Join(names, ", "))
+		return "", usage.Errorf("unknown process %q: app %q has %s", proc, a.Name, strings.Join(names, ", "))
 	}
 	return proc, nil
 }

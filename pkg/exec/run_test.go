@@ -17,6 +17,7 @@ import (
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
+	"tug.dev/tug/pkg/usage"
 )
 
 // runHarness plays the cluster's part for Run on a fake clientset: it
@@ -240,7 +241,7 @@ func TestRunAttachesWhenItReadsStdin(t *testing.T) {
 func TestRunUnknownProcessIsAUsageError(t *testing.T) {
 	h := newRunHarness(t, nil)
 	_, err := Run(context.Background(), h.deps, RunOptions{App: "shop", Process: "db", Command: []string{"x"}})
-	if !cli.IsUsageError(err) || !strings.Contains(err.Error(), "web, worker") {
+	if !usage.Is(err) || !strings.Contains(err.Error(), "web, worker") {
 		t.Fatalf("unknown process: %v", err)
 	}
 	if len(h.runPods()) != 0 {

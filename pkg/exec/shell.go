@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/usage"
 )
 
 // ShellOptions are `tug shell`'s.
@@ -66,7 +67,7 @@ func chooseUnit(ctx context.Context, d Deps, f *unitFinder, name, proc string) (
 			return Unit{}, err
 		}
 		if proc != "" && u.Process != proc {
-			return Unit{}, cli.UsageErrorf("unit %q runs process %q, not %q", name, u.Process, proc)
+			return Unit{}, usage.Errorf("unit %q runs process %q, not %q", name, u.Process, proc)
 		}
 		return u, nil
 	}

@@ -12,8 +12,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"tug.dev/tug/pkg/app"
-	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/usage"
 )
 
 // Unit is one of an app's units (a pod of one of its processes) as remote
@@ -117,9 +117,9 @@ func (f *unitFinder) checkProcess(proc string) error {
 	}
 	known := f.app.ProcessNames()
 	if len(known) == 0 {
-		return cli.UsageErrorf("unknown process %q: app %q has no processes yet; deploy it with '%s app deploy %s --image IMAGE'", proc, f.app.Name, f.commandName, f.app.Name)
+		return usage.Errorf("unknown process %q: app %q has no processes yet; deploy it with '%s app deploy %s --image IMAGE'", proc, f.app.Name, f.commandName, f.app.Name)
 	}
-	return cli.UsageErrorf("unknown process %q: app %q has %s", proc, f.app.Name, strings.Join(known, ", "))
+	return usage.Errorf("unknown process %q: app %q has %s", proc, f.app.Name, strings.Join(known, ", "))
 }
 
 // named returns the unit called name, or an error listing the valid ones.

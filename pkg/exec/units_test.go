@@ -10,6 +10,7 @@ import (
 
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/usage"
 )
 
 func TestListUnitsSkipsRunPodsAndLeavingUnits(t *testing.T) {
@@ -61,7 +62,7 @@ func TestChooseUnit(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "shop-web-a, shop-web-b, shop-worker-1") {
 		t.Fatalf("unknown unit should list the valid ones: %v", err)
 	}
-	if _, err = chooseUnit(context.Background(), d, f, "shop-web-a", "worker"); !cli.IsUsageError(err) {
+	if _, err = chooseUnit(context.Background(), d, f, "shop-web-a", "worker"); !usage.Is(err) {
 		t.Fatalf("a unit of another process: %v", err)
 	}
 	// a terminal with several units: the user picks
@@ -99,7 +100,7 @@ func TestNoUnitsSaysHowToGetSome(t *testing.T) {
 	if _, err = chooseUnit(context.Background(), d, f, "shop-worker-1", ""); err == nil || !strings.Contains(err.Error(), "not running") {
 		t.Fatalf("a named pending unit: %v", err)
 	}
-	if err := f.load(context.Background(), Selection{App: "shop", Process: "db"}); !cli.IsUsageError(err) || !strings.Contains(err.Error(), "web, worker") {
+	if err := f.load(context.Background(), Selection{App: "shop", Process: "db"}); !usage.Is(err) || !strings.Contains(err.Error(), "web, worker") {
 		t.Fatalf("unknown process: %v", err)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"tug.dev/tug/pkg/cli"
 	tugexec "tug.dev/tug/pkg/exec"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/usage"
 )
 
 // Options are `tug logs`'s.
@@ -62,9 +63,9 @@ func Show(ctx context.Context, d Deps, o Options) error {
 		if _, ok := a.Processes[o.Process]; !ok {
 			known := a.ProcessNames()
 			if len(known) == 0 {
-				return cli.UsageErrorf("unknown process %q: app %q has no processes yet", o.Process, a.Name)
+				return usage.Errorf("unknown process %q: app %q has no processes yet", o.Process, a.Name)
 			}
-			return cli.UsageErrorf("unknown process %q: app %q has %s", o.Process, a.Name, strings.Join(known, ", "))
+			return usage.Errorf("unknown process %q: app %q has %s", o.Process, a.Name, strings.Join(known, ", "))
 		}
 	}
 	list, err := d.Client.CoreV1().Pods(d.Namespace).List(ctx, metav1.ListOptions{LabelSelector: kube.AppSelector(a.Name)})

@@ -19,6 +19,7 @@ import (
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/usage"
 )
 
 const ns = "dev"
@@ -139,7 +140,7 @@ func TestShowTimestampsUnitAndProcess(t *testing.T) {
 	if _, _, err := show(t, c, Options{Unit: "nope"}); err == nil || !strings.Contains(err.Error(), "shop-run-x, shop-web-a, shop-worker-1") {
 		t.Fatalf("unknown unit: %v", err)
 	}
-	if _, _, err := show(t, c, Options{Process: "db"}); !cli.IsUsageError(err) || !strings.Contains(err.Error(), "web, worker") {
+	if _, _, err := show(t, c, Options{Process: "db"}); !usage.Is(err) || !strings.Contains(err.Error(), "web, worker") {
 		t.Fatalf("unknown process: %v", err)
 	}
 	_, errOut, err := show(t, c, Options{Previous: true})

@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"net/url"
 	"strings"
@@ -16,15 +15,10 @@ import (
 
 	"tug.dev/tug/pkg/cluster"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/usage"
 )
 
-// InputError is input that cannot work (a bad address, metadata key or
-// pool); nothing was changed. Commands report it as a usage error.
-type InputError struct{ Msg string }
-
-func (e *InputError) Error() string { return e.Msg }
-
-func badInput(format string, a ...any) error { return &InputError{Msg: fmt.Sprintf(format, a...)} }
+func badInput(format string, a ...any) error { return usage.Errorf(format, a...) }
 
 // ParseMetadata parses k=v pairs; an empty value ("k=") means delete the
 // key when allowDelete, and is refused otherwise.
@@ -96,7 +90,7 @@ type AddResult struct {
 // again, and nothing else changes.
 func Add(ctx context.Context, t cluster.Target, o AddOptions) (*AddResult, error) {
 	if err := kube.ValidateLabelValue("pool", o.Pool); err != nil {
-		return nil, &InputError{Msg: err.Error()}
+		return nil, usage.Wrap(err)
 	}
 	name, err := NodeName(o.Address)
 	if err != nil {
@@ -200,7 +194,7 @@ func (o UpdateOptions) Validate() error {
 	}
 	if o.Pool != "" {
 		if err := kube.ValidateLabelValue("pool", o.Pool); err != nil {
-			return &InputError{Msg: err.Error()}
+			return usage.Wrap(err)
 		}
 	}
 	if o.Pool == "" && !o.Enable && !o.Disable && len(o.Metadata) == 0 {

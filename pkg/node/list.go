@@ -15,6 +15,7 @@ import (
 
 	"tug.dev/tug/pkg/cluster"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/usage"
 )
 
 // ClusterTimeout bounds how long one cluster may take to answer a listing,
@@ -181,13 +182,13 @@ func Find(ctx context.Context, targets []cluster.Target, nameOrAddress string) (
 		for j, i := range found {
 			names[j] = targets[i].Name
 		}
-		return nil, &AmbiguousError{Name: nameOrAddress, Clusters: names}
+		return nil, usage.Wrap(&AmbiguousError{Name: nameOrAddress, Clusters: names})
 	case len(failed) == 1 && len(targets) == 1:
 		return nil, kube.TranslateError(hits[0].err)
 	case len(failed) > 0:
 		return nil, fmt.Errorf("node %q not found in the clusters that answered, and %w", nameOrAddress, errors.Join(failed...))
 	}
-	return nil, &NotFoundError{Name: nameOrAddress, Clusters: cluster.Names(targets)}
+	return nil, usage.Wrap(&NotFoundError{Name: nameOrAddress, Clusters: cluster.Names(targets)})
 }
 
 // findIn gets the node by name, else looks for it among the nodes'

@@ -26,6 +26,7 @@ import (
 
 	"tug.dev/tug/pkg/cluster"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/usage"
 )
 
 var (
@@ -413,9 +414,8 @@ func TestRemoveDryRunChangesNothing(t *testing.T) {
 func TestRemovePodSelectorNeedsKeepNode(t *testing.T) {
 	fc := newFakeCluster(t, readyNode("n1", true))
 	_, err := Remove(context.Background(), fc.found(t, "n1"), RemoveOptions{PodSelector: "a=b"})
-	var ie *InputError
-	if !errors.As(err, &ie) {
-		t.Fatalf("want an InputError, got %v", err)
+	if !usage.Is(err) {
+		t.Fatalf("want an input error, got %v", err)
 	}
 }
 

@@ -26,6 +26,7 @@ import (
 
 	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/node"
+	"tug.dev/tug/pkg/usage"
 )
 
 const (
@@ -37,16 +38,11 @@ const (
 	maxNameLen            = 30
 )
 
-// InputError is input that cannot work; nothing was changed.
-type InputError struct{ Msg string }
-
-func (e *InputError) Error() string { return e.Msg }
-
 // ValidateName checks a node container's name: a DNS label short enough
 // that every DaemonSet and pod name made from it stays valid.
 func ValidateName(name string) error {
 	if errs := validation.IsDNS1123Label(name); len(errs) > 0 || len(name) > maxNameLen {
-		return &InputError{Msg: fmt.Sprintf("invalid node container name %q: use at most %d lower-case letters, digits and '-', starting and ending with a letter or digit", name, maxNameLen)}
+		return usage.Errorf("invalid node container name %q: use at most %d lower-case letters, digits and '-', starting and ending with a letter or digit", name, maxNameLen)
 	}
 	return nil
 }
@@ -100,11 +96,11 @@ func (o AddOptions) Validate() error {
 		return err
 	}
 	if strings.TrimSpace(o.Image) == "" || strings.ContainsAny(o.Image, " \t\n") {
-		return &InputError{Msg: fmt.Sprintf("invalid image %q: give an image reference such as registry.example.com/agent:1.2", o.Image)}
+		return usage.Errorf("invalid image %q: give an image reference such as registry.example.com/agent:1.2", o.Image)
 	}
 	if o.Pool != "" {
 		if err := kube.ValidateLabelValue("pool", o.Pool); err != nil {
-			return &InputError{Msg: err.Error()}
+			return usage.Wrap(err)
 		}
 	}
 	return nil
@@ -117,10 +113,10 @@ func ParseEnv(pairs []string) ([]corev1.EnvVar, error) {
 	for _, p := range pairs {
 		k, v, ok := strings.Cut(p, "=")
 		if !ok || k == "" {
-			return nil, &InputError{Msg: fmt.Sprintf("invalid --env %q: want NAME=VALUE", p)}
+			return nil, usage.Errorf("invalid --env %q: want NAME=VALUE", p)
 		}
 		if errs := validation.IsEnvVarName(k); len(errs) > 0 {
-			return nil, &InputError{Msg: fmt.Sprintf("invalid variable name %q in --env: %s", k, strings.Join(errs, "; "))}
+			return nil, usage.Errorf("invalid variable name %q in --env: %s", k, strings.Join(errs, "; "))
 		}
 		if i, dup := seen[k]; dup {
 			out[i].Value = v
@@ -356,7 +352,7 @@ func (c *Client) selected(ctx context.Context, name, pool string) ([]appsv1.Daem
 		}
 	}
 	if len(out) == 0 {
-		return nil, &NotFoundError{Name: name, Pool: pool, Namespace: c.Namespace}
+		return nil, usage.Wrap(&NotFoundError{Name: name, Pool: pool, Namespace: c.Namespace})
 	}
 	return out, nil
 }

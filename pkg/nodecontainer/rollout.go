@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/usage"
 )
 
 // Progress reports long work; cli.Progress satisfies it.
@@ -46,7 +47,7 @@ func (c *Client) Upgrade(ctx context.Context, name, pool, image string) ([]Conta
 		return nil, err
 	}
 	if image != "" && strings.ContainsAny(image, " \t\n") {
-		return nil, &InputError{Msg: fmt.Sprintf("invalid image %q", image)}
+		return nil, usage.Errorf("invalid image %q", image)
 	}
 	list, err := c.selected(ctx, name, pool)
 	if err != nil {
