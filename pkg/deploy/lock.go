@@ -2,13 +2,18 @@ package deploy
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
 	"tug.dev/tug/pkg/kube"
@@ -18,10 +23,25 @@ import (
 // change, rollback) holds it and renews it; a tug killed mid-deploy stops
 // renewing, and the lease expires after LeaseDuration, so the next deploy
 // proceeds without manual repair.
+const LeaseDuration = 15 * time.Second
+
+// renewEvery is how often the holder renews; a variable so tests need not
+// wait for a tick.
+var renewEvery = 5 * time.Second
+
 const (
-	LeaseDuration = 15 * time.Second
-	renewEvery    = 5 * time.Second
+	// renewTimeout bounds one renewal, so a stalled API server cannot hold
+	// the renewing goroutine past the lease's life.
+	renewTimeout = 4 * time.Second
 )
+
+// observeFor is how long a lease that looks expired must stay unchanged
+// before it is taken over. The holder's RenewTime comes from the holder's
+// clock, which may be behind ours, so "looks expired" is only a hint; a live
+// holder renews every renewEvery, so two missed renewals (measured on our
+// own clock, as client-go's leader election does) prove it is gone. A
+// variable so tests need not wait.
+var observeFor = 2*renewEvery + time.Second
 
 // LockName is the Lease that serialises an app's deploys.
 func LockName(appName string) string { return "tug-lock-" + appName }
@@ -36,15 +56,16 @@ type LockedError struct {
 
 func (e *LockedError) Error() string {
 	return fmt.Sprintf("app %q is being changed by %s since %s (lease renewed %s ago); wait for it to finish, or retry after %s if that tug was killed",
-		e.App, e.Holder, e.Since.Local().Format("15:04:05"), time.Since(e.Renewed).Round(time.Second), e.Expires.Local().Format("15:04:05"))
+		e.App, e.Holder, e.Since.Local().Format("15:04:05"), time.Since(e.Renewed).Round(time.Second).Abs(), e.Expires.Local().Format("15:04:05"))
 }
 
 // Lock is a held deploy lock; Unlock releases it.
 type Lock struct {
 	client    kubernetes.Interface
 	namespace string
+	app       string
 	name      string
-	holder    string
+	identity  string // holder plus a random token: unique per process
 	stop      context.CancelFunc
 	done      chan struct{}
 	mu        sync.Mutex
@@ -52,55 +73,193 @@ type Lock struct {
 }
 
 // Lost says whether the lock was taken from us (its renewal found another
-// holder): whoever holds it now may be changing the app too.
+// holder) or could not be renewed for as long as the lease lasts: whoever
+// holds it now may be changing the app too.
 func (l *Lock) Lost() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.lost
 }
 
+func (l *Lock) setLost(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lost == nil {
+		l.lost = err
+	}
+}
+
+// identityOf makes the lease's holder identity unique: two CI jobs with the
+// same user, pid and host name are still two holders.
+func identityOf(holder string) string {
+	return holder + " #" + rand.String(8)
+}
+
+// holderOf is the identity as people read it, without the token.
+func holderOf(identity string) string {
+	if i := strings.LastIndex(identity, " #"); i >= 0 {
+		return identity[:i]
+	}
+	return identity
+}
+
 // AcquireLock takes app's deploy lock for holder, or fails at once with a
-// LockedError naming who holds it. An expired lease is taken over.
+// LockedError naming who holds it. A lease that looks expired is watched
+// for observeFor first and taken over only if nobody renewed it meanwhile.
 func AcquireLock(ctx context.Context, client kubernetes.Interface, namespace, appName, holder string) (*Lock, error) {
 	leases := client.CoordinationV1().Leases(namespace)
-	now := metav1.NewMicroTime(time.Now())
+	identity := identityOf(holder)
 	secs := int32(LeaseDuration / time.Second)
 	labels := kube.AppLabels(appName)
 	labels[kube.LabelKind] = "lock"
-	want := &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: LockName(appName), Namespace: namespace, Labels: labels},
-		Spec: coordinationv1.LeaseSpec{
-			HolderIdentity: &holder, LeaseDurationSeconds: &secs, AcquireTime: &now, RenewTime: &now,
-		},
+	spec := func() coordinationv1.LeaseSpec {
+		now := metav1.NewMicroTime(time.Now())
+		return coordinationv1.LeaseSpec{HolderIdentity: &identity, LeaseDurationSeconds: &secs, AcquireTime: &now, RenewTime: &now}
 	}
-	created, err := leases.Create(ctx, want, metav1.CreateOptions{FieldManager: kube.FieldManager})
-	if apierrors.IsAlreadyExists(err) {
-		cur, gerr := leases.Get(ctx, want.Name, metav1.GetOptions{})
-		if gerr != nil {
-			return nil, kube.TranslateError(gerr)
+	name := LockName(appName)
+	var (
+		created *coordinationv1.Lease
+		err     error
+	)
+	// A few rounds: a lease deleted between our Create and Get (its holder
+	// just unlocked) means "try to create it again", not an error.
+	for range 3 {
+		want := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels}, Spec: spec()}
+		created, err = leases.Create(ctx, want, metav1.CreateOptions{FieldManager: kube.FieldManager})
+		if !apierrors.IsAlreadyExists(err) {
+			break
+		}
+		var cur *coordinationv1.Lease
+		cur, err = leases.Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, kube.TranslateError(err)
 		}
 		if held := heldError(appName, cur); held != nil {
 			return nil, held
 		}
-		// expired: take it over; a conflict means someone else just did
-		cur.Spec = want.Spec
+		// It looks expired by our clock. Make sure nobody renews it.
+		cur, err = observeUnchanged(ctx, client, cur, observeFor)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			var held *LockedError
+			if errors.As(err, &held) {
+				held.App = appName
+			}
+			return nil, kube.TranslateError(err)
+		}
+		// Take it over; the resourceVersion makes this a compare-and-swap,
+		// so a conflict means someone else just did.
+		cur.Spec = spec()
 		cur.Labels = labels
 		created, err = leases.Update(ctx, cur, metav1.UpdateOptions{FieldManager: kube.FieldManager})
 		if apierrors.IsConflict(err) {
-			if latest, gerr := leases.Get(ctx, want.Name, metav1.GetOptions{}); gerr == nil {
+			if latest, gerr := leases.Get(ctx, name, metav1.GetOptions{}); gerr == nil {
 				if held := heldError(appName, latest); held != nil {
 					return nil, held
 				}
+				return nil, &LockedError{App: appName, Holder: holderOf(deref(latest.Spec.HolderIdentity)), Since: time.Now(), Renewed: time.Now(), Expires: time.Now().Add(LeaseDuration)}
 			}
 		}
+		break
 	}
 	if err != nil {
 		return nil, kube.TranslateError(err)
 	}
 	renewCtx, stop := context.WithCancel(context.Background())
-	l := &Lock{client: client, namespace: namespace, name: created.Name, holder: holder, stop: stop, done: make(chan struct{})}
+	l := &Lock{client: client, namespace: namespace, app: appName, name: created.Name, identity: identity, stop: stop, done: make(chan struct{})}
 	go l.renew(renewCtx, created)
 	return l, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// observeUnchanged watches the lease for d and returns it if nobody changed
+// it meanwhile; a change (a renewal by a live holder whose clock is behind
+// ours) returns a LockedError.
+func observeUnchanged(parent context.Context, client kubernetes.Interface, cur *coordinationv1.Lease, d time.Duration) (*coordinationv1.Lease, error) {
+	leases := client.CoordinationV1().Leases(cur.Namespace)
+	ctx, cancel := context.WithTimeout(parent, d)
+	defer cancel()
+	changed := func(l *coordinationv1.Lease) error {
+		// The fake clientset keeps no resourceVersions; the renew time
+		// and holder moving are what matter anyway.
+		if l.ResourceVersion == cur.ResourceVersion && deref(l.Spec.HolderIdentity) == deref(cur.Spec.HolderIdentity) &&
+			l.Spec.RenewTime.Equal(cur.Spec.RenewTime) {
+			return nil
+		}
+		renewed := time.Now()
+		return &LockedError{Holder: holderOf(deref(l.Spec.HolderIdentity)), Since: renewed, Renewed: renewed, Expires: renewed.Add(LeaseDuration)}
+	}
+	for ctx.Err() == nil {
+		w, err := leases.Watch(ctx, metav1.ListOptions{
+			FieldSelector:   fields.OneTermEqualSelector("metadata.name", cur.Name).String(),
+			ResourceVersion: cur.ResourceVersion,
+		})
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			return nil, err
+		}
+		if err := watchForChange(ctx, w, cur.Name, changed); err != nil {
+			w.Stop()
+			return nil, err
+		}
+		w.Stop()
+		// The watch ended: our deadline, or the server closed it. Either way
+		// the lease as it is now tells whether it moved.
+		gctx, gcancel := context.WithTimeout(parent, renewTimeout)
+		latest, err := leases.Get(gctx, cur.Name, metav1.GetOptions{})
+		gcancel()
+		if err != nil {
+			return nil, err
+		}
+		if err := changed(latest); err != nil {
+			return nil, err
+		}
+	}
+	if err := parent.Err(); err != nil {
+		return nil, err
+	}
+	return cur, nil
+}
+
+// watchForChange reads w until ctx ends or w closes; it returns the error
+// changed gives for an event about the lease name, or NotFound if the lease
+// was deleted.
+func watchForChange(ctx context.Context, w watch.Interface, name string, changed func(*coordinationv1.Lease) error) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return nil
+			}
+			l, isLease := ev.Object.(*coordinationv1.Lease)
+			if !isLease || l.Name != name {
+				continue
+			}
+			switch ev.Type {
+			case watch.Deleted:
+				return apierrors.NewNotFound(coordinationv1.Resource("leases"), name)
+			case watch.Added, watch.Modified:
+				if err := changed(l); err != nil {
+					return err
+				}
+			}
+		}
+	}
 }
 
 func heldError(appName string, l *coordinationv1.Lease) *LockedError {
@@ -115,13 +274,15 @@ func heldError(appName string, l *coordinationv1.Lease) *LockedError {
 	if l.Spec.AcquireTime != nil {
 		since = l.Spec.AcquireTime.Time
 	}
-	return &LockedError{App: appName, Holder: *l.Spec.HolderIdentity, Since: since, Renewed: l.Spec.RenewTime.Time, Expires: expires}
+	return &LockedError{App: appName, Holder: holderOf(*l.Spec.HolderIdentity), Since: since, Renewed: l.Spec.RenewTime.Time, Expires: expires}
 }
 
 func (l *Lock) renew(ctx context.Context, lease *coordinationv1.Lease) {
 	defer close(l.done)
 	t := time.NewTicker(renewEvery)
 	defer t.Stop()
+	leases := l.client.CoordinationV1().Leases(l.namespace)
+	lastRenewed := time.Now() // our clock, not the lease's
 	for {
 		select {
 		case <-ctx.Done():
@@ -129,25 +290,36 @@ func (l *Lock) renew(ctx context.Context, lease *coordinationv1.Lease) {
 		case <-t.C:
 			now := metav1.NewMicroTime(time.Now())
 			lease.Spec.RenewTime = &now
-			updated, err := l.client.CoordinationV1().Leases(l.namespace).Update(ctx, lease, metav1.UpdateOptions{FieldManager: kube.FieldManager})
+			rctx, cancel := context.WithTimeout(ctx, renewTimeout)
+			updated, err := leases.Update(rctx, lease, metav1.UpdateOptions{FieldManager: kube.FieldManager})
+			cancel()
 			switch {
 			case err == nil:
 				lease = updated
+				lastRenewed = time.Now()
+				continue
 			case ctx.Err() != nil:
 				return
-			case apierrors.IsConflict(err):
+			case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
 				// someone else wrote the lease: ours only if it still names us
-				cur, gerr := l.client.CoordinationV1().Leases(l.namespace).Get(ctx, l.name, metav1.GetOptions{})
-				if gerr == nil && cur.Spec.HolderIdentity != nil && *cur.Spec.HolderIdentity == l.holder {
+				gctx, cancel := context.WithTimeout(ctx, renewTimeout)
+				cur, gerr := leases.Get(gctx, l.name, metav1.GetOptions{})
+				cancel()
+				if gerr == nil && deref(cur.Spec.HolderIdentity) == l.identity {
 					lease = cur
 					continue
 				}
-				l.mu.Lock()
-				l.lost = fmt.Errorf("lost the deploy lock of app %q to another tug", l.name)
-				l.mu.Unlock()
+				if gerr == nil || apierrors.IsNotFound(gerr) {
+					l.setLost(fmt.Errorf("lost the deploy lock of app %q to another tug", l.app))
+					return
+				}
+			}
+			// The API is unreachable or slow: try again next tick, until the
+			// lease may have expired for everyone else.
+			if time.Since(lastRenewed) >= LeaseDuration-renewTimeout {
+				l.setLost(fmt.Errorf("could not renew the deploy lock of app %q for %s: another tug may be changing it", l.app, time.Since(lastRenewed).Round(time.Second)))
 				return
 			}
-			// other errors (the API briefly unreachable): try again next tick
 		}
 	}
 }
@@ -163,7 +335,7 @@ func (l *Lock) Unlock() {
 	// Delete only our own lease: another tug may have taken it over after
 	// ours expired. The precondition closes the gap between Get and Delete.
 	cur, err := l.client.CoordinationV1().Leases(l.namespace).Get(ctx, l.name, metav1.GetOptions{})
-	if err != nil || cur.Spec.HolderIdentity == nil || *cur.Spec.HolderIdentity != l.holder {
+	if err != nil || deref(cur.Spec.HolderIdentity) != l.identity {
 		return
 	}
 	_ = l.client.CoordinationV1().Leases(l.namespace).Delete(ctx, l.name, metav1.DeleteOptions{

@@ -51,7 +51,7 @@ func TestAcquireLock(t *testing.T) {
 	defer l.Unlock()
 
 	got := getLease(t, c)
-	if got.Name != "tug-lock-shop" || *got.Spec.HolderIdentity != "alice (pid 1 on laptop)" || *got.Spec.LeaseDurationSeconds != 15 {
+	if got.Name != "tug-lock-shop" || holderOf(*got.Spec.HolderIdentity) != "alice (pid 1 on laptop)" || *got.Spec.LeaseDurationSeconds != 15 {
 		t.Errorf("lease = %+v", got.Spec)
 	}
 	if got.Labels[kube.LabelApp] != "shop" || got.Labels[kube.LabelManagedBy] != "tug" || got.Labels[kube.LabelKind] != "lock" {
@@ -77,7 +77,7 @@ func TestAcquireLock(t *testing.T) {
 			t.Errorf("error %q lacks %q", err, want)
 		}
 	}
-	if *getLease(t, c).Spec.HolderIdentity != "alice (pid 1 on laptop)" {
+	if *getLease(t, c).Spec.HolderIdentity != *got.Spec.HolderIdentity {
 		t.Error("a failed acquire changed the lease")
 	}
 
@@ -89,7 +89,15 @@ func TestAcquireLock(t *testing.T) {
 	other.Unlock()
 }
 
+// quickObservation shortens how long a lease that looks expired is watched.
+func quickObservation(t *testing.T) {
+	old := observeFor
+	observeFor = 100 * time.Millisecond
+	t.Cleanup(func() { observeFor = old })
+}
+
 func TestAcquireLockTakesOverExpiredLease(t *testing.T) {
+	quickObservation(t)
 	tests := []struct {
 		name string
 		old  *coordinationv1.Lease
@@ -103,7 +111,7 @@ func TestAcquireLockTakesOverExpiredLease(t *testing.T) {
 			l := acquire(t, c, "bob (pid 2 on ci)")
 			defer l.Unlock()
 			got := getLease(t, c)
-			if *got.Spec.HolderIdentity != "bob (pid 2 on ci)" || time.Since(got.Spec.RenewTime.Time) > time.Minute {
+			if holderOf(*got.Spec.HolderIdentity) != "bob (pid 2 on ci)" || time.Since(got.Spec.RenewTime.Time) > time.Minute {
 				t.Errorf("lease after takeover = %+v", got.Spec)
 			}
 			if got.Labels[kube.LabelKind] != "lock" {
@@ -125,6 +133,7 @@ func TestAcquireLockRecentLeaseIsHeld(t *testing.T) {
 // Two tugs take over the same expired lease at once: the one that loses the
 // write race reports who won.
 func TestAcquireLockTakeoverRace(t *testing.T) {
+	quickObservation(t)
 	c := fakeClient(lease("alice", time.Now().Add(-time.Hour)))
 	gvr := schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}
 	c.PrependReactor("update", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
@@ -179,5 +188,111 @@ func TestLockedErrorMessage(t *testing.T) {
 		if !strings.Contains(msg, want) {
 			t.Errorf("message %q lacks %q", msg, want)
 		}
+	}
+}
+
+// A holder whose clock is 20 s behind ours writes RenewTimes that look
+// expired; it still renews, and a renewal seen while we watch means held.
+func TestAcquireLockKeepsALeaseRenewedByASkewedClock(t *testing.T) {
+	old := observeFor
+	observeFor = 5 * time.Second
+	defer func() { observeFor = old }()
+	c := fakeClient(lease("alice", time.Now().Add(-20*time.Second)))
+	go func() {
+		// alice renews, with her clock still 20 s behind
+		for {
+			time.Sleep(50 * time.Millisecond)
+			l, err := c.CoordinationV1().Leases(ns).Get(context.Background(), LockName("shop"), metav1.GetOptions{})
+			if err != nil {
+				return
+			}
+			at := metav1.NewMicroTime(time.Now().Add(-20 * time.Second))
+			l.Spec.RenewTime = &at
+			l.ResourceVersion = ""
+			if _, err := c.CoordinationV1().Leases(ns).Update(context.Background(), l, metav1.UpdateOptions{}); err == nil {
+				return
+			}
+		}
+	}()
+	_, err := AcquireLock(context.Background(), c, ns, "shop", "bob")
+	var locked *LockedError
+	if !errors.As(err, &locked) || locked.Holder != "alice" || locked.App != "shop" {
+		t.Fatalf("AcquireLock = %v, want held by alice", err)
+	}
+	if holderOf(*getLease(t, c).Spec.HolderIdentity) != "alice" {
+		t.Fatal("bob took over a lease alice was renewing")
+	}
+}
+
+// Two CI jobs with the same user, pid and host name: the second one is
+// refused, and its holder string does not let it pass for the first.
+func TestAcquireLockIdenticalHolderStrings(t *testing.T) {
+	c := fakeClient()
+	first := acquire(t, c, "ci (pid 1 on runner)")
+	_, err := AcquireLock(context.Background(), c, ns, "shop", "ci (pid 1 on runner)")
+	var locked *LockedError
+	if !errors.As(err, &locked) {
+		t.Fatalf("second AcquireLock with the same holder = %v, want a LockedError", err)
+	}
+	// A lock object for the same holder string, as a second process would
+	// have one, must not delete the first one's lease.
+	impostor := &Lock{client: c, namespace: ns, app: "shop", name: LockName("shop"), identity: identityOf("ci (pid 1 on runner)"), stop: func() {}, done: make(chan struct{})}
+	close(impostor.done)
+	impostor.Unlock()
+	if _, err := c.CoordinationV1().Leases(ns).Get(context.Background(), LockName("shop"), metav1.GetOptions{}); err != nil {
+		t.Fatalf("the impostor's Unlock removed the first holder's lease: %v", err)
+	}
+	first.Unlock()
+}
+
+// The holder unlocks between our Create (AlreadyExists) and our Get
+// (NotFound): we create it again instead of failing with a raw NotFound.
+func TestAcquireLockLeaseDeletedBetweenCreateAndGet(t *testing.T) {
+	c := fakeClient()
+	gvr := schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}
+	creates := 0
+	c.PrependReactor("create", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+		creates++
+		if creates == 1 {
+			return true, nil, apierrors.NewAlreadyExists(gvr.GroupResource(), LockName("shop"))
+		}
+		return false, nil, nil
+	})
+	l, err := AcquireLock(context.Background(), c, ns, "shop", "bob")
+	if err != nil {
+		t.Fatalf("AcquireLock = %v", err)
+	}
+	defer l.Unlock()
+	if creates != 2 {
+		t.Errorf("creates = %d, want 2", creates)
+	}
+}
+
+// Another tug overwrote our lease: the renewal notices, and the error names
+// the app, not the lease.
+func TestLockLostToAnotherHolder(t *testing.T) {
+	old := renewEvery
+	renewEvery = 20 * time.Millisecond
+	defer func() { renewEvery = old }()
+	c := fakeClient()
+	l := acquire(t, c, "alice")
+	defer l.Unlock()
+	if _, err := c.CoordinationV1().Leases(ns).Update(context.Background(), lease("carol", time.Now()), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The API server refuses alice's stale resourceVersion; the fake
+	// tracker does not check it, so say so here.
+	gvr := schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}
+	c.PrependReactor("update", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewConflict(gvr.GroupResource(), LockName("shop"), errors.New("changed"))
+	})
+	select { // the renewing goroutine ends when it finds the lock lost
+	case <-l.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("renewal never noticed the lost lock")
+	}
+	err := l.Lost()
+	if err == nil || !strings.Contains(err.Error(), `deploy lock of app "shop"`) {
+		t.Fatalf("Lost = %v", err)
 	}
 }
