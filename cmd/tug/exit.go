@@ -44,11 +44,11 @@ func exitCode(ctx context.Context, stderr io.Writer, cmd *cobra.Command, err err
 	// docs/exit-codes.md) prints like any failure and exits with that code.
 	var coded interface{ ExitCode() int }
 	if errors.As(err, &coded) {
-		fmt.Fprintf(stderr, "error: %s\n", cli.WithCommandName(oneLine(err.Error()), name))
+		fmt.Fprintf(stderr, "error: %s\n", cli.Sanitize(cli.WithCommandName(oneLine(err.Error()), name)))
 		return coded.ExitCode()
 	}
 	if usage.Is(err) {
-		fmt.Fprintf(stderr, "error: %s\n", cli.WithCommandName(oneLine(err.Error()), name))
+		fmt.Fprintf(stderr, "error: %s\n", cli.Sanitize(cli.WithCommandName(oneLine(err.Error()), name)))
 		if s := usage.Suggest(err); len(s) > 0 {
 			fmt.Fprintf(stderr, "did you mean %s?\n", quoteJoin(s))
 		}
@@ -57,7 +57,7 @@ func exitCode(ctx context.Context, stderr io.Writer, cmd *cobra.Command, err err
 		}
 		return cli.ExitUsage
 	}
-	fmt.Fprintf(stderr, "error: %s\n", cli.WithCommandName(oneLine(kube.TranslateError(err).Error()), name))
+	fmt.Fprintf(stderr, "error: %s\n", cli.Sanitize(cli.WithCommandName(oneLine(kube.TranslateError(err).Error()), name)))
 	return cli.ExitFailure
 }
 

@@ -116,13 +116,13 @@ func newReleaseInfoCmd(f *cli.Factory) *cobra.Command {
 				fmt.Fprintf(w, "Release:  v%d (%s)\n", r.Version, r.Kind)
 				fmt.Fprintf(w, "Status:   %s\n", r.Status)
 				if r.FailReason != "" {
-					fmt.Fprintf(w, "Failure:  %s\n", r.FailReason)
+					fmt.Fprintf(w, "Failure:  %s\n", cli.Sanitize(r.FailReason))
 				}
 				fmt.Fprintf(w, "Image:    %s\n", dash(r.Image))
-				fmt.Fprintf(w, "Author:   %s\n", r.Author)
+				fmt.Fprintf(w, "Author:   %s\n", cli.Sanitize(r.Author))
 				fmt.Fprintf(w, "Created:  %s (%s ago)\n", r.CreatedAt.Local().Format("2006-01-02 15:04:05"), age(r.CreatedAt))
 				if r.Message != "" {
-					fmt.Fprintf(w, "Message:  %s\n", r.Message)
+					fmt.Fprintf(w, "Message:  %s\n", cli.Sanitize(r.Message))
 				}
 				fmt.Fprintf(w, "Config:   %s\n", dash(strings.Join(r.ConfigKeys, ", ")))
 				if len(r.Processes) > 0 {

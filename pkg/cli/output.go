@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
@@ -98,5 +99,42 @@ func WriteYAML(ios *IOStreams, v any) error {
 
 // cleanCell keeps one cell on one line and out of the way of the separators.
 func cleanCell(s string) string {
-	return strings.NewReplacer("\t", " ", "\n", " ", "\r", " ").Replace(s)
+	return Sanitize(strings.NewReplacer("\t", " ", "\n", " ", "\r", " ").Replace(s))
+}
+
+// Sanitize makes text that came from the cluster (server messages, events,
+// release messages another user stored) safe to print on a terminal: every
+// control character but tab and newline is shown in caret or \u notation
+// instead of being sent, so no escape sequence can move the cursor, retitle
+// the window or hide what follows. Like kubectl's EscapeTerminal.
+func Sanitize(s string) string {
+	clean := true
+	for _, r := range s {
+		if isControl(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case !isControl(r):
+			b.WriteRune(r)
+		case r < 0x20:
+			b.WriteByte('^')
+			b.WriteByte(byte(r) + '@')
+		case r == 0x7f:
+			b.WriteString("^?")
+		default:
+			fmt.Fprintf(&b, "\\u%04x", r)
+		}
+	}
+	return b.String()
+}
+
+func isControl(r rune) bool {
+	return (r < 0x20 && r != '\t' && r != '\n') || r == 0x7f || (r >= 0x80 && r <= 0x9f) || r == utf8.RuneError
 }
