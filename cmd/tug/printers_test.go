@@ -471,3 +471,23 @@ func TestDoctorGoldenForms(t *testing.T) {
 		})
 	}
 }
+
+func TestNodeListGolden(t *testing.T) {
+	p := nodeFixture(t)
+	p.add(t,
+		&corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: "n2", Labels: map[string]string{kube.LabelPool: "web"}},
+			Status: corev1.NodeStatus{
+				Addresses:  []corev1.NodeAddress{{Type: corev1.NodeExternalIP, Address: "203.0.113.2"}},
+				Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+			},
+		},
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gpu-1", Labels: map[string]string{kube.LabelPool: "gpu"}}},
+	)
+	p.golden(t, "node-list", []string{"tty", "piped"}, "node", "list")
+	p.golden(t, "node-list-pool", []string{"piped"}, "node", "list", "--pool", "web", "--no-headers")
+	r := p.run(t, false, "node", "list", "--pool", "ml")
+	if r.code != 0 || r.stdout != "" || r.stderr != "no nodes in pool \"ml\"\n" {
+		t.Errorf("empty pool: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+}
