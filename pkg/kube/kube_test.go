@@ -160,7 +160,7 @@ func TestRetryableWatchError(t *testing.T) {
 		{nil, false},
 		{apierrors.NewTimeoutError("slow", 1), true},
 		{apierrors.NewServerTimeout(gr, "watch", 1), true},
-		{apierrors.NewGone("too old"), true},
+		{&apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: 410, Reason: metav1.StatusReasonGone}}, true},
 		{apierrors.NewResourceExpired("expired"), true},
 		{apierrors.NewTooManyRequests("busy", 1), true},
 		{apierrors.NewForbidden(gr, "", errors.New("no")), false},
