@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 	"unicode/utf8"
 
@@ -99,8 +100,24 @@ func WriteYAML(ios *IOStreams, v any) error {
 
 // cleanCell keeps one cell on one line and out of the way of the separators.
 func cleanCell(s string) string {
-	return Sanitize(strings.NewReplacer("\t", " ", "\n", " ", "\r", " ").Replace(s))
+	s = strings.NewReplacer("\t", " ", "\n", " ", "\r", " ").Replace(s)
+	// Keep the colour codes a Palette adds (ESC [ digits m): they only
+	// colour, and tables are the place tug colours statuses.
+	var b strings.Builder
+	for s != "" {
+		loc := sgr.FindStringIndex(s)
+		if loc == nil {
+			b.WriteString(Sanitize(s))
+			break
+		}
+		b.WriteString(Sanitize(s[:loc[0]]))
+		b.WriteString(s[loc[0]:loc[1]])
+		s = s[loc[1]:]
+	}
+	return b.String()
 }
+
+var sgr = regexp.MustCompile(`\x1b\[[0-9;]*m`)
 
 // Sanitize makes text that came from the cluster (server messages, events,
 // release messages another user stored) safe to print on a terminal: every
