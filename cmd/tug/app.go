@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -67,7 +66,7 @@ func appStore(f *cli.Factory) (*app.Store, error) {
 // to find the right one.
 func loadApp(cmd *cobra.Command, f *cli.Factory, name string) (*app.Store, *app.App, error) {
 	if err := app.ValidateName(name); err != nil {
-		return nil, nil, usage.Wrap(err)
+		return nil, nil, err
 	}
 	s, err := appStore(f)
 	if err != nil {
@@ -124,7 +123,7 @@ every object derived from them stays valid.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
 			if err := app.ValidateName(o.Name); err != nil {
-				return usage.Wrap(err)
+				return err
 			}
 			if o.Pool != "" {
 				if err := kube.ValidateLabelValue("pool", o.Pool); err != nil {
@@ -240,7 +239,7 @@ func newAppInfoCmd(f *cli.Factory) *cobra.Command {
 		Args:  cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := app.ValidateName(args[0]); err != nil {
-				return usage.Wrap(err)
+				return err
 			}
 			s, err := appStore(f)
 			if err != nil {
@@ -341,7 +340,7 @@ Waits until its units are gone. Asks first on a terminal; elsewhere needs --yes.
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
 			if err := app.ValidateName(name); err != nil {
-				return usage.Wrap(err)
+				return err
 			}
 			d, err := deployDeps(cmd, f)
 			if err != nil {
@@ -389,7 +388,7 @@ treat the config Secret as optional, and run without it until it is copied.`,
 		Args: cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := app.ValidateName(args[0]); err != nil {
-				return usage.Wrap(err)
+				return err
 			}
 			s, err := appStore(f)
 			if err != nil {
@@ -420,9 +419,5 @@ treat the config Secret as optional, and run without it until it is copied.`,
 
 // readFileArg reads a file named on the command line, saying which flag named it.
 func readFileArg(flag, path string) ([]byte, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, usage.Errorf("%s %s: %w", flag, path, err)
-	}
-	return b, nil
+	return app.ReadFileArg(flag, path)
 }

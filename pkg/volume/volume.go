@@ -21,6 +21,7 @@ import (
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/usage"
 )
 
 const (
@@ -56,8 +57,13 @@ type CreateOptions struct {
 	AccessMode   string // "": RWO
 }
 
-// Validate checks everything that needs no cluster.
+// Validate checks everything that needs no cluster; its error is an input
+// error.
 func (o CreateOptions) Validate() error {
+	return usage.Wrap(o.validate())
+}
+
+func (o CreateOptions) validate() error {
 	if err := ValidateName(o.Name); err != nil {
 		return err
 	}
