@@ -81,19 +81,9 @@ units on one node, or use an RWX volume.`,
   tug volume bind shop reports --mount-path /reports -p worker --read-only`,
 		Args: cli.ExactArgs("APP", "NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := app.ValidateName(args[0]); err != nil {
+			b.Volume = args[1]
+			if err := volume.ValidateBind(args[0], b); err != nil {
 				return err
-			}
-			if err := volume.ValidateName(args[1]); err != nil {
-				return err
-			}
-			if err := volume.ValidateMountPath(b.MountPath); err != nil {
-				return err
-			}
-			if b.Process != "" {
-				if err := app.ValidateProcessName(b.Process); err != nil {
-					return err
-				}
 			}
 			if err := r.validate(); err != nil {
 				return err
@@ -102,7 +92,6 @@ units on one node, or use an RWX volume.`,
 			if err != nil {
 				return err
 			}
-			b.Volume = args[1]
 			change := volume.BindChange(cmd.Context(), s.Client, s.Namespace, b)
 			return roll(cmd, f, args[0], change, r.options(), r.Output, "volume "+b.Volume+" bound")
 		},

@@ -177,6 +177,24 @@ func Remove(ctx context.Context, store *app.Store, name string) error {
 	return nil
 }
 
+// ValidateBind checks `tug volume bind` input without a cluster: the app,
+// the volume, where it mounts and the process. Its error is an input error.
+func ValidateBind(appName string, b app.VolumeBinding) error {
+	if err := app.ValidateName(appName); err != nil {
+		return err
+	}
+	if err := ValidateName(b.Volume); err != nil {
+		return err
+	}
+	if err := ValidateMountPath(b.MountPath); err != nil {
+		return err
+	}
+	if b.Process != "" {
+		return app.ValidateProcessName(b.Process)
+	}
+	return nil
+}
+
 // BindChange mounts a volume into an app's units (b.Process's, or every
 // process's) as a new release. The volume must exist, and be bound to the
 // app at most once.
