@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -67,7 +66,7 @@ func appStore(f *cli.Factory) (*app.Store, error) {
 // to find the right one.
 func loadApp(cmd *cobra.Command, f *cli.Factory, name string) (*app.Store, *app.App, error) {
 	if err := app.ValidateName(name); err != nil {
-		return nil, nil, usage.Wrap(err)
+		return nil, nil, err
 	}
 	s, err := appStore(f)
 	if err != nil {
@@ -124,7 +123,7 @@ every object derived from them stays valid.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
 			if err := app.ValidateName(o.Name); err != nil {
-				return usage.Wrap(err)
+				return err
 			}
 			if o.Pool != "" {
 				if err := kube.ValidateLabelValue("pool", o.Pool); err != nil {
@@ -230,199 +229,7 @@ func age(t time.Time) string {
 	}
 }
 
-// ---------------------------------------------------------------- info
-
-func newAppInfoCmd(f *cli.Factory) *cobra.Command {
-	o := &cli.OutputOptions{}
-	cmd := &cobra.Command{
-		Use:   "info APP",
-		Short: "Show an app: processes and units, release, image, addresses, config",
-		Args:  cli.ExactArgs("APP"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := app.ValidateName(args[0]); err != nil {
-				return usage.Wrap(err)
-			}
-			s, err := appStore(f)
-			if err != nil {
-				return err
-			}
-			info, err := app.GetInfo(cmd.Context(), s, args[0])
-			if err != nil {
-				return err
-			}
-			return o.Print(f.IOStreams, info, func() error { return printAppInfo(f.IOStreams, info) })
-		},
-	}
-	cli.AddFormatFlag(cmd, &o.Format)
-	return cmd
-}
-
-func printAppInfo(ios *cli.IOStreams, in *app.Info) error {
-	w := ios.Out
-	fmt.Fprintf(w, "App:        %s\n", in.Name)
-	fmt.Fprintf(w, "Namespace:  %s\n", in.Namespace)
-	if in.Description != "" {
-		fmt.Fprintf(w, "About:      %s\n", in.Description)
-	}
-	if in.Team != "" {
-		fmt.Fprintf(w, "Team:       %s\n", in.Team)
-	}
-	if in.Pool != "" {
-		fmt.Fprintf(w, "Pool:       %s\n", in.Pool)
-	}
-	fmt.Fprintf(w, "Release:    %s\n", releaseCell(in.Release))
-	if in.Image != "" {
-		fmt.Fprintf(w, "Image:      %s\n", in.Image)
-	}
-	fmt.Fprintf(w, "Config:     %d %s (values: tug env get %s --show-values)\n", in.ConfigKeys, pluralWord(in.ConfigKeys, "key", "keys"), in.Name)
-	if len(in.Addresses) > 0 {
-		fmt.Fprintf(w, "Addresses:  %s\n", strings.Join(in.Addresses, ", "))
-	}
-	if len(in.Domains) > 0 {
-		fmt.Fprintf(w, "Domains:    %s\n", strings.Join(in.Domains, ", "))
-	}
-	switch {
-	case in.Maintenance:
-		fmt.Fprintln(w, "Traffic:    maintenance: requests get a 503 page (tug app maintenance APP off)")
-	case !in.Routable:
-		fmt.Fprintln(w, "Traffic:    not routable: no requests reach the units (tug app routable APP on)")
-	}
-	if len(in.Allow) > 0 {
-		fmt.Fprintf(w, "Allowed:    %s\n", strings.Join(in.Allow, ", "))
-	}
-	if lc := in.LastChange; lc != nil {
-		line := fmt.Sprintf("v%d %s, %s by %s, %s ago", lc.Version, lc.Kind, lc.Status, lc.Author, age(lc.CreatedAt))
-		if lc.FailReason != "" {
-			line += ": " + lc.FailReason
-		}
-		fmt.Fprintf(w, "Last change: %s\n", line)
-	}
-	if len(in.Processes) == 0 {
-		fmt.Fprintln(w, "\nNo processes yet: deploy an image.")
-		return nil
-	}
-	fmt.Fprintln(w)
-	t := cli.NewTable("process", "units", "ready", "command")
-	for _, p := range in.Processes {
-		cmd := p.Command
-		if cmd == "" {
-			cmd = "(image default)"
-		}
-		units := fmt.Sprint(p.Desired)
-		switch {
-		case p.Stopped:
-			units = fmt.Sprintf("stopped (%d when started)", p.Replicas)
-		case p.Autoscale != nil:
-			units = fmt.Sprintf("%d (autoscale %d-%d)", p.Desired, p.Autoscale.Min, p.Autoscale.Max)
-		}
-		t.AddRow(p.Name, units, fmt.Sprint(p.Ready), cmd)
-	}
-	return t.Render(ios, false)
-}
-
-func pluralWord(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
-}
-
-// ---------------------------------------------------------------- remove
-
-func newAppRemoveCmd(f *cli.Factory) *cobra.Command {
-	var yes bool
-	cmd := &cobra.Command{
-		Use:     "remove APP",
-		Aliases: []string{"rm", "delete"},
-		Short:   "Remove an app and everything it runs",
-		Long: `Remove an app: its units, Deployments, Service, release history and config.
-Waits until its units are gone. Asks first on a terminal; elsewhere needs --yes.`,
-		Args: cli.ExactArgs("APP"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			name := args[0]
-			if err := app.ValidateName(name); err != nil {
-				return usage.Wrap(err)
-			}
-			d, err := deployDeps(cmd, f)
-			if err != nil {
-				return err
-			}
-			// fail on a missing app before asking about it
-			if _, err := (&app.Store{Client: d.Client, Namespace: d.Namespace}).GetApp(cmd.Context(), name); err != nil {
-				return err
-			}
-			if err := cli.ConfirmOrFlag(cmd.Context(), f.IOStreams, f.Prompter(), yes, cli.Confirmation{
-				Action: fmt.Sprintf("remove app %q and all its units, releases and config", name),
-			}); err != nil {
-				return err
-			}
-			p := f.Progress()
-			d.Progress = p
-			if err := deploy.Remove(cmd.Context(), d, name); err != nil {
-				p.Fail("removing app " + name)
-				return err
-			}
-			p.Done(fmt.Sprintf("app %q removed", name))
-			return nil
-		},
-	}
-	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "Remove without asking")
-	return cmd
-}
-
-// ---------------------------------------------------------------- export
-
-func newAppExportCmd(f *cli.Factory) *cobra.Command {
-	var includeConfig bool
-	format := cli.OutputYAML
-	cmd := &cobra.Command{
-		Use:   "export APP",
-		Short: "Print the app's deployed release as plain Kubernetes manifests",
-		Long: `Print the objects that run the app's deployed release as manifests that
-'kubectl apply' accepts without tug: no lock-in. They carry no namespace, so
-'kubectl apply -n NS -f -' puts them anywhere.
-
-Config values are left out unless --include-config; the Deployments then
-treat the config Secret as optional, and run without it until it is copied.`,
-		Example: `  tug app export shop | kubectl apply -n staging -f -
-  tug app export shop --include-config -o json`,
-		Args: cli.ExactArgs("APP"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := app.ValidateName(args[0]); err != nil {
-				return usage.Wrap(err)
-			}
-			s, err := appStore(f)
-			if err != nil {
-				return err
-			}
-			objs, err := deploy.Export(cmd.Context(), s, args[0], includeConfig)
-			if err != nil {
-				return err
-			}
-			if format == cli.OutputJSON {
-				return cli.WriteJSON(f.IOStreams, map[string]any{"apiVersion": "v1", "kind": "List", "items": objs})
-			}
-			for i, o := range objs {
-				if i > 0 {
-					fmt.Fprintln(f.IOStreams.Out, "---")
-				}
-				if err := cli.WriteYAML(f.IOStreams, o); err != nil {
-					return err
-				}
-			}
-			return nil
-		},
-	}
-	cmd.Flags().BoolVar(&includeConfig, "include-config", false, "Include the config Secret, with its values")
-	cli.AddFormatFlag(cmd, &format)
-	return cmd
-}
-
 // readFileArg reads a file named on the command line, saying which flag named it.
 func readFileArg(flag, path string) ([]byte, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, usage.Errorf("%s %s: %w", flag, path, err)
-	}
-	return b, nil
+	return app.ReadFileArg(flag, path)
 }

@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
-	"io"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -63,12 +60,12 @@ input), so secrets stay out of shell history.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
 			if err := app.ValidateName(name); err != nil {
-				return usage.Wrap(err)
+				return err
 			}
 			if err := o.rollout.validate(); err != nil {
 				return err
 			}
-			set, err := parseEnvArgs(args[1:], o.FromFile, f.IOStreams.In)
+			set, err := app.ParseEnvArgs(args[1:], o.FromFile, f.IOStreams.In)
 			if err != nil {
 				return err
 			}
@@ -84,67 +81,6 @@ input), so secrets stay out of shell history.`,
 	return cmd
 }
 
-// parseEnvArgs reads KEY=VALUE arguments (VALUE @FILE or @-) and an env
-// file. Every name is checked before anything is sent.
-func parseEnvArgs(args []string, fromFile string, stdin io.Reader) (app.ConfigMap, error) {
-	set := app.ConfigMap{}
-	stdinUsed := false
-	readStdin := func(what string) ([]byte, error) {
-		if stdinUsed {
-			return nil, usage.Errorf("%s: standard input can be read only once", what)
-		}
-		stdinUsed = true
-		return io.ReadAll(stdin)
-	}
-	if fromFile != "" {
-		var b []byte
-		var err error
-		if fromFile == "-" {
-			b, err = readStdin("--from-env-file -")
-		} else {
-			b, err = readFileArg("--from-env-file", fromFile)
-		}
-		if err != nil {
-			return nil, err
-		}
-		cfg, err := app.ParseEnvFile(bytes.NewReader(b))
-		if err != nil {
-			return nil, usage.Errorf("--from-env-file %s: %v", fromFile, err)
-		}
-		for k, v := range cfg {
-			set[k] = v
-		}
-	}
-	for _, arg := range args {
-		k, v, ok := strings.Cut(arg, "=")
-		if !ok {
-			return nil, usage.Errorf("%q is not KEY=VALUE; to remove a variable use 'tug env unset'", arg)
-		}
-		if err := app.ValidateEnvName(k); err != nil {
-			return nil, usage.Wrap(err)
-		}
-		if strings.HasPrefix(v, "@") {
-			var b []byte
-			var err error
-			if v == "@-" {
-				b, err = readStdin(k + "=@-")
-			} else {
-				b, err = readFileArg(k+"=@", v[1:])
-			}
-			if err != nil {
-				return nil, err
-			}
-			// a file or pipe usually ends with one newline that is not part of the value
-			v = strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
-		}
-		set[k] = v
-	}
-	if len(set) == 0 {
-		return nil, usage.Errorf("nothing to set: give KEY=VALUE arguments or --from-env-file")
-	}
-	return set, nil
-}
-
 func newEnvUnsetCmd(f *cli.Factory) *cobra.Command {
 	o := &envSetOptions{}
 	cmd := &cobra.Command{
@@ -155,18 +91,13 @@ func newEnvUnsetCmd(f *cli.Factory) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
 			if err := app.ValidateName(name); err != nil {
-				return usage.Wrap(err)
+				return err
 			}
 			if err := o.rollout.validate(); err != nil {
 				return err
 			}
-			for _, k := range args[1:] {
-				if strings.Contains(k, "=") {
-					return usage.Errorf("%q: unset takes names only, not KEY=VALUE", k)
-				}
-				if err := app.ValidateEnvName(k); err != nil {
-					return usage.Wrap(err)
-				}
+			if err := app.ValidateEnvUnset(args[1:]); err != nil {
+				return err
 			}
 			opts := o.rollout.options()
 			opts.NoRestart = o.NoRestart

@@ -108,14 +108,14 @@ func (o *registrySetOptions) complete(f *cli.Factory, appName string) (registry.
 		return registry.Credentials{}, usage.Errorf("--password is not accepted: a password on the command line shows in shell history and process lists; pipe it in with --password-stdin")
 	}
 	if err := app.ValidateName(appName); err != nil {
-		return registry.Credentials{}, usage.Wrap(err)
+		return registry.Credentials{}, err
 	}
 	c := registry.Credentials{Server: strings.TrimSpace(o.Server), Username: o.Username}
 	if err := registry.ValidateServer(c.Server); err != nil {
-		return registry.Credentials{}, usage.Wrap(err)
+		return registry.Credentials{}, err
 	}
 	if err := registry.ValidateUsername(c.Username); err != nil {
-		return registry.Credentials{}, usage.Wrap(err)
+		return registry.Credentials{}, err
 	}
 	if !o.PasswordStdin {
 		return registry.Credentials{}, usage.Errorf("--password-stdin is required: pipe the password in, e.g. 'printf %%s \"$TOKEN\" | %s registry set %s --server %s --username %s --password-stdin'", f.CommandName, appName, c.Server, c.Username)
@@ -129,7 +129,7 @@ func (o *registrySetOptions) complete(f *cli.Factory, appName string) (registry.
 	}
 	pw, err := registry.ReadPassword(f.IOStreams.In)
 	if err != nil {
-		return registry.Credentials{}, usage.Wrap(err)
+		return registry.Credentials{}, err
 	}
 	c.Password = pw
 	return c, nil
@@ -143,7 +143,7 @@ func newRegistryUnsetCmd(f *cli.Factory) *cobra.Command {
 		Args:  cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := app.ValidateName(args[0]); err != nil {
-				return usage.Wrap(err)
+				return err
 			}
 			if err := r.validate(); err != nil {
 				return err
@@ -189,7 +189,7 @@ func newRegistryInfoCmd(f *cli.Factory) *cobra.Command {
 		Args:  cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := app.ValidateName(args[0]); err != nil {
-				return usage.Wrap(err)
+				return err
 			}
 			s, err := appStore(f)
 			if err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -10,7 +9,6 @@ import (
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
-	"tug.dev/tug/pkg/usage"
 )
 
 func newReleaseCmd(f *cli.Factory) *cobra.Command {
@@ -23,15 +21,6 @@ func newReleaseCmd(f *cli.Factory) *cobra.Command {
 	}
 	cmd.AddCommand(newReleaseListCmd(f), newReleaseInfoCmd(f), newReleaseRollbackCmd(f))
 	return cmd
-}
-
-// parseVersion reads "v7" or "7".
-func parseVersion(s string) (int, error) {
-	n, err := strconv.Atoi(strings.TrimPrefix(strings.ToLower(s), "v"))
-	if err != nil || n <= 0 {
-		return 0, usage.Errorf("invalid release %q: want a release number such as v3", s)
-	}
-	return n, nil
 }
 
 func newReleaseListCmd(f *cli.Factory) *cobra.Command {
@@ -90,9 +79,9 @@ func newReleaseInfoCmd(f *cli.Factory) *cobra.Command {
 		Args:  cli.ExactArgs("APP", "RELEASE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := app.ValidateName(args[0]); err != nil {
-				return usage.Wrap(err)
+				return err
 			}
-			v, err := parseVersion(args[1])
+			v, err := app.ParseVersion(args[1])
 			if err != nil {
 				return err
 			}
@@ -158,11 +147,11 @@ the release that ran before the current one.`,
 		Args: usageArgs(cobra.RangeArgs(1, 2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := app.ValidateName(args[0]); err != nil {
-				return usage.Wrap(err)
+				return err
 			}
 			target := 0
 			if len(args) == 2 {
-				v, err := parseVersion(args[1])
+				v, err := app.ParseVersion(args[1])
 				if err != nil {
 					return err
 				}

@@ -8,7 +8,6 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
-	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/usage"
 )
 
@@ -80,7 +79,7 @@ func newUnitListCmd(f *cli.Factory) *cobra.Command {
 			if !o.All {
 				o.App = args[0]
 				if err := app.ValidateName(o.App); err != nil {
-					return usage.Wrap(err)
+					return err
 				}
 				a, err := s.GetApp(cmd.Context(), o.App)
 				if err != nil {
@@ -162,15 +161,15 @@ func newUnitAddCmd(f *cli.Factory, add bool) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
 			if err := app.ValidateName(name); err != nil {
-				return usage.Wrap(err)
+				return err
 			}
-			n, err := strconv.Atoi(args[1])
-			if err != nil || n < 1 || n > 10000 {
-				return usage.Errorf("invalid unit count %q: want a whole number from 1 to 10000", args[1])
+			n, err := app.ParseUnitCount(args[1])
+			if err != nil {
+				return err
 			}
 			if proc != "" {
 				if err := app.ValidateProcessName(proc); err != nil {
-					return usage.Wrap(err)
+					return err
 				}
 			}
 			if err := r.validate(); err != nil {
@@ -184,7 +183,7 @@ func newUnitAddCmd(f *cli.Factory, add bool) *cobra.Command {
 						return err
 					}
 				}
-				return a.ApplyScale([]app.ScaleOp{{Process: p, Op: op, N: int32(n)}})
+				return a.ApplyScale([]app.ScaleOp{{Process: p, Op: op, N: n}})
 			})
 		},
 	}
@@ -213,24 +212,4 @@ func newUnitKillCmd(f *cli.Factory) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&force, "force", false, "Kill at once, without the grace period")
 	return cmd
-}
-
-// reshape runs a formation change (scale, stop, start, restart) and reports it.
-func reshape(cmd *cobra.Command, f *cli.Factory, appName string, r *rolloutFlags, change func(*app.App) error) error {
-	d, err := deployDeps(cmd, f)
-	if err != nil {
-		return err
-	}
-	p := f.Progress()
-	d.Progress = p
-	res, err := deploy.Reshape(cmd.Context(), d, appName, change, r.options())
-	if err != nil {
-		p.Fail("changing the units of " + appName)
-		return err
-	}
-	p.Done(doneLine(res, "done"))
-	if r.Output != cli.OutputTable {
-		return (cli.OutputOptions{Format: r.Output}).Print(f.IOStreams, res, nil)
-	}
-	return nil
 }

@@ -8,7 +8,6 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
-	"tug.dev/tug/pkg/usage"
 	"tug.dev/tug/pkg/volume"
 )
 
@@ -44,7 +43,7 @@ default), RWX (read-write from many nodes) or ROX (read-only from many).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
 			if err := o.Validate(); err != nil {
-				return usage.Wrap(err)
+				return err
 			}
 			s, err := appStore(f)
 			if err != nil {
@@ -82,19 +81,9 @@ units on one node, or use an RWX volume.`,
   tug volume bind shop reports --mount-path /reports -p worker --read-only`,
 		Args: cli.ExactArgs("APP", "NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := app.ValidateName(args[0]); err != nil {
-				return usage.Wrap(err)
-			}
-			if err := volume.ValidateName(args[1]); err != nil {
-				return usage.Wrap(err)
-			}
-			if err := volume.ValidateMountPath(b.MountPath); err != nil {
-				return usage.Wrap(err)
-			}
-			if b.Process != "" {
-				if err := app.ValidateProcessName(b.Process); err != nil {
-					return usage.Wrap(err)
-				}
+			b.Volume = args[1]
+			if err := volume.ValidateBind(args[0], b); err != nil {
+				return err
 			}
 			if err := r.validate(); err != nil {
 				return err
@@ -103,7 +92,6 @@ units on one node, or use an RWX volume.`,
 			if err != nil {
 				return err
 			}
-			b.Volume = args[1]
 			change := volume.BindChange(cmd.Context(), s.Client, s.Namespace, b)
 			return roll(cmd, f, args[0], change, r.options(), r.Output, "volume "+b.Volume+" bound")
 		},
@@ -124,10 +112,10 @@ func newVolumeUnbindCmd(f *cli.Factory) *cobra.Command {
 		Args:  cli.ExactArgs("APP", "NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := app.ValidateName(args[0]); err != nil {
-				return usage.Wrap(err)
+				return err
 			}
 			if err := volume.ValidateName(args[1]); err != nil {
-				return usage.Wrap(err)
+				return err
 			}
 			if err := r.validate(); err != nil {
 				return err
@@ -192,7 +180,7 @@ first. Asks first on a terminal; elsewhere needs --yes.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
 			if err := volume.ValidateName(name); err != nil {
-				return usage.Wrap(err)
+				return err
 			}
 			s, err := appStore(f)
 			if err != nil {

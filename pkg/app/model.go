@@ -4,7 +4,11 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
+	"strings"
 	"time"
+
+	"tug.dev/tug/pkg/usage"
 )
 
 // App is an app's record: what tug knows about it beyond its releases. It is
@@ -214,4 +218,13 @@ func Next(a *App, base *Release, kind, message string) *Release {
 	r.Tags = maps.Clone(base.Tags)
 	r.Volumes = slices.Clone(base.Volumes)
 	return r
+}
+
+// ParseVersion reads a release number, "v7" or "7"; its error is an input error.
+func ParseVersion(s string) (int, error) {
+	n, err := strconv.Atoi(strings.TrimPrefix(strings.ToLower(s), "v"))
+	if err != nil || n <= 0 {
+		return 0, usage.Errorf("invalid release %q: want a release number such as v3", s)
+	}
+	return n, nil
 }

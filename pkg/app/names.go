@@ -3,9 +3,10 @@
 package app
 
 import (
-	"fmt"
 	"regexp"
 	"strings"
+
+	"tug.dev/tug/pkg/usage"
 )
 
 // Length limits keep every derived name valid: a process's Deployment is
@@ -26,17 +27,18 @@ var (
 // reserved names would be confusing or collide with the system's own.
 var reserved = map[string]bool{"tug": true, "kubernetes": true, "default": true, "system": true, "all": true}
 
-// ValidateName checks an app name; the error says what a valid one is.
+// ValidateName checks an app name; the error, an input error, says what a
+// valid one is.
 func ValidateName(name string) error {
 	switch {
 	case name == "":
-		return fmt.Errorf("app name is empty")
+		return usage.Errorf("app name is empty")
 	case len(name) > MaxAppNameLen:
-		return fmt.Errorf("app name %q is %d characters; the limit is %d", name, len(name), MaxAppNameLen)
+		return usage.Errorf("app name %q is %d characters; the limit is %d", name, len(name), MaxAppNameLen)
 	case !appNameRE.MatchString(name):
-		return fmt.Errorf("invalid app name %q: use lower-case letters, digits and '-', starting with a letter and ending with a letter or digit", name)
+		return usage.Errorf("invalid app name %q: use lower-case letters, digits and '-', starting with a letter and ending with a letter or digit", name)
 	case reserved[name] || strings.HasPrefix(name, "kube-"):
-		return fmt.Errorf("app name %q is reserved; choose another", name)
+		return usage.Errorf("app name %q is reserved; choose another", name)
 	}
 	return nil
 }
@@ -45,13 +47,28 @@ func ValidateName(name string) error {
 func ValidateProcessName(name string) error {
 	switch {
 	case name == "":
-		return fmt.Errorf("process name is empty")
+		return usage.Errorf("process name is empty")
 	case len(name) > MaxProcessNameLen:
-		return fmt.Errorf("process name %q is %d characters; the limit is %d", name, len(name), MaxProcessNameLen)
+		return usage.Errorf("process name %q is %d characters; the limit is %d", name, len(name), MaxProcessNameLen)
 	case !processNameRE.MatchString(name):
-		return fmt.Errorf("invalid process name %q: use lower-case letters and digits, starting with a letter", name)
+		return usage.Errorf("invalid process name %q: use lower-case letters and digits, starting with a letter", name)
 	case name == "run":
-		return fmt.Errorf("process name %q is reserved for one-off runs", name)
+		return usage.Errorf("process name %q is reserved for one-off runs", name)
 	}
 	return nil
+}
+
+// ValidateAppProcess checks an app name and the process named with -p;
+// required says whether -p must be given.
+func ValidateAppProcess(appName, proc string, required bool) error {
+	if err := ValidateName(appName); err != nil {
+		return err
+	}
+	if proc == "" {
+		if required {
+			return usage.Errorf("which process? give -p PROCESS")
+		}
+		return nil
+	}
+	return ValidateProcessName(proc)
 }

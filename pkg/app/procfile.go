@@ -2,10 +2,15 @@ package app
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
+
+	"tug.dev/tug/pkg/usage"
 )
 
 // ParseProcfile reads a Heroku-style Procfile: "type: command" per line,
@@ -37,16 +42,17 @@ func ParseProcfile(r io.Reader) (map[string]string, error) {
 	return procs, nil
 }
 
-// ParseProcessFlags reads --process values: "web=cmd args" each.
+// ParseProcessFlags reads --process values: "web=cmd args" each. Its errors
+// are input errors.
 func ParseProcessFlags(values []string) (map[string]string, error) {
 	procs := map[string]string{}
 	for _, v := range values {
 		name, cmd, ok := strings.Cut(v, "=")
 		if !ok {
-			return nil, fmt.Errorf("--process %q: want TYPE='command args'", v)
+			return nil, usage.Errorf("--process %q: want TYPE='command args'", v)
 		}
 		if err := addProcess(procs, name, strings.TrimSpace(cmd)); err != nil {
-			return nil, fmt.Errorf("--process %q: %w", v, err)
+			return nil, usage.Errorf("--process %q: %w", v, err)
 		}
 	}
 	return procs, nil
@@ -72,7 +78,7 @@ var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // not starting with a digit, as every shell accepts.
 func ValidateEnvName(name string) error {
 	if !envNameRE.MatchString(name) {
-		return fmt.Errorf("invalid config name %q: use letters, digits and '_', not starting with a digit", name)
+		return usage.Errorf("invalid config name %q: use letters, digits and '_', not starting with a digit", name)
 	}
 	return nil
 }
@@ -106,4 +112,80 @@ func ParseEnvFile(r io.Reader) (ConfigMap, error) {
 		cfg[k] = v
 	}
 	return cfg, sc.Err()
+}
+
+// ProcessSource says where a deploy's process types come from: --process
+// flags, else a Procfile (--procfile, or ./Procfile when there is one),
+// else the image's own command as the web process.
+type ProcessSource struct {
+	Flags    []string // --process TYPE='command' values
+	Procfile string   // --procfile; "" looks for Procfile in Dir
+	Dir      string   // where the default Procfile is looked for; "" is the current directory
+}
+
+// Validate checks that the sources do not contradict each other.
+func (s ProcessSource) Validate() error {
+	if len(s.Flags) > 0 && s.Procfile != "" {
+		return usage.Errorf("--process and --procfile cannot be used together")
+	}
+	return nil
+}
+
+// Resolve returns the process types and their commands, and warnings for
+// what it skipped. Heroku's "release:" entry is a release-phase command, not
+// a process: it would run forever as one and "crash" when it exits 0, so it
+// is dropped with a warning. Every error is an input error.
+func (s ProcessSource) Resolve() (map[string]string, []string, error) {
+	if err := s.Validate(); err != nil {
+		return nil, nil, err
+	}
+	if len(s.Flags) > 0 {
+		procs, err := ParseProcessFlags(s.Flags)
+		return procs, nil, err
+	}
+	path, file := s.Procfile, s.Procfile
+	if path == "" {
+		path, file = "Procfile", filepath.Join(s.Dir, "Procfile")
+		if _, err := os.Stat(file); err != nil {
+			return map[string]string{WebProcess: ""}, nil, nil
+		}
+	}
+	b, err := ReadFileArg("--procfile", file)
+	if err != nil {
+		return nil, nil, err
+	}
+	procs, err := ParseProcfile(bytes.NewReader(b))
+	if err != nil {
+		return nil, nil, usage.Errorf("%s: %w", path, err)
+	}
+	var warnings []string
+	if cmd, ok := procs["release"]; ok {
+		delete(procs, "release")
+		warnings = append(warnings, fmt.Sprintf("%s: skipping the release-phase command %q; run it with 'tug run APP -- %s'", path, cmd, cmd))
+		if len(procs) == 0 {
+			return nil, nil, usage.Errorf("%s declares only a release-phase command; add a process such as web", path)
+		}
+	}
+	return procs, warnings, nil
+}
+
+// ValidateImage checks --image: given, and with no spaces.
+func ValidateImage(image string) error {
+	if strings.TrimSpace(image) == "" {
+		return usage.Errorf("--image is required: the image to deploy")
+	}
+	if strings.ContainsAny(image, " \t\n") {
+		return usage.Errorf("invalid --image %q: an image reference has no spaces", image)
+	}
+	return nil
+}
+
+// ReadFileArg reads a file named on the command line; an error, an input
+// error, says which flag named it.
+func ReadFileArg(flag, path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, usage.Errorf("%s %s: %w", flag, path, err)
+	}
+	return b, nil
 }

@@ -18,33 +18,42 @@ type ScaleOp struct {
 // ParseScale reads Deis-style scale arguments.
 func ParseScale(args []string) ([]ScaleOp, error) {
 	if len(args) == 0 {
-		return nil, fmt.Errorf("nothing to scale: give PROCESS=N, PROCESS+N or PROCESS-N")
+		return nil, usage.Errorf("nothing to scale: give PROCESS=N, PROCESS+N or PROCESS-N")
 	}
 	seen := map[string]bool{}
 	ops := make([]ScaleOp, 0, len(args))
 	for _, arg := range args {
 		i := strings.IndexAny(arg, "=+-") // process names have none of these
 		if i <= 0 || i == len(arg)-1 {
-			return nil, fmt.Errorf("invalid scale %q: want PROCESS=N, PROCESS+N or PROCESS-N", arg)
+			return nil, usage.Errorf("invalid scale %q: want PROCESS=N, PROCESS+N or PROCESS-N", arg)
 		}
 		name, op, num := arg[:i], arg[i], arg[i+1:]
 		if op == '=' && strings.HasPrefix(num, "-") {
-			return nil, fmt.Errorf("invalid scale %q: a unit count cannot be negative", arg)
+			return nil, usage.Errorf("invalid scale %q: a unit count cannot be negative", arg)
 		}
 		if err := ValidateProcessName(name); err != nil {
-			return nil, fmt.Errorf("invalid scale %q: %w", arg, err)
+			return nil, usage.Errorf("invalid scale %q: %w", arg, err)
 		}
 		n, err := strconv.Atoi(num)
 		if err != nil || n < 0 || n > 10000 {
-			return nil, fmt.Errorf("invalid scale %q: %q is not a unit count from 0 to 10000", arg, num)
+			return nil, usage.Errorf("invalid scale %q: %q is not a unit count from 0 to 10000", arg, num)
 		}
 		if seen[name] {
-			return nil, fmt.Errorf("process %q is scaled twice", name)
+			return nil, usage.Errorf("process %q is scaled twice", name)
 		}
 		seen[name] = true
 		ops = append(ops, ScaleOp{Process: name, Op: op, N: int32(n)})
 	}
 	return ops, nil
+}
+
+// ParseUnitCount reads the N of `tug unit add|remove APP N`: 1 to 10000.
+func ParseUnitCount(s string) (int32, error) {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > 10000 {
+		return 0, usage.Errorf("invalid unit count %q: want a whole number from 1 to 10000", s)
+	}
+	return int32(n), nil
 }
 
 // UnknownProcessError names a process the app does not have, and the ones it has.

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"tug.dev/tug/pkg/usage"
 )
 
 // Probe is a parsed healthcheck: one of HTTP GET, TCP connect or a command.
@@ -64,16 +66,16 @@ func (h Healthcheck) Validate() error {
 			continue
 		}
 		if _, err := ParseProbe(spec); err != nil {
-			return err
+			return usage.Wrap(err)
 		}
 	}
 	for name, v := range map[string]int32{"--initial-delay": h.InitialDelay, "--period": h.Period, "--timeout": h.Timeout, "--failure-threshold": h.FailureThreshold} {
 		if v < 0 {
-			return fmt.Errorf("%s must not be negative", name)
+			return usage.Errorf("%s must not be negative", name)
 		}
 	}
 	if h.Readiness == "" && h.Liveness == "" && h.Startup == "" {
-		return fmt.Errorf("no probe given: set --readiness, --liveness or --startup")
+		return usage.Errorf("no probe given: set --readiness, --liveness or --startup")
 	}
 	return nil
 }
@@ -88,10 +90,10 @@ func (l Limits) Validate() error {
 		}
 		parsed, err := resource.ParseQuantity(v)
 		if err != nil {
-			return fmt.Errorf("invalid %s %q: not a quantity (examples: 500m, 1, 256Mi, 1Gi)", name, v)
+			return usage.Errorf("invalid %s %q: not a quantity (examples: 500m, 1, 256Mi, 1Gi)", name, v)
 		}
 		if parsed.Sign() <= 0 {
-			return fmt.Errorf("invalid %s %q: must be more than zero", name, v)
+			return usage.Errorf("invalid %s %q: must be more than zero", name, v)
 		}
 		q[name] = parsed
 	}
@@ -99,7 +101,7 @@ func (l Limits) Validate() error {
 		req, hasReq := q[pair[0]]
 		lim, hasLim := q[pair[1]]
 		if hasReq && hasLim && req.Cmp(lim) > 0 {
-			return fmt.Errorf("%s %s is more than %s %s", pair[0], req.String(), pair[1], lim.String())
+			return usage.Errorf("%s %s is more than %s %s", pair[0], req.String(), pair[1], lim.String())
 		}
 	}
 	return nil
@@ -109,11 +111,11 @@ func (l Limits) Validate() error {
 func (a Autoscale) Validate() error {
 	switch {
 	case a.Min < 1:
-		return fmt.Errorf("--min must be at least 1, not %d", a.Min)
+		return usage.Errorf("--min must be at least 1, not %d", a.Min)
 	case a.Max < a.Min:
-		return fmt.Errorf("--max %d is less than --min %d", a.Max, a.Min)
+		return usage.Errorf("--max %d is less than --min %d", a.Max, a.Min)
 	case a.CPUPercent < 1 || a.CPUPercent > 1000:
-		return fmt.Errorf("--cpu must be a percentage from 1%% to 1000%%, not %d%%", a.CPUPercent)
+		return usage.Errorf("--cpu must be a percentage from 1%% to 1000%%, not %d%%", a.CPUPercent)
 	}
 	return nil
 }

@@ -188,13 +188,7 @@ func unitStatus(p *corev1.Pod, now time.Time) (status, reason string) {
 // readinessWindow is how long a probe needs to fail its first run of
 // checks: the initial delay plus failureThreshold periods.
 func readinessWindow(p *corev1.Probe) time.Duration {
-	period, threshold := p.PeriodSeconds, p.FailureThreshold
-	if period == 0 {
-		period = 10
-	}
-	if threshold == 0 {
-		threshold = 3
-	}
+	period, threshold := ProbeTiming(p.PeriodSeconds, p.FailureThreshold)
 	return time.Duration(p.InitialDelaySeconds+period*threshold) * time.Second
 }
 

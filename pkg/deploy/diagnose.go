@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/kube"
 )
 
@@ -171,13 +172,7 @@ func unready(p *corev1.Pod, now time.Time) *Failure {
 // readinessGrace is three times what the probe needs to fail once (the
 // initial delay plus failureThreshold periods), and never under 15 s.
 func readinessGrace(p *corev1.Probe) time.Duration {
-	period, threshold := p.PeriodSeconds, p.FailureThreshold
-	if period == 0 {
-		period = 10
-	}
-	if threshold == 0 {
-		threshold = 3
-	}
+	period, threshold := app.ProbeTiming(p.PeriodSeconds, p.FailureThreshold)
 	g := time.Duration(p.InitialDelaySeconds+3*period*threshold) * time.Second
 	if g < minUnreadyGrace {
 		g = minUnreadyGrace

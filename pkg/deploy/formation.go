@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
 	"tug.dev/tug/pkg/app"
 )
 
@@ -82,4 +85,17 @@ func reshape(ctx context.Context, d Deps, appName string, change func(*app.App) 
 		return res, f
 	}
 	return res, err
+}
+
+// UnsetAutoscale is the formation change of `tug app autoscale unset`: proc
+// stops autoscaling and keeps the units its autoscaler reached, read from
+// its Deployment (the recorded count when there is none).
+func UnsetAutoscale(ctx context.Context, client kubernetes.Interface, namespace, proc string) func(*app.App) error {
+	return func(a *app.App) error {
+		var current *int32
+		if d, err := client.AppsV1().Deployments(namespace).Get(ctx, DeploymentName(a.Name, proc), metav1.GetOptions{}); err == nil {
+			current = d.Spec.Replicas
+		}
+		return a.UnsetAutoscale(proc, current)
+	}
 }

@@ -6,7 +6,11 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/usage"
 )
 
 func TestReshape(t *testing.T) {
@@ -96,5 +100,39 @@ func TestSettingsChange(t *testing.T) {
 	boom := errors.New("unknown process")
 	if _, _, err := SettingsChange(app.KindLimits, "", func(*app.App, *app.Release) error { return boom })(a, base, cfg); !errors.Is(err, boom) {
 		t.Errorf("edit error = %v", err)
+	}
+}
+
+func TestUnsetAutoscaleKeepsTheCountReached(t *testing.T) {
+	ctx := context.Background()
+	seven := int32(7)
+	c := fakeClient(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "shop-web", Namespace: ns}, Spec: appsv1.DeploymentSpec{Replicas: &seven}})
+	autoscaled := func() *app.App {
+		return &app.App{Name: "shop", Processes: map[string]app.Process{
+			"web":    {Replicas: 2, Autoscale: &app.Autoscale{Min: 2, Max: 10, CPUPercent: 70}},
+			"worker": {Replicas: 1, Autoscale: &app.Autoscale{Min: 1, Max: 3, CPUPercent: 70}},
+		}}
+	}
+
+	a := autoscaled()
+	if err := UnsetAutoscale(ctx, c, ns, "web")(a); err != nil {
+		t.Fatal(err)
+	}
+	if p := a.Processes["web"]; p.Autoscale != nil || p.Replicas != 7 {
+		t.Errorf("web = %+v, want no autoscale and the 7 units its Deployment has", p)
+	}
+	// no Deployment (never applied): the recorded count stays
+	a = autoscaled()
+	if err := UnsetAutoscale(ctx, c, ns, "worker")(a); err != nil {
+		t.Fatal(err)
+	}
+	if p := a.Processes["worker"]; p.Autoscale != nil || p.Replicas != 1 {
+		t.Errorf("worker = %+v, want no autoscale and 1 unit", p)
+	}
+	if err := UnsetAutoscale(ctx, c, ns, "worker")(a); err == nil || !strings.Contains(err.Error(), "does not autoscale") {
+		t.Errorf("unset twice: %v", err)
+	}
+	if err := UnsetAutoscale(ctx, c, ns, "cron")(a); !usage.Is(err) {
+		t.Errorf("unknown process: %v, want an input error", err)
 	}
 }

@@ -18,6 +18,8 @@ import (
 	"unicode"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"tug.dev/tug/pkg/usage"
 )
 
 // Credentials log in to one registry server.
@@ -37,7 +39,7 @@ func (c Credentials) GoString() string {
 }
 
 // Validate checks the server and username; the password only for being
-// there, and its error never quotes it.
+// there, and its error, an input error, never quotes it.
 func (c Credentials) Validate() error {
 	if err := ValidateServer(c.Server); err != nil {
 		return err
@@ -46,15 +48,19 @@ func (c Credentials) Validate() error {
 		return err
 	}
 	if c.Password == "" {
-		return errors.New("the password is empty")
+		return usage.Errorf("the password is empty")
 	}
 	return nil
 }
 
 // ValidateServer checks a registry server as `docker login` takes it:
 // HOST or HOST:PORT, optionally with a path (gcr.io/project) or an http(s)://
-// scheme (https://index.docker.io/v1/).
+// scheme (https://index.docker.io/v1/). Its error is an input error.
 func ValidateServer(s string) error {
+	return usage.Wrap(validateServer(s))
+}
+
+func validateServer(s string) error {
 	if s == "" {
 		return errors.New("--server is required: the registry's host, e.g. registry.example.com")
 	}
@@ -91,8 +97,13 @@ func ValidateServer(s string) error {
 }
 
 // ValidateUsername checks a registry user name. A ':' cannot be told apart
-// from the separator in the auth field, so it is refused.
+// from the separator in the auth field, so it is refused. Its error is an
+// input error.
 func ValidateUsername(u string) error {
+	return usage.Wrap(validateUsername(u))
+}
+
+func validateUsername(u string) error {
 	switch {
 	case u == "":
 		return errors.New("--username is required: the user (or token name) to log in as")
@@ -110,8 +121,13 @@ const maxPassword = 64 << 10
 
 // ReadPassword reads the password from r the way `docker login
 // --password-stdin` does: everything, less one trailing newline. Its errors
-// never contain what was read.
+// are input errors, and never contain what was read.
 func ReadPassword(r io.Reader) (string, error) {
+	p, err := readPassword(r)
+	return p, usage.Wrap(err)
+}
+
+func readPassword(r io.Reader) (string, error) {
 	b, err := io.ReadAll(io.LimitReader(bufio.NewReader(r), maxPassword+1))
 	if err != nil {
 		return "", fmt.Errorf("reading the password from stdin: %w", err)

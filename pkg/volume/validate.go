@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"tug.dev/tug/pkg/usage"
 )
 
 // MaxNameLen keeps every name derived from a volume valid: the pod volume
@@ -17,8 +19,12 @@ const MaxNameLen = 40
 
 var nameRE = regexp.MustCompile(`^[a-z]([-a-z0-9]*[a-z0-9])?$`)
 
-// ValidateName checks a volume name; the error says what a valid one is.
+// ValidateName checks a volume name; the error says what a valid one is. Its error is an input error.
 func ValidateName(name string) error {
+	return usage.Wrap(validateName(name))
+}
+
+func validateName(name string) error {
 	switch {
 	case name == "":
 		return errors.New("volume name is empty")
@@ -92,8 +98,12 @@ func ValidateStorageClass(sc string) error {
 var reservedMounts = []string{"/proc", "/sys", "/dev"}
 
 // ValidateMountPath checks where a volume mounts: an absolute path, not the
-// root, with no '..' and not over /proc, /sys or /dev.
+// root, with no '..' and not over /proc, /sys or /dev. Its error is an input error.
 func ValidateMountPath(p string) error {
+	return usage.Wrap(validateMountPath(p))
+}
+
+func validateMountPath(p string) error {
 	bad := func(why string) error {
 		return fmt.Errorf("invalid --mount-path %q: %s; use an absolute directory such as /data", p, why)
 	}

@@ -21,6 +21,7 @@ import (
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/usage"
 )
 
 const (
@@ -56,8 +57,13 @@ type CreateOptions struct {
 	AccessMode   string // "": RWO
 }
 
-// Validate checks everything that needs no cluster.
+// Validate checks everything that needs no cluster; its error is an input
+// error.
 func (o CreateOptions) Validate() error {
+	return usage.Wrap(o.validate())
+}
+
+func (o CreateOptions) validate() error {
 	if err := ValidateName(o.Name); err != nil {
 		return err
 	}
@@ -167,6 +173,24 @@ func Remove(ctx context.Context, store *app.Store, name string) error {
 	err = store.Client.CoreV1().PersistentVolumeClaims(store.Namespace).Delete(ctx, deploy.VolumeClaimName(name), metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return kube.TranslateError(err)
+	}
+	return nil
+}
+
+// ValidateBind checks `tug volume bind` input without a cluster: the app,
+// the volume, where it mounts and the process. Its error is an input error.
+func ValidateBind(appName string, b app.VolumeBinding) error {
+	if err := app.ValidateName(appName); err != nil {
+		return err
+	}
+	if err := ValidateName(b.Volume); err != nil {
+		return err
+	}
+	if err := ValidateMountPath(b.MountPath); err != nil {
+		return err
+	}
+	if b.Process != "" {
+		return app.ValidateProcessName(b.Process)
 	}
 	return nil
 }

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/deploy"
+)
+
+func newAppExportCmd(f *cli.Factory) *cobra.Command {
+	var includeConfig bool
+	format := cli.OutputYAML
+	cmd := &cobra.Command{
+		Use:   "export APP",
+		Short: "Print the app's deployed release as plain Kubernetes manifests",
+		Long: `Print the objects that run the app's deployed release as manifests that
+'kubectl apply' accepts without tug: no lock-in. They carry no namespace, so
+'kubectl apply -n NS -f -' puts them anywhere.
+
+Config values are left out unless --include-config; the Deployments then
+treat the config Secret as optional, and run without it until it is copied.`,
+		Example: `  tug app export shop | kubectl apply -n staging -f -
+  tug app export shop --include-config -o json`,
+		Args: cli.ExactArgs("APP"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := app.ValidateName(args[0]); err != nil {
+				return err
+			}
+			s, err := appStore(f)
+			if err != nil {
+				return err
+			}
+			objs, err := deploy.Export(cmd.Context(), s, args[0], includeConfig)
+			if err != nil {
+				return err
+			}
+			if format == cli.OutputJSON {
+				return cli.WriteJSON(f.IOStreams, map[string]any{"apiVersion": "v1", "kind": "List", "items": objs})
+			}
+			for i, o := range objs {
+				if i > 0 {
+					fmt.Fprintln(f.IOStreams.Out, "---")
+				}
+				if err := cli.WriteYAML(f.IOStreams, o); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&includeConfig, "include-config", false, "Include the config Secret, with its values")
+	cli.AddFormatFlag(cmd, &format)
+	return cmd
+}

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/cli"
+)
+
+func newAppInfoCmd(f *cli.Factory) *cobra.Command {
+	o := &cli.OutputOptions{}
+	cmd := &cobra.Command{
+		Use:   "info APP",
+		Short: "Show an app: processes and units, release, image, addresses, config",
+		Args:  cli.ExactArgs("APP"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := app.ValidateName(args[0]); err != nil {
+				return err
+			}
+			s, err := appStore(f)
+			if err != nil {
+				return err
+			}
+			info, err := app.GetInfo(cmd.Context(), s, args[0])
+			if err != nil {
+				return err
+			}
+			return o.Print(f.IOStreams, info, func() error { return printAppInfo(f.IOStreams, info) })
+		},
+	}
+	cli.AddFormatFlag(cmd, &o.Format)
+	return cmd
+}
+
+func printAppInfo(ios *cli.IOStreams, in *app.Info) error {
+	w := ios.Out
+	fmt.Fprintf(w, "App:        %s\n", in.Name)
+	fmt.Fprintf(w, "Namespace:  %s\n", in.Namespace)
+	if in.Description != "" {
+		fmt.Fprintf(w, "About:      %s\n", in.Description)
+	}
+	if in.Team != "" {
+		fmt.Fprintf(w, "Team:       %s\n", in.Team)
+	}
+	if in.Pool != "" {
+		fmt.Fprintf(w, "Pool:       %s\n", in.Pool)
+	}
+	fmt.Fprintf(w, "Release:    %s\n", releaseCell(in.Release))
+	if in.Image != "" {
+		fmt.Fprintf(w, "Image:      %s\n", in.Image)
+	}
+	fmt.Fprintf(w, "Config:     %d %s (values: tug env get %s --show-values)\n", in.ConfigKeys, pluralWord(in.ConfigKeys, "key", "keys"), in.Name)
+	if len(in.Addresses) > 0 {
+		fmt.Fprintf(w, "Addresses:  %s\n", strings.Join(in.Addresses, ", "))
+	}
+	if len(in.Domains) > 0 {
+		fmt.Fprintf(w, "Domains:    %s\n", strings.Join(in.Domains, ", "))
+	}
+	switch {
+	case in.Maintenance:
+		fmt.Fprintln(w, "Traffic:    maintenance: requests get a 503 page (tug app maintenance APP off)")
+	case !in.Routable:
+		fmt.Fprintln(w, "Traffic:    not routable: no requests reach the units (tug app routable APP on)")
+	}
+	if len(in.Allow) > 0 {
+		fmt.Fprintf(w, "Allowed:    %s\n", strings.Join(in.Allow, ", "))
+	}
+	if lc := in.LastChange; lc != nil {
+		line := fmt.Sprintf("v%d %s, %s by %s, %s ago", lc.Version, lc.Kind, lc.Status, lc.Author, age(lc.CreatedAt))
+		if lc.FailReason != "" {
+			line += ": " + lc.FailReason
+		}
+		fmt.Fprintf(w, "Last change: %s\n", line)
+	}
+	if len(in.Processes) == 0 {
+		fmt.Fprintln(w, "\nNo processes yet: deploy an image.")
+		return nil
+	}
+	fmt.Fprintln(w)
+	t := cli.NewTable("process", "units", "ready", "command")
+	for _, p := range in.Processes {
+		cmd := p.Command
+		if cmd == "" {
+			cmd = "(image default)"
+		}
+		units := fmt.Sprint(p.Desired)
+		switch {
+		case p.Stopped:
+			units = fmt.Sprintf("stopped (%d when started)", p.Replicas)
+		case p.Autoscale != nil:
+			units = fmt.Sprintf("%d (autoscale %d-%d)", p.Desired, p.Autoscale.Min, p.Autoscale.Max)
+		}
+		t.AddRow(p.Name, units, fmt.Sprint(p.Ready), cmd)
+	}
+	return t.Render(ios, false)
+}
+
+func pluralWord(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/cli"
+)
+
+// Formation commands: scale, restart, stop and start change units, not the
+// release (see reshape).
+
+func newAppScaleCmd(f *cli.Factory) *cobra.Command {
+	r := &rolloutFlags{}
+	cmd := &cobra.Command{
+		Use:   "scale APP PROCESS=N|PROCESS+N|PROCESS-N...",
+		Short: "Set how many units each process runs",
+		Example: `  tug app scale shop web=3 worker=1
+  tug app scale shop web+1`,
+		Args: usageArgs(cobra.MinimumNArgs(2)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := app.ValidateName(args[0]); err != nil {
+				return err
+			}
+			ops, err := app.ParseScale(args[1:])
+			if err != nil {
+				return err
+			}
+			if err := r.validate(); err != nil {
+				return err
+			}
+			return reshape(cmd, f, args[0], r, func(a *app.App) error { return a.ApplyScale(ops) })
+		},
+	}
+	r.add(cmd, false)
+	return cmd
+}
+
+func newAppLifecycleCmd(f *cli.Factory, verb string) *cobra.Command {
+	var proc string
+	r := &rolloutFlags{}
+	short := map[string]string{
+		"restart": "Restart units, rolling, one batch at a time",
+		"stop":    "Stop a process's units (scale to 0, remembering the count)",
+		"start":   "Start stopped units again with their remembered count",
+	}[verb]
+	cmd := &cobra.Command{
+		Use:   verb + " APP",
+		Short: short,
+		Args:  cli.ExactArgs("APP"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := app.ValidateAppProcess(args[0], proc, false); err != nil {
+				return err
+			}
+			if err := r.validate(); err != nil {
+				return err
+			}
+			change := map[string]func(*app.App) error{
+				"restart": func(a *app.App) error { return a.Restart(proc, time.Now()) },
+				"stop":    func(a *app.App) error { return a.Stop(proc) },
+				"start":   func(a *app.App) error { return a.Start(proc) },
+			}[verb]
+			return reshape(cmd, f, args[0], r, change)
+		},
+	}
+	cmd.Flags().StringVarP(&proc, "process", "p", "", "Only this process type (default: all)")
+	r.add(cmd, false)
+	return cmd
+}

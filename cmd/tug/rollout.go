@@ -1,0 +1,186 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/deploy"
+	"tug.dev/tug/pkg/usage"
+)
+
+// What every command that changes what runs shares: the rollout flags, and
+// roll (a new release), reshape (units only) and settingsRoll (a settings
+// release), which call pkg/deploy and report the result.
+
+// rolloutFlags are shared by every command that rolls out a release:
+// app deploy, env set/unset, release rollback.
+type rolloutFlags struct {
+	Timeout    time.Duration
+	NoRollback bool
+	NoWait     bool
+	Output     cli.OutputFormat
+}
+
+func (r *rolloutFlags) add(cmd *cobra.Command, withRollback bool) {
+	cmd.Flags().DurationVar(&r.Timeout, "timeout", 10*time.Minute, "Fail when the rollout makes no progress for this long")
+	cmd.Flags().BoolVar(&r.NoWait, "no-wait", false, "Return once the release is applied, without waiting for its units")
+	if withRollback {
+		cmd.Flags().BoolVar(&r.NoRollback, "no-rollback", false, "On failure, leave the failed release in place for inspection")
+	}
+	cli.AddFormatFlag(cmd, &r.Output)
+}
+
+func (r *rolloutFlags) options() deploy.Options {
+	return deploy.Options{Timeout: r.Timeout, NoRollback: r.NoRollback, NoWait: r.NoWait}
+}
+
+func (r *rolloutFlags) validate() error {
+	if r.Timeout <= 0 {
+		return usage.Errorf("--timeout must be positive, not %s", r.Timeout)
+	}
+	return nil
+}
+
+// roll runs a change through the deploy pipeline and reports it: progress on
+// stderr, the result on stdout (a line, or JSON/YAML), the failure as the
+// error whose exit code says its class.
+func roll(cmd *cobra.Command, f *cli.Factory, appName string, change deploy.Change, opts deploy.Options, format cli.OutputFormat, verb string) error {
+	d, err := deployDeps(cmd, f)
+	if err != nil {
+		return err
+	}
+	p := f.Progress()
+	d.Progress = p
+	res, err := deploy.Roll(cmd.Context(), d, appName, change, opts)
+	if errors.Is(err, deploy.ErrNoChange) {
+		p.Done("nothing changed")
+		return nil
+	}
+	var failed *deploy.Error
+	if err != nil && !errors.As(err, &failed) {
+		p.Fail(verb + " " + appName)
+		return err
+	}
+	if failed != nil {
+		p.Fail(fmt.Sprintf("release v%d failed", res.Release))
+		printFailure(f.IOStreams, res)
+	} else {
+		p.Done(doneLine(res, verb))
+	}
+	if format != cli.OutputTable {
+		if perr := (cli.OutputOptions{Format: format}).Print(f.IOStreams, res, nil); perr != nil {
+			return perr
+		}
+	} else if len(res.Plan) > 0 {
+		fmt.Fprintf(f.IOStreams.Out, "dry run: release v%d of %s would change:\n", res.Release, res.App)
+		for _, line := range res.Plan {
+			fmt.Fprintf(f.IOStreams.Out, "  %s\n", line)
+		}
+	}
+	return err
+}
+
+func doneLine(res *deploy.Result, verb string) string {
+	switch res.Status {
+	case app.StatusStaged:
+		return fmt.Sprintf("release v%d of %s stored; it applies at the next deploy", res.Release, res.App)
+	case "dry-run":
+		return fmt.Sprintf("dry run of v%d passed server-side validation; nothing changed", res.Release)
+	}
+	units := make([]string, 0, len(res.Processes))
+	for _, p := range res.Processes {
+		units = append(units, fmt.Sprintf("%s %d", p.Name, p.Units))
+	}
+	return fmt.Sprintf("%s: %s v%d is running (%s) in %.1fs", verb, res.App, res.Release, strings.Join(units, ", "), float64(res.DurationMS)/1000)
+}
+
+// printFailure explains a failed rollout on stderr: what failed, where, the
+// crashed unit's last log lines, and what tug did about it.
+func printFailure(ios *cli.IOStreams, res *deploy.Result) {
+	f := res.Failure
+	w := ios.ErrOut
+	c := ios.ErrColors()
+	fmt.Fprintf(w, "%s %s\n", c.Red(string(f.Class)+":"), f.Message)
+	if f.Unit != "" {
+		fmt.Fprintf(w, "  unit:    %s (process %s)\n", f.Unit, f.Process)
+	}
+	if f.Reason != "" {
+		fmt.Fprintf(w, "  reason:  %s\n", f.Reason)
+	}
+	if len(f.Logs) > 0 {
+		fmt.Fprintf(w, "  last %d log lines:\n", len(f.Logs))
+		for _, l := range f.Logs {
+			fmt.Fprintf(w, "    | %s\n", l)
+		}
+	}
+	switch {
+	case res.RolledBackTo > 0:
+		fmt.Fprintf(w, "rolled back to v%d, which is running again\n", res.RolledBackTo)
+	case res.Status == app.StatusFailed:
+		fmt.Fprintf(w, "release v%d is marked failed\n", res.Release)
+	}
+}
+
+// reshape runs a formation change (scale, stop, start, restart) and reports it.
+func reshape(cmd *cobra.Command, f *cli.Factory, appName string, r *rolloutFlags, change func(*app.App) error) error {
+	d, err := deployDeps(cmd, f)
+	if err != nil {
+		return err
+	}
+	p := f.Progress()
+	d.Progress = p
+	res, err := deploy.Reshape(cmd.Context(), d, appName, change, r.options())
+	if err != nil {
+		p.Fail("changing the units of " + appName)
+		return err
+	}
+	p.Done(doneLine(res, "done"))
+	if r.Output != cli.OutputTable {
+		return (cli.OutputOptions{Format: r.Output}).Print(f.IOStreams, res, nil)
+	}
+	return nil
+}
+
+// settingsRoll rolls out a settings change as a new release.
+func settingsRoll(cmd *cobra.Command, f *cli.Factory, appName, kind, message string, r *rolloutFlags, edit func(a *app.App, rel *app.Release) error) error {
+	return roll(cmd, f, appName, deploy.SettingsChange(kind, message, edit), r.options(), r.Output, kind+" changed")
+}
+
+// newSettingsListCmd lists a setting of the deployed release.
+func newSettingsListCmd(f *cli.Factory, use, short string, data func(*app.App, *app.Release) any, table func(*app.App, *app.Release) *cli.Table) *cobra.Command {
+	o := &cli.OutputOptions{}
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  cli.ExactArgs("APP"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := app.ValidateName(args[0]); err != nil {
+				return err
+			}
+			s, err := appStore(f)
+			if err != nil {
+				return err
+			}
+			a, err := s.GetApp(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			rel, _, err := deploy.BaseRelease(cmd.Context(), s, a)
+			if err != nil {
+				return err
+			}
+			if rel == nil {
+				rel = app.Next(a, nil, "", "")
+			}
+			return o.Print(f.IOStreams, data(a, rel), func() error { return table(a, rel).Render(f.IOStreams, o.NoHeaders) })
+		},
+	}
+	cli.AddOutputFlags(cmd, o)
+	return cmd
+}

@@ -1,0 +1,86 @@
+package app
+
+import (
+	"bytes"
+	"io"
+	"strings"
+
+	"tug.dev/tug/pkg/usage"
+)
+
+// ParseEnvArgs reads `tug env set` input: KEY=VALUE arguments, where VALUE
+// @FILE reads the value from a file and @- from stdin, and fromFile, an env
+// file of KEY=VALUE lines ("-" for stdin) whose values the arguments
+// override. Stdin is read at most once. Every name is checked before
+// anything is sent, and every error is an input error.
+func ParseEnvArgs(args []string, fromFile string, stdin io.Reader) (ConfigMap, error) {
+	set := ConfigMap{}
+	stdinUsed := false
+	readStdin := func(what string) ([]byte, error) {
+		if stdinUsed {
+			return nil, usage.Errorf("%s: standard input can be read only once", what)
+		}
+		stdinUsed = true
+		return io.ReadAll(stdin)
+	}
+	if fromFile != "" {
+		var b []byte
+		var err error
+		if fromFile == "-" {
+			b, err = readStdin("--from-env-file -")
+		} else {
+			b, err = ReadFileArg("--from-env-file", fromFile)
+		}
+		if err != nil {
+			return nil, err
+		}
+		cfg, err := ParseEnvFile(bytes.NewReader(b))
+		if err != nil {
+			return nil, usage.Errorf("--from-env-file %s: %v", fromFile, err)
+		}
+		for k, v := range cfg {
+			set[k] = v
+		}
+	}
+	for _, arg := range args {
+		k, v, ok := strings.Cut(arg, "=")
+		if !ok {
+			return nil, usage.Errorf("%q is not KEY=VALUE; to remove a variable use 'tug env unset'", arg)
+		}
+		if err := ValidateEnvName(k); err != nil {
+			return nil, err
+		}
+		if strings.HasPrefix(v, "@") {
+			var b []byte
+			var err error
+			if v == "@-" {
+				b, err = readStdin(k + "=@-")
+			} else {
+				b, err = ReadFileArg(k+"=@", v[1:])
+			}
+			if err != nil {
+				return nil, err
+			}
+			// a file or pipe usually ends with one newline that is not part of the value
+			v = strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+		}
+		set[k] = v
+	}
+	if len(set) == 0 {
+		return nil, usage.Errorf("nothing to set: give KEY=VALUE arguments or --from-env-file")
+	}
+	return set, nil
+}
+
+// ValidateEnvUnset checks `tug env unset` names: names only, each valid.
+func ValidateEnvUnset(keys []string) error {
+	for _, k := range keys {
+		if strings.Contains(k, "=") {
+			return usage.Errorf("%q: unset takes names only, not KEY=VALUE", k)
+		}
+		if err := ValidateEnvName(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
