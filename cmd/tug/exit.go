@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"tug.dev/tug/pkg/cli"
+	tugexec "tug.dev/tug/pkg/exec"
 	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/usage"
 )
@@ -30,7 +31,7 @@ func exitCode(ctx context.Context, stderr io.Writer, cmd *cobra.Command, err err
 	if err == nil {
 		return cli.ExitOK
 	}
-	var exitErr *cli.ExitError
+	var exitErr *tugexec.ExitError
 	if errors.As(err, &exitErr) {
 		return exitErr.Code
 	}

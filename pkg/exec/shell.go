@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/usage"
 )
 
@@ -25,7 +24,7 @@ type ShellOptions struct {
 // Shell opens an interactive shell in one of the app's units, with a TTY
 // when stdin is a terminal (raw mode and live resize), and plain streams
 // when it is not, so `echo 'ls /' | tug shell APP` works. The remote exit
-// code comes back as a cli.ExitError.
+// code comes back as an ExitError.
 func Shell(ctx context.Context, d Deps, o ShellOptions) error {
 	ctx, cancel := withHangup(ctx)
 	defer cancel()
@@ -44,7 +43,7 @@ func Shell(ctx context.Context, d Deps, o ShellOptions) error {
 		return d.Executor.Exec(ctx, Target{Namespace: d.Namespace, Pod: u.Name, Container: u.Container}, command, s)
 	})
 	if aerr := wait(); aerr != nil {
-		warnf(d.IO.ErrOut, "%v", aerr)
+		warnf(d.IO.Stderr(), "%v", aerr)
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -99,7 +98,7 @@ func chooseUnit(ctx context.Context, d Deps, f *unitFinder, name, proc string) (
 	return units[0], nil
 }
 
-func promptUnit(ctx context.Context, p cli.Prompter, units []Unit) (Unit, error) {
+func promptUnit(ctx context.Context, p Prompter, units []Unit) (Unit, error) {
 	width := 0
 	for _, u := range units {
 		width = max(width, len(u.Name))
