@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -12,6 +11,7 @@ import (
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/text"
 	"tug.dev/tug/pkg/usage"
 )
 
@@ -181,7 +181,7 @@ func newAppListCmd(f *cli.Factory) *cobra.Command {
 				}
 				t := cli.NewTable("name", "release", "units", "image", "age")
 				for _, a := range apps {
-					t.AddRow(a.Name, releaseCell(a.Release), unitsCell(a.Processes), a.Image, age(a.CreatedAt))
+					t.AddRow(a.Name, releaseCell(a.Release), unitsCell(a.Processes), a.Image, text.Age(a.CreatedAt))
 				}
 				return t.Render(f.IOStreams, o.NoHeaders)
 			})
@@ -211,23 +211,6 @@ func unitsCell(procs []app.ProcessSummary) string {
 		}
 	}
 	return strings.Join(parts, ", ")
-}
-
-func age(t time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	d := time.Since(t)
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh", int(d.Hours()))
-	default:
-		return fmt.Sprintf("%dd", int(d.Hours()/24))
-	}
 }
 
 // ---------------------------------------------------------------- info
@@ -274,7 +257,7 @@ func printAppInfo(ios *cli.IOStreams, in *app.Info) error {
 	if in.Image != "" {
 		fmt.Fprintf(w, "Image:      %s\n", in.Image)
 	}
-	fmt.Fprintf(w, "Config:     %d %s (values: tug env get %s --show-values)\n", in.ConfigKeys, pluralWord(in.ConfigKeys, "key", "keys"), in.Name)
+	fmt.Fprintf(w, "Config:     %d %s (values: tug env get %s --show-values)\n", in.ConfigKeys, text.Plural(in.ConfigKeys, "key", "keys"), in.Name)
 	if len(in.Addresses) > 0 {
 		fmt.Fprintf(w, "Addresses:  %s\n", strings.Join(in.Addresses, ", "))
 	}
@@ -291,7 +274,7 @@ func printAppInfo(ios *cli.IOStreams, in *app.Info) error {
 		fmt.Fprintf(w, "Allowed:    %s\n", strings.Join(in.Allow, ", "))
 	}
 	if lc := in.LastChange; lc != nil {
-		line := fmt.Sprintf("v%d %s, %s by %s, %s ago", lc.Version, lc.Kind, lc.Status, lc.Author, age(lc.CreatedAt))
+		line := fmt.Sprintf("v%d %s, %s by %s, %s ago", lc.Version, lc.Kind, lc.Status, lc.Author, text.Age(lc.CreatedAt))
 		if lc.FailReason != "" {
 			line += ": " + lc.FailReason
 		}
@@ -318,13 +301,6 @@ func printAppInfo(ios *cli.IOStreams, in *app.Info) error {
 		t.AddRow(p.Name, units, fmt.Sprint(p.Ready), cmd)
 	}
 	return t.Render(ios, false)
-}
-
-func pluralWord(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 // ---------------------------------------------------------------- remove

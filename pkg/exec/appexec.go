@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+
+	"tug.dev/tug/pkg/text"
 )
 
 // ExecOptions are `tug app exec`'s.
@@ -114,7 +116,7 @@ func execAll(ctx context.Context, d Deps, units []Unit, argv []string, command s
 					if code, why, ok := startFailure(err); ok {
 						r.Code, r.Err = code, fmt.Errorf("%s: %s", why, runtimeMessage(err.Error()))
 					}
-					fmt.Fprintf(errOut, "error: %s\n", oneLine(r.Err.Error()))
+					fmt.Fprintf(errOut, "error: %s\n", text.Excerpt(r.Err.Error()))
 				}
 			}
 			if aerr := wait(); aerr != nil {
@@ -154,7 +156,7 @@ func summarize(results []unitResult) error {
 		}
 		e.Failed++
 		if r.Err != nil {
-			e.Details = append(e.Details, fmt.Sprintf("%s (%s)", r.Unit, oneLine(r.Err.Error())))
+			e.Details = append(e.Details, fmt.Sprintf("%s (%s)", r.Unit, text.Excerpt(r.Err.Error())))
 		} else {
 			e.Details = append(e.Details, fmt.Sprintf("%s (exit %d)", r.Unit, r.Code))
 		}

@@ -74,11 +74,3 @@ type CommandError struct {
 
 func (e *CommandError) Error() string { return e.Msg }
 func (e *CommandError) ExitCode() int { return e.Code }
-
-func oneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 400 {
-		s = s[:400] + "..."
-	}
-	return s
-}

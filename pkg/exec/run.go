@@ -20,6 +20,7 @@ import (
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/text"
 	"tug.dev/tug/pkg/usage"
 )
 
@@ -317,7 +318,7 @@ func (r *runner) stream(ctx context.Context, tty bool, p *corev1.Pod) error {
 		if out.n.Load() > 0 {
 			return fmt.Errorf("lost the connection to run pod %s: %w", r.name, kube.TranslateError(err))
 		}
-		warnf(r.d.IO.Stderr(), "could not attach to %s (%v); showing its output from its log instead", r.name, oneLine(kube.TranslateError(err).Error()))
+		warnf(r.d.IO.Stderr(), "could not attach to %s (%v); showing its output from its log instead", r.name, text.Excerpt(kube.TranslateError(err).Error()))
 	}
 	return r.copyLog(ctx, out)
 }
@@ -368,7 +369,7 @@ func (r *runner) cleanup(parent context.Context) {
 		})
 		if err != nil {
 			fmt.Fprintf(r.d.IO.Stderr(), "error: could not delete %s %s: %v; delete it with 'kubectl delete %s %s -n %s'\n",
-				what, name, oneLine(kube.TranslateError(last).Error()), strings.ToLower(what), name, ns)
+				what, name, text.Excerpt(kube.TranslateError(last).Error()), strings.ToLower(what), name, ns)
 		}
 	}
 	if r.created {
@@ -457,5 +458,5 @@ func runtimeMessage(msg string) string {
 	if m := runtimeExec.FindString(msg); m != "" {
 		return m
 	}
-	return oneLine(msg)
+	return text.Excerpt(msg)
 }

@@ -6,8 +6,8 @@ import (
 	"os"
 	"regexp"
 	"strings"
-	"time"
 
+	"tug.dev/tug/pkg/text"
 	"tug.dev/tug/pkg/usage"
 )
 
@@ -106,7 +106,7 @@ func promptUnit(ctx context.Context, p Prompter, units []Unit) (Unit, error) {
 	options := make([]string, len(units))
 	byOption := map[string]Unit{}
 	for i, u := range units {
-		options[i] = fmt.Sprintf("%-*s  %s, %s, on %s, up %s", width, u.Name, u.Process, unitState(u), u.Node, ago(u.Created))
+		options[i] = fmt.Sprintf("%-*s  %s, %s, on %s, up %s", width, u.Name, u.Process, unitState(u), u.Node, text.Age(u.Created))
 		byOption[options[i]] = u
 	}
 	choice, err := p.Select(ctx, "Which unit?", options, options[0])
@@ -114,19 +114,6 @@ func promptUnit(ctx context.Context, p Prompter, units []Unit) (Unit, error) {
 		return Unit{}, err
 	}
 	return byOption[choice], nil
-}
-
-func ago(t time.Time) string {
-	d := time.Since(t)
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh", int(d.Hours()))
-	}
-	return fmt.Sprintf("%dd", int(d.Hours()/24))
 }
 
 func escapePct(s string) string { return strings.ReplaceAll(s, "%", "%%") }
