@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -11,6 +10,7 @@ import (
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/text"
 	"tug.dev/tug/pkg/usage"
 )
 
@@ -180,7 +180,7 @@ func newAppListCmd(f *cli.Factory) *cobra.Command {
 				}
 				t := cli.NewTable("name", "release", "units", "image", "age")
 				for _, a := range apps {
-					t.AddRow(a.Name, releaseCell(a.Release), unitsCell(a.Processes), a.Image, age(a.CreatedAt))
+					t.AddRow(a.Name, releaseCell(a.Release), unitsCell(a.Processes), a.Image, text.Age(a.CreatedAt))
 				}
 				return t.Render(f.IOStreams, o.NoHeaders)
 			})
@@ -210,23 +210,6 @@ func unitsCell(procs []app.ProcessSummary) string {
 		}
 	}
 	return strings.Join(parts, ", ")
-}
-
-func age(t time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	d := time.Since(t)
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh", int(d.Hours()))
-	default:
-		return fmt.Sprintf("%dd", int(d.Hours()/24))
-	}
 }
 
 // readFileArg reads a file named on the command line, saying which flag named it.

@@ -8,6 +8,7 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/text"
 )
 
 func newAppInfoCmd(f *cli.Factory) *cobra.Command {
@@ -69,7 +70,7 @@ func printAppInfo(ios *cli.IOStreams, in *app.Info) error {
 		fmt.Fprintf(w, "Allowed:    %s\n", strings.Join(in.Allow, ", "))
 	}
 	if lc := in.LastChange; lc != nil {
-		line := fmt.Sprintf("v%d %s, %s by %s, %s ago", lc.Version, lc.Kind, lc.Status, lc.Author, age(lc.CreatedAt))
+		line := fmt.Sprintf("v%d %s, %s by %s, %s ago", lc.Version, lc.Kind, lc.Status, lc.Author, text.Age(lc.CreatedAt))
 		if lc.FailReason != "" {
 			line += ": " + lc.FailReason
 		}

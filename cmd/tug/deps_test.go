@@ -36,3 +36,34 @@ func TestBinaryStaysLean(t *testing.T) {
 		}
 	}
 }
+
+// TestLibraryPackagesDoNotImportCLI keeps pkg/* free of the command line:
+// library packages declare the small interfaces they need (streams, a
+// prompter, progress) and cmd/tug passes pkg/cli values that satisfy them.
+// Only pkg/cli and its subpackages may import pkg/cli, in tests too.
+func TestLibraryPackagesDoNotImportCLI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	const cliPkg = "tug.dev/tug/pkg/cli"
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}`, "tug.dev/tug/pkg/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) < 10 {
+		t.Fatalf("suspiciously few packages (%d): is go list listing pkg/...?", len(lines))
+	}
+	underCLI := func(p string) bool { return p == cliPkg || strings.HasPrefix(p, cliPkg+"/") }
+	for _, l := range lines {
+		f := strings.Fields(l)
+		if underCLI(f[0]) {
+			continue
+		}
+		for _, imp := range f[1:] {
+			if underCLI(imp) {
+				t.Errorf("%s imports %s; declare a small interface in %s instead and let cmd/tug pass the cli value", f[0], imp, f[0])
+			}
+		}
+	}
+}

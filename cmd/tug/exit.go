@@ -10,7 +10,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"tug.dev/tug/pkg/cli"
+	tugexec "tug.dev/tug/pkg/exec"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/text"
 	"tug.dev/tug/pkg/usage"
 )
 
@@ -30,7 +32,7 @@ func exitCode(ctx context.Context, stderr io.Writer, cmd *cobra.Command, err err
 	if err == nil {
 		return cli.ExitOK
 	}
-	var exitErr *cli.ExitError
+	var exitErr *tugexec.ExitError
 	if errors.As(err, &exitErr) {
 		return exitErr.Code
 	}
@@ -44,11 +46,11 @@ func exitCode(ctx context.Context, stderr io.Writer, cmd *cobra.Command, err err
 	// docs/exit-codes.md) prints like any failure and exits with that code.
 	var coded interface{ ExitCode() int }
 	if errors.As(err, &coded) {
-		fmt.Fprintf(stderr, "error: %s\n", cli.Sanitize(cli.WithCommandName(oneLine(err.Error()), name)))
+		fmt.Fprintf(stderr, "error: %s\n", cli.Sanitize(cli.WithCommandName(text.OneLine(err.Error()), name)))
 		return coded.ExitCode()
 	}
 	if usage.Is(err) {
-		fmt.Fprintf(stderr, "error: %s\n", cli.Sanitize(cli.WithCommandName(oneLine(err.Error()), name)))
+		fmt.Fprintf(stderr, "error: %s\n", cli.Sanitize(cli.WithCommandName(text.OneLine(err.Error()), name)))
 		if s := usage.Suggest(err); len(s) > 0 {
 			fmt.Fprintf(stderr, "did you mean %s?\n", quoteJoin(s))
 		}
@@ -57,7 +59,7 @@ func exitCode(ctx context.Context, stderr io.Writer, cmd *cobra.Command, err err
 		}
 		return cli.ExitUsage
 	}
-	fmt.Fprintf(stderr, "error: %s\n", cli.Sanitize(cli.WithCommandName(oneLine(kube.TranslateError(err).Error()), name)))
+	fmt.Fprintf(stderr, "error: %s\n", cli.Sanitize(cli.WithCommandName(text.OneLine(kube.TranslateError(err).Error()), name)))
 	return cli.ExitFailure
 }
 
@@ -72,9 +74,4 @@ func quoteJoin(words []string) string {
 	default:
 		return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
 	}
-}
-
-// oneLine keeps a failure to one line, whatever a wrapped error contains.
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
 }

@@ -11,6 +11,7 @@ import (
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/node"
+	"tug.dev/tug/pkg/text"
 	"tug.dev/tug/pkg/usage"
 )
 
@@ -180,7 +181,7 @@ func printNodeInfo(ios *cli.IOStreams, in *node.Info) error {
 		}
 	}
 	line("System", strings.Join(sys, ", "))
-	line("Created", fmt.Sprintf("%s ago (%s)", age(in.CreatedAt), in.CreatedAt.Local().Format(time.RFC3339)))
+	line("Created", fmt.Sprintf("%s ago (%s)", text.Age(in.CreatedAt), in.CreatedAt.Local().Format(time.RFC3339)))
 	if len(in.Taints) > 0 {
 		line("Taints", node.ShortTaints(in.Taints))
 	}
@@ -191,7 +192,7 @@ func printNodeInfo(ios *cli.IOStreams, in *node.Info) error {
 	} else {
 		t := cli.NewTable("condition", "status", "reason", "since", "message")
 		for _, c := range in.Conditions {
-			t.AddRow(c.Type, c.Status, c.Reason, age(c.Since), c.Message)
+			t.AddRow(c.Type, c.Status, c.Reason, text.Age(c.Since), c.Message)
 		}
 		if err := t.Render(ios, false); err != nil {
 			return err
@@ -497,7 +498,7 @@ the kubelet restarts: stop it first.`,
 func printRemoveResult(ios *cli.IOStreams, r *node.RemoveResult) error {
 	w := ios.Out
 	verb := map[bool]string{true: "would move", false: "moved"}[r.DryRun]
-	fmt.Fprintf(w, "node %s (cluster %s): %s %d %s\n", r.Node, r.Cluster, verb, len(r.Evicted), pluralWord(len(r.Evicted), "pod", "pods"))
+	fmt.Fprintf(w, "node %s (cluster %s): %s %d %s\n", r.Node, r.Cluster, verb, len(r.Evicted), text.Plural(len(r.Evicted), "pod", "pods"))
 	for _, s := range r.Surges {
 		state := ""
 		switch {
@@ -508,7 +509,7 @@ func printRemoveResult(ios *cli.IOStreams, r *node.RemoveResult) error {
 		default:
 			state = fmt.Sprintf(" (surged to %d while moving; count changed since, left as is)", s.To)
 		}
-		fmt.Fprintf(w, "  %s/%s %s: %d %s%s\n", s.Namespace, s.App, s.Process, s.From, pluralWord(int(s.From), "unit", "units"), state)
+		fmt.Fprintf(w, "  %s/%s %s: %d %s%s\n", s.Namespace, s.App, s.Process, s.From, text.Plural(int(s.From), "unit", "units"), state)
 	}
 	for _, p := range r.Evicted {
 		what := ""

@@ -9,6 +9,7 @@ import (
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
+	"tug.dev/tug/pkg/text"
 )
 
 func newReleaseCmd(f *cli.Factory) *cobra.Command {
@@ -54,7 +55,7 @@ func newReleaseListCmd(f *cli.Factory) *cobra.Command {
 					if r.FailReason != "" {
 						msg = r.FailReason
 					}
-					t.AddRow(fmt.Sprintf("v%d%s", r.Version, mark), r.Kind, string(r.Status), dash(r.Image), r.Author, age(r.CreatedAt), msg)
+					t.AddRow(fmt.Sprintf("v%d%s", r.Version, mark), r.Kind, string(r.Status), dash(r.Image), r.Author, text.Age(r.CreatedAt), msg)
 				}
 				return t.Render(f.IOStreams, o.NoHeaders)
 			})
@@ -109,7 +110,7 @@ func newReleaseInfoCmd(f *cli.Factory) *cobra.Command {
 				}
 				fmt.Fprintf(w, "Image:    %s\n", dash(r.Image))
 				fmt.Fprintf(w, "Author:   %s\n", cli.Sanitize(r.Author))
-				fmt.Fprintf(w, "Created:  %s (%s ago)\n", r.CreatedAt.Local().Format("2006-01-02 15:04:05"), age(r.CreatedAt))
+				fmt.Fprintf(w, "Created:  %s (%s ago)\n", r.CreatedAt.Local().Format("2006-01-02 15:04:05"), text.Age(r.CreatedAt))
 				if r.Message != "" {
 					fmt.Fprintf(w, "Message:  %s\n", cli.Sanitize(r.Message))
 				}

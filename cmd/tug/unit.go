@@ -8,6 +8,7 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/text"
 	"tug.dev/tug/pkg/usage"
 )
 
@@ -133,7 +134,7 @@ func unitTable(units []app.Unit, wide, withApp bool) *cli.Table {
 		if u.Ready {
 			ready = "yes"
 		}
-		row := []string{u.Name, u.Process, releaseCell(u.Release), status, ready, strconv.Itoa(int(u.Restarts)), age(u.CreatedAt)}
+		row := []string{u.Name, u.Process, releaseCell(u.Release), status, ready, strconv.Itoa(int(u.Restarts)), text.Age(u.CreatedAt)}
 		if withApp {
 			row = append([]string{u.App}, row...)
 		}

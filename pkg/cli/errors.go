@@ -2,7 +2,6 @@ package cli
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 
 	"tug.dev/tug/pkg/usage"
@@ -16,15 +15,6 @@ const (
 	ExitUsage       = 2
 	ExitInterrupted = 130 // 128 + SIGINT, what shells report for Ctrl-C
 )
-
-// ExitError carries the exit code of a remote command (run, shell, exec) that
-// has already printed its own output; tug exits with the same code and adds
-// nothing.
-type ExitError struct {
-	Code int
-}
-
-func (e *ExitError) Error() string { return fmt.Sprintf("command exited with code %d", e.Code) }
 
 // ErrNoPrompt is wrapped by errors returned when an answer is needed but
 // nobody can type it (stdin or stdout is not a terminal). It is a usage

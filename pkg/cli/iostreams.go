@@ -63,6 +63,12 @@ func (s *IOStreams) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&s.noColorFlag, "no-color", false, "Disable colour in output (also NO_COLOR=1)")
 }
 
+// Stdin, Stdout and Stderr return In, Out and ErrOut, for library packages
+// that take the streams through an interface of their own.
+func (s *IOStreams) Stdin() io.Reader  { return s.In }
+func (s *IOStreams) Stdout() io.Writer { return s.Out }
+func (s *IOStreams) Stderr() io.Writer { return s.ErrOut }
+
 func (s *IOStreams) IsStdinTTY() bool  { return s.stdinTTY }
 func (s *IOStreams) IsStdoutTTY() bool { return s.stdoutTTY }
 func (s *IOStreams) IsStderrTTY() bool { return s.stderrTTY }

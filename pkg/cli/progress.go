@@ -20,15 +20,6 @@ type Progress interface {
 	Fail(msg string)
 }
 
-// NoProgress discards everything; for library callers and tests.
-func NoProgress() Progress { return noProgress{} }
-
-type noProgress struct{}
-
-func (noProgress) Update(string) {}
-func (noProgress) Done(string)   {}
-func (noProgress) Fail(string)   {}
-
 // NewProgress returns a spinner when stderr is a terminal and timestamped
 // lines otherwise (CI logs, files), where a spinner's carriage returns would
 // be noise.

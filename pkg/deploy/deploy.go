@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/text"
 )
 
 // Deps are what a rollout needs from outside.
@@ -378,7 +379,7 @@ func plan(a *app.App, base *app.Release, baseConfig app.ConfigMap, next *app.Rel
 		var changes []string
 		switch {
 		case !existed:
-			changes = append(changes, fmt.Sprintf("new process, %d %s, command %s", units, plural(int(units), "unit", "units"), describeCommand(next.Processes[name])))
+			changes = append(changes, fmt.Sprintf("new process, %d %s, command %s", units, text.Plural(int(units), "unit", "units"), describeCommand(next.Processes[name])))
 		default:
 			if oldImage != next.Image {
 				changes = append(changes, fmt.Sprintf("image %s -> %s", oldImage, next.Image))
@@ -387,7 +388,7 @@ func plan(a *app.App, base *app.Release, baseConfig app.ConfigMap, next *app.Rel
 				changes = append(changes, fmt.Sprintf("command %s -> %s", describeCommand(oldCmd), describeCommand(next.Processes[name])))
 			}
 			if len(changes) > 0 || envChanged {
-				changes = append(changes, fmt.Sprintf("%d %s restart", units, plural(int(units), "unit", "units")))
+				changes = append(changes, fmt.Sprintf("%d %s restart", units, text.Plural(int(units), "unit", "units")))
 			}
 		}
 		if len(changes) == 0 {

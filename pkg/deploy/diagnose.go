@@ -9,6 +9,7 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/text"
 )
 
 // Class is the kind of a failed rollout. Each has its own exit code
@@ -74,13 +75,13 @@ func diagnosePod(p *corev1.Pod, now time.Time) *Failure {
 		if w := c.State.Waiting; w != nil {
 			switch w.Reason {
 			case "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "RegistryUnavailable":
-				return fail(ClassImagePull, w.Reason, "image %q cannot be pulled: %s", c.Image, oneLine(w.Message))
+				return fail(ClassImagePull, w.Reason, "image %q cannot be pulled: %s", c.Image, text.Excerpt(w.Message))
 			case "CreateContainerConfigError", "CreateContainerError", "RunContainerError":
 				// The kubelet fetches a new release's Secret on its own
 				// schedule; until then it reports a config error that fixes
 				// itself. A missing Secret or key does not.
 				if !transientConfigError(w.Message) {
-					return fail(ClassConfig, w.Reason, "%s cannot start: %s", proc, oneLine(w.Message))
+					return fail(ClassConfig, w.Reason, "%s cannot start: %s", proc, text.Excerpt(w.Message))
 				}
 			case "CrashLoopBackOff":
 				return crashed(fail, c)
@@ -88,7 +89,7 @@ func diagnosePod(p *corev1.Pod, now time.Time) *Failure {
 		}
 		if t := c.State.Terminated; t != nil {
 			if t.Reason == "StartError" || t.Reason == "ContainerCannotRun" {
-				return fail(ClassConfig, t.Reason, "%s cannot start: %s", proc, oneLine(t.Message))
+				return fail(ClassConfig, t.Reason, "%s cannot start: %s", proc, text.Excerpt(t.Message))
 			}
 			if c.RestartCount >= 1 || p.Spec.RestartPolicy == corev1.RestartPolicyNever {
 				return crashed(fail, c)
@@ -97,7 +98,7 @@ func diagnosePod(p *corev1.Pod, now time.Time) *Failure {
 		if c.RestartCount >= 1 && c.LastTerminationState.Terminated != nil {
 			t := c.LastTerminationState.Terminated
 			if t.Reason == "StartError" || t.Reason == "ContainerCannotRun" {
-				return fail(ClassConfig, t.Reason, "%s cannot start: %s", proc, oneLine(t.Message))
+				return fail(ClassConfig, t.Reason, "%s cannot start: %s", proc, text.Excerpt(t.Message))
 			}
 			if t.Reason != "OOMKilled" || c.RestartCount >= 2 {
 				return crashed(fail, c)
@@ -107,7 +108,7 @@ func diagnosePod(p *corev1.Pod, now time.Time) *Failure {
 	for _, cond := range p.Status.Conditions {
 		if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse && cond.Reason == corev1.PodReasonUnschedulable {
 			if now.Sub(cond.LastTransitionTime.Time) >= unschedulableGrace {
-				return fail(ClassUnschedulable, cond.Reason, "%s units cannot be placed on any node: %s", proc, oneLine(cond.Message))
+				return fail(ClassUnschedulable, cond.Reason, "%s units cannot be placed on any node: %s", proc, text.Excerpt(cond.Message))
 			}
 		}
 	}
@@ -138,7 +139,7 @@ func crashed(fail func(Class, string, string, ...any) *Failure, c corev1.Contain
 		f.Message = fmt.Sprintf("%s was killed for using more memory than its limit (OOMKilled, exit code %d)", c.Name, t.ExitCode)
 	}
 	if t.Message != "" && t.Reason != "OOMKilled" {
-		f.Message += ": " + oneLine(t.Message)
+		f.Message += ": " + text.Excerpt(t.Message)
 	}
 	code := t.ExitCode
 	f.ContainerExitCode = &code
@@ -178,12 +179,4 @@ func readinessGrace(p *corev1.Probe) time.Duration {
 		g = minUnreadyGrace
 	}
 	return g
-}
-
-func oneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 400 {
-		s = s[:400] + "..."
-	}
-	return s
 }

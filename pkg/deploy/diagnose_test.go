@@ -328,13 +328,3 @@ func TestFailureExitCode(t *testing.T) {
 		seen[c] = class
 	}
 }
-
-func TestOneLine(t *testing.T) {
-	if got := oneLine("  a\n\tb   c \r\n"); got != "a b c" {
-		t.Errorf("oneLine = %q", got)
-	}
-	long := oneLine(strings.Repeat("x", 1000))
-	if len(long) != 403 || !strings.HasSuffix(long, "...") {
-		t.Errorf("oneLine of 1000 chars has %d chars", len(long))
-	}
-}

@@ -10,6 +10,7 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/text"
 )
 
 // Remove deletes every object of an app (Deployments and their units,
@@ -78,7 +79,7 @@ func waitNoPods(ctx context.Context, d Deps, appName string) error {
 	err := kube.WaitPods(ctx, d.Client, d.Namespace, metav1.ListOptions{LabelSelector: kube.AppSelector(appName)}, func(pods map[string]*corev1.Pod) bool {
 		if n := len(pods); n > 0 && n != last {
 			last = n
-			d.Progress.Update(fmt.Sprintf("waiting for %d %s to stop", n, plural(n, "unit", "units")))
+			d.Progress.Update(fmt.Sprintf("waiting for %d %s to stop", n, text.Plural(n, "unit", "units")))
 		}
 		return len(pods) == 0
 	})

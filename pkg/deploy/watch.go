@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/text"
 )
 
 // Progress is where the rollout says what it is waiting for; cli.Progress
@@ -189,7 +190,7 @@ func (r *rollout) check(ctx context.Context, now time.Time) (bool, error) {
 		}
 		for _, c := range d.Status.Conditions {
 			if c.Type == appsv1.DeploymentProgressing && c.Reason == "ProgressDeadlineExceeded" && d.Status.ObservedGeneration >= gen {
-				return true, &Failure{Class: ClassTimeout, Process: d.Labels[kube.LabelProcess], Reason: c.Reason, Message: oneLine(c.Message)}
+				return true, &Failure{Class: ClassTimeout, Process: d.Labels[kube.LabelProcess], Reason: c.Reason, Message: text.Excerpt(c.Message)}
 			}
 		}
 		if !rolledOut(d, gen) {
@@ -220,7 +221,7 @@ func (r *rollout) explain(ctx context.Context, p *corev1.Pod, f *Failure) {
 		f.Logs = r.lastLogs(ctx, p)
 	case ClassUnready:
 		if msg := r.lastEvent(ctx, p, "Unhealthy"); msg != "" {
-			f.Message += ": " + oneLine(msg)
+			f.Message += ": " + text.Excerpt(msg)
 		}
 	}
 }
@@ -316,21 +317,14 @@ func (r *rollout) summary() string {
 	parts := make([]string, 0, len(procs))
 	for _, proc := range procs {
 		c := counts[proc]
-		s := fmt.Sprintf("%s: %d of %d new %s ready", proc, c.ready, c.want, plural(c.want, "unit", "units"))
+		s := fmt.Sprintf("%s: %d of %d new %s ready", proc, c.ready, c.want, text.Plural(c.want, "unit", "units"))
 		if c.old > 0 {
-			s += fmt.Sprintf(", %d old %s running", c.old, plural(c.old, "unit", "units"))
+			s += fmt.Sprintf(", %d old %s running", c.old, text.Plural(c.old, "unit", "units"))
 		}
 		if c.terminating > 0 {
-			s += fmt.Sprintf(", %d old %s terminating", c.terminating, plural(c.terminating, "unit", "units"))
+			s += fmt.Sprintf(", %d old %s terminating", c.terminating, text.Plural(c.terminating, "unit", "units"))
 		}
 		parts = append(parts, s)
 	}
 	return strings.Join(parts, "; ")
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }

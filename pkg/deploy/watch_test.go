@@ -385,14 +385,6 @@ func TestRolloutWait(t *testing.T) {
 	})
 }
 
-func TestPlural(t *testing.T) {
-	for n, want := range map[int]string{0: "units", 1: "unit", 2: "units"} {
-		if got := plural(n, "unit", "units"); got != want {
-			t.Errorf("plural(%d) = %s", n, got)
-		}
-	}
-}
-
 // chanProgress sends every progress line to a channel (dropping lines when
 // nobody reads, so the rollout never blocks on the test).
 type chanProgress chan string

@@ -18,7 +18,6 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/kube"
 )
 
@@ -31,9 +30,22 @@ type Env interface {
 	KubeClient() (kubernetes.Interface, error)
 }
 
+// Progress shows which step doctor is on; cli.Progress satisfies it.
+type Progress interface {
+	Update(msg string)
+	Done(msg string)
+	Fail(msg string)
+}
+
+type noProgress struct{}
+
+func (noProgress) Update(string) {}
+func (noProgress) Done(string)   {}
+func (noProgress) Fail(string)   {}
+
 // Options tune a run; the zero value is fine.
 type Options struct {
-	Progress cli.Progress
+	Progress Progress
 	// Concurrency bounds the access reviews in flight (default 8).
 	Concurrency int
 	// ClientMinor is the Kubernetes minor version tug's client library
@@ -108,7 +120,7 @@ const versionTimeout = 10 * time.Second
 // context does.
 func Run(ctx context.Context, env Env, opts Options) (*Report, error) {
 	if opts.Progress == nil {
-		opts.Progress = cli.NoProgress()
+		opts.Progress = noProgress{}
 	}
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = 8

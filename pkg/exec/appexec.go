@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+
+	"tug.dev/tug/pkg/text"
 )
 
 // ExecOptions are `tug app exec`'s.
@@ -24,7 +26,7 @@ const maxParallel = 32
 // Exec runs a command in one unit, or in every running unit with All.
 //
 // In one unit, output is passed through as is and the exit code is the
-// remote command's (a cli.ExitError). In every unit, each line of output is
+// remote command's (an ExitError). In every unit, each line of output is
 // prefixed with its unit's name (stdout lines on stdout, stderr lines on
 // stderr) and the result is an *ExecError with the exit code of the first
 // unit, in the order units are listed (web first, then by name), whose
@@ -48,7 +50,7 @@ func Exec(ctx context.Context, d Deps, o ExecOptions) error {
 			return d.Executor.Exec(ctx, u.target(d.Namespace), o.Command, s)
 		})
 		if aerr := wait(); aerr != nil {
-			warnf(d.IO.ErrOut, "%v", aerr)
+			warnf(d.IO.Stderr(), "%v", aerr)
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -85,7 +87,7 @@ func execAll(ctx context.Context, d Deps, units []Unit, argv []string, command s
 	}
 	colors := NewColorizer(d.IO.ColorEnabled())
 	errColors := NewColorizer(d.IO.ErrColorEnabled())
-	stdout, stderr := NewSyncWriter(d.IO.Out), NewSyncWriter(d.IO.ErrOut)
+	stdout, stderr := NewSyncWriter(d.IO.Stdout()), NewSyncWriter(d.IO.Stderr())
 	results := make([]unitResult, len(units))
 	sem := make(chan struct{}, maxParallel)
 	var wg sync.WaitGroup
@@ -114,7 +116,7 @@ func execAll(ctx context.Context, d Deps, units []Unit, argv []string, command s
 					if code, why, ok := startFailure(err); ok {
 						r.Code, r.Err = code, fmt.Errorf("%s: %s", why, runtimeMessage(err.Error()))
 					}
-					fmt.Fprintf(errOut, "error: %s\n", oneLine(r.Err.Error()))
+					fmt.Fprintf(errOut, "error: %s\n", text.Excerpt(r.Err.Error()))
 				}
 			}
 			if aerr := wait(); aerr != nil {
@@ -154,7 +156,7 @@ func summarize(results []unitResult) error {
 		}
 		e.Failed++
 		if r.Err != nil {
-			e.Details = append(e.Details, fmt.Sprintf("%s (%s)", r.Unit, oneLine(r.Err.Error())))
+			e.Details = append(e.Details, fmt.Sprintf("%s (%s)", r.Unit, text.Excerpt(r.Err.Error())))
 		} else {
 			e.Details = append(e.Details, fmt.Sprintf("%s (exit %d)", r.Unit, r.Code))
 		}

@@ -9,8 +9,6 @@ import (
 
 	"k8s.io/client-go/kubernetes/fake"
 	clientexec "k8s.io/client-go/util/exec"
-
-	"tug.dev/tug/pkg/cli"
 )
 
 func TestExecAllPrefixesAndReturnsTheFirstFailure(t *testing.T) {
@@ -85,7 +83,7 @@ func TestExecOneUnitPassesOutputAndCodeThrough(t *testing.T) {
 	}}
 	d, _, out, _ := testDeps(c, ex)
 	err := Exec(context.Background(), d, ExecOptions{App: "shop", Unit: "shop-web-b", Command: []string{"ls", "-l"}})
-	var ee *cli.ExitError
+	var ee *ExitError
 	if !errors.As(err, &ee) || ee.Code != 6 {
 		t.Fatalf("exit code: %v", err)
 	}

@@ -81,16 +81,6 @@ type Remote struct {
 	Protocol Protocol
 }
 
-// NewRemote returns an Executor for config, using the protocol
-// TUG_EXEC_PROTOCOL asks for.
-func NewRemote(config *rest.Config, client kubernetes.Interface) (*Remote, error) {
-	p, err := ProtocolFromEnv()
-	if err != nil {
-		return nil, err
-	}
-	return &Remote{Config: config, Client: client, Protocol: p}, nil
-}
-
 func (r *Remote) Exec(ctx context.Context, t Target, command []string, s Streams) error {
 	return r.stream(ctx, r.execURL(t, command, s), s)
 }

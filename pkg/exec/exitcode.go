@@ -6,8 +6,6 @@ import (
 	"strings"
 
 	clientexec "k8s.io/client-go/util/exec"
-
-	"tug.dev/tug/pkg/cli"
 )
 
 // ExitCode is the remote command's exit code carried by err, if any.
@@ -18,6 +16,15 @@ func ExitCode(err error) (int, bool) {
 	}
 	return 0, false
 }
+
+// ExitError carries the exit code of a remote command (run, shell, exec)
+// that has already printed its own output; tug exits with the same code and
+// adds nothing.
+type ExitError struct {
+	Code int
+}
+
+func (e *ExitError) Error() string { return fmt.Sprintf("command exited with code %d", e.Code) }
 
 // Shells' codes for a command that cannot run.
 const (
@@ -40,7 +47,7 @@ func startFailure(err error) (code int, why string, ok bool) {
 }
 
 // remoteResult turns the end of a session into what tug returns: nil for
-// success, a cli.ExitError carrying a remote exit code (tug prints nothing
+// success, an ExitError carrying a remote exit code (tug prints nothing
 // more: the command printed its own output), or a failure.
 func remoteResult(err error, where string) error {
 	if err == nil {
@@ -50,7 +57,7 @@ func remoteResult(err error, where string) error {
 		if code == 0 {
 			return nil
 		}
-		return &cli.ExitError{Code: code}
+		return &ExitError{Code: code}
 	}
 	if code, why, ok := startFailure(err); ok {
 		return &CommandError{Code: code, Msg: fmt.Sprintf("%s in %s: %s", why, where, runtimeMessage(err.Error()))}
@@ -67,11 +74,3 @@ type CommandError struct {
 
 func (e *CommandError) Error() string { return e.Msg }
 func (e *CommandError) ExitCode() int { return e.Code }
-
-func oneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 400 {
-		s = s[:400] + "..."
-	}
-	return s
-}

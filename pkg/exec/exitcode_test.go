@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	clientexec "k8s.io/client-go/util/exec"
-
-	"tug.dev/tug/pkg/cli"
 )
 
 func TestExitCode(t *testing.T) {
@@ -51,7 +49,7 @@ func TestRemoteResult(t *testing.T) {
 					t.Fatalf("got %v, want the error itself", err)
 				}
 			default:
-				var ee *cli.ExitError
+				var ee *ExitError
 				var ce *CommandError
 				switch {
 				case errors.As(err, &ee):

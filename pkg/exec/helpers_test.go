@@ -1,7 +1,11 @@
 package exec
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"io"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -11,7 +15,6 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"tug.dev/tug/pkg/app"
-	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/kube"
 )
 
@@ -75,9 +78,44 @@ func (f *fakeExecutor) Attach(_ context.Context, t Target, s Streams) error {
 	return f.run(t, nil, s)
 }
 
-func testDeps(c *fake.Clientset, ex Executor) (Deps, *cli.IOStreams, interface{ String() string }, interface{ String() string }) {
-	ios, _, out, errOut := cli.TestIOStreams()
-	return Deps{Client: c, Namespace: ns, Executor: ex, IO: ios, User: func() string { return "alice" }, CommandName: "tug"}, ios, out, errOut
+func testDeps(c *fake.Clientset, ex Executor) (Deps, *testIO, interface{ String() string }, interface{ String() string }) {
+	ios := &testIO{}
+	return Deps{Client: c, Namespace: ns, Executor: ex, IO: ios, User: func() string { return "alice" }, CommandName: "tug"}, ios, &ios.out, &ios.errOut
+}
+
+// testIO is a terminal made of buffers, without colour; stdin and stdout are
+// terminals only when a test says so.
+type testIO struct {
+	in, out, errOut     bytes.Buffer
+	stdinTTY, stdoutTTY bool
+}
+
+func (t *testIO) Stdin() io.Reader      { return &t.in }
+func (t *testIO) Stdout() io.Writer     { return &t.out }
+func (t *testIO) Stderr() io.Writer     { return &t.errOut }
+func (t *testIO) IsStdinTTY() bool      { return t.stdinTTY }
+func (t *testIO) CanPrompt() bool       { return t.stdinTTY && t.stdoutTTY }
+func (t *testIO) ColorEnabled() bool    { return false }
+func (t *testIO) ErrColorEnabled() bool { return false }
+
+// fakePrompter answers Select questions from a script; running out of
+// answers, or an answer that is not an option, is an error.
+type fakePrompter struct {
+	answers []string
+	asked   []string
+}
+
+func (f *fakePrompter) Select(_ context.Context, question string, options []string, _ string) (string, error) {
+	f.asked = append(f.asked, question)
+	if len(f.answers) == 0 {
+		return "", fmt.Errorf("fake prompter: unexpected select %q", question)
+	}
+	a := f.answers[0]
+	f.answers = f.answers[1:]
+	if !slices.Contains(options, a) {
+		return "", fmt.Errorf("fake prompter: answer %q is not among the options %q of %q", a, options, question)
+	}
+	return a, nil
 }
 
 func metaList() metav1.ListOptions { return metav1.ListOptions{} }

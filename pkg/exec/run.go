@@ -18,9 +18,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"tug.dev/tug/pkg/app"
-	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/text"
 	"tug.dev/tug/pkg/usage"
 )
 
@@ -75,7 +75,7 @@ const (
 
 // Run runs a command in a one-off pod made from the app's current release
 // (see buildRunPod), waits for it with a watch, streams its output and
-// returns the container's exit code as a cli.ExitError. The pod is deleted
+// returns the container's exit code as an ExitError. The pod is deleted
 // on every way out: success, failure, Ctrl-C, SIGTERM, SIGHUP, a lost
 // connection. With Detach it is left running and Run returns once it has
 // started.
@@ -125,7 +125,7 @@ func Run(ctx context.Context, d Deps, o RunOptions) (res *RunResult, err error) 
 			return
 		}
 		if aerr := waitAudit(); aerr != nil {
-			warnf(d.IO.ErrOut, "%v", aerr)
+			warnf(d.IO.Stderr(), "%v", aerr)
 		}
 	}()
 	if err := r.create(ctx); err != nil {
@@ -153,7 +153,7 @@ func Run(ctx context.Context, d Deps, o RunOptions) (res *RunResult, err error) 
 		r.end(fmt.Sprintf("interrupted; deleting run pod %s", r.name))
 		return nil, ctx.Err()
 	case err == nil && code != 0:
-		return &RunResult{Pod: r.name}, &cli.ExitError{Code: code}
+		return &RunResult{Pod: r.name}, &ExitError{Code: code}
 	case err == nil:
 		return &RunResult{Pod: r.name}, nil
 	case o.Timeout > 0 && (runCtx.Err() != nil || isTimeout(err)):
@@ -171,7 +171,7 @@ type runner struct {
 	name      string
 	pod       *corev1.Pod
 	container string
-	progress  cli.Progress
+	progress  Progress
 	spinning  bool
 
 	secretCreated, created, finished, detached bool
@@ -211,7 +211,7 @@ func (r *runner) create(parent context.Context) error {
 		// The Secret goes with the pod, even if tug does not get to delete it.
 		patch := fmt.Sprintf(`{"metadata":{"ownerReferences":[{"apiVersion":"v1","kind":"Pod","name":%q,"uid":%q}]}}`, created.Name, created.UID)
 		if _, err := r.d.Client.CoreV1().Secrets(ns).Patch(ctx, runEnvSecretName(r.name), types.MergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: kube.FieldManager}); err != nil {
-			warnf(r.d.IO.ErrOut, "the Secret %s of the run's --env will not be removed with the pod: %v", runEnvSecretName(r.name), kube.TranslateError(err))
+			warnf(r.d.IO.Stderr(), "the Secret %s of the run's --env will not be removed with the pod: %v", runEnvSecretName(r.name), kube.TranslateError(err))
 		}
 	}
 	return parent.Err()
@@ -278,7 +278,7 @@ func (r *runner) run(ctx context.Context, tty bool, what string) (int, error) {
 		return 0, fmt.Errorf("run pod %s ended (%s) without an exit code", r.name, final.Status.Phase)
 	}
 	if t.Reason == "OOMKilled" {
-		warnf(r.d.IO.ErrOut, "%s was killed for using more memory than its limit (OOMKilled)", r.name)
+		warnf(r.d.IO.Stderr(), "%s was killed for using more memory than its limit (OOMKilled)", r.name)
 	}
 	return int(t.ExitCode), nil
 }
@@ -305,7 +305,7 @@ func (r *runner) fail(err error) {
 // its log, which has every line from the first (attaching to a process
 // that already runs misses what it printed before).
 func (r *runner) stream(ctx context.Context, tty bool, p *corev1.Pod) error {
-	out := &countingWriter{w: r.d.IO.Out}
+	out := &countingWriter{w: r.d.IO.Stdout()}
 	if (r.o.Stdin || r.o.TTY) && terminated(p, r.container) == nil {
 		target := Target{Namespace: r.d.Namespace, Pod: r.name, Container: r.container}
 		err := withTerminal(ctx, r.d, tty, true, true, func(s Streams) error {
@@ -318,7 +318,7 @@ func (r *runner) stream(ctx context.Context, tty bool, p *corev1.Pod) error {
 		if out.n.Load() > 0 {
 			return fmt.Errorf("lost the connection to run pod %s: %w", r.name, kube.TranslateError(err))
 		}
-		warnf(r.d.IO.ErrOut, "could not attach to %s (%v); showing its output from its log instead", r.name, oneLine(kube.TranslateError(err).Error()))
+		warnf(r.d.IO.Stderr(), "could not attach to %s (%v); showing its output from its log instead", r.name, text.Excerpt(kube.TranslateError(err).Error()))
 	}
 	return r.copyLog(ctx, out)
 }
@@ -368,8 +368,8 @@ func (r *runner) cleanup(parent context.Context) {
 			return last == nil || apierrors.IsNotFound(last), nil
 		})
 		if err != nil {
-			fmt.Fprintf(r.d.IO.ErrOut, "error: could not delete %s %s: %v; delete it with 'kubectl delete %s %s -n %s'\n",
-				what, name, oneLine(kube.TranslateError(last).Error()), strings.ToLower(what), name, ns)
+			fmt.Fprintf(r.d.IO.Stderr(), "error: could not delete %s %s: %v; delete it with 'kubectl delete %s %s -n %s'\n",
+				what, name, text.Excerpt(kube.TranslateError(last).Error()), strings.ToLower(what), name, ns)
 		}
 	}
 	if r.created {
@@ -458,5 +458,5 @@ func runtimeMessage(msg string) string {
 	if m := runtimeExec.FindString(msg); m != "" {
 		return m
 	}
-	return oneLine(msg)
+	return text.Excerpt(msg)
 }

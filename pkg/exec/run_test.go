@@ -15,7 +15,6 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"tug.dev/tug/pkg/app"
-	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/usage"
 )
@@ -124,7 +123,7 @@ func TestRunReturnsTheExitCodeAndDeletesThePod(t *testing.T) {
 	h.nextWatch() // the wait for the end, after the log is read
 	h.setState(corev1.PodFailed, exited(3))
 	err := waitRun(t, done)
-	var ee *cli.ExitError
+	var ee *ExitError
 	if !errors.As(err, &ee) || ee.Code != 3 {
 		t.Fatalf("Run = %v, want exit code 3", err)
 	}

@@ -7,18 +7,54 @@ import (
 	"sync/atomic"
 
 	"k8s.io/client-go/kubernetes"
-
-	"tug.dev/tug/pkg/cli"
 )
+
+// IO is the user's terminal as remote commands see it; *cli.IOStreams
+// satisfies it. A session gets a TTY only when Stdin is an *os.File on a
+// terminal; the size of the terminal is read from Stdout when it is one
+// (else from Stdin).
+type IO interface {
+	Stdin() io.Reader
+	Stdout() io.Writer
+	Stderr() io.Writer
+	// IsStdinTTY reports whether stdin is a terminal.
+	IsStdinTTY() bool
+	// CanPrompt reports whether a person can answer a question.
+	CanPrompt() bool
+	// ColorEnabled and ErrColorEnabled report whether stdout and stderr
+	// may carry ANSI colour.
+	ColorEnabled() bool
+	ErrColorEnabled() bool
+}
+
+// Prompter asks the user to pick one of several units; cli.Prompter
+// satisfies it.
+type Prompter interface {
+	// Select returns one of options.
+	Select(ctx context.Context, question string, options []string, defaultOption string) (string, error)
+}
+
+// Progress reports a run's steps; cli.Progress satisfies it.
+type Progress interface {
+	Update(msg string)
+	Done(msg string)
+	Fail(msg string)
+}
+
+type noProgress struct{}
+
+func (noProgress) Update(string) {}
+func (noProgress) Done(string)   {}
+func (noProgress) Fail(string)   {}
 
 // Deps are what remote commands need from the outside world.
 type Deps struct {
 	Client    kubernetes.Interface
 	Namespace string
 	Executor  Executor
-	IO        *cli.IOStreams
-	Prompter  cli.Prompter
-	Progress  cli.Progress
+	IO        IO
+	Prompter  Prompter
+	Progress  Progress
 	// User says who runs the command, as the API server knows them; audit
 	// events name them. It is a function so that asking the server can
 	// overlap with the session's start (audit events are recorded in the
@@ -43,9 +79,9 @@ func (d Deps) user() string {
 	return d.User()
 }
 
-func (d Deps) progress() cli.Progress {
+func (d Deps) progress() Progress {
 	if d.Progress == nil {
-		return cli.NoProgress()
+		return noProgress{}
 	}
 	return d.Progress
 }
@@ -56,9 +92,9 @@ func (d Deps) progress() cli.Progress {
 // withTerminal returns, whatever happens. stdin says whether the session
 // reads the user's input at all.
 func withTerminal(ctx context.Context, d Deps, wantTTY, stdin, nudge bool, session func(Streams) error) error {
-	s := Streams{Stdout: d.IO.Out, Stderr: d.IO.ErrOut}
+	s := Streams{Stdout: d.IO.Stdout(), Stderr: d.IO.Stderr()}
 	if stdin || wantTTY {
-		s.Stdin = d.IO.In
+		s.Stdin = d.IO.Stdin()
 	}
 	fd, tty := ttyMode(d.IO, wantTTY)
 	if !tty {

@@ -6,9 +6,8 @@ import (
 	"os"
 	"regexp"
 	"strings"
-	"time"
 
-	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/text"
 	"tug.dev/tug/pkg/usage"
 )
 
@@ -25,7 +24,7 @@ type ShellOptions struct {
 // Shell opens an interactive shell in one of the app's units, with a TTY
 // when stdin is a terminal (raw mode and live resize), and plain streams
 // when it is not, so `echo 'ls /' | tug shell APP` works. The remote exit
-// code comes back as a cli.ExitError.
+// code comes back as an ExitError.
 func Shell(ctx context.Context, d Deps, o ShellOptions) error {
 	ctx, cancel := withHangup(ctx)
 	defer cancel()
@@ -44,7 +43,7 @@ func Shell(ctx context.Context, d Deps, o ShellOptions) error {
 		return d.Executor.Exec(ctx, Target{Namespace: d.Namespace, Pod: u.Name, Container: u.Container}, command, s)
 	})
 	if aerr := wait(); aerr != nil {
-		warnf(d.IO.ErrOut, "%v", aerr)
+		warnf(d.IO.Stderr(), "%v", aerr)
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -99,7 +98,7 @@ func chooseUnit(ctx context.Context, d Deps, f *unitFinder, name, proc string) (
 	return units[0], nil
 }
 
-func promptUnit(ctx context.Context, p cli.Prompter, units []Unit) (Unit, error) {
+func promptUnit(ctx context.Context, p Prompter, units []Unit) (Unit, error) {
 	width := 0
 	for _, u := range units {
 		width = max(width, len(u.Name))
@@ -107,7 +106,7 @@ func promptUnit(ctx context.Context, p cli.Prompter, units []Unit) (Unit, error)
 	options := make([]string, len(units))
 	byOption := map[string]Unit{}
 	for i, u := range units {
-		options[i] = fmt.Sprintf("%-*s  %s, %s, on %s, up %s", width, u.Name, u.Process, unitState(u), u.Node, ago(u.Created))
+		options[i] = fmt.Sprintf("%-*s  %s, %s, on %s, up %s", width, u.Name, u.Process, unitState(u), u.Node, text.Age(u.Created))
 		byOption[options[i]] = u
 	}
 	choice, err := p.Select(ctx, "Which unit?", options, options[0])
@@ -115,19 +114,6 @@ func promptUnit(ctx context.Context, p cli.Prompter, units []Unit) (Unit, error)
 		return Unit{}, err
 	}
 	return byOption[choice], nil
-}
-
-func ago(t time.Time) string {
-	d := time.Since(t)
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh", int(d.Hours()))
-	}
-	return fmt.Sprintf("%dd", int(d.Hours()/24))
 }
 
 func escapePct(s string) string { return strings.ReplaceAll(s, "%", "%%") }

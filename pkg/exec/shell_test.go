@@ -9,8 +9,6 @@ import (
 
 	"k8s.io/client-go/kubernetes/fake"
 	clientexec "k8s.io/client-go/util/exec"
-
-	"tug.dev/tug/pkg/cli"
 )
 
 func TestShellCommand(t *testing.T) {
@@ -54,7 +52,7 @@ func TestShellPassesTheExitCodeAndAudits(t *testing.T) {
 	}}
 	d, _, _, _ := testDeps(c, ex)
 	err := Shell(context.Background(), d, ShellOptions{App: "shop"})
-	var ee *cli.ExitError
+	var ee *ExitError
 	if !errors.As(err, &ee) || ee.Code != 5 {
 		t.Fatalf("exit 5: %v", err)
 	}

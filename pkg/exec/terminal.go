@@ -9,8 +9,6 @@ import (
 
 	"golang.org/x/term"
 	"k8s.io/client-go/tools/remotecommand"
-
-	"tug.dev/tug/pkg/cli"
 )
 
 // localTTY is the user's terminal while a session with a TTY runs: raw
@@ -27,14 +25,14 @@ type localTTY struct {
 // ttyMode decides whether a session gets a TTY: it must be asked for and
 // stdin must be a terminal. When it is asked for but stdin is not a
 // terminal, the session runs without one after a warning, as kubectl does.
-func ttyMode(ios *cli.IOStreams, want bool) (fd int, ok bool) {
+func ttyMode(ios IO, want bool) (fd int, ok bool) {
 	if !want {
 		return -1, false
 	}
-	if f, isFile := ios.In.(*os.File); isFile && ios.IsStdinTTY() && term.IsTerminal(int(f.Fd())) {
+	if f, isFile := ios.Stdin().(*os.File); isFile && ios.IsStdinTTY() && term.IsTerminal(int(f.Fd())) {
 		return int(f.Fd()), true
 	}
-	fmt.Fprintln(ios.ErrOut, "warning: standard input is not a terminal; running without a TTY")
+	fmt.Fprintln(ios.Stderr(), "warning: standard input is not a terminal; running without a TTY")
 	return -1, false
 }
 
@@ -44,14 +42,14 @@ func ttyMode(ios *cli.IOStreams, want bool) (fd int, ok bool) {
 // if the session never returns. nudge primes the size queue with a size one
 // larger first, so a program attached to an existing TTY redraws its screen
 // (an attached shell's prompt was printed before we arrived).
-func startTTY(ctx context.Context, ios *cli.IOStreams, fd int, nudge bool) (*localTTY, error) {
+func startTTY(ctx context.Context, ios IO, fd int, nudge bool) (*localTTY, error) {
 	state, err := term.MakeRaw(fd)
 	if err != nil {
 		return nil, fmt.Errorf("setting the terminal to raw mode: %w", err)
 	}
 	t := &localTTY{fd: fd, state: state}
 	sizeFd := fd
-	if f, ok := ios.Out.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+	if f, ok := ios.Stdout().(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		sizeFd = int(f.Fd())
 	}
 	size := func() (remotecommand.TerminalSize, bool) {

@@ -8,7 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/usage"
 )
@@ -66,18 +65,17 @@ func TestChooseUnit(t *testing.T) {
 		t.Fatalf("a unit of another process: %v", err)
 	}
 	// a terminal with several units: the user picks
-	ios.SetStdinTTY(true)
-	ios.SetStdoutTTY(true)
-	p := &cli.FakePrompter{Answers: []cli.FakeAnswer{{Select: "shop-worker-1  worker, started, on node1, up 1h"}}}
+	ios.stdinTTY, ios.stdoutTTY = true, true
+	p := &fakePrompter{answers: []string{"shop-worker-1  worker, started, on node1, up 1h"}}
 	d.Prompter = p
 	u, err = chooseUnit(context.Background(), d, f, "", "")
 	if err != nil || u.Name != "shop-worker-1" {
-		t.Fatalf("prompt: %s, %v (asked %v)", u.Name, err, p.Asked)
+		t.Fatalf("prompt: %s, %v (asked %v)", u.Name, err, p.asked)
 	}
 	// ... but only one candidate needs no question
 	u, err = chooseUnit(context.Background(), d, f, "", "worker")
-	if err != nil || u.Name != "shop-worker-1" || len(p.Asked) != 1 {
-		t.Fatalf("single candidate: %s, %v, asked %v", u.Name, err, p.Asked)
+	if err != nil || u.Name != "shop-worker-1" || len(p.asked) != 1 {
+		t.Fatalf("single candidate: %s, %v, asked %v", u.Name, err, p.asked)
 	}
 }
 

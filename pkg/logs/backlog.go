@@ -3,13 +3,13 @@ package logs
 import (
 	"container/heap"
 	"context"
-	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/text"
 )
 
 // showBacklog prints the lines the units have now (as --tail, --since and
@@ -76,7 +76,7 @@ func showBacklog(ctx context.Context, d Deps, o Options, out *printer, pods []*c
 		}
 		if err != nil && !isCanceled(ctx, err) {
 			failed++
-			out.note(s.unit, "error: "+oneLine(kube.TranslateError(err).Error()))
+			out.note(s.unit, "error: "+text.OneLine(kube.TranslateError(err).Error()))
 		}
 	}
 	return last, failed
@@ -118,8 +118,6 @@ type goneError string
 func (e goneError) Error() string { return string(e) }
 
 func errGone(l line) error { return goneError(string(trimNL(l.raw))) }
-
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 func trimNL(b []byte) []byte {
 	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r') {

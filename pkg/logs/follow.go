@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/text"
 )
 
 // follower follows every selected unit's log, and, through a watch on the
@@ -156,7 +157,7 @@ func (f *follower) onEnd(ctx context.Context, e streamEnd) {
 	}
 	if e.err != nil && !isCanceled(ctx, e.err) && e.instance == st.instance {
 		if st.retries >= maxRetries {
-			f.out.note(e.unit, "error: stopped following: "+oneLine(kube.TranslateError(e.err).Error()))
+			f.out.note(e.unit, "error: stopped following: "+text.OneLine(kube.TranslateError(e.err).Error()))
 			return
 		}
 		st.retries++

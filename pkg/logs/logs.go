@@ -19,7 +19,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"tug.dev/tug/pkg/app"
-	"tug.dev/tug/pkg/cli"
 	tugexec "tug.dev/tug/pkg/exec"
 	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/usage"
@@ -39,15 +38,25 @@ type Options struct {
 	Previous   bool // the previous (crashed) container of each unit
 }
 
+// Streams are where logs are written; *cli.IOStreams satisfies it.
+type Streams interface {
+	Stdout() io.Writer
+	Stderr() io.Writer
+	// ColorEnabled and ErrColorEnabled report whether stdout and stderr
+	// may carry ANSI colour.
+	ColorEnabled() bool
+	ErrColorEnabled() bool
+}
+
 // Deps are what logs need.
 type Deps struct {
 	Client      kubernetes.Interface
 	Namespace   string
-	IO          *cli.IOStreams
+	IO          Streams
 	CommandName string
 }
 
-// Show prints the app's logs to d.IO.Out (notes about units go to stderr).
+// Show prints the app's logs to d.IO.Stdout() (notes about units go to stderr).
 // With Follow it runs until ctx ends, and then returns nil: Ctrl-C is how
 // following ends.
 func Show(ctx context.Context, d Deps, o Options) error {
@@ -86,7 +95,7 @@ func Show(ctx context.Context, d Deps, o Options) error {
 	out := newPrinter(d.IO, o)
 	defer out.close()
 	if len(pods) == 0 && !o.Follow {
-		fmt.Fprintf(d.IO.ErrOut, "%s\n", noUnits(a, o.Process, d.CommandName))
+		fmt.Fprintf(d.IO.Stderr(), "%s\n", noUnits(a, o.Process, d.CommandName))
 		return nil
 	}
 	for _, p := range pods {
@@ -113,7 +122,7 @@ func Show(ctx context.Context, d Deps, o Options) error {
 		return nil
 	}
 	if len(pods) == 0 {
-		fmt.Fprintf(d.IO.ErrOut, "%s; waiting for units to start (Ctrl-C to stop)\n", noUnits(a, o.Process, d.CommandName))
+		fmt.Fprintf(d.IO.Stderr(), "%s; waiting for units to start (Ctrl-C to stop)\n", noUnits(a, o.Process, d.CommandName))
 	}
 	f := &follower{d: d, o: o, out: out, app: a.Name, rv: list.ResourceVersion}
 	return f.run(ctx, pods, last)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -17,7 +18,6 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"tug.dev/tug/pkg/app"
-	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/usage"
 )
@@ -81,10 +81,11 @@ func newFake(t *testing.T, logs map[string]string, pods ...*corev1.Pod) (*fake.C
 
 func show(t *testing.T, c *fake.Clientset, o Options) (string, string, error) {
 	t.Helper()
-	ios, _, out, errOut := cli.TestIOStreams()
+	out := &bytes.Buffer{}
+	ios := &testStreams{out: out}
 	o.App = "shop"
 	err := Show(context.Background(), Deps{Client: c, Namespace: ns, IO: ios}, o)
-	return out.String(), errOut.String(), err
+	return out.String(), ios.errOut.String(), err
 }
 
 func TestShowMergesUnitsInTimeOrder(t *testing.T) {
@@ -200,9 +201,8 @@ func TestFollowPicksUpNewUnitsWithoutRepeats(t *testing.T) {
 		watching <- struct{}{}
 		return true, w, err
 	})
-	ios, _, _, _ := cli.TestIOStreams()
 	out := &syncBuffer{}
-	ios.Out = out
+	ios := &testStreams{out: out}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
@@ -258,3 +258,14 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// testStreams writes to out and a buffer for stderr, without colour.
+type testStreams struct {
+	out    io.Writer
+	errOut bytes.Buffer
+}
+
+func (s *testStreams) Stdout() io.Writer     { return s.out }
+func (s *testStreams) Stderr() io.Writer     { return &s.errOut }
+func (s *testStreams) ColorEnabled() bool    { return false }
+func (s *testStreams) ErrColorEnabled() bool { return false }

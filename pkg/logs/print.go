@@ -6,7 +6,6 @@ import (
 	"io"
 	"sync"
 
-	"tug.dev/tug/pkg/cli"
 	tugexec "tug.dev/tug/pkg/exec"
 )
 
@@ -27,12 +26,12 @@ type printer struct {
 	widest int
 }
 
-func newPrinter(ios *cli.IOStreams, o Options) *printer {
+func newPrinter(ios Streams, o Options) *printer {
 	p := &printer{
 		lines:  make(chan line, 1024),
 		done:   make(chan struct{}),
-		w:      bufio.NewWriterSize(ios.Out, 64<<10),
-		errOut: ios.ErrOut,
+		w:      bufio.NewWriterSize(ios.Stdout(), 64<<10),
+		errOut: ios.Stderr(),
 		colors: tugexec.NewColorizer(ios.ColorEnabled()),
 		errCol: tugexec.NewColorizer(ios.ErrColorEnabled()),
 		prefix: o.Unit == "",

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/text"
 )
 
 // Progress reports long work; cli.Progress satisfies it.
@@ -124,10 +125,10 @@ func (e *BlockedError) Error() string {
 	}
 	var parts []string
 	if len(force) > 0 {
-		parts = append(parts, fmt.Sprintf("%s no controller would recreate (%s; --force evicts them anyway)", plural(len(force), "pod", "pods"), strings.Join(force, ", ")))
+		parts = append(parts, fmt.Sprintf("%d %s no controller would recreate (%s; --force evicts them anyway)", len(force), text.Plural(len(force), "pod", "pods"), strings.Join(force, ", ")))
 	}
 	if len(emptyDir) > 0 {
-		parts = append(parts, fmt.Sprintf("%s with emptyDir data that would be lost (%s; --delete-emptydir-data evicts them anyway)", plural(len(emptyDir), "pod", "pods"), strings.Join(emptyDir, ", ")))
+		parts = append(parts, fmt.Sprintf("%d %s with emptyDir data that would be lost (%s; --delete-emptydir-data evicts them anyway)", len(emptyDir), text.Plural(len(emptyDir), "pod", "pods"), strings.Join(emptyDir, ", ")))
 	}
 	return fmt.Sprintf("cannot move every pod off node %q: %s; nothing was changed", e.Node, strings.Join(parts, "; "))
 }
@@ -363,11 +364,4 @@ func deleteNode(ctx context.Context, f *Found) error {
 		return kube.TranslateError(err)
 	}
 	return nil
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return fmt.Sprintf("%d %s", n, one)
-	}
-	return fmt.Sprintf("%d %s", n, many)
 }
