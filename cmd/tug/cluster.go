@@ -90,53 +90,42 @@ func poolTarget(f *cli.Factory, pool, only string) (cluster.Target, error) {
 }
 
 // routeToPool sends an app command for an app in pool to the pool's
-// cluster, unless --context says where to go. It must run before the
-// command asks the Factory for anything (see cli.Factory.UseContext).
+// cluster, unless --context says where to go (which must be the pool's). It
+// must run before the command asks the Factory for anything (see
+// cli.Factory.UseContext).
 func routeToPool(f *cli.Factory, pool string) error {
 	if pool == "" {
 		return nil
-	}
-	if f.ConfigFlags.Context != "" {
-		return checkPoolContext(f, pool)
 	}
 	cfg, err := loadClusters()
 	if err != nil {
 		return err
 	}
-	if kubeContext, ok := cfg.ContextForPool(pool); ok {
-		f.UseContext(kubeContext)
+	kubeContext, err := cfg.RouteToPool(pool, f.ConfigFlags.Context)
+	if err != nil || kubeContext == "" {
+		return err
 	}
+	f.UseContext(kubeContext)
 	return nil
 }
 
-// checkPoolContext refuses to place an app in a pool that tug's cluster
-// map puts in another cluster than the context in use: tug does not move
-// apps between clusters. Nothing is refused when no cluster is configured
-// or the pool belongs to none.
+// checkPoolContext refuses to place an app in a pool of another cluster
+// than the context in use (cluster.Config.CheckPoolContext).
 func checkPoolContext(f *cli.Factory, pool string) error {
 	if pool == "" {
 		return nil
 	}
 	cfg, err := loadClusters()
-	if err != nil || len(cfg.Clusters) == 0 {
+	if err != nil {
 		return err
 	}
-	cl, ok := cfg.ForPool(pool)
-	if !ok {
-		return nil
-	}
-	current := f.ConfigFlags.Context
-	if current == "" {
-		raw, err := f.ConfigFlags.ToRawKubeConfigLoader().RawConfig()
-		if err != nil {
-			return err
+	return cfg.CheckPoolContext(pool, func() (string, error) {
+		if f.ConfigFlags.Context != "" {
+			return f.ConfigFlags.Context, nil
 		}
-		current = raw.CurrentContext
-	}
-	if cl.Context != current {
-		return usage.Errorf("pool %q is in cluster %q (context %q), not in context %q; tug does not move apps between clusters: create the app there (see 'tug cluster list')", pool, cl.Name, cl.Context, current)
-	}
-	return nil
+		raw, err := f.ConfigFlags.ToRawKubeConfigLoader().RawConfig()
+		return raw.CurrentContext, err
+	})
 }
 
 // addClusterFlag adds node commands' --cluster. It shadows kubectl's
