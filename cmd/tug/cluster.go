@@ -9,7 +9,6 @@ import (
 
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/cluster"
-	"tug.dev/tug/pkg/usage"
 )
 
 func newClusterCmd(f *cli.Factory) *cobra.Command {
@@ -157,18 +156,13 @@ that the context exists.`,
 		Args: cli.ExactArgs("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
-			if err := cluster.ValidateName(o.Name); err != nil {
-				return usage.Wrap(err)
-			}
-			if o.Context == "" {
-				return usage.Errorf("missing --context: the kubeconfig context that reaches cluster %q", o.Name)
-			}
-			raw, err := f.ConfigFlags.ToRawKubeConfigLoader().RawConfig()
+			err := o.CheckNew(func(kubeContext string) (bool, error) {
+				raw, err := f.ConfigFlags.ToRawKubeConfigLoader().RawConfig()
+				_, ok := raw.Contexts[kubeContext]
+				return ok, err
+			})
 			if err != nil {
 				return err
-			}
-			if _, ok := raw.Contexts[o.Context]; !ok {
-				return usage.Errorf("context %q not found in the kubeconfig; see 'kubectl config get-contexts'", o.Context)
 			}
 			cfg, err := loadClusters()
 			if err != nil {

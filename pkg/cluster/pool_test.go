@@ -98,3 +98,24 @@ func TestCheckNodePool(t *testing.T) {
 		checkErr(t, tc.name, poolConfig().CheckNodePool(tc.pool, tc.in, "n1"), tc.wantErr)
 	}
 }
+
+func TestCheckNew(t *testing.T) {
+	known := func(kubeContext string) (bool, error) { return kubeContext == "prod-admin", nil }
+	broken := errors.New("kubeconfig unreadable")
+	for _, tc := range []struct {
+		name    string
+		cl      Cluster
+		has     func(string) (bool, error)
+		wantErr string
+	}{
+		{"good", Cluster{Name: "prod", Context: "prod-admin"}, known, ""},
+		{"bad name", Cluster{Name: "Prod!", Context: "prod-admin"}, known, `invalid cluster name "Prod!"`},
+		{"no context", Cluster{Name: "prod"}, known, `missing --context: the kubeconfig context that reaches cluster "prod"`},
+		{"unknown context", Cluster{Name: "prod", Context: "nope"}, known, `context "nope" not found in the kubeconfig`},
+	} {
+		checkErr(t, tc.name, tc.cl.CheckNew(tc.has), tc.wantErr)
+	}
+	if err := (Cluster{Name: "prod", Context: "x"}).CheckNew(func(string) (bool, error) { return false, broken }); !errors.Is(err, broken) {
+		t.Errorf("unreadable kubeconfig: %v", err)
+	}
+}
