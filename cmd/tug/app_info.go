@@ -53,7 +53,7 @@ func printAppInfo(ios *cli.IOStreams, in *app.Info) error {
 	if in.Image != "" {
 		fmt.Fprintf(w, "Image:      %s\n", in.Image)
 	}
-	fmt.Fprintf(w, "Config:     %d %s (values: tug env get %s --show-values)\n", in.ConfigKeys, pluralWord(in.ConfigKeys, "key", "keys"), in.Name)
+	fmt.Fprintf(w, "Config:     %d %s (values: tug env get %s --show-values)\n", in.ConfigKeys, text.Plural(in.ConfigKeys, "key", "keys"), in.Name)
 	if len(in.Addresses) > 0 {
 		fmt.Fprintf(w, "Addresses:  %s\n", strings.Join(in.Addresses, ", "))
 	}
@@ -97,11 +97,4 @@ func printAppInfo(ios *cli.IOStreams, in *app.Info) error {
 		t.AddRow(p.Name, units, fmt.Sprint(p.Ready), cmd)
 	}
 	return t.Render(ios, false)
-}
-
-func pluralWord(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }

@@ -9,7 +9,6 @@ import (
 
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/cluster"
-	"tug.dev/tug/pkg/usage"
 )
 
 func newClusterCmd(f *cli.Factory) *cobra.Command {
@@ -90,53 +89,42 @@ func poolTarget(f *cli.Factory, pool, only string) (cluster.Target, error) {
 }
 
 // routeToPool sends an app command for an app in pool to the pool's
-// cluster, unless --context says where to go. It must run before the
-// command asks the Factory for anything (see cli.Factory.UseContext).
+// cluster, unless --context says where to go (which must be the pool's). It
+// must run before the command asks the Factory for anything (see
+// cli.Factory.UseContext).
 func routeToPool(f *cli.Factory, pool string) error {
 	if pool == "" {
 		return nil
-	}
-	if f.ConfigFlags.Context != "" {
-		return checkPoolContext(f, pool)
 	}
 	cfg, err := loadClusters()
 	if err != nil {
 		return err
 	}
-	if kubeContext, ok := cfg.ContextForPool(pool); ok {
-		f.UseContext(kubeContext)
+	kubeContext, err := cfg.RouteToPool(pool, f.ConfigFlags.Context)
+	if err != nil || kubeContext == "" {
+		return err
 	}
+	f.UseContext(kubeContext)
 	return nil
 }
 
-// checkPoolContext refuses to place an app in a pool that tug's cluster
-// map puts in another cluster than the context in use: tug does not move
-// apps between clusters. Nothing is refused when no cluster is configured
-// or the pool belongs to none.
+// checkPoolContext refuses to place an app in a pool of another cluster
+// than the context in use (cluster.Config.CheckPoolContext).
 func checkPoolContext(f *cli.Factory, pool string) error {
 	if pool == "" {
 		return nil
 	}
 	cfg, err := loadClusters()
-	if err != nil || len(cfg.Clusters) == 0 {
+	if err != nil {
 		return err
 	}
-	cl, ok := cfg.ForPool(pool)
-	if !ok {
-		return nil
-	}
-	current := f.ConfigFlags.Context
-	if current == "" {
-		raw, err := f.ConfigFlags.ToRawKubeConfigLoader().RawConfig()
-		if err != nil {
-			return err
+	return cfg.CheckPoolContext(pool, func() (string, error) {
+		if f.ConfigFlags.Context != "" {
+			return f.ConfigFlags.Context, nil
 		}
-		current = raw.CurrentContext
-	}
-	if cl.Context != current {
-		return usage.Errorf("pool %q is in cluster %q (context %q), not in context %q; tug does not move apps between clusters: create the app there (see 'tug cluster list')", pool, cl.Name, cl.Context, current)
-	}
-	return nil
+		raw, err := f.ConfigFlags.ToRawKubeConfigLoader().RawConfig()
+		return raw.CurrentContext, err
+	})
 }
 
 // addClusterFlag adds node commands' --cluster. It shadows kubectl's
@@ -168,18 +156,13 @@ that the context exists.`,
 		Args: cli.ExactArgs("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
-			if err := cluster.ValidateName(o.Name); err != nil {
-				return usage.Wrap(err)
-			}
-			if o.Context == "" {
-				return usage.Errorf("missing --context: the kubeconfig context that reaches cluster %q", o.Name)
-			}
-			raw, err := f.ConfigFlags.ToRawKubeConfigLoader().RawConfig()
+			err := o.CheckNew(func(kubeContext string) (bool, error) {
+				raw, err := f.ConfigFlags.ToRawKubeConfigLoader().RawConfig()
+				_, ok := raw.Contexts[kubeContext]
+				return ok, err
+			})
 			if err != nil {
 				return err
-			}
-			if _, ok := raw.Contexts[o.Context]; !ok {
-				return usage.Errorf("context %q not found in the kubeconfig; see 'kubectl config get-contexts'", o.Context)
 			}
 			cfg, err := loadClusters()
 			if err != nil {

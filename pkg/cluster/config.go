@@ -204,6 +204,25 @@ func ValidateName(name string) error {
 	return nil
 }
 
+// CheckNew checks a cluster to add before tug's config is read: its name,
+// and a context that hasContext finds in the kubeconfig.
+func (cl Cluster) CheckNew(hasContext func(kubeContext string) (bool, error)) error {
+	if err := ValidateName(cl.Name); err != nil {
+		return err
+	}
+	if cl.Context == "" {
+		return invalid("missing --context: the kubeconfig context that reaches cluster %q", cl.Name)
+	}
+	ok, err := hasContext(cl.Context)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return invalid("context %q not found in the kubeconfig; see 'kubectl config get-contexts'", cl.Context)
+	}
+	return nil
+}
+
 // Add stores cl, replacing a cluster of the same name (so adding twice
 // updates). A pool belongs to one cluster; a new default unsets the old
 // one. It validates everything before changing anything.

@@ -18,7 +18,7 @@ import (
 // cannot be placed, say) is reported with its class's exit code; nothing is
 // rolled back, since no release changed.
 func Reshape(ctx context.Context, d Deps, appName string, change func(*app.App) error, opts Options) (*Result, error) {
-	return reshape(ctx, d, appName, change, opts, false)
+	return reshape(ctx, d, appName, RecordChange{Edit: change}, opts, false)
 }
 
 // Configure changes what the app record says about traffic (domains,
@@ -26,10 +26,33 @@ func Reshape(ctx context.Context, d Deps, appName string, change func(*app.App) 
 // re-applies the deployed release like Reshape. Before the first deploy it
 // only stores the change, which the first deploy then applies.
 func Configure(ctx context.Context, d Deps, appName string, change func(*app.App) error, opts Options) (*Result, error) {
-	return reshape(ctx, d, appName, change, opts, true)
+	return reshape(ctx, d, appName, RecordChange{Edit: change}, opts, true)
 }
 
-func reshape(ctx context.Context, d Deps, appName string, change func(*app.App) error, opts Options, storeOnlyBeforeDeploy bool) (*Result, error) {
+// RecordChange is a record change with a side effect, for ConfigureChange.
+type RecordChange struct {
+	// Edit changes the record and nothing else: it runs once before the
+	// lock, to check the change, and again under it on every try of the
+	// record's update (a conflict retries).
+	Edit func(*app.App) error
+	// Locked, when set, runs once with the lock held, after the checking
+	// Edit and before the record is written: the side effects the change
+	// needs (a certificate's Secret) or checks too costly to retry (a LIST).
+	// It gets the record as checked. When the record is then not written,
+	// undo (if not nil) takes the side effect back.
+	Locked func(ctx context.Context, a *app.App) (undo func(context.Context), err error)
+}
+
+// ConfigureChange is Configure with a side effect: c.Locked runs only once
+// the app's lock is held, and is undone when the record is not written, so
+// a change that fails (a lock someone else holds, a bad record) leaves
+// nothing behind.
+func ConfigureChange(ctx context.Context, d Deps, appName string, c RecordChange, opts Options) (*Result, error) {
+	return reshape(ctx, d, appName, c, opts, true)
+}
+
+func reshape(ctx context.Context, d Deps, appName string, c RecordChange, opts Options, storeOnlyBeforeDeploy bool) (*Result, error) {
+	change := c.Edit
 	start := time.Now()
 	if d.Progress == nil {
 		d.Progress = noProgress{}
@@ -55,8 +78,17 @@ func reshape(ctx context.Context, d Deps, appName string, change func(*app.App) 
 		return nil, err
 	}
 	defer lock.Unlock()
+	var undo func(context.Context)
+	if c.Locked != nil {
+		if undo, err = c.Locked(ctx, a); err != nil {
+			return nil, err
+		}
+	}
 	a, err = store.UpdateApp(ctx, appName, change)
 	if err != nil {
+		if undo != nil { // the record was not written: neither is the side effect
+			undo(context.WithoutCancel(ctx))
+		}
 		return nil, err
 	}
 	if a.Release == 0 {

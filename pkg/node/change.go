@@ -74,6 +74,19 @@ type AddOptions struct {
 	Metadata map[string]string
 }
 
+// Validate checks the options before anything is read: a pool is given and
+// valid, and the address can name a node.
+func (o AddOptions) Validate() error {
+	if o.Pool == "" {
+		return badInput("missing --pool: the pool the node joins")
+	}
+	if err := kube.ValidateLabelValue("pool", o.Pool); err != nil {
+		return usage.Wrap(err)
+	}
+	_, err := NodeName(o.Address)
+	return err
+}
+
 // AddResult says what `node add` did.
 type AddResult struct {
 	Node Node `json:"node"`
@@ -89,8 +102,8 @@ type AddResult struct {
 // that name. Adding twice updates: pool, metadata and IaaS id are set
 // again, and nothing else changes.
 func Add(ctx context.Context, t cluster.Target, o AddOptions) (*AddResult, error) {
-	if err := kube.ValidateLabelValue("pool", o.Pool); err != nil {
-		return nil, usage.Wrap(err)
+	if err := o.Validate(); err != nil {
+		return nil, err
 	}
 	name, err := NodeName(o.Address)
 	if err != nil {

@@ -35,6 +35,14 @@ type ListOptions struct {
 	Pool string
 }
 
+// Validate checks the pool filter, if any.
+func (o ListOptions) Validate() error {
+	if o.Pool == "" {
+		return nil
+	}
+	return usage.Wrap(kube.ValidateLabelValue("pool", o.Pool))
+}
+
 // ListResult is `tug node list`: the nodes of every cluster that answered,
 // and the clusters that did not. Its JSON shape is documented in
 // docs/output.md.
@@ -51,6 +59,9 @@ type ListResult struct {
 // when every cluster failed, with that failure (so a single cluster's
 // missing permission reads as the sentence naming it).
 func List(ctx context.Context, targets []cluster.Target, o ListOptions) (*ListResult, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
 	parts, err := forEachCluster(ctx, targets, func(ctx context.Context, t cluster.Target) ([]Node, string, error) {
 		return listCluster(ctx, t, o)
 	})

@@ -230,6 +230,26 @@ func makePlan(ctx context.Context, f *Found, o RemoveOptions) (*plan, error) {
 	return pl, nil
 }
 
+// Validate refuses option combinations that cannot work, before anything
+// is read; the messages name the command's flags.
+func (o RemoveOptions) Validate() error {
+	if o.NoRebalance && (o.Force || o.DeleteEmptyDirData || o.KeepNode || o.PodSelector != "" || o.PodNamespace != "") {
+		return badInput("--no-rebalance moves nothing; it cannot be combined with --force, --delete-emptydir-data, --keep-node, --pod-selector or --pod-namespace")
+	}
+	if (o.PodSelector != "" || o.PodNamespace != "") && !o.KeepNode {
+		return badInput("--pod-selector and --pod-namespace need --keep-node: deleting the node would strand the pods they leave")
+	}
+	if o.Timeout < 0 {
+		return badInput("invalid --timeout %s: must not be negative", o.Timeout)
+	}
+	if o.PodSelector != "" {
+		if _, err := labels.Parse(o.PodSelector); err != nil {
+			return badInput("invalid pod selector %q: %v", o.PodSelector, err)
+		}
+	}
+	return nil
+}
+
 // Remove takes a node out of its cluster. With rebalance (the default) it
 // cordons the node, moves its pods off through the Eviction API, so
 // PodDisruptionBudgets are respected, and deletes the Node once they are
@@ -246,13 +266,8 @@ func Remove(ctx context.Context, f *Found, o RemoveOptions) (*RemoveResult, erro
 	if o.RetryDelay <= 0 {
 		o.RetryDelay = 2 * time.Second
 	}
-	if (o.PodSelector != "" || o.PodNamespace != "") && !o.KeepNode {
-		return nil, badInput("a pod selector or namespace needs --keep-node: deleting the node would strand the pods it leaves")
-	}
-	if o.PodSelector != "" {
-		if _, err := labels.Parse(o.PodSelector); err != nil {
-			return nil, badInput("invalid pod selector %q: %v", o.PodSelector, err)
-		}
+	if err := o.Validate(); err != nil {
+		return nil, err
 	}
 	node := f.Node
 	if !o.DryRun {

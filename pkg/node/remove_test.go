@@ -436,3 +436,31 @@ func TestRemoveStopsBeforeCordonWithoutPermission(t *testing.T) {
 		t.Fatalf("want a PermissionError for delete nodes, got %v", err)
 	}
 }
+
+func TestRemoveOptionsValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		o    RemoveOptions
+		want string // "" for valid
+	}{
+		{"defaults", RemoveOptions{}, ""},
+		{"force and emptydir", RemoveOptions{Force: true, DeleteEmptyDirData: true, Timeout: time.Minute}, ""},
+		{"drain some pods", RemoveOptions{KeepNode: true, PodSelector: "app=x", PodNamespace: "team"}, ""},
+		{"no-rebalance alone", RemoveOptions{NoRebalance: true}, ""},
+		{"no-rebalance and force", RemoveOptions{NoRebalance: true, Force: true}, "--no-rebalance moves nothing"},
+		{"no-rebalance and keep-node", RemoveOptions{NoRebalance: true, KeepNode: true}, "--no-rebalance moves nothing"},
+		{"no-rebalance and a namespace", RemoveOptions{NoRebalance: true, PodNamespace: "team"}, "--no-rebalance moves nothing"},
+		{"selector without keep-node", RemoveOptions{PodSelector: "app=x"}, "need --keep-node"},
+		{"namespace without keep-node", RemoveOptions{PodNamespace: "team"}, "need --keep-node"},
+		{"negative timeout", RemoveOptions{Timeout: -time.Second}, "invalid --timeout -1s"},
+		{"bad selector", RemoveOptions{KeepNode: true, PodSelector: "a b c"}, "invalid pod selector"},
+	} {
+		err := tc.o.Validate()
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v, want valid", tc.name, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !usage.Is(err)):
+			t.Errorf("%s: %v, want a usage error with %q", tc.name, err, tc.want)
+		}
+	}
+}

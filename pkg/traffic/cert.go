@@ -65,21 +65,42 @@ func names(c *x509.Certificate) []string {
 	return n
 }
 
-// StoreCert writes the host's kubernetes.io/tls Secret (created or replaced).
-func StoreCert(ctx context.Context, client kubernetes.Interface, namespace, appName, name, host string, certPEM, keyPEM []byte) error {
+func certSecret(namespace, appName, name, host string, certPEM, keyPEM []byte) *corev1.Secret {
 	labels := kube.AppLabels(appName)
 	labels[kube.LabelKind] = "tls"
-	sec := &corev1.Secret{
+	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels, Annotations: map[string]string{"tug.dev/host": host}},
 		Type:       corev1.SecretTypeTLS,
 		Data:       map[string][]byte{corev1.TLSCertKey: certPEM, corev1.TLSPrivateKeyKey: keyPEM},
 	}
+}
+
+// putCert writes the host's kubernetes.io/tls Secret and returns how to take
+// the write back: delete the Secret it created, or restore the one it
+// replaced.
+func putCert(ctx context.Context, client kubernetes.Interface, namespace, appName, name, host string, certPEM, keyPEM []byte) (undo func(context.Context), err error) {
+	sec := certSecret(namespace, appName, name, host, certPEM, keyPEM)
 	secrets := client.CoreV1().Secrets(namespace)
-	_, err := secrets.Create(ctx, sec, metav1.CreateOptions{FieldManager: kube.FieldManager})
-	if apierrors.IsAlreadyExists(err) {
-		_, err = secrets.Update(ctx, sec, metav1.UpdateOptions{FieldManager: kube.FieldManager})
+	_, err = secrets.Create(ctx, sec, metav1.CreateOptions{FieldManager: kube.FieldManager})
+	if err == nil {
+		return func(ctx context.Context) { _ = DeleteSecret(ctx, client, namespace, name) }, nil
 	}
-	return kube.TranslateError(err)
+	if !apierrors.IsAlreadyExists(err) {
+		return nil, kube.TranslateError(err)
+	}
+	old, err := secrets.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, kube.TranslateError(err)
+	}
+	sec.ResourceVersion = old.ResourceVersion
+	put, err := secrets.Update(ctx, sec, metav1.UpdateOptions{FieldManager: kube.FieldManager})
+	if err != nil {
+		return nil, kube.TranslateError(err)
+	}
+	return func(ctx context.Context) {
+		old.ResourceVersion = put.ResourceVersion
+		_, _ = secrets.Update(ctx, old, metav1.UpdateOptions{FieldManager: kube.FieldManager})
+	}, nil
 }
 
 // ListCerts describes the app's certificates: one LIST of its TLS Secrets.

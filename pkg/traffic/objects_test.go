@@ -22,13 +22,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
 	"tug.dev/tug/pkg/kube"
 )
-
-const ns = "dev"
 
 func forbidden(resource string) k8stesting.ReactionFunc {
 	return func(k8stesting.Action) (bool, runtime.Object, error) {
@@ -82,10 +81,10 @@ func TestAddresses(t *testing.T) {
 		{"another app's service", []runtime.Object{service("shop", "blog", "10.96.0.5", web)}, false, []Address{}},
 		{"cluster IP", []runtime.Object{service("shop", "shop", "10.96.0.5", web)}, false, []Address{
 			{Kind: "cluster-ip", URL: "http://10.96.0.5:80"},
-			{Kind: "dns", URL: "http://shop.dev.svc:80", Note: "inside the cluster"},
+			{Kind: "dns", URL: "http://shop.team.svc:80", Note: "inside the cluster"},
 		}},
 		{"headless", []runtime.Object{service("shop", "shop", "None", web)}, false, []Address{
-			{Kind: "dns", URL: "http://shop.dev.svc:80", Note: "inside the cluster"},
+			{Kind: "dns", URL: "http://shop.team.svc:80", Note: "inside the cluster"},
 		}},
 		{"node ports on every node with an address, external first", []runtime.Object{
 			service("shop", "shop", "", webNodePort),
@@ -93,17 +92,17 @@ func TestAddresses(t *testing.T) {
 			nodeWith("n1", corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "10.0.0.1"}, corev1.NodeAddress{Type: corev1.NodeExternalIP, Address: "198.51.100.1"}),
 			nodeWith("n3", corev1.NodeAddress{Type: corev1.NodeHostName, Address: "n3"}),
 		}, false, []Address{
-			{Kind: "dns", URL: "http://shop.dev.svc:80", Note: "inside the cluster"},
+			{Kind: "dns", URL: "http://shop.team.svc:80", Note: "inside the cluster"},
 			{Kind: "node-port", URL: "http://198.51.100.1:30080", Note: "node n1"},
 			{Kind: "node-port", URL: "http://10.0.0.2:30080", Note: "node n2"},
 		}},
 		{"node ports without the right to list nodes", []runtime.Object{service("shop", "shop", "", webNodePort)}, true, []Address{
-			{Kind: "dns", URL: "http://shop.dev.svc:80", Note: "inside the cluster"},
+			{Kind: "dns", URL: "http://shop.team.svc:80", Note: "inside the cluster"},
 			{Kind: "node-port", URL: "http://NODE:30080", Note: "any node's address; listing nodes is not allowed for you"},
 		}},
 		{"load balancer", []runtime.Object{lb}, false, []Address{
 			{Kind: "cluster-ip", URL: "http://10.96.0.5:80"},
-			{Kind: "dns", URL: "http://shop.dev.svc:80", Note: "inside the cluster"},
+			{Kind: "dns", URL: "http://shop.team.svc:80", Note: "inside the cluster"},
 			{Kind: "load-balancer", URL: "http://203.0.113.7"},
 			{Kind: "load-balancer", URL: "http://lb.example.net"},
 		}},
@@ -111,7 +110,7 @@ func TestAddresses(t *testing.T) {
 			service("shop", "shop", "", web),
 			ingress("shop", "shop", []string{"shop.example.com"}, map[string][]string{"shop.example.com": {"/"}, "example.com": {"/shop", "/cart"}}),
 		}, false, []Address{
-			{Kind: "dns", URL: "http://shop.dev.svc:80", Note: "inside the cluster"},
+			{Kind: "dns", URL: "http://shop.team.svc:80", Note: "inside the cluster"},
 			{Kind: "ingress", URL: "http://example.com/shop", Note: "through the ingress controller"},
 			{Kind: "ingress", URL: "http://example.com/cart", Note: "through the ingress controller"},
 			{Kind: "ingress", URL: "https://shop.example.com/", Note: "through the ingress controller"},
@@ -120,7 +119,7 @@ func TestAddresses(t *testing.T) {
 			service("shop", "shop", "", web),
 			ingress("shop", "blog", nil, map[string][]string{"blog.example.com": {"/"}}),
 		}, false, []Address{
-			{Kind: "dns", URL: "http://shop.dev.svc:80", Note: "inside the cluster"},
+			{Kind: "dns", URL: "http://shop.team.svc:80", Note: "inside the cluster"},
 		}},
 	}
 	for _, tt := range tests {
@@ -211,7 +210,7 @@ func TestStoreListDeleteCerts(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	c := fake.NewClientset()
 	cert1, key1 := pair(t, []string{"shop.example.com", "www.shop.example.com"}, now.Add(-24*time.Hour), now.Add(30*24*time.Hour+time.Hour))
-	if err := StoreCert(ctx, c, ns, "shop", "shop-tls-a", "shop.example.com", cert1, key1); err != nil {
+	if err := storeCert(ctx, c, ns, "shop", "shop-tls-a", "shop.example.com", cert1, key1); err != nil {
 		t.Fatal(err)
 	}
 	sec, err := c.CoreV1().Secrets(ns).Get(ctx, "shop-tls-a", metav1.GetOptions{})
@@ -224,14 +223,14 @@ func TestStoreListDeleteCerts(t *testing.T) {
 	}
 	// Storing again replaces the pair.
 	cert2, key2 := pair(t, []string{"shop.example.com"}, now.Add(-24*time.Hour), now.Add(10*24*time.Hour+time.Hour))
-	if err := StoreCert(ctx, c, ns, "shop", "shop-tls-a", "shop.example.com", cert2, key2); err != nil {
+	if err := storeCert(ctx, c, ns, "shop", "shop-tls-a", "shop.example.com", cert2, key2); err != nil {
 		t.Fatal(err)
 	}
 	// A damaged pair is listed without its details; another app's is not listed.
-	if err := StoreCert(ctx, c, ns, "shop", "shop-tls-b", "api.example.com", []byte("junk"), []byte("junk")); err != nil {
+	if err := storeCert(ctx, c, ns, "shop", "shop-tls-b", "api.example.com", []byte("junk"), []byte("junk")); err != nil {
 		t.Fatal(err)
 	}
-	if err := StoreCert(ctx, c, ns, "blog", "blog-tls", "blog.example.com", cert1, key1); err != nil {
+	if err := storeCert(ctx, c, ns, "blog", "blog-tls", "blog.example.com", cert1, key1); err != nil {
 		t.Fatal(err)
 	}
 
@@ -271,8 +270,8 @@ func TestStoreListDeleteCerts(t *testing.T) {
 	if _, err := ListCerts(ctx, c, ns, "shop", now); !apierrors.IsForbidden(err) {
 		t.Errorf("ListCerts = %v, want the permission error", err)
 	}
-	if err := StoreCert(ctx, c, ns, "shop", "x", "x.example.com", cert1, key1); !apierrors.IsForbidden(err) {
-		t.Errorf("StoreCert = %v, want the permission error", err)
+	if err := storeCert(ctx, c, ns, "shop", "x", "x.example.com", cert1, key1); !apierrors.IsForbidden(err) {
+		t.Errorf("storeCert = %v, want the permission error", err)
 	}
 }
 
@@ -327,4 +326,10 @@ func encodePair(t *testing.T, tmpl *x509.Certificate, key *ecdsa.PrivateKey) (ce
 		t.Fatal(err)
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb})
+}
+
+// storeCert writes a certificate Secret as cert add does under its lock.
+func storeCert(ctx context.Context, c kubernetes.Interface, namespace, appName, name, host string, certPEM, keyPEM []byte) error {
+	_, err := putCert(ctx, c, namespace, appName, name, host, certPEM, keyPEM)
+	return err
 }

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/deploy"
+	"tug.dev/tug/pkg/traffic"
+)
+
+func newCertCmd(f *cli.Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "cert",
+		Short:   "Serve a domain over TLS with a certificate",
+		Args:    cli.GroupArgs,
+		RunE:    cli.GroupRunE,
+		GroupID: "apps",
+	}
+	cmd.AddCommand(newCertAddCmd(f), newCertRemoveCmd(f), newCertListCmd(f))
+	return cmd
+}
+
+func newCertAddCmd(f *cli.Factory) *cobra.Command {
+	o := traffic.CertAddOptions{}
+	cmd := &cobra.Command{
+		Use:   "add APP HOST --cert FILE --key FILE",
+		Short: "Add a certificate for one of the app's domains",
+		Long: `Add a certificate and its key for a domain of the app. The pair is checked
+first: the key matches the certificate, the certificate names the host, and it
+is valid today. It is stored as a kubernetes.io/tls Secret and served through
+the Ingress. The key is never printed.`,
+		Args: cli.ExactArgs("APP", "HOST"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.App, o.Host = args[0], args[1]
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return configure(cmd, f, o.App, "certificate for "+o.Host+" added", func(d deploy.Deps) (*deploy.Result, error) {
+				return traffic.CertAdd(cmd.Context(), d, o, trafficOptions)
+			})
+		},
+	}
+	cmd.Flags().StringVar(&o.CertFile, "cert", "", "PEM certificate (with its chain)")
+	cmd.Flags().StringVar(&o.KeyFile, "key", "", "PEM private key")
+	return cmd
+}
+
+func newCertRemoveCmd(f *cli.Factory) *cobra.Command {
+	return &cobra.Command{
+		Use:     "remove APP HOST",
+		Aliases: []string{"rm"},
+		Short:   "Stop serving a domain over TLS",
+		Args:    cli.ExactArgs("APP", "HOST"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name, host := args[0], args[1]
+			if err := checkApp(name); err != nil {
+				return err
+			}
+			return configure(cmd, f, name, "certificate for "+strings.ToLower(host)+" removed", func(d deploy.Deps) (*deploy.Result, error) {
+				return traffic.CertRemove(cmd.Context(), d, name, host, trafficOptions)
+			})
+		},
+	}
+}
+
+func newCertListCmd(f *cli.Factory) *cobra.Command {
+	o := &cli.OutputOptions{}
+	cmd := &cobra.Command{
+		Use:     "list APP",
+		Aliases: []string{"ls"},
+		Short:   "List the app's certificates: names, issuer, expiry",
+		Args:    cli.ExactArgs("APP"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, _, err := loadApp(cmd, f, args[0])
+			if err != nil {
+				return err
+			}
+			certs, err := traffic.ListCerts(cmd.Context(), s.Client, s.Namespace, args[0], time.Now())
+			if err != nil {
+				return err
+			}
+			return o.Print(f.IOStreams, certs, func() error {
+				t := cli.NewTable("host", "subject", "sans", "issuer", "expires", "days-left")
+				for _, c := range certs {
+					t.AddRow(c.Host, c.Subject, strings.Join(c.SANs, ","), c.Issuer, c.NotAfter.UTC().Format("2006-01-02"), fmt.Sprint(c.DaysLeft))
+				}
+				return t.Render(f.IOStreams, o.NoHeaders)
+			})
+		},
+	}
+	cli.AddOutputFlags(cmd, o)
+	return cmd
+}

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/deploy"
+	"tug.dev/tug/pkg/traffic"
+)
+
+func newDomainCmd(f *cli.Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "domain",
+		Short: "Route host names to an app (one Ingress per app)",
+		Long: `Domains are rules of one Ingress per app, all sending traffic to the app's
+web Service. An ingress controller must run in the cluster for them to answer;
+tug needs none to manage them.`,
+		Args:    cli.GroupArgs,
+		RunE:    cli.GroupRunE,
+		GroupID: "apps",
+	}
+	cmd.AddCommand(newDomainAddCmd(f), newDomainRemoveCmd(f), newDomainListCmd(f))
+	return cmd
+}
+
+func newDomainAddCmd(f *cli.Factory) *cobra.Command {
+	o := traffic.DomainAddOptions{}
+	cmd := &cobra.Command{
+		Use:     "add APP HOST",
+		Short:   "Route a host (and path) to the app",
+		Example: "  tug domain add shop shop.example.com\n  tug domain add shop example.com --path /shop --ingress-class nginx",
+		Args:    cli.ExactArgs("APP", "HOST"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.App, o.Host = args[0], args[1]
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return configure(cmd, f, o.App, fmt.Sprintf("%s%s routes to %s", o.Host, o.Path, o.App), func(d deploy.Deps) (*deploy.Result, error) {
+				return traffic.DomainAdd(cmd.Context(), d, o, trafficOptions)
+			})
+		},
+	}
+	cmd.Flags().StringVar(&o.IngressClass, "ingress-class", "", "IngressClass to use (default: the cluster's default class)")
+	cmd.Flags().StringVar(&o.Path, "path", "/", "URL path prefix that routes to the app")
+	return cmd
+}
+
+func newDomainRemoveCmd(f *cli.Factory) *cobra.Command {
+	return &cobra.Command{
+		Use:     "remove APP HOST",
+		Aliases: []string{"rm"},
+		Short:   "Stop routing a host to the app (its certificate goes too)",
+		Args:    cli.ExactArgs("APP", "HOST"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name, host := args[0], args[1]
+			if err := checkApp(name); err != nil {
+				return err
+			}
+			return configure(cmd, f, name, strings.ToLower(host)+" removed", func(d deploy.Deps) (*deploy.Result, error) {
+				return traffic.DomainRemove(cmd.Context(), d, name, host, trafficOptions)
+			})
+		},
+	}
+}
+
+func newDomainListCmd(f *cli.Factory) *cobra.Command {
+	o := &cli.OutputOptions{}
+	cmd := &cobra.Command{
+		Use:     "list APP",
+		Aliases: []string{"ls"},
+		Short:   "List the app's domains",
+		Args:    cli.ExactArgs("APP"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, a, err := loadApp(cmd, f, args[0])
+			if err != nil {
+				return err
+			}
+			domains := a.Domains
+			if domains == nil {
+				domains = []app.Domain{}
+			}
+			return o.Print(f.IOStreams, domains, func() error {
+				if len(domains) == 0 {
+					fmt.Fprintf(f.IOStreams.ErrOut, "app %q has no domains; add one with '%s domain add %s HOST'\n", a.Name, f.CommandName, a.Name)
+					return nil
+				}
+				t := cli.NewTable("host", "path", "tls", "ingress-class")
+				for _, d := range domains {
+					t.AddRow(d.Host, d.Path, dash(d.TLSSecret), dash(d.IngressClass))
+				}
+				return t.Render(f.IOStreams, o.NoHeaders)
+			})
+		},
+	}
+	cli.AddOutputFlags(cmd, o)
+	return cmd
+}

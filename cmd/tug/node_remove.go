@@ -1,0 +1,151 @@
+package main
+
+// tug node remove.
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/node"
+	"tug.dev/tug/pkg/text"
+)
+
+// ---------------------------------------------------------------- remove
+
+type nodeRemoveOptions struct {
+	node.RemoveOptions
+	Yes     bool
+	Cluster string
+	Output  cli.OutputFormat
+}
+
+func newNodeRemoveCmd(f *cli.Factory) *cobra.Command {
+	o := &nodeRemoveOptions{}
+	cmd := &cobra.Command{
+		Use:     "remove NODE",
+		Aliases: []string{"rm"},
+		Short:   "Move a node's units elsewhere and remove it from its cluster",
+		Long: `Remove a node. First it is cordoned and its pods are evicted through the
+Eviction API, so PodDisruptionBudgets are respected: while a budget refuses,
+tug retries and says which budget blocks. Units move app-aware: before the
+last ready unit of a process leaves, the process gets one more unit on
+another node and tug waits for it to be ready, then restores the count, so
+even a single-unit app keeps serving. DaemonSet and static pods stay (they go
+with the node). Pods no controller would recreate, or with emptyDir data,
+stop the removal before anything changes unless --force or
+--delete-emptydir-data allow them. Once the pods are gone the Node is
+deleted.
+
+If moving the pods fails or --timeout passes, the node stays cordoned and is
+not deleted: run the command again, or 'tug node update NODE --enable'.
+
+--no-rebalance deletes only the Node object: its pods are left to Kubernetes'
+garbage collection. A machine whose kubelet still runs registers again when
+the kubelet restarts: stop it first.`,
+		Example: `  tug node remove node7
+  tug node remove node7 --dry-run
+  tug node remove node7 --timeout 10m --yes`,
+		Args: cli.ExactArgs("NODE"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			found, err := findNode(cmd, f, args[0], o.Cluster)
+			if err != nil {
+				return err
+			}
+			if !o.DryRun {
+				action := fmt.Sprintf("remove node %q from cluster %s", found.Node.Name, found.Target.Name)
+				if o.NoRebalance {
+					action = fmt.Sprintf("delete node %q from cluster %s without moving its pods", found.Node.Name, found.Target.Name)
+				} else if o.KeepNode {
+					action = fmt.Sprintf("move every pod off node %q (cluster %s)", found.Node.Name, found.Target.Name)
+				}
+				if err := cli.ConfirmOrFlag(cmd.Context(), f.IOStreams, f.Prompter(), o.Yes, cli.Confirmation{Action: action}); err != nil {
+					return err
+				}
+				o.Holder = kube.Holder(kube.WhoAmI(cmd.Context(), found.Target.Client, ""))
+			}
+			p := f.Progress()
+			o.Progress = p
+			res, err := node.Remove(cmd.Context(), found, o.RemoveOptions)
+			if err != nil {
+				if res != nil && cmd.Context().Err() == nil {
+					p.Fail(fmt.Sprintf("node %s not removed", found.Node.Name))
+				} else if res != nil {
+					p.Fail(fmt.Sprintf("interrupted: node %s stays cordoned and was not deleted; 'tug node update %s --enable' puts it back in service", found.Node.Name, found.Node.Name))
+				}
+				return err
+			}
+			switch {
+			case o.DryRun:
+			case res.Deleted:
+				p.Done(fmt.Sprintf("node %s removed", res.Node))
+			default:
+				p.Done(fmt.Sprintf("node %s drained; it stays cordoned", res.Node))
+			}
+			return cli.OutputOptions{Format: o.Output}.Print(f.IOStreams, res, func() error { return printRemoveResult(f.IOStreams, res) })
+		},
+	}
+	fl := cmd.Flags()
+	fl.BoolVar(&o.NoRebalance, "no-rebalance", false, "Only delete the Node object; move no pods")
+	fl.DurationVar(&o.Timeout, "timeout", 5*time.Minute, "How long moving the pods may take (0: no limit); after it the node stays cordoned")
+	fl.BoolVar(&o.Force, "force", false, "Also evict pods no controller will recreate (they are lost)")
+	fl.BoolVar(&o.DeleteEmptyDirData, "delete-emptydir-data", false, "Also evict pods with emptyDir volumes (their data is lost)")
+	fl.BoolVar(&o.DryRun, "dry-run", false, "Show what would be moved, surged and skipped; change nothing")
+	fl.BoolVarP(&o.Yes, "yes", "y", false, "Do not ask for confirmation")
+	// A drain that keeps the Node, optionally limited to some pods: what
+	// the end-to-end tests use on a shared cluster's real nodes.
+	fl.BoolVar(&o.KeepNode, "keep-node", false, "Move the pods but keep the Node object, cordoned")
+	fl.StringVar(&o.PodSelector, "pod-selector", "", "With --keep-node: only move pods matching this label selector")
+	fl.StringVar(&o.PodNamespace, "pod-namespace", "", "With --keep-node: only move pods of this namespace")
+	_ = fl.MarkHidden("keep-node")
+	_ = fl.MarkHidden("pod-selector")
+	_ = fl.MarkHidden("pod-namespace")
+	addClusterFlag(cmd, &o.Cluster)
+	cli.AddFormatFlag(cmd, &o.Output)
+	return cmd
+}
+
+func printRemoveResult(ios *cli.IOStreams, r *node.RemoveResult) error {
+	w := ios.Out
+	verb := map[bool]string{true: "would move", false: "moved"}[r.DryRun]
+	fmt.Fprintf(w, "node %s (cluster %s): %s %d %s\n", r.Node, r.Cluster, verb, len(r.Evicted), text.Plural(len(r.Evicted), "pod", "pods"))
+	for _, s := range r.Surges {
+		state := ""
+		switch {
+		case r.DryRun:
+			state = " (would surge first)"
+		case s.Restored:
+			state = fmt.Sprintf(" (surged to %d while moving, restored)", s.To)
+		default:
+			state = fmt.Sprintf(" (surged to %d while moving; count changed since, left as is)", s.To)
+		}
+		fmt.Fprintf(w, "  %s/%s %s: %d %s%s\n", s.Namespace, s.App, s.Process, s.From, text.Plural(int(s.From), "unit", "units"), state)
+	}
+	for _, p := range r.Evicted {
+		what := ""
+		if p.App != "" {
+			what = fmt.Sprintf(" (unit of %s, %s)", p.App, p.Process)
+		}
+		fmt.Fprintf(w, "  %s %s%s\n", map[bool]string{true: "evict", false: "evicted"}[r.DryRun], p, what)
+	}
+	for _, p := range r.Skipped {
+		fmt.Fprintf(w, "  left %s: %s\n", p, p.Reason)
+	}
+	switch {
+	case r.DryRun && r.Deleted:
+		fmt.Fprintln(w, "then the node would be deleted")
+	case r.DryRun:
+		fmt.Fprintln(w, "the node would stay, cordoned")
+	case r.Deleted:
+		fmt.Fprintln(w, "node deleted")
+	default:
+		fmt.Fprintln(w, "the node stays, cordoned; 'tug node update "+r.Node+" --enable' puts it back in service")
+	}
+	return nil
+}

@@ -1,0 +1,275 @@
+package traffic
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/deploy"
+	"tug.dev/tug/pkg/usage"
+)
+
+// The traffic actions: each checks its input (a usage error when it cannot
+// work), then changes the app record and re-applies the deployed release
+// through deploy.Configure; none makes a release. The record edit of each
+// runs again on every retry of the record's update, so it only edits; side
+// effects (a certificate's Secret) and costly checks (a LIST) run once, under
+// the app's lock (deploy.RecordChange).
+
+func checkApp(name string) error { return usage.Wrap(app.ValidateName(name)) }
+
+// DomainAddOptions are `tug domain add`.
+type DomainAddOptions struct {
+	App, Host string
+	// Path is the URL path prefix that routes to the app (default "/").
+	Path         string
+	IngressClass string
+}
+
+// Validate checks the input; host is compared in lower case.
+func (o *DomainAddOptions) Validate() error {
+	o.Host = strings.ToLower(o.Host)
+	if o.Path == "" {
+		o.Path = "/"
+	}
+	if err := checkApp(o.App); err != nil {
+		return err
+	}
+	if err := ValidateHost(o.Host); err != nil {
+		return usage.Wrap(err)
+	}
+	return usage.Wrap(ValidatePath(o.Path))
+}
+
+// DomainAdd routes a host (and path) to the app. A host another app of the
+// namespace routes is refused: that takes one LIST of Ingresses, made once
+// under the lock.
+func DomainAdd(ctx context.Context, d deploy.Deps, o DomainAddOptions, opts deploy.Options) (*deploy.Result, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	return deploy.ConfigureChange(ctx, d, o.App, deploy.RecordChange{
+		Edit: func(a *app.App) error {
+			return AddDomain(a, app.Domain{Host: o.Host, Path: o.Path, IngressClass: o.IngressClass})
+		},
+		Locked: func(ctx context.Context, a *app.App) (func(context.Context), error) {
+			owner, err := HostOwner(ctx, d.Client, d.Namespace, a.Name, o.Host)
+			if err != nil {
+				return nil, err
+			}
+			if owner != "" {
+				return nil, fmt.Errorf("host %s already routes to app %q; remove it there first ('tug domain remove %s %s')", o.Host, owner, owner, o.Host)
+			}
+			return nil, nil
+		},
+	}, opts)
+}
+
+// DomainRemove stops routing every path of host to the app, then deletes
+// the host's certificate Secret, if it had one.
+func DomainRemove(ctx context.Context, d deploy.Deps, appName, host string, opts deploy.Options) (*deploy.Result, error) {
+	host = strings.ToLower(host)
+	if err := checkApp(appName); err != nil {
+		return nil, err
+	}
+	var secret string
+	res, err := deploy.Configure(ctx, d, appName, func(a *app.App) error {
+		var err error
+		secret, err = RemoveDomain(a, host)
+		return err
+	}, opts)
+	return deleteAfter(ctx, d, res, err, secret)
+}
+
+// deleteAfter removes a host's TLS Secret once the record no longer names
+// it (err is the outcome of that change).
+func deleteAfter(ctx context.Context, d deploy.Deps, res *deploy.Result, err error, secret string) (*deploy.Result, error) {
+	if err != nil || secret == "" {
+		return res, err
+	}
+	return res, DeleteSecret(ctx, d.Client, d.Namespace, secret)
+}
+
+// CertAddOptions are `tug cert add`: a certificate and its key, in PEM
+// files, for a domain of the app.
+type CertAddOptions struct {
+	App, Host         string
+	CertFile, KeyFile string
+	// Now is when the certificate must be valid (default: now).
+	Now time.Time
+
+	certPEM, keyPEM []byte
+}
+
+// Validate reads and checks the pair: the key matches the certificate, which
+// names the host and is valid now. Every failure is a usage error.
+func (o *CertAddOptions) Validate() error {
+	o.Host = strings.ToLower(o.Host)
+	if err := checkApp(o.App); err != nil {
+		return err
+	}
+	if o.CertFile == "" || o.KeyFile == "" {
+		return usage.Errorf("give both --cert FILE and --key FILE")
+	}
+	var err error
+	if o.certPEM, err = readFile("--cert", o.CertFile); err != nil {
+		return err
+	}
+	if o.keyPEM, err = readFile("--key", o.KeyFile); err != nil {
+		return err
+	}
+	if o.Now.IsZero() {
+		o.Now = time.Now()
+	}
+	_, err = CheckPair(o.certPEM, o.keyPEM, o.Host, o.Now)
+	return usage.Wrap(err)
+}
+
+func readFile(flag, path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, usage.Errorf("%s %s: %w", flag, path, err)
+	}
+	return b, nil
+}
+
+// CertAdd serves a domain of the app over TLS with a certificate. The pair
+// is checked first; its kubernetes.io/tls Secret is written once the app's
+// lock is held, and taken back when the record cannot be changed, so a
+// failed change leaves no Secret behind.
+func CertAdd(ctx context.Context, d deploy.Deps, o CertAddOptions, opts deploy.Options) (*deploy.Result, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	secret := deploy.TLSSecretName(o.App, o.Host)
+	return deploy.ConfigureChange(ctx, d, o.App, deploy.RecordChange{
+		Edit: func(a *app.App) error {
+			found := false
+			for i := range a.Domains {
+				if a.Domains[i].Host == o.Host {
+					found = true
+					a.Domains[i].TLSSecret = secret
+				}
+			}
+			if !found {
+				return fmt.Errorf("app %q has no domain %s; add it first with 'tug domain add %s %s'", a.Name, o.Host, a.Name, o.Host)
+			}
+			return nil
+		},
+		Locked: func(ctx context.Context, a *app.App) (func(context.Context), error) {
+			return putCert(ctx, d.Client, d.Namespace, a.Name, secret, o.Host, o.certPEM, o.keyPEM)
+		},
+	}, opts)
+}
+
+// CertRemove stops serving a domain over TLS and deletes its Secret.
+func CertRemove(ctx context.Context, d deploy.Deps, appName, host string, opts deploy.Options) (*deploy.Result, error) {
+	host = strings.ToLower(host)
+	if err := checkApp(appName); err != nil {
+		return nil, err
+	}
+	var secret string
+	res, err := deploy.Configure(ctx, d, appName, func(a *app.App) error {
+		secret = ""
+		for i := range a.Domains {
+			if a.Domains[i].Host == host && a.Domains[i].TLSSecret != "" {
+				secret = a.Domains[i].TLSSecret
+				a.Domains[i].TLSSecret = ""
+			}
+		}
+		if secret == "" {
+			return fmt.Errorf("app %q has no certificate for %s", a.Name, host)
+		}
+		return nil
+	}, opts)
+	return deleteAfter(ctx, d, res, err, secret)
+}
+
+// Setting is an on/off switch of an app's traffic.
+type Setting string
+
+const (
+	// Routable off: the Service routes to nothing; the units keep running.
+	Routable Setting = "routable"
+	// Maintenance on: every request gets a 503 maintenance page.
+	Maintenance Setting = "maintenance"
+)
+
+// ParseOnOff reads "on" or "off".
+func ParseOnOff(s string) (bool, error) {
+	if s != "on" && s != "off" {
+		return false, usage.Errorf("want on or off, not %q", s)
+	}
+	return s == "on", nil
+}
+
+// Set turns a setting of the app on or off.
+func Set(ctx context.Context, d deploy.Deps, appName string, s Setting, on bool, opts deploy.Options) (*deploy.Result, error) {
+	if err := checkApp(appName); err != nil {
+		return nil, err
+	}
+	if s != Routable && s != Maintenance {
+		return nil, fmt.Errorf("unknown setting %q", s)
+	}
+	return deploy.Configure(ctx, d, appName, func(a *app.App) error {
+		if s == Routable {
+			a.Unroutable = !on
+		} else {
+			a.Maintenance = on
+		}
+		return nil
+	}, opts)
+}
+
+// AllowOptions are `tug app allow add|remove`.
+type AllowOptions struct {
+	App string
+	// Sources are CIDRs or bare IP addresses (taken as /32 or /128).
+	Sources []string
+	// Remove stops admitting the sources instead of admitting them.
+	Remove bool
+
+	cidrs []string
+}
+
+// Validate checks the app name and parses the sources.
+func (o *AllowOptions) Validate() error {
+	if err := checkApp(o.App); err != nil {
+		return err
+	}
+	o.cidrs = o.cidrs[:0]
+	for _, s := range o.Sources {
+		c, err := ParseCIDR(s)
+		if err != nil {
+			return usage.Wrap(err)
+		}
+		o.cidrs = append(o.cidrs, c)
+	}
+	return nil
+}
+
+// Allow admits more sources to the app's web units, or stops admitting some.
+// Removing a source the app does not allow is an error.
+func Allow(ctx context.Context, d deploy.Deps, o AllowOptions, opts deploy.Options) (*deploy.Result, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	return deploy.Configure(ctx, d, o.App, func(a *app.App) error {
+		for _, c := range o.cidrs {
+			has := slices.Contains(a.Allow, c)
+			switch {
+			case !o.Remove && !has:
+				a.Allow = append(a.Allow, c)
+			case o.Remove && !has:
+				return fmt.Errorf("app %q does not allow %s; see 'tug app allow list %s'", a.Name, c, a.Name)
+			case o.Remove:
+				a.Allow = slices.DeleteFunc(a.Allow, func(x string) bool { return x == c })
+			}
+		}
+		return nil
+	}, opts)
+}
