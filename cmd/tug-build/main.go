@@ -454,4 +454,3 @@ func human(n int64) string {
 	}
 	return fmt.Sprintf("%d B", n)
 }
-
