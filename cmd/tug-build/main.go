@@ -119,7 +119,7 @@ func run(args []string) int {
 	finish := func(stage string, code int, err error) int {
 		if err != nil {
 			res.OK, res.Stage, res.ExitCode, res.Message = false, stage, code, err.Error()
-			fmt.Fprintf(os.Stderr, "tug-build: %s: %v\n", stage, err)
+			fmt.Printf("tug-build: %s: %v\n", stage, err)
 		} else {
 			res.OK = true
 		}
@@ -248,7 +248,8 @@ func buildStep(dir string) (int, error) {
 		return 0, nil
 	}
 	cmd.Dir = dir
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	// one stream, so the build's lines stay in the order it wrote them
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stdout
 	cmd.Env = append(os.Environ(), "TUG_APP_DIR="+dir)
 	if err := cmd.Run(); err != nil {
 		var ee *exec.ExitError

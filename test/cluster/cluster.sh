@@ -427,11 +427,12 @@ import_images() {
 # ensure_images N: import what node N's containerd lacks (a cluster started
 # before an image was added to test/images gets it without a restart).
 ensure_images() {
-  local n=$1 t ref have
-  have=$(ctr --address "$dir/node$n/containerd.sock" -n k8s.io images ls -q 2>/dev/null) || return 0
+  local n=$1 t ref digest have
+  have=$(ctr --address "$dir/node$n/containerd.sock" -n k8s.io images ls 2>/dev/null | awk '{print $1, $3}') || return 0
   for t in $image_tars; do
     ref=$(tar -xOf "$images/$t.tar" index.json | grep -o '"io.containerd.image.name":"[^"]*"' | head -1 | cut -d'"' -f4)
-    if ! grep -qxF "$ref" <<<"$have"; then
+    digest=$(tar -xOf "$images/$t.tar" index.json | grep -o '"digest":"[^"]*"' | head -1 | cut -d'"' -f4)
+    if ! grep -qxF "$ref $digest" <<<"$have"; then
       ctr --address "$dir/node$n/containerd.sock" -n k8s.io images import --no-unpack=false "$images/$t.tar" >/dev/null \
         || die "importing $t.tar into node$n's containerd failed"
       say "imported $t.tar into node$n"
