@@ -8,7 +8,7 @@ DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -s -w -X tug.dev/tug/pkg/version.Version=$(VERSION) -X tug.dev/tug/pkg/version.Commit=$(COMMIT) -X tug.dev/tug/pkg/version.Date=$(DATE)
 NODES   ?= 1
 
-.PHONY: build test unit e2e lint docs check-docs demo bench cluster-up cluster-down cluster-status cluster-kubeconfig
+.PHONY: build test unit e2e lint docs check-docs demo bench cluster-up cluster-down cluster-status cluster-kubeconfig cluster-registry
 
 build: ## bin/tug (and bin/kubectl-tug, the same binary as a kubectl plugin)
 	go build -trimpath -ldflags '$(LDFLAGS)' -o bin/tug ./cmd/tug
@@ -52,3 +52,6 @@ cluster-status:
 
 cluster-kubeconfig:
 	@test/cluster/cluster.sh kubeconfig
+
+cluster-registry: ## the local registry's HOST:PORT
+	@test/cluster/cluster.sh registry

@@ -53,6 +53,7 @@ func printAppInfo(ios *cli.IOStreams, in *app.Info) error {
 	if in.Image != "" {
 		fmt.Fprintf(w, "Image:      %s\n", in.Image)
 	}
+	printBuildSettings(w, in.Build)
 	fmt.Fprintf(w, "Config:     %d %s (values: tug env get %s --show-values)\n", in.ConfigKeys, text.Plural(in.ConfigKeys, "key", "keys"), in.Name)
 	if len(in.Addresses) > 0 {
 		fmt.Fprintf(w, "Addresses:  %s\n", strings.Join(in.Addresses, ", "))

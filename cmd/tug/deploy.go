@@ -21,6 +21,7 @@ type appDeployOptions struct {
 	DryRun    bool
 	rollout   rolloutFlags
 	warnings  []string
+	build     buildFlags // without --image (build.go)
 }
 
 func newAppDeployCmd(f *cli.Factory) *cobra.Command {
@@ -46,6 +47,11 @@ whenever the rollout makes progress.`,
 		Args: cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
+			if o.Image == "" {
+				if err := o.build.prepare(cmd, o); err != nil {
+					return err
+				}
+			}
 			procs, err := o.validate(name)
 			if err != nil {
 				return err
@@ -55,15 +61,21 @@ whenever the rollout makes progress.`,
 			}
 			opts := o.rollout.options()
 			opts.DryRun = o.DryRun
+			if o.build.active {
+				if o.Image, err = o.build.image(cmd, f, name, procs, o.DryRun); err != nil || o.Image == "" {
+					return err
+				}
+			}
 			return roll(cmd, f, name, deploy.DeployChange(o.Image, procs, o.Message), opts, o.rollout.Output, "deployed")
 		},
 	}
-	cmd.Flags().StringVar(&o.Image, "image", "", "Image to deploy (required)")
+	cmd.Flags().StringVar(&o.Image, "image", "", "Image to deploy; without it, build from --source (see docs/builders.md)")
 	cmd.Flags().StringArrayVar(&o.Processes, "process", nil, "A process type and its command, TYPE='command args' (repeatable)")
 	cmd.Flags().StringVar(&o.Procfile, "procfile", "", "Procfile to read process types from (default ./Procfile when present)")
 	cmd.Flags().StringVarP(&o.Message, "message", "m", "", "Why this deploy, shown in the release history")
 	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "Validate on the server and show what would change; change nothing")
 	o.rollout.add(cmd, true)
+	o.build.add(cmd)
 	return cmd
 }
 
@@ -73,8 +85,10 @@ func (o *appDeployOptions) validate(name string) (map[string]string, error) {
 	if err := app.ValidateName(name); err != nil {
 		return nil, err
 	}
-	if err := app.ValidateImage(o.Image); err != nil {
-		return nil, err
+	if !o.build.active {
+		if err := app.ValidateImage(o.Image); err != nil {
+			return nil, err
+		}
 	}
 	if err := o.rollout.validate(); err != nil {
 		return nil, err

@@ -114,6 +114,9 @@ type Info struct {
 	Domains     []string `json:"domains"`
 	Allow       []string `json:"allow"`
 	Registry    string   `json:"registrySecret,omitempty"`
+
+	// Build is how the app builds from source, when it does.
+	Build *BuildSettings `json:"build,omitempty"`
 }
 
 // ReleaseSummary is a release without its config; `tug release list` rows.
@@ -177,6 +180,7 @@ func GetInfo(ctx context.Context, s *Store, name string) (*Info, error) {
 		Domains:     []string{},
 		Allow:       append([]string{}, a.Allow...),
 		Registry:    a.RegistrySecret,
+		Build:       a.Build,
 	}
 	for _, d := range a.Domains {
 		info.Domains = append(info.Domains, d.Host+d.Path)

@@ -46,6 +46,8 @@ type App struct {
 	// Volumes names the volumes the deployed release binds (kept here so
 	// listing volumes needs no read of every app's releases).
 	Volumes []string `json:"volumes,omitempty"`
+	// Build: how `app deploy` without --image builds the app (pkg/build).
+	Build *BuildSettings `json:"build,omitempty"`
 
 	// resourceVersion of the stored record, for optimistic concurrency.
 	resourceVersion string

@@ -2,12 +2,16 @@
 # The local Kubernetes cluster tug's end-to-end tests and demo run against:
 # etcd, kube-apiserver, kube-controller-manager, kube-scheduler, one kube-proxy
 # and one or two real nodes (each a kubelet with its own containerd), all on
-# this machine, with no registry and no internet. See README.md, "Local cluster".
+# this machine, with no internet, and an image registry on the host-only
+# address. See README.md, "Local cluster".
 #
 #   cluster.sh up [NODES]   start (NODES=1 or 2); says so when already up
 #   cluster.sh down         stop what up started and remove what it created
 #   cluster.sh status       exit 0 when the cluster answers and nodes are Ready
 #   cluster.sh kubeconfig   print the admin kubeconfig's path
+#   cluster.sh registry     print the local registry's HOST:PORT
+#   cluster.sh ensure-registry  on a running cluster: start the registry,
+#                           push and import test images it lacks (no restart)
 #   cluster.sh check-clean  exit 1 listing anything a cluster left behind
 #
 # State is per machine, not per clone (ports are per machine): a second clone
@@ -36,6 +40,10 @@ etcd_peer_port=12380
 api_port=16443
 apiserver=https://127.0.0.1:$api_port
 kubeconfig=$dir/admin.kubeconfig
+# The image registry (test/cluster/registry): plain HTTP on the host-only
+# address only, which the nodes' containerd and the pods both reach.
+registry_port=15000
+registry_addr=$(node_ip 1):$registry_port
 fw_chain=TUG-LOCAL-ONLY
 
 say() { printf 'cluster: %s\n' "$*" >&2; }
@@ -288,6 +296,9 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
   # "can't get final child's PID from pipe"
   restrict_oom_score_adj = true
   stream_server_address = "127.0.0.1"
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    # hosts.toml per registry: the local registry speaks plain HTTP
+    config_path = "$nd/certs.d"
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = "$nd/cni"
@@ -322,6 +333,7 @@ EOF
   ]
 }
 EOF
+  write_registry_hosts "$n"
   start "containerd-node$n" containerd --config "$nd/containerd.toml"
   wait_for "containerd-node$n" 30 ctr --address "$sock" version
 
@@ -359,6 +371,19 @@ EOF
     --hostname-override "node$n" --node-ip "$ip" --root-dir "$nd/kubelet" --cert-dir "$nd/kubelet/pki" --v 1
 }
 
+# write_registry_hosts N: node N's containerd pulls from the local registry
+# over plain HTTP (read per pull, so no restart is needed to change it).
+write_registry_hosts() {
+  local d=$dir/node$1/certs.d/$registry_addr
+  mkdir -p "$d"
+  cat > "$d/hosts.toml" <<EOF
+server = "http://$registry_addr"
+
+[host."http://$registry_addr"]
+  capabilities = ["pull", "resolve"]
+EOF
+}
+
 start_proxy() {
   cat > "$dir/kube-proxy.yaml" <<EOF
 apiVersion: kubeproxy.config.k8s.io/v1alpha1
@@ -380,21 +405,68 @@ EOF
 
 build_images() {
   local key out
-  key=$( { cat "$repo"/test/images/*/*.go "$repo"/cmd/tug-maintenance/*.go; sha256sum /bin/busybox; go version; } | sha256sum | cut -c1-16)
+  key=$( { cat "$repo"/test/images/*/*.go "$repo"/cmd/tug-maintenance/*.go "$repo"/cmd/tug-build/*.go; sha256sum /bin/busybox; go version; } | sha256sum | cut -c1-16)
   out=$cache/images/$key
-  if [ ! -f "$out/sample.tar" ] || [ ! -f "$out/maintenance.tar" ]; then
+  if [ ! -f "$out/sample.tar" ] || [ ! -f "$out/maintenance.tar" ] || [ ! -f "$out/builder.tar" ] || [ ! -f "$out/tug-build.tar" ]; then
     say "building images"
     (cd "$repo" && GOTOOLCHAIN=local go run ./test/images/build -out "$out") || die "image build failed"
   fi
   images=$out
 }
 
+image_tars="pause sample maintenance builder tug-build"
+
 import_images() {
   local n=$1 t
-  for t in pause sample maintenance; do
+  for t in $image_tars; do
     ctr --address "$dir/node$n/containerd.sock" -n k8s.io images import --no-unpack=false "$images/$t.tar" >/dev/null \
       || die "importing $t.tar into node$n's containerd failed"
   done
+}
+
+# ensure_images N: import what node N's containerd lacks (a cluster started
+# before an image was added to test/images gets it without a restart).
+ensure_images() {
+  local n=$1 t ref digest have
+  have=$(ctr --address "$dir/node$n/containerd.sock" -n k8s.io images ls 2>/dev/null | awk '{print $1, $3}') || return 0
+  for t in $image_tars; do
+    ref=$(tar -xOf "$images/$t.tar" index.json | grep -o '"io.containerd.image.name":"[^"]*"' | head -1 | cut -d'"' -f4)
+    digest=$(tar -xOf "$images/$t.tar" index.json | grep -o '"digest":"[^"]*"' | head -1 | cut -d'"' -f4)
+    if ! grep -qxF "$ref $digest" <<<"$have"; then
+      ctr --address "$dir/node$n/containerd.sock" -n k8s.io images import --no-unpack=false "$images/$t.tar" >/dev/null \
+        || die "importing $t.tar into node$n's containerd failed"
+      say "imported $t.tar into node$n"
+    fi
+  done
+}
+
+# ---------------------------------------------------------------- registry
+
+registry_up() { curl -sf --max-time 2 "http://$registry_addr/v2/" >/dev/null; }
+
+# ensure_registry: the registry runs (started when it does not) and holds
+# the test images under HOST:PORT/tug/..., with their digests. Idempotent:
+# `up` on a running cluster calls it too.
+ensure_registry() {
+  local key bin
+  key=$( { cat "$repo"/test/cluster/registry/*.go "$repo"/go.sum; go version; } | sha256sum | cut -c1-16)
+  bin=$cache/registry/$key/registry
+  if [ ! -x "$bin" ]; then
+    say "building the registry"
+    mkdir -p "$(dirname "$bin")"
+    (cd "$repo" && GOTOOLCHAIN=local CGO_ENABLED=0 go build -o "$bin" ./test/cluster/registry) || die "building the registry failed"
+  fi
+  if ! alive registry; then
+    mkdir -p "$dir/registry"
+    start registry "$bin" serve -addr "$registry_addr" -dir "$dir/registry"
+  fi
+  wait_for registry 30 registry_up
+  local t tars=()
+  for t in $image_tars; do tars+=("$images/$t.tar"); done
+  "$bin" push -registry "$registry_addr" "${tars[@]}" >>"$logs/registry-push.log" 2>&1 \
+    || fail registry-push "pushing the test images into the registry failed"
+  local n
+  for n in $(seq 1 "$(cat "$dir/nodes" 2>/dev/null || echo 1)"); do write_registry_hosts "$n"; done
 }
 
 # ---------------------------------------------------------------- up
@@ -419,6 +491,7 @@ up() {
     have=$(cat "$dir/nodes" 2>/dev/null || echo 1)
     if [ "$have" -ge "$nodes" ]; then
       say "already up ($have node(s)); kubeconfig: $kubeconfig"
+      ensure_additions
       return 0
     fi
     say "up with $have node(s), $nodes wanted: restarting"
@@ -440,6 +513,7 @@ up() {
   local n
   for n in $(seq 1 "$nodes"); do make_node_cgroups "$n"; done
   start_control_plane
+  ensure_registry
   for n in $(seq 1 "$nodes"); do
     start_node "$n"
     import_images "$n"
@@ -453,6 +527,20 @@ up() {
   alive kube-proxy || fail kube-proxy "kube-proxy exited"
   say "up: $nodes node(s) Ready in $(awk "BEGIN{printf \"%.1f\", $(date +%s.%N) - $t0}")s; logs in $logs"
   say "kubeconfig: $kubeconfig"
+  say "registry: $registry_addr"
+}
+
+# ensure_additions: on a running cluster, what later versions of this
+# script add without a restart: new test images, the registry.
+ensure_additions() {
+  local have n
+  have=$(cat "$dir/nodes" 2>/dev/null || echo 1)
+  build_images
+  for n in $(seq 1 "$have"); do ensure_images "$n"; done
+  ensure_registry
+  grep -q config_path "$dir/node1/containerd.toml" ||
+    say "the nodes' containerd predates the registry setting: restart the cluster (down, up) so the kubelets pull from $registry_addr"
+  say "registry: $registry_addr"
 }
 
 node_is_ready() {
@@ -589,6 +677,7 @@ check_clean() {
   local left=()
   pgrep -f "$dir/" >/dev/null 2>&1 && left+=("processes: $(pgrep -af "$dir/" | cut -c1-120 | tr '\n' ';')")
   pgrep -f "etcd --name tug-local" >/dev/null 2>&1 && left+=("etcd still running")
+  ss -Hltn "sport = :$registry_port" 2>/dev/null | grep -q . && left+=("a listener on the registry port $registry_port")
   awk -v d="$dir/" 'index($5, d) == 1' /proc/self/mountinfo | grep -q . && left+=("mounts under $dir")
   ip netns list 2>/dev/null | grep -q '^cni-' && left+=("network namespaces: $(ip netns list | awk '/^cni-/ {print $1}' | tr '\n' ' ')")
   local i
@@ -623,6 +712,10 @@ case "${1:-}" in
     nodes_ready "$(cat "$dir/nodes" 2>/dev/null || echo 1)" || { say "up, but not every node is Ready"; exit 1; }
     say "up" ;;
   kubeconfig) echo "$kubeconfig" ;;
+  registry) echo "$registry_addr" ;;
+  ensure-registry) # the additive part of up, on a running cluster only
+    is_up || die "the cluster is not up"
+    ensure_additions ;;
   check-clean) check_clean ;;
-  *) echo "usage: $0 up [NODES]|down|status|kubeconfig|check-clean" >&2; exit 2 ;;
+  *) echo "usage: $0 up [NODES]|down|status|kubeconfig|registry|ensure-registry|check-clean" >&2; exit 2 ;;
 esac

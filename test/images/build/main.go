@@ -6,7 +6,10 @@
 //
 // produces DIR/pause.tar (localhost/tug/pause:v1), DIR/sample.tar
 // (localhost/tug/sample with tags v1, v2, crash and unready) and
-// DIR/maintenance.tar (tug's maintenance page, under its published name). Output is
+// DIR/maintenance.tar (tug's maintenance page, under its published name),
+// DIR/builder.tar (localhost/tug/builder-static:v1, the static-site builder
+// of docs/builders.md) and DIR/tug-build.tar (tug's build agent, under its
+// published name). Output is
 // deterministic: the same inputs give the same digests.
 package main
 
@@ -83,17 +86,32 @@ func run(out, busybox string) error {
 	if err != nil {
 		return err
 	}
-	sampleFiles, err := busyboxFiles(busybox)
+	agent, err := goBuild(filepath.Join(here, "..", "..", "cmd", "tug-build"))
 	if err != nil {
 		return err
 	}
-	sampleFiles = append(sampleFiles,
-		file{name: "bin/sample", mode: 0o755, data: sample},
-		file{name: "tmp", mode: 0o1777, dir: true},
-		file{name: "etc", mode: 0o755, dir: true},
-		file{name: "etc/passwd", mode: 0o644, data: []byte("root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n")},
-		file{name: "etc/group", mode: 0o644, data: []byte("root:x:0:\nnogroup:x:65534:\n")},
-		file{name: "root", mode: 0o700, dir: true},
+	bb, err := busyboxFiles(busybox)
+	if err != nil {
+		return err
+	}
+	system := func(extra ...file) []file {
+		fs := append([]file(nil), bb...)
+		fs = append(fs,
+			file{name: "tmp", mode: 0o1777, dir: true},
+			file{name: "etc", mode: 0o755, dir: true},
+			file{name: "etc/passwd", mode: 0o644, data: []byte("root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n")},
+			file{name: "etc/group", mode: 0o644, data: []byte("root:x:0:\nnogroup:x:65534:\n")},
+			file{name: "root", mode: 0o700, dir: true},
+		)
+		return append(fs, extra...)
+	}
+	sampleFiles := system(file{name: "bin/sample", mode: 0o755, data: sample})
+	// The static-site builder: busybox (sh, httpd) and a /tug/build that
+	// runs the app's build.sh, as docs/builders.md describes.
+	builderFiles := system(
+		file{name: "app", mode: 0o755, dir: true},
+		file{name: "tug", mode: 0o755, dir: true},
+		file{name: "tug/build", mode: 0o755, data: []byte(builderScript)},
 	)
 	path := "PATH=/bin"
 	images := []image{
@@ -101,6 +119,10 @@ func run(out, busybox string) error {
 			tags: []tag{{ref: "localhost/tug/pause:v1", cmd: []string{"/pause"}}}},
 		{out: "maintenance.tar", files: []file{{name: "tug-maintenance", mode: 0o755, data: maintenance}},
 			tags: []tag{{ref: "ghcr.io/tug-dev/tug-maintenance:v1", cmd: []string{"/tug-maintenance"}}}},
+		{out: "tug-build.tar", files: []file{{name: "tug-build", mode: 0o755, data: agent}},
+			tags: []tag{{ref: "ghcr.io/tug-dev/tug-build:v1", cmd: []string{"/tug-build"}}}},
+		{out: "builder.tar", files: builderFiles,
+			tags: []tag{{ref: "localhost/tug/builder-static:v1", env: []string{path}, cmd: []string{"/bin/sh"}}}},
 		{out: "sample.tar", files: sampleFiles, tags: []tag{
 			{ref: "localhost/tug/sample:v1", env: []string{path, "VERSION=v1"}, cmd: []string{"/bin/sample"}},
 			{ref: "localhost/tug/sample:v2", env: []string{path, "VERSION=v2"}, cmd: []string{"/bin/sample"}},
@@ -115,6 +137,19 @@ func run(out, busybox string) error {
 	}
 	return nil
 }
+
+// builderScript is tug/builder-static's build step: the app's build.sh,
+// run in /app, when there is one.
+const builderScript = `#!/bin/sh
+# tug/builder-static: runs the app's build.sh in /app when it has one.
+set -e
+cd "${TUG_APP_DIR:-/app}"
+if [ -f build.sh ]; then
+  echo "-----> sh build.sh"
+  exec sh build.sh
+fi
+echo "-----> no build.sh: the source is served as it is"
+`
 
 // sourceDir finds test/images from the working directory, so the command
 // works from the repository root or from this folder.

@@ -1,0 +1,457 @@
+// Command tug-build is the agent of `tug app deploy` from source. It is a
+// static binary shipped as its own image; an init container copies it into
+// the build pod, so any builder image can run it:
+//
+//	tug-build install DEST        copy this binary to DEST (the init container)
+//	tug-build run -repository REPO -run-image IMAGE
+//
+// run reads a gzipped tar of the app's source on stdin, unpacks it into
+// /app, runs the build step there (the builder's /tug/build when it exists,
+// else the Procfile's build: line, else nothing), and pushes the run image
+// plus one layer holding /app, its config pointing at /app and the
+// Procfile's web process, to REPO with go-containerregistry: only the
+// layers the registry lacks are uploaded. Its last line is machine-readable:
+//
+//	TUG-BUILD-RESULT {"ok":true,"image":"REPO@sha256:...",...}
+//
+// See docs/builders.md.
+package main
+
+import (
+	"archive/tar"
+	"bufio"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+)
+
+// ResultPrefix starts the agent's last line.
+const ResultPrefix = "TUG-BUILD-RESULT "
+
+// Result is the agent's last line, after ResultPrefix.
+type Result struct {
+	OK          bool   `json:"ok"`
+	Stage       string `json:"stage,omitempty"` // unpack, build, image, push
+	ExitCode    int    `json:"exitCode,omitempty"`
+	Message     string `json:"message,omitempty"`
+	Image       string `json:"image,omitempty"` // REPO@sha256:...
+	LayerBytes  int64  `json:"layerBytes,omitempty"`
+	PushedBytes int64  `json:"pushedBytes,omitempty"`
+	Seconds     struct {
+		Unpack float64 `json:"unpack"`
+		Build  float64 `json:"build"`
+		Push   float64 `json:"push"`
+	} `json:"seconds"`
+}
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+	}
+	switch os.Args[1] {
+	case "install":
+		if len(os.Args) != 3 {
+			usage()
+		}
+		if err := install(os.Args[2]); err != nil {
+			fmt.Fprintln(os.Stderr, "tug-build:", err)
+			os.Exit(1)
+		}
+	case "run":
+		os.Exit(run(os.Args[2:]))
+	default:
+		usage()
+	}
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: tug-build install DEST | tug-build run -repository REPO -run-image IMAGE [-app DIR] [-tag TAG]")
+	os.Exit(2)
+}
+
+func install(dest string) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	b, err := os.ReadFile(self)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(dest, b, 0o755)
+}
+
+func run(args []string) int {
+	fs := flag.NewFlagSet("run", flag.ExitOnError)
+	repo := fs.String("repository", "", "repository to push the image to, HOST/PATH")
+	runImage := fs.String("run-image", "", "image the app's layer goes on top of")
+	appDir := fs.String("app", "/app", "folder the source is unpacked into")
+	tag := fs.String("tag", "latest", "tag to push besides the digest")
+	work := fs.String("work", os.TempDir(), "folder for the layer file")
+	_ = fs.Parse(args)
+	if *repo == "" || *runImage == "" {
+		usage()
+	}
+	var res Result
+	finish := func(stage string, code int, err error) int {
+		if err != nil {
+			res.OK, res.Stage, res.ExitCode, res.Message = false, stage, code, err.Error()
+			fmt.Printf("tug-build: %s: %v\n", stage, err)
+		} else {
+			res.OK = true
+		}
+		line, _ := json.Marshal(res)
+		fmt.Println(ResultPrefix + string(line))
+		if err != nil {
+			return 1
+		}
+		return 0
+	}
+
+	t := time.Now()
+	n, size, err := unpack(os.Stdin, *appDir)
+	if err != nil {
+		return finish("unpack", 0, err)
+	}
+	res.Seconds.Unpack = time.Since(t).Seconds()
+	fmt.Printf("-----> source: %d files, %s unpacked into %s\n", n, human(size), *appDir)
+
+	t = time.Now()
+	if code, err := buildStep(*appDir); err != nil {
+		return finish("build", code, err)
+	}
+	res.Seconds.Build = time.Since(t).Seconds()
+
+	t = time.Now()
+	img, layerSize, err := makeImage(*appDir, *runImage, *work)
+	if err != nil {
+		return finish("image", 0, err)
+	}
+	res.LayerBytes = layerSize
+	ref, err := parseRef(*repo + ":" + *tag)
+	if err != nil {
+		return finish("push", 0, err)
+	}
+	fmt.Printf("-----> pushing %s (app layer %s)\n", ref.Context(), human(layerSize))
+	pushed, err := push(ref, img)
+	if err != nil {
+		return finish("push", 0, err)
+	}
+	d, err := img.Digest()
+	if err != nil {
+		return finish("push", 0, err)
+	}
+	res.PushedBytes = pushed
+	res.Seconds.Push = time.Since(t).Seconds()
+	res.Image = ref.Context().Name() + "@" + d.String()
+	fmt.Printf("-----> pushed %s (%s uploaded)\n", res.Image, human(pushed))
+	return finish("", 0, nil)
+}
+
+// unpack extracts a gzipped tar into dir, refusing paths that leave it.
+func unpack(r io.Reader, dir string) (files int, size int64, err error) {
+	zr, err := gzip.NewReader(bufio.NewReader(r))
+	if err != nil {
+		return 0, 0, fmt.Errorf("reading the source: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return 0, 0, err
+	}
+	tr := tar.NewReader(zr)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return files, size, fmt.Errorf("reading the source: %w", err)
+		}
+		clean := filepath.Clean("/" + h.Name)
+		if clean == "/" {
+			continue
+		}
+		target := filepath.Join(dir, clean)
+		mode := os.FileMode(h.Mode) & 0o7777
+		switch h.Typeflag {
+		case tar.TypeDir:
+			if err := os.MkdirAll(target, mode|0o700); err != nil {
+				return files, size, err
+			}
+		case tar.TypeReg:
+			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+				return files, size, err
+			}
+			f, err := os.OpenFile(target, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, mode|0o600)
+			if err != nil {
+				return files, size, err
+			}
+			n, err := io.Copy(f, tr)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return files, size, err
+			}
+			files++
+			size += n
+		case tar.TypeSymlink:
+			if filepath.IsAbs(h.Linkname) || !strings.HasPrefix(filepath.Clean(filepath.Join(filepath.Dir(clean), h.Linkname)), "/") {
+				return files, size, fmt.Errorf("symlink %s -> %s leaves the source", h.Name, h.Linkname)
+			}
+			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+				return files, size, err
+			}
+			if err := os.Symlink(h.Linkname, target); err != nil {
+				return files, size, err
+			}
+		}
+	}
+	// the rest of the stream, so the sender sees it all read
+	_, _ = io.Copy(io.Discard, r)
+	return files, size, nil
+}
+
+// buildStep runs /tug/build, else the Procfile's build: line, else nothing.
+func buildStep(dir string) (int, error) {
+	var cmd *exec.Cmd
+	if fi, err := os.Stat("/tug/build"); err == nil && !fi.IsDir() {
+		fmt.Println("-----> running the builder's /tug/build")
+		cmd = exec.Command("/tug/build")
+	} else if line := procfileLine(filepath.Join(dir, "Procfile"), "build"); line != "" {
+		fmt.Printf("-----> running the Procfile's build: %s\n", line)
+		cmd = exec.Command("/bin/sh", "-c", line)
+	} else {
+		fmt.Println("-----> no build step")
+		return 0, nil
+	}
+	cmd.Dir = dir
+	// one stream, so the build's lines stay in the order it wrote them
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stdout
+	cmd.Env = append(os.Environ(), "TUG_APP_DIR="+dir)
+	if err := cmd.Run(); err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode(), fmt.Errorf("the build step failed (exit %d)", ee.ExitCode())
+		}
+		return 0, fmt.Errorf("the build step could not run: %w", err)
+	}
+	return 0, nil
+}
+
+// procfileLine is the command of one Procfile entry, "" without one.
+func procfileLine(path, proc string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		l = strings.TrimSpace(l)
+		if strings.HasPrefix(l, "#") {
+			continue
+		}
+		if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == proc {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+var epoch = time.Unix(0, 0).UTC()
+
+// appLayer writes dir as one layer (paths under app/, owned by root,
+// times zeroed, in name order) so the same tree gives the same digest.
+func appLayer(dir, work string) (string, error) {
+	f, err := os.CreateTemp(work, "tug-app-layer-*.tar")
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	tw := tar.NewWriter(f)
+	base := strings.TrimPrefix(filepath.Clean(dir), "/")
+	var paths []string
+	err = filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		paths = append(paths, p)
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return "", err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		nameIn := filepath.ToSlash(filepath.Join(base, rel))
+		link := ""
+		if fi.Mode()&os.ModeSymlink != 0 {
+			if link, err = os.Readlink(p); err != nil {
+				return "", err
+			}
+		}
+		h, err := tar.FileInfoHeader(fi, link)
+		if err != nil {
+			continue // sockets and the like
+		}
+		h.Name = nameIn
+		if fi.IsDir() {
+			h.Name += "/"
+		}
+		h.ModTime, h.AccessTime, h.ChangeTime = epoch, time.Time{}, time.Time{}
+		h.Uid, h.Gid, h.Uname, h.Gname = 0, 0, "", ""
+		h.Format = tar.FormatPAX
+		if err := tw.WriteHeader(h); err != nil {
+			return "", err
+		}
+		if fi.Mode().IsRegular() {
+			src, err := os.Open(p)
+			if err != nil {
+				return "", err
+			}
+			_, err = io.Copy(tw, src)
+			src.Close()
+			if err != nil {
+				return "", err
+			}
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return "", err
+	}
+	return f.Name(), f.Close()
+}
+
+func makeImage(dir, runImage, work string) (v1.Image, int64, error) {
+	ref, err := parseRef(runImage)
+	if err != nil {
+		return nil, 0, fmt.Errorf("--run-image %s: %w", runImage, err)
+	}
+	fmt.Printf("-----> reading the run image %s\n", runImage)
+	base, err := remote.Image(ref, remote.WithAuthFromKeychain(authn.DefaultKeychain),
+		remote.WithPlatform(v1.Platform{OS: "linux", Architecture: runtime.GOARCH}))
+	if err != nil {
+		return nil, 0, fmt.Errorf("reading the run image %s: %w", runImage, err)
+	}
+	path, err := appLayer(dir, work)
+	if err != nil {
+		return nil, 0, fmt.Errorf("writing the app layer: %w", err)
+	}
+	layer, err := tarball.LayerFromFile(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	size, err := layer.Size()
+	if err != nil {
+		return nil, 0, err
+	}
+	img, err := mutate.Append(base, mutate.Addendum{Layer: layer, History: v1.History{CreatedBy: "tug-build: /app", Created: v1.Time{Time: epoch}}})
+	if err != nil {
+		return nil, 0, err
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, 0, err
+	}
+	cfg := cf.Config.DeepCopy()
+	cfg.WorkingDir = dir
+	if web := procfileLine(filepath.Join(dir, "Procfile"), "web"); web != "" {
+		cfg.Entrypoint, cfg.Cmd = nil, []string{"/bin/sh", "-c", "exec " + web}
+	}
+	if procfile, err := os.ReadFile(filepath.Join(dir, "Procfile")); err == nil {
+		if cfg.Labels == nil {
+			cfg.Labels = map[string]string{}
+		}
+		cfg.Labels["dev.tug.procfile"] = string(procfile)
+	}
+	img, err = mutate.Config(img, *cfg)
+	if err != nil {
+		return nil, 0, err
+	}
+	return img, size, nil
+}
+
+// push writes img and returns the bytes sent to the registry (request
+// bodies: blobs, config, manifest). remote.Write skips the blobs the
+// registry has and mounts those another repository there has.
+func push(ref name.Reference, img v1.Image) (int64, error) {
+	ct := &countingTransport{next: remote.DefaultTransport}
+	err := remote.Write(ref, img, remote.WithAuthFromKeychain(authn.DefaultKeychain), remote.WithTransport(ct))
+	return ct.n.Load(), err
+}
+
+type countingTransport struct {
+	next http.RoundTripper
+	n    atomic.Int64
+}
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Body != nil && r.Method != http.MethodGet && r.Method != http.MethodHead {
+		r.Body = &countingBody{ReadCloser: r.Body, n: &c.n}
+	}
+	return c.next.RoundTrip(r)
+}
+
+type countingBody struct {
+	io.ReadCloser
+	n *atomic.Int64
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n.Add(int64(n))
+	return n, err
+}
+
+// parseRef allows plain HTTP for registries on private or loopback
+// addresses only (a local or in-cluster registry); others need HTTPS.
+func parseRef(s string) (name.Reference, error) {
+	ref, err := name.ParseReference(s)
+	if err != nil {
+		return nil, err
+	}
+	host := ref.Context().RegistryStr()
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	if ip := net.ParseIP(host); host == "localhost" || ip != nil && (ip.IsPrivate() || ip.IsLoopback()) {
+		return name.ParseReference(s, name.Insecure)
+	}
+	return ref, nil
+}
+
+func human(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}

@@ -1,0 +1,478 @@
+package build
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+
+	"tug.dev/tug/pkg/deploy"
+	"tug.dev/tug/pkg/exec"
+	"tug.dev/tug/pkg/kube"
+)
+
+// AgentImage is tug's build agent (cmd/tug-build), copied into every build
+// pod by an init container.
+const AgentImage = "ghcr.io/tug-dev/tug-build:v1"
+
+// KindBuild is the tug.dev/kind of build pods.
+const KindBuild = "build"
+
+// DefaultTimeout is a build's deadline when --build-timeout is not given.
+const DefaultTimeout = 15 * time.Minute
+
+// CodeBuildFailed is the exit code of a failed build (docs/exit-codes.md).
+const CodeBuildFailed = 16
+
+// resultPrefix starts the agent's last line (cmd/tug-build).
+const resultPrefix = "TUG-BUILD-RESULT "
+
+// Resources of the build container.
+var (
+	buildCPU    = resource.MustParse("1")
+	buildMemory = resource.MustParse("1Gi")
+	buildCPUReq = resource.MustParse("100m")
+	buildMemReq = resource.MustParse("256Mi")
+)
+
+const (
+	agentDir       = "/tug-agent"
+	authDir        = "/tug-auth"
+	createTimeout  = 30 * time.Second
+	cleanupTimeout = 30 * time.Second
+	keepLines      = 20
+)
+
+// Progress shows steps; cli.Progress satisfies it.
+type Progress interface {
+	Update(msg string)
+	Done(msg string)
+	Fail(msg string)
+}
+
+// Deps are what a build needs from the outside world.
+type Deps struct {
+	Client   kubernetes.Interface
+	Executor exec.Executor // the attach that streams the source in
+	Out      io.Writer     // the build's log, live
+	Progress Progress
+}
+
+// Options say what to build.
+type Options struct {
+	App        string
+	Namespace  string // the app's namespace
+	Pool       string
+	PullSecret string // the app's registry Secret ("" for none)
+	Builder    string
+	RunImage   string // "" for the builder image
+	Repository string
+	Timeout    time.Duration
+	AgentImage string // "" for AgentImage
+	Source     *Source
+}
+
+// Result is a finished build.
+type Result struct {
+	Image       string  `json:"image"` // repository@sha256:...
+	Pod         string  `json:"pod"`
+	SourceBytes int     `json:"sourceBytes"`
+	LayerBytes  int64   `json:"layerBytes"`
+	PushedBytes int64   `json:"pushedBytes"`
+	Seconds     Seconds `json:"seconds"`
+}
+
+// Seconds split a build's time.
+type Seconds struct {
+	Start  float64 `json:"start"` // pod created until the agent runs
+	Upload float64 `json:"upload"`
+	Unpack float64 `json:"unpack"`
+	Build  float64 `json:"build"`
+	Push   float64 `json:"push"`
+}
+
+// Error is a failed build: the build step, the run image or the push.
+type Error struct {
+	Stage    string   // unpack, build, image, push, start
+	StepCode int      // the build step's exit code, when it failed
+	Message  string   // what failed
+	Lines    []string // the last lines of the build log
+}
+
+func (e *Error) Error() string { return "build failed: " + e.Message }
+
+// ExitCode is CodeBuildFailed.
+func (e *Error) ExitCode() int { return CodeBuildFailed }
+
+type agentResult struct {
+	OK          bool    `json:"ok"`
+	Stage       string  `json:"stage"`
+	ExitCode    int     `json:"exitCode"`
+	Message     string  `json:"message"`
+	Image       string  `json:"image"`
+	LayerBytes  int64   `json:"layerBytes"`
+	PushedBytes int64   `json:"pushedBytes"`
+	Seconds     Seconds `json:"seconds"`
+}
+
+// PodName is a new name for a build pod of app, chosen here so the pod can
+// be deleted even when the answer to its creation is lost.
+func PodName(appName string) string { return appName + "-build-" + utilrand.String(5) }
+
+// Pod is the build pod: the agent copied in by an init container, the
+// builder image running it with the source on stdin.
+func Pod(o Options, name string) *corev1.Pod {
+	agent := o.AgentImage
+	if agent == "" {
+		agent = AgentImage
+	}
+	run := o.RunImage
+	if run == "" {
+		run = o.Builder
+	}
+	timeout := o.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	secs := int64(math.Ceil(timeout.Seconds()))
+	labels := kube.AppLabels(o.App)
+	labels[kube.LabelKind] = KindBuild
+	mounts := []corev1.VolumeMount{{Name: "tug-agent", MountPath: agentDir}}
+	volumes := []corev1.Volume{{Name: "tug-agent", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	var env []corev1.EnvVar
+	var pullSecrets []corev1.LocalObjectReference
+	if o.PullSecret != "" {
+		pullSecrets = []corev1.LocalObjectReference{{Name: o.PullSecret}}
+		// the push uses the registry credentials, as a docker config
+		volumes = append(volumes, corev1.Volume{Name: "tug-auth", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: o.PullSecret, Items: []corev1.KeyToPath{{Key: corev1.DockerConfigJsonKey, Path: "config.json"}},
+		}}})
+		mounts = append(mounts, corev1.VolumeMount{Name: "tug-auth", MountPath: authDir, ReadOnly: true})
+		env = append(env, corev1.EnvVar{Name: "DOCKER_CONFIG", Value: authDir})
+	}
+	var sel map[string]string
+	if o.Pool != "" {
+		sel = map[string]string{kube.LabelPool: o.Pool}
+	}
+	no := false
+	return &corev1.Pod{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: o.Namespace, Labels: labels},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                corev1.RestartPolicyNever,
+			ActiveDeadlineSeconds:        &secs,
+			AutomountServiceAccountToken: &no,
+			EnableServiceLinks:           &no,
+			NodeSelector:                 sel,
+			ImagePullSecrets:             pullSecrets,
+			Volumes:                      volumes,
+			InitContainers: []corev1.Container{{
+				Name: "agent", Image: agent, ImagePullPolicy: corev1.PullIfNotPresent,
+				Command:      []string{"/tug-build", "install", agentDir + "/tug-build"},
+				VolumeMounts: mounts[:1],
+			}},
+			Containers: []corev1.Container{{
+				Name: "build", Image: o.Builder, ImagePullPolicy: corev1.PullIfNotPresent,
+				Command: []string{agentDir + "/tug-build", "run", "-repository", o.Repository, "-run-image", run, "-work", agentDir},
+				Env:     env, VolumeMounts: mounts,
+				Stdin: true, StdinOnce: true,
+				Resources: corev1.ResourceRequirements{
+					Limits:   corev1.ResourceList{corev1.ResourceCPU: buildCPU, corev1.ResourceMemory: buildMemory},
+					Requests: corev1.ResourceList{corev1.ResourceCPU: buildCPUReq, corev1.ResourceMemory: buildMemReq},
+				},
+			}},
+		},
+	}
+}
+
+// Build runs a build pod and returns the pushed image. The pod is deleted
+// on every way out: success, failure, Ctrl-C, a lost connection (the
+// cluster also stops it at its deadline should tug be gone).
+func Build(ctx context.Context, d Deps, o Options) (res *Result, err error) {
+	ctx, cancel := exec.WithHangup(ctx)
+	defer cancel()
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	ctx, cancelT := context.WithTimeout(ctx, o.Timeout)
+	defer cancelT()
+	b := &builder{d: d, o: o, name: PodName(o.App)}
+	defer b.cleanup(ctx)
+	start := time.Now()
+	if err := b.create(ctx); err != nil {
+		return nil, err
+	}
+	b.d.Progress.Update(fmt.Sprintf("starting build pod %s (builder %s)", b.name, o.Builder))
+	if err := b.waitRunning(ctx); err != nil {
+		return nil, b.interrupted(ctx, err)
+	}
+	started := time.Since(start)
+	b.d.Progress.Done(fmt.Sprintf("build pod %s running; uploading %d files (%s)", b.name, o.Source.Files, human(int64(len(o.Source.Data)))))
+	up := time.Now()
+	ar, err := b.stream(ctx)
+	if err != nil {
+		return nil, b.interrupted(ctx, err)
+	}
+	if !ar.OK {
+		return nil, &Error{Stage: ar.Stage, StepCode: ar.ExitCode, Message: ar.Message, Lines: b.out.last()}
+	}
+	s := ar.Seconds
+	s.Start = started.Seconds()
+	s.Upload = time.Since(up).Seconds() - s.Unpack - s.Build - s.Push
+	if s.Upload < 0 {
+		s.Upload = 0
+	}
+	return &Result{Image: ar.Image, Pod: b.name, SourceBytes: len(o.Source.Data), LayerBytes: ar.LayerBytes, PushedBytes: ar.PushedBytes, Seconds: s}, nil
+}
+
+type builder struct {
+	d       Deps
+	o       Options
+	name    string
+	created bool
+	out     *logWriter
+}
+
+func (b *builder) interrupted(ctx context.Context, err error) error {
+	if ctx.Err() != nil && errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
+		return &Error{Stage: "timeout", Message: fmt.Sprintf("the build did not finish within --build-timeout %s", b.o.Timeout), Lines: b.lines()}
+	}
+	return err
+}
+
+func (b *builder) lines() []string {
+	if b.out == nil {
+		return nil
+	}
+	return b.out.last()
+}
+
+// create makes the pod; the request is not cancelled by Ctrl-C (an answer
+// lost half-way would leave a pod that cleanup does not know was made).
+func (b *builder) create(parent context.Context) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), createTimeout)
+	defer cancel()
+	b.created = true // deleting a pod that was never made is harmless
+	if _, err := b.d.Client.CoreV1().Pods(b.o.Namespace).Create(ctx, Pod(b.o, b.name), metav1.CreateOptions{FieldManager: kube.FieldManager}); err != nil {
+		b.created = false
+		return fmt.Errorf("creating the build pod: %w", kube.TranslateError(err))
+	}
+	return parent.Err()
+}
+
+func (b *builder) waitRunning(ctx context.Context) error {
+	_, err := exec.WatchPod(ctx, b.d.Client, b.o.Namespace, b.name, time.Second, func(p *corev1.Pod) (bool, error) {
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.Name == "build" && (cs.State.Running != nil || cs.State.Terminated != nil) {
+				return true, nil
+			}
+		}
+		if p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
+			return true, &Error{Stage: "start", Message: fmt.Sprintf("build pod %s ended before the build started: %s", b.name, podMessage(p))}
+		}
+		if f := deploy.StartFailure(p, time.Now()); f != nil {
+			return true, &Error{Stage: "start", Message: fmt.Sprintf("build pod %s cannot start: %s", b.name, f.Error())}
+		}
+		for _, cs := range append(append([]corev1.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+			if w := cs.State.Waiting; w != nil && (w.Reason == "ErrImagePull" || w.Reason == "ImagePullBackOff" || w.Reason == "InvalidImageName") {
+				return true, &Error{Stage: "start", Message: fmt.Sprintf("build pod %s cannot pull %s: %s", b.name, cs.Image, oneLine(w.Message))}
+			}
+		}
+		return false, nil
+	})
+	return err
+}
+
+// stream sends the source on the build container's stdin and copies its
+// output live; when the attach breaks after the upload, it follows the
+// container's log from where it was.
+func (b *builder) stream(ctx context.Context) (*agentResult, error) {
+	b.out = &logWriter{w: b.d.Out}
+	target := exec.Target{Namespace: b.o.Namespace, Pod: b.name, Container: "build"}
+	in := &countingReader{r: bytes.NewReader(b.o.Source.Data)}
+	err := b.d.Executor.Attach(ctx, target, exec.Streams{Stdin: in, Stdout: b.out, Stderr: b.out})
+	if err != nil && ctx.Err() == nil {
+		if in.n < len(b.o.Source.Data) {
+			return nil, fmt.Errorf("lost the connection to build pod %s while uploading the source: %w", b.name, kube.TranslateError(err))
+		}
+		if err := b.followLog(ctx); err != nil {
+			return nil, err
+		}
+	} else if err != nil {
+		return nil, ctx.Err()
+	}
+	b.out.flush()
+	if r := b.out.result(); r != nil {
+		return r, nil
+	}
+	// no result line: the agent died; the pod's state says why
+	p, werr := exec.WatchPod(ctx, b.d.Client, b.o.Namespace, b.name, 0, func(p *corev1.Pod) (bool, error) {
+		return terminated(p) != nil || p.Status.Phase == corev1.PodFailed, nil
+	})
+	if werr != nil {
+		return nil, werr
+	}
+	return &agentResult{Stage: "agent", Message: fmt.Sprintf("build pod %s ended without a result: %s", b.name, podMessage(p))}, nil
+}
+
+func (b *builder) followLog(ctx context.Context) error {
+	skip := b.out.written()
+	rc, err := b.d.Client.CoreV1().Pods(b.o.Namespace).GetLogs(b.name, &corev1.PodLogOptions{Container: "build", Follow: true}).Stream(ctx)
+	if err != nil {
+		return fmt.Errorf("reading the log of build pod %s: %w", b.name, kube.TranslateError(err))
+	}
+	defer rc.Close()
+	if _, err := io.CopyN(io.Discard, rc, int64(skip)); err != nil && err != io.EOF {
+		return fmt.Errorf("lost the connection to build pod %s: %w", b.name, kube.TranslateError(err))
+	}
+	if _, err := io.Copy(b.out, rc); err != nil {
+		return fmt.Errorf("lost the connection to build pod %s: %w", b.name, kube.TranslateError(err))
+	}
+	return nil
+}
+
+// cleanup deletes the pod at once, with a fresh context, retrying while
+// the API server does not answer.
+func (b *builder) cleanup(parent context.Context) {
+	if !b.created {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), cleanupTimeout)
+	defer cancel()
+	zero := int64(0)
+	var last error
+	backoff := wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Steps: 8, Cap: 5 * time.Second}
+	err := wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
+		last = b.d.Client.CoreV1().Pods(b.o.Namespace).Delete(ctx, b.name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+		return last == nil || apierrors.IsNotFound(last), nil
+	})
+	if err != nil {
+		fmt.Fprintf(b.d.Out, "error: could not delete build pod %s: %v; delete it with 'kubectl delete pod %s -n %s'\n",
+			b.name, oneLine(kube.TranslateError(last).Error()), b.name, b.o.Namespace)
+	}
+}
+
+func terminated(p *corev1.Pod) *corev1.ContainerStateTerminated {
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name == "build" {
+			return cs.State.Terminated
+		}
+	}
+	return nil
+}
+
+func podMessage(p *corev1.Pod) string {
+	if t := terminated(p); t != nil {
+		return fmt.Sprintf("exit %d %s %s", t.ExitCode, t.Reason, oneLine(t.Message))
+	}
+	if p.Status.Reason != "" {
+		return p.Status.Reason + " " + oneLine(p.Status.Message)
+	}
+	return string(p.Status.Phase)
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func human(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+type countingReader struct {
+	r io.Reader
+	n int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += n
+	return n, err
+}
+
+// logWriter passes the build's output on line by line, keeps its last
+// lines for a failure report, and takes the agent's result line out.
+type logWriter struct {
+	w     io.Writer
+	mu    sync.Mutex
+	n     int
+	part  []byte
+	lines []string
+	res   *agentResult
+}
+
+func (l *logWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.n += len(p)
+	l.part = append(l.part, p...)
+	for {
+		i := bytes.IndexByte(l.part, '\n')
+		if i < 0 {
+			break
+		}
+		l.line(string(l.part[:i]))
+		l.part = l.part[i+1:]
+	}
+	return len(p), nil
+}
+
+func (l *logWriter) line(s string) {
+	if rest, ok := strings.CutPrefix(s, resultPrefix); ok {
+		var r agentResult
+		if json.Unmarshal([]byte(rest), &r) == nil {
+			l.res = &r
+			return
+		}
+	}
+	fmt.Fprintln(l.w, s)
+	l.lines = append(l.lines, s)
+	if len(l.lines) > keepLines {
+		l.lines = l.lines[len(l.lines)-keepLines:]
+	}
+}
+
+func (l *logWriter) flush() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.part) > 0 {
+		l.line(string(l.part))
+		l.part = nil
+	}
+}
+
+func (l *logWriter) written() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.n
+}
+
+func (l *logWriter) last() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.lines...)
+}
+
+func (l *logWriter) result() *agentResult {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.res
+}

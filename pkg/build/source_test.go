@@ -1,0 +1,136 @@
+package build
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"tug.dev/tug/pkg/usage"
+)
+
+func write(t *testing.T, dir, name, data string) {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func names(t *testing.T, src *Source) []string {
+	t.Helper()
+	zr, err := gzip.NewReader(bytes.NewReader(src.Data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(zr)
+	var out []string
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Typeflag != tar.TypeDir {
+			out = append(out, h.Name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func TestPackLeavesOutGitAndIgnored(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "Procfile", "web: x")
+	write(t, dir, ".git/HEAD", "ref")
+	write(t, dir, "public/index.html", "old")
+	write(t, dir, "logs/a.log", "x")
+	write(t, dir, "src/keep.log", "x")
+	write(t, dir, "src/deep/b.tmp", "x")
+	write(t, dir, ".tugignore", "# build output\npublic/\n**/*.tmp\nlogs\n*.log\n!src/keep.log\n")
+	write(t, dir, ".dockerignore", "Procfile\n") // .tugignore wins
+	src, err := Pack(dir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(names(t, src), " ")
+	if want := ".dockerignore .tugignore Procfile src/keep.log"; got != want {
+		t.Errorf("packed %q, want %q", got, want)
+	}
+	if src.Ignore != ".tugignore" || src.Files != 4 {
+		t.Errorf("Ignore %q Files %d", src.Ignore, src.Files)
+	}
+}
+
+func TestPackUsesDockerignoreWithoutTugignore(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "a.txt", "a")
+	write(t, dir, "node_modules/x/y.js", "y")
+	write(t, dir, ".dockerignore", "node_modules\n")
+	src, err := Pack(dir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(names(t, src), " "); got != ".dockerignore a.txt" {
+		t.Errorf("packed %q", got)
+	}
+}
+
+func TestPackRefusesSymlinkLeavingTheFolder(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "a/b.txt", "b")
+	if err := os.Symlink("../a/b.txt", filepath.Join(dir, "a", "inside")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Pack(dir, 0); err != nil {
+		t.Fatalf("a symlink inside the folder: %v", err)
+	}
+	if err := os.Symlink("../../etc", filepath.Join(dir, "a", "out")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Pack(dir, 0)
+	if err == nil || !usage.Is(err) || !strings.Contains(err.Error(), "outside") {
+		t.Fatalf("want a usage error naming the symlink, got %v", err)
+	}
+}
+
+func TestPackRefusesOverLimitAndUnreadable(t *testing.T) {
+	dir := t.TempDir()
+	big := make([]byte, 256<<10)
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range big {
+		big[i] = byte(r.Uint32()) // does not compress
+	}
+	write(t, dir, "big.bin", string(big))
+	_, err := Pack(dir, 64<<10)
+	if err == nil || !usage.Is(err) || !strings.Contains(err.Error(), "limit") {
+		t.Fatalf("want a usage error about the limit, got %v", err)
+	}
+	if os.Getuid() == 0 {
+		return // root reads everything
+	}
+	write(t, dir, "secret", "x")
+	if err := os.Chmod(filepath.Join(dir, "secret"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Pack(dir, 0); err == nil || !usage.Is(err) {
+		t.Fatalf("want a usage error for an unreadable file, got %v", err)
+	}
+}
+
+func TestPackRefusesAMissingFolder(t *testing.T) {
+	if _, err := Pack(filepath.Join(t.TempDir(), "nope"), 0); err == nil || !usage.Is(err) {
+		t.Fatalf("got %v", err)
+	}
+}

@@ -1,0 +1,140 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// registryForBuilds is the local cluster's registry (cluster.sh registry),
+// or skips the test when the nodes cannot pull from it yet: a cluster
+// started before the registry existed needs a restart (down, up).
+func registryForBuilds(t *testing.T, nodesPull bool) string {
+	t.Helper()
+	reg := os.Getenv("TUG_E2E_REGISTRY")
+	if reg == "" {
+		out, err := exec.Command(filepath.Join(repoRoot(), "test", "cluster", "cluster.sh"), "registry").Output()
+		if err != nil {
+			t.Skipf("no local registry: %v", err)
+		}
+		reg = strings.TrimSpace(string(out))
+	}
+	if _, err := tryGet("http://" + reg + "/v2/"); err != nil {
+		t.Skipf("the local registry %s does not answer (%v); run test/cluster/cluster.sh up", reg, err)
+	}
+	dir := os.Getenv("TUG_CLUSTER_DIR")
+	if dir == "" {
+		dir = "/var/lib/tug-cluster"
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "node1", "containerd.toml")); nodesPull && err == nil && !strings.Contains(string(b), "config_path") {
+		t.Skip("the nodes' containerd predates the local registry: restart the cluster (make cluster-down cluster-up)")
+	}
+	return reg
+}
+
+func copyDir(t *testing.T, from string) string {
+	t.Helper()
+	to := t.TempDir()
+	if out, err := exec.Command("cp", "-a", from+"/.", to).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v: %s", err, out)
+	}
+	return to
+}
+
+func TestDeployFromSourceBuildsChangesAndRollsBack(t *testing.T) {
+	h := New(t)
+	reg := registryForBuilds(t, true)
+	src := copyDir(t, filepath.Join(repoRoot(), "examples", "static-site"))
+	h.mustTug("app", "create", "site")
+	deploy := func(extra ...string) Result {
+		return h.TugRun(Run{Args: append([]string{"app", "deploy", "site", "--timeout", "2m"}, extra...), Dir: src})
+	}
+	r := deploy("--builder", reg+"/tug/builder-static:v1", "--repository", reg+"/e2e/"+h.NS+"/site")
+	if r.Code != 0 {
+		t.Fatalf("first deploy from source: %s", r)
+	}
+	if !strings.Contains(r.Stderr, "wrote public/index.html") {
+		t.Errorf("the build's log was not shown:\n%s", r.Stderr)
+	}
+	svc, err := h.Client.CoreV1().Services(h.NS).Get(context.Background(), "site", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	serves := func(want string) {
+		t.Helper()
+		h.Eventually(60*time.Second, "the site serves "+want, func() (bool, error) {
+			body, err := tryGet(fmt.Sprintf("http://%s/", svc.Spec.ClusterIP))
+			return strings.Contains(body, want), err
+		})
+	}
+	serves("Hello from a build")
+	info := h.Tug("app", "info", "site")
+	if !strings.Contains(info.Stdout, "builder "+reg+"/tug/builder-static:v1") {
+		t.Errorf("app info does not show the builder:\n%s", info)
+	}
+
+	// a changed file: the remembered builder and repository build it
+	if err := os.WriteFile(filepath.Join(src, "message.txt"), []byte("Second edition\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := deploy(); r.Code != 0 {
+		t.Fatalf("second deploy from source: %s", r)
+	}
+	serves("Second edition")
+
+	// a rollback runs the first build again, by digest
+	if r := h.Tug("release", "rollback", "site"); r.Code != 0 {
+		t.Fatalf("rollback: %s", r)
+	}
+	serves("Hello from a build")
+	assertNoBuildPods(t, h)
+}
+
+func TestDeployFromSourceBuildFailure(t *testing.T) {
+	h := New(t)
+	reg := registryForBuilds(t, false)
+	src := t.TempDir()
+	must := func(err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.WriteFile(filepath.Join(src, "build.sh"), []byte("echo compiling\necho 'error: broken' >&2\nexit 3\n"), 0o644))
+	must(os.WriteFile(filepath.Join(src, "Procfile"), []byte("web: httpd -f -p $PORT -h /app\n"), 0o644))
+	h.mustTug("app", "create", "broken")
+	r := h.TugRun(Run{Args: []string{"app", "deploy", "broken", "--builder", "localhost/tug/builder-static:v1", "--repository", reg + "/e2e/" + h.NS + "/broken"}, Dir: src})
+	if r.Code != 16 {
+		t.Fatalf("a failing build: want exit 16, got %s", r)
+	}
+	if !strings.Contains(r.Stderr, "error: broken") || !strings.Contains(r.Stderr, "exit 3") {
+		t.Errorf("the failing log lines are not shown:\n%s", r.Stderr)
+	}
+	deps, err := h.Client.AppsV1().Deployments(h.NS).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(deps.Items) != 0 {
+		t.Errorf("a failed build deployed something: %d Deployments", len(deps.Items))
+	}
+	assertNoBuildPods(t, h)
+}
+
+func assertNoBuildPods(t *testing.T, h *H) {
+	t.Helper()
+	pods, err := h.Client.CoreV1().Pods(h.NS).List(context.Background(), metav1.ListOptions{LabelSelector: "tug.dev/kind=build"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil {
+			t.Errorf("build pod %s left behind", p.Name)
+		}
+	}
+}
