@@ -43,6 +43,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"tug.dev/tug/pkg/text"
 )
 
 // ResultPrefix starts the agent's last line.
@@ -137,7 +139,7 @@ func run(args []string) int {
 		return finish("unpack", 0, err)
 	}
 	res.Seconds.Unpack = time.Since(t).Seconds()
-	fmt.Printf("-----> source: %d files, %s unpacked into %s\n", n, human(size), *appDir)
+	fmt.Printf("-----> source: %d files, %s unpacked into %s\n", n, text.Size(size), *appDir)
 
 	t = time.Now()
 	if code, err := buildStep(*appDir); err != nil {
@@ -155,7 +157,7 @@ func run(args []string) int {
 	if err != nil {
 		return finish("push", 0, err)
 	}
-	fmt.Printf("-----> pushing %s (app layer %s)\n", ref.Context(), human(layerSize))
+	fmt.Printf("-----> pushing %s (app layer %s)\n", ref.Context(), text.Size(layerSize))
 	pushed, err := push(ref, img)
 	if err != nil {
 		return finish("push", 0, err)
@@ -167,7 +169,7 @@ func run(args []string) int {
 	res.PushedBytes = pushed
 	res.Seconds.Push = time.Since(t).Seconds()
 	res.Image = ref.Context().Name() + "@" + d.String()
-	fmt.Printf("-----> pushed %s (%s uploaded)\n", res.Image, human(pushed))
+	fmt.Printf("-----> pushed %s (%s uploaded)\n", res.Image, text.Size(pushed))
 	return finish("", 0, nil)
 }
 
@@ -444,14 +446,4 @@ func parseRef(s string) (name.Reference, error) {
 		return name.ParseReference(s, name.Insecure)
 	}
 	return ref, nil
-}
-
-func human(n int64) string {
-	switch {
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }

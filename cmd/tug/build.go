@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -13,7 +14,9 @@ import (
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/build"
 	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/deploy"
 	tugexec "tug.dev/tug/pkg/exec"
+	"tug.dev/tug/pkg/text"
 	"tug.dev/tug/pkg/usage"
 )
 
@@ -68,8 +71,7 @@ func (b *buildFlags) prepare(cmd *cobra.Command, o *appDeployOptions) error {
 
 // image builds the app from source and returns the pushed
 // repository@sha256:... (with --dry-run: "" after saying what it would build).
-func (b *buildFlags) image(cmd *cobra.Command, f *cli.Factory, appName string, procs map[string]string, dryRun bool) (string, error) {
-	delete(procs, "build") // the Procfile's build step is not a process
+func (b *buildFlags) image(cmd *cobra.Command, f *cli.Factory, appName, message string, dryRun bool) (string, error) {
 	proto, err := tugexec.ProtocolFromEnv()
 	if err != nil {
 		return "", usage.Wrap(err)
@@ -86,29 +88,15 @@ func (b *buildFlags) image(cmd *cobra.Command, f *cli.Factory, appName string, p
 	if err != nil {
 		return "", err
 	}
-	progress := f.Progress()
+	ctx := cmd.Context()
 	store := &app.Store{Client: client, Namespace: ns}
-	a, err := store.GetApp(cmd.Context(), appName)
-	if err != nil {
-		return "", err
-	}
 	want := app.BuildSettings{Builder: b.Builder, Repository: b.Repository, RunImage: b.RunImage}
 	if b.Timeout > 0 {
 		want.Timeout = b.Timeout.String()
 	}
-	s := want.Merge(a.Build)
-	if s.Builder == "" || s.Repository == "" {
-		return "", usage.Errorf("app %s has no builder or repository yet: deploy from source once with --builder IMAGE --repository HOST/PATH, or deploy an image with --image", appName)
-	}
-	timeout := build.DefaultTimeout
-	if s.Timeout != "" {
-		if timeout, err = time.ParseDuration(s.Timeout); err != nil {
-			return "", fmt.Errorf("app %s's remembered build timeout %q: %w", appName, s.Timeout, err)
-		}
-	}
-	run := s.RunImage
-	if run == "" {
-		run = s.Builder
+	plan, err := build.FromSource{App: appName, Want: want, Source: b.source, AgentImage: os.Getenv(agentImageEnv)}.Plan(ctx, store)
+	if err != nil {
+		return "", err
 	}
 	src := b.source
 	ignore := ""
@@ -116,41 +104,39 @@ func (b *buildFlags) image(cmd *cobra.Command, f *cli.Factory, appName string, p
 		ignore = ", without what " + src.Ignore + " names"
 	}
 	errOut := f.IOStreams.ErrOut
-	fmt.Fprintf(errOut, "source: %s, %d files, %s compressed%s\n", src.Dir, src.Files, sizeText(int64(len(src.Data))), ignore)
+	fmt.Fprintf(errOut, "source: %s, %d files, %s compressed%s\n", src.Dir, src.Files, text.Size(int64(len(src.Data))), ignore)
 	if dryRun {
 		fmt.Fprintf(f.IOStreams.Out, "dry run: would build %s from %s with builder %s on run image %s, push to %s and deploy it; nothing built\n",
-			appName, src.Dir, s.Builder, run, s.Repository)
+			appName, src.Dir, plan.Settings.Builder, plan.RunImage, plan.Settings.Repository)
 		return "", nil
 	}
-	agent := os.Getenv(agentImageEnv)
-	res, err := build.Build(cmd.Context(), build.Deps{Client: client, Executor: &tugexec.Remote{Config: cfg, Client: client, Protocol: proto}, Out: errOut, Progress: progress}, build.Options{
-		App: a.Name, Namespace: a.Namespace, Pool: a.Pool, PullSecret: a.RegistrySecret,
-		Builder: s.Builder, RunImage: s.RunImage, Repository: s.Repository, Timeout: timeout, AgentImage: agent, Source: src,
-	})
+	progress := f.Progress()
+	res, err := plan.Run(ctx, build.Deps{Client: client, Executor: &tugexec.Remote{Config: cfg, Client: client, Protocol: proto}, Out: errOut, Progress: progress}, store)
 	var failed *build.Error
 	if errors.As(err, &failed) {
 		fmt.Fprintf(errOut, "build failed (%s): %s\n", failed.Stage, failed.Message)
 		if len(failed.Lines) > 0 {
 			fmt.Fprintf(errOut, "  last %d log lines:\n", len(failed.Lines))
 			for _, l := range failed.Lines {
-				fmt.Fprintf(errOut, "    | %s\n", l)
+				fmt.Fprintf(errOut, "    | %s\n", cli.Sanitize(l))
 			}
 		}
-		fmt.Fprintln(errOut, "nothing was deployed; the current release keeps running")
+		// The attempt shows in the release history, with why; what runs
+		// stays as it was.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		rel, rerr := recordFailed(rctx, cmd, f, appName, message, failed.Error())
+		if rerr == nil {
+			fmt.Fprintf(errOut, "release v%d failed; nothing was deployed, the current release keeps running\n", rel.Version)
+		} else {
+			fmt.Fprintf(errOut, "nothing was deployed, the current release keeps running (recording the failed release: %s)\n", text.OneLine(rerr.Error()))
+		}
 		return "", err
 	}
 	if err != nil {
 		return "", err
 	}
-	progress.Done(fmt.Sprintf("built %s (%s uploaded)", res.Image, sizeText(res.PushedBytes)))
-	if a.Build == nil || *a.Build != s {
-		if _, err := store.UpdateApp(cmd.Context(), appName, func(a *app.App) error {
-			a.Build = &s
-			return nil
-		}); err != nil {
-			return "", fmt.Errorf("remembering the build settings: %w", err)
-		}
-	}
+	progress.Done(fmt.Sprintf("built %s (%s uploaded)", res.Image, text.Size(res.PushedBytes)))
 	return res.Image, nil
 }
 
@@ -169,12 +155,10 @@ func printBuildSettings(w interface{ Write([]byte) (int, error) }, s *app.BuildS
 	fmt.Fprintf(w, "Build:      %s\n", line)
 }
 
-func sizeText(n int64) string {
-	switch {
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+func recordFailed(ctx context.Context, cmd *cobra.Command, f *cli.Factory, appName, message, reason string) (*app.Release, error) {
+	d, err := deployDeps(cmd, f)
+	if err != nil {
+		return nil, err
 	}
-	return fmt.Sprintf("%d B", n)
+	return deploy.RecordFailed(ctx, d, appName, message, reason)
 }

@@ -62,7 +62,7 @@ whenever the rollout makes progress.`,
 			opts := o.rollout.options()
 			opts.DryRun = o.DryRun
 			if o.build.active {
-				if o.Image, err = o.build.image(cmd, f, name, procs, o.DryRun); err != nil || o.Image == "" {
+				if o.Image, err = o.build.image(cmd, f, name, o.Message, o.DryRun); err != nil || o.Image == "" {
 					return err
 				}
 			}

@@ -159,6 +159,12 @@ func (s ProcessSource) Resolve() (map[string]string, []string, error) {
 		return nil, nil, usage.Errorf("%s: %w", path, err)
 	}
 	var warnings []string
+	// build: is the build step of a deploy from source (docs/builders.md),
+	// run by the build agent, never a process.
+	delete(procs, "build")
+	if len(procs) == 0 {
+		return nil, nil, usage.Errorf("%s declares only a build step; add a process such as web", path)
+	}
 	if cmd, ok := procs["release"]; ok {
 		delete(procs, "release")
 		warnings = append(warnings, fmt.Sprintf("%s: skipping the release-phase command %q; run it with 'tug run APP -- %s'", path, cmd, cmd))

@@ -23,6 +23,7 @@ import (
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/exec"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/text"
 )
 
 // AgentImage is tug's build agent (cmd/tug-build), copied into every build
@@ -221,7 +222,7 @@ func Build(ctx context.Context, d Deps, o Options) (res *Result, err error) {
 		return nil, b.interrupted(ctx, err)
 	}
 	started := time.Since(start)
-	b.d.Progress.Done(fmt.Sprintf("build pod %s running; uploading %d files (%s)", b.name, o.Source.Files, human(int64(len(o.Source.Data)))))
+	b.d.Progress.Done(fmt.Sprintf("build pod %s running; uploading %d files (%s)", b.name, o.Source.Files, text.Size(int64(len(o.Source.Data)))))
 	up := time.Now()
 	ar, err := b.stream(ctx)
 	if err != nil {
@@ -289,7 +290,7 @@ func (b *builder) waitRunning(ctx context.Context) error {
 		}
 		for _, cs := range append(append([]corev1.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
 			if w := cs.State.Waiting; w != nil && (w.Reason == "ErrImagePull" || w.Reason == "ImagePullBackOff" || w.Reason == "InvalidImageName") {
-				return true, &Error{Stage: "start", Message: fmt.Sprintf("build pod %s cannot pull %s: %s", b.name, cs.Image, oneLine(w.Message))}
+				return true, &Error{Stage: "start", Message: fmt.Sprintf("build pod %s cannot pull %s: %s", b.name, cs.Image, text.OneLine(w.Message))}
 			}
 		}
 		return false, nil
@@ -362,7 +363,7 @@ func (b *builder) cleanup(parent context.Context) {
 	})
 	if err != nil {
 		fmt.Fprintf(b.d.Out, "error: could not delete build pod %s: %v; delete it with 'kubectl delete pod %s -n %s'\n",
-			b.name, oneLine(kube.TranslateError(last).Error()), b.name, b.o.Namespace)
+			b.name, text.OneLine(kube.TranslateError(last).Error()), b.name, b.o.Namespace)
 	}
 }
 
@@ -377,24 +378,12 @@ func terminated(p *corev1.Pod) *corev1.ContainerStateTerminated {
 
 func podMessage(p *corev1.Pod) string {
 	if t := terminated(p); t != nil {
-		return fmt.Sprintf("exit %d %s %s", t.ExitCode, t.Reason, oneLine(t.Message))
+		return fmt.Sprintf("exit %d %s %s", t.ExitCode, t.Reason, text.OneLine(t.Message))
 	}
 	if p.Status.Reason != "" {
-		return p.Status.Reason + " " + oneLine(p.Status.Message)
+		return p.Status.Reason + " " + text.OneLine(p.Status.Message)
 	}
 	return string(p.Status.Phase)
-}
-
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
-
-func human(n int64) string {
-	switch {
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }
 
 type countingReader struct {

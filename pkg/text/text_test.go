@@ -71,3 +71,11 @@ func TestAge(t *testing.T) {
 		t.Errorf("Age(3h ago) = %s", got)
 	}
 }
+
+func TestSize(t *testing.T) {
+	for n, want := range map[int64]string{0: "0 B", 1023: "1023 B", 1536: "1.5 KiB", 3 << 20: "3.0 MiB"} {
+		if got := Size(n); got != want {
+			t.Errorf("Size(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
