@@ -2,14 +2,17 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -18,23 +21,27 @@ import (
 // started before the registry existed needs a restart (down, up).
 func registryForBuilds(t *testing.T, nodesPull bool) string {
 	t.Helper()
+	skip := t.Skipf
+	if os.Getenv("TUG_E2E_REQUIRED") == "1" {
+		skip = t.Fatalf // make test and CI start the registry with the cluster
+	}
 	reg := os.Getenv("TUG_E2E_REGISTRY")
 	if reg == "" {
 		out, err := exec.Command(filepath.Join(repoRoot(), "test", "cluster", "cluster.sh"), "registry").Output()
 		if err != nil {
-			t.Skipf("no local registry: %v", err)
+			skip("no local registry: %v", err)
 		}
 		reg = strings.TrimSpace(string(out))
 	}
 	if _, err := tryGet("http://" + reg + "/v2/"); err != nil {
-		t.Skipf("the local registry %s does not answer (%v); run test/cluster/cluster.sh up", reg, err)
+		skip("the local registry %s does not answer (%v); run test/cluster/cluster.sh up", reg, err)
 	}
 	dir := os.Getenv("TUG_CLUSTER_DIR")
 	if dir == "" {
 		dir = "/var/lib/tug-cluster"
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "node1", "containerd.toml")); nodesPull && err == nil && !strings.Contains(string(b), "config_path") {
-		t.Skip("the nodes' containerd predates the local registry: restart the cluster (make cluster-down cluster-up)")
+		skip("the nodes' containerd predates the local registry: restart the cluster (make cluster-down cluster-up)")
 	}
 	return reg
 }
@@ -97,9 +104,16 @@ func TestDeployFromSourceBuildsChangesAndRollsBack(t *testing.T) {
 	assertNoBuildPods(t, h)
 }
 
+// A build step that fails: its exit code, its last lines, a failed release
+// in the history, and the release that ran before still running.
 func TestDeployFromSourceBuildFailure(t *testing.T) {
 	h := New(t)
 	reg := registryForBuilds(t, false)
+	h.deployShop("shop", 1)
+	before, err := h.Client.AppsV1().Deployments(h.NS).Get(context.Background(), "shop-web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	src := t.TempDir()
 	must := func(err error) {
 		if err != nil {
@@ -108,22 +122,95 @@ func TestDeployFromSourceBuildFailure(t *testing.T) {
 	}
 	must(os.WriteFile(filepath.Join(src, "build.sh"), []byte("echo compiling\necho 'error: broken' >&2\nexit 3\n"), 0o644))
 	must(os.WriteFile(filepath.Join(src, "Procfile"), []byte("web: httpd -f -p $PORT -h /app\n"), 0o644))
-	h.mustTug("app", "create", "broken")
-	r := h.TugRun(Run{Args: []string{"app", "deploy", "broken", "--builder", "localhost/tug/builder-static:v1", "--repository", reg + "/e2e/" + h.NS + "/broken"}, Dir: src})
+	r := h.TugRun(Run{Args: []string{"app", "deploy", "shop", "--builder", "localhost/tug/builder-static:v1", "--repository", reg + "/e2e/" + h.NS + "/shop"}, Dir: src})
 	if r.Code != 16 {
 		t.Fatalf("a failing build: want exit 16, got %s", r)
 	}
 	if !strings.Contains(r.Stderr, "error: broken") || !strings.Contains(r.Stderr, "exit 3") {
 		t.Errorf("the failing log lines are not shown:\n%s", r.Stderr)
 	}
+	if !strings.Contains(r.Stderr, "release v2 failed") {
+		t.Errorf("the failed release is not named:\n%s", r.Stderr)
+	}
+	after, err := h.Client.AppsV1().Deployments(h.NS).Get(context.Background(), "shop-web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Generation != before.Generation || after.Spec.Template.Spec.Containers[0].Image != sampleV1 {
+		t.Errorf("a failed build changed the Deployment: generation %d -> %d, image %s", before.Generation, after.Generation, after.Spec.Template.Spec.Containers[0].Image)
+	}
+	var rels []struct {
+		Version    int    `json:"version"`
+		Status     string `json:"status"`
+		FailReason string `json:"failReason"`
+	}
+	if err := json.Unmarshal([]byte(h.mustTug("release", "list", "shop", "-o", "json").Stdout), &rels); err != nil {
+		t.Fatal(err)
+	}
+	if len(rels) != 2 || rels[0].Version != 2 || rels[0].Status != "failed" || !strings.Contains(rels[0].FailReason, "build") ||
+		rels[1].Version != 1 || rels[1].Status != "deployed" {
+		t.Errorf("release list after a failed build = %+v", rels)
+	}
+	info := h.mustTug("app", "info", "shop")
+	if !strings.Contains(info.Stdout, "v1") {
+		t.Errorf("app info does not say v1 still runs:\n%s", info.Stdout)
+	}
+	assertNoBuildPods(t, h)
+}
+
+// Ctrl-C (and SIGTERM) at any point of a build leaves no build pod and
+// changes nothing that runs.
+func TestDeployFromSourceInterruptedLeavesNoPods(t *testing.T) {
+	h := New(t)
+	reg := registryForBuilds(t, false)
+	src := t.TempDir()
+	if err := os.WriteFile(filepath.Join(src, "build.sh"), []byte("echo building-slowly\nsleep 300\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, "Procfile"), []byte("web: httpd -f -p $PORT -h /app\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.mustTug("app", "create", "slow")
+	const rounds = 20
+	for i := 0; i < rounds; i++ {
+		cmd := exec.Command(env.tug, "app", "deploy", "slow", "--builder", "localhost/tug/builder-static:v1", "--repository", reg+"/e2e/"+h.NS+"/slow")
+		cmd.Dir = src
+		cmd.Env = h.tugEnv(nil)
+		stderr, err := cmd.StderrPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		s := NewStream(stderr)
+		// Alternate: while the build step runs, and as soon as the source
+		// is packed (the pod may not exist yet).
+		wait := "building-slowly"
+		if i%2 == 1 {
+			wait = "source:"
+		}
+		s.WaitFor(t, wait, 90*time.Second)
+		sig := os.Interrupt
+		if i == rounds-1 {
+			sig = syscall.SIGTERM
+		}
+		if err := cmd.Process.Signal(sig); err != nil {
+			t.Fatal(err)
+		}
+		err = cmd.Wait()
+		if code := cmd.ProcessState.ExitCode(); code != 130 {
+			t.Fatalf("round %d: interrupted build exited %d (%v), want 130; stderr:\n%s", i, code, err, s.String())
+		}
+	}
+	h.WaitPods("tug.dev/kind=build", 90*time.Second, "no build pods left", func(pods []corev1.Pod) bool { return len(pods) == 0 })
 	deps, err := h.Client.AppsV1().Deployments(h.NS).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(deps.Items) != 0 {
-		t.Errorf("a failed build deployed something: %d Deployments", len(deps.Items))
+		t.Errorf("an interrupted build deployed something: %d Deployments", len(deps.Items))
 	}
-	assertNoBuildPods(t, h)
 }
 
 func assertNoBuildPods(t *testing.T, h *H) {
