@@ -198,7 +198,7 @@ func TestUntilRelistsAfterGoneAtWatchStart(t *testing.T) {
 			if err := s.c.Tracker().Add(testPod("b", "")); err != nil {
 				t.Fatal(err)
 			}
-			return nil, apierrors.NewGone("too old resource version")
+			return nil, &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: 410, Reason: metav1.StatusReasonGone, Message: "too old resource version"}}
 		},
 	}
 	if err := s.until("b"); err != nil {
