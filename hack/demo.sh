@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export GOTOOLCHAIN=local
-test/cluster/cluster.sh up "${NODES:-1}"
+test/cluster/cluster.sh up "${NODES:-2}" # two nodes, as make test needs
 make -s build
 export PATH=$PWD/bin:$PATH
 ns=tug-demo
@@ -22,6 +22,34 @@ expect_fail() { printf '\n\033[1m$ tug %s\033[0m   (fails on purpose)\n' "$*"; t
 
 step version
 step doctor || true
+
+# From source: the build runs in the cluster, the image goes to the local
+# registry, and the release records its digest.
+registry=$(test/cluster/cluster.sh registry)
+site=$(mktemp -d)
+cp -a examples/static-site/. "$site"
+step app create site --description "a static site built from source"
+show_site() { # show_site TEXT: what the site answers once the Service routes to the new units
+  local ip body i
+  ip=$("$k8s" kubectl get service site -o jsonpath='{.spec.clusterIP}')
+  printf '\033[1m$ curl http://%s/\033[0m\n' "$ip"
+  for i in $(seq 50); do # kube-proxy takes a moment to route to new units
+    body=$(curl -s --max-time 2 "http://$ip/" || true)
+    case $body in *"$1"*) break ;; esac
+    sleep 0.2
+  done
+  echo "$body"
+}
+(cd "$site" && step app deploy site --builder "$registry/tug/builder-static:v1" --repository "$registry/demo/site" -m "from source")
+show_site "Hello from a build"
+echo "Second edition" > "$site/message.txt"
+(cd "$site" && step app deploy site -m "new message")
+show_site "Second edition"
+step release list site
+step release rollback site
+show_site "Hello from a build"
+rm -rf "$site"
+
 step app create shop --description "the demo shop"
 step app deploy shop --image localhost/tug/sample:v1 --process web=sample --process worker='sample worker' -m "first deploy"
 step app scale shop web=3

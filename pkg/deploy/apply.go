@@ -234,27 +234,17 @@ func deleteOwned(ctx context.Context, appName string, get func() (metav1.Object,
 func waitAvailable(ctx context.Context, client kubernetes.Interface, ns, name, image string) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	sel := fields.OneTermEqualSelector("metadata.name", name).String()
-	for {
-		list, err := client.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{FieldSelector: sel})
-		if err != nil {
-			return kube.TranslateError(err)
-		}
-		if len(list.Items) == 1 && list.Items[0].Status.AvailableReplicas > 0 {
-			return nil
-		}
-		w, err := client.AppsV1().Deployments(ns).Watch(ctx, metav1.ListOptions{FieldSelector: sel, ResourceVersion: list.ResourceVersion})
-		if err != nil {
-			return kube.TranslateError(err)
-		}
-		for ev := range w.ResultChan() {
-			if d, ok := ev.Object.(*appsv1.Deployment); ok && d.Status.AvailableReplicas > 0 {
-				w.Stop()
-				return nil
+	sel := metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()}
+	err := kube.Until(ctx, kube.Deployments(client, ns, sel), func(deps map[string]*appsv1.Deployment) (bool, error) {
+		for _, d := range deps {
+			if d.Name == name && d.Status.AvailableReplicas > 0 {
+				return true, nil
 			}
 		}
-		if ctx.Err() != nil {
-			return fmt.Errorf("%s did not start within 2m; check that its image %s can be pulled (set TUG_MAINTENANCE_IMAGE to use another)", name, image)
-		}
+		return false, nil
+	})
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("%s did not start within 2m; check that its image %s can be pulled (set TUG_MAINTENANCE_IMAGE to use another)", name, image)
 	}
+	return kube.TranslateError(err)
 }

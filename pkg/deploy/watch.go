@@ -12,8 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
 	"tug.dev/tug/pkg/kube"
@@ -47,37 +45,20 @@ type rollout struct {
 	lastLine    string
 }
 
-// wait watches the app's Deployments and pods (one LIST and one WATCH each)
-// until every Deployment has rolled out, a unit of the new release fails in a
-// way waiting will not fix, or nothing has changed for r.idle.
+// wait watches the app's Deployments and pods (one LIST and one WATCH each,
+// resumed or listed again as kube.Until does) until every Deployment has
+// rolled out, a unit of the new release fails in a way waiting will not fix,
+// or nothing has changed for r.idle.
 func (r *rollout) wait(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	sel := metav1.ListOptions{LabelSelector: kube.AppSelector(r.app)}
-	deps := r.client.AppsV1().Deployments(r.namespace)
-	pods := r.client.CoreV1().Pods(r.namespace)
-
-	events := make(chan watch.Event, 64)
+	deps := make(chan map[string]*appsv1.Deployment)
+	pods := make(chan map[string]*corev1.Pod)
 	errs := make(chan error, 2)
-	r.deployments = map[string]*appsv1.Deployment{}
-	r.pods = map[string]*corev1.Pod{}
-
-	dl, err := deps.List(ctx, sel)
-	if err != nil {
-		return kube.TranslateError(err)
-	}
-	for i := range dl.Items {
-		r.deployments[dl.Items[i].Name] = &dl.Items[i]
-	}
-	pl, err := pods.List(ctx, sel)
-	if err != nil {
-		return kube.TranslateError(err)
-	}
-	for i := range pl.Items {
-		r.pods[pl.Items[i].Name] = &pl.Items[i]
-	}
-	go pump(ctx, events, errs, dl.ResourceVersion, func(o metav1.ListOptions) (watch.Interface, error) { return deps.Watch(ctx, o) }, sel)
-	go pump(ctx, events, errs, pl.ResourceVersion, func(o metav1.ListOptions) (watch.Interface, error) { return pods.Watch(ctx, o) }, sel)
+	go func() { errs <- kube.Until(ctx, kube.Deployments(r.client, r.namespace, sel), forward(ctx, deps)) }()
+	go func() { errs <- kube.Until(ctx, kube.Pods(r.client, r.namespace, sel), forward(ctx, pods)) }()
+	r.deployments, r.pods = nil, nil
 
 	// Time-based rules (a unit unschedulable or unready for too long) need a
 	// look now and then even when no event arrives.
@@ -86,27 +67,33 @@ func (r *rollout) wait(ctx context.Context) error {
 	idle := time.NewTimer(r.idle)
 	defer idle.Stop()
 	for {
-		if done, err := r.check(ctx, time.Now()); done || err != nil {
-			return err
-		}
-		if line := r.summary(); line != r.lastLine {
-			r.lastLine = line
-			r.progress.Update(line)
-			if !idle.Stop() {
-				select {
-				case <-idle.C:
-				default:
-				}
+		// Both lists first, so the first look sees the whole picture.
+		if r.deployments != nil && r.pods != nil {
+			if done, err := r.check(ctx, time.Now()); done || err != nil {
+				return err
 			}
-			idle.Reset(r.idle)
+			if line := r.summary(); line != r.lastLine {
+				r.lastLine = line
+				r.progress.Update(line)
+				if !idle.Stop() {
+					select {
+					case <-idle.C:
+					default:
+					}
+				}
+				idle.Reset(r.idle)
+			}
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case err := <-errs:
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
 			return kube.TranslateError(err)
-		case ev := <-events:
-			r.apply(ev)
+		case r.deployments = <-deps:
+		case r.pods = <-pods:
 		case <-tick.C:
 		case <-idle.C:
 			return &Failure{Class: ClassTimeout, Reason: "Timeout",
@@ -115,59 +102,20 @@ func (r *rollout) wait(ctx context.Context) error {
 	}
 }
 
-// pump feeds one watch's events into out, resuming from the last seen
-// resourceVersion when the server closes the watch (it does, routinely).
-func pump(ctx context.Context, out chan<- watch.Event, errs chan<- error, rv string, start func(metav1.ListOptions) (watch.Interface, error), sel metav1.ListOptions) {
-	for ctx.Err() == nil {
-		opts := sel
-		opts.ResourceVersion = rv
-		opts.AllowWatchBookmarks = true
-		w, err := start(opts)
-		if err != nil {
-			if ctx.Err() == nil {
-				errs <- err
-			}
-			return
+// forward is a kube.Until condition that never ends the watch: it hands
+// each new state, keyed by name, to the rollout's loop.
+func forward[T kube.Object](ctx context.Context, out chan<- map[string]T) func(map[string]T) (bool, error) {
+	return func(objs map[string]T) (bool, error) {
+		byName := make(map[string]T, len(objs))
+		for _, o := range objs {
+			byName[o.GetName()] = o
 		}
-		for ev := range w.ResultChan() {
-			if ev.Type == watch.Error {
-				w.Stop()
-				if ctx.Err() == nil {
-					errs <- fmt.Errorf("watch failed: %v", ev.Object)
-				}
-				return
-			}
-			if m, ok := ev.Object.(metav1.Object); ok {
-				rv = m.GetResourceVersion()
-			}
-			if ev.Type == watch.Bookmark {
-				continue
-			}
-			select {
-			case out <- ev:
-			case <-ctx.Done():
-				w.Stop()
-				return
-			}
+		select {
+		case out <- byName:
+			return false, nil
+		case <-ctx.Done():
+			return false, ctx.Err()
 		}
-	}
-}
-
-func (r *rollout) apply(ev watch.Event) {
-	switch o := ev.Object.(type) {
-	case *appsv1.Deployment:
-		if ev.Type == watch.Deleted {
-			delete(r.deployments, o.Name)
-		} else {
-			r.deployments[o.Name] = o
-		}
-	case *corev1.Pod:
-		if ev.Type == watch.Deleted {
-			delete(r.pods, o.Name)
-		} else {
-			r.pods[o.Name] = o
-		}
-	case runtime.Object:
 	}
 }
 

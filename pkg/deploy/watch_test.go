@@ -5,11 +5,13 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -144,28 +146,6 @@ func TestRolloutSummary(t *testing.T) {
 			}
 		})
 	}
-}
-
-func TestRolloutApply(t *testing.T) {
-	r := newRollout(fakeClient(), 7, nil, nil, nil)
-	d := dep("web", 1, 1, appsv1.DeploymentStatus{})
-	p := pod("p1", "web", "7", false)
-	r.apply(watch.Event{Type: watch.Added, Object: d})
-	r.apply(watch.Event{Type: watch.Added, Object: p})
-	if r.deployments["shop-web"] != d || r.pods["p1"] != p {
-		t.Fatal("added objects not tracked")
-	}
-	p2 := pod("p1", "web", "7", true)
-	r.apply(watch.Event{Type: watch.Modified, Object: p2})
-	if r.pods["p1"] != p2 {
-		t.Error("modified pod not replaced")
-	}
-	r.apply(watch.Event{Type: watch.Deleted, Object: p2})
-	r.apply(watch.Event{Type: watch.Deleted, Object: d})
-	if len(r.pods) != 0 || len(r.deployments) != 0 {
-		t.Errorf("deleted objects still tracked: %v %v", r.pods, r.deployments)
-	}
-	r.apply(watch.Event{Type: watch.Added, Object: &corev1.Service{}}) // ignored
 }
 
 func TestRolloutCheck(t *testing.T) {
@@ -344,6 +324,70 @@ func TestRolloutWait(t *testing.T) {
 			}
 		case <-time.After(10 * time.Second):
 			t.Fatal("wait did not return after the rollout finished")
+		}
+	})
+	t.Run("watches that fail to start or close early are resumed", func(t *testing.T) {
+		// Before kube.Until, a 429 or 503 when a watch started ended the
+		// wait at once, and Roll left the release pending.
+		c := fakeClient(dep("web", 1, 2, done(1, 1)))
+		var depWatches, podWatches atomic.Int32
+		c.PrependWatchReactor("deployments", func(k8stesting.Action) (bool, watch.Interface, error) {
+			switch depWatches.Add(1) {
+			case 1:
+				return true, nil, apierrors.NewServiceUnavailable("the server is shutting down")
+			case 2:
+				w := watch.NewRaceFreeFake()
+				w.Stop() // closed early, having said nothing
+				return true, w, nil
+			}
+			return false, nil, nil // the fake's own watch, from the LIST's resourceVersion
+		})
+		c.PrependWatchReactor("pods", func(k8stesting.Action) (bool, watch.Interface, error) {
+			if podWatches.Add(1) == 1 {
+				return true, nil, apierrors.NewTooManyRequests("too many requests", 0)
+			}
+			return false, nil, nil
+		})
+		lines := make(chan string, 16)
+		r := &rollout{client: c, namespace: ns, app: "shop", release: 7,
+			generations: map[string]int64{"shop-web": 2}, idle: time.Minute, progress: chanProgress(lines)}
+		errc := make(chan error, 1)
+		go func() { errc <- r.wait(context.Background()) }()
+		select {
+		case <-lines:
+		case err := <-errc:
+			t.Fatalf("wait returned %v before anything happened", err)
+		case <-time.After(10 * time.Second):
+			t.Fatal("no progress line")
+		}
+		ctx := context.Background()
+		if _, err := c.CoreV1().Pods(ns).Create(ctx, pod("n1", "web", "7", true), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.AppsV1().Deployments(ns).Update(ctx, dep("web", 1, 2, done(1, 2)), metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-errc:
+			if err != nil {
+				t.Fatalf("wait = %v, want the rollout to finish", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("wait did not return after the rollout finished")
+		}
+		if d, p := depWatches.Load(), podWatches.Load(); d < 3 || p < 2 {
+			t.Errorf("%d deployment and %d pod watches, want at least 3 and 2", d, p)
+		}
+	})
+	t.Run("a forbidden watch ends the wait", func(t *testing.T) {
+		c := fakeClient(dep("web", 1, 2, done(1, 1)))
+		c.PrependWatchReactor("pods", func(k8stesting.Action) (bool, watch.Interface, error) {
+			return true, nil, apierrors.NewForbidden(corev1.Resource("pods"), "", errors.New("no"))
+		})
+		r := &rollout{client: c, namespace: ns, app: "shop", release: 7,
+			generations: map[string]int64{"shop-web": 2}, idle: time.Minute, progress: noProgress{}}
+		if err := r.wait(context.Background()); !apierrors.IsForbidden(err) {
+			t.Fatalf("wait = %v, want the 403", err)
 		}
 	})
 	t.Run("no progress times out", func(t *testing.T) {

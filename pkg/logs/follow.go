@@ -2,12 +2,13 @@ package logs
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
 
 	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/text"
@@ -78,12 +79,14 @@ func (f *follower) run(ctx context.Context, initial []*corev1.Pod, last map[stri
 		f.start(ctx, p, st, opts)
 	}
 
-	events := make(chan watch.Event)
+	changes := make(chan map[string]*corev1.Pod)
 	errs := make(chan error, 1)
 	f.wg.Add(1)
 	go func() {
 		defer f.wg.Done()
-		f.watch(ctx, events, errs)
+		if err := f.watch(ctx, initial, changes); err != nil && ctx.Err() == nil {
+			errs <- err
+		}
 	}()
 	for {
 		select {
@@ -91,22 +94,30 @@ func (f *follower) run(ctx context.Context, initial []*corev1.Pod, last map[stri
 			return nil
 		case err := <-errs:
 			return kube.TranslateError(err)
-		case ev := <-events:
-			p, ok := ev.Object.(*corev1.Pod)
-			if !ok {
-				continue
-			}
-			if ev.Type == watch.Deleted {
-				delete(f.pods, p.Name)
-				if st := f.streams[p.Name]; st != nil && !st.active {
-					delete(f.streams, p.Name)
-				}
-				continue
-			}
-			f.pods[p.Name] = p
-			f.reconcile(ctx, p)
+		case pods := <-changes:
+			f.update(ctx, pods)
 		case e := <-f.ended:
 			f.onEnd(ctx, e)
+		}
+	}
+}
+
+// update takes in the app's pods as the watch now sees them: a unit that
+// is gone is let go once its stream has ended, a new or changed one is
+// reconciled.
+func (f *follower) update(ctx context.Context, pods map[string]*corev1.Pod) {
+	for name := range f.pods {
+		if _, ok := pods[name]; !ok {
+			delete(f.pods, name)
+			if st := f.streams[name]; st != nil && !st.active {
+				delete(f.streams, name)
+			}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(pods)) {
+		if p := pods[name]; f.pods[name] != p {
+			f.pods[name] = p
+			f.reconcile(ctx, p)
 		}
 	}
 }
@@ -205,95 +216,29 @@ func (f *follower) start(ctx context.Context, p *corev1.Pod, st *stream, opts *c
 	}()
 }
 
-// watch feeds the app's pod events to events, resuming from the last
-// resourceVersion when the server ends the watch and listing again (with
-// the differences sent as events) when that version is too old.
-func (f *follower) watch(ctx context.Context, events chan<- watch.Event, errs chan<- error) {
-	pods := f.d.Client.CoreV1().Pods(f.d.Namespace)
-	sel := kube.AppSelector(f.app)
-	rv := f.rv
-	known := map[string]bool{}
-	for name := range f.pods {
-		known[name] = true
+// watch sends the app's pods, keyed by name, to out each time they change:
+// from the pod list Show made (its pods and resourceVersion), then as
+// kube.Until keeps them.
+func (f *follower) watch(ctx context.Context, initial []*corev1.Pod, out chan<- map[string]*corev1.Pod) error {
+	lw := kube.Pods(f.d.Client, f.d.Namespace, metav1.ListOptions{LabelSelector: kube.AppSelector(f.app)})
+	list, listed := lw.List, true
+	lw.List = func(ctx context.Context, opts metav1.ListOptions) ([]*corev1.Pod, string, error) {
+		if listed { // by Show, just now
+			listed = false
+			return initial, f.rv, nil
+		}
+		return list(ctx, opts)
 	}
-	send := func(ev watch.Event) bool {
+	return kube.Until(ctx, lw, func(pods map[string]*corev1.Pod) (bool, error) {
+		byName := make(map[string]*corev1.Pod, len(pods))
+		for _, p := range pods {
+			byName[p.Name] = p
+		}
 		select {
-		case events <- ev:
-			return true
+		case out <- byName:
+			return false, nil
 		case <-ctx.Done():
-			return false
+			return false, ctx.Err()
 		}
-	}
-	for ctx.Err() == nil {
-		if rv == "" {
-			list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: sel})
-			if err != nil {
-				if ctx.Err() == nil {
-					errs <- err
-				}
-				return
-			}
-			seen := map[string]bool{}
-			for i := range list.Items {
-				p := &list.Items[i]
-				seen[p.Name] = true
-				if !send(watch.Event{Type: watch.Modified, Object: p}) {
-					return
-				}
-			}
-			for name := range known {
-				if !seen[name] {
-					gone := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.d.Namespace}}
-					if !send(watch.Event{Type: watch.Deleted, Object: gone}) {
-						return
-					}
-				}
-			}
-			known, rv = seen, list.ResourceVersion
-		}
-		w, err := pods.Watch(ctx, metav1.ListOptions{LabelSelector: sel, ResourceVersion: rv, AllowWatchBookmarks: true})
-		if err != nil {
-			if ctx.Err() == nil {
-				errs <- err
-			}
-			return
-		}
-		f.drain(ctx, w, &rv, known, send)
-		w.Stop()
-	}
-}
-
-// drain passes one watch's events on until it ends, noting the last
-// resourceVersion (rv becomes "" when the watch fails: list again).
-func (f *follower) drain(ctx context.Context, w watch.Interface, rv *string, known map[string]bool, send func(watch.Event) bool) {
-	for {
-		var ev watch.Event
-		select {
-		case <-ctx.Done():
-			return
-		case e, ok := <-w.ResultChan():
-			if !ok {
-				return
-			}
-			ev = e
-		}
-		if ev.Type == watch.Error {
-			*rv = "" // too old (410 Gone) or failing: list again
-			return
-		}
-		if m, ok := ev.Object.(metav1.Object); ok {
-			*rv = m.GetResourceVersion()
-			if ev.Type == watch.Deleted {
-				delete(known, m.GetName())
-			} else if ev.Type != watch.Bookmark {
-				known[m.GetName()] = true
-			}
-		}
-		if ev.Type == watch.Bookmark {
-			continue
-		}
-		if !send(ev) {
-			return
-		}
-	}
+	})
 }

@@ -7,10 +7,12 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -269,3 +271,50 @@ func (s *testStreams) Stdout() io.Writer     { return s.out }
 func (s *testStreams) Stderr() io.Writer     { return &s.errOut }
 func (s *testStreams) ColorEnabled() bool    { return false }
 func (s *testStreams) ErrColorEnabled() bool { return false }
+
+// A unit that starts while the watch is broken (410 Gone: its version is
+// too old) is found by listing again, and followed.
+func TestFollowListsAgainAfterGone(t *testing.T) {
+	logs := map[string]string{"shop-web-a": stamp(1, "a1"), "shop-web-b": stamp(3, "b3")}
+	c, _ := newFake(t, logs, pod("shop-web-a", "web"))
+	var lists atomic.Int32
+	c.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		lists.Add(1)
+		return false, nil, nil
+	})
+	first := true
+	c.PrependWatchReactor("pods", func(a k8stesting.Action) (bool, watch.Interface, error) {
+		if !first {
+			return true, watch.NewRaceFreeFake(), nil
+		}
+		first = false
+		if err := c.Tracker().Add(pod("shop-web-b", "web")); err != nil {
+			t.Error(err)
+		}
+		w := watch.NewRaceFreeFake()
+		gone := apierrors.NewResourceExpired("too old resource version")
+		w.Error(&gone.ErrStatus)
+		return true, w, nil
+	})
+	out := &syncBuffer{}
+	ios := &testStreams{out: out}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- Show(ctx, Deps{Client: c, Namespace: ns, IO: ios}, Options{App: "shop", Follow: true, Tail: -1})
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(out.String(), "b3") && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("logs -f ended by Ctrl-C returns %v, want nil", err)
+	}
+	if want := "shop-web-a | a1\nshop-web-b | b3\n"; out.String() != want {
+		t.Fatalf("followed output:\n%s\nwant:\n%s", out, want)
+	}
+	if n := lists.Load(); n != 2 {
+		t.Errorf("%d pod lists, want 2 (Show's, and one after the 410)", n)
+	}
+}

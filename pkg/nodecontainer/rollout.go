@@ -13,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 
@@ -111,67 +110,21 @@ func (c *Client) WaitRolledOut(ctx context.Context, cts []Container, p Progress)
 		}
 		return false
 	}
-	dss := c.Kube.AppsV1().DaemonSets(c.Namespace)
 	sel := metav1.ListOptions{LabelSelector: kube.LabelManagedBy + "=" + kube.ManagedBy + "," + LabelName}
-	for {
-		list, err := dss.List(ctx, sel)
-		if err != nil {
-			return nil, kube.TranslateError(err)
-		}
+	err := kube.Until(ctx, kube.DaemonSets(c.Kube, c.Namespace, sel), func(dss map[string]*appsv1.DaemonSet) (bool, error) {
 		clear(state)
-		for i := range list.Items {
-			state[list.Items[i].Name] = &list.Items[i]
+		for _, ds := range dss {
+			state[ds.Name] = ds
 		}
-		if check() {
-			return c.final(state, cts), nil
-		}
-		wopts := sel
-		wopts.ResourceVersion = list.ResourceVersion
-		w, err := dss.Watch(ctx, wopts)
-		if retryableWatchError(err) {
-			if backoff(ctx) != nil {
-				return nil, c.why(ctx, state, want)
-			}
-			continue
-		}
-		if err != nil {
-			return nil, kube.TranslateError(err)
-		}
-		done, err := func() (bool, error) {
-			defer w.Stop()
-			for {
-				select {
-				case <-ctx.Done():
-					return false, c.why(ctx, state, want)
-				case ev, ok := <-w.ResultChan():
-					if !ok {
-						return false, nil
-					}
-					ds, isDS := ev.Object.(*appsv1.DaemonSet)
-					if !isDS {
-						if ev.Type == watch.Error {
-							return false, nil
-						}
-						continue
-					}
-					if ev.Type == watch.Deleted {
-						delete(state, ds.Name)
-					} else {
-						state[ds.Name] = ds
-					}
-					if check() {
-						return true, nil
-					}
-				}
-			}
-		}()
-		if err != nil {
-			return nil, err
-		}
-		if done {
-			return c.final(state, cts), nil
-		}
+		return check(), nil
+	})
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return nil, c.why(ctx, state, want)
+	case err != nil:
+		return nil, kube.TranslateError(err)
 	}
+	return c.final(state, cts), nil
 }
 
 func (c *Client) final(state map[string]*appsv1.DaemonSet, cts []Container) []Container {
@@ -277,78 +230,7 @@ func (c *Client) Remove(ctx context.Context, name, pool string, p Progress) ([]C
 
 // waitNoPods watches until no pod matches selector.
 func waitNoPods(ctx context.Context, client kubernetes.Interface, ns, selector string) error {
-	for {
-		list, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
-		if err != nil {
-			return err
-		}
-		left := map[string]bool{}
-		for _, p := range list.Items {
-			left[p.Name] = true
-		}
-		if len(left) == 0 {
-			return nil
-		}
-		w, err := client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{LabelSelector: selector, ResourceVersion: list.ResourceVersion})
-		if retryableWatchError(err) {
-			if err := backoff(ctx); err != nil {
-				return err
-			}
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		done, err := func() (bool, error) {
-			defer w.Stop()
-			for {
-				select {
-				case <-ctx.Done():
-					return false, ctx.Err()
-				case ev, ok := <-w.ResultChan():
-					if !ok {
-						return false, nil
-					}
-					pod, isPod := ev.Object.(*corev1.Pod)
-					if !isPod {
-						if ev.Type == watch.Error {
-							return false, nil
-						}
-						continue
-					}
-					if ev.Type == watch.Deleted {
-						delete(left, pod.Name)
-					} else {
-						left[pod.Name] = true
-					}
-					if len(left) == 0 {
-						return true, nil
-					}
-				}
-			}
-		}()
-		if done || err != nil {
-			return err
-		}
-	}
-}
-
-// retryableWatchError is a watch the server could not start yet (its
-// watch cache is behind the list, the version is gone, it is busy); listing
-// again fixes it.
-func retryableWatchError(err error) bool {
-	return err != nil && (apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || apierrors.IsGone(err) ||
-		apierrors.IsResourceExpired(err) || apierrors.IsTooManyRequests(err))
-}
-
-// backoff waits a moment before listing again, or until ctx ends.
-func backoff(ctx context.Context) error {
-	t := time.NewTimer(500 * time.Millisecond)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return kube.WaitPods(ctx, client, ns, metav1.ListOptions{LabelSelector: selector}, func(pods map[string]*corev1.Pod) bool {
+		return len(pods) == 0
+	})
 }
