@@ -143,7 +143,7 @@ every object derived from them stays valid.`,
 				return err
 			}
 			return o.Output.Print(f.IOStreams, a, func() error {
-				_, err := fmt.Fprintf(f.IOStreams.Out, "app %q created in namespace %q; deploy it with '%s app deploy %s --image IMAGE'\n", a.Name, a.Namespace, f.CommandName, a.Name)
+				_, err := fmt.Fprintf(f.IOStreams.Out, "app %q created in namespace %q; deploy it from its source folder with '%s app deploy %s --builder IMAGE --repository REPO', or an image with '--image IMAGE'\n", a.Name, a.Namespace, f.CommandName, a.Name)
 				return err
 			})
 		},

@@ -103,7 +103,7 @@ func TestCommandRefusals(t *testing.T) {
 func TestAppCreate(t *testing.T) {
 	p := newPrinterFixture(t)
 	r := p.run(t, false, "app", "create", "blog", "--team", "words", "--description", "the blog")
-	if r.code != 0 || r.stdout != "app \"blog\" created in namespace \"dev\"; deploy it with 'tug app deploy blog --image IMAGE'\n" {
+	if r.code != 0 || r.stdout != "app \"blog\" created in namespace \"dev\"; deploy it from its source folder with 'tug app deploy blog --builder IMAGE --repository REPO', or an image with '--image IMAGE'\n" {
 		t.Fatalf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
 	a, err := p.store.GetApp(context.Background(), "blog")

@@ -27,9 +27,15 @@ type appDeployOptions struct {
 func newAppDeployCmd(f *cli.Factory) *cobra.Command {
 	o := &appDeployOptions{}
 	cmd := &cobra.Command{
-		Use:   "deploy APP --image IMAGE",
-		Short: "Deploy an image: a new release, rolled out and watched",
+		Use:   "deploy APP [--image IMAGE | --source DIR --builder IMAGE --repository REPO]",
+		Short: "Deploy an image, or build one from source: a new release, rolled out and watched",
 		Long: `Deploy an image as a new release of the app and wait until its units run.
+
+Without --image, build it from source first: the folder (--source, default
+the current directory) is sent to a build pod running the app's builder
+image, which pushes the result to the app's repository; the release then
+deploys it by digest. The builder, repository, run image and build timeout
+are remembered by the app (see docs/builders.md). A failed build exits 16.
 
 Process types come from --process flags, else a Procfile in the current
 directory (or --procfile), else the image's own command runs as "web". A new
@@ -41,7 +47,9 @@ that cannot be pulled, a crash with its last log lines, a unit that cannot be
 scheduled or never gets ready), then rolls back to the last good release and
 exits with the failure's code (see docs/exit-codes.md). The timeout restarts
 whenever the rollout makes progress.`,
-		Example: `  tug app deploy shop --image registry.example.com/shop:1.4
+		Example: `  tug app deploy shop --builder registry.example.com/builders/static:1 --repository registry.example.com/team/shop
+  tug app deploy shop --source ./site -m "new front page"
+  tug app deploy shop --image registry.example.com/shop:1.4
   tug app deploy shop --image shop:1.4 --process web='shop serve' --process worker='shop work'
   tug app deploy shop --image shop:1.5 --dry-run`,
 		Args: cli.ExactArgs("APP"),
