@@ -23,6 +23,7 @@ import (
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/exec"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/progress"
 	"tug.dev/tug/pkg/text"
 )
 
@@ -58,12 +59,8 @@ const (
 	keepLines      = 20
 )
 
-// Progress shows steps; cli.Progress satisfies it.
-type Progress interface {
-	Update(msg string)
-	Done(msg string)
-	Fail(msg string)
-}
+// Progress reports long work; cli.Progress satisfies it.
+type Progress = progress.Reporter
 
 // Deps are what a build needs from the outside world.
 type Deps struct {

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/progress"
 )
 
 // Env is what doctor needs from its caller; cli.Factory provides it. Each
@@ -30,18 +31,10 @@ type Env interface {
 	KubeClient() (kubernetes.Interface, error)
 }
 
-// Progress shows which step doctor is on; cli.Progress satisfies it.
-type Progress interface {
-	Update(msg string)
-	Done(msg string)
-	Fail(msg string)
-}
+// Progress reports long work; cli.Progress satisfies it.
+type Progress = progress.Reporter
 
-type noProgress struct{}
-
-func (noProgress) Update(string) {}
-func (noProgress) Done(string)   {}
-func (noProgress) Fail(string)   {}
+type noProgress = progress.Nop
 
 // Options tune a run; the zero value is fine.
 type Options struct {

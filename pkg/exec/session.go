@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 
 	"k8s.io/client-go/kubernetes"
+
+	"tug.dev/tug/pkg/progress"
 )
 
 // IO is the user's terminal as remote commands see it; *cli.IOStreams
@@ -34,18 +36,10 @@ type Prompter interface {
 	Select(ctx context.Context, question string, options []string, defaultOption string) (string, error)
 }
 
-// Progress reports a run's steps; cli.Progress satisfies it.
-type Progress interface {
-	Update(msg string)
-	Done(msg string)
-	Fail(msg string)
-}
+// Progress reports long work; cli.Progress satisfies it.
+type Progress = progress.Reporter
 
-type noProgress struct{}
-
-func (noProgress) Update(string) {}
-func (noProgress) Done(string)   {}
-func (noProgress) Fail(string)   {}
+type noProgress = progress.Nop
 
 // Deps are what remote commands need from the outside world.
 type Deps struct {

@@ -15,21 +15,14 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/progress"
 	"tug.dev/tug/pkg/text"
 )
 
 // Progress reports long work; cli.Progress satisfies it.
-type Progress interface {
-	Update(msg string)
-	Done(msg string)
-	Fail(msg string)
-}
+type Progress = progress.Reporter
 
-type noProgress struct{}
-
-func (noProgress) Update(string) {}
-func (noProgress) Done(string)   {}
-func (noProgress) Fail(string)   {}
+type noProgress = progress.Nop
 
 // RemoveOptions are `tug node remove`.
 type RemoveOptions struct {

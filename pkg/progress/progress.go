@@ -1,0 +1,19 @@
+// Package progress is how library packages report long work (a rollout, a
+// drain, a build) without knowing who shows it: cli's spinner on a
+// terminal, plain lines in a log, or nothing in a Go program using tug as a
+// library.
+package progress
+
+// Reporter shows the step in progress and how each one ended.
+type Reporter interface {
+	Update(msg string) // what is being done now
+	Done(msg string)   // the step succeeded
+	Fail(msg string)   // the step failed
+}
+
+// Nop reports nothing: the default when a caller passes no Reporter.
+type Nop struct{}
+
+func (Nop) Update(string) {}
+func (Nop) Done(string)   {}
+func (Nop) Fail(string)   {}
