@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -152,27 +151,11 @@ type Found struct {
 // *AmbiguousError when several do, and with the cluster's error when a
 // cluster that could hold it did not answer.
 func Find(ctx context.Context, targets []cluster.Target, nameOrAddress string) (*Found, error) {
-	type hit struct {
-		node *corev1.Node
-		err  error
-	}
-	hits := make([]hit, len(targets))
-	var wg sync.WaitGroup
-	for i, t := range targets {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if t.Err != nil {
-				hits[i].err = t.Err
-				return
-			}
-			cctx, cancel := context.WithTimeout(ctx, ClusterTimeout)
-			defer cancel()
-			hits[i].node, hits[i].err = findIn(cctx, t.Client, nameOrAddress)
-		}()
-	}
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
+	hits, err := forEachCluster(ctx, targets, func(ctx context.Context, t cluster.Target) (*corev1.Node, string, error) {
+		n, err := findIn(ctx, t.Client, nameOrAddress)
+		return n, "", err
+	})
+	if err != nil {
 		return nil, err
 	}
 	var found []int
@@ -181,13 +164,13 @@ func Find(ctx context.Context, targets []cluster.Target, nameOrAddress string) (
 		switch {
 		case h.err != nil:
 			failed = append(failed, fmt.Errorf("cluster %s: %w", targets[i].Name, kube.TranslateError(h.err)))
-		case h.node != nil:
+		case h.value != nil:
 			found = append(found, i)
 		}
 	}
 	switch {
 	case len(found) == 1:
-		return &Found{Target: targets[found[0]], Node: hits[found[0]].node}, nil
+		return &Found{Target: targets[found[0]], Node: hits[found[0]].value}, nil
 	case len(found) > 1:
 		names := make([]string, len(found))
 		for j, i := range found {
