@@ -274,6 +274,13 @@ func (b *backoff) wait(ctx context.Context, err error) error {
 	if b.sleep != nil {
 		return b.sleep(ctx, d)
 	}
+	return Pause(ctx, d)
+}
+
+// Pause waits for d or until ctx ends. It is for pauses the server asked
+// for (429, 503, a disruption budget that says no), never for waiting on
+// state: that is done with watches.
+func Pause(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

@@ -252,7 +252,7 @@ func (d *drainer) acquire(ctx context.Context, proc process) (*deploy.Lock, erro
 			return l, nil
 		}
 		d.o.Progress.Update(fmt.Sprintf("%s/%s: waiting for %s to finish changing the app", proc.namespace, proc.app, held.Holder))
-		if err := pause(ctx, d.o.RetryDelay); err != nil {
+		if err := kube.Pause(ctx, d.o.RetryDelay); err != nil {
 			return nil, fmt.Errorf("%s: the app stayed locked by %s: %w", proc, held.Holder, err)
 		}
 	}
@@ -405,7 +405,7 @@ func (d *drainer) evict(ctx context.Context, p *corev1.Pod) error {
 		if out.RetryAfter > 0 && out.RetryAfter < 10*time.Second {
 			delay = max(delay, out.RetryAfter)
 		}
-		if err := pause(ctx, delay); err != nil {
+		if err := kube.Pause(ctx, delay); err != nil {
 			return fmt.Errorf("%s", lastReason)
 		}
 	}
@@ -529,18 +529,4 @@ func (d *drainer) uncordon() {
 		n.Spec.Unschedulable = false
 		return true
 	})
-}
-
-// pause waits for d or until ctx ends. Used between retries the server
-// asked for (a budget that says no), not to wait for state: that is done
-// with watches.
-func pause(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
