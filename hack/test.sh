@@ -10,6 +10,11 @@ started=
 if ! $cluster status >/dev/null 2>&1; then
   $cluster up "${TEST_NODES:-2}"
   started=1
+else
+  # A running cluster (make demo's, or one started with NODES=1) is brought
+  # to what the tests need: enough nodes (it restarts with more), and the
+  # registry and images of this checkout.
+  $cluster up "${TEST_NODES:-2}"
 fi
 finish() {
   local code=$?
