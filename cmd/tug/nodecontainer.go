@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -55,10 +53,6 @@ func ncTargets(f *cli.Factory, pool, only string) ([]cluster.Target, error) {
 	return ts, nil
 }
 
-func ncClient(t cluster.Target) *nodecontainer.Client {
-	return &nodecontainer.Client{Kube: t.Client, Namespace: t.Namespace, Cluster: t.Name}
-}
-
 // waitFlags are the flags of commands that roll node containers out.
 type waitFlags struct {
 	NoWait  bool
@@ -70,20 +64,13 @@ func (w *waitFlags) add(cmd *cobra.Command) {
 	cmd.Flags().DurationVar(&w.Timeout, "timeout", 5*time.Minute, "How long to wait for the pods")
 }
 
-func (w *waitFlags) wait(ctx context.Context, f *cli.Factory, c *nodecontainer.Client, cts []nodecontainer.Container) ([]nodecontainer.Container, error) {
-	if w.NoWait || len(cts) == 0 {
-		return cts, nil
+// fleet is the node container command's clusters, with its wait flags.
+func (w *waitFlags) fleet(f *cli.Factory, ts []cluster.Target) nodecontainer.Fleet {
+	fl := nodecontainer.Fleet{Targets: ts, Progress: f.Progress()}
+	if !w.NoWait {
+		fl.Wait = w.Timeout
 	}
-	ctx, cancel := context.WithTimeout(ctx, w.Timeout)
-	defer cancel()
-	p := f.Progress()
-	out, err := c.WaitRolledOut(ctx, cts, p)
-	if err != nil {
-		p.Fail(fmt.Sprintf("node container %s not rolled out in cluster %s", cts[0].Name, c.Cluster))
-		return nil, err
-	}
-	p.Done(fmt.Sprintf("node container %s rolled out in cluster %s", cts[0].Name, c.Cluster))
-	return out, nil
+	return fl
 }
 
 // ---------------------------------------------------------------- add
@@ -118,32 +105,15 @@ updates it, rolling node by node.`,
 			}
 			o.AddOptions.Env = env
 			if err := o.Validate(); err != nil {
-				return usage.Wrap(err)
+				return err
 			}
 			ts, err := ncTargets(f, o.Pool, o.Cluster)
 			if err != nil {
 				return err
 			}
-			var all []nodecontainer.Container
-			for _, t := range ts {
-				if t.Err != nil {
-					return fmt.Errorf("cluster %s: %w", t.Name, t.Err)
-				}
-				c := ncClient(t)
-				ct, created, err := c.Add(cmd.Context(), o.AddOptions)
-				if err != nil {
-					return err
-				}
-				verb := "updated"
-				if created {
-					verb = "added"
-				}
-				fmt.Fprintf(f.IOStreams.ErrOut, "node container %s %s in cluster %s (daemonset %s/%s)\n", ct.Name, verb, t.Name, ct.Namespace, ct.DaemonSet)
-				done, err := o.Wait.wait(cmd.Context(), f, c, []nodecontainer.Container{*ct})
-				if err != nil {
-					return err
-				}
-				all = append(all, done...)
+			all, err := o.Wait.fleet(f, ts).Add(cmd.Context(), o.AddOptions)
+			if err != nil {
+				return err
 			}
 			return cli.OutputOptions{Format: o.Output}.Print(f.IOStreams, all, func() error { return printNodeContainers(f, all, false) })
 		},
@@ -187,22 +157,9 @@ func newNodeContainerListCmd(f *cli.Factory) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			all := []nodecontainer.Container{}
-			var failed []error
-			for _, t := range ts {
-				if t.Err != nil {
-					failed = append(failed, fmt.Errorf("cluster %s: %w", t.Name, kube.TranslateError(t.Err)))
-					continue
-				}
-				cts, err := ncClient(t).List(cmd.Context())
-				if err != nil {
-					failed = append(failed, fmt.Errorf("cluster %s: %w", t.Name, err))
-					continue
-				}
-				all = append(all, cts...)
-			}
-			if len(failed) == len(ts) {
-				return errors.Join(failed...)
+			all, failed, err := nodecontainer.Fleet{Targets: ts}.List(cmd.Context())
+			if err != nil {
+				return err
 			}
 			return o.Print(f.IOStreams, all, func() error {
 				for _, err := range failed {
@@ -240,36 +197,15 @@ again, which pulls a moving tag (:latest, or no tag) afresh.`,
 		Args: cli.ExactArgs("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := nodecontainer.ValidateName(args[0]); err != nil {
-				return usage.Wrap(err)
+				return err
 			}
 			ts, err := ncTargets(f, pool, cluster)
 			if err != nil {
 				return err
 			}
-			var all []nodecontainer.Container
-			notFound := 0
-			for _, t := range ts {
-				if t.Err != nil {
-					return fmt.Errorf("cluster %s: %w", t.Name, t.Err)
-				}
-				c := ncClient(t)
-				cts, err := c.Upgrade(cmd.Context(), args[0], pool, image)
-				var nf *nodecontainer.NotFoundError
-				if errors.As(err, &nf) && len(ts) > 1 {
-					notFound++
-					continue
-				}
-				if err != nil {
-					return err
-				}
-				done, err := w.wait(cmd.Context(), f, c, cts)
-				if err != nil {
-					return err
-				}
-				all = append(all, done...)
-			}
-			if notFound == len(ts) {
-				return usage.Errorf("node container %q not found in any cluster; see 'tug node-container list'", args[0])
+			all, err := w.fleet(f, ts).Upgrade(cmd.Context(), args[0], pool, image)
+			if err != nil {
+				return err
 			}
 			return cli.OutputOptions{Format: format}.Print(f.IOStreams, all, func() error { return printNodeContainers(f, all, false) })
 		},
@@ -296,7 +232,7 @@ func newNodeContainerRemoveCmd(f *cli.Factory) *cobra.Command {
 		Args:    cli.ExactArgs("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := nodecontainer.ValidateName(args[0]); err != nil {
-				return usage.Wrap(err)
+				return err
 			}
 			ts, err := ncTargets(f, pool, cluster)
 			if err != nil {
@@ -309,29 +245,7 @@ func newNodeContainerRemoveCmd(f *cli.Factory) *cobra.Command {
 			if err := cli.ConfirmOrFlag(cmd.Context(), f.IOStreams, f.Prompter(), yes, cli.Confirmation{Action: action}); err != nil {
 				return err
 			}
-			notFound := 0
-			for _, t := range ts {
-				if t.Err != nil {
-					return fmt.Errorf("cluster %s: %w", t.Name, t.Err)
-				}
-				p := f.Progress()
-				removed, err := ncClient(t).Remove(cmd.Context(), args[0], pool, p)
-				var nf *nodecontainer.NotFoundError
-				if errors.As(err, &nf) && len(ts) > 1 {
-					notFound++
-					continue
-				}
-				if err != nil {
-					return err
-				}
-				for _, r := range removed {
-					p.Done(fmt.Sprintf("node container %s removed from cluster %s (daemonset %s/%s)", r.Name, t.Name, r.Namespace, r.DaemonSet))
-				}
-			}
-			if notFound == len(ts) {
-				return usage.Errorf("node container %q not found in any cluster; see 'tug node-container list'", args[0])
-			}
-			return nil
+			return nodecontainer.Fleet{Targets: ts, Progress: f.Progress()}.Remove(cmd.Context(), args[0], pool)
 		},
 	}
 	cmd.Flags().StringVar(&pool, "pool", "", "Only this pool's version")
