@@ -46,6 +46,7 @@ const (
 	UnitStopped  = "stopped"  // exited and will not restart
 	UnitCrashed  = "crashed"  // exits and is restarted (CrashLoopBackOff)
 	UnitError    = "error"    // cannot start: image pull, config, ... (reason says which)
+	UnitLost     = "lost"     // its node stopped reporting: it may or may not still run
 )
 
 // ListUnitsOptions select units.
@@ -134,6 +135,9 @@ var errorReasons = map[string]bool{
 }
 
 func unitStatus(p *corev1.Pod, now time.Time) (status, reason string) {
+	if lost, why := nodeLost(p); lost {
+		return UnitLost, why
+	}
 	if p.DeletionTimestamp != nil {
 		return UnitStopping, ""
 	}
@@ -183,6 +187,45 @@ func unitStatus(p *corev1.Pod, now time.Time) (status, reason string) {
 		return UnitStarted, ""
 	}
 	return UnitStarting, ""
+}
+
+// nodeLost says whether a unit's node stopped reporting. The node
+// controller then marks the pod not Ready while its containers' own status
+// (last reported by the kubelet) still says ready, sets the phase Unknown,
+// or, deleting it, the reason NodeLost; no request about the node is needed.
+func nodeLost(p *corev1.Pod) (bool, string) {
+	if p.Status.Phase == corev1.PodUnknown || p.Status.Reason == "NodeLost" {
+		return true, "node " + p.Spec.NodeName + " is not reporting"
+	}
+	if p.Spec.NodeName == "" || len(p.Spec.ReadinessGates) > 0 || len(p.Status.ContainerStatuses) == 0 || kube.PodReady(p) {
+		return false, ""
+	}
+	containersReady := false
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.ContainersReady && c.Status == corev1.ConditionTrue {
+			containersReady = true
+		}
+	}
+	for _, c := range p.Status.ContainerStatuses {
+		if !c.Ready || c.State.Running == nil {
+			return false, ""
+		}
+	}
+	if !containersReady || !podReadyKnown(p) {
+		return false, ""
+	}
+	return true, "node " + p.Spec.NodeName + " is not reporting"
+}
+
+// podReadyKnown: the pod has a Ready condition (false here): a pod the
+// kubelet has not reported yet has none.
+func podReadyKnown(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return true
+		}
+	}
+	return false
 }
 
 // readinessWindow is how long a probe needs to fail its first run of

@@ -133,6 +133,18 @@ func TestUnitStatus(t *testing.T) {
 				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
 			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 		}), UnitStarted, ""},
+		// lost: the node controller marked it not ready while the kubelet's
+		// last word was "running and ready"; or phase Unknown; or NodeLost
+		{"node stopped reporting", podWith(func(p *corev1.Pod) {
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "web", Ready: true,
+				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}, {Type: corev1.ContainersReady, Status: corev1.ConditionTrue}}
+		}), UnitLost, "node n1 is not reporting"},
+		{"phase unknown", podWith(func(p *corev1.Pod) { p.Status.Phase = corev1.PodUnknown }), UnitLost, "node n1 is not reporting"},
+		{"deleted on a lost node", podWith(func(p *corev1.Pod) {
+			p.DeletionTimestamp = &deleted
+			p.Status.Reason = "NodeLost"
+		}), UnitLost, "node n1 is not reporting"},
 	}
 	seen := map[string]bool{}
 	for _, tt := range tests {
@@ -144,7 +156,7 @@ func TestUnitStatus(t *testing.T) {
 		})
 		seen[tt.status] = true
 	}
-	for _, s := range []string{UnitPending, UnitCreated, UnitStarting, UnitStarted, UnitUnready, UnitStopping, UnitStopped, UnitCrashed, UnitError} {
+	for _, s := range []string{UnitPending, UnitCreated, UnitStarting, UnitStarted, UnitUnready, UnitStopping, UnitStopped, UnitCrashed, UnitError, UnitLost} {
 		if !seen[s] {
 			t.Errorf("no case for status %q", s)
 		}
