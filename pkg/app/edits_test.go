@@ -348,3 +348,15 @@ func TestValidateAppProcess(t *testing.T) {
 		wantErr(t, ValidateAppProcess(tt.app, tt.proc, tt.required), tt.err, true)
 	}
 }
+
+func TestPlatformVariablesCannotBeConfigured(t *testing.T) {
+	for _, name := range []string{"TUG_APP", "TUG_PROCESS", "TUG_RELEASE"} {
+		err := ValidateEnvName(name)
+		if !usage.Is(err) || !strings.Contains(err.Error(), "set by tug in every unit") {
+			t.Errorf("ValidateEnvName(%s) = %v, want an input error", name, err)
+		}
+	}
+	if err := ValidateEnvName("TUG_OTHER"); err != nil {
+		t.Errorf("ValidateEnvName(TUG_OTHER) = %v", err)
+	}
+}

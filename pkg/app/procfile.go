@@ -80,7 +80,7 @@ func ValidateEnvName(name string) error {
 	if !envNameRE.MatchString(name) {
 		return usage.Errorf("invalid config name %q: use letters, digits and '_', not starting with a digit", name)
 	}
-	return nil
+	return checkNotPlatform(name)
 }
 
 // ParseEnvFile reads KEY=VALUE lines (blank lines, # comments and an

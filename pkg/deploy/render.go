@@ -107,18 +107,21 @@ func renderDeployment(a *app.App, r *app.Release, proc, command string, port int
 	c := corev1.Container{
 		Name:            proc,
 		Image:           r.Image,
-		ImagePullPolicy: corev1.PullIfNotPresent,
+		ImagePullPolicy: PullPolicy(r.Image),
 		EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{
 			LocalObjectReference: corev1.LocalObjectReference{Name: app.ReleaseSecretName(a.Name, r.Version)},
 		}}},
 	}
 	c.Command, c.Args = commandLine(command)
+	for _, k := range []string{app.EnvApp, app.EnvProcess, app.EnvRelease} {
+		c.Env = append(c.Env, corev1.EnvVar{Name: k, Value: app.PlatformEnv(a.Name, proc, r.Version)[k]})
+	}
 	c.Resources = resources(r.Limits[proc])
 	if proc == app.WebProcess {
 		// Always explicit, even when the config sets PORT (same value):
 		// the port is part of the spec (containerPort) anyway, and an
 		// export without the config must still listen where it is probed.
-		c.Env = []corev1.EnvVar{{Name: "PORT", Value: strconv.Itoa(int(port))}}
+		c.Env = append(c.Env, corev1.EnvVar{Name: "PORT", Value: strconv.Itoa(int(port))})
 		c.Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: port, Protocol: corev1.ProtocolTCP}}
 		// A web unit is ready when it accepts connections on $PORT; without
 		// a probe a unit that never listens would count as ready.
@@ -346,3 +349,19 @@ func describeCommand(cmd string) string {
 }
 
 func sortProcs(names []string) { app.SortProcesses(names) }
+
+// PullPolicy is Kubernetes' default for an image reference: Always for
+// :latest or no tag (the tag may move), IfNotPresent for any other tag or
+// a digest. A deploy by tag that must see a moved tag gets it; a deploy or
+// rollback by digest never pulls the same bytes again.
+func PullPolicy(image string) corev1.PullPolicy {
+	if strings.Contains(image, "@") {
+		return corev1.PullIfNotPresent
+	}
+	name := image[strings.LastIndex(image, "/")+1:]
+	i := strings.LastIndex(name, ":")
+	if i < 0 || name[i+1:] == "latest" {
+		return corev1.PullAlways
+	}
+	return corev1.PullIfNotPresent
+}

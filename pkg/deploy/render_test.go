@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -143,7 +144,10 @@ func TestRenderWebPort(t *testing.T) {
 			a := &app.App{Name: "shop", Namespace: "dev"}
 			objs := Render(a, r, tt.cfg)
 			web := container(t, objs, "shop-web")
-			if !slices.Equal(web.Env, tt.wantEnv) {
+			platform := func(proc string) []corev1.EnvVar {
+				return []corev1.EnvVar{{Name: "TUG_APP", Value: "shop"}, {Name: "TUG_PROCESS", Value: proc}, {Name: "TUG_RELEASE", Value: strconv.Itoa(r.Version)}}
+			}
+			if !slices.Equal(web.Env, append(platform("web"), tt.wantEnv...)) {
 				t.Errorf("web env = %+v, want %+v", web.Env, tt.wantEnv)
 			}
 			if len(web.Ports) != 1 || web.Ports[0].ContainerPort != tt.wantPort || web.Ports[0].Name != "http" {
@@ -153,10 +157,10 @@ func TestRenderWebPort(t *testing.T) {
 			if p == nil || p.TCPSocket == nil || p.TCPSocket.Port.String() != "http" {
 				t.Fatalf("web readiness probe = %+v, want TCP on the http port", p)
 			}
-			for _, other := range []string{"shop-worker", "shop-clock"} {
-				c := container(t, objs, other)
-				if len(c.Env) != 0 || len(c.Ports) != 0 || c.ReadinessProbe != nil {
-					t.Errorf("%s has env %v, ports %v, probe %v; only web gets them", other, c.Env, c.Ports, c.ReadinessProbe)
+			for _, other := range []string{"worker", "clock"} {
+				c := container(t, objs, "shop-"+other)
+				if !slices.Equal(c.Env, platform(other)) || len(c.Ports) != 0 || c.ReadinessProbe != nil {
+					t.Errorf("%s has env %v, ports %v, probe %v; only web gets PORT, ports and a probe, every process the platform's variables", other, c.Env, c.Ports, c.ReadinessProbe)
 				}
 			}
 		})
@@ -406,5 +410,21 @@ func TestDeploymentNamesAreUniqueAcrossApps(t *testing.T) {
 	// separates app from process
 	if err := app.ValidateProcessName("api-web"); err == nil {
 		t.Fatal(`process name "api-web" accepted: "shop"+"api-web" would collide with "shop-api"+"web"`)
+	}
+}
+
+func TestPullPolicyFollowsKubernetes(t *testing.T) {
+	for image, want := range map[string]corev1.PullPolicy{
+		"shop":                               corev1.PullAlways,
+		"shop:latest":                        corev1.PullAlways,
+		"registry.example.com:5000/shop":     corev1.PullAlways,
+		"registry.example.com:5000/shop:1.4": corev1.PullIfNotPresent,
+		"localhost/tug/sample:v1":            corev1.PullIfNotPresent,
+		"shop@sha256:0123":                   corev1.PullIfNotPresent,
+		"shop:latest@sha256:0123":            corev1.PullIfNotPresent,
+	} {
+		if got := PullPolicy(image); got != want {
+			t.Errorf("PullPolicy(%q) = %s, want %s", image, got, want)
+		}
 	}
 }

@@ -277,3 +277,17 @@ func lines(s string) []string {
 	}
 	return out
 }
+
+// Every unit, and every run, knows its app, process and release; the
+// config cannot override them.
+func TestPlatformVariables(t *testing.T) {
+	h := New(t)
+	h.deployShop("shop", 1)
+	r := h.mustTug("run", "shop", "--", "sh", "-c", "echo vars=$TUG_APP/$TUG_PROCESS/$TUG_RELEASE/$PORT")
+	if !strings.Contains(r.Stdout, "vars=shop/web/1/8080") {
+		t.Errorf("platform variables in a run: %s", r.Stdout)
+	}
+	if r := h.Tug("env", "set", "shop", "TUG_APP=other"); r.Code != 2 || !strings.Contains(r.Stderr, "set by tug") {
+		t.Errorf("env set TUG_APP: %s", r)
+	}
+}
