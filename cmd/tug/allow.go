@@ -16,7 +16,12 @@ func newAllowCmd(f *cli.Factory) *cobra.Command {
 		Short: "Admit only some source addresses to the app's web units",
 		Long: `With allowed sources set, a NetworkPolicy admits traffic to the web units
 only from those CIDRs; with none, all sources are admitted. The cluster's
-network plugin enforces NetworkPolicies (not every plugin does).`,
+network plugin enforces NetworkPolicies (not every plugin does).
+
+The node port then keeps the client's address (externalTrafficPolicy Local:
+a node answers only if it runs a web unit). Behind an ingress the units see
+the controller's address: tug sets ingress-nginx's source-range annotations,
+and the controller's own pods must be in the list (see docs/guide.md).`,
 		Args: cli.GroupArgs,
 		RunE: cli.GroupRunE,
 	}

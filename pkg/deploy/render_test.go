@@ -428,3 +428,26 @@ func TestPullPolicyFollowsKubernetes(t *testing.T) {
 		}
 	}
 }
+
+// Allowed sources must reach the units as the client's address: the node
+// port keeps it (Local), and an ingress controller filters itself.
+func TestAllowListKeepsClientAddresses(t *testing.T) {
+	a := &app.App{Name: "shop", Namespace: "dev", Allow: []string{"10.0.0.0/8", "192.168.1.0/24"}, Domains: []app.Domain{{Host: "shop.example.com"}}}
+	svc := renderService(a)
+	if svc.Spec.ExternalTrafficPolicy != corev1.ServiceExternalTrafficPolicyLocal {
+		t.Errorf("external traffic policy = %q, want Local", svc.Spec.ExternalTrafficPolicy)
+	}
+	ing := renderIngress(a)
+	for _, k := range AllowAnnotations {
+		if ing.Annotations[k] != "10.0.0.0/8,192.168.1.0/24" {
+			t.Errorf("ingress annotation %s = %q", k, ing.Annotations[k])
+		}
+	}
+	a.Allow = nil
+	if p := renderService(a).Spec.ExternalTrafficPolicy; p != "" {
+		t.Errorf("without an allow list the policy is %q, want the default", p)
+	}
+	if len(renderIngress(a).Annotations) != 0 {
+		t.Error("without an allow list the ingress has source filters")
+	}
+}

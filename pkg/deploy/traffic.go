@@ -53,7 +53,7 @@ func renderService(a *app.App) *corev1.Service {
 	case a.Maintenance:
 		selector = map[string]string{kube.LabelManagedBy: kube.ManagedBy, kube.LabelApp: a.Name, kube.LabelKind: kindMaintenance}
 	}
-	return &corev1.Service{
+	svc := &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
 		ObjectMeta: metav1.ObjectMeta{Name: ServiceName(a.Name), Namespace: a.Namespace, Labels: processLabels(a.Name, app.WebProcess)},
 		Spec: corev1.ServiceSpec{
@@ -66,7 +66,22 @@ func renderService(a *app.App) *corev1.Service {
 			}},
 		},
 	}
+	if len(a.Allow) > 0 {
+		// With the default Cluster policy a node port forwards with SNAT,
+		// so the units see a node's address, not the client's, and the
+		// NetworkPolicy's source filter cannot work. Local keeps the
+		// client's address (the cost: a node answers its node port only
+		// if it runs a web unit).
+		svc.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+	}
+	return svc
 }
+
+// AllowAnnotations are the ingress controllers' own source filters: behind
+// an ingress the units see the controller's address, so the filter must
+// happen there. ingress-nginx reads whitelist- (older) or allowlist-
+// (newer) source-range.
+var AllowAnnotations = []string{"nginx.ingress.kubernetes.io/whitelist-source-range", "nginx.ingress.kubernetes.io/allowlist-source-range"}
 
 // renderIngress routes every domain of the app to its Service; hosts with a
 // certificate get TLS.
@@ -77,6 +92,12 @@ func renderIngress(a *app.App) *networkingv1.Ingress {
 	ing := &networkingv1.Ingress{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "Ingress"},
 		ObjectMeta: metav1.ObjectMeta{Name: ServiceName(a.Name), Namespace: a.Namespace, Labels: processLabels(a.Name, app.WebProcess)},
+	}
+	if len(a.Allow) > 0 {
+		ing.Annotations = map[string]string{}
+		for _, k := range AllowAnnotations {
+			ing.Annotations[k] = strings.Join(a.Allow, ",")
+		}
 	}
 	pathType := networkingv1.PathTypePrefix
 	backend := networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{
