@@ -141,6 +141,23 @@ func (s *spinner) finish(mark, msg string) {
 	s.msg = ""
 }
 
+// clear stops the spinner and erases its line, leaving nothing behind: for
+// a notice that is over, not a step that ended.
+func (s *spinner) clear() {
+	s.mu.Lock()
+	stop, stopped := s.stop, s.stopped
+	s.stop, s.stopped = nil, nil
+	s.mu.Unlock()
+	if stop != nil {
+		close(stop)
+		<-stopped
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fmt.Fprint(s.w, "\r\x1b[K")
+	s.msg = ""
+}
+
 func (s *spinner) Done(msg string) { s.finish(s.colors.Green("✓"), msg) }
 func (s *spinner) Fail(msg string) { s.finish(s.colors.Red("✗"), msg) }
 
