@@ -74,7 +74,7 @@ whenever the rollout makes progress.`,
 					return err
 				}
 			}
-			return roll(cmd, f, name, deploy.DeployChange(o.Image, procs, o.Message), opts, o.rollout.Output, "deployed")
+			return roll(cmd, f, name, deploy.DeployChange(o.Image, procs, o.Message), opts, o.rollout.Output, rollVerb{"deployed", "deploying"})
 		},
 	}
 	cmd.Flags().StringVar(&o.Image, "image", "", "Image to deploy; without it, build from --source (see docs/builders.md)")

@@ -71,7 +71,7 @@ input), so secrets stay out of shell history.`,
 			}
 			opts := o.rollout.options()
 			opts.NoRestart = o.NoRestart
-			return roll(cmd, f, name, deploy.EnvChange(set, nil, o.Message), opts, o.rollout.Output, "config set")
+			return roll(cmd, f, name, deploy.EnvChange(set, nil, o.Message), opts, o.rollout.Output, rollVerb{"config set", "setting the config of"})
 		},
 	}
 	cmd.Flags().StringVar(&o.FromFile, "from-env-file", "", "Read KEY=VALUE lines from a file (- for standard input)")
@@ -101,7 +101,7 @@ func newEnvUnsetCmd(f *cli.Factory) *cobra.Command {
 			}
 			opts := o.rollout.options()
 			opts.NoRestart = o.NoRestart
-			return roll(cmd, f, name, deploy.EnvChange(nil, args[1:], o.Message), opts, o.rollout.Output, "config unset")
+			return roll(cmd, f, name, deploy.EnvChange(nil, args[1:], o.Message), opts, o.rollout.Output, rollVerb{"config unset", "unsetting the config of"})
 		},
 	}
 	cmd.Flags().BoolVar(&o.NoRestart, "no-restart", false, "Store the change; it applies at the next deploy")

@@ -170,7 +170,7 @@ the release that ran before the current one.`,
 				return err
 			}
 			store := &app.Store{Client: client, Namespace: ns}
-			return roll(cmd, f, args[0], deploy.RollbackChange(cmd.Context(), store, target), r.options(), r.Output, "rolled back")
+			return roll(cmd, f, args[0], deploy.RollbackChange(cmd.Context(), store, target), r.options(), r.Output, rollVerb{"rolled back", "rolling back"})
 		},
 	}
 	r.add(cmd, true)

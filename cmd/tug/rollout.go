@@ -47,10 +47,15 @@ func (r *rolloutFlags) validate() error {
 	return nil
 }
 
+// rollVerb names a change twice: Done as the success line says it ("config
+// set: shop v4 is running"), Doing as a failure line says it ("setting the
+// config of shop"), so a failure never prints words that read as success.
+type rollVerb struct{ Done, Doing string }
+
 // roll runs a change through the deploy pipeline and reports it: progress on
 // stderr, the result on stdout (a line, or JSON/YAML), the failure as the
 // error whose exit code says its class.
-func roll(cmd *cobra.Command, f *cli.Factory, appName string, change deploy.Change, opts deploy.Options, format cli.OutputFormat, verb string) error {
+func roll(cmd *cobra.Command, f *cli.Factory, appName string, change deploy.Change, opts deploy.Options, format cli.OutputFormat, verb rollVerb) error {
 	d, err := deployDeps(cmd, f)
 	if err != nil {
 		return err
@@ -64,14 +69,14 @@ func roll(cmd *cobra.Command, f *cli.Factory, appName string, change deploy.Chan
 	}
 	var failed *deploy.Error
 	if err != nil && !errors.As(err, &failed) {
-		p.Fail(verb + " " + appName)
+		p.Fail(verb.Doing + " " + appName)
 		return err
 	}
 	if failed != nil {
 		p.Fail(fmt.Sprintf("release v%d failed", res.Release))
 		printFailure(f.IOStreams, res)
 	} else {
-		p.Done(doneLine(res, verb))
+		p.Done(doneLine(res, verb.Done))
 	}
 	if format != cli.OutputTable {
 		if perr := (cli.OutputOptions{Format: format}).Print(f.IOStreams, res, nil); perr != nil {
@@ -149,7 +154,7 @@ func reshape(cmd *cobra.Command, f *cli.Factory, appName string, r *rolloutFlags
 
 // settingsRoll rolls out a settings change as a new release.
 func settingsRoll(cmd *cobra.Command, f *cli.Factory, appName, kind, message string, r *rolloutFlags, edit func(a *app.App, rel *app.Release) error) error {
-	return roll(cmd, f, appName, deploy.SettingsChange(kind, message, edit), r.options(), r.Output, kind+" changed")
+	return roll(cmd, f, appName, deploy.SettingsChange(kind, message, edit), r.options(), r.Output, rollVerb{kind + " changed", "changing the " + kind + " of"})
 }
 
 // newSettingsListCmd lists a setting of the deployed release.

@@ -48,7 +48,7 @@ type ConfigFlags struct {
 
 // NewConfigFlags returns flags with kubectl's defaults.
 func NewConfigFlags() *ConfigFlags {
-	c := &ConfigFlags{RequestTimeout: "0"}
+	c := &ConfigFlags{RequestTimeout: DefaultRequestTimeout.String()}
 	// One loader per process: the kubeconfig files are read once however
 	// many times a command asks for the config or the namespace.
 	c.loader = sync.OnceValue(c.newLoader)
@@ -64,7 +64,7 @@ func (c *ConfigFlags) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVarP(&c.Namespace, "namespace", "n", c.Namespace, "Namespace to work in (default: the context's, else \"default\")")
 	fs.StringVarP(&c.Server, "server", "s", c.Server, "Address and port of the Kubernetes API server")
 	fs.StringVar(&c.Token, "token", c.Token, "Bearer token for authenticating to the API server")
-	fs.StringVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "How long to wait for a single request to the API server (e.g. 10s, 1m); 0 waits forever")
+	fs.StringVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "How long to wait for each answer from the API server (e.g. 10s, 1m; 0 waits forever); watches and streams such as logs -f and shell are never cut")
 
 	fs.StringVar(&c.Impersonate, "as", c.Impersonate, "User to impersonate: a user name or system:serviceaccount:NAMESPACE:NAME")
 	fs.StringVar(&c.ImpersonateUID, "as-uid", c.ImpersonateUID, "UID to impersonate")
@@ -93,8 +93,9 @@ func (c *ConfigFlags) newLoader() clientcmd.ClientConfig {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = c.KubeConfig
 	o := &clientcmd.ConfigOverrides{
+		// No Timeout: client-go would apply it to every request, streams
+		// included; the Factory applies --request-timeout to the others.
 		CurrentContext: c.Context,
-		Timeout:        c.RequestTimeout,
 	}
 	o.Context.Cluster = c.Cluster
 	o.Context.AuthInfo = c.User
@@ -136,6 +137,9 @@ func parseUserExtra(pairs []string) (map[string][]string, error) {
 // Validate reports flag values that cannot work, as usage errors.
 func (c *ConfigFlags) Validate() error {
 	if _, err := parseUserExtra(c.ImpersonateUserExtra); err != nil {
+		return err
+	}
+	if _, err := parseRequestTimeout(c.RequestTimeout); err != nil {
 		return err
 	}
 	if c.Insecure && c.CAFile != "" {

@@ -138,6 +138,12 @@ func (f *Factory) loadRESTConfig() (*rest.Config, error) {
 		Deduplicate: true,
 		Color:       f.IOStreams.ErrColorEnabled(),
 	})
+	timeout, err := parseRequestTimeout(f.ConfigFlags.RequestTimeout)
+	if err != nil {
+		return nil, err
+	}
+	notice := newWaitNotice(f.IOStreams, cfg.Host)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return newRequestGuard(rt, timeout, notice) })
 	// TUG_TRACE_REQUESTS=1 logs every API request to stderr (what kubectl's
 	// -v=6 shows): for debugging, and for benchmarks that count requests.
 	if os.Getenv("TUG_TRACE_REQUESTS") != "" {

@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -129,7 +131,16 @@ func TestFactoryFlagOverrides(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Host != "https://10.1.1.1:443" || cfg.BearerToken != "xyz" || cfg.Timeout.String() != "7s" ||
+	// --request-timeout is not rest.Config.Timeout, which client-go would
+	// apply to watches and streams too; the request guard applies it.
+	var guard *requestGuard
+	if cfg.WrapTransport != nil {
+		guard, _ = cfg.WrapTransport(http.DefaultTransport).(*requestGuard)
+	}
+	if guard == nil || guard.timeout != 7*time.Second {
+		t.Errorf("--request-timeout 7s: guard %+v", guard)
+	}
+	if cfg.Host != "https://10.1.1.1:443" || cfg.BearerToken != "xyz" || cfg.Timeout != 0 ||
 		!cfg.Insecure || cfg.ServerName != "api.local" {
 		t.Errorf("overrides lost: host %q token %q timeout %v insecure %v server name %q",
 			cfg.Host, cfg.BearerToken, cfg.Timeout, cfg.Insecure, cfg.ServerName)

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -30,7 +31,10 @@ func NewProgress(ios *IOStreams) Progress {
 	return &lineProgress{w: ios.ErrOut, now: time.Now}
 }
 
-// lineProgress writes "15:04:05 message" lines, skipping repeats.
+// lineProgress writes "15:04:05 message" lines, skipping repeats. In a CI
+// log nothing marks a line as good or bad the way a spinner's ✓ and ✗ do,
+// so a failure line says "failed:" in words: a step's wording alone (what a
+// command was doing) must never read as its success.
 type lineProgress struct {
 	w    io.Writer
 	now  func() time.Time
@@ -50,8 +54,23 @@ func (p *lineProgress) write(msg string, force bool) {
 
 func (p *lineProgress) Update(msg string) { p.write(msg, false) }
 func (p *lineProgress) Done(msg string)   { p.write(msg, false); p.reset() }
-func (p *lineProgress) Fail(msg string)   { p.write(msg, true); p.reset() }
+func (p *lineProgress) Fail(msg string)   { p.write(p.failLine(msg), true); p.reset() }
 func (p *lineProgress) reset()            { p.mu.Lock(); p.last = ""; p.mu.Unlock() }
+
+// failLine is msg marked as a failure; an empty msg repeats the step in
+// progress, as the spinner does. A message that already ends in "failed"
+// is left as it is.
+func (p *lineProgress) failLine(msg string) string {
+	if msg == "" {
+		p.mu.Lock()
+		msg = p.last
+		p.mu.Unlock()
+	}
+	if msg == "" || strings.HasSuffix(msg, "failed") {
+		return msg
+	}
+	return "failed: " + msg
+}
 
 var spinnerFrames = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
 
@@ -119,6 +138,23 @@ func (s *spinner) finish(mark, msg string) {
 		msg = s.msg
 	}
 	fmt.Fprintf(s.w, "\r\x1b[K%s %s\n", mark, msg)
+	s.msg = ""
+}
+
+// clear stops the spinner and erases its line, leaving nothing behind: for
+// a notice that is over, not a step that ended.
+func (s *spinner) clear() {
+	s.mu.Lock()
+	stop, stopped := s.stop, s.stopped
+	s.stop, s.stopped = nil, nil
+	s.mu.Unlock()
+	if stop != nil {
+		close(stop)
+		<-stopped
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fmt.Fprint(s.w, "\r\x1b[K")
 	s.msg = ""
 }
 

@@ -15,7 +15,11 @@ func TestLineProgressWritesTimestampedLinesWithoutRepeats(t *testing.T) {
 	p.Update("waiting for 2 units")
 	p.Done("deployed release 4")
 	p.Fail("deploy failed")
-	want := "15:04:05 waiting for 3 units\n15:04:05 waiting for 2 units\n15:04:05 deployed release 4\n15:04:05 deploy failed\n"
+	p.Update("deploying shop")
+	p.Fail("")
+	p.Fail("config set shop")
+	want := "15:04:05 waiting for 3 units\n15:04:05 waiting for 2 units\n15:04:05 deployed release 4\n15:04:05 deploy failed\n" +
+		"15:04:05 deploying shop\n15:04:05 failed: deploying shop\n15:04:05 failed: config set shop\n"
 	if errOut.String() != want {
 		t.Errorf("got %q, want %q", errOut.String(), want)
 	}

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"syscall"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -154,6 +155,17 @@ func ResourceName(group, resource, subresource string) string {
 	return name
 }
 
+// RequestTimeoutError is a request that got no complete answer within
+// --request-timeout.
+type RequestTimeoutError struct{ After time.Duration }
+
+func (e *RequestTimeoutError) Error() string {
+	return fmt.Sprintf("no answer within %s (--request-timeout)", e.After)
+}
+
+// Timeout marks it as a timeout for net and url errors' Timeout().
+func (e *RequestTimeoutError) Timeout() bool { return true }
+
 func networkMessage(uerr *url.Error) string {
 	server := uerr.URL
 	if u, err := url.Parse(uerr.URL); err == nil && u.Host != "" {
@@ -167,6 +179,10 @@ func networkMessage(uerr *url.Error) string {
 	if errors.As(uerr, &unknownCA) || errors.As(uerr, &hostname) || errors.As(uerr, &invalid) {
 		return fmt.Sprintf("cannot verify the certificate of the cluster at %s: %s; check the certificate authority in the kubeconfig or --certificate-authority",
 			server, innermost(uerr))
+	}
+	var rt *RequestTimeoutError
+	if errors.As(uerr, &rt) {
+		return fmt.Sprintf("the cluster at %s did not answer within %s; check your network and --context, or allow longer with --request-timeout", server, rt.After)
 	}
 	if uerr.Timeout() {
 		return fmt.Sprintf("the cluster at %s did not answer in time; check your network, --context or --request-timeout", server)

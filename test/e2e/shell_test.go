@@ -188,3 +188,33 @@ func TestAppExecAll(t *testing.T) {
 	}
 	h.waitEvent("TugExec", names[2], "exit 6")
 }
+
+// TestShellFirstLineRuns: on an image without bash (the sample image has
+// only busybox), every line typed reaches the shell: one typed ahead,
+// before the shell has started, and two typed at once right after its
+// prompt. No discarded attempt (bash, then sh) may read and drop input
+// (issue 12 #10).
+func TestShellFirstLineRuns(t *testing.T) {
+	h := New(t)
+	h.deployShop("shop", 1)
+	if r := h.Tug("app", "exec", "shop", "--", "/bin/sh", "-c", "command -v bash || echo no-bash"); !strings.Contains(r.Stdout, "no-bash") {
+		t.Fatalf("this test needs an image without bash: %s", r)
+	}
+	for _, proto := range []string{"websocket", "spdy"} {
+		t.Run(proto, func(t *testing.T) {
+			cmd, tty := h.ttyEnv(24, 80, []string{"TUG_EXEC_PROTOCOL=" + proto}, "shell", "shop")
+			s := NewStream(tty)
+			fmt.Fprint(tty, "echo ahead-$((0+1))\r")
+			s.WaitFor(t, "ahead-1\r\n", 30*time.Second)
+			s.WaitFor(t, "# ", 10*time.Second)
+			fmt.Fprint(tty, "echo first-$((1+1))\r")
+			fmt.Fprint(tty, "echo second-$((2+2))\r")
+			s.WaitFor(t, "first-2\r\n", 20*time.Second)
+			s.WaitFor(t, "second-4\r\n", 20*time.Second)
+			fmt.Fprint(tty, "exit 0\r")
+			if err := cmd.Wait(); err != nil {
+				t.Fatalf("exit: %v; output:\n%s", err, s.String())
+			}
+		})
+	}
+}
