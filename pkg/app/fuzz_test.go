@@ -278,4 +278,3 @@ func FuzzParseTags(f *testing.F) {
 		}
 	})
 }
-
