@@ -99,7 +99,7 @@ func ValidateStorageClass(sc string) error {
 var reservedMounts = []string{"/proc", "/sys", "/dev"}
 
 // ValidateMountPath checks where a volume mounts: an absolute path in
-// canonical form (no '.', '..' or '//'; one trailing '/' is allowed), not
+// canonical form (no '.', '..' or '//'; a trailing '/' is allowed), not
 // the root and not over /proc, /sys or /dev. Its error is an input error.
 func ValidateMountPath(p string) error {
 	return usage.Wrap(validateMountPath(p))
