@@ -211,8 +211,3 @@ func unitsCell(procs []app.ProcessSummary) string {
 	}
 	return strings.Join(parts, ", ")
 }
-
-// readFileArg reads a file named on the command line, saying which flag named it.
-func readFileArg(flag, path string) ([]byte, error) {
-	return app.ReadFileArg(flag, path)
-}

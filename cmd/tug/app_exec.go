@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	tugexec "tug.dev/tug/pkg/exec"
 	"tug.dev/tug/pkg/usage"
@@ -42,6 +43,11 @@ Every run records a Kubernetes Event on each unit naming you and the command.`,
 			}
 			if o.All && o.Unit != "" {
 				return usage.Errorf("--all and --unit exclude each other")
+			}
+			if o.Unit != "" {
+				if err := app.ValidateUnitName(o.Unit); err != nil {
+					return err
+				}
 			}
 			if o.All && (o.Stdin || o.TTY) {
 				return usage.Errorf("-i and -t work with one unit only, not with --all")

@@ -38,6 +38,9 @@ func newTagCmd(f *cli.Factory) *cobra.Command {
 			if err := app.ValidateName(args[0]); err != nil {
 				return err
 			}
+			if err := app.ValidateTagKeys(args[1:]); err != nil {
+				return err
+			}
 			return settingsRoll(cmd, f, args[0], app.KindTags, "tags removed", ru, func(a *app.App, rel *app.Release) error {
 				return rel.UnsetTags(a.Name, args[1:])
 			})

@@ -10,6 +10,7 @@ import (
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/traffic"
+	"tug.dev/tug/pkg/usage"
 )
 
 func newCertCmd(f *cli.Factory) *cobra.Command {
@@ -59,6 +60,9 @@ func newCertRemoveCmd(f *cli.Factory) *cobra.Command {
 			name, host := args[0], args[1]
 			if err := checkApp(name); err != nil {
 				return err
+			}
+			if err := traffic.ValidateHost(strings.ToLower(host)); err != nil {
+				return usage.Wrap(err)
 			}
 			return configure(cmd, f, name, "certificate for "+strings.ToLower(host)+" removed", func(d deploy.Deps) (*deploy.Result, error) {
 				return traffic.CertRemove(cmd.Context(), d, name, host, trafficOptions)

@@ -51,6 +51,11 @@ Ctrl-C ends it (exit code 0).`,
 			if err := validateProcess(o.Process); err != nil {
 				return err
 			}
+			if o.Unit != "" {
+				if err := app.ValidateUnitName(o.Unit); err != nil {
+					return err
+				}
+			}
 			if o.Follow && o.Previous {
 				return usage.Errorf("--previous shows a container that has ended: it cannot be followed (-f)")
 			}

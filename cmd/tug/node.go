@@ -30,6 +30,9 @@ the node label tug.dev/pool. These commands need cluster-wide permissions
 
 // findNode looks a node up by name or address in the clusters selected.
 func findNode(cmd *cobra.Command, f *cli.Factory, name, only string) (*node.Found, error) {
+	if err := node.ValidateRef(name); err != nil {
+		return nil, err
+	}
 	ts, err := clusterTargets(f, only)
 	if err != nil {
 		return nil, err

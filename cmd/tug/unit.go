@@ -73,15 +73,17 @@ func newUnitListCmd(f *cli.Factory) *cobra.Command {
 			case o.All && o.Process != "":
 				return usage.Errorf("-p needs an APP; it cannot be used with --all")
 			}
+			if !o.All {
+				if err := app.ValidateAppProcess(args[0], o.Process, false); err != nil {
+					return err
+				}
+			}
 			s, err := appStore(f)
 			if err != nil {
 				return err
 			}
 			if !o.All {
 				o.App = args[0]
-				if err := app.ValidateName(o.App); err != nil {
-					return err
-				}
 				a, err := s.GetApp(cmd.Context(), o.App)
 				if err != nil {
 					return err
@@ -200,6 +202,12 @@ func newUnitKillCmd(f *cli.Factory) *cobra.Command {
 		Short: "Kill a unit; its process starts a replacement",
 		Args:  cli.ExactArgs("APP", "UNIT"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := app.ValidateName(args[0]); err != nil {
+				return err
+			}
+			if err := app.ValidateUnitName(args[1]); err != nil {
+				return err
+			}
 			s, _, err := loadApp(cmd, f, args[0])
 			if err != nil {
 				return err

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"strconv"
@@ -186,7 +187,11 @@ func (o SetAutoscaleOptions) Autoscale() (Autoscale, error) {
 	if err := ValidateAppProcess(o.App, o.Process, true); err != nil {
 		return Autoscale{}, err
 	}
-	n, err := strconv.Atoi(strings.TrimSuffix(o.CPU, "%"))
+	// 32 bits, so that a number beyond int32 is refused, not wrapped
+	n, err := strconv.ParseInt(strings.TrimSuffix(o.CPU, "%"), 10, 32)
+	if errors.Is(err, strconv.ErrRange) {
+		return Autoscale{}, usage.Errorf("--cpu must be a percentage from 1%% to 1000%%, not %s", o.CPU)
+	}
 	if err != nil {
 		return Autoscale{}, usage.Errorf("invalid --cpu %q: want a percentage such as 70%%", o.CPU)
 	}
@@ -260,6 +265,20 @@ func ParseTags(args []string) (map[string]string, error) {
 		tags[k] = v
 	}
 	return tags, nil
+}
+
+// ValidateTagKeys checks `tug app tag unset` arguments: keys only, each a
+// valid label key. Every error is an input error.
+func ValidateTagKeys(keys []string) error {
+	for _, k := range keys {
+		if strings.Contains(k, "=") {
+			return usage.Errorf("%q: unset takes keys only, not KEY=VALUE", k)
+		}
+		if err := kube.ValidateLabelKey(k); err != nil {
+			return usage.Wrap(err)
+		}
+	}
+	return nil
 }
 
 // SetTags adds tags to r's, replacing the values of keys it has.

@@ -12,7 +12,8 @@ import (
 // @FILE reads the value from a file and @- from stdin, and fromFile, an env
 // file of KEY=VALUE lines ("-" for stdin) whose values the arguments
 // override. Stdin is read at most once. Every name is checked before
-// anything is sent, and every error is an input error.
+// anything is sent, and every error is an input error. Each file or stream
+// read, and all the config set, is at most MaxConfigBytes.
 func ParseEnvArgs(args []string, fromFile string, stdin io.Reader) (ConfigMap, error) {
 	set := ConfigMap{}
 	stdinUsed := false
@@ -21,7 +22,7 @@ func ParseEnvArgs(args []string, fromFile string, stdin io.Reader) (ConfigMap, e
 			return nil, usage.Errorf("%s: standard input can be read only once", what)
 		}
 		stdinUsed = true
-		return io.ReadAll(stdin)
+		return ReadLimited(stdin, what, MaxConfigBytes)
 	}
 	if fromFile != "" {
 		var b []byte
@@ -29,7 +30,7 @@ func ParseEnvArgs(args []string, fromFile string, stdin io.Reader) (ConfigMap, e
 		if fromFile == "-" {
 			b, err = readStdin("--from-env-file -")
 		} else {
-			b, err = ReadFileArg("--from-env-file", fromFile)
+			b, err = ReadFileArgLimit("--from-env-file", fromFile, MaxConfigBytes)
 		}
 		if err != nil {
 			return nil, err
@@ -56,7 +57,7 @@ func ParseEnvArgs(args []string, fromFile string, stdin io.Reader) (ConfigMap, e
 			if v == "@-" {
 				b, err = readStdin(k + "=@-")
 			} else {
-				b, err = ReadFileArg(k+"=@", v[1:])
+				b, err = ReadFileArgLimit(k+"=@", v[1:], MaxConfigBytes)
 			}
 			if err != nil {
 				return nil, err
@@ -68,6 +69,9 @@ func ParseEnvArgs(args []string, fromFile string, stdin io.Reader) (ConfigMap, e
 	}
 	if len(set) == 0 {
 		return nil, usage.Errorf("nothing to set: give KEY=VALUE arguments or --from-env-file")
+	}
+	if n := set.Size(); n > MaxConfigBytes {
+		return nil, usage.Errorf("the config to set is %d bytes; the limit is %s (an app's config lives in one Secret)", n, FormatBytes(MaxConfigBytes))
 	}
 	return set, nil
 }
@@ -83,4 +87,13 @@ func ValidateEnvUnset(keys []string) error {
 		}
 	}
 	return nil
+}
+
+// Size is how many bytes the config takes in a Secret: names and values.
+func (c ConfigMap) Size() int {
+	n := 0
+	for k, v := range c {
+		n += len(k) + len(v)
+	}
+	return n
 }

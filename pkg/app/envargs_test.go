@@ -41,7 +41,7 @@ func TestParseEnvArgs(t *testing.T) {
 		{name: "two stdin values", args: []string{"A=@-", "B=@-"}, stdin: "x", err: "B=@-: standard input can be read only once"},
 		{name: "not KEY=VALUE", args: []string{"A"}, err: `"A" is not KEY=VALUE; to remove a variable use 'tug env unset'`},
 		{name: "bad name", args: []string{"1A=x"}, err: `invalid config name "1A"`},
-		{name: "missing file", args: []string{"K=@" + missing}, err: "K=@ " + missing},
+		{name: "missing file", args: []string{"K=@" + missing}, err: "K=@" + missing + ": open"},
 		{name: "missing env file", fromFile: missing, err: "--from-env-file " + missing},
 		{name: "bad env file", fromFile: badEnv, err: "--from-env-file " + badEnv + ": line 2: want KEY=VALUE"},
 		{name: "nothing", err: "nothing to set: give KEY=VALUE arguments or --from-env-file"},

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/util/validation"
+
 	"tug.dev/tug/pkg/usage"
 )
 
@@ -71,4 +73,15 @@ func ValidateAppProcess(appName, proc string, required bool) error {
 		return nil
 	}
 	return ValidateProcessName(proc)
+}
+
+// ValidateUnitName checks a unit named on the command line: a pod's name.
+func ValidateUnitName(name string) error {
+	if name == "" {
+		return usage.Errorf("unit name is empty")
+	}
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		return usage.Errorf("invalid unit name %q: a unit is a pod such as shop-web-6d9c7b8f5-x2k9q; see 'tug unit list'", name)
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package app
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -18,6 +19,7 @@ import (
 func ParseProcfile(r io.Reader) (map[string]string, error) {
 	procs := map[string]string{}
 	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 4096), MaxProcfileLine)
 	n := 0
 	for sc.Scan() {
 		n++
@@ -33,7 +35,7 @@ func ParseProcfile(r io.Reader) (map[string]string, error) {
 			return nil, fmt.Errorf("line %d: %w", n, err)
 		}
 	}
-	if err := sc.Err(); err != nil {
+	if err := scanErr(sc, n, MaxProcfileLine); err != nil {
 		return nil, err
 	}
 	if len(procs) == 0 {
@@ -88,7 +90,7 @@ func ValidateEnvName(name string) error {
 func ParseEnvFile(r io.Reader) (ConfigMap, error) {
 	cfg := ConfigMap{}
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	sc.Buffer(make([]byte, 4096), MaxConfigBytes)
 	n := 0
 	for sc.Scan() {
 		n++
@@ -111,7 +113,20 @@ func ParseEnvFile(r io.Reader) (ConfigMap, error) {
 		}
 		cfg[k] = v
 	}
-	return cfg, sc.Err()
+	if err := scanErr(sc, n, MaxConfigBytes); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// scanErr is a line scanner's error, saying which line is too long: n
+// lines were read before it.
+func scanErr(sc *bufio.Scanner, n int, maxLine int64) error {
+	err := sc.Err()
+	if errors.Is(err, bufio.ErrTooLong) {
+		return fmt.Errorf("line %d is longer than %s, the limit for one line", n+1, FormatBytes(maxLine))
+	}
+	return err
 }
 
 // ProcessSource says where a deploy's process types come from: --process
@@ -150,7 +165,7 @@ func (s ProcessSource) Resolve() (map[string]string, []string, error) {
 			return map[string]string{WebProcess: ""}, nil, nil
 		}
 	}
-	b, err := ReadFileArg("--procfile", file)
+	b, err := ReadFileArgLimit("--procfile", file, MaxProcfileBytes)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -184,14 +199,4 @@ func ValidateImage(image string) error {
 		return usage.Errorf("invalid --image %q: an image reference has no spaces", image)
 	}
 	return nil
-}
-
-// ReadFileArg reads a file named on the command line; an error, an input
-// error, says which flag named it.
-func ReadFileArg(flag, path string) ([]byte, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, usage.Errorf("%s %s: %w", flag, path, err)
-	}
-	return b, nil
 }

@@ -8,6 +8,10 @@ import (
 	"tug.dev/tug/pkg/usage"
 )
 
+// MaxUnits is the most units one process may have: what scale, unit add
+// and autoscale accept, and what a relative change may reach.
+const MaxUnits = 10000
+
 // ScaleOp is one argument of `tug app scale`: web=3, web+1 or web-1.
 type ScaleOp struct {
 	Process string
@@ -35,8 +39,8 @@ func ParseScale(args []string) ([]ScaleOp, error) {
 			return nil, usage.Errorf("invalid scale %q: %w", arg, err)
 		}
 		n, err := strconv.Atoi(num)
-		if err != nil || n < 0 || n > 10000 {
-			return nil, usage.Errorf("invalid scale %q: %q is not a unit count from 0 to 10000", arg, num)
+		if err != nil || n < 0 || n > MaxUnits {
+			return nil, usage.Errorf("invalid scale %q: %q is not a unit count from 0 to %d", arg, num, MaxUnits)
 		}
 		if seen[name] {
 			return nil, usage.Errorf("process %q is scaled twice", name)
@@ -50,8 +54,8 @@ func ParseScale(args []string) ([]ScaleOp, error) {
 // ParseUnitCount reads the N of `tug unit add|remove APP N`: 1 to 10000.
 func ParseUnitCount(s string) (int32, error) {
 	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 || n > 10000 {
-		return 0, usage.Errorf("invalid unit count %q: want a whole number from 1 to 10000", s)
+	if err != nil || n < 1 || n > MaxUnits {
+		return 0, usage.Errorf("invalid unit count %q: want a whole number from 1 to %d", s, MaxUnits)
 	}
 	return int32(n), nil
 }
@@ -95,7 +99,8 @@ func (a *App) DefaultProcess() (string, error) {
 }
 
 // ApplyScale changes the app's unit counts. It refuses autoscaled processes
-// and counts below zero, changing nothing unless every operation is valid.
+// and counts below zero or above MaxUnits (input errors), changing nothing
+// unless every operation is valid.
 func (a *App) ApplyScale(ops []ScaleOp) error {
 	next := map[string]Process{}
 	for _, op := range ops {
@@ -111,6 +116,9 @@ func (a *App) ApplyScale(ops []ScaleOp) error {
 		case '=':
 			p.Replicas = op.N
 		case '+':
+			if int64(p.Replicas)+int64(op.N) > MaxUnits {
+				return usage.Errorf("process %q has %d units; adding %d would make %d, more than the limit of %d", op.Process, p.Replicas, op.N, int64(p.Replicas)+int64(op.N), MaxUnits)
+			}
 			p.Replicas += op.N
 		case '-':
 			if op.N > p.Replicas {

@@ -118,3 +118,23 @@ func TestProcessUnits(t *testing.T) {
 		t.Error("Units ignores Stopped")
 	}
 }
+
+// TestApplyScaleCapsRelativeScale (issue 12 item 8): web+N may not take a
+// process past MaxUnits, and the refusal is an input error.
+func TestApplyScaleCapsRelativeScale(t *testing.T) {
+	a := &App{Name: "shop", Processes: map[string]Process{"web": {Replicas: 2}}}
+	ops, err := ParseScale([]string{"web+10000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = a.ApplyScale(ops)
+	if !usage.Is(err) || !strings.Contains(err.Error(), "would make 10002, more than the limit of 10000") {
+		t.Errorf("web+10000 from 2: %v", err)
+	}
+	if a.Processes["web"].Replicas != 2 {
+		t.Errorf("a refused scale changed web to %d", a.Processes["web"].Replicas)
+	}
+	if err := a.ApplyScale([]ScaleOp{{"web", '+', 9998}}); err != nil || a.Processes["web"].Replicas != MaxUnits {
+		t.Errorf("up to the limit: %v, %d", err, a.Processes["web"].Replicas)
+	}
+}

@@ -34,6 +34,9 @@ func ParseProbe(spec string) (Probe, error) {
 		if err != nil {
 			return bad(err.Error())
 		}
+		if err := checkProbePath("/" + path); err != nil {
+			return bad(err.Error())
+		}
 		return Probe{Kind: kind, Port: port, Path: "/" + path}, nil
 	case "tcp":
 		port, err := parsePort(rest)
@@ -49,6 +52,41 @@ func ParseProbe(spec string) (Probe, error) {
 	default:
 		return bad(fmt.Sprintf("unknown kind %q", kind))
 	}
+}
+
+// String is the probe as ParseProbe reads it, in canonical form.
+func (p Probe) String() string {
+	switch p.Kind {
+	case "http":
+		return fmt.Sprintf("http:%d%s", p.Port, p.Path)
+	case "tcp":
+		return fmt.Sprintf("tcp:%d", p.Port)
+	}
+	return p.Kind + ":" + p.Command
+}
+
+// checkProbePath accepts what may stand in a request line as it is: the
+// characters RFC 3986 allows in a path and query, and %XX escapes. A space
+// would end the request line early, so the kubelet would ask for another
+// path than the one given.
+func checkProbePath(path string) error {
+	for i := 0; i < len(path); i++ {
+		c := path[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', strings.IndexByte("-._~!$&'()*+,;=:@/?", c) >= 0:
+		case c == '%' && i+2 < len(path) && isHex(path[i+1]) && isHex(path[i+2]):
+			i += 2
+		case c == '%':
+			return fmt.Errorf("path %q has a '%%' that is not a %%XX escape", path)
+		default:
+			return fmt.Errorf("path %q has %q; escape it as %%%02X", path, path[i:i+1], c)
+		}
+	}
+	return nil
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
 func parsePort(s string) (int32, error) {
@@ -69,7 +107,7 @@ func (h Healthcheck) Validate() error {
 			return usage.Wrap(err)
 		}
 	}
-	for name, v := range map[string]int32{"--initial-delay": h.InitialDelay, "--period": h.Period, "--timeout": h.Timeout, "--failure-threshold": h.FailureThreshold} {
+	for name, v := range map[string]int32{"--initial-delay": h.InitialDelay, "--period": h.Period, "--timeout-seconds": h.Timeout, "--failure-threshold": h.FailureThreshold} {
 		if v < 0 {
 			return usage.Errorf("%s must not be negative", name)
 		}
@@ -114,6 +152,8 @@ func (a Autoscale) Validate() error {
 		return usage.Errorf("--min must be at least 1, not %d", a.Min)
 	case a.Max < a.Min:
 		return usage.Errorf("--max %d is less than --min %d", a.Max, a.Min)
+	case a.Max > MaxUnits:
+		return usage.Errorf("--max must be at most %d, not %d", MaxUnits, a.Max)
 	case a.CPUPercent < 1 || a.CPUPercent > 1000:
 		return usage.Errorf("--cpu must be a percentage from 1%% to 1000%%, not %d%%", a.CPUPercent)
 	}

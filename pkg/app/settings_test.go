@@ -76,7 +76,7 @@ func TestHealthcheckValidate(t *testing.T) {
 			`invalid healthcheck "exec:": missing ':' (want http:PORT/PATH, tcp:PORT or exec:COMMAND)`},
 		{"negative initial delay", Healthcheck{Readiness: "tcp:80", InitialDelay: -1}, "--initial-delay must not be negative"},
 		{"negative period", Healthcheck{Readiness: "tcp:80", Period: -5}, "--period must not be negative"},
-		{"negative timeout", Healthcheck{Readiness: "tcp:80", Timeout: -1}, "--timeout must not be negative"},
+		{"negative timeout", Healthcheck{Readiness: "tcp:80", Timeout: -1}, "--timeout-seconds must not be negative"},
 		{"negative failure threshold", Healthcheck{Readiness: "tcp:80", FailureThreshold: -3}, "--failure-threshold must not be negative"},
 		{"a bad probe is reported before a bad timing", Healthcheck{Readiness: "tcp:0", Period: -1},
 			`invalid healthcheck "tcp:0": port "0" is not a number from 1 to 65535 (want http:PORT/PATH, tcp:PORT or exec:COMMAND)`},

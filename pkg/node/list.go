@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"sort"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 
 	"tug.dev/tug/pkg/cluster"
@@ -138,6 +140,22 @@ func isUnit(p *corev1.Pod) bool {
 
 func podFinished(p *corev1.Pod) bool {
 	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}
+
+// ValidateRef checks what names a node on the command line: a Node's name
+// (a DNS subdomain) or an IP address. Its error is an input error, so a
+// typo is reported as one even when no cluster answers.
+func ValidateRef(nameOrAddress string) error {
+	if nameOrAddress == "" {
+		return usage.Errorf("node name is empty")
+	}
+	if _, err := netip.ParseAddr(nameOrAddress); err == nil {
+		return nil
+	}
+	if errs := validation.IsDNS1123Subdomain(nameOrAddress); len(errs) > 0 {
+		return usage.Errorf("invalid node %q: give a node's name (lower-case letters, digits, '-' and '.') or one of its IP addresses; see 'tug node list'", nameOrAddress)
+	}
+	return nil
 }
 
 // Found is a node and the cluster it is in.

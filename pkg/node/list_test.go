@@ -11,6 +11,7 @@ import (
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cluster"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/usage"
 )
 
 func TestListSpansClustersAndReportsUnreachable(t *testing.T) {
@@ -112,5 +113,20 @@ func TestListPools(t *testing.T) {
 	}
 	if b := got["batch"]; b.Cluster != "prod" || len(b.Nodes) != 0 {
 		t.Fatalf("batch %+v", b)
+	}
+}
+
+// TestValidateRef (issue 12 item 8): a node argument that cannot name a
+// node is an input error, found without a cluster.
+func TestValidateRef(t *testing.T) {
+	for _, ok := range []string{"node7", "ip-10-0-0-1.ec2.internal", "10.0.0.1", "fd00::1"} {
+		if err := ValidateRef(ok); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", "Bad_Name!", "a b", "node7/x"} {
+		if err := ValidateRef(bad); !usage.Is(err) {
+			t.Errorf("%q: %v, want a usage error", bad, err)
+		}
 	}
 }

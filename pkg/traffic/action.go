@@ -3,7 +3,6 @@ package traffic
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -129,12 +128,12 @@ func (o *CertAddOptions) Validate() error {
 	return usage.Wrap(err)
 }
 
+// MaxPEMBytes bounds --cert and --key: a certificate chain and its key
+// share one Secret, which Kubernetes caps at 1 MiB.
+const MaxPEMBytes = 512 << 10
+
 func readFile(flag, path string) ([]byte, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, usage.Errorf("%s %s: %w", flag, path, err)
-	}
-	return b, nil
+	return app.ReadFileArgLimit(flag, path, MaxPEMBytes)
 }
 
 // CertAdd serves a domain of the app over TLS with a certificate. The pair

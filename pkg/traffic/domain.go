@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"slices"
 	"strings"
 
@@ -98,20 +99,32 @@ func RemoveDomain(a *app.App, host string) (tlsSecret string, err error) {
 	return tlsSecret, nil
 }
 
-// ParseCIDR checks an allowed source: a CIDR, or a bare IP taken as /32 (/128).
+// ParseCIDR checks an allowed source and returns it in canonical form: a
+// CIDR, or a bare IP taken as /32 (/128). An IPv4-mapped IPv6 address
+// (::ffff:10.0.0.1) is the IPv4 address it maps, since a NetworkPolicy
+// would read it as an IPv6 range that admits something else entirely.
 func ParseCIDR(s string) (string, error) {
-	if ip := net.ParseIP(s); ip != nil {
-		if ip.To4() != nil {
-			return s + "/32", nil
+	var p netip.Prefix
+	if a, err := netip.ParseAddr(s); err == nil {
+		if a.Zone() != "" {
+			return "", fmt.Errorf("invalid CIDR %q: an address with a zone names an interface, not a source; drop %%%s", s, a.Zone())
 		}
-		return s + "/128", nil
+		a = a.Unmap()
+		p = netip.PrefixFrom(a, a.BitLen())
+	} else {
+		p, err = netip.ParsePrefix(s)
+		if err != nil {
+			return "", fmt.Errorf("invalid CIDR %q: want an address range such as 10.0.0.0/8 or an IP address", s)
+		}
+		if p.Addr().Is4In6() {
+			if p.Bits() < 96 {
+				return "", fmt.Errorf("invalid CIDR %q: an IPv4-mapped range must be /96 or longer; give the IPv4 range instead", s)
+			}
+			p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
+		}
 	}
-	_, n, err := net.ParseCIDR(s)
-	if err != nil {
-		return "", fmt.Errorf("invalid CIDR %q: want an address range such as 10.0.0.0/8 or an IP address", s)
+	if m := p.Masked(); m != p {
+		return "", fmt.Errorf("invalid CIDR %q: host bits are set; did you mean %s?", s, m)
 	}
-	if n.String() != s {
-		return "", fmt.Errorf("invalid CIDR %q: host bits are set; did you mean %s?", s, n.String())
-	}
-	return s, nil
+	return p.String(), nil
 }

@@ -46,6 +46,18 @@ func TestParseCIDR(t *testing.T) {
 		"10.0.0.1/8":  "error: did you mean 10.0.0.0/8",
 		"lots":        "error: invalid CIDR",
 		"10.0.0.0/33": "error: invalid CIDR",
+		// issue 12 item 8: IPv4-mapped IPv6 is the IPv4 address it maps
+		"::ffff:10.0.0.1":     "10.0.0.1/32",
+		"::ffff:10.0.0.0/104": "10.0.0.0/8",
+		"::ffff:10.0.0.1/128": "10.0.0.1/32",
+		"::ffff:10.0.0.0/95":  "error: IPv4-mapped range must be /96 or longer",
+		"::ffff:10.0.0.1/104": "error: did you mean 10.0.0.0/8",
+		"2001:DB8::/32":       "2001:db8::/32",
+		"2001:db8:0:0::1":     "2001:db8::1/128",
+		"fe80::1%eth0":        "error: zone",
+		"010.0.0.1":           "error: invalid CIDR",
+		"10.0.0.0/8 ":         "error: invalid CIDR",
+		"::/0":                "::/0",
 	} {
 		got, err := ParseCIDR(in)
 		if strings.HasPrefix(want, "error: ") {

@@ -3,6 +3,7 @@ package volume
 import (
 	"errors"
 	"fmt"
+	"path"
 	"regexp"
 	"strings"
 
@@ -97,8 +98,9 @@ func ValidateStorageClass(sc string) error {
 // reservedMounts are kernel and runtime file systems a volume must not hide.
 var reservedMounts = []string{"/proc", "/sys", "/dev"}
 
-// ValidateMountPath checks where a volume mounts: an absolute path, not the
-// root, with no '..' and not over /proc, /sys or /dev. Its error is an input error.
+// ValidateMountPath checks where a volume mounts: an absolute path in
+// canonical form (no '.', '..' or '//'; a trailing '/' is allowed), not
+// the root and not over /proc, /sys or /dev. Its error is an input error.
 func ValidateMountPath(p string) error {
 	return usage.Wrap(validateMountPath(p))
 }
@@ -112,8 +114,6 @@ func validateMountPath(p string) error {
 		return errors.New("--mount-path is required: where the volume appears in the units, e.g. /data")
 	case !strings.HasPrefix(p, "/"):
 		return bad("it must be absolute")
-	case strings.Trim(p, "/") == "":
-		return bad("it cannot be the root directory")
 	case strings.IndexFunc(p, func(r rune) bool { return r < ' ' || r == 0x7f }) >= 0:
 		return bad("it contains control characters")
 	case strings.Contains(p, ":"):
@@ -124,10 +124,18 @@ func validateMountPath(p string) error {
 			return bad("it cannot contain '..'")
 		}
 	}
+	// what the container runtime will mount at: /./proc and //sys are /proc and /sys
+	clean := path.Clean(p)
+	if clean == "/" {
+		return bad("it cannot be the root directory")
+	}
 	for _, r := range reservedMounts {
-		if p == r || strings.HasPrefix(p, r+"/") {
+		if clean == r || strings.HasPrefix(clean, r+"/") {
 			return bad(r + " belongs to the system")
 		}
+	}
+	if clean != cleanMountPath(p) {
+		return fmt.Errorf("invalid --mount-path %q: write it without '.' or '//'; did you mean %s?", p, clean)
 	}
 	return nil
 }

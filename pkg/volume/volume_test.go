@@ -25,6 +25,9 @@ func TestValidateName(t *testing.T) {
 			t.Errorf("%q: want an error", bad)
 		}
 	}
+	if err := ValidateMountPath("/data/./x"); err == nil || !strings.Contains(err.Error(), "did you mean /data/x?") {
+		t.Errorf("a non-canonical path: %v", err)
+	}
 }
 
 func TestParseSize(t *testing.T) {
@@ -60,12 +63,14 @@ func TestParseAccessMode(t *testing.T) {
 }
 
 func TestValidateMountPath(t *testing.T) {
-	for _, ok := range []string{"/data", "/var/lib/app", "/data/", "/srv/my files", "/procdata"} {
+	for _, ok := range []string{"/data", "/var/lib/app", "/data/", "/srv/my files", "/procdata", "/data/.x", "/sysroot"} {
 		if err := ValidateMountPath(ok); err != nil {
 			t.Errorf("%q: %v", ok, err)
 		}
 	}
-	for _, bad := range []string{"", "data", "./data", "/", "//", "/a/../b", "/..", "/proc", "/sys/x", "/dev", "/a\nb", "/c:d"} {
+	for _, bad := range []string{"", "data", "./data", "/", "//", "/a/../b", "/..", "/proc", "/sys/x", "/dev", "/a\nb", "/c:d",
+		// issue 12 item 8: judged cleaned, and only canonical paths pass
+		"/.", "/./proc", "//sys", "/dev/.", "/proc//x", "/data/./x", "//data", "/data/."} {
 		if err := ValidateMountPath(bad); err == nil {
 			t.Errorf("%q: want an error", bad)
 		}
