@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"tug.dev/tug/pkg/text"
 	"tug.dev/tug/pkg/usage"
 )
 
@@ -71,7 +72,7 @@ func ParseEnvArgs(args []string, fromFile string, stdin io.Reader) (ConfigMap, e
 		return nil, usage.Errorf("nothing to set: give KEY=VALUE arguments or --from-env-file")
 	}
 	if n := set.Size(); n > MaxConfigBytes {
-		return nil, usage.Errorf("the config to set is %d bytes; the limit is %s (an app's config lives in one Secret)", n, FormatBytes(MaxConfigBytes))
+		return nil, usage.Errorf("the config to set is %d bytes; the limit is %s (an app's config lives in one Secret)", n, text.Size(MaxConfigBytes))
 	}
 	return set, nil
 }

@@ -1,11 +1,11 @@
 package app
 
 import (
-	"fmt"
 	"io"
 	"os"
 	"strings"
 
+	"tug.dev/tug/pkg/text"
 	"tug.dev/tug/pkg/usage"
 )
 
@@ -35,7 +35,7 @@ func ReadLimited(r io.Reader, what string, limit int64) ([]byte, error) {
 		return nil, usage.Errorf("%s: %w", what, err)
 	}
 	if int64(len(b)) > limit {
-		return nil, usage.Errorf("%s: larger than the %s limit", what, FormatBytes(limit))
+		return nil, usage.Errorf("%s: larger than the %s limit", what, text.Size(limit))
 	}
 	return b, nil
 }
@@ -58,15 +58,4 @@ func ReadFileArgLimit(flag, path string, limit int64) ([]byte, error) {
 	}
 	defer f.Close()
 	return ReadLimited(f, what, limit)
-}
-
-// FormatBytes says a limit the way people write it: 1 MiB, 64 KiB, 100 bytes.
-func FormatBytes(n int64) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
-	return fmt.Sprintf("%d bytes", n)
 }

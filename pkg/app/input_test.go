@@ -76,7 +76,7 @@ func TestReadLimited(t *testing.T) {
 	if err != nil || string(b) != "12345" {
 		t.Errorf("at the limit: %q, %v", b, err)
 	}
-	if _, err := ReadLimited(strings.NewReader("123456"), "--flag f", 5); !usage.Is(err) || err.Error() != "--flag f: larger than the 5 bytes limit" {
+	if _, err := ReadLimited(strings.NewReader("123456"), "--flag f", 5); !usage.Is(err) || err.Error() != "--flag f: larger than the 5 B limit" {
 		t.Errorf("over the limit: %v", err)
 	}
 	if _, err := ReadLimited(io.MultiReader(strings.NewReader("a"), iotestErr{}), "x", 5); !usage.Is(err) {

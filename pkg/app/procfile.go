@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 
+	"tug.dev/tug/pkg/text"
 	"tug.dev/tug/pkg/usage"
 )
 
@@ -124,7 +125,7 @@ func ParseEnvFile(r io.Reader) (ConfigMap, error) {
 func scanErr(sc *bufio.Scanner, n int, maxLine int64) error {
 	err := sc.Err()
 	if errors.Is(err, bufio.ErrTooLong) {
-		return fmt.Errorf("line %d is longer than %s, the limit for one line", n+1, FormatBytes(maxLine))
+		return fmt.Errorf("line %d is longer than %s, the limit for one line", n+1, text.Size(maxLine))
 	}
 	return err
 }

@@ -55,9 +55,14 @@ func age(t, now time.Time) string {
 	}
 }
 
-// Size is a byte count as people read it: 512 B, 1.5 KiB, 3.2 MiB.
+// Size is a byte count as people read it: 512 B, 1.5 KiB, 3.2 MiB, and a
+// whole number without decimals (a limit: 64 KiB, 1 MiB).
 func Size(n int64) string {
 	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0 && n < 1<<20:
+		return fmt.Sprintf("%d KiB", n>>10)
 	case n >= 1<<20:
 		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 	case n >= 1<<10:
