@@ -25,7 +25,7 @@ func commandName(argv0 string) string {
 var advancedGlobalFlags = []string{
 	"as-group", "as-uid", "as-user-extra",
 	"certificate-authority", "client-certificate", "client-key", "insecure-skip-tls-verify", "tls-server-name",
-	"disable-compression", "proxy-url", "server", "token",
+	"disable-compression", "proxy-url", "server", "token", "v",
 }
 
 func newRootCmd(f *cli.Factory) *cobra.Command {
@@ -57,6 +57,7 @@ Start with 'tug doctor' to check that your kubeconfig works and what you may do.
 
 	f.ConfigFlags.AddFlags(cmd.PersistentFlags())
 	f.IOStreams.AddFlags(cmd.PersistentFlags())
+	f.AddFlags(cmd.PersistentFlags())
 	// kubectl's connection flags all work, but most are for unusual setups;
 	// listing twenty of them under every command buries the command's own
 	// flags. `tug options` lists them all, as `kubectl options` does.

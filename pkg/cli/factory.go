@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/spf13/pflag"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -35,6 +36,9 @@ type Factory struct {
 	// CommandName is what the user typed to run tug: "tug", or "kubectl tug"
 	// in plugin mode. Messages that say what to run next use it.
 	CommandName string
+	// Verbosity is -v: at 6 and above every API request is logged to stderr
+	// (method, URL, status, latency; never a body or a header's value).
+	Verbosity int
 
 	// The constructors below are fields so tests can replace them with fakes.
 	RESTConfigFunc func() (*rest.Config, error)
@@ -60,6 +64,14 @@ func NewFactory(ios *IOStreams, commandName string) *Factory {
 	})
 	f.PrompterFunc = sync.OnceValue(func() Prompter { return newHuhPrompter(ios) })
 	return f
+}
+
+// TraceVerbosity is the -v level from which requests are logged.
+const TraceVerbosity = 6
+
+// AddFlags adds the Factory's own global flags: -v.
+func (f *Factory) AddFlags(fs *pflag.FlagSet) {
+	fs.IntVarP(&f.Verbosity, "v", "v", 0, "Log level: 6 or more logs every API request (method, URL, status, latency; never a body or a header value) to stderr")
 }
 
 // RESTConfig is the client configuration for the selected cluster and user.
@@ -144,9 +156,9 @@ func (f *Factory) loadRESTConfig() (*rest.Config, error) {
 	}
 	notice := newWaitNotice(f.IOStreams, cfg.Host)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return newRequestGuard(rt, timeout, notice) })
-	// TUG_TRACE_REQUESTS=1 logs every API request to stderr (what kubectl's
-	// -v=6 shows): for debugging, and for benchmarks that count requests.
-	if os.Getenv("TUG_TRACE_REQUESTS") != "" {
+	// -v 6 (or TUG_TRACE_REQUESTS=1, for benchmarks that count requests)
+	// logs every API request to stderr, as kubectl's -v=6 does.
+	if f.Verbosity >= TraceVerbosity || os.Getenv("TUG_TRACE_REQUESTS") != "" {
 		w := f.IOStreams.ErrOut
 		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &traceTransport{next: rt, w: w} })
 	}
