@@ -39,7 +39,7 @@ Waits until its units are gone. Asks first on a terminal; elsewhere needs --yes.
 			}
 			p := f.Progress()
 			d.Progress = p
-			if err := deploy.Remove(cmd.Context(), d, name); err != nil {
+			if err := deploy.Remove(cmd.Context(), d, name, deploy.RemoveOptions{}); err != nil {
 				p.Fail("removing app " + name)
 				return err
 			}

@@ -142,11 +142,12 @@ func (s *Store) GetApp(ctx context.Context, name string) (*App, error) {
 		return nil, err
 	}
 	cm, err := s.Client.CoreV1().ConfigMaps(s.Namespace).Get(ctx, AppRecordName(name), metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
+	// A ConfigMap of that name that tug did not make is no app record, and
+	// every change would overwrite it.
+	if exists, err := kube.CheckOwned("ConfigMap", s.Namespace, AppRecordName(name), name, cm, err); err != nil {
+		return nil, err
+	} else if !exists {
 		return nil, s.appNotFound(name)
-	}
-	if err != nil {
-		return nil, kube.TranslateError(err)
 	}
 	a, err := decodeApp(cm)
 	if err == nil {

@@ -99,13 +99,33 @@ func TestGetAppRejectsBadName(t *testing.T) {
 
 func TestGetAppDamagedRecord(t *testing.T) {
 	cm := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "tug-app-web", Namespace: testNS},
+		ObjectMeta: metav1.ObjectMeta{Name: "tug-app-web", Namespace: testNS, Labels: kube.AppLabels("web")},
 		Data:       map[string]string{"app.json": "{not json"},
 	}
 	s, _ := newStore(t, cm)
 	_, err := s.GetApp(context.Background(), "web")
 	if err == nil || !strings.Contains(err.Error(), "app record tug-app-web is damaged") {
 		t.Fatalf("GetApp error = %v", err)
+	}
+}
+
+// A ConfigMap named like an app record that tug did not make is refused by
+// name, and no change writes over it.
+func TestAppRecordNotTugs(t *testing.T) {
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "tug-app-web", Namespace: testNS, Labels: map[string]string{"owner": "ops"}},
+		Data:       map[string]string{"app.json": `{"name":"web"}`},
+	}
+	s, c := newStore(t, cm)
+	_, err := s.UpdateApp(context.Background(), "web", func(a *App) error { a.Release = 7; return nil })
+	var notOurs *kube.NotOwnedError
+	if !errors.As(err, &notOurs) || notOurs.Kind != "ConfigMap" || notOurs.Name != "tug-app-web" {
+		t.Fatalf("UpdateApp = %v, want a NotOwnedError for ConfigMap tug-app-web", err)
+	}
+	for _, a := range c.Actions() {
+		if a.GetVerb() != "get" {
+			t.Errorf("refused update did %s %s", a.GetVerb(), a.GetResource().Resource)
+		}
 	}
 }
 

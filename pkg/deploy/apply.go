@@ -5,6 +5,7 @@ import (
 
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"k8s.io/apimachinery/pkg/fields"
 
@@ -23,7 +24,8 @@ type applied struct {
 }
 
 // applyObjects server-side-applies a release's objects as field manager
-// "tug": one write per object. With dryRun the server validates and
+// "tug": one write per object. Callers check the objects with guardOwned
+// first, before they store anything. With dryRun the server validates and
 // defaults them (admission included) but stores nothing.
 func applyObjects(ctx context.Context, client kubernetes.Interface, ns string, objs Objects, dryRun bool) (*applied, error) {
 	opts := metav1.PatchOptions{FieldManager: kube.FieldManager, Force: new(true)}
@@ -69,15 +71,6 @@ func applyObjects(ctx context.Context, client kubernetes.Interface, ns string, o
 		}
 	}
 	if objs.Service != nil {
-		// Never take over a Service someone else made (helm, kubectl):
-		// server-side apply with force would.
-		cur, err := client.CoreV1().Services(ns).Get(ctx, objs.Service.Name, metav1.GetOptions{})
-		if err == nil && !ownedBy(cur.Labels, objs.Service.Labels[kube.LabelApp]) {
-			return nil, fmt.Errorf("a Service named %q exists in namespace %q and is not tug's; remove or rename it, or give the app another name", cur.Name, ns)
-		}
-		if err != nil && !apierrors.IsNotFound(err) {
-			return nil, kube.TranslateError(err)
-		}
 		data, err := json.Marshal(objs.Service)
 		if err != nil {
 			return nil, err
@@ -114,6 +107,53 @@ func applyObjects(ctx context.Context, client kubernetes.Interface, ns string, o
 		}
 	}
 	return out, nil
+}
+
+// guardOwned checks, before anything is written, that no object of the
+// release exists without being the app's: server-side apply with force would
+// take over (and relabel) a Service, Ingress or autoscaler that helm or
+// kubectl made, and a later remove would delete it. One GET per object.
+func guardOwned(ctx context.Context, client kubernetes.Interface, ns string, objs Objects) error {
+	type target struct {
+		kind, name, app string
+		get             func(name string) (metav1.Object, error)
+	}
+	get := metav1.GetOptions{}
+	deployment := func(n string) (metav1.Object, error) { return client.AppsV1().Deployments(ns).Get(ctx, n, get) }
+	var targets []target
+	for _, d := range objs.Deployments {
+		targets = append(targets, target{"Deployment", d.Name, d.Labels[kube.LabelApp], deployment})
+	}
+	if m := objs.Maintenance; m != nil {
+		targets = append(targets, target{"Deployment", m.Name, m.Labels[kube.LabelApp], deployment})
+	}
+	if s := objs.Service; s != nil {
+		targets = append(targets, target{"Service", s.Name, s.Labels[kube.LabelApp], func(n string) (metav1.Object, error) {
+			return client.CoreV1().Services(ns).Get(ctx, n, get)
+		}})
+	}
+	if i := objs.Ingress; i != nil {
+		targets = append(targets, target{"Ingress", i.Name, i.Labels[kube.LabelApp], func(n string) (metav1.Object, error) {
+			return client.NetworkingV1().Ingresses(ns).Get(ctx, n, get)
+		}})
+	}
+	if p := objs.NetworkPolicy; p != nil {
+		targets = append(targets, target{"NetworkPolicy", p.Name, p.Labels[kube.LabelApp], func(n string) (metav1.Object, error) {
+			return client.NetworkingV1().NetworkPolicies(ns).Get(ctx, n, get)
+		}})
+	}
+	for _, h := range objs.Autoscalers {
+		targets = append(targets, target{"HorizontalPodAutoscaler", h.Name, h.Labels[kube.LabelApp], func(n string) (metav1.Object, error) {
+			return client.AutoscalingV2().HorizontalPodAutoscalers(ns).Get(ctx, n, get)
+		}})
+	}
+	for _, t := range targets {
+		obj, err := t.get(t.name)
+		if _, err := kube.CheckOwned(t.kind, ns, t.name, t.app, obj, err); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // liveReplicas is an autoscaled Deployment's current unit count, or its
@@ -192,35 +232,29 @@ func removeStale(ctx context.Context, client kubernetes.Interface, ns, appName s
 		}
 	}
 	if objs.Service == nil {
-		svc, err := client.CoreV1().Services(ns).Get(ctx, ServiceName(appName), metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-		case err != nil:
-			return kube.TranslateError(err)
-		case ownedBy(svc.Labels, appName):
-			err := client.CoreV1().Services(ns).Delete(ctx, svc.Name, metav1.DeleteOptions{})
-			if err != nil && !apierrors.IsNotFound(err) {
-				return kube.TranslateError(err)
-			}
+		if err := deleteOwned(ctx, appName, func() (metav1.Object, error) {
+			return client.CoreV1().Services(ns).Get(ctx, ServiceName(appName), metav1.GetOptions{})
+		}, func() error {
+			return client.CoreV1().Services(ns).Delete(ctx, ServiceName(appName), metav1.DeleteOptions{})
+		}); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// ownedBy reports whether labels mark an object as tug's, for appName.
-func ownedBy(labels map[string]string, appName string) bool {
-	return labels[kube.LabelManagedBy] == kube.ManagedBy && labels[kube.LabelApp] == appName
-}
-
-// deleteOwned deletes an object when it exists and is tug's, for appName.
+// deleteOwned deletes an object when it exists and is tug's, for appName; one
+// that is not tug's is left alone (it is not in the way of anything).
 func deleteOwned(ctx context.Context, appName string, get func() (metav1.Object, error), del func() error) error {
 	obj, err := get()
+	exists, err := kube.CheckOwned("", "", "", appName, obj, err)
+	var notOurs *kube.NotOwnedError
 	switch {
-	case apierrors.IsNotFound(err):
+	case errors.As(err, &notOurs):
 		return nil
 	case err != nil:
-		return kube.TranslateError(err)
-	case !ownedBy(obj.GetLabels(), appName):
+		return err
+	case !exists:
 		return nil
 	}
 	if err := del(); err != nil && !apierrors.IsNotFound(err) {

@@ -152,6 +152,10 @@ func Roll(ctx context.Context, d Deps, appName string, change Change, opts Optio
 
 	previous := a.Release
 	next.Status = app.StatusPending
+	// before the release is stored: an object in the way leaves no trace
+	if err := guardOwned(ctx, d.Client, d.Namespace, Render(a, next, config)); err != nil {
+		return nil, err
+	}
 	if err := store.CreateRelease(ctx, next, config); err != nil {
 		return nil, err
 	}
@@ -355,6 +359,9 @@ func authorOf(holder string) string {
 // validation speak) and describes the change in the app's own terms.
 func dryRun(ctx context.Context, d Deps, a *app.App, base *app.Release, baseConfig app.ConfigMap, next *app.Release, config app.ConfigMap, start time.Time) (*Result, error) {
 	objs := Render(a, next, config)
+	if err := guardOwned(ctx, d.Client, d.Namespace, objs); err != nil {
+		return nil, err
+	}
 	if _, err := applyObjects(ctx, d.Client, d.Namespace, objs, true); err != nil {
 		return nil, err
 	}

@@ -78,6 +78,18 @@ func reshape(ctx context.Context, d Deps, appName string, c RecordChange, opts O
 		return nil, err
 	}
 	defer lock.Unlock()
+	// Objects of the changed record that exist and are not the app's stop
+	// the change before anything is written (see guardOwned).
+	var r *app.Release
+	var config app.ConfigMap
+	if a.Release != 0 {
+		if r, config, err = store.GetRelease(ctx, appName, a.Release); err != nil {
+			return nil, err
+		}
+		if err := guardOwned(ctx, d.Client, d.Namespace, Render(a, r, config)); err != nil {
+			return nil, err
+		}
+	}
 	var undo func(context.Context)
 	if c.Locked != nil {
 		if undo, err = c.Locked(ctx, a); err != nil {
@@ -94,9 +106,10 @@ func reshape(ctx context.Context, d Deps, appName string, c RecordChange, opts O
 	if a.Release == 0 {
 		return &Result{App: a.Name, Namespace: a.Namespace, Status: app.StatusStaged, Processes: []ProcessResult{}}, nil
 	}
-	r, config, err := store.GetRelease(ctx, appName, a.Release)
-	if err != nil {
-		return nil, err
+	if r == nil || r.Version != a.Release {
+		if r, config, err = store.GetRelease(ctx, appName, a.Release); err != nil {
+			return nil, err
+		}
 	}
 	objs := Render(a, r, config)
 	got, err := applyObjects(ctx, d.Client, d.Namespace, objs, false)

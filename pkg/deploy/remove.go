@@ -2,22 +2,44 @@ package deploy
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
+	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/text"
 )
 
-// Remove deletes every object of an app (Deployments and their units,
-// Services, release records, one-off run pods) and waits until its units
-// are gone. The app's record goes last, so an interrupted remove can be run
-// again.
-func Remove(ctx context.Context, d Deps, appName string) error {
+// RemoveOptions tune Remove.
+type RemoveOptions struct {
+	// StopTimeout bounds the wait for the app's units to stop. Default: the
+	// longest grace period of its units plus stopSlack; a unit still there
+	// after that is stuck (a finalizer, a node that does not answer).
+	StopTimeout time.Duration
+}
+
+// stopSlack is how long past its grace period a unit may take to go.
+const stopSlack = 30 * time.Second
+
+// Remove deletes every object of an app (autoscalers, Deployments and their
+// units, Ingress, NetworkPolicy, Services, one-off run pods, release records)
+// and waits, bounded, until its units are gone. The app's record goes last,
+// so an interrupted or refused remove can be run again; the error then says
+// what is left.
+//
+// It lists each kind by the app's labels and deletes what it found one by
+// one: that needs only the list and delete verbs of the developer Role (not
+// deletecollection), and deletes only objects that carry the app's labels.
+func Remove(ctx context.Context, d Deps, appName string, o RemoveOptions) error {
 	if d.Progress == nil {
 		d.Progress = noProgress{}
 	}
@@ -32,56 +54,150 @@ func Remove(ctx context.Context, d Deps, appName string) error {
 	defer lock.Unlock()
 
 	ns, sel := d.Namespace, metav1.ListOptions{LabelSelector: kube.AppSelector(appName)}
-	background := metav1.DeletePropagationBackground
-	del := metav1.DeleteOptions{PropagationPolicy: &background}
-	d.Progress.Update("removing deployments")
-	if err := d.Client.AppsV1().Deployments(ns).DeleteCollection(ctx, del, sel); err != nil {
-		return kube.TranslateError(err)
+	del := metav1.DeleteOptions{PropagationPolicy: new(metav1.DeletePropagationBackground)}
+	c := d.Client
+	// In this order: nothing scales or routes to what goes next, and the
+	// records that let remove run again go last.
+	steps := []removeStep{
+		{"autoscalers", func() (runtime.Object, error) { return c.AutoscalingV2().HorizontalPodAutoscalers(ns).List(ctx, sel) }, func(n string) error { return c.AutoscalingV2().HorizontalPodAutoscalers(ns).Delete(ctx, n, del) }},
+		{"deployments", func() (runtime.Object, error) { return c.AppsV1().Deployments(ns).List(ctx, sel) }, func(n string) error { return c.AppsV1().Deployments(ns).Delete(ctx, n, del) }},
+		{"ingresses", func() (runtime.Object, error) { return c.NetworkingV1().Ingresses(ns).List(ctx, sel) }, func(n string) error { return c.NetworkingV1().Ingresses(ns).Delete(ctx, n, del) }},
+		{"network policies", func() (runtime.Object, error) { return c.NetworkingV1().NetworkPolicies(ns).List(ctx, sel) }, func(n string) error { return c.NetworkingV1().NetworkPolicies(ns).Delete(ctx, n, del) }},
+		{"services", func() (runtime.Object, error) { return c.CoreV1().Services(ns).List(ctx, sel) }, func(n string) error { return c.CoreV1().Services(ns).Delete(ctx, n, del) }},
+		{"units", nil, nil}, // pods: see below
+		{"release records", func() (runtime.Object, error) { return c.CoreV1().Secrets(ns).List(ctx, sel) }, func(n string) error { return c.CoreV1().Secrets(ns).Delete(ctx, n, del) }},
+		// the record, and any other ConfigMap of the app
+		{"app record", func() (runtime.Object, error) { return c.CoreV1().ConfigMaps(ns).List(ctx, sel) }, func(n string) error { return c.CoreV1().ConfigMaps(ns).Delete(ctx, n, del) }},
 	}
-	if err := d.Client.AutoscalingV2().HorizontalPodAutoscalers(ns).DeleteCollection(ctx, del, sel); err != nil {
-		return kube.TranslateError(err)
-	}
-	if err := d.Client.NetworkingV1().Ingresses(ns).DeleteCollection(ctx, del, sel); err != nil {
-		return kube.TranslateError(err)
-	}
-	if err := d.Client.NetworkingV1().NetworkPolicies(ns).DeleteCollection(ctx, del, sel); err != nil {
-		return kube.TranslateError(err)
-	}
-	svcs, err := d.Client.CoreV1().Services(ns).List(ctx, sel)
-	if err != nil {
-		return kube.TranslateError(err)
-	}
-	for _, s := range svcs.Items {
-		if err := d.Client.CoreV1().Services(ns).Delete(ctx, s.Name, del); err != nil && !apierrors.IsNotFound(err) {
-			return kube.TranslateError(err)
+	var stuck *StuckUnitsError
+	for i, s := range steps {
+		switch s.what {
+		case "autoscalers":
+			d.Progress.Update("removing deployments")
+		case "release records":
+			d.Progress.Update("removing release records")
+		}
+		if s.list == nil {
+			err = removeUnits(ctx, d, appName, o, &stuck)
+		} else {
+			err = s.run()
+		}
+		if err != nil {
+			left := make([]string, 0, len(steps)-i)
+			for _, r := range steps[i:] {
+				left = append(left, r.what)
+			}
+			return &RemoveError{App: appName, Err: err, Left: left}
 		}
 	}
-	if err := d.Client.CoreV1().Pods(ns).DeleteCollection(ctx, del, sel); err != nil {
-		return kube.TranslateError(err)
-	}
-	if err := waitNoPods(ctx, d, appName); err != nil {
-		return err
-	}
-	d.Progress.Update("removing release records")
-	if err := d.Client.CoreV1().Secrets(ns).DeleteCollection(ctx, del, sel); err != nil {
-		return kube.TranslateError(err)
-	}
-	// the record, and any other ConfigMap of the app
-	if err := d.Client.CoreV1().ConfigMaps(ns).DeleteCollection(ctx, del, sel); err != nil {
-		return kube.TranslateError(err)
+	if stuck != nil {
+		return stuck
 	}
 	return nil
 }
 
-// waitNoPods watches the app's pods until none is left.
-func waitNoPods(ctx context.Context, d Deps, appName string) error {
+type removeStep struct {
+	what string
+	list func() (runtime.Object, error)
+	del  func(name string) error
+}
+
+func (s removeStep) run() error {
+	list, err := s.list()
+	if err != nil {
+		return kube.TranslateError(err)
+	}
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return err
+	}
+	for _, it := range items {
+		m, err := meta.Accessor(it)
+		if err != nil {
+			return err
+		}
+		if err := s.del(m.GetName()); err != nil && !apierrors.IsNotFound(err) {
+			return kube.TranslateError(err)
+		}
+	}
+	return nil
+}
+
+// removeUnits deletes the app's pods (units, and one-off run pods that no
+// Deployment owns) and waits until they are gone, at most o.StopTimeout. Pods
+// still there then are left terminating: *stuck names them, and remove goes
+// on, since Kubernetes is already deleting them and waiting longer would
+// hold the app's lock for nothing.
+func removeUnits(ctx context.Context, d Deps, appName string, o RemoveOptions, stuck **StuckUnitsError) error {
+	pods := d.Client.CoreV1().Pods(d.Namespace)
+	sel := metav1.ListOptions{LabelSelector: kube.AppSelector(appName)}
+	list, err := pods.List(ctx, sel)
+	if err != nil {
+		return kube.TranslateError(err)
+	}
+	timeout := o.StopTimeout
+	var grace int64
+	for _, p := range list.Items {
+		if g := p.Spec.TerminationGracePeriodSeconds; g != nil && *g > grace {
+			grace = *g
+		}
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		if err := pods.Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return kube.TranslateError(err)
+		}
+	}
+	if timeout <= 0 {
+		timeout = time.Duration(grace)*time.Second + stopSlack
+	}
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	last := -1
-	err := kube.WaitPods(ctx, d.Client, d.Namespace, metav1.ListOptions{LabelSelector: kube.AppSelector(appName)}, func(pods map[string]*corev1.Pod) bool {
+	var left []string
+	err = kube.WaitPods(wctx, d.Client, d.Namespace, sel, func(pods map[string]*corev1.Pod) bool {
 		if n := len(pods); n > 0 && n != last {
 			last = n
 			d.Progress.Update(fmt.Sprintf("waiting for %d %s to stop", n, text.Plural(n, "unit", "units")))
 		}
+		left = left[:0]
+		for _, p := range pods {
+			left = append(left, p.Name)
+		}
 		return len(pods) == 0
 	})
+	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+		slices.Sort(left)
+		*stuck = &StuckUnitsError{App: appName, Namespace: d.Namespace, Units: left, Waited: timeout}
+		return nil
+	}
 	return kube.TranslateError(err)
+}
+
+// RemoveError is a remove that stopped part-way: what is left, and why.
+// The app's record is among what is left, so remove can run again.
+type RemoveError struct {
+	App  string
+	Left []string
+	Err  error
+}
+
+func (e *RemoveError) Error() string {
+	return fmt.Sprintf("app %q is only partly removed: %v; left: %s; fix that and run 'tug app remove %s' again",
+		e.App, e.Err, strings.Join(e.Left, ", "), e.App)
+}
+
+func (e *RemoveError) Unwrap() error { return e.Err }
+
+// StuckUnitsError: the app is removed, but units did not stop in time.
+type StuckUnitsError struct {
+	App, Namespace string
+	Units          []string
+	Waited         time.Duration
+}
+
+func (e *StuckUnitsError) Error() string {
+	return fmt.Sprintf("app %q is removed, but %s %s %s still terminating after %s; tug leaves %s terminating: a finalizer or a node that does not answer holds %s (see 'kubectl get pod -n %s %s -o yaml')",
+		e.App, text.Plural(len(e.Units), "unit", "units"), strings.Join(e.Units, ", "), text.Plural(len(e.Units), "is", "are"), e.Waited.Round(time.Second),
+		text.Plural(len(e.Units), "it", "them"), text.Plural(len(e.Units), "it", "them"), e.Namespace, e.Units[0])
 }

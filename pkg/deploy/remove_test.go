@@ -3,16 +3,18 @@ package deploy
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -21,80 +23,21 @@ import (
 	"tug.dev/tug/pkg/kube"
 )
 
-// The fake clientset has no reaction for DELETE of a collection (it answers
-// nil and deletes nothing); handleDeleteCollection gives it one, by label
-// selector. Resources in keep are left alone, as a real server's graceful
-// deletion leaves pods for a while.
-func handleDeleteCollection(c *fake.Clientset, keep ...string) {
-	kinds := map[string]schema.GroupVersionKind{
-		"deployments":              appsv1.SchemeGroupVersion.WithKind("Deployment"),
-		"pods":                     corev1.SchemeGroupVersion.WithKind("Pod"),
-		"secrets":                  corev1.SchemeGroupVersion.WithKind("Secret"),
-		"configmaps":               corev1.SchemeGroupVersion.WithKind("ConfigMap"),
-		"horizontalpodautoscalers": autoscalingv2.SchemeGroupVersion.WithKind("HorizontalPodAutoscaler"),
-	}
-	c.PrependReactor("delete-collection", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		dc := a.(k8stesting.DeleteCollectionActionImpl)
-		gvr := dc.GetResource()
-		for _, k := range keep {
-			if k == gvr.Resource {
-				return true, nil, nil
-			}
-		}
-		sel, err := labels.Parse(dc.ListOptions.LabelSelector)
+// terminatingPods makes the fake delete pods the way a real server's graceful
+// deletion does: they get a deletionTimestamp and stay until the test
+// removes them from the tracker.
+func terminatingPods(c *fake.Clientset) {
+	c.PrependReactor("delete", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		gvr := a.GetResource()
+		obj, err := c.Tracker().Get(gvr, a.GetNamespace(), a.(k8stesting.DeleteAction).GetName())
 		if err != nil {
 			return true, nil, err
 		}
-		kind, known := kinds[gvr.Resource]
-		if !known {
-			return false, nil, nil // left to the fake, which deletes nothing
-		}
-		list, err := c.Tracker().List(gvr, kind, dc.GetNamespace())
-		if err != nil {
-			return true, nil, err
-		}
-		items, err := metaItems(list)
-		if err != nil {
-			return true, nil, err
-		}
-		for _, m := range items {
-			if sel.Matches(labels.Set(m.GetLabels())) {
-				if err := c.Tracker().Delete(gvr, dc.GetNamespace(), m.GetName()); err != nil {
-					return true, nil, err
-				}
-			}
-		}
-		return true, nil, nil
+		p := obj.(*corev1.Pod).DeepCopy()
+		now := metav1.Now()
+		p.DeletionTimestamp = &now
+		return true, nil, c.Tracker().Update(gvr, p, a.GetNamespace())
 	})
-}
-
-func metaItems(list runtime.Object) ([]metav1.Object, error) {
-	var out []metav1.Object
-	switch l := list.(type) {
-	case *appsv1.DeploymentList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	case *corev1.PodList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	case *corev1.SecretList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	case *corev1.ConfigMapList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	case *autoscalingv2.HorizontalPodAutoscalerList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	default:
-		return nil, errors.New("unexpected list type")
-	}
-	return out, nil
 }
 
 func labelled(appName string) map[string]string { return kube.AppLabels(appName) }
@@ -146,8 +89,7 @@ func names(t *testing.T, c *fake.Clientset) map[string]bool {
 
 func TestRemove(t *testing.T) {
 	c, s := removeFixture(t)
-	handleDeleteCollection(c)
-	if err := Remove(context.Background(), deps(c), "shop"); err != nil {
+	if err := Remove(context.Background(), deps(c), "shop", RemoveOptions{}); err != nil {
 		t.Fatalf("Remove: %v", err)
 	}
 	got := names(t, c)
@@ -171,7 +113,7 @@ func TestRemove(t *testing.T) {
 // then removes the release records and the app record.
 func TestRemoveWaitsForUnits(t *testing.T) {
 	c, s := removeFixture(t)
-	handleDeleteCollection(c, "pods")
+	terminatingPods(c)
 	// Signal once Remove's pod WATCH is registered: the fake replays only
 	// objects that still exist, so a deletion before the WATCH would be lost
 	// (a real server replays it from the LIST's resourceVersion).
@@ -188,7 +130,7 @@ func TestRemoveWaitsForUnits(t *testing.T) {
 	d := deps(c)
 	d.Progress = chanProgress(lines)
 	errc := make(chan error, 1)
-	go func() { errc <- Remove(context.Background(), d, "shop") }()
+	go func() { errc <- Remove(context.Background(), d, "shop", RemoveOptions{}) }()
 
 	deadline := time.After(10 * time.Second)
 	for waiting := false; !waiting; {
@@ -209,7 +151,7 @@ func TestRemoveWaitsForUnits(t *testing.T) {
 	if _, err := s.GetApp(context.Background(), "shop"); err != nil {
 		t.Errorf("the app record went before its units: %v", err)
 	}
-	if err := c.CoreV1().Pods(ns).Delete(context.Background(), "shop-web-1", metav1.DeleteOptions{}); err != nil {
+	if err := c.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("pods"), ns, "shop-web-1"); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -228,22 +170,108 @@ func TestRemoveWaitsForUnits(t *testing.T) {
 func TestRemoveRefusals(t *testing.T) {
 	t.Run("missing app", func(t *testing.T) {
 		c, _ := newFake()
-		if err := Remove(context.Background(), deps(c), "shop"); !app.IsNotFound(err) {
+		if err := Remove(context.Background(), deps(c), "shop", RemoveOptions{}); !app.IsNotFound(err) {
 			t.Fatalf("Remove = %v, want not found", err)
 		}
 	})
 	t.Run("locked", func(t *testing.T) {
 		c, _ := removeFixture(t)
-		handleDeleteCollection(c)
 		if _, err := c.CoordinationV1().Leases(ns).Create(context.Background(), lease("bob", time.Now()), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		var locked *LockedError
-		if err := Remove(context.Background(), deps(c), "shop"); !errors.As(err, &locked) {
+		if err := Remove(context.Background(), deps(c), "shop", RemoveOptions{}); !errors.As(err, &locked) {
 			t.Fatalf("Remove = %v, want locked", err)
 		}
 		if !names(t, c)["deployment/shop-web"] {
 			t.Error("a locked Remove deleted something")
 		}
 	})
+}
+
+// Remove lists and deletes one by one, every kind an app has: the developer
+// Role grants list and delete, not deletecollection. Objects without the
+// app's labels stay, whatever their name.
+func TestRemoveEveryKindWithoutDeleteCollection(t *testing.T) {
+	c, _ := removeFixture(t)
+	ctx := context.Background()
+	theirs := metav1.ObjectMeta{Name: "shop-ops", Namespace: ns}
+	for _, o := range []runtime.Object{
+		&autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: "shop-web", Namespace: ns, Labels: labelled("shop")}},
+		&networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: ns, Labels: labelled("shop")}},
+		&networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "shop-allow", Namespace: ns, Labels: labelled("shop")}},
+		&networkingv1.Ingress{ObjectMeta: theirs},
+	} {
+		if err := c.Tracker().Add(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := Remove(ctx, deps(c), "shop", RemoveOptions{}); err != nil {
+		t.Fatalf("Remove: %v", err)
+	}
+	for _, a := range c.Actions() {
+		if a.GetVerb() == "delete-collection" {
+			t.Errorf("Remove used deletecollection on %s", a.GetResource().Resource)
+		}
+	}
+	if l, _ := c.AutoscalingV2().HorizontalPodAutoscalers(ns).List(ctx, metav1.ListOptions{}); len(l.Items) != 0 {
+		t.Errorf("autoscalers left: %d", len(l.Items))
+	}
+	if l, _ := c.NetworkingV1().NetworkPolicies(ns).List(ctx, metav1.ListOptions{}); len(l.Items) != 0 {
+		t.Errorf("network policies left: %d", len(l.Items))
+	}
+	l, _ := c.NetworkingV1().Ingresses(ns).List(ctx, metav1.ListOptions{})
+	if len(l.Items) != 1 || l.Items[0].Name != "shop-ops" {
+		t.Errorf("ingresses after Remove = %+v, want only the one that is not tug's", l.Items)
+	}
+}
+
+// A delete the server refuses stops Remove with what is left, the app's
+// record among it (so remove can run again), and the lock released.
+func TestRemoveRefusedPartWaySaysWhatIsLeft(t *testing.T) {
+	c, s := removeFixture(t)
+	if err := c.Tracker().Add(&networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: ns, Labels: labelled("shop")}}); err != nil {
+		t.Fatal(err)
+	}
+	c.PrependReactor("delete", "ingresses", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(a.GetResource().GroupResource(), "shop", errors.New("no"))
+	})
+	err := Remove(context.Background(), deps(c), "shop", RemoveOptions{})
+	var partly *RemoveError
+	if !errors.As(err, &partly) || !apierrors.IsForbidden(err) {
+		t.Fatalf("Remove = %v, want a RemoveError wrapping the refusal", err)
+	}
+	if !slices.Equal(partly.Left, []string{"ingresses", "network policies", "services", "units", "release records", "app record"}) {
+		t.Errorf("left = %q", partly.Left)
+	}
+	if !strings.Contains(err.Error(), "tug app remove shop") {
+		t.Errorf("error %q does not say how to finish", err)
+	}
+	if _, err := s.GetApp(context.Background(), "shop"); err != nil {
+		t.Errorf("the record went: %v", err)
+	}
+	assertNoLease(t, c)
+}
+
+// A unit stuck terminating does not hold remove (and the lock) forever: the
+// wait is bounded, the records go, and the error names the unit left
+// terminating.
+func TestRemoveStuckUnitIsBounded(t *testing.T) {
+	c, s := removeFixture(t)
+	terminatingPods(c) // and nobody ever finishes deleting it
+	err := Remove(context.Background(), deps(c), "shop", RemoveOptions{StopTimeout: 100 * time.Millisecond})
+	var stuck *StuckUnitsError
+	if !errors.As(err, &stuck) || !slices.Equal(stuck.Units, []string{"shop-web-1"}) {
+		t.Fatalf("Remove = %v, want the stuck unit shop-web-1", err)
+	}
+	if !strings.Contains(err.Error(), "shop-web-1") || !strings.Contains(err.Error(), "leaves it terminating") {
+		t.Errorf("error %q", err)
+	}
+	if _, err := s.GetApp(context.Background(), "shop"); !app.IsNotFound(err) {
+		t.Errorf("GetApp after Remove = %v, want removed", err)
+	}
+	if !names(t, c)["pod/blog-web-1"] {
+		t.Error("another app's unit went")
+	}
+	assertNoLease(t, c)
 }

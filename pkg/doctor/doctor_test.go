@@ -7,6 +7,7 @@ import (
 	"os"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -138,9 +139,9 @@ func TestNamespaceOnlyUserMissesExactlyTheClusterPermissions(t *testing.T) {
 	if got, want := MissingSummary(failed["pool"].Missing), "get,list,update,patch nodes (cluster); list configmaps (all namespaces)"; got != want {
 		t.Errorf("pool missing %q, want %q", got, want)
 	}
-	want := "get,list,watch,create,update,patch,delete nodes (cluster); get,list,watch pods (all namespaces); " +
+	want := "get,list,create,update,patch,delete nodes (cluster); get,list,watch pods (all namespaces); " +
 		"create pods/eviction (all namespaces); get,update deployments.apps/scale (all namespaces); " +
-		"get,create,update,delete leases.coordination.k8s.io (all namespaces)"
+		"get,watch,create,update,delete leases.coordination.k8s.io (all namespaces)"
 	if got := MissingSummary(failed["node"].Missing); got != want {
 		t.Errorf("node missing\n %q\nwant\n %q", got, want)
 	}
@@ -202,7 +203,7 @@ func TestReviewErrorsAreReported(t *testing.T) {
 	}
 	for _, g := range r.Groups {
 		if g.Name == "deploy lock" || g.Name == "node" { // node removal takes apps' deploy locks
-			if g.Status != StatusFailed || len(g.Errors) != 4 || !strings.Contains(g.Errors[0], "webhook timed out") {
+			if g.Status != StatusFailed || len(g.Errors) != 5 || !strings.Contains(g.Errors[0], "webhook timed out") {
 				t.Errorf("%s: %+v", g.Name, g)
 			}
 		} else if g.Status != StatusOK {
@@ -296,6 +297,35 @@ func TestRolesCoverTheTable(t *testing.T) {
 			if key := fmt.Sprintf("%s %s %s %s", p.Verb, p.Group, res, where); !granted[key] {
 				t.Errorf("%s: %s is in no generated role", g.Name, p)
 			}
+		}
+	}
+}
+
+// The developer Role grants what tug's calls use and no more: remove lists
+// and deletes one by one (no deletecollection), and watch is granted only
+// on the kinds tug watches (grep .Watch( and kube.WaitPods).
+func TestRoleGrantsOnlyTheVerbsTugUses(t *testing.T) {
+	watched := map[string]bool{"pods": true, "deployments": true, "leases": true}
+	listDelete := map[string]bool{}
+	for _, r := range Role("tug-developer", "dev").Rules {
+		for _, res := range r.Resources {
+			for _, v := range r.Verbs {
+				switch {
+				case v == "deletecollection":
+					t.Errorf("the Role grants deletecollection on %s; tug never uses it", res)
+				case v == "watch" && !watched[res]:
+					t.Errorf("the Role grants watch on %s, which tug never watches", res)
+				}
+			}
+			if slices.Contains(r.Verbs, "list") && slices.Contains(r.Verbs, "delete") {
+				listDelete[res] = true
+			}
+		}
+	}
+	// what app remove lists by label and deletes
+	for _, res := range []string{"horizontalpodautoscalers", "deployments", "ingresses", "networkpolicies", "services", "pods", "secrets", "configmaps"} {
+		if !listDelete[res] {
+			t.Errorf("the Role lacks list and delete on %s, which app remove needs", res)
 		}
 	}
 }

@@ -55,9 +55,11 @@ type CommandGroup struct {
 	Permissions []Permission `json:"permissions"`
 }
 
+// Watch is granted only on what tug watches (pods, Deployments, the lock's
+// Lease, DaemonSets); other kinds are read with get and list.
 var (
-	read   = []string{"get", "list", "watch"}
-	manage = []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+	read   = []string{"get", "list"}
+	manage = []string{"get", "list", "create", "update", "patch", "delete"}
 )
 
 // rules expands verbs × resource into permissions. resource may carry a
@@ -96,13 +98,14 @@ func CommandGroups() []CommandGroup {
 				ns("services", manage...),
 				// Registry credentials; remove also deletes releases and config.
 				ns("secrets", "get", "list", "create", "update", "patch", "delete"),
-				// Units shown by app info.
-				ns("pods", read...),
-				// Remove deletes everything labelled with the app at once.
-				ns("configmaps", "deletecollection"),
-				ns("deployments.apps", "deletecollection"),
-				ns("secrets", "deletecollection"),
-				ns("pods", "deletecollection"),
+				// Units shown by app info; remove deletes them and watches
+				// until they are gone.
+				ns("pods", "get", "list", "watch", "delete"),
+				// Remove lists each kind by the app's labels and deletes
+				// what it finds, one by one (no deletecollection).
+				ns("horizontalpodautoscalers.autoscaling", "list", "delete"),
+				ns("ingresses.networking.k8s.io", "list", "delete"),
+				ns("networkpolicies.networking.k8s.io", "list", "delete"),
 			),
 		},
 		{
@@ -113,20 +116,24 @@ func CommandGroups() []CommandGroup {
 				ns("secrets", manage...),
 				// The app record's current release.
 				ns("configmaps", "get", "update", "patch"),
+				// The rollout watches its Deployments and their pods.
 				ns("deployments.apps", manage...),
+				ns("deployments.apps", "watch"),
 				ns("services", "get", "create", "update", "patch"),
 				// Rollout progress and diagnosis: why a unit does not start,
 				// the last lines of a crashing one.
 				ns("replicasets.apps", read...),
-				ns("pods", read...),
+				ns("pods", "get", "list", "watch"),
 				ns("pods/log", "get"),
-				ns("events", "list", "watch", "create"),
+				ns("events", "list", "create"),
 			),
 		},
 		{
 			Name:        "deploy lock",
 			Description: "the per-app Lease that keeps two deploys from interleaving",
-			Permissions: ns("leases.coordination.k8s.io", "get", "create", "update", "delete"),
+			// Watch: a lease that looks expired is watched for a moment
+			// before it is taken over.
+			Permissions: ns("leases.coordination.k8s.io", "get", "watch", "create", "update", "delete"),
 		},
 		{
 			Name:        "release",
@@ -150,7 +157,8 @@ func CommandGroups() []CommandGroup {
 			Name:        "log",
 			Description: "show and follow app logs",
 			Permissions: slices.Concat(
-				ns("pods", read...),
+				// log -f watches for units that start.
+				ns("pods", "get", "list", "watch"),
 				ns("pods/log", "get"),
 			),
 		},
@@ -198,13 +206,13 @@ func CommandGroups() []CommandGroup {
 				rules(ScopeCluster, "nodes", manage...),
 				// Units per node; removing a node evicts the pods on it, in
 				// every namespace, and waits until they are gone.
-				rules(ScopeAllNamespaces, "pods", read...),
+				rules(ScopeAllNamespaces, "pods", "get", "list", "watch"),
 				rules(ScopeAllNamespaces, "pods/eviction", "create"),
 				// App-aware removal: a process whose last ready unit is on
 				// the node gets one more unit first, under the app's deploy
 				// lock.
 				rules(ScopeAllNamespaces, "deployments.apps/scale", "get", "update"),
-				rules(ScopeAllNamespaces, "leases.coordination.k8s.io", "get", "create", "update", "delete"),
+				rules(ScopeAllNamespaces, "leases.coordination.k8s.io", "get", "watch", "create", "update", "delete"),
 			),
 		},
 		{

@@ -39,7 +39,7 @@ func Exec(ctx context.Context, d Deps, o ExecOptions) error {
 	if err := f.load(ctx, Selection{App: o.App, Process: o.Process}); err != nil {
 		return err
 	}
-	command := ShellJoin(o.Command)
+	command := AuditCommand(o.Command)
 	if !o.All {
 		u, err := chooseUnit(ctx, d, f, o.Unit, o.Process)
 		if err != nil {

@@ -113,3 +113,31 @@ func waitEvents(t *testing.T, c *fake.Clientset, reason string, n int) {
 		t.Fatalf("%d %s events, want %d", got, reason, n)
 	}
 }
+
+// An argument the user's shell expanded (a $DATABASE_URL) reaches the unit
+// but not the audit Event, which the view role can read.
+func TestExecAuditEventHasNoArguments(t *testing.T) {
+	c := fake.NewClientset(unitPod("shop-web-a", "web", true))
+	seedShop(t, c, nil)
+	var ran []string
+	ex := &fakeExecutor{run: func(_ Target, command []string, _ Streams) error { ran = command; return nil }}
+	d, _, _, _ := testDeps(c, ex)
+	secret := "postgres://app:hunter2@db/shop"
+	if err := Exec(context.Background(), d, ExecOptions{App: "shop", Command: []string{"psql", secret}}); err != nil {
+		t.Fatal(err)
+	}
+	if len(ran) != 2 || ran[1] != secret {
+		t.Fatalf("the unit ran %q", ran)
+	}
+	list, err := c.CoreV1().Events(ns).List(context.Background(), metaList())
+	if err != nil || len(list.Items) != 1 {
+		t.Fatalf("events %v %v", list, err)
+	}
+	e := list.Items[0]
+	if strings.Contains(e.Message, "hunter2") || strings.Contains(e.Annotations[AnnotationCommand], "hunter2") {
+		t.Errorf("the audit event holds the argument: %q %v", e.Message, e.Annotations)
+	}
+	if e.Message != "alice ran: psql [1 argument not recorded]" {
+		t.Errorf("message %q", e.Message)
+	}
+}

@@ -34,8 +34,8 @@ const auditTimeout = 5 * time.Second
 // audit records, in the background, an Event on pod saying who ran what.
 // The session does not wait for it to start; wait returns its error (nil
 // when recorded) before the command ends, so the record exists when tug
-// exits. The command may carry secrets on its command line only if the user
-// typed them there; config values (env) are never part of it.
+// exits. command is what AuditCommand keeps of the command line: never its
+// arguments, which may be secrets the user's shell expanded.
 //
 // message is a format whose one %s is the user.
 func audit(ctx context.Context, client kubernetes.Interface, pod *corev1.Pod, reason string, user func() string, command, message string) (wait func() error) {
@@ -96,6 +96,35 @@ func auditEvent(pod *corev1.Pod, reason, user, command, message string, now time
 		LastTimestamp:  t,
 		Count:          1,
 	}
+}
+
+// AuditCommand is what an audit Event records of a command: the program and
+// how many arguments it had, not the arguments. Any argument may be a secret
+// (a locally expanded $DATABASE_URL looks like any other word), and Events
+// are readable with the view role; matching against the app's config would
+// miss secrets that are not in it. The full command stays in the user's
+// shell history, not in the cluster.
+func AuditCommand(argv []string) string {
+	switch len(argv) {
+	case 0:
+		return ""
+	case 1:
+		return shellQuote(argv[0])
+	}
+	n := len(argv) - 1
+	if n == 1 {
+		return shellQuote(argv[0]) + " [1 argument not recorded]"
+	}
+	return fmt.Sprintf("%s [%d arguments not recorded]", shellQuote(argv[0]), n)
+}
+
+// auditShell is what a shell's audit Event records: the command typed with
+// --command (as AuditCommand keeps it), or how the shell was chosen.
+func auditShell(command, described string) string {
+	if command == "" {
+		return described
+	}
+	return AuditCommand(strings.Fields(command))
 }
 
 // ShellJoin writes a command as a shell would read it back, for messages.

@@ -59,3 +59,29 @@ func TestShellJoin(t *testing.T) {
 		t.Fatalf("ShellJoin = %s\nwant      %s", got, want)
 	}
 }
+
+// Audit Events are readable with the view role: they keep the program, never
+// an argument (a locally expanded $DATABASE_URL would be one).
+func TestAuditCommandRecordsNoArguments(t *testing.T) {
+	secret := "postgres://app:hunter2@db/shop"
+	for _, tc := range []struct {
+		argv []string
+		want string
+	}{
+		{nil, ""},
+		{[]string{"rails"}, "rails"},
+		{[]string{"psql", secret}, "psql [1 argument not recorded]"},
+		{[]string{"sh", "-c", "psql " + secret}, "sh [2 arguments not recorded]"},
+		{[]string{"my tool", "x"}, "'my tool' [1 argument not recorded]"},
+	} {
+		if got := AuditCommand(tc.argv); got != tc.want {
+			t.Errorf("AuditCommand(%q) = %q, want %q", tc.argv, got, tc.want)
+		}
+	}
+	if got := auditShell("psql "+secret, secret); strings.Contains(got, "hunter2") || got != "psql [1 argument not recorded]" {
+		t.Errorf("auditShell = %q", got)
+	}
+	if got := auditShell("", "bash, else sh"); got != "bash, else sh" {
+		t.Errorf("auditShell without a command = %q", got)
+	}
+}

@@ -135,7 +135,7 @@ func Run(ctx context.Context, d Deps, o RunOptions) (res *RunResult, err error) 
 	if len(o.Env) > 0 {
 		envNote = " (with --env " + strings.Join(o.Env.Keys(), ", ") + ")"
 	}
-	command := ShellJoin(o.Command)
+	command := AuditCommand(o.Command)
 	waitAudit = audit(ctx, d.Client, r.pod, ReasonRun, d.User, command,
 		"%s ran: "+escapePct(fmt.Sprintf("%s (release v%d, process %s)%s", command, rel.Version, proc, envNote)))
 

@@ -38,6 +38,7 @@ func Shell(ctx context.Context, d Deps, o ShellOptions) error {
 	}
 	tty := d.IO.IsStdinTTY()
 	command, described := shellCommand(o.Command, tty, os.Getenv("TERM"))
+	described = auditShell(o.Command, described)
 	wait := audit(ctx, d.Client, u.Pod, ReasonShell, d.User, described, "%s opened a shell: "+escapePct(described))
 	err = withTerminal(ctx, d, tty, true, false, func(s Streams) error {
 		return d.Executor.Exec(ctx, Target{Namespace: d.Namespace, Pod: u.Name, Container: u.Container}, command, s)

@@ -84,7 +84,11 @@ func Unset(ctx context.Context, d deploy.Deps, appName string, opts deploy.Optio
 	}
 	// only the Secret tug made: a name recorded by hand is left alone
 	if old == SecretName(appName) {
-		err := d.Client.CoreV1().Secrets(d.Namespace).Delete(ctx, old, metav1.DeleteOptions{})
+		cur, err := d.Client.CoreV1().Secrets(d.Namespace).Get(ctx, old, metav1.GetOptions{})
+		if exists, err := kube.CheckOwned("Secret", d.Namespace, old, appName, cur, err); err != nil || !exists {
+			return res, err
+		}
+		err = d.Client.CoreV1().Secrets(d.Namespace).Delete(ctx, old, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &cur.UID}})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return res, kube.TranslateError(err)
 		}
@@ -150,13 +154,14 @@ func writeSecret(ctx context.Context, client kubernetes.Interface, ns, appName s
 	}
 	secrets := client.CoreV1().Secrets(ns)
 	cur, err := secrets.Get(ctx, want.Name, metav1.GetOptions{})
+	exists, err := kube.CheckOwned("Secret", ns, want.Name, appName, cur, err)
 	switch {
-	case apierrors.IsNotFound(err):
+	case err != nil:
+		return err
+	case !exists:
 		_, err = secrets.Create(ctx, want, metav1.CreateOptions{FieldManager: kube.FieldManager})
 		return kube.TranslateError(err)
-	case err != nil:
-		return kube.TranslateError(err)
-	case cur.Labels[kube.LabelManagedBy] != kube.ManagedBy || cur.Labels[kube.LabelApp] != appName || cur.Type != corev1.SecretTypeDockerConfigJson:
+	case cur.Type != corev1.SecretTypeDockerConfigJson:
 		return fmt.Errorf("secret %q exists in namespace %q but is not tug's registry secret for app %q; remove or rename it, then retry", want.Name, ns, appName)
 	}
 	want.ResourceVersion = cur.ResourceVersion

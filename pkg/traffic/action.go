@@ -81,16 +81,16 @@ func DomainRemove(ctx context.Context, d deploy.Deps, appName, host string, opts
 		secret, err = RemoveDomain(a, host)
 		return err
 	}, opts)
-	return deleteAfter(ctx, d, res, err, secret)
+	return deleteAfter(ctx, d, appName, res, err, secret)
 }
 
 // deleteAfter removes a host's TLS Secret once the record no longer names
 // it (err is the outcome of that change).
-func deleteAfter(ctx context.Context, d deploy.Deps, res *deploy.Result, err error, secret string) (*deploy.Result, error) {
+func deleteAfter(ctx context.Context, d deploy.Deps, appName string, res *deploy.Result, err error, secret string) (*deploy.Result, error) {
 	if err != nil || secret == "" {
 		return res, err
 	}
-	return res, DeleteSecret(ctx, d.Client, d.Namespace, secret)
+	return res, DeleteSecret(ctx, d.Client, d.Namespace, appName, secret)
 }
 
 // CertAddOptions are `tug cert add`: a certificate and its key, in PEM
@@ -185,7 +185,7 @@ func CertRemove(ctx context.Context, d deploy.Deps, appName, host string, opts d
 		}
 		return nil
 	}, opts)
-	return deleteAfter(ctx, d, res, err, secret)
+	return deleteAfter(ctx, d, appName, res, err, secret)
 }
 
 // Setting is an on/off switch of an app's traffic.

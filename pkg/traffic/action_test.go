@@ -338,3 +338,52 @@ func TestSetAndAllow(t *testing.T) {
 		}
 	}
 }
+
+// A Secret named like the host's certificate that tug did not make for the
+// app is neither overwritten by cert add nor deleted by domain remove, and
+// the error names it.
+func TestCertSecretNotTugsIsLeftAlone(t *testing.T) {
+	name := deploy.TLSSecretName("shop", "shop.example.com")
+	foreign := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"owner": "ops"}},
+		Type:       corev1.SecretTypeTLS,
+		Data:       map[string][]byte{corev1.TLSCertKey: []byte("theirs")},
+	}
+	check := func(c *fake.Clientset) {
+		t.Helper()
+		got, err := c.CoreV1().Secrets(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("the foreign Secret is gone: %v", err)
+		}
+		if string(got.Data[corev1.TLSCertKey]) != "theirs" || got.Labels[kube.LabelManagedBy] != "" {
+			t.Errorf("the foreign Secret changed: %+v", got)
+		}
+	}
+	wantRefusal := func(err error) {
+		t.Helper()
+		var notOurs *kube.NotOwnedError
+		if !errors.As(err, &notOurs) || !strings.Contains(err.Error(), `Secret "`+name+`"`) {
+			t.Errorf("err = %v, want a NotOwnedError naming Secret %s", err, name)
+		}
+	}
+
+	c, d := newApp(t, app.Domain{Host: "shop.example.com", Path: "/"})
+	if _, err := c.CoreV1().Secrets(ns).Create(context.Background(), foreign.DeepCopy(), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := CertAdd(context.Background(), d, certFiles(t, "shop.example.com"), deploy.Options{})
+	wantRefusal(err)
+	check(c)
+	if got := record(t, c).Domains[0].TLSSecret; got != "" {
+		t.Errorf("record names the foreign secret: %q", got)
+	}
+
+	// A record that names it (written by an older tug, or by hand).
+	c, d = newApp(t, app.Domain{Host: "shop.example.com", Path: "/", TLSSecret: name})
+	if _, err := c.CoreV1().Secrets(ns).Create(context.Background(), foreign.DeepCopy(), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = DomainRemove(context.Background(), d, "shop", "shop.example.com", deploy.Options{})
+	wantRefusal(err)
+	check(c)
+}

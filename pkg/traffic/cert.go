@@ -83,14 +83,16 @@ func putCert(ctx context.Context, client kubernetes.Interface, namespace, appNam
 	secrets := client.CoreV1().Secrets(namespace)
 	_, err = secrets.Create(ctx, sec, metav1.CreateOptions{FieldManager: kube.FieldManager})
 	if err == nil {
-		return func(ctx context.Context) { _ = DeleteSecret(ctx, client, namespace, name) }, nil
+		return func(ctx context.Context) { _ = DeleteSecret(ctx, client, namespace, appName, name) }, nil
 	}
 	if !apierrors.IsAlreadyExists(err) {
 		return nil, kube.TranslateError(err)
 	}
 	old, err := secrets.Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return nil, kube.TranslateError(err)
+	if exists, err := kube.CheckOwned("Secret", namespace, name, appName, old, err); err != nil {
+		return nil, err
+	} else if !exists {
+		return nil, fmt.Errorf("secret %q was deleted while tug wrote it; run the command again", name)
 	}
 	sec.ResourceVersion = old.ResourceVersion
 	put, err := secrets.Update(ctx, sec, metav1.UpdateOptions{FieldManager: kube.FieldManager})
@@ -123,9 +125,14 @@ func ListCerts(ctx context.Context, client kubernetes.Interface, namespace, appN
 	return out, nil
 }
 
-// DeleteSecret removes a TLS Secret of the app (a missing one is fine).
-func DeleteSecret(ctx context.Context, client kubernetes.Interface, namespace, name string) error {
-	err := client.CoreV1().Secrets(namespace).Delete(ctx, name, metav1.DeleteOptions{})
+// DeleteSecret removes a TLS Secret of the app (a missing one is fine); one
+// that is not the app's is refused with a *kube.NotOwnedError.
+func DeleteSecret(ctx context.Context, client kubernetes.Interface, namespace, appName, name string) error {
+	cur, err := client.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
+	if exists, err := kube.CheckOwned("Secret", namespace, name, appName, cur, err); err != nil || !exists {
+		return err
+	}
+	err = client.CoreV1().Secrets(namespace).Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &cur.UID}})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return kube.TranslateError(err)
 	}

@@ -251,10 +251,10 @@ func TestStoreListDeleteCerts(t *testing.T) {
 		t.Errorf("damaged cert = %+v", d)
 	}
 
-	if err := DeleteSecret(ctx, c, ns, "shop-tls-a"); err != nil {
+	if err := DeleteSecret(ctx, c, ns, "shop", "shop-tls-a"); err != nil {
 		t.Fatal(err)
 	}
-	if err := DeleteSecret(ctx, c, ns, "shop-tls-a"); err != nil {
+	if err := DeleteSecret(ctx, c, ns, "shop", "shop-tls-a"); err != nil {
 		t.Errorf("deleting a missing secret = %v, want nil", err)
 	}
 	if certs, _ := ListCerts(ctx, c, ns, "shop", now); len(certs) != 1 || certs[0].Secret != "shop-tls-b" {
@@ -264,7 +264,7 @@ func TestStoreListDeleteCerts(t *testing.T) {
 	c.PrependReactor("delete", "secrets", forbidden("secrets"))
 	c.PrependReactor("list", "secrets", forbidden("secrets"))
 	c.PrependReactor("create", "secrets", forbidden("secrets"))
-	if err := DeleteSecret(ctx, c, ns, "shop-tls-b"); !apierrors.IsForbidden(err) {
+	if err := DeleteSecret(ctx, c, ns, "shop", "shop-tls-b"); !apierrors.IsForbidden(err) {
 		t.Errorf("DeleteSecret = %v, want the permission error", err)
 	}
 	if _, err := ListCerts(ctx, c, ns, "shop", now); !apierrors.IsForbidden(err) {
