@@ -78,6 +78,11 @@ func reshape(ctx context.Context, d Deps, appName string, c RecordChange, opts O
 		return nil, err
 	}
 	defer lock.Unlock()
+	// a tug killed mid-rollout may have left the units on a release the
+	// record does not name yet: settle that before re-applying the record's
+	if _, err := Reconcile(ctx, d.Client, store, a); err != nil {
+		return nil, err
+	}
 	var undo func(context.Context)
 	if c.Locked != nil {
 		if undo, err = c.Locked(ctx, a); err != nil {
