@@ -163,7 +163,7 @@ func Roll(ctx context.Context, d Deps, appName string, change Change, opts Optio
 	// never left pending by a tug that is still running.
 	name, v := a.Name, next.Version
 	interrupted := func(err error) (*Result, error) {
-		settle(ctx, store, name, v, err)
+		_ = settle(ctx, store, name, v, err)
 		return nil, err
 	}
 	a, err = store.UpdateApp(ctx, a.Name, func(x *app.App) error {
@@ -209,7 +209,11 @@ func Roll(ctx context.Context, d Deps, appName string, change Change, opts Optio
 	}
 	if failure == nil {
 		if err := markDeployed(ctx, store, a, next, previous, opts.HistoryMax); err != nil {
-			return interrupted(err)
+			// once the record names the release it is deployed, even if
+			// a status write after that failed (settle retries it)
+			if settle(ctx, store, name, v, err) != app.StatusDeployed {
+				return nil, err
+			}
 		}
 		return result(a, next, app.StatusDeployed, start), nil
 	}

@@ -26,22 +26,28 @@ func interruptedReason(why string) string {
 }
 
 // settle records how release v's rollout ended when Roll returns early: the
-// release is interrupted, unless the app record already names it (only the
-// release's own status write failed) — then it is deployed. It writes only
-// a release that still says pending, and uses a fresh short deadline, since
-// ctx may be what was cancelled. It is best effort: what it cannot write,
+// release is interrupted, unless the app record already names it (only a
+// status write after the record's failed) — then it is deployed. It writes
+// only a release that still says pending, and uses a fresh short deadline,
+// since ctx may be what was cancelled. It returns the release's status as
+// it now stands ("" when unknown). It is best effort: what it cannot write,
 // the next command that takes the lock reconciles.
-func settle(ctx context.Context, store *app.Store, appName string, v int, cause error) {
+func settle(ctx context.Context, store *app.Store, appName string, v int, cause error) app.Status {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 	defer cancel()
 	r, _, err := store.GetRelease(ctx, appName, v)
-	if err != nil || r.Status != app.StatusPending {
-		return
+	if err != nil {
+		return ""
+	}
+	if r.Status != app.StatusPending {
+		return r.Status
 	}
 	fresh := &app.Store{Client: store.Client, Namespace: store.Namespace}
 	if a, err := fresh.GetApp(ctx, appName); err == nil && a.Release == v {
-		_ = store.SetReleaseStatus(ctx, appName, v, app.StatusDeployed, "")
-		return
+		if err := store.SetReleaseStatus(ctx, appName, v, app.StatusDeployed, ""); err != nil {
+			return ""
+		}
+		return app.StatusDeployed
 	}
 	why := "tug stopped"
 	switch {
@@ -53,7 +59,10 @@ func settle(ctx context.Context, store *app.Store, appName string, v int, cause 
 	default:
 		why = cause.Error()
 	}
-	_ = store.SetReleaseStatus(ctx, appName, v, app.StatusInterrupted, interruptedReason(why))
+	if err := store.SetReleaseStatus(ctx, appName, v, app.StatusInterrupted, interruptedReason(why)); err != nil {
+		return ""
+	}
+	return app.StatusInterrupted
 }
 
 // Reconcile settles the releases a stopped tug left behind, so no release

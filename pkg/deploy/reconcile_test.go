@@ -329,3 +329,30 @@ func TestReconcileOldLeftovers(t *testing.T) {
 		}
 	}
 }
+
+// The record names v2 but the release's status write fails once: settle
+// writes it again with its own deadline, and the deploy succeeds.
+func TestRollStatusWriteFailsOnce(t *testing.T) {
+	c, s := deployedV1(t)
+	var failures atomic.Int32
+	c.PrependReactor("patch", "secrets", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		p := a.(k8stesting.PatchAction)
+		if p.GetName() == app.ReleaseSecretName("shop", 2) && failures.Add(1) == 1 {
+			return true, nil, apierrors.NewServiceUnavailable("etcd is sad")
+		}
+		return false, nil, nil
+	})
+	d := deps(c)
+	d.Progress = progressFunc(func(msg string) {
+		if strings.Contains(msg, "0 of 1 new unit ready") {
+			seedRunning(t, c, "shop-web", 1)
+		}
+	})
+	res, err := Roll(context.Background(), d, "shop", DeployChange("shop:2", map[string]string{"web": ""}, ""), Options{Timeout: time.Minute})
+	if err != nil || res.Status != app.StatusDeployed {
+		t.Fatalf("Roll = %+v, %v; want deployed", res, err)
+	}
+	if st, _ := releaseStatus(t, s, 2); st != app.StatusDeployed || failures.Load() < 2 {
+		t.Errorf("v2 = %s after %d status writes", st, failures.Load())
+	}
+}
