@@ -209,9 +209,14 @@ func Roll(ctx context.Context, d Deps, appName string, change Change, opts Optio
 	}
 	if failure == nil {
 		if err := markDeployed(ctx, store, a, next, previous, opts.HistoryMax); err != nil {
-			// once the record names the release it is deployed, even if
-			// a status write after that failed (settle retries it)
-			if settle(ctx, store, name, v, err) != app.StatusDeployed {
+			// The units run the release: record that once more with a
+			// fresh deadline (the command's may be gone, or one request
+			// timed out). Once the record names the release it is
+			// deployed, even if a status write after that failed.
+			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+			again := markDeployed(wctx, store, a, next, previous, opts.HistoryMax)
+			cancel()
+			if again != nil && settle(ctx, store, name, v, err) != app.StatusDeployed {
 				return nil, err
 			}
 		}

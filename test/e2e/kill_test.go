@@ -133,7 +133,8 @@ func statusOf(rows []releaseRow, v int) string {
 // A deploy killed with SIGKILL at 10 random points (seeded; the seed is
 // logged, TUG_E2E_SEED repeats a run). After each kill `app info` tells
 // what the units run, and once the next command has taken the app's lock
-// no release is pending and the record agrees with the units.
+// (`app scale`, at once or once the units settled) no release is pending
+// and the record agrees with the units.
 //
 // The killed tug's lease would expire after deploy.LeaseDuration plus the
 // takeover watch; the test deletes it instead, to keep the run short
@@ -157,7 +158,6 @@ func TestKill9DuringDeploy(t *testing.T) {
 	whole := time.Since(start)
 	t.Logf("a whole deploy takes %s", whole.Round(10*time.Millisecond))
 
-	images := map[int]string{0: sampleV1, 1: sampleV2}
 	type row struct {
 		delay         time.Duration
 		exit          string
@@ -169,12 +169,17 @@ func TestKill9DuringDeploy(t *testing.T) {
 	}
 	var table []row
 	for i := range 10 {
-		img := images[i%2]
-		// half the kill points fall in the first 300ms, where tug stores the
-		// release and applies it; the others anywhere in a whole deploy
+		// always a change: the image the record does not name
+		img := sampleV1
+		if h.appInfo(name).Image == sampleV1 {
+			img = sampleV2
+		}
+		// half the kill points fall in the first 80ms, where tug starts,
+		// stores the release and applies it; the others anywhere in a
+		// whole deploy
 		span := whole + whole/5
 		if i%2 == 0 {
-			span = 300 * time.Millisecond
+			span = 80 * time.Millisecond
 		}
 		delay := time.Duration(rng.Int64N(int64(span)))
 		before := h.releases(name)
@@ -217,9 +222,13 @@ func TestKill9DuringDeploy(t *testing.T) {
 				r.infoAfterKill += " (rolling out)"
 			}
 		}
-		// the next command that takes the lock, also at once, settles the
-		// record: the killed release is deployed if the units finished it,
-		// else interrupted (and the scale puts the record's release back)
+		// the next command that takes the lock settles the record: the
+		// killed release is deployed if the units finished it, else
+		// interrupted (and the scale puts the record's release back). It
+		// runs at once after even kills, after the units settle after odd ones.
+		if i%2 == 1 {
+			h.settledUnits(name, 2*time.Minute)
+		}
 		h.mustTug("app", "scale", name, "web=2")
 		units, unitImage := h.settledUnits(name, 2*time.Minute)
 		in, rows := h.assertAgrees(name, units, unitImage, true)

@@ -68,13 +68,16 @@ type Rule struct {
 	// Query is a substring the raw query must contain ("follow=true").
 	Query string
 	Fault Fault
+	// Skip lets the first Skip matching requests through untouched; Count
+	// then counts the faulted ones after them.
+	Skip  int
 	Count int
 
 	RetryAfter int           // seconds, for TooMany (default 1) and Unavailable
 	AfterBytes int           // CloseEarly: end after this many body bytes (0: no limit)
 	After      time.Duration // CloseEarly: end after this long (0: no limit)
 
-	hits int // guarded by Proxy.mu
+	hits, skipped int // guarded by Proxy.mu
 }
 
 // Proxy is a running fault-injecting proxy.
@@ -227,6 +230,9 @@ func (p *Proxy) match(r *http.Request) *Rule {
 		case rule.Query != "" && !strings.Contains(r.URL.RawQuery, rule.Query):
 		case rule.Watch == "yes" && !watch, rule.Watch == "no" && watch:
 		case rule.Count > 0 && rule.hits >= rule.Count:
+		case rule.skipped < rule.Skip:
+			rule.skipped++
+			return nil
 		default:
 			rule.hits++
 			p.injected[rule.Fault]++

@@ -60,6 +60,7 @@ func TestFaults(t *testing.T) {
 	p.Add(Rule{Path: "/w", Watch: "yes", Fault: Gone, Count: 1})
 	p.Add(Rule{Path: "/w", Watch: "yes", Fault: CloseEarly, AfterBytes: 50})
 	p.Add(Rule{Path: "/stall", Fault: Stall})
+	p.Add(Rule{Path: "/second", Fault: ServerError, Skip: 1, Count: 1})
 
 	resp, body, err := get(t, p.URL+"/busy")
 	if err != nil || resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "3" || !strings.Contains(body, `"code":429`) {
@@ -93,6 +94,11 @@ func TestFaults(t *testing.T) {
 	}
 	if p.Injected(TooMany) != 1 || p.Injected(Stall) != 1 || p.Injected(Reset) != 1 {
 		t.Errorf("injected: %v", p.Log())
+	}
+	for i, want := range []int{200, 500, 200} {
+		if resp, _, _ := get(t, p.URL+"/second"); resp.StatusCode != want {
+			t.Errorf("/second #%d: %d, want %d", i+1, resp.StatusCode, want)
+		}
 	}
 	p.Clear()
 	if _, body, _ := get(t, p.URL+"/down"); body != "upstream /down" {
