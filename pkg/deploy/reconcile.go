@@ -74,12 +74,25 @@ func settle(ctx context.Context, store *app.Store, appName string, v int, cause 
 // recorded as deployed when every one of its processes' Deployments runs it
 // and has rolled out (the cluster finished what tug started); every other
 // pending release becomes interrupted. A pending release the record already
-// names is deployed, and a second "deployed" release is superseded. It
-// returns the app record as it stands afterwards.
+// names is deployed, a second "deployed" release is superseded, and a
+// release numbered past the record's LastRelease is counted. It returns the
+// app record as it stands afterwards.
 func Reconcile(ctx context.Context, client kubernetes.Interface, store *app.Store, a *app.App) (*app.App, error) {
 	rels, err := store.ListReleases(ctx, a.Name)
 	if err != nil {
 		return nil, err
+	}
+	// A tug killed between storing its release and counting it in the
+	// record left a release numbered past LastRelease: count it, or every
+	// later deploy would try that number again.
+	if len(rels) > 0 && rels[0].Version > a.LastRelease {
+		newest := rels[0].Version
+		if a, err = store.UpdateApp(ctx, a.Name, func(x *app.App) error {
+			x.LastRelease = max(x.LastRelease, newest)
+			return nil
+		}); err != nil {
+			return nil, err
+		}
 	}
 	var candidate *app.Release // newest unfinished release after the record's
 	stale := false

@@ -356,3 +356,24 @@ func TestRollStatusWriteFailsOnce(t *testing.T) {
 		t.Errorf("v2 = %s after %d status writes", st, failures.Load())
 	}
 }
+
+// A tug killed between storing its release and counting it in the record:
+// the next deploy counts it, marks it interrupted, and takes the next number
+// instead of failing on "already exists" forever.
+func TestReconcileCountsAnOrphanRelease(t *testing.T) {
+	c, s := deployedV1(t)
+	seedRelease(t, s, &app.Release{Version: 2, Image: "shop:2", Processes: map[string]string{"web": ""}, Status: app.StatusPending}, nil)
+	if a := getApp(t, s, "shop"); a.LastRelease != 1 {
+		t.Fatalf("LastRelease = %d", a.LastRelease)
+	}
+	res, err := Roll(context.Background(), deps(c), "shop", DeployChange("shop:3", map[string]string{"web": ""}, ""), Options{NoWait: true})
+	if err != nil || res.Release != 3 {
+		t.Fatalf("Roll = %+v, %v; want release v3", res, err)
+	}
+	if st, _ := releaseStatus(t, s, 2); st != app.StatusInterrupted {
+		t.Errorf("v2 = %s, want interrupted", st)
+	}
+	if a := getApp(t, s, "shop"); a.LastRelease != 3 || a.Release != 3 {
+		t.Errorf("record = release %d, last %d", a.Release, a.LastRelease)
+	}
+}

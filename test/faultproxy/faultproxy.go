@@ -14,6 +14,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -140,8 +141,8 @@ func Start(cfg *rest.Config) (*Proxy, error) {
 			r.Out.Host = up.Host
 		},
 		Transport:     rt,
-		FlushInterval: -1, // watches and logs stream
-		ErrorLog:      nil,
+		FlushInterval: -1,                         // watches and logs stream
+		ErrorLog:      log.New(io.Discard, "", 0), // a client that gives up is no news
 	}
 	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = p.srv.Serve(ln) }()
