@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -259,6 +260,8 @@ func TestFaultsCommands(t *testing.T) {
 
 	// logs -f: the log streams are closed early and the pods watch answered
 	// 410; lines keep coming from both units
+	units := h.waitUnits("shop", "web", 2, sampleV1)
+	closed := f.p.Injected(faultproxy.CloseEarly)
 	f.p.Add(faultproxy.Rule{Method: "GET", Path: "/log", Query: "follow=true", Fault: faultproxy.CloseEarly, AfterBytes: 400, Count: 2})
 	f.p.Add(faultproxy.Rule{Path: "/pods", Watch: "yes", Fault: faultproxy.Gone, Count: 1})
 	cmd := exec.Command(env.tug, "logs", "shop", "-f")
@@ -272,13 +275,21 @@ func TestFaultsCommands(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill() })
 	s := NewStream(stdout)
-	// past the early close: more heartbeats than 400 bytes hold, twice
-	for range 12 {
-		s.WaitFor(t, "heartbeat", 30*time.Second)
-	}
-	if f.p.Injected(faultproxy.CloseEarly) == 0 {
-		t.Error("the proxy never closed a log stream")
-	}
+	// both units' streams get closed early (after 400 bytes each) ...
+	h.Eventually(time.Minute, "the proxy closes both log streams", func() (bool, error) {
+		return f.p.Injected(faultproxy.CloseEarly) >= closed+2, nil
+	})
+	// ... and both units' heartbeats keep coming after that
+	mark := len(s.String())
+	h.Eventually(30*time.Second, "heartbeats from both units after their streams were closed", func() (bool, error) {
+		after := s.String()[mark:]
+		for _, p := range units {
+			if !strings.Contains(after, p.Name+" | sample v1: heartbeat") {
+				return false, fmt.Errorf("nothing from %s yet:\n%s", p.Name, after)
+			}
+		}
+		return true, nil
+	})
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
