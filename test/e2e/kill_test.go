@@ -270,3 +270,45 @@ func TestKill9DuringDeploy(t *testing.T) {
 	}
 	t.Logf("kill -9 table:\n%s", b.String())
 }
+
+// SIGTERM (as CI sends on cancel) during a rollout that cannot finish: tug
+// exits 130 and the release says interrupted at once; app info says the
+// units are moving to it; the next command that takes the lock brings the
+// record's release back and nothing is left pending.
+func TestDeployTerminatedIsRecorded(t *testing.T) {
+	h := New(t)
+	h.mustTug("app", "create", "term")
+	h.mustTug("app", "deploy", "term", "--image", sampleV1)
+	cmd := exec.Command(env.tug, "app", "deploy", "term", "--image", "localhost/tug/sample:unready")
+	cmd.Env = h.tugEnv(nil)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	h.Eventually(time.Minute, "the Deployment runs release 2", func() (bool, error) {
+		v, _ := h.templateRelease("term")
+		return v == 2, nil
+	})
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != 130 {
+		t.Errorf("exit %d after SIGTERM, want 130", code)
+	}
+	rows := h.releases("term")
+	if rows[0].Version != 2 || rows[0].Status != "interrupted" {
+		t.Fatalf("after SIGTERM: %+v, want v2 interrupted", rows)
+	}
+	in := h.appInfo("term")
+	if in.Release != 1 || in.Running == nil || !slices.Equal(in.Running.Releases, []int{2}) && !slices.Equal(in.Running.Releases, []int{1, 2}) ||
+		!strings.Contains(in.Running.Note, "the last deploy was interrupted") {
+		t.Errorf("app info after SIGTERM: %+v", in)
+	}
+	h.mustTug("app", "restart", "term") // takes the lock, re-applies v1
+	h.waitUnits("term", "web", 1, sampleV1)
+	h.settledAndTruthful("term")
+	if rows := h.releases("term"); rows[0].Status != "interrupted" || rows[1].Status != "deployed" {
+		t.Errorf("after the next lock taker: %+v", rows)
+	}
+}
