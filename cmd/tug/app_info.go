@@ -53,6 +53,17 @@ func printAppInfo(ios *cli.IOStreams, in *app.Info) error {
 	if in.Image != "" {
 		fmt.Fprintf(w, "Image:      %s\n", in.Image)
 	}
+	if r := in.Running; r != nil {
+		vs := make([]string, len(r.Releases))
+		for i, v := range r.Releases {
+			vs[i] = fmt.Sprintf("v%d", v)
+		}
+		line := strings.Join(vs, ", ")
+		if r.RollingOut {
+			line += ", rolling out"
+		}
+		fmt.Fprintf(w, "Running:    %s (%s)\n", line, r.Note)
+	}
 	printBuildSettings(w, in.Build)
 	fmt.Fprintf(w, "Config:     %d %s (values: tug env get %s --show-values)\n", in.ConfigKeys, text.Plural(in.ConfigKeys, "key", "keys"), in.Name)
 	if len(in.Addresses) > 0 {

@@ -491,3 +491,21 @@ func TestNodeListGolden(t *testing.T) {
 		t.Errorf("empty pool: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
 }
+
+// A deploy that stopped midway: the units roll to v2 while the record says
+// v1; app info says so.
+func TestAppInfoRunningDiffersGolden(t *testing.T) {
+	p := newPrinterFixture(t)
+	p.mustCreateApp(t, &app.App{Name: "blog", CreatedAt: p.ago("app-created", 2*time.Hour+30*time.Minute),
+		Release: 1, LastRelease: 2, Image: "registry.example/blog:1", Processes: map[string]app.Process{"web": {Replicas: 1}}})
+	p.mustCreateRelease(t, &app.Release{App: "blog", Version: 1, Image: "registry.example/blog:1", Kind: app.KindDeploy,
+		Status: app.StatusDeployed, Author: "alice", CreatedAt: p.ago("v1-created", 2*time.Hour), Processes: map[string]string{"web": ""}}, nil)
+	p.mustCreateRelease(t, &app.Release{App: "blog", Version: 2, Image: "registry.example/blog:2", Kind: app.KindDeploy,
+		Status: app.StatusInterrupted, FailReason: "its rollout was interrupted before every unit ran it: the command was cancelled (Ctrl-C or SIGTERM)",
+		Author: "alice", CreatedAt: p.ago("v2-created", 5*time.Minute), Processes: map[string]string{"web": ""}}, nil)
+	web := deploymentOf("blog", "web", 1)
+	web.Spec.Template.Labels = map[string]string{kube.LabelRelease: "2"}
+	web.Spec.Template.Spec.Containers = []corev1.Container{{Name: "web", Image: "registry.example/blog:2"}}
+	p.add(t, web)
+	p.golden(t, "app-info-running", []string{"tty", "json"}, "app", "info", "blog")
+}

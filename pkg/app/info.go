@@ -3,6 +3,8 @@ package app
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strconv"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -117,6 +119,23 @@ type Info struct {
 
 	// Build is how the app builds from source, when it does.
 	Build *BuildSettings `json:"build,omitempty"`
+
+	// Running is what the units run when that is not the record's release
+	// (a deploy that stopped midway); nil when they agree.
+	Running *Running `json:"running,omitempty"`
+}
+
+// Running is what an app's Deployments run when it differs from the app's
+// record: their pod templates name other releases than the record's.
+type Running struct {
+	// Releases are the releases the Deployments' pod templates name, ascending.
+	Releases []int `json:"releases"`
+	// Image is the image of the newest of them.
+	Image string `json:"image"`
+	// RollingOut: some units do not run their Deployment's template yet.
+	RollingOut bool `json:"rollingOut"`
+	// Note says why, e.g. "the record says v1; the last deploy was interrupted".
+	Note string `json:"note"`
 }
 
 // ReleaseSummary is a release without its config; `tug release list` rows.
@@ -182,6 +201,7 @@ func GetInfo(ctx context.Context, s *Store, name string) (*Info, error) {
 		Registry:    a.RegistrySecret,
 		Build:       a.Build,
 	}
+	info.Running = running(a, rels, deps.Items)
 	for _, d := range a.Domains {
 		info.Domains = append(info.Domains, d.Host+d.Path)
 	}
@@ -207,4 +227,65 @@ func GetInfo(ctx context.Context, s *Store, name string) (*Info, error) {
 		}
 	}
 	return info, nil
+}
+
+// running compares what the app's Deployments run with the record: nil when
+// every Deployment's pod template names the record's release.
+func running(a *App, rels []*Release, deps []appsv1.Deployment) *Running {
+	var (
+		versions   []int
+		image      string
+		rollingOut bool
+	)
+	newest := 0
+	for i := range deps {
+		d := &deps[i]
+		v, err := strconv.Atoi(d.Spec.Template.Labels[kube.LabelRelease])
+		if err != nil {
+			continue
+		}
+		if !slices.Contains(versions, v) {
+			versions = append(versions, v)
+		}
+		if v >= newest && len(d.Spec.Template.Spec.Containers) > 0 {
+			newest, image = v, d.Spec.Template.Spec.Containers[0].Image
+		}
+		if !settled(d) {
+			rollingOut = true
+		}
+	}
+	if len(versions) == 0 || (len(versions) == 1 && versions[0] == a.Release) {
+		return nil
+	}
+	slices.Sort(versions)
+	record := "the record says none yet"
+	if a.Release > 0 {
+		record = fmt.Sprintf("the record says v%d", a.Release)
+	}
+	note := record
+	for _, r := range rels {
+		if r.Version != newest || newest == a.Release {
+			continue
+		}
+		switch r.Status {
+		case StatusInterrupted:
+			note += "; the last deploy was interrupted"
+		case StatusPending:
+			note += fmt.Sprintf("; the deploy of v%d is in progress or was interrupted", newest)
+		case StatusFailed:
+			note += fmt.Sprintf("; v%d failed and was not rolled back", newest)
+		}
+	}
+	return &Running{Releases: versions, Image: image, RollingOut: rollingOut, Note: note}
+}
+
+// settled is kubectl rollout status's rule: the controller has seen the
+// Deployment's spec and every unit runs it and is available.
+func settled(d *appsv1.Deployment) bool {
+	want := int32(1)
+	if d.Spec.Replicas != nil {
+		want = *d.Spec.Replicas
+	}
+	s := d.Status
+	return s.ObservedGeneration >= d.Generation && s.UpdatedReplicas == want && s.Replicas == want && s.AvailableReplicas == want
 }

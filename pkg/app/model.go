@@ -192,6 +192,12 @@ const (
 	StatusFailed     Status = "failed"     // its rollout failed
 	StatusSuperseded Status = "superseded" // a later release replaced it
 	StatusStaged     Status = "staged"     // stored, to run at the next rollout (env --no-restart)
+	// StatusInterrupted: its rollout stopped before every unit ran it (Ctrl-C,
+	// SIGTERM, a lost lock, an API failure, or a tug killed mid-deploy and
+	// found by the next command that took the app's lock). The record keeps
+	// the release that ran before; the next command that takes the lock
+	// records it as deployed if every unit turns out to run it.
+	StatusInterrupted Status = "interrupted"
 )
 
 // Release kinds.

@@ -123,6 +123,10 @@ func Roll(ctx context.Context, d Deps, appName string, change Change, opts Optio
 		if a, err = store.GetApp(ctx, appName); err != nil {
 			return nil, err
 		}
+		// a tug killed mid-rollout left its release pending
+		if a, err = Reconcile(ctx, d.Client, store, a); err != nil {
+			return nil, err
+		}
 	}
 	base, baseConfig, err := BaseRelease(ctx, store, a)
 	if err != nil {
@@ -159,45 +163,74 @@ func Roll(ctx context.Context, d Deps, appName string, change Change, opts Optio
 	if err := store.CreateRelease(ctx, next, config); err != nil {
 		return nil, err
 	}
+	// From here every way out records how the rollout ended: a release is
+	// never left pending by a tug that is still running.
+	name, v := a.Name, next.Version
+	interrupted := func(err error) (*Result, error) {
+		_ = settle(ctx, store, name, v, err)
+		return nil, err
+	}
 	a, err = store.UpdateApp(ctx, a.Name, func(x *app.App) error {
 		x.LastRelease = next.Version
 		x.Processes = a.Processes
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return interrupted(err)
 	}
 	objs := Render(a, next, config)
 	d.Progress.Update(fmt.Sprintf("applying release v%d", next.Version))
 	got, err := applyObjects(ctx, d.Client, d.Namespace, objs, false)
 	if err != nil {
-		_ = store.SetReleaseStatus(context.Background(), a.Name, next.Version, app.StatusFailed, err.Error())
+		if ctx.Err() != nil {
+			return interrupted(ctx.Err())
+		}
+		// the API server refused the objects: the release failed
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+		_ = store.SetReleaseStatus(wctx, a.Name, next.Version, app.StatusFailed, err.Error())
+		cancel()
 		return nil, err
 	}
 	if err := removeStale(ctx, d.Client, d.Namespace, a.Name, objs); err != nil {
-		return nil, err
+		return interrupted(err)
 	}
 
 	var failure *Failure
 	if !opts.NoWait {
+		wctx, stop := lock.bind(ctx)
 		err := (&rollout{client: d.Client, namespace: d.Namespace, app: a.Name, release: next.Version,
-			generations: generations(got), idle: opts.Timeout, progress: d.Progress}).wait(ctx)
+			generations: generations(got), idle: opts.Timeout, progress: d.Progress}).wait(wctx)
+		stop()
+		if lost := lock.Lost(); lost != nil {
+			return interrupted(lost)
+		}
 		if err != nil && !errors.As(err, &failure) {
-			return nil, err // interrupted, or the API failed: the release stays pending
+			return interrupted(err) // Ctrl-C, SIGTERM, or the API failed
 		}
 	}
 	if err := lock.Lost(); err != nil {
-		return nil, err
+		return interrupted(err)
 	}
 	if failure == nil {
 		if err := markDeployed(ctx, store, a, next, previous, opts.HistoryMax); err != nil {
-			return nil, err
+			// The units run the release: record that once more with a
+			// fresh deadline (the command's may be gone, or one request
+			// timed out). Once the record names the release it is
+			// deployed, even if a status write after that failed.
+			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+			again := markDeployed(wctx, store, a, next, previous, opts.HistoryMax)
+			cancel()
+			if again != nil && settle(ctx, store, name, v, err) != app.StatusDeployed {
+				return nil, err
+			}
 		}
 		return result(a, next, app.StatusDeployed, start), nil
 	}
 
 	// The rollout failed: record why, then put back what ran before.
-	_ = store.SetReleaseStatus(ctx, a.Name, next.Version, app.StatusFailed, failure.Message)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+	_ = store.SetReleaseStatus(wctx, a.Name, next.Version, app.StatusFailed, failure.Message)
+	cancel()
 	// failed releases count against the history cap too
 	_ = prune(ctx, store, a, previous)
 	res := result(a, next, app.StatusFailed, start)
@@ -249,14 +282,8 @@ func restore(ctx context.Context, d Deps, store *app.Store, a *app.App, v int, t
 
 func markDeployed(ctx context.Context, store *app.Store, a *app.App, r *app.Release, previous, historyMax int) error {
 	v := r.Version
-	if err := store.SetReleaseStatus(ctx, a.Name, v, app.StatusDeployed, ""); err != nil {
-		return err
-	}
-	if previous > 0 && previous != v {
-		if err := store.SetReleaseStatus(ctx, a.Name, previous, app.StatusSuperseded, ""); err != nil && !app.IsNotFound(err) {
-			return err
-		}
-	}
+	// The record first: once it names v, v is what runs, and a release
+	// status left unwritten below is repaired by Reconcile.
 	updated, err := store.UpdateApp(ctx, a.Name, func(x *app.App) error {
 		x.Release, x.Image, x.Pool = v, r.Image, r.Pool
 		x.Volumes = nil
@@ -272,6 +299,14 @@ func markDeployed(ctx context.Context, store *app.Store, a *app.App, r *app.Rele
 	})
 	if err != nil {
 		return err
+	}
+	if err := store.SetReleaseStatus(ctx, a.Name, v, app.StatusDeployed, ""); err != nil {
+		return err
+	}
+	if previous > 0 && previous != v {
+		if err := store.SetReleaseStatus(ctx, a.Name, previous, app.StatusSuperseded, ""); err != nil && !app.IsNotFound(err) {
+			return err
+		}
 	}
 	// staged config that this release took in is no longer waiting
 	rels, err := store.ListReleases(ctx, a.Name)

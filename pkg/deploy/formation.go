@@ -78,6 +78,13 @@ func reshape(ctx context.Context, d Deps, appName string, c RecordChange, opts O
 		return nil, err
 	}
 	defer lock.Unlock()
+	// a tug killed mid-rollout may have left the units on a release the
+	// record does not name yet: settle that before re-applying the record's
+	if settled, err := Reconcile(ctx, d.Client, store, a); err != nil {
+		return nil, err
+	} else if settled != nil {
+		a = settled
+	}
 	// Objects of the changed record that exist and are not the app's stop
 	// the change before anything is written (see guardOwned).
 	var r *app.Release

@@ -22,6 +22,9 @@ func RecordFailed(ctx context.Context, d Deps, appName, message, reason string) 
 	if err != nil {
 		return nil, err
 	}
+	if a, err = Reconcile(ctx, d.Client, store, a); err != nil {
+		return nil, err
+	}
 	base, config, err := BaseRelease(ctx, store, a)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,186 @@
+package deploy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/kube"
+)
+
+// settleTimeout bounds the writes that record how a rollout ended when the
+// command's own context is gone (Ctrl-C, SIGTERM): long enough for a slow
+// API server, short enough that a second Ctrl-C is rarely needed.
+const settleTimeout = 10 * time.Second
+
+// interruptedReason is the failure reason of a release whose rollout stopped.
+func interruptedReason(why string) string {
+	return "its rollout was interrupted before every unit ran it: " + why
+}
+
+// settle records how release v's rollout ended when Roll returns early: the
+// release is interrupted, unless the app record already names it (only a
+// status write after the record's failed) — then it is deployed. It writes
+// only a release that still says pending, and uses a fresh short deadline,
+// since ctx may be what was cancelled. It returns the release's status as
+// it now stands ("" when unknown). It is best effort: what it cannot write,
+// the next command that takes the lock reconciles.
+func settle(ctx context.Context, store *app.Store, appName string, v int, cause error) app.Status {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+	defer cancel()
+	r, _, err := store.GetRelease(ctx, appName, v)
+	if err != nil {
+		return ""
+	}
+	if r.Status != app.StatusPending {
+		return r.Status
+	}
+	fresh := &app.Store{Client: store.Client, Namespace: store.Namespace}
+	if a, err := fresh.GetApp(ctx, appName); err == nil && a.Release == v {
+		if err := store.SetReleaseStatus(ctx, appName, v, app.StatusDeployed, ""); err != nil {
+			return ""
+		}
+		return app.StatusDeployed
+	}
+	why := "tug stopped"
+	switch {
+	case cause == nil:
+	case errors.Is(cause, context.Canceled):
+		why = "the command was cancelled (Ctrl-C or SIGTERM)"
+	case errors.Is(cause, context.DeadlineExceeded):
+		why = "the command ran out of time"
+	default:
+		why = cause.Error()
+	}
+	if err := store.SetReleaseStatus(ctx, appName, v, app.StatusInterrupted, interruptedReason(why)); err != nil {
+		return ""
+	}
+	return app.StatusInterrupted
+}
+
+// Reconcile settles the releases a stopped tug left behind, so no release
+// says pending once a later command has looked. Call it holding the app's
+// lock: then no rollout is under way, and a pending release is one whose
+// tug was killed, lost its lock or could not write how it ended.
+//
+// The newest release after the record's that is pending or interrupted is
+// recorded as deployed when every one of its processes' Deployments runs it
+// and has rolled out (the cluster finished what tug started); every other
+// pending release becomes interrupted. A pending release the record already
+// names is deployed, a second "deployed" release is superseded, and a
+// release numbered past the record's LastRelease is counted. It returns the
+// app record as it stands afterwards.
+func Reconcile(ctx context.Context, client kubernetes.Interface, store *app.Store, a *app.App) (*app.App, error) {
+	rels, err := store.ListReleases(ctx, a.Name)
+	if err != nil {
+		return nil, err
+	}
+	// A tug killed between storing its release and counting it in the
+	// record left a release numbered past LastRelease: count it, or every
+	// later deploy would try that number again.
+	if len(rels) > 0 && rels[0].Version > a.LastRelease {
+		newest := rels[0].Version
+		if a, err = store.UpdateApp(ctx, a.Name, func(x *app.App) error {
+			x.LastRelease = max(x.LastRelease, newest)
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+	}
+	var candidate *app.Release // newest unfinished release after the record's
+	stale := false
+	for _, r := range rels { // newest first
+		switch {
+		case r.Status == app.StatusPending:
+			stale = true
+		case r.Status == app.StatusDeployed && r.Version != a.Release:
+			stale = true
+		}
+		if candidate == nil && r.Version > a.Release && (r.Status == app.StatusPending || r.Status == app.StatusInterrupted) {
+			candidate = r
+		}
+	}
+	if !stale && candidate == nil {
+		return a, nil
+	}
+	if candidate != nil {
+		deps, err := client.AppsV1().Deployments(store.Namespace).List(ctx, metav1.ListOptions{LabelSelector: kube.AppSelector(a.Name)})
+		if err != nil {
+			return nil, kube.TranslateError(err)
+		}
+		if runsFully(deps.Items, candidate) {
+			if err := markDeployed(ctx, store, a, candidate, a.Release, 0); err != nil {
+				return nil, err
+			}
+			if a, err = store.GetApp(ctx, a.Name); err != nil {
+				return nil, err
+			}
+			// older pending releases are still to settle
+			if rels, err = store.ListReleases(ctx, a.Name); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, r := range rels {
+		var err error
+		switch {
+		case r.Status == app.StatusPending && r.Version == a.Release:
+			err = store.SetReleaseStatus(ctx, a.Name, r.Version, app.StatusDeployed, "")
+		case r.Status == app.StatusPending:
+			err = store.SetReleaseStatus(ctx, a.Name, r.Version, app.StatusInterrupted,
+				interruptedReason(fmt.Sprintf("the tug deploying it stopped; the units run %s", runningOf(a))))
+		case r.Status == app.StatusDeployed && r.Version != a.Release:
+			err = store.SetReleaseStatus(ctx, a.Name, r.Version, app.StatusSuperseded, "")
+		}
+		if err != nil && !app.IsNotFound(err) {
+			return nil, err
+		}
+	}
+	return a, nil
+}
+
+func runningOf(a *app.App) string {
+	if a.Release == 0 {
+		return "no release"
+	}
+	return fmt.Sprintf("v%d", a.Release)
+}
+
+// runsFully reports whether each of r's processes has a Deployment whose
+// pod template is r's and whose rollout has finished.
+func runsFully(deps []appsv1.Deployment, r *app.Release) bool {
+	byProc := map[string]*appsv1.Deployment{}
+	for i := range deps {
+		byProc[deps[i].Labels[kube.LabelProcess]] = &deps[i]
+	}
+	for proc := range r.Processes {
+		d := byProc[proc]
+		if d == nil || d.Spec.Template.Labels[kube.LabelRelease] != strconv.Itoa(r.Version) || !rolledOut(d, d.Generation) {
+			return false
+		}
+	}
+	return len(r.Processes) > 0
+}
+
+// bind returns a context that ends with ctx or when l is lost, so a rollout
+// stops waiting as soon as another tug may be changing the app.
+func (l *Lock) bind(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-l.done:
+			if l.Lost() != nil {
+				cancel()
+			}
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}

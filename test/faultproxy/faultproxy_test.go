@@ -1,0 +1,107 @@
+package faultproxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
+)
+
+func start(t *testing.T) *Proxy {
+	t.Helper()
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("watch") == "true" {
+			f := w.(http.Flusher)
+			for i := 0; r.Context().Err() == nil; i++ {
+				fmt.Fprintf(w, "{\"type\":\"ADDED\",\"n\":%d}\n", i)
+				f.Flush()
+				time.Sleep(time.Millisecond)
+			}
+			return
+		}
+		fmt.Fprint(w, "upstream "+r.URL.Path)
+	}))
+	t.Cleanup(up.Close)
+	p, err := Start(&rest.Config{Host: up.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+func get(t *testing.T, url string) (*http.Response, string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+	resp, err := (&http.Transport{}).RoundTrip(req)
+	if err != nil {
+		return nil, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp, string(b), err
+}
+
+func TestFaults(t *testing.T) {
+	p := start(t)
+	p.Add(Rule{Path: "/busy", Fault: TooMany, RetryAfter: 3, Count: 1})
+	p.Add(Rule{Path: "/down", Fault: Unavailable})
+	p.Add(Rule{Path: "/broken", Fault: ServerError})
+	p.Add(Rule{Path: "/reset", Fault: Reset})
+	p.Add(Rule{Path: "/w", Watch: "yes", Fault: Gone, Count: 1})
+	p.Add(Rule{Path: "/w", Watch: "yes", Fault: CloseEarly, AfterBytes: 50})
+	p.Add(Rule{Path: "/stall", Fault: Stall})
+	p.Add(Rule{Path: "/second", Fault: ServerError, Skip: 1, Count: 1})
+
+	resp, body, err := get(t, p.URL+"/busy")
+	if err != nil || resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "3" || !strings.Contains(body, `"code":429`) {
+		t.Errorf("busy: %v %v %q", resp, err, body)
+	}
+	// Count 1: the second request passes
+	if _, body, _ := get(t, p.URL+"/busy"); body != "upstream /busy" {
+		t.Errorf("busy again: %q", body)
+	}
+	if resp, _, _ := get(t, p.URL+"/down"); resp.StatusCode != 503 {
+		t.Errorf("down: %d", resp.StatusCode)
+	}
+	if resp, _, _ := get(t, p.URL+"/broken"); resp.StatusCode != 500 {
+		t.Errorf("broken: %d", resp.StatusCode)
+	}
+	if _, _, err := get(t, p.URL+"/reset"); err == nil {
+		t.Error("reset: got an answer")
+	}
+	if _, body, _ := get(t, p.URL+"/w?watch=true"); !strings.Contains(body, `"code":410`) {
+		t.Errorf("gone: %q", body)
+	}
+	if _, body, err := get(t, p.URL+"/w?watch=true"); err != nil || len(body) != 50 {
+		t.Errorf("close early: %v, %d bytes %q", err, len(body), body)
+	}
+	// the rules for watches leave other requests alone
+	if _, body, _ := get(t, p.URL+"/w"); body != "upstream /w" {
+		t.Errorf("not a watch: %q", body)
+	}
+	if _, _, err := get(t, p.URL+"/stall"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("stall: %v, want the client's deadline", err)
+	}
+	if p.Injected(TooMany) != 1 || p.Injected(Stall) != 1 || p.Injected(Reset) != 1 {
+		t.Errorf("injected: %v", p.Log())
+	}
+	for i, want := range []int{200, 500, 200} {
+		if resp, _, _ := get(t, p.URL+"/second"); resp.StatusCode != want {
+			t.Errorf("/second #%d: %d, want %d", i+1, resp.StatusCode, want)
+		}
+	}
+	p.Clear()
+	if _, body, _ := get(t, p.URL+"/down"); body != "upstream /down" {
+		t.Errorf("after Clear: %q", body)
+	}
+}
