@@ -4,6 +4,7 @@
 //
 //	tug-build install DEST        copy this binary to DEST (the init container)
 //	tug-build run -repository REPO -run-image IMAGE
+//	tug-build dockerfile -repository REPO -dockerfile PATH [-build-arg K=V]... [-target STAGE]
 //
 // run reads a gzipped tar of the app's source on stdin, unpacks it into
 // /app, runs the build step there (the builder's /tug/build when it exists,
@@ -13,6 +14,11 @@
 // layers the registry lacks are uploaded. Its last line is machine-readable:
 //
 //	TUG-BUILD-RESULT {"ok":true,"image":"REPO@sha256:...",...}
+//
+// dockerfile runs in a BuildKit image instead: it unpacks the source the
+// same way, starts buildkitd (rootless, through rootlesskit, when it runs
+// as a user other than root) and builds the Dockerfile with buildctl,
+// pushing to REPO with a registry cache at REPO:buildcache.
 //
 // See docs/builders.md.
 package main
@@ -81,13 +87,15 @@ func main() {
 		}
 	case "run":
 		os.Exit(run(os.Args[2:]))
+	case "dockerfile":
+		os.Exit(dockerfile(os.Args[2:]))
 	default:
 		usage()
 	}
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: tug-build install DEST | tug-build run -repository REPO -run-image IMAGE [-app DIR] [-tag TAG]")
+	fmt.Fprintln(os.Stderr, "usage: tug-build install DEST | tug-build run -repository REPO -run-image IMAGE [-app DIR] [-tag TAG] | tug-build dockerfile -repository REPO -dockerfile PATH [-app DIR] [-build-arg K=V]... [-target STAGE]")
 	os.Exit(2)
 }
 

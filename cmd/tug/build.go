@@ -23,6 +23,9 @@ import (
 // agentImageEnv overrides the build agent's image (tests, mirrors).
 const agentImageEnv = "TUG_BUILD_AGENT_IMAGE"
 
+// buildkitImageEnv overrides the BuildKit image of Dockerfile builds.
+const buildkitImageEnv = "TUG_BUILDKIT_IMAGE"
+
 // buildFlags are `app deploy`'s flags for a deploy from source (no --image).
 type buildFlags struct {
 	Source     string
@@ -30,9 +33,13 @@ type buildFlags struct {
 	Repository string
 	RunImage   string
 	Timeout    time.Duration
+	Dockerfile string
+	BuildArgs  []string
+	Target     string
 
-	active bool
-	source *build.Source
+	active     bool
+	source     *build.Source
+	dockerfile string // the Dockerfile inside the source, slash-separated
 }
 
 func (b *buildFlags) add(cmd *cobra.Command) {
@@ -41,6 +48,9 @@ func (b *buildFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&b.Repository, "repository", "", "Without --image: the repository to push the built image to, HOST/PATH (remembered by the app)")
 	cmd.Flags().StringVar(&b.RunImage, "run-image", "", "Without --image: the image the app's layer goes on (default: the builder; remembered by the app)")
 	cmd.Flags().DurationVar(&b.Timeout, "build-timeout", 0, "Without --image: stop the build after this long (default 15m; remembered by the app)")
+	cmd.Flags().StringVar(&b.Dockerfile, "dockerfile", "", "Without --image and --builder: the Dockerfile to build with BuildKit (default SOURCE/Dockerfile when present)")
+	cmd.Flags().StringArrayVar(&b.BuildArgs, "build-arg", nil, "A Dockerfile build argument, K=V (repeatable; nothing else becomes one)")
+	cmd.Flags().StringVar(&b.Target, "target", "", "The Dockerfile stage to build (default the last)")
 }
 
 // prepare checks a deploy from source and packs its folder, before anything
@@ -61,12 +71,48 @@ func (b *buildFlags) prepare(cmd *cobra.Command, o *appDeployOptions) error {
 		return err
 	}
 	b.source = src
+	if b.dockerfile, err = findDockerfile(src.Dir, b.Dockerfile); err != nil {
+		return err
+	}
+	for _, a := range b.BuildArgs {
+		if k, _, ok := strings.Cut(a, "="); !ok || k == "" {
+			return usage.Errorf("invalid --build-arg %q: want K=V", a)
+		}
+	}
+	if b.dockerfile == "" && (len(b.BuildArgs) > 0 || b.Target != "") {
+		return usage.Errorf("--build-arg and --target need a Dockerfile in %s (or --dockerfile PATH)", src.Dir)
+	}
 	if o.Procfile == "" && len(o.Processes) == 0 {
 		if _, err := os.Stat(filepath.Join(src.Dir, "Procfile")); err == nil {
 			o.Procfile = filepath.Join(src.Dir, "Procfile")
 		}
 	}
 	return nil
+}
+
+// findDockerfile is the Dockerfile to build, as a slash-separated path
+// inside dir: flag (relative to the current folder, inside dir), else
+// dir/Dockerfile when there is one, else "".
+func findDockerfile(dir, flag string) (string, error) {
+	if flag == "" {
+		if fi, err := os.Stat(filepath.Join(dir, "Dockerfile")); err == nil && fi.Mode().IsRegular() {
+			return "Dockerfile", nil
+		}
+		return "", nil
+	}
+	abs, err := filepath.Abs(flag)
+	if err != nil {
+		return "", usage.Wrap(err)
+	}
+	fi, err := os.Stat(abs)
+	if err != nil || !fi.Mode().IsRegular() {
+		return "", usage.Errorf("--dockerfile %s: not a file", flag)
+	}
+	rel, err := filepath.Rel(dir, abs)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", usage.Errorf("--dockerfile %s is not inside the source %s: it is uploaded with it", flag, dir)
+	}
+	return filepath.ToSlash(rel), nil
 }
 
 // image builds the app from source and returns the pushed
@@ -94,7 +140,8 @@ func (b *buildFlags) image(cmd *cobra.Command, f *cli.Factory, appName, message 
 	if b.Timeout > 0 {
 		want.Timeout = b.Timeout.String()
 	}
-	plan, err := build.FromSource{App: appName, Want: want, Source: b.source, AgentImage: os.Getenv(agentImageEnv)}.Plan(ctx, store)
+	plan, err := build.FromSource{App: appName, Want: want, Source: b.source, AgentImage: os.Getenv(agentImageEnv),
+		Dockerfile: b.dockerfile, BuildArgs: b.BuildArgs, Target: b.Target, BuildKitImage: os.Getenv(buildkitImageEnv)}.Plan(ctx, store)
 	if err != nil {
 		return "", err
 	}
@@ -105,6 +152,11 @@ func (b *buildFlags) image(cmd *cobra.Command, f *cli.Factory, appName, message 
 	}
 	errOut := f.IOStreams.ErrOut
 	fmt.Fprintf(errOut, "source: %s, %d files, %s compressed%s\n", src.Dir, src.Files, text.Size(int64(len(src.Data))), ignore)
+	if dryRun && plan.Dockerfile != "" {
+		fmt.Fprintf(f.IOStreams.Out, "dry run: would build %s from %s with BuildKit (%s), push to %s and deploy it; nothing built\n",
+			appName, src.Dir, plan.Dockerfile, plan.Settings.Repository)
+		return "", nil
+	}
 	if dryRun {
 		fmt.Fprintf(f.IOStreams.Out, "dry run: would build %s from %s with builder %s on run image %s, push to %s and deploy it; nothing built\n",
 			appName, src.Dir, plan.Settings.Builder, plan.RunImage, plan.Settings.Repository)
@@ -146,6 +198,9 @@ func printBuildSettings(w interface{ Write([]byte) (int, error) }, s *app.BuildS
 		return
 	}
 	line := "builder " + s.Builder + ", repository " + s.Repository
+	if s.Builder == "" {
+		line = "Dockerfile (BuildKit), repository " + s.Repository
+	}
 	if s.RunImage != "" {
 		line += ", run image " + s.RunImage
 	}

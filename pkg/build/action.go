@@ -18,6 +18,12 @@ type FromSource struct {
 	Source *Source
 	// AgentImage overrides the build agent's image ("" for AgentImage).
 	AgentImage string
+	// Dockerfile is the source's Dockerfile (a slash-separated path inside
+	// it), "" for none: with no builder set, BuildKit builds it.
+	Dockerfile    string
+	BuildArgs     []string // K=V, for a Dockerfile build
+	Target        string   // the stage of a Dockerfile build
+	BuildKitImage string   // "" for BuildKitImage
 }
 
 // Plan is a build ready to run: the app and its settings resolved.
@@ -27,7 +33,9 @@ type Plan struct {
 	Timeout  time.Duration
 	RunImage string // the image the app's layer goes on
 	Source   *Source
-	agent    string
+	// Dockerfile is set for a BuildKit build of it (no builder).
+	Dockerfile string
+	from       FromSource
 }
 
 // Plan reads the app and resolves its build settings; it builds nothing.
@@ -41,8 +49,17 @@ func (f FromSource) Plan(ctx context.Context, store *app.Store) (*Plan, error) {
 
 func (f FromSource) plan(a *app.App) (*Plan, error) {
 	s := f.Want.Merge(a.Build)
-	if s.Builder == "" || s.Repository == "" {
-		return nil, usage.Errorf("app %s has no builder or repository yet: deploy from source once with --builder IMAGE --repository HOST/PATH, or deploy an image with --image", a.Name)
+	dockerfile := ""
+	if s.Builder == "" && f.Dockerfile != "" {
+		dockerfile = f.Dockerfile
+		if s.Repository == "" {
+			return nil, usage.Errorf("app %s has no repository yet: deploy from source once with --repository HOST/PATH for the image built from %s, or deploy an image with --image", a.Name, dockerfile)
+		}
+	} else if s.Builder == "" || s.Repository == "" {
+		return nil, usage.Errorf("app %s has no builder or repository yet: deploy from source once with --builder IMAGE --repository HOST/PATH (or from a folder with a Dockerfile and --repository), or deploy an image with --image", a.Name)
+	}
+	if dockerfile == "" && (len(f.BuildArgs) > 0 || f.Target != "") {
+		return nil, usage.Errorf("--build-arg and --target are for Dockerfile builds; app %s builds with the builder %s", a.Name, s.Builder)
 	}
 	timeout := DefaultTimeout
 	if s.Timeout != "" {
@@ -55,7 +72,10 @@ func (f FromSource) plan(a *app.App) (*Plan, error) {
 	if run == "" {
 		run = s.Builder
 	}
-	return &Plan{App: a, Settings: s, Timeout: timeout, RunImage: run, Source: f.Source, agent: f.AgentImage}, nil
+	if dockerfile != "" {
+		run = ""
+	}
+	return &Plan{App: a, Settings: s, Timeout: timeout, RunImage: run, Source: f.Source, Dockerfile: dockerfile, from: f}, nil
 }
 
 // Run builds and pushes the image, and remembers the settings in the app's
@@ -65,7 +85,8 @@ func (p *Plan) Run(ctx context.Context, d Deps, store *app.Store) (*Result, erro
 	res, err := Build(ctx, d, Options{
 		App: a.Name, Namespace: a.Namespace, Pool: a.Pool, PullSecret: a.RegistrySecret,
 		Builder: p.Settings.Builder, RunImage: p.Settings.RunImage, Repository: p.Settings.Repository,
-		Timeout: p.Timeout, AgentImage: p.agent, Source: p.Source,
+		Timeout: p.Timeout, AgentImage: p.from.AgentImage, Source: p.Source,
+		Dockerfile: p.Dockerfile, BuildArgs: p.from.BuildArgs, Target: p.from.Target, BuildKitImage: p.from.BuildKitImage,
 	})
 	if err != nil {
 		return nil, err

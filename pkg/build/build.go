@@ -31,6 +31,13 @@ import (
 // pod by an init container.
 const AgentImage = "ghcr.io/tug-dev/tug-build:v1"
 
+// BuildKitImage runs Dockerfile builds: rootless BuildKit (buildkitd,
+// buildctl, rootlesskit, runc, newuidmap). TUG_BUILDKIT_IMAGE overrides it.
+const BuildKitImage = "docker.io/moby/buildkit:v0.34.2-rootless"
+
+// BuildKitUser is the user rootless BuildKit runs as in its image.
+const BuildKitUser = 1000
+
 // KindBuild is the tug.dev/kind of build pods.
 const KindBuild = "build"
 
@@ -82,6 +89,13 @@ type Options struct {
 	Timeout    time.Duration
 	AgentImage string // "" for AgentImage
 	Source     *Source
+
+	// Dockerfile, when set, builds with BuildKit instead of a builder:
+	// the Dockerfile's path inside the source (slash-separated).
+	Dockerfile    string
+	BuildArgs     []string // K=V, given by the user
+	Target        string   // the stage to build, "" for the last
+	BuildKitImage string   // "" for BuildKitImage
 }
 
 // Result is a finished build.
@@ -167,6 +181,19 @@ func Pod(o Options, name string) *corev1.Pod {
 		sel = map[string]string{kube.LabelPool: o.Pool}
 	}
 	no := false
+	build := corev1.Container{
+		Name: "build", Image: o.Builder, ImagePullPolicy: corev1.PullIfNotPresent,
+		Command: []string{agentDir + "/tug-build", "run", "-repository", o.Repository, "-run-image", run, "-work", agentDir},
+		Env:     env, VolumeMounts: mounts,
+		Stdin: true, StdinOnce: true,
+		Resources: corev1.ResourceRequirements{
+			Limits:   corev1.ResourceList{corev1.ResourceCPU: buildCPU, corev1.ResourceMemory: buildMemory},
+			Requests: corev1.ResourceList{corev1.ResourceCPU: buildCPUReq, corev1.ResourceMemory: buildMemReq},
+		},
+	}
+	if o.Dockerfile != "" {
+		dockerfileContainer(&build, o)
+	}
 	return &corev1.Pod{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: o.Namespace, Labels: labels},
@@ -183,16 +210,7 @@ func Pod(o Options, name string) *corev1.Pod {
 				Command:      []string{"/tug-build", "install", agentDir + "/tug-build"},
 				VolumeMounts: mounts[:1],
 			}},
-			Containers: []corev1.Container{{
-				Name: "build", Image: o.Builder, ImagePullPolicy: corev1.PullIfNotPresent,
-				Command: []string{agentDir + "/tug-build", "run", "-repository", o.Repository, "-run-image", run, "-work", agentDir},
-				Env:     env, VolumeMounts: mounts,
-				Stdin: true, StdinOnce: true,
-				Resources: corev1.ResourceRequirements{
-					Limits:   corev1.ResourceList{corev1.ResourceCPU: buildCPU, corev1.ResourceMemory: buildMemory},
-					Requests: corev1.ResourceList{corev1.ResourceCPU: buildCPUReq, corev1.ResourceMemory: buildMemReq},
-				},
-			}},
+			Containers: []corev1.Container{build},
 		},
 	}
 }
@@ -214,7 +232,11 @@ func Build(ctx context.Context, d Deps, o Options) (res *Result, err error) {
 	if err := b.create(ctx); err != nil {
 		return nil, err
 	}
-	b.d.Progress.Update(fmt.Sprintf("starting build pod %s (builder %s)", b.name, o.Builder))
+	if o.Dockerfile != "" {
+		b.d.Progress.Update(fmt.Sprintf("starting build pod %s (BuildKit, %s)", b.name, o.Dockerfile))
+	} else {
+		b.d.Progress.Update(fmt.Sprintf("starting build pod %s (builder %s)", b.name, o.Builder))
+	}
 	if err := b.waitRunning(ctx); err != nil {
 		return nil, b.interrupted(ctx, err)
 	}
@@ -267,6 +289,9 @@ func (b *builder) create(parent context.Context) error {
 	b.created = true // deleting a pod that was never made is harmless
 	if _, err := b.d.Client.CoreV1().Pods(b.o.Namespace).Create(ctx, Pod(b.o, b.name), metav1.CreateOptions{FieldManager: kube.FieldManager}); err != nil {
 		b.created = false
+		if msg, ok := podSecurityRefusal(err); ok {
+			return &Error{Stage: "start", Message: fmt.Sprintf("the namespace %s refuses the build pod: %s; %s", b.o.Namespace, msg, podSecurityHint(b.o))}
+		}
 		return fmt.Errorf("creating the build pod: %w", kube.TranslateError(err))
 	}
 	return parent.Err()

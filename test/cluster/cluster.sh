@@ -404,17 +404,20 @@ EOF
 # ---------------------------------------------------------------- images
 
 build_images() {
-  local key out
-  key=$( { cat "$repo"/test/images/*/*.go "$repo"/cmd/tug-maintenance/*.go "$repo"/cmd/tug-build/*.go; sha256sum /bin/busybox; go version; } | sha256sum | cut -c1-16)
+  local key out bk t missing=""
+  # BuildKit (Dockerfile builds) from Go modules, cached like Kubernetes
+  bk=$("$repo/test/images/buildkit/build.sh") || die "building BuildKit failed"
+  key=$( { cat "$repo"/test/images/*/*.go "$repo"/cmd/tug-maintenance/*.go "$repo"/cmd/tug-build/*.go; sha256sum /bin/busybox /usr/sbin/runc "$bk"/*; go version; } | sha256sum | cut -c1-16)
   out=$cache/images/$key
-  if [ ! -f "$out/sample.tar" ] || [ ! -f "$out/maintenance.tar" ] || [ ! -f "$out/builder.tar" ] || [ ! -f "$out/tug-build.tar" ]; then
+  for t in $image_tars; do [ -f "$out/$t.tar" ] || missing=1; done
+  if [ -n "$missing" ]; then
     say "building images"
-    (cd "$repo" && GOTOOLCHAIN=local go run ./test/images/build -out "$out") || die "image build failed"
+    (cd "$repo" && GOTOOLCHAIN=local go run ./test/images/build -out "$out" -buildkit "$bk") || die "image build failed"
   fi
   images=$out
 }
 
-image_tars="pause sample maintenance builder tug-build"
+image_tars="pause sample maintenance builder tug-build busybox buildkit"
 
 import_images() {
   local n=$1 t

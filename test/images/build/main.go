@@ -8,8 +8,11 @@
 // (localhost/tug/sample with tags v1, v2, crash and unready) and
 // DIR/maintenance.tar (tug's maintenance page, under its published name),
 // DIR/builder.tar (localhost/tug/builder-static:v1, the static-site builder
-// of docs/builders.md) and DIR/tug-build.tar (tug's build agent, under its
-// published name). Output is
+// of docs/builders.md), DIR/tug-build.tar (tug's build agent, under its
+// published name), DIR/busybox.tar (localhost/tug/busybox:v1, the base of
+// test Dockerfiles) and, with -buildkit DIR, DIR/buildkit.tar
+// (localhost/tug/buildkit:v1: rootless BuildKit for Dockerfile builds, from
+// test/images/buildkit/build.sh's binaries and the machine's runc). Output is
 // deterministic: the same inputs give the same digests.
 package main
 
@@ -25,6 +28,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -36,6 +40,7 @@ type file struct {
 	data []byte
 	link string // symlink target, when set
 	dir  bool
+	uid  int
 }
 
 type tag struct {
@@ -53,18 +58,20 @@ type image struct {
 func main() {
 	out := flag.String("out", "", "folder to write the image tars into")
 	busybox := flag.String("busybox", "/bin/busybox", "a static busybox, for /bin/sh and the usual tools")
+	buildkit := flag.String("buildkit", "", "a folder with buildkitd and buildctl (test/images/buildkit/build.sh): also write buildkit.tar")
+	runc := flag.String("runc", "/usr/sbin/runc", "runc for the BuildKit image, with the shared libraries ldd lists")
 	flag.Parse()
 	if *out == "" {
-		fmt.Fprintln(os.Stderr, "usage: build -out DIR [-busybox PATH]")
+		fmt.Fprintln(os.Stderr, "usage: build -out DIR [-busybox PATH] [-buildkit DIR [-runc PATH]]")
 		os.Exit(2)
 	}
-	if err := run(*out, *busybox); err != nil {
+	if err := run(*out, *busybox, *buildkit, *runc); err != nil {
 		fmt.Fprintln(os.Stderr, "build:", err)
 		os.Exit(1)
 	}
 }
 
-func run(out, busybox string) error {
+func run(out, busybox, buildkit, runc string) error {
 	here, err := sourceDir()
 	if err != nil {
 		return err
@@ -99,10 +106,15 @@ func run(out, busybox string) error {
 		fs = append(fs,
 			file{name: "tmp", mode: 0o1777, dir: true},
 			file{name: "etc", mode: 0o755, dir: true},
-			file{name: "etc/passwd", mode: 0o644, data: []byte("root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n")},
-			file{name: "etc/group", mode: 0o644, data: []byte("root:x:0:\nnogroup:x:65534:\n")},
 			file{name: "root", mode: 0o700, dir: true},
 		)
+		// extra may bring its own users
+		if !slices.ContainsFunc(extra, func(f file) bool { return f.name == "etc/passwd" }) {
+			fs = append(fs,
+				file{name: "etc/passwd", mode: 0o644, data: []byte("root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n")},
+				file{name: "etc/group", mode: 0o644, data: []byte("root:x:0:\nnogroup:x:65534:\n")},
+			)
+		}
 		return append(fs, extra...)
 	}
 	sampleFiles := system(file{name: "bin/sample", mode: 0o755, data: sample})
@@ -123,6 +135,8 @@ func run(out, busybox string) error {
 			tags: []tag{{ref: "ghcr.io/tug-dev/tug-build:v1", cmd: []string{"/tug-build"}}}},
 		{out: "builder.tar", files: builderFiles,
 			tags: []tag{{ref: "localhost/tug/builder-static:v1", env: []string{path}, cmd: []string{"/bin/sh"}}}},
+		// the base image of the test Dockerfiles (FROM REGISTRY/tug/busybox:v1)
+		{out: "busybox.tar", files: system(), tags: []tag{{ref: "localhost/tug/busybox:v1", env: []string{path}, cmd: []string{"/bin/sh"}}}},
 		{out: "sample.tar", files: sampleFiles, tags: []tag{
 			{ref: "localhost/tug/sample:v1", env: []string{path, "VERSION=v1"}, cmd: []string{"/bin/sample"}},
 			{ref: "localhost/tug/sample:v2", env: []string{path, "VERSION=v2"}, cmd: []string{"/bin/sample"}},
@@ -130,12 +144,113 @@ func run(out, busybox string) error {
 			{ref: "localhost/tug/sample:unready", env: []string{path, "VERSION=unready", "SAMPLE_MODE=unready"}, cmd: []string{"/bin/sample"}},
 		}},
 	}
+	if buildkit != "" {
+		files, err := buildkitFiles(buildkit, runc)
+		if err != nil {
+			return fmt.Errorf("the BuildKit image: %w", err)
+		}
+		images = append(images, image{out: "buildkit.tar", files: system(files...), tags: []tag{{
+			ref: "localhost/tug/buildkit:v1",
+			env: []string{"PATH=/usr/local/bin:/usr/bin:/bin"}, cmd: []string{"/usr/local/bin/buildkitd"},
+		}}})
+	}
 	for _, img := range images {
 		if err := writeLayout(filepath.Join(out, img.out), img); err != nil {
 			return fmt.Errorf("%s: %w", img.out, err)
 		}
 	}
 	return nil
+}
+
+// buildkitFiles are BuildKit's daemon and client (built from Go modules
+// by test/images/buildkit/build.sh) and runc, which BuildKit's OCI worker
+// runs RUN steps with, with the shared libraries it loads (Debian's runc
+// is linked against libseccomp and glibc).
+func buildkitFiles(dir, runc string) ([]file, error) {
+	files := []file{
+		{name: "usr", mode: 0o755, dir: true},
+		{name: "usr/local", mode: 0o755, dir: true},
+		{name: "usr/local/bin", mode: 0o755, dir: true},
+		{name: "usr/bin", mode: 0o755, dir: true},
+		{name: "var", mode: 0o755, dir: true},
+		{name: "var/lib", mode: 0o755, dir: true},
+		// owned by "user", root in rootlesskit's user namespace
+		{name: "var/lib/buildkit", mode: 0o700, dir: true, uid: 1000},
+		{name: "run", mode: 0o755, dir: true},
+		{name: "run/buildkit", mode: 0o700, dir: true, uid: 1000},
+	}
+	for _, b := range []string{"buildkitd", "buildctl"} {
+		data, err := os.ReadFile(filepath.Join(dir, b))
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, file{name: "usr/local/bin/" + b, mode: 0o755, data: data})
+	}
+	// rootless: rootlesskit, and newuidmap/newgidmap (setuid) with a
+	// subordinate ID range for the user "user" (1000)
+	bins := map[string]int64{runc: 0o755}
+	if data, err := os.ReadFile(filepath.Join(dir, "rootlesskit")); err == nil {
+		files = append(files, file{name: "usr/local/bin/rootlesskit", mode: 0o755, data: data})
+		for _, b := range []string{"/usr/bin/newuidmap", "/usr/bin/newgidmap"} {
+			bins[filepath.Join(dir, filepath.Base(b))] = 0o4755
+		}
+		files = append(files,
+			file{name: "etc/passwd", mode: 0o644, data: []byte("root:x:0:0:root:/root:/bin/sh\nuser:x:1000:1000:user:/home/user:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n")},
+			file{name: "etc/group", mode: 0o644, data: []byte("root:x:0:\nuser:x:1000:\nnogroup:x:65534:\n")},
+			file{name: "etc/subuid", mode: 0o644, data: []byte("user:100000:65536\n")},
+			file{name: "etc/subgid", mode: 0o644, data: []byte("user:100000:65536\n")},
+			file{name: "home", mode: 0o755, dir: true},
+			file{name: "home/user", mode: 0o700, dir: true, uid: 1000},
+			file{name: "run/user", mode: 0o755, dir: true},
+			file{name: "run/user/1000", mode: 0o700, dir: true, uid: 1000},
+		)
+	}
+	var libs []string
+	for b, mode := range bins {
+		data, err := os.ReadFile(b)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, file{name: "usr/bin/" + filepath.Base(b), mode: mode, data: data})
+		l, err := sharedLibs(b)
+		if err != nil {
+			return nil, err
+		}
+		libs = append(libs, l...)
+	}
+	libs = slices.Compact(slices.Sorted(slices.Values(libs)))
+	dirs := map[string]bool{"usr": true, "usr/bin": true}
+	for _, l := range libs {
+		data, err := os.ReadFile(l) // follows the symlink: the file under its soname
+		if err != nil {
+			return nil, err
+		}
+		name := strings.TrimPrefix(l, "/")
+		for d := filepath.Dir(name); d != "." && !dirs[d]; d = filepath.Dir(d) {
+			dirs[d] = true
+			files = append(files, file{name: d, mode: 0o755, dir: true})
+		}
+		files = append(files, file{name: name, mode: 0o755, data: data})
+	}
+	return files, nil
+}
+
+// sharedLibs are the absolute paths ldd lists for bin.
+func sharedLibs(bin string) ([]string, error) {
+	out, err := exec.Command("ldd", bin).Output()
+	if err != nil {
+		return nil, fmt.Errorf("ldd %s: %w", bin, err)
+	}
+	var libs []string
+	for _, l := range strings.Split(string(out), "\n") {
+		for _, f := range strings.Fields(l) {
+			if strings.HasPrefix(f, "/") {
+				libs = append(libs, f)
+			}
+		}
+	}
+	sort.Strings(libs)
+	return libs, nil
 }
 
 // builderScript is tug/builder-static's build step: the app's build.sh,
@@ -207,7 +322,7 @@ func layerTar(files []file) ([]byte, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	for _, f := range files {
-		h := &tar.Header{Name: f.name, Mode: f.mode, ModTime: epoch, Format: tar.FormatPAX}
+		h := &tar.Header{Name: f.name, Mode: f.mode, ModTime: epoch, Format: tar.FormatPAX, Uid: f.uid, Gid: f.uid}
 		switch {
 		case f.dir:
 			h.Typeflag, h.Name = tar.TypeDir, f.name+"/"

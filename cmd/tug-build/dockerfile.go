@@ -1,0 +1,272 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+
+	"tug.dev/tug/pkg/text"
+)
+
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+// dockerfile builds the source's Dockerfile with BuildKit and pushes the
+// result; its last line is the same result line as run's.
+func dockerfile(args []string) int {
+	fs := flag.NewFlagSet("dockerfile", flag.ExitOnError)
+	repo := fs.String("repository", "", "repository to push the image to, HOST/PATH")
+	file := fs.String("dockerfile", "Dockerfile", "the Dockerfile, a slash-separated path inside the source")
+	appDir := fs.String("app", "/app", "folder the source is unpacked into")
+	tag := fs.String("tag", "latest", "tag to push besides the digest")
+	target := fs.String("target", "", "the stage to build")
+	var buildArgs multiFlag
+	fs.Var(&buildArgs, "build-arg", "K=V, repeatable")
+	_ = fs.Parse(args)
+	if *repo == "" {
+		usage()
+	}
+	var res Result
+	finish := func(stage string, code int, err error) int {
+		if err != nil {
+			res.OK, res.Stage, res.ExitCode, res.Message = false, stage, code, err.Error()
+			fmt.Printf("tug-build: %s: %v\n", stage, err)
+		} else {
+			res.OK = true
+		}
+		line, _ := json.Marshal(res)
+		fmt.Println(ResultPrefix + string(line))
+		if err != nil {
+			return 1
+		}
+		return 0
+	}
+
+	t := time.Now()
+	n, size, err := unpack(os.Stdin, *appDir)
+	if err != nil {
+		return finish("unpack", 0, err)
+	}
+	res.Seconds.Unpack = time.Since(t).Seconds()
+	fmt.Printf("-----> source: %d files, %s unpacked into %s\n", n, text.Size(size), *appDir)
+
+	ref, err := name.ParseReference(*repo + ":" + *tag)
+	if err != nil {
+		return finish("push", 0, fmt.Errorf("--repository %s: %w", *repo, err))
+	}
+	df := filepath.Join(*appDir, filepath.FromSlash(path.Clean("/"+*file)))
+	content, err := os.ReadFile(df)
+	if err != nil {
+		return finish("build", 0, fmt.Errorf("reading the Dockerfile: %w", err))
+	}
+
+	t = time.Now()
+	bk, err := startBuildkitd(plainHTTPHosts(ref.Context().RegistryStr(), string(content)))
+	if err != nil {
+		return finish("build", 0, err)
+	}
+	defer bk.stop()
+
+	meta := filepath.Join(os.TempDir(), "tug-buildctl-metadata.json")
+	cache := ref.Context().Name() + ":buildcache"
+	insecure := ""
+	if plainHTTP(ref.Context().RegistryStr()) {
+		insecure = ",registry.insecure=true"
+	}
+	cmdArgs := []string{"--addr", bk.addr, "build", "--progress", "plain",
+		"--frontend", "dockerfile.v0",
+		"--local", "context=" + *appDir,
+		"--local", "dockerfile=" + filepath.Dir(df),
+		"--opt", "filename=" + filepath.Base(df),
+		"--opt", "platform=linux/" + runtime.GOARCH,
+		"--output", "type=image,name=" + ref.Name() + ",push=true" + insecure,
+		"--export-cache", "type=registry,mode=max,ref=" + cache + insecure,
+		"--import-cache", "type=registry,ref=" + cache + insecure,
+		"--metadata-file", meta,
+	}
+	if *target != "" {
+		cmdArgs = append(cmdArgs, "--opt", "target="+*target)
+	}
+	for _, a := range buildArgs {
+		cmdArgs = append(cmdArgs, "--opt", "build-arg:"+a)
+	}
+	fmt.Printf("-----> building %s with BuildKit (cache %s)\n", *file, cache)
+	cmd := exec.Command("buildctl", cmdArgs...)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stdout
+	if err := cmd.Run(); err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return finish("build", ee.ExitCode(), fmt.Errorf("buildctl build failed (exit %d)", ee.ExitCode()))
+		}
+		return finish("build", 0, fmt.Errorf("buildctl could not run: %w", err))
+	}
+	res.Seconds.Build = time.Since(t).Seconds()
+	digest, err := metadataDigest(meta)
+	if err != nil {
+		return finish("push", 0, err)
+	}
+	res.Image = ref.Context().Name() + "@" + digest
+	fmt.Printf("-----> pushed %s\n", res.Image)
+	return finish("", 0, nil)
+}
+
+func metadataDigest(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("reading buildctl's metadata: %w", err)
+	}
+	var m struct {
+		Digest string `json:"containerimage.digest"`
+	}
+	if err := json.Unmarshal(b, &m); err != nil || !strings.HasPrefix(m.Digest, "sha256:") {
+		return "", fmt.Errorf("buildctl's metadata has no image digest: %s", text.OneLine(string(b)))
+	}
+	return m.Digest, nil
+}
+
+// plainHTTP: registries on localhost or a private or loopback address
+// are spoken to over plain HTTP (as run's parseRef does).
+func plainHTTP(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	ip := net.ParseIP(host)
+	return host == "localhost" || ip != nil && (ip.IsPrivate() || ip.IsLoopback())
+}
+
+// plainHTTPHosts are the repository's registry and the registries of the
+// Dockerfile's FROM lines that plainHTTP allows.
+func plainHTTPHosts(repoHost, dockerfile string) []string {
+	set := map[string]bool{}
+	if plainHTTP(repoHost) {
+		set[repoHost] = true
+	}
+	for _, l := range strings.Split(dockerfile, "\n") {
+		f := strings.Fields(l)
+		if len(f) < 2 || !strings.EqualFold(f[0], "FROM") {
+			continue
+		}
+		img := f[1]
+		for _, a := range f[1:] {
+			if !strings.HasPrefix(a, "--") {
+				img = a
+				break
+			}
+		}
+		if r, err := name.ParseReference(img); err == nil && plainHTTP(r.Context().RegistryStr()) {
+			set[r.Context().RegistryStr()] = true
+		}
+	}
+	hosts := make([]string, 0, len(set))
+	for h := range set {
+		hosts = append(hosts, h)
+	}
+	sort.Strings(hosts)
+	return hosts
+}
+
+type buildkitd struct {
+	cmd  *exec.Cmd
+	addr string
+}
+
+func (b *buildkitd) stop() {
+	if b.cmd.Process != nil {
+		_ = b.cmd.Process.Kill()
+		_ = b.cmd.Wait()
+	}
+}
+
+// startBuildkitd starts the daemon (through rootlesskit when not root)
+// and waits until it answers.
+func startBuildkitd(plainHosts []string) (*buildkitd, error) {
+	home := os.Getenv("HOME")
+	if home == "" || home == "/" {
+		home = os.TempDir()
+	}
+	cfgDir := filepath.Join(home, ".config", "buildkit")
+	if err := os.MkdirAll(cfgDir, 0o755); err != nil {
+		return nil, err
+	}
+	var cfg strings.Builder
+	for _, h := range plainHosts {
+		fmt.Fprintf(&cfg, "[registry.%q]\n  http = true\n  insecure = true\n", h)
+	}
+	cfgFile := filepath.Join(cfgDir, "buildkitd.toml")
+	if err := os.WriteFile(cfgFile, []byte(cfg.String()), 0o644); err != nil {
+		return nil, err
+	}
+	addr := "unix:///run/buildkit/buildkitd.sock"
+	var cmd *exec.Cmd
+	if os.Getuid() == 0 {
+		cmd = exec.Command("buildkitd", "--config", cfgFile, "--addr", addr)
+		fmt.Println("-----> starting buildkitd (as root)")
+	} else {
+		run := os.Getenv("XDG_RUNTIME_DIR")
+		if run == "" {
+			run = filepath.Join(home, ".run")
+		}
+		if err := os.MkdirAll(filepath.Join(run, "buildkit"), 0o700); err != nil {
+			return nil, err
+		}
+		addr = "unix://" + filepath.Join(run, "buildkit", "buildkitd.sock")
+		cmd = exec.Command("rootlesskit", "buildkitd", "--config", cfgFile, "--addr", addr,
+			"--rootless", "--oci-worker-no-process-sandbox")
+		fmt.Println("-----> starting buildkitd (rootless)")
+	}
+	logPath := filepath.Join(os.TempDir(), "buildkitd.log")
+	log, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		log.Close()
+		return nil, fmt.Errorf("starting buildkitd: %w", err)
+	}
+	log.Close()
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	b := &buildkitd{cmd: cmd, addr: addr}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		select {
+		case err := <-exited:
+			b.cmd.Process = nil
+			return nil, fmt.Errorf("buildkitd exited (%v): %s", err, lastLines(logPath, 8))
+		default:
+		}
+		if exec.Command("buildctl", "--addr", addr, "debug", "workers").Run() == nil {
+			return b, nil
+		}
+		if time.Now().After(deadline) {
+			b.stop()
+			return nil, fmt.Errorf("buildkitd did not answer within 60s: %s", lastLines(logPath, 8))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func lastLines(path string, n int) string {
+	b, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " | ")
+}
