@@ -343,6 +343,9 @@ EOF
   start "containerd-node$n" containerd --config "$nd/containerd.toml"
   wait_for "containerd-node$n" 30 ctr --address "$sock" version
 
+  # One configuration for every supported version (docs/compatibility.md).
+  # containerd 1.6 lacks the CRI RuntimeConfig call: the kubelet (up to 1.37)
+  # falls back to cgroupDriver below and logs so once.
   cat > "$nd/kubelet.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -363,6 +366,7 @@ cgroupDriver: cgroupfs
 cgroupRoot: /node$n
 cgroupsPerQOS: true
 enforceNodeAllocatable: [pods]
+# cgroup v1 machines: the default turned true in 1.35 (false up to 1.34)
 failCgroupV1: false
 failSwapOn: false
 podLogsDir: $nd/pod-logs
