@@ -7,6 +7,8 @@ COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo none)
 DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -s -w -X tug.dev/tug/pkg/version.Version=$(VERSION) -X tug.dev/tug/pkg/version.Commit=$(COMMIT) -X tug.dev/tug/pkg/version.Date=$(DATE)
 NODES   ?= 1
+# K8S_VERSION=v1.34.4 make test|cluster-up: the local cluster's Kubernetes release
+# (default in test/cluster/build-localk8s.sh; docs/compatibility.md lists the tested ones).
 
 .PHONY: build test unit e2e lint docs check-docs demo bench cluster-up cluster-down cluster-status cluster-kubeconfig cluster-registry
 
@@ -41,7 +43,7 @@ demo: ## the local cluster plus tug's main job on it
 bench:
 	bench/version.sh
 
-cluster-up: ## NODES=1|2
+cluster-up: ## NODES=1|2, K8S_VERSION=v1.X.Y
 	test/cluster/cluster.sh up $(NODES)
 
 cluster-down:

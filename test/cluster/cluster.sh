@@ -6,6 +6,7 @@
 # address. See README.md, "Local cluster".
 #
 #   cluster.sh up [NODES]   start (NODES=1 or 2); says so when already up
+#                           (restarts one with fewer nodes or another Kubernetes version)
 #   cluster.sh down         stop what up started and remove what it created
 #   cluster.sh status       exit 0 when the cluster answers and nodes are Ready
 #   cluster.sh kubeconfig   print the admin kubeconfig's path
@@ -13,6 +14,9 @@
 #   cluster.sh ensure-registry  on a running cluster: start the registry,
 #                           push and import test images it lacks (no restart)
 #   cluster.sh check-clean  exit 1 listing anything a cluster left behind
+#
+# K8S_VERSION picks the Kubernetes release (default: build-localk8s.sh's, the
+# newest tug is tested against; docs/compatibility.md lists the others).
 #
 # State is per machine, not per clone (ports are per machine): a second clone
 # finds the cluster the first one started.
@@ -25,6 +29,8 @@ logs=$dir/logs
 pki=$dir/pki
 pids=$dir/pids
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/tug
+# The Kubernetes version this run wants (validated by the build script).
+k8s_version=$("$here/build-localk8s.sh" --version) || exit 2
 
 # Addresses. Everything listens on 127.0.0.1 except the kubelets, which refuse
 # loopback: each gets a host-only /32 on a bridge that has no ports.
@@ -337,6 +343,9 @@ EOF
   start "containerd-node$n" containerd --config "$nd/containerd.toml"
   wait_for "containerd-node$n" 30 ctr --address "$sock" version
 
+  # One configuration for every supported version (docs/compatibility.md).
+  # containerd 1.6 lacks the CRI RuntimeConfig call: the kubelet (up to 1.37)
+  # falls back to cgroupDriver below and logs so once.
   cat > "$nd/kubelet.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -357,6 +366,7 @@ cgroupDriver: cgroupfs
 cgroupRoot: /node$n
 cgroupsPerQOS: true
 enforceNodeAllocatable: [pods]
+# cgroup v1 machines: the default turned true in 1.35 (false up to 1.34)
 failCgroupV1: false
 failSwapOn: false
 podLogsDir: $nd/pod-logs
@@ -490,24 +500,34 @@ up() {
   case "$nodes" in 1 | 2) ;; *) die "NODES must be 1 or 2, not $nodes" ;; esac
   [ "$(id -u)" -eq 0 ] || die "the local cluster needs root (network, mounts, cgroups)"
   if is_up; then
-    local have
+    local have running
     have=$(cat "$dir/nodes" 2>/dev/null || echo 1)
-    if [ "$have" -ge "$nodes" ]; then
-      say "already up ($have node(s)); kubeconfig: $kubeconfig"
+    running=$(running_version)
+    if [ "$running" != "$k8s_version" ]; then
+      say "up with Kubernetes ${running:-of unknown version}, $k8s_version wanted: restarting"
+    elif [ "$have" -ge "$nodes" ]; then
+      say "already up ($have node(s), Kubernetes $running); kubeconfig: $kubeconfig"
+      k8s=$(running_bin)
       ensure_additions
       return 0
+    else
+      say "up with $have node(s), $nodes wanted: restarting"
     fi
-    say "up with $have node(s), $nodes wanted: restarting"
   fi
   local t0
   t0=$(date +%s.%N)
   need_packages
-  k8s=$("$here/build-localk8s.sh") || die "building the Kubernetes binary failed"
+  local new_k8s
+  new_k8s=$("$here/build-localk8s.sh") || die "building the Kubernetes $k8s_version binary failed"
   build_images
-  # Whatever an earlier, killed cluster left behind goes first.
+  # Whatever an earlier, killed cluster left behind goes first (torn down
+  # with its own binary: kube-proxy --cleanup of its version).
   down quiet
+  k8s=$new_k8s
   mkdir -p "$dir" "$logs" "$pids"
   echo "$nodes" > "$dir/nodes"
+  echo "$k8s_version" > "$dir/k8s-version"
+  echo "$k8s" > "$dir/k8s-bin"
   echo "$repo" > "$dir/started-by"
   make_pki "$nodes"
   setup_network "$nodes"
@@ -544,6 +564,27 @@ ensure_additions() {
   grep -q config_path "$dir/node1/containerd.toml" ||
     say "the nodes' containerd predates the registry setting: restart the cluster (down, up) so the kubelets pull from $registry_addr"
   say "registry: $registry_addr"
+}
+
+# running_version: the Kubernetes version of the running cluster (recorded by
+# up; asked of the apiserver for a cluster started before it was recorded).
+running_version() {
+  if [ -s "$dir/k8s-version" ]; then
+    cat "$dir/k8s-version"
+    return
+  fi
+  curl -sfk --max-time 3 --cert "$pki/admin.crt" --key "$pki/admin.key" "$apiserver/version" 2>/dev/null |
+    sed -n 's/^ *"gitVersion": *"\([^"]*\)".*/\1/p'
+}
+
+# running_bin: the binary the running cluster was started with (its kubectl
+# and kube-proxy --cleanup match it), else the cached one of this run's version.
+running_bin() {
+  local b
+  b=$(cat "$dir/k8s-bin" 2>/dev/null || true)
+  if [ -n "$b" ] && [ -x "$b" ]; then echo "$b"; return; fi
+  K8S_VERSION=$(running_version) "$here/build-localk8s.sh" --cached 2>/dev/null ||
+    "$here/build-localk8s.sh" --cached 2>/dev/null || true
 }
 
 node_is_ready() {
@@ -663,7 +704,7 @@ down() {
   [ -d "$dir" ] || { [ -n "$quiet" ] || say "not running"; return 0; }
   local t0
   t0=$(date +%s)
-  k8s=${k8s:-$("$here/build-localk8s.sh" --cached 2>/dev/null || true)}
+  k8s=${k8s:-$(running_bin)}
   kill_recorded
   kill_leftovers
   unmount_all
@@ -711,7 +752,8 @@ case "${1:-}" in
   down) down ;;
   status)
     is_up || { say "down"; exit 1; }
-    k8s=$("$here/build-localk8s.sh")
+    k8s=$(running_bin)
+    [ -n "$k8s" ] || die "up, but no built Kubernetes binary to ask the nodes with"
     nodes_ready "$(cat "$dir/nodes" 2>/dev/null || echo 1)" || { say "up, but not every node is Ready"; exit 1; }
     say "up" ;;
   kubeconfig) echo "$kubeconfig" ;;
