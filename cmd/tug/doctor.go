@@ -12,6 +12,7 @@ import (
 
 type doctorOptions struct {
 	Output cli.OutputOptions
+	All    bool
 }
 
 func newDoctorCmd(f *cli.Factory) *cobra.Command {
@@ -26,14 +27,18 @@ across the cluster for the node and pool commands.
 
 Each permission is asked of the API server with a SelfSubjectAccessReview, so
 the answer is exact whatever authorizer the cluster uses. doctor exits 1 when
-anything is missing and lists exactly what.`,
+anything is missing and lists exactly what. The cluster admin commands (node,
+pool, node-container) are shown as "not available to you" without failing,
+as a developer with a namespace Role is not expected to hold them; --all
+counts them too. When the cluster cannot answer a check, doctor says so.`,
 		Example: `  tug doctor
   tug doctor -n staging
+  tug doctor --all                # cluster admin commands count too
   tug doctor -o json | jq '.groups[] | select(.status != "ok")'`,
 		Args:    cli.NoArgs,
 		GroupID: "cluster",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			report, err := doctor.Run(cmd.Context(), f, doctor.Options{Progress: f.Progress()})
+			report, err := doctor.Run(cmd.Context(), f, doctor.Options{Progress: f.Progress(), All: o.All})
 			if err != nil {
 				return err
 			}
@@ -45,20 +50,32 @@ anything is missing and lists exactly what.`,
 			return doctorError(report)
 		},
 	}
+	cmd.Flags().BoolVar(&o.All, "all", false, "Count missing cluster admin permissions (nodes, pools, node containers) as problems too")
 	cli.AddOutputFlags(cmd, &o.Output)
 	return cmd
 }
 
 func printDoctor(ios *cli.IOStreams, r *doctor.Report, noHeaders bool) error {
 	colors := ios.Colors()
+	// Marks for people at a terminal; plain words for logs and scripts.
+	mark := func(symbol string) string {
+		if ios.IsStdoutTTY() {
+			return symbol + " "
+		}
+		return ""
+	}
 	status := func(s doctor.Status) string {
 		switch s {
 		case doctor.StatusOK:
-			return colors.Green("✓ ok")
+			return colors.Green(mark("✓") + "ok")
 		case doctor.StatusWarning:
-			return colors.Yellow("! warning")
+			return colors.Yellow(mark("!") + "warning")
+		case doctor.StatusUnavailable:
+			return mark("-") + "not available to you (cluster admin commands)"
+		case doctor.StatusError:
+			return colors.Red(mark("?") + "could not check")
 		default:
-			return colors.Red("✗ failed")
+			return colors.Red(mark("✗") + "failed")
 		}
 	}
 	checks := cli.NewTable("check", "status", "detail")
@@ -75,6 +92,10 @@ func printDoctor(ios *cli.IOStreams, r *doctor.Report, noHeaders bool) error {
 	groups := cli.NewTable("commands", "status", "missing")
 	for _, g := range r.Groups {
 		var missing []string
+		if g.Status == doctor.StatusUnavailable {
+			groups.AddRow(g.Name, status(g.Status), "")
+			continue
+		}
 		if len(g.Missing) > 0 {
 			missing = append(missing, doctor.MissingSummary(g.Missing))
 		}
@@ -96,11 +117,17 @@ func doctorError(r *doctor.Report) error {
 			return fmt.Errorf("%s", c.Message)
 		}
 	}
-	var names []string
+	var names, unchecked []string
 	for _, g := range r.Groups {
-		if g.Status != doctor.StatusOK {
+		switch g.Status {
+		case doctor.StatusFailed:
 			names = append(names, g.Name)
+		case doctor.StatusError:
+			unchecked = append(unchecked, g.Name)
 		}
+	}
+	if len(names) == 0 {
+		return fmt.Errorf("the cluster could not answer doctor's permission checks for %s (see the table); this says nothing about your permissions", strings.Join(unchecked, ", "))
 	}
 	return fmt.Errorf("missing permissions for %s; ask a cluster admin (docs/rbac has the roles to grant)", strings.Join(names, ", "))
 }

@@ -448,8 +448,9 @@ func TestDoctorGoldenForms(t *testing.T) {
 		code  int
 	}{
 		{"doctor-admin-tty", true, true, nil, 0},
-		{"doctor-namespace-user-piped", false, false, nil, 1},
-		{"doctor-namespace-user-json", false, false, []string{"-o", "json"}, 1},
+		{"doctor-namespace-user-piped", false, false, nil, 0},
+		{"doctor-namespace-user-json", false, false, []string{"-o", "json"}, 0},
+		{"doctor-namespace-user-all-piped", false, false, []string{"--all"}, 1},
 		{"doctor-admin-piped-no-headers", true, false, []string{"--no-headers"}, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -46,6 +46,9 @@ type Options struct {
 	ClientMinor int
 	// Groups replaces the permission table (tests).
 	Groups []CommandGroup
+	// All counts missing cluster admin permissions as problems too;
+	// otherwise an admin group the user cannot use is "unavailable".
+	All bool
 }
 
 // Status of one check or command group.
@@ -55,6 +58,11 @@ const (
 	StatusOK      Status = "ok"
 	StatusWarning Status = "warning"
 	StatusFailed  Status = "failed"
+	// StatusUnavailable: a cluster admin group the user does not hold;
+	// not a problem for a developer (see Options.All).
+	StatusUnavailable Status = "unavailable"
+	// StatusError: the cluster could not answer whether the user may.
+	StatusError Status = "error"
 )
 
 // Check is one step before the permission review.
@@ -69,6 +77,7 @@ type Check struct {
 type GroupResult struct {
 	Name        string       `json:"name"`
 	Description string       `json:"description"`
+	Admin       bool         `json:"admin,omitempty"`
 	Status      Status       `json:"status"`
 	Missing     []Permission `json:"missing"`
 	// Errors are reviews the cluster could not answer.
@@ -98,7 +107,7 @@ func (r *Report) Problems() int {
 		}
 	}
 	for _, g := range r.Groups {
-		if g.Status != StatusOK {
+		if g.Status == StatusFailed || g.Status == StatusError {
 			n++
 		}
 	}
@@ -277,7 +286,7 @@ func reviewGroups(ctx context.Context, client kubernetes.Interface, namespace st
 
 	results := make([]GroupResult, 0, len(opts.Groups))
 	for _, g := range opts.Groups {
-		res := GroupResult{Name: g.Name, Description: g.Description, Status: StatusOK, Missing: []Permission{}}
+		res := GroupResult{Name: g.Name, Description: g.Description, Admin: g.Admin, Status: StatusOK, Missing: []Permission{}}
 		errs := map[string]bool{}
 		for _, p := range g.Permissions {
 			v := verdicts[p]
@@ -292,7 +301,12 @@ func reviewGroups(ctx context.Context, client kubernetes.Interface, namespace st
 			res.Errors = append(res.Errors, e)
 		}
 		sort.Strings(res.Errors)
-		if len(res.Missing) > 0 || len(res.Errors) > 0 {
+		switch {
+		case len(res.Errors) > 0:
+			res.Status = StatusError
+		case len(res.Missing) > 0 && g.Admin && !opts.All:
+			res.Status = StatusUnavailable
+		case len(res.Missing) > 0:
 			res.Status = StatusFailed
 		}
 		results = append(results, res)

@@ -53,6 +53,11 @@ type CommandGroup struct {
 	Name        string       `json:"name"`
 	Description string       `json:"description"`
 	Permissions []Permission `json:"permissions"`
+	// Admin groups are cluster administration (nodes, pools, node
+	// containers): a developer with a namespace Role is not expected to
+	// hold them, so doctor reports them as not available rather than as a
+	// problem unless asked about everything (--all).
+	Admin bool `json:"admin,omitempty"`
 }
 
 // Watch is granted only on what tug watches (pods, Deployments, the lock's
@@ -201,6 +206,7 @@ func CommandGroups() []CommandGroup {
 		},
 		{
 			Name:        "node",
+			Admin:       true,
 			Description: "list, add, enable, disable and remove nodes (cluster admins)",
 			Permissions: slices.Concat(
 				rules(ScopeCluster, "nodes", manage...),
@@ -217,6 +223,7 @@ func CommandGroups() []CommandGroup {
 		},
 		{
 			Name:        "pool",
+			Admin:       true,
 			Description: "group nodes into pools and list the apps in each (cluster admins)",
 			Permissions: slices.Concat(
 				rules(ScopeCluster, "nodes", "get", "list", "update", "patch"),
@@ -226,6 +233,7 @@ func CommandGroups() []CommandGroup {
 		},
 		{
 			Name:        "node-container",
+			Admin:       true,
 			Description: "run a container on every node of a pool (cluster admins)",
 			// DaemonSets in the namespace, but they run on every node:
 			// granted with the cluster role, not the developer's.

@@ -61,7 +61,10 @@ func translate(err error) string {
 }
 
 var (
-	contextNotFound = regexp.MustCompile(`context was not found for specified context: (\S+)`)
+	// The name ends where clientcmd's list of problems goes on (", ") or
+	// closes ("]"): "[context was not found for specified context: nope,
+	// cluster has no server defined]" is about context "nope".
+	contextNotFound = regexp.MustCompile(`context was not found for specified context: (.+?)(?:, |\]|$)`)
 	// clientcmd's errors for a --context, --user or --cluster that the
 	// kubeconfig does not define.
 	entryMissing = regexp.MustCompile(`(context|auth info|cluster) "([^"]*)" does not exist`)

@@ -149,3 +149,16 @@ func TestResourceName(t *testing.T) {
 		}
 	}
 }
+
+func TestContextNotFoundKeepsTheListOut(t *testing.T) {
+	for msg, want := range map[string]string{
+		"invalid configuration: [context was not found for specified context: nope, cluster has no server defined]": "nope",
+		"context was not found for specified context: prod-eu":                                                      "prod-eu",
+		"invalid configuration: [context was not found for specified context: a.b]":                                 "a.b",
+	} {
+		m := contextNotFound.FindStringSubmatch(msg)
+		if m == nil || m[1] != want {
+			t.Errorf("%q: got %v, want %q", msg, m, want)
+		}
+	}
+}

@@ -63,13 +63,34 @@ func TestDoctorAsAdminPasses(t *testing.T) {
 func TestDoctorAsNamespaceUserNamesMissingNodePermissions(t *testing.T) {
 	h := New(t)
 	devConfig := developerKubeconfig(t, h)
+	// A developer gets exit 0: the admin groups are "unavailable", not
+	// problems.
 	r := h.TugRun(Run{Args: []string{"doctor", "-o", "json"}, Env: []string{"KUBECONFIG=" + devConfig}})
 	var rep doctorReport
 	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
 		t.Fatalf("doctor -o json: %v\n%s", err, r)
 	}
+	if r.Code != 0 || !rep.OK {
+		t.Fatalf("doctor for a developer with the documented Role should pass: %s", r)
+	}
+	var unavailable []string
+	for _, g := range rep.Groups {
+		if g.Status == "unavailable" {
+			unavailable = append(unavailable, g.Name)
+		}
+	}
+	sort.Strings(unavailable)
+	if strings.Join(unavailable, ",") != "node,node-container,pool" {
+		t.Fatalf("unavailable groups = %v, want exactly node, node-container and pool\n%s", unavailable, r.Stdout)
+	}
+	// --all asks about everything: the same groups are missing permissions.
+	r = h.TugRun(Run{Args: []string{"doctor", "--all", "-o", "json"}, Env: []string{"KUBECONFIG=" + devConfig}})
+	rep = doctorReport{}
+	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
+		t.Fatalf("doctor --all -o json: %v\n%s", err, r)
+	}
 	if r.Code != 1 || rep.OK {
-		t.Fatalf("doctor for a namespace user should fail: %s", r)
+		t.Fatalf("doctor --all for a namespace user should fail: %s", r)
 	}
 	var missing []string
 	for _, g := range rep.Groups {
