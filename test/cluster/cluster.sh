@@ -370,6 +370,11 @@ enforceNodeAllocatable: [pods]
 failCgroupV1: false
 failSwapOn: false
 podLogsDir: $nd/pod-logs
+# Test images are imported, not pulled: a node must use what it has. Since
+# 1.35 the kubelet re-checks credentials for an image it once pulled under
+# another name (the same bytes from the local registry), which would make it
+# pull localhost/... and fail.
+imagePullCredentialsVerificationPolicy: NeverVerify
 # Nothing can be pulled again here: never collect images.
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99

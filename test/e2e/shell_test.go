@@ -186,7 +186,9 @@ func TestAppExecAll(t *testing.T) {
 	if r.Code != 6 || strings.TrimSpace(r.Stdout) != names[2] {
 		t.Fatalf("app exec --unit: %s", r)
 	}
-	h.waitEvent("TugExec", names[2], "exit 6")
+	if ev := h.waitEvent("TugExec", names[2], "sh [2 arguments not recorded]"); strings.Contains(ev.Message, "hostname") {
+		t.Fatalf("the exec event records the command's arguments: %q", ev.Message)
+	}
 }
 
 // TestShellFirstLineRuns: on an image without bash (the sample image has
