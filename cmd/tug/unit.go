@@ -63,7 +63,7 @@ func newUnitListCmd(f *cli.Factory) *cobra.Command {
 		Example: `  tug unit list shop
   tug unit list shop -p worker -o wide
   tug unit list --all -o json`,
-		Args: usageArgs(cobra.MaximumNArgs(1)),
+		Args: cli.Args("[APP]"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch {
 			case o.All && len(args) == 1:
@@ -152,13 +152,17 @@ func newUnitAddCmd(f *cli.Factory, add bool) *cobra.Command {
 	var proc string
 	r := &rolloutFlags{}
 	use, short, op := "add APP N", "Add N units to a process", byte('+')
+	verb, aliases := "add", []string(nil)
 	if !add {
-		use, short, op = "remove APP N", "Remove N units from a process", '-'
+		verb, use, short, op = "remove", "remove APP N", "Remove N units from a process", '-'
+		aliases = []string{"rm", "delete"}
 	}
 	cmd := &cobra.Command{
-		Use:   use,
-		Short: short,
-		Args:  cli.ExactArgs("APP", "N"),
+		Use:     use,
+		Aliases: aliases,
+		Short:   short,
+		Example: "  tug unit " + verb + " shop 2 -p worker",
+		Args:    cli.ExactArgs("APP", "N"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
 			if err := app.ValidateName(name); err != nil {
@@ -196,9 +200,10 @@ func newUnitAddCmd(f *cli.Factory, add bool) *cobra.Command {
 func newUnitKillCmd(f *cli.Factory) *cobra.Command {
 	var force bool
 	cmd := &cobra.Command{
-		Use:   "kill APP UNIT",
-		Short: "Kill a unit; its process starts a replacement",
-		Args:  cli.ExactArgs("APP", "UNIT"),
+		Use:     "kill APP UNIT",
+		Short:   "Kill a unit; its process starts a replacement",
+		Example: `  tug unit kill shop shop-web-7d9f-b2`,
+		Args:    cli.ExactArgs("APP", "UNIT"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, _, err := loadApp(cmd, f, args[0])
 			if err != nil {
