@@ -184,5 +184,6 @@ func newSettingsListCmd(f *cli.Factory, use, short, example string, data func(*a
 		},
 	}
 	cli.AddOutputFlags(cmd, o)
+	cli.SetNameKind(cmd, "process")
 	return cmd
 }

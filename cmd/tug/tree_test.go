@@ -121,3 +121,32 @@ func TestPluginHelpSaysKubectlTug(t *testing.T) {
 		t.Errorf("exit %d, help:\n%s", r.code, r.stdout)
 	}
 }
+
+// TestOutputNameAndTemplates: lists print KIND/NAME with -o name, and every
+// -o json command takes jsonpath and go-template over the same JSON.
+func TestOutputNameAndTemplates(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"app", "list", "-o", "name"}, "app/shop\n"},
+		{[]string{"release", "list", "shop", "-o", "name"}, "release/v3\nrelease/v2\nrelease/v1\n"},
+		{[]string{"app", "limit", "list", "shop", "-o", "name"}, "process/clock\nprocess/web\nprocess/worker\n"},
+		{[]string{"app", "list", "-o", "jsonpath={[*].name}"}, "shop"},
+		{[]string{"app", "info", "shop", "-o", "jsonpath={.name}"}, "shop"},
+		{[]string{"release", "list", "shop", "-o", "go-template={{range .}}v{{.version}} {{end}}"}, "v3 v2 v1 "},
+		{[]string{"env", "get", "shop", "-o", "jsonpath={[*].name}"}, "DATABASE_URL PORT"},
+	} {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			p := shopFixture(t)
+			r := p.run(t, false, c.args...)
+			if r.code != 0 || r.stdout != c.want {
+				t.Errorf("exit %d, stdout %q, stderr %q; want %q", r.code, r.stdout, r.stderr, c.want)
+			}
+		})
+	}
+	p := shopFixture(t)
+	if r := p.run(t, false, "app", "info", "shop", "-o", "name"); r.code != 2 {
+		t.Errorf("-o name on a command that is not a list: exit %d, stderr %q; want 2", r.code, r.stderr)
+	}
+}

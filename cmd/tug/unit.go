@@ -25,18 +25,21 @@ func newUnitCmd(f *cli.Factory) *cobra.Command {
 	return cmd
 }
 
-// unitFormat is -o for unit list: the usual formats plus wide.
+// unitFormat is -o for unit list: the usual formats plus wide and name.
 type unitFormat string
 
 func (u *unitFormat) String() string { return string(*u) }
 func (u *unitFormat) Type() string   { return "format" }
 func (u *unitFormat) Set(s string) error {
-	switch s {
-	case "table", "wide", "json", "yaml":
+	if s == "wide" || s == string(cli.OutputName) {
 		*u = unitFormat(s)
 		return nil
 	}
-	return fmt.Errorf("must be one of table, wide, json, yaml")
+	if f, err := cli.ParseFormat(s); err == nil {
+		*u = unitFormat(f)
+		return nil
+	}
+	return fmt.Errorf("must be one of table, wide, json, yaml, name, jsonpath=TEMPLATE, go-template=TEMPLATE")
 }
 
 func newUnitListCmd(f *cli.Factory) *cobra.Command {
@@ -96,7 +99,7 @@ func newUnitListCmd(f *cli.Factory) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			out := cli.OutputOptions{Format: cli.OutputFormat(format), NoHeaders: noHeaders}
+			out := cli.OutputOptions{Format: cli.OutputFormat(format), NoHeaders: noHeaders, NameKind: "unit"}
 			if format == "wide" {
 				out.Format = cli.OutputTable
 			}
@@ -111,7 +114,9 @@ func newUnitListCmd(f *cli.Factory) *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&o.Process, "process", "p", "", "Only units of this process type")
 	cmd.Flags().BoolVar(&o.All, "all", false, "Units of every app in the namespace")
-	cmd.Flags().VarP(&format, "output", "o", "Output format: table, wide, json or yaml")
+	cmd.Flags().VarP(&format, "output", "o", "Output format: table, wide, json, yaml, name, jsonpath=TEMPLATE or go-template=TEMPLATE")
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(
+		[]cobra.Completion{"table", "wide", "json", "yaml", "name", "jsonpath=", "go-template="}, cobra.ShellCompDirectiveNoFileComp|cobra.ShellCompDirectiveNoSpace))
 	cmd.Flags().BoolVar(&noHeaders, "no-headers", false, "Omit the header row of tables")
 	return cmd
 }
