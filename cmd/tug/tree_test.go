@@ -150,3 +150,48 @@ func TestOutputNameAndTemplates(t *testing.T) {
 		t.Errorf("-o name on a command that is not a list: exit %d, stderr %q; want 2", r.code, r.stderr)
 	}
 }
+
+// TestDynamicCompletion goes through cobra's __complete, as the shell
+// scripts do, against the fake cluster.
+func TestDynamicCompletion(t *testing.T) {
+	p := unitsFixture(t)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"app", "info", ""}, "blog\nshop\n:4\n"},
+		{[]string{"app", "info", "s"}, "shop\n:4\n"},
+		{[]string{"unit", "kill", "shop", ""}, "shop-web-7d9f-a1\tweb started\nshop-web-7d9f-b2\tweb crashed\nshop-worker-5c4-x1\tworker pending\nshop-worker-5c4-x2\tworker error\n:4\n"},
+		{[]string{"unit", "list", "shop", "-p", ""}, "web\t2 units\nworker\t2 units\n:4\n"},
+		{[]string{"logs", "shop", "-p", "worker", "-u", ""}, "shop-worker-5c4-x1\tworker pending\nshop-worker-5c4-x2\tworker error\n:4\n"},
+		{[]string{"app", "maintenance", "shop", ""}, "on\noff\n:4\n"},
+		{[]string{"app", "create", ""}, ":4\n"},
+		{[]string{"unit", "kill", "shop", "x", ""}, ":4\n"},
+		// An app that is not there: nothing, and no error.
+		{[]string{"unit", "kill", "nope", ""}, ":4\n"},
+	} {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			r := p.run(t, false, append([]string{"__complete"}, c.args...)...)
+			if r.code != 0 || r.stdout != c.want {
+				t.Errorf("exit %d, stdout %q, stderr %q; want %q", r.code, r.stdout, r.stderr, c.want)
+			}
+		})
+	}
+}
+
+// TestEveryAppArgumentCompletes: a command that takes an APP, UNIT, vN or
+// NODE completes it.
+func TestEveryAppArgumentCompletes(t *testing.T) {
+	for _, c := range commandTree(t) {
+		if !isLeaf(c) || (c.Parent().Name() == "app" && c.Name() == "create") {
+			continue
+		}
+		for _, w := range positionalWords(c.Use) {
+			if w == "APP" || w == "UNIT" || w == "vN" || w == "NODE" || w == "POOL" {
+				if c.ValidArgsFunction == nil {
+					t.Errorf("%q takes %s but completes nothing", c.CommandPath(), w)
+				}
+			}
+		}
+	}
+}
