@@ -12,9 +12,10 @@ NODES   ?= 1
 
 .PHONY: build test unit e2e lint docs check-docs demo bench cluster-up cluster-down cluster-status cluster-kubeconfig cluster-registry
 
-build: ## bin/tug (and bin/kubectl-tug, the same binary as a kubectl plugin)
+build: ## bin/tug (and bin/kubectl-tug, the same binary as a kubectl plugin, with bin/kubectl_complete-tug for its completion)
 	go build -trimpath -ldflags '$(LDFLAGS)' -o bin/tug ./cmd/tug
 	ln -sf tug bin/kubectl-tug
+	install -m 0755 plugins/kubectl_complete-tug bin/kubectl_complete-tug
 
 test: ## unit and end-to-end tests; starts the local cluster when none runs
 	hack/test.sh

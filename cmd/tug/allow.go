@@ -31,10 +31,16 @@ and the controller's own pods must be in the list (see docs/guide.md).`,
 }
 
 func newAllowEditCmd(f *cli.Factory, use, short string, remove bool) *cobra.Command {
+	var aliases []string
+	if remove {
+		aliases = []string{"rm", "delete"}
+	}
 	return &cobra.Command{
-		Use:   use + " APP CIDR...",
-		Short: short,
-		Args:  usageArgs(cobra.MinimumNArgs(2)),
+		Use:     use + " APP CIDR...",
+		Aliases: aliases,
+		Short:   short,
+		Example: "  tug app allow " + use + " shop 10.0.0.0/8 192.168.1.7",
+		Args:    cli.Args("APP", "CIDR..."),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o := traffic.AllowOptions{App: args[0], Sources: args[1:], Remove: remove}
 			if err := o.Validate(); err != nil {
@@ -50,9 +56,11 @@ func newAllowEditCmd(f *cli.Factory, use, short string, remove bool) *cobra.Comm
 func newAllowListCmd(f *cli.Factory) *cobra.Command {
 	o := &cli.OutputOptions{}
 	cmd := &cobra.Command{
-		Use:   "list APP",
-		Short: "List the allowed sources (none: everyone is admitted)",
-		Args:  cli.ExactArgs("APP"),
+		Use:     "list APP",
+		Aliases: []string{"ls"},
+		Short:   "List the allowed sources (none: everyone is admitted)",
+		Example: "  tug app allow list shop",
+		Args:    cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			_, a, err := loadApp(cmd, f, args[0])
 			if err != nil {

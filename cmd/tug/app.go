@@ -163,7 +163,9 @@ func newAppListCmd(f *cli.Factory) *cobra.Command {
 		Use:     "list",
 		Aliases: []string{"ls"},
 		Short:   "List the apps in the namespace",
-		Args:    cli.NoArgs,
+		Example: `  tug app list
+  tug app list -n staging -o name`,
+		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			s, err := appStore(f)
 			if err != nil {

@@ -12,7 +12,7 @@ import (
 
 func newAutoscaleCmd(f *cli.Factory) *cobra.Command {
 	cmd := &cobra.Command{Use: "autoscale", Short: "Let a HorizontalPodAutoscaler set a process's units", Args: cli.GroupArgs, RunE: cli.GroupRunE}
-	cmd.AddCommand(newAutoscaleSetCmd(f), newAutoscaleUnsetCmd(f), newSettingsListCmd(f, "list APP", "List autoscaled processes", func(a *app.App, _ *app.Release) any {
+	cmd.AddCommand(newAutoscaleSetCmd(f), newAutoscaleUnsetCmd(f), newSettingsListCmd(f, "list APP", "List autoscaled processes", "  tug app autoscale list shop", func(a *app.App, _ *app.Release) any {
 		out := map[string]*app.Autoscale{}
 		for _, p := range a.ProcessNames() {
 			out[p] = a.Processes[p].Autoscale
@@ -63,9 +63,10 @@ func newAutoscaleUnsetCmd(f *cli.Factory) *cobra.Command {
 	var proc string
 	r := &rolloutFlags{}
 	cmd := &cobra.Command{
-		Use:   "unset APP -p PROCESS",
-		Short: "Stop autoscaling a process; it keeps its current units",
-		Args:  cli.ExactArgs("APP"),
+		Use:     "unset APP -p PROCESS",
+		Short:   "Stop autoscaling a process; it keeps its current units",
+		Example: `  tug app autoscale unset shop -p web`,
+		Args:    cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := app.ValidateAppProcess(args[0], proc, true); err != nil {
 				return err

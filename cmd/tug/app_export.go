@@ -37,8 +37,9 @@ treat the config Secret as optional, and run without it until it is copied.`,
 			if err != nil {
 				return err
 			}
-			if format == cli.OutputJSON {
-				return cli.WriteJSON(f.IOStreams, map[string]any{"apiVersion": "v1", "kind": "List", "items": objs})
+			if format != cli.OutputYAML && format != cli.OutputTable {
+				list := map[string]any{"apiVersion": "v1", "kind": "List", "items": objs}
+				return cli.OutputOptions{Format: format}.Print(f.IOStreams, list, nil)
 			}
 			for i, o := range objs {
 				if i > 0 {

@@ -11,7 +11,7 @@ import (
 
 func newHealthcheckCmd(f *cli.Factory) *cobra.Command {
 	cmd := &cobra.Command{Use: "healthcheck", Short: "Set, unset and list a process's readiness, liveness and startup checks", Args: cli.GroupArgs, RunE: cli.GroupRunE}
-	cmd.AddCommand(newHealthcheckSetCmd(f), newHealthcheckUnsetCmd(f), newSettingsListCmd(f, "list APP", "List each process's checks", func(a *app.App, rel *app.Release) any {
+	cmd.AddCommand(newHealthcheckSetCmd(f), newHealthcheckUnsetCmd(f), newSettingsListCmd(f, "list APP", "List each process's checks", "  tug app healthcheck list shop", func(a *app.App, rel *app.Release) any {
 		out := map[string]app.Healthcheck{}
 		for _, p := range a.ProcessNames() {
 			out[p] = rel.Healthchecks[p]
@@ -76,9 +76,10 @@ func newHealthcheckUnsetCmd(f *cli.Factory) *cobra.Command {
 	o := &app.UnsetHealthcheckOptions{}
 	r := &rolloutFlags{}
 	cmd := &cobra.Command{
-		Use:   "unset APP -p PROCESS",
-		Short: "Remove a process's checks: a new release, rolled out",
-		Args:  cli.ExactArgs("APP"),
+		Use:     "unset APP -p PROCESS",
+		Short:   "Remove a process's checks: a new release, rolled out",
+		Example: `  tug app healthcheck unset shop -p web`,
+		Args:    cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.App = args[0]
 			if err := o.Validate(); err != nil {

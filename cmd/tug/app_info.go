@@ -16,7 +16,9 @@ func newAppInfoCmd(f *cli.Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "info APP",
 		Short: "Show an app: processes and units, release, image, addresses, config",
-		Args:  cli.ExactArgs("APP"),
+		Example: `  tug app info shop
+  tug app info shop -o json`,
+		Args: cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := app.ValidateName(args[0]); err != nil {
 				return err

@@ -9,7 +9,7 @@ import (
 
 func newLimitCmd(f *cli.Factory) *cobra.Command {
 	cmd := &cobra.Command{Use: "limit", Short: "Set, unset and list a process's CPU and memory", Args: cli.GroupArgs, RunE: cli.GroupRunE}
-	cmd.AddCommand(newLimitSetCmd(f), newLimitUnsetCmd(f), newSettingsListCmd(f, "list APP", "List each process's limits and requests", func(a *app.App, rel *app.Release) any {
+	cmd.AddCommand(newLimitSetCmd(f), newLimitUnsetCmd(f), newSettingsListCmd(f, "list APP", "List each process's limits and requests", "  tug app limit list shop", func(a *app.App, rel *app.Release) any {
 		out := map[string]app.Limits{}
 		for _, p := range a.ProcessNames() {
 			out[p] = rel.Limits[p]
@@ -57,7 +57,9 @@ func newLimitUnsetCmd(f *cli.Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "unset APP -p PROCESS [--cpu] [--memory]",
 		Short: "Remove limits (and their requests): a new release, rolled out",
-		Args:  cli.ExactArgs("APP"),
+		Example: `  tug app limit unset shop -p web
+  tug app limit unset shop -p worker --memory`,
+		Args: cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.App = args[0]
 			if err := o.Validate(); err != nil {

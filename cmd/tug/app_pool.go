@@ -16,10 +16,11 @@ func newPoolSetCmd(f *cli.Factory) *cobra.Command {
 	cmd := &cobra.Command{Use: "pool", Short: "Choose the pool of nodes an app runs on", Args: cli.GroupArgs, RunE: cli.GroupRunE}
 	r := &rolloutFlags{}
 	set := &cobra.Command{
-		Use:   "set APP POOL",
-		Short: "Move an app's units to the nodes of a pool: a new release, rolled out",
-		Long:  "Pools are the node label tug.dev/pool (see 'tug node update --pool').",
-		Args:  cli.ExactArgs("APP", "POOL"),
+		Use:     "set APP POOL",
+		Short:   "Move an app's units to the nodes of a pool: a new release, rolled out",
+		Example: `  tug app pool set shop gpu`,
+		Long:    "Pools are the node label tug.dev/pool (see 'tug node update --pool').",
+		Args:    cli.ExactArgs("APP", "POOL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := app.ValidateName(args[0]); err != nil {
 				return err

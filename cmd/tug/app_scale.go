@@ -19,7 +19,7 @@ func newAppScaleCmd(f *cli.Factory) *cobra.Command {
 		Short: "Set how many units each process runs",
 		Example: `  tug app scale shop web=3 worker=1
   tug app scale shop web+1`,
-		Args: usageArgs(cobra.MinimumNArgs(2)),
+		Args: cli.Args("APP", "PROCESS=N..."),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := app.ValidateName(args[0]); err != nil {
 				return err
@@ -47,9 +47,10 @@ func newAppLifecycleCmd(f *cli.Factory, verb string) *cobra.Command {
 		"start":   "Start stopped units again with their remembered count",
 	}[verb]
 	cmd := &cobra.Command{
-		Use:   verb + " APP",
-		Short: short,
-		Args:  cli.ExactArgs("APP"),
+		Use:     verb + " APP",
+		Short:   short,
+		Example: "  tug app " + verb + " shop\n  tug app " + verb + " shop -p worker",
+		Args:    cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := app.ValidateAppProcess(args[0], proc, false); err != nil {
 				return err

@@ -11,9 +11,10 @@ func newTagCmd(f *cli.Factory) *cobra.Command {
 	cmd := &cobra.Command{Use: "tag", Short: "Place an app's units on nodes with given labels", Args: cli.GroupArgs, RunE: cli.GroupRunE}
 	r := &rolloutFlags{}
 	set := &cobra.Command{
-		Use:   "set APP KEY=VALUE...",
-		Short: "Require node labels for the app's units: a new release, rolled out",
-		Args:  usageArgs(cobra.MinimumNArgs(2)),
+		Use:     "set APP KEY=VALUE...",
+		Short:   "Require node labels for the app's units: a new release, rolled out",
+		Example: `  tug app tag set shop disk=ssd zone=a`,
+		Args:    cli.Args("APP", "KEY=VALUE..."),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := app.ValidateName(args[0]); err != nil {
 				return err
@@ -31,9 +32,10 @@ func newTagCmd(f *cli.Factory) *cobra.Command {
 	r.add(set, true)
 	ru := &rolloutFlags{}
 	unset := &cobra.Command{
-		Use:   "unset APP KEY...",
-		Short: "Drop node label requirements: a new release, rolled out",
-		Args:  usageArgs(cobra.MinimumNArgs(2)),
+		Use:     "unset APP KEY...",
+		Short:   "Drop node label requirements: a new release, rolled out",
+		Example: `  tug app tag unset shop zone`,
+		Args:    cli.Args("APP", "KEY..."),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := app.ValidateName(args[0]); err != nil {
 				return err

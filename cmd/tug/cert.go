@@ -28,8 +28,9 @@ func newCertCmd(f *cli.Factory) *cobra.Command {
 func newCertAddCmd(f *cli.Factory) *cobra.Command {
 	o := traffic.CertAddOptions{}
 	cmd := &cobra.Command{
-		Use:   "add APP HOST --cert FILE --key FILE",
-		Short: "Add a certificate for one of the app's domains",
+		Use:     "add APP HOST --cert FILE --key FILE",
+		Short:   "Add a certificate for one of the app's domains",
+		Example: `  tug cert add shop shop.example.com --cert shop.crt --key shop.key`,
 		Long: `Add a certificate and its key for a domain of the app. The pair is checked
 first: the key matches the certificate, the certificate names the host, and it
 is valid today. It is stored as a kubernetes.io/tls Secret and served through
@@ -53,8 +54,9 @@ the Ingress. The key is never printed.`,
 func newCertRemoveCmd(f *cli.Factory) *cobra.Command {
 	return &cobra.Command{
 		Use:     "remove APP HOST",
-		Aliases: []string{"rm"},
+		Aliases: []string{"rm", "delete"},
 		Short:   "Stop serving a domain over TLS",
+		Example: `  tug cert remove shop shop.example.com`,
 		Args:    cli.ExactArgs("APP", "HOST"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name, host := args[0], args[1]
@@ -77,6 +79,7 @@ func newCertListCmd(f *cli.Factory) *cobra.Command {
 		Use:     "list APP",
 		Aliases: []string{"ls"},
 		Short:   "List the app's certificates: names, issuer, expiry",
+		Example: `  tug cert list shop`,
 		Args:    cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, _, err := loadApp(cmd, f, args[0])

@@ -215,7 +215,9 @@ func newClusterListCmd(f *cli.Factory) *cobra.Command {
 		Use:     "list",
 		Aliases: []string{"ls"},
 		Short:   "List the configured clusters and their pools",
-		Args:    cli.NoArgs,
+		Example: `  tug cluster list
+  tug cluster list -o json`,
+		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := loadClusters()
 			if err != nil {
@@ -262,8 +264,9 @@ func newClusterListCmd(f *cli.Factory) *cobra.Command {
 func newClusterRemoveCmd(f *cli.Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "remove NAME",
-		Aliases: []string{"rm"},
+		Aliases: []string{"rm", "delete"},
 		Short:   "Remove a cluster from tug's map (the cluster itself is untouched)",
+		Example: `  tug cluster remove edge`,
 		Args:    cli.ExactArgs("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := loadClusters()

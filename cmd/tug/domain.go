@@ -53,8 +53,9 @@ func newDomainAddCmd(f *cli.Factory) *cobra.Command {
 func newDomainRemoveCmd(f *cli.Factory) *cobra.Command {
 	return &cobra.Command{
 		Use:     "remove APP HOST",
-		Aliases: []string{"rm"},
+		Aliases: []string{"rm", "delete"},
 		Short:   "Stop routing a host to the app (its certificate goes too)",
+		Example: `  tug domain remove shop shop.example.com`,
 		Args:    cli.ExactArgs("APP", "HOST"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name, host := args[0], args[1]
@@ -77,6 +78,7 @@ func newDomainListCmd(f *cli.Factory) *cobra.Command {
 		Use:     "list APP",
 		Aliases: []string{"ls"},
 		Short:   "List the app's domains",
+		Example: `  tug domain list shop`,
 		Args:    cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			_, a, err := loadApp(cmd, f, args[0])

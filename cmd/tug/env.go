@@ -8,18 +8,7 @@ import (
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
-	"tug.dev/tug/pkg/usage"
 )
-
-// usageArgs makes cobra's own argument checks usage errors (exit 2).
-func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error {
-		if err := check(cmd, args); err != nil {
-			return usage.Wrap(err)
-		}
-		return nil
-	}
-}
 
 func newEnvCmd(f *cli.Factory) *cobra.Command {
 	cmd := &cobra.Command{
@@ -56,7 +45,7 @@ input), so secrets stay out of shell history.`,
   tug env set shop TLS_KEY=@key.pem
   vault read -field=url db | tug env set shop DATABASE_URL=@-
   tug env set shop --from-env-file prod.env --no-restart`,
-		Args: usageArgs(cobra.MinimumNArgs(1)),
+		Args: cli.Args("APP", "[KEY=VALUE...]"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
 			if err := app.ValidateName(name); err != nil {
@@ -87,7 +76,7 @@ func newEnvUnsetCmd(f *cli.Factory) *cobra.Command {
 		Use:     "unset APP KEY...",
 		Short:   "Remove config variables: a new release, rolled out",
 		Example: `  tug env unset shop LOG_LEVEL DEBUG`,
-		Args:    usageArgs(cobra.MinimumNArgs(2)),
+		Args:    cli.Args("APP", "KEY..."),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
 			if err := app.ValidateName(name); err != nil {
@@ -128,7 +117,7 @@ func newEnvGetCmd(f *cli.Factory) *cobra.Command {
 scripts.`,
 		Example: `  tug env get shop
   tug env get shop DATABASE_URL --show-values`,
-		Args: usageArgs(cobra.RangeArgs(1, 2)),
+		Args: cli.Args("APP", "[KEY]"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
 			s, a, err := loadApp(cmd, f, name)

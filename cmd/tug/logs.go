@@ -82,7 +82,7 @@ Ctrl-C ends it (exit code 0).`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVarP(&o.Process, "process", "p", "", "Only this process's units")
+	fl.StringVarP(&o.Process, "process", "p", "", "Only this process's units (not kubectl's -p, which is --previous here)")
 	fl.StringVarP(&o.Unit, "unit", "u", "", "Only this unit (or one-off run pod)")
 	fl.BoolVarP(&o.Follow, "follow", "f", false, "Keep showing new lines, and units that start later")
 	fl.Int64Var(&o.Tail, "tail", defaultTail, "Lines to show from the end of each unit's log (-1: all)")

@@ -122,8 +122,10 @@ func newNodeInfoCmd(f *cli.Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "info NODE",
 		Short: "Show a node: addresses, pool, capacity, conditions, taints and its units",
-		Long:  "NODE is a node's name or one of its addresses.",
-		Args:  cli.ExactArgs("NODE"),
+		Example: `  tug node info worker-1
+  tug node info worker-1 --cluster edge -o yaml`,
+		Long: "NODE is a node's name or one of its addresses.",
+		Args: cli.ExactArgs("NODE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			found, err := findNode(cmd, f, args[0], cluster)
 			if err != nil {

@@ -151,7 +151,9 @@ func newNodeContainerListCmd(f *cli.Factory) *cobra.Command {
 		Use:     "list",
 		Aliases: []string{"ls"},
 		Short:   "List node containers, per pool and cluster",
-		Args:    cli.NoArgs,
+		Example: `  tug node-container list
+  tug node-container list --cluster edge`,
+		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ts, err := clusterTargets(f, cluster)
 			if err != nil {
@@ -227,9 +229,11 @@ func newNodeContainerRemoveCmd(f *cli.Factory) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:     "remove NAME",
-		Aliases: []string{"rm"},
+		Aliases: []string{"rm", "delete"},
 		Short:   "Stop a node container on every node (only a pool's version with --pool)",
-		Args:    cli.ExactArgs("NAME"),
+		Example: `  tug node-container remove log-shipper --yes
+  tug node-container remove log-shipper --pool gpu --yes`,
+		Args: cli.ExactArgs("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := nodecontainer.ValidateName(args[0]); err != nil {
 				return err

@@ -13,6 +13,7 @@ func newOptionsCmd(f *cli.Factory) *cobra.Command {
 	return &cobra.Command{
 		Use:     "options",
 		Short:   "List the flags every command accepts (cluster connection, output)",
+		Example: `  tug options`,
 		Args:    cli.NoArgs,
 		GroupID: "other",
 		RunE: func(cmd *cobra.Command, _ []string) error {

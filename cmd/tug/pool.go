@@ -33,6 +33,8 @@ func newPoolListCmd(f *cli.Factory) *cobra.Command {
 		Use:     "list",
 		Aliases: []string{"ls"},
 		Short:   "List the pools of every cluster, with their nodes and apps",
+		Example: `  tug pool list
+  tug pool list --cluster edge -o json`,
 		Long: `List the pools of every configured cluster: the pools its nodes are labelled
 with, the pools its apps are placed in, and the pools the cluster is
 configured to hold. READY counts the nodes that can take new units (ready,

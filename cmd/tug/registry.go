@@ -138,9 +138,10 @@ func (o *registrySetOptions) complete(f *cli.Factory, appName string) (registry.
 func newRegistryUnsetCmd(f *cli.Factory) *cobra.Command {
 	r := &rolloutFlags{}
 	cmd := &cobra.Command{
-		Use:   "unset APP",
-		Short: "Pull the app's image without credentials again, and delete them",
-		Args:  cli.ExactArgs("APP"),
+		Use:     "unset APP",
+		Short:   "Pull the app's image without credentials again, and delete them",
+		Example: `  tug registry unset shop`,
+		Args:    cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := app.ValidateName(args[0]); err != nil {
 				return err
@@ -183,10 +184,11 @@ func printRegistryResult(f *cli.Factory, format cli.OutputFormat, info *registry
 func newRegistryInfoCmd(f *cli.Factory) *cobra.Command {
 	o := &cli.OutputOptions{}
 	cmd := &cobra.Command{
-		Use:   "info APP",
-		Short: "Show the registry server and user an app pulls with, and which units do",
-		Long:  "Show the registry credentials of an app: server, user, Secret and the units that pull with it. The password is never shown.",
-		Args:  cli.ExactArgs("APP"),
+		Use:     "info APP",
+		Short:   "Show the registry server and user an app pulls with, and which units do",
+		Example: `  tug registry info shop`,
+		Long:    "Show the registry credentials of an app: server, user, Secret and the units that pull with it. The password is never shown.",
+		Args:    cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := app.ValidateName(args[0]); err != nil {
 				return err

@@ -30,7 +30,9 @@ func newReleaseListCmd(f *cli.Factory) *cobra.Command {
 		Use:     "list APP",
 		Aliases: []string{"ls"},
 		Short:   "List an app's releases, newest first",
-		Args:    cli.ExactArgs("APP"),
+		Example: `  tug release list shop
+  tug release list shop -o name`,
+		Args: cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, a, err := loadApp(cmd, f, args[0])
 			if err != nil {
@@ -77,7 +79,9 @@ func newReleaseInfoCmd(f *cli.Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "info APP vN",
 		Short: "Show one release: image, processes, config names, status",
-		Args:  cli.ExactArgs("APP", "RELEASE"),
+		Example: `  tug release info shop v3
+  tug release info shop v3 -o jsonpath='{.image}'`,
+		Args: cli.ExactArgs("APP", "RELEASE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := app.ValidateName(args[0]); err != nil {
 				return err
@@ -145,7 +149,7 @@ process commands and config, rolled out and watched like a deploy. Without vN,
 the release that ran before the current one.`,
 		Example: `  tug release rollback shop
   tug release rollback shop v3`,
-		Args: usageArgs(cobra.RangeArgs(1, 2)),
+		Args: cli.Args("APP", "[vN]"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := app.ValidateName(args[0]); err != nil {
 				return err

@@ -158,12 +158,14 @@ func settingsRoll(cmd *cobra.Command, f *cli.Factory, appName, kind, message str
 }
 
 // newSettingsListCmd lists a setting of the deployed release.
-func newSettingsListCmd(f *cli.Factory, use, short string, data func(*app.App, *app.Release) any, table func(*app.App, *app.Release) *cli.Table) *cobra.Command {
+func newSettingsListCmd(f *cli.Factory, use, short, example string, data func(*app.App, *app.Release) any, table func(*app.App, *app.Release) *cli.Table) *cobra.Command {
 	o := &cli.OutputOptions{}
 	cmd := &cobra.Command{
-		Use:   use,
-		Short: short,
-		Args:  cli.ExactArgs("APP"),
+		Use:     use,
+		Aliases: []string{"ls"},
+		Short:   short,
+		Example: example,
+		Args:    cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := app.ValidateName(args[0]); err != nil {
 				return err
@@ -187,5 +189,6 @@ func newSettingsListCmd(f *cli.Factory, use, short string, data func(*app.App, *
 		},
 	}
 	cli.AddOutputFlags(cmd, o)
+	cli.SetNameKind(cmd, "process")
 	return cmd
 }

@@ -48,6 +48,15 @@ Start with 'tug doctor' to check that your kubeconfig works and what you may do.
 	}
 	if f.CommandName != "tug" {
 		cmd.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: f.CommandName}
+		// Examples and hints are written as 'tug ...'; as a kubectl plugin
+		// they should read 'kubectl tug ...'. Rendered when help is shown, so
+		// the docs generated from the tree keep the canonical name.
+		help := cmd.HelpFunc()
+		cmd.SetHelpFunc(func(c *cobra.Command, args []string) {
+			c.Example = cli.ExampleWithCommandName(c.Example, f.CommandName)
+			c.Long = cli.WithCommandName(c.Long, f.CommandName)
+			help(c, args)
+		})
 	}
 	cmd.SuggestionsMinimumDistance = 2
 	cmd.SetFlagErrorFunc(cli.FlagErrorFunc)
@@ -95,5 +104,6 @@ Start with 'tug doctor' to check that your kubeconfig works and what you may do.
 	}
 	cmd.SetHelpCommandGroupID("other")
 	addDevCommands(cmd, f)
+	addDynamicCompletion(cmd, f)
 	return cmd
 }

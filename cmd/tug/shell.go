@@ -54,6 +54,6 @@ naming you and the command.`,
 		},
 	}
 	cmd.Flags().StringVarP(&o.Process, "process", "p", "", "Choose among this process's units")
-	cmd.Flags().StringVarP(&o.Command, "command", "c", "", "Run this command line instead of bash or sh")
+	cmd.Flags().StringVarP(&o.Command, "command", "c", "", "Run this command line instead of bash or sh (not kubectl exec's -c, the container)")
 	return cmd
 }

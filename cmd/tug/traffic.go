@@ -55,6 +55,8 @@ func newAppAddressCmd(f *cli.Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "address APP",
 		Short: "List where the app can be reached",
+		Example: `  tug app address shop
+  tug app address shop -o json`,
 		Long: `List the addresses of the app's web process: its Service's cluster IP and
 in-cluster name, its NodePort on every node, load balancer addresses, and its
 domains through the Ingress.`,
@@ -89,10 +91,11 @@ domains through the Ingress.`,
 
 func newOnOffCmd(f *cli.Factory, s traffic.Setting, short, long string) *cobra.Command {
 	return &cobra.Command{
-		Use:   string(s) + " APP on|off",
-		Short: short,
-		Long:  long,
-		Args:  cli.ExactArgs("APP", "on|off"),
+		Use:     string(s) + " APP on|off",
+		Short:   short,
+		Example: "  tug app " + string(s) + " shop off\n  tug app " + string(s) + " shop on",
+		Long:    long,
+		Args:    cli.ExactArgs("APP", "on|off"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkApp(args[0]); err != nil {
 				return err

@@ -25,18 +25,21 @@ func newUnitCmd(f *cli.Factory) *cobra.Command {
 	return cmd
 }
 
-// unitFormat is -o for unit list: the usual formats plus wide.
+// unitFormat is -o for unit list: the usual formats plus wide and name.
 type unitFormat string
 
 func (u *unitFormat) String() string { return string(*u) }
 func (u *unitFormat) Type() string   { return "format" }
 func (u *unitFormat) Set(s string) error {
-	switch s {
-	case "table", "wide", "json", "yaml":
+	if s == "wide" || s == string(cli.OutputName) {
 		*u = unitFormat(s)
 		return nil
 	}
-	return fmt.Errorf("must be one of table, wide, json, yaml")
+	if f, err := cli.ParseFormat(s); err == nil {
+		*u = unitFormat(f)
+		return nil
+	}
+	return fmt.Errorf("must be one of table, wide, json, yaml, name, jsonpath=TEMPLATE, go-template=TEMPLATE")
 }
 
 func newUnitListCmd(f *cli.Factory) *cobra.Command {
@@ -63,7 +66,7 @@ func newUnitListCmd(f *cli.Factory) *cobra.Command {
 		Example: `  tug unit list shop
   tug unit list shop -p worker -o wide
   tug unit list --all -o json`,
-		Args: usageArgs(cobra.MaximumNArgs(1)),
+		Args: cli.Args("[APP]"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch {
 			case o.All && len(args) == 1:
@@ -98,7 +101,7 @@ func newUnitListCmd(f *cli.Factory) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			out := cli.OutputOptions{Format: cli.OutputFormat(format), NoHeaders: noHeaders}
+			out := cli.OutputOptions{Format: cli.OutputFormat(format), NoHeaders: noHeaders, NameKind: "unit"}
 			if format == "wide" {
 				out.Format = cli.OutputTable
 			}
@@ -113,7 +116,9 @@ func newUnitListCmd(f *cli.Factory) *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&o.Process, "process", "p", "", "Only units of this process type")
 	cmd.Flags().BoolVar(&o.All, "all", false, "Units of every app in the namespace")
-	cmd.Flags().VarP(&format, "output", "o", "Output format: table, wide, json or yaml")
+	cmd.Flags().VarP(&format, "output", "o", "Output format: table, wide, json, yaml, name, jsonpath=TEMPLATE or go-template=TEMPLATE")
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(
+		[]cobra.Completion{"table", "wide", "json", "yaml", "name", "jsonpath=", "go-template="}, cobra.ShellCompDirectiveNoFileComp|cobra.ShellCompDirectiveNoSpace))
 	cmd.Flags().BoolVar(&noHeaders, "no-headers", false, "Omit the header row of tables")
 	return cmd
 }
@@ -154,13 +159,17 @@ func newUnitAddCmd(f *cli.Factory, add bool) *cobra.Command {
 	var proc string
 	r := &rolloutFlags{}
 	use, short, op := "add APP N", "Add N units to a process", byte('+')
+	verb, aliases := "add", []string(nil)
 	if !add {
-		use, short, op = "remove APP N", "Remove N units from a process", '-'
+		verb, use, short, op = "remove", "remove APP N", "Remove N units from a process", '-'
+		aliases = []string{"rm", "delete"}
 	}
 	cmd := &cobra.Command{
-		Use:   use,
-		Short: short,
-		Args:  cli.ExactArgs("APP", "N"),
+		Use:     use,
+		Aliases: aliases,
+		Short:   short,
+		Example: "  tug unit " + verb + " shop 2 -p worker",
+		Args:    cli.ExactArgs("APP", "N"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
 			if err := app.ValidateName(name); err != nil {
@@ -198,9 +207,10 @@ func newUnitAddCmd(f *cli.Factory, add bool) *cobra.Command {
 func newUnitKillCmd(f *cli.Factory) *cobra.Command {
 	var force bool
 	cmd := &cobra.Command{
-		Use:   "kill APP UNIT",
-		Short: "Kill a unit; its process starts a replacement",
-		Args:  cli.ExactArgs("APP", "UNIT"),
+		Use:     "kill APP UNIT",
+		Short:   "Kill a unit; its process starts a replacement",
+		Example: `  tug unit kill shop shop-web-7d9f-b2`,
+		Args:    cli.ExactArgs("APP", "UNIT"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := app.ValidateName(args[0]); err != nil {
 				return err

@@ -106,10 +106,11 @@ units on one node, or use an RWX volume.`,
 func newVolumeUnbindCmd(f *cli.Factory) *cobra.Command {
 	r := &rolloutFlags{}
 	cmd := &cobra.Command{
-		Use:   "unbind APP NAME",
-		Short: "Unmount a volume from an app's units: a new release, rolled out",
-		Long:  "Unmount a volume from an app's units. Its data stays in the volume.",
-		Args:  cli.ExactArgs("APP", "NAME"),
+		Use:     "unbind APP NAME",
+		Short:   "Unmount a volume from an app's units: a new release, rolled out",
+		Example: `  tug volume unbind shop uploads`,
+		Long:    "Unmount a volume from an app's units. Its data stays in the volume.",
+		Args:    cli.ExactArgs("APP", "NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := app.ValidateName(args[0]); err != nil {
 				return err
@@ -133,6 +134,7 @@ func newVolumeListCmd(f *cli.Factory) *cobra.Command {
 		Use:     "list",
 		Aliases: []string{"ls"},
 		Short:   "List the namespace's volumes and the apps that mount them",
+		Example: `  tug volume list`,
 		Long: `List volumes with their size, access mode, storage class, status and the apps
 whose deployed release mounts them. Status is Pending until storage is found
 for the volume (a provisioner, or a PersistentVolume an admin made), then Bound.`,
@@ -173,6 +175,7 @@ func newVolumeRemoveCmd(f *cli.Factory) *cobra.Command {
 		Use:     "remove NAME",
 		Aliases: []string{"rm", "delete"},
 		Short:   "Remove a volume and its data (refused while an app mounts it)",
+		Example: `  tug volume remove uploads --yes`,
 		Long: `Remove a volume. Its data is deleted or kept as its StorageClass's reclaim
 policy says. Refused while an app's deployed release mounts it: unbind it
 first. Asks first on a terminal; elsewhere needs --yes.`,

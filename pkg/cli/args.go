@@ -36,6 +36,34 @@ func ExactArgs(names ...string) cobra.PositionalArgs {
 	}
 }
 
+// Args checks positional arguments against a usage spec, one word per
+// argument: "APP" is required, "[KEY]" optional, "KEY..." one or more and
+// "[KEY...]" any number; a repeated word comes last. Args("APP", "KEY...")
+// reports `missing KEY: "tug env unset" takes APP KEY...`, not cobra's
+// "requires at least 2 arg(s)".
+func Args(spec ...string) cobra.PositionalArgs {
+	required, maxArgs := 0, len(spec)
+	for _, w := range spec {
+		optional := strings.HasPrefix(w, "[")
+		if !optional {
+			required++
+		}
+		if strings.HasSuffix(strings.TrimSuffix(w, "]"), "...") {
+			maxArgs = -1
+		}
+	}
+	return func(cmd *cobra.Command, args []string) error {
+		switch {
+		case len(args) < required:
+			missing := strings.TrimSuffix(strings.Trim(spec[len(args)], "[]"), "...")
+			return usage.Errorf("missing %s: %q takes %s", missing, cmd.CommandPath(), strings.Join(spec, " "))
+		case maxArgs >= 0 && len(args) > maxArgs:
+			return usage.Errorf("unexpected argument %q: %q takes %s", args[maxArgs], cmd.CommandPath(), argList(spec))
+		}
+		return nil
+	}
+}
+
 // OneOfArgs requires exactly one argument from valid, e.g. a shell name.
 func OneOfArgs(name string, valid ...string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
@@ -64,6 +92,12 @@ func argList(names []string) string {
 func GroupArgs(cmd *cobra.Command, args []string) error {
 	if len(args) == 0 {
 		return nil
+	}
+	// cobra sets a default distance only on the command it suggests for at
+	// the root; a group below it would suggest by prefix alone, and `tug app
+	// lst` would get no "list".
+	if cmd.SuggestionsMinimumDistance <= 0 {
+		cmd.SuggestionsMinimumDistance = 2
 	}
 	return &usage.Error{
 		Err:         fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath()),

@@ -99,3 +99,54 @@ func TestLevenshtein(t *testing.T) {
 		}
 	}
 }
+
+func TestArgsNameWhatIsMissing(t *testing.T) {
+	for _, c := range []struct {
+		spec []string
+		args []string
+		want string
+	}{
+		{[]string{"APP", "KEY..."}, []string{"shop"}, `missing KEY: "x" takes APP KEY...`},
+		{[]string{"APP", "KEY..."}, nil, `missing APP: "x" takes APP KEY...`},
+		{[]string{"APP", "KEY..."}, []string{"shop", "A", "B", "C"}, ""},
+		{[]string{"APP", "[vN]"}, []string{"shop"}, ""},
+		{[]string{"APP", "[vN]"}, []string{"shop", "v1", "v2"}, `unexpected argument "v2": "x" takes APP [vN]`},
+		{[]string{"[APP]"}, nil, ""},
+		{[]string{"[APP]"}, []string{"a", "b"}, `unexpected argument "b": "x" takes [APP]`},
+		{[]string{"APP", "[KEY=VALUE...]"}, []string{"shop"}, ""},
+		{[]string{"APP", "[KEY=VALUE...]"}, []string{"shop", "A=1", "B=2"}, ""},
+	} {
+		err := Args(c.spec...)(&cobra.Command{Use: "x"}, c.args)
+		if c.want == "" {
+			if err != nil {
+				t.Errorf("%q %q: %v", c.spec, c.args, err)
+			}
+			continue
+		}
+		if err == nil || err.Error() != c.want || !usage.Is(err) {
+			t.Errorf("%q %q: got %v, want usage error %q", c.spec, c.args, err, c.want)
+		}
+	}
+}
+
+func TestGroupArgsSuggestsBelowTheRoot(t *testing.T) {
+	root := &cobra.Command{Use: "tug", Args: GroupArgs, RunE: GroupRunE}
+	app := &cobra.Command{Use: "app", Args: GroupArgs, RunE: GroupRunE}
+	root.AddCommand(app)
+	app.AddCommand(&cobra.Command{Use: "list", Run: func(*cobra.Command, []string) {}})
+	var ue *usage.Error
+	if !errors.As(GroupArgs(app, []string{"lst"}), &ue) || !reflect.DeepEqual(ue.Suggestions, []string{"list"}) {
+		t.Errorf("got %v, want a usage error suggesting list", ue)
+	}
+}
+
+func TestExampleWithCommandName(t *testing.T) {
+	ex := "  tug env set shop A=1\n  vault read x | tug env set shop B=@-\n  source <(tug completion bash)\n  echo $(tug app list -o name)\n  mytug app list"
+	want := "  kubectl tug env set shop A=1\n  vault read x | kubectl tug env set shop B=@-\n  source <(kubectl tug completion bash)\n  echo $(kubectl tug app list -o name)\n  mytug app list"
+	if got := ExampleWithCommandName(ex, "kubectl tug"); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	if got := ExampleWithCommandName(ex, "tug"); got != ex {
+		t.Errorf("tug must leave examples alone, got\n%s", got)
+	}
+}

@@ -59,7 +59,7 @@ func NewConfigFlags() *ConfigFlags {
 func (c *ConfigFlags) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.KubeConfig, "kubeconfig", c.KubeConfig, "Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
 	fs.StringVar(&c.Context, "context", c.Context, "Kubeconfig context to use")
-	fs.StringVar(&c.Cluster, "cluster", c.Cluster, "Kubeconfig cluster to use")
+	fs.StringVar(&c.Cluster, "cluster", c.Cluster, "Kubeconfig cluster to use (node commands' --cluster is a tug cluster instead)")
 	fs.StringVar(&c.User, "user", c.User, "Kubeconfig user to use")
 	fs.StringVarP(&c.Namespace, "namespace", "n", c.Namespace, "Namespace to work in (default: the context's, else \"default\")")
 	fs.StringVarP(&c.Server, "server", "s", c.Server, "Address and port of the Kubernetes API server")

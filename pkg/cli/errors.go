@@ -2,6 +2,7 @@ package cli
 
 import (
 	"errors"
+	"regexp"
 	"strings"
 
 	"tug.dev/tug/pkg/usage"
@@ -46,4 +47,17 @@ func WithCommandName(msg, name string) string {
 		return msg
 	}
 	return strings.ReplaceAll(msg, "'tug ", "'"+name+" ")
+}
+
+// exampleCommand finds tug at the start of an example line, or after a pipe
+// or $( in one.
+var exampleCommand = regexp.MustCompile(`(?m)(^\s*|\|\s*|[$<]\()tug `)
+
+// ExampleWithCommandName renders a command's examples, written as 'tug ...',
+// with the name the user typed ('kubectl tug ...' as a kubectl plugin).
+func ExampleWithCommandName(example, name string) string {
+	if name == "" || name == "tug" {
+		return example
+	}
+	return exampleCommand.ReplaceAllString(example, "${1}"+name+" ")
 }

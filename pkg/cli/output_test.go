@@ -48,7 +48,7 @@ func TestOutputFlagRejectsUnknownFormatAsUsageError(t *testing.T) {
 	if !usage.Is(err) {
 		t.Fatalf("got %v, want a usage error", err)
 	}
-	if want := `invalid argument "xml" for "-o, --output" flag: must be one of table, json, yaml`; err.Error() != want {
+	if want := `invalid argument "xml" for "-o, --output" flag: must be one of table, json, yaml, jsonpath=TEMPLATE, go-template=TEMPLATE`; err.Error() != want {
 		t.Errorf("got %q, want %q", err.Error(), want)
 	}
 }

@@ -53,11 +53,34 @@ func translate(err error) string {
 	if errors.As(err, &status) {
 		return statusMessage(status.Status())
 	}
+	// Before the network: client-go reports a credential plugin's failure
+	// inside the url.Error of the request it could not authenticate.
+	if msg := credentialPluginMessage(err); msg != "" {
+		return msg
+	}
 	var uerr *url.Error
 	if errors.As(err, &uerr) {
 		return networkMessage(uerr)
 	}
 	return kubeconfigMessage(err)
+}
+
+// client-go's exec authenticator (plugin/pkg/client/auth/exec) reports these
+// as plain strings, so the message is all there is to match.
+var (
+	pluginMissing = regexp.MustCompile(`exec: executable (\S+) not found`)
+	pluginFailed  = regexp.MustCompile(`exec: executable (\S+) failed with exit code (\d+)`)
+)
+
+func credentialPluginMessage(err error) string {
+	msg := err.Error()
+	if m := pluginMissing.FindStringSubmatch(msg); m != nil {
+		return fmt.Sprintf("the kubeconfig's credential plugin %s is not installed; install it, put it on PATH, or check --context and --user", m[1])
+	}
+	if m := pluginFailed.FindStringSubmatch(msg); m != nil {
+		return fmt.Sprintf("the kubeconfig's credential plugin %s failed with exit code %s; run it by hand to see why, or check --context and --user", m[1], m[2])
+	}
+	return ""
 }
 
 var (

@@ -1,0 +1,197 @@
+package main
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+
+	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/usage"
+)
+
+// Tests over the whole command tree: rules every command keeps, so a new
+// command cannot forget them.
+
+func commandTree(t *testing.T) []*cobra.Command {
+	t.Helper()
+	ios, _, _, _ := cli.TestIOStreams()
+	root := newRootCmd(cli.NewFactory(ios, "tug"))
+	var all []*cobra.Command
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.Hidden {
+			return
+		}
+		all = append(all, c)
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	return all
+}
+
+func isLeaf(c *cobra.Command) bool { return !c.HasSubCommands() && c.Name() != "help" }
+
+func TestEveryLeafHasAnExample(t *testing.T) {
+	for _, c := range commandTree(t) {
+		if isLeaf(c) && strings.TrimSpace(c.Example) == "" {
+			t.Errorf("%q has no Example", c.CommandPath())
+		}
+		for _, line := range strings.Split(c.Example, "\n") {
+			if line != "" && !strings.HasPrefix(line, "  ") {
+				t.Errorf("%q: example line %q is not indented by two spaces", c.CommandPath(), line)
+			}
+		}
+	}
+}
+
+// TestVerbAliases: kubectl users type delete and ls; tsuru and Heroku users
+// type rm.
+func TestVerbAliases(t *testing.T) {
+	for _, c := range commandTree(t) {
+		var want []string
+		switch c.Name() {
+		case "remove":
+			want = []string{"rm", "delete"}
+		case "list":
+			want = []string{"ls"}
+		}
+		for _, a := range want {
+			if !slices.Contains(c.Aliases, a) {
+				t.Errorf("%q has no alias %q (aliases %q)", c.CommandPath(), a, c.Aliases)
+			}
+		}
+	}
+}
+
+// TestArgumentErrorsInTugsWords: every command's argument check is a usage
+// error in tug's words, never cobra's "accepts 1 arg(s)".
+func TestArgumentErrorsInTugsWords(t *testing.T) {
+	many := make([]string, 30)
+	for i := range many {
+		many[i] = "x"
+	}
+	for _, c := range commandTree(t) {
+		if c.Args == nil {
+			if isLeaf(c) {
+				t.Errorf("%q has no Args check", c.CommandPath())
+			}
+			continue
+		}
+		for _, args := range [][]string{nil, many} {
+			err := c.Args(c, args)
+			if err == nil {
+				continue
+			}
+			if !usage.Is(err) || strings.Contains(err.Error(), "arg(s)") {
+				t.Errorf("%q with %d arguments: %v (usage error: %v)", c.CommandPath(), len(args), err, usage.Is(err))
+			}
+		}
+	}
+}
+
+// TestDidYouMeanAtEveryLevel: a typo of any subcommand, under any group,
+// suggests it.
+func TestDidYouMeanAtEveryLevel(t *testing.T) {
+	for _, group := range commandTree(t) {
+		for _, sub := range group.Commands() {
+			if !sub.IsAvailableCommand() || len(sub.Name()) < 4 {
+				continue
+			}
+			typo := sub.Name()[:1] + sub.Name()[2:] // "list" -> "lst"
+			err := group.Args(group, []string{typo})
+			if !slices.Contains(usage.Suggest(err), sub.Name()) {
+				t.Errorf("%s %s: suggestions %q, want %q", group.CommandPath(), typo, usage.Suggest(err), sub.Name())
+			}
+		}
+	}
+}
+
+// TestPluginHelpSaysKubectlTug: run as kubectl-tug, examples and hints in
+// help read 'kubectl tug ...'.
+func TestPluginHelpSaysKubectlTug(t *testing.T) {
+	isolate(t)
+	ios, _, out, errOut := cli.TestIOStreams()
+	r := executeWith(cli.NewFactory(ios, "kubectl tug"), out, errOut, "env", "set", "--help")
+	if r.code != 0 || !strings.Contains(r.stdout, "\n  kubectl tug env set shop LOG_LEVEL=debug\n") ||
+		!strings.Contains(r.stdout, "| kubectl tug env set shop DATABASE_URL=@-") || strings.Contains(r.stdout, "\n  tug ") {
+		t.Errorf("exit %d, help:\n%s", r.code, r.stdout)
+	}
+}
+
+// TestOutputNameAndTemplates: lists print KIND/NAME with -o name, and every
+// -o json command takes jsonpath and go-template over the same JSON.
+func TestOutputNameAndTemplates(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"app", "list", "-o", "name"}, "app/shop\n"},
+		{[]string{"release", "list", "shop", "-o", "name"}, "release/v3\nrelease/v2\nrelease/v1\n"},
+		{[]string{"app", "limit", "list", "shop", "-o", "name"}, "process/clock\nprocess/web\nprocess/worker\n"},
+		{[]string{"app", "list", "-o", "jsonpath={[*].name}"}, "shop"},
+		{[]string{"app", "info", "shop", "-o", "jsonpath={.name}"}, "shop"},
+		{[]string{"release", "list", "shop", "-o", "go-template={{range .}}v{{.version}} {{end}}"}, "v3 v2 v1 "},
+		{[]string{"env", "get", "shop", "-o", "jsonpath={[*].name}"}, "DATABASE_URL PORT"},
+	} {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			p := shopFixture(t)
+			r := p.run(t, false, c.args...)
+			if r.code != 0 || r.stdout != c.want {
+				t.Errorf("exit %d, stdout %q, stderr %q; want %q", r.code, r.stdout, r.stderr, c.want)
+			}
+		})
+	}
+	p := shopFixture(t)
+	if r := p.run(t, false, "app", "info", "shop", "-o", "name"); r.code != 2 {
+		t.Errorf("-o name on a command that is not a list: exit %d, stderr %q; want 2", r.code, r.stderr)
+	}
+}
+
+// TestDynamicCompletion goes through cobra's __complete, as the shell
+// scripts do, against the fake cluster.
+func TestDynamicCompletion(t *testing.T) {
+	p := unitsFixture(t)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"app", "info", ""}, "blog\nshop\n:4\n"},
+		{[]string{"app", "info", "s"}, "shop\n:4\n"},
+		{[]string{"unit", "kill", "shop", ""}, "shop-web-7d9f-a1\tweb started\nshop-web-7d9f-b2\tweb crashed\nshop-worker-5c4-x1\tworker pending\nshop-worker-5c4-x2\tworker error\n:4\n"},
+		{[]string{"unit", "list", "shop", "-p", ""}, "web\t2 units\nworker\t2 units\n:4\n"},
+		{[]string{"logs", "shop", "-p", "worker", "-u", ""}, "shop-worker-5c4-x1\tworker pending\nshop-worker-5c4-x2\tworker error\n:4\n"},
+		{[]string{"app", "maintenance", "shop", ""}, "on\noff\n:4\n"},
+		{[]string{"app", "create", ""}, ":4\n"},
+		{[]string{"unit", "kill", "shop", "x", ""}, ":4\n"},
+		// An app that is not there: nothing, and no error.
+		{[]string{"unit", "kill", "nope", ""}, ":4\n"},
+	} {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			r := p.run(t, false, append([]string{"__complete"}, c.args...)...)
+			if r.code != 0 || r.stdout != c.want {
+				t.Errorf("exit %d, stdout %q, stderr %q; want %q", r.code, r.stdout, r.stderr, c.want)
+			}
+		})
+	}
+}
+
+// TestEveryAppArgumentCompletes: a command that takes an APP, UNIT, vN or
+// NODE completes it.
+func TestEveryAppArgumentCompletes(t *testing.T) {
+	for _, c := range commandTree(t) {
+		if !isLeaf(c) || (c.Parent().Name() == "app" && c.Name() == "create") {
+			continue
+		}
+		for _, w := range positionalWords(c.Use) {
+			if w == "APP" || w == "UNIT" || w == "vN" || w == "NODE" || w == "POOL" {
+				if c.ValidArgsFunction == nil {
+					t.Errorf("%q takes %s but completes nothing", c.CommandPath(), w)
+				}
+			}
+		}
+	}
+}
