@@ -57,7 +57,12 @@ func TestShellTTY(t *testing.T) {
 			// Ctrl-C goes to the remote side (raw mode), not to tug: it
 			// interrupts the remote command and the shell prompts again
 			s.WaitFor(t, "# ", 10*time.Second)
-			fmt.Fprint(tty, "echo sle$((0))ep; sleep 30\r")
+			// The shell waits in a builtin (wait), which SIGINT always
+			// interrupts: a foreground "sleep 30" could get the signal in
+			// the moment between fork and exec, while it still has the
+			// shell's handler, and sleep on (a race in the remote shell,
+			// not in tug, seen under load).
+			fmt.Fprint(tty, "sleep 30 & echo sle$((0))ep; wait\r")
 			s.WaitFor(t, "sle0ep", 10*time.Second) // the command line runs, not just typed
 			fmt.Fprint(tty, "\x03")
 			s.WaitFor(t, "# ", 20*time.Second)
