@@ -17,6 +17,12 @@ func newAppScaleCmd(f *cli.Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "scale APP PROCESS=N|PROCESS+N|PROCESS-N...",
 		Short: "Set how many units each process runs",
+		Long: `Set how many units each process runs, and wait until they do.
+
+A scale is all or nothing: when the new units cannot start (no node has room
+for them, they crash), the previous counts are put back and tug says so,
+exiting with the failure's code (13 when no node can take them; see
+docs/exit-codes.md). --no-rollback keeps the new counts for inspection.`,
 		Example: `  tug app scale shop web=3 worker=1
   tug app scale shop web+1`,
 		Args: cli.Args("APP", "PROCESS=N..."),
@@ -35,6 +41,7 @@ func newAppScaleCmd(f *cli.Factory) *cobra.Command {
 		},
 	}
 	r.add(cmd, false)
+	cmd.Flags().BoolVar(&r.NoRollback, "no-rollback", false, "On failure, keep the new unit counts for inspection instead of putting the previous ones back")
 	return cmd
 }
 

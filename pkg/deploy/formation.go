@@ -3,6 +3,8 @@ package deploy
 import (
 	"context"
 	"fmt"
+	"maps"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,11 +16,60 @@ import (
 // Reshape changes an app's formation — unit counts, stop and start,
 // restarts, autoscaling — without making a release: under the app's lock it
 // updates the record with change, re-applies the deployed release's objects
-// and waits until the units match (unless opts.NoWait). A failure (units that
-// cannot be placed, say) is reported with its class's exit code; nothing is
-// rolled back, since no release changed.
+// and waits until the units match (unless opts.NoWait). It is all or
+// nothing: when the new units cannot start (they cannot be placed, they
+// crash) the previous formation is put back and waited for, and the error, a
+// *ReshapeError, says so with the failure's class's exit code.
 func Reshape(ctx context.Context, d Deps, appName string, change func(*app.App) error, opts Options) (*Result, error) {
 	return reshape(ctx, d, appName, RecordChange{Edit: change}, opts, false)
+}
+
+// ReshapeError is a formation change whose units did not come up, and what
+// was put back.
+type ReshapeError struct {
+	App     string
+	Failure *Failure
+	// Restored is the formation put back, e.g. "web=3, worker=1"; "" when
+	// nothing was restored.
+	Restored string
+	// RestoreErr is why putting the previous formation back failed, if it did.
+	RestoreErr error
+}
+
+func (e *ReshapeError) Error() string {
+	msg := fmt.Sprintf("changing the units of app %q failed: %s", e.App, e.Failure.Message)
+	switch {
+	case e.RestoreErr != nil:
+		msg += fmt.Sprintf("; putting the previous units back also failed: %v", e.RestoreErr)
+	case e.Restored != "":
+		msg += "; restored the previous units (" + e.Restored + ")"
+	}
+	return msg
+}
+
+// ExitCode is the exit code of the failure's class (docs/exit-codes.md).
+func (e *ReshapeError) ExitCode() int { return e.Failure.ExitCode() }
+
+func (e *ReshapeError) Unwrap() error { return e.Failure }
+
+// formation says an app's unit counts as "web=3, worker=1" (autoscaled
+// processes as web=auto).
+func formation(a *app.App) string {
+	names := make([]string, 0, len(a.Processes))
+	for n := range a.Processes {
+		names = append(names, n)
+	}
+	app.SortProcesses(names)
+	parts := make([]string, 0, len(names))
+	for _, n := range names {
+		p := a.Processes[n]
+		if p.Autoscale != nil {
+			parts = append(parts, n+"=auto")
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s=%d", n, p.Units()))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // Configure changes what the app record says about traffic (domains,
@@ -103,7 +154,11 @@ func reshape(ctx context.Context, d Deps, appName string, c RecordChange, opts O
 			return nil, err
 		}
 	}
-	a, err = store.UpdateApp(ctx, appName, change)
+	var before map[string]app.Process // the formation the change started from
+	a, err = store.UpdateApp(ctx, appName, func(x *app.App) error {
+		before = maps.Clone(x.Processes)
+		return change(x)
+	})
 	if err != nil {
 		if undo != nil { // the record was not written: neither is the side effect
 			undo(context.WithoutCancel(ctx))
@@ -133,10 +188,48 @@ func reshape(ctx context.Context, d Deps, appName string, c RecordChange, opts O
 	err = (&rollout{client: d.Client, namespace: d.Namespace, app: a.Name, release: a.Release,
 		generations: generations(got), idle: opts.Timeout, progress: d.Progress}).wait(ctx)
 	res.DurationMS = time.Since(start).Milliseconds()
-	if f, ok := err.(*Failure); ok {
+	f, ok := err.(*Failure)
+	if !ok {
+		return res, err
+	}
+	res.Failure = f
+	if storeOnlyBeforeDeploy || opts.NoRollback {
 		return res, f
 	}
-	return res, err
+	// all or nothing: put the previous formation back
+	rerr := &ReshapeError{App: a.Name, Failure: f}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opts.Timeout)
+	defer cancel()
+	prev, err := restoreFormation(rctx, d, store, a.Name, r, config, before, opts.Timeout)
+	if err != nil {
+		rerr.RestoreErr = err
+	} else {
+		rerr.Restored = formation(prev)
+		res.Processes = result(prev, r, app.StatusDeployed, start).Processes
+	}
+	res.DurationMS = time.Since(start).Milliseconds()
+	return res, rerr
+}
+
+// restoreFormation writes procs back into the app's record, re-applies
+// release r with them and waits for its units.
+func restoreFormation(ctx context.Context, d Deps, store *app.Store, appName string, r *app.Release, config app.ConfigMap, procs map[string]app.Process, timeout time.Duration) (*app.App, error) {
+	d.Progress.Update("putting the previous units back")
+	a, err := store.UpdateApp(ctx, appName, func(x *app.App) error { x.Processes = maps.Clone(procs); return nil })
+	if err != nil {
+		return nil, err
+	}
+	objs := Render(a, r, config)
+	got, err := applyObjects(ctx, d.Client, d.Namespace, objs, false)
+	if err != nil {
+		return nil, err
+	}
+	if err := removeStale(ctx, d.Client, d.Namespace, a.Name, objs); err != nil {
+		return nil, err
+	}
+	err = (&rollout{client: d.Client, namespace: d.Namespace, app: a.Name, release: a.Release,
+		generations: generations(got), idle: timeout, progress: d.Progress, countsOnly: true}).wait(ctx)
+	return a, err
 }
 
 // UnsetAutoscale is the formation change of `tug app autoscale unset`: proc

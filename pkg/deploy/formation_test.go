@@ -3,10 +3,13 @@ package deploy
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"tug.dev/tug/pkg/app"
@@ -134,5 +137,82 @@ func TestUnsetAutoscaleKeepsTheCountReached(t *testing.T) {
 	}
 	if err := UnsetAutoscale(ctx, c, ns, "cron")(a); !usage.Is(err) {
 		t.Errorf("unknown process: %v, want an input error", err)
+	}
+}
+
+func unschedulablePod(name string) *corev1.Pod {
+	return pod(name, "web", "1", false, func(p *corev1.Pod) {
+		p.Status.Phase = corev1.PodPending
+		p.Status.ContainerStatuses = nil
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
+			Message: "0/2 nodes are available: 2 Insufficient cpu.", LastTransitionTime: metav1.NewTime(time.Now().Add(-time.Minute))}}
+	})
+}
+
+// A scale whose new units cannot be placed puts the previous count back,
+// in the record and the Deployment, and says so with exit code 13.
+func TestReshapeScaleIsAllOrNothing(t *testing.T) {
+	c, s := newFake(pod("shop-web-a", "web", "1", true), unschedulablePod("shop-web-b"))
+	ctx := context.Background()
+	seedApp(t, s, &app.App{Name: "shop"})
+	if _, err := Roll(ctx, deps(c), "shop", DeployChange("shop:1", map[string]string{"web": "", "worker": "./w"}, ""), Options{NoWait: true}); err != nil {
+		t.Fatal(err)
+	}
+	seedRunning(t, c, "shop-web", 1)
+	seedRunning(t, c, "shop-worker", 1)
+	rec := &recorder{}
+	d := deps(c)
+	d.Progress = rec
+	res, err := Reshape(ctx, d, "shop", func(a *app.App) error {
+		return a.ApplyScale([]app.ScaleOp{{Process: "web", Op: '=', N: 50}, {Process: "worker", Op: '=', N: 2}})
+	}, Options{Timeout: 5 * time.Second})
+	var rerr *ReshapeError
+	if !errors.As(err, &rerr) {
+		t.Fatalf("Reshape = %v, want a *ReshapeError", err)
+	}
+	if rerr.ExitCode() != 13 || rerr.Restored != "web=1, worker=1" || rerr.RestoreErr != nil {
+		t.Errorf("error %+v, exit code %d", rerr, rerr.ExitCode())
+	}
+	if want := `changing the units of app "shop" failed: web units cannot be placed on any node: 0/2 nodes are available: 2 Insufficient cpu.; restored the previous units (web=1, worker=1)`; err.Error() != want {
+		t.Errorf("error = %q\nwant    %q", err, want)
+	}
+	var f *Failure
+	if !errors.As(err, &f) || f.Class != ClassUnschedulable {
+		t.Errorf("the failure is not reachable with errors.As: %v", f)
+	}
+	if res == nil || res.Failure == nil || res.Processes[0].Units != 1 {
+		t.Errorf("result = %+v", res)
+	}
+	a := getApp(t, s, "shop")
+	if a.Processes["web"].Replicas != 1 || a.Processes["worker"].Replicas != 1 {
+		t.Errorf("record keeps %+v, want the previous counts", a.Processes)
+	}
+	ds := listDeployments(t, c)
+	if *ds["shop-web"].Spec.Replicas != 1 || *ds["shop-worker"].Spec.Replicas != 1 {
+		t.Errorf("replicas web %d worker %d, want 1 and 1", *ds["shop-web"].Spec.Replicas, *ds["shop-worker"].Spec.Replicas)
+	}
+	if !slices.Contains(rec.all(), "putting the previous units back") {
+		t.Errorf("progress %q does not say the units are put back", rec.all())
+	}
+	assertNoLease(t, c)
+}
+
+// --no-rollback (Options.NoRollback) keeps the new count for inspection.
+func TestReshapeNoRollbackKeepsCount(t *testing.T) {
+	c, s := newFake(unschedulablePod("shop-web-b"))
+	ctx := context.Background()
+	seedApp(t, s, &app.App{Name: "shop"})
+	if _, err := Roll(ctx, deps(c), "shop", DeployChange("shop:1", map[string]string{"web": ""}, ""), Options{NoWait: true}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Reshape(ctx, deps(c), "shop", func(a *app.App) error {
+		return a.ApplyScale([]app.ScaleOp{{Process: "web", Op: '=', N: 5}})
+	}, Options{Timeout: 5 * time.Second, NoRollback: true})
+	var f *Failure
+	if !errors.As(err, &f) || f.ExitCode() != 13 {
+		t.Fatalf("Reshape = %v", err)
+	}
+	if a := getApp(t, s, "shop"); a.Processes["web"].Replicas != 5 {
+		t.Errorf("record %+v, want 5 kept", a.Processes)
 	}
 }

@@ -39,6 +39,10 @@ type rollout struct {
 	generations map[string]int64
 	idle        time.Duration // fail when nothing changes for this long
 	progress    Progress
+	// countsOnly waits for the Deployments alone, diagnosing no unit: for
+	// putting back fewer units, when the failed extra ones are still on
+	// their way out.
+	countsOnly bool
 
 	deployments map[string]*appsv1.Deployment
 	pods        map[string]*corev1.Pod
@@ -123,6 +127,9 @@ func forward[T kube.Object](ctx context.Context, out chan<- map[string]T) func(m
 // of a unit of the new release.
 func (r *rollout) check(ctx context.Context, now time.Time) (bool, error) {
 	for _, p := range r.sortedPods() {
+		if r.countsOnly {
+			break
+		}
 		if p.Labels[kube.LabelRelease] != strconv.Itoa(r.release) || p.DeletionTimestamp != nil || p.Labels[kube.LabelKind] == "run" {
 			continue
 		}
