@@ -13,8 +13,9 @@ func TestScaleIsAllOrNothing(t *testing.T) {
 	h.mustTug("app", "create", "shop")
 	h.mustTug("app", "deploy", "shop", "--image", sampleV1, "--process", "web=sample")
 	h.waitUnits("shop", "web", 1, sampleV1)
-	// two nodes of 2 CPUs each hold a few units of 500m, never 50
-	h.mustTug("app", "limit", "set", "shop", "-p", "web", "--cpu-request", "500m")
+	// two nodes of 2 CPUs each hold one unit of 1500m, never 50; the
+	// 500m left on each keeps room for other tests running beside this one
+	h.mustTug("app", "limit", "set", "shop", "-p", "web", "--cpu-request", "1500m")
 	h.waitUnits("shop", "web", 1, sampleV1)
 
 	r := h.Tug("app", "scale", "shop", "web=50")
