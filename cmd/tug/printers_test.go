@@ -56,7 +56,7 @@ users: [{name: bob, user: {token: abc}}]
 	if err := os.WriteFile(path, []byte(kubeconfig), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cs := fake.NewClientset()
+	cs := fake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "dev"}})
 	return &printerFixture{
 		t: t, cs: cs, store: &app.Store{Client: cs, Namespace: "dev"}, kubeconfig: path,
 		now: time.Now().UTC().Truncate(time.Second), times: map[string]time.Time{},

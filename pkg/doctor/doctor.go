@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"tug.dev/tug/pkg/build"
 	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/progress"
 )
@@ -179,6 +180,7 @@ func Run(ctx context.Context, env Env, opts Options) (*Report, error) {
 
 	// 3. Who the cluster thinks we are: RBAC answers depend on it.
 	r.Checks = append(r.Checks, identityCheck(ctx, client, r))
+	r.Checks = append(r.Checks, dockerfileBuildsCheck(ctx, client, r.Namespace))
 
 	// 4. Every permission of every command group.
 	opts.Progress.Update("reviewing permissions")
@@ -222,6 +224,24 @@ func skewCheck(clientMinor int, serverMinor string) Check {
 // links: client-go v0.N.x speaks Kubernetes 1.N. A test keeps it in step
 // with go.mod (test binaries carry no module versions to read at run time).
 const clientGoMinor = 37
+
+// dockerfileBuildsCheck says whether the namespace's Pod Security level
+// lets a Dockerfile build's pod (rootless BuildKit) start. Never a failure:
+// builds with a builder image, and image deploys, need nothing of it.
+func dockerfileBuildsCheck(ctx context.Context, client kubernetes.Interface, namespace string) Check {
+	c := Check{Name: "dockerfile builds", Status: StatusOK}
+	ps, err := build.CheckPodSecurity(ctx, client, namespace)
+	if err != nil {
+		c.Status = StatusWarning
+		c.Message = "cannot read namespace " + namespace + "'s Pod Security level (" + kube.TranslateError(err).Error() + "); a Dockerfile build needs " + build.LabelPodSecurity + " unset or privileged"
+		return c
+	}
+	if !ps.OK {
+		c.Status = StatusWarning
+	}
+	c.Message = ps.Message
+	return c
+}
 
 func identityCheck(ctx context.Context, client kubernetes.Interface, r *Report) Check {
 	c := Check{Name: "identity"}

@@ -15,6 +15,8 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	apimachineryversion "k8s.io/apimachinery/pkg/version"
 	fakediscovery "k8s.io/client-go/discovery/fake"
@@ -45,7 +47,7 @@ type fakeCluster struct {
 }
 
 func newFakeCluster(serverMinor string, allow func(authorizationv1.ResourceAttributes) (bool, error)) *fakeCluster {
-	c := &fakeCluster{Clientset: fake.NewClientset()}
+	c := &fakeCluster{Clientset: fake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "dev"}})}
 	c.Discovery().(*fakediscovery.FakeDiscovery).FakedServerVersion = &apimachineryversion.Info{
 		Major: "1", Minor: serverMinor, GitVersion: "v1." + serverMinor + ".4",
 	}
@@ -113,7 +115,7 @@ func TestAllAllowed(t *testing.T) {
 			t.Errorf("check %s: %s %s", ch.Name, ch.Status, ch.Message)
 		}
 	}
-	if want := []string{"kubeconfig", "cluster", "version skew", "identity"}; !reflect.DeepEqual(names, want) {
+	if want := []string{"kubeconfig", "cluster", "version skew", "identity", "dockerfile builds"}; !reflect.DeepEqual(names, want) {
 		t.Errorf("checks %q, want %q", names, want)
 	}
 }
@@ -341,5 +343,21 @@ func TestRoleGrantsOnlyTheVerbsTugUses(t *testing.T) {
 		if !listDelete[res] {
 			t.Errorf("the Role lacks list and delete on %s, which app remove needs", res)
 		}
+	}
+}
+
+func TestDockerfileBuildsCheck(t *testing.T) {
+	for level, want := range map[string]Status{"": StatusOK, "privileged": StatusOK, "baseline": StatusWarning, "restricted": StatusWarning} {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "dev"}}
+		if level != "" {
+			ns.Labels = map[string]string{"pod-security.kubernetes.io/enforce": level}
+		}
+		c := dockerfileBuildsCheck(context.Background(), fake.NewClientset(ns), "dev")
+		if c.Status != want || c.Message == "" {
+			t.Errorf("level %q: %+v, want %s", level, c, want)
+		}
+	}
+	if c := dockerfileBuildsCheck(context.Background(), fake.NewClientset(), "dev"); c.Status != StatusWarning || !strings.Contains(c.Message, "cannot read") {
+		t.Errorf("unreadable namespace: %+v", c)
 	}
 }
