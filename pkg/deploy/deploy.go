@@ -95,12 +95,9 @@ func (e *Error) ExitCode() int { return e.Result.Failure.ExitCode() }
 
 func (e *Error) Unwrap() error { return e.RollbackErr }
 
-// Roll makes a new release of an app with change and rolls it out: take the
-// app's lock, store the release, apply its objects, watch until its units run
-// or fail, and on failure restore the last good release. Every deploy, env
-// change and rollback goes through here.
-func Roll(ctx context.Context, d Deps, appName string, change Change, opts Options) (*Result, error) {
-	start := time.Now()
+// begin fills in a change's defaults (no progress shown, a 10 minute idle
+// timeout) and reads the app's record.
+func begin(ctx context.Context, d *Deps, opts *Options, appName string) (*app.Store, *app.App, error) {
 	if d.Progress == nil {
 		d.Progress = noProgress{}
 	}
@@ -109,6 +106,16 @@ func Roll(ctx context.Context, d Deps, appName string, change Change, opts Optio
 	}
 	store := &app.Store{Client: d.Client, Namespace: d.Namespace}
 	a, err := store.GetApp(ctx, appName)
+	return store, a, err
+}
+
+// Roll makes a new release of an app with change and rolls it out: take the
+// app's lock, store the release, apply its objects, watch until its units run
+// or fail, and on failure restore the last good release. Every deploy, env
+// change and rollback goes through here.
+func Roll(ctx context.Context, d Deps, appName string, change Change, opts Options) (*Result, error) {
+	start := time.Now()
+	store, a, err := begin(ctx, &d, &opts, appName)
 	if err != nil {
 		return nil, err
 	}

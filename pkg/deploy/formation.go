@@ -105,14 +105,7 @@ func ConfigureChange(ctx context.Context, d Deps, appName string, c RecordChange
 func reshape(ctx context.Context, d Deps, appName string, c RecordChange, opts Options, storeOnlyBeforeDeploy bool) (*Result, error) {
 	change := c.Edit
 	start := time.Now()
-	if d.Progress == nil {
-		d.Progress = noProgress{}
-	}
-	if opts.Timeout <= 0 {
-		opts.Timeout = 10 * time.Minute
-	}
-	store := &app.Store{Client: d.Client, Namespace: d.Namespace}
-	a, err := store.GetApp(ctx, appName)
+	store, a, err := begin(ctx, &d, &opts, appName)
 	if err != nil {
 		return nil, err
 	}
