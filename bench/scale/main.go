@@ -98,10 +98,10 @@ func compare(e *benchkit.Env, what, scale string, tug, kubectl func() *exec.Cmd,
 	}
 	e.Emit(benchkit.Row{
 		Group: "Listing at scale", Benchmark: what + ", " + scale,
-		Tug:      fmt.Sprintf("%s, %s", benchkit.Ms(t.Wall), benchkit.MiB(t.MaxRSSKiB)),
-		Kubectl:  fmt.Sprintf("%s: %s, %s", kname, benchkit.Ms(k.Wall), benchkit.MiB(k.MaxRSSKiB)),
-		Ratio:    fmt.Sprintf("wall %s, memory %s", wrs, mrs),
-		Goal:     goal, Met: met,
+		Tug:     fmt.Sprintf("%s, %s", benchkit.Ms(t.Wall), benchkit.MiB(t.MaxRSSKiB)),
+		Kubectl: fmt.Sprintf("%s: %s, %s", kname, benchkit.Ms(k.Wall), benchkit.MiB(k.MaxRSSKiB)),
+		Ratio:   fmt.Sprintf("wall %s, memory %s", wrs, mrs),
+		Goal:    goal, Met: met,
 		Requests: fmt.Sprintf("%d (kubectl %d)", tr, kr), Note: note,
 	})
 }

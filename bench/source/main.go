@@ -86,7 +86,7 @@ func main() {
 		Tug:     fmt.Sprintf("%s (%s), %s", benchkit.Ms(total), strings.Join(parts, ", "), benchkit.MiB(rss)),
 		Kubectl: "the same image with tug app deploy --image: " + benchkit.Ms(r.Wall),
 		Ratio:   rs, Goal: "reported (issue 13)", Met: true, Requests: "-",
-		Note:    "first build of the app; phases are split by when tug's lines reached its stderr (the agent's lines may arrive together, so build and push can read 0 ms)"})
+		Note: "first build of the app; phases are split by when tug's lines reached its stderr (the agent's lines may arrive together, so build and push can read 0 ms)"})
 }
 
 func mustAbs(p string) string {
