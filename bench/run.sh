@@ -53,5 +53,5 @@ echo "== many units";          "$tmp/many" "${common[@]}" "${many[@]}"
 echo "== logs (50 units) and shell"
 KUBECTL=$tmp/kubectl bench/remote.sh 50 5
 
-go run ./bench/report -in "$tmp/rows.jsonl" -out docs/benchmarks.md -k8s "$(test/cluster/build-localk8s.sh --version)"
+go run ./bench/report -rows "$tmp/rows.jsonl" -doc docs/benchmarks.md -k8s "$(test/cluster/build-localk8s.sh --version)"
 echo "wrote docs/benchmarks.md"

@@ -1,7 +1,7 @@
 // Command report turns the rows the benchmarks wrote (JSON lines) into
 // docs/benchmarks.md, with the machine and the date of the run.
 //
-//	go run ./bench/report -in ROWS.jsonl -out docs/benchmarks.md
+//	go run ./bench/report -rows ROWS.jsonl -doc docs/benchmarks.md
 package main
 
 import (
@@ -19,8 +19,8 @@ import (
 )
 
 func main() {
-	in := flag.String("in", "", "rows (JSON lines)")
-	out := flag.String("out", "docs/benchmarks.md", "markdown file to write")
+	in := flag.String("rows", "", "rows (JSON lines)")
+	out := flag.String("doc", "docs/benchmarks.md", "markdown file to write")
 	k8s := flag.String("k8s", "", "the cluster's Kubernetes version")
 	flag.Parse()
 	f, err := os.Open(*in)
