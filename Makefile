@@ -41,8 +41,8 @@ check-docs:
 demo: ## the local cluster plus tug's main job on it
 	hack/demo.sh
 
-bench:
-	bench/version.sh
+bench: ## every benchmark against the local cluster (started when none runs); rewrites docs/benchmarks.md
+	bench/run.sh
 
 cluster-up: ## NODES=1|2, K8S_VERSION=v1.X.Y
 	test/cluster/cluster.sh up $(NODES)

@@ -23,7 +23,7 @@ go build -o "$measure" ./bench/measure
 
 # Neither command may read a kubeconfig or talk to a cluster.
 export KUBECONFIG=/dev/null
-"$measure" -n "$rounds" -a "bin/tug version --client" -b "$kubectl version --client"
+"$measure" -name "tug version --client" -n "$rounds" -a "bin/tug version --client" -b "$kubectl version --client"
 
 tug_size=$(stat -c %s bin/tug)
 kubectl_size=$(stat -c %s "$(readlink -f "$kubectl")")

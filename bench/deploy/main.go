@@ -10,42 +10,46 @@
 //     be pulled and a crash loop (kubectl rollout status waits for the
 //     Deployment's progress deadline, 600 s by default: it is not run);
 //
-//   - API requests per deploy, counted with TUG_TRACE_REQUESTS.
+//   - API requests per deploy, counted with -v 6;
+//
+//   - deploy end to end for an app of -units units (3): `tug app deploy
+//     --image` against `kubectl set image` + `kubectl rollout status` (the
+//     same Deployment, the same strategy), wall time.
 //
 //     go run ./bench/deploy -tug bin/tug -kubectl PATH -kubeconfig FILE [-rounds 5]
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
+
+	"tug.dev/tug/bench/internal/benchkit"
 )
 
 var (
-	tug        = flag.String("tug", "bin/tug", "tug binary")
-	kubectl    = flag.String("kubectl", "kubectl", "kubectl binary")
-	kubeconfig = flag.String("kubeconfig", "/var/lib/tug-cluster/admin.kubeconfig", "admin kubeconfig of the local cluster")
-	rounds     = flag.Int("rounds", 5, "deploys to time")
+	rounds                   = flag.Int("rounds", 5, "deploys to time")
+	units                    = flag.Int("units", 3, "units of the end-to-end deploy")
+	env                      *benchkit.Env
+	tug, kubectl, kubeconfig *string
 )
 
 const ns = "bench-deploy"
 
 func main() {
-	flag.Parse()
+	env = benchkit.Setup(true)
+	tug, kubectl, kubeconfig = &env.Tug, &env.Kubectl, &env.Kubeconfig
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -53,26 +57,21 @@ func main() {
 }
 
 func run() error {
-	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
-	if err != nil {
-		return err
-	}
-	client := kubernetes.NewForConfigOrDie(cfg)
+	client := env.Client
 	ctx := context.Background()
-	_ = client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
-	if err := waitGone(ctx, client); err != nil {
-		return err
-	}
-	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		return err
-	}
-	defer client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+	defer env.Namespace(ctx, ns)()
 
 	if out, err := tugRun("app", "create", "bench"); err != nil {
 		return fmt.Errorf("%v: %s", err, out)
 	}
 	if out, err := tugRun("app", "deploy", "bench", "--image", "localhost/tug/sample:v1"); err != nil {
 		return fmt.Errorf("%v: %s", err, out)
+	}
+	if out, err := tugRun("app", "scale", "bench", "web=2"); err != nil {
+		return fmt.Errorf("%v: %s", err, out)
+	}
+	if err := endToEnd(ctx, client); err != nil {
+		return err
 	}
 	if out, err := tugRun("app", "scale", "bench", "web=2"); err != nil {
 		return fmt.Errorf("%v: %s", err, out)
@@ -89,6 +88,9 @@ func run() error {
 	}
 	fmt.Printf("rollout noticed after completion (median of %d): tug %s, kubectl rollout status %s; tug - kubectl = %s (goal: <= 50ms)\n",
 		*rounds, median(tugLag), median(kubectlLag), median(diff))
+	env.Emit(benchkit.Row{Group: "Deploy", Benchmark: "rollout completion noticed, 2 units",
+		Tug: "exits " + benchkit.Ms(median(tugLag)) + " after the Deployment is complete", Kubectl: "kubectl rollout status: " + benchkit.Ms(median(kubectlLag)),
+		Ratio: "tug - kubectl " + benchkit.Ms(median(diff)), Goal: "<= 50 ms later", Met: median(diff) <= 50*time.Millisecond, Requests: "-"})
 
 	for _, c := range []struct{ what, image string }{{"image that cannot be pulled", "localhost/tug/missing:1"}, {"crash loop", "localhost/tug/sample:crash"}} {
 		start := time.Now()
@@ -96,35 +98,24 @@ func run() error {
 		if err == nil {
 			return fmt.Errorf("deploy of %s succeeded", c.image)
 		}
+		took := time.Since(start)
 		fmt.Printf("%s: reported and rolled back in %s (goal: reported within 30s; kubectl waits for the 600s progress deadline)\n",
-			c.what, time.Since(start).Round(100*time.Millisecond))
+			c.what, took.Round(100*time.Millisecond))
+		env.Emit(benchkit.Row{Group: "Deploy", Benchmark: "failure reported and rolled back: " + c.what,
+			Tug: benchkit.Ms(took), Kubectl: "kubectl rollout status: fails at the 600 s progress deadline", Ratio: "-",
+			Goal: "reported within 30 s", Met: took <= 30*time.Second, Requests: "-"})
 		_ = out
 	}
 
 	cmd := exec.Command(*tug, "app", "deploy", "bench", "--image", "localhost/tug/sample:v2")
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+*kubeconfig, "TUG_TRACE_REQUESTS=1")
-	cmd.Args = append(cmd.Args, "-n", ns)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+*kubeconfig)
+	cmd.Args = append(cmd.Args, "-n", ns, "-v", "6")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("traced deploy: %v: %s", err, stderr.String())
 	}
-	counts := map[string]int{}
-	total := 0
-	sc := bufio.NewScanner(&stderr)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) < 4 || f[0] != "trace:" {
-			continue
-		}
-		path, query, _ := strings.Cut(f[3], "?")
-		kind := f[2] + " " + path
-		if strings.Contains(query, "watch=true") {
-			kind = "WATCH " + path
-		}
-		counts[kind]++
-		total++
-	}
+	total, counts := benchkit.Requests(stderr.Bytes())
 	fmt.Printf("API requests for one deploy of 1 process with 2 units: %d\n", total)
 	keys := make([]string, 0, len(counts))
 	for k := range counts {
@@ -134,6 +125,8 @@ func run() error {
 	for _, k := range keys {
 		fmt.Printf("  %2d  %s\n", counts[k], k)
 	}
+	env.Emit(benchkit.Row{Group: "Deploy", Benchmark: "API requests of one deploy, 1 process with 2 units",
+		Tug: fmt.Sprint(total), Kubectl: "-", Ratio: "-", Goal: "-", Met: true, Requests: fmt.Sprint(total)})
 	return nil
 }
 
@@ -196,19 +189,56 @@ func timeRollout(ctx context.Context, client kubernetes.Interface, image string)
 	return t.Sub(complete), k.Sub(complete), nil
 }
 
-func waitGone(ctx context.Context, client kubernetes.Interface) error {
-	deadline := time.Now().Add(2 * time.Minute)
-	for time.Now().Before(deadline) {
-		if _, err := client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err != nil {
-			return nil
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
-	return fmt.Errorf("namespace %s still terminating", ns)
-}
-
 func median(ds []time.Duration) time.Duration {
 	s := append([]time.Duration(nil), ds...)
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 	return s[len(s)/2].Round(time.Millisecond)
+}
+
+// endToEnd scales the app to -units units and times, in interleaved
+// rounds, `tug app deploy --image` against `kubectl set image` followed by
+// `kubectl rollout status` on the same Deployment: what the user waits for.
+func endToEnd(ctx context.Context, client kubernetes.Interface) error {
+	if out, err := tugRun("app", "scale", "bench", fmt.Sprintf("web=%d", *units)); err != nil {
+		return fmt.Errorf("%v: %s", err, out)
+	}
+	d, err := client.AppsV1().Deployments(ns).Get(ctx, "bench-web", metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	container := d.Spec.Template.Spec.Containers[0].Name
+	images := []string{"localhost/tug/sample:v2", "localhost/tug/sample:v1"}
+	var tugWall, kubectlWall []time.Duration
+	var tugRSS []int64
+	for i := 0; i < 2*(*rounds); i++ {
+		img := images[i%2]
+		if i%4 < 2 { // tug and kubectl take turns
+			r, err := benchkit.Run(env.TugCmd(ns, "app", "deploy", "bench", "--image", img))
+			if err != nil {
+				return err
+			}
+			tugWall, tugRSS = append(tugWall, r.Wall), append(tugRSS, r.MaxRSSKiB)
+			continue
+		}
+		start := time.Now()
+		if _, err := benchkit.Run(env.KubectlCmd(ns, "set", "image", "deployment/bench-web", container+"="+img)); err != nil {
+			return err
+		}
+		if _, err := benchkit.Run(env.KubectlCmd(ns, "rollout", "status", "deployment/bench-web")); err != nil {
+			return err
+		}
+		kubectlWall = append(kubectlWall, time.Since(start))
+	}
+	t, k := median(tugWall), median(kubectlWall)
+	req, err := benchkit.CountRequests(env.TugCmd(ns, "app", "deploy", "bench", "--image", images[0]))
+	if err != nil {
+		return err
+	}
+	r, rs := benchkit.Ratio(t.Seconds(), k.Seconds())
+	slices.Sort(tugRSS)
+	env.Emit(benchkit.Row{Group: "Deploy", Benchmark: fmt.Sprintf("deploy end to end, %d units (median of %d each)", *units, len(tugWall)),
+		Tug:     fmt.Sprintf("tug app deploy --image: %s, %s", benchkit.Ms(t), benchkit.MiB(tugRSS[len(tugRSS)/2])),
+		Kubectl: "kubectl set image + rollout status: " + benchkit.Ms(k), Ratio: rs, Goal: "<= 1.0x", Met: r <= 1.0,
+		Requests: fmt.Sprint(req), Note: "tug also records the release and the app's image; the same RollingUpdate strategy"})
+	return nil
 }

@@ -16,8 +16,9 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
+
+	"tug.dev/tug/bench/internal/benchkit"
 )
 
 type sample struct {
@@ -31,7 +32,8 @@ func main() {
 	b := flag.String("b", "", "second command (the baseline)")
 	wallGoal := flag.Float64("wall-goal", 0.5, "goal for the wall time ratio a/b")
 	memGoal := flag.Float64("mem-goal", 0.6, "goal for the peak memory ratio a/b")
-	flag.Parse()
+	name := flag.String("name", "", "benchmark name of the row written to -out")
+	env := benchkit.Setup(false)
 	if *a == "" || *b == "" {
 		fmt.Fprintln(os.Stderr, "usage: measure -a CMD -b CMD [-n ROUNDS]")
 		os.Exit(2)
@@ -65,6 +67,13 @@ func main() {
 	wr, mr := float64(wa)/float64(wb), float64(ma)/float64(mb)
 	fmt.Printf("ratio wall %.2fx (goal <= %.2fx: %s)   peak RSS %.2fx (goal <= %.2fx: %s)   rounds %d\n",
 		wr, *wallGoal, verdict(wr <= *wallGoal), mr, *memGoal, verdict(mr <= *memGoal), *n)
+	if *name != "" {
+		env.Emit(benchkit.Row{Group: "Start-up", Benchmark: *name,
+			Tug:     fmt.Sprintf("%.1f ms, %.1f MiB", ms(wa), mib(ma)),
+			Kubectl: fmt.Sprintf("%s: %.1f ms, %.1f MiB", strings.Join(cmdB[1:], " "), ms(wb), mib(mb)),
+			Ratio:   fmt.Sprintf("wall %.2fx, memory %.2fx", wr, mr), Goal: fmt.Sprintf("wall <= %.2fx, memory <= %.2fx", *wallGoal, *memGoal),
+			Met: wr <= *wallGoal && mr <= *memGoal, Requests: "0", Note: fmt.Sprintf("median of %d interleaved rounds", *n)})
+	}
 }
 
 func run(argv []string) (sample, error) {
@@ -74,11 +83,8 @@ func run(argv []string) (sample, error) {
 		return sample{}, err
 	}
 	wall := time.Since(start)
-	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	if !ok {
-		return sample{}, fmt.Errorf("no resource usage on this platform")
-	}
-	return sample{wall: wall, rssKiB: maxRSSKiB(ru)}, nil
+	_, rss := benchkit.Usage(cmd)
+	return sample{wall: wall, rssKiB: rss}, nil
 }
 
 func medians(s []sample) (time.Duration, int64) {

@@ -27,6 +27,8 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+
+	"tug.dev/tug/bench/internal/benchkit"
 )
 
 func main() {
@@ -98,7 +100,13 @@ func benchLogs(tug, kubectl, appName string, units, rounds int, goal float64) {
 	fmt.Printf("  %-70s first line %7.1f ms   a line from every unit %7.1f ms\n", "kubectl "+strings.Join(kubectlCmd[1:], " "), ms(median(firstK)), ms(median(allK)))
 	ratio := float64(median(allT)) / float64(median(allK))
 	fmt.Printf("  ratio tug/kubectl, every unit's first line: %.2fx (goal <= %.2fx: %s)\n", ratio, goal, verdict(ratio <= goal))
+	rows.Emit(benchkit.Row{Group: "Remote", Benchmark: fmt.Sprintf("logs -f, a line from every unit, %d units", units),
+		Tug: fmt.Sprintf("%.1f ms", ms(median(allT))), Kubectl: fmt.Sprintf("kubectl logs -l -f --prefix: %.1f ms", ms(median(allK))),
+		Ratio: fmt.Sprintf("%.2fx", ratio), Goal: fmt.Sprintf("<= %.2fx", goal), Met: ratio <= goal, Requests: "-", Note: fmt.Sprintf("median of %d rounds", rounds)})
 }
+
+// rows receives the result rows (bench/run.sh sets TUG_BENCH_OUT).
+var rows = &benchkit.Env{Out: os.Getenv("TUG_BENCH_OUT")}
 
 // timeLogs starts a log command and returns the time to its first line and
 // to a line from each of want units; then it stops the command.
@@ -208,6 +216,9 @@ func benchShell(tug, kubectl, appName, unit, tugArgs string, rounds, keys int, g
 	ratio := float64(median(tugLat)) / float64(median(kubectlLat))
 	fmt.Printf("  median of paired differences (tug - kubectl, same moment): %+.3f ms\n", ms(median(diffs)))
 	fmt.Printf("  ratio tug/kubectl, median echo: %.2fx (goal <= %.2fx: %s)\n", ratio, goal, verdict(ratio <= goal))
+	rows.Emit(benchkit.Row{Group: "Remote", Benchmark: "shell keystroke echo",
+		Tug: fmt.Sprintf("%.2f ms", ms(median(tugLat))), Kubectl: fmt.Sprintf("kubectl exec -it: %.2f ms", ms(median(kubectlLat))),
+		Ratio: fmt.Sprintf("%.2fx", ratio), Goal: fmt.Sprintf("<= %.2fx", goal), Met: ratio <= goal, Requests: "-", Note: fmt.Sprintf("%d sessions x %d keys", rounds, keys)})
 }
 
 // session is an interactive shell under a pty.

@@ -68,18 +68,20 @@ func ListUnits(ctx context.Context, client kubernetes.Interface, namespace strin
 	default:
 		sel = kube.AppSelector(o.App) + "," + kube.LabelProcess
 	}
-	pods, err := client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	// Pages of kube.PageSize pods: only the small Units are kept, so memory
+	// grows with them, not with whole pod objects.
+	now := time.Now()
+	var units []Unit
+	err := kube.EachPod(ctx, client, namespace, metav1.ListOptions{LabelSelector: sel}, func() { units = units[:0] }, func(p *corev1.Pod) {
+		if p.Labels[kube.LabelKind] != "run" {
+			units = append(units, UnitOf(p, now))
+		}
+	})
 	if err != nil {
 		return nil, kube.TranslateError(err)
 	}
-	now := time.Now()
-	units := make([]Unit, 0, len(pods.Items))
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		if p.Labels[kube.LabelKind] == "run" {
-			continue
-		}
-		units = append(units, UnitOf(p, now))
+	if units == nil {
+		units = []Unit{}
 	}
 	sort.Slice(units, func(i, j int) bool {
 		if units[i].App != units[j].App {

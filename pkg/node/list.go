@@ -114,19 +114,17 @@ func listCluster(ctx context.Context, t cluster.Target, o ListOptions) ([]Node, 
 // unitSelector selects tug's units: pods of an app's process.
 var unitSelector = kube.LabelManagedBy + "=" + kube.ManagedBy + "," + kube.LabelApp + "," + kube.LabelProcess
 
-// unitCounts counts live tug units per node with one LIST of pods in all
-// namespaces.
+// unitCounts counts live tug units per node with a LIST of pods in all
+// namespaces, in pages of kube.PageSize.
 func unitCounts(ctx context.Context, client kubernetes.Interface) (map[string]int, error) {
-	pods, err := client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: unitSelector})
-	if err != nil {
-		return nil, err
-	}
 	counts := map[string]int{}
-	for i := range pods.Items {
-		p := &pods.Items[i]
+	err := kube.EachPod(ctx, client, metav1.NamespaceAll, metav1.ListOptions{LabelSelector: unitSelector}, func() { clear(counts) }, func(p *corev1.Pod) {
 		if isUnit(p) && p.Spec.NodeName != "" && !podFinished(p) {
 			counts[p.Spec.NodeName]++
 		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	return counts, nil
 }

@@ -1,0 +1,365 @@
+//go:build unix
+
+// Package benchkit is what every benchmark in bench/ shares: the local
+// cluster's kubeconfig and a client for it, the tug and kubectl binaries,
+// running a command while measuring its wall time, peak memory (wait4's
+// rusage) and CPU time, counting its API requests from -v 6 trace lines,
+// and recording result rows that bench/report turns into
+// docs/benchmarks.md.
+package benchkit
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Env is a benchmark's setup: binaries, cluster and where rows go.
+type Env struct {
+	Tug, Kubectl, Kubeconfig string
+	Out                      string // JSON lines of Rows; "" prints them only
+	Client                   kubernetes.Interface
+}
+
+var (
+	tugFlag        = flag.String("tug", "bin/tug", "tug binary")
+	kubectlFlag    = flag.String("kubectl", "kubectl", "kubectl binary (the cluster's own version)")
+	kubeconfigFlag = flag.String("kubeconfig", os.Getenv("TUG_E2E_KUBECONFIG"), "admin kubeconfig of the local cluster")
+	outFlag        = flag.String("out", os.Getenv("TUG_BENCH_OUT"), "file to append result rows to (JSON lines)")
+)
+
+// Setup parses the flags and connects to the cluster; a benchmark that
+// needs no cluster passes cluster=false.
+func Setup(cluster bool) *Env {
+	flag.Parse()
+	e := &Env{Tug: *tugFlag, Kubectl: *kubectlFlag, Kubeconfig: *kubeconfigFlag, Out: *outFlag}
+	if !cluster {
+		return e
+	}
+	if e.Kubeconfig == "" {
+		e.Kubeconfig = "/var/lib/tug-cluster/admin.kubeconfig"
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", e.Kubeconfig)
+	Check("kubeconfig", err)
+	cfg.QPS, cfg.Burst = 300, 600
+	e.Client = kubernetes.NewForConfigOrDie(cfg)
+	return e
+}
+
+// Check ends the benchmark on an error.
+func Check(what string, err error) {
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %s: %v\n", what, err)
+		os.Exit(1)
+	}
+}
+
+// TugCmd is tug with args in namespace ns.
+func (e *Env) TugCmd(ns string, args ...string) *exec.Cmd {
+	c := exec.Command(e.Tug, append(args, "-n", ns)...)
+	c.Env = append(os.Environ(), "KUBECONFIG="+e.Kubeconfig, "NO_COLOR=1")
+	return c
+}
+
+// KubectlCmd is kubectl with args in namespace ns.
+func (e *Env) KubectlCmd(ns string, args ...string) *exec.Cmd {
+	return exec.Command(e.Kubectl, append([]string{"--kubeconfig", e.Kubeconfig, "-n", ns}, args...)...)
+}
+
+// MustTug runs tug and ends the benchmark when it fails.
+func (e *Env) MustTug(ns string, args ...string) string {
+	out, err := e.TugCmd(ns, args...).CombinedOutput()
+	Check("tug "+strings.Join(args, " "), withOutput(err, out))
+	return string(out)
+}
+
+// MustKubectl runs kubectl and ends the benchmark when it fails.
+func (e *Env) MustKubectl(ns string, args ...string) string {
+	out, err := e.KubectlCmd(ns, args...).CombinedOutput()
+	Check("kubectl "+strings.Join(args, " "), withOutput(err, out))
+	return string(out)
+}
+
+func withOutput(err error, out []byte) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%v: %.2000s", err, out)
+}
+
+// Result is one finished command.
+type Result struct {
+	Wall           time.Duration
+	CPU            time.Duration // user + system
+	MaxRSSKiB      int64
+	Stdout, Stderr []byte
+}
+
+// Run runs c to its end and measures it; a failing command is an error.
+func Run(c *exec.Cmd) (Result, error) {
+	var out, errb bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errb
+	start := time.Now()
+	err := c.Run()
+	r := Result{Wall: time.Since(start), Stdout: out.Bytes(), Stderr: errb.Bytes()}
+	if c.ProcessState != nil {
+		r.CPU = c.ProcessState.UserTime() + c.ProcessState.SystemTime()
+		if ru, ok := c.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			r.MaxRSSKiB = maxRSSKiB(ru)
+		}
+	}
+	if err != nil {
+		return r, fmt.Errorf("%s: %v: %.1000s", strings.Join(c.Args, " "), err, errb.Bytes())
+	}
+	return r, nil
+}
+
+// Usage reads a finished command's CPU time and peak memory.
+func Usage(c *exec.Cmd) (cpu time.Duration, rssKiB int64) {
+	if c.ProcessState == nil {
+		return 0, 0
+	}
+	cpu = c.ProcessState.UserTime() + c.ProcessState.SystemTime()
+	if ru, ok := c.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		rssKiB = maxRSSKiB(ru)
+	}
+	return cpu, rssKiB
+}
+
+// Rounds runs each command rounds times, interleaved so load spikes hit
+// all of them, after one unmeasured warm-up run each, and returns the
+// median wall time and peak memory of each.
+func Rounds(rounds int, cmds ...func() *exec.Cmd) ([]Result, error) {
+	samples := make([][]Result, len(cmds))
+	for r := 0; r <= rounds; r++ {
+		for i, mk := range cmds {
+			res, err := Run(mk())
+			if err != nil {
+				return nil, err
+			}
+			if r > 0 {
+				samples[i] = append(samples[i], res)
+			}
+		}
+	}
+	out := make([]Result, len(cmds))
+	for i, s := range samples {
+		walls := make([]time.Duration, len(s))
+		cpus := make([]time.Duration, len(s))
+		rss := make([]int64, len(s))
+		for j, x := range s {
+			walls[j], cpus[j], rss[j] = x.Wall, x.CPU, x.MaxRSSKiB
+		}
+		out[i] = Result{Wall: Median(walls), CPU: Median(cpus), MaxRSSKiB: median64(rss)}
+	}
+	return out, nil
+}
+
+// Median of durations (the middle one).
+func Median(d []time.Duration) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func median64(v []int64) int64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// tugTrace is tug's -v 6 line; kubectlTrace is klog's round_trippers line
+// for an answered request at -v 6.
+var (
+	tugTrace     = regexp.MustCompile(`(?m)^trace: \S+ ([A-Z]+) (\S+) `)
+	kubectlTrace = regexp.MustCompile(`(?m)round_trippers\.go:\d+\] .*(?:"Response" verb="([A-Z]+)" url="([^"]+)"|\b(GET|POST|PUT|PATCH|DELETE) (https?://\S+) \d{3})`)
+)
+
+// Requests is the API requests in a tug or kubectl -v 6 stderr, by
+// "METHOD path" (watches as WATCH).
+func Requests(stderr []byte) (total int, byKind map[string]int) {
+	byKind = map[string]int{}
+	add := func(method, url string) {
+		if i := strings.Index(url, "://"); i >= 0 {
+			url = url[i+3:]
+			if j := strings.IndexByte(url, '/'); j >= 0 {
+				url = url[j:]
+			}
+		}
+		path, query, _ := strings.Cut(url, "?")
+		if strings.Contains(query, "watch=true") {
+			method = "WATCH"
+		}
+		byKind[method+" "+path]++
+		total++
+	}
+	for _, m := range tugTrace.FindAllSubmatch(stderr, -1) {
+		add(string(m[1]), string(m[2]))
+	}
+	for _, m := range kubectlTrace.FindAllSubmatch(stderr, -1) {
+		if len(m[1]) > 0 {
+			add(string(m[1]), string(m[2]))
+		} else {
+			add(string(m[3]), string(m[4]))
+		}
+	}
+	return total, byKind
+}
+
+// CountRequests runs c with -v 6 appended and returns its request count.
+func CountRequests(c *exec.Cmd) (int, error) {
+	c.Args = append(c.Args, "-v", "6")
+	r, err := Run(c)
+	if err != nil {
+		return 0, err
+	}
+	n, _ := Requests(r.Stderr)
+	return n, nil
+}
+
+// Row is one line of docs/benchmarks.md.
+type Row struct {
+	Group     string `json:"group"`     // the table it goes in
+	Benchmark string `json:"benchmark"` // what was measured, with its scale
+	Tug       string `json:"tug"`       // tug's figures
+	Kubectl   string `json:"kubectl"`   // the kubectl command's figures
+	Ratio     string `json:"ratio"`
+	Goal      string `json:"goal"`
+	Met       bool   `json:"met"`
+	Requests  string `json:"requests"` // tug's API requests (and kubectl's)
+	Note      string `json:"note,omitempty"`
+}
+
+// Emit prints a row and appends it to the -out file.
+func (e *Env) Emit(r Row) {
+	fmt.Printf("%s | %s: tug %s | kubectl %s | ratio %s | goal %s (%s) | requests %s %s\n",
+		r.Group, r.Benchmark, r.Tug, r.Kubectl, r.Ratio, r.Goal, Verdict(r.Met), r.Requests, r.Note)
+	if e.Out == "" {
+		return
+	}
+	f, err := os.OpenFile(e.Out, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	Check("results file", err)
+	defer f.Close()
+	b, _ := json.Marshal(r)
+	_, err = f.Write(append(b, '\n'))
+	Check("results file", err)
+}
+
+// Verdict is "met" or "MISSED".
+func Verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "MISSED"
+}
+
+// Ms formats a duration in milliseconds or seconds.
+func Ms(d time.Duration) string {
+	if d >= 10*time.Second {
+		return fmt.Sprintf("%.1f s", d.Seconds())
+	}
+	return fmt.Sprintf("%.0f ms", float64(d.Microseconds())/1000)
+}
+
+// MiB formats KiB as MiB.
+func MiB(kib int64) string { return fmt.Sprintf("%.1f MiB", float64(kib)/1024) }
+
+// Ratio is a/b formatted as "0.42x".
+func Ratio(a, b float64) (float64, string) {
+	if b == 0 {
+		return 0, "-"
+	}
+	return a / b, fmt.Sprintf("%.2fx", a/b)
+}
+
+// Namespace makes a fresh namespace (deleting one left from an earlier
+// run first) and returns a function that deletes it and waits for it.
+func (e *Env) Namespace(ctx context.Context, name string) func() {
+	e.DeleteNamespace(ctx, name)
+	_, err := e.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"tug.dev/bench": "1"}}}, metav1.CreateOptions{})
+	Check("creating namespace "+name, err)
+	return func() { e.DeleteNamespace(context.Background(), name) }
+}
+
+// DeleteNamespace deletes its pods at once (units on fake nodes would
+// wait for a kubelet forever), then the namespace, and waits until it is
+// gone.
+func (e *Env) DeleteNamespace(ctx context.Context, name string) {
+	zero := int64(0)
+	_ = e.Client.CoreV1().Pods(name).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
+	err := e.Client.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
+		return
+	}
+	deadline := time.Now().Add(5 * time.Minute)
+	for time.Now().Before(deadline) {
+		if _, err := e.Client.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			return
+		}
+		time.Sleep(time.Second)
+	}
+	fmt.Fprintf(os.Stderr, "bench: namespace %s is still terminating after 5 minutes\n", name)
+}
+
+// Parallel runs fn(0..n-1) with width goroutines and returns the first error.
+func Parallel(n, width int, fn func(i int) error) error {
+	errs := make(chan error, n)
+	sem := make(chan struct{}, width)
+	done := make(chan struct{})
+	go func() {
+		for i := 0; i < n; i++ {
+			sem <- struct{}{}
+			go func() {
+				defer func() { <-sem }()
+				errs <- fn(i)
+			}()
+		}
+		for i := 0; i < width; i++ {
+			sem <- struct{}{}
+		}
+		close(done)
+	}()
+	<-done
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Sockets counts the open sockets of a running process (its connections
+// to the API server, for a tug or kubectl that only talks to it).
+func Sockets(pid int) int {
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return -1
+	}
+	n := 0
+	for _, e := range ents {
+		if l, err := os.Readlink(dir + "/" + e.Name()); err == nil && strings.HasPrefix(l, "socket:") {
+			n++
+		}
+	}
+	return n
+}
