@@ -181,7 +181,7 @@ func shopFixture(t *testing.T) *printerFixture {
 	p.mustCreateRelease(t, &app.Release{App: "shop", Version: 1, Image: "registry.example/shop:1", Kind: app.KindDeploy,
 		Status: app.StatusSuperseded, Author: "alice", CreatedAt: p.ago("v1-created", 4*24*time.Hour+12*time.Hour),
 		Processes: map[string]string{"web": "./server"}}, app.ConfigMap{"A": "1"})
-	p.mustCreateRelease(t, &app.Release{App: "shop", Version: 2, Image: "registry.example/shop:2", Kind: app.KindDeploy,
+	p.mustCreateRelease(t, &app.Release{App: "shop", Version: 2, Image: "registry.example/shop:2", ImageID: "registry.example/shop@sha256:" + strings.Repeat("2", 64), Kind: app.KindDeploy,
 		Status: app.StatusDeployed, Author: "alice", Message: "faster checkout", CreatedAt: p.ago("v2-created", 3*time.Hour+30*time.Minute),
 		Processes: map[string]string{"web": "./server --port $PORT", "worker": "./work", "clock": ""}},
 		app.ConfigMap{"DATABASE_URL": "postgres://secret", "PORT": "8080"})

@@ -78,7 +78,7 @@ func newReleaseInfoCmd(f *cli.Factory) *cobra.Command {
 	o := &cli.OutputOptions{}
 	cmd := &cobra.Command{
 		Use:   "info APP vN",
-		Short: "Show one release: image, processes, config names, status",
+		Short: "Show one release: image and digest, processes, config names, status",
 		Example: `  tug release info shop v3
   tug release info shop v3 -o jsonpath='{.image}'`,
 		Args: cli.ExactArgs("APP", "RELEASE"),
@@ -113,6 +113,10 @@ func newReleaseInfoCmd(f *cli.Factory) *cobra.Command {
 					fmt.Fprintf(w, "Failure:  %s\n", cli.Sanitize(r.FailReason))
 				}
 				fmt.Fprintf(w, "Image:    %s\n", dash(r.Image))
+				if d := r.ImageDigest(); d != "" {
+					// what its units ran, and what a rollback to it runs
+					fmt.Fprintf(w, "Digest:   %s\n", d)
+				}
 				fmt.Fprintf(w, "Author:   %s\n", cli.Sanitize(r.Author))
 				fmt.Fprintf(w, "Created:  %s (%s ago)\n", r.CreatedAt.Local().Format("2006-01-02 15:04:05"), text.Age(r.CreatedAt))
 				if r.Message != "" {
@@ -146,7 +150,11 @@ func newReleaseRollbackCmd(f *cli.Factory) *cobra.Command {
 		Short: "Roll back to an earlier release's image and config",
 		Long: `Roll back to an earlier release: a new release with that release's image,
 process commands and config, rolled out and watched like a deploy. Without vN,
-the release that ran before the current one.`,
+the release that ran before the current one.
+
+A release deployed by tag records the digest its units ran once it rolled
+out (see 'tug release info'); the rollback runs that digest, so a tag moved
+since then does not change what runs.`,
 		Example: `  tug release rollback shop
   tug release rollback shop v3`,
 		Args: cli.Args("APP", "[vN]"),

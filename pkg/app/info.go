@@ -140,16 +140,20 @@ type Running struct {
 
 // ReleaseSummary is a release without its config; `tug release list` rows.
 type ReleaseSummary struct {
-	Version    int       `json:"version"`
-	Kind       string    `json:"kind"`
-	Status     Status    `json:"status"`
-	Image      string    `json:"image"`
-	Message    string    `json:"message,omitempty"`
-	Author     string    `json:"author,omitempty"`
-	CreatedAt  time.Time `json:"createdAt"`
-	FailReason string    `json:"failReason,omitempty"`
-	ConfigKeys []string  `json:"configKeys"`
-	Processes  []string  `json:"processes"`
+	Version int    `json:"version"`
+	Kind    string `json:"kind"`
+	Status  Status `json:"status"`
+	Image   string `json:"image"`
+	// ImageDigest is the digest the release's units ran, recorded once it
+	// rolled out; RunImage is what a redeploy of it (rollback) runs.
+	ImageDigest string    `json:"imageDigest,omitempty"`
+	RunImage    string    `json:"runImage,omitempty"`
+	Message     string    `json:"message,omitempty"`
+	Author      string    `json:"author,omitempty"`
+	CreatedAt   time.Time `json:"createdAt"`
+	FailReason  string    `json:"failReason,omitempty"`
+	ConfigKeys  []string  `json:"configKeys"`
+	Processes   []string  `json:"processes"`
 }
 
 // SummarizeRelease drops nothing secret (a Release holds none) but shapes
@@ -164,7 +168,8 @@ func SummarizeRelease(r *Release) ReleaseSummary {
 	if keys == nil {
 		keys = []string{}
 	}
-	return ReleaseSummary{Version: r.Version, Kind: r.Kind, Status: r.Status, Image: r.Image, Message: r.Message,
+	return ReleaseSummary{Version: r.Version, Kind: r.Kind, Status: r.Status, Image: r.Image,
+		ImageDigest: r.ImageDigest(), RunImage: r.RunImage(), Message: r.Message,
 		Author: r.Author, CreatedAt: r.CreatedAt, FailReason: r.FailReason, ConfigKeys: keys, Processes: procs}
 }
 

@@ -156,6 +156,12 @@ type Release struct {
 	App     string `json:"app"`
 	Version int    `json:"version"`
 	Image   string `json:"image"`
+	// ImageID is what the container runtime reported its units ran once the
+	// release rolled out (the pods' status imageID): "repo@sha256:..." for an
+	// image pulled from a registry, "sha256:..." (the runtime's image ID)
+	// for one loaded onto the nodes. It pins a redeploy of this release
+	// (rollback, config change) to the same bytes; see RunImage.
+	ImageID string `json:"imageID,omitempty"`
 	// Processes maps each process type to its command, as a shell command
 	// line; "" runs the image's own command.
 	Processes map[string]string `json:"processes"`
@@ -219,7 +225,7 @@ func Next(a *App, base *Release, kind, message string) *Release {
 	if base == nil {
 		return r
 	}
-	r.Image, r.Pool = base.Image, base.Pool
+	r.Image, r.ImageID, r.Pool = base.Image, base.ImageID, base.Pool
 	r.Processes = maps.Clone(base.Processes)
 	r.Limits = maps.Clone(base.Limits)
 	r.Healthchecks = maps.Clone(base.Healthchecks)
@@ -235,4 +241,58 @@ func ParseVersion(s string) (int, error) {
 		return 0, usage.Errorf("invalid release %q: want a release number such as v3", s)
 	}
 	return n, nil
+}
+
+// RunImage is the reference units of the release run: the image as given
+// when it names a digest or nothing was recorded yet, else the digest its
+// units ran (Image's repository @ the recorded digest, or the runtime's
+// image ID for an image that was loaded onto the nodes rather than pulled),
+// so that a moved tag cannot change what a redeploy of the release runs.
+func (r *Release) RunImage() string {
+	if r.ImageID == "" || strings.Contains(r.Image, "@") {
+		return r.Image
+	}
+	_, digest, ok := strings.Cut(r.ImageID, "@")
+	if !ok {
+		return r.ImageID // sha256:<image id>: only the node's own copy
+	}
+	return ImageRepository(r.Image) + "@" + digest
+}
+
+// ImageDigest is the digest part of the recorded ImageID ("sha256:..."), or "".
+func (r *Release) ImageDigest() string {
+	if _, d, ok := strings.Cut(r.ImageID, "@"); ok {
+		return d
+	}
+	return r.ImageID
+}
+
+// ImageRepository is an image reference without its tag or digest.
+func ImageRepository(image string) string {
+	if i := strings.Index(image, "@"); i >= 0 {
+		image = image[:i]
+	}
+	slash := strings.LastIndex(image, "/")
+	if i := strings.LastIndex(image, ":"); i > slash {
+		image = image[:i]
+	}
+	return image
+}
+
+// NormalizeImageID turns a pod's status imageID into what ImageID records:
+// without the runtime's scheme (docker-pullable://, docker://), and "" for
+// anything that names no sha256 digest.
+func NormalizeImageID(id string) string {
+	if _, rest, ok := strings.Cut(id, "://"); ok {
+		id = rest
+	}
+	d := id
+	if _, after, ok := strings.Cut(id, "@"); ok {
+		d = after
+	}
+	hex, ok := strings.CutPrefix(d, "sha256:")
+	if !ok || len(hex) != 64 || strings.Trim(hex, "0123456789abcdef") != "" {
+		return ""
+	}
+	return id
 }

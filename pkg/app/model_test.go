@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -66,5 +67,46 @@ func TestFindRelease(t *testing.T) {
 	r, cfg, err = s.FindRelease(ctx, "shop", func(r *Release) bool { return r.Image == "blog:9" })
 	if err != nil || r != nil || cfg != nil {
 		t.Errorf("no match = %+v, %v, %v; want nil, nil, nil (another app's releases are not searched)", r, cfg, err)
+	}
+}
+
+func TestReleaseRunImage(t *testing.T) {
+	d := "sha256:" + strings.Repeat("c", 64)
+	tests := []struct {
+		image, id, want, digest string
+	}{
+		{"shop:1", "", "shop:1", ""},
+		{"reg:5000/team/shop:1", "docker.io/team/shop@" + d, "reg:5000/team/shop@" + d, d},
+		{"reg:5000/shop", "reg:5000/shop@" + d, "reg:5000/shop@" + d, d},
+		{"localhost/sample:moving", d, d, d}, // loaded, not pulled: the node's image ID
+		{"shop@" + d, "shop@" + d, "shop@" + d, d},
+		{"", "", "", ""},
+	}
+	for _, tt := range tests {
+		r := &Release{Image: tt.image, ImageID: tt.id}
+		if got := r.RunImage(); got != tt.want {
+			t.Errorf("RunImage(%q, %q) = %q, want %q", tt.image, tt.id, got, tt.want)
+		}
+		if got := r.ImageDigest(); got != tt.digest {
+			t.Errorf("ImageDigest(%q) = %q, want %q", tt.id, got, tt.digest)
+		}
+	}
+}
+
+func TestNormalizeImageID(t *testing.T) {
+	d := "sha256:" + strings.Repeat("0", 63) + "f"
+	for in, want := range map[string]string{
+		"docker-pullable://nginx@" + d: "nginx@" + d,
+		"docker.io/library/nginx@" + d: "docker.io/library/nginx@" + d,
+		d:                              d,
+		"docker://" + d:                d,
+		"":                             "",
+		"sha256:abc":                   "",
+		"nginx@sha512:" + strings.Repeat("0", 128): "",
+		"sha256:" + strings.Repeat("G", 64):        "",
+	} {
+		if got := NormalizeImageID(in); got != want {
+			t.Errorf("NormalizeImageID(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

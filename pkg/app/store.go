@@ -24,13 +24,16 @@ import (
 //	             the release, which containers get through envFrom; the
 //	             record itself (image, processes, ...) in the annotation
 //	             tug.dev/release; status in the label tug.dev/status. The
-//	             Secret is immutable: only its status ever changes.
+//	             Secret is immutable: only its status ever changes, and
+//	             the image ID its units ran (annotation tug.dev/image-id)
+//	             is added once it rolled out.
 const (
 	kindApp            = "app"
 	kindRelease        = "release"
 	appRecordKey       = "app.json"
 	annotationRelease  = "tug.dev/release"
 	annotationFailure  = "tug.dev/failure"
+	annotationImageID  = "tug.dev/image-id"
 	labelStatus        = "tug.dev/status"
 	releaseNamePattern = "tug-release-%s-v%d"
 )
@@ -264,6 +267,9 @@ func decodeRelease(sec *corev1.Secret) (*Release, error) {
 	if reason := sec.Annotations[annotationFailure]; reason != "" {
 		r.FailReason = reason
 	}
+	if id := sec.Annotations[annotationImageID]; id != "" {
+		r.ImageID = id
+	}
 	return r, nil
 }
 
@@ -337,6 +343,18 @@ func (s *Store) SetReleaseStatus(ctx context.Context, app string, v int, st Stat
 		"labels":      map[string]any{labelStatus: string(st)},
 		"annotations": map[string]any{annotationFailure: nilIfEmpty(reason)},
 	}}
+	data, _ := json.Marshal(patch)
+	_, err := s.Client.CoreV1().Secrets(s.Namespace).Patch(ctx, ReleaseSecretName(app, v), "application/merge-patch+json", data, metav1.PatchOptions{FieldManager: kube.FieldManager})
+	if apierrors.IsNotFound(err) {
+		return &NotFoundError{What: "release", Name: fmt.Sprintf("v%d of app %s", v, app), Namespace: s.Namespace}
+	}
+	return kube.TranslateError(err)
+}
+
+// SetReleaseImageID records the image ID release v's units ran (see
+// Release.ImageID).
+func (s *Store) SetReleaseImageID(ctx context.Context, app string, v int, id string) error {
+	patch := map[string]any{"metadata": map[string]any{"annotations": map[string]any{annotationImageID: id}}}
 	data, _ := json.Marshal(patch)
 	_, err := s.Client.CoreV1().Secrets(s.Namespace).Patch(ctx, ReleaseSecretName(app, v), "application/merge-patch+json", data, metav1.PatchOptions{FieldManager: kube.FieldManager})
 	if apierrors.IsNotFound(err) {

@@ -18,7 +18,7 @@ var ErrNoChange = errors.New("nothing to change")
 func DeployChange(image string, processes map[string]string, message string) Change {
 	return func(a *app.App, base *app.Release, config app.ConfigMap) (*app.Release, app.ConfigMap, error) {
 		r := app.Next(a, base, app.KindDeploy, message)
-		r.Image, r.Processes = image, maps.Clone(processes)
+		r.Image, r.ImageID, r.Processes = image, "", maps.Clone(processes)
 		return r, maps.Clone(config), nil
 	}
 }

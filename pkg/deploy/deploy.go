@@ -205,9 +205,13 @@ func Roll(ctx context.Context, d Deps, appName string, change Change, opts Optio
 	var failure *Failure
 	if !opts.NoWait {
 		wctx, stop := lock.bind(ctx)
-		err := (&rollout{client: d.Client, namespace: d.Namespace, app: a.Name, release: next.Version,
-			generations: generations(got), idle: opts.Timeout, progress: d.Progress}).wait(wctx)
+		ro := &rollout{client: d.Client, namespace: d.Namespace, app: a.Name, release: next.Version,
+			generations: generations(got), idle: opts.Timeout, progress: d.Progress}
+		err := ro.wait(wctx)
 		stop()
+		if err == nil {
+			recordImageID(ctx, d, store, next, ro.imageID())
+		}
 		if lost := lock.Lost(); lost != nil {
 			return interrupted(lost)
 		}
@@ -285,6 +289,20 @@ func restore(ctx context.Context, d Deps, store *app.Store, a *app.App, v int, t
 		return 0, err
 	}
 	return v, nil
+}
+
+// recordImageID stores what the units of a release deployed by tag run, so
+// a rollback to it or a config change runs the same bytes however the tag
+// moves. Best effort: without it a redeploy runs the tag, as before.
+func recordImageID(ctx context.Context, d Deps, store *app.Store, r *app.Release, id string) {
+	if id == "" || id == r.ImageID || strings.Contains(r.Image, "@") {
+		return
+	}
+	if err := store.SetReleaseImageID(ctx, r.App, r.Version, id); err != nil {
+		d.Progress.Update(fmt.Sprintf("could not record the image digest of v%d: %v", r.Version, err))
+		return
+	}
+	r.ImageID = id
 }
 
 func markDeployed(ctx context.Context, store *app.Store, a *app.App, r *app.Release, previous, historyMax int) error {

@@ -704,3 +704,78 @@ func TestRollRollbackAlsoFails(t *testing.T) {
 		t.Fatalf("Roll: when restore fails, Roll returns fmt.Errorf(\"%%v; rolling back ... also failed: %%w\", (&Error{...}).Error(), ...): the text says \"nothing to roll back to\" (Error() sees RolledBackTo 0 and status failed) right before \"rolling back to v1 also failed\", and the error wraps only the restore error, not *deploy.Error, so main loses the failure's exit code (11 here): %q", err)
 	}
 }
+
+func imagePod(name, rel, imageID string) *corev1.Pod {
+	return pod(name, "web", rel, true, func(p *corev1.Pod) { p.Status.ContainerStatuses[0].ImageID = imageID })
+}
+
+// A deploy by tag records the digest its units run; a rollback to it runs
+// that digest, whatever the tag names by then.
+func TestRollRecordsImageIDAndRollbackRunsIt(t *testing.T) {
+	digestA := "sha256:" + strings.Repeat("a", 64)
+	digestB := "sha256:" + strings.Repeat("b", 64)
+	c, s := newFake(
+		imagePod("shop-web-2", "2", "docker-pullable://reg.example/shop@"+digestA),
+		imagePod("shop-web-3", "3", "reg.example/shop@"+digestB),
+	)
+	ctx := context.Background()
+	seedApp(t, s, &app.App{Name: "shop"})
+	if _, err := Roll(ctx, deps(c), "shop", DeployChange("reg.example/shop:v0", map[string]string{"web": ""}, ""), Options{NoWait: true}); err != nil {
+		t.Fatal(err)
+	}
+	seedRunning(t, c, "shop-web", 1)
+	for _, image := range []string{"reg.example/shop:moving", "reg.example/shop:v1"} {
+		if _, err := Roll(ctx, deps(c), "shop", DeployChange(image, map[string]string{"web": ""}, ""), Options{Timeout: 5 * time.Second}); err != nil {
+			t.Fatalf("deploy %s: %v", image, err)
+		}
+	}
+	r2, _ := getRelease(t, s, 2)
+	if r2.Image != "reg.example/shop:moving" || r2.ImageID != "reg.example/shop@"+digestA {
+		t.Fatalf("v2 image %q, image ID %q", r2.Image, r2.ImageID)
+	}
+	if sum := app.SummarizeRelease(r2); sum.ImageDigest != digestA || sum.RunImage != "reg.example/shop@"+digestA {
+		t.Errorf("v2 summary digest %q, run image %q", sum.ImageDigest, sum.RunImage)
+	}
+	if r3, _ := getRelease(t, s, 3); r3.ImageID != "reg.example/shop@"+digestB {
+		t.Errorf("v3 image ID %q", r3.ImageID)
+	}
+	if r1, _ := getRelease(t, s, 1); r1.ImageID != "" {
+		t.Errorf("v1 (not waited for) image ID %q, want none", r1.ImageID)
+	}
+
+	if _, err := Roll(ctx, deps(c), "shop", RollbackChange(ctx, s, 2), Options{NoWait: true}); err != nil {
+		t.Fatalf("rollback: %v", err)
+	}
+	web := listDeployments(t, c)["shop-web"]
+	ctr := web.Spec.Template.Spec.Containers[0]
+	if ctr.Image != "reg.example/shop@"+digestA || ctr.ImagePullPolicy != corev1.PullIfNotPresent {
+		t.Errorf("rollback runs %q (%s), want v2's digest", ctr.Image, ctr.ImagePullPolicy)
+	}
+	if r4, _ := getRelease(t, s, 4); r4.Image != "reg.example/shop:moving" || r4.ImageID != r2.ImageID {
+		t.Errorf("v4 image %q, image ID %q: the tag stays, with v2's digest", r4.Image, r4.ImageID)
+	}
+	// a new image by tag starts without a digest
+	if _, err := Roll(ctx, deps(c), "shop", DeployChange("reg.example/shop:v9", map[string]string{"web": ""}, ""), Options{NoWait: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got := listDeployments(t, c)["shop-web"].Spec.Template.Spec.Containers[0].Image; got != "reg.example/shop:v9" {
+		t.Errorf("new deploy runs %q", got)
+	}
+}
+
+// Units that disagree on what they run (a tag moved mid-rollout on one node)
+// record nothing: a redeploy runs the tag, as before.
+func TestRolloutImageIDDisagreement(t *testing.T) {
+	a := "sha256:" + strings.Repeat("a", 64)
+	b := "sha256:" + strings.Repeat("b", 64)
+	r := &rollout{release: 2, pods: map[string]*corev1.Pod{
+		"x": imagePod("x", "2", "r/s@"+a), "y": imagePod("y", "2", "r/s@"+b), "old": imagePod("old", "1", "r/s@"+b),
+	}}
+	if got := r.imageID(); got != "" {
+		t.Errorf("imageID = %q, want none", got)
+	}
+	delete(r.pods, "y")
+	if got := r.imageID(); got != "r/s@"+a {
+		t.Errorf("imageID = %q, want the new release's", got)
+	}
+}

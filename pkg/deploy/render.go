@@ -106,8 +106,8 @@ func renderDeployment(a *app.App, r *app.Release, proc, command string, port int
 	maxUnavailable := intstr.FromInt32(0)
 	c := corev1.Container{
 		Name:            proc,
-		Image:           r.Image,
-		ImagePullPolicy: PullPolicy(r.Image),
+		Image:           r.RunImage(),
+		ImagePullPolicy: PullPolicy(r.RunImage()),
 		EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{
 			LocalObjectReference: corev1.LocalObjectReference{Name: app.ReleaseSecretName(a.Name, r.Version)},
 		}}},
@@ -355,7 +355,7 @@ func sortProcs(names []string) { app.SortProcesses(names) }
 // a digest. A deploy by tag that must see a moved tag gets it; a deploy or
 // rollback by digest never pulls the same bytes again.
 func PullPolicy(image string) corev1.PullPolicy {
-	if strings.Contains(image, "@") {
+	if strings.Contains(image, "@") || strings.HasPrefix(image, "sha256:") {
 		return corev1.PullIfNotPresent
 	}
 	name := image[strings.LastIndex(image, "/")+1:]

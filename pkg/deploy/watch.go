@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
 
+	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/text"
 )
@@ -282,4 +283,28 @@ func (r *rollout) summary() string {
 		parts = append(parts, s)
 	}
 	return strings.Join(parts, "; ")
+}
+
+// imageID is what the runtime reports the release's units run (their
+// containers' status imageID, normalized by app.NormalizeImageID) when
+// every unit that reports one agrees; "" otherwise.
+func (r *rollout) imageID() string {
+	id := ""
+	for _, p := range r.pods {
+		if p.Labels[kube.LabelRelease] != strconv.Itoa(r.release) || p.DeletionTimestamp != nil || p.Labels[kube.LabelKind] == "run" {
+			continue
+		}
+		for _, c := range p.Status.ContainerStatuses {
+			got := app.NormalizeImageID(c.ImageID)
+			switch {
+			case got == "":
+				continue
+			case id == "":
+				id = got
+			case id != got:
+				return ""
+			}
+		}
+	}
+	return id
 }
