@@ -154,7 +154,8 @@ the release that ran before the current one.
 
 A release deployed by tag records the digest its units ran once it rolled
 out (see 'tug release info'); the rollback runs that digest, so a tag moved
-since then does not change what runs.`,
+since then does not change what runs. Images loaded onto nodes without a
+registry cannot be pinned; a rollback runs the tag.`,
 		Example: `  tug release rollback shop
   tug release rollback shop v3`,
 		Args: cli.Args("APP", "[vN]"),

@@ -159,8 +159,9 @@ type Release struct {
 	// ImageID is what the container runtime reported its units ran once the
 	// release rolled out (the pods' status imageID): "repo@sha256:..." for an
 	// image pulled from a registry, "sha256:..." (the runtime's image ID)
-	// for one loaded onto the nodes. It pins a redeploy of this release
-	// (rollback, config change) to the same bytes; see RunImage.
+	// for one loaded onto the nodes. A registry digest pins a redeploy of
+	// this release (rollback, config change) to the same bytes; a bare
+	// image ID is only shown; see RunImage.
 	ImageID string `json:"imageID,omitempty"`
 	// Processes maps each process type to its command, as a shell command
 	// line; "" runs the image's own command.
@@ -243,18 +244,20 @@ func ParseVersion(s string) (int, error) {
 	return n, nil
 }
 
-// RunImage is the reference units of the release run: the image as given
-// when it names a digest or nothing was recorded yet, else the digest its
-// units ran (Image's repository @ the recorded digest, or the runtime's
-// image ID for an image that was loaded onto the nodes rather than pulled),
-// so that a moved tag cannot change what a redeploy of the release runs.
+// RunImage is the reference units of the release run: Image's repository
+// @ the recorded registry digest, so that a moved tag cannot change what a
+// redeploy of the release (rollback, config change) runs. Image as given
+// when it names a digest already, when nothing was recorded, or when the
+// runtime reported only a bare image ID (an image loaded onto the nodes
+// rather than pulled from a registry): such an image cannot be pinned, as
+// only nodes that already hold it could run its ID, so the tag runs.
 func (r *Release) RunImage() string {
-	if r.ImageID == "" || strings.Contains(r.Image, "@") {
+	if strings.Contains(r.Image, "@") {
 		return r.Image
 	}
 	_, digest, ok := strings.Cut(r.ImageID, "@")
 	if !ok {
-		return r.ImageID // sha256:<image id>: only the node's own copy
+		return r.Image
 	}
 	return ImageRepository(r.Image) + "@" + digest
 }

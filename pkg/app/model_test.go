@@ -78,7 +78,10 @@ func TestReleaseRunImage(t *testing.T) {
 		{"shop:1", "", "shop:1", ""},
 		{"reg:5000/team/shop:1", "docker.io/team/shop@" + d, "reg:5000/team/shop@" + d, d},
 		{"reg:5000/shop", "reg:5000/shop@" + d, "reg:5000/shop@" + d, d},
-		{"localhost/sample:moving", d, d, d}, // loaded, not pulled: the node's image ID
+		// loaded onto the nodes, not pulled: the ID is recorded and shown, but
+		// only nodes holding the image could run it, so the tag runs
+		{"localhost/sample:moving", d, "localhost/sample:moving", d},
+		{"shop:1", "docker.io/library/shop@" + d, "shop@" + d, d},
 		{"shop@" + d, "shop@" + d, "shop@" + d, d},
 		{"", "", "", ""},
 	}

@@ -779,3 +779,47 @@ func TestRolloutImageIDDisagreement(t *testing.T) {
 		t.Errorf("imageID = %q, want the new release's", got)
 	}
 }
+
+// An image loaded onto the nodes (no registry digest, only the runtime's
+// image ID) cannot be pinned: the ID is recorded and shown, but a config
+// change or a rollback runs the tag, as nodes without the image could not
+// run a bare ID.
+func TestRollBareImageIDRunsTheTag(t *testing.T) {
+	id := "sha256:" + strings.Repeat("d", 64)
+	c, s := newFake(imagePod("shop-web-2", "2", id))
+	ctx := context.Background()
+	seedApp(t, s, &app.App{Name: "shop"})
+	if _, err := Roll(ctx, deps(c), "shop", DeployChange("localhost/shop:v0", map[string]string{"web": ""}, ""), Options{NoWait: true}); err != nil {
+		t.Fatal(err)
+	}
+	seedRunning(t, c, "shop-web", 1)
+	if _, err := Roll(ctx, deps(c), "shop", DeployChange("localhost/shop:moving", map[string]string{"web": ""}, ""), Options{Timeout: 5 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	r2, _ := getRelease(t, s, 2)
+	if r2.ImageID != id {
+		t.Fatalf("v2 image ID %q, want the runtime's %q recorded", r2.ImageID, id)
+	}
+	if sum := app.SummarizeRelease(r2); sum.ImageDigest != id || sum.RunImage != "localhost/shop:moving" {
+		t.Errorf("v2 summary digest %q, run image %q; want the ID shown and the tag run", sum.ImageDigest, sum.RunImage)
+	}
+	if _, err := Roll(ctx, deps(c), "shop", EnvChange(app.ConfigMap{"A": "1"}, nil, ""), Options{NoWait: true}); err != nil {
+		t.Fatalf("env: %v", err)
+	}
+	if got := listDeployments(t, c)["shop-web"].Spec.Template.Spec.Containers[0].Image; got != "localhost/shop:moving" {
+		t.Errorf("config change runs %q, want the tag", got)
+	}
+	if _, err := Roll(ctx, deps(c), "shop", RollbackChange(ctx, s, 1), Options{NoWait: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Roll(ctx, deps(c), "shop", RollbackChange(ctx, s, 2), Options{NoWait: true}); err != nil {
+		t.Fatalf("rollback: %v", err)
+	}
+	ctr := listDeployments(t, c)["shop-web"].Spec.Template.Spec.Containers[0]
+	if ctr.Image != "localhost/shop:moving" || ctr.ImagePullPolicy != corev1.PullIfNotPresent {
+		t.Errorf("rollback runs %q (%s), want the tag", ctr.Image, ctr.ImagePullPolicy)
+	}
+	if r5, _ := getRelease(t, s, 5); r5.ImageID != id {
+		t.Errorf("v5 image ID %q: the rollback keeps v2's recorded ID", r5.ImageID)
+	}
+}

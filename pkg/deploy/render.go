@@ -355,7 +355,7 @@ func sortProcs(names []string) { app.SortProcesses(names) }
 // a digest. A deploy by tag that must see a moved tag gets it; a deploy or
 // rollback by digest never pulls the same bytes again.
 func PullPolicy(image string) corev1.PullPolicy {
-	if strings.Contains(image, "@") || strings.HasPrefix(image, "sha256:") {
+	if strings.Contains(image, "@") {
 		return corev1.PullIfNotPresent
 	}
 	name := image[strings.LastIndex(image, "/")+1:]
