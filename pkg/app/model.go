@@ -247,19 +247,33 @@ func ParseVersion(s string) (int, error) {
 // RunImage is the reference units of the release run: Image's repository
 // @ the recorded registry digest, so that a moved tag cannot change what a
 // redeploy of the release (rollback, config change) runs. Image as given
-// when it names a digest already, when nothing was recorded, or when the
+// when it names a digest already, when nothing was recorded, when the
 // runtime reported only a bare image ID (an image loaded onto the nodes
-// rather than pulled from a registry): such an image cannot be pinned, as
-// only nodes that already hold it could run its ID, so the tag runs.
+// rather than pulled from a registry: only nodes that already hold it could
+// run its ID), or a digest of another repository (the same image pulled
+// under another name, which Image's repository may not serve): such an
+// image is not pinned, and the tag runs.
 func (r *Release) RunImage() string {
 	if strings.Contains(r.Image, "@") {
 		return r.Image
 	}
-	_, digest, ok := strings.Cut(r.ImageID, "@")
-	if !ok {
+	repo, digest, ok := strings.Cut(r.ImageID, "@")
+	if !ok || canonicalRepository(repo) != canonicalRepository(ImageRepository(r.Image)) {
 		return r.Image
 	}
 	return ImageRepository(r.Image) + "@" + digest
+}
+
+// canonicalRepository spells Docker Hub's repositories one way:
+// "docker.io/library/shop" and "shop" are the same repository.
+func canonicalRepository(repo string) string {
+	for _, hub := range []string{"docker.io/", "index.docker.io/", "registry-1.docker.io/"} {
+		if rest, ok := strings.CutPrefix(repo, hub); ok {
+			repo = rest
+			break
+		}
+	}
+	return strings.TrimPrefix(repo, "library/")
 }
 
 // ImageDigest is the digest part of the recorded ImageID ("sha256:..."), or "".

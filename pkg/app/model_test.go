@@ -76,7 +76,13 @@ func TestReleaseRunImage(t *testing.T) {
 		image, id, want, digest string
 	}{
 		{"shop:1", "", "shop:1", ""},
-		{"reg:5000/team/shop:1", "docker.io/team/shop@" + d, "reg:5000/team/shop@" + d, d},
+		{"reg:5000/team/shop:1", "reg:5000/team/shop@" + d, "reg:5000/team/shop@" + d, d},
+		{"team/shop:1", "docker.io/team/shop@" + d, "team/shop@" + d, d},
+		{"docker.io/library/shop:1", "shop@" + d, "docker.io/library/shop@" + d, d},
+		// the same image pulled under another name on that node: that
+		// repository's digest, which Image's may not serve; the tag runs
+		{"reg:5000/team/shop:1", "docker.io/team/shop@" + d, "reg:5000/team/shop:1", d},
+		{"localhost/tug/sample:v2", "10.0.0.1:5000/tug/sample@" + d, "localhost/tug/sample:v2", d},
 		{"reg:5000/shop", "reg:5000/shop@" + d, "reg:5000/shop@" + d, d},
 		// loaded onto the nodes, not pulled: the ID is recorded and shown, but
 		// only nodes holding the image could run it, so the tag runs
