@@ -1,9 +1,19 @@
 package e2e
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A scale the nodes cannot hold fails with exit code 13 and puts the
@@ -45,5 +55,149 @@ func TestScaleIsAllOrNothing(t *testing.T) {
 	h.mustTug("app", "deploy", "shop", "--image", sampleV2, "--process", "web=sample")
 	if got := h.deploymentReplicas("shop-web"); got != 1 {
 		t.Errorf("replicas after the next deploy = %d, want 1", got)
+	}
+}
+
+// manifestTypes are what the local registry may hold for a test image.
+var manifestTypes = strings.Join([]string{
+	"application/vnd.oci.image.manifest.v1+json",
+	"application/vnd.oci.image.index.v1+json",
+	"application/vnd.docker.distribution.manifest.v2+json",
+	"application/vnd.docker.distribution.manifest.list.v2+json",
+}, ", ")
+
+// registryManifest is the manifest reg/repo:ref, its media type and digest.
+func registryManifest(t *testing.T, reg, repo, ref string) (body []byte, mediaType, digest string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("http://%s/v2/%s/manifests/%s", reg, repo, ref), nil)
+	req.Header.Set("Accept", manifestTypes)
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err = io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET manifest %s/%s:%s: %s %v\n%s", reg, repo, ref, resp.Status, err, body)
+	}
+	sum := sha256.Sum256(body)
+	return body, resp.Header.Get("Content-Type"), "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// tagManifest points reg/repo:tag at a manifest of the same repository
+// (its blobs are there already).
+func tagManifest(t *testing.T, reg, repo, tag string, body []byte, mediaType string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPut, fmt.Sprintf("http://%s/v2/%s/manifests/%s", reg, repo, tag), bytes.NewReader(body))
+	req.Header.Set("Content-Type", mediaType)
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		msg, _ := io.ReadAll(resp.Body)
+		t.Fatalf("PUT manifest %s/%s:%s: %s\n%s", reg, repo, tag, resp.Status, msg)
+	}
+}
+
+// forgetImage removes image references from every node's containerd, so
+// the next unit that names one pulls it again.
+func forgetImage(t *testing.T, refs ...string) {
+	t.Helper()
+	dir := os.Getenv("TUG_CLUSTER_DIR")
+	if dir == "" {
+		dir = "/var/lib/tug-cluster"
+	}
+	socks, _ := filepath.Glob(filepath.Join(dir, "node*", "containerd.sock"))
+	if len(socks) == 0 {
+		t.Fatalf("no node containerd socket under %s", dir)
+	}
+	for _, sock := range socks {
+		// a reference the node never pulled is not an error: rm says so and exits 0
+		out, err := exec.Command("ctr", append([]string{"-a", sock, "-n", "k8s.io", "images", "rm"}, refs...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("ctr -a %s images rm %v: %v\n%s", sock, refs, err, out)
+		}
+	}
+}
+
+// A release deployed by a tag that has moved since rolls back to the bytes
+// its units ran (the registry digest recorded once it rolled out), not to
+// what the tag names now.
+func TestRollbackRunsRecordedDigest(t *testing.T) {
+	h := New(t)
+	reg := registryForBuilds(t, true)
+	if _, err := exec.LookPath("ctr"); err != nil {
+		t.Skip("no ctr to clear the nodes' image cache")
+	}
+	const repo = "tug/sample"
+	tag := "moving-" + h.NS // test-unique, in the repository that holds the blobs
+	moving := reg + "/" + repo + ":" + tag
+	v1, v1Type, v1Digest := registryManifest(t, reg, repo, "v1")
+	v2, v2Type, v2Digest := registryManifest(t, reg, repo, "v2")
+	if v1Digest == v2Digest {
+		t.Fatalf("v1 and v2 have the same manifest %s", v1Digest)
+	}
+	pinned := reg + "/" + repo + "@" + v2Digest
+	// the nodes keep no reference of ours: a unit naming the local images
+	// in another test reports their own IDs again
+	t.Cleanup(func() {
+		forgetImage(t, moving, reg+"/"+repo+"@"+v1Digest, pinned)
+	})
+
+	// the tag names v2; the release deployed by it records v2's digest
+	tagManifest(t, reg, repo, tag, v2, v2Type)
+	forgetImage(t, moving)
+	h.mustTug("app", "create", "shop")
+	h.mustTug("app", "deploy", "shop", "--image", moving, "--process", "web=sample")
+	pods := h.waitUnits("shop", "web", 1, moving)
+	if got := strings.TrimSpace(httpGet(t, fmt.Sprintf("http://%s:8080/version", pods[0].Status.PodIP))); got != "v2" {
+		t.Fatalf("the unit of %s (on v2) answers %q", moving, got)
+	}
+	var info struct {
+		Image       string `json:"image"`
+		ImageDigest string `json:"imageDigest"`
+		RunImage    string `json:"runImage"`
+	}
+	releaseInfo := func(v string) {
+		t.Helper()
+		r := h.mustTug("release", "info", "shop", v, "-o", "json")
+		info.Image, info.ImageDigest, info.RunImage = "", "", ""
+		if err := json.Unmarshal([]byte(r.Stdout), &info); err != nil {
+			t.Fatalf("release info %s: %v\n%s", v, err, r.Stdout)
+		}
+	}
+	releaseInfo("v1")
+	if info.Image != moving || info.ImageDigest != v2Digest || info.RunImage != pinned {
+		t.Fatalf("release v1: image %q, digest %q, run image %q; want %s, %s, %s", info.Image, info.ImageDigest, info.RunImage, moving, v2Digest, pinned)
+	}
+
+	// the tag moves to v1 and no node holds it any more: deploying it again
+	// (roll forward) pulls v1
+	tagManifest(t, reg, repo, tag, v1, v1Type)
+	forgetImage(t, moving, pinned)
+	h.mustTug("app", "deploy", "shop", "--image", moving, "--process", "web=sample")
+	pods = h.waitUnits("shop", "web", 1, moving)
+	if got := strings.TrimSpace(httpGet(t, fmt.Sprintf("http://%s:8080/version", pods[0].Status.PodIP))); got != "v1" {
+		t.Fatalf("after the tag moved to v1, a deploy of it answers %q", got)
+	}
+	releaseInfo("v2")
+	if info.ImageDigest != v1Digest {
+		t.Fatalf("release v2 (the moved tag) records digest %q, want v1's %s", info.ImageDigest, v1Digest)
+	}
+
+	// the rollback runs what v1 ran, by digest: v2, pulled again
+	h.mustTug("release", "rollback", "shop", "v1")
+	pods = h.waitUnits("shop", "web", 1, pinned)
+	if id := pods[0].Status.ContainerStatuses[0].ImageID; !strings.HasSuffix(id, "@"+v2Digest) {
+		t.Errorf("the rolled-back unit runs image ID %q, want v2's digest %s", id, v2Digest)
+	}
+	if got := strings.TrimSpace(httpGet(t, fmt.Sprintf("http://%s:8080/version", pods[0].Status.PodIP))); got != "v2" {
+		t.Errorf("the rolled-back unit answers %q, want v2", got)
+	}
+	releaseInfo("v3")
+	if info.Image != moving || info.ImageDigest != v2Digest {
+		t.Errorf("release v3 (the rollback): image %q, digest %q; want the tag and v2's digest", info.Image, info.ImageDigest)
 	}
 }
