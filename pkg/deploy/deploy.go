@@ -203,11 +203,14 @@ func Roll(ctx context.Context, d Deps, appName string, change Change, opts Optio
 			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 			defer cancel()
 			_, _ = store.UpdateApp(wctx, a.Name, func(x *app.App) error { x.Processes = unitsBefore; return nil })
-			var failed *ReleasePhaseError
-			if !errors.As(err, &failed) {
-				return interrupted(err)
+			if ctx.Err() != nil {
+				return interrupted(ctx.Err())
 			}
-			_ = store.SetReleaseStatus(wctx, a.Name, next.Version, app.StatusFailed, failed.Reason())
+			reason := "release phase: " + err.Error()
+			if failed := (*ReleasePhaseError)(nil); errors.As(err, &failed) {
+				reason = failed.Reason()
+			}
+			_ = store.SetReleaseStatus(wctx, a.Name, next.Version, app.StatusFailed, reason)
 			_ = prune(wctx, store, a, previous)
 			return nil, err
 		}
