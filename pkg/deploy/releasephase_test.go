@@ -111,7 +111,9 @@ func TestRollReleasePhaseFailureAppliesNothing(t *testing.T) {
 	assertNoLease(t, c)
 
 	// a phase that cannot be run at all: also nothing applied, release failed
-	d.ReleasePhase = func(context.Context, ReleasePhaseSpec) (int, error) { return 0, errors.New("creating run pod: forbidden") }
+	d.ReleasePhase = func(context.Context, ReleasePhaseSpec) (int, error) {
+		return 0, errors.New("creating run pod: forbidden")
+	}
 	_, err = Roll(ctx, d, "shop", WithReleaseCommand(DeployChange("shop:3", map[string]string{"web": "./serve"}, ""), "./migrate"), Options{NoWait: true})
 	if err == nil || errors.As(err, &phase) {
 		t.Fatalf("Roll = %v", err)
