@@ -19,9 +19,13 @@ type appDeployOptions struct {
 	Procfile  string
 	Message   string
 	DryRun    bool
-	rollout   rolloutFlags
-	warnings  []string
-	build     buildFlags // without --image (build.go)
+	// SkipReleasePhase rolls out without running the Procfile's release:
+	// command.
+	SkipReleasePhase bool
+	release          string // the Procfile's release-phase command
+	rollout          rolloutFlags
+	warnings         []string
+	build            buildFlags // without --image (build.go)
 }
 
 func newAppDeployCmd(f *cli.Factory) *cobra.Command {
@@ -46,7 +50,13 @@ tug watches the rollout and explains a failure as soon as it shows (an image
 that cannot be pulled, a crash with its last log lines, a unit that cannot be
 scheduled or never gets ready), then rolls back to the last good release and
 exits with the failure's code (see docs/exit-codes.md). The timeout restarts
-whenever the rollout makes progress.`,
+whenever the rollout makes progress.
+
+A Procfile's release: command (a migration, say) is the release phase: it
+runs once per deploy in a one-off unit of the new release, before any process
+rolls out, with its output on stderr. When it exits non-zero the deploy stops
+with exit code 17: nothing is rolled out, the current release keeps running
+and the new one is marked failed. --skip-release-phase skips it.`,
 		Example: `  tug app deploy shop --builder registry.example.com/builders/static:1 --repository registry.example.com/team/shop
   tug app deploy shop --source ./site -m "new front page"
   tug app deploy shop --image registry.example.com/shop:1.4
@@ -69,12 +79,13 @@ whenever the rollout makes progress.`,
 			}
 			opts := o.rollout.options()
 			opts.DryRun = o.DryRun
+			opts.SkipReleasePhase = o.SkipReleasePhase
 			if o.build.active {
 				if o.Image, err = o.build.image(cmd, f, name, o.Message, o.DryRun); err != nil || o.Image == "" {
 					return err
 				}
 			}
-			return roll(cmd, f, name, deploy.DeployChange(o.Image, procs, o.Message), opts, o.rollout.Output, rollVerb{"deployed", "deploying"})
+			return roll(cmd, f, name, deploy.WithReleaseCommand(deploy.DeployChange(o.Image, procs, o.Message), o.release), opts, o.rollout.Output, rollVerb{"deployed", "deploying"})
 		},
 	}
 	cmd.Flags().StringVar(&o.Image, "image", "", "Image to deploy; without it, build from --source (see docs/builders.md)")
@@ -82,6 +93,7 @@ whenever the rollout makes progress.`,
 	cmd.Flags().StringVar(&o.Procfile, "procfile", "", "Procfile to read process types from (default ./Procfile when present)")
 	cmd.Flags().StringVarP(&o.Message, "message", "m", "", "Why this deploy, shown in the release history")
 	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "Validate on the server and show what would change; change nothing")
+	cmd.Flags().BoolVar(&o.SkipReleasePhase, "skip-release-phase", false, "Roll out without running the Procfile's release: command")
 	o.rollout.add(cmd, true)
 	o.build.add(cmd)
 	return cmd
@@ -108,7 +120,7 @@ func (o *appDeployOptions) validate(name string) (map[string]string, error) {
 	if o.DryRun && o.rollout.NoWait {
 		return nil, usage.Errorf("--dry-run and --no-wait cannot be used together")
 	}
-	procs, warnings, err := src.Resolve()
-	o.warnings = warnings
+	procs, release, warnings, err := src.Resolve()
+	o.warnings, o.release = warnings, release
 	return procs, err
 }

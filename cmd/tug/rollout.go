@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
+	tugexec "tug.dev/tug/pkg/exec"
 	"tug.dev/tug/pkg/usage"
 )
 
@@ -62,6 +64,14 @@ func roll(cmd *cobra.Command, f *cli.Factory, appName string, change deploy.Chan
 	}
 	p := f.Progress()
 	d.Progress = p
+	d.ReleasePhase = func(ctx context.Context, s deploy.ReleasePhaseSpec) (int, error) {
+		user := d.Holder
+		if i := strings.Index(user, " ("); i > 0 {
+			user = user[:i]
+		}
+		return tugexec.RunReleasePhase(ctx, tugexec.Deps{Client: d.Client, Namespace: d.Namespace, IO: f.IOStreams,
+			Progress: p, User: func() string { return user }}, s)
+	}
 	res, err := deploy.Roll(cmd.Context(), d, appName, change, opts)
 	if errors.Is(err, deploy.ErrNoChange) {
 		p.Done("nothing changed")

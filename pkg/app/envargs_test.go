@@ -74,6 +74,7 @@ func TestProcessSourceResolve(t *testing.T) {
 		src      ProcessSource
 		procfile string // written to Dir/Procfile when not empty
 		want     map[string]string
+		release  string
 		warning  string
 		err      string
 	}{
@@ -82,8 +83,8 @@ func TestProcessSourceResolve(t *testing.T) {
 		{name: "bad flag", src: ProcessSource{Flags: []string{"web"}}, err: `--process "web": want TYPE='command args'`},
 		{name: "no Procfile: the image's command as web", want: map[string]string{"web": ""}},
 		{name: "Procfile found", procfile: "web: ./serve\nworker: ./work\n", want: map[string]string{"web": "./serve", "worker": "./work"}},
-		{name: "release entry dropped", procfile: "web: ./serve\nrelease: ./migrate\n", want: map[string]string{"web": "./serve"},
-			warning: `Procfile: skipping the release-phase command "./migrate"; run it with 'tug run APP -- ./migrate'`},
+		{name: "release entry is the release phase, not a process", procfile: "web: ./serve\nrelease: ./migrate\n", want: map[string]string{"web": "./serve"},
+			release: "./migrate"},
 		{name: "only a release entry", procfile: "release: ./migrate\n", err: "Procfile declares only a release-phase command; add a process such as web"},
 		{name: "bad Procfile", procfile: "web ./serve\n", err: `Procfile: line 1: want "type: command"`},
 		{name: "both", src: ProcessSource{Flags: []string{"web=x"}, Procfile: "P"}, err: "--process and --procfile cannot be used together"},
@@ -95,13 +96,16 @@ func TestProcessSourceResolve(t *testing.T) {
 			if tt.procfile != "" {
 				write(t, tt.src.Dir, tt.procfile)
 			}
-			got, warnings, err := tt.src.Resolve()
+			got, release, warnings, err := tt.src.Resolve()
 			wantErr(t, err, tt.err, true)
 			if err != nil {
 				return
 			}
 			if !maps.Equal(got, tt.want) {
 				t.Errorf("processes = %q, want %q", got, tt.want)
+			}
+			if release != tt.release {
+				t.Errorf("release command = %q, want %q", release, tt.release)
 			}
 			if tt.warning == "" && len(warnings) > 0 || tt.warning != "" && (len(warnings) != 1 || warnings[0] != tt.warning) {
 				t.Errorf("warnings = %q, want %q", warnings, tt.warning)
@@ -115,7 +119,7 @@ func TestProcessSourceResolve(t *testing.T) {
 	if err := os.WriteFile(p, []byte("web: ./prod\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	got, _, err := ProcessSource{Procfile: p, Dir: t.TempDir()}.Resolve()
+	got, _, _, err := ProcessSource{Procfile: p, Dir: t.TempDir()}.Resolve()
 	if err != nil || got["web"] != "./prod" {
 		t.Errorf("--procfile %s: %q, %v", p, got, err)
 	}

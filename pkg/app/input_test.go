@@ -101,14 +101,14 @@ func TestProcfileLimits(t *testing.T) {
 	if err := os.WriteFile(file, bytes.Repeat([]byte("# comment\n"), 30*1024), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = ProcessSource{Procfile: file}.Resolve()
+	_, _, _, err = ProcessSource{Procfile: file}.Resolve()
 	if !usage.Is(err) || !strings.Contains(err.Error(), "--procfile "+file+": larger than the 256 KiB limit") {
 		t.Errorf("huge Procfile: %v", err)
 	}
 	if err := os.WriteFile(file, []byte(long), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = ProcessSource{Procfile: file}.Resolve()
+	_, _, _, err = ProcessSource{Procfile: file}.Resolve()
 	if !usage.Is(err) || !strings.Contains(err.Error(), "line 2 is longer than 64 KiB") {
 		t.Errorf("long line through Resolve: %v", err)
 	}

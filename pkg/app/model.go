@@ -166,6 +166,9 @@ type Release struct {
 	// Processes maps each process type to its command, as a shell command
 	// line; "" runs the image's own command.
 	Processes map[string]string `json:"processes"`
+	// ReleaseCommand is the release-phase command (a Procfile's release:
+	// entry), run once in a one-off unit before the release rolls out.
+	ReleaseCommand string `json:"releaseCommand,omitempty"`
 	// Kind says what made the release: deploy, env, rollback.
 	Kind       string    `json:"kind"`
 	Message    string    `json:"message,omitempty"`

@@ -147,48 +147,55 @@ func (s ProcessSource) Validate() error {
 	return nil
 }
 
-// Resolve returns the process types and their commands, and warnings for
-// what it skipped. Heroku's "release:" entry is a release-phase command, not
-// a process: it would run forever as one and "crash" when it exits 0, so it
-// is dropped with a warning. Every error is an input error.
-func (s ProcessSource) Resolve() (map[string]string, []string, error) {
+// ReleasePhase is the Procfile entry of the release-phase command.
+const ReleasePhase = "release"
+
+// Resolve returns the process types and their commands, the release-phase
+// command, and warnings for what it skipped. Heroku's "release:" entry is a
+// release-phase command, not a process: it runs once per deploy, in a
+// one-off unit of the new release, before any process rolls out (it would
+// run forever as a process and "crash" when it exits 0). Every error is an
+// input error.
+func (s ProcessSource) Resolve() (procs map[string]string, release string, warnings []string, err error) {
 	if err := s.Validate(); err != nil {
-		return nil, nil, err
+		return nil, "", nil, err
 	}
 	if len(s.Flags) > 0 {
 		procs, err := ParseProcessFlags(s.Flags)
-		return procs, nil, err
+		return procs, "", nil, err
 	}
 	path, file := s.Procfile, s.Procfile
 	if path == "" {
 		path, file = "Procfile", filepath.Join(s.Dir, "Procfile")
 		if _, err := os.Stat(file); err != nil {
-			return map[string]string{WebProcess: ""}, nil, nil
+			return map[string]string{WebProcess: ""}, "", nil, nil
 		}
 	}
 	b, err := ReadFileArgLimit("--procfile", file, MaxProcfileBytes)
 	if err != nil {
-		return nil, nil, err
+		return nil, "", nil, err
 	}
-	procs, err := ParseProcfile(bytes.NewReader(b))
+	procs, err = ParseProcfile(bytes.NewReader(b))
 	if err != nil {
-		return nil, nil, usage.Errorf("%s: %w", path, err)
+		return nil, "", nil, usage.Errorf("%s: %w", path, err)
 	}
-	var warnings []string
 	// build: is the build step of a deploy from source (docs/builders.md),
 	// run by the build agent, never a process.
 	delete(procs, "build")
 	if len(procs) == 0 {
-		return nil, nil, usage.Errorf("%s declares only a build step; add a process such as web", path)
+		return nil, "", nil, usage.Errorf("%s declares only a build step; add a process such as web", path)
 	}
-	if cmd, ok := procs["release"]; ok {
-		delete(procs, "release")
-		warnings = append(warnings, fmt.Sprintf("%s: skipping the release-phase command %q; run it with 'tug run APP -- %s'", path, cmd, cmd))
+	if cmd, ok := procs[ReleasePhase]; ok {
+		delete(procs, ReleasePhase)
+		release = cmd
+		if strings.TrimSpace(cmd) == "" {
+			return nil, "", nil, usage.Errorf("%s: the release-phase command is empty", path)
+		}
 		if len(procs) == 0 {
-			return nil, nil, usage.Errorf("%s declares only a release-phase command; add a process such as web", path)
+			return nil, "", nil, usage.Errorf("%s declares only a release-phase command; add a process such as web", path)
 		}
 	}
-	return procs, warnings, nil
+	return procs, release, warnings, nil
 }
 
 // ValidateImage checks --image: given, and with no spaces.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -22,6 +23,9 @@ type Deps struct {
 	Progress  Progress
 	// Holder names who holds the deploy lock, e.g. "alice (pid 4242 on laptop)".
 	Holder string
+	// ReleasePhase runs a release's release-phase command (releasephase.go);
+	// needed only by releases that have one.
+	ReleasePhase ReleasePhaseRunner
 }
 
 // Options tune one rollout.
@@ -36,6 +40,9 @@ type Options struct {
 	// next deploy (env changes with --no-restart).
 	NoRestart  bool
 	HistoryMax int
+	// SkipReleasePhase rolls out without running the release's
+	// release-phase command.
+	SkipReleasePhase bool
 }
 
 // Change builds the next release from the app and its base release (the
@@ -144,6 +151,7 @@ func Roll(ctx context.Context, d Deps, appName string, change Change, opts Optio
 		return nil, err
 	}
 	next.App, next.Version, next.CreatedAt, next.Author = a.Name, a.LastRelease+1, time.Now().UTC(), authorOf(d.Holder)
+	unitsBefore := maps.Clone(a.Processes)
 	withProcesses(a, next)
 
 	if opts.DryRun {
@@ -163,6 +171,9 @@ func Roll(ctx context.Context, d Deps, appName string, change Change, opts Optio
 
 	previous := a.Release
 	next.Status = app.StatusPending
+	if wantsReleasePhase(next, opts) && d.ReleasePhase == nil {
+		return nil, fmt.Errorf("release v%d of app %q has a release-phase command but nothing can run it", next.Version, a.Name)
+	}
 	// before the release is stored: an object in the way leaves no trace
 	if err := guardOwned(ctx, d.Client, d.Namespace, Render(a, next, config)); err != nil {
 		return nil, err
@@ -184,6 +195,25 @@ func Roll(ctx context.Context, d Deps, appName string, change Change, opts Optio
 	})
 	if err != nil {
 		return interrupted(err)
+	}
+	if wantsReleasePhase(next, opts) {
+		// Before anything of the new release is applied: a failing phase
+		// (a migration, say) leaves what runs untouched.
+		if err := releasePhase(ctx, d, a, next, config, previous); err != nil {
+			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+			defer cancel()
+			_, _ = store.UpdateApp(wctx, a.Name, func(x *app.App) error { x.Processes = unitsBefore; return nil })
+			if ctx.Err() != nil {
+				return interrupted(ctx.Err())
+			}
+			reason := "release phase: " + err.Error()
+			if failed := (*ReleasePhaseError)(nil); errors.As(err, &failed) {
+				reason = failed.Reason()
+			}
+			_ = store.SetReleaseStatus(wctx, a.Name, next.Version, app.StatusFailed, reason)
+			_ = prune(wctx, store, a, previous)
+			return nil, err
+		}
 	}
 	objs := Render(a, next, config)
 	d.Progress.Update(fmt.Sprintf("applying release v%d", next.Version))

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -14,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // A scale the nodes cannot hold fails with exit code 13 and puts the
@@ -200,4 +203,68 @@ func TestRollbackRunsRecordedDigest(t *testing.T) {
 	if info.Image != moving || info.ImageDigest != v2Digest {
 		t.Errorf("release v3 (the rollback): image %q, digest %q; want the tag and v2's digest", info.Image, info.ImageDigest)
 	}
+}
+
+// A Procfile's release: command runs once per deploy in a one-off unit of
+// the new release, before anything rolls out, its output on stderr; when it
+// exits non-zero the deploy exits 17, nothing rolls out and the release is
+// marked failed.
+func TestReleasePhase(t *testing.T) {
+	h := New(t)
+	dir := t.TempDir()
+	procfile := func(content string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, "Procfile"), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.mustTug("app", "create", "shop")
+	procfile("web: sample\nrelease: sh -c 'echo release-phase-ran-$TUG_RELEASE'\n")
+	r := h.TugRun(Run{Args: []string{"app", "deploy", "shop", "--image", sampleV1}, Dir: dir})
+	if r.Code != 0 {
+		t.Fatalf("deploy with a release phase: %s", r)
+	}
+	ran, done := strings.Index(r.Stderr, "release-phase-ran-1"), strings.LastIndex(r.Stderr, "deployed")
+	if ran < 0 || done < 0 || ran > done {
+		t.Errorf("stderr does not show the release phase's output before the rollout's deployed line:\n%s", r.Stderr)
+	}
+	if strings.Contains(r.Stdout, "release-phase-ran") {
+		t.Errorf("the release phase's output went to stdout:\n%s", r.Stdout)
+	}
+	h.waitUnits("shop", "web", 1, sampleV1)
+
+	procfile("web: sample\nrelease: sh -c 'exit 4'\n")
+	r = h.TugRun(Run{Args: []string{"app", "deploy", "shop", "--image", sampleV2}, Dir: dir})
+	if r.Code != 17 {
+		t.Fatalf("deploy with a failing release phase: want exit 17, got %s", r)
+	}
+	if !strings.Contains(r.Stderr, "release phase exited with code 4") {
+		t.Errorf("stderr does not give the phase's exit code:\n%s", r.Stderr)
+	}
+	dep, err := h.Client.AppsV1().Deployments(h.NS).Get(context.Background(), "shop-web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if img := dep.Spec.Template.Spec.Containers[0].Image; img != sampleV1 {
+		t.Errorf("web Deployment image = %s after the failed phase, want %s", img, sampleV1)
+	}
+	rows := h.releases("shop")
+	var v2 *releaseRow
+	for i := range rows {
+		if rows[i].Version == 2 {
+			v2 = &rows[i]
+		}
+	}
+	if v2 == nil || v2.Status != "failed" {
+		t.Errorf("release list: v2 = %+v, want failed (all: %+v)", v2, rows)
+	}
+	h.waitNoRunPods(30 * time.Second)
+	h.waitUnits("shop", "web", 1, sampleV1)
+
+	// --skip-release-phase deploys without running it
+	r = h.TugRun(Run{Args: []string{"app", "deploy", "shop", "--image", sampleV2, "--skip-release-phase"}, Dir: dir})
+	if r.Code != 0 {
+		t.Fatalf("deploy --skip-release-phase: %s", r)
+	}
+	h.waitUnits("shop", "web", 1, sampleV2)
 }
