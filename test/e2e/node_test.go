@@ -713,14 +713,30 @@ func TestNodeRemoveRespectsDisruptionBudget(t *testing.T) {
 	if !h.getNode(from).Spec.Unschedulable {
 		t.Fatalf("%s should stay cordoned after the timeout", from)
 	}
-	if _, err := h.Client.CoreV1().Pods(h.NS).Get(ctx, pod.Name, metav1.GetOptions{}); err != nil {
-		t.Fatalf("the guarded unit should still be there: %v", err)
-	}
 	d, err := h.Client.AppsV1().Deployments(h.NS).Get(ctx, "guarded-web", metav1.GetOptions{})
 	if err != nil || *d.Spec.Replicas != 1 {
 		t.Fatalf("deployment replicas after the timeout: %v (err %v), want 1 (surge restored)", d.Spec.Replicas, err)
 	}
 	h.mustTug("node", "update", from, "--enable")
+	// Restoring the count is a scale-down, and the ReplicaSet picks which
+	// unit goes: the one on the node, or the one added elsewhere. Wait for
+	// the one that stays, ready and alone, and drain the node it is on.
+	var kept corev1.Pod
+	h.WaitPods("tug.dev/app=guarded", 90*time.Second, "one ready unit after the restore", func(pods []corev1.Pod) bool {
+		if len(pods) != 1 || pods[0].DeletionTimestamp != nil || !AllReady(1)(pods) {
+			return false
+		}
+		kept = pods[0]
+		return true
+	})
+	if kept.Spec.NodeName != from {
+		from = kept.Spec.NodeName
+		h.keepNodeState(from)
+	}
+	h.Eventually(30*time.Second, "budget observes the unit that stays", func() (bool, error) {
+		p, err := h.Client.PolicyV1().PodDisruptionBudgets(h.NS).Get(ctx, pdb.Name, metav1.GetOptions{})
+		return err == nil && p.Status.ObservedGeneration == p.Generation && p.Status.ExpectedPods == 1 && p.Status.CurrentHealthy == 1, err
+	})
 
 	// Blocked, then allowed: it proceeds by itself.
 	bg := h.startTug(h.drainArgs(from, "guarded", "--timeout", "2m")...)
