@@ -41,28 +41,10 @@ func dockerfile(args []string) int {
 		usage()
 	}
 	var res Result
-	finish := func(stage string, code int, err error) int {
-		if err != nil {
-			res.OK, res.Stage, res.ExitCode, res.Message = false, stage, code, err.Error()
-			fmt.Printf("tug-build: %s: %v\n", stage, err)
-		} else {
-			res.OK = true
-		}
-		line, _ := json.Marshal(res)
-		fmt.Println(ResultPrefix + string(line))
-		if err != nil {
-			return 1
-		}
-		return 0
-	}
-
-	t := time.Now()
-	n, size, err := unpack(os.Stdin, *appDir)
-	if err != nil {
+	finish := res.finish
+	if err := res.unpackSource(*appDir); err != nil {
 		return finish("unpack", 0, err)
 	}
-	res.Seconds.Unpack = time.Since(t).Seconds()
-	fmt.Printf("-----> source: %d files, %s unpacked into %s\n", n, text.Size(size), *appDir)
 
 	ref, err := name.ParseReference(*repo + ":" + *tag)
 	if err != nil {
@@ -74,7 +56,7 @@ func dockerfile(args []string) int {
 		return finish("build", 0, fmt.Errorf("reading the Dockerfile: %w", err))
 	}
 
-	t = time.Now()
+	t := time.Now()
 	bk, err := startBuildkitd(plainHTTPHosts(ref.Context().RegistryStr(), string(content)))
 	if err != nil {
 		return finish("build", 0, err)

@@ -72,6 +72,35 @@ type Result struct {
 	} `json:"seconds"`
 }
 
+// finish prints the result as the last line (the CLI reads it) and returns
+// the process's exit code: 1 when a stage failed.
+func (res *Result) finish(stage string, code int, err error) int {
+	if err != nil {
+		res.OK, res.Stage, res.ExitCode, res.Message = false, stage, code, err.Error()
+		fmt.Printf("tug-build: %s: %v\n", stage, err)
+	} else {
+		res.OK = true
+	}
+	line, _ := json.Marshal(res)
+	fmt.Println(ResultPrefix + string(line))
+	if err != nil {
+		return 1
+	}
+	return 0
+}
+
+// unpackSource unpacks the source tar on stdin into dir and says so.
+func (res *Result) unpackSource(dir string) error {
+	t := time.Now()
+	n, size, err := unpack(os.Stdin, dir)
+	if err != nil {
+		return err
+	}
+	res.Seconds.Unpack = time.Since(t).Seconds()
+	fmt.Printf("-----> source: %d files, %s unpacked into %s\n", n, text.Size(size), dir)
+	return nil
+}
+
 func main() {
 	if len(os.Args) < 2 {
 		usage()
@@ -126,30 +155,12 @@ func run(args []string) int {
 		usage()
 	}
 	var res Result
-	finish := func(stage string, code int, err error) int {
-		if err != nil {
-			res.OK, res.Stage, res.ExitCode, res.Message = false, stage, code, err.Error()
-			fmt.Printf("tug-build: %s: %v\n", stage, err)
-		} else {
-			res.OK = true
-		}
-		line, _ := json.Marshal(res)
-		fmt.Println(ResultPrefix + string(line))
-		if err != nil {
-			return 1
-		}
-		return 0
+	finish := res.finish
+	if err := res.unpackSource(*appDir); err != nil {
+		return finish("unpack", 0, err)
 	}
 
 	t := time.Now()
-	n, size, err := unpack(os.Stdin, *appDir)
-	if err != nil {
-		return finish("unpack", 0, err)
-	}
-	res.Seconds.Unpack = time.Since(t).Seconds()
-	fmt.Printf("-----> source: %d files, %s unpacked into %s\n", n, text.Size(size), *appDir)
-
-	t = time.Now()
 	if code, err := buildStep(*appDir); err != nil {
 		return finish("build", code, err)
 	}
