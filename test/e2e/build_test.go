@@ -173,35 +173,18 @@ func TestDeployFromSourceInterruptedLeavesNoPods(t *testing.T) {
 	h.mustTug("app", "create", "slow")
 	const rounds = 20
 	for i := 0; i < rounds; i++ {
-		cmd := exec.Command(env.tug, "app", "deploy", "slow", "--builder", "localhost/tug/builder-static:v1", "--repository", reg+"/e2e/"+h.NS+"/slow")
-		cmd.Dir = src
-		cmd.Env = h.tugEnv(nil)
-		stderr, err := cmd.StderrPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		s := NewStream(stderr)
 		// Alternate: while the build step runs, and as soon as the source
 		// is packed (the pod may not exist yet).
 		wait := "building-slowly"
 		if i%2 == 1 {
 			wait = "source:"
 		}
-		s.WaitFor(t, wait, 90*time.Second)
 		sig := os.Interrupt
 		if i == rounds-1 {
 			sig = syscall.SIGTERM
 		}
-		if err := cmd.Process.Signal(sig); err != nil {
-			t.Fatal(err)
-		}
-		err = cmd.Wait()
-		if code := cmd.ProcessState.ExitCode(); code != 130 {
-			t.Fatalf("round %d: interrupted build exited %d (%v), want 130; stderr:\n%s", i, code, err, s.String())
-		}
+		h.interrupt(i, Interrupt{Args: []string{"app", "deploy", "slow", "--builder", "localhost/tug/builder-static:v1", "--repository", reg + "/e2e/" + h.NS + "/slow"},
+			Dir: src, WaitFor: wait, Timeout: 90 * time.Second, Signal: sig})
 	}
 	h.WaitPods("tug.dev/kind=build", 90*time.Second, "no build pods left", func(pods []corev1.Pod) bool { return len(pods) == 0 })
 	deps, err := h.Client.AppsV1().Deployments(h.NS).List(context.Background(), metav1.ListOptions{})

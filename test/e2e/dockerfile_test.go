@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -147,29 +146,12 @@ func TestDockerfileBuildInterruptedLeavesNoPods(t *testing.T) {
 	h.mustTug("app", "create", "slow")
 	const rounds = 10
 	for i := 0; i < rounds; i++ {
-		cmd := exec.Command(env.tug, "app", "deploy", "slow", "--repository", reg+"/e2e/"+h.NS+"/slow")
-		cmd.Dir = src
-		cmd.Env = h.tugEnv(dockerfileEnv(reg))
-		stderr, err := cmd.StderrPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		s := NewStream(stderr)
 		wait := "building-slowly"
 		if i%2 == 1 {
 			wait = "source:"
 		}
-		s.WaitFor(t, wait, 120*time.Second)
-		if err := cmd.Process.Signal(os.Interrupt); err != nil {
-			t.Fatal(err)
-		}
-		err = cmd.Wait()
-		if code := cmd.ProcessState.ExitCode(); code != 130 {
-			t.Fatalf("round %d: interrupted build exited %d (%v), want 130; stderr:\n%s", i, code, err, s.String())
-		}
+		h.interrupt(i, Interrupt{Args: []string{"app", "deploy", "slow", "--repository", reg + "/e2e/" + h.NS + "/slow"}, Dir: src,
+			Env: dockerfileEnv(reg), WaitFor: wait, Timeout: 120 * time.Second, Signal: os.Interrupt})
 	}
 	h.WaitPods("tug.dev/kind=build", 90*time.Second, "no build pods left", func(pods []corev1.Pod) bool { return len(pods) == 0 })
 	deps, err := h.Client.AppsV1().Deployments(h.NS).List(context.Background(), metav1.ListOptions{})

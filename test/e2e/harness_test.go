@@ -345,3 +345,38 @@ func (s *Stream) WaitFor(t *testing.T, want string, timeout time.Duration) strin
 		}
 	}
 }
+
+// Interrupt is one round of an interrupted-work test: start tug with args
+// (in dir, with extra env), wait until its stderr shows waitFor, send sig,
+// and require the exit code of an interrupted command, 130.
+type Interrupt struct {
+	Args    []string
+	Dir     string
+	Env     []string
+	WaitFor string
+	Timeout time.Duration
+	Signal  os.Signal
+}
+
+func (h *H) interrupt(round int, in Interrupt) {
+	h.t.Helper()
+	cmd := exec.Command(env.tug, in.Args...)
+	cmd.Dir = in.Dir
+	cmd.Env = h.tugEnv(in.Env)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		h.t.Fatal(err)
+	}
+	s := NewStream(stderr)
+	s.WaitFor(h.t, in.WaitFor, in.Timeout)
+	if err := cmd.Process.Signal(in.Signal); err != nil {
+		h.t.Fatal(err)
+	}
+	err = cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != 130 {
+		h.t.Fatalf("round %d: interrupted %v exited %d (%v), want 130; stderr:\n%s", round, in.Args, code, err, s.String())
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -128,34 +127,17 @@ func TestRunInterruptedLeavesNoPods(t *testing.T) {
 	h.deployShop("shop", 1)
 	const rounds = 20
 	for i := 0; i < rounds; i++ {
-		cmd := exec.Command(env.tug, "run", "shop", "--", "sleep", "300")
-		cmd.Env = h.tugEnv(nil)
-		stderr, err := cmd.StderrPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		s := NewStream(stderr)
 		// Alternate between a run whose command runs and one still starting
 		// (the pod may not even exist yet): both must leave nothing behind.
 		wait := "running"
 		if i%2 == 1 {
 			wait = "starting"
 		}
-		s.WaitFor(t, wait, 60*time.Second)
 		sig := os.Interrupt
 		if i == rounds-1 {
 			sig = syscall.SIGTERM
 		}
-		if err := cmd.Process.Signal(sig); err != nil {
-			t.Fatal(err)
-		}
-		err = cmd.Wait()
-		if code := cmd.ProcessState.ExitCode(); code != 130 {
-			t.Fatalf("round %d: interrupted run exited %d (%v), want 130; stderr:\n%s", i, code, err, s.String())
-		}
+		h.interrupt(i, Interrupt{Args: []string{"run", "shop", "--", "sleep", "300"}, WaitFor: wait, Timeout: 60 * time.Second, Signal: sig})
 	}
 	h.waitNoRunPods(90 * time.Second)
 }
