@@ -14,7 +14,8 @@ import (
 var ErrNoChange = errors.New("nothing to change")
 
 // DeployChange is a new image with its process types (from --process, a
-// Procfile, or {"web": ""} for the image's own command). Config carries over.
+// Procfile, or {"web": ""} for the image's own command). Config carries over;
+// the release command does not (it comes with the code: WithReleaseCommand).
 func DeployChange(image string, processes map[string]string, message string) Change {
 	return func(a *app.App, base *app.Release, config app.ConfigMap) (*app.Release, app.ConfigMap, error) {
 		r := app.Next(a, base, app.KindDeploy, message)
@@ -41,6 +42,7 @@ func EnvChange(set app.ConfigMap, unset []string, message string) Change {
 			return nil, nil, ErrNoChange
 		}
 		r := app.Next(a, base, app.KindEnv, message)
+		carryReleaseCommand(r, base)
 		if r.Message == "" {
 			r.Message = "env: " + configDiff(config, next)
 		}
@@ -82,6 +84,7 @@ func RollbackChange(ctx context.Context, store *app.Store, target int) Change {
 		}
 		r := app.Next(a, old, app.KindRollback, fmt.Sprintf("rollback to v%d", target))
 		r.RollbackOf = target
+		carryReleaseCommand(r, old)
 		return r, config, nil
 	}
 }
@@ -95,9 +98,20 @@ func SettingsChange(kind, message string, edit func(a *app.App, r *app.Release) 
 			return nil, nil, fmt.Errorf("app %q has not been deployed yet; deploy it first with 'tug app deploy %s --image IMAGE'", a.Name, a.Name)
 		}
 		r := app.Next(a, base, kind, message)
+		carryReleaseCommand(r, base)
 		if err := edit(a, r); err != nil {
 			return nil, nil, err
 		}
 		return r, maps.Clone(config), nil
+	}
+}
+
+// carryReleaseCommand keeps base's release-phase command in r: it belongs
+// to the code, which a config change, a settings change and a rollback keep
+// (a rollback the restored release's). Whether r runs it is
+// runsReleasePhase's call.
+func carryReleaseCommand(r, base *app.Release) {
+	if base != nil {
+		r.ReleaseCommand = base.ReleaseCommand
 	}
 }

@@ -62,8 +62,11 @@ type Result struct {
 	Processes    []ProcessResult `json:"processes"`
 	RolledBackTo int             `json:"rolledBackTo,omitempty"`
 	Failure      *Failure        `json:"failure,omitempty"`
-	Plan         []string        `json:"plan,omitempty"` // dry-run: what would change
-	DurationMS   int64           `json:"durationMs"`
+	// ReleasePhase is what became of the release's release phase; omitted
+	// when the release has none to run (releasephase.go).
+	ReleasePhase *ReleasePhaseResult `json:"releasePhase,omitempty"`
+	Plan         []string            `json:"plan,omitempty"` // dry-run: what would change
+	DurationMS   int64               `json:"durationMs"`
 }
 
 // ProcessResult is one process of the release.
@@ -155,7 +158,7 @@ func Roll(ctx context.Context, d Deps, appName string, change Change, opts Optio
 	withProcesses(a, next)
 
 	if opts.DryRun {
-		return dryRun(ctx, d, a, base, baseConfig, next, config, start)
+		return dryRun(ctx, d, a, base, baseConfig, next, config, opts, start)
 	}
 	if opts.NoRestart || next.Image == "" {
 		// store only: the config waits for the next rollout
@@ -171,7 +174,8 @@ func Roll(ctx context.Context, d Deps, appName string, change Change, opts Optio
 
 	previous := a.Release
 	next.Status = app.StatusPending
-	if wantsReleasePhase(next, opts) && d.ReleasePhase == nil {
+	phase := runsReleasePhase(a, base, next)
+	if phase && !opts.SkipReleasePhase && d.ReleasePhase == nil {
 		return nil, fmt.Errorf("release v%d of app %q has a release-phase command but nothing can run it", next.Version, a.Name)
 	}
 	// before the release is stored: an object in the way leaves no trace
@@ -196,10 +200,16 @@ func Roll(ctx context.Context, d Deps, appName string, change Change, opts Optio
 	if err != nil {
 		return interrupted(err)
 	}
-	if wantsReleasePhase(next, opts) {
+	var phaseResult *ReleasePhaseResult
+	switch {
+	case phase && opts.SkipReleasePhase:
+		phaseResult = &ReleasePhaseResult{Command: SanitizeCommand(next.ReleaseCommand), Status: PhaseSkipped}
+	case phase:
 		// Before anything of the new release is applied: a failing phase
-		// (a migration, say) leaves what runs untouched.
-		if err := releasePhase(ctx, d, a, next, config, previous); err != nil {
+		// (a migration, say) leaves what runs untouched, config included.
+		pr, err := releasePhase(ctx, d, a, next, config, previous)
+		phaseResult = pr
+		if err != nil {
 			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 			defer cancel()
 			_, _ = store.UpdateApp(wctx, a.Name, func(x *app.App) error { x.Processes = unitsBefore; return nil })
@@ -207,12 +217,21 @@ func Roll(ctx context.Context, d Deps, appName string, change Change, opts Optio
 				return interrupted(ctx.Err())
 			}
 			reason := "release phase: " + err.Error()
-			if failed := (*ReleasePhaseError)(nil); errors.As(err, &failed) {
+			failed := (*ReleasePhaseError)(nil)
+			if errors.As(err, &failed) {
 				reason = failed.Reason()
 			}
 			_ = store.SetReleaseStatus(wctx, a.Name, next.Version, app.StatusFailed, reason)
 			_ = prune(wctx, store, a, previous)
-			return nil, err
+			if failed == nil {
+				return nil, err
+			}
+			a.Processes = unitsBefore
+			res := result(a, next, app.StatusFailed, start)
+			res.ReleasePhase = pr
+			res.Failure = releasePhaseFailure(failed)
+			failed.Result = res
+			return res, err
 		}
 	}
 	objs := Render(a, next, config)
@@ -265,7 +284,9 @@ func Roll(ctx context.Context, d Deps, appName string, change Change, opts Optio
 				return nil, err
 			}
 		}
-		return result(a, next, app.StatusDeployed, start), nil
+		res := result(a, next, app.StatusDeployed, start)
+		res.ReleasePhase = phaseResult
+		return res, nil
 	}
 
 	// The rollout failed: record why, then put back what ran before.
@@ -276,6 +297,7 @@ func Roll(ctx context.Context, d Deps, appName string, change Change, opts Optio
 	_ = prune(ctx, store, a, previous)
 	res := result(a, next, app.StatusFailed, start)
 	res.Failure = failure
+	res.ReleasePhase = phaseResult
 	if !opts.NoRollback {
 		back, err := restore(ctx, d, store, a, previous, opts.Timeout)
 		if err != nil {
@@ -447,7 +469,7 @@ func authorOf(holder string) string {
 
 // dryRun applies every object with the server's dry-run (so admission and
 // validation speak) and describes the change in the app's own terms.
-func dryRun(ctx context.Context, d Deps, a *app.App, base *app.Release, baseConfig app.ConfigMap, next *app.Release, config app.ConfigMap, start time.Time) (*Result, error) {
+func dryRun(ctx context.Context, d Deps, a *app.App, base *app.Release, baseConfig app.ConfigMap, next *app.Release, config app.ConfigMap, opts Options, start time.Time) (*Result, error) {
 	objs := Render(a, next, config)
 	if err := guardOwned(ctx, d.Client, d.Namespace, objs); err != nil {
 		return nil, err
@@ -457,6 +479,10 @@ func dryRun(ctx context.Context, d Deps, a *app.App, base *app.Release, baseConf
 	}
 	res := result(a, next, "dry-run", start)
 	res.Plan = plan(a, base, baseConfig, next, config)
+	if line, phase := plannedReleasePhase(a, base, next, opts); phase != nil {
+		res.Plan = append([]string{line}, res.Plan...)
+		res.ReleasePhase = phase
+	}
 	return res, nil
 }
 

@@ -32,6 +32,7 @@ var exitCodes = map[Class]int{
 	ClassUnschedulable: 13,
 	ClassUnready:       14,
 	ClassTimeout:       15,
+	ClassReleasePhase:  CodeReleasePhase,
 }
 
 // Failure explains why a release's units did not come up.

@@ -3,16 +3,39 @@ package deploy
 import (
 	"context"
 	"fmt"
+	"regexp"
 
 	appsv1 "k8s.io/api/apps/v1"
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/text"
 )
 
-// CodeReleasePhase is the exit code of a deploy whose release phase failed
+// CodeReleasePhase is the exit code of a rollout whose release phase failed
 // (docs/exit-codes.md).
 const CodeReleasePhase = 17
+
+// ClassReleasePhase is the failure class of a release phase that exited
+// non-zero; its exit code is CodeReleasePhase.
+const ClassReleasePhase Class = "release-phase"
+
+// What a result's releasePhase says happened to the release phase.
+const (
+	PhaseSucceeded = "succeeded"
+	PhaseFailed    = "failed"
+	PhaseSkipped   = "skipped" // --skip-release-phase
+	PhasePlanned   = "planned" // --dry-run: it would run
+)
+
+// ReleasePhaseResult is the release phase in a rollout's result; its JSON
+// shape is documented in docs/output.md. Command is sanitized
+// (SanitizeCommand): it may be printed and logged.
+type ReleasePhaseResult struct {
+	Command  string `json:"command"`
+	Status   string `json:"status"`
+	ExitCode *int   `json:"exitCode,omitempty"`
+}
 
 // ReleasePhaseSpec is one run of a release's release-phase command: a
 // one-off unit of the new release, made from Deployment's pod template
@@ -37,7 +60,11 @@ type ReleasePhaseError struct {
 	App      string
 	Release  int
 	Code     int
-	Previous int // the release that keeps running; 0 when none
+	Previous int    // the release that keeps running; 0 when none
+	Process  string // whose pod template the phase's unit copied
+	// Result is the rollout's result (status failed, the failure of class
+	// ClassReleasePhase), for -o json; Roll fills it in.
+	Result *Result
 }
 
 // Reason is what the failed release's record says.
@@ -71,15 +98,30 @@ func WithReleaseCommand(change Change, command string) Change {
 	}
 }
 
-// wantsReleasePhase says whether release r runs its release phase now.
-func wantsReleasePhase(r *app.Release, opts Options) bool {
-	return r.ReleaseCommand != "" && !opts.SkipReleasePhase
+// releasePhaseKinds are the kinds of release that run their release
+// phase: Heroku's rule, a new release with new code or new config (a
+// deploy, a config change, a rollback). Settings (limits, healthchecks,
+// pool, tags, volumes, rollout settings) change neither, so they roll out
+// without it.
+var releasePhaseKinds = map[string]bool{app.KindDeploy: true, app.KindEnv: true, app.KindRollback: true}
+
+// runsReleasePhase says whether release r, made from base, has a release
+// phase to run when it rolls out (skipped or not): it has a command, and it
+// brings new code or config: its kind is one of releasePhaseKinds, or it is
+// a settings release that takes in config staged with --no-restart (base
+// is newer than the deployed release).
+func runsReleasePhase(a *app.App, base, r *app.Release) bool {
+	if r.ReleaseCommand == "" {
+		return false
+	}
+	return releasePhaseKinds[r.Kind] || (base != nil && base.Version > a.Release)
 }
 
 // releasePhase runs release r's release-phase command in a one-off unit of
 // r, before any of its objects is applied. A non-zero exit is a
 // *ReleasePhaseError.
-func releasePhase(ctx context.Context, d Deps, a *app.App, r *app.Release, config app.ConfigMap, previous int) error {
+func releasePhase(ctx context.Context, d Deps, a *app.App, r *app.Release, config app.ConfigMap, previous int) (*ReleasePhaseResult, error) {
+	res := &ReleasePhaseResult{Command: SanitizeCommand(r.ReleaseCommand)}
 	objs := Render(a, r, config)
 	var dep *appsv1.Deployment
 	for _, x := range objs.Deployments {
@@ -92,7 +134,7 @@ func releasePhase(ctx context.Context, d Deps, a *app.App, r *app.Release, confi
 		dep = objs.Deployments[0]
 	}
 	if dep == nil || len(dep.Spec.Template.Spec.Containers) == 0 {
-		return fmt.Errorf("release v%d of app %q renders no Deployment to run its release phase in", r.Version, a.Name)
+		return res, fmt.Errorf("release v%d of app %q renders no Deployment to run its release phase in", r.Version, a.Name)
 	}
 	command, args := commandLine(r.ReleaseCommand)
 	d.Progress.Update(fmt.Sprintf("running the release phase of v%d", r.Version))
@@ -101,10 +143,54 @@ func releasePhase(ctx context.Context, d Deps, a *app.App, r *app.Release, confi
 		Command: append(command, args...), Deployment: dep,
 	})
 	if err != nil {
-		return err
+		res.Status = PhaseFailed
+		return res, err
 	}
+	res.ExitCode = &code
 	if code != 0 {
-		return &ReleasePhaseError{App: a.Name, Release: r.Version, Code: code, Previous: previous}
+		res.Status = PhaseFailed
+		return res, &ReleasePhaseError{App: a.Name, Release: r.Version, Code: code, Previous: previous, Process: dep.Labels[kube.LabelProcess]}
 	}
-	return nil
+	res.Status = PhaseSucceeded
+	d.Progress.Update(fmt.Sprintf("release phase of v%d succeeded", r.Version))
+	return res, nil
+}
+
+// releasePhaseFailure is the Failure a result carries for a release phase
+// that exited non-zero.
+func releasePhaseFailure(e *ReleasePhaseError) *Failure {
+	code := int32(e.Code)
+	return &Failure{Class: ClassReleasePhase, Process: e.Process, Message: e.Reason(), ContainerExitCode: &code}
+}
+
+// plannedReleasePhase is a dry run's word on the release phase: the plan
+// line, and the result's releasePhase (nil when none would run).
+func plannedReleasePhase(a *app.App, base, r *app.Release, opts Options) (string, *ReleasePhaseResult) {
+	if !runsReleasePhase(a, base, r) {
+		return "", nil
+	}
+	cmd := SanitizeCommand(r.ReleaseCommand)
+	if opts.SkipReleasePhase {
+		return fmt.Sprintf("release phase: %s skipped (--skip-release-phase)", cmd), &ReleasePhaseResult{Command: cmd, Status: PhaseSkipped}
+	}
+	return fmt.Sprintf("release phase: %s would run once in a one-off unit of v%d before anything rolls out", cmd, r.Version),
+		&ReleasePhaseResult{Command: cmd, Status: PhasePlanned}
+}
+
+var (
+	// NAME=value, as a shell assignment or an env(1) argument
+	assignment = regexp.MustCompile(`(^|[\s'"])([A-Za-z_][A-Za-z0-9_]*)=("[^"]*"|'[^']*'|[^\s'"]+)`)
+	// scheme://user:password@host
+	urlPassword = regexp.MustCompile(`(://[^:/@\s]+:)[^@\s]+@`)
+)
+
+// SanitizeCommand is how a release-phase command is shown (dry run, JSON
+// results): on one line, values of NAME=value assignments and passwords in
+// URLs hidden (a Procfile line may carry a credential), quoted so control
+// characters cannot reach a terminal.
+func SanitizeCommand(cmd string) string {
+	cmd = text.OneLine(cmd)
+	cmd = assignment.ReplaceAllString(cmd, "$1$2=(hidden)")
+	cmd = urlPassword.ReplaceAllString(cmd, "${1}(hidden)@")
+	return fmt.Sprintf("%q", cmd)
 }
