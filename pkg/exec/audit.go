@@ -19,6 +19,9 @@ const (
 	ReasonShell = "TugShell"
 	ReasonExec  = "TugExec"
 	ReasonRun   = "TugRun"
+	// ReasonReleasePhase: a release phase started, succeeded or failed
+	// (annotation AnnotationPhase; AnnotationExitCode once it ended).
+	ReasonReleasePhase = "TugReleasePhase"
 )
 
 // Annotations on audit events, for tools that would rather not parse the
@@ -26,6 +29,10 @@ const (
 const (
 	AnnotationUser    = "tug.dev/user"
 	AnnotationCommand = "tug.dev/command"
+	// on TugReleasePhase events
+	AnnotationRelease  = "tug.dev/release"
+	AnnotationPhase    = "tug.dev/release-phase" // started, succeeded, failed
+	AnnotationExitCode = "tug.dev/exit-code"
 )
 
 // auditTimeout bounds how long a session's end waits for its audit event.
@@ -37,8 +44,9 @@ const auditTimeout = 5 * time.Second
 // exits. command is what AuditCommand keeps of the command line: never its
 // arguments, which may be secrets the user's shell expanded.
 //
-// message is a format whose one %s is the user.
-func audit(ctx context.Context, client kubernetes.Interface, pod *corev1.Pod, reason string, user func() string, command, message string) (wait func() error) {
+// message is a format whose one %s is the user. edits, if any, change the
+// event before it is sent (its type, more annotations).
+func audit(ctx context.Context, client kubernetes.Interface, pod *corev1.Pod, reason string, user func() string, command, message string, edits ...func(*corev1.Event)) (wait func() error) {
 	done := make(chan error, 1)
 	ctx = context.WithoutCancel(ctx) // an interrupted session is still recorded
 	now := time.Now()
@@ -50,6 +58,9 @@ func audit(ctx context.Context, client kubernetes.Interface, pod *corev1.Pod, re
 			who = user()
 		}
 		ev := auditEvent(pod, reason, who, command, fmt.Sprintf(message, who), now)
+		for _, edit := range edits {
+			edit(ev)
+		}
 		_, err := client.CoreV1().Events(pod.Namespace).Create(ctx, ev, metav1.CreateOptions{})
 		done <- err
 	}()

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"tug.dev/tug/pkg/deploy"
 )
@@ -14,6 +17,9 @@ import (
 // does, with its output on stderr (stdout stays the deploy's result). It
 // returns the command's exit code; a command that cannot be run counts as
 // its shell code (126, 127). The pod is deleted on every way out.
+// Audit Events (reason TugReleasePhase) on the pod record that the phase
+// started and how it ended, with the exit code: never its output, and of
+// its command only what AuditCommand keeps.
 // It is a deploy.ReleasePhaseRunner once d is bound:
 //
 //	deps.ReleasePhase = func(ctx context.Context, s deploy.ReleasePhaseSpec) (int, error) {
@@ -28,15 +34,47 @@ func RunReleasePhase(ctx context.Context, d Deps, spec deploy.ReleasePhaseSpec) 
 	})
 	r.pod.Annotations[AnnotationRunProcess] = "release phase"
 	r.container = r.pod.Spec.Containers[0].Name
-	defer r.cleanup(ctx)
+	var waits []func() error
+	defer func() {
+		r.cleanup(ctx)
+		for _, wait := range waits {
+			if err := wait(); err != nil {
+				warnf(d.IO.Stderr(), "%v", err)
+			}
+		}
+	}()
 	if err := r.create(ctx); err != nil {
 		return 0, err
 	}
-	code, err := r.run(ctx, false, fmt.Sprintf("release phase of v%d", spec.Release))
+	command := AuditCommand(spec.Command)
+	what := fmt.Sprintf("release phase of v%d", spec.Release)
+	phaseEvent := func(phase, message string, code *int) func() error {
+		return audit(ctx, d.Client, r.pod, ReasonReleasePhase, d.User, command, "%s: "+escapePct(message), func(ev *corev1.Event) {
+			ev.Annotations[AnnotationRelease] = strconv.Itoa(spec.Release)
+			ev.Annotations[AnnotationPhase] = phase
+			if code != nil {
+				ev.Annotations[AnnotationExitCode] = strconv.Itoa(*code)
+			}
+			if phase == deploy.PhaseFailed {
+				ev.Type = corev1.EventTypeWarning
+			}
+		})
+	}
+	waits = append(waits, phaseEvent("started", fmt.Sprintf("%s started: %s", what, command), nil))
+
+	code, err := r.run(ctx, false, what)
 	var cannot *CommandError
 	if errors.As(err, &cannot) {
 		fmt.Fprintf(d.IO.Stderr(), "%s\n", cannot.Msg)
-		return cannot.Code, nil
+		code, err = cannot.Code, nil
+	}
+	switch {
+	case err != nil:
+		waits = append(waits, phaseEvent(deploy.PhaseFailed, what+" did not finish", nil))
+	case code != 0:
+		waits = append(waits, phaseEvent(deploy.PhaseFailed, fmt.Sprintf("%s failed with exit code %d", what, code), &code))
+	default:
+		waits = append(waits, phaseEvent(deploy.PhaseSucceeded, what+" succeeded (exit code 0)", &code))
 	}
 	return code, err
 }
