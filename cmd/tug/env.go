@@ -17,7 +17,13 @@ func newEnvCmd(f *cli.Factory) *cobra.Command {
 		Long: `An app's config is its environment variables. Values live in a Secret per
 release and reach units through envFrom: they never appear in a Deployment, in
 'app info', in exported manifests or in logs. Every change is a new release,
-rolled out like a deploy, unless --no-restart.`,
+rolled out like a deploy, unless --no-restart.
+
+A config change runs the release phase (the release: command of the deployed
+code's Procfile) with the new config before any unit gets it, as a deploy
+does; when it exits non-zero the change stops with exit code 17, the units
+keep the old config and the new release is marked failed.
+--skip-release-phase skips it.`,
 		Args:    cli.GroupArgs,
 		RunE:    cli.GroupRunE,
 		GroupID: "apps",
@@ -27,10 +33,25 @@ rolled out like a deploy, unless --no-restart.`,
 }
 
 type envSetOptions struct {
-	FromFile  string
-	NoRestart bool
-	Message   string
-	rollout   rolloutFlags
+	FromFile         string
+	NoRestart        bool
+	Message          string
+	SkipReleasePhase bool
+	rollout          rolloutFlags
+}
+
+func (o *envSetOptions) options() deploy.Options {
+	opts := o.rollout.options()
+	opts.NoRestart = o.NoRestart
+	opts.SkipReleasePhase = o.SkipReleasePhase
+	return opts
+}
+
+func (o *envSetOptions) addFlags(cmd *cobra.Command) {
+	cmd.Flags().BoolVar(&o.NoRestart, "no-restart", false, "Store the change; it applies at the next deploy")
+	cmd.Flags().StringVarP(&o.Message, "message", "m", "", "Why this change, shown in the release history")
+	cmd.Flags().BoolVar(&o.SkipReleasePhase, "skip-release-phase", false, "Roll out without running the release: command")
+	o.rollout.add(cmd, true)
 }
 
 func newEnvSetCmd(f *cli.Factory) *cobra.Command {
@@ -40,7 +61,10 @@ func newEnvSetCmd(f *cli.Factory) *cobra.Command {
 		Short: "Set config variables: a new release, rolled out",
 		Long: `Set config variables. KEY=@FILE reads the value from a file and KEY=@- from
 standard input, and --from-env-file reads KEY=VALUE lines (- for standard
-input), so secrets stay out of shell history.`,
+input), so secrets stay out of shell history.
+
+The release phase (the deployed code's release: command) runs first with the
+new config; when it exits non-zero nothing changes for the units (exit 17).`,
 		Example: `  tug env set shop LOG_LEVEL=debug
   tug env set shop TLS_KEY=@key.pem
   vault read -field=url db | tug env set shop DATABASE_URL=@-
@@ -58,15 +82,11 @@ input), so secrets stay out of shell history.`,
 			if err != nil {
 				return err
 			}
-			opts := o.rollout.options()
-			opts.NoRestart = o.NoRestart
-			return roll(cmd, f, name, deploy.EnvChange(set, nil, o.Message), opts, o.rollout.Output, rollVerb{"config set", "setting the config of"})
+			return roll(cmd, f, name, deploy.EnvChange(set, nil, o.Message), o.options(), o.rollout.Output, rollVerb{"config set", "setting the config of"})
 		},
 	}
 	cmd.Flags().StringVar(&o.FromFile, "from-env-file", "", "Read KEY=VALUE lines from a file (- for standard input)")
-	cmd.Flags().BoolVar(&o.NoRestart, "no-restart", false, "Store the change; it applies at the next deploy")
-	cmd.Flags().StringVarP(&o.Message, "message", "m", "", "Why this change, shown in the release history")
-	o.rollout.add(cmd, true)
+	o.addFlags(cmd)
 	return cmd
 }
 
@@ -88,14 +108,10 @@ func newEnvUnsetCmd(f *cli.Factory) *cobra.Command {
 			if err := app.ValidateEnvUnset(args[1:]); err != nil {
 				return err
 			}
-			opts := o.rollout.options()
-			opts.NoRestart = o.NoRestart
-			return roll(cmd, f, name, deploy.EnvChange(nil, args[1:], o.Message), opts, o.rollout.Output, rollVerb{"config unset", "unsetting the config of"})
+			return roll(cmd, f, name, deploy.EnvChange(nil, args[1:], o.Message), o.options(), o.rollout.Output, rollVerb{"config unset", "unsetting the config of"})
 		},
 	}
-	cmd.Flags().BoolVar(&o.NoRestart, "no-restart", false, "Store the change; it applies at the next deploy")
-	cmd.Flags().StringVarP(&o.Message, "message", "m", "", "Why this change, shown in the release history")
-	o.rollout.add(cmd, true)
+	o.addFlags(cmd)
 	return cmd
 }
 

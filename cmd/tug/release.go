@@ -145,6 +145,7 @@ func newReleaseInfoCmd(f *cli.Factory) *cobra.Command {
 
 func newReleaseRollbackCmd(f *cli.Factory) *cobra.Command {
 	r := &rolloutFlags{}
+	var skipReleasePhase bool
 	cmd := &cobra.Command{
 		Use:   "rollback APP [vN]",
 		Short: "Roll back to an earlier release's image and config",
@@ -155,7 +156,13 @@ the release that ran before the current one.
 A release deployed by tag records the digest its units ran once it rolled
 out (see 'tug release info'); the rollback runs that digest, so a tag moved
 since then does not change what runs. Images loaded onto nodes without a
-registry cannot be pinned; a rollback runs the tag.`,
+registry cannot be pinned; a rollback runs the tag.
+
+The restored release's release phase (its Procfile's release: command) runs
+first, with its config, as on a deploy: when it exits non-zero nothing is
+rolled back (exit code 17) and the current release keeps running. A rollback
+does not undo what a release command did (a migration stays applied); when the
+restored release's command must not run again, pass --skip-release-phase.`,
 		Example: `  tug release rollback shop
   tug release rollback shop v3`,
 		Args: cli.Args("APP", "[vN]"),
@@ -183,9 +190,12 @@ registry cannot be pinned; a rollback runs the tag.`,
 				return err
 			}
 			store := &app.Store{Client: client, Namespace: ns}
-			return roll(cmd, f, args[0], deploy.RollbackChange(cmd.Context(), store, target), r.options(), r.Output, rollVerb{"rolled back", "rolling back"})
+			opts := r.options()
+			opts.SkipReleasePhase = skipReleasePhase
+			return roll(cmd, f, args[0], deploy.RollbackChange(cmd.Context(), store, target), opts, r.Output, rollVerb{"rolled back", "rolling back"})
 		},
 	}
 	r.add(cmd, true)
+	cmd.Flags().BoolVar(&skipReleasePhase, "skip-release-phase", false, "Roll back without running the restored release's release: command")
 	return cmd
 }

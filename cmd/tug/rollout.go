@@ -77,12 +77,16 @@ func roll(cmd *cobra.Command, f *cli.Factory, appName string, change deploy.Chan
 		p.Done("nothing changed")
 		return nil
 	}
+	// A failed rollout or release phase comes with a result to explain
+	// and print; any other error has none.
 	var failed *deploy.Error
-	if err != nil && !errors.As(err, &failed) {
+	var phase *deploy.ReleasePhaseError
+	hasResult := errors.As(err, &failed) || (errors.As(err, &phase) && phase.Result != nil)
+	if err != nil && !hasResult {
 		p.Fail(verb.Doing + " " + appName)
 		return err
 	}
-	if failed != nil {
+	if err != nil {
 		p.Fail(fmt.Sprintf("release v%d failed", res.Release))
 		printFailure(f.IOStreams, res)
 	} else {

@@ -26,7 +26,8 @@ import (
 //		return exec.RunReleasePhase(ctx, execDeps, s)
 //	}
 func RunReleasePhase(ctx context.Context, d Deps, spec deploy.ReleasePhaseSpec) (int, error) {
-	d.IO = stderrIO{d.IO}
+	out := &lineEnd{w: d.IO.Stderr()}
+	d.IO = stderrIO{IO: d.IO, out: out}
 	o := RunOptions{App: spec.App.Name, Process: spec.Process, Command: spec.Command}
 	r := &runner{d: d, o: o, app: spec.App, name: RunPodName(spec.App.Name), progress: d.progress()}
 	r.pod = buildRunPod(spec.App, spec.Deployment, runPodSpec{
@@ -63,6 +64,7 @@ func RunReleasePhase(ctx context.Context, d Deps, spec deploy.ReleasePhaseSpec) 
 	waits = append(waits, phaseEvent("started", fmt.Sprintf("%s started: %s", what, command), nil))
 
 	code, err := r.run(ctx, false, what)
+	out.finish() // the next progress line starts a line of its own
 	var cannot *CommandError
 	if errors.As(err, &cannot) {
 		fmt.Fprintf(d.IO.Stderr(), "%s\n", cannot.Msg)
@@ -79,7 +81,32 @@ func RunReleasePhase(ctx context.Context, d Deps, spec deploy.ReleasePhaseSpec) 
 	return code, err
 }
 
-// stderrIO is an IO whose stdout is its stderr.
-type stderrIO struct{ IO }
+// stderrIO is an IO whose stdout is its stderr, through out.
+type stderrIO struct {
+	IO
+	out io.Writer
+}
 
-func (s stderrIO) Stdout() io.Writer { return s.Stderr() }
+func (s stderrIO) Stdout() io.Writer { return s.out }
+
+// lineEnd is a writer that can end the last line written to it: output
+// whose last line has no newline would run into the next progress line.
+type lineEnd struct {
+	w    io.Writer
+	open bool // the last byte written was not a newline
+}
+
+func (l *lineEnd) Write(p []byte) (int, error) {
+	n, err := l.w.Write(p)
+	if n > 0 {
+		l.open = p[n-1] != '\n'
+	}
+	return n, err
+}
+
+func (l *lineEnd) finish() {
+	if l.open {
+		_, _ = l.w.Write([]byte("\n"))
+		l.open = false
+	}
+}
