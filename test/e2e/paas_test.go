@@ -268,3 +268,121 @@ func TestReleasePhase(t *testing.T) {
 	}
 	h.waitUnits("shop", "web", 1, sampleV2)
 }
+
+// A config change runs the release phase of the code it keeps, with the new
+// config, while the units still run the old one; a failing one leaves the
+// units on the old config. A rollback runs the restored release's own
+// command. Each run is audited; a dry run says what would run.
+func TestReleasePhaseOnConfigChangeAndRollback(t *testing.T) {
+	h := New(t)
+	dir := t.TempDir()
+	procfile := func(content string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, "Procfile"), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.mustTug("app", "create", "shop")
+	h.mustTug("env", "set", "shop", "COLOR=red") // staged: v1
+	// phase A prints its own COLOR and the COLOR a web unit at $WEB_IP
+	// answers with, and exits 4 when FAIL_PHASE is set
+	procfile(`web: sample
+release: sh -c 'echo "phase-A COLOR=$COLOR units=$(printf "GET /env?show=COLOR HTTP/1.0\r\n\r\n" | nc -w 5 $WEB_IP 8080 | grep ^COLOR= | tr -d "\r")"; [ -z "$FAIL_PHASE" ] || exit 4'
+`)
+	r := h.TugRun(Run{Args: []string{"app", "deploy", "shop", "--image", sampleV1}, Dir: dir})
+	if r.Code != 0 || !strings.Contains(r.Stderr, "phase-A COLOR=red") {
+		t.Fatalf("deploy v2 with phase A: %s", r)
+	}
+	web := h.waitUnits("shop", "web", 1, sampleV1)
+
+	// env set: the phase sees the new value while the unit still has the old
+	r = h.Tug("env", "set", "shop", "COLOR=blue", "WEB_IP="+web[0].Status.PodIP)
+	if r.Code != 0 {
+		t.Fatalf("env set with a release phase: %s", r)
+	}
+	marker := "phase-A COLOR=blue units=COLOR=red"
+	ran, done := strings.Index(r.Stderr, marker), strings.LastIndex(r.Stderr, "config set")
+	if ran < 0 || done < 0 || ran > done {
+		t.Fatalf("want %q (the new value in the phase, the old one in the unit) before the config set line:\n%s", marker, r.Stderr)
+	}
+	old := web[0].Name
+	web = h.waitUnits("shop", "web", 1, sampleV1)
+	if web[0].Name == old || podEnv(t, web[0], "COLOR") != "blue" {
+		t.Fatalf("after env set: unit %s (was %s) has COLOR=%q, want a new unit with blue", web[0].Name, old, podEnv(t, web[0], "COLOR"))
+	}
+
+	// a failing phase: exit 17, a JSON result saying why, the units untouched
+	r = h.Tug("env", "set", "shop", "COLOR=green", "FAIL_PHASE=1", "-o", "json")
+	if r.Code != 17 || !strings.Contains(r.Stderr, "phase-A COLOR=green") {
+		t.Fatalf("env set with a failing release phase: want exit 17 after the phase ran, got %s", r)
+	}
+	var res struct {
+		Release      int    `json:"release"`
+		Status       string `json:"status"`
+		Failure      struct{ Class, Message string }
+		ReleasePhase struct {
+			Status   string `json:"status"`
+			ExitCode *int   `json:"exitCode"`
+		} `json:"releasePhase"`
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &res); err != nil {
+		t.Fatalf("stdout of the failed env set is not a JSON result: %v\n%s", err, r.Stdout)
+	}
+	if res.Release != 4 || res.Status != "failed" || res.Failure.Class != "release-phase" || res.Failure.Message != "release phase exited with code 4" ||
+		res.ReleasePhase.Status != "failed" || res.ReleasePhase.ExitCode == nil || *res.ReleasePhase.ExitCode != 4 {
+		t.Errorf("result of the failed env set:\n%s", r.Stdout)
+	}
+	now := h.waitUnits("shop", "web", 1, sampleV1)
+	if now[0].Name != web[0].Name || podEnv(t, now[0], "COLOR") != "blue" {
+		t.Errorf("after the failed phase: unit %s with COLOR=%q, want %s with blue", now[0].Name, podEnv(t, now[0], "COLOR"), web[0].Name)
+	}
+	if r := h.mustTug("run", "shop", "--", "sh", "-c", "echo run-COLOR=$COLOR"); !strings.Contains(r.Stdout, "run-COLOR=blue") {
+		t.Errorf("tug run after the failed phase: %s", r)
+	}
+	statuses := map[int]string{}
+	for _, row := range h.releases("shop") {
+		statuses[row.Version] = row.Status
+	}
+	if statuses[4] != "failed" || statuses[3] != "deployed" {
+		t.Errorf("release list: %v, want v4 failed and v3 deployed", statuses)
+	}
+
+	// phase B comes with v5's code; a rollback to v3 runs v3's (phase A)
+	procfile("web: sample\nrelease: sh -c 'echo phase-B'\n")
+	r = h.TugRun(Run{Args: []string{"app", "deploy", "shop", "--image", sampleV2, "--dry-run"}, Dir: dir})
+	if r.Code != 0 || !strings.Contains(r.Stdout, `release phase: "sh -c 'echo phase-B'" would run`) || strings.Contains(r.Stderr, "phase-B\n") {
+		t.Errorf("dry run: want the release phase planned, not run: %s", r)
+	}
+	r = h.TugRun(Run{Args: []string{"app", "deploy", "shop", "--image", sampleV2}, Dir: dir})
+	if r.Code != 0 || !strings.Contains(r.Stderr, "phase-B") {
+		t.Fatalf("deploy v5 with phase B: %s", r)
+	}
+	web = h.waitUnits("shop", "web", 1, sampleV2)
+	// WEB_IP restored with v3's config names a unit that is gone: nc
+	// finds nothing, and the phase still prints its COLOR
+	r = h.Tug("release", "rollback", "shop", "v3")
+	if r.Code != 0 || !strings.Contains(r.Stderr, "phase-A COLOR=blue") || strings.Contains(r.Stderr, "phase-B") {
+		t.Fatalf("rollback to v3: want phase A with v3's config, not phase B: %s", r)
+	}
+	h.waitUnits("shop", "web", 1, sampleV1)
+	r = h.Tug("release", "rollback", "shop", "v5", "--skip-release-phase")
+	if r.Code != 0 || strings.Contains(r.Stderr, "phase-B") {
+		t.Fatalf("rollback --skip-release-phase: %s", r)
+	}
+	h.waitUnits("shop", "web", 1, sampleV2)
+
+	// audit: started and how it ended, with the exit code; no output, no values
+	byPhase := map[string][]string{}
+	for _, e := range h.events("TugReleasePhase") {
+		if strings.Contains(e.Message, "phase-") || strings.Contains(e.Message, "blue") || strings.Contains(e.Message, "green") ||
+			strings.Contains(e.Annotations["tug.dev/command"], "echo") {
+			t.Errorf("audit event records output, config or arguments: %q %v", e.Message, e.Annotations)
+		}
+		byPhase[e.Annotations["tug.dev/release-phase"]] = append(byPhase[e.Annotations["tug.dev/release-phase"]],
+			e.Annotations["tug.dev/release"]+"/"+e.Annotations["tug.dev/exit-code"]+"/"+e.Type)
+	}
+	// v2 deploy, v3 env, v4 failed env, v5 deploy, v6 rollback
+	if len(byPhase["started"]) != 5 || len(byPhase["succeeded"]) != 4 || fmt.Sprint(byPhase["failed"]) != "[4/4/Warning]" {
+		t.Errorf("release phase audit events: %v", byPhase)
+	}
+}
