@@ -35,6 +35,7 @@ func newAppCmd(f *cli.Factory) *cobra.Command {
 		newAppLifecycleCmd(f, "start"),
 		newLimitCmd(f),
 		newHealthcheckCmd(f),
+		newAppSettingsCmd(f),
 		newAutoscaleCmd(f),
 		newPoolSetCmd(f),
 		newTagCmd(f),

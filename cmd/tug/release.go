@@ -104,7 +104,8 @@ func newReleaseInfoCmd(f *cli.Factory) *cobra.Command {
 			out := struct {
 				app.ReleaseSummary
 				Commands map[string]string `json:"commands"`
-			}{app.SummarizeRelease(r), r.Processes}
+				Rollout  app.RolloutView   `json:"rollout"`
+			}{app.SummarizeRelease(r), r.Processes, r.Rollout.View()}
 			return o.Print(f.IOStreams, out, func() error {
 				w := f.IOStreams.Out
 				fmt.Fprintf(w, "Release:  v%d (%s)\n", r.Version, r.Kind)
@@ -123,6 +124,7 @@ func newReleaseInfoCmd(f *cli.Factory) *cobra.Command {
 					fmt.Fprintf(w, "Message:  %s\n", cli.Sanitize(r.Message))
 				}
 				fmt.Fprintf(w, "Config:   %s\n", dash(strings.Join(r.ConfigKeys, ", ")))
+				fmt.Fprintf(w, "Rollout:  %s\n", out.Rollout)
 				if len(r.Processes) > 0 {
 					fmt.Fprintln(w)
 					t := cli.NewTable("process", "command")

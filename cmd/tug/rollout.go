@@ -23,14 +23,18 @@ import (
 // rolloutFlags are shared by every command that rolls out a release:
 // app deploy, env set/unset, release rollback.
 type rolloutFlags struct {
+	// Timeout 0 (not given) is the app's deploy-timeout setting.
 	Timeout    time.Duration
 	NoRollback bool
 	NoWait     bool
 	Output     cli.OutputFormat
+
+	timeoutGiven func() bool
 }
 
 func (r *rolloutFlags) add(cmd *cobra.Command, withRollback bool) {
-	cmd.Flags().DurationVar(&r.Timeout, "timeout", 10*time.Minute, "Fail when the rollout makes no progress for this long")
+	cmd.Flags().DurationVar(&r.Timeout, "timeout", 0, fmt.Sprintf("Fail when the rollout makes no progress for this long (default: the app's deploy-timeout setting, %s unless set)", app.FormatSeconds(app.RolloutDefaults.DeployTimeout)))
+	r.timeoutGiven = func() bool { return cmd.Flags().Changed("timeout") }
 	cmd.Flags().BoolVar(&r.NoWait, "no-wait", false, "Return once the release is applied, without waiting for its units")
 	if withRollback {
 		cmd.Flags().BoolVar(&r.NoRollback, "no-rollback", false, "On failure, leave the failed release in place for inspection")
@@ -43,7 +47,7 @@ func (r *rolloutFlags) options() deploy.Options {
 }
 
 func (r *rolloutFlags) validate() error {
-	if r.Timeout <= 0 {
+	if r.Timeout < 0 || r.Timeout == 0 && r.timeoutGiven != nil && r.timeoutGiven() {
 		return usage.Errorf("--timeout must be positive, not %s", r.Timeout)
 	}
 	return nil

@@ -31,7 +31,8 @@ type App struct {
 	// LastRelease is the highest release number ever issued, so numbers are
 	// never reused even after history is pruned.
 	LastRelease int `json:"lastRelease"`
-	// HistoryMax caps the number of release records kept (0: DefaultHistoryMax).
+	// HistoryMax caps the number of release records kept (0: DefaultHistoryMax)
+	// when the deployed release's Rollout.History does not say.
 	HistoryMax int `json:"historyMax,omitempty"`
 
 	// Traffic: see docs/guide.md, "Traffic".
@@ -185,6 +186,9 @@ type Release struct {
 	Tags         map[string]string      `json:"tags,omitempty"`
 	// Volumes are bound volumes (PersistentVolumeClaims) and where they mount.
 	Volumes []VolumeBinding `json:"volumes,omitempty"`
+	// Rollout is how the release rolls out and how much history is kept
+	// (rollout.go); empty fields are tug's defaults.
+	Rollout Rollout `json:"rollout,omitzero"`
 	// ConfigKeys names the config variables; values stay in the Secret and
 	// are never part of this record or its JSON.
 	ConfigKeys []string `json:"configKeys"`
@@ -220,6 +224,7 @@ const (
 	KindPool        = "pool"
 	KindTags        = "tags"
 	KindVolume      = "volume"
+	KindSettings    = "settings"
 )
 
 // Next starts a release from base: same image, processes and settings. For
@@ -235,6 +240,7 @@ func Next(a *App, base *Release, kind, message string) *Release {
 	r.Healthchecks = maps.Clone(base.Healthchecks)
 	r.Tags = maps.Clone(base.Tags)
 	r.Volumes = slices.Clone(base.Volumes)
+	r.Rollout = base.Rollout
 	return r
 }
 

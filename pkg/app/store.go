@@ -383,18 +383,57 @@ func (s *Store) PruneReleases(ctx context.Context, app string, keep, current int
 // PruneReleasesIn is PruneReleases over a list the caller already has
 // (newest first), saving a LIST.
 func (s *Store) PruneReleasesIn(ctx context.Context, app string, rels []*Release, keep, current int) error {
-	kept := 0
-	for _, r := range rels { // newest first
-		if r.Version == current || kept < keep {
-			kept++
-			continue
-		}
-		err := s.Client.CoreV1().Secrets(s.Namespace).Delete(ctx, ReleaseSecretName(app, r.Version), metav1.DeleteOptions{})
+	for _, v := range ReleasesToPrune(rels, keep, current) {
+		err := s.Client.CoreV1().Secrets(s.Namespace).Delete(ctx, ReleaseSecretName(app, v), metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return kube.TranslateError(err)
 		}
 	}
 	return nil
+}
+
+// ReleasesToPrune says which releases of rels (newest first) go so that at
+// most keep remain. Some are never pruned and take their place among the
+// kept first: release current (what runs, and what a failed rollout falls
+// back to), a pending release (a rollout on its way) and a staged one newer
+// than current (config waiting for the next rollout). The rest of the
+// places go to the newest others.
+func ReleasesToPrune(rels []*Release, keep, current int) []int {
+	protected := func(r *Release) bool {
+		return r.Version == current || r.Status == StatusPending || r.Status == StatusStaged && r.Version > current
+	}
+	free := keep
+	for _, r := range rels {
+		if protected(r) {
+			free--
+		}
+	}
+	var drop []int
+	for _, r := range rels {
+		switch {
+		case protected(r):
+		case free > 0:
+			free--
+		default:
+			drop = append(drop, r.Version)
+		}
+	}
+	return drop
+}
+
+// HistoryLimit is how many release records an app keeps: what release
+// current of rels says (its Rollout.History), else the app record's
+// HistoryMax, else DefaultHistoryMax.
+func HistoryLimit(a *App, rels []*Release, current int) int {
+	for _, r := range rels {
+		if r.Version == current && r.Rollout.History > 0 {
+			return r.Rollout.History
+		}
+	}
+	if a != nil && a.HistoryMax > 0 {
+		return a.HistoryMax
+	}
+	return RolloutDefaults.History
 }
 
 // Keys lists the config's variable names, sorted.

