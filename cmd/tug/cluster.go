@@ -108,25 +108,6 @@ func routeToPool(f *cli.Factory, pool string) error {
 	return nil
 }
 
-// checkPoolContext refuses to place an app in a pool of another cluster
-// than the context in use (cluster.Config.CheckPoolContext).
-func checkPoolContext(f *cli.Factory, pool string) error {
-	if pool == "" {
-		return nil
-	}
-	cfg, err := loadClusters()
-	if err != nil {
-		return err
-	}
-	return cfg.CheckPoolContext(pool, func() (string, error) {
-		if f.ConfigFlags.Context != "" {
-			return f.ConfigFlags.Context, nil
-		}
-		raw, err := f.ConfigFlags.ToRawKubeConfigLoader().RawConfig()
-		return raw.CurrentContext, err
-	})
-}
-
 // addClusterFlag adds node commands' --cluster. It shadows kubectl's
 // --cluster (a kubeconfig cluster entry), which node commands do not need:
 // they pick clusters by tug's names.

@@ -25,8 +25,10 @@ type Copy struct {
 	// Move is the copy's part in an unfinished move between clusters:
 	// MoveNone, MoveServing, MoveTarget or MoveSuperseded.
 	Move MoveMark
-	// Describe says where the move stands, for messages ("" with none).
+	// Describe says where the move stands, for messages ("" with none),
+	// and MovePool is the pool the move is to.
 	Describe string
+	MovePool string
 }
 
 // MoveMark ranks a copy of an app during a move: commands go to the copy
@@ -200,4 +202,26 @@ func (c *Config) Mismatch(appName, kubeContext string, cp Copy) string {
 		return ""
 	}
 	return fmt.Sprintf("app %q is in pool %q, which tug's cluster map puts in cluster %q (context %q), not in context %q; acting on it there as --context says", appName, cp.Pool, owner.Name, owner.Context, kubeContext)
+}
+
+// MoveTo is the cluster an app that lives in kubeContext moves to when its
+// pool becomes pool; ok is false when pool's cluster is that context's (or
+// no cluster takes pool): then a pool change is a rollout where the app is.
+func (c *Config) MoveTo(pool, kubeContext string) (Cluster, bool) {
+	cl, ok := c.ForPool(pool)
+	if !ok || cl.Context == kubeContext {
+		return Cluster{}, false
+	}
+	return cl, true
+}
+
+// NameOf is the name of the cluster on kubeContext, else the context's own
+// name, for messages and move marks.
+func (c *Config) NameOf(kubeContext string) string {
+	for _, cl := range c.Clusters {
+		if cl.Context == kubeContext {
+			return cl.Name
+		}
+	}
+	return kubeContext
 }

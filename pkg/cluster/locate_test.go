@@ -139,3 +139,25 @@ func TestMismatch(t *testing.T) {
 		}
 	}
 }
+
+func TestMoveTo(t *testing.T) {
+	c := threeClusters()
+	if cl, ok := c.MoveTo("pb", "ctx-a"); !ok || cl.Name != "b" {
+		t.Errorf("pb from ctx-a: %+v %v; want a move to b", cl, ok)
+	}
+	if _, ok := c.MoveTo("pa", "ctx-a"); ok {
+		t.Error("pa from ctx-a stays")
+	}
+	if cl, ok := c.MoveTo("unmapped", "ctx-b"); !ok || cl.Name != "a" {
+		t.Errorf("an unmapped pool goes to the default: %+v %v", cl, ok)
+	}
+	if _, ok := (&Config{}).MoveTo("pb", "x"); ok {
+		t.Error("nothing configured: nothing moves")
+	}
+	if got := c.NameOf("ctx-b"); got != "b" {
+		t.Errorf("NameOf(ctx-b) = %q", got)
+	}
+	if got := c.NameOf("laptop"); got != "laptop" {
+		t.Errorf("NameOf(laptop) = %q", got)
+	}
+}
