@@ -7,7 +7,12 @@ import (
 	"strings"
 	"time"
 
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/usage"
 )
 
@@ -197,6 +202,9 @@ func Move(ctx context.Context, src, dst Deps, appName string, o MoveOptions) (*M
 	} else if _, err := to.UpdateApp(ctx, appName, func(x *app.App) error { x.Pool = o.Pool; return nil }); err != nil {
 		return fail(err)
 	}
+	if err := servesThere(ctx, dst, appName); err != nil {
+		return fail(err)
+	}
 	if err := lock.Lost(); err != nil {
 		return fail(err)
 	}
@@ -281,4 +289,57 @@ func FinishMove(ctx context.Context, serving, old Deps, appName string) error {
 		return fmt.Errorf("the copy of app %q in namespace %q is not superseded: it still serves, so tug leaves it", appName, old.Namespace)
 	}
 	return finish(ctx, old, to, appName, false)
+}
+
+// endpointsTimeout bounds the wait for the target's Service to list a ready
+// unit once the units are ready (the endpoint controller's lag).
+const endpointsTimeout = 30 * time.Second
+
+// servesThere waits until the target's web Service lists a ready unit, so
+// the source is removed only once the target answers. Apps with no web
+// process, not routable or in maintenance have nothing to wait for.
+func servesThere(ctx context.Context, d Deps, appName string) error {
+	a, err := (&app.Store{Client: d.Client, Namespace: d.Namespace}).GetApp(ctx, appName)
+	if err != nil {
+		return err
+	}
+	if _, web := a.Processes[app.WebProcess]; !web || a.Processes[app.WebProcess].Units() == 0 || a.Unroutable || a.Maintenance {
+		return nil
+	}
+	d.Progress.Update("waiting for the new copy's Service to list a ready unit")
+	c := d.Client.DiscoveryV1().EndpointSlices(d.Namespace)
+	lw := kube.ListWatch[*discoveryv1.EndpointSlice]{
+		Options: metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + ServiceName(appName)},
+		Watch:   c.Watch,
+		List: func(ctx context.Context, opts metav1.ListOptions) ([]*discoveryv1.EndpointSlice, string, error) {
+			l, err := c.List(ctx, opts)
+			if err != nil {
+				return nil, "", err
+			}
+			out := make([]*discoveryv1.EndpointSlice, len(l.Items))
+			for i := range l.Items {
+				out[i] = &l.Items[i]
+			}
+			return out, l.ResourceVersion, nil
+		},
+	}
+	wctx, cancel := context.WithTimeout(ctx, endpointsTimeout)
+	defer cancel()
+	err = kube.Until(wctx, lw, func(slices map[string]*discoveryv1.EndpointSlice) (bool, error) {
+		for _, sl := range slices {
+			for _, e := range sl.Endpoints {
+				if e.Conditions.Ready != nil && *e.Conditions.Ready {
+					return true, nil
+				}
+			}
+		}
+		return false, nil
+	})
+	if apierrors.IsForbidden(err) {
+		return nil // the developer Role need not read EndpointSlices: the units are ready
+	}
+	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("the units run, but Service %s lists no ready unit after %s", ServiceName(appName), endpointsTimeout)
+	}
+	return err
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -40,7 +41,10 @@ func runningTarget(t *testing.T) *fake.Clientset {
 	l := kube.AppLabels("shop")
 	l[kube.LabelProcess] = "web"
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "shop-web", Namespace: ns, Labels: l}, Status: done(1, 0)}
-	return fakeClient(d)
+	ready := true
+	eps := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "shop-x1", Namespace: ns, Labels: map[string]string{discoveryv1.LabelServiceName: "shop"}},
+		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.1"}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}}}
+	return fakeClient(d, eps)
 }
 
 func moveOpts() MoveOptions {
