@@ -16,7 +16,9 @@ func newClusterCmd(f *cli.Factory) *cobra.Command {
 		Use:   "cluster",
 		Short: "Map pools to clusters (kubeconfig contexts)",
 		Long: `A cluster is a kubeconfig context that holds some pools. Node commands span
-every configured cluster; app commands for an app in pool P go to P's cluster.
+every configured cluster; app commands go to the cluster that holds the app
+(found by asking each), 'app create --pool P' to P's cluster, and
+'app pool set APP P' moves the app to P's cluster.
 The map lives in tug's config file ($TUG_CONFIG, else tug/config.yaml in your
 config directory); credentials stay in the kubeconfig. With no cluster
 configured, tug uses the kubeconfig's current context for everything.`,
