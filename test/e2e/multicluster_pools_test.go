@@ -54,16 +54,25 @@ func TestClusterPoolsRouteAndMove(t *testing.T) {
 		"dead":  {Cluster: "dead", AuthInfo: cur.AuthInfo, Namespace: h.NS},
 	}
 	raw.Clusters["dead"] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:1", CertificateAuthorityData: raw.Clusters[cur.Cluster].CertificateAuthorityData}
+	raw.CurrentContext = "alpha"
+	onAlpha := filepath.Join(dir, "kubeconfig-alpha")
+	if err := clientcmd.WriteToFile(*raw, onAlpha); err != nil {
+		t.Fatal(err)
+	}
 	raw.CurrentContext = "third"
 	if err := clientcmd.WriteToFile(*raw, kubeconfig); err != nil {
 		t.Fatal(err)
 	}
-	tug := func(args ...string) Result {
+	tugWith := func(kc string, args ...string) Result {
 		t.Helper()
 		start := time.Now()
-		r := h.TugRun(Run{Args: args, Env: []string{"KUBECONFIG=" + kubeconfig, "TUG_CONFIG=" + tugConfig}})
+		r := h.TugRun(Run{Args: args, Env: []string{"KUBECONFIG=" + kc, "TUG_CONFIG=" + tugConfig}})
 		t.Logf("tug %s: exit %d in %s", strings.Join(args, " "), r.Code, time.Since(start).Round(100*time.Millisecond))
 		return r
+	}
+	tug := func(args ...string) Result {
+		t.Helper()
+		return tugWith(kubeconfig, args...)
 	}
 	must := func(args ...string) Result {
 		t.Helper()
@@ -129,7 +138,10 @@ func TestClusterPoolsRouteAndMove(t *testing.T) {
 	// beta, pb's cluster.
 	must("app", "create", "shop", "--pool", "pb")
 	must("app", "deploy", "shop", "--image", sampleV1, "--process", "web=sample")
-	must("app", "scale", "shop", "web=2")
+	// current context alpha: still beta
+	if r := tugWith(onAlpha, "app", "scale", "shop", "web=2"); r.Code != 0 {
+		t.Fatalf("app scale with alpha current: %s", r)
+	}
 	pods := beta.waitUnits("shop", "web", 2, sampleV1)
 	for _, p := range pods {
 		if p.Spec.NodeName != nodes[1] {
@@ -347,6 +359,34 @@ func TestClusterPoolsRouteAndMove(t *testing.T) {
 	if r := must("app", "info", "shop"); strings.Contains(r.Stderr, "warning") {
 		t.Errorf("warning after the move finished: %s", r)
 	}
+
+	// A move killed before the switch leaves a marked new copy (here in
+	// beta, by hand) while the app serves in alpha: commands stay with
+	// alpha's copy, and a move to beta removes the half-made copy first.
+	old["namespace"] = beta.NS
+	old["move"] = map[string]any{"role": "target", "from": "alpha", "to": "beta", "pool": "pb", "startedAt": time.Now().UTC()}
+	record, _ = json.Marshal(old)
+	_, err = h.Client.CoreV1().ConfigMaps(beta.NS).Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "tug-app-shop", Labels: map[string]string{
+			"app.kubernetes.io/managed-by": "tug", "app.kubernetes.io/name": "shop", "tug.dev/app": "shop", "tug.dev/kind": "app"}},
+		Data: map[string]string{"app.json": string(record)},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in := info(); in.Namespace != h.NS {
+		t.Errorf("with a half-made copy in beta, commands should stay with alpha's: %+v", in)
+	}
+	if r := must("app", "pool", "set", "shop", "pb"); !strings.Contains(r.Stderr, "moved shop from cluster \"alpha\"") {
+		t.Errorf("moving back over a half-made copy: %s", r)
+	}
+	if left := leftovers(h.NS); len(left) != 0 {
+		t.Errorf("the move back left in alpha: %v", left)
+	}
+	if in := info(); in.Namespace != beta.NS || in.Pool != "pb" || in.Move != nil {
+		t.Errorf("after moving back: %+v", in)
+	}
+	beta.waitUnits("shop", "web", 2, sampleV1)
 }
 
 // appInfoJSON is the part of `app info -o json` these tests read.
