@@ -352,6 +352,11 @@ func TestClusterPoolsRouteAndMove(t *testing.T) {
 	if !strings.Contains(r.Stdout, "Namespace:  "+h.NS) || !strings.Contains(r.Stderr, `also has a copy in cluster "beta"`) || !strings.Contains(r.Stderr, "app pool set shop pa") {
 		t.Errorf("app info with a superseded copy left in beta: want alpha's copy and a warning naming beta; got %s", r)
 	}
+	// --context reaches that copy, with a warning, and info says so
+	r = must("app", "info", "shop", "--context", "beta")
+	if !strings.Contains(r.Stderr, "warning: ") || !strings.Contains(r.Stderr, "superseded") || !strings.Contains(r.Stdout, "Move:") {
+		t.Errorf("app info --context beta of the superseded copy: want a warning and a Move line; got %s", r)
+	}
 	r = must("app", "pool", "set", "shop", "pa")
 	if !strings.Contains(r.Stderr, "move of shop to cluster \"alpha\" is finished") || holds(beta.NS) || !holds(h.NS) {
 		t.Errorf("pool set finishing a move: want beta's copy gone; got %s (beta holds: %v)", r, leftovers(beta.NS))
