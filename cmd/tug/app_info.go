@@ -51,6 +51,9 @@ func printAppInfo(ios *cli.IOStreams, in *app.Info) error {
 	if in.Pool != "" {
 		fmt.Fprintf(w, "Pool:       %s\n", in.Pool)
 	}
+	if m := in.Move; m != nil {
+		fmt.Fprintf(w, "Move:       %s; 'tug app pool set %s %s' finishes it\n", m.Describe(), in.Name, m.Pool)
+	}
 	fmt.Fprintf(w, "Release:    %s\n", releaseCell(in.Release))
 	if in.Image != "" {
 		fmt.Fprintf(w, "Image:      %s\n", in.Image)

@@ -1,10 +1,15 @@
 package main
 
 import (
+	"errors"
+	"fmt"
+
 	"github.com/spf13/cobra"
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/cluster"
+	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/usage"
 )
@@ -15,12 +20,30 @@ import (
 func newPoolSetCmd(f *cli.Factory) *cobra.Command {
 	cmd := &cobra.Command{Use: "pool", Short: "Choose the pool of nodes an app runs on", Args: cli.GroupArgs, RunE: cli.GroupRunE}
 	r := &rolloutFlags{}
+	var dryRun bool
 	set := &cobra.Command{
-		Use:     "set APP POOL",
-		Short:   "Move an app's units to the nodes of a pool: a new release, rolled out",
-		Example: `  tug app pool set shop gpu`,
-		Long:    "Pools are the node label tug.dev/pool (see 'tug node update --pool').",
-		Args:    cli.ExactArgs("APP", "POOL"),
+		Use:   "set APP POOL",
+		Short: "Move an app's units to the nodes of a pool: a new release, rolled out",
+		Example: `  tug app pool set shop gpu
+  tug app pool set shop edge --dry-run`,
+		Long: `Pools are the node label tug.dev/pool (see 'tug node update --pool').
+
+Within one cluster this is a new release whose units run on the pool's
+nodes, rolled out like any other.
+
+When tug's cluster map ('tug cluster list') puts POOL in another cluster than
+the one holding the app, the app moves there, and keeps serving throughout:
+under its deploy lock, tug copies its record, release history, config and
+registry credentials to the other cluster, rolls the current release out
+there on POOL and waits until it runs; then it removes the app from the old
+cluster. If anything fails before the new copy runs, the new copy is
+removed and the app keeps serving where it was. An app that binds volumes
+does not move (their data cannot). A move cut short (tug killed) leaves
+copies that tug tells apart, so commands still reach the copy that serves
+and 'tug app info' says the move is unfinished; running the same
+'tug app pool set' again finishes or redoes it. Addresses change with the
+cluster: see 'tug app address' afterwards.`,
+		Args: cli.ExactArgs("APP", "POOL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := app.ValidateName(args[0]); err != nil {
 				return err
@@ -28,16 +51,122 @@ func newPoolSetCmd(f *cli.Factory) *cobra.Command {
 			if err := kube.ValidateLabelValue("pool", args[1]); err != nil {
 				return usage.Wrap(err)
 			}
-			if err := checkPoolContext(f, args[1]); err != nil {
+			if err := r.validate(); err != nil {
 				return err
 			}
-			return settingsRoll(cmd, f, args[0], app.KindPool, "pool "+args[1], r, func(_ *app.App, rel *app.Release) error {
-				rel.Pool = args[1]
-				return nil
-			})
+			return poolSet(cmd, f, args[0], args[1], r, dryRun)
 		},
 	}
 	r.add(set, true)
+	set.Flags().BoolVar(&dryRun, "dry-run", false, "Say what would change (and whether the app would move to another cluster); change nothing")
 	cmd.AddCommand(set)
 	return cmd
+}
+
+// poolSet changes an app's pool where it is, or moves it to the pool's
+// cluster. f already points at the cluster that holds the app (route.go).
+func poolSet(cmd *cobra.Command, f *cli.Factory, name, pool string, r *rolloutFlags, dryRun bool) error {
+	cfg, err := loadClusters()
+	if err != nil {
+		return err
+	}
+	if loc := routedLocation(cmd); loc != nil && loc.Found && !dryRun {
+		finished, err := finishMove(cmd, f, cfg, loc)
+		if err != nil {
+			return err
+		}
+		if finished && loc.Copy.Pool == pool {
+			f.Progress().Done(fmt.Sprintf("the move of %s to cluster %q is finished; it runs on pool %s", name, loc.Name, pool))
+			return nil
+		}
+	}
+	here, err := f.ContextName()
+	if err != nil {
+		return err
+	}
+	target, move := cfg.MoveTo(pool, here)
+	if !move {
+		opts := r.options()
+		opts.DryRun = dryRun
+		return roll(cmd, f, name, deploy.SettingsChange(app.KindPool, "pool "+pool, func(_ *app.App, rel *app.Release) error {
+			rel.Pool = pool
+			return nil
+		}), opts, r.Output, rollVerb{app.KindPool + " changed", "changing the " + app.KindPool + " of"})
+	}
+	src, err := deployDeps(cmd, f)
+	if err != nil {
+		return err
+	}
+	dst, err := deployDeps(cmd, f.ForContext(target.Context))
+	if err != nil {
+		return fmt.Errorf("cluster %q (context %q): %w", target.Name, target.Context, err)
+	}
+	p := f.Progress()
+	src.Progress, dst.Progress = p, p
+	from := cfg.NameOf(here)
+	res, err := deploy.Move(cmd.Context(), src, dst, name, deploy.MoveOptions{Pool: pool, From: from, To: target.Name, Timeout: r.Timeout, DryRun: dryRun})
+	if err != nil {
+		p.Fail(fmt.Sprintf("moving %s to cluster %q", name, target.Name))
+		var failed *deploy.Error
+		if errors.As(err, &failed) && failed.Result != nil && failed.Result.Failure != nil {
+			printFailure(f.IOStreams, failed.Result)
+		}
+		return err
+	}
+	if res.Status == "dry-run" {
+		p.Done("dry run: nothing changed")
+	} else {
+		p.Done(fmt.Sprintf("moved %s from cluster %q (namespace %s) to cluster %q (namespace %s): v%d runs on pool %s in %.1fs",
+			name, res.From.Cluster, res.From.Namespace, res.To.Cluster, res.To.Namespace, res.Release, pool, float64(res.DurationMS)/1000))
+	}
+	return cli.OutputOptions{Format: r.Output}.Print(f.IOStreams, res, func() error {
+		if res.Status == "dry-run" {
+			fmt.Fprintf(f.IOStreams.Out, "dry run: app %s would move from cluster %q to cluster %q:\n", name, res.From.Cluster, res.To.Cluster)
+			for i, line := range res.Plan {
+				fmt.Fprintf(f.IOStreams.Out, "  %d. %s\n", i+1, line)
+			}
+		}
+		return nil
+	})
+}
+
+// finishMove completes a move a killed tug left after its switch-over: the
+// copy that serves drops its mark and superseded copies elsewhere go. It
+// reports whether there was one to finish. A move cut short before the
+// switch is redone by deploy.Move instead.
+func finishMove(cmd *cobra.Command, f *cli.Factory, cfg *cluster.Config, loc *cluster.Location) (bool, error) {
+	var old []cluster.Searched
+	for _, o := range loc.Others() {
+		if o.Move == cluster.MoveSuperseded {
+			old = append(old, o)
+		}
+	}
+	if loc.Copy.Move != cluster.MoveTarget && len(old) == 0 {
+		return false, nil
+	}
+	if un := loc.Unreachable(); len(un) > 0 && len(old) == 0 {
+		// The copy that still serves may be the one we cannot see.
+		return false, fmt.Errorf("app %q has an unfinished move, and cluster %q could not be asked whether it holds the app's old copy (%v); retry when it answers, or pass --context", loc.App, un[0].Name, un[0].Err)
+	}
+	serving, err := deployDeps(cmd, f)
+	if err != nil {
+		return false, err
+	}
+	p := f.Progress()
+	serving.Progress = p
+	p.Update(fmt.Sprintf("finishing the move of %s to cluster %q", loc.App, loc.Name))
+	if len(old) == 0 {
+		return true, deploy.FinishMove(cmd.Context(), serving, deploy.Deps{}, loc.App)
+	}
+	for _, o := range old {
+		d, err := deployDeps(cmd, f.ForContext(o.Context))
+		if err != nil {
+			return false, err
+		}
+		d.Progress = p
+		if err := deploy.FinishMove(cmd.Context(), serving, d, loc.App); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
 }

@@ -16,7 +16,9 @@ func newClusterCmd(f *cli.Factory) *cobra.Command {
 		Use:   "cluster",
 		Short: "Map pools to clusters (kubeconfig contexts)",
 		Long: `A cluster is a kubeconfig context that holds some pools. Node commands span
-every configured cluster; app commands for an app in pool P go to P's cluster.
+every configured cluster; app commands go to the cluster that holds the app
+(found by asking each), 'app create --pool P' to P's cluster, and
+'app pool set APP P' moves the app to P's cluster.
 The map lives in tug's config file ($TUG_CONFIG, else tug/config.yaml in your
 config directory); credentials stay in the kubeconfig. With no cluster
 configured, tug uses the kubeconfig's current context for everything.`,
@@ -106,25 +108,6 @@ func routeToPool(f *cli.Factory, pool string) error {
 	}
 	f.UseContext(kubeContext)
 	return nil
-}
-
-// checkPoolContext refuses to place an app in a pool of another cluster
-// than the context in use (cluster.Config.CheckPoolContext).
-func checkPoolContext(f *cli.Factory, pool string) error {
-	if pool == "" {
-		return nil
-	}
-	cfg, err := loadClusters()
-	if err != nil {
-		return err
-	}
-	return cfg.CheckPoolContext(pool, func() (string, error) {
-		if f.ConfigFlags.Context != "" {
-			return f.ConfigFlags.Context, nil
-		}
-		raw, err := f.ConfigFlags.ToRawKubeConfigLoader().RawConfig()
-		return raw.CurrentContext, err
-	})
 }
 
 // addClusterFlag adds node commands' --cluster. It shadows kubectl's

@@ -105,5 +105,6 @@ Start with 'tug doctor' to check that your kubeconfig works and what you may do.
 	cmd.SetHelpCommandGroupID("other")
 	addDevCommands(cmd, f)
 	addDynamicCompletion(cmd, f)
+	routeAppCommands(cmd, f)
 	return cmd
 }

@@ -58,15 +58,15 @@ func newAppAddressCmd(f *cli.Factory) *cobra.Command {
 		Example: `  tug app address shop
   tug app address shop -o json`,
 		Long: `List the addresses of the app's web process: its Service's cluster IP and
-in-cluster name, its NodePort on every node, load balancer addresses, and its
-domains through the Ingress.`,
+in-cluster name, its NodePort on every node (on the nodes of its pool, when it
+has one), load balancer addresses, and its domains through the Ingress.`,
 		Args: cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, _, err := loadApp(cmd, f, args[0])
+			s, a, err := loadApp(cmd, f, args[0])
 			if err != nil {
 				return err
 			}
-			addrs, err := traffic.Addresses(cmd.Context(), s.Client, s.Namespace, args[0])
+			addrs, err := traffic.Addresses(cmd.Context(), s.Client, s.Namespace, args[0], a.Pool)
 			if err != nil {
 				return err
 			}

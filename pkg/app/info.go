@@ -120,6 +120,9 @@ type Info struct {
 	// Build is how the app builds from source, when it does.
 	Build *BuildSettings `json:"build,omitempty"`
 
+	// Move is set while a move between clusters is unfinished (app.Move).
+	Move *Move `json:"move,omitempty"`
+
 	// Running is what the units run when that is not the record's release
 	// (a deploy that stopped midway); nil when they agree.
 	Running *Running `json:"running,omitempty"`
@@ -205,6 +208,7 @@ func GetInfo(ctx context.Context, s *Store, name string) (*Info, error) {
 		Allow:       append([]string{}, a.Allow...),
 		Registry:    a.RegistrySecret,
 		Build:       a.Build,
+		Move:        a.Move,
 	}
 	info.Running = running(a, rels, deps.Items)
 	for _, d := range a.Domains {

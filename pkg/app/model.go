@@ -49,6 +49,9 @@ type App struct {
 	Volumes []string `json:"volumes,omitempty"`
 	// Build: how `app deploy` without --image builds the app (pkg/build).
 	Build *BuildSettings `json:"build,omitempty"`
+	// Move marks this copy of the app while it moves to another cluster
+	// ('tug app pool set' to a pool of another cluster); nil otherwise.
+	Move *Move `json:"move,omitempty"`
 
 	// resourceVersion of the stored record, for optimistic concurrency.
 	resourceVersion string

@@ -1,16 +1,16 @@
 package cluster
 
-// Rules that tie pools to clusters: an app lives in its pool's cluster and
-// tug does not move apps between clusters; a node only joins a pool its
-// cluster holds.
+// Rules that tie pools to clusters: an app lives in its pool's cluster (a
+// pool set to another cluster's pool moves it: deploy.Move); a node only
+// joins a pool its cluster holds.
 
 // CurrentContext names the kubeconfig context in use; it is only asked for
 // when a rule needs it.
 type CurrentContext func() (string, error)
 
-// CheckPoolContext refuses to place an app in a pool that the cluster map
-// puts in another cluster than the context in use: tug does not move apps
-// between clusters. Nothing is refused when no cluster is configured, or the
+// CheckPoolContext refuses to create an app in a pool that the cluster map
+// puts in another cluster than the context in use (an existing app moves
+// instead: 'tug app pool set'). Nothing is refused when no cluster is configured, or the
 // pool belongs to none (not even a default).
 func (c *Config) CheckPoolContext(pool string, current CurrentContext) error {
 	if pool == "" || len(c.Clusters) == 0 {
@@ -25,7 +25,7 @@ func (c *Config) CheckPoolContext(pool string, current CurrentContext) error {
 		return err
 	}
 	if cl.Context != cur {
-		return invalid("pool %q is in cluster %q (context %q), not in context %q; tug does not move apps between clusters: create the app there (see 'tug cluster list')", pool, cl.Name, cl.Context, cur)
+		return invalid("pool %q is in cluster %q (context %q), not in context %q; create the app there: leave out --context (see 'tug cluster list')", pool, cl.Name, cl.Context, cur)
 	}
 	return nil
 }

@@ -73,7 +73,7 @@ func TestRouteToPool(t *testing.T) {
 		{"default cluster", "batch", "", poolConfig(), "prod-admin", ""},
 		{"nothing configured", "gpu", "", &Config{}, "", ""},
 		{"--context agrees", "gpu", "gpu-admin", poolConfig(), "", ""},
-		{"--context disagrees", "gpu", "prod-admin", poolConfig(), "", "tug does not move apps between clusters"},
+		{"--context disagrees", "gpu", "prod-admin", poolConfig(), "", "create the app there: leave out --context"},
 	} {
 		got, err := tc.cfg.RouteToPool(tc.pool, tc.explicit)
 		checkErr(t, tc.name, err, tc.wantErr)

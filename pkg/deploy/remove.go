@@ -52,7 +52,15 @@ func Remove(ctx context.Context, d Deps, appName string, o RemoveOptions) error 
 		return err
 	}
 	defer lock.Unlock()
+	return removeHeld(ctx, d, appName, o)
+}
 
+// removeHeld is Remove for a caller that holds the app's lock (Move).
+func removeHeld(ctx context.Context, d Deps, appName string, o RemoveOptions) error {
+	if d.Progress == nil {
+		d.Progress = noProgress{}
+	}
+	var err error
 	ns, sel := d.Namespace, metav1.ListOptions{LabelSelector: kube.AppSelector(appName)}
 	del := metav1.DeleteOptions{PropagationPolicy: new(metav1.DeletePropagationBackground)}
 	c := d.Client

@@ -25,8 +25,9 @@ type Address struct {
 // the Service's cluster IP and in-cluster name, its NodePort on every node's
 // address, load-balancer ingress, and the Ingress hosts. Node addresses need
 // the cluster-wide right to list nodes; without it they are left out with a
-// note rather than failing.
-func Addresses(ctx context.Context, client kubernetes.Interface, namespace, appName string) ([]Address, error) {
+// note rather than failing. With a pool, only the pool's nodes (label
+// tug.dev/pool) are listed: those are the nodes that run the app's units.
+func Addresses(ctx context.Context, client kubernetes.Interface, namespace, appName, pool string) ([]Address, error) {
 	out := []Address{}
 	svc, err := client.CoreV1().Services(namespace).Get(ctx, appName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -49,7 +50,11 @@ func Addresses(ctx context.Context, client kubernetes.Interface, namespace, appN
 		}
 	}
 	if len(nodePorts) > 0 {
-		nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		var sel metav1.ListOptions
+		if pool != "" {
+			sel.LabelSelector = kube.LabelPool + "=" + pool
+		}
+		nodes, err := client.CoreV1().Nodes().List(ctx, sel)
 		switch {
 		case apierrors.IsForbidden(err):
 			out = append(out, Address{Kind: "node-port", URL: fmt.Sprintf("http://NODE:%d", nodePorts[0]), Note: "any node's address; listing nodes is not allowed for you"})

@@ -128,7 +128,7 @@ func TestAddresses(t *testing.T) {
 			if tt.nodesNo {
 				c.PrependReactor("list", "nodes", forbidden("nodes"))
 			}
-			got, err := Addresses(context.Background(), c, ns, "shop")
+			got, err := Addresses(context.Background(), c, ns, "shop", "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -150,7 +150,7 @@ func TestAddressesErrors(t *testing.T) {
 		t.Run(tt.verb+" "+tt.resource, func(t *testing.T) {
 			c := fake.NewClientset(tt.objs...)
 			c.PrependReactor(tt.verb, tt.resource, forbidden(tt.resource))
-			if _, err := Addresses(context.Background(), c, ns, "shop"); !apierrors.IsForbidden(err) {
+			if _, err := Addresses(context.Background(), c, ns, "shop", ""); !apierrors.IsForbidden(err) {
 				t.Errorf("Addresses = %v, want the permission error", err)
 			}
 		})
@@ -160,7 +160,7 @@ func TestAddressesErrors(t *testing.T) {
 		c.PrependReactor("list", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
 			return true, nil, apierrors.NewServiceUnavailable("etcd is down")
 		})
-		if _, err := Addresses(context.Background(), c, ns, "shop"); err == nil || !strings.Contains(err.Error(), "etcd is down") {
+		if _, err := Addresses(context.Background(), c, ns, "shop", ""); err == nil || !strings.Contains(err.Error(), "etcd is down") {
 			t.Errorf("Addresses = %v, want the list error", err)
 		}
 	})
@@ -332,4 +332,32 @@ func encodePair(t *testing.T, tmpl *x509.Certificate, key *ecdsa.PrivateKey) (ce
 func storeCert(ctx context.Context, c kubernetes.Interface, namespace, appName, name, host string, certPEM, keyPEM []byte) error {
 	_, err := putCert(ctx, c, namespace, appName, name, host, certPEM, keyPEM)
 	return err
+}
+
+// An app in a pool runs on the pool's nodes: only their addresses are listed.
+func TestAddressesInPool(t *testing.T) {
+	inPool := func(n *corev1.Node, pool string) *corev1.Node {
+		n.Labels = map[string]string{kube.LabelPool: pool}
+		return n
+	}
+	c := fake.NewClientset(
+		service("shop", "shop", "", corev1.ServicePort{Name: "http", Port: 80, NodePort: 30080}),
+		inPool(nodeWith("n1", corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "10.0.0.1"}), "gpu"),
+		inPool(nodeWith("n2", corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "10.0.0.2"}), "web"),
+		nodeWith("n3", corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "10.0.0.3"}),
+	)
+	got, err := Addresses(context.Background(), c, ns, "shop", "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Address{
+		{Kind: "dns", URL: "http://shop.team.svc:80", Note: "inside the cluster"},
+		{Kind: "node-port", URL: "http://10.0.0.2:30080", Note: "node n2"},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("Addresses in pool web =\n%+v\nwant\n%+v", got, want)
+	}
+	if all, _ := Addresses(context.Background(), c, ns, "shop", ""); len(all) != 4 {
+		t.Errorf("without a pool every node is listed: %+v", all)
+	}
 }

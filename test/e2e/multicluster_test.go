@@ -147,15 +147,18 @@ func TestClusterMultiple(t *testing.T) {
 		t.Fatalf("app without a pool should live in the current context's namespace: %v", err)
 	}
 
-	// tug does not move apps between clusters: placing an app of alpha in
-	// beta's pool is refused, as is contradicting the map with --context.
-	for _, args := range [][]string{
-		{"app", "pool", "set", "unplaced", "pb"},
-		{"app", "create", "misplaced", "--pool", "pb", "--context", "alpha"},
-	} {
-		if r := tug(args...); r.Code != 2 || !strings.Contains(r.Stderr, `pool "pb" is in cluster "beta"`) {
-			t.Errorf("tug %s: want exit 2 naming beta; got %s", strings.Join(args, " "), r)
-		}
+	// Creating an app in a pool of another cluster than --context says is
+	// refused; an existing app put in beta's pool moves there
+	// (TestClusterPoolsRouteAndMove moves a deployed one).
+	if r := tug("app", "create", "misplaced", "--pool", "pb", "--context", "alpha"); r.Code != 2 || !strings.Contains(r.Stderr, `pool "pb" is in cluster "beta"`) {
+		t.Errorf("app create --pool pb --context alpha: want exit 2 naming beta; got %s", r)
+	}
+	must("app", "pool", "set", "unplaced", "pb")
+	if _, err := h.Client.CoreV1().ConfigMaps(h2.NS).Get(ctx, "tug-app-unplaced", metav1.GetOptions{}); err != nil {
+		t.Fatalf("app moved to pool pb should live in beta's namespace %s: %v", h2.NS, err)
+	}
+	if _, err := h.Client.CoreV1().ConfigMaps(h.NS).Get(ctx, "tug-app-unplaced", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("app moved to pool pb is still in %s (err %v)", h.NS, err)
 	}
 
 	// pool list: the configured pools, per cluster, and the dead cluster.

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/cluster"
+)
+
+// Every command whose first argument is an app (its Use line says APP or
+// [APP]) goes to the cluster that holds the app, found by
+// cluster.Locate, before the command builds any client. This is the one
+// place that routes: commands added later are covered by their Use line
+// (TestEveryAppCommandIsRouted). With no cluster configured nothing is
+// asked and nothing changes; --context (or kubectl's --cluster/--server)
+// is used as given.
+
+// annotationRouted marks the commands routeAppCommands wrapped.
+const annotationRouted = "tug.dev/routed"
+
+// takesApp reports whether c's first argument is an app's name.
+func takesApp(c *cobra.Command) bool {
+	f := strings.Fields(c.Use)
+	return len(f) > 1 && (f[1] == "APP" || f[1] == "[APP]")
+}
+
+// routeAppCommands wraps the RunE of every app command under root.
+func routeAppCommands(root *cobra.Command, f *cli.Factory) {
+	for _, c := range root.Commands() {
+		routeAppCommands(c, f)
+	}
+	if !takesApp(root) || root.RunE == nil || root.Annotations[annotationRouted] != "" {
+		return
+	}
+	run := root.RunE
+	root.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return run(cmd, args)
+		}
+		loc, err := routeApp(cmd, f, args[0])
+		if err != nil {
+			return err
+		}
+		if loc != nil {
+			cmd.SetContext(context.WithValue(cmd.Context(), locationKey{}, loc))
+		}
+		err = run(cmd, args)
+		var nf *app.NotFoundError
+		if loc != nil && errors.As(err, &nf) && nf.What == "app" && nf.Name == args[0] {
+			return loc.NotFound(err)
+		}
+		return err
+	}
+	if root.Annotations == nil {
+		root.Annotations = map[string]string{}
+	}
+	root.Annotations[annotationRouted] = "true"
+}
+
+type locationKey struct{}
+
+// routedLocation is where routing found the command's app (nil when it did
+// not look: nothing configured, or --context given).
+func routedLocation(cmd *cobra.Command) *cluster.Location {
+	loc, _ := cmd.Context().Value(locationKey{}).(*cluster.Location)
+	return loc
+}
+
+// routeApp points f at the cluster that holds appName. It returns the
+// lookup's result, or nil when it did not look.
+func routeApp(cmd *cobra.Command, f *cli.Factory, appName string) (*cluster.Location, error) {
+	if app.ValidateName(appName) != nil {
+		return nil, nil // the command says what is wrong with the name
+	}
+	cf := f.ConfigFlags
+	if cf.Cluster != "" || cf.Server != "" {
+		return nil, nil // a cluster picked by hand, not through a context
+	}
+	cfg, err := loadClusters()
+	if err != nil || len(cfg.Clusters) == 0 {
+		return nil, err
+	}
+	ctx := cmd.Context()
+	if cf.Context != "" {
+		// As given; only warn when the copy there is not where the map (or
+		// a move) says the app lives. The same client serves the command.
+		if cp, err := findApp(ctx, f, appName); err == nil {
+			if w := cfg.Mismatch(appName, cf.Context, cp); w != "" {
+				fmt.Fprintf(f.IOStreams.ErrOut, "warning: %s\n", w)
+			}
+		}
+		return nil, nil
+	}
+	loc, err := cluster.Locate(ctx, cfg, appName, appFinder(f))
+	if err != nil {
+		return nil, err
+	}
+	if !loc.Found {
+		return loc, nil // the current context, whose error NotFound explains
+	}
+	f.UseContext(loc.Context)
+	for _, o := range loc.Others() {
+		fmt.Fprintf(f.IOStreams.ErrOut, "warning: app %q also has a copy in cluster %q (%s); '%s app pool set %s %s' finishes the move\n",
+			appName, o.Name, o.Describe, f.CommandName, appName, movePool(loc, o))
+	}
+	return loc, nil
+}
+
+// movePool is the pool of the move a leftover copy belongs to.
+func movePool(loc *cluster.Location, o cluster.Searched) string {
+	for _, p := range []string{o.MovePool, loc.Copy.MovePool, loc.Copy.Pool} {
+		if p != "" {
+			return p
+		}
+	}
+	return "POOL"
+}
+
+// appFinder asks one context, with the command line's other flags (-n
+// included), whether it holds an app: one GET of the app's record.
+func appFinder(f *cli.Factory) cluster.Finder {
+	return func(ctx context.Context, kubeContext, appName string) (cluster.Copy, error) {
+		return findApp(ctx, f.ForContext(kubeContext), appName)
+	}
+}
+
+func findApp(ctx context.Context, f *cli.Factory, appName string) (cluster.Copy, error) {
+	s, err := appStore(f)
+	if err != nil {
+		return cluster.Copy{}, err
+	}
+	cp := cluster.Copy{Namespace: s.Namespace}
+	a, err := s.GetApp(ctx, appName)
+	if app.IsNotFound(err) {
+		return cp, nil
+	}
+	if err != nil {
+		return cp, err
+	}
+	cp.Found, cp.Pool = true, a.Pool
+	if m := a.Move; m != nil {
+		cp.Describe, cp.MovePool = m.Describe(), m.Pool
+		switch {
+		case m.Role == app.MoveTarget:
+			cp.Move = cluster.MoveTarget
+		case m.Superseded:
+			cp.Move = cluster.MoveSuperseded
+		}
+	}
+	return cp, nil
+}

@@ -1,0 +1,124 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"tug.dev/tug/pkg/kube"
+)
+
+// An app moves between clusters in steps (deploy.Move): a copy is made in
+// the target cluster, rolled out there, and the source copy removed. Each
+// copy's record says where it stands, so a tug killed midway leaves copies
+// that the cluster lookup (pkg/cluster) can tell apart, and running the
+// move again finishes it. The marks live in the record itself rather than
+// in annotations: every UpdateApp rewrites the ConfigMap from the record.
+
+// Move roles.
+const (
+	// MoveSource is the copy that serves while the move is under way.
+	MoveSource = "source"
+	// MoveTarget is the copy being made; it serves once rolled out, and
+	// its mark is dropped when the source copy is superseded.
+	MoveTarget = "target"
+)
+
+// Move is a copy's part in an unfinished move.
+type Move struct {
+	Role string `json:"role"`
+	// From and To name the clusters (tug's names, else kubeconfig contexts).
+	From string `json:"from"`
+	To   string `json:"to"`
+	// Pool is the pool the app moves to.
+	Pool      string    `json:"pool"`
+	StartedAt time.Time `json:"startedAt"`
+	// Superseded (source copy only): the target copy serves now, and this
+	// one is about to be removed.
+	Superseded bool `json:"superseded,omitempty"`
+}
+
+// Describe says in a phrase where the move stands, from this copy's side.
+func (m *Move) Describe() string {
+	switch {
+	case m.Role == MoveTarget:
+		return fmt.Sprintf("unfinished move from cluster %q to cluster %q (pool %q): this is the new copy", m.From, m.To, m.Pool)
+	case m.Superseded:
+		return fmt.Sprintf("unfinished move from cluster %q to cluster %q (pool %q): this copy is superseded and about to be removed", m.From, m.To, m.Pool)
+	default:
+		return fmt.Sprintf("unfinished move from cluster %q to cluster %q (pool %q): this copy still serves", m.From, m.To, m.Pool)
+	}
+}
+
+// CopyTo copies app name's records into dst's namespace: the app record
+// (marked with mark, its namespace set to dst's) and every other
+// ConfigMap and Secret tug keeps for the app (release history with each
+// release's config, registry credentials, TLS certificates). It creates
+// only, the marked record first: an object of the same name already in dst
+// fails the copy, and a copy cut short is one whose record says so, which
+// is removed (deploy.Remove) before copying again.
+func (s *Store) CopyTo(ctx context.Context, dst *Store, name string, mark *Move) (*App, error) {
+	a, err := s.GetApp(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	sel := metav1.ListOptions{LabelSelector: kube.AppSelector(name)}
+	secrets, err := s.Client.CoreV1().Secrets(s.Namespace).List(ctx, sel)
+	if err != nil {
+		return nil, kube.TranslateError(err)
+	}
+	cms, err := s.Client.CoreV1().ConfigMaps(s.Namespace).List(ctx, sel)
+	if err != nil {
+		return nil, kube.TranslateError(err)
+	}
+	// The record first, marked: a copy cut short is then one the lookup
+	// recognises and a second run removes before copying again.
+	var c App
+	b, err := json.Marshal(a)
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(b, &c); err != nil { // a copy with no resourceVersion
+		return nil, err
+	}
+	c.Namespace = dst.Namespace
+	c.Move = mark
+	if err := dst.CreateApp(ctx, &c); err != nil {
+		return nil, err
+	}
+	create := metav1.CreateOptions{FieldManager: kube.FieldManager}
+	for i := range secrets.Items {
+		sec := &secrets.Items[i]
+		cp := &corev1.Secret{ObjectMeta: copyMeta(sec.ObjectMeta, dst.Namespace), Type: sec.Type, Data: sec.Data, Immutable: sec.Immutable}
+		if _, err := dst.Client.CoreV1().Secrets(dst.Namespace).Create(ctx, cp, create); err != nil {
+			return nil, copyError("Secret", cp.Name, dst.Namespace, err)
+		}
+	}
+	for i := range cms.Items {
+		cm := &cms.Items[i]
+		if cm.Name == AppRecordName(name) {
+			continue
+		}
+		cp := &corev1.ConfigMap{ObjectMeta: copyMeta(cm.ObjectMeta, dst.Namespace), Data: cm.Data, BinaryData: cm.BinaryData, Immutable: cm.Immutable}
+		if _, err := dst.Client.CoreV1().ConfigMaps(dst.Namespace).Create(ctx, cp, create); err != nil {
+			return nil, copyError("ConfigMap", cp.Name, dst.Namespace, err)
+		}
+	}
+	return dst.GetApp(ctx, name)
+}
+
+func copyMeta(m metav1.ObjectMeta, namespace string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: m.Name, Namespace: namespace, Labels: m.Labels, Annotations: m.Annotations}
+}
+
+func copyError(kind, name, ns string, err error) error {
+	if apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("%s %s already exists in namespace %q of the target cluster; it is left alone", kind, name, ns)
+	}
+	return kube.TranslateError(err)
+}

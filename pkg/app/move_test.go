@@ -1,0 +1,63 @@
+package app
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"tug.dev/tug/pkg/kube"
+)
+
+func TestCopyTo(t *testing.T) {
+	ctx := context.Background()
+	src, c := newStore(t)
+	if err := src.CreateApp(ctx, &App{Name: "shop", Namespace: src.Namespace, Pool: "pb", Release: 1, LastRelease: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := src.CreateRelease(ctx, &Release{App: "shop", Version: 1, Image: "shop:1", Status: StatusDeployed}, ConfigMap{"A": "1"}); err != nil {
+		t.Fatal(err)
+	}
+	reg := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "shop-registry", Namespace: src.Namespace, Labels: kube.AppLabels("shop")},
+		Type: corev1.SecretTypeDockerConfigJson, Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte("{}")}}
+	other := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "blog-registry", Namespace: src.Namespace, Labels: kube.AppLabels("blog")}}
+	for _, s := range []*corev1.Secret{reg, other} {
+		if _, err := c.CoreV1().Secrets(src.Namespace).Create(ctx, s, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dc := fake.NewClientset()
+	dst := &Store{Client: dc, Namespace: "there"}
+	mark := &Move{Role: MoveTarget, From: "b", To: "a", Pool: "pa"}
+	got, err := src.CopyTo(ctx, dst, "shop", mark)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Namespace != "there" || got.Move == nil || got.Move.Role != MoveTarget || got.Pool != "pb" || got.Release != 1 {
+		t.Errorf("copied record %+v move %+v", got, got.Move)
+	}
+	r, cfg, err := dst.GetRelease(ctx, "shop", 1)
+	if err != nil || r.Image != "shop:1" || cfg["A"] != "1" {
+		t.Errorf("copied release: %+v %v %v", r, cfg, err)
+	}
+	if s, err := dc.CoreV1().Secrets("there").Get(ctx, "shop-registry", metav1.GetOptions{}); err != nil || s.Type != corev1.SecretTypeDockerConfigJson {
+		t.Errorf("registry credentials not copied: %v", err)
+	}
+	if _, err := dc.CoreV1().Secrets("there").Get(ctx, "blog-registry", metav1.GetOptions{}); err == nil {
+		t.Error("another app's secret was copied")
+	}
+	// the source is untouched
+	if a, _ := src.GetApp(ctx, "shop"); a.Move != nil || a.Namespace != src.Namespace {
+		t.Errorf("source record changed: %+v", a)
+	}
+	// a second copy over the first fails and says what is in the way
+	if _, err := src.CopyTo(ctx, dst, "shop", mark); err == nil || !strings.Contains(err.Error(), "already exists") {
+		t.Errorf("copying over a copy: %v", err)
+	}
+	if !strings.Contains(mark.Describe(), "new copy") || !strings.Contains((&Move{Role: MoveSource, Superseded: true}).Describe(), "superseded") {
+		t.Error("Describe does not tell the copies apart")
+	}
+}

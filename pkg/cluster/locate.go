@@ -1,0 +1,227 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"tug.dev/tug/pkg/usage"
+)
+
+// Finding an app: with clusters configured, an app command goes to the
+// cluster that holds the app (tsuru's clusterForPool, done by asking rather
+// than by trusting the map alone: the map may change after an app was
+// placed). Every configured cluster is asked at once, one GET each.
+
+// Copy is what one cluster holds of an app.
+type Copy struct {
+	Found bool
+	// Namespace is where the cluster was searched (the context's, or -n).
+	Namespace string
+	// Pool is the app's pool, as its record says.
+	Pool string
+	// Move is the copy's part in an unfinished move between clusters:
+	// MoveNone, MoveServing, MoveTarget or MoveSuperseded.
+	Move MoveMark
+	// Describe says where the move stands, for messages ("" with none),
+	// and MovePool is the pool the move is to.
+	Describe string
+	MovePool string
+}
+
+// MoveMark ranks a copy of an app during a move: commands go to the copy
+// that serves.
+type MoveMark int
+
+const (
+	// MoveNone: an app's only copy, or the source of a move that still serves.
+	MoveNone MoveMark = iota
+	// MoveTarget: the copy a move is making; it serves only once the
+	// source is superseded.
+	MoveTarget
+	// MoveSuperseded: the source of a move whose target serves now.
+	MoveSuperseded
+)
+
+// Finder asks the cluster reached by kubeContext whether it holds app.
+// An error means the cluster could not answer (unreachable, forbidden);
+// an app it does not hold is a Copy with Found false.
+type Finder func(ctx context.Context, kubeContext, appName string) (Copy, error)
+
+// Searched is one cluster the lookup asked.
+type Searched struct {
+	Cluster
+	Copy
+	Err error
+}
+
+// Location is where an app was found.
+type Location struct {
+	App string
+	// Found: Cluster is where commands for the app go.
+	Found bool
+	Cluster
+	Copy Copy
+	// Clusters are every cluster asked, in the config's order.
+	Clusters []Searched
+}
+
+// Others are the other clusters that hold a copy of the app: the remains
+// of an unfinished move.
+func (l *Location) Others() []Searched {
+	var out []Searched
+	for _, s := range l.Clusters {
+		if s.Err == nil && s.Found && (!l.Found || s.Name != l.Name) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Unreachable are the clusters that did not answer.
+func (l *Location) Unreachable() []Searched {
+	var out []Searched
+	for _, s := range l.Clusters {
+		if s.Err != nil {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Locate asks every configured cluster at once whether it holds appName
+// and picks the one commands should go to: the only holder; during an
+// unfinished move, the copy that serves (not superseded, and of those
+// the unmarked one). A cluster that does not answer is ignored when
+// another holds the app. Several equally good holders are an
+// *AmbiguousError (a usage error: --context picks one). Found is false
+// when no cluster holds the app; NotFound then explains the command's
+// own not-found error.
+func Locate(ctx context.Context, cfg *Config, appName string, find Finder) (*Location, error) {
+	loc := &Location{App: appName, Clusters: make([]Searched, len(cfg.Clusters))}
+	var wg sync.WaitGroup
+	for i, cl := range cfg.Clusters {
+		wg.Go(func() {
+			c, err := find(ctx, cl.Context, appName)
+			loc.Clusters[i] = Searched{Cluster: cl, Copy: c, Err: err}
+		})
+	}
+	wg.Wait()
+	best := MoveMark(-1)
+	var at []Searched
+	for _, s := range loc.Clusters {
+		if s.Err != nil || !s.Found {
+			continue
+		}
+		switch {
+		case best < 0 || s.Move < best:
+			best, at = s.Move, []Searched{s}
+		case s.Move == best:
+			at = append(at, s)
+		}
+	}
+	switch len(at) {
+	case 0:
+		return loc, nil
+	case 1:
+		loc.Found, loc.Cluster, loc.Copy = true, at[0].Cluster, at[0].Copy
+		return loc, nil
+	}
+	return loc, usage.Wrap(&AmbiguousError{App: appName, In: at})
+}
+
+// AmbiguousError says several clusters hold an app, none of them the
+// obvious one: --context must say which.
+type AmbiguousError struct {
+	App string
+	In  []Searched
+}
+
+func (e *AmbiguousError) Error() string {
+	where := make([]string, len(e.In))
+	for i, s := range e.In {
+		where[i] = fmt.Sprintf("%s (context %q, namespace %q)", s.Name, s.Context, s.Namespace)
+	}
+	return fmt.Sprintf("app %q is in several clusters: %s; pass --context to say which one", e.App, strings.Join(where, ", "))
+}
+
+// NotFound adds to a command's "app not found" error (err) which
+// clusters were searched and which could not be asked.
+func (l *Location) NotFound(err error) error {
+	if l == nil || l.Found || len(l.Clusters) == 0 {
+		return err
+	}
+	var searched, failed []string
+	for _, s := range l.Clusters {
+		if s.Err != nil {
+			failed = append(failed, fmt.Sprintf("%s (%v)", s.Name, s.Err))
+			continue
+		}
+		searched = append(searched, fmt.Sprintf("%s (namespace %q)", s.Name, s.Namespace))
+	}
+	sort.Strings(searched)
+	msg := "searched clusters: " + strings.Join(searched, ", ")
+	if len(searched) == 0 {
+		msg = "no configured cluster could be searched"
+	}
+	if len(failed) > 0 {
+		msg += "; unreachable, so not searched: " + strings.Join(failed, ", ")
+	}
+	return &NotFoundInClustersError{Err: err, Detail: msg}
+}
+
+// NotFoundInClustersError is an app that no configured cluster holds, nor
+// the current context.
+type NotFoundInClustersError struct {
+	Err    error
+	Detail string
+}
+
+func (e *NotFoundInClustersError) Error() string { return e.Err.Error() + "; " + e.Detail }
+func (e *NotFoundInClustersError) Unwrap() error { return e.Err }
+
+// Mismatch says why the app's copy in the context that --context names is
+// not where the cluster map would send commands ("" when it is): its pool
+// belongs to another cluster, or it is one side of an unfinished move.
+// tug warns and acts on that copy as told: --context is how one reaches a
+// misplaced copy to clean it up.
+func (c *Config) Mismatch(appName, kubeContext string, cp Copy) string {
+	if !cp.Found {
+		return ""
+	}
+	if cp.Describe != "" {
+		return fmt.Sprintf("app %q in context %q: %s", appName, kubeContext, cp.Describe)
+	}
+	if cp.Pool == "" {
+		return ""
+	}
+	owner, ok := c.ForPool(cp.Pool)
+	if !ok || owner.Context == kubeContext {
+		return ""
+	}
+	return fmt.Sprintf("app %q is in pool %q, which tug's cluster map puts in cluster %q (context %q), not in context %q; acting on it there as --context says", appName, cp.Pool, owner.Name, owner.Context, kubeContext)
+}
+
+// MoveTo is the cluster an app that lives in kubeContext moves to when its
+// pool becomes pool; ok is false when pool's cluster is that context's (or
+// no cluster takes pool): then a pool change is a rollout where the app is.
+func (c *Config) MoveTo(pool, kubeContext string) (Cluster, bool) {
+	cl, ok := c.ForPool(pool)
+	if !ok || cl.Context == kubeContext {
+		return Cluster{}, false
+	}
+	return cl, true
+}
+
+// NameOf is the name of the cluster on kubeContext, else the context's own
+// name, for messages and move marks.
+func (c *Config) NameOf(kubeContext string) string {
+	for _, cl := range c.Clusters {
+		if cl.Context == kubeContext {
+			return cl.Name
+		}
+	}
+	return kubeContext
+}

@@ -1,0 +1,163 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"tug.dev/tug/pkg/usage"
+)
+
+// fakeFinder answers per context: a copy, or an error (unreachable).
+type fakeFinder struct {
+	mu     sync.Mutex
+	copies map[string]Copy
+	errs   map[string]error
+	asked  []string
+}
+
+func (f *fakeFinder) find(_ context.Context, kubeContext, _ string) (Copy, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.asked = append(f.asked, kubeContext)
+	if err := f.errs[kubeContext]; err != nil {
+		return Copy{}, err
+	}
+	c, ok := f.copies[kubeContext]
+	if !ok {
+		return Copy{Namespace: "ns-" + kubeContext}, nil
+	}
+	c.Found = true
+	return c, nil
+}
+
+func threeClusters() *Config {
+	return &Config{Clusters: []Cluster{
+		{Name: "a", Context: "ctx-a", Pools: []string{"pa"}, Default: true},
+		{Name: "b", Context: "ctx-b", Pools: []string{"pb"}},
+		{Name: "dead", Context: "ctx-dead", Pools: []string{"pd"}},
+	}}
+}
+
+func TestLocate(t *testing.T) {
+	down := errors.New("dial tcp 127.0.0.1:1: connection refused")
+	for _, tc := range []struct {
+		name      string
+		copies    map[string]Copy
+		errs      map[string]error
+		want      string // cluster name, "" for not found
+		ambiguous bool
+		others    int
+	}{
+		{name: "nowhere", want: ""},
+		{name: "only in b", copies: map[string]Copy{"ctx-b": {Pool: "pb"}}, want: "b"},
+		{name: "in b, dead unreachable", copies: map[string]Copy{"ctx-b": {}}, errs: map[string]error{"ctx-dead": down}, want: "b"},
+		{name: "two unmarked copies", copies: map[string]Copy{"ctx-a": {}, "ctx-b": {}}, ambiguous: true},
+		{name: "move under way: the source serves", copies: map[string]Copy{"ctx-a": {Move: MoveTarget}, "ctx-b": {}}, want: "b", others: 1},
+		{name: "move past the switch: the target serves", copies: map[string]Copy{"ctx-a": {Move: MoveTarget}, "ctx-b": {Move: MoveSuperseded}}, want: "a", others: 1},
+		{name: "move almost done: the unmarked target", copies: map[string]Copy{"ctx-a": {}, "ctx-b": {Move: MoveSuperseded}}, want: "a", others: 1},
+		{name: "only a superseded copy left", copies: map[string]Copy{"ctx-b": {Move: MoveSuperseded}}, want: "b"},
+		{name: "two targets", copies: map[string]Copy{"ctx-a": {Move: MoveTarget}, "ctx-b": {Move: MoveTarget}}, ambiguous: true},
+	} {
+		f := &fakeFinder{copies: tc.copies, errs: tc.errs}
+		loc, err := Locate(context.Background(), threeClusters(), "shop", f.find)
+		if len(f.asked) != 3 {
+			t.Errorf("%s: asked %v; want every cluster", tc.name, f.asked)
+		}
+		if tc.ambiguous {
+			var amb *AmbiguousError
+			if !usage.Is(err) || !errors.As(err, &amb) || !strings.Contains(err.Error(), "--context") {
+				t.Errorf("%s: %v; want a usage error asking for --context", tc.name, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		if got := map[bool]string{true: loc.Name}[loc.Found]; got != tc.want {
+			t.Errorf("%s: found in %q (found=%v), want %q", tc.name, loc.Name, loc.Found, tc.want)
+		}
+		if n := len(loc.Others()); n != tc.others {
+			t.Errorf("%s: %d other copies, want %d", tc.name, n, tc.others)
+		}
+	}
+}
+
+func TestLocateNotFoundSaysWhereItLooked(t *testing.T) {
+	f := &fakeFinder{errs: map[string]error{"ctx-dead": errors.New("connection refused")}}
+	loc, err := Locate(context.Background(), threeClusters(), "shop", f.find)
+	if err != nil || loc.Found {
+		t.Fatalf("%+v %v", loc, err)
+	}
+	base := errors.New(`app "shop" not found in namespace "x"`)
+	got := loc.NotFound(base)
+	for _, want := range []string{`app "shop" not found`, `a (namespace "ns-ctx-a")`, `b (namespace "ns-ctx-b")`, "unreachable", "dead (connection refused)"} {
+		if !strings.Contains(got.Error(), want) {
+			t.Errorf("%q lacks %q", got, want)
+		}
+	}
+	if !errors.Is(got, base) {
+		t.Error("the command's own error is lost")
+	}
+	if len(loc.Unreachable()) != 1 {
+		t.Errorf("unreachable: %+v", loc.Unreachable())
+	}
+	// Found: the command's error stays its own.
+	f = &fakeFinder{copies: map[string]Copy{"ctx-a": {}}}
+	loc, _ = Locate(context.Background(), threeClusters(), "shop", f.find)
+	if got := loc.NotFound(base); got != base {
+		t.Errorf("found app: NotFound changed the error to %v", got)
+	}
+	// Nothing configured: no request at all.
+	f = &fakeFinder{}
+	loc, err = Locate(context.Background(), &Config{}, "shop", f.find)
+	if err != nil || loc.Found || len(f.asked) != 0 || loc.NotFound(base) != base {
+		t.Errorf("nothing configured: %+v %v asked %v", loc, err, f.asked)
+	}
+}
+
+func TestMismatch(t *testing.T) {
+	c := threeClusters()
+	for _, tc := range []struct {
+		name, ctx string
+		cp        Copy
+		want      string
+	}{
+		{"not there", "ctx-a", Copy{}, ""},
+		{"pool of this cluster", "ctx-b", Copy{Found: true, Pool: "pb"}, ""},
+		{"no pool", "ctx-b", Copy{Found: true}, ""},
+		{"unmapped pool goes to the default", "ctx-b", Copy{Found: true, Pool: "other"}, `cluster "a"`},
+		{"pool of another cluster", "ctx-a", Copy{Found: true, Pool: "pb"}, `pool "pb", which tug's cluster map puts in cluster "b"`},
+		{"a move's copy", "ctx-a", Copy{Found: true, Pool: "pa", Describe: "unfinished move"}, "unfinished move"},
+	} {
+		got := c.Mismatch("shop", tc.ctx, tc.cp)
+		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestMoveTo(t *testing.T) {
+	c := threeClusters()
+	if cl, ok := c.MoveTo("pb", "ctx-a"); !ok || cl.Name != "b" {
+		t.Errorf("pb from ctx-a: %+v %v; want a move to b", cl, ok)
+	}
+	if _, ok := c.MoveTo("pa", "ctx-a"); ok {
+		t.Error("pa from ctx-a stays")
+	}
+	if cl, ok := c.MoveTo("unmapped", "ctx-b"); !ok || cl.Name != "a" {
+		t.Errorf("an unmapped pool goes to the default: %+v %v", cl, ok)
+	}
+	if _, ok := (&Config{}).MoveTo("pb", "x"); ok {
+		t.Error("nothing configured: nothing moves")
+	}
+	if got := c.NameOf("ctx-b"); got != "b" {
+		t.Errorf("NameOf(ctx-b) = %q", got)
+	}
+	if got := c.NameOf("laptop"); got != "laptop" {
+		t.Errorf("NameOf(laptop) = %q", got)
+	}
+}

@@ -1,0 +1,345 @@
+package deploy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/usage"
+)
+
+// Moving an app between clusters ('tug app pool set' to a pool that tug's
+// cluster map puts in another cluster), in steps that keep it serving:
+//
+//	(a) copy its records into the target, the copy marked as a move's target
+//	(b) roll its release out there on the new pool, and wait until it runs
+//	(c) mark the source copy superseded: from here the target serves
+//	(d) drop the target's mark
+//	(e) remove the app from the source
+//
+// all under the app's deploy lock in the source. A failure before (c)
+// removes the target copy and leaves the app serving where it was. A tug
+// killed midway leaves marked copies (app.Move) from which the cluster
+// lookup picks the one that serves; Move run again removes a target copy
+// left before (c) and starts over, and FinishMove completes one left after.
+
+// moveCleanupTimeout bounds the undo of a failed move, which runs after the
+// command's own context may be gone (Ctrl-C).
+const moveCleanupTimeout = 2 * time.Minute
+
+// MoveOptions tune Move.
+type MoveOptions struct {
+	// Pool is the pool the app moves to, in the target cluster.
+	Pool string
+	// From and To name the source and target clusters in marks and messages.
+	From, To string
+	// Timeout: the target rollout fails when it makes no progress this long.
+	Timeout time.Duration
+	// DryRun says what would happen and changes nothing.
+	DryRun bool
+}
+
+// MoveEnd is one side of a move.
+type MoveEnd struct {
+	Cluster   string `json:"cluster"`
+	Namespace string `json:"namespace"`
+}
+
+// MoveResult is what a move did; its JSON shape is documented in
+// docs/output.md.
+type MoveResult struct {
+	App  string  `json:"app"`
+	Pool string  `json:"pool"`
+	From MoveEnd `json:"from"`
+	To   MoveEnd `json:"to"`
+	// Status is "moved", or "dry-run" with Plan saying what would happen.
+	Status string   `json:"status"`
+	Plan   []string `json:"plan,omitempty"`
+	// Release is the release the app runs in the target (0: never deployed).
+	Release    int   `json:"release"`
+	DurationMS int64 `json:"durationMs"`
+}
+
+// MoveError is a move that failed before the target took over: the app
+// still serves in the source.
+type MoveError struct {
+	App, From, To string
+	Err           error
+	// CleanupErr: removing the target copy failed too; it is left marked,
+	// and the next move removes it.
+	CleanupErr error
+}
+
+func (e *MoveError) Error() string {
+	msg := fmt.Sprintf("moving app %q to cluster %q failed: %v; it still serves in cluster %q", e.App, e.To, e.Err, e.From)
+	if e.CleanupErr != nil {
+		return msg + fmt.Sprintf("; removing its copy from cluster %q failed too (%v): running 'tug app pool set' again removes it first", e.To, e.CleanupErr)
+	}
+	return msg + fmt.Sprintf(", and nothing of it is left in cluster %q", e.To)
+}
+
+func (e *MoveError) Unwrap() error { return e.Err }
+
+// UnfinishedMoveError: the target serves, but the source copy could not be
+// removed or the target's mark dropped; running the move again finishes it.
+type UnfinishedMoveError struct {
+	App, From, To string
+	Err           error
+}
+
+func (e *UnfinishedMoveError) Error() string {
+	return fmt.Sprintf("app %q serves in cluster %q now, but the move from cluster %q is unfinished: %v; run 'tug app pool set' again to finish it", e.App, e.To, e.From, e.Err)
+}
+
+func (e *UnfinishedMoveError) Unwrap() error { return e.Err }
+
+// Move moves appName from the cluster src reaches to the one dst reaches,
+// onto pool o.Pool.
+func Move(ctx context.Context, src, dst Deps, appName string, o MoveOptions) (*MoveResult, error) {
+	start := time.Now()
+	if src.Progress == nil {
+		src.Progress = noProgress{}
+	}
+	if dst.Progress == nil {
+		dst.Progress = src.Progress
+	}
+	from := &app.Store{Client: src.Client, Namespace: src.Namespace}
+	to := &app.Store{Client: dst.Client, Namespace: dst.Namespace}
+	a, err := from.GetApp(ctx, appName)
+	if err != nil {
+		return nil, err
+	}
+	if a.Move != nil && a.Move.Superseded {
+		return nil, fmt.Errorf("this copy of app %q is superseded: it moved to cluster %q; see 'tug app info %s'", appName, a.Move.To, appName)
+	}
+	if len(a.Volumes) > 0 {
+		return nil, usage.Errorf("app %q binds volumes (%s), whose data cannot move between clusters; unbind them first ('tug volume unbind')", appName, strings.Join(a.Volumes, ", "))
+	}
+	res := &MoveResult{App: appName, Pool: o.Pool, Release: a.Release,
+		From: MoveEnd{Cluster: o.From, Namespace: src.Namespace}, To: MoveEnd{Cluster: o.To, Namespace: dst.Namespace}}
+	stale, err := staleTarget(ctx, to, appName, o)
+	if err != nil {
+		return nil, err
+	}
+	if o.DryRun {
+		res.Status = "dry-run"
+		if stale {
+			res.Plan = append(res.Plan, fmt.Sprintf("remove the copy an earlier, unfinished move left in cluster %s (namespace %s)", o.To, dst.Namespace))
+		}
+		res.Plan = append(res.Plan, fmt.Sprintf("copy app %s's record, release history, config and credentials to cluster %s (namespace %s)", appName, o.To, dst.Namespace))
+		if a.Release > 0 {
+			res.Plan = append(res.Plan, fmt.Sprintf("roll out v%d's image and config there as release v%d on pool %s, and wait until it runs", a.Release, a.LastRelease+1, o.Pool))
+		} else {
+			res.Plan = append(res.Plan, fmt.Sprintf("set its pool to %s there (it was never deployed)", o.Pool))
+		}
+		res.Plan = append(res.Plan, fmt.Sprintf("remove it from cluster %s (namespace %s)", o.From, src.Namespace))
+		res.DurationMS = time.Since(start).Milliseconds()
+		return res, nil
+	}
+
+	lock, err := AcquireLock(ctx, src.Client, src.Namespace, appName, src.Holder)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Unlock()
+	if a, err = from.GetApp(ctx, appName); err != nil {
+		return nil, err
+	}
+	if a, err = Reconcile(ctx, src.Client, from, a); err != nil {
+		return nil, err
+	}
+	if stale {
+		src.Progress.Update(fmt.Sprintf("removing the copy an earlier move left in cluster %s", o.To))
+		if err := Remove(ctx, dst, appName, RemoveOptions{}); err != nil {
+			return nil, fmt.Errorf("removing the copy of app %q an earlier move left in cluster %q: %w", appName, o.To, err)
+		}
+	}
+	started := time.Now().UTC()
+	if _, err := from.UpdateApp(ctx, appName, func(x *app.App) error {
+		x.Move = &app.Move{Role: app.MoveSource, From: o.From, To: o.To, Pool: o.Pool, StartedAt: started}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*MoveResult, error) {
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), moveCleanupTimeout)
+		defer cancel()
+		src.Progress.Update(fmt.Sprintf("removing the copy from cluster %s", o.To))
+		me := &MoveError{App: appName, From: o.From, To: o.To, Err: err}
+		if rerr := Remove(wctx, dst, appName, RemoveOptions{}); rerr != nil && !app.IsNotFound(rerr) {
+			me.CleanupErr = rerr
+		}
+		_, _ = from.UpdateApp(wctx, appName, func(x *app.App) error { x.Move = nil; return nil })
+		return nil, me
+	}
+
+	// (a)
+	src.Progress.Update(fmt.Sprintf("copying app %s to cluster %s", appName, o.To))
+	if _, err := from.CopyTo(ctx, to, appName, &app.Move{Role: app.MoveTarget, From: o.From, To: o.To, Pool: o.Pool, StartedAt: started}); err != nil {
+		return fail(err)
+	}
+	// (b)
+	if a.Release > 0 {
+		change := SettingsChange(app.KindPool, fmt.Sprintf("pool %s (moved from cluster %s)", o.Pool, o.From), func(_ *app.App, r *app.Release) error {
+			r.Pool = o.Pool
+			return nil
+		})
+		// No rollback in the target (the source still serves), and no
+		// release phase: nothing changes but where the units run.
+		rolled, err := Roll(ctx, dst, appName, change, Options{Timeout: o.Timeout, NoRollback: true, SkipReleasePhase: true})
+		if err != nil {
+			return fail(err)
+		}
+		res.Release = rolled.Release
+	} else if _, err := to.UpdateApp(ctx, appName, func(x *app.App) error { x.Pool = o.Pool; return nil }); err != nil {
+		return fail(err)
+	}
+	if err := servesThere(ctx, dst, appName); err != nil {
+		return fail(err)
+	}
+	if err := lock.Lost(); err != nil {
+		return fail(err)
+	}
+	// (c)
+	if _, err := from.UpdateApp(ctx, appName, func(x *app.App) error {
+		if x.Move == nil {
+			return errors.New("the source copy lost its move mark")
+		}
+		x.Move.Superseded = true
+		return nil
+	}); err != nil {
+		return fail(err)
+	}
+	// (d), (e)
+	if err := finish(ctx, src, to, appName, true); err != nil {
+		return nil, &UnfinishedMoveError{App: appName, From: o.From, To: o.To, Err: err}
+	}
+	res.Status = "moved"
+	res.DurationMS = time.Since(start).Milliseconds()
+	return res, nil
+}
+
+// staleTarget checks what the target cluster holds of the app: nothing, or
+// the copy an earlier move to it left before switching over (true). Any
+// other app of that name is in the way.
+func staleTarget(ctx context.Context, to *app.Store, appName string, o MoveOptions) (bool, error) {
+	there, err := to.GetApp(ctx, appName)
+	switch {
+	case app.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, err
+	case there.Move != nil && there.Move.Role == app.MoveTarget:
+		return true, nil
+	}
+	return false, usage.Errorf("an app %q already exists in cluster %q (namespace %q); tug will not overwrite it: remove one of the two ('tug app remove %s --context ...')", appName, o.To, to.Namespace, appName)
+}
+
+// finish drops the target's mark (d) and removes the superseded source
+// copy (e); held says the caller holds the source's lock.
+func finish(ctx context.Context, src Deps, to *app.Store, appName string, held bool) error {
+	// A fresh store: the record changed under other stores (the rollout's)
+	// since this one last read it.
+	to = &app.Store{Client: to.Client, Namespace: to.Namespace}
+	if _, err := to.UpdateApp(ctx, appName, func(x *app.App) error { x.Move = nil; return nil }); err != nil {
+		return err
+	}
+	src.Progress.Update("removing the app from its old cluster")
+	if held {
+		return removeHeld(ctx, src, appName, RemoveOptions{})
+	}
+	return Remove(ctx, src, appName, RemoveOptions{})
+}
+
+// FinishMove completes a move that a killed tug left after the switch:
+// serving is the copy that serves (marked as the move's target, or already
+// unmarked), old reaches the cluster of the superseded source copy, if
+// it is still there (a zero Deps when not). It refuses when old's copy is
+// not superseded: that move never switched over, and Move redoes it.
+func FinishMove(ctx context.Context, serving, old Deps, appName string) error {
+	if serving.Progress == nil {
+		serving.Progress = noProgress{}
+	}
+	if old.Progress == nil {
+		old.Progress = serving.Progress
+	}
+	to := &app.Store{Client: serving.Client, Namespace: serving.Namespace}
+	if old.Client == nil {
+		_, err := to.UpdateApp(ctx, appName, func(x *app.App) error { x.Move = nil; return nil })
+		return err
+	}
+	from := &app.Store{Client: old.Client, Namespace: old.Namespace}
+	a, err := from.GetApp(ctx, appName)
+	if app.IsNotFound(err) {
+		_, err = to.UpdateApp(ctx, appName, func(x *app.App) error { x.Move = nil; return nil })
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	if a.Move == nil || !a.Move.Superseded {
+		return fmt.Errorf("the copy of app %q in namespace %q is not superseded: it still serves, so tug leaves it", appName, old.Namespace)
+	}
+	return finish(ctx, old, to, appName, false)
+}
+
+// endpointsTimeout bounds the wait for the target's Service to list a ready
+// unit once the units are ready (the endpoint controller's lag).
+const endpointsTimeout = 30 * time.Second
+
+// servesThere waits until the target's web Service lists a ready unit, so
+// the source is removed only once the target answers. Apps with no web
+// process, not routable or in maintenance have nothing to wait for.
+func servesThere(ctx context.Context, d Deps, appName string) error {
+	a, err := (&app.Store{Client: d.Client, Namespace: d.Namespace}).GetApp(ctx, appName)
+	if err != nil {
+		return err
+	}
+	if _, web := a.Processes[app.WebProcess]; !web || a.Processes[app.WebProcess].Units() == 0 || a.Unroutable || a.Maintenance {
+		return nil
+	}
+	d.Progress.Update("waiting for the new copy's Service to list a ready unit")
+	c := d.Client.DiscoveryV1().EndpointSlices(d.Namespace)
+	lw := kube.ListWatch[*discoveryv1.EndpointSlice]{
+		Options: metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + ServiceName(appName)},
+		Watch:   c.Watch,
+		List: func(ctx context.Context, opts metav1.ListOptions) ([]*discoveryv1.EndpointSlice, string, error) {
+			l, err := c.List(ctx, opts)
+			if err != nil {
+				return nil, "", err
+			}
+			out := make([]*discoveryv1.EndpointSlice, len(l.Items))
+			for i := range l.Items {
+				out[i] = &l.Items[i]
+			}
+			return out, l.ResourceVersion, nil
+		},
+	}
+	wctx, cancel := context.WithTimeout(ctx, endpointsTimeout)
+	defer cancel()
+	err = kube.Until(wctx, lw, func(slices map[string]*discoveryv1.EndpointSlice) (bool, error) {
+		for _, sl := range slices {
+			for _, e := range sl.Endpoints {
+				if e.Conditions.Ready != nil && *e.Conditions.Ready {
+					return true, nil
+				}
+			}
+		}
+		return false, nil
+	})
+	if apierrors.IsForbidden(err) {
+		return nil // the developer Role need not read EndpointSlices: the units are ready
+	}
+	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("the units run, but Service %s lists no ready unit after %s", ServiceName(appName), endpointsTimeout)
+	}
+	return err
+}

@@ -1,0 +1,201 @@
+package deploy
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/usage"
+)
+
+// deployedSource is a cluster where shop runs release v1 with some config.
+func deployedSource(t *testing.T) (*fake.Clientset, *app.Store) {
+	t.Helper()
+	c, s := newFake()
+	seedApp(t, s, &app.App{Name: "shop", Pool: "pb"})
+	ctx := context.Background()
+	if _, err := Roll(ctx, deps(c), "shop", DeployChange("shop:1", map[string]string{"web": ""}, ""), Options{NoWait: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Roll(ctx, deps(c), "shop", EnvChange(app.ConfigMap{"A": "1"}, nil, ""), Options{NoWait: true}); err != nil {
+		t.Fatal(err)
+	}
+	return c, s
+}
+
+// runningTarget is a target cluster whose Deployment shop-web reports
+// itself rolled out (the fake has no controllers).
+func runningTarget(t *testing.T) *fake.Clientset {
+	t.Helper()
+	l := kube.AppLabels("shop")
+	l[kube.LabelProcess] = "web"
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "shop-web", Namespace: ns, Labels: l}, Status: done(1, 0)}
+	ready := true
+	eps := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "shop-x1", Namespace: ns, Labels: map[string]string{discoveryv1.LabelServiceName: "shop"}},
+		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.1"}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}}}
+	return fakeClient(d, eps)
+}
+
+func moveOpts() MoveOptions {
+	return MoveOptions{Pool: "pa", From: "beta", To: "alpha", Timeout: 5 * time.Second}
+}
+
+func TestMoveRollsOutThereAndRemovesHere(t *testing.T) {
+	src, from := deployedSource(t)
+	dst := runningTarget(t)
+	to := &app.Store{Client: dst, Namespace: ns}
+	res, err := Move(context.Background(), deps(src), deps(dst), "shop", moveOpts())
+	if err != nil {
+		t.Fatalf("Move: %v", err)
+	}
+	if res.Status != "moved" || res.Release != 3 || res.To.Cluster != "alpha" || res.From.Cluster != "beta" {
+		t.Errorf("result %+v", res)
+	}
+	if _, err := from.GetApp(context.Background(), "shop"); !app.IsNotFound(err) {
+		t.Errorf("source still holds the app: %v", err)
+	}
+	if secs, _ := src.CoreV1().Secrets(ns).List(context.Background(), metav1.ListOptions{}); len(secs.Items) != 0 {
+		t.Errorf("source keeps %d secrets", len(secs.Items))
+	}
+	assertNoLease(t, src)
+	a := getApp(t, to, "shop")
+	if a.Move != nil || a.Pool != "pa" || a.Release != 3 || a.Namespace != ns {
+		t.Errorf("target record %+v (move %+v)", a, a.Move)
+	}
+	// history and config came along
+	r2, _, err := to.GetRelease(context.Background(), "shop", 2)
+	if err != nil || r2.Status != app.StatusSuperseded {
+		t.Errorf("v2 in the target: %+v %v", r2, err)
+	}
+	r3, cfg, err := to.GetRelease(context.Background(), "shop", 3)
+	if err != nil || r3.Pool != "pa" || cfg["A"] != "1" || r3.Kind != app.KindPool {
+		t.Errorf("v3 in the target: %+v %v %v", r3, cfg, err)
+	}
+	web := listDeployments(t, dst)["shop-web"]
+	if got := web.Spec.Template.Spec.NodeSelector[kube.LabelPool]; got != "pa" {
+		t.Errorf("target units' pool %q", got)
+	}
+}
+
+func TestMoveFailureLeavesTheAppWhereItWas(t *testing.T) {
+	src, from := deployedSource(t)
+	dst := fakeClient(crashPod("3"))
+	res, err := Move(context.Background(), deps(src), deps(dst), "shop", moveOpts())
+	var me *MoveError
+	var rollErr *Error
+	if res != nil || !errors.As(err, &me) || !errors.As(err, &rollErr) || rollErr.ExitCode() != 11 || me.CleanupErr != nil {
+		t.Fatalf("Move = %+v, %v; want a MoveError carrying the crash", res, err)
+	}
+	a := getApp(t, from, "shop")
+	if a.Move != nil || a.Release != 2 || a.Pool != "pb" {
+		t.Errorf("source record after a failed move: %+v move %+v", a, a.Move)
+	}
+	to := &app.Store{Client: dst, Namespace: ns}
+	if _, err := to.GetApp(context.Background(), "shop"); !app.IsNotFound(err) {
+		t.Errorf("target keeps a record: %v", err)
+	}
+	if secs, _ := dst.CoreV1().Secrets(ns).List(context.Background(), metav1.ListOptions{}); len(secs.Items) != 0 {
+		t.Errorf("target keeps %d secrets", len(secs.Items))
+	}
+	if len(listDeployments(t, dst)) != 0 {
+		t.Error("target keeps Deployments")
+	}
+	assertNoLease(t, src)
+	assertNoLease(t, dst)
+}
+
+func TestMoveRefusals(t *testing.T) {
+	src, _ := deployedSource(t)
+	// an app of the same name, not a move's copy, is in the way
+	dst, to := newFake()
+	seedApp(t, to, &app.App{Name: "shop"})
+	if _, err := Move(context.Background(), deps(src), deps(dst), "shop", moveOpts()); !usage.Is(err) {
+		t.Errorf("foreign app in the target: %v; want a usage error", err)
+	}
+	if a := getApp(t, to, "shop"); a.Release != 0 {
+		t.Errorf("the target's app was changed: %+v", a)
+	}
+	// volumes hold data that does not move
+	c, s := newFake()
+	seedApp(t, s, &app.App{Name: "shop", Volumes: []string{"data"}})
+	if _, err := Move(context.Background(), deps(c), deps(fakeClient()), "shop", moveOpts()); !usage.Is(err) {
+		t.Errorf("app with volumes: %v; want a usage error", err)
+	}
+}
+
+func TestMoveDryRunChangesNothing(t *testing.T) {
+	src, from := deployedSource(t)
+	dst := fakeClient()
+	o := moveOpts()
+	o.DryRun = true
+	res, err := Move(context.Background(), deps(src), deps(dst), "shop", o)
+	if err != nil || res.Status != "dry-run" || len(res.Plan) != 3 {
+		t.Fatalf("dry run: %+v %v", res, err)
+	}
+	if a := getApp(t, from, "shop"); a.Move != nil {
+		t.Errorf("dry run marked the source: %+v", a.Move)
+	}
+	if cms, _ := dst.CoreV1().ConfigMaps(ns).List(context.Background(), metav1.ListOptions{}); len(cms.Items) != 0 {
+		t.Error("dry run wrote to the target")
+	}
+}
+
+// A move killed before the switch left a marked copy in the target: the
+// next move removes it and starts over.
+func TestMoveRedoesAnUnfinishedCopy(t *testing.T) {
+	src, from := deployedSource(t)
+	dst := runningTarget(t)
+	// Removing the stale copy must not take the rolled-out Deployment that
+	// stands in for the missing controller.
+	dst.PrependReactor("delete", "deployments", func(k8stesting.Action) (bool, runtime.Object, error) { return true, nil, nil })
+	to := &app.Store{Client: dst, Namespace: ns}
+	if _, err := from.CopyTo(context.Background(), to, "shop", &app.Move{Role: app.MoveTarget, From: "beta", To: "alpha", Pool: "pa"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Move(context.Background(), deps(src), deps(dst), "shop", moveOpts()); err != nil {
+		t.Fatalf("Move over a stale copy: %v", err)
+	}
+	if a := getApp(t, to, "shop"); a.Move != nil || a.Pool != "pa" {
+		t.Errorf("target %+v", a)
+	}
+}
+
+// A move killed after the switch: FinishMove drops the target's mark and
+// removes the superseded source; a source that still serves is left alone.
+func TestFinishMove(t *testing.T) {
+	src, from := deployedSource(t)
+	dst, to := newFake()
+	mark := &app.Move{Role: app.MoveTarget, From: "beta", To: "alpha", Pool: "pa"}
+	if _, err := from.CopyTo(context.Background(), to, "shop", mark); err != nil {
+		t.Fatal(err)
+	}
+	if err := FinishMove(context.Background(), deps(dst), deps(src), "shop"); err == nil {
+		t.Fatal("finishing a move whose source still serves should fail")
+	}
+	if _, err := from.UpdateApp(context.Background(), "shop", func(x *app.App) error {
+		x.Move = &app.Move{Role: app.MoveSource, From: "beta", To: "alpha", Pool: "pa", Superseded: true}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := FinishMove(context.Background(), deps(dst), deps(src), "shop"); err != nil {
+		t.Fatalf("FinishMove: %v", err)
+	}
+	if _, err := src.CoreV1().ConfigMaps(ns).Get(context.Background(), app.AppRecordName("shop"), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("superseded source record left: %v", err)
+	}
+	if a := getApp(t, to, "shop"); a.Move != nil {
+		t.Errorf("target still marked: %+v", a.Move)
+	}
+}
