@@ -109,7 +109,15 @@ func poolSet(cmd *cobra.Command, f *cli.Factory, name, pool string, r *rolloutFl
 		p.Fail(fmt.Sprintf("moving %s to cluster %q", name, target.Name))
 		var failed *deploy.Error
 		if errors.As(err, &failed) && failed.Result != nil && failed.Result.Failure != nil {
-			printFailure(f.IOStreams, failed.Result)
+			// the diagnosis only: the failed release went with the copy
+			diag := *failed.Result
+			diag.Status, diag.RolledBackTo = "", 0
+			printFailure(f.IOStreams, &diag)
+		}
+		if res != nil && r.Output != cli.OutputTable {
+			if perr := (cli.OutputOptions{Format: r.Output}).Print(f.IOStreams, res, nil); perr != nil {
+				return perr
+			}
 		}
 		return err
 	}

@@ -60,12 +60,36 @@ type MoveResult struct {
 	Pool string  `json:"pool"`
 	From MoveEnd `json:"from"`
 	To   MoveEnd `json:"to"`
-	// Status is "moved", or "dry-run" with Plan saying what would happen.
+	// Status is "moved"; "dry-run" with Plan saying what would happen;
+	// "failed" (the app still serves in From, and nothing of it is left in
+	// To unless Failure says so); or "unfinished" (the app serves in To,
+	// but its old copy in From is still there: the move runs again).
 	Status string   `json:"status"`
 	Plan   []string `json:"plan,omitempty"`
 	// Release is the release the app runs in the target (0: never deployed).
-	Release    int   `json:"release"`
-	DurationMS int64 `json:"durationMs"`
+	Release int `json:"release"`
+	// Serving is where the app serves now: To once moved (or unfinished),
+	// From otherwise.
+	Serving MoveEnd `json:"serving"`
+	// Failure says why a failed or unfinished move stopped: the target
+	// rollout's diagnosis (class image-pull, crash, ...), or class
+	// ClassError with the error's message.
+	Failure    *Failure `json:"failure,omitempty"`
+	DurationMS int64    `json:"durationMs"`
+}
+
+// ClassError is the failure class of a move stopped by anything but a
+// failed rollout (an API error, a Service that lists no ready unit).
+const ClassError Class = "error"
+
+// moveFailure is why a move stopped, for its result.
+func moveFailure(err error) *Failure {
+	var rolled *Error
+	if errors.As(err, &rolled) && rolled.Result != nil && rolled.Result.Failure != nil {
+		f := *rolled.Result.Failure
+		return &f
+	}
+	return &Failure{Class: ClassError, Message: err.Error()}
 }
 
 // MoveError is a move that failed before the target took over: the app
@@ -102,7 +126,9 @@ func (e *UnfinishedMoveError) Error() string {
 func (e *UnfinishedMoveError) Unwrap() error { return e.Err }
 
 // Move moves appName from the cluster src reaches to the one dst reaches,
-// onto pool o.Pool.
+// onto pool o.Pool. A move that failed or is unfinished (a *MoveError or
+// *UnfinishedMoveError) comes with its result too, saying why and where
+// the app serves; other errors (nothing was attempted) with none.
 func Move(ctx context.Context, src, dst Deps, appName string, o MoveOptions) (*MoveResult, error) {
 	start := time.Now()
 	if src.Progress == nil {
@@ -125,6 +151,7 @@ func Move(ctx context.Context, src, dst Deps, appName string, o MoveOptions) (*M
 	}
 	res := &MoveResult{App: appName, Pool: o.Pool, Release: a.Release,
 		From: MoveEnd{Cluster: o.From, Namespace: src.Namespace}, To: MoveEnd{Cluster: o.To, Namespace: dst.Namespace}}
+	res.Serving = res.From
 	stale, err := staleTarget(ctx, to, appName, o)
 	if err != nil {
 		return nil, err
@@ -178,7 +205,12 @@ func Move(ctx context.Context, src, dst Deps, appName string, o MoveOptions) (*M
 			me.CleanupErr = rerr
 		}
 		_, _ = from.UpdateApp(wctx, appName, func(x *app.App) error { x.Move = nil; return nil })
-		return nil, me
+		res.Status, res.Failure = "failed", moveFailure(err)
+		if me.CleanupErr != nil {
+			res.Failure.Message += fmt.Sprintf("; removing its copy from cluster %q failed too (%v)", o.To, me.CleanupErr)
+		}
+		res.DurationMS = time.Since(start).Milliseconds()
+		return res, me
 	}
 
 	// (a)
@@ -219,8 +251,11 @@ func Move(ctx context.Context, src, dst Deps, appName string, o MoveOptions) (*M
 		return fail(err)
 	}
 	// (d), (e)
+	res.Serving = res.To
 	if err := finish(ctx, src, to, appName, true); err != nil {
-		return nil, &UnfinishedMoveError{App: appName, From: o.From, To: o.To, Err: err}
+		res.Status, res.Failure = "unfinished", moveFailure(err)
+		res.DurationMS = time.Since(start).Milliseconds()
+		return res, &UnfinishedMoveError{App: appName, From: o.From, To: o.To, Err: err}
 	}
 	res.Status = "moved"
 	res.DurationMS = time.Since(start).Milliseconds()

@@ -94,8 +94,12 @@ func TestMoveFailureLeavesTheAppWhereItWas(t *testing.T) {
 	res, err := Move(context.Background(), deps(src), deps(dst), "shop", moveOpts())
 	var me *MoveError
 	var rollErr *Error
-	if res != nil || !errors.As(err, &me) || !errors.As(err, &rollErr) || rollErr.ExitCode() != 11 || me.CleanupErr != nil {
-		t.Fatalf("Move = %+v, %v; want a MoveError carrying the crash", res, err)
+	if res == nil || !errors.As(err, &me) || !errors.As(err, &rollErr) || rollErr.ExitCode() != 11 || me.CleanupErr != nil {
+		t.Fatalf("Move = %+v, %v; want a MoveError carrying the crash, and a result", res, err)
+	}
+	// the result says so: failed, the crash's diagnosis, serving in the source
+	if res.Status != "failed" || res.Failure == nil || res.Failure.Class != ClassCrash || res.Serving != res.From || res.From.Cluster != "beta" {
+		t.Errorf("result of a failed move: %+v failure %+v", res, res.Failure)
 	}
 	a := getApp(t, from, "shop")
 	if a.Move != nil || a.Release != 2 || a.Pool != "pb" {
@@ -197,5 +201,26 @@ func TestFinishMove(t *testing.T) {
 	}
 	if a := getApp(t, to, "shop"); a.Move != nil {
 		t.Errorf("target still marked: %+v", a.Move)
+	}
+}
+
+// A move whose source removal fails is unfinished: the result says the app
+// serves in the target, and why the move stopped.
+func TestMoveUnfinishedResult(t *testing.T) {
+	src, from := deployedSource(t)
+	dst := runningTarget(t)
+	src.PrependReactor("delete", "deployments", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewInternalError(errors.New("disk full"))
+	})
+	res, err := Move(context.Background(), deps(src), deps(dst), "shop", moveOpts())
+	var un *UnfinishedMoveError
+	if !errors.As(err, &un) || res == nil {
+		t.Fatalf("Move = %+v, %v; want an UnfinishedMoveError and a result", res, err)
+	}
+	if res.Status != "unfinished" || res.Serving != res.To || res.Failure == nil || res.Failure.Class != ClassError || res.Failure.Message == "" {
+		t.Errorf("result of an unfinished move: %+v failure %+v", res, res.Failure)
+	}
+	if a := getApp(t, from, "shop"); a.Move == nil || !a.Move.Superseded {
+		t.Errorf("the source copy should be left superseded: %+v", a.Move)
 	}
 }

@@ -10,6 +10,7 @@
 package faultproxy
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -52,10 +53,16 @@ const (
 	// Stall never answers: the request hangs until the client gives up
 	// (or the proxy closes).
 	Stall
+	// Lost passes the request on and then never answers: the server did
+	// the work, and the client hangs as with Stall, never hearing of it
+	// (a connection lost after a write). It counts as injected once the
+	// server has answered, so a test can kill the client at exactly the
+	// point after that write.
+	Lost
 )
 
 func (f Fault) String() string {
-	return [...]string{"429", "503", "500", "reset", "close-early", "410-gone", "stall"}[f]
+	return [...]string{"429", "503", "500", "reset", "close-early", "410-gone", "stall", "lost"}[f]
 }
 
 // Rule matches requests and applies its fault to the first Count of them
@@ -68,6 +75,9 @@ type Rule struct {
 	Watch string
 	// Query is a substring the raw query must contain ("follow=true").
 	Query string
+	// Body is a substring the request body must contain (a write that
+	// sets one field, say).
+	Body  string
 	Fault Fault
 	// Skip lets the first Skip matching requests through untouched; Count
 	// then counts the faulted ones after them.
@@ -219,8 +229,26 @@ func isWatch(r *http.Request) bool {
 	return w == "true" || w == "1" || strings.Contains(r.URL.Path, "/watch/")
 }
 
-// match returns the rule for r, counting the hit, or nil.
-func (p *Proxy) match(r *http.Request) *Rule {
+// readBody reads r's body when a rule matches on bodies, and puts it back
+// for the server.
+func (p *Proxy) readBody(r *http.Request) []byte {
+	p.mu.Lock()
+	need := false
+	for _, rule := range p.rules {
+		need = need || rule.Body != ""
+	}
+	p.mu.Unlock()
+	if !need || r.Body == nil {
+		return nil
+	}
+	b, _ := io.ReadAll(r.Body)
+	_ = r.Body.Close()
+	r.Body = io.NopCloser(bytes.NewReader(b))
+	return b
+}
+
+// match returns the rule for r (whose body is body), counting the hit, or nil.
+func (p *Proxy) match(r *http.Request, body []byte) *Rule {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	watch := isWatch(r)
@@ -229,6 +257,7 @@ func (p *Proxy) match(r *http.Request) *Rule {
 		case rule.Method != "" && !strings.EqualFold(rule.Method, r.Method):
 		case rule.Path != "" && !strings.Contains(r.URL.Path, rule.Path):
 		case rule.Query != "" && !strings.Contains(r.URL.RawQuery, rule.Query):
+		case rule.Body != "" && !bytes.Contains(body, []byte(rule.Body)):
 		case rule.Watch == "yes" && !watch, rule.Watch == "no" && watch:
 		case rule.Count > 0 && rule.hits >= rule.Count:
 		case rule.skipped < rule.Skip:
@@ -236,8 +265,9 @@ func (p *Proxy) match(r *http.Request) *Rule {
 			return nil
 		default:
 			rule.hits++
-			p.injected[rule.Fault]++
-			p.log = append(p.log, fmt.Sprintf("%s %s %s?%s", rule.Fault, r.Method, r.URL.Path, r.URL.RawQuery))
+			if rule.Fault != Lost { // counted once the server has it
+				p.record(rule.Fault, r)
+			}
 			c := *rule
 			return &c
 		}
@@ -246,7 +276,7 @@ func (p *Proxy) match(r *http.Request) *Rule {
 }
 
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	rule := p.match(r)
+	rule := p.match(r, p.readBody(r))
 	if rule == nil {
 		p.rp.ServeHTTP(w, r)
 		return
@@ -283,12 +313,37 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		_, _ = io.WriteString(w, `{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"the fault proxy says: too old resource version","reason":"Expired","code":410}}`+"\n")
 	case Stall:
-		select {
-		case <-r.Context().Done():
-		case <-p.stalls:
+		p.stall(r)
+	case Lost:
+		// The client going away must not stop the request on its way to
+		// the server, and Injected counts it only once the server answered.
+		out := r.Clone(context.WithoutCancel(r.Context()))
+		out.RequestURI = ""
+		out.URL.Scheme, out.URL.Host, out.Host = p.upstream.Scheme, p.upstream.Host, p.upstream.Host
+		if resp, err := p.rt.RoundTrip(out); err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
 		}
+		p.mu.Lock()
+		p.record(Lost, r)
+		p.mu.Unlock()
+		p.stall(r)
 	case CloseEarly:
 		p.closeEarly(w, r, rule)
+	}
+}
+
+// record counts fault f as injected into r; p.mu is held.
+func (p *Proxy) record(f Fault, r *http.Request) {
+	p.injected[f]++
+	p.log = append(p.log, fmt.Sprintf("%s %s %s?%s", f, r.Method, r.URL.Path, r.URL.RawQuery))
+}
+
+// stall holds r until its client gives up or the proxy closes.
+func (p *Proxy) stall(r *http.Request) {
+	select {
+	case <-r.Context().Done():
+	case <-p.stalls:
 	}
 }
 

@@ -105,3 +105,49 @@ func TestFaults(t *testing.T) {
 		t.Errorf("after Clear: %q", body)
 	}
 }
+
+// Lost: the server gets the request, the client never hears; Body picks
+// requests by what they write.
+func TestLostAndBody(t *testing.T) {
+	got := make(chan string, 10)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- r.Method + " " + r.URL.Path + " " + string(b)
+		fmt.Fprint(w, "upstream "+r.URL.Path)
+	}))
+	t.Cleanup(up.Close)
+	p, err := Start(&rest.Config{Host: up.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	p.Add(Rule{Method: "PUT", Path: "/rec", Body: `"superseded"`, Fault: Lost, Count: 1})
+	put := func(body string) (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, "PUT", p.URL+"/rec", strings.NewReader(body))
+		resp, err := (&http.Transport{}).RoundTrip(req)
+		if err != nil {
+			return "", err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return string(b), err
+	}
+	// another body passes, and the server gets it whole
+	if body, err := put(`{"a":1}`); err != nil || body != "upstream /rec" {
+		t.Errorf("a write without the body the rule wants: %q %v", body, err)
+	}
+	if s := <-got; s != `PUT /rec {"a":1}` {
+		t.Errorf("the server got %q", s)
+	}
+	if _, err := put(`{"superseded":true}`); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("lost: %v, want the client's deadline", err)
+	}
+	if s := <-got; s != `PUT /rec {"superseded":true}` {
+		t.Errorf("lost: the server got %q", s)
+	}
+	if p.Injected(Lost) != 1 {
+		t.Errorf("injected: %v", p.Log())
+	}
+}

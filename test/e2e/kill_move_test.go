@@ -1,0 +1,378 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"tug.dev/tug/test/faultproxy"
+)
+
+// A move between clusters (`app pool set` to a pool of another cluster)
+// killed with SIGKILL at each of its steps. Two contexts of the one local
+// cluster with their own namespaces stand in for two clusters, as in
+// TestClusterPoolsRouteAndMove. The killed tug reaches the cluster through
+// the fault proxy, which holds the request just after the step (Lost: the
+// server did it, tug never hears back; Stall: the server never sees it):
+// the test waits until the proxy has it, then kills tug, so every kill
+// point is exact, with no sleep.
+//
+// After each kill: `app info` with no --context reaches the copy that
+// serves, says whether the move is unfinished, and agrees with what that
+// copy's Deployments run; the app answers; the same `app pool set` run
+// again leaves exactly one copy, in the target. Moves alternate between the
+// two clusters. The killed tug's leases are deleted rather than waited out
+// (as TestKill9DuringDeploy does).
+//
+// It also checks -o json of a move that fails (a pool with no node).
+func TestKill9DuringMove(t *testing.T) {
+	h := newNodeH(t)
+	beta := h.Another()
+	third := h.Another()
+	nodes := h.realNodes()
+	for i, pool := range []string{"pa", "pb"} {
+		h.keepNodeState(nodes[i])
+		h.labelPool(nodes[i], pool)
+	}
+	proxy, err := faultproxy.Start(env.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(proxy.Close)
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	proxied := filepath.Join(dir, "kubeconfig-proxied")
+	tugConfig := filepath.Join(dir, "tug", "config.yaml")
+	raw, err := clientcmd.LoadFromFile(env.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur := raw.Contexts[raw.CurrentContext]
+	raw.Contexts = map[string]*clientcmdapi.Context{
+		"alpha": {Cluster: cur.Cluster, AuthInfo: cur.AuthInfo, Namespace: h.NS},
+		"beta":  {Cluster: cur.Cluster, AuthInfo: cur.AuthInfo, Namespace: beta.NS},
+		"third": {Cluster: cur.Cluster, AuthInfo: cur.AuthInfo, Namespace: third.NS},
+	}
+	raw.CurrentContext = "third"
+	if err := clientcmd.WriteToFile(*raw, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	// the same contexts through the proxy, which brings its own credentials
+	viaProxy := clientcmdapi.NewConfig()
+	viaProxy.Clusters["faulty"] = &clientcmdapi.Cluster{Server: proxy.URL}
+	viaProxy.AuthInfos["faulty"] = &clientcmdapi.AuthInfo{}
+	for name, c := range raw.Contexts {
+		viaProxy.Contexts[name] = &clientcmdapi.Context{Cluster: "faulty", AuthInfo: "faulty", Namespace: c.Namespace}
+	}
+	viaProxy.CurrentContext = "third"
+	if err := clientcmd.WriteToFile(*viaProxy, proxied); err != nil {
+		t.Fatal(err)
+	}
+	tugEnv := []string{"KUBECONFIG=" + kubeconfig, "TUG_CONFIG=" + tugConfig}
+	tug := func(args ...string) Result {
+		t.Helper()
+		return h.TugRun(Run{Args: args, Env: tugEnv})
+	}
+	must := func(args ...string) Result {
+		t.Helper()
+		r := tug(args...)
+		if r.Code != 0 {
+			t.Fatalf("tug %s: %s", strings.Join(args, " "), r)
+		}
+		return r
+	}
+	must("cluster", "add", "alpha", "--context", "alpha", "--pool", "pa,pnone")
+	must("cluster", "add", "beta", "--context", "beta", "--pool", "pb")
+	ctx := context.Background()
+	type side struct {
+		cluster, ns, pool string
+		h                 *H
+	}
+	alpha, betaSide := side{"alpha", h.NS, "pa", h}, side{"beta", beta.NS, "pb", beta}
+	holds := func(ns string) bool {
+		t.Helper()
+		_, err := h.Client.CoreV1().ConfigMaps(ns).Get(ctx, "tug-app-shop", metav1.GetOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
+		return err == nil
+	}
+	// what of the app is left in ns (its lock Lease included)
+	leftovers := func(ns string) []string {
+		t.Helper()
+		sel := metav1.ListOptions{LabelSelector: "tug.dev/app=shop"}
+		var left []string
+		add := func(kind, name string) { left = append(left, kind+"/"+name) }
+		if l, err := h.Client.CoreV1().ConfigMaps(ns).List(ctx, sel); err == nil {
+			for _, o := range l.Items {
+				add("configmap", o.Name)
+			}
+		}
+		if l, err := h.Client.CoreV1().Secrets(ns).List(ctx, sel); err == nil {
+			for _, o := range l.Items {
+				add("secret", o.Name)
+			}
+		}
+		if l, err := h.Client.AppsV1().Deployments(ns).List(ctx, sel); err == nil {
+			for _, o := range l.Items {
+				add("deployment", o.Name)
+			}
+		}
+		if l, err := h.Client.CoreV1().Services(ns).List(ctx, sel); err == nil {
+			for _, o := range l.Items {
+				add("service", o.Name)
+			}
+		}
+		if l, err := h.Client.CoreV1().Pods(ns).List(ctx, sel); err == nil {
+			for _, o := range l.Items {
+				add("pod", o.Name)
+			}
+		}
+		if l, err := h.Client.CoordinationV1().Leases(ns).List(ctx, sel); err == nil {
+			for _, o := range l.Items {
+				add("lease", o.Name)
+			}
+		}
+		return left
+	}
+	type info struct {
+		appInfoJSON
+		Image   string
+		Running *struct {
+			Releases []int
+			Image    string
+		}
+	}
+	appInfo := func() (info, Result) {
+		t.Helper()
+		r := must("app", "info", "shop", "-o", "json")
+		var in info
+		if err := json.Unmarshal([]byte(r.Stdout), &in); err != nil {
+			t.Fatalf("app info -o json: %v\n%s", err, r)
+		}
+		return in, r
+	}
+	// the release the Deployments in ns name in their pod templates
+	template := func(ns string) (int, string) {
+		t.Helper()
+		deps, err := h.Client.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{LabelSelector: "tug.dev/app=shop"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		release, image := 0, ""
+		for _, d := range deps.Items {
+			v, _ := strconv.Atoi(d.Spec.Template.Labels["tug.dev/release"])
+			if release != 0 && v != release {
+				t.Fatalf("deployments in %s on releases %d and %d", ns, release, v)
+			}
+			release, image = v, d.Spec.Template.Spec.Containers[0].Image
+		}
+		return release, image
+	}
+	// answers: one of the app's Services answers /version now, a few times over
+	answers := func() error {
+		t.Helper()
+		var urls []string
+		for _, ns := range []string{h.NS, beta.NS} {
+			if s, err := h.Client.CoreV1().Services(ns).Get(ctx, "shop", metav1.GetOptions{}); err == nil && s.Spec.ClusterIP != "" {
+				urls = append(urls, "http://"+s.Spec.ClusterIP+"/version")
+			}
+		}
+		for range 5 {
+			ok := false
+			var seen []string
+			for _, u := range urls {
+				code, body := status(u)
+				if code == 200 {
+					ok = true
+					break
+				}
+				seen = append(seen, fmt.Sprintf("%s: %d %q", u, code, body))
+			}
+			if !ok {
+				return fmt.Errorf("no copy answered: %v", seen)
+			}
+		}
+		return nil
+	}
+	dropLeases := func() {
+		t.Helper()
+		for _, ns := range []string{h.NS, beta.NS} {
+			err := h.Client.CoordinationV1().Leases(ns).Delete(ctx, "tug-lock-shop", metav1.DeleteOptions{})
+			if err != nil && !apierrors.IsNotFound(err) {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	must("app", "create", "shop", "--pool", "pb")
+	must("app", "deploy", "shop", "--image", sampleV1, "--process", "web=sample")
+	must("app", "scale", "shop", "web=2")
+	beta.waitUnits("shop", "web", 2, sampleV1)
+
+	// A move that fails (pool pnone has no node), -o json with stderr
+	// piped: one JSON result on stdout saying failed, why, and where the
+	// app serves; no stderr line that reads as success.
+	r := tug("app", "pool", "set", "shop", "pnone", "--timeout", "60s", "-o", "json")
+	var failed struct {
+		App, Pool, Status string
+		From, To, Serving struct{ Cluster, Namespace string }
+		Failure           *struct{ Class, Reason, Message string }
+	}
+	if r.Code != 13 {
+		t.Fatalf("a move to a pool with no node: want exit 13; got %s", r)
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &failed); err != nil {
+		t.Fatalf("-o json of a failed move is not one JSON value: %v\n%s", err, r)
+	}
+	if failed.Status != "failed" || failed.Failure == nil || failed.Failure.Class != "unschedulable" || failed.Failure.Message == "" ||
+		failed.Serving.Cluster != "beta" || failed.Serving.Namespace != beta.NS || failed.To.Cluster != "alpha" || failed.Pool != "pnone" {
+		t.Errorf("-o json of a failed move: %+v\n%s", failed, r.Stdout)
+	}
+	for _, line := range strings.Split(r.Stderr, "\n") {
+		l := strings.ToLower(line)
+		if strings.Contains(l, "moved ") || strings.Contains(l, " is running") || strings.Contains(l, "rolled back") || strings.HasPrefix(strings.TrimSpace(l), "✓") {
+			t.Errorf("stderr of a failed move has a line that reads as success: %q\n%s", line, r.Stderr)
+		}
+	}
+	if left := leftovers(h.NS); len(left) != 0 {
+		t.Errorf("a failed move left in alpha: %v", left)
+	}
+
+	type point struct {
+		name string
+		rule faultproxy.Rule
+		// after the kill: the copy that serves is the target's, and
+		// whether the move is unfinished (it is, at every point here)
+		targetServes bool
+	}
+	points := func(from, to side) []point {
+		return []point{
+			{"the target's record written", faultproxy.Rule{Method: "POST", Path: "/namespaces/" + to.ns + "/configmaps", Fault: faultproxy.Lost, Count: 1}, false},
+			{"the target's Deployment applied (its rollout under way)", faultproxy.Rule{Method: "PATCH", Path: "/namespaces/" + to.ns + "/deployments/shop-web", Fault: faultproxy.Lost, Count: 1}, false},
+			{"the target rolled out (waiting for its endpoints)", faultproxy.Rule{Method: "GET", Path: "/namespaces/" + to.ns + "/endpointslices", Fault: faultproxy.Stall, Count: 1}, false},
+			{"the source marked superseded", faultproxy.Rule{Method: "PUT", Path: "/namespaces/" + from.ns + "/configmaps/tug-app-shop", Body: "superseded", Fault: faultproxy.Lost, Count: 1}, true},
+			{"the source's Deployment deleted (its removal under way)", faultproxy.Rule{Method: "DELETE", Path: "/namespaces/" + from.ns + "/deployments/shop-web", Fault: faultproxy.Lost, Count: 1}, true},
+		}
+	}
+	type row struct {
+		point, from, to, infoAfter, rerun string
+	}
+	var table []row
+	from, to := betaSide, alpha
+	for i := range len(points(from, to)) {
+		p := points(from, to)[i]
+		t.Logf("kill %d: %s -> %s, after %s", i+1, from.cluster, to.cluster, p.name)
+		proxy.Clear()
+		proxy.Add(p.rule)
+		before := proxy.Injected(p.rule.Fault)
+		cmd := exec.Command(env.tug, "app", "pool", "set", "shop", to.pool)
+		cmd.Env = h.tugEnv([]string{"KUBECONFIG=" + proxied, "TUG_CONFIG=" + tugConfig})
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		h.Eventually(3*time.Minute, "the move reaches: "+p.name, func() (bool, error) {
+			select {
+			case err := <-exited:
+				t.Fatalf("the move ended by itself (%v) before %s; stderr:\n%s", err, p.name, stderr.String())
+			default:
+			}
+			return proxy.Injected(p.rule.Fault) > before, nil
+		})
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		<-exited
+		proxy.Clear()
+		t.Logf("killed after %s; its stderr:\n%s", p.name, stderr.String())
+
+		// app info with no --context: the copy that serves
+		serving := from
+		if p.targetServes {
+			serving = to
+		}
+		in, r := appInfo()
+		if in.Namespace != serving.ns {
+			t.Errorf("kill %d: app info reached namespace %s, want %s (%s's copy serves)\n%s", i+1, in.Namespace, serving.ns, serving.cluster, r)
+		}
+		unfinished := in.Move != nil || strings.Contains(r.Stderr, "also has a copy in cluster")
+		if !unfinished {
+			t.Errorf("kill %d: app info does not say the move is unfinished: %s", i+1, r)
+		}
+		if !strings.Contains(r.Stderr, "app pool set shop "+to.pool) && (in.Move == nil || in.Move.Pool != to.pool) {
+			t.Errorf("kill %d: app info does not say how to finish the move (pool %s): %s", i+1, to.pool, r)
+		}
+		units, unitImage := template(in.Namespace)
+		switch {
+		case in.Release == units && in.Running != nil:
+			t.Errorf("kill %d: app info: record v%d is what the Deployments run, but running = %+v", i+1, in.Release, in.Running)
+		case in.Release == units && in.Image != unitImage:
+			t.Errorf("kill %d: app info: image %s, the Deployments run %s", i+1, in.Image, unitImage)
+		case in.Release != units && (in.Running == nil || in.Running.Releases[len(in.Running.Releases)-1] != units):
+			t.Errorf("kill %d: app info: record v%d, the Deployments run v%d, running = %+v", i+1, in.Release, units, in.Running)
+		}
+		if err := answers(); err != nil {
+			t.Errorf("kill %d: the app does not answer after the kill: %v", i+1, err)
+		}
+		after := fmt.Sprintf("%s's copy (v%d)", serving.cluster, in.Release)
+		if in.Move != nil {
+			after += ", " + in.Move.Role + " of an unfinished move"
+		}
+		if strings.Contains(r.Stderr, "also has a copy") {
+			after += "; warns of the copy in " + map[bool]string{true: from.cluster, false: to.cluster}[p.targetServes]
+		}
+
+		// the same pool set again finishes (or redoes) the move
+		dropLeases()
+		r = tug("app", "pool", "set", "shop", to.pool)
+		if r.Code != 0 {
+			t.Fatalf("kill %d: pool set again: %s", i+1, r)
+		}
+		last := strings.TrimSpace(r.Stderr)
+		last = last[strings.LastIndex(last, "\n")+1:]
+		if _, msg, ok := strings.Cut(last, " "); ok { // drop the timestamp
+			last = msg
+		}
+		if left := leftovers(from.ns); len(left) != 0 {
+			t.Errorf("kill %d: the rerun left in %s: %v", i+1, from.cluster, left)
+		}
+		if !holds(to.ns) {
+			t.Errorf("kill %d: no copy in %s after the rerun", i+1, to.cluster)
+		}
+		in, r = appInfo()
+		if in.Namespace != to.ns || in.Pool != to.pool || in.Move != nil || strings.Contains(r.Stderr, "warning") {
+			t.Errorf("kill %d: app info after the rerun: %+v\n%s", i+1, in, r)
+		}
+		to.h.waitUnits("shop", "web", 2, sampleV1)
+		if v, img := template(to.ns); v != in.Release || img != sampleV1 {
+			t.Errorf("kill %d: after the rerun the Deployments run v%d (%s), app info says v%d", i+1, v, img, in.Release)
+		}
+		if err := answers(); err != nil {
+			t.Errorf("kill %d: the app does not answer after the rerun: %v", i+1, err)
+		}
+		table = append(table, row{p.name, from.cluster, to.cluster, after, last})
+		from, to = to, from
+	}
+
+	var b strings.Builder
+	fmt.Fprintf(&b, "| # | move | killed after | `app info` right after the kill | the same `app pool set` again |\n|---|---|---|---|---|\n")
+	for i, r := range table {
+		fmt.Fprintf(&b, "| %d | %s -> %s | %s | %s | %s |\n", i+1, r.from, r.to, r.point, r.infoAfter, r.rerun)
+	}
+	t.Logf("kill -9 during a move:\n%s", b.String())
+}
