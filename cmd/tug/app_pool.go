@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -71,13 +72,28 @@ func poolSet(cmd *cobra.Command, f *cli.Factory, name, pool string, r *rolloutFl
 		return err
 	}
 	if loc := routedLocation(cmd); loc != nil && loc.Found && !dryRun {
-		finished, err := finishMove(cmd, f, cfg, loc)
+		start := time.Now()
+		finished, old, err := finishMove(cmd, f, cfg, loc)
 		if err != nil {
 			return err
 		}
 		if finished && loc.Copy.Pool == pool {
 			f.Progress().Done(fmt.Sprintf("the move of %s to cluster %q is finished; it runs on pool %s", name, loc.Name, pool))
-			return nil
+			if r.Output == cli.OutputTable {
+				return nil
+			}
+			here := deploy.MoveEnd{Cluster: loc.Name, Namespace: loc.Copy.Namespace}
+			res := &deploy.MoveResult{App: name, Pool: pool, To: here, Serving: here, Status: "moved"}
+			if len(old) > 0 {
+				res.From = deploy.MoveEnd{Cluster: old[0].Name, Namespace: old[0].Namespace}
+			}
+			if s, err := appStore(f); err == nil {
+				if a, err := s.GetApp(cmd.Context(), name); err == nil {
+					res.Release = a.Release
+				}
+			}
+			res.DurationMS = time.Since(start).Milliseconds()
+			return cli.OutputOptions{Format: r.Output}.Print(f.IOStreams, res, nil)
 		}
 	}
 	here, err := f.ContextName()
@@ -86,6 +102,11 @@ func poolSet(cmd *cobra.Command, f *cli.Factory, name, pool string, r *rolloutFl
 	}
 	target, move := cfg.MoveTo(pool, here)
 	if !move {
+		if loc := routedLocation(cmd); loc != nil && loc.Found && !dryRun {
+			if err := abandonMove(cmd, f, loc); err != nil {
+				return err
+			}
+		}
 		opts := r.options()
 		opts.DryRun = dryRun
 		return roll(cmd, f, name, deploy.SettingsChange(app.KindPool, "pool "+pool, func(_ *app.App, rel *app.Release) error {
@@ -141,40 +162,81 @@ func poolSet(cmd *cobra.Command, f *cli.Factory, name, pool string, r *rolloutFl
 // finishMove completes a move a killed tug left after its switch-over: the
 // copy that serves drops its mark and superseded copies elsewhere go. It
 // reports whether there was one to finish. A move cut short before the
-// switch is redone by deploy.Move instead.
-func finishMove(cmd *cobra.Command, f *cli.Factory, cfg *cluster.Config, loc *cluster.Location) (bool, error) {
-	var old []cluster.Searched
+// switch is redone by deploy.Move instead. old are the superseded copies
+// it removed.
+func finishMove(cmd *cobra.Command, f *cli.Factory, cfg *cluster.Config, loc *cluster.Location) (finished bool, old []cluster.Searched, err error) {
 	for _, o := range loc.Others() {
 		if o.Move == cluster.MoveSuperseded {
 			old = append(old, o)
 		}
 	}
 	if loc.Copy.Move != cluster.MoveTarget && len(old) == 0 {
-		return false, nil
+		return false, nil, nil
 	}
 	if un := loc.Unreachable(); len(un) > 0 && len(old) == 0 {
 		// The copy that still serves may be the one we cannot see.
-		return false, fmt.Errorf("app %q has an unfinished move, and cluster %q could not be asked whether it holds the app's old copy (%v); retry when it answers, or pass --context", loc.App, un[0].Name, un[0].Err)
+		return false, nil, fmt.Errorf("app %q has an unfinished move, and cluster %q could not be asked whether it holds the app's old copy (%v); retry when it answers, or pass --context", loc.App, un[0].Name, un[0].Err)
 	}
 	serving, err := deployDeps(cmd, f)
 	if err != nil {
-		return false, err
+		return false, nil, err
 	}
 	p := f.Progress()
 	serving.Progress = p
 	p.Update(fmt.Sprintf("finishing the move of %s to cluster %q", loc.App, loc.Name))
 	if len(old) == 0 {
-		return true, deploy.FinishMove(cmd.Context(), serving, deploy.Deps{}, loc.App)
+		return true, nil, deploy.FinishMove(cmd.Context(), serving, deploy.Deps{}, loc.App)
 	}
 	for _, o := range old {
 		d, err := deployDeps(cmd, f.ForContext(o.Context))
 		if err != nil {
-			return false, err
+			return false, nil, err
 		}
 		d.Progress = p
 		if err := deploy.FinishMove(cmd.Context(), serving, d, loc.App); err != nil {
-			return false, err
+			return false, nil, err
 		}
 	}
-	return true, nil
+	return true, old, nil
+}
+
+// abandonMove gives up a move cut short before its switch when the app is
+// asked to stay in the cluster where it serves: the copy the move was
+// making goes, and so does the mark that makes 'app info' call the move
+// unfinished. Nothing happens for an app with no unfinished move, or when
+// a cluster that may hold the half-made copy does not answer.
+func abandonMove(cmd *cobra.Command, f *cli.Factory, loc *cluster.Location) error {
+	if loc.Copy.Move != cluster.MoveNone || loc.Copy.Describe == "" {
+		return nil
+	}
+	var made []cluster.Searched
+	for _, o := range loc.Others() {
+		if o.Move == cluster.MoveTarget {
+			made = append(made, o)
+		}
+	}
+	if len(made) == 0 && len(loc.Unreachable()) > 0 {
+		return nil
+	}
+	src, err := deployDeps(cmd, f)
+	if err != nil {
+		return err
+	}
+	p := f.Progress()
+	src.Progress = p
+	p.Update(fmt.Sprintf("giving up the unfinished move of %s", loc.App))
+	if len(made) == 0 {
+		return deploy.AbandonMove(cmd.Context(), src, deploy.Deps{}, loc.App)
+	}
+	for _, o := range made {
+		dst, err := deployDeps(cmd, f.ForContext(o.Context))
+		if err != nil {
+			return err
+		}
+		dst.Progress = p
+		if err := deploy.AbandonMove(cmd.Context(), src, dst, loc.App); err != nil {
+			return err
+		}
+	}
+	return nil
 }

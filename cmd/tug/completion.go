@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/cluster"
 	"tug.dev/tug/pkg/complete"
 )
 
@@ -175,6 +177,11 @@ func argLister(f *cli.Factory, cmd *cobra.Command, word string) lister {
 	switch {
 	case word == "APP" && !(group == "app" && cmd.Name() == "create"):
 		return func(ctx context.Context, _ *cobra.Command, _ []string) ([]string, error) {
+			if cls := appClusters(f); len(cls) > 0 {
+				return complete.AppsOfClusters(ctx, cls, func(kubeContext string) (*app.Store, error) {
+					return appStore(f.ForContext(kubeContext))
+				})
+			}
 			s, err := appStore(f)
 			if err != nil {
 				return nil, err
@@ -221,6 +228,27 @@ func argLister(f *cli.Factory, cmd *cobra.Command, word string) lister {
 		}
 	}
 	return nil
+}
+
+// appClusters are where app commands look for apps (route.go), so where
+// app names complete from: every configured cluster, and the current
+// context, which commands fall back to, when the map does not name it.
+// None (one namespace, as before) when no cluster is configured or the
+// command line picks the context or cluster itself; that reads files
+// only, no request.
+func appClusters(f *cli.Factory) []cluster.Cluster {
+	if cf := f.ConfigFlags; cf.Context != "" || cf.Cluster != "" || cf.Server != "" {
+		return nil
+	}
+	cfg, err := loadClusters()
+	if err != nil || len(cfg.Clusters) == 0 {
+		return nil
+	}
+	out := slices.Clone(cfg.Clusters)
+	if here, err := f.ContextName(); err == nil && here != "" && !slices.ContainsFunc(out, func(c cluster.Cluster) bool { return c.Context == here }) {
+		out = append(out, cluster.Cluster{Name: here, Context: here})
+	}
+	return out
 }
 
 // storeForApp is the app store, once an app name has been typed.

@@ -11,9 +11,12 @@ package complete
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -56,6 +59,58 @@ func Apps(ctx context.Context, s *app.Store) ([]string, error) {
 	out := make([]string, 0, len(apps))
 	for _, a := range apps {
 		out = append(out, describe(a.Name, a.Description))
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// AppsOfClusters are the apps of every cluster in clusters, asked all at
+// once (store gives the app store of a kubeconfig context): what commands
+// reach when tug's cluster map routes them (cmd/tug/route.go). Each is
+// described by the clusters holding it, once even when several do (the
+// two copies of an unfinished move). A cluster that does not answer is
+// left out; only when none answers is it an error.
+func AppsOfClusters(ctx context.Context, clusters []cluster.Cluster, store func(kubeContext string) (*app.Store, error)) ([]string, error) {
+	lists := make([][]*app.App, len(clusters))
+	errs := make([]error, len(clusters))
+	var wg sync.WaitGroup
+	for i, cl := range clusters {
+		wg.Go(func() {
+			s, err := store(cl.Context)
+			if err == nil {
+				lists[i], err = s.ListApps(ctx)
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	where := map[string][]string{}
+	about := map[string]string{}
+	answered := false
+	for i, l := range lists {
+		if errs[i] != nil {
+			continue
+		}
+		answered = true
+		for _, a := range l {
+			if !slices.Contains(where[a.Name], clusters[i].Name) {
+				where[a.Name] = append(where[a.Name], clusters[i].Name)
+			}
+			if about[a.Name] == "" {
+				about[a.Name] = a.Description
+			}
+		}
+	}
+	if !answered && len(clusters) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	out := make([]string, 0, len(where))
+	for name, in := range where {
+		desc := strings.Join(in, ", ")
+		if about[name] != "" {
+			desc += ": " + about[name]
+		}
+		out = append(out, describe(name, desc))
 	}
 	sort.Strings(out)
 	return out, nil

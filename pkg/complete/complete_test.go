@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -144,5 +146,82 @@ func TestFilter(t *testing.T) {
 	}
 	if got := Filter(nil, ""); got == nil || len(got) != 0 {
 		t.Errorf("no candidates: %#v, want an empty list", got)
+	}
+}
+
+// With clusters configured: every cluster's apps, asked at once; a
+// cluster that fails is left out; an app in two (an unfinished move) is
+// listed once, naming both.
+func TestAppsOfClusters(t *testing.T) {
+	ctx := context.Background()
+	stores := map[string]*app.Store{}
+	add := func(kubeContext string, apps ...*app.App) *fake.Clientset {
+		cs := fake.NewClientset()
+		s := &app.Store{Client: cs, Namespace: ns}
+		for _, a := range apps {
+			if err := s.CreateApp(ctx, a); err != nil {
+				t.Fatal(err)
+			}
+		}
+		stores[kubeContext] = s
+		return cs
+	}
+	clusters := []cluster.Cluster{{Name: "alpha", Context: "ctx-a"}, {Name: "beta", Context: "ctx-b"}, {Name: "dead", Context: "ctx-d"}}
+	// The first three lists wait until all three have started: asked one
+	// after another, the first would wait for ever (bounded here).
+	var (
+		mu      sync.Mutex
+		calls   int
+		all     = make(chan struct{})
+		barrier = func() error {
+			mu.Lock()
+			calls++
+			if calls == len(clusters) {
+				close(all)
+			}
+			n := calls
+			mu.Unlock()
+			if n > len(clusters) {
+				return nil
+			}
+			select {
+			case <-all:
+				return nil
+			case <-time.After(5 * time.Second):
+				return errors.New("the clusters were not asked at once")
+			}
+		}
+	)
+	for i, cs := range []*fake.Clientset{
+		add("ctx-a", &app.App{Name: "shop", Description: "the shop"}, &app.App{Name: "blog"}),
+		add("ctx-b", &app.App{Name: "shop"}, &app.App{Name: "api", Description: "the api"}),
+		add("ctx-d", &app.App{Name: "ghost"}),
+	} {
+		dead := i == 2
+		cs.PrependReactor("list", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+			if err := barrier(); err != nil {
+				return true, nil, err
+			}
+			if dead {
+				return true, nil, errors.New("connection refused")
+			}
+			return false, nil, nil
+		})
+	}
+	store := func(kubeContext string) (*app.Store, error) { return stores[kubeContext], nil }
+	got, err := AppsOfClusters(ctx, clusters, store)
+	want := []string{"api\tbeta: the api", "blog\talpha", "shop\talpha, beta: the shop"}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("got %q, %v; want %q", got, err, want)
+	}
+	// none answers: the error, and no candidates
+	got, err = AppsOfClusters(ctx, clusters[2:], store)
+	if err == nil || got != nil {
+		t.Errorf("no cluster answers: got %q, %v", got, err)
+	}
+	// a store that cannot be made counts as a cluster that does not answer
+	got, err = AppsOfClusters(ctx, clusters[:1], func(string) (*app.Store, error) { return nil, errors.New("no such context") })
+	if err == nil || got != nil {
+		t.Errorf("no store: got %q, %v", got, err)
 	}
 }

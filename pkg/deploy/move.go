@@ -326,6 +326,53 @@ func FinishMove(ctx context.Context, serving, old Deps, appName string) error {
 	return finish(ctx, old, to, appName, false)
 }
 
+// AbandonMove gives up a move that a killed tug left before its switch,
+// when the app is asked to stay where it serves ('tug app pool set' to a
+// pool of its own cluster): under the app's lock in src it removes the
+// copy the move was making, reached through dst (a zero Deps when there is
+// none to remove: the tug was killed before copying), and drops src's
+// mark. It does nothing when src's copy is not a move's serving source; a
+// copy in dst that is not that move's target is left alone.
+func AbandonMove(ctx context.Context, src, dst Deps, appName string) error {
+	if src.Progress == nil {
+		src.Progress = noProgress{}
+	}
+	from := &app.Store{Client: src.Client, Namespace: src.Namespace}
+	a, err := from.GetApp(ctx, appName)
+	if err != nil {
+		return err
+	}
+	if a.Move == nil || a.Move.Role != app.MoveSource || a.Move.Superseded {
+		return nil
+	}
+	lock, err := AcquireLock(ctx, src.Client, src.Namespace, appName, src.Holder)
+	if err != nil {
+		return err
+	}
+	defer lock.Unlock()
+	if dst.Client != nil {
+		to := &app.Store{Client: dst.Client, Namespace: dst.Namespace}
+		there, err := to.GetApp(ctx, appName)
+		switch {
+		case app.IsNotFound(err):
+		case err != nil:
+			return err
+		case there.Move != nil && there.Move.Role == app.MoveTarget:
+			src.Progress.Update(fmt.Sprintf("removing the copy the unfinished move to cluster %s left there", a.Move.To))
+			if err := Remove(ctx, dst, appName, RemoveOptions{}); err != nil {
+				return fmt.Errorf("removing the copy of app %q an unfinished move left in cluster %q: %w", appName, a.Move.To, err)
+			}
+		}
+	}
+	_, err = from.UpdateApp(ctx, appName, func(x *app.App) error {
+		if x.Move != nil && !x.Move.Superseded {
+			x.Move = nil
+		}
+		return nil
+	})
+	return err
+}
+
 // endpointsTimeout bounds the wait for the target's Service to list a ready
 // unit once the units are ready (the endpoint controller's lag).
 const endpointsTimeout = 30 * time.Second

@@ -224,3 +224,56 @@ func TestMoveUnfinishedResult(t *testing.T) {
 		t.Errorf("the source copy should be left superseded: %+v", a.Move)
 	}
 }
+
+// A move cut short before its switch, then the app asked to stay: the
+// half-made copy goes and the source's mark is dropped. A superseded
+// source is not touched.
+func TestAbandonMove(t *testing.T) {
+	src, _ := deployedSource(t)
+	from := &app.Store{Client: src, Namespace: ns} // a store that read nothing yet
+	dst, to := newFake()
+	ctx := context.Background()
+	mark := func(m *app.Move) {
+		t.Helper()
+		if _, err := from.UpdateApp(ctx, "shop", func(x *app.App) error { x.Move = m; return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mark(&app.Move{Role: app.MoveSource, From: "beta", To: "alpha", Pool: "pa"})
+	if _, err := from.CopyTo(ctx, to, "shop", &app.Move{Role: app.MoveTarget, From: "beta", To: "alpha", Pool: "pa"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := AbandonMove(ctx, deps(src), deps(dst), "shop"); err != nil {
+		t.Fatalf("AbandonMove: %v", err)
+	}
+	if _, err := to.GetApp(ctx, "shop"); !app.IsNotFound(err) {
+		t.Errorf("the half-made copy is still there: %v", err)
+	}
+	if secs, _ := dst.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{}); len(secs.Items) != 0 {
+		t.Errorf("target keeps %d secrets", len(secs.Items))
+	}
+	if a := getApp(t, from, "shop"); a.Move != nil || a.Release != 2 {
+		t.Errorf("source after abandoning: %+v move %+v", a, a.Move)
+	}
+	assertNoLease(t, src)
+	// killed before copying: only the mark to drop
+	mark(&app.Move{Role: app.MoveSource, From: "beta", To: "alpha", Pool: "pa"})
+	if err := AbandonMove(ctx, deps(src), Deps{}, "shop"); err != nil || getApp(t, from, "shop").Move != nil {
+		t.Errorf("AbandonMove with no copy made: %v, move %+v", err, getApp(t, from, "shop").Move)
+	}
+	// an app in the target that is not the move's copy stays
+	seedApp(t, to, &app.App{Name: "shop"})
+	mark(&app.Move{Role: app.MoveSource, From: "beta", To: "alpha", Pool: "pa"})
+	if err := AbandonMove(ctx, deps(src), deps(dst), "shop"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := to.GetApp(ctx, "shop"); err != nil {
+		t.Errorf("an unmarked app in the target was removed: %v", err)
+	}
+	// superseded: the switch happened; abandoning is not for it
+	m := &app.Move{Role: app.MoveSource, From: "beta", To: "alpha", Pool: "pa", Superseded: true}
+	mark(m)
+	if err := AbandonMove(ctx, deps(src), deps(dst), "shop"); err != nil || getApp(t, from, "shop").Move == nil {
+		t.Errorf("a superseded source: %v, its mark %+v", err, getApp(t, from, "shop").Move)
+	}
+}

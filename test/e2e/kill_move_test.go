@@ -223,10 +223,22 @@ func TestKill9DuringMove(t *testing.T) {
 	must("app", "scale", "shop", "web=2")
 	beta.waitUnits("shop", "web", 2, sampleV1)
 
+	// App names complete from every configured cluster, and from the
+	// current context (third), which commands fall back to.
+	must("app", "create", "blog", "--context", "alpha")
+	must("app", "create", "solo", "--context", "third")
+	r := must("__complete", "app", "info", "")
+	if r.Stdout != "blog\talpha\nshop\tbeta\nsolo\tthird\n:4\n" {
+		t.Errorf("app names with clusters configured: %q", r.Stdout)
+	}
+	if r := must("__complete", "--context", "alpha", "app", "info", ""); r.Stdout != "blog\n:4\n" {
+		t.Errorf("app names with --context alpha: %q", r.Stdout)
+	}
+
 	// A move that fails (pool pnone has no node), -o json with stderr
 	// piped: one JSON result on stdout saying failed, why, and where the
 	// app serves; no stderr line that reads as success.
-	r := tug("app", "pool", "set", "shop", "pnone", "--timeout", "60s", "-o", "json")
+	r = tug("app", "pool", "set", "shop", "pnone", "--timeout", "60s", "-o", "json")
 	var failed struct {
 		App, Pool, Status string
 		From, To, Serving struct{ Cluster, Namespace string }
@@ -261,25 +273,23 @@ func TestKill9DuringMove(t *testing.T) {
 	}
 	points := func(from, to side) []point {
 		return []point{
+			{"the source marked as a move's source", faultproxy.Rule{Method: "PUT", Path: "/namespaces/" + from.ns + "/configmaps/tug-app-shop", Body: "startedAt", Fault: faultproxy.Lost, Count: 1}, false},
 			{"the target's record written", faultproxy.Rule{Method: "POST", Path: "/namespaces/" + to.ns + "/configmaps", Fault: faultproxy.Lost, Count: 1}, false},
 			{"the target's Deployment applied (its rollout under way)", faultproxy.Rule{Method: "PATCH", Path: "/namespaces/" + to.ns + "/deployments/shop-web", Fault: faultproxy.Lost, Count: 1}, false},
 			{"the target rolled out (waiting for its endpoints)", faultproxy.Rule{Method: "GET", Path: "/namespaces/" + to.ns + "/endpointslices", Fault: faultproxy.Stall, Count: 1}, false},
 			{"the source marked superseded", faultproxy.Rule{Method: "PUT", Path: "/namespaces/" + from.ns + "/configmaps/tug-app-shop", Body: "superseded", Fault: faultproxy.Lost, Count: 1}, true},
 			{"the source's Deployment deleted (its removal under way)", faultproxy.Rule{Method: "DELETE", Path: "/namespaces/" + from.ns + "/deployments/shop-web", Fault: faultproxy.Lost, Count: 1}, true},
+			{"the source's first release record deleted (its record still there)", faultproxy.Rule{Method: "DELETE", Path: "/namespaces/" + from.ns + "/secrets/", Fault: faultproxy.Lost, Count: 1}, true},
 		}
 	}
-	type row struct {
-		point, from, to, infoAfter, rerun string
-	}
-	var table []row
-	from, to := betaSide, alpha
-	for i := range len(points(from, to)) {
-		p := points(from, to)[i]
-		t.Logf("kill %d: %s -> %s, after %s", i+1, from.cluster, to.cluster, p.name)
+	// killAt runs the move to pool through the proxy and kills tug once the
+	// proxy holds the request of point p.
+	killAt := func(p point, pool string) {
+		t.Helper()
 		proxy.Clear()
 		proxy.Add(p.rule)
 		before := proxy.Injected(p.rule.Fault)
-		cmd := exec.Command(env.tug, "app", "pool", "set", "shop", to.pool)
+		cmd := exec.Command(env.tug, "app", "pool", "set", "shop", pool)
 		cmd.Env = h.tugEnv([]string{"KUBECONFIG=" + proxied, "TUG_CONFIG=" + tugConfig})
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
@@ -300,6 +310,16 @@ func TestKill9DuringMove(t *testing.T) {
 		<-exited
 		proxy.Clear()
 		t.Logf("killed after %s; its stderr:\n%s", p.name, stderr.String())
+	}
+	type row struct {
+		point, from, to, infoAfter, rerun string
+	}
+	var table []row
+	from, to := betaSide, alpha
+	for i := range len(points(from, to)) {
+		p := points(from, to)[i]
+		t.Logf("kill %d: %s -> %s, after %s", i+1, from.cluster, to.cluster, p.name)
+		killAt(p, to.pool)
 
 		// app info with no --context: the copy that serves
 		serving := from
@@ -339,9 +359,16 @@ func TestKill9DuringMove(t *testing.T) {
 
 		// the same pool set again finishes (or redoes) the move
 		dropLeases()
-		r = tug("app", "pool", "set", "shop", to.pool)
+		r = tug("app", "pool", "set", "shop", to.pool, "-o", "json")
 		if r.Code != 0 {
 			t.Fatalf("kill %d: pool set again: %s", i+1, r)
+		}
+		var res struct {
+			Status      string
+			To, Serving struct{ Cluster, Namespace string }
+		}
+		if err := json.Unmarshal([]byte(r.Stdout), &res); err != nil || res.Status != "moved" || res.Serving.Namespace != to.ns || res.To.Cluster != to.cluster {
+			t.Errorf("kill %d: -o json of the rerun: %+v %v\n%s", i+1, res, err, r)
 		}
 		last := strings.TrimSpace(r.Stderr)
 		last = last[strings.LastIndex(last, "\n")+1:]
@@ -367,6 +394,25 @@ func TestKill9DuringMove(t *testing.T) {
 		}
 		table = append(table, row{p.name, from.cluster, to.cluster, after, last})
 		from, to = to, from
+	}
+
+	// Given up: a move killed after the target's record was written, then
+	// the app asked to stay on its pool: the half-made copy goes, and app
+	// info no longer calls the move unfinished.
+	killAt(points(from, to)[1], to.pool)
+	dropLeases()
+	if in, _ := appInfo(); in.Move == nil {
+		t.Errorf("before giving up: app info shows no unfinished move: %+v", in)
+	}
+	must("app", "pool", "set", "shop", from.pool)
+	if left := leftovers(to.ns); len(left) != 0 {
+		t.Errorf("giving up the move left in %s: %v", to.cluster, left)
+	}
+	if in, r := appInfo(); in.Namespace != from.ns || in.Pool != from.pool || in.Move != nil || strings.Contains(r.Stderr, "warning") {
+		t.Errorf("app info after giving up the move: %+v\n%s", in, r)
+	}
+	if err := answers(); err != nil {
+		t.Errorf("the app does not answer after giving up the move: %v", err)
 	}
 
 	var b strings.Builder
