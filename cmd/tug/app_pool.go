@@ -42,8 +42,10 @@ removed and the app keeps serving where it was. An app that binds volumes
 does not move (their data cannot). A move cut short (tug killed) leaves
 copies that tug tells apart, so commands still reach the copy that serves
 and 'tug app info' says the move is unfinished; running the same
-'tug app pool set' again finishes or redoes it. Addresses change with the
-cluster: see 'tug app address' afterwards.`,
+'tug app pool set' again finishes or redoes it, and setting the pool the app
+has where it serves gives up a move cut short before the new copy took over
+(its half-made copy is removed). Addresses change with the cluster: see
+'tug app address' afterwards.`,
 		Args: cli.ExactArgs("APP", "POOL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := app.ValidateName(args[0]); err != nil {
