@@ -118,7 +118,7 @@ func addDynamicCompletion(root *cobra.Command, f *cli.Factory) {
 		local := cmd.LocalNonPersistentFlags()
 		if appFirst && local.Lookup("process") != nil {
 			_ = cmd.RegisterFlagCompletionFunc("process", completeWith(func(ctx context.Context, _ *cobra.Command, args []string) ([]string, error) {
-				s, err := storeForApp(f, args)
+				s, err := storeForApp(ctx, f, args)
 				if err != nil {
 					return nil, err
 				}
@@ -192,7 +192,7 @@ func argLister(f *cli.Factory, cmd *cobra.Command, word string) lister {
 		return unitLister(f)
 	case word == "vN":
 		return func(ctx context.Context, _ *cobra.Command, args []string) ([]string, error) {
-			s, err := storeForApp(f, args)
+			s, err := storeForApp(ctx, f, args)
 			if err != nil {
 				return nil, err
 			}
@@ -251,20 +251,31 @@ func appClusters(f *cli.Factory) []cluster.Cluster {
 	return out
 }
 
-// storeForApp is the app store, once an app name has been typed.
-func storeForApp(f *cli.Factory, args []string) (*app.Store, error) {
+// storeForApp is the app store, once an app name has been typed: in the
+// cluster that holds the app when clusters are configured, as the command
+// will be routed (route.go).
+func storeForApp(ctx context.Context, f *cli.Factory, args []string) (*app.Store, error) {
 	if len(args) == 0 {
 		return nil, errors.New("no app yet")
 	}
 	if err := app.ValidateName(args[0]); err != nil {
 		return nil, err
 	}
+	if cls := appClusters(f); len(cls) > 0 {
+		loc, err := cluster.Locate(ctx, &cluster.Config{Clusters: cls}, args[0], appFinder(f))
+		if err != nil {
+			return nil, err
+		}
+		if loc.Found {
+			return appStore(f.ForContext(loc.Context))
+		}
+	}
 	return appStore(f)
 }
 
 func unitLister(f *cli.Factory) lister {
 	return func(ctx context.Context, c *cobra.Command, args []string) ([]string, error) {
-		s, err := storeForApp(f, args)
+		s, err := storeForApp(ctx, f, args)
 		if err != nil {
 			return nil, err
 		}

@@ -234,6 +234,10 @@ func TestKill9DuringMove(t *testing.T) {
 	if r := must("__complete", "--context", "alpha", "app", "info", ""); r.Stdout != "blog\n:4\n" {
 		t.Errorf("app names with --context alpha: %q", r.Stdout)
 	}
+	// and what follows the app's name comes from the cluster holding it
+	if r := must("__complete", "app", "restart", "shop", "-p", ""); r.Stdout != "web\t2 units\n:4\n" {
+		t.Errorf("processes of an app in another cluster than the current context: %q", r.Stdout)
+	}
 
 	// A move that fails (pool pnone has no node), -o json with stderr
 	// piped: one JSON result on stdout saying failed, why, and where the
