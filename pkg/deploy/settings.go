@@ -36,7 +36,8 @@ const maxRolloutChanges = 20
 // A change that changes nothing is ErrNoChange.
 func ChangeRollout(ctx context.Context, d Deps, appName, message string, edit func(*app.App, *app.Release) error, opts Options) (*Result, error) {
 	start := time.Now()
-	store, a, err := begin(ctx, &d, &opts, appName)
+	// an app that does not exist fails before the lock is taken
+	store, _, err := begin(ctx, &d, &opts, appName)
 	if err != nil {
 		return nil, err
 	}
@@ -47,7 +48,8 @@ func ChangeRollout(ctx context.Context, d Deps, appName, message string, edit fu
 	defer lock.Unlock()
 	// what the record and releases say now, with the lock held: a deploy
 	// that ran while we waited made a release the change must start from
-	if a, err = store.GetApp(ctx, appName); err != nil {
+	a, err := store.GetApp(ctx, appName)
+	if err != nil {
 		return nil, err
 	}
 	if a, err = Reconcile(ctx, d.Client, store, a); err != nil {

@@ -266,3 +266,22 @@ func TestChangeRolloutForeignDeployment(t *testing.T) {
 		t.Errorf("v2's settings changed: %+v", r.Rollout)
 	}
 }
+
+// A change waits for no one: while another command holds the app's lock
+// it fails at once, and nothing is written.
+func TestChangeRolloutLocked(t *testing.T) {
+	c, s := settingsFixture(t)
+	lock, err := AcquireLock(context.Background(), c, ns, "shop", "bob (pid 7 on ci)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Unlock()
+	_, err = changeRollout(c, app.SetRolloutOptions{History: "3"})
+	var locked *LockedError
+	if !errors.As(err, &locked) || !strings.Contains(err.Error(), "bob") {
+		t.Errorf("got %v, want the lock's holder named", err)
+	}
+	if r, _ := getRelease(t, s, 2); !r.Rollout.IsZero() {
+		t.Errorf("v2 changed without the lock: %+v", r.Rollout)
+	}
+}
