@@ -7,7 +7,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/deploy"
 )
 
 // TestSettingsInputExits2BeforeAnyRequest: bad rollout settings are usage
@@ -73,6 +75,28 @@ func TestTimeoutFlagDefaultsToTheSetting(t *testing.T) {
 		}
 		if err := r.validate(); (err == nil) != c.valid {
 			t.Errorf("%v: validate = %v, want valid %v", c.args, err, c.valid)
+		}
+	}
+}
+
+// TestSettingsDoneLineSaysWhetherUnitsRestarted: a settings change says
+// whether its units restarted; other rollouts say what they always said.
+func TestSettingsDoneLineSaysWhetherUnitsRestarted(t *testing.T) {
+	res := func(restarted *bool) *deploy.Result {
+		return &deploy.Result{App: "shop", Release: 7, Status: app.StatusDeployed, DurationMS: 1500,
+			Processes: []deploy.ProcessResult{{Name: "web", Units: 2}}, UnitsRestarted: restarted}
+	}
+	for _, c := range []struct {
+		res  *deploy.Result
+		verb string
+		want string
+	}{
+		{res(new(false)), "settings changed", "settings changed; units not restarted: shop v7 keeps running (web 2)"},
+		{res(new(true)), "settings changed", "settings changed; units restarted: shop v7 is running (web 2) in 1.5s"},
+		{res(nil), "deployed", "deployed: shop v7 is running (web 2) in 1.5s"},
+	} {
+		if got := doneLine(c.res, c.verb); got != c.want {
+			t.Errorf("got %q, want %q", got, c.want)
 		}
 	}
 }

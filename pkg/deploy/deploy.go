@@ -66,7 +66,11 @@ type Result struct {
 	// when the release has none to run (releasephase.go).
 	ReleasePhase *ReleasePhaseResult `json:"releasePhase,omitempty"`
 	Plan         []string            `json:"plan,omitempty"` // dry-run: what would change
-	DurationMS   int64               `json:"durationMs"`
+	// UnitsRestarted, set by a rollout settings change (ChangeRollout)
+	// only, says whether the change replaced the units (a new release) or
+	// took effect on the running release in place, units untouched.
+	UnitsRestarted *bool `json:"unitsRestarted,omitempty"`
+	DurationMS     int64 `json:"durationMs"`
 }
 
 // ProcessResult is one process of the release.
@@ -143,6 +147,12 @@ func Roll(ctx context.Context, d Deps, appName string, change Change, opts Optio
 			return nil, err
 		}
 	}
+	return roll(ctx, d, store, a, lock, change, opts, start)
+}
+
+// roll is Roll once the app's lock is held (lock nil for a dry run) and the
+// record a is read and reconciled under it.
+func roll(ctx context.Context, d Deps, store *app.Store, a *app.App, lock *Lock, change Change, opts Options, start time.Time) (*Result, error) {
 	base, baseConfig, err := BaseRelease(ctx, store, a)
 	if err != nil {
 		return nil, err
