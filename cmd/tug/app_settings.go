@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -58,7 +59,7 @@ func newAppSettingsCmd(f *cli.Factory) *cobra.Command {
 		Args:  cli.GroupArgs,
 		RunE:  cli.GroupRunE,
 	}
-	show := newSettingsListCmd(f, "show APP", "Show the rollout settings of the deployed release, defaults included",
+	show := newSettingsListCmd(f, "show APP", "Show the app's rollout settings (those the next rollout uses), defaults included",
 		"  tug app settings show shop\n  tug app settings show shop -o jsonpath='{.history}'",
 		func(_ *app.App, rel *app.Release) any { return rel.Rollout.View() },
 		func(_ *app.App, rel *app.Release) *cli.Table {
@@ -66,7 +67,7 @@ func newAppSettingsCmd(f *cli.Factory) *cobra.Command {
 			t := cli.NewTable("setting", "value", "source")
 			for i, val := range v.Values() {
 				source := "set"
-				if strings.Contains(" "+strings.Join(v.Defaults, " ")+" ", " "+app.RolloutSettingNames[i]+" ") {
+				if slices.Contains(v.Defaults, app.RolloutSettingNames[i]) {
 					source = "default"
 				}
 				t.AddRow(app.RolloutSettingNames[i], val, source)

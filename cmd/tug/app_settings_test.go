@@ -29,7 +29,7 @@ func TestSettingsInputExits2BeforeAnyRequest(t *testing.T) {
 		{[]string{"app", "settings", "set", "shop", "--history", "0"}, "--history must be from 1 to 200, not 0"},
 		{[]string{"app", "settings", "set", "shop", "--history", "100000"}, "--history must be from 1 to 200"},
 		{[]string{"app", "settings", "set", "shop", "--grace-period", "soon"}, `invalid --grace-period "soon"`},
-		{[]string{"app", "settings", "set", "shop", "--grace-period", "2h"}, "--grace-period must be from 1s to 1h, not 2h"},
+		{[]string{"app", "settings", "set", "shop", "--grace-period", "2h"}, "--grace-period must be from 5s to 1h, not 2h"},
 		{[]string{"app", "settings", "set", "shop", "--deploy-timeout", "1s"}, "--deploy-timeout must be from 10s to 24h, not 1s"},
 		{[]string{"app", "settings", "set", "shop", "--deploy-timeout", "0"}, "must be more than zero"},
 		{[]string{"app", "settings", "set", "Bad_Name", "--history", "3"}, "invalid app name"},
