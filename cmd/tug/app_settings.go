@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -22,15 +23,33 @@ them; a setting never set is tug's default:
   max-surge        %-5s units a rolling update may start above the count (N or P%%)
   max-unavailable  %-5s units that may be missing during a rolling update (N or P%%)
   grace-period     %-5s between SIGTERM and SIGKILL of a stopping unit (%s to %s);
-                         a web unit's %ds stop delay is part of it
+                         a web unit's %ds stop delay is part of it; the
+                         only setting whose change restarts the units
   history          %-5d release records kept (1 to %d); older ones are deleted
-                         after each rollout, never the running one
+                         after each rollout and when it is lowered, never the
+                         running one
   deploy-timeout   %-5s how long a rollout may go without progress (%s to %s);
                          a command's --timeout wins over it`,
 		d.MaxSurge, d.MaxUnavailable, app.FormatSeconds(d.GracePeriod), app.FormatSeconds(int64(app.MinGracePeriod.Seconds())), app.FormatSeconds(int64(app.MaxGracePeriod.Seconds())),
 		deploy.WebStopDelaySeconds, d.History, app.MaxHistory, app.FormatSeconds(d.DeployTimeout),
 		app.FormatSeconds(int64(app.MinDeployTimeout.Seconds())), app.FormatSeconds(int64(app.MaxDeployTimeout.Seconds())))
 }
+
+// settingsInPlace says which changes restart units, as deploy.ChangeRollout
+// makes them.
+const settingsInPlace = `Max surge, max unavailable, history and deploy timeout say how tug rolls out,
+not what runs: a change of only those takes effect in place, and no unit
+restarts. The deployed release's record gets the new values ('tug release
+info' shows when they changed), its Deployments the new strategy with their
+pod templates untouched, a lowered history deletes older records at once, and
+the next deploy starts from the new values. A rollback to an older release
+brings back the settings that release had.
+
+The grace period is part of the units' spec: a change of it, alone or with
+others, is a new release of kind settings, rolled out like any other (under
+the new pace), which replaces every unit; --timeout, --no-wait and
+--no-rollback apply to that rollout. The result says which it was ("units
+not restarted"; with -o json, unitsRestarted).`
 
 func newAppSettingsCmd(f *cli.Factory) *cobra.Command {
 	cmd := &cobra.Command{
@@ -40,7 +59,7 @@ func newAppSettingsCmd(f *cli.Factory) *cobra.Command {
 		Args:  cli.GroupArgs,
 		RunE:  cli.GroupRunE,
 	}
-	show := newSettingsListCmd(f, "show APP", "Show the rollout settings of the deployed release, defaults included",
+	show := newSettingsListCmd(f, "show APP", "Show the app's rollout settings (those the next rollout uses), defaults included",
 		"  tug app settings show shop\n  tug app settings show shop -o jsonpath='{.history}'",
 		func(_ *app.App, rel *app.Release) any { return rel.Rollout.View() },
 		func(_ *app.App, rel *app.Release) *cli.Table {
@@ -48,7 +67,7 @@ func newAppSettingsCmd(f *cli.Factory) *cobra.Command {
 			t := cli.NewTable("setting", "value", "source")
 			for i, val := range v.Values() {
 				source := "set"
-				if strings.Contains(" "+strings.Join(v.Defaults, " ")+" ", " "+app.RolloutSettingNames[i]+" ") {
+				if slices.Contains(v.Defaults, app.RolloutSettingNames[i]) {
 					source = "default"
 				}
 				t.AddRow(app.RolloutSettingNames[i], val, source)
@@ -65,13 +84,12 @@ func newSettingsSetCmd(f *cli.Factory) *cobra.Command {
 	r := &rolloutFlags{}
 	cmd := &cobra.Command{
 		Use:   "set APP [--max-surge N|P%] [--max-unavailable N|P%] [--grace-period D] [--history N] [--deploy-timeout D]",
-		Short: "Change rollout settings: a new release, rolled out",
-		Long: settingsLong() + `
-
-The change is a release of kind settings, rolled out like any other: its units
-are replaced (under the new pace), since units run their release.`,
-		Example: `  tug app settings set shop --max-surge 50% --max-unavailable 0
-  tug app settings set shop --grace-period 60s --history 20 --deploy-timeout 15m`,
+		Short: "Change rollout settings: in place, or a rollout when the grace period changes",
+		Long:  settingsLong() + "\n\n" + settingsInPlace,
+		Example: `  # in place: no unit restarts
+  tug app settings set shop --max-surge 50% --max-unavailable 0 --history 20 --deploy-timeout 15m
+  # a settings release: the units restart with the new grace period
+  tug app settings set shop --grace-period 60s`,
 		Args: cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.App = args[0]
@@ -88,7 +106,7 @@ are replaced (under the new pace), since units run their release.`,
 			if err := r.validate(); err != nil {
 				return err
 			}
-			return settingsRoll(cmd, f, o.App, app.KindSettings, "settings: "+strings.Join(given, ", "), r, unlessSame(o.Apply))
+			return rolloutSettingsChange(cmd, f, o.App, "settings: "+strings.Join(given, ", "), r, o.Apply)
 		},
 	}
 	d := app.RolloutDefaults
@@ -113,29 +131,15 @@ func givenSettings(cmd *cobra.Command, values map[string]string) []string {
 	return out
 }
 
-// unlessSame makes an edit that leaves the settings as they are no change
-// at all: no release.
-func unlessSame(apply func(*app.App, *app.Release) error) func(*app.App, *app.Release) error {
-	return func(a *app.App, rel *app.Release) error {
-		before := rel.Rollout
-		if err := apply(a, rel); err != nil {
-			return err
-		}
-		if rel.Rollout == before {
-			return deploy.ErrNoChange
-		}
-		return nil
-	}
-}
-
 func newSettingsUnsetCmd(f *cli.Factory) *cobra.Command {
 	o := &app.UnsetRolloutOptions{}
 	r := &rolloutFlags{}
 	cmd := &cobra.Command{
 		Use:   "unset APP [--max-surge] [--max-unavailable] [--grace-period] [--history] [--deploy-timeout]",
-		Short: "Put rollout settings back to tug's defaults: a new release, rolled out",
-		Example: `  tug app settings unset shop --grace-period
-  tug app settings unset shop --max-surge --max-unavailable`,
+		Short: "Put rollout settings back to tug's defaults: in place, or a rollout for the grace period",
+		Long:  settingsLong() + "\n\n" + settingsInPlace,
+		Example: `  tug app settings unset shop --max-surge --max-unavailable
+  tug app settings unset shop --grace-period`,
 		Args: cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.App = args[0]
@@ -151,7 +155,7 @@ func newSettingsUnsetCmd(f *cli.Factory) *cobra.Command {
 					names = append(names, name)
 				}
 			}
-			return settingsRoll(cmd, f, o.App, app.KindSettings, "settings: "+strings.Join(names, ", ")+" back to default", r, unlessSame(o.Apply))
+			return rolloutSettingsChange(cmd, f, o.App, "settings: "+strings.Join(names, ", ")+" back to default", r, o.Apply)
 		},
 	}
 	d := app.RolloutDefaults

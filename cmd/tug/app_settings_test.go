@@ -7,7 +7,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/deploy"
 )
 
 // TestSettingsInputExits2BeforeAnyRequest: bad rollout settings are usage
@@ -27,7 +29,7 @@ func TestSettingsInputExits2BeforeAnyRequest(t *testing.T) {
 		{[]string{"app", "settings", "set", "shop", "--history", "0"}, "--history must be from 1 to 200, not 0"},
 		{[]string{"app", "settings", "set", "shop", "--history", "100000"}, "--history must be from 1 to 200"},
 		{[]string{"app", "settings", "set", "shop", "--grace-period", "soon"}, `invalid --grace-period "soon"`},
-		{[]string{"app", "settings", "set", "shop", "--grace-period", "2h"}, "--grace-period must be from 1s to 1h, not 2h"},
+		{[]string{"app", "settings", "set", "shop", "--grace-period", "2h"}, "--grace-period must be from 5s to 1h, not 2h"},
 		{[]string{"app", "settings", "set", "shop", "--deploy-timeout", "1s"}, "--deploy-timeout must be from 10s to 24h, not 1s"},
 		{[]string{"app", "settings", "set", "shop", "--deploy-timeout", "0"}, "must be more than zero"},
 		{[]string{"app", "settings", "set", "Bad_Name", "--history", "3"}, "invalid app name"},
@@ -73,6 +75,28 @@ func TestTimeoutFlagDefaultsToTheSetting(t *testing.T) {
 		}
 		if err := r.validate(); (err == nil) != c.valid {
 			t.Errorf("%v: validate = %v, want valid %v", c.args, err, c.valid)
+		}
+	}
+}
+
+// TestSettingsDoneLineSaysWhetherUnitsRestarted: a settings change says
+// whether its units restarted; other rollouts say what they always said.
+func TestSettingsDoneLineSaysWhetherUnitsRestarted(t *testing.T) {
+	res := func(restarted *bool) *deploy.Result {
+		return &deploy.Result{App: "shop", Release: 7, Status: app.StatusDeployed, DurationMS: 1500,
+			Processes: []deploy.ProcessResult{{Name: "web", Units: 2}}, UnitsRestarted: restarted}
+	}
+	for _, c := range []struct {
+		res  *deploy.Result
+		verb string
+		want string
+	}{
+		{res(new(false)), "settings changed", "settings changed; units not restarted: shop v7 keeps running (web 2)"},
+		{res(new(true)), "settings changed", "settings changed; units restarted: shop v7 is running (web 2) in 1.5s"},
+		{res(nil), "deployed", "deployed: shop v7 is running (web 2) in 1.5s"},
+	} {
+		if got := doneLine(c.res, c.verb); got != c.want {
+			t.Errorf("got %q, want %q", got, c.want)
 		}
 	}
 }

@@ -183,7 +183,10 @@ func shopFixture(t *testing.T) *printerFixture {
 		Processes: map[string]string{"web": "./server"}}, app.ConfigMap{"A": "1"})
 	p.mustCreateRelease(t, &app.Release{App: "shop", Version: 2, Image: "registry.example/shop:2", ImageID: "registry.example/shop@sha256:" + strings.Repeat("2", 64), Kind: app.KindDeploy,
 		Status: app.StatusDeployed, Author: "alice", Message: "faster checkout", CreatedAt: p.ago("v2-created", 3*time.Hour+30*time.Minute),
-		Processes: map[string]string{"web": "./server --port $PORT", "worker": "./work", "clock": ""}},
+		Processes: map[string]string{"web": "./server --port $PORT", "worker": "./work", "clock": ""},
+		// changed in place after it rolled out (app settings set --history 20)
+		Rollout:        app.Rollout{History: 20},
+		RolloutChanges: []app.RolloutChange{{At: p.ago("v2-settings-changed", 95*time.Minute), Author: "bob", Message: "settings: history 20"}}},
 		app.ConfigMap{"DATABASE_URL": "postgres://secret", "PORT": "8080"})
 	p.mustCreateRelease(t, &app.Release{App: "shop", Version: 3, Image: "registry.example/shop:3", Kind: app.KindDeploy,
 		Status: app.StatusFailed, FailReason: "web units crashed: exit code 1", Author: "bob", CreatedAt: p.ago("v3-created", 10*time.Minute+30*time.Second),

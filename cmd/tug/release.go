@@ -105,7 +105,9 @@ func newReleaseInfoCmd(f *cli.Factory) *cobra.Command {
 				app.ReleaseSummary
 				Commands map[string]string `json:"commands"`
 				Rollout  app.RolloutView   `json:"rollout"`
-			}{app.SummarizeRelease(r), r.Processes, r.Rollout.View()}
+				// RolloutChanges: the settings changes made in place
+				RolloutChanges []app.RolloutChange `json:"rolloutChanges,omitempty"`
+			}{app.SummarizeRelease(r), r.Processes, r.Rollout.View(), r.RolloutChanges}
 			return o.Print(f.IOStreams, out, func() error {
 				w := f.IOStreams.Out
 				fmt.Fprintf(w, "Release:  v%d (%s)\n", r.Version, r.Kind)
@@ -125,6 +127,11 @@ func newReleaseInfoCmd(f *cli.Factory) *cobra.Command {
 				}
 				fmt.Fprintf(w, "Config:   %s\n", dash(strings.Join(r.ConfigKeys, ", ")))
 				fmt.Fprintf(w, "Rollout:  %s\n", out.Rollout)
+				for _, c := range r.RolloutChanges {
+					// changed in place: the units did not restart
+					fmt.Fprintf(w, "Changed:  %s (%s ago) by %s: %s\n", c.At.Local().Format("2006-01-02 15:04:05"), text.Age(c.At),
+						dash(cli.Sanitize(c.Author)), cli.Sanitize(c.Message))
+				}
 				if len(r.Processes) > 0 {
 					fmt.Fprintln(w)
 					t := cli.NewTable("process", "command")

@@ -86,7 +86,7 @@ func TestEnvSetReleasePhaseFails(t *testing.T) {
 			}
 			if res.Release != next || res.Status != "failed" || res.Failure.Class != "release-phase" ||
 				res.Failure.Message != "release phase exited with code 4" || res.Failure.ContainerExitCode == nil || *res.Failure.ContainerExitCode != 4 ||
-				res.ReleasePhase.Status != "failed" || res.ReleasePhase.Command != `"./migrate"` || res.ReleasePhase.ExitCode == nil || *res.ReleasePhase.ExitCode != 4 {
+				res.ReleasePhase.Status != "failed" || res.ReleasePhase.Command != "./migrate" || res.ReleasePhase.ExitCode == nil || *res.ReleasePhase.ExitCode != 4 {
 				t.Errorf("result:\n%s", r.stdout)
 			}
 			if m := success.FindString(r.stderr); m != "" {

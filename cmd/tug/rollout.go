@@ -62,6 +62,13 @@ type rollVerb struct{ Done, Doing string }
 // stderr, the result on stdout (a line, or JSON/YAML), the failure as the
 // error whose exit code says its class.
 func roll(cmd *cobra.Command, f *cli.Factory, appName string, change deploy.Change, opts deploy.Options, format cli.OutputFormat, verb rollVerb) error {
+	return rollWith(cmd, f, appName, func(ctx context.Context, d deploy.Deps) (*deploy.Result, error) {
+		return deploy.Roll(ctx, d, appName, change, opts)
+	}, format, verb)
+}
+
+// rollWith is roll for any pkg/deploy call that may roll out a release.
+func rollWith(cmd *cobra.Command, f *cli.Factory, appName string, run func(context.Context, deploy.Deps) (*deploy.Result, error), format cli.OutputFormat, verb rollVerb) error {
 	d, err := deployDeps(cmd, f)
 	if err != nil {
 		return err
@@ -76,7 +83,7 @@ func roll(cmd *cobra.Command, f *cli.Factory, appName string, change deploy.Chan
 		return tugexec.RunReleasePhase(ctx, tugexec.Deps{Client: d.Client, Namespace: d.Namespace, IO: f.IOStreams,
 			Progress: p, User: func() string { return user }}, s)
 	}
-	res, err := deploy.Roll(cmd.Context(), d, appName, change, opts)
+	res, err := run(cmd.Context(), d)
 	if errors.Is(err, deploy.ErrNoChange) {
 		p.Done("nothing changed")
 		return nil
@@ -119,6 +126,11 @@ func doneLine(res *deploy.Result, verb string) string {
 	units := make([]string, 0, len(res.Processes))
 	for _, p := range res.Processes {
 		units = append(units, fmt.Sprintf("%s %d", p.Name, p.Units))
+	}
+	if r := res.UnitsRestarted; r != nil && !*r {
+		return fmt.Sprintf("%s; units not restarted: %s v%d keeps running (%s)", verb, res.App, res.Release, strings.Join(units, ", "))
+	} else if r != nil {
+		verb += "; units restarted"
 	}
 	return fmt.Sprintf("%s: %s v%d is running (%s) in %.1fs", verb, res.App, res.Release, strings.Join(units, ", "), float64(res.DurationMS)/1000)
 }
@@ -173,6 +185,15 @@ func reshape(cmd *cobra.Command, f *cli.Factory, appName string, r *rolloutFlags
 // settingsRoll rolls out a settings change as a new release.
 func settingsRoll(cmd *cobra.Command, f *cli.Factory, appName, kind, message string, r *rolloutFlags, edit func(a *app.App, rel *app.Release) error) error {
 	return roll(cmd, f, appName, deploy.SettingsChange(kind, message, edit), r.options(), r.Output, rollVerb{kind + " changed", "changing the " + kind + " of"})
+}
+
+// rolloutSettingsChange runs `app settings set|unset`: in place when only
+// how tug rolls out changes, as a settings release otherwise
+// (deploy.ChangeRollout).
+func rolloutSettingsChange(cmd *cobra.Command, f *cli.Factory, appName, message string, r *rolloutFlags, edit func(a *app.App, rel *app.Release) error) error {
+	return rollWith(cmd, f, appName, func(ctx context.Context, d deploy.Deps) (*deploy.Result, error) {
+		return deploy.ChangeRollout(ctx, d, appName, message, edit, r.options())
+	}, r.Output, rollVerb{"settings changed", "changing the settings of"})
 }
 
 // newSettingsListCmd lists a setting of the deployed release.

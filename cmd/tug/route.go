@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -18,8 +19,10 @@ import (
 // cluster.Locate, before the command builds any client. This is the one
 // place that routes: commands added later are covered by their Use line
 // (TestEveryAppCommandIsRouted). With no cluster configured nothing is
-// asked and nothing changes; --context (or kubectl's --cluster/--server)
-// is used as given.
+// asked and nothing changes; --context is used as given, and so is a
+// cluster or identity named by hand (--cluster, --server, --user, --token,
+// client certificates: cli.ConfigFlags.PinsCluster), which tug never
+// carries to another context.
 
 // annotationRouted marks the commands routeAppCommands wrapped.
 const annotationRouted = "tug.dev/routed"
@@ -79,8 +82,8 @@ func routeApp(cmd *cobra.Command, f *cli.Factory, appName string) (*cluster.Loca
 		return nil, nil // the command says what is wrong with the name
 	}
 	cf := f.ConfigFlags
-	if cf.Cluster != "" || cf.Server != "" {
-		return nil, nil // a cluster picked by hand, not through a context
+	if cf.PinsCluster() {
+		return nil, nil // a cluster or identity picked by hand, not through a context
 	}
 	cfg, err := loadClusters()
 	if err != nil || len(cfg.Clusters) == 0 {
@@ -97,14 +100,15 @@ func routeApp(cmd *cobra.Command, f *cli.Factory, appName string) (*cluster.Loca
 		}
 		return nil, nil
 	}
-	loc, err := cluster.Locate(ctx, cfg, appName, appFinder(f))
+	finders := appFinder(f)
+	loc, err := cluster.Locate(ctx, cfg, appName, finders.find)
 	if err != nil {
 		return nil, err
 	}
 	if !loc.Found {
 		return loc, nil // the current context, whose error NotFound explains
 	}
-	f.UseContext(loc.Context)
+	f.Adopt(finders.factory(loc.Context)) // its connection is open already
 	for _, o := range loc.Others() {
 		fmt.Fprintf(f.IOStreams.ErrOut, "warning: app %q also has a copy in cluster %q (%s); '%s app pool set %s %s' finishes the move\n",
 			appName, o.Name, o.Describe, f.CommandName, appName, movePool(loc, o))
@@ -122,12 +126,33 @@ func movePool(loc *cluster.Location, o cluster.Searched) string {
 	return "POOL"
 }
 
-// appFinder asks one context, with the command line's other flags (-n
-// included), whether it holds an app: one GET of the app's record.
-func appFinder(f *cli.Factory) cluster.Finder {
-	return func(ctx context.Context, kubeContext, appName string) (cluster.Copy, error) {
-		return findApp(ctx, f.ForContext(kubeContext), appName)
+// contextFinders ask contexts, with the command line's other flags (-n
+// included), whether they hold an app: one GET of the app's record each.
+// The Factory made for each context is kept, so the command can go on
+// with the one that holds the app.
+type contextFinders struct {
+	f         *cli.Factory
+	mu        sync.Mutex
+	factories map[string]*cli.Factory
+}
+
+func appFinder(f *cli.Factory) *contextFinders {
+	return &contextFinders{f: f, factories: map[string]*cli.Factory{}}
+}
+
+func (c *contextFinders) factory(kubeContext string) *cli.Factory {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g, ok := c.factories[kubeContext]
+	if !ok {
+		g = c.f.ForContext(kubeContext)
+		c.factories[kubeContext] = g
 	}
+	return g
+}
+
+func (c *contextFinders) find(ctx context.Context, kubeContext, appName string) (cluster.Copy, error) {
+	return findApp(ctx, c.factory(kubeContext), appName)
 }
 
 func findApp(ctx context.Context, f *cli.Factory, appName string) (cluster.Copy, error) {

@@ -22,7 +22,7 @@ func TestEveryAppCommandIsRouted(t *testing.T) {
 		if c.Annotations[annotationRouted] != "" {
 			routed = append(routed, c.CommandPath())
 		}
-		if takesApp(c) && c.RunE != nil && c.Annotations[annotationRouted] == "" {
+		if takesApp(c) && c.Annotations[annotationRouted] == "" {
 			t.Errorf("%q takes APP but is not routed to the app's cluster", c.CommandPath())
 		}
 		for _, sub := range c.Commands() {

@@ -190,11 +190,25 @@ type Release struct {
 	// Volumes are bound volumes (PersistentVolumeClaims) and where they mount.
 	Volumes []VolumeBinding `json:"volumes,omitempty"`
 	// Rollout is how the release rolls out and how much history is kept
-	// (rollout.go); empty fields are tug's defaults.
+	// (rollout.go); empty fields are tug's defaults. It is the one part of
+	// a release that may change after it is made: a settings change that
+	// leaves the pod spec alone (pace, history, deploy timeout) is made in
+	// place on the deployed release, so its units keep running
+	// (deploy.ChangeRollout); RolloutChanges records each such change.
 	Rollout Rollout `json:"rollout,omitzero"`
+	// RolloutChanges are the changes made to Rollout in place, oldest first.
+	RolloutChanges []RolloutChange `json:"rolloutChanges,omitempty"`
 	// ConfigKeys names the config variables; values stay in the Secret and
 	// are never part of this record or its JSON.
 	ConfigKeys []string `json:"configKeys"`
+}
+
+// RolloutChange is a change of a release's Rollout made in place: when, by
+// whom, and what (the command's summary, "settings: history 3").
+type RolloutChange struct {
+	At      time.Time `json:"at"`
+	Author  string    `json:"author,omitempty"`
+	Message string    `json:"message"`
 }
 
 // ConfigMap is an app's environment: variable name to value.

@@ -50,8 +50,11 @@ var RolloutDefaults = Rollout{
 const (
 	// MaxHistory caps --history: each kept release is a Secret that every
 	// deploy lists, and a few hundred is more than any rollback needs.
-	MaxHistory       = 200
-	MinGracePeriod   = time.Second
+	MaxHistory = 200
+	// MinGracePeriod is the web units' stop delay (deploy.WebStopDelaySeconds,
+	// a preStop sleep): the API server refuses a pod whose sleep outlasts
+	// its grace period, so a shorter one could never be applied.
+	MinGracePeriod   = 5 * time.Second
 	MaxGracePeriod   = time.Hour
 	MinDeployTimeout = 10 * time.Second
 	MaxDeployTimeout = 24 * time.Hour

@@ -76,7 +76,7 @@ func TestSetRolloutOptions(t *testing.T) {
 		{name: "grace unparsable", o: SetRolloutOptions{GracePeriod: "60"}, err: "invalid --grace-period \"60\": want a duration"},
 		{name: "grace zero", o: SetRolloutOptions{GracePeriod: "0s"}, err: "must be more than zero"},
 		{name: "grace fraction", o: SetRolloutOptions{GracePeriod: "1500ms"}, err: "whole seconds"},
-		{name: "grace too long", o: SetRolloutOptions{GracePeriod: "2h"}, err: "--grace-period must be from 1s to 1h, not 2h"},
+		{name: "grace too long", o: SetRolloutOptions{GracePeriod: "2h"}, err: "--grace-period must be from 5s to 1h, not 2h"},
 		{name: "timeout too short", o: SetRolloutOptions{DeployTimeout: "5s"}, err: "--deploy-timeout must be from 10s to 24h, not 5s"},
 		{name: "timeout too long", o: SetRolloutOptions{DeployTimeout: "25h"}, err: "--deploy-timeout must be from"},
 		{name: "timeout negative", o: SetRolloutOptions{DeployTimeout: "-1m"}, err: "must be more than zero"},

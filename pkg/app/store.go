@@ -24,9 +24,10 @@ import (
 //	             the release, which containers get through envFrom; the
 //	             record itself (image, processes, ...) in the annotation
 //	             tug.dev/release; status in the label tug.dev/status. The
-//	             Secret is immutable: only its status ever changes, and
-//	             the image ID its units ran (annotation tug.dev/image-id)
-//	             is added once it rolled out.
+//	             Secret is immutable: only its status ever changes, the
+//	             image ID its units ran (annotation tug.dev/image-id) is
+//	             added once it rolled out, and the record's rollout
+//	             settings may change in place (UpdateReleaseRollout).
 const (
 	kindApp            = "app"
 	kindRelease        = "release"
@@ -361,6 +362,64 @@ func (s *Store) SetReleaseImageID(ctx context.Context, app string, v int, id str
 		return &NotFoundError{What: "release", Name: fmt.Sprintf("v%d of app %s", v, app), Namespace: s.Namespace}
 	}
 	return kube.TranslateError(err)
+}
+
+// UpdateReleaseRollout changes release v's Rollout in place, the one part
+// of a release record that may change after it is made (see
+// Release.Rollout): change gets the release as stored and edits its
+// Rollout and RolloutChanges, or refuses. Only those two fields of the
+// record are written, on the condition that the Secret is as read; a
+// conflict reads it again and retries.
+func (s *Store) UpdateReleaseRollout(ctx context.Context, app string, v int, change func(*Release) error) (*Release, error) {
+	var updated *Release
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		sec, err := s.Client.CoreV1().Secrets(s.Namespace).Get(ctx, ReleaseSecretName(app, v), metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return &NotFoundError{What: "release", Name: fmt.Sprintf("v%d of app %s", v, app), Namespace: s.Namespace, Hint: fmt.Sprintf("see 'tug release list %s'", app)}
+		}
+		if err != nil {
+			return err
+		}
+		r, err := decodeRelease(sec)
+		if err != nil {
+			return err
+		}
+		if err := change(r); err != nil {
+			return err
+		}
+		// The record's other fields stay byte for byte as they are, even
+		// those this tug does not know.
+		var record map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(sec.Annotations[annotationRelease]), &record); err != nil {
+			return fmt.Errorf("release record %s is damaged: %w", sec.Name, err)
+		}
+		set := func(key string, v any, empty bool) {
+			if empty {
+				delete(record, key)
+				return
+			}
+			record[key], _ = json.Marshal(v)
+		}
+		set("rollout", r.Rollout, r.Rollout.IsZero())
+		set("rolloutChanges", r.RolloutChanges, len(r.RolloutChanges) == 0)
+		data, err := json.Marshal(record)
+		if err != nil {
+			return err
+		}
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
+			"resourceVersion": sec.ResourceVersion,
+			"annotations":     map[string]any{annotationRelease: string(data)},
+		}})
+		if _, err := s.Client.CoreV1().Secrets(s.Namespace).Patch(ctx, sec.Name, "application/merge-patch+json", patch, metav1.PatchOptions{FieldManager: kube.FieldManager}); err != nil {
+			return err
+		}
+		updated = r
+		return nil
+	})
+	if err != nil {
+		return nil, kube.TranslateError(err)
+	}
+	return updated, nil
 }
 
 func nilIfEmpty(s string) any {

@@ -460,3 +460,68 @@ func TestConfigMapKeys(t *testing.T) {
 		t.Errorf("nil Keys = %#v, want empty non-nil", got)
 	}
 }
+
+// UpdateReleaseRollout writes the record's settings and their changes,
+// nothing else: the config, the status and fields this tug does not know
+// stay; the write is conditional (a conflict reads again), and a change
+// that refuses writes nothing.
+func TestUpdateReleaseRollout(t *testing.T) {
+	s, c := newStore(t)
+	ctx := context.Background()
+	mustCreateRelease(t, s, &Release{App: "web", Version: 3, Image: "img:3", Status: StatusPending, Rollout: Rollout{GracePeriod: 9}}, ConfigMap{"K": "v"})
+	if err := s.SetReleaseStatus(ctx, "web", 3, StatusDeployed, ""); err != nil {
+		t.Fatal(err)
+	}
+	name := ReleaseSecretName("web", 3)
+	sec, _ := c.CoreV1().Secrets(testNS).Get(ctx, name, metav1.GetOptions{})
+	sec.Annotations[annotationRelease] = strings.Replace(sec.Annotations[annotationRelease], `{`, `{"fromTheFuture":[1,2],`, 1)
+	if _, err := c.CoreV1().Secrets(testNS).Update(ctx, sec, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var patches []string
+	conflicts := 1
+	c.PrependReactor("patch", "secrets", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		patches = append(patches, string(a.(k8stesting.PatchAction).GetPatch()))
+		if conflicts > 0 {
+			conflicts--
+			return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "secrets"}, name, errors.New("modified"))
+		}
+		return false, nil, nil
+	})
+
+	if _, err := s.UpdateReleaseRollout(ctx, "web", 3, func(r *Release) error { return errors.New("no") }); err == nil || len(patches) != 0 {
+		t.Fatalf("a refusing change: %v, %d writes", err, len(patches))
+	}
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	calls := 0
+	got, err := s.UpdateReleaseRollout(ctx, "web", 3, func(r *Release) error {
+		calls++
+		r.Rollout.History = 3
+		r.RolloutChanges = append(r.RolloutChanges, RolloutChange{At: at, Author: "alice", Message: "settings: history 3"})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls != 2 || len(patches) != 2 || !strings.Contains(patches[0], `"resourceVersion"`) {
+		t.Errorf("%d calls, patches %q: want a conditional write, tried again after the conflict", calls, patches)
+	}
+	if got.Rollout != (Rollout{GracePeriod: 9, History: 3}) {
+		t.Errorf("returned %+v", got.Rollout)
+	}
+	r, cfg, err := s.GetRelease(ctx, "web", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Rollout != (Rollout{GracePeriod: 9, History: 3}) || len(r.RolloutChanges) != 1 || !r.RolloutChanges[0].At.Equal(at) ||
+		r.Status != StatusDeployed || r.Image != "img:3" || cfg["K"] != "v" {
+		t.Errorf("after the change: %+v config %v", r, cfg)
+	}
+	sec, _ = c.CoreV1().Secrets(testNS).Get(ctx, name, metav1.GetOptions{})
+	if !strings.Contains(sec.Annotations[annotationRelease], `"fromTheFuture":[1,2]`) {
+		t.Errorf("a field this tug does not know was lost: %s", sec.Annotations[annotationRelease])
+	}
+	if _, err := s.UpdateReleaseRollout(ctx, "web", 4, func(*Release) error { return nil }); !IsNotFound(err) {
+		t.Errorf("a missing release: %v", err)
+	}
+}

@@ -25,6 +25,7 @@ func (f *Factory) ForContext(name string) *Factory {
 		IOStreams:    f.IOStreams,
 		ConfigFlags:  flags,
 		CommandName:  f.CommandName,
+		Verbosity:    f.Verbosity,
 		PrompterFunc: f.PrompterFunc,
 	}
 	g.bindClients()
@@ -53,6 +54,30 @@ func (f *Factory) UseContext(name string) {
 	*f.ConfigFlags = *f.ConfigFlags.forContext(name)
 	f.ConfigFlags.loader = sync.OnceValue(f.ConfigFlags.newLoader)
 	f.bindClients()
+}
+
+// Adopt makes f act as g, a Factory from f.ForContext: the context g was
+// made for, and the clients g has built already. A command that asked
+// several contexts which one it needs then goes on with that one's
+// connection instead of opening another.
+func (f *Factory) Adopt(g *Factory) {
+	*f.ConfigFlags = *g.ConfigFlags
+	f.RESTConfigFunc, f.KubeClientFunc = g.RESTConfigFunc, g.KubeClientFunc
+}
+
+// PinsCluster reports whether the command line names a cluster or an
+// identity by hand (--cluster, --server, --user, --token, client
+// certificates, --certificate-authority, --tls-server-name) rather than
+// through a context: ForContext and UseContext drop those, so tug never
+// moves such a command to another context, where it would lose the
+// identity or send it to a server it was not meant for.
+func (c *ConfigFlags) PinsCluster() bool {
+	for _, v := range []string{c.Cluster, c.Server, c.User, c.Token, c.CertFile, c.KeyFile, c.CAFile, c.TLSServerName} {
+		if v != "" {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *ConfigFlags) forContext(name string) *ConfigFlags {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
+	"time"
 
 	"tug.dev/tug/pkg/usage"
 )
@@ -91,24 +91,57 @@ func (l *Location) Unreachable() []Searched {
 	return out
 }
 
+// AnswerGrace is how long Locate waits for the other clusters once one of
+// them holds an unmarked copy of the app (the best a copy can be): a slow or
+// unreachable cluster elsewhere must not hold up every command for an app
+// that is plainly found. What it would have said is only an ambiguity
+// check (the same name in two clusters), not worth a request timeout.
+var AnswerGrace = 2 * time.Second
+
 // Locate asks every configured cluster at once whether it holds appName
 // and picks the one commands should go to: the only holder; during an
 // unfinished move, the copy that serves (not superseded, and of those
 // the unmarked one). A cluster that does not answer is ignored when
-// another holds the app. Several equally good holders are an
-// *AmbiguousError (a usage error: --context picks one). Found is false
-// when no cluster holds the app; NotFound then explains the command's
-// own not-found error.
+// another holds an unmarked copy; when the best copy found is one side of
+// an unfinished move, a silent cluster may hold the side that serves, so
+// that is an *IncompleteError rather than a guess. Several equally good
+// holders are an *AmbiguousError (a usage error: --context picks one).
+// Found is false when no cluster holds the app; NotFound then explains
+// the command's own not-found error.
 func Locate(ctx context.Context, cfg *Config, appName string, find Finder) (*Location, error) {
 	loc := &Location{App: appName, Clusters: make([]Searched, len(cfg.Clusters))}
-	var wg sync.WaitGroup
-	for i, cl := range cfg.Clusters {
-		wg.Go(func() {
-			c, err := find(ctx, cl.Context, appName)
-			loc.Clusters[i] = Searched{Cluster: cl, Copy: c, Err: err}
-		})
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type answer struct {
+		i int
+		Searched
 	}
-	wg.Wait()
+	answers := make(chan answer, len(cfg.Clusters))
+	for i, cl := range cfg.Clusters {
+		go func() {
+			c, err := find(ctx, cl.Context, appName)
+			answers <- answer{i, Searched{Cluster: cl, Copy: c, Err: err}}
+		}()
+	}
+	var grace <-chan time.Time
+	answered := make([]bool, len(cfg.Clusters))
+	for pending := len(cfg.Clusters); pending > 0; pending-- {
+		select {
+		case a := <-answers:
+			loc.Clusters[a.i], answered[a.i] = a.Searched, true
+			if grace == nil && a.Err == nil && a.Found && a.Move == MoveNone {
+				grace = time.After(AnswerGrace)
+			}
+			continue
+		case <-grace:
+		}
+		for i, cl := range cfg.Clusters {
+			if !answered[i] {
+				loc.Clusters[i] = Searched{Cluster: cl, Err: fmt.Errorf("no answer within %s of another cluster's", AnswerGrace)}
+			}
+		}
+		break
+	}
 	best := MoveMark(-1)
 	var at []Searched
 	for _, s := range loc.Clusters {
@@ -126,10 +159,32 @@ func Locate(ctx context.Context, cfg *Config, appName string, find Finder) (*Loc
 	case 0:
 		return loc, nil
 	case 1:
+		if best != MoveNone && len(loc.Unreachable()) > 0 {
+			return loc, &IncompleteError{App: appName, Copy: at[0], Silent: loc.Unreachable()}
+		}
 		loc.Found, loc.Cluster, loc.Copy = true, at[0].Cluster, at[0].Copy
 		return loc, nil
 	}
 	return loc, usage.Wrap(&AmbiguousError{App: appName, In: at})
+}
+
+// IncompleteError is an app found only as one side of an unfinished move
+// while a cluster that may hold the other side did not answer: sending
+// the command to the side found could act on a copy that does not serve
+// (a half-made target, or a source already replaced).
+type IncompleteError struct {
+	App    string
+	Copy   Searched
+	Silent []Searched
+}
+
+func (e *IncompleteError) Error() string {
+	silent := make([]string, len(e.Silent))
+	for i, s := range e.Silent {
+		silent[i] = fmt.Sprintf("%s (%v)", s.Name, s.Err)
+	}
+	return fmt.Sprintf("app %q: the copy in cluster %q is one side of an unfinished move (%s), and %s did not answer, so which copy serves is unknown; try again when it answers, or pass --context to act on one copy",
+		e.App, e.Copy.Name, e.Copy.Describe, strings.Join(silent, ", "))
 }
 
 // AmbiguousError says several clusters hold an app, none of them the

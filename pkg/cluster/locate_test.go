@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"tug.dev/tug/pkg/usage"
 )
@@ -49,7 +50,10 @@ func TestLocate(t *testing.T) {
 		errs      map[string]error
 		want      string // cluster name, "" for not found
 		ambiguous bool
-		others    int
+		// incomplete: only one side of a move was found and another
+		// cluster was silent, so Locate must not guess.
+		incomplete bool
+		others     int
 	}{
 		{name: "nowhere", want: ""},
 		{name: "only in b", copies: map[string]Copy{"ctx-b": {Pool: "pb"}}, want: "b"},
@@ -60,6 +64,8 @@ func TestLocate(t *testing.T) {
 		{name: "move almost done: the unmarked target", copies: map[string]Copy{"ctx-a": {}, "ctx-b": {Move: MoveSuperseded}}, want: "a", others: 1},
 		{name: "only a superseded copy left", copies: map[string]Copy{"ctx-b": {Move: MoveSuperseded}}, want: "b"},
 		{name: "two targets", copies: map[string]Copy{"ctx-a": {Move: MoveTarget}, "ctx-b": {Move: MoveTarget}}, ambiguous: true},
+		{name: "a move's target, the other side silent", copies: map[string]Copy{"ctx-a": {Move: MoveTarget}}, errs: map[string]error{"ctx-dead": down}, incomplete: true},
+		{name: "a superseded source, the other side silent", copies: map[string]Copy{"ctx-b": {Move: MoveSuperseded}}, errs: map[string]error{"ctx-dead": down}, incomplete: true},
 	} {
 		f := &fakeFinder{copies: tc.copies, errs: tc.errs}
 		loc, err := Locate(context.Background(), threeClusters(), "shop", f.find)
@@ -70,6 +76,13 @@ func TestLocate(t *testing.T) {
 			var amb *AmbiguousError
 			if !usage.Is(err) || !errors.As(err, &amb) || !strings.Contains(err.Error(), "--context") {
 				t.Errorf("%s: %v; want a usage error asking for --context", tc.name, err)
+			}
+			continue
+		}
+		if tc.incomplete {
+			var inc *IncompleteError
+			if !errors.As(err, &inc) || loc.Found || !strings.Contains(err.Error(), "did not answer") {
+				t.Errorf("%s: %v (found=%v); want an IncompleteError", tc.name, err, loc.Found)
 			}
 			continue
 		}
@@ -84,6 +97,34 @@ func TestLocate(t *testing.T) {
 			t.Errorf("%s: %d other copies, want %d", tc.name, n, tc.others)
 		}
 	}
+}
+
+// A cluster that never answers does not hold up a command for an app
+// another cluster plainly holds: Locate waits AnswerGrace for it, then
+// goes on, counting it as unreachable and cancelling its request.
+func TestLocateDoesNotWaitForASilentClusterOnceFound(t *testing.T) {
+	defer func(g time.Duration) { AnswerGrace = g }(AnswerGrace)
+	AnswerGrace = 10 * time.Millisecond
+	cancelled := make(chan struct{})
+	find := func(ctx context.Context, kubeContext, _ string) (Copy, error) {
+		switch kubeContext {
+		case "ctx-b":
+			return Copy{Found: true, Pool: "pb"}, nil
+		case "ctx-dead":
+			<-ctx.Done() // a server that never answers
+			close(cancelled)
+			return Copy{}, ctx.Err()
+		}
+		return Copy{}, nil
+	}
+	loc, err := Locate(context.Background(), threeClusters(), "shop", find)
+	if err != nil || !loc.Found || loc.Name != "b" {
+		t.Fatalf("got %+v, %v; want found in b", loc, err)
+	}
+	if u := loc.Unreachable(); len(u) != 1 || u[0].Name != "dead" || !strings.Contains(u[0].Err.Error(), "no answer within") {
+		t.Errorf("unreachable: %+v", u)
+	}
+	<-cancelled // the silent cluster's request is cancelled, not leaked
 }
 
 func TestLocateNotFoundSaysWhereItLooked(t *testing.T) {

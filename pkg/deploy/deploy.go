@@ -66,7 +66,11 @@ type Result struct {
 	// when the release has none to run (releasephase.go).
 	ReleasePhase *ReleasePhaseResult `json:"releasePhase,omitempty"`
 	Plan         []string            `json:"plan,omitempty"` // dry-run: what would change
-	DurationMS   int64               `json:"durationMs"`
+	// UnitsRestarted, set by a rollout settings change (ChangeRollout)
+	// only, says whether the change replaced the units (a new release) or
+	// took effect on the running release in place, units untouched.
+	UnitsRestarted *bool `json:"unitsRestarted,omitempty"`
+	DurationMS     int64 `json:"durationMs"`
 }
 
 // ProcessResult is one process of the release.
@@ -143,6 +147,12 @@ func Roll(ctx context.Context, d Deps, appName string, change Change, opts Optio
 			return nil, err
 		}
 	}
+	return roll(ctx, d, store, a, lock, change, opts, start)
+}
+
+// roll is Roll once the app's lock is held (lock nil for a dry run) and the
+// record a is read and reconciled under it.
+func roll(ctx context.Context, d Deps, store *app.Store, a *app.App, lock *Lock, change Change, opts Options, start time.Time) (*Result, error) {
 	base, baseConfig, err := BaseRelease(ctx, store, a)
 	if err != nil {
 		return nil, err
@@ -154,6 +164,9 @@ func Roll(ctx context.Context, d Deps, appName string, change Change, opts Optio
 	next.App, next.Version, next.CreatedAt, next.Author = a.Name, a.LastRelease+1, time.Now().UTC(), authorOf(d.Holder)
 	unitsBefore := maps.Clone(a.Processes)
 	withProcesses(a, next)
+	// A restore after a failure waits by the restored release's own
+	// deploy-timeout, unless the command gave one.
+	givenTimeout := opts.Timeout
 	withTimeout(&opts, next)
 
 	if opts.DryRun {
@@ -298,7 +311,7 @@ func Roll(ctx context.Context, d Deps, appName string, change Change, opts Optio
 	res.Failure = failure
 	res.ReleasePhase = phaseResult
 	if !opts.NoRollback {
-		back, err := restore(ctx, d, store, a, previous, opts.Timeout)
+		back, err := restore(ctx, d, store, a, previous, givenTimeout)
 		if err != nil {
 			res.DurationMS = time.Since(start).Milliseconds()
 			return res, &Error{Result: res, RollbackErr: err, RollbackTo: previous}
@@ -311,20 +324,27 @@ func Roll(ctx context.Context, d Deps, appName string, change Change, opts Optio
 
 // withTimeout makes the rollout's idle timeout, when the command did not
 // give one (--timeout), release r's deploy-timeout setting or its default.
-func withTimeout(opts *Options, r *app.Release) {
-	if opts.Timeout > 0 {
-		return
+func withTimeout(opts *Options, r *app.Release) { opts.Timeout = idleTimeout(opts.Timeout, r) }
+
+// idleTimeout is how long a rollout of r may go without progress: the
+// command's --timeout (given), else r's deploy-timeout setting or its
+// default.
+func idleTimeout(given time.Duration, r *app.Release) time.Duration {
+	if given > 0 {
+		return given
 	}
 	var settings app.Rollout
 	if r != nil {
 		settings = r.Rollout
 	}
-	opts.Timeout = settings.DeployTimeoutDuration()
+	return settings.DeployTimeoutDuration()
 }
 
 // restore re-applies release v (the one that ran before a failed rollout)
 // and waits for it. Before an app's first successful deploy there is nothing
 // to restore: its Deployments are removed so no crashing units linger.
+// timeout is the command's --timeout; 0 means release v's deploy-timeout
+// (not the failed release's: a short one there must not fail the restore).
 func restore(ctx context.Context, d Deps, store *app.Store, a *app.App, v int, timeout time.Duration) (int, error) {
 	if v == 0 {
 		d.Progress.Update("removing the failed release's units")
@@ -348,7 +368,7 @@ func restore(ctx context.Context, d Deps, store *app.Store, a *app.App, v int, t
 		return 0, err
 	}
 	err = (&rollout{client: d.Client, namespace: d.Namespace, app: a.Name, release: v,
-		generations: generations(got), idle: timeout, progress: d.Progress}).wait(ctx)
+		generations: generations(got), idle: idleTimeout(timeout, prev), progress: d.Progress}).wait(ctx)
 	if err != nil {
 		return 0, err
 	}

@@ -171,9 +171,9 @@ func plannedReleasePhase(a *app.App, base, r *app.Release, opts Options) (string
 	}
 	cmd := SanitizeCommand(r.ReleaseCommand)
 	if opts.SkipReleasePhase {
-		return fmt.Sprintf("release phase: %s skipped (--skip-release-phase)", cmd), &ReleasePhaseResult{Command: cmd, Status: PhaseSkipped}
+		return fmt.Sprintf("release phase: %q skipped (--skip-release-phase)", cmd), &ReleasePhaseResult{Command: cmd, Status: PhaseSkipped}
 	}
-	return fmt.Sprintf("release phase: %s would run once in a one-off unit of v%d before anything rolls out", cmd, r.Version),
+	return fmt.Sprintf("release phase: %q would run once in a one-off unit of v%d before anything rolls out", cmd, r.Version),
 		&ReleasePhaseResult{Command: cmd, Status: PhasePlanned}
 }
 
@@ -182,15 +182,21 @@ var (
 	assignment = regexp.MustCompile(`(^|[\s'"])([A-Za-z_][A-Za-z0-9_]*)=("[^"]*"|'[^']*'|[^\s'"]+)`)
 	// scheme://user:password@host
 	urlPassword = regexp.MustCompile(`(://[^:/@\s]+:)[^@\s]+@`)
+	// --password=value, --api-token=value, ...: a flag whose name says secret
+	secretFlag = regexp.MustCompile(`(?i)(^|[\s'"])(--?[a-z0-9_-]*(?:pass|secret|token|key|credential|auth)[a-z0-9_-]*)=("[^"]*"|'[^']*'|[^\s'"]+)`)
 )
 
 // SanitizeCommand is how a release-phase command is shown (dry run, JSON
 // results): on one line, values of NAME=value assignments and passwords in
-// URLs hidden (a Procfile line may carry a credential), quoted so control
-// characters cannot reach a terminal.
+// URLs and of flags named like secrets (--password=...) hidden: a Procfile
+// line may carry a credential. A secret passed as a separate argument
+// (-p VALUE) cannot be told from any other. Whoever prints it to a terminal
+// quotes it (%q), so control characters cannot reach one; JSON escapes
+// them itself.
 func SanitizeCommand(cmd string) string {
 	cmd = text.OneLine(cmd)
 	cmd = assignment.ReplaceAllString(cmd, "$1$2=(hidden)")
+	cmd = secretFlag.ReplaceAllString(cmd, "$1$2=(hidden)")
 	cmd = urlPassword.ReplaceAllString(cmd, "${1}(hidden)@")
-	return fmt.Sprintf("%q", cmd)
+	return cmd
 }

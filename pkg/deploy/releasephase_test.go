@@ -101,7 +101,7 @@ func TestRollReleasePhaseFailureAppliesNothing(t *testing.T) {
 		res.Failure.ContainerExitCode == nil || *res.Failure.ContainerExitCode != 4 {
 		t.Errorf("result = %+v, failure %+v", res, res.Failure)
 	}
-	if p := res.ReleasePhase; p == nil || p.Status != PhaseFailed || p.Command != `"./migrate"` || p.ExitCode == nil || *p.ExitCode != 4 {
+	if p := res.ReleasePhase; p == nil || p.Status != PhaseFailed || p.Command != "./migrate" || p.ExitCode == nil || *p.ExitCode != 4 {
 		t.Errorf("releasePhase = %+v", p)
 	}
 	want := `release v2 of app "shop" failed: release phase exited with code 4; nothing was rolled out, v1 keeps running`
@@ -424,16 +424,17 @@ func TestDryRunSaysReleasePhase(t *testing.T) {
 
 func TestSanitizeCommand(t *testing.T) {
 	for in, want := range map[string]string{
-		"./migrate --all":                        `"./migrate --all"`,
-		"TOKEN=abc FOO='x y' rake db:migrate":    `"TOKEN=(hidden) FOO=(hidden) rake db:migrate"`,
-		"env PGPASSWORD=\"s e\" psql":            `"env PGPASSWORD=(hidden) psql"`,
-		"curl https://user:secret@example.com/x": `"curl https://user:(hidden)@example.com/x"`,
-		"echo \x1b[31mred":                       `"echo \x1b[31mred"`,
-		"./migrate --to=3":                       `"./migrate --to=3"`,
-		"sh -c 'PGPASSWORD=pw psql -c x'":        `"sh -c 'PGPASSWORD=(hidden) psql -c x'"`,
+		"./migrate --all":                        `./migrate --all`,
+		"TOKEN=abc FOO='x y' rake db:migrate":    `TOKEN=(hidden) FOO=(hidden) rake db:migrate`,
+		"env PGPASSWORD=\"s e\" psql":            `env PGPASSWORD=(hidden) psql`,
+		"curl https://user:secret@example.com/x": `curl https://user:(hidden)@example.com/x`,
+		"echo \x1b[31mred":                       "echo \x1b[31mred",
+		"./migrate --to=3":                       `./migrate --to=3`,
+		"./migrate --password=pw --db-password='a b' --api-token=t -k=1": `./migrate --password=(hidden) --db-password=(hidden) --api-token=(hidden) -k=1`,
+		"sh -c 'PGPASSWORD=pw psql -c x'":                                `sh -c 'PGPASSWORD=(hidden) psql -c x'`,
 	} {
 		if got := SanitizeCommand(in); got != want {
-			t.Errorf("SanitizeCommand(%q) = %s, want %s", in, got, want)
+			t.Errorf("SanitizeCommand(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

@@ -147,3 +147,11 @@ func equalJSON(a, b any) bool {
 	y, err2 := json.Marshal(b)
 	return err1 == nil && err2 == nil && string(x) == string(y)
 }
+
+// The shortest grace period a user may set must leave room for the web
+// units' preStop sleep, or the API server refuses the pods.
+func TestMinGracePeriodCoversWebStopDelay(t *testing.T) {
+	if app.MinGracePeriod < WebStopDelaySeconds*time.Second {
+		t.Errorf("app.MinGracePeriod %s is below the web stop delay of %ds", app.MinGracePeriod, WebStopDelaySeconds)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -81,22 +82,29 @@ func RunReleasePhase(ctx context.Context, d Deps, spec deploy.ReleasePhaseSpec) 
 	return code, err
 }
 
-// stderrIO is an IO whose stdout is its stderr, through out.
+// stderrIO is an IO whose stdout and stderr both go to out (tug's
+// stderr, through a lineEnd), so whichever of them ends the phase's output
+// without a newline, the next progress line still starts a line.
 type stderrIO struct {
 	IO
 	out io.Writer
 }
 
 func (s stderrIO) Stdout() io.Writer { return s.out }
+func (s stderrIO) Stderr() io.Writer { return s.out }
 
 // lineEnd is a writer that can end the last line written to it: output
 // whose last line has no newline would run into the next progress line.
+// The phase's stdout and stderr are copied to it at once, hence the lock.
 type lineEnd struct {
+	mu   sync.Mutex
 	w    io.Writer
 	open bool // the last byte written was not a newline
 }
 
 func (l *lineEnd) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	n, err := l.w.Write(p)
 	if n > 0 {
 		l.open = p[n-1] != '\n'
@@ -105,6 +113,8 @@ func (l *lineEnd) Write(p []byte) (int, error) {
 }
 
 func (l *lineEnd) finish() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.open {
 		_, _ = l.w.Write([]byte("\n"))
 		l.open = false

@@ -91,3 +91,29 @@ func TestReleasePhaseAuditEvents(t *testing.T) {
 		})
 	}
 }
+
+// The phase's output, on stdout or stderr, that ends without a newline
+// gets one before tug's next line: "failed: ..." must not be glued to it.
+func TestReleasePhaseOutputEndsItsLine(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		write func(io IO)
+		want  string
+	}{
+		{"stdout open", func(io IO) { _, _ = io.Stdout().Write([]byte("migrating")) }, "migrating\n"},
+		{"stderr open", func(io IO) { _, _ = io.Stderr().Write([]byte("oops")) }, "oops\n"},
+		{"stdout closed, stderr open", func(io IO) {
+			_, _ = io.Stdout().Write([]byte("a\n"))
+			_, _ = io.Stderr().Write([]byte("b"))
+		}, "a\nb\n"},
+		{"ended", func(io IO) { _, _ = io.Stderr().Write([]byte("done\n")) }, "done\n"},
+	} {
+		var buf strings.Builder
+		out := &lineEnd{w: &buf}
+		c.write(stderrIO{out: out})
+		out.finish()
+		if buf.String() != c.want {
+			t.Errorf("%s: %q, want %q", c.name, buf.String(), c.want)
+		}
+	}
+}
