@@ -230,18 +230,27 @@ func argLister(f *cli.Factory, cmd *cobra.Command, word string) lister {
 	return nil
 }
 
-// appClusters are where app commands look for apps (route.go), so where
-// app names complete from: every configured cluster, and the current
-// context, which commands fall back to, when the map does not name it.
-// None (one namespace, as before) when no cluster is configured or the
-// command line picks the context or cluster itself; that reads files
-// only, no request.
-func appClusters(f *cli.Factory) []cluster.Cluster {
-	if cf := f.ConfigFlags; cf.Context != "" || cf.Cluster != "" || cf.Server != "" {
+// routingClusters is tug's cluster map when app commands are routed by it
+// (route.go): nil when no cluster is configured or the command line picks
+// the context, cluster or identity itself. It reads files only, no request.
+func routingClusters(f *cli.Factory) *cluster.Config {
+	if cf := f.ConfigFlags; cf.Context != "" || cf.PinsCluster() {
 		return nil
 	}
 	cfg, err := loadClusters()
 	if err != nil || len(cfg.Clusters) == 0 {
+		return nil
+	}
+	return cfg
+}
+
+// appClusters are where app commands find apps, so where app names
+// complete from: every configured cluster, and the current context, which
+// commands fall back to, when the map does not name it. None (one
+// namespace, as before) when routingClusters is nil.
+func appClusters(f *cli.Factory) []cluster.Cluster {
+	cfg := routingClusters(f)
+	if cfg == nil {
 		return nil
 	}
 	out := slices.Clone(cfg.Clusters)
@@ -261,13 +270,14 @@ func storeForApp(ctx context.Context, f *cli.Factory, args []string) (*app.Store
 	if err := app.ValidateName(args[0]); err != nil {
 		return nil, err
 	}
-	if cls := appClusters(f); len(cls) > 0 {
-		loc, err := cluster.Locate(ctx, &cluster.Config{Clusters: cls}, args[0], appFinder(f))
+	if cfg := routingClusters(f); cfg != nil {
+		finders := appFinder(f)
+		loc, err := cluster.Locate(ctx, cfg, args[0], finders.find)
 		if err != nil {
 			return nil, err
 		}
 		if loc.Found {
-			return appStore(f.ForContext(loc.Context))
+			return appStore(finders.factory(loc.Context))
 		}
 	}
 	return appStore(f)
