@@ -15,6 +15,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
@@ -34,8 +35,9 @@ import (
 // serves, says whether the move is unfinished, and agrees with what that
 // copy's Deployments run; the app answers; the same `app pool set` run
 // again leaves exactly one copy, in the target. Moves alternate between the
-// two clusters. The killed tug's leases are deleted rather than waited out
-// (as TestKill9DuringDeploy does).
+// two clusters. The killed tug's leases are left to expire for two kill
+// points (one before the switch, one after) and deleted for the others, to
+// keep the run short (as TestKill9DuringDeploy does).
 //
 // It also checks -o json of a move that fails (a pool with no node).
 func TestKill9DuringMove(t *testing.T) {
@@ -361,9 +363,30 @@ func TestKill9DuringMove(t *testing.T) {
 			after += "; warns of the copy in " + map[bool]string{true: from.cluster, false: to.cluster}[p.targetServes]
 		}
 
-		// the same pool set again finishes (or redoes) the move
-		dropLeases()
-		r = tug("app", "pool", "set", "shop", to.pool, "-o", "json")
+		// The same pool set again finishes (or redoes) the move. Twice,
+		// before and after the switch, the killed tug's lease is left to
+		// expire: until then a rerun is refused, naming the lock, and
+		// prints nothing on stdout; afterwards it goes through.
+		rerun := []string{"app", "pool", "set", "shop", to.pool, "-o", "json"}
+		expiry := ""
+		if i == 2 || i == 5 {
+			if r = tug(rerun...); r.Code == 0 || !strings.Contains(r.Stderr, "is being changed by") || r.Stdout != "" {
+				t.Errorf("kill %d: a rerun while the killed tug's lease is live: want it refused, naming the lock; got %s", i+1, r)
+			}
+			killed := time.Now()
+			// paced at 2s: each try fails at once until the lease expires
+			err := wait.PollUntilContextTimeout(ctx, 2*time.Second, 2*time.Minute, false, func(context.Context) (bool, error) {
+				r = tug(rerun...)
+				return r.Code == 0 || !strings.Contains(r.Stderr, "is being changed by"), nil
+			})
+			if err != nil {
+				t.Fatalf("kill %d: the killed tug's lease never expired: %v\n%s", i+1, err, r)
+			}
+			expiry = fmt.Sprintf(" (first refused, naming the lock; went through once the killed tug's leases expired, done %s after the kill)", time.Since(killed).Round(time.Second))
+		} else {
+			dropLeases()
+			r = tug(rerun...)
+		}
 		if r.Code != 0 {
 			t.Fatalf("kill %d: pool set again: %s", i+1, r)
 		}
@@ -396,7 +419,7 @@ func TestKill9DuringMove(t *testing.T) {
 		if err := answers(); err != nil {
 			t.Errorf("kill %d: the app does not answer after the rerun: %v", i+1, err)
 		}
-		table = append(table, row{p.name, from.cluster, to.cluster, after, last})
+		table = append(table, row{p.name, from.cluster, to.cluster, after, last + expiry})
 		from, to = to, from
 	}
 
