@@ -423,6 +423,29 @@ func TestKill9DuringMove(t *testing.T) {
 		from, to = to, from
 	}
 
+	// Killed twice: a move killed during its target rollout, then the
+	// rerun killed while it removes that half-made copy. The source still
+	// serves, and a third run moves the app.
+	killAt(points(from, to)[2], to.pool)
+	dropLeases()
+	killAt(point{"the rerun deleted the half-made copy's Deployment", faultproxy.Rule{Method: "DELETE", Path: "/namespaces/" + to.ns + "/deployments/shop-web", Fault: faultproxy.Lost, Count: 1}, false}, to.pool)
+	dropLeases()
+	if in, r := appInfo(); in.Namespace != from.ns || in.Move == nil {
+		t.Errorf("after a rerun killed while removing the half-made copy: app info %+v\n%s", in, r)
+	}
+	if err := answers(); err != nil {
+		t.Errorf("the app does not answer after the second kill: %v", err)
+	}
+	must("app", "pool", "set", "shop", to.pool)
+	if left := leftovers(from.ns); len(left) != 0 {
+		t.Errorf("the third run left in %s: %v", from.cluster, left)
+	}
+	if in, r := appInfo(); in.Namespace != to.ns || in.Pool != to.pool || in.Move != nil || strings.Contains(r.Stderr, "warning") {
+		t.Errorf("app info after the third run: %+v\n%s", in, r)
+	}
+	to.h.waitUnits("shop", "web", 2, sampleV1)
+	from, to = to, from
+
 	// Given up: a move killed after the target's record was written, then
 	// the app asked to stay on its pool: the half-made copy goes, and app
 	// info no longer calls the move unfinished.
