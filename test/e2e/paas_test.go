@@ -357,7 +357,7 @@ release: sh -c 'echo "phase-A COLOR=$COLOR units=$(printf "GET /env?show=COLOR H
 	if r.Code != 0 || !strings.Contains(r.Stderr, "phase-B") {
 		t.Fatalf("deploy v5 with phase B: %s", r)
 	}
-	web = h.waitUnits("shop", "web", 1, sampleV2)
+	h.waitUnits("shop", "web", 1, sampleV2)
 	// WEB_IP restored with v3's config names a unit that is gone: nc
 	// finds nothing, and the phase still prints its COLOR
 	r = h.Tug("release", "rollback", "shop", "v3")
