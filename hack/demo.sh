@@ -51,19 +51,52 @@ show_site "Hello from a build"
 rm -rf "$site"
 
 step app create shop --description "the demo shop"
-step app deploy shop --image localhost/tug/sample:v1 --process web=sample --process worker='sample worker' -m "first deploy"
+# A Procfile with a release phase: it runs once per deploy and config change,
+# in a one-off unit of the new release, before any unit is replaced.
+shop=$(mktemp -d)
+printf '%s\n' 'web: sample' 'worker: sample worker' 'release: sh -c "echo migrating for release $TUG_RELEASE, GREETING=$GREETING"' > "$shop/Procfile"
+cd "$shop"
+step app deploy shop --image localhost/tug/sample:v1 -m "first deploy"
 step app scale shop web=3
 step unit list shop
 step env set shop GREETING=hello
 step env get shop
-step app deploy shop --image localhost/tug/sample:v2 --process web=sample --process worker='sample worker' --dry-run
-step app deploy shop --image localhost/tug/sample:v2 --process web=sample --process worker='sample worker'
-expect_fail app deploy shop --image localhost/tug/sample:crash --process web=sample --process worker='sample worker'
+step app deploy shop --image localhost/tug/sample:v2 --dry-run
+step app deploy shop --image localhost/tug/sample:v2
+expect_fail app deploy shop --image localhost/tug/sample:crash
 expect_fail app deploy shop --image localhost/tug/no-such-image:1
 step release list shop
 step release rollback shop
 step app info shop
 step app limit set shop -p web --memory 64Mi --cpu 250m
 step app stop shop -p worker
+# How releases roll out, per app: pace and history change in place (no unit
+# restarts); a rollback brings back the settings its release had.
+step app settings set shop --max-surge 50% --max-unavailable 0 --history 5
+step app settings show shop
 step app info shop
-printf '\nThe cluster keeps running: export KUBECONFIG=%s (namespace %s); stop it with make cluster-down\n' "$KUBECONFIG" "$ns"
+cd - >/dev/null
+rm -rf "$shop"
+
+# Pools on every command: two kubeconfig contexts (here two namespaces of the
+# one local cluster stand in for two clusters), each holding one pool. App
+# commands find the app's cluster themselves; moving the app to a pool of
+# the other cluster recreates it there, waits until it serves, and only then
+# removes it here.
+export TUG_CONFIG=/tmp/tug-demo-config.yaml
+rm -f "$TUG_CONFIG"
+"$k8s" kubectl delete namespace "$ns-east" --ignore-not-found --wait >/dev/null
+"$k8s" kubectl create namespace "$ns-east" >/dev/null
+current=$("$k8s" kubectl config current-context)
+"$k8s" kubectl config set-context east --cluster "$("$k8s" kubectl config view --minify -o jsonpath='{.contexts[0].context.cluster}')" \
+  --user "$("$k8s" kubectl config view --minify -o jsonpath='{.contexts[0].context.user}')" --namespace "$ns-east" >/dev/null
+nodes=($("$k8s" kubectl get nodes -o name | sed 's|node/||'))
+step cluster add west --context "$current" --pool west --default
+step cluster add east --context east --pool east
+step node update "${nodes[0]}" --pool west --cluster west
+step node update "${nodes[$(( ${#nodes[@]} - 1 ))]}" --pool east --cluster east
+step app pool set shop west
+step app pool set shop east
+step app info shop
+step unit list shop
+printf '\nThe cluster keeps running: export KUBECONFIG=%s TUG_CONFIG=%s (namespaces %s and %s-east); stop it with make cluster-down\n' "$KUBECONFIG" "$TUG_CONFIG" "$ns" "$ns"
