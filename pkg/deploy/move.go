@@ -98,16 +98,30 @@ type MoveError struct {
 	App, From, To string
 	Err           error
 	// CleanupErr: removing the target copy failed too; it is left marked,
-	// and the next move removes it.
+	// and so is the source, and the next move removes it.
 	CleanupErr error
+	// Foreign: the target holds an app of the same name that this move
+	// did not make (created meanwhile); it is left alone.
+	Foreign bool
+	// MarkErr: dropping the source's mark failed; 'tug app info' goes on
+	// calling the move unfinished until a move or pool set clears it.
+	MarkErr error
 }
 
 func (e *MoveError) Error() string {
 	msg := fmt.Sprintf("moving app %q to cluster %q failed: %v; it still serves in cluster %q", e.App, e.To, e.Err, e.From)
-	if e.CleanupErr != nil {
-		return msg + fmt.Sprintf("; removing its copy from cluster %q failed too (%v): running 'tug app pool set' again removes it first", e.To, e.CleanupErr)
+	switch {
+	case e.CleanupErr != nil:
+		msg += fmt.Sprintf("; removing its copy from cluster %q failed too (%v): running 'tug app pool set' again removes it first", e.To, e.CleanupErr)
+	case e.Foreign:
+		msg += fmt.Sprintf("; an app of the same name that this move did not make is in cluster %q now, and tug left it alone", e.To)
+	default:
+		msg += fmt.Sprintf(", and nothing of it is left in cluster %q", e.To)
 	}
-	return msg + fmt.Sprintf(", and nothing of it is left in cluster %q", e.To)
+	if e.MarkErr != nil {
+		msg += fmt.Sprintf("; dropping the move's mark from its copy in cluster %q failed (%v), so 'tug app info' still calls the move unfinished: 'tug app pool set' to its current pool clears it", e.From, e.MarkErr)
+	}
+	return msg
 }
 
 func (e *MoveError) Unwrap() error { return e.Err }
@@ -152,7 +166,7 @@ func Move(ctx context.Context, src, dst Deps, appName string, o MoveOptions) (*M
 	res := &MoveResult{App: appName, Pool: o.Pool, Release: a.Release,
 		From: MoveEnd{Cluster: o.From, Namespace: src.Namespace}, To: MoveEnd{Cluster: o.To, Namespace: dst.Namespace}}
 	res.Serving = res.From
-	stale, err := staleTarget(ctx, to, appName, o)
+	stale, err := staleTarget(ctx, to, appName, a.Move, o)
 	if err != nil {
 		return nil, err
 	}
@@ -183,6 +197,10 @@ func Move(ctx context.Context, src, dst Deps, appName string, o MoveOptions) (*M
 	if a, err = Reconcile(ctx, src.Client, from, a); err != nil {
 		return nil, err
 	}
+	// again under the lock: another move may have come and gone meanwhile
+	if stale, err = staleTarget(ctx, &app.Store{Client: dst.Client, Namespace: dst.Namespace}, appName, a.Move, o); err != nil {
+		return nil, err
+	}
 	if stale {
 		src.Progress.Update(fmt.Sprintf("removing the copy an earlier move left in cluster %s", o.To))
 		if err := Remove(ctx, dst, appName, RemoveOptions{}); err != nil {
@@ -190,6 +208,7 @@ func Move(ctx context.Context, src, dst Deps, appName string, o MoveOptions) (*M
 		}
 	}
 	started := time.Now().UTC()
+	mark := &app.Move{Role: app.MoveTarget, From: o.From, To: o.To, Pool: o.Pool, StartedAt: started}
 	if _, err := from.UpdateApp(ctx, appName, func(x *app.App) error {
 		x.Move = &app.Move{Role: app.MoveSource, From: o.From, To: o.To, Pool: o.Pool, StartedAt: started}
 		return nil
@@ -199,15 +218,35 @@ func Move(ctx context.Context, src, dst Deps, appName string, o MoveOptions) (*M
 	fail := func(err error) (*MoveResult, error) {
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), moveCleanupTimeout)
 		defer cancel()
-		src.Progress.Update(fmt.Sprintf("removing the copy from cluster %s", o.To))
 		me := &MoveError{App: appName, From: o.From, To: o.To, Err: err}
-		if rerr := Remove(wctx, dst, appName, RemoveOptions{}); rerr != nil && !app.IsNotFound(rerr) {
-			me.CleanupErr = rerr
+		// Only the copy this move made goes: an app someone else put there
+		// (created between the check and the copy) is theirs.
+		there, gerr := (&app.Store{Client: dst.Client, Namespace: dst.Namespace}).GetApp(wctx, appName)
+		switch {
+		case app.IsNotFound(gerr):
+		case gerr != nil:
+			me.CleanupErr = gerr
+		case there.Move.SameMove(mark) && there.Move.Role == app.MoveTarget:
+			src.Progress.Update(fmt.Sprintf("removing the copy from cluster %s", o.To))
+			if rerr := Remove(wctx, dst, appName, RemoveOptions{}); rerr != nil && !app.IsNotFound(rerr) {
+				me.CleanupErr = rerr
+			}
+		default:
+			me.Foreign = true
 		}
-		_, _ = from.UpdateApp(wctx, appName, func(x *app.App) error { x.Move = nil; return nil })
+		// The source keeps its mark while its copy is left in the target,
+		// so that the next move recognises that copy and removes it.
+		if me.CleanupErr == nil {
+			if _, merr := from.UpdateApp(wctx, appName, func(x *app.App) error { x.Move = nil; return nil }); merr != nil {
+				me.MarkErr = merr
+			}
+		}
 		res.Status, res.Failure = "failed", moveFailure(err)
 		if me.CleanupErr != nil {
 			res.Failure.Message += fmt.Sprintf("; removing its copy from cluster %q failed too (%v)", o.To, me.CleanupErr)
+		}
+		if me.MarkErr != nil {
+			res.Failure.Message += fmt.Sprintf("; dropping the move's mark from the copy in cluster %q failed (%v)", o.From, me.MarkErr)
 		}
 		res.DurationMS = time.Since(start).Milliseconds()
 		return res, me
@@ -215,7 +254,7 @@ func Move(ctx context.Context, src, dst Deps, appName string, o MoveOptions) (*M
 
 	// (a)
 	src.Progress.Update(fmt.Sprintf("copying app %s to cluster %s", appName, o.To))
-	if _, err := from.CopyTo(ctx, to, appName, &app.Move{Role: app.MoveTarget, From: o.From, To: o.To, Pool: o.Pool, StartedAt: started}); err != nil {
+	if _, err := from.CopyTo(ctx, to, appName, mark); err != nil {
 		return fail(err)
 	}
 	// (b)
@@ -263,9 +302,10 @@ func Move(ctx context.Context, src, dst Deps, appName string, o MoveOptions) (*M
 }
 
 // staleTarget checks what the target cluster holds of the app: nothing, or
-// the copy an earlier move to it left before switching over (true). Any
-// other app of that name is in the way.
-func staleTarget(ctx context.Context, to *app.Store, appName string, o MoveOptions) (bool, error) {
+// the copy an earlier move left before switching over (true): marked as
+// the target of the very move the source's mark (own) records. Any other
+// app of that name is in the way, a copy marked by another move included.
+func staleTarget(ctx context.Context, to *app.Store, appName string, own *app.Move, o MoveOptions) (bool, error) {
 	there, err := to.GetApp(ctx, appName)
 	switch {
 	case app.IsNotFound(err):
@@ -273,7 +313,11 @@ func staleTarget(ctx context.Context, to *app.Store, appName string, o MoveOptio
 	case err != nil:
 		return false, err
 	case there.Move != nil && there.Move.Role == app.MoveTarget:
-		return true, nil
+		if own != nil && own.Role == app.MoveSource && !own.Superseded && there.Move.SameMove(own) {
+			return true, nil
+		}
+		m := there.Move
+		return false, usage.Errorf("app %q in cluster %q (namespace %q) is the copy of a move from cluster %q started %s, which this copy of the app did not start; tug will not remove it: if it is a leftover, remove it ('tug app remove %s --context ...')", appName, o.To, to.Namespace, m.From, m.StartedAt.Format(time.RFC3339), appName)
 	}
 	return false, usage.Errorf("an app %q already exists in cluster %q (namespace %q); tug will not overwrite it: remove one of the two ('tug app remove %s --context ...')", appName, o.To, to.Namespace, appName)
 }
@@ -332,7 +376,8 @@ func FinishMove(ctx context.Context, serving, old Deps, appName string) error {
 // copy the move was making, reached through dst (a zero Deps when there is
 // none to remove: the tug was killed before copying), and drops src's
 // mark. It does nothing when src's copy is not a move's serving source; a
-// copy in dst that is not that move's target is left alone.
+// copy in dst that is not that move's target (its mark records another
+// move, or none) is left alone.
 func AbandonMove(ctx context.Context, src, dst Deps, appName string) error {
 	if src.Progress == nil {
 		src.Progress = noProgress{}
@@ -350,6 +395,12 @@ func AbandonMove(ctx context.Context, src, dst Deps, appName string) error {
 		return err
 	}
 	defer lock.Unlock()
+	if a, err = from.GetApp(ctx, appName); err != nil {
+		return err
+	}
+	if a.Move == nil || a.Move.Role != app.MoveSource || a.Move.Superseded {
+		return nil
+	}
 	if dst.Client != nil {
 		to := &app.Store{Client: dst.Client, Namespace: dst.Namespace}
 		there, err := to.GetApp(ctx, appName)
@@ -357,7 +408,7 @@ func AbandonMove(ctx context.Context, src, dst Deps, appName string) error {
 		case app.IsNotFound(err):
 		case err != nil:
 			return err
-		case there.Move != nil && there.Move.Role == app.MoveTarget:
+		case there.Move != nil && there.Move.Role == app.MoveTarget && there.Move.SameMove(a.Move):
 			src.Progress.Update(fmt.Sprintf("removing the copy the unfinished move to cluster %s left there", a.Move.To))
 			if err := Remove(ctx, dst, appName, RemoveOptions{}); err != nil {
 				return fmt.Errorf("removing the copy of app %q an unfinished move left in cluster %q: %w", appName, a.Move.To, err)

@@ -3,10 +3,13 @@ package deploy
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -164,10 +167,32 @@ func TestMoveRedoesAnUnfinishedCopy(t *testing.T) {
 	// stands in for the missing controller.
 	dst.PrependReactor("delete", "deployments", func(k8stesting.Action) (bool, runtime.Object, error) { return true, nil, nil })
 	to := &app.Store{Client: dst, Namespace: ns}
-	if _, err := from.CopyTo(context.Background(), to, "shop", &app.Move{Role: app.MoveTarget, From: "beta", To: "alpha", Pool: "pa"}); err != nil {
+	ctx := context.Background()
+	started := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
+	// a copy marked by some other move is not this one's to remove
+	if _, err := from.CopyTo(ctx, to, "shop", &app.Move{Role: app.MoveTarget, From: "beta", To: "alpha", Pool: "pa", StartedAt: started.Add(-time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Move(context.Background(), deps(src), deps(dst), "shop", moveOpts()); err != nil {
+	if _, err := from.UpdateApp(ctx, "shop", func(x *app.App) error {
+		x.Move = &app.Move{Role: app.MoveSource, From: "beta", To: "alpha", Pool: "pa", StartedAt: started}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Move(ctx, deps(src), deps(dst), "shop", moveOpts()); !usage.Is(err) {
+		t.Fatalf("Move over another move's copy: %v; want a usage error", err)
+	}
+	if a := getApp(t, to, "shop"); a.Move == nil || !a.Move.StartedAt.Equal(started.Add(-time.Hour)) {
+		t.Fatalf("another move's copy was touched: %+v", a.Move)
+	}
+	if err := Remove(ctx, deps(dst), "shop", RemoveOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// the copy this source's move left: removed, and the move redone
+	if _, err := (&app.Store{Client: src, Namespace: ns}).CopyTo(ctx, &app.Store{Client: dst, Namespace: ns}, "shop", &app.Move{Role: app.MoveTarget, From: "beta", To: "alpha", Pool: "pa", StartedAt: started}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Move(ctx, deps(src), deps(dst), "shop", moveOpts()); err != nil {
 		t.Fatalf("Move over a stale copy: %v", err)
 	}
 	if a := getApp(t, to, "shop"); a.Move != nil || a.Pool != "pa" {
@@ -275,5 +300,83 @@ func TestAbandonMove(t *testing.T) {
 	mark(m)
 	if err := AbandonMove(ctx, deps(src), deps(dst), "shop"); err != nil || getApp(t, from, "shop").Move == nil {
 		t.Errorf("a superseded source: %v, its mark %+v", err, getApp(t, from, "shop").Move)
+	}
+}
+
+// An app of the same name created in the target between the move's check
+// and its copy is not the move's: the failed move leaves it alone and
+// drops the source's mark.
+func TestMoveLeavesAnAppCreatedMeanwhileAlone(t *testing.T) {
+	src, from := deployedSource(t)
+	dst := runningTarget(t)
+	ctx := context.Background()
+	// theirs: an unmarked record, made in another fake to get its ConfigMap
+	other, otherStore := newFake()
+	seedApp(t, otherStore, &app.App{Name: "shop", Pool: "theirs"})
+	theirs, err := other.CoreV1().ConfigMaps(ns).Get(ctx, app.AppRecordName("shop"), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst.PrependReactor("create", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.(k8stesting.CreateAction).GetObject().(metav1.Object).GetName() == app.AppRecordName("shop") {
+			if err := dst.Tracker().Add(theirs.DeepCopy()); err != nil && !apierrors.IsAlreadyExists(err) {
+				t.Error(err)
+			}
+		}
+		return false, nil, nil
+	})
+	res, err := Move(ctx, deps(src), deps(dst), "shop", moveOpts())
+	var me *MoveError
+	if !errors.As(err, &me) || !me.Foreign || me.CleanupErr != nil || res == nil || res.Status != "failed" {
+		t.Fatalf("Move = %+v, %v; want a failed move that left the target's app alone", res, err)
+	}
+	a := getApp(t, &app.Store{Client: dst, Namespace: ns}, "shop")
+	if a.Pool != "theirs" || a.Move != nil {
+		t.Errorf("the target's own app was changed: %+v move %+v", a, a.Move)
+	}
+	if a := getApp(t, from, "shop"); a.Move != nil || a.Release != 2 {
+		t.Errorf("source after the failed move: %+v move %+v", a, a.Move)
+	}
+}
+
+// A failed move whose target copy cannot be removed keeps the source's
+// mark (the next move recognises the copy by it); one whose mark cannot
+// be dropped says so.
+func TestMoveFailureCleanupErrors(t *testing.T) {
+	src, from := deployedSource(t)
+	dst := fakeClient(crashPod("3"))
+	dst.PrependReactor("delete", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewInternalError(errors.New("disk full"))
+	})
+	_, err := Move(context.Background(), deps(src), deps(dst), "shop", moveOpts())
+	var me *MoveError
+	if !errors.As(err, &me) || me.CleanupErr == nil {
+		t.Fatalf("Move = %v; want a MoveError with a cleanup error", err)
+	}
+	own := getApp(t, from, "shop").Move
+	there := getApp(t, &app.Store{Client: dst, Namespace: ns}, "shop").Move
+	if own == nil || own.Role != app.MoveSource || !there.SameMove(own) {
+		t.Errorf("source mark %+v, target mark %+v: want the same move's", own, there)
+	}
+
+	src2, _ := deployedSource(t)
+	marked := false
+	src2.PrependReactor("update", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		cm := a.(k8stesting.UpdateAction).GetObject().(*corev1.ConfigMap)
+		if cm.Name != app.AppRecordName("shop") {
+			return false, nil, nil
+		}
+		if strings.Contains(fmt.Sprint(cm.Data), `"move"`) {
+			marked = true
+			return false, nil, nil
+		}
+		if marked { // dropping the mark
+			return true, nil, apierrors.NewInternalError(errors.New("etcd down"))
+		}
+		return false, nil, nil
+	})
+	_, err = Move(context.Background(), deps(src2), deps(fakeClient(crashPod("3"))), "shop", moveOpts())
+	if !errors.As(err, &me) || me.MarkErr == nil || !strings.Contains(err.Error(), "still calls the move unfinished") {
+		t.Errorf("Move = %v; want the failed mark drop reported", err)
 	}
 }
