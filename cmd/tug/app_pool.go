@@ -39,7 +39,8 @@ registry credentials to the other cluster, rolls the current release out
 there on POOL and waits until it runs; then it removes the app from the old
 cluster. If anything fails before the new copy runs, the new copy is
 removed and the app keeps serving where it was. An app that binds volumes
-does not move (their data cannot). A move cut short (tug killed) leaves
+does not move (their data cannot), nor one with config staged by
+'env set --no-restart' (a move moves what runs: roll that config out first). A move cut short (tug killed) leaves
 copies that tug tells apart, so commands still reach the copy that serves
 and 'tug app info' says the move is unfinished; running the same
 'tug app pool set' again finishes or redoes it, and setting the pool the app

@@ -163,6 +163,9 @@ func Move(ctx context.Context, src, dst Deps, appName string, o MoveOptions) (*M
 	if len(a.Volumes) > 0 {
 		return nil, usage.Errorf("app %q binds volumes (%s), whose data cannot move between clusters; unbind them first ('tug volume unbind')", appName, strings.Join(a.Volumes, ", "))
 	}
+	if err := refuseStaged(ctx, from, a); err != nil {
+		return nil, err
+	}
 	res := &MoveResult{App: appName, Pool: o.Pool, Release: a.Release,
 		From: MoveEnd{Cluster: o.From, Namespace: src.Namespace}, To: MoveEnd{Cluster: o.To, Namespace: dst.Namespace}}
 	res.Serving = res.From
@@ -195,6 +198,9 @@ func Move(ctx context.Context, src, dst Deps, appName string, o MoveOptions) (*M
 		return nil, err
 	}
 	if a, err = Reconcile(ctx, src.Client, from, a); err != nil {
+		return nil, err
+	}
+	if err := refuseStaged(ctx, from, a); err != nil {
 		return nil, err
 	}
 	// again under the lock: another move may have come and gone meanwhile
@@ -264,7 +270,9 @@ func Move(ctx context.Context, src, dst Deps, appName string, o MoveOptions) (*M
 			return nil
 		})
 		// No rollback in the target (the source still serves), and no
-		// release phase: nothing changes but where the units run.
+		// release phase: with no config staged (refuseStaged), the change
+		// starts from the deployed release, so nothing changes but where
+		// the units run.
 		rolled, err := Roll(ctx, dst, appName, change, Options{Timeout: o.Timeout, NoRollback: true, SkipReleasePhase: true})
 		if err != nil {
 			return fail(err)
@@ -299,6 +307,27 @@ func Move(ctx context.Context, src, dst Deps, appName string, o MoveOptions) (*M
 	res.Status = "moved"
 	res.DurationMS = time.Since(start).Milliseconds()
 	return res, nil
+}
+
+// refuseStaged refuses to move a deployed app with config staged
+// ('env set --no-restart') that does not run yet: a move moves what runs,
+// and its rollout there would start from the staged release (BaseRelease)
+// and put that config live unseen, without its release phase. A
+// never-deployed app runs nothing; its staged releases move as they are.
+func refuseStaged(ctx context.Context, store *app.Store, a *app.App) error {
+	if a.Release == 0 || a.LastRelease <= a.Release {
+		return nil
+	}
+	rels, err := store.ListReleases(ctx, a.Name)
+	if err != nil {
+		return err
+	}
+	for _, r := range rels {
+		if r.Status == app.StatusStaged && r.Version > a.Release {
+			return usage.Errorf("app %q has config staged with 'env set --no-restart' (release v%d) that does not run yet, and a move moves what runs; roll it out first ('tug app deploy', or 'tug env set' without --no-restart), then move the app", a.Name, r.Version)
+		}
+	}
+	return nil
 }
 
 // staleTarget checks what the target cluster holds of the app: nothing, or

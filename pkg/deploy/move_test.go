@@ -380,3 +380,28 @@ func TestMoveFailureCleanupErrors(t *testing.T) {
 		t.Errorf("Move = %v; want the failed mark drop reported", err)
 	}
 }
+
+// A move moves what runs: config staged with 'env set --no-restart' is not
+// put live by it; the move is refused, dry run included, and nothing changes.
+func TestMoveRefusesStagedConfig(t *testing.T) {
+	src, from := deployedSource(t)
+	ctx := context.Background()
+	if _, err := Roll(ctx, deps(src), "shop", EnvChange(app.ConfigMap{"B": "2"}, nil, ""), Options{NoRestart: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, dry := range []bool{true, false} {
+		dst := runningTarget(t)
+		o := moveOpts()
+		o.DryRun = dry
+		_, err := Move(ctx, deps(src), deps(dst), "shop", o)
+		if !usage.Is(err) || !strings.Contains(err.Error(), "staged") {
+			t.Errorf("dry run %v: Move = %v; want a usage error about staged config", dry, err)
+		}
+		if cms, _ := dst.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{}); len(cms.Items) != 0 {
+			t.Errorf("dry run %v: the target got %d ConfigMaps", dry, len(cms.Items))
+		}
+	}
+	if a := getApp(t, from, "shop"); a.Move != nil || a.Release != 2 || a.LastRelease != 3 {
+		t.Errorf("source after a refused move: %+v move %+v", a, a.Move)
+	}
+}
