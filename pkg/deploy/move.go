@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -299,14 +300,30 @@ func Move(ctx context.Context, src, dst Deps, appName string, o MoveOptions) (*M
 	}
 	// (d), (e)
 	res.Serving = res.To
-	if err := finish(ctx, src, to, appName, true); err != nil {
-		res.Status, res.Failure = "unfinished", moveFailure(err)
-		res.DurationMS = time.Since(start).Milliseconds()
-		return res, &UnfinishedMoveError{App: appName, From: o.From, To: o.To, Err: err}
+	err = finish(ctx, src, to, appName, true)
+	res.Status, err = finishedMove(appName, o, err)
+	if err != nil {
+		res.Failure = moveFailure(err)
 	}
-	res.Status = "moved"
 	res.DurationMS = time.Since(start).Milliseconds()
-	return res, nil
+	return res, err
+}
+
+// finishedMove is how a move whose target serves ended, given the error
+// from finishing it: "moved", or "unfinished" with an
+// *UnfinishedMoveError (running the move again finishes it). Units of the
+// old copy stuck terminating are not an unfinished move: its records are
+// gone, and a rerun would only roll a pointless release; the move is
+// done, with that error to report.
+func finishedMove(appName string, o MoveOptions, err error) (string, error) {
+	var stuck *StuckUnitsError
+	switch {
+	case err == nil:
+		return "moved", nil
+	case errors.As(err, &stuck):
+		return "moved", fmt.Errorf("app %q moved to cluster %q, but in cluster %q %w", appName, o.To, o.From, err)
+	}
+	return "unfinished", &UnfinishedMoveError{App: appName, From: o.From, To: o.To, Err: err}
 }
 
 // refuseStaged refuses to move a deployed app with config staged
@@ -369,9 +386,10 @@ func finish(ctx context.Context, src Deps, to *app.Store, appName string, held b
 
 // FinishMove completes a move that a killed tug left after the switch:
 // serving is the copy that serves (marked as the move's target, or already
-// unmarked), old reaches the cluster of the superseded source copy, if
-// it is still there (a zero Deps when not). It refuses when old's copy is
-// not superseded: that move never switched over, and Move redoes it.
+// unmarked), old reaches the cluster of the superseded source copy (which
+// the lookup found superseded; gone meanwhile is fine). It refuses when
+// old's copy is not superseded: that move never switched over, and Move
+// redoes it. A target whose source no cluster holds is AdoptMove's.
 func FinishMove(ctx context.Context, serving, old Deps, appName string) error {
 	if serving.Progress == nil {
 		serving.Progress = noProgress{}
@@ -381,8 +399,7 @@ func FinishMove(ctx context.Context, serving, old Deps, appName string) error {
 	}
 	to := &app.Store{Client: serving.Client, Namespace: serving.Namespace}
 	if old.Client == nil {
-		_, err := to.UpdateApp(ctx, appName, func(x *app.App) error { x.Move = nil; return nil })
-		return err
+		return fmt.Errorf("finishing the move of app %q: no cluster to remove its old copy from", appName)
 	}
 	from := &app.Store{Client: old.Client, Namespace: old.Namespace}
 	a, err := from.GetApp(ctx, appName)
@@ -397,6 +414,76 @@ func FinishMove(ctx context.Context, serving, old Deps, appName string) error {
 		return fmt.Errorf("the copy of app %q in namespace %q is not superseded: it still serves, so tug leaves it", appName, old.Namespace)
 	}
 	return finish(ctx, old, to, appName, false)
+}
+
+// MoveRolledOut reports whether a move's target copy, reached through d,
+// had completed its rollout there when the move stopped: its deployed
+// release is on the move's pool and every Deployment of the app runs that
+// release, rolled out (kubectl rollout status's rule). A never-deployed
+// app has only its pool to set. It says nothing of a copy with no target
+// mark (false).
+func MoveRolledOut(ctx context.Context, d Deps, appName string) (bool, error) {
+	a, err := (&app.Store{Client: d.Client, Namespace: d.Namespace}).GetApp(ctx, appName)
+	if err != nil {
+		return false, err
+	}
+	if a.Move == nil || a.Move.Role != app.MoveTarget {
+		return false, nil
+	}
+	if a.Release == 0 {
+		return a.Pool == a.Move.Pool, nil
+	}
+	store := &app.Store{Client: d.Client, Namespace: d.Namespace}
+	r, _, err := store.GetRelease(ctx, appName, a.Release)
+	if app.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if r.Pool != a.Move.Pool || r.Status != app.StatusDeployed {
+		return false, nil
+	}
+	deps, err := d.Client.AppsV1().Deployments(d.Namespace).List(ctx, metav1.ListOptions{LabelSelector: kube.AppSelector(appName)})
+	if err != nil {
+		return false, kube.TranslateError(err)
+	}
+	units := 0
+	for _, p := range a.Processes {
+		units += int(p.Units())
+	}
+	if units > 0 && len(deps.Items) == 0 {
+		return false, nil
+	}
+	for i := range deps.Items {
+		dep := &deps.Items[i]
+		if dep.Spec.Template.Labels[kube.LabelRelease] != strconv.Itoa(a.Release) || !rolledOut(dep, dep.Generation) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// AdoptMove makes a move's target copy the app when the move's source is
+// gone (removed, or its cluster left tug's map) without the move having
+// switched over: only when its rollout had completed (MoveRolledOut), and
+// only when asked ('tug app pool set --adopt'). It drops the copy's mark.
+func AdoptMove(ctx context.Context, d Deps, appName string) error {
+	ok, err := MoveRolledOut(ctx, d, appName)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("the copy of app %q in namespace %q is not a move's completed new copy; tug will not make it the app", appName, d.Namespace)
+	}
+	_, err = (&app.Store{Client: d.Client, Namespace: d.Namespace}).UpdateApp(ctx, appName, func(x *app.App) error {
+		if x.Move == nil || x.Move.Role != app.MoveTarget {
+			return errors.New("its move mark changed meanwhile")
+		}
+		x.Move = nil
+		return nil
+	})
+	return err
 }
 
 // AbandonMove gives up a move that a killed tug left before its switch,

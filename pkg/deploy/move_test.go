@@ -405,3 +405,60 @@ func TestMoveRefusesStagedConfig(t *testing.T) {
 		t.Errorf("source after a refused move: %+v move %+v", a, a.Move)
 	}
 }
+
+// Units of the old copy stuck terminating end a move as moved (its records
+// are gone; a rerun would roll a pointless release), with the error to
+// report; any other failure to finish is an unfinished move.
+func TestFinishedMove(t *testing.T) {
+	stuck := &StuckUnitsError{App: "shop", Namespace: ns, Units: []string{"shop-web-1"}, Waited: time.Second}
+	st, err := finishedMove("shop", moveOpts(), stuck)
+	var un *UnfinishedMoveError
+	var s *StuckUnitsError
+	if st != "moved" || errors.As(err, &un) || !errors.As(err, &s) {
+		t.Errorf("stuck units: %q, %v; want moved with the stuck units reported", st, err)
+	}
+	if st, err := finishedMove("shop", moveOpts(), errors.New("boom")); st != "unfinished" || !errors.As(err, &un) {
+		t.Errorf("other error: %q, %v; want unfinished", st, err)
+	}
+	if st, err := finishedMove("shop", moveOpts(), nil); st != "moved" || err != nil {
+		t.Errorf("no error: %q, %v", st, err)
+	}
+}
+
+// The new copy of a move whose source is gone: it becomes the app only when
+// its rollout had completed, and only through AdoptMove.
+func TestAdoptMove(t *testing.T) {
+	ctx := context.Background()
+	_, from := deployedSource(t)
+	mark := &app.Move{Role: app.MoveTarget, From: "beta", To: "alpha", Pool: "pa"}
+	// cut short after the copy: the copied release is on the old pool
+	dst, to := newFake()
+	if _, err := from.CopyTo(ctx, to, "shop", mark); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := MoveRolledOut(ctx, deps(dst), "shop"); ok || err != nil {
+		t.Errorf("a copy never rolled out: %v, %v", ok, err)
+	}
+	if err := AdoptMove(ctx, deps(dst), "shop"); err == nil || getApp(t, to, "shop").Move == nil {
+		t.Errorf("adopting a copy never rolled out: %v", err)
+	}
+	if err := FinishMove(ctx, deps(dst), Deps{}, "shop"); err == nil || getApp(t, to, "shop").Move == nil {
+		t.Errorf("FinishMove with no old copy took the copy for the app: %v", err)
+	}
+	// rolled out there (the move's rollout completed), then cut short
+	dst2 := runningTarget(t)
+	to2 := &app.Store{Client: dst2, Namespace: ns}
+	if _, err := from.CopyTo(ctx, to2, "shop", mark); err != nil {
+		t.Fatal(err)
+	}
+	change := SettingsChange(app.KindPool, "pool pa", func(_ *app.App, r *app.Release) error { r.Pool = "pa"; return nil })
+	if _, err := Roll(ctx, deps(dst2), "shop", change, Options{Timeout: 5 * time.Second, NoRollback: true, SkipReleasePhase: true}); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := MoveRolledOut(ctx, deps(dst2), "shop"); !ok || err != nil {
+		t.Fatalf("a copy rolled out: %v, %v", ok, err)
+	}
+	if err := AdoptMove(ctx, deps(dst2), "shop"); err != nil || getApp(t, to2, "shop").Move != nil {
+		t.Errorf("AdoptMove: %v, mark %+v", err, getApp(t, to2, "shop").Move)
+	}
+}
