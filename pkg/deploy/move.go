@@ -556,22 +556,7 @@ func servesThere(ctx context.Context, d Deps, appName string) error {
 		return nil
 	}
 	d.Progress.Update("waiting for the new copy's Service to list a ready unit")
-	c := d.Client.DiscoveryV1().EndpointSlices(d.Namespace)
-	lw := kube.ListWatch[*discoveryv1.EndpointSlice]{
-		Options: metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + ServiceName(appName)},
-		Watch:   c.Watch,
-		List: func(ctx context.Context, opts metav1.ListOptions) ([]*discoveryv1.EndpointSlice, string, error) {
-			l, err := c.List(ctx, opts)
-			if err != nil {
-				return nil, "", err
-			}
-			out := make([]*discoveryv1.EndpointSlice, len(l.Items))
-			for i := range l.Items {
-				out[i] = &l.Items[i]
-			}
-			return out, l.ResourceVersion, nil
-		},
-	}
+	lw := kube.EndpointSlices(d.Client, d.Namespace, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + ServiceName(appName)})
 	wctx, cancel := context.WithTimeout(ctx, endpointsTimeout)
 	defer cancel()
 	err = kube.Until(wctx, lw, func(slices map[string]*discoveryv1.EndpointSlice) (bool, error) {
