@@ -172,15 +172,5 @@ func findApp(ctx context.Context, f *cli.Factory, appName string) (cluster.Copy,
 	if err != nil {
 		return cp, err
 	}
-	cp.Found, cp.Pool = true, a.Pool
-	if m := a.Move; m != nil {
-		cp.Describe, cp.MovePool = m.Describe(), m.Pool
-		switch {
-		case m.Role == app.MoveTarget:
-			cp.Move = cluster.MoveTarget
-		case m.Superseded:
-			cp.Move = cluster.MoveSuperseded
-		}
-	}
-	return cp, nil
+	return a.LocateCopy(s.Namespace), nil
 }

@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"tug.dev/tug/pkg/cluster"
 	"tug.dev/tug/pkg/kube"
 )
 
@@ -49,6 +50,24 @@ type Move struct {
 // another move, or not marked at all, is not this move's to remove.
 func (m *Move) SameMove(o *Move) bool {
 	return m != nil && o != nil && m.From == o.From && m.To == o.To && m.StartedAt.Equal(o.StartedAt)
+}
+
+// LocateCopy is what the cluster lookup (cluster.Locate) ranks of this copy
+// of the app, found in namespace: its pool and its part in an unfinished
+// move. A move's target and a superseded source rank below the copy that
+// serves; a source that still serves ranks as an unmarked copy.
+func (a *App) LocateCopy(namespace string) cluster.Copy {
+	cp := cluster.Copy{Found: true, Namespace: namespace, Pool: a.Pool}
+	if m := a.Move; m != nil {
+		cp.Describe, cp.MovePool = m.Describe(), m.Pool
+		switch {
+		case m.Role == MoveTarget:
+			cp.Move = cluster.MoveTarget
+		case m.Superseded:
+			cp.Move = cluster.MoveSuperseded
+		}
+	}
+	return cp
 }
 
 // Describe says in a phrase where the move stands, from this copy's side.

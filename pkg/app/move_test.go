@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"tug.dev/tug/pkg/cluster"
 	"tug.dev/tug/pkg/kube"
 )
 
@@ -91,5 +92,25 @@ func TestCopyToLeavesWhatIsInTheWayAlone(t *testing.T) {
 	}
 	if cms, _ := dc.CoreV1().ConfigMaps("there").List(ctx, metav1.ListOptions{}); len(cms.Items) != 0 {
 		t.Errorf("a failed copy left %d ConfigMaps", len(cms.Items))
+	}
+}
+
+func TestLocateCopy(t *testing.T) {
+	for _, c := range []struct {
+		move *Move
+		want cluster.MoveMark
+	}{
+		{nil, cluster.MoveNone},
+		{&Move{Role: MoveSource, Pool: "pa"}, cluster.MoveNone},
+		{&Move{Role: MoveSource, Pool: "pa", Superseded: true}, cluster.MoveSuperseded},
+		{&Move{Role: MoveTarget, Pool: "pa"}, cluster.MoveTarget},
+	} {
+		cp := (&App{Name: "shop", Pool: "pb", Move: c.move}).LocateCopy("ns")
+		if !cp.Found || cp.Namespace != "ns" || cp.Pool != "pb" || cp.Move != c.want {
+			t.Errorf("move %+v: %+v, want mark %v", c.move, cp, c.want)
+		}
+		if (c.move != nil) != (cp.Describe != "") || (c.move != nil && cp.MovePool != "pa") {
+			t.Errorf("move %+v: describe %q, pool %q", c.move, cp.Describe, cp.MovePool)
+		}
 	}
 }
