@@ -9,7 +9,6 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
-	"tug.dev/tug/pkg/cluster"
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/usage"
@@ -74,8 +73,9 @@ there. Addresses change with the cluster: see 'tug app address' afterwards.`,
 }
 
 // poolSet changes an app's pool where it is, or moves it to the pool's
-// cluster. f already points at the cluster that holds the app (route.go).
-// One progress reporter serves every step, and every way out ends it.
+// cluster (deploy.PoolSet decides and does it, but for a rollout in place).
+// f already points at the cluster that holds the app (route.go). One
+// progress reporter serves every step, and every way out ends it.
 func poolSet(cmd *cobra.Command, f *cli.Factory, name, pool string, r *rolloutFlags, dryRun, adopt bool) error {
 	cfg, err := loadClusters()
 	if err != nil {
@@ -85,84 +85,61 @@ func poolSet(cmd *cobra.Command, f *cli.Factory, name, pool string, r *rolloutFl
 	if err != nil {
 		return err
 	}
-	target, move := cfg.MoveTo(pool, here)
-	if move && (r.NoWait || r.NoRollback) {
-		return usage.Errorf("--no-wait and --no-rollback do not apply when the app moves to another cluster (cluster %q holds pool %s): a move always waits until the new copy runs, and always removes a copy that fails", target.Name, pool)
-	}
 	loc := routedLocation(cmd)
-	orphan := loc != nil && loc.Orphaned()
-	if adopt && !orphan {
-		return usage.Errorf("--adopt is only for the new copy of a move whose old copy is gone, and app %q is not one", name)
-	}
+	req := deploy.PoolSetRequest{App: name, Pool: pool, Here: here, Config: cfg, Loc: loc,
+		Adopt: adopt, DryRun: dryRun, NoWait: r.NoWait, NoRollback: r.NoRollback}
 	p := f.Progress()
-	if loc != nil && loc.Found && !dryRun {
-		start := time.Now()
-		var finished bool
-		var old []cluster.Searched
-		if orphan {
-			finished, err = adoptMove(cmd, f, p, loc, adopt)
-		} else {
-			finished, old, err = finishMove(cmd, f, p, cfg, loc)
+	connect := func(kubeContext string) (deploy.Deps, error) {
+		g := f
+		if kubeContext != "" {
+			g = f.ForContext(kubeContext)
 		}
-		if err != nil {
-			p.Fail(fmt.Sprintf("finishing the move of %s", name))
-			return err
-		}
-		if finished && loc.Copy.Pool == pool {
-			p.Done(fmt.Sprintf("the move of %s to cluster %q is finished; it runs on pool %s", name, loc.Name, pool))
-			if r.Output == cli.OutputTable {
-				return nil
-			}
-			here := deploy.MoveEnd{Cluster: loc.Name, Namespace: loc.Copy.Namespace}
-			res := &deploy.MoveResult{App: name, Pool: pool, To: here, Serving: here, Status: "moved"}
-			if len(old) > 0 {
-				res.From = deploy.MoveEnd{Cluster: old[0].Name, Namespace: old[0].Namespace}
-			}
-			if s, err := appStore(f); err == nil {
-				if a, err := s.GetApp(cmd.Context(), name); err == nil {
-					res.Release = a.Release
-				}
-			}
-			res.DurationMS = time.Since(start).Milliseconds()
-			return cli.OutputOptions{Format: r.Output}.Print(f.IOStreams, res, nil)
-		}
-		if finished {
-			p.Done(fmt.Sprintf("the move of %s to cluster %q is finished", name, loc.Name))
-			p = f.Progress()
-		}
+		d, err := deployDeps(cmd, g)
+		d.Progress = p
+		return d, err
 	}
-	if !move {
-		if loc != nil && loc.Found && !dryRun {
-			gaveUp, err := abandonMove(cmd, f, p, loc)
-			if err != nil {
-				p.Fail(fmt.Sprintf("giving up the unfinished move of %s", name))
-				return err
-			}
-			if gaveUp {
-				p.Done(fmt.Sprintf("gave up the unfinished move of %s", name))
-			}
-		}
-		opts := r.options()
-		opts.DryRun = dryRun
-		return roll(cmd, f, name, deploy.SettingsChange(app.KindPool, "pool "+pool, func(_ *app.App, rel *app.Release) error {
-			rel.Pool = pool
-			return nil
-		}), opts, r.Output, rollVerb{app.KindPool + " changed", "changing the " + app.KindPool + " of"})
+	start := time.Now()
+	out, err := deploy.PoolSet(cmd.Context(), req, connect, deploy.MoveOptions{Timeout: r.Timeout})
+	if out != nil && out.Plan.Has(deploy.StepMove) {
+		return printMove(f, p, r, name, out.Plan.Target.Name, out.Moved, err)
 	}
-	src, err := deployDeps(cmd, f)
 	if err != nil {
+		if out != nil {
+			p.Fail(fmt.Sprintf("settling the unfinished move of %s", name))
+		}
 		return err
 	}
-	dst, err := deployDeps(cmd, f.ForContext(target.Context))
-	if err != nil {
-		return fmt.Errorf("cluster %q (context %q): %w", target.Name, target.Context, err)
+	switch {
+	case out.Finished && !out.Rollout:
+		p.Done(fmt.Sprintf("the move of %s to cluster %q is finished; it runs on pool %s", name, loc.Name, pool))
+		if r.Output == cli.OutputTable {
+			return nil
+		}
+		at := deploy.MoveEnd{Cluster: loc.Name, Namespace: loc.Copy.Namespace}
+		res := &deploy.MoveResult{App: name, Pool: pool, To: at, Serving: at, Status: "moved", Release: out.Release}
+		if len(out.Plan.Old) > 0 {
+			res.From = deploy.MoveEnd{Cluster: out.Plan.Old[0].Name, Namespace: out.Plan.Old[0].Namespace}
+		}
+		res.DurationMS = time.Since(start).Milliseconds()
+		return cli.OutputOptions{Format: r.Output}.Print(f.IOStreams, res, nil)
+	case out.Finished:
+		p.Done(fmt.Sprintf("the move of %s to cluster %q is finished", name, loc.Name))
+	case out.Abandoned:
+		p.Done(fmt.Sprintf("gave up the unfinished move of %s", name))
 	}
-	src.Progress, dst.Progress = p, p
-	from := cfg.NameOf(here)
-	res, err := deploy.Move(cmd.Context(), src, dst, name, deploy.MoveOptions{Pool: pool, From: from, To: target.Name, Timeout: r.Timeout, DryRun: dryRun})
+	opts := r.options()
+	opts.DryRun = dryRun
+	return roll(cmd, f, name, deploy.SettingsChange(app.KindPool, "pool "+pool, func(_ *app.App, rel *app.Release) error {
+		rel.Pool = pool
+		return nil
+	}), opts, r.Output, rollVerb{app.KindPool + " changed", "changing the " + app.KindPool + " of"})
+}
+
+// printMove reports a move (or its dry run) and returns its error.
+func printMove(f *cli.Factory, p cli.Progress, r *rolloutFlags, name, target string, res *deploy.MoveResult, err error) error {
 	if err != nil && res != nil && res.Status == "moved" {
 		// moved, but something of the old copy is left to report (stuck units)
-		p.Done(fmt.Sprintf("moved %s to cluster %q: %s", name, target.Name, movedRuns(res)))
+		p.Done(fmt.Sprintf("moved %s to cluster %q: %s", name, target, movedRuns(res)))
 		if r.Output != cli.OutputTable {
 			if perr := (cli.OutputOptions{Format: r.Output}).Print(f.IOStreams, res, nil); perr != nil {
 				return perr
@@ -171,7 +148,7 @@ func poolSet(cmd *cobra.Command, f *cli.Factory, name, pool string, r *rolloutFl
 		return err
 	}
 	if err != nil {
-		p.Fail(fmt.Sprintf("moving %s to cluster %q", name, target.Name))
+		p.Fail(fmt.Sprintf("moving %s to cluster %q", name, target))
 		var failed *deploy.Error
 		if errors.As(err, &failed) && failed.Result != nil && failed.Result.Failure != nil {
 			// the diagnosis only: the failed release went with the copy
@@ -201,104 +178,6 @@ func poolSet(cmd *cobra.Command, f *cli.Factory, name, pool string, r *rolloutFl
 		}
 		return nil
 	})
-}
-
-// adoptMove handles the new copy of a move whose old copy no configured
-// cluster holds: it becomes the app only when asked (--adopt) and only if
-// its rollout had completed; otherwise the error says what happened and
-// what to do.
-func adoptMove(cmd *cobra.Command, f *cli.Factory, p cli.Progress, loc *cluster.Location, adopt bool) (bool, error) {
-	d, err := deployDeps(cmd, f)
-	if err != nil {
-		return false, err
-	}
-	d.Progress = p
-	done, err := deploy.MoveRolledOut(cmd.Context(), d, loc.App)
-	if err != nil {
-		return false, err
-	}
-	what := fmt.Sprintf("app %q in cluster %q is the new copy of a move that never finished (%s), and no configured cluster holds its old copy any more (removed, or its cluster is no longer in tug's map)", loc.App, loc.Name, loc.Copy.Describe)
-	if !done {
-		return false, usage.Errorf("%s; its rollout there never completed, so tug will not make it the app: remove it ('%s app remove %s') and deploy the app anew", what, f.CommandName, loc.App)
-	}
-	if !adopt {
-		return false, usage.Errorf("%s; its rollout there had completed: pass --adopt to make it the app, or remove it ('%s app remove %s')", what, f.CommandName, loc.App)
-	}
-	p.Update(fmt.Sprintf("making the copy of %s in cluster %q the app", loc.App, loc.Name))
-	return true, deploy.AdoptMove(cmd.Context(), d, loc.App)
-}
-
-// finishMove completes a move a killed tug left after its switch-over: the
-// copy that serves drops its mark and superseded copies elsewhere go. It
-// reports whether there was one to finish. A move cut short before the
-// switch is redone by deploy.Move instead. old are the superseded copies
-// it removed.
-func finishMove(cmd *cobra.Command, f *cli.Factory, p cli.Progress, cfg *cluster.Config, loc *cluster.Location) (finished bool, old []cluster.Searched, err error) {
-	for _, o := range loc.Others() {
-		if o.Move == cluster.MoveSuperseded {
-			old = append(old, o)
-		}
-	}
-	if len(old) == 0 {
-		return false, nil, nil // nothing superseded: no switch happened (an orphaned target is adoptMove's)
-	}
-	serving, err := deployDeps(cmd, f)
-	if err != nil {
-		return false, nil, err
-	}
-	serving.Progress = p
-	p.Update(fmt.Sprintf("finishing the move of %s to cluster %q", loc.App, loc.Name))
-	for _, o := range old {
-		d, err := deployDeps(cmd, f.ForContext(o.Context))
-		if err != nil {
-			return false, nil, err
-		}
-		d.Progress = p
-		if err := deploy.FinishMove(cmd.Context(), serving, d, loc.App); err != nil {
-			return false, nil, err
-		}
-	}
-	return true, old, nil
-}
-
-// abandonMove gives up a move cut short before its switch when the app is
-// asked to stay in the cluster where it serves: the copy the move was
-// making goes, and so does the mark that makes 'app info' call the move
-// unfinished. Nothing happens (false) for an app with no unfinished move,
-// or when a cluster that may hold the half-made copy does not answer.
-func abandonMove(cmd *cobra.Command, f *cli.Factory, p cli.Progress, loc *cluster.Location) (bool, error) {
-	if loc.Copy.Move != cluster.MoveNone || loc.Copy.Describe == "" {
-		return false, nil
-	}
-	var made []cluster.Searched
-	for _, o := range loc.Others() {
-		if o.Move == cluster.MoveTarget {
-			made = append(made, o)
-		}
-	}
-	if len(made) == 0 && len(loc.Unreachable()) > 0 {
-		return false, nil
-	}
-	src, err := deployDeps(cmd, f)
-	if err != nil {
-		return false, err
-	}
-	src.Progress = p
-	p.Update(fmt.Sprintf("giving up the unfinished move of %s", loc.App))
-	if len(made) == 0 {
-		return true, deploy.AbandonMove(cmd.Context(), src, deploy.Deps{}, loc.App)
-	}
-	for _, o := range made {
-		dst, err := deployDeps(cmd, f.ForContext(o.Context))
-		if err != nil {
-			return false, err
-		}
-		dst.Progress = p
-		if err := deploy.AbandonMove(cmd.Context(), src, dst, loc.App); err != nil {
-			return false, err
-		}
-	}
-	return true, nil
 }
 
 // movedRuns says what runs where after a move.
