@@ -27,7 +27,9 @@ import (
 //	(e) remove the app from the source
 //
 // all under the app's deploy lock in the source. A failure before (c)
-// removes the target copy and leaves the app serving where it was. A tug
+// removes the target copy it made (recognised by its mark: the same
+// clusters and start as the source's) and leaves the app serving where it
+// was; an app of that name it did not make is never touched. A tug
 // killed midway leaves marked copies (app.Move) from which the cluster
 // lookup picks the one that serves; Move run again removes a target copy
 // left before (c) and starts over, and FinishMove completes one left after.
@@ -74,7 +76,8 @@ type MoveResult struct {
 	Serving MoveEnd `json:"serving"`
 	// Failure says why a failed or unfinished move stopped: the target
 	// rollout's diagnosis (class image-pull, crash, ...), or class
-	// ClassError with the error's message.
+	// ClassError with the error's message; with "moved", what is left of
+	// the old copy to report (units stuck terminating).
 	Failure    *Failure `json:"failure,omitempty"`
 	DurationMS int64    `json:"durationMs"`
 }

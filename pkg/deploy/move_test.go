@@ -295,6 +295,20 @@ func TestAbandonMove(t *testing.T) {
 	if _, err := to.GetApp(ctx, "shop"); err != nil {
 		t.Errorf("an unmarked app in the target was removed: %v", err)
 	}
+	// a copy marked by another move (another start) stays too
+	if err := Remove(ctx, deps(dst), "shop", RemoveOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := from.CopyTo(ctx, to, "shop", &app.Move{Role: app.MoveTarget, From: "beta", To: "alpha", Pool: "pa", StartedAt: time.Unix(1, 0).UTC()}); err != nil {
+		t.Fatal(err)
+	}
+	mark(&app.Move{Role: app.MoveSource, From: "beta", To: "alpha", Pool: "pa"})
+	if err := AbandonMove(ctx, deps(src), deps(dst), "shop"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := to.GetApp(ctx, "shop"); err != nil {
+		t.Errorf("another move's copy in the target was removed: %v", err)
+	}
 	// superseded: the switch happened; abandoning is not for it
 	m := &app.Move{Role: app.MoveSource, From: "beta", To: "alpha", Pool: "pa", Superseded: true}
 	mark(m)
