@@ -100,7 +100,7 @@ func poolSet(cmd *cobra.Command, f *cli.Factory, name, pool string, r *rolloutFl
 	}
 	start := time.Now()
 	out, err := deploy.PoolSet(cmd.Context(), req, connect, deploy.MoveOptions{Timeout: r.Timeout})
-	if out != nil && out.Plan.Has(deploy.StepMove) {
+	if out != nil && out.Moving {
 		return printMove(f, p, r, name, out.Plan.Target.Name, out.Moved, err)
 	}
 	if err != nil {

@@ -132,8 +132,10 @@ type PoolSetOutcome struct {
 	// Finished: a move was finished (or its new copy adopted); Abandoned:
 	// an unfinished move was given up.
 	Finished, Abandoned bool
-	// Moved is StepMove's result (also with a failed move's error).
-	Moved *MoveResult
+	// Moving: StepMove was reached; Moved is its result (also with a
+	// failed move's error; nil when the move did not start).
+	Moving bool
+	Moved  *MoveResult
 	// Rollout: the caller rolls the pool change out now.
 	Rollout bool
 	// Release the app runs once a move is finished (0: unknown or none).
@@ -195,6 +197,7 @@ func PoolSet(ctx context.Context, r PoolSetRequest, connect Connect, o MoveOptio
 		case StepRollout:
 			out.Rollout = true
 		case StepMove:
+			out.Moving = true
 			src, err := connect("")
 			if err != nil {
 				return out, err
