@@ -1,10 +1,13 @@
 package deploy
 
 import (
+	"context"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
+	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cluster"
 	"tug.dev/tug/pkg/usage"
 )
@@ -80,6 +83,31 @@ func TestPlanPoolSet(t *testing.T) {
 		}
 		if p.Has(StepFinish) && len(p.Old) == 0 || p.Has(StepAbandon) && c.name != "" && len(p.Made) == 0 {
 			t.Errorf("%s: finish with no old copy, or abandon with no made copy: %+v", c.name, p)
+		}
+	}
+}
+
+// PoolSet on the new copy of a move whose old copy is gone changes nothing
+// unless told (--adopt), and never makes a copy that did not roll out the app.
+func TestPoolSetOrphanedCopy(t *testing.T) {
+	ctx := context.Background()
+	_, from := deployedSource(t)
+	dst, to := newFake()
+	if _, err := from.CopyTo(ctx, to, "shop", &app.Move{Role: app.MoveTarget, From: "beta", To: "alpha", Pool: "pa"}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := &cluster.Config{Clusters: []cluster.Cluster{{Name: "alpha", Context: "ctx-a", Pools: []string{"pa"}}}}
+	cp := cluster.Copy{Found: true, Namespace: ns, Pool: "pb", Move: cluster.MoveTarget, Describe: "new copy"}
+	loc := &cluster.Location{App: "shop", Found: true, Cluster: cfg.Clusters[0], Copy: cp, Clusters: []cluster.Searched{{Cluster: cfg.Clusters[0], Copy: cp}}}
+	connect := func(string) (Deps, error) { return deps(dst), nil }
+	for _, adopt := range []bool{false, true} {
+		req := PoolSetRequest{App: "shop", Pool: "pb", Here: "ctx-a", Config: cfg, Loc: loc, Adopt: adopt}
+		_, err := PoolSet(ctx, req, connect, MoveOptions{})
+		if !usage.Is(err) || !strings.Contains(err.Error(), "never completed") {
+			t.Errorf("adopt %v: %v; want a usage error saying its rollout never completed", adopt, err)
+		}
+		if a := getApp(t, to, "shop"); a.Move == nil {
+			t.Errorf("adopt %v: the copy's mark was dropped", adopt)
 		}
 	}
 }
