@@ -9,7 +9,6 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
-	"tug.dev/tug/pkg/cluster"
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/usage"
@@ -21,7 +20,7 @@ import (
 func newPoolSetCmd(f *cli.Factory) *cobra.Command {
 	cmd := &cobra.Command{Use: "pool", Short: "Choose the pool of nodes an app runs on", Args: cli.GroupArgs, RunE: cli.GroupRunE}
 	r := &rolloutFlags{}
-	var dryRun bool
+	var dryRun, adopt bool
 	set := &cobra.Command{
 		Use:   "set APP POOL",
 		Short: "Move an app's units to the nodes of a pool: a new release, rolled out",
@@ -39,13 +38,19 @@ registry credentials to the other cluster, rolls the current release out
 there on POOL and waits until it runs; then it removes the app from the old
 cluster. If anything fails before the new copy runs, the new copy is
 removed and the app keeps serving where it was. An app that binds volumes
-does not move (their data cannot). A move cut short (tug killed) leaves
+does not move (their data cannot), nor one with config staged by
+'env set --no-restart' (a move moves what runs: roll that config out first). A move cut short (tug killed) leaves
 copies that tug tells apart, so commands still reach the copy that serves
 and 'tug app info' says the move is unfinished; running the same
 'tug app pool set' again finishes or redoes it, and setting the pool the app
 has where it serves gives up a move cut short before the new copy took over
-(its half-made copy is removed). Addresses change with the cluster: see
-'tug app address' afterwards.`,
+(its half-made copy is removed). A move's new copy whose old copy no
+configured cluster holds any more (removed, or its cluster left tug's map)
+never becomes the app silently: commands reaching it warn, and this command
+says whether its rollout had completed; --adopt then makes it the app, else
+remove it ('tug app remove'). --no-wait and --no-rollback do not apply to a
+move (it always waits, and a failed copy is always removed): they are refused
+there. Addresses change with the cluster: see 'tug app address' afterwards.`,
 		Args: cli.ExactArgs("APP", "POOL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := app.ValidateName(args[0]); err != nil {
@@ -57,79 +62,93 @@ has where it serves gives up a move cut short before the new copy took over
 			if err := r.validate(); err != nil {
 				return err
 			}
-			return poolSet(cmd, f, args[0], args[1], r, dryRun)
+			return poolSet(cmd, f, args[0], args[1], r, dryRun, adopt)
 		},
 	}
 	r.add(set, true)
 	set.Flags().BoolVar(&dryRun, "dry-run", false, "Say what would change (and whether the app would move to another cluster); change nothing")
+	set.Flags().BoolVar(&adopt, "adopt", false, "Make the new copy of a move whose old copy is gone the app (only if its rollout had completed)")
 	cmd.AddCommand(set)
 	return cmd
 }
 
 // poolSet changes an app's pool where it is, or moves it to the pool's
-// cluster. f already points at the cluster that holds the app (route.go).
-func poolSet(cmd *cobra.Command, f *cli.Factory, name, pool string, r *rolloutFlags, dryRun bool) error {
+// cluster (deploy.PoolSet decides and does it, but for a rollout in place).
+// f already points at the cluster that holds the app (route.go). One
+// progress reporter serves every step, and every way out ends it.
+func poolSet(cmd *cobra.Command, f *cli.Factory, name, pool string, r *rolloutFlags, dryRun, adopt bool) error {
 	cfg, err := loadClusters()
 	if err != nil {
 		return err
-	}
-	if loc := routedLocation(cmd); loc != nil && loc.Found && !dryRun {
-		start := time.Now()
-		finished, old, err := finishMove(cmd, f, cfg, loc)
-		if err != nil {
-			return err
-		}
-		if finished && loc.Copy.Pool == pool {
-			f.Progress().Done(fmt.Sprintf("the move of %s to cluster %q is finished; it runs on pool %s", name, loc.Name, pool))
-			if r.Output == cli.OutputTable {
-				return nil
-			}
-			here := deploy.MoveEnd{Cluster: loc.Name, Namespace: loc.Copy.Namespace}
-			res := &deploy.MoveResult{App: name, Pool: pool, To: here, Serving: here, Status: "moved"}
-			if len(old) > 0 {
-				res.From = deploy.MoveEnd{Cluster: old[0].Name, Namespace: old[0].Namespace}
-			}
-			if s, err := appStore(f); err == nil {
-				if a, err := s.GetApp(cmd.Context(), name); err == nil {
-					res.Release = a.Release
-				}
-			}
-			res.DurationMS = time.Since(start).Milliseconds()
-			return cli.OutputOptions{Format: r.Output}.Print(f.IOStreams, res, nil)
-		}
 	}
 	here, err := f.ContextName()
 	if err != nil {
 		return err
 	}
-	target, move := cfg.MoveTo(pool, here)
-	if !move {
-		if loc := routedLocation(cmd); loc != nil && loc.Found && !dryRun {
-			if err := abandonMove(cmd, f, loc); err != nil {
-				return err
-			}
+	loc := routedLocation(cmd)
+	req := deploy.PoolSetRequest{App: name, Pool: pool, Here: here, Config: cfg, Loc: loc,
+		Adopt: adopt, DryRun: dryRun, NoWait: r.NoWait, NoRollback: r.NoRollback}
+	p := f.Progress()
+	connect := func(kubeContext string) (deploy.Deps, error) {
+		g := f
+		if kubeContext != "" {
+			g = f.ForContext(kubeContext)
 		}
-		opts := r.options()
-		opts.DryRun = dryRun
-		return roll(cmd, f, name, deploy.SettingsChange(app.KindPool, "pool "+pool, func(_ *app.App, rel *app.Release) error {
-			rel.Pool = pool
-			return nil
-		}), opts, r.Output, rollVerb{app.KindPool + " changed", "changing the " + app.KindPool + " of"})
+		d, err := deployDeps(cmd, g)
+		d.Progress = p
+		return d, err
 	}
-	src, err := deployDeps(cmd, f)
+	start := time.Now()
+	out, err := deploy.PoolSet(cmd.Context(), req, connect, deploy.MoveOptions{Timeout: r.Timeout})
+	if out != nil && out.Moving {
+		return printMove(f, p, r, name, out.Plan.Target.Name, out.Moved, err)
+	}
 	if err != nil {
+		if out != nil {
+			p.Fail(fmt.Sprintf("settling the unfinished move of %s", name))
+		}
 		return err
 	}
-	dst, err := deployDeps(cmd, f.ForContext(target.Context))
-	if err != nil {
-		return fmt.Errorf("cluster %q (context %q): %w", target.Name, target.Context, err)
+	switch {
+	case out.Finished && !out.Rollout:
+		p.Done(fmt.Sprintf("the move of %s to cluster %q is finished; it runs on pool %s", name, loc.Name, pool))
+		if r.Output == cli.OutputTable {
+			return nil
+		}
+		at := deploy.MoveEnd{Cluster: loc.Name, Namespace: loc.Copy.Namespace}
+		res := &deploy.MoveResult{App: name, Pool: pool, To: at, Serving: at, Status: "moved", Release: out.Release}
+		if len(out.Plan.Old) > 0 {
+			res.From = deploy.MoveEnd{Cluster: out.Plan.Old[0].Name, Namespace: out.Plan.Old[0].Namespace}
+		}
+		res.DurationMS = time.Since(start).Milliseconds()
+		return cli.OutputOptions{Format: r.Output}.Print(f.IOStreams, res, nil)
+	case out.Finished:
+		p.Done(fmt.Sprintf("the move of %s to cluster %q is finished", name, loc.Name))
+	case out.Abandoned:
+		p.Done(fmt.Sprintf("gave up the unfinished move of %s", name))
 	}
-	p := f.Progress()
-	src.Progress, dst.Progress = p, p
-	from := cfg.NameOf(here)
-	res, err := deploy.Move(cmd.Context(), src, dst, name, deploy.MoveOptions{Pool: pool, From: from, To: target.Name, Timeout: r.Timeout, DryRun: dryRun})
+	opts := r.options()
+	opts.DryRun = dryRun
+	return roll(cmd, f, name, deploy.SettingsChange(app.KindPool, "pool "+pool, func(_ *app.App, rel *app.Release) error {
+		rel.Pool = pool
+		return nil
+	}), opts, r.Output, rollVerb{app.KindPool + " changed", "changing the " + app.KindPool + " of"})
+}
+
+// printMove reports a move (or its dry run) and returns its error.
+func printMove(f *cli.Factory, p cli.Progress, r *rolloutFlags, name, target string, res *deploy.MoveResult, err error) error {
+	if err != nil && res != nil && res.Status == "moved" {
+		// moved, but something of the old copy is left to report (stuck units)
+		p.Done(fmt.Sprintf("moved %s to cluster %q: %s", name, target, movedRuns(res)))
+		if r.Output != cli.OutputTable {
+			if perr := (cli.OutputOptions{Format: r.Output}).Print(f.IOStreams, res, nil); perr != nil {
+				return perr
+			}
+		}
+		return err
+	}
 	if err != nil {
-		p.Fail(fmt.Sprintf("moving %s to cluster %q", name, target.Name))
+		p.Fail(fmt.Sprintf("moving %s to cluster %q", name, target))
 		var failed *deploy.Error
 		if errors.As(err, &failed) && failed.Result != nil && failed.Result.Failure != nil {
 			// the diagnosis only: the failed release went with the copy
@@ -147,8 +166,8 @@ func poolSet(cmd *cobra.Command, f *cli.Factory, name, pool string, r *rolloutFl
 	if res.Status == "dry-run" {
 		p.Done("dry run: nothing changed")
 	} else {
-		p.Done(fmt.Sprintf("moved %s from cluster %q (namespace %s) to cluster %q (namespace %s): v%d runs on pool %s in %.1fs",
-			name, res.From.Cluster, res.From.Namespace, res.To.Cluster, res.To.Namespace, res.Release, pool, float64(res.DurationMS)/1000))
+		p.Done(fmt.Sprintf("moved %s from cluster %q (namespace %s) to cluster %q (namespace %s): %s in %.1fs",
+			name, res.From.Cluster, res.From.Namespace, res.To.Cluster, res.To.Namespace, movedRuns(res), float64(res.DurationMS)/1000))
 	}
 	return cli.OutputOptions{Format: r.Output}.Print(f.IOStreams, res, func() error {
 		if res.Status == "dry-run" {
@@ -161,84 +180,10 @@ func poolSet(cmd *cobra.Command, f *cli.Factory, name, pool string, r *rolloutFl
 	})
 }
 
-// finishMove completes a move a killed tug left after its switch-over: the
-// copy that serves drops its mark and superseded copies elsewhere go. It
-// reports whether there was one to finish. A move cut short before the
-// switch is redone by deploy.Move instead. old are the superseded copies
-// it removed.
-func finishMove(cmd *cobra.Command, f *cli.Factory, cfg *cluster.Config, loc *cluster.Location) (finished bool, old []cluster.Searched, err error) {
-	for _, o := range loc.Others() {
-		if o.Move == cluster.MoveSuperseded {
-			old = append(old, o)
-		}
+// movedRuns says what runs where after a move.
+func movedRuns(res *deploy.MoveResult) string {
+	if res.Release == 0 {
+		return fmt.Sprintf("pool %s (never deployed: nothing runs until its first deploy)", res.Pool)
 	}
-	if loc.Copy.Move != cluster.MoveTarget && len(old) == 0 {
-		return false, nil, nil
-	}
-	if un := loc.Unreachable(); len(un) > 0 && len(old) == 0 {
-		// The copy that still serves may be the one we cannot see.
-		return false, nil, fmt.Errorf("app %q has an unfinished move, and cluster %q could not be asked whether it holds the app's old copy (%v); retry when it answers, or pass --context", loc.App, un[0].Name, un[0].Err)
-	}
-	serving, err := deployDeps(cmd, f)
-	if err != nil {
-		return false, nil, err
-	}
-	p := f.Progress()
-	serving.Progress = p
-	p.Update(fmt.Sprintf("finishing the move of %s to cluster %q", loc.App, loc.Name))
-	if len(old) == 0 {
-		return true, nil, deploy.FinishMove(cmd.Context(), serving, deploy.Deps{}, loc.App)
-	}
-	for _, o := range old {
-		d, err := deployDeps(cmd, f.ForContext(o.Context))
-		if err != nil {
-			return false, nil, err
-		}
-		d.Progress = p
-		if err := deploy.FinishMove(cmd.Context(), serving, d, loc.App); err != nil {
-			return false, nil, err
-		}
-	}
-	return true, old, nil
-}
-
-// abandonMove gives up a move cut short before its switch when the app is
-// asked to stay in the cluster where it serves: the copy the move was
-// making goes, and so does the mark that makes 'app info' call the move
-// unfinished. Nothing happens for an app with no unfinished move, or when
-// a cluster that may hold the half-made copy does not answer.
-func abandonMove(cmd *cobra.Command, f *cli.Factory, loc *cluster.Location) error {
-	if loc.Copy.Move != cluster.MoveNone || loc.Copy.Describe == "" {
-		return nil
-	}
-	var made []cluster.Searched
-	for _, o := range loc.Others() {
-		if o.Move == cluster.MoveTarget {
-			made = append(made, o)
-		}
-	}
-	if len(made) == 0 && len(loc.Unreachable()) > 0 {
-		return nil
-	}
-	src, err := deployDeps(cmd, f)
-	if err != nil {
-		return err
-	}
-	p := f.Progress()
-	src.Progress = p
-	p.Update(fmt.Sprintf("giving up the unfinished move of %s", loc.App))
-	if len(made) == 0 {
-		return deploy.AbandonMove(cmd.Context(), src, deploy.Deps{}, loc.App)
-	}
-	for _, o := range made {
-		dst, err := deployDeps(cmd, f.ForContext(o.Context))
-		if err != nil {
-			return err
-		}
-		dst.Progress = p
-		if err := deploy.AbandonMove(cmd.Context(), src, dst, loc.App); err != nil {
-			return err
-		}
-	}
-	return nil
+	return fmt.Sprintf("v%d runs on pool %s", res.Release, res.Pool)
 }

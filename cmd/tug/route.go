@@ -109,6 +109,10 @@ func routeApp(cmd *cobra.Command, f *cli.Factory, appName string) (*cluster.Loca
 		return loc, nil // the current context, whose error NotFound explains
 	}
 	f.Adopt(finders.factory(loc.Context)) // its connection is open already
+	if loc.Orphaned() {
+		fmt.Fprintf(f.IOStreams.ErrOut, "warning: app %q in cluster %q is the new copy of a move that never finished (%s), and no configured cluster holds its old copy any more; it may not run as the app did: '%s app pool set %s %s' says what to do\n",
+			appName, loc.Name, loc.Copy.Describe, f.CommandName, appName, movePool(loc, cluster.Searched{}))
+	}
 	for _, o := range loc.Others() {
 		fmt.Fprintf(f.IOStreams.ErrOut, "warning: app %q also has a copy in cluster %q (%s); '%s app pool set %s %s' finishes the move\n",
 			appName, o.Name, o.Describe, f.CommandName, appName, movePool(loc, o))
@@ -168,15 +172,5 @@ func findApp(ctx context.Context, f *cli.Factory, appName string) (cluster.Copy,
 	if err != nil {
 		return cp, err
 	}
-	cp.Found, cp.Pool = true, a.Pool
-	if m := a.Move; m != nil {
-		cp.Describe, cp.MovePool = m.Describe(), m.Pool
-		switch {
-		case m.Role == app.MoveTarget:
-			cp.Move = cluster.MoveTarget
-		case m.Superseded:
-			cp.Move = cluster.MoveSuperseded
-		}
-	}
-	return cp, nil
+	return a.LocateCopy(s.Namespace), nil
 }

@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"tug.dev/tug/pkg/cluster"
 	"tug.dev/tug/pkg/kube"
 )
 
@@ -43,6 +45,31 @@ type Move struct {
 	Superseded bool `json:"superseded,omitempty"`
 }
 
+// SameMove reports whether m and o mark the two sides (or the same side)
+// of one move: the same clusters and the same start. A copy marked by
+// another move, or not marked at all, is not this move's to remove.
+func (m *Move) SameMove(o *Move) bool {
+	return m != nil && o != nil && m.From == o.From && m.To == o.To && m.StartedAt.Equal(o.StartedAt)
+}
+
+// LocateCopy is what the cluster lookup (cluster.Locate) ranks of this copy
+// of the app, found in namespace: its pool and its part in an unfinished
+// move. A move's target and a superseded source rank below the copy that
+// serves; a source that still serves ranks as an unmarked copy.
+func (a *App) LocateCopy(namespace string) cluster.Copy {
+	cp := cluster.Copy{Found: true, Namespace: namespace, Pool: a.Pool}
+	if m := a.Move; m != nil {
+		cp.Describe, cp.MovePool = m.Describe(), m.Pool
+		switch {
+		case m.Role == MoveTarget:
+			cp.Move = cluster.MoveTarget
+		case m.Superseded:
+			cp.Move = cluster.MoveSuperseded
+		}
+	}
+	return cp
+}
+
 // Describe says in a phrase where the move stands, from this copy's side.
 func (m *Move) Describe() string {
 	switch {
@@ -60,8 +87,10 @@ func (m *Move) Describe() string {
 // ConfigMap and Secret tug keeps for the app (release history with each
 // release's config, registry credentials, TLS certificates). It creates
 // only, the marked record first: an object of the same name already in dst
-// fails the copy, and a copy cut short is one whose record says so, which
-// is removed (deploy.Remove) before copying again.
+// fails the copy and is left alone: CopyTo then deletes what it created
+// (the record last), so a failed copy leaves nothing of its own in dst. A
+// copy cut short (the tug killed) is one whose record says so, which is
+// removed (deploy.Remove) before copying again.
 func (s *Store) CopyTo(ctx context.Context, dst *Store, name string, mark *Move) (*App, error) {
 	a, err := s.GetApp(ctx, name)
 	if err != nil {
@@ -92,12 +121,33 @@ func (s *Store) CopyTo(ctx context.Context, dst *Store, name string, mark *Move)
 		return nil, err
 	}
 	create := metav1.CreateOptions{FieldManager: kube.FieldManager}
+	var createdSecrets, createdCMs []string
+	undo := func(err error) (*App, error) {
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), copyUndoTimeout)
+		defer cancel()
+		var failed []string
+		for _, n := range createdSecrets {
+			if derr := dst.Client.CoreV1().Secrets(dst.Namespace).Delete(uctx, n, metav1.DeleteOptions{}); derr != nil && !apierrors.IsNotFound(derr) {
+				failed = append(failed, "Secret "+n)
+			}
+		}
+		for _, n := range append(createdCMs, AppRecordName(name)) {
+			if derr := dst.Client.CoreV1().ConfigMaps(dst.Namespace).Delete(uctx, n, metav1.DeleteOptions{}); derr != nil && !apierrors.IsNotFound(derr) {
+				failed = append(failed, "ConfigMap "+n)
+			}
+		}
+		if len(failed) > 0 {
+			return nil, fmt.Errorf("%w (deleting what the copy made failed too: %s)", err, strings.Join(failed, ", "))
+		}
+		return nil, err
+	}
 	for i := range secrets.Items {
 		sec := &secrets.Items[i]
 		cp := &corev1.Secret{ObjectMeta: copyMeta(sec.ObjectMeta, dst.Namespace), Type: sec.Type, Data: sec.Data, Immutable: sec.Immutable}
 		if _, err := dst.Client.CoreV1().Secrets(dst.Namespace).Create(ctx, cp, create); err != nil {
-			return nil, copyError("Secret", cp.Name, dst.Namespace, err)
+			return undo(copyError("Secret", cp.Name, dst.Namespace, err))
 		}
+		createdSecrets = append(createdSecrets, cp.Name)
 	}
 	for i := range cms.Items {
 		cm := &cms.Items[i]
@@ -106,11 +156,16 @@ func (s *Store) CopyTo(ctx context.Context, dst *Store, name string, mark *Move)
 		}
 		cp := &corev1.ConfigMap{ObjectMeta: copyMeta(cm.ObjectMeta, dst.Namespace), Data: cm.Data, BinaryData: cm.BinaryData, Immutable: cm.Immutable}
 		if _, err := dst.Client.CoreV1().ConfigMaps(dst.Namespace).Create(ctx, cp, create); err != nil {
-			return nil, copyError("ConfigMap", cp.Name, dst.Namespace, err)
+			return undo(copyError("ConfigMap", cp.Name, dst.Namespace, err))
 		}
+		createdCMs = append(createdCMs, cp.Name)
 	}
 	return dst.GetApp(ctx, name)
 }
+
+// copyUndoTimeout bounds the deletes of a failed copy, which run after the
+// command's own context may be gone.
+const copyUndoTimeout = time.Minute
 
 func copyMeta(m metav1.ObjectMeta, namespace string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Name: m.Name, Namespace: namespace, Labels: m.Labels, Annotations: m.Annotations}

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"tug.dev/tug/pkg/cluster"
 	"tug.dev/tug/pkg/kube"
 )
 
@@ -59,5 +60,57 @@ func TestCopyTo(t *testing.T) {
 	}
 	if !strings.Contains(mark.Describe(), "new copy") || !strings.Contains((&Move{Role: MoveSource, Superseded: true}).Describe(), "superseded") {
 		t.Error("Describe does not tell the copies apart")
+	}
+}
+
+// A copy that meets an object of the same name in the target fails, leaves
+// that object alone, and takes back what it made (the record included).
+func TestCopyToLeavesWhatIsInTheWayAlone(t *testing.T) {
+	ctx := context.Background()
+	src, c := newStore(t)
+	if err := src.CreateApp(ctx, &App{Name: "shop", Namespace: src.Namespace, Release: 1, LastRelease: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := src.CreateRelease(ctx, &Release{App: "shop", Version: 1, Image: "shop:1", Status: StatusDeployed}, ConfigMap{"A": "1"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"shop-a", "shop-z"} {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: n, Namespace: src.Namespace, Labels: kube.AppLabels("shop")}}
+		if _, err := c.CoreV1().Secrets(src.Namespace).Create(ctx, s, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	theirs := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "shop-z", Namespace: "there", Labels: kube.AppLabels("shop")}, Data: map[string][]byte{"k": []byte("theirs")}}
+	dc := fake.NewClientset(theirs)
+	dst := &Store{Client: dc, Namespace: "there"}
+	if _, err := src.CopyTo(ctx, dst, "shop", &Move{Role: MoveTarget, From: "b", To: "a"}); err == nil || !strings.Contains(err.Error(), "left alone") {
+		t.Fatalf("CopyTo over a foreign Secret: %v", err)
+	}
+	secs, _ := dc.CoreV1().Secrets("there").List(ctx, metav1.ListOptions{})
+	if len(secs.Items) != 1 || secs.Items[0].Name != "shop-z" || string(secs.Items[0].Data["k"]) != "theirs" {
+		t.Errorf("target Secrets after a failed copy: %+v", secs.Items)
+	}
+	if cms, _ := dc.CoreV1().ConfigMaps("there").List(ctx, metav1.ListOptions{}); len(cms.Items) != 0 {
+		t.Errorf("a failed copy left %d ConfigMaps", len(cms.Items))
+	}
+}
+
+func TestLocateCopy(t *testing.T) {
+	for _, c := range []struct {
+		move *Move
+		want cluster.MoveMark
+	}{
+		{nil, cluster.MoveNone},
+		{&Move{Role: MoveSource, Pool: "pa"}, cluster.MoveNone},
+		{&Move{Role: MoveSource, Pool: "pa", Superseded: true}, cluster.MoveSuperseded},
+		{&Move{Role: MoveTarget, Pool: "pa"}, cluster.MoveTarget},
+	} {
+		cp := (&App{Name: "shop", Pool: "pb", Move: c.move}).LocateCopy("ns")
+		if !cp.Found || cp.Namespace != "ns" || cp.Pool != "pb" || cp.Move != c.want {
+			t.Errorf("move %+v: %+v, want mark %v", c.move, cp, c.want)
+		}
+		if (c.move != nil) != (cp.Describe != "") || (c.move != nil && cp.MovePool != "pa") {
+			t.Errorf("move %+v: describe %q, pool %q", c.move, cp.Describe, cp.MovePool)
+		}
 	}
 }

@@ -80,6 +80,15 @@ func (l *Location) Others() []Searched {
 	return out
 }
 
+// Orphaned reports whether the app was found only as the new copy of a
+// move that never switched over, with no configured cluster holding its
+// old copy (removed by hand, or its cluster no longer in tug's map): a
+// copy that may never have run, which commands reach but must not take
+// for the app silently.
+func (l *Location) Orphaned() bool {
+	return l.Found && l.Copy.Move == MoveTarget && len(l.Others()) == 0 && len(l.Unreachable()) == 0
+}
+
 // Unreachable are the clusters that did not answer.
 func (l *Location) Unreachable() []Searched {
 	var out []Searched

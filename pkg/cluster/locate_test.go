@@ -54,6 +54,7 @@ func TestLocate(t *testing.T) {
 		// cluster was silent, so Locate must not guess.
 		incomplete bool
 		others     int
+		orphaned   bool // a move's target whose source no cluster holds
 	}{
 		{name: "nowhere", want: ""},
 		{name: "only in b", copies: map[string]Copy{"ctx-b": {Pool: "pb"}}, want: "b"},
@@ -62,6 +63,7 @@ func TestLocate(t *testing.T) {
 		{name: "move under way: the source serves", copies: map[string]Copy{"ctx-a": {Move: MoveTarget}, "ctx-b": {}}, want: "b", others: 1},
 		{name: "move past the switch: the target serves", copies: map[string]Copy{"ctx-a": {Move: MoveTarget}, "ctx-b": {Move: MoveSuperseded}}, want: "a", others: 1},
 		{name: "move almost done: the unmarked target", copies: map[string]Copy{"ctx-a": {}, "ctx-b": {Move: MoveSuperseded}}, want: "a", others: 1},
+		{name: "only a move's target left", copies: map[string]Copy{"ctx-a": {Move: MoveTarget}}, want: "a", orphaned: true},
 		{name: "only a superseded copy left", copies: map[string]Copy{"ctx-b": {Move: MoveSuperseded}}, want: "b"},
 		{name: "two targets", copies: map[string]Copy{"ctx-a": {Move: MoveTarget}, "ctx-b": {Move: MoveTarget}}, ambiguous: true},
 		{name: "a move's target, the other side silent", copies: map[string]Copy{"ctx-a": {Move: MoveTarget}}, errs: map[string]error{"ctx-dead": down}, incomplete: true},
@@ -95,6 +97,9 @@ func TestLocate(t *testing.T) {
 		}
 		if n := len(loc.Others()); n != tc.others {
 			t.Errorf("%s: %d other copies, want %d", tc.name, n, tc.others)
+		}
+		if loc.Orphaned() != tc.orphaned {
+			t.Errorf("%s: orphaned %v, want %v", tc.name, loc.Orphaned(), tc.orphaned)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,7 +27,9 @@ import (
 //	(e) remove the app from the source
 //
 // all under the app's deploy lock in the source. A failure before (c)
-// removes the target copy and leaves the app serving where it was. A tug
+// removes the target copy it made (recognised by its mark: the same
+// clusters and start as the source's) and leaves the app serving where it
+// was; an app of that name it did not make is never touched. A tug
 // killed midway leaves marked copies (app.Move) from which the cluster
 // lookup picks the one that serves; Move run again removes a target copy
 // left before (c) and starts over, and FinishMove completes one left after.
@@ -73,7 +76,8 @@ type MoveResult struct {
 	Serving MoveEnd `json:"serving"`
 	// Failure says why a failed or unfinished move stopped: the target
 	// rollout's diagnosis (class image-pull, crash, ...), or class
-	// ClassError with the error's message.
+	// ClassError with the error's message; with "moved", what is left of
+	// the old copy to report (units stuck terminating).
 	Failure    *Failure `json:"failure,omitempty"`
 	DurationMS int64    `json:"durationMs"`
 }
@@ -98,16 +102,30 @@ type MoveError struct {
 	App, From, To string
 	Err           error
 	// CleanupErr: removing the target copy failed too; it is left marked,
-	// and the next move removes it.
+	// and so is the source, and the next move removes it.
 	CleanupErr error
+	// Foreign: the target holds an app of the same name that this move
+	// did not make (created meanwhile); it is left alone.
+	Foreign bool
+	// MarkErr: dropping the source's mark failed; 'tug app info' goes on
+	// calling the move unfinished until a move or pool set clears it.
+	MarkErr error
 }
 
 func (e *MoveError) Error() string {
 	msg := fmt.Sprintf("moving app %q to cluster %q failed: %v; it still serves in cluster %q", e.App, e.To, e.Err, e.From)
-	if e.CleanupErr != nil {
-		return msg + fmt.Sprintf("; removing its copy from cluster %q failed too (%v): running 'tug app pool set' again removes it first", e.To, e.CleanupErr)
+	switch {
+	case e.CleanupErr != nil:
+		msg += fmt.Sprintf("; removing its copy from cluster %q failed too (%v): running 'tug app pool set' again removes it first", e.To, e.CleanupErr)
+	case e.Foreign:
+		msg += fmt.Sprintf("; an app of the same name that this move did not make is in cluster %q now, and tug left it alone", e.To)
+	default:
+		msg += fmt.Sprintf(", and nothing of it is left in cluster %q", e.To)
 	}
-	return msg + fmt.Sprintf(", and nothing of it is left in cluster %q", e.To)
+	if e.MarkErr != nil {
+		msg += fmt.Sprintf("; dropping the move's mark from its copy in cluster %q failed (%v), so 'tug app info' still calls the move unfinished: 'tug app pool set' to its current pool clears it", e.From, e.MarkErr)
+	}
+	return msg
 }
 
 func (e *MoveError) Unwrap() error { return e.Err }
@@ -149,10 +167,13 @@ func Move(ctx context.Context, src, dst Deps, appName string, o MoveOptions) (*M
 	if len(a.Volumes) > 0 {
 		return nil, usage.Errorf("app %q binds volumes (%s), whose data cannot move between clusters; unbind them first ('tug volume unbind')", appName, strings.Join(a.Volumes, ", "))
 	}
+	if err := refuseStaged(ctx, from, a); err != nil {
+		return nil, err
+	}
 	res := &MoveResult{App: appName, Pool: o.Pool, Release: a.Release,
 		From: MoveEnd{Cluster: o.From, Namespace: src.Namespace}, To: MoveEnd{Cluster: o.To, Namespace: dst.Namespace}}
 	res.Serving = res.From
-	stale, err := staleTarget(ctx, to, appName, o)
+	stale, err := staleTarget(ctx, to, appName, a.Move, o)
 	if err != nil {
 		return nil, err
 	}
@@ -183,6 +204,13 @@ func Move(ctx context.Context, src, dst Deps, appName string, o MoveOptions) (*M
 	if a, err = Reconcile(ctx, src.Client, from, a); err != nil {
 		return nil, err
 	}
+	if err := refuseStaged(ctx, from, a); err != nil {
+		return nil, err
+	}
+	// again under the lock: another move may have come and gone meanwhile
+	if stale, err = staleTarget(ctx, &app.Store{Client: dst.Client, Namespace: dst.Namespace}, appName, a.Move, o); err != nil {
+		return nil, err
+	}
 	if stale {
 		src.Progress.Update(fmt.Sprintf("removing the copy an earlier move left in cluster %s", o.To))
 		if err := Remove(ctx, dst, appName, RemoveOptions{}); err != nil {
@@ -190,6 +218,7 @@ func Move(ctx context.Context, src, dst Deps, appName string, o MoveOptions) (*M
 		}
 	}
 	started := time.Now().UTC()
+	mark := &app.Move{Role: app.MoveTarget, From: o.From, To: o.To, Pool: o.Pool, StartedAt: started}
 	if _, err := from.UpdateApp(ctx, appName, func(x *app.App) error {
 		x.Move = &app.Move{Role: app.MoveSource, From: o.From, To: o.To, Pool: o.Pool, StartedAt: started}
 		return nil
@@ -199,15 +228,35 @@ func Move(ctx context.Context, src, dst Deps, appName string, o MoveOptions) (*M
 	fail := func(err error) (*MoveResult, error) {
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), moveCleanupTimeout)
 		defer cancel()
-		src.Progress.Update(fmt.Sprintf("removing the copy from cluster %s", o.To))
 		me := &MoveError{App: appName, From: o.From, To: o.To, Err: err}
-		if rerr := Remove(wctx, dst, appName, RemoveOptions{}); rerr != nil && !app.IsNotFound(rerr) {
-			me.CleanupErr = rerr
+		// Only the copy this move made goes: an app someone else put there
+		// (created between the check and the copy) is theirs.
+		there, gerr := (&app.Store{Client: dst.Client, Namespace: dst.Namespace}).GetApp(wctx, appName)
+		switch {
+		case app.IsNotFound(gerr):
+		case gerr != nil:
+			me.CleanupErr = gerr
+		case there.Move.SameMove(mark) && there.Move.Role == app.MoveTarget:
+			src.Progress.Update(fmt.Sprintf("removing the copy from cluster %s", o.To))
+			if rerr := Remove(wctx, dst, appName, RemoveOptions{}); rerr != nil && !app.IsNotFound(rerr) {
+				me.CleanupErr = rerr
+			}
+		default:
+			me.Foreign = true
 		}
-		_, _ = from.UpdateApp(wctx, appName, func(x *app.App) error { x.Move = nil; return nil })
+		// The source keeps its mark while its copy is left in the target,
+		// so that the next move recognises that copy and removes it.
+		if me.CleanupErr == nil {
+			if _, merr := from.UpdateApp(wctx, appName, func(x *app.App) error { x.Move = nil; return nil }); merr != nil {
+				me.MarkErr = merr
+			}
+		}
 		res.Status, res.Failure = "failed", moveFailure(err)
 		if me.CleanupErr != nil {
 			res.Failure.Message += fmt.Sprintf("; removing its copy from cluster %q failed too (%v)", o.To, me.CleanupErr)
+		}
+		if me.MarkErr != nil {
+			res.Failure.Message += fmt.Sprintf("; dropping the move's mark from the copy in cluster %q failed (%v)", o.From, me.MarkErr)
 		}
 		res.DurationMS = time.Since(start).Milliseconds()
 		return res, me
@@ -215,7 +264,7 @@ func Move(ctx context.Context, src, dst Deps, appName string, o MoveOptions) (*M
 
 	// (a)
 	src.Progress.Update(fmt.Sprintf("copying app %s to cluster %s", appName, o.To))
-	if _, err := from.CopyTo(ctx, to, appName, &app.Move{Role: app.MoveTarget, From: o.From, To: o.To, Pool: o.Pool, StartedAt: started}); err != nil {
+	if _, err := from.CopyTo(ctx, to, appName, mark); err != nil {
 		return fail(err)
 	}
 	// (b)
@@ -225,7 +274,9 @@ func Move(ctx context.Context, src, dst Deps, appName string, o MoveOptions) (*M
 			return nil
 		})
 		// No rollback in the target (the source still serves), and no
-		// release phase: nothing changes but where the units run.
+		// release phase: with no config staged (refuseStaged), the change
+		// starts from the deployed release, so nothing changes but where
+		// the units run.
 		rolled, err := Roll(ctx, dst, appName, change, Options{Timeout: o.Timeout, NoRollback: true, SkipReleasePhase: true})
 		if err != nil {
 			return fail(err)
@@ -252,20 +303,58 @@ func Move(ctx context.Context, src, dst Deps, appName string, o MoveOptions) (*M
 	}
 	// (d), (e)
 	res.Serving = res.To
-	if err := finish(ctx, src, to, appName, true); err != nil {
-		res.Status, res.Failure = "unfinished", moveFailure(err)
-		res.DurationMS = time.Since(start).Milliseconds()
-		return res, &UnfinishedMoveError{App: appName, From: o.From, To: o.To, Err: err}
+	err = finish(ctx, src, to, appName, true)
+	res.Status, err = finishedMove(appName, o, err)
+	if err != nil {
+		res.Failure = moveFailure(err)
 	}
-	res.Status = "moved"
 	res.DurationMS = time.Since(start).Milliseconds()
-	return res, nil
+	return res, err
+}
+
+// finishedMove is how a move whose target serves ended, given the error
+// from finishing it: "moved", or "unfinished" with an
+// *UnfinishedMoveError (running the move again finishes it). Units of the
+// old copy stuck terminating are not an unfinished move: its records are
+// gone, and a rerun would only roll a pointless release; the move is
+// done, with that error to report.
+func finishedMove(appName string, o MoveOptions, err error) (string, error) {
+	var stuck *StuckUnitsError
+	switch {
+	case err == nil:
+		return "moved", nil
+	case errors.As(err, &stuck):
+		return "moved", fmt.Errorf("app %q moved to cluster %q, but in cluster %q %w", appName, o.To, o.From, err)
+	}
+	return "unfinished", &UnfinishedMoveError{App: appName, From: o.From, To: o.To, Err: err}
+}
+
+// refuseStaged refuses to move a deployed app with config staged
+// ('env set --no-restart') that does not run yet: a move moves what runs,
+// and its rollout there would start from the staged release (BaseRelease)
+// and put that config live unseen, without its release phase. A
+// never-deployed app runs nothing; its staged releases move as they are.
+func refuseStaged(ctx context.Context, store *app.Store, a *app.App) error {
+	if a.Release == 0 || a.LastRelease <= a.Release {
+		return nil
+	}
+	rels, err := store.ListReleases(ctx, a.Name)
+	if err != nil {
+		return err
+	}
+	for _, r := range rels {
+		if r.Status == app.StatusStaged && r.Version > a.Release {
+			return usage.Errorf("app %q has config staged with 'env set --no-restart' (release v%d) that does not run yet, and a move moves what runs; roll it out first ('tug app deploy', or 'tug env set' without --no-restart), then move the app", a.Name, r.Version)
+		}
+	}
+	return nil
 }
 
 // staleTarget checks what the target cluster holds of the app: nothing, or
-// the copy an earlier move to it left before switching over (true). Any
-// other app of that name is in the way.
-func staleTarget(ctx context.Context, to *app.Store, appName string, o MoveOptions) (bool, error) {
+// the copy an earlier move left before switching over (true): marked as
+// the target of the very move the source's mark (own) records. Any other
+// app of that name is in the way, a copy marked by another move included.
+func staleTarget(ctx context.Context, to *app.Store, appName string, own *app.Move, o MoveOptions) (bool, error) {
 	there, err := to.GetApp(ctx, appName)
 	switch {
 	case app.IsNotFound(err):
@@ -273,7 +362,11 @@ func staleTarget(ctx context.Context, to *app.Store, appName string, o MoveOptio
 	case err != nil:
 		return false, err
 	case there.Move != nil && there.Move.Role == app.MoveTarget:
-		return true, nil
+		if own != nil && own.Role == app.MoveSource && !own.Superseded && there.Move.SameMove(own) {
+			return true, nil
+		}
+		m := there.Move
+		return false, usage.Errorf("app %q in cluster %q (namespace %q) is the copy of a move from cluster %q started %s, which this copy of the app did not start; tug will not remove it: if it is a leftover, remove it ('tug app remove %s --context ...')", appName, o.To, to.Namespace, m.From, m.StartedAt.Format(time.RFC3339), appName)
 	}
 	return false, usage.Errorf("an app %q already exists in cluster %q (namespace %q); tug will not overwrite it: remove one of the two ('tug app remove %s --context ...')", appName, o.To, to.Namespace, appName)
 }
@@ -296,9 +389,10 @@ func finish(ctx context.Context, src Deps, to *app.Store, appName string, held b
 
 // FinishMove completes a move that a killed tug left after the switch:
 // serving is the copy that serves (marked as the move's target, or already
-// unmarked), old reaches the cluster of the superseded source copy, if
-// it is still there (a zero Deps when not). It refuses when old's copy is
-// not superseded: that move never switched over, and Move redoes it.
+// unmarked), old reaches the cluster of the superseded source copy (which
+// the lookup found superseded; gone meanwhile is fine). It refuses when
+// old's copy is not superseded: that move never switched over, and Move
+// redoes it. A target whose source no cluster holds is AdoptMove's.
 func FinishMove(ctx context.Context, serving, old Deps, appName string) error {
 	if serving.Progress == nil {
 		serving.Progress = noProgress{}
@@ -308,8 +402,7 @@ func FinishMove(ctx context.Context, serving, old Deps, appName string) error {
 	}
 	to := &app.Store{Client: serving.Client, Namespace: serving.Namespace}
 	if old.Client == nil {
-		_, err := to.UpdateApp(ctx, appName, func(x *app.App) error { x.Move = nil; return nil })
-		return err
+		return fmt.Errorf("finishing the move of app %q: no cluster to remove its old copy from", appName)
 	}
 	from := &app.Store{Client: old.Client, Namespace: old.Namespace}
 	a, err := from.GetApp(ctx, appName)
@@ -326,13 +419,84 @@ func FinishMove(ctx context.Context, serving, old Deps, appName string) error {
 	return finish(ctx, old, to, appName, false)
 }
 
+// MoveRolledOut reports whether a move's target copy, reached through d,
+// had completed its rollout there when the move stopped: its deployed
+// release is on the move's pool and every Deployment of the app runs that
+// release, rolled out (kubectl rollout status's rule). A never-deployed
+// app has only its pool to set. It says nothing of a copy with no target
+// mark (false).
+func MoveRolledOut(ctx context.Context, d Deps, appName string) (bool, error) {
+	a, err := (&app.Store{Client: d.Client, Namespace: d.Namespace}).GetApp(ctx, appName)
+	if err != nil {
+		return false, err
+	}
+	if a.Move == nil || a.Move.Role != app.MoveTarget {
+		return false, nil
+	}
+	if a.Release == 0 {
+		return a.Pool == a.Move.Pool, nil
+	}
+	store := &app.Store{Client: d.Client, Namespace: d.Namespace}
+	r, _, err := store.GetRelease(ctx, appName, a.Release)
+	if app.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if r.Pool != a.Move.Pool || r.Status != app.StatusDeployed {
+		return false, nil
+	}
+	deps, err := d.Client.AppsV1().Deployments(d.Namespace).List(ctx, metav1.ListOptions{LabelSelector: kube.AppSelector(appName)})
+	if err != nil {
+		return false, kube.TranslateError(err)
+	}
+	units := 0
+	for _, p := range a.Processes {
+		units += int(p.Units())
+	}
+	if units > 0 && len(deps.Items) == 0 {
+		return false, nil
+	}
+	for i := range deps.Items {
+		dep := &deps.Items[i]
+		if dep.Spec.Template.Labels[kube.LabelRelease] != strconv.Itoa(a.Release) || !rolledOut(dep, dep.Generation) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// AdoptMove makes a move's target copy the app when the move's source is
+// gone (removed, or its cluster left tug's map) without the move having
+// switched over: only when its rollout had completed (MoveRolledOut), and
+// only when asked ('tug app pool set --adopt'). It drops the copy's mark.
+func AdoptMove(ctx context.Context, d Deps, appName string) error {
+	ok, err := MoveRolledOut(ctx, d, appName)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("the copy of app %q in namespace %q is not a move's completed new copy; tug will not make it the app", appName, d.Namespace)
+	}
+	_, err = (&app.Store{Client: d.Client, Namespace: d.Namespace}).UpdateApp(ctx, appName, func(x *app.App) error {
+		if x.Move == nil || x.Move.Role != app.MoveTarget {
+			return errors.New("its move mark changed meanwhile")
+		}
+		x.Move = nil
+		return nil
+	})
+	return err
+}
+
 // AbandonMove gives up a move that a killed tug left before its switch,
 // when the app is asked to stay where it serves ('tug app pool set' to a
 // pool of its own cluster): under the app's lock in src it removes the
 // copy the move was making, reached through dst (a zero Deps when there is
 // none to remove: the tug was killed before copying), and drops src's
 // mark. It does nothing when src's copy is not a move's serving source; a
-// copy in dst that is not that move's target is left alone.
+// copy in dst that is not that move's target (its mark records another
+// move, or none) is left alone.
 func AbandonMove(ctx context.Context, src, dst Deps, appName string) error {
 	if src.Progress == nil {
 		src.Progress = noProgress{}
@@ -350,6 +514,12 @@ func AbandonMove(ctx context.Context, src, dst Deps, appName string) error {
 		return err
 	}
 	defer lock.Unlock()
+	if a, err = from.GetApp(ctx, appName); err != nil {
+		return err
+	}
+	if a.Move == nil || a.Move.Role != app.MoveSource || a.Move.Superseded {
+		return nil
+	}
 	if dst.Client != nil {
 		to := &app.Store{Client: dst.Client, Namespace: dst.Namespace}
 		there, err := to.GetApp(ctx, appName)
@@ -357,7 +527,7 @@ func AbandonMove(ctx context.Context, src, dst Deps, appName string) error {
 		case app.IsNotFound(err):
 		case err != nil:
 			return err
-		case there.Move != nil && there.Move.Role == app.MoveTarget:
+		case there.Move != nil && there.Move.Role == app.MoveTarget && there.Move.SameMove(a.Move):
 			src.Progress.Update(fmt.Sprintf("removing the copy the unfinished move to cluster %s left there", a.Move.To))
 			if err := Remove(ctx, dst, appName, RemoveOptions{}); err != nil {
 				return fmt.Errorf("removing the copy of app %q an unfinished move left in cluster %q: %w", appName, a.Move.To, err)
@@ -389,22 +559,7 @@ func servesThere(ctx context.Context, d Deps, appName string) error {
 		return nil
 	}
 	d.Progress.Update("waiting for the new copy's Service to list a ready unit")
-	c := d.Client.DiscoveryV1().EndpointSlices(d.Namespace)
-	lw := kube.ListWatch[*discoveryv1.EndpointSlice]{
-		Options: metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + ServiceName(appName)},
-		Watch:   c.Watch,
-		List: func(ctx context.Context, opts metav1.ListOptions) ([]*discoveryv1.EndpointSlice, string, error) {
-			l, err := c.List(ctx, opts)
-			if err != nil {
-				return nil, "", err
-			}
-			out := make([]*discoveryv1.EndpointSlice, len(l.Items))
-			for i := range l.Items {
-				out[i] = &l.Items[i]
-			}
-			return out, l.ResourceVersion, nil
-		},
-	}
+	lw := kube.EndpointSlices(d.Client, d.Namespace, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + ServiceName(appName)})
 	wctx, cancel := context.WithTimeout(ctx, endpointsTimeout)
 	defer cancel()
 	err = kube.Until(wctx, lw, func(slices map[string]*discoveryv1.EndpointSlice) (bool, error) {

@@ -3,10 +3,13 @@ package deploy
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -164,10 +167,32 @@ func TestMoveRedoesAnUnfinishedCopy(t *testing.T) {
 	// stands in for the missing controller.
 	dst.PrependReactor("delete", "deployments", func(k8stesting.Action) (bool, runtime.Object, error) { return true, nil, nil })
 	to := &app.Store{Client: dst, Namespace: ns}
-	if _, err := from.CopyTo(context.Background(), to, "shop", &app.Move{Role: app.MoveTarget, From: "beta", To: "alpha", Pool: "pa"}); err != nil {
+	ctx := context.Background()
+	started := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
+	// a copy marked by some other move is not this one's to remove
+	if _, err := from.CopyTo(ctx, to, "shop", &app.Move{Role: app.MoveTarget, From: "beta", To: "alpha", Pool: "pa", StartedAt: started.Add(-time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Move(context.Background(), deps(src), deps(dst), "shop", moveOpts()); err != nil {
+	if _, err := from.UpdateApp(ctx, "shop", func(x *app.App) error {
+		x.Move = &app.Move{Role: app.MoveSource, From: "beta", To: "alpha", Pool: "pa", StartedAt: started}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Move(ctx, deps(src), deps(dst), "shop", moveOpts()); !usage.Is(err) {
+		t.Fatalf("Move over another move's copy: %v; want a usage error", err)
+	}
+	if a := getApp(t, to, "shop"); a.Move == nil || !a.Move.StartedAt.Equal(started.Add(-time.Hour)) {
+		t.Fatalf("another move's copy was touched: %+v", a.Move)
+	}
+	if err := Remove(ctx, deps(dst), "shop", RemoveOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// the copy this source's move left: removed, and the move redone
+	if _, err := (&app.Store{Client: src, Namespace: ns}).CopyTo(ctx, &app.Store{Client: dst, Namespace: ns}, "shop", &app.Move{Role: app.MoveTarget, From: "beta", To: "alpha", Pool: "pa", StartedAt: started}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Move(ctx, deps(src), deps(dst), "shop", moveOpts()); err != nil {
 		t.Fatalf("Move over a stale copy: %v", err)
 	}
 	if a := getApp(t, to, "shop"); a.Move != nil || a.Pool != "pa" {
@@ -270,10 +295,184 @@ func TestAbandonMove(t *testing.T) {
 	if _, err := to.GetApp(ctx, "shop"); err != nil {
 		t.Errorf("an unmarked app in the target was removed: %v", err)
 	}
+	// a copy marked by another move (another start) stays too
+	if err := Remove(ctx, deps(dst), "shop", RemoveOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := from.CopyTo(ctx, to, "shop", &app.Move{Role: app.MoveTarget, From: "beta", To: "alpha", Pool: "pa", StartedAt: time.Unix(1, 0).UTC()}); err != nil {
+		t.Fatal(err)
+	}
+	mark(&app.Move{Role: app.MoveSource, From: "beta", To: "alpha", Pool: "pa"})
+	if err := AbandonMove(ctx, deps(src), deps(dst), "shop"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := to.GetApp(ctx, "shop"); err != nil {
+		t.Errorf("another move's copy in the target was removed: %v", err)
+	}
 	// superseded: the switch happened; abandoning is not for it
 	m := &app.Move{Role: app.MoveSource, From: "beta", To: "alpha", Pool: "pa", Superseded: true}
 	mark(m)
 	if err := AbandonMove(ctx, deps(src), deps(dst), "shop"); err != nil || getApp(t, from, "shop").Move == nil {
 		t.Errorf("a superseded source: %v, its mark %+v", err, getApp(t, from, "shop").Move)
+	}
+}
+
+// An app of the same name created in the target between the move's check
+// and its copy is not the move's: the failed move leaves it alone and
+// drops the source's mark.
+func TestMoveLeavesAnAppCreatedMeanwhileAlone(t *testing.T) {
+	src, from := deployedSource(t)
+	dst := runningTarget(t)
+	ctx := context.Background()
+	// theirs: an unmarked record, made in another fake to get its ConfigMap
+	other, otherStore := newFake()
+	seedApp(t, otherStore, &app.App{Name: "shop", Pool: "theirs"})
+	theirs, err := other.CoreV1().ConfigMaps(ns).Get(ctx, app.AppRecordName("shop"), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst.PrependReactor("create", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.(k8stesting.CreateAction).GetObject().(metav1.Object).GetName() == app.AppRecordName("shop") {
+			if err := dst.Tracker().Add(theirs.DeepCopy()); err != nil && !apierrors.IsAlreadyExists(err) {
+				t.Error(err)
+			}
+		}
+		return false, nil, nil
+	})
+	res, err := Move(ctx, deps(src), deps(dst), "shop", moveOpts())
+	var me *MoveError
+	if !errors.As(err, &me) || !me.Foreign || me.CleanupErr != nil || res == nil || res.Status != "failed" {
+		t.Fatalf("Move = %+v, %v; want a failed move that left the target's app alone", res, err)
+	}
+	a := getApp(t, &app.Store{Client: dst, Namespace: ns}, "shop")
+	if a.Pool != "theirs" || a.Move != nil {
+		t.Errorf("the target's own app was changed: %+v move %+v", a, a.Move)
+	}
+	if a := getApp(t, from, "shop"); a.Move != nil || a.Release != 2 {
+		t.Errorf("source after the failed move: %+v move %+v", a, a.Move)
+	}
+}
+
+// A failed move whose target copy cannot be removed keeps the source's
+// mark (the next move recognises the copy by it); one whose mark cannot
+// be dropped says so.
+func TestMoveFailureCleanupErrors(t *testing.T) {
+	src, from := deployedSource(t)
+	dst := fakeClient(crashPod("3"))
+	dst.PrependReactor("delete", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewInternalError(errors.New("disk full"))
+	})
+	_, err := Move(context.Background(), deps(src), deps(dst), "shop", moveOpts())
+	var me *MoveError
+	if !errors.As(err, &me) || me.CleanupErr == nil {
+		t.Fatalf("Move = %v; want a MoveError with a cleanup error", err)
+	}
+	own := getApp(t, from, "shop").Move
+	there := getApp(t, &app.Store{Client: dst, Namespace: ns}, "shop").Move
+	if own == nil || own.Role != app.MoveSource || !there.SameMove(own) {
+		t.Errorf("source mark %+v, target mark %+v: want the same move's", own, there)
+	}
+
+	src2, _ := deployedSource(t)
+	marked := false
+	src2.PrependReactor("update", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		cm := a.(k8stesting.UpdateAction).GetObject().(*corev1.ConfigMap)
+		if cm.Name != app.AppRecordName("shop") {
+			return false, nil, nil
+		}
+		if strings.Contains(fmt.Sprint(cm.Data), `"move"`) {
+			marked = true
+			return false, nil, nil
+		}
+		if marked { // dropping the mark
+			return true, nil, apierrors.NewInternalError(errors.New("etcd down"))
+		}
+		return false, nil, nil
+	})
+	_, err = Move(context.Background(), deps(src2), deps(fakeClient(crashPod("3"))), "shop", moveOpts())
+	if !errors.As(err, &me) || me.MarkErr == nil || !strings.Contains(err.Error(), "still calls the move unfinished") {
+		t.Errorf("Move = %v; want the failed mark drop reported", err)
+	}
+}
+
+// A move moves what runs: config staged with 'env set --no-restart' is not
+// put live by it; the move is refused, dry run included, and nothing changes.
+func TestMoveRefusesStagedConfig(t *testing.T) {
+	src, from := deployedSource(t)
+	ctx := context.Background()
+	if _, err := Roll(ctx, deps(src), "shop", EnvChange(app.ConfigMap{"B": "2"}, nil, ""), Options{NoRestart: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, dry := range []bool{true, false} {
+		dst := runningTarget(t)
+		o := moveOpts()
+		o.DryRun = dry
+		_, err := Move(ctx, deps(src), deps(dst), "shop", o)
+		if !usage.Is(err) || !strings.Contains(err.Error(), "staged") {
+			t.Errorf("dry run %v: Move = %v; want a usage error about staged config", dry, err)
+		}
+		if cms, _ := dst.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{}); len(cms.Items) != 0 {
+			t.Errorf("dry run %v: the target got %d ConfigMaps", dry, len(cms.Items))
+		}
+	}
+	if a := getApp(t, from, "shop"); a.Move != nil || a.Release != 2 || a.LastRelease != 3 {
+		t.Errorf("source after a refused move: %+v move %+v", a, a.Move)
+	}
+}
+
+// Units of the old copy stuck terminating end a move as moved (its records
+// are gone; a rerun would roll a pointless release), with the error to
+// report; any other failure to finish is an unfinished move.
+func TestFinishedMove(t *testing.T) {
+	stuck := &StuckUnitsError{App: "shop", Namespace: ns, Units: []string{"shop-web-1"}, Waited: time.Second}
+	st, err := finishedMove("shop", moveOpts(), stuck)
+	var un *UnfinishedMoveError
+	var s *StuckUnitsError
+	if st != "moved" || errors.As(err, &un) || !errors.As(err, &s) {
+		t.Errorf("stuck units: %q, %v; want moved with the stuck units reported", st, err)
+	}
+	if st, err := finishedMove("shop", moveOpts(), errors.New("boom")); st != "unfinished" || !errors.As(err, &un) {
+		t.Errorf("other error: %q, %v; want unfinished", st, err)
+	}
+	if st, err := finishedMove("shop", moveOpts(), nil); st != "moved" || err != nil {
+		t.Errorf("no error: %q, %v", st, err)
+	}
+}
+
+// The new copy of a move whose source is gone: it becomes the app only when
+// its rollout had completed, and only through AdoptMove.
+func TestAdoptMove(t *testing.T) {
+	ctx := context.Background()
+	_, from := deployedSource(t)
+	mark := &app.Move{Role: app.MoveTarget, From: "beta", To: "alpha", Pool: "pa"}
+	// cut short after the copy: the copied release is on the old pool
+	dst, to := newFake()
+	if _, err := from.CopyTo(ctx, to, "shop", mark); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := MoveRolledOut(ctx, deps(dst), "shop"); ok || err != nil {
+		t.Errorf("a copy never rolled out: %v, %v", ok, err)
+	}
+	if err := AdoptMove(ctx, deps(dst), "shop"); err == nil || getApp(t, to, "shop").Move == nil {
+		t.Errorf("adopting a copy never rolled out: %v", err)
+	}
+	if err := FinishMove(ctx, deps(dst), Deps{}, "shop"); err == nil || getApp(t, to, "shop").Move == nil {
+		t.Errorf("FinishMove with no old copy took the copy for the app: %v", err)
+	}
+	// rolled out there (the move's rollout completed), then cut short
+	dst2 := runningTarget(t)
+	to2 := &app.Store{Client: dst2, Namespace: ns}
+	if _, err := from.CopyTo(ctx, to2, "shop", mark); err != nil {
+		t.Fatal(err)
+	}
+	change := SettingsChange(app.KindPool, "pool pa", func(_ *app.App, r *app.Release) error { r.Pool = "pa"; return nil })
+	if _, err := Roll(ctx, deps(dst2), "shop", change, Options{Timeout: 5 * time.Second, NoRollback: true, SkipReleasePhase: true}); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := MoveRolledOut(ctx, deps(dst2), "shop"); !ok || err != nil {
+		t.Fatalf("a copy rolled out: %v, %v", ok, err)
+	}
+	if err := AdoptMove(ctx, deps(dst2), "shop"); err != nil || getApp(t, to2, "shop").Move != nil {
+		t.Errorf("AdoptMove: %v, mark %+v", err, getApp(t, to2, "shop").Move)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -69,6 +70,19 @@ func DaemonSets(client kubernetes.Interface, ns string, opts metav1.ListOptions)
 	c := client.AppsV1().DaemonSets(ns)
 	return ListWatch[*appsv1.DaemonSet]{Options: opts, Watch: c.Watch,
 		List: func(ctx context.Context, opts metav1.ListOptions) ([]*appsv1.DaemonSet, string, error) {
+			l, err := c.List(ctx, opts)
+			if err != nil {
+				return nil, "", err
+			}
+			return pointers(l.Items), l.ResourceVersion, nil
+		}}
+}
+
+// EndpointSlices lists and watches the EndpointSlices opts select in ns.
+func EndpointSlices(client kubernetes.Interface, ns string, opts metav1.ListOptions) ListWatch[*discoveryv1.EndpointSlice] {
+	c := client.DiscoveryV1().EndpointSlices(ns)
+	return ListWatch[*discoveryv1.EndpointSlice]{Options: opts, Watch: c.Watch,
+		List: func(ctx context.Context, opts metav1.ListOptions) ([]*discoveryv1.EndpointSlice, string, error) {
 			l, err := c.List(ctx, opts)
 			if err != nil {
 				return nil, "", err

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -392,4 +393,20 @@ func testCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// EndpointSlices lists the slices its options select, keyed as Until keys
+// every kind.
+func TestEndpointSlices(t *testing.T) {
+	mine := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "shop-1", Namespace: testNS, Labels: map[string]string{discoveryv1.LabelServiceName: "shop"}}}
+	other := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "blog-1", Namespace: testNS, Labels: map[string]string{discoveryv1.LabelServiceName: "blog"}}}
+	lw := EndpointSlices(fake.NewClientset(mine, other), testNS, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=shop"})
+	var got map[string]*discoveryv1.EndpointSlice
+	err := Until(context.Background(), lw, func(m map[string]*discoveryv1.EndpointSlice) (bool, error) {
+		got = m
+		return true, nil
+	})
+	if err != nil || len(got) != 1 || got[testNS+"/shop-1"] == nil {
+		t.Errorf("EndpointSlices listed %v, %v; want only shop-1", got, err)
+	}
 }

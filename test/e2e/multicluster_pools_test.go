@@ -368,8 +368,25 @@ func TestClusterPoolsRouteAndMove(t *testing.T) {
 	// A move killed before the switch leaves a marked new copy (here in
 	// beta, by hand) while the app serves in alpha: commands stay with
 	// alpha's copy, and a move to beta removes the half-made copy first.
+	// The source carries the move's mark too (a move marks it first): the
+	// half-made copy is recognised by the same mark, and only then removed.
+	started := time.Now().UTC()
+	alphaRec, err := h.Client.CoreV1().ConfigMaps(h.NS).Get(ctx, "tug-app-shop", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var alphaApp map[string]any
+	if err := json.Unmarshal([]byte(alphaRec.Data["app.json"]), &alphaApp); err != nil {
+		t.Fatal(err)
+	}
+	alphaApp["move"] = map[string]any{"role": "source", "from": "alpha", "to": "beta", "pool": "pb", "startedAt": started}
+	b, _ := json.Marshal(alphaApp)
+	alphaRec.Data["app.json"] = string(b)
+	if _, err := h.Client.CoreV1().ConfigMaps(h.NS).Update(ctx, alphaRec, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	old["namespace"] = beta.NS
-	old["move"] = map[string]any{"role": "target", "from": "alpha", "to": "beta", "pool": "pb", "startedAt": time.Now().UTC()}
+	old["move"] = map[string]any{"role": "target", "from": "alpha", "to": "beta", "pool": "pb", "startedAt": started}
 	record, _ = json.Marshal(old)
 	_, err = h.Client.CoreV1().ConfigMaps(beta.NS).Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "tug-app-shop", Labels: map[string]string{

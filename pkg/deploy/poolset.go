@@ -1,0 +1,245 @@
+package deploy
+
+import (
+	"context"
+	"fmt"
+
+	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/cluster"
+	"tug.dev/tug/pkg/usage"
+)
+
+// 'tug app pool set APP POOL' with clusters configured: before it changes
+// the pool it settles what an unfinished move left (finishes a move past
+// its switch, gives up one cut short, or explains a new copy whose old
+// copy is gone), then moves the app to POOL's cluster or rolls the pool
+// change out where the app is. PlanPoolSet decides, PoolSet does it.
+
+// PoolSetStep is one thing a pool set does, in the order of Steps.
+type PoolSetStep string
+
+const (
+	// StepFinish finishes a move past its switch: the copy that serves
+	// drops its mark, and the superseded copies (Old) are removed.
+	StepFinish PoolSetStep = "finish"
+	// StepAdopt: the app is the new copy of a move whose old copy no
+	// configured cluster holds. It becomes the app only with Adopt, and
+	// only if its rollout had completed; otherwise the step fails saying so.
+	StepAdopt PoolSetStep = "adopt"
+	// StepAbandon gives up a move cut short before its switch, the app
+	// staying where it serves: the half-made copies (Made) go.
+	StepAbandon PoolSetStep = "abandon"
+	// StepRollout: a new release on the pool, where the app is (the
+	// caller rolls it out: it prints the rollout).
+	StepRollout PoolSetStep = "rollout"
+	// StepMove moves the app to Target.
+	StepMove PoolSetStep = "move"
+)
+
+// PoolSetRequest is a pool set as asked.
+type PoolSetRequest struct {
+	App, Pool string
+	// Here is the kubeconfig context that holds the app (routing's pick).
+	Here   string
+	Config *cluster.Config
+	// Loc is where the lookup found the app (nil: it did not look).
+	Loc *cluster.Location
+	// Adopt: make an orphaned new copy the app (--adopt).
+	Adopt, DryRun bool
+	// NoWait, NoRollback: the rollout flags, which a move cannot honour.
+	NoWait, NoRollback bool
+}
+
+// PoolSetPlan is what a pool set does.
+type PoolSetPlan struct {
+	Steps []PoolSetStep
+	// Old are the superseded copies StepFinish removes; Made the half-made
+	// copies StepAbandon removes (none: only the source's mark to drop).
+	Old, Made []cluster.Searched
+	// Target is StepMove's cluster.
+	Target cluster.Cluster
+}
+
+// Has reports whether the plan has step s.
+func (p *PoolSetPlan) Has(s PoolSetStep) bool {
+	for _, x := range p.Steps {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// PlanPoolSet decides what a pool set does; it asks nothing of a cluster.
+// Flags that do not apply are usage errors, before anything changes.
+func PlanPoolSet(r PoolSetRequest) (*PoolSetPlan, error) {
+	p := &PoolSetPlan{}
+	target, move := r.Config.MoveTo(r.Pool, r.Here)
+	if move && (r.NoWait || r.NoRollback) {
+		return nil, usage.Errorf("--no-wait and --no-rollback do not apply when the app moves to another cluster (cluster %q holds pool %s): a move always waits until the new copy runs, and always removes a copy that fails", target.Name, r.Pool)
+	}
+	loc := r.Loc
+	found := loc != nil && loc.Found
+	orphan := found && loc.Orphaned()
+	if r.Adopt && !orphan {
+		return nil, usage.Errorf("--adopt is only for the new copy of a move whose old copy is gone, and app %q is not one", r.App)
+	}
+	settle := found && !r.DryRun
+	finished := false
+	if settle {
+		switch {
+		case orphan:
+			p.Steps, finished = append(p.Steps, StepAdopt), true
+		default:
+			for _, o := range loc.Others() {
+				if o.Move == cluster.MoveSuperseded {
+					p.Old = append(p.Old, o)
+				}
+			}
+			if len(p.Old) > 0 {
+				p.Steps, finished = append(p.Steps, StepFinish), true
+			}
+		}
+	}
+	if finished && loc.Copy.Pool == r.Pool {
+		return p, nil // finishing is all: the app has the pool
+	}
+	if move {
+		p.Steps, p.Target = append(p.Steps, StepMove), target
+		return p, nil
+	}
+	if settle && !finished && loc.Copy.Move == cluster.MoveNone && loc.Copy.Describe != "" {
+		for _, o := range loc.Others() {
+			if o.Move == cluster.MoveTarget {
+				p.Made = append(p.Made, o)
+			}
+		}
+		// a silent cluster may hold the half-made copy: leave the move be
+		if len(p.Made) > 0 || len(loc.Unreachable()) == 0 {
+			p.Steps = append(p.Steps, StepAbandon)
+		}
+	}
+	p.Steps = append(p.Steps, StepRollout)
+	return p, nil
+}
+
+// Connect gives the Deps for a kubeconfig context ("": the app's, Here).
+type Connect func(kubeContext string) (Deps, error)
+
+// PoolSetOutcome is what PoolSet did.
+type PoolSetOutcome struct {
+	Plan *PoolSetPlan
+	// Finished: a move was finished (or its new copy adopted); Abandoned:
+	// an unfinished move was given up.
+	Finished, Abandoned bool
+	// Moving: StepMove was reached; Moved is its result (also with a
+	// failed move's error; nil when the move did not start).
+	Moving bool
+	Moved  *MoveResult
+	// Rollout: the caller rolls the pool change out now.
+	Rollout bool
+	// Release the app runs once a move is finished (0: unknown or none).
+	Release int
+}
+
+// PoolSet does a pool set's plan but its rollout (Outcome.Rollout says
+// the caller's turn). o tunes the move; its Pool, From and To are set here.
+func PoolSet(ctx context.Context, r PoolSetRequest, connect Connect, o MoveOptions) (*PoolSetOutcome, error) {
+	plan, err := PlanPoolSet(r)
+	if err != nil {
+		return nil, err
+	}
+	out := &PoolSetOutcome{Plan: plan}
+	for _, step := range plan.Steps {
+		switch step {
+		case StepAdopt:
+			if err := adoptStep(ctx, r, connect); err != nil {
+				return out, err
+			}
+			out.Finished = true
+		case StepFinish:
+			serving, err := connect("")
+			if err != nil {
+				return out, err
+			}
+			serving.Progress.Update(fmt.Sprintf("finishing the move of %s to cluster %q", r.App, r.Loc.Name))
+			for _, old := range plan.Old {
+				d, err := connect(old.Context)
+				if err != nil {
+					return out, err
+				}
+				if err := FinishMove(ctx, serving, d, r.App); err != nil {
+					return out, err
+				}
+			}
+			out.Finished = true
+		case StepAbandon:
+			src, err := connect("")
+			if err != nil {
+				return out, err
+			}
+			src.Progress.Update(fmt.Sprintf("giving up the unfinished move of %s", r.App))
+			if len(plan.Made) == 0 {
+				if err := AbandonMove(ctx, src, Deps{}, r.App); err != nil {
+					return out, err
+				}
+			}
+			for _, m := range plan.Made {
+				dst, err := connect(m.Context)
+				if err != nil {
+					return out, err
+				}
+				if err := AbandonMove(ctx, src, dst, r.App); err != nil {
+					return out, err
+				}
+			}
+			out.Abandoned = true
+		case StepRollout:
+			out.Rollout = true
+		case StepMove:
+			out.Moving = true
+			src, err := connect("")
+			if err != nil {
+				return out, err
+			}
+			dst, err := connect(plan.Target.Context)
+			if err != nil {
+				return out, fmt.Errorf("cluster %q (context %q): %w", plan.Target.Name, plan.Target.Context, err)
+			}
+			o.Pool, o.From, o.To, o.DryRun = r.Pool, r.Config.NameOf(r.Here), plan.Target.Name, r.DryRun
+			out.Moved, err = Move(ctx, src, dst, r.App, o)
+			return out, err
+		}
+	}
+	if out.Finished && !out.Rollout {
+		if d, err := connect(""); err == nil {
+			if a, err := (&app.Store{Client: d.Client, Namespace: d.Namespace}).GetApp(ctx, r.App); err == nil {
+				out.Release = a.Release
+			}
+		}
+	}
+	return out, nil
+}
+
+// adoptStep makes an orphaned new copy the app, when asked and when its
+// rollout had completed; otherwise it says what happened and what to do.
+func adoptStep(ctx context.Context, r PoolSetRequest, connect Connect) error {
+	d, err := connect("")
+	if err != nil {
+		return err
+	}
+	done, err := MoveRolledOut(ctx, d, r.App)
+	if err != nil {
+		return err
+	}
+	loc := r.Loc
+	what := fmt.Sprintf("app %q in cluster %q is the new copy of a move that never finished (%s), and no configured cluster holds its old copy any more (removed, or its cluster is no longer in tug's map)", r.App, loc.Name, loc.Copy.Describe)
+	if !done {
+		return usage.Errorf("%s; its rollout there never completed, so tug will not make it the app: remove it ('tug app remove %s') and deploy the app anew", what, r.App)
+	}
+	if !r.Adopt {
+		return usage.Errorf("%s; its rollout there had completed: pass --adopt to make it the app, or remove it ('tug app remove %s')", what, r.App)
+	}
+	d.Progress.Update(fmt.Sprintf("making the copy of %s in cluster %q the app", r.App, loc.Name))
+	return AdoptMove(ctx, d, r.App)
+}
