@@ -133,7 +133,10 @@ func createPods(ctx context.Context, e *benchkit.Env) error {
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bench-web-%05d", i), Labels: labels},
 			Spec: corev1.PodSpec{
 				NodeName:    fmt.Sprintf("bench-fake-%04d", i%*nodes),
-				Tolerations: []corev1.Toleration{{Key: nodeLabel, Operator: corev1.TolerationOpExists}},
+				// Every taint: the node lifecycle controller taints nodes no
+				// kubelet reports for as unreachable (NoExecute), which would
+				// evict the units five minutes in.
+				Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
 				Containers:  []corev1.Container{{Name: "web", Image: "localhost/tug/sample:v1"}},
 			},
 		}, metav1.CreateOptions{})
