@@ -132,7 +132,7 @@ func createPods(ctx context.Context, e *benchkit.Env) error {
 		_, err := e.Client.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bench-web-%05d", i), Labels: labels},
 			Spec: corev1.PodSpec{
-				NodeName:    fmt.Sprintf("bench-fake-%04d", i%*nodes),
+				NodeName: fmt.Sprintf("bench-fake-%04d", i%*nodes),
 				// Every taint: the node lifecycle controller taints nodes no
 				// kubelet reports for as unreachable (NoExecute), which would
 				// evict the units five minutes in.
