@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export GOTOOLCHAIN=local
-go build -trimpath -ldflags '-s -w' -o bin/tug ./cmd/tug
+CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o bin/tug ./cmd/tug
 kdir=$(mktemp -d)
 trap 'rm -rf "$kdir"' EXIT
 ln -s "$(test/cluster/build-localk8s.sh --cached)" "$kdir/kubectl"

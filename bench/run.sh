@@ -4,7 +4,8 @@
 # Starts the local cluster when none runs (two nodes, as make test does) and
 # stops it afterwards only if it started it.
 #
-#   BENCH_BEFORE=REV   also measures the listing benchmarks with tug built at REV
+#   BENCH_BEFORE=REV   also measures node list (BENCH_BEFORE_ROWS=unit,node: and unit
+#                      list) with tug built at REV, for a fix's before/after
 #   BENCH_QUICK=1      small scales (a smoke run; do not commit its file)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,7 +34,7 @@ finish() {
 }
 trap finish EXIT
 
-go build -trimpath -ldflags '-s -w' -o bin/tug ./cmd/tug
+CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o bin/tug ./cmd/tug
 kubeconfig=$($cluster kubeconfig)
 ln -s "$(test/cluster/build-localk8s.sh --cached)" "$tmp/kubectl"
 export TUG_BENCH_OUT=$tmp/rows.jsonl TUG_E2E_KUBECONFIG=$kubeconfig
@@ -42,8 +43,8 @@ before=()
 if [ -n "${BENCH_BEFORE:-}" ]; then
   mkdir "$tmp/before"
   git archive "$BENCH_BEFORE" | tar -x -C "$tmp/before"
-  (cd "$tmp/before" && go build -trimpath -ldflags '-s -w' -o "$tmp/tug-before" ./cmd/tug)
-  before=(-tug-before "$tmp/tug-before")
+  (cd "$tmp/before" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$tmp/tug-before" ./cmd/tug)
+  before=(-tug-before "$tmp/tug-before" -before "$(git rev-parse --short "$BENCH_BEFORE")" -before-rows "${BENCH_BEFORE_ROWS:-node}")
 fi
 scale=(); apps=(); many=(); remote=(-units 50 -rounds 5); quick=()
 if [ -n "${BENCH_QUICK:-}" ]; then

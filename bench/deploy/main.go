@@ -1,3 +1,5 @@
+//go:build unix
+
 // Command deploy benchmarks tug's deploy against kubectl on the local
 // cluster, in one run, and prints ratios:
 //
@@ -24,8 +26,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
-	"os/exec"
 	"slices"
 	"sort"
 	"time"
@@ -39,21 +39,16 @@ import (
 )
 
 var (
-	rounds                   = flag.Int("rounds", 5, "deploys to time")
-	units                    = flag.Int("units", 3, "units of the end-to-end deploy")
-	env                      *benchkit.Env
-	tug, kubectl, kubeconfig *string
+	rounds = flag.Int("rounds", 5, "deploys to time")
+	units  = flag.Int("units", 3, "units of the end-to-end deploy")
+	env    *benchkit.Env
 )
 
 const ns = "bench-deploy"
 
 func main() {
 	env = benchkit.Setup(true)
-	tug, kubectl, kubeconfig = &env.Tug, &env.Kubectl, &env.Kubeconfig
-	if err := run(); err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err)
-		os.Exit(1)
-	}
+	benchkit.Check("deploy", run())
 }
 
 func run() error {
@@ -107,9 +102,7 @@ func run() error {
 		_ = out
 	}
 
-	cmd := exec.Command(*tug, "app", "deploy", "bench", "--image", "localhost/tug/sample:v2")
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+*kubeconfig)
-	cmd.Args = append(cmd.Args, "-n", ns, "-v", "6")
+	cmd := env.TugCmd(ns, "app", "deploy", "bench", "--image", "localhost/tug/sample:v2", "-v", "6")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
@@ -131,9 +124,7 @@ func run() error {
 }
 
 func tugRun(args ...string) (string, error) {
-	cmd := exec.Command(*tug, append(args, "-n", ns)...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+*kubeconfig)
-	out, err := cmd.CombinedOutput()
+	out, err := env.TugCmd(ns, args...).CombinedOutput()
 	return string(out), err
 }
 
@@ -153,8 +144,7 @@ func timeRollout(ctx context.Context, client kubernetes.Interface, image string)
 	defer w.Stop()
 
 	tugDone := make(chan time.Time, 1)
-	tugCmd := exec.Command(*tug, "app", "deploy", "bench", "--image", image, "-n", ns)
-	tugCmd.Env = append(os.Environ(), "KUBECONFIG="+*kubeconfig)
+	tugCmd := env.TugCmd(ns, "app", "deploy", "bench", "--image", image)
 	if err := tugCmd.Start(); err != nil {
 		return 0, 0, err
 	}
@@ -174,7 +164,7 @@ func timeRollout(ctx context.Context, client kubernetes.Interface, image string)
 		}
 		if d.Generation > gen && !started {
 			started = true
-			k := exec.Command(*kubectl, "--kubeconfig", *kubeconfig, "-n", ns, "rollout", "status", "deployment/bench-web")
+			k := env.KubectlCmd(ns, "rollout", "status", "deployment/bench-web")
 			if err := k.Start(); err != nil {
 				return 0, 0, err
 			}
@@ -189,11 +179,7 @@ func timeRollout(ctx context.Context, client kubernetes.Interface, image string)
 	return t.Sub(complete), k.Sub(complete), nil
 }
 
-func median(ds []time.Duration) time.Duration {
-	s := append([]time.Duration(nil), ds...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	return s[len(s)/2].Round(time.Millisecond)
-}
+func median(ds []time.Duration) time.Duration { return benchkit.Median(ds).Round(time.Millisecond) }
 
 // endToEnd scales the app to -units units and times, in interleaved
 // rounds, `tug app deploy --image` against `kubectl set image` followed by

@@ -23,6 +23,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
 	"os/exec"
 	"time"
 
@@ -36,6 +37,7 @@ import (
 var (
 	units  = flag.Int("units", 200, "units wanted (fewer when the nodes cannot hold them)")
 	margin = flag.Int("margin", 20, "pod slots left free for the other users of the cluster")
+	trace  = flag.String("trace", "", "file to write the measured tug deploy's -v 6 stderr to")
 )
 
 const (
@@ -122,6 +124,10 @@ func deploy(ctx context.Context, e *benchkit.Env, n int, scale string) {
 	}
 	if !kubectl.ProcessState.Success() {
 		benchkit.Check("kubectl rollout status", fmt.Errorf("exited %d", kubectl.ProcessState.ExitCode()))
+	}
+	if *trace != "" {
+		benchkit.Check("trace", os.WriteFile(*trace, traced.Bytes(), 0o644))
+		fmt.Printf("rollout complete at %s; tug exited at %s, kubectl at %s\n", complete.Format("15:04:05.000"), t.Format("15:04:05.000"), k.Format("15:04:05.000"))
 	}
 	requests, _ := benchkit.Requests(traced.Bytes())
 	tc, trss := benchkit.Usage(tug)

@@ -33,6 +33,7 @@ func main() {
 	wallGoal := flag.Float64("wall-goal", 0.5, "goal for the wall time ratio a/b")
 	memGoal := flag.Float64("mem-goal", 0.6, "goal for the peak memory ratio a/b")
 	name := flag.String("name", "", "benchmark name of the row written to -out")
+	note := flag.String("note", "", "what the row's numbers do not say")
 	env := benchkit.Setup(false)
 	if *a == "" || *b == "" {
 		fmt.Fprintln(os.Stderr, "usage: measure -a CMD -b CMD [-n ROUNDS]")
@@ -72,7 +73,7 @@ func main() {
 			Tug:     fmt.Sprintf("%.1f ms, %.1f MiB", ms(wa), mib(ma)),
 			Kubectl: fmt.Sprintf("%s: %.1f ms, %.1f MiB", strings.Join(cmdB[1:], " "), ms(wb), mib(mb)),
 			Ratio:   fmt.Sprintf("wall %.2fx, memory %.2fx", wr, mr), Goal: fmt.Sprintf("wall <= %.2fx, memory <= %.2fx", *wallGoal, *memGoal),
-			Met: wr <= *wallGoal && mr <= *memGoal, Requests: "0", Note: fmt.Sprintf("median of %d interleaved rounds", *n)})
+			Met: wr <= *wallGoal && mr <= *memGoal, Requests: "0", Note: strings.TrimPrefix(*note+fmt.Sprintf("; median of %d interleaved rounds", *n), "; ")})
 	}
 }
 

@@ -21,6 +21,9 @@ import (
 	"flag"
 	"fmt"
 	"os/exec"
+	"slices"
+	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,6 +36,8 @@ var (
 	nodes     = flag.Int("nodes", 1000, "fake nodes the units are bound to")
 	rounds    = flag.Int("rounds", 3, "timed runs of each command")
 	tugBefore = flag.String("tug-before", "", "another tug binary to measure too (before a fix)")
+	before    = flag.String("before", "", "what -tug-before is, for its rows' names (e.g. its commit)")
+	beforeIn  = flag.String("before-rows", "node", "which benchmarks get a -tug-before row: unit, node or both (unit,node)")
 )
 
 const (
@@ -58,9 +63,9 @@ func main() {
 	}
 	kubectlPods := func() *exec.Cmd { return e.KubectlCmd(ns, "get", "pods", "-l", sel) }
 	compare(e, "unit list", scale, unitList(e.Tug), kubectlPods, "kubectl get pods -l", 0.2, 0.5, 2,
-		"requests: the app record GET and one LIST per page of 500")
-	if *tugBefore != "" {
-		compare(e, "unit list, before paging (one LIST of every pod)", scale, unitList(*tugBefore), kubectlPods, "kubectl get pods -l", 0.2, 0.5, 2, "")
+		"requests: the app record GET and one LIST per page of 500, each page a read from etcd: paging costs ~20 round trips against one LIST, for memory that stays at a page")
+	if *tugBefore != "" && strings.Contains(*beforeIn, "unit") {
+		compare(e, "unit list, "+beforeName(), scale, unitList(*tugBefore), kubectlPods, "kubectl get pods -l", 0.2, 0.5, 2, "")
 	}
 
 	nodeList := func(bin string) func() *exec.Cmd {
@@ -69,10 +74,17 @@ func main() {
 	kubectlNodes := func() *exec.Cmd { return e.KubectlCmd(ns, "get", "nodes", "-o", "wide") }
 	nscale := fmt.Sprintf("%d nodes, %d units bound to them", *nodes, *pods)
 	compare(e, "node list", nscale, nodeList(e.Tug), kubectlNodes, "kubectl get nodes -o wide", 1.0, 0, 0,
-		"requests constant per cluster: the node LIST and one pod LIST per page of 500 units")
-	if *tugBefore != "" {
-		compare(e, "node list, before paging", nscale, nodeList(*tugBefore), kubectlNodes, "kubectl get nodes -o wide", 1.0, 0, 0, "")
+		"requests constant per cluster: the node LIST and one pod LIST, a Table of the units' names and nodes without the objects, from the API server's watch cache; the units column is what kubectl does not show")
+	if *tugBefore != "" && strings.Contains(*beforeIn, "node") {
+		compare(e, "node list, "+beforeName(), nscale, nodeList(*tugBefore), kubectlNodes, "kubectl get nodes -o wide", 1.0, 0, 0, "")
 	}
+}
+
+func beforeName() string {
+	if *before == "" {
+		return "before"
+	}
+	return "before (" + *before + ")"
 }
 
 // compare measures tug against kubectl; memGoal 0 means none; the
@@ -96,6 +108,10 @@ func compare(e *benchkit.Env, what, scale string, tug, kubectl func() *exec.Cmd,
 	if reqGoal > 0 {
 		goal += ", pages <= 500"
 	}
+	if note != "" {
+		note += "; "
+	}
+	note += fmt.Sprintf("median of %d interleaved rounds (wall tug %s, kubectl %s)", *rounds, spread(t.Walls), spread(k.Walls))
 	e.Emit(benchkit.Row{
 		Group: "Listing at scale", Benchmark: what + ", " + scale,
 		Tug:     fmt.Sprintf("%s, %s", benchkit.Ms(t.Wall), benchkit.MiB(t.MaxRSSKiB)),
@@ -104,6 +120,14 @@ func compare(e *benchkit.Env, what, scale string, tug, kubectl func() *exec.Cmd,
 		Goal:    goal, Met: met,
 		Requests: fmt.Sprintf("%d (kubectl %d)", tr, kr), Note: note,
 	})
+}
+
+// spread is the range of a benchmark's wall times.
+func spread(walls []time.Duration) string {
+	if len(walls) == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%s-%s", benchkit.Ms(slices.Min(walls)), benchkit.Ms(slices.Max(walls)))
 }
 
 func createNodes(ctx context.Context, e *benchkit.Env) error {

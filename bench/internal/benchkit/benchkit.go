@@ -152,6 +152,7 @@ type Result struct {
 	CPU            time.Duration // user + system
 	MaxRSSKiB      int64
 	Stdout, Stderr []byte
+	Walls          []time.Duration // Rounds: every round's wall time
 }
 
 // Run runs c to its end and measures it; a failing command is an error.
@@ -209,7 +210,7 @@ func Rounds(rounds int, cmds ...func() *exec.Cmd) ([]Result, error) {
 		for j, x := range s {
 			walls[j], cpus[j], rss[j] = x.Wall, x.CPU, x.MaxRSSKiB
 		}
-		out[i] = Result{Wall: Median(walls), CPU: Median(cpus), MaxRSSKiB: median64(rss)}
+		out[i] = Result{Wall: Median(walls), CPU: Median(cpus), MaxRSSKiB: median64(rss), Walls: walls}
 	}
 	return out, nil
 }
