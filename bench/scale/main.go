@@ -34,7 +34,7 @@ import (
 var (
 	pods      = flag.Int("pods", 10000, "units")
 	nodes     = flag.Int("nodes", 1000, "fake nodes the units are bound to")
-	rounds    = flag.Int("rounds", 3, "timed runs of each command")
+	rounds    = flag.Int("rounds", 5, "timed runs of each command")
 	tugBefore = flag.String("tug-before", "", "another tug binary to measure too (before a fix)")
 	before    = flag.String("before", "", "what -tug-before is, for its rows' names (e.g. its commit)")
 	beforeIn  = flag.String("before-rows", "node", "which benchmarks get a -tug-before row: unit, node or both (unit,node)")

@@ -432,8 +432,36 @@ func (e *Env) SampleApp(ns, app, proc string, units int) {
 	e.MustTug(ns, "env", "set", app, "HEARTBEAT=1s", "--no-restart")
 	e.MustTug(ns, "app", "deploy", app, "--image", SampleImage+":v1", "--process", SampleProcess(proc), "--timeout", "5m")
 	e.MustTug(ns, "app", "limit", "set", app, "-p", proc, "--cpu-request", "1m", "--memory-request", "4Mi", "--timeout", "5m")
-	if units != 1 {
-		e.MustTug(ns, "app", "scale", app, fmt.Sprintf("%s=%d", proc, units), "--timeout", "15m")
+	e.MustTug(ns, "app", "scale", app, fmt.Sprintf("%s=%d", proc, units), "--timeout", "15m")
+	e.WaitUnits(ns, app, proc, units)
+}
+
+// WaitUnits waits until proc's pods are units Ready units and nothing
+// else: a unit the last rollout replaced may still be stopping (a web
+// unit keeps serving for a few seconds), and it would be one more log
+// stream. A benchmark's setup, so it polls.
+func (e *Env) WaitUnits(ns, app, proc string, units int) {
+	sel := fmt.Sprintf("tug.dev/app=%s,tug.dev/process=%s", app, proc)
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		pods, err := e.Client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: sel})
+		Check("units", err)
+		ready := 0
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue && p.DeletionTimestamp == nil {
+					ready++
+				}
+			}
+		}
+		if ready == units && len(pods.Items) == units {
+			return
+		}
+		if time.Now().After(deadline) {
+			Check("units", fmt.Errorf("%s: %d pods, %d ready, after 5 minutes; want %d", sel, len(pods.Items), ready, units))
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
 }
 
@@ -482,6 +510,7 @@ type Follow struct {
 	First, All time.Duration // from start to the first line, to a line from every unit
 	Sockets    int           // the command's open sockets when the last unit's first line came
 	MaxRSSKiB  int64
+	Stderr     []byte
 }
 
 // FollowLogs starts c, a logs -f command whose lines name their unit
@@ -529,6 +558,7 @@ func FollowLogs(c *exec.Cmd, prefix *regexp.Regexp, units int, timeout time.Dura
 	_ = c.Process.Signal(os.Interrupt)
 	_ = c.Wait()
 	_, f.MaxRSSKiB = Usage(c)
+	f.Stderr = stderr.Bytes()
 	if err != nil {
 		return f, fmt.Errorf("%s: %w", strings.Join(c.Args, " "), err)
 	}
