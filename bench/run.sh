@@ -63,5 +63,5 @@ echo "== logs and shell";      "$tmp/remote" "${common[@]}" "${remote[@]}"
 
 took=$(( $(date +%s) - began ))
 go run ./bench/report -rows "$tmp/rows.jsonl" -doc docs/benchmarks.md -k8s "$(test/cluster/build-localk8s.sh --version)" \
-  -took "${took}s" "${quick[@]}"
+  -took "$((took / 60)) min $((took % 60)) s" "${quick[@]}"
 echo "wrote docs/benchmarks.md (make bench took $((took / 60))m$((took % 60))s)"

@@ -196,7 +196,7 @@ func endToEnd(ctx context.Context, client kubernetes.Interface) error {
 	images := []string{"localhost/tug/sample:v2", "localhost/tug/sample:v1"}
 	var tugWall, kubectlWall []time.Duration
 	var tugRSS []int64
-	for i := 0; i < 2*(*rounds); i++ {
+	for i := 0; i < 4*((*rounds+1)/2); i++ { // as many of each
 		img := images[i%2]
 		if i%4 < 2 { // tug and kubectl take turns
 			r, err := benchkit.Run(env.TugCmd(ns, "app", "deploy", "bench", "--image", img))
@@ -222,7 +222,7 @@ func endToEnd(ctx context.Context, client kubernetes.Interface) error {
 	}
 	r, rs := benchkit.Ratio(t.Seconds(), k.Seconds())
 	slices.Sort(tugRSS)
-	env.Emit(benchkit.Row{Group: "Deploy", Benchmark: fmt.Sprintf("deploy end to end, %d units (median of %d each)", *units, len(tugWall)),
+	env.Emit(benchkit.Row{Group: "Deploy", Benchmark: fmt.Sprintf("deploy end to end, %d units (median of %d each, interleaved)", *units, len(tugWall)),
 		Tug:     fmt.Sprintf("tug app deploy --image: %s, %s", benchkit.Ms(t), benchkit.MiB(tugRSS[len(tugRSS)/2])),
 		Kubectl: "kubectl set image + rollout status: " + benchkit.Ms(k), Ratio: rs, Goal: "<= 1.0x", Met: r <= 1.0,
 		Requests: fmt.Sprint(req), Note: "tug also records the release and the app's image; the same RollingUpdate strategy"})
