@@ -54,7 +54,7 @@ fi
 for b in deploy source apps scale many remote; do go build -o "$tmp/$b" "./bench/$b"; done
 
 echo "== start-up";            bench/version.sh 15
-echo "== deploy";              "$tmp/deploy" "${common[@]}" -rounds 5
+echo "== deploy";              "$tmp/deploy" "${common[@]}" -rounds 9
 echo "== deploy from source";  "$tmp/source" "${common[@]}" -registry "$($cluster registry)"
 echo "== app list";            "$tmp/apps" "${common[@]}" "${apps[@]}"
 echo "== unit and node list";  "$tmp/scale" "${common[@]}" "${before[@]}" "${scale[@]}"
