@@ -4,7 +4,8 @@
 # Starts the local cluster when none runs (two nodes, as make test does) and
 # stops it afterwards only if it started it.
 #
-#   BENCH_BEFORE=REV   also measures the listing benchmarks with tug built at REV
+#   BENCH_BEFORE=REV   also measures node list (BENCH_BEFORE_ROWS=unit,node: and unit
+#                      list) with tug built at REV, for a fix's before/after
 #   BENCH_QUICK=1      small scales (a smoke run; do not commit its file)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,8 +17,15 @@ if ! $cluster status >/dev/null 2>&1; then
   started=1
 fi
 tmp=$(mktemp -d)
+began=$(date +%s)
 finish() {
   local code=$?
+  # Each benchmark deletes its namespace and fake nodes however it ends;
+  # this catches what one killed outright (SIGKILL) left behind.
+  if [ -e "$tmp/kubectl" ]; then
+    "$tmp/kubectl" --kubeconfig "$kubeconfig" delete namespace -l tug.dev/bench=1 --wait=false >/dev/null 2>&1 || true
+    "$tmp/kubectl" --kubeconfig "$kubeconfig" delete nodes -l tug.dev/bench-fake-node >/dev/null 2>&1 || true
+  fi
   rm -rf "$tmp"
   if [ -n "$started" ] && [ -z "${KEEP_CLUSTER:-}" ]; then
     $cluster down || code=1
@@ -26,32 +34,34 @@ finish() {
 }
 trap finish EXIT
 
-go build -trimpath -ldflags '-s -w' -o bin/tug ./cmd/tug
-ln -s "$(test/cluster/build-localk8s.sh --cached)" "$tmp/kubectl"
+CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o bin/tug ./cmd/tug
 kubeconfig=$($cluster kubeconfig)
+ln -s "$(test/cluster/build-localk8s.sh --cached)" "$tmp/kubectl"
 export TUG_BENCH_OUT=$tmp/rows.jsonl TUG_E2E_KUBECONFIG=$kubeconfig
 common=(-tug bin/tug -kubectl "$tmp/kubectl" -kubeconfig "$kubeconfig")
 before=()
 if [ -n "${BENCH_BEFORE:-}" ]; then
   mkdir "$tmp/before"
   git archive "$BENCH_BEFORE" | tar -x -C "$tmp/before"
-  (cd "$tmp/before" && go build -trimpath -ldflags '-s -w' -o "$tmp/tug-before" ./cmd/tug)
-  before=(-tug-before "$tmp/tug-before")
+  (cd "$tmp/before" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$tmp/tug-before" ./cmd/tug)
+  before=(-tug-before "$tmp/tug-before" -before "$(git rev-parse --short "$BENCH_BEFORE")" -before-rows "${BENCH_BEFORE_ROWS:-node}")
 fi
-scale=(); apps=(); many=()
+scale=(); apps=(); many=(); remote=(-units 50 -rounds 5); quick=()
 if [ -n "${BENCH_QUICK:-}" ]; then
-  scale=(-pods 1000 -nodes 100 -rounds 1); apps=(-apps 60 -rounds 1); many=(-units 20)
+  scale=(-pods 1000 -nodes 100 -rounds 1); apps=(-apps 60 -rounds 1); many=(-units 20); remote=(-units 10 -rounds 1)
+  quick=(-quick)
 fi
-for b in deploy source apps scale many; do go build -o "$tmp/$b" "./bench/$b"; done
+for b in deploy source apps scale many remote; do go build -o "$tmp/$b" "./bench/$b"; done
 
 echo "== start-up";            bench/version.sh 15
-echo "== deploy";              "$tmp/deploy" "${common[@]}" -rounds 5
+echo "== deploy";              "$tmp/deploy" "${common[@]}" -rounds 9
 echo "== deploy from source";  "$tmp/source" "${common[@]}" -registry "$($cluster registry)"
 echo "== app list";            "$tmp/apps" "${common[@]}" "${apps[@]}"
 echo "== unit and node list";  "$tmp/scale" "${common[@]}" "${before[@]}" "${scale[@]}"
 echo "== many units";          "$tmp/many" "${common[@]}" "${many[@]}"
-echo "== logs (50 units) and shell"
-KUBECTL=$tmp/kubectl bench/remote.sh 50 5
+echo "== logs and shell";      "$tmp/remote" "${common[@]}" "${remote[@]}"
 
-go run ./bench/report -rows "$tmp/rows.jsonl" -doc docs/benchmarks.md -k8s "$(test/cluster/build-localk8s.sh --version)"
-echo "wrote docs/benchmarks.md"
+took=$(( $(date +%s) - began ))
+go run ./bench/report -rows "$tmp/rows.jsonl" -doc docs/benchmarks.md -k8s "$(test/cluster/build-localk8s.sh --version)" \
+  -took "$((took / 60)) min $((took % 60)) s" "${quick[@]}"
+echo "wrote docs/benchmarks.md (make bench took $((took / 60))m$((took % 60))s)"

@@ -33,6 +33,9 @@ func main() {
 	wallGoal := flag.Float64("wall-goal", 0.5, "goal for the wall time ratio a/b")
 	memGoal := flag.Float64("mem-goal", 0.6, "goal for the peak memory ratio a/b")
 	name := flag.String("name", "", "benchmark name of the row written to -out")
+	note := flag.String("note", "", "what the row's numbers do not say")
+	sizeGoal := flag.Float64("size-goal", 0, "with -name: also a row for the size of a's binary against b's, with this goal")
+	sizeNote := flag.String("size-note", "", "the binary size row's note")
 	env := benchkit.Setup(false)
 	if *a == "" || *b == "" {
 		fmt.Fprintln(os.Stderr, "usage: measure -a CMD -b CMD [-n ROUNDS]")
@@ -72,8 +75,25 @@ func main() {
 			Tug:     fmt.Sprintf("%.1f ms, %.1f MiB", ms(wa), mib(ma)),
 			Kubectl: fmt.Sprintf("%s: %.1f ms, %.1f MiB", strings.Join(cmdB[1:], " "), ms(wb), mib(mb)),
 			Ratio:   fmt.Sprintf("wall %.2fx, memory %.2fx", wr, mr), Goal: fmt.Sprintf("wall <= %.2fx, memory <= %.2fx", *wallGoal, *memGoal),
-			Met: wr <= *wallGoal && mr <= *memGoal, Requests: "0", Note: fmt.Sprintf("median of %d interleaved rounds", *n)})
+			Met: wr <= *wallGoal && mr <= *memGoal, Requests: "0", Note: strings.TrimPrefix(*note+fmt.Sprintf("; median of %d interleaved rounds", *n), "; ")})
+		if *sizeGoal > 0 {
+			sa, sb := size(cmdA[0]), size(cmdB[0])
+			r := float64(sa) / float64(sb)
+			env.Emit(benchkit.Row{Group: "Start-up", Benchmark: "binary size",
+				Tug: fmt.Sprintf("%.1f MB", float64(sa)/1e6), Kubectl: fmt.Sprintf("the kubectl binary: %.1f MB", float64(sb)/1e6),
+				Ratio: fmt.Sprintf("%.2fx", r), Goal: fmt.Sprintf("<= %.2fx", *sizeGoal), Met: r <= *sizeGoal, Requests: "-", Note: *sizeNote})
+		}
 	}
+}
+
+// size is the size of the file a command runs (through symlinks).
+func size(bin string) int64 {
+	if p, err := exec.LookPath(bin); err == nil {
+		bin = p
+	}
+	fi, err := os.Stat(bin)
+	benchkit.Check("binary size", err)
+	return fi.Size()
 }
 
 func run(argv []string) (sample, error) {

@@ -1,197 +1,132 @@
 //go:build unix
 
 // Command remote benchmarks tug's remote commands against kubectl's on the
-// same cluster, in interleaved rounds, and prints medians and ratios. It is
-// a benchmark, not a test: it prints numbers and passes judgement only as
-// "goal met" lines. bench/remote.sh sets up the app it measures.
+// local cluster, in interleaved rounds, in a namespace of its own with an
+// app of -units web units (the sample image, tiny requests):
 //
-//	remote logs  -tug bin/tug -kubectl kubectl -app bench -units 50
-//	    time from start until a line from every unit has been printed:
-//	    tug logs APP -f --tail 1  vs  kubectl logs -l ... -f --tail 1 --prefix --max-log-requests N
-//	remote shell -tug bin/tug -kubectl kubectl -app bench -unit POD
-//	    keystroke echo latency in an interactive shell under a pty:
-//	    tug shell APP UNIT  vs  kubectl exec -it UNIT -- sh
+//	logs   time from start until a line from every unit has been printed:
+//	       tug logs APP -f --tail 1  vs  kubectl logs -l ... -f --tail 1 --prefix --max-log-requests N
+//	       Goal (issue 6): no worse than kubectl.
+//	shell  keystroke echo latency in an interactive shell under a pty:
+//	       tug shell APP UNIT  vs  kubectl exec -it UNIT -- sh
+//	       Goal: ratio of medians <= 1.05, the noise of this measurement
+//	       (both sides run the same client-go stream code).
+//
+// It is a benchmark, not a test: it prints numbers and passes judgement
+// only in its rows.
+//
+//	go run ./bench/remote -tug bin/tug -kubectl PATH -kubeconfig FILE [-units 50] [-rounds 5] [-only logs|shell]
 package main
 
 import (
 	"bytes"
+	"context"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/creack/pty"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"tug.dev/tug/bench/internal/benchkit"
 )
 
-func main() {
-	if len(os.Args) < 2 {
-		usage()
-	}
-	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
-	tug := fs.String("tug", "bin/tug", "tug binary")
-	kubectl := fs.String("kubectl", "kubectl", "kubectl binary")
-	appName := fs.String("app", "bench", "app to measure")
-	units := fs.Int("units", 50, "logs: how many web units the app has")
-	unit := fs.String("unit", "", "shell: the unit to open shells in")
-	rounds := fs.Int("n", 5, "rounds (each runs tug, then kubectl)")
-	keys := fs.Int("keys", 50, "shell: keystrokes per session")
-	// "No worse than kubectl": for echo latency, where both run the same
-	// client-go stream code, runs on a loaded 2-core machine differ by up to
-	// 5% from each other, so the shell goal allows that much.
-	goal := fs.Float64("goal", 0, "goal for the ratio tug/kubectl (default: logs 1.00, shell 1.05)")
-	tugArgs := fs.String("tug-args", "", "shell: tug's arguments instead of 'shell APP UNIT' (to compare variants)")
-	_ = fs.Parse(os.Args[2:])
-	switch os.Args[1] {
-	case "logs":
-		if *goal == 0 {
-			*goal = 1.0
-		}
-		benchLogs(*tug, *kubectl, *appName, *units, *rounds, *goal)
-	case "shell":
-		if *unit == "" {
-			fmt.Fprintln(os.Stderr, "shell: -unit is required")
-			os.Exit(2)
-		}
-		if *goal == 0 {
-			*goal = 1.05
-		}
-		benchShell(*tug, *kubectl, *appName, *unit, *tugArgs, *rounds, *keys, *goal)
-	default:
-		usage()
-	}
-}
+var (
+	units   = flag.Int("units", 50, "web units of the app")
+	rounds  = flag.Int("rounds", 5, "rounds (each runs tug, then kubectl), after one that is not counted")
+	keys    = flag.Int("keys", 100, "shell: keystrokes per session")
+	only    = flag.String("only", "", "logs or shell: run only that benchmark")
+	tugArgs = flag.String("tug-args", "", "shell: tug's arguments instead of 'shell bench UNIT' (to compare variants)")
+)
 
-func usage() {
-	fmt.Fprintln(os.Stderr, "usage: remote logs|shell [flags]")
-	os.Exit(2)
+const (
+	ns      = "bench-remote"
+	appName = "bench"
+)
+
+func main() {
+	e := benchkit.Setup(true)
+	ctx := context.Background()
+	defer e.Namespace(ctx, ns)()
+	fmt.Printf("setting up app %s with %d web units in namespace %s\n", appName, *units, ns)
+	e.SampleApp(ns, appName, "web", *units)
+	if *only != "shell" {
+		benchLogs(e)
+	}
+	if *only != "logs" {
+		pods, err := e.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "tug.dev/app=" + appName + ",tug.dev/process=web"})
+		benchkit.Check("units", err)
+		if len(pods.Items) == 0 {
+			benchkit.Check("units", fmt.Errorf("none"))
+		}
+		benchShell(e, pods.Items[0].Name)
+	}
 }
 
 // ---------------------------------------------------------------- logs
 
-var (
-	tugPrefix     = regexp.MustCompile(`^(\S+)\s+\| `)
-	kubectlPrefix = regexp.MustCompile(`^\[pod/([^/\]]+)/`)
-)
-
-func benchLogs(tug, kubectl, appName string, units, rounds int, goal float64) {
+func benchLogs(e *benchkit.Env) {
+	const goal = 1.0
 	sel := fmt.Sprintf("tug.dev/app=%s,tug.dev/process=web", appName)
-	tugCmd := []string{tug, "logs", appName, "-p", "web", "-f", "--tail", "1"}
-	kubectlCmd := []string{kubectl, "logs", "-l", sel, "-f", "--tail", "1", "--prefix", fmt.Sprintf("--max-log-requests=%d", units)}
-	var firstT, allT, firstK, allK []time.Duration
-	for r := 0; r < rounds+1; r++ { // round 0 warms caches and is not counted
-		f1, a1, err := timeLogs(tugCmd, tugPrefix, units)
-		check("tug logs", err)
-		f2, a2, err := timeLogs(kubectlCmd, kubectlPrefix, units)
-		check("kubectl logs", err)
+	tugCmd := func() *exec.Cmd { return e.TugCmd(ns, "logs", appName, "-p", "web", "-f", "--tail", "1") }
+	kubectlCmd := func() *exec.Cmd {
+		return e.KubectlCmd(ns, "logs", "-l", sel, "-f", "--tail", "1", "--prefix", fmt.Sprintf("--max-log-requests=%d", *units))
+	}
+	var allT, allK []time.Duration
+	var rssT []int64
+	for r := 0; r < *rounds+1; r++ { // round 0 warms caches and is not counted
+		t, err := benchkit.FollowLogs(tugCmd(), benchkit.TugLogPrefix, *units, 2*time.Minute)
+		benchkit.Check("tug logs", err)
+		k, err := benchkit.FollowLogs(kubectlCmd(), benchkit.KubectlLogPrefix, *units, 2*time.Minute)
+		benchkit.Check("kubectl logs", err)
 		if r > 0 {
-			firstT, allT, firstK, allK = append(firstT, f1), append(allT, a1), append(firstK, f2), append(allK, a2)
+			allT, allK, rssT = append(allT, t.All), append(allK, k.All), append(rssT, t.MaxRSSKiB)
 		}
 	}
-	fmt.Printf("logs of %d units, %d rounds, medians:\n", units, rounds)
-	fmt.Printf("  %-70s first line %7.1f ms   a line from every unit %7.1f ms\n", strings.Join(tugCmd[1:], " "), ms(median(firstT)), ms(median(allT)))
-	fmt.Printf("  %-70s first line %7.1f ms   a line from every unit %7.1f ms\n", "kubectl "+strings.Join(kubectlCmd[1:], " "), ms(median(firstK)), ms(median(allK)))
-	ratio := float64(median(allT)) / float64(median(allK))
-	fmt.Printf("  ratio tug/kubectl, every unit's first line: %.2fx (goal <= %.2fx: %s)\n", ratio, goal, verdict(ratio <= goal))
-	rows.Emit(benchkit.Row{Group: "Remote", Benchmark: fmt.Sprintf("logs -f, a line from every unit, %d units", units),
-		Tug: fmt.Sprintf("%.1f ms", ms(median(allT))), Kubectl: fmt.Sprintf("kubectl logs -l -f --prefix: %.1f ms", ms(median(allK))),
-		Ratio: fmt.Sprintf("%.2fx", ratio), Goal: fmt.Sprintf("<= %.2fx", goal), Met: ratio <= goal, Requests: "-", Note: fmt.Sprintf("median of %d rounds", rounds)})
-}
-
-// rows receives the result rows (bench/run.sh sets TUG_BENCH_OUT).
-var rows = &benchkit.Env{Out: os.Getenv("TUG_BENCH_OUT")}
-
-// timeLogs starts a log command and returns the time to its first line and
-// to a line from each of want units; then it stops the command.
-func timeLogs(argv []string, prefix *regexp.Regexp, want int) (first, all time.Duration, err error) {
-	cmd := exec.Command(argv[0], argv[1:]...)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return 0, 0, err
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		return 0, 0, err
-	}
-	defer func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		_ = cmd.Wait()
-	}()
-	seen := map[string]bool{}
-	done := make(chan error, 1)
-	go func() {
-		buf := make([]byte, 64<<10)
-		var pending []byte
-		for {
-			n, rerr := stdout.Read(buf)
-			pending = append(pending, buf[:n]...)
-			for {
-				i := bytes.IndexByte(pending, '\n')
-				if i < 0 {
-					break
-				}
-				line := string(pending[:i])
-				pending = pending[i+1:]
-				if first == 0 {
-					first = time.Since(start)
-				}
-				if m := prefix.FindStringSubmatch(line); m != nil && !seen[m[1]] {
-					seen[m[1]] = true
-					if len(seen) == want {
-						all = time.Since(start)
-						done <- nil
-						return
-					}
-				}
-			}
-			if rerr != nil {
-				done <- fmt.Errorf("output ended after %d of %d units (%v): %s", len(seen), want, rerr, stderr.String())
-				return
-			}
-		}
-	}()
-	select {
-	case err = <-done:
-	case <-time.After(2 * time.Minute):
-		err = fmt.Errorf("no line from each of %d units within 2 minutes", want)
-	}
-	return first, all, err
+	t, k := benchkit.Median(allT), benchkit.Median(allK)
+	ratio, rs := benchkit.Ratio(t.Seconds(), k.Seconds())
+	slices.Sort(rssT)
+	e.Emit(benchkit.Row{Group: "Remote", Benchmark: fmt.Sprintf("logs -f, a line from every unit, %d units", *units),
+		Tug:     fmt.Sprintf("%s, %s", benchkit.Ms(t), benchkit.MiB(rssT[len(rssT)/2])),
+		Kubectl: fmt.Sprintf("kubectl logs -l -f --prefix --max-log-requests=%d: %s", *units, benchkit.Ms(k)),
+		Ratio:   rs, Goal: fmt.Sprintf("<= %.2fx", goal), Met: ratio <= goal, Requests: "-",
+		Note: fmt.Sprintf("median of %d interleaved rounds", *rounds)})
 }
 
 // ---------------------------------------------------------------- shell
 
-func benchShell(tug, kubectl, appName, unit, tugArgs string, rounds, keys int, goal float64) {
-	tugCmd := []string{tug, "shell", appName, unit}
-	if tugArgs != "" {
-		tugCmd = append([]string{tug}, strings.Fields(tugArgs)...)
+func benchShell(e *benchkit.Env, unit string) {
+	const goal = 1.05
+	tugCmd := func() *exec.Cmd {
+		if *tugArgs != "" {
+			return e.TugCmd(ns, strings.Fields(*tugArgs)...)
+		}
+		return e.TugCmd(ns, "shell", appName, unit)
 	}
-	kubectlCmd := []string{kubectl, "exec", "-it", unit, "--", "sh"}
+	kubectlCmd := func() *exec.Cmd { return e.KubectlCmd(ns, "exec", "-it", unit, "--", "sh") }
 	var tugLat, kubectlLat, tugOpen, kubectlOpen []time.Duration
-	for r := 0; r < rounds+1; r++ { // round 0 warms up and is not counted
+	for r := 0; r < *rounds+1; r++ { // round 0 warms up and is not counted
 		// Both sessions are open at once and keys alternate between them,
 		// so each pair of samples sees the same machine load.
-		a, err := openShell(tugCmd)
-		check("tug shell", err)
-		b, err := openShell(kubectlCmd)
+		a, err := openShell(tugCmd())
+		benchkit.Check("tug shell", err)
+		b, err := openShell(kubectlCmd())
 		if err != nil {
 			a.close()
-			check("kubectl exec -it", err)
+			benchkit.Check("kubectl exec -it", err)
 		}
-		for i := 0; i < keys; i++ {
+		for i := 0; i < *keys; i++ {
 			key := byte('a' + i%26)
 			la, err := a.echo(key)
-			check("tug shell", err)
+			benchkit.Check("tug shell", err)
 			lb, err := b.echo(key)
-			check("kubectl exec -it", err)
+			benchkit.Check("kubectl exec -it", err)
 			if r > 0 {
 				tugLat, kubectlLat = append(tugLat, la), append(kubectlLat, lb)
 			}
@@ -202,23 +137,16 @@ func benchShell(tug, kubectl, appName, unit, tugArgs string, rounds, keys int, g
 		a.close()
 		b.close()
 	}
-	fmt.Printf("shell keystroke echo, %d sessions x %d keys each, keys alternating between the two:\n", rounds, keys)
-	for _, x := range []struct {
-		name       string
-		open, lats []time.Duration
-	}{{strings.Join(tugCmd[1:], " "), tugOpen, tugLat}, {"kubectl " + strings.Join(kubectlCmd[1:], " "), kubectlOpen, kubectlLat}} {
-		fmt.Printf("  %-50s echo median %6.2f ms  p95 %6.2f ms   time to prompt %7.1f ms\n", x.name, ms(median(x.lats)), ms(percentile(x.lats, 95)), ms(median(x.open)))
-	}
 	diffs := make([]time.Duration, len(tugLat))
 	for i := range tugLat {
 		diffs[i] = tugLat[i] - kubectlLat[i]
 	}
-	ratio := float64(median(tugLat)) / float64(median(kubectlLat))
-	fmt.Printf("  median of paired differences (tug - kubectl, same moment): %+.3f ms\n", ms(median(diffs)))
-	fmt.Printf("  ratio tug/kubectl, median echo: %.2fx (goal <= %.2fx: %s)\n", ratio, goal, verdict(ratio <= goal))
-	rows.Emit(benchkit.Row{Group: "Remote", Benchmark: "shell keystroke echo",
-		Tug: fmt.Sprintf("%.2f ms", ms(median(tugLat))), Kubectl: fmt.Sprintf("kubectl exec -it: %.2f ms", ms(median(kubectlLat))),
-		Ratio: fmt.Sprintf("%.2fx", ratio), Goal: fmt.Sprintf("<= %.2fx", goal), Met: ratio <= goal, Requests: "-", Note: fmt.Sprintf("%d sessions x %d keys", rounds, keys)})
+	ratio, rs := benchkit.Ratio(float64(benchkit.Median(tugLat)), float64(benchkit.Median(kubectlLat)))
+	e.Emit(benchkit.Row{Group: "Remote", Benchmark: "shell keystroke echo",
+		Tug:     fmt.Sprintf("%.2f ms (p95 %.2f ms), prompt after %s", ms(benchkit.Median(tugLat)), ms(percentile(tugLat, 95)), benchkit.Ms(benchkit.Median(tugOpen))),
+		Kubectl: fmt.Sprintf("kubectl exec -it: %.2f ms (p95 %.2f ms), prompt after %s", ms(benchkit.Median(kubectlLat)), ms(percentile(kubectlLat, 95)), benchkit.Ms(benchkit.Median(kubectlOpen))),
+		Ratio:   rs, Goal: fmt.Sprintf("<= %.2fx", goal), Met: ratio <= goal, Requests: "-",
+		Note: fmt.Sprintf("median of %d sessions x %d keys, keys alternating between the two open sessions; median paired difference %+.3f ms", *rounds, *keys, ms(benchkit.Median(diffs)))})
 }
 
 // session is an interactive shell under a pty.
@@ -229,9 +157,11 @@ type session struct {
 	open time.Duration // to the first prompt
 }
 
-func openShell(argv []string) (*session, error) {
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), "TERM=xterm")
+func openShell(cmd *exec.Cmd) (*session, error) {
+	if cmd.Env == nil {
+		cmd.Env = os.Environ()
+	}
+	cmd.Env = append(cmd.Env, "TERM=xterm")
 	start := time.Now()
 	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 24, Cols: 80})
 	if err != nil {
@@ -240,7 +170,7 @@ func openShell(argv []string) (*session, error) {
 	s := &session{cmd: cmd, tty: tty, out: newWatcher(tty)}
 	if !s.out.waitFor("# ", 60*time.Second) {
 		s.close()
-		return nil, fmt.Errorf("no prompt from %s: %q", argv[0], s.out.text())
+		return nil, fmt.Errorf("no prompt from %s: %q", cmd.Args[0], s.out.text())
 	}
 	s.open = time.Since(start)
 	return s, nil
@@ -343,30 +273,13 @@ func (w *watcher) waitAfter(mark int, key byte, timeout time.Duration) bool {
 
 // ---------------------------------------------------------------- helpers
 
-func median(d []time.Duration) time.Duration { return percentile(d, 50) }
-
 func percentile(d []time.Duration, p int) time.Duration {
 	if len(d) == 0 {
 		return 0
 	}
 	s := slices.Clone(d)
 	slices.Sort(s)
-	i := (len(s) - 1) * p / 100
-	return s[i]
+	return s[(len(s)-1)*p/100]
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-func verdict(ok bool) string {
-	if ok {
-		return "met"
-	}
-	return "MISSED"
-}
-
-func check(what string, err error) {
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "%s: %v\n", what, err)
-		os.Exit(1)
-	}
-}

@@ -21,6 +21,9 @@ import (
 	"flag"
 	"fmt"
 	"os/exec"
+	"slices"
+	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,8 +34,11 @@ import (
 var (
 	pods      = flag.Int("pods", 10000, "units")
 	nodes     = flag.Int("nodes", 1000, "fake nodes the units are bound to")
-	rounds    = flag.Int("rounds", 3, "timed runs of each command")
+	rounds    = flag.Int("rounds", 5, "timed runs of each command")
 	tugBefore = flag.String("tug-before", "", "another tug binary to measure too (before a fix)")
+	before    = flag.String("before", "", "what -tug-before is, for its rows' names (e.g. its commit)")
+	beforeIn  = flag.String("before-rows", "node", "which benchmarks get a -tug-before row: unit, node or both (unit,node)")
+	again     = flag.Bool("again", true, "measure unit list a second time, so the two rows show the run's noise")
 )
 
 const (
@@ -58,9 +64,12 @@ func main() {
 	}
 	kubectlPods := func() *exec.Cmd { return e.KubectlCmd(ns, "get", "pods", "-l", sel) }
 	compare(e, "unit list", scale, unitList(e.Tug), kubectlPods, "kubectl get pods -l", 0.2, 0.5, 2,
-		"requests: the app record GET and one LIST per page of 500")
-	if *tugBefore != "" {
-		compare(e, "unit list, before paging (one LIST of every pod)", scale, unitList(*tugBefore), kubectlPods, "kubectl get pods -l", 0.2, 0.5, 2, "")
+		"requests: the app record GET and one LIST per page of 500, each page a read from etcd: paging costs ~20 round trips against one LIST, for memory that stays at a page")
+	if *again {
+		compare(e, "unit list, measured again (the same binary: the two rows differ by this run's noise)", scale, unitList(e.Tug), kubectlPods, "kubectl get pods -l", 0.2, 0.5, 2, "")
+	}
+	if *tugBefore != "" && strings.Contains(*beforeIn, "unit") {
+		compare(e, "unit list, "+beforeName(), scale, unitList(*tugBefore), kubectlPods, "kubectl get pods -l", 0.2, 0.5, 2, "")
 	}
 
 	nodeList := func(bin string) func() *exec.Cmd {
@@ -69,10 +78,17 @@ func main() {
 	kubectlNodes := func() *exec.Cmd { return e.KubectlCmd(ns, "get", "nodes", "-o", "wide") }
 	nscale := fmt.Sprintf("%d nodes, %d units bound to them", *nodes, *pods)
 	compare(e, "node list", nscale, nodeList(e.Tug), kubectlNodes, "kubectl get nodes -o wide", 1.0, 0, 0,
-		"requests constant per cluster: the node LIST and one pod LIST per page of 500 units")
-	if *tugBefore != "" {
-		compare(e, "node list, before paging", nscale, nodeList(*tugBefore), kubectlNodes, "kubectl get nodes -o wide", 1.0, 0, 0, "")
+		"requests constant per cluster: the node LIST and one pod LIST, a Table of the units' names and nodes without the objects, from the API server's watch cache; the units column is what kubectl does not show")
+	if *tugBefore != "" && strings.Contains(*beforeIn, "node") {
+		compare(e, "node list, "+beforeName(), nscale, nodeList(*tugBefore), kubectlNodes, "kubectl get nodes -o wide", 1.0, 0, 0, "")
 	}
+}
+
+func beforeName() string {
+	if *before == "" {
+		return "before"
+	}
+	return "before (" + *before + ")"
 }
 
 // compare measures tug against kubectl; memGoal 0 means none; the
@@ -96,6 +112,10 @@ func compare(e *benchkit.Env, what, scale string, tug, kubectl func() *exec.Cmd,
 	if reqGoal > 0 {
 		goal += ", pages <= 500"
 	}
+	if note != "" {
+		note += "; "
+	}
+	note += fmt.Sprintf("median of %d interleaved rounds (wall tug %s, kubectl %s)", *rounds, spread(t.Walls), spread(k.Walls))
 	e.Emit(benchkit.Row{
 		Group: "Listing at scale", Benchmark: what + ", " + scale,
 		Tug:     fmt.Sprintf("%s, %s", benchkit.Ms(t.Wall), benchkit.MiB(t.MaxRSSKiB)),
@@ -104,6 +124,14 @@ func compare(e *benchkit.Env, what, scale string, tug, kubectl func() *exec.Cmd,
 		Goal:    goal, Met: met,
 		Requests: fmt.Sprintf("%d (kubectl %d)", tr, kr), Note: note,
 	})
+}
+
+// spread is the range of a benchmark's wall times.
+func spread(walls []time.Duration) string {
+	if len(walls) == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%s-%s", benchkit.Ms(slices.Min(walls)), benchkit.Ms(slices.Max(walls)))
 }
 
 func createNodes(ctx context.Context, e *benchkit.Env) error {
@@ -132,8 +160,11 @@ func createPods(ctx context.Context, e *benchkit.Env) error {
 		_, err := e.Client.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bench-web-%05d", i), Labels: labels},
 			Spec: corev1.PodSpec{
-				NodeName:    fmt.Sprintf("bench-fake-%04d", i%*nodes),
-				Tolerations: []corev1.Toleration{{Key: nodeLabel, Operator: corev1.TolerationOpExists}},
+				NodeName: fmt.Sprintf("bench-fake-%04d", i%*nodes),
+				// Every taint: the node lifecycle controller taints nodes no
+				// kubelet reports for as unreachable (NoExecute), which would
+				// evict the units five minutes in.
+				Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
 				Containers:  []corev1.Container{{Name: "web", Image: "localhost/tug/sample:v1"}},
 			},
 		}, metav1.CreateOptions{})

@@ -2,11 +2,19 @@ package node
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cluster"
@@ -128,5 +136,76 @@ func TestValidateRef(t *testing.T) {
 		if err := ValidateRef(bad); !usage.Is(err) {
 			t.Errorf("%q: %v, want a usage error", bad, err)
 		}
+	}
+}
+
+// TestUnitCountsAsTable: against an API server, units are counted from one
+// Table of pods without the objects, served from the watch cache, with
+// selectors that leave out runs, finished pods and unscheduled ones; a
+// server that cannot print tables gets the paged pod LIST instead.
+func TestUnitCountsAsTable(t *testing.T) {
+	var podRequests []string
+	tables := true
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api/v1/pods" {
+			t.Errorf("unexpected request %s", r.URL)
+			http.NotFound(w, r)
+			return
+		}
+		podRequests = append(podRequests, r.Header.Get("Accept")+" "+r.URL.RawQuery)
+		w.Header().Set("Content-Type", "application/json")
+		if !tables || !strings.Contains(r.Header.Get("Accept"), "as=Table") {
+			if strings.Contains(r.Header.Get("Accept"), "as=Table") {
+				w.WriteHeader(http.StatusNotAcceptable)
+				_ = json.NewEncoder(w).Encode(metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure, Code: http.StatusNotAcceptable, Reason: metav1.StatusReasonNotAcceptable})
+				return
+			}
+			list := corev1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"}, Items: []corev1.Pod{
+				*unitPod("x", "shop", "web", "u1", "n1", true), *unitPod("x", "shop", "web", "u2", "n1", true), *unitPod("x", "shop", "web", "u3", "n2", true),
+			}}
+			_ = json.NewEncoder(w).Encode(list)
+			return
+		}
+		table := metav1.Table{
+			TypeMeta:          metav1.TypeMeta{Kind: "Table", APIVersion: "meta.k8s.io/v1"},
+			ColumnDefinitions: []metav1.TableColumnDefinition{{Name: "Name"}, {Name: "Ready"}, {Name: "Node"}},
+			Rows: []metav1.TableRow{
+				{Cells: []any{"u1", "1/1", "n1"}}, {Cells: []any{"u2", "0/1", "n1"}}, {Cells: []any{"u3", "1/1", "n2"}}, {Cells: []any{"u4", "0/1", "<none>"}},
+			},
+		}
+		_ = json.NewEncoder(w).Encode(table)
+	}))
+	defer srv.Close()
+	client, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	counts, err := unitCounts(context.Background(), client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(counts) != 2 || counts["n1"] != 2 || counts["n2"] != 1 {
+		t.Fatalf("counts %v, want n1:2 n2:1", counts)
+	}
+	if len(podRequests) != 1 {
+		t.Fatalf("requests %q, want one", podRequests)
+	}
+	q, err := url.ParseQuery(strings.SplitN(podRequests[0], " ", 2)[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(podRequests[0], tableAccept+" ") || q.Get("resourceVersion") != "0" || q.Get("includeObject") != "None" ||
+		q.Get("labelSelector") != unitSelector+",tug.dev/kind!=run" || q.Get("fieldSelector") != "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed" {
+		t.Fatalf("request %q", podRequests[0])
+	}
+
+	tables, podRequests = false, nil
+	counts, err = unitCounts(context.Background(), client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(counts) != 2 || counts["n1"] != 2 || counts["n2"] != 1 || len(podRequests) != 2 || strings.Contains(podRequests[1], "as=Table") {
+		t.Fatalf("without tables: counts %v after %q", counts, podRequests)
 	}
 }

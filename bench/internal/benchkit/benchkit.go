@@ -9,16 +9,20 @@
 package benchkit
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -44,9 +48,18 @@ var (
 )
 
 // Setup parses the flags and connects to the cluster; a benchmark that
-// needs no cluster passes cluster=false.
+// needs no cluster passes cluster=false. From here on an interrupt
+// (SIGINT, SIGTERM) runs the registered cleanups (see Cleanup) and
+// exits 130.
 func Setup(cluster bool) *Env {
 	flag.Parse()
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		s := <-sigs
+		fmt.Fprintf(os.Stderr, "bench: %v: cleaning up\n", s)
+		Exit(130)
+	}()
 	e := &Env{Tug: *tugFlag, Kubectl: *kubectlFlag, Kubeconfig: *kubeconfigFlag, Out: *outFlag}
 	if !cluster {
 		return e
@@ -61,12 +74,43 @@ func Setup(cluster bool) *Env {
 	return e
 }
 
-// Check ends the benchmark on an error.
+// Check ends the benchmark on an error, after the registered cleanups.
 func Check(what string, err error) {
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "bench: %s: %v\n", what, err)
-		os.Exit(1)
+		Exit(1)
 	}
+}
+
+// cleanups are what a benchmark must undo however it ends (its
+// namespace, the fake nodes it registered), last registered first.
+var cleanups struct {
+	sync.Mutex
+	fns []func()
+}
+
+// Cleanup registers fn to run when the benchmark ends: by Exit (so by
+// Check's failures and by an interrupt) or by calling the function it
+// returns, which a benchmark defers for its normal end. fn runs once.
+func Cleanup(fn func()) func() {
+	var once sync.Once
+	run := func() { once.Do(fn) }
+	cleanups.Lock()
+	cleanups.fns = append(cleanups.fns, run)
+	cleanups.Unlock()
+	return run
+}
+
+// Exit runs the registered cleanups, last first, and exits with code.
+func Exit(code int) {
+	cleanups.Lock()
+	fns := cleanups.fns
+	cleanups.fns = nil
+	cleanups.Unlock()
+	for i := len(fns) - 1; i >= 0; i-- {
+		fns[i]()
+	}
+	os.Exit(code)
 }
 
 // TugCmd is tug with args in namespace ns.
@@ -108,6 +152,7 @@ type Result struct {
 	CPU            time.Duration // user + system
 	MaxRSSKiB      int64
 	Stdout, Stderr []byte
+	Walls          []time.Duration // Rounds: every round's wall time
 }
 
 // Run runs c to its end and measures it; a failing command is an error.
@@ -165,7 +210,7 @@ func Rounds(rounds int, cmds ...func() *exec.Cmd) ([]Result, error) {
 		for j, x := range s {
 			walls[j], cpus[j], rss[j] = x.Wall, x.CPU, x.MaxRSSKiB
 		}
-		out[i] = Result{Wall: Median(walls), CPU: Median(cpus), MaxRSSKiB: median64(rss)}
+		out[i] = Result{Wall: Median(walls), CPU: Median(cpus), MaxRSSKiB: median64(rss), Walls: walls}
 	}
 	return out, nil
 }
@@ -290,13 +335,20 @@ func Ratio(a, b float64) (float64, string) {
 	return a / b, fmt.Sprintf("%.2fx", a/b)
 }
 
+// BenchLabel marks what the benchmarks create (namespaces), so that
+// bench/run.sh can delete whatever a killed benchmark left behind.
+const BenchLabel = "tug.dev/bench"
+
 // Namespace makes a fresh namespace (deleting one left from an earlier
-// run first) and returns a function that deletes it and waits for it.
+// run first) and returns a function that deletes it and waits for it;
+// the deletion is registered with Cleanup too, so a failure or an
+// interrupt deletes it as well.
 func (e *Env) Namespace(ctx context.Context, name string) func() {
 	e.DeleteNamespace(ctx, name)
-	_, err := e.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"tug.dev/bench": "1"}}}, metav1.CreateOptions{})
+	done := Cleanup(func() { e.DeleteNamespace(context.Background(), name) })
+	_, err := e.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{BenchLabel: "1"}}}, metav1.CreateOptions{})
 	Check("creating namespace "+name, err)
-	return func() { e.DeleteNamespace(context.Background(), name) }
+	return done
 }
 
 // DeleteNamespace deletes its pods at once (units on fake nodes would
@@ -362,4 +414,153 @@ func Sockets(pid int) int {
 		}
 	}
 	return n
+}
+
+// SampleImage is the app image the benchmarks deploy: test/images/sample,
+// which the local cluster imports into every node (tags v1 and v2 differ
+// only in their version string, so a deploy of the other one rolls out).
+const SampleImage = "localhost/tug/sample"
+
+// SampleApp makes app in ns with one process, proc, of units units, all
+// Ready when it returns: the sample image logging a heartbeat every second,
+// with tiny requests (1m CPU, 4Mi memory) so that many units fit next to
+// whatever else the shared cluster runs. A "web" process serves HTTP (with
+// the readiness probe and stop delay tug gives web units); any other runs
+// `sample worker`: no listener, no probe, exits at once on SIGTERM.
+func (e *Env) SampleApp(ns, app, proc string, units int) {
+	e.MustTug(ns, "app", "create", app)
+	e.MustTug(ns, "env", "set", app, "HEARTBEAT=1s", "--no-restart")
+	e.MustTug(ns, "app", "deploy", app, "--image", SampleImage+":v1", "--process", SampleProcess(proc), "--timeout", "5m")
+	e.MustTug(ns, "app", "limit", "set", app, "-p", proc, "--cpu-request", "1m", "--memory-request", "4Mi", "--timeout", "5m")
+	e.MustTug(ns, "app", "scale", app, fmt.Sprintf("%s=%d", proc, units), "--timeout", "15m")
+	e.WaitUnits(ns, app, proc, units)
+}
+
+// WaitUnits waits until proc's pods are units Ready units and nothing
+// else: a unit the last rollout replaced may still be stopping (a web
+// unit keeps serving for a few seconds), and it would be one more log
+// stream. A benchmark's setup, so it polls.
+func (e *Env) WaitUnits(ns, app, proc string, units int) {
+	sel := fmt.Sprintf("tug.dev/app=%s,tug.dev/process=%s", app, proc)
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		pods, err := e.Client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: sel})
+		Check("units", err)
+		ready := 0
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue && p.DeletionTimestamp == nil {
+					ready++
+				}
+			}
+		}
+		if ready == units && len(pods.Items) == units {
+			return
+		}
+		if time.Now().After(deadline) {
+			Check("units", fmt.Errorf("%s: %d pods, %d ready, after 5 minutes; want %d", sel, len(pods.Items), ready, units))
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// SampleProcess is SampleApp's --process value for proc: every deploy of
+// the app passes it again (without one, tug runs the image's own command
+// as the only process, web).
+func SampleProcess(proc string) string {
+	if proc == "web" {
+		return "web=sample"
+	}
+	return proc + "=sample worker"
+}
+
+// FreePodSlots is how many more pods the cluster's schedulable nodes
+// take: their allocatable pods less the pods bound to them that have not
+// finished. The cluster is shared, so it is a snapshot.
+func (e *Env) FreePodSlots(ctx context.Context) (free, nodes int, perNode int64) {
+	list, err := e.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	Check("nodes", err)
+	pods, err := e.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "status.phase!=Succeeded,status.phase!=Failed"})
+	Check("pods", err)
+	bound := map[string]int{}
+	for _, p := range pods.Items {
+		bound[p.Spec.NodeName]++
+	}
+	for _, nd := range list.Items {
+		if nd.Spec.Unschedulable {
+			continue
+		}
+		nodes++
+		perNode = nd.Status.Allocatable.Pods().Value()
+		free += int(perNode) - bound[nd.Name]
+	}
+	return free, nodes, perNode
+}
+
+// Log line prefixes that name the unit: tug logs' "UNIT | " (without
+// colour) and kubectl logs --prefix's "[pod/UNIT/CONTAINER] ".
+var (
+	TugLogPrefix     = regexp.MustCompile(`^(\S+)\s+\| `)
+	KubectlLogPrefix = regexp.MustCompile(`^\[pod/([^/\]]+)/`)
+)
+
+// Follow is a logs -f command followed until every unit had a line.
+type Follow struct {
+	First, All time.Duration // from start to the first line, to a line from every unit
+	Sockets    int           // the command's open sockets when the last unit's first line came
+	MaxRSSKiB  int64
+	Stderr     []byte
+}
+
+// FollowLogs starts c, a logs -f command whose lines name their unit
+// (prefix's first group), until a line from each of units units has come
+// or timeout passed; then it interrupts c and waits for it.
+func FollowLogs(c *exec.Cmd, prefix *regexp.Regexp, units int, timeout time.Duration) (Follow, error) {
+	var f Follow
+	stdout, err := c.StdoutPipe()
+	if err != nil {
+		return f, err
+	}
+	var stderr bytes.Buffer
+	c.Stderr = &stderr
+	start := time.Now()
+	if err := c.Start(); err != nil {
+		return f, err
+	}
+	seen := map[string]bool{}
+	done := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			if f.First == 0 {
+				f.First = time.Since(start)
+			}
+			if m := prefix.FindSubmatch(sc.Bytes()); m != nil && !seen[string(m[1])] {
+				seen[string(m[1])] = true
+				if len(seen) == units {
+					f.All = time.Since(start)
+					f.Sockets = Sockets(c.Process.Pid)
+					done <- nil
+					_, _ = io.Copy(io.Discard, stdout)
+					return
+				}
+			}
+		}
+		done <- fmt.Errorf("output ended after a line from %d of %d units: %s", len(seen), units, stderr.Bytes())
+	}()
+	select {
+	case err = <-done:
+	case <-time.After(timeout):
+		err = fmt.Errorf("no line from each of %d units within %s", units, timeout)
+	}
+	_ = c.Process.Signal(os.Interrupt)
+	_ = c.Wait()
+	_, f.MaxRSSKiB = Usage(c)
+	f.Stderr = stderr.Bytes()
+	if err != nil {
+		return f, fmt.Errorf("%s: %w", strings.Join(c.Args, " "), err)
+	}
+	return f, nil
 }
