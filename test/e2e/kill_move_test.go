@@ -54,47 +54,19 @@ func TestKill9DuringMove(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(proxy.Close)
-	dir := t.TempDir()
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	proxied := filepath.Join(dir, "kubeconfig-proxied")
-	tugConfig := filepath.Join(dir, "tug", "config.yaml")
-	raw, err := clientcmd.LoadFromFile(env.kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cur := raw.Contexts[raw.CurrentContext]
-	raw.Contexts = map[string]*clientcmdapi.Context{
-		"alpha": {Cluster: cur.Cluster, AuthInfo: cur.AuthInfo, Namespace: h.NS},
-		"beta":  {Cluster: cur.Cluster, AuthInfo: cur.AuthInfo, Namespace: beta.NS},
-		"third": {Cluster: cur.Cluster, AuthInfo: cur.AuthInfo, Namespace: third.NS},
-	}
-	raw.CurrentContext = "third"
-	if err := clientcmd.WriteToFile(*raw, kubeconfig); err != nil {
-		t.Fatal(err)
-	}
+	cc := h.newClusterContexts("third", map[string]string{"alpha": h.NS, "beta": beta.NS, "third": third.NS})
+	tug, must := cc.Tug, cc.Must
+	proxied := filepath.Join(t.TempDir(), "kubeconfig-proxied")
 	// the same contexts through the proxy, which brings its own credentials
 	viaProxy := clientcmdapi.NewConfig()
 	viaProxy.Clusters["faulty"] = &clientcmdapi.Cluster{Server: proxy.URL}
 	viaProxy.AuthInfos["faulty"] = &clientcmdapi.AuthInfo{}
-	for name, c := range raw.Contexts {
+	for name, c := range cc.Raw.Contexts {
 		viaProxy.Contexts[name] = &clientcmdapi.Context{Cluster: "faulty", AuthInfo: "faulty", Namespace: c.Namespace}
 	}
 	viaProxy.CurrentContext = "third"
 	if err := clientcmd.WriteToFile(*viaProxy, proxied); err != nil {
 		t.Fatal(err)
-	}
-	tugEnv := []string{"KUBECONFIG=" + kubeconfig, "TUG_CONFIG=" + tugConfig}
-	tug := func(args ...string) Result {
-		t.Helper()
-		return h.TugRun(Run{Args: args, Env: tugEnv})
-	}
-	must := func(args ...string) Result {
-		t.Helper()
-		r := tug(args...)
-		if r.Code != 0 {
-			t.Fatalf("tug %s: %s", strings.Join(args, " "), r)
-		}
-		return r
 	}
 	must("cluster", "add", "alpha", "--context", "alpha", "--pool", "pa,pnone")
 	must("cluster", "add", "beta", "--context", "beta", "--pool", "pb")
@@ -296,7 +268,7 @@ func TestKill9DuringMove(t *testing.T) {
 		proxy.Add(p.rule)
 		before := proxy.Injected(p.rule.Fault)
 		cmd := exec.Command(env.tug, "app", "pool", "set", "shop", pool)
-		cmd.Env = h.tugEnv([]string{"KUBECONFIG=" + proxied, "TUG_CONFIG=" + tugConfig})
+		cmd.Env = h.tugEnv(cc.Env(proxied))
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		if err := cmd.Start(); err != nil {

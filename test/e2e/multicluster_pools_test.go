@@ -14,8 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/client-go/util/retry"
 )
 
@@ -39,34 +37,13 @@ func TestClusterPoolsRouteAndMove(t *testing.T) {
 		h.keepNodeState(nodes[i])
 		h.labelPool(nodes[i], pool)
 	}
-	dir := t.TempDir()
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	tugConfig := filepath.Join(dir, "tug", "config.yaml")
-	raw, err := clientcmd.LoadFromFile(env.kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cur := raw.Contexts[raw.CurrentContext]
-	raw.Contexts = map[string]*clientcmdapi.Context{
-		"alpha": {Cluster: cur.Cluster, AuthInfo: cur.AuthInfo, Namespace: h.NS},
-		"beta":  {Cluster: cur.Cluster, AuthInfo: cur.AuthInfo, Namespace: beta.NS},
-		"third": {Cluster: cur.Cluster, AuthInfo: cur.AuthInfo, Namespace: third.NS},
-		"dead":  {Cluster: "dead", AuthInfo: cur.AuthInfo, Namespace: h.NS},
-	}
-	raw.Clusters["dead"] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:1", CertificateAuthorityData: raw.Clusters[cur.Cluster].CertificateAuthorityData}
-	raw.CurrentContext = "alpha"
-	onAlpha := filepath.Join(dir, "kubeconfig-alpha")
-	if err := clientcmd.WriteToFile(*raw, onAlpha); err != nil {
-		t.Fatal(err)
-	}
-	raw.CurrentContext = "third"
-	if err := clientcmd.WriteToFile(*raw, kubeconfig); err != nil {
-		t.Fatal(err)
-	}
+	cc := h.newClusterContexts("third", map[string]string{"alpha": h.NS, "beta": beta.NS, "third": third.NS}, "dead")
+	kubeconfig := cc.Kubeconfig
+	onAlpha := cc.write(filepath.Join(t.TempDir(), "kubeconfig-alpha"), "alpha")
 	tugWith := func(kc string, args ...string) Result {
 		t.Helper()
 		start := time.Now()
-		r := h.TugRun(Run{Args: args, Env: []string{"KUBECONFIG=" + kc, "TUG_CONFIG=" + tugConfig}})
+		r := h.TugRun(Run{Args: args, Env: cc.Env(kc)})
 		t.Logf("tug %s: exit %d in %s", strings.Join(args, " "), r.Code, time.Since(start).Round(100*time.Millisecond))
 		return r
 	}
@@ -158,7 +135,7 @@ func TestClusterPoolsRouteAndMove(t *testing.T) {
 		r := tug("logs", "shop", "--tail", "-1")
 		return r.Code == 0 && strings.Contains(r.Stdout, "sample v1"), fmt.Errorf("%s", r)
 	})
-	r := h.TugRun(Run{Args: []string{"shell", "shop"}, Stdin: "echo routed-$HOSTNAME\n", Env: []string{"KUBECONFIG=" + kubeconfig, "TUG_CONFIG=" + tugConfig}})
+	r := h.TugRun(Run{Args: []string{"shell", "shop"}, Stdin: "echo routed-$HOSTNAME\n", Env: cc.Env(kubeconfig)})
 	if r.Code != 0 || !strings.Contains(r.Stdout, "routed-shop-web-") {
 		t.Fatalf("piped shell: %s", r)
 	}

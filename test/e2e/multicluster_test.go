@@ -4,15 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // Several clusters: two contexts over the local cluster (each with its own
@@ -21,37 +18,8 @@ import (
 func TestClusterMultiple(t *testing.T) {
 	h := New(t)
 	h2 := h.Another()
-	dir := t.TempDir()
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	tugConfig := filepath.Join(dir, "tug", "config.yaml")
-
-	raw, err := clientcmd.LoadFromFile(env.kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cur := raw.Contexts[raw.CurrentContext]
-	raw.Contexts = map[string]*clientcmdapi.Context{
-		"alpha": {Cluster: cur.Cluster, AuthInfo: cur.AuthInfo, Namespace: h.NS},
-		"beta":  {Cluster: cur.Cluster, AuthInfo: cur.AuthInfo, Namespace: h2.NS},
-		"dead":  {Cluster: "dead", AuthInfo: cur.AuthInfo, Namespace: h.NS},
-	}
-	raw.Clusters["dead"] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:1", CertificateAuthorityData: raw.Clusters[cur.Cluster].CertificateAuthorityData}
-	raw.CurrentContext = "alpha"
-	if err := clientcmd.WriteToFile(*raw, kubeconfig); err != nil {
-		t.Fatal(err)
-	}
-	tug := func(args ...string) Result {
-		t.Helper()
-		return h.TugRun(Run{Args: args, Env: []string{"KUBECONFIG=" + kubeconfig, "TUG_CONFIG=" + tugConfig}})
-	}
-	must := func(args ...string) Result {
-		t.Helper()
-		r := tug(args...)
-		if r.Code != 0 {
-			t.Fatalf("tug %s: %s", strings.Join(args, " "), r)
-		}
-		return r
-	}
+	cc := h.newClusterContexts("alpha", map[string]string{"alpha": h.NS, "beta": h2.NS}, "dead")
+	tugConfig, tug, must := cc.TugConfig, cc.Tug, cc.Must
 
 	// Nothing configured: the current context is the one cluster.
 	if r := must("cluster", "list"); !strings.Contains(r.Stderr, "no cluster configured") {
