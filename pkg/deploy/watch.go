@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
 	"tug.dev/tug/pkg/app"
@@ -46,35 +47,54 @@ type rollout struct {
 	countsOnly bool
 
 	deployments map[string]*appsv1.Deployment
-	pods        map[string]*corev1.Pod
-	lastLine    string
+	pods        map[string]*corev1.Pod // by name
+	// What each pod counts as in the progress line, and the counts per
+	// process, kept as pods change so an event costs the same at 10 units
+	// as at 10,000.
+	counted  map[string]unitKind
+	counts   map[string]*unitCount
+	lastLine string
 }
 
 // wait watches the app's Deployments and pods (one LIST and one WATCH each,
 // resumed or listed again as kube.Until does) until every Deployment has
 // rolled out, a unit of the new release fails in a way waiting will not fix,
 // or nothing has changed for r.idle.
+//
+// A pod's change diagnoses that pod alone; every unit is looked at after a
+// list and once a second, when the time-based rules (a unit unschedulable or
+// unready for too long) may have come due with no event.
 func (r *rollout) wait(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	sel := metav1.ListOptions{LabelSelector: kube.AppSelector(r.app)}
 	deps := make(chan map[string]*appsv1.Deployment)
-	pods := make(chan map[string]*corev1.Pod)
+	pods := make(chan kube.Change[*corev1.Pod])
 	errs := make(chan error, 2)
 	go func() { errs <- kube.Until(ctx, kube.Deployments(r.client, r.namespace, sel), forward(ctx, deps)) }()
-	go func() { errs <- kube.Until(ctx, kube.Pods(r.client, r.namespace, sel), forward(ctx, pods)) }()
+	go func() {
+		errs <- kube.UntilChange(ctx, kube.Pods(r.client, r.namespace, sel), forwardChanges(ctx, pods))
+	}()
 	r.deployments, r.pods = nil, nil
 
-	// Time-based rules (a unit unschedulable or unready for too long) need a
-	// look now and then even when no event arrives.
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	idle := time.NewTimer(r.idle)
 	defer idle.Stop()
+	lookAtAll := true
+	var changed *corev1.Pod
 	for {
 		// Both lists first, so the first look sees the whole picture.
 		if r.deployments != nil && r.pods != nil {
-			if done, err := r.check(ctx, time.Now()); done || err != nil {
+			var done bool
+			var err error
+			if lookAtAll {
+				done, err = r.check(ctx, time.Now())
+				lookAtAll = false
+			} else {
+				done, err = r.checkChanged(ctx, changed, time.Now())
+			}
+			if done || err != nil {
 				return err
 			}
 			if line := r.summary(); line != r.lastLine {
@@ -89,6 +109,7 @@ func (r *rollout) wait(ctx context.Context) error {
 				idle.Reset(r.idle)
 			}
 		}
+		changed = nil
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -98,8 +119,18 @@ func (r *rollout) wait(ctx context.Context) error {
 			}
 			return kube.TranslateError(err)
 		case r.deployments = <-deps:
-		case r.pods = <-pods:
+		case c := <-pods:
+			if c.Listed {
+				r.setPods(c.Objects)
+				lookAtAll = true
+				break
+			}
+			r.setPod(c.Object, c.Type == watch.Deleted)
+			if c.Type != watch.Deleted {
+				changed = c.Object
+			}
 		case <-tick.C:
+			lookAtAll = true
 		case <-idle.C:
 			return &Failure{Class: ClassTimeout, Reason: "Timeout",
 				Message: fmt.Sprintf("no progress for %s: %s", r.idle, r.lastLine)}
@@ -111,12 +142,8 @@ func (r *rollout) wait(ctx context.Context) error {
 // each new state, keyed by name, to the rollout's loop.
 func forward[T kube.Object](ctx context.Context, out chan<- map[string]T) func(map[string]T) (bool, error) {
 	return func(objs map[string]T) (bool, error) {
-		byName := make(map[string]T, len(objs))
-		for _, o := range objs {
-			byName[o.GetName()] = o
-		}
 		select {
-		case out <- byName:
+		case out <- keyedByName(objs):
 			return false, nil
 		case <-ctx.Done():
 			return false, ctx.Err()
@@ -124,21 +151,76 @@ func forward[T kube.Object](ctx context.Context, out chan<- map[string]T) func(m
 	}
 }
 
-// check reports done when every Deployment has rolled out, or the failure
-// of a unit of the new release.
-func (r *rollout) check(ctx context.Context, now time.Time) (bool, error) {
-	for _, p := range r.sortedPods() {
-		if r.countsOnly {
-			break
+// forwardChanges is a kube.UntilChange condition that never ends the watch:
+// it hands each change to the rollout's loop, with the whole set (keyed by
+// name, a copy: the watch goes on changing its own) only after a list.
+// Resync ticks are not forwarded; the loop has its own.
+func forwardChanges[T kube.Object](ctx context.Context, out chan<- kube.Change[T]) func(kube.Change[T]) (bool, error) {
+	return func(c kube.Change[T]) (bool, error) {
+		if !c.Listed && c.Type == "" {
+			return false, nil
 		}
-		if p.Labels[kube.LabelRelease] != strconv.Itoa(r.release) || p.DeletionTimestamp != nil || p.Labels[kube.LabelKind] == "run" {
-			continue
+		all := c.Objects
+		c.Objects = nil
+		if c.Listed {
+			c.Objects = keyedByName(all)
 		}
-		if f := diagnosePod(p, now); f != nil {
-			r.explain(ctx, p, f)
-			return true, f
+		select {
+		case out <- c:
+			return false, nil
+		case <-ctx.Done():
+			return false, ctx.Err()
 		}
 	}
+}
+
+func keyedByName[T kube.Object](objs map[string]T) map[string]T {
+	out := make(map[string]T, len(objs))
+	for _, o := range objs {
+		out[o.GetName()] = o
+	}
+	return out
+}
+
+// check reports done when every Deployment has rolled out, or the failure
+// of a unit of the new release, looking at every unit (in name order, so
+// the same state always names the same unit).
+func (r *rollout) check(ctx context.Context, now time.Time) (bool, error) {
+	for _, p := range r.sortedPods() {
+		if done, err := r.checkUnit(ctx, p, now); done {
+			return done, err
+		}
+	}
+	return r.checkDeployments()
+}
+
+// checkChanged is check after one pod changed (nil: none did, only a
+// Deployment): that unit alone can have newly failed.
+func (r *rollout) checkChanged(ctx context.Context, p *corev1.Pod, now time.Time) (bool, error) {
+	if p != nil {
+		if done, err := r.checkUnit(ctx, p, now); done {
+			return done, err
+		}
+	}
+	return r.checkDeployments()
+}
+
+// checkUnit reports the failure of p when it is a unit of the new release
+// that failed in a way waiting will not fix.
+func (r *rollout) checkUnit(ctx context.Context, p *corev1.Pod, now time.Time) (bool, error) {
+	if r.countsOnly || p.Labels[kube.LabelRelease] != strconv.Itoa(r.release) || p.DeletionTimestamp != nil || p.Labels[kube.LabelKind] == "run" {
+		return false, nil
+	}
+	if f := diagnosePod(p, now); f != nil {
+		r.explain(ctx, p, f)
+		return true, f
+	}
+	return false, nil
+}
+
+// checkDeployments reports done when every Deployment has rolled out, and
+// a Deployment's own verdict that it cannot.
+func (r *rollout) checkDeployments() (bool, error) {
 	for name, gen := range r.generations {
 		d, ok := r.deployments[name]
 		if !ok {
@@ -234,46 +316,109 @@ func (r *rollout) sortedPods() []*corev1.Pod {
 	return out
 }
 
+// unitKind is what a pod counts as in the progress line.
+type unitKind struct {
+	process string
+	state   unitState
+}
+
+type unitState int
+
+const (
+	uncounted  unitState = iota // a one-off run, or a new unit not ready yet
+	newReady                    // of this release, ready
+	oldRunning                  // of an earlier release
+	oldTerminating
+)
+
+type unitCount struct{ ready, old, terminating int }
+
+func (r *rollout) kindOf(p *corev1.Pod) unitKind {
+	k := unitKind{process: p.Labels[kube.LabelProcess]}
+	switch {
+	case p.Labels[kube.LabelKind] == "run":
+	case p.Labels[kube.LabelRelease] != strconv.Itoa(r.release):
+		k.state = oldRunning
+		if p.DeletionTimestamp != nil {
+			k.state = oldTerminating
+		}
+	case p.DeletionTimestamp == nil && kube.PodReady(p):
+		k.state = newReady
+	}
+	return k
+}
+
+// setPods replaces every pod (after a list), keyed by name.
+func (r *rollout) setPods(pods map[string]*corev1.Pod) {
+	r.pods = make(map[string]*corev1.Pod, len(pods))
+	r.counted = make(map[string]unitKind, len(pods))
+	r.counts = map[string]*unitCount{}
+	for _, p := range pods {
+		r.setPod(p, false)
+	}
+}
+
+// setPod records p's new state, or that it is gone, and moves it between
+// the counts.
+func (r *rollout) setPod(p *corev1.Pod, deleted bool) {
+	if r.pods == nil {
+		r.setPods(nil)
+	}
+	if old, ok := r.counted[p.Name]; ok {
+		r.count(old, -1)
+		delete(r.counted, p.Name)
+	}
+	if deleted {
+		delete(r.pods, p.Name)
+		return
+	}
+	r.pods[p.Name] = p
+	k := r.kindOf(p)
+	r.counted[p.Name] = k
+	r.count(k, 1)
+}
+
+func (r *rollout) count(k unitKind, n int) {
+	c := r.counts[k.process]
+	if c == nil {
+		c = &unitCount{}
+		r.counts[k.process] = c
+	}
+	switch k.state {
+	case newReady:
+		c.ready += n
+	case oldRunning:
+		c.old += n
+	case oldTerminating:
+		c.terminating += n
+	}
+}
+
 // summary is the progress line: per process, new units ready out of wanted,
 // and old units still running or terminating.
 func (r *rollout) summary() string {
-	type count struct{ want, ready, old, terminating int }
-	counts := map[string]*count{}
 	var procs []string
+	want := map[string]int{}
 	for name := range r.generations {
 		d := r.deployments[name]
 		if d == nil {
 			continue
 		}
 		proc := d.Labels[kube.LabelProcess]
-		c := &count{want: 1}
+		want[proc] = 1
 		if d.Spec.Replicas != nil {
-			c.want = int(*d.Spec.Replicas)
+			want[proc] = int(*d.Spec.Replicas)
 		}
-		counts[proc] = c
 		procs = append(procs, proc)
-	}
-	for _, p := range r.pods {
-		c := counts[p.Labels[kube.LabelProcess]]
-		if c == nil || p.Labels[kube.LabelKind] == "run" {
-			continue
-		}
-		switch {
-		case p.Labels[kube.LabelRelease] != strconv.Itoa(r.release):
-			if p.DeletionTimestamp != nil {
-				c.terminating++
-			} else {
-				c.old++
-			}
-		case p.DeletionTimestamp == nil && kube.PodReady(p):
-			c.ready++
-		}
 	}
 	sortProcs(procs)
 	parts := make([]string, 0, len(procs))
 	for _, proc := range procs {
-		c := counts[proc]
-		s := fmt.Sprintf("%s: %d of %d new %s ready", proc, c.ready, c.want, text.Plural(c.want, "unit", "units"))
+		c := r.counts[proc]
+		if c == nil {
+			c = &unitCount{}
+		}
+		s := fmt.Sprintf("%s: %d of %d new %s ready", proc, c.ready, want[proc], text.Plural(want[proc], "unit", "units"))
 		if c.old > 0 {
 			s += fmt.Sprintf(", %d old %s running", c.old, text.Plural(c.old, "unit", "units"))
 		}

@@ -3,6 +3,9 @@ package deploy
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -89,12 +92,13 @@ func TestRolledOut(t *testing.T) {
 func newRollout(c *fake.Clientset, release int, gens map[string]int64, deps []*appsv1.Deployment, pods []*corev1.Pod) *rollout {
 	r := &rollout{client: c, namespace: ns, app: "shop", release: release, generations: gens,
 		idle: time.Minute, progress: noProgress{},
-		deployments: map[string]*appsv1.Deployment{}, pods: map[string]*corev1.Pod{}}
+		deployments: map[string]*appsv1.Deployment{}}
 	for _, d := range deps {
 		r.deployments[d.Name] = d
 	}
+	r.setPods(nil)
 	for _, p := range pods {
-		r.pods[p.Name] = p
+		r.setPod(p, false)
 	}
 	return r
 }
@@ -504,5 +508,127 @@ func TestRolloutCheckIgnoresRunPods(t *testing.T) {
 	}
 	if !finished {
 		t.Error("rollout not done although its Deployment rolled out")
+	}
+}
+
+// The counts a rollout keeps as pods change agree with counting every pod
+// afresh, whatever the order of the changes.
+func TestRolloutCountsFollowChanges(t *testing.T) {
+	gens := map[string]int64{"shop-web": 2, "shop-worker": 2}
+	deps := []*appsv1.Deployment{dep("web", 3, 2, appsv1.DeploymentStatus{}), dep("worker", 2, 2, appsv1.DeploymentStatus{})}
+	states := []func(name, proc string) *corev1.Pod{
+		func(n, p string) *corev1.Pod { return pod(n, p, "7", false) },
+		func(n, p string) *corev1.Pod { return pod(n, p, "7", true) },
+		func(n, p string) *corev1.Pod { return pod(n, p, "7", true, deleting) },
+		func(n, p string) *corev1.Pod { return pod(n, p, "6", true) },
+		func(n, p string) *corev1.Pod { return pod(n, p, "6", false, deleting) },
+		func(n, p string) *corev1.Pod {
+			return pod(n, p, "6", true, func(p *corev1.Pod) { p.Labels[kube.LabelKind] = "run" })
+		},
+	}
+	rnd := rand.New(rand.NewPCG(1, 2))
+	r := newRollout(fakeClient(), 7, gens, deps, nil)
+	now := map[string]*corev1.Pod{}
+	for i := range 2000 {
+		name := fmt.Sprintf("u%d", rnd.IntN(12))
+		proc := []string{"web", "worker", "clock"}[rnd.IntN(3)]
+		if old := now[name]; old != nil {
+			proc = old.Labels[kube.LabelProcess] // a pod keeps its process
+		}
+		if rnd.IntN(5) == 0 {
+			if old := now[name]; old != nil {
+				r.setPod(old, true)
+				delete(now, name)
+			}
+		} else {
+			p := states[rnd.IntN(len(states))](name, proc)
+			r.setPod(p, false)
+			now[name] = p
+		}
+		afresh := newRollout(fakeClient(), 7, gens, deps, slices.Collect(maps.Values(now)))
+		if got, want := r.summary(), afresh.summary(); got != want {
+			t.Fatalf("after change %d: summary\n %q\nwant\n %q", i, got, want)
+		}
+	}
+}
+
+// After the list, a pod's change is what is diagnosed: a new unit that
+// fails is reported as soon as its event arrives, and the progress line
+// follows each change.
+func TestRolloutWaitPerEvent(t *testing.T) {
+	c := fakeClient(dep("web", 2, 2, done(2, 1)), pod("o1", "web", "6", true), pod("o2", "web", "6", true))
+	lines := make(chan string, 16)
+	r := &rollout{client: c, namespace: ns, app: "shop", release: 7,
+		generations: map[string]int64{"shop-web": 2}, idle: time.Minute, progress: chanProgress(lines)}
+	errc := make(chan error, 1)
+	go func() { errc <- r.wait(context.Background()) }()
+	next := func(want string) {
+		t.Helper()
+		select {
+		case l := <-lines:
+			if l != want {
+				t.Fatalf("progress line %q, want %q", l, want)
+			}
+		case err := <-errc:
+			t.Fatalf("wait returned %v, want progress %q", err, want)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no progress line %q", want)
+		}
+	}
+	ctx := context.Background()
+	pods := c.CoreV1().Pods(ns)
+	next("web: 0 of 2 new units ready, 2 old units running")
+	if _, err := pods.Create(ctx, pod("n1", "web", "7", true), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	next("web: 1 of 2 new units ready, 2 old units running")
+	if _, err := pods.Update(ctx, pod("o1", "web", "6", true, deleting), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	next("web: 1 of 2 new units ready, 1 old unit running, 1 old unit terminating")
+	if err := pods.Delete(ctx, "o1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	next("web: 1 of 2 new units ready, 1 old unit running")
+	bad := pod("n2", "web", "7", false, func(p *corev1.Pod) {
+		p.Status.Phase = corev1.PodPending
+		p.Status.ContainerStatuses[0].State = waiting("ErrImagePull", "not found")
+	})
+	if _, err := pods.Create(ctx, bad, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-errc:
+		var f *Failure
+		if !errors.As(err, &f) || f.Class != ClassImagePull || f.Unit != "n2" {
+			t.Fatalf("wait = %v (%+v), want n2's image pull failure", err, f)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the failing unit did not end the wait")
+	}
+}
+
+// BenchmarkRolloutPodEvent is the rollout's cost for one pod event, at a
+// few sizes: it should not grow with the units.
+func BenchmarkRolloutPodEvent(b *testing.B) {
+	for _, n := range []int{20, 200, 2000} {
+		b.Run(fmt.Sprintf("units=%d", n), func(b *testing.B) {
+			var pods []*corev1.Pod
+			for i := range n {
+				pods = append(pods, pod(fmt.Sprintf("u%05d", i), "web", []string{"6", "7"}[i%2], i%3 == 0))
+			}
+			r := newRollout(fakeClient(), 7, map[string]int64{"shop-web": 2},
+				[]*appsv1.Deployment{dep("web", int32(n), 2, appsv1.DeploymentStatus{})}, pods)
+			ctx, now := context.Background(), time.Now()
+			b.ResetTimer()
+			for i := range b.N {
+				p := pods[i%n]
+				r.setPod(p, false)
+				if done, err := r.checkChanged(ctx, p, now); done || err != nil {
+					b.Fatal(done, err)
+				}
+				_ = r.summary()
+			}
+		})
 	}
 }

@@ -118,6 +118,28 @@ func Key(o metav1.Object) string { return o.GetNamespace() + "/" + o.GetName() }
 // cond runs on Until's goroutine; the map is Until's own, to read, not to
 // keep: copy what must outlive the call.
 func Until[T Object](ctx context.Context, lw ListWatch[T], cond func(map[string]T) (bool, error)) error {
+	return UntilChange(ctx, lw, func(c Change[T]) (bool, error) { return cond(c.Objects) })
+}
+
+// Change is one step of the set UntilChange follows.
+type Change[T Object] struct {
+	// Listed: the set was listed (again); every object may have changed,
+	// and Object is zero.
+	Listed bool
+	// Type is Added, Modified or Deleted for one object's change, Object
+	// its new state (its last one when Deleted); "" for a Resync tick.
+	Type   watch.EventType
+	Object T
+	// Objects is the whole current set, keyed by Key: UntilChange's own,
+	// to read, not to keep.
+	Objects map[string]T
+}
+
+// UntilChange is Until for a condition that looks at what changed rather
+// than at the whole set: one that keeps its own account of the objects
+// costs the same for each event whether the set holds ten or ten
+// thousand.
+func UntilChange[T Object](ctx context.Context, lw ListWatch[T], cond func(Change[T]) (bool, error)) error {
 	objs := map[string]T{}
 	pause := backoff{sleep: lw.sleep}
 	relist, rv := true, ""
@@ -138,7 +160,7 @@ func Until[T Object](ctx context.Context, lw ListWatch[T], cond func(map[string]
 				objs[Key(o)] = o
 			}
 			relist, rv = false, listRV
-			if done, err := cond(objs); done || err != nil {
+			if done, err := cond(Change[T]{Listed: true, Objects: objs}); done || err != nil {
 				return err
 			}
 		}
@@ -193,7 +215,7 @@ type followed struct {
 
 // follow applies one watch's events to objs until cond is done or fails,
 // the watch ends, or ctx does.
-func follow[T Object](ctx context.Context, w watch.Interface, objs map[string]T, rv *string, resync time.Duration, cond func(map[string]T) (bool, error)) followed {
+func follow[T Object](ctx context.Context, w watch.Interface, objs map[string]T, rv *string, resync time.Duration, cond func(Change[T]) (bool, error)) followed {
 	var r followed
 	var tick <-chan time.Time
 	if resync > 0 {
@@ -208,7 +230,7 @@ func follow[T Object](ctx context.Context, w watch.Interface, objs map[string]T,
 			r.err = ctx.Err()
 			return r
 		case <-tick:
-			r.done, r.err = cond(objs)
+			r.done, r.err = cond(Change[T]{Objects: objs})
 			if r.done || r.err != nil {
 				return r
 			}
@@ -247,7 +269,7 @@ func follow[T Object](ctx context.Context, w watch.Interface, objs map[string]T,
 		default:
 			continue
 		}
-		r.done, r.err = cond(objs)
+		r.done, r.err = cond(Change[T]{Type: ev.Type, Object: o, Objects: objs})
 		if r.done || r.err != nil {
 			return r
 		}

@@ -410,3 +410,42 @@ func TestEndpointSlices(t *testing.T) {
 		t.Errorf("EndpointSlices listed %v, %v; want only shop-1", got, err)
 	}
 }
+
+// UntilChange says what changed: the list, each event's object and type,
+// and a list again after 410, each with the whole set beside it.
+func TestUntilChange(t *testing.T) {
+	s := newWatchScript(t, testPod("a", "1"))
+	tooOld := apierrors.NewResourceExpired("too old resource version: 1 (5)")
+	s.watches = []func() (watch.Interface, error){
+		events(false,
+			watch.Event{Type: watch.Added, Object: testPod("b", "2")},
+			watch.Event{Type: watch.Modified, Object: testPod("a", "3")},
+			watch.Event{Type: watch.Deleted, Object: testPod("b", "4")},
+			watch.Event{Type: watch.Error, Object: &tooOld.ErrStatus},
+		),
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var got []string
+	err := UntilChange(ctx, s.lw(), func(c Change[*corev1.Pod]) (bool, error) {
+		step := strings.Join(podNames(c.Objects), ",")
+		switch {
+		case c.Listed:
+			if c.Object != nil {
+				t.Errorf("a list names object %s", c.Object.Name)
+			}
+			step = "listed " + step
+		default:
+			step = string(c.Type) + " " + c.Object.Name + "@" + c.Object.ResourceVersion + ": " + step
+		}
+		got = append(got, step)
+		return len(got) == 5, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"listed a", "ADDED b@2: a,b", "MODIFIED a@3: a,b", "DELETED b@4: a", "listed a"}
+	if !slices.Equal(got, want) {
+		t.Errorf("changes\n %q\nwant\n %q", got, want)
+	}
+}
