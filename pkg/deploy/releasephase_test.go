@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"tug.dev/tug/pkg/app"
@@ -66,7 +67,7 @@ func TestRollRunsReleasePhaseBeforeApplying(t *testing.T) {
 	}
 
 	// skipped
-	change = WithReleaseCommand(DeployChange("shop:3", map[string]string{"web": "./serve"}, ""), "./migrate")
+	change = phaseDeploy("shop:3", "./migrate")
 	if _, err := Roll(ctx, d, "shop", change, Options{NoWait: true, SkipReleasePhase: true}); err != nil {
 		t.Fatalf("Roll v3: %v", err)
 	}
@@ -126,7 +127,7 @@ func TestRollReleasePhaseFailureAppliesNothing(t *testing.T) {
 	d.ReleasePhase = func(context.Context, ReleasePhaseSpec) (int, error) {
 		return 0, errors.New("creating run pod: forbidden")
 	}
-	_, err = Roll(ctx, d, "shop", WithReleaseCommand(DeployChange("shop:3", map[string]string{"web": "./serve"}, ""), "./migrate"), Options{NoWait: true})
+	_, err = Roll(ctx, d, "shop", phaseDeploy("shop:3", "./migrate"), Options{NoWait: true})
 	if err == nil || errors.As(err, &phase) {
 		t.Fatalf("Roll = %v", err)
 	}
@@ -138,7 +139,7 @@ func TestRollReleasePhaseFailureAppliesNothing(t *testing.T) {
 	}
 
 	// without a runner the release is refused before it is stored
-	_, err = Roll(ctx, deps(c), "shop", WithReleaseCommand(DeployChange("shop:4", map[string]string{"web": "./serve"}, ""), "./migrate"), Options{NoWait: true})
+	_, err = Roll(ctx, deps(c), "shop", phaseDeploy("shop:4", "./migrate"), Options{NoWait: true})
 	if err == nil || !strings.Contains(err.Error(), "nothing can run it") {
 		t.Errorf("Roll without a runner = %v", err)
 	}
@@ -148,15 +149,15 @@ func TestRollReleasePhaseFailureAppliesNothing(t *testing.T) {
 }
 
 // phaseRecorder is a ReleasePhaseRunner that records each run with the
-// config of the release it ran for and the Deployments' images at the
-// time, and exits with code.
+// config of the release it ran for and the Deployments' Secrets at the
+// time, and exits with code; with an app "shop" in a fake cluster, and
+// deps that run the release phase with it.
 type phaseRecorder struct {
-	t     *testing.T
-	c     *fake.Clientset
-	s     *app.Store
-	code  int
-	runs  []phaseRun
-	runFn ReleasePhaseRunner
+	c    *fake.Clientset
+	s    *app.Store
+	d    Deps
+	code int
+	runs []phaseRun
 }
 
 type phaseRun struct {
@@ -165,17 +166,15 @@ type phaseRun struct {
 	applied map[string][]string // Deployment -> the release Secrets its units read, while the phase ran
 }
 
-func newPhaseRecorder(t *testing.T, c *fake.Clientset, s *app.Store) *phaseRecorder {
-	p := &phaseRecorder{t: t, c: c, s: s}
-	p.runFn = func(ctx context.Context, spec ReleasePhaseSpec) (int, error) {
+func newPhaseRecorder(t *testing.T) *phaseRecorder {
+	c, s := newFake()
+	seedApp(t, s, &app.App{Name: "shop"})
+	p := &phaseRecorder{c: c, s: s, d: deps(c)}
+	p.d.ReleasePhase = func(ctx context.Context, spec ReleasePhaseSpec) (int, error) {
 		_, cfg := getRelease(t, s, spec.Release)
 		applied := map[string][]string{}
 		for n, dep := range listDeployments(t, c) {
-			for _, e := range dep.Spec.Template.Spec.Containers[0].EnvFrom {
-				if e.SecretRef != nil {
-					applied[n] = append(applied[n], e.SecretRef.Name)
-				}
-			}
+			applied[n] = secretRefs(dep)
 		}
 		p.runs = append(p.runs, phaseRun{spec: spec, config: cfg, applied: applied})
 		return p.code, nil
@@ -183,10 +182,15 @@ func newPhaseRecorder(t *testing.T, c *fake.Clientset, s *app.Store) *phaseRecor
 	return p
 }
 
-func webSecrets(t *testing.T, c *fake.Clientset) []string {
-	t.Helper()
+// phaseDeploy is a deploy of image with a web process and a release
+// command.
+func phaseDeploy(image, command string) Change {
+	return WithReleaseCommand(DeployChange(image, map[string]string{"web": "./serve"}, ""), command)
+}
+
+func secretRefs(d appsv1.Deployment) []string {
 	var names []string
-	for _, e := range listDeployments(t, c)["shop-web"].Spec.Template.Spec.Containers[0].EnvFrom {
+	for _, e := range d.Spec.Template.Spec.Containers[0].EnvFrom {
 		if e.SecretRef != nil {
 			names = append(names, e.SecretRef.Name)
 		}
@@ -194,17 +198,18 @@ func webSecrets(t *testing.T, c *fake.Clientset) []string {
 	return names
 }
 
+func webSecrets(t *testing.T, c *fake.Clientset) []string {
+	t.Helper()
+	return secretRefs(listDeployments(t, c)["shop-web"])
+}
+
 // A config change runs the release phase of the release it makes, with the
 // new config, before the units get it; a failing one leaves the units on
 // the old config and records the release failed.
 func TestEnvChangeRunsReleasePhase(t *testing.T) {
-	c, s := newFake()
-	ctx := context.Background()
-	seedApp(t, s, &app.App{Name: "shop"})
-	p := newPhaseRecorder(t, c, s)
-	d := deps(c)
-	d.ReleasePhase = p.runFn
-	change := WithReleaseCommand(DeployChange("shop:1", map[string]string{"web": "./serve"}, ""), "./migrate")
+	p := newPhaseRecorder(t)
+	c, s, d, ctx := p.c, p.s, p.d, context.Background()
+	change := phaseDeploy("shop:1", "./migrate")
 	if _, err := Roll(ctx, d, "shop", EnvChange(app.ConfigMap{"COLOR": "red"}, nil, ""), Options{NoWait: true}); err != nil {
 		t.Fatal(err) // staged: the app has no image yet
 	}
@@ -283,13 +288,9 @@ func TestEnvChangeRunsReleasePhase(t *testing.T) {
 // release phase, but keep its command for the releases after them, and
 // one that takes in staged config runs it.
 func TestSettingsChangeSkipsReleasePhase(t *testing.T) {
-	c, s := newFake()
-	ctx := context.Background()
-	seedApp(t, s, &app.App{Name: "shop"})
-	p := newPhaseRecorder(t, c, s)
-	d := deps(c)
-	d.ReleasePhase = p.runFn
-	if _, err := Roll(ctx, d, "shop", WithReleaseCommand(DeployChange("shop:1", map[string]string{"web": "./serve"}, ""), "./migrate"), Options{NoWait: true}); err != nil {
+	p := newPhaseRecorder(t)
+	s, d, ctx := p.s, p.d, context.Background()
+	if _, err := Roll(ctx, d, "shop", phaseDeploy("shop:1", "./migrate"), Options{NoWait: true}); err != nil {
 		t.Fatal(err)
 	}
 	limits := SettingsChange(app.KindLimits, "limits", func(_ *app.App, r *app.Release) error {
@@ -326,19 +327,15 @@ func TestSettingsChangeSkipsReleasePhase(t *testing.T) {
 // A rollback runs the restored release's release command (with its config),
 // not the current one's; --skip-release-phase skips it.
 func TestRollbackRunsRestoredReleasePhase(t *testing.T) {
-	c, s := newFake()
-	ctx := context.Background()
-	seedApp(t, s, &app.App{Name: "shop"})
-	p := newPhaseRecorder(t, c, s)
-	d := deps(c)
-	d.ReleasePhase = p.runFn
-	if _, err := Roll(ctx, d, "shop", WithReleaseCommand(DeployChange("shop:1", map[string]string{"web": "./serve"}, ""), "./migrate --to 1"), Options{NoWait: true}); err != nil {
+	p := newPhaseRecorder(t)
+	c, s, d, ctx := p.c, p.s, p.d, context.Background()
+	if _, err := Roll(ctx, d, "shop", phaseDeploy("shop:1", "./migrate --to 1"), Options{NoWait: true}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Roll(ctx, d, "shop", EnvChange(app.ConfigMap{"V": "one"}, nil, ""), Options{NoWait: true}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Roll(ctx, d, "shop", WithReleaseCommand(DeployChange("shop:3", map[string]string{"web": "./serve"}, ""), "./migrate --to 3"), Options{NoWait: true}); err != nil {
+	if _, err := Roll(ctx, d, "shop", phaseDeploy("shop:3", "./migrate --to 3"), Options{NoWait: true}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Roll(ctx, d, "shop", RollbackChange(ctx, s, 2), Options{NoWait: true}); err != nil {
@@ -372,14 +369,10 @@ func TestRollbackRunsRestoredReleasePhase(t *testing.T) {
 }
 
 func TestDryRunSaysReleasePhase(t *testing.T) {
-	c, s := newFake()
-	ctx := context.Background()
-	seedApp(t, s, &app.App{Name: "shop"})
-	p := newPhaseRecorder(t, c, s)
-	d := deps(c)
-	d.ReleasePhase = p.runFn
+	p := newPhaseRecorder(t)
+	d, ctx := p.d, context.Background()
 	cmd := "DATABASE_URL=postgres://app:hunter2@db/x ./migrate\n--all"
-	if _, err := Roll(ctx, d, "shop", WithReleaseCommand(DeployChange("shop:1", map[string]string{"web": "./serve"}, ""), "./migrate"), Options{NoWait: true}); err != nil {
+	if _, err := Roll(ctx, d, "shop", phaseDeploy("shop:1", "./migrate"), Options{NoWait: true}); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
@@ -389,9 +382,9 @@ func TestDryRunSaysReleasePhase(t *testing.T) {
 		line   string
 		status string
 	}{
-		{"deploy", WithReleaseCommand(DeployChange("shop:2", map[string]string{"web": "./serve"}, ""), cmd), Options{DryRun: true},
+		{"deploy", phaseDeploy("shop:2", cmd), Options{DryRun: true},
 			`release phase: "DATABASE_URL=(hidden) ./migrate --all" would run once in a one-off unit of v2 before anything rolls out`, PhasePlanned},
-		{"deploy skipped", WithReleaseCommand(DeployChange("shop:2", map[string]string{"web": "./serve"}, ""), "psql postgres://u:pw@db/x -c 'select 1'"), Options{DryRun: true, SkipReleasePhase: true},
+		{"deploy skipped", phaseDeploy("shop:2", "psql postgres://u:pw@db/x -c 'select 1'"), Options{DryRun: true, SkipReleasePhase: true},
 			`release phase: "psql postgres://u:(hidden)@db/x -c 'select 1'" skipped (--skip-release-phase)`, PhaseSkipped},
 		{"env", EnvChange(app.ConfigMap{"A": "1"}, nil, ""), Options{DryRun: true},
 			`release phase: "./migrate" would run once in a one-off unit of v2 before anything rolls out`, PhasePlanned},
