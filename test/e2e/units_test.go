@@ -36,13 +36,16 @@ func (h *H) units(args ...string) []unitRow {
 }
 
 // waitUnitStatus waits until every unit of the app's process has status.
-func (h *H) waitUnitStatus(appName, proc, status string, timeout time.Duration) []unitRow {
+// waitUnitStatus waits until every unit of the process has status and a
+// reason that says reason ("" for any): a status comes before the reason
+// for it (pending, then the scheduler's verdict).
+func (h *H) waitUnitStatus(appName, proc, status, reason string, timeout time.Duration) []unitRow {
 	h.t.Helper()
 	var rows []unitRow
-	h.Eventually(timeout, fmt.Sprintf("units of %s/%s %s", appName, proc, status), func() (bool, error) {
+	h.Eventually(timeout, fmt.Sprintf("units of %s/%s %s (%s)", appName, proc, status, reason), func() (bool, error) {
 		rows = h.units(appName, "-p", proc)
 		for _, u := range rows {
-			if u.Status != status {
+			if u.Status != status || !strings.Contains(u.Reason, reason) {
 				return false, fmt.Errorf("unit %s is %s (%s)", u.Name, u.Status, u.Reason)
 			}
 		}
@@ -188,7 +191,7 @@ func TestUnitStatusesExplainProblems(t *testing.T) {
 		if r.Code != 14 {
 			t.Fatalf("want exit 14: %s", r)
 		}
-		h.waitUnitStatus("never", "web", "unready", 60*time.Second)
+		h.waitUnitStatus("never", "web", "unready", "", 60*time.Second)
 	})
 	t.Run("crashed", func(t *testing.T) {
 		h.mustTug("app", "create", "crash")
@@ -196,7 +199,7 @@ func TestUnitStatusesExplainProblems(t *testing.T) {
 		if r.Code != 11 {
 			t.Fatalf("want exit 11: %s", r)
 		}
-		rows := h.waitUnitStatus("crash", "web", "crashed", 60*time.Second)
+		rows := h.waitUnitStatus("crash", "web", "crashed", "exit code", 60*time.Second)
 		if rows[0].LastExitCode == nil || *rows[0].LastExitCode != 3 || !strings.Contains(rows[0].Reason, "exit code 3") {
 			t.Fatalf("a crashed unit shows its exit code: %+v", rows[0])
 		}
@@ -204,7 +207,7 @@ func TestUnitStatusesExplainProblems(t *testing.T) {
 	t.Run("pending in a pool with no nodes", func(t *testing.T) {
 		h.mustTug("app", "create", "nowhere", "--pool", "no-such-pool")
 		h.mustTug("app", "deploy", "nowhere", "--image", sampleV1, "--no-wait")
-		rows := h.waitUnitStatus("nowhere", "web", "pending", 60*time.Second)
+		rows := h.waitUnitStatus("nowhere", "web", "pending", "node", 60*time.Second)
 		if !strings.Contains(rows[0].Reason, "node") {
 			t.Fatalf("a pending unit gives the scheduler's reason: %+v", rows[0])
 		}
