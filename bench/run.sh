@@ -4,8 +4,9 @@
 # Starts the local cluster when none runs (two nodes, as make test does) and
 # stops it afterwards only if it started it.
 #
-#   BENCH_BEFORE=REV   also measures node list (BENCH_BEFORE_ROWS=unit,node: and unit
-#                      list) with tug built at REV, for a fix's before/after
+#   BENCH_BEFORE=REV   also measures node list with tug built at REV, for a fix's
+#                      before/after (BENCH_BEFORE_ROWS=unit,node,many: the rows to
+#                      measure again: unit list, node list, the many-unit deploy)
 #   BENCH_QUICK=1      small scales (a smoke run; do not commit its file)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -58,7 +59,7 @@ echo "== deploy";              "$tmp/deploy" "${common[@]}" -rounds 9
 echo "== deploy from source";  "$tmp/source" "${common[@]}" -registry "$($cluster registry)"
 echo "== app list";            "$tmp/apps" "${common[@]}" "${apps[@]}"
 echo "== unit and node list";  "$tmp/scale" "${common[@]}" "${before[@]}" "${scale[@]}"
-echo "== many units";          "$tmp/many" "${common[@]}" "${many[@]}"
+echo "== many units";          "$tmp/many" "${common[@]}" "${before[@]}" "${many[@]}"
 echo "== logs and shell";      "$tmp/remote" "${common[@]}" "${remote[@]}"
 
 took=$(( $(date +%s) - began ))

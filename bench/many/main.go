@@ -75,7 +75,12 @@ func main() {
 	}
 	fmt.Printf("%d free pod slots: deploy with %d units, logs with %d\n", free, nDeploy, nLogs)
 	e.SampleApp(ns, "bench", proc, nDeploy)
-	deploy(ctx, e, nDeploy, why(nDeploy, " and the rollout's 25% surge twice: new units and the old ones still stopping"))
+	deployScale := why(nDeploy, " and the rollout's 25% surge twice: new units and the old ones still stopping")
+	deploy(ctx, e, "rolling deploy of one process, "+deployScale, benchkit.SampleImage+":v2")
+	if bin, name, ok := benchkit.Before("many"); ok {
+		// back to v1, by the tug before a fix: the same rollout the other way
+		deploy(ctx, e.WithTug(bin), "rolling deploy of one process, "+name+", "+deployScale, benchkit.SampleImage+":v1")
+	}
 	if nLogs != nDeploy {
 		e.MustTug(ns, "app", "scale", "bench", fmt.Sprintf("%s=%d", proc, nLogs), "--timeout", "15m")
 	}
@@ -83,8 +88,8 @@ func main() {
 	logs(e, nLogs, why(nLogs, ""))
 }
 
-func deploy(ctx context.Context, e *benchkit.Env, n int, scale string) {
-	image := benchkit.SampleImage + ":v2"
+// deploy measures a rolling deploy of image to the units, as row name.
+func deploy(ctx context.Context, e *benchkit.Env, name, image string) {
 	d, err := e.Client.AppsV1().Deployments(ns).Get(ctx, deployment, metav1.GetOptions{})
 	benchkit.Check("deployment", err)
 	w, err := e.Client.AppsV1().Deployments(ns).Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", deployment).String(), ResourceVersion: d.ResourceVersion})
@@ -138,7 +143,7 @@ func deploy(ctx context.Context, e *benchkit.Env, n int, scale string) {
 	_, rs := benchkit.Ratio(tc.Seconds(), kc.Seconds())
 	tugLag, kubectlLag := t.Sub(complete), k.Sub(complete)
 	noticedLag := noticed.Sub(complete)
-	e.Emit(benchkit.Row{Group: "Many units", Benchmark: "rolling deploy of one process, " + scale,
+	e.Emit(benchkit.Row{Group: "Many units", Benchmark: name,
 		Tug: fmt.Sprintf("%.2f CPU s; after the last unit is Ready: notices %s, exits %s; %s",
 			tc.Seconds(), benchkit.Ms(noticedLag), benchkit.Ms(tugLag), benchkit.MiB(trss)),
 		Kubectl:  fmt.Sprintf("kubectl rollout status: %.2f CPU s; exits %s after; %s", kc.Seconds(), benchkit.Ms(kubectlLag), benchkit.MiB(krss)),

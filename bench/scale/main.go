@@ -22,7 +22,6 @@ import (
 	"fmt"
 	"os/exec"
 	"slices"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -32,13 +31,10 @@ import (
 )
 
 var (
-	pods      = flag.Int("pods", 10000, "units")
-	nodes     = flag.Int("nodes", 1000, "fake nodes the units are bound to")
-	rounds    = flag.Int("rounds", 5, "timed runs of each command")
-	tugBefore = flag.String("tug-before", "", "another tug binary to measure too (before a fix)")
-	before    = flag.String("before", "", "what -tug-before is, for its rows' names (e.g. its commit)")
-	beforeIn  = flag.String("before-rows", "node", "which benchmarks get a -tug-before row: unit, node or both (unit,node)")
-	again     = flag.Bool("again", true, "measure unit list a second time, so the two rows show the run's noise")
+	pods   = flag.Int("pods", 10000, "units")
+	nodes  = flag.Int("nodes", 1000, "fake nodes the units are bound to")
+	rounds = flag.Int("rounds", 5, "timed runs of each command")
+	again  = flag.Bool("again", true, "measure unit list a second time, so the two rows show the run's noise")
 )
 
 const (
@@ -68,8 +64,8 @@ func main() {
 	if *again {
 		compare(e, "unit list, measured again (the same binary: the two rows differ by this run's noise)", scale, unitList(e.Tug), kubectlPods, "kubectl get pods -l", 0.2, 0.5, 2, "")
 	}
-	if *tugBefore != "" && strings.Contains(*beforeIn, "unit") {
-		compare(e, "unit list, "+beforeName(), scale, unitList(*tugBefore), kubectlPods, "kubectl get pods -l", 0.2, 0.5, 2, "")
+	if bin, name, ok := benchkit.Before("unit"); ok {
+		compare(e, "unit list, "+name, scale, unitList(bin), kubectlPods, "kubectl get pods -l", 0.2, 0.5, 2, "")
 	}
 
 	nodeList := func(bin string) func() *exec.Cmd {
@@ -79,16 +75,9 @@ func main() {
 	nscale := fmt.Sprintf("%d nodes, %d units bound to them", *nodes, *pods)
 	compare(e, "node list", nscale, nodeList(e.Tug), kubectlNodes, "kubectl get nodes -o wide", 1.0, 0, 0,
 		"requests constant per cluster: the node LIST and one pod LIST, a Table of the units' names and nodes without the objects, from the API server's watch cache; the units column is what kubectl does not show")
-	if *tugBefore != "" && strings.Contains(*beforeIn, "node") {
-		compare(e, "node list, "+beforeName(), nscale, nodeList(*tugBefore), kubectlNodes, "kubectl get nodes -o wide", 1.0, 0, 0, "")
+	if bin, name, ok := benchkit.Before("node"); ok {
+		compare(e, "node list, "+name, nscale, nodeList(bin), kubectlNodes, "kubectl get nodes -o wide", 1.0, 0, 0, "")
 	}
-}
-
-func beforeName() string {
-	if *before == "" {
-		return "before"
-	}
-	return "before (" + *before + ")"
 }
 
 // compare measures tug against kubectl; memGoal 0 means none; the

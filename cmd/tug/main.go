@@ -16,6 +16,7 @@ func main() {
 }
 
 func run(args []string) int {
+	defer startProfile()()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// After the first signal, stop catching: a second Ctrl-C kills tug even if

@@ -45,7 +45,29 @@ var (
 	kubectlFlag    = flag.String("kubectl", "kubectl", "kubectl binary (the cluster's own version)")
 	kubeconfigFlag = flag.String("kubeconfig", os.Getenv("TUG_E2E_KUBECONFIG"), "admin kubeconfig of the local cluster")
 	outFlag        = flag.String("out", os.Getenv("TUG_BENCH_OUT"), "file to append result rows to (JSON lines)")
+	tugBeforeFlag  = flag.String("tug-before", "", "another tug binary to measure too (before a fix)")
+	beforeFlag     = flag.String("before", "", "what -tug-before is, for its rows' names (e.g. its commit)")
+	beforeRowsFlag = flag.String("before-rows", "node", "which benchmarks get a -tug-before row: unit, node, many (comma-separated)")
 )
+
+// Before is the tug binary before a fix (-tug-before) and the name of its
+// rows, when benchmark (unit, node, many) is one -before-rows asks for.
+func Before(benchmark string) (tug, rowName string, ok bool) {
+	if *tugBeforeFlag == "" || !slices.Contains(strings.Split(*beforeRowsFlag, ","), benchmark) {
+		return "", "", false
+	}
+	if *beforeFlag == "" {
+		return *tugBeforeFlag, "before", true
+	}
+	return *tugBeforeFlag, "before (" + *beforeFlag + ")", true
+}
+
+// WithTug is e running another tug binary.
+func (e *Env) WithTug(bin string) *Env {
+	c := *e
+	c.Tug = bin
+	return &c
+}
 
 // Setup parses the flags and connects to the cluster; a benchmark that
 // needs no cluster passes cluster=false. From here on an interrupt
