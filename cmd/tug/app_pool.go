@@ -20,7 +20,7 @@ import (
 func newPoolSetCmd(f *cli.Factory) *cobra.Command {
 	cmd := &cobra.Command{Use: "pool", Short: "Choose the pool of nodes an app runs on", Args: cli.GroupArgs, RunE: cli.GroupRunE}
 	r := &rolloutFlags{}
-	var dryRun, adopt bool
+	var adopt bool
 	set := &cobra.Command{
 		Use:   "set APP POOL",
 		Short: "Move an app's units to the nodes of a pool: a new release, rolled out",
@@ -62,11 +62,11 @@ there. Addresses change with the cluster: see 'tug app address' afterwards.`,
 			if err := r.validate(); err != nil {
 				return err
 			}
-			return poolSet(cmd, f, args[0], args[1], r, dryRun, adopt)
+			return poolSet(cmd, f, args[0], args[1], r, adopt)
 		},
 	}
 	r.add(set, true)
-	set.Flags().BoolVar(&dryRun, "dry-run", false, "Say what would change (and whether the app would move to another cluster); change nothing")
+	r.addDryRun(set, "Say what would change (and whether the app would move to another cluster); change nothing")
 	set.Flags().BoolVar(&adopt, "adopt", false, "Make the new copy of a move whose old copy is gone the app (only if its rollout had completed)")
 	cmd.AddCommand(set)
 	return cmd
@@ -76,7 +76,7 @@ there. Addresses change with the cluster: see 'tug app address' afterwards.`,
 // cluster (deploy.PoolSet decides and does it, but for a rollout in place).
 // f already points at the cluster that holds the app (route.go). One
 // progress reporter serves every step, and every way out ends it.
-func poolSet(cmd *cobra.Command, f *cli.Factory, name, pool string, r *rolloutFlags, dryRun, adopt bool) error {
+func poolSet(cmd *cobra.Command, f *cli.Factory, name, pool string, r *rolloutFlags, adopt bool) error {
 	cfg, err := loadClusters()
 	if err != nil {
 		return err
@@ -87,7 +87,7 @@ func poolSet(cmd *cobra.Command, f *cli.Factory, name, pool string, r *rolloutFl
 	}
 	loc := routedLocation(cmd)
 	req := deploy.PoolSetRequest{App: name, Pool: pool, Here: here, Config: cfg, Loc: loc,
-		Adopt: adopt, DryRun: dryRun, NoWait: r.NoWait, NoRollback: r.NoRollback}
+		Adopt: adopt, DryRun: r.DryRun, NoWait: r.NoWait, NoRollback: r.NoRollback}
 	p := f.Progress()
 	connect := func(kubeContext string) (deploy.Deps, error) {
 		g := f
@@ -127,12 +127,10 @@ func poolSet(cmd *cobra.Command, f *cli.Factory, name, pool string, r *rolloutFl
 	case out.Abandoned:
 		p.Done(fmt.Sprintf("gave up the unfinished move of %s", name))
 	}
-	opts := r.options()
-	opts.DryRun = dryRun
 	return roll(cmd, f, name, deploy.SettingsChange(app.KindPool, "pool "+pool, func(_ *app.App, rel *app.Release) error {
 		rel.Pool = pool
 		return nil
-	}), opts, r.Output, rollVerb{app.KindPool + " changed", "changing the " + app.KindPool + " of"})
+	}), r.options(), r.Output, rollVerb{app.KindPool + " changed", "changing the " + app.KindPool + " of"})
 }
 
 // printMove reports a move (or its dry run) and returns its error.

@@ -8,7 +8,6 @@ import (
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
-	"tug.dev/tug/pkg/usage"
 )
 
 // ---------------------------------------------------------------- app deploy
@@ -18,7 +17,6 @@ type appDeployOptions struct {
 	Processes []string
 	Procfile  string
 	Message   string
-	DryRun    bool
 	// SkipReleasePhase rolls out without running the Procfile's release:
 	// command.
 	SkipReleasePhase bool
@@ -78,10 +76,9 @@ and the new one is marked failed. --skip-release-phase skips it.`,
 				fmt.Fprintln(f.IOStreams.ErrOut, "warning: "+w)
 			}
 			opts := o.rollout.options()
-			opts.DryRun = o.DryRun
 			opts.SkipReleasePhase = o.SkipReleasePhase
 			if o.build.active {
-				if o.Image, err = o.build.image(cmd, f, name, o.Message, o.DryRun); err != nil || o.Image == "" {
+				if o.Image, err = o.build.image(cmd, f, name, o.Message, o.rollout.DryRun); err != nil || o.Image == "" {
 					return err
 				}
 			}
@@ -92,9 +89,9 @@ and the new one is marked failed. --skip-release-phase skips it.`,
 	cmd.Flags().StringArrayVar(&o.Processes, "process", nil, "A process type and its command, TYPE='command args' (repeatable)")
 	cmd.Flags().StringVar(&o.Procfile, "procfile", "", "Procfile to read process types from (default ./Procfile when present)")
 	cmd.Flags().StringVarP(&o.Message, "message", "m", "", "Why this deploy, shown in the release history")
-	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "Validate on the server and show what would change; change nothing")
 	cmd.Flags().BoolVar(&o.SkipReleasePhase, "skip-release-phase", false, "Roll out without running the Procfile's release: command")
 	o.rollout.add(cmd, true)
+	o.rollout.addDryRun(cmd, "")
 	o.build.add(cmd)
 	return cmd
 }
@@ -116,9 +113,6 @@ func (o *appDeployOptions) validate(name string) (map[string]string, error) {
 	src := app.ProcessSource{Flags: o.Processes, Procfile: o.Procfile}
 	if err := src.Validate(); err != nil {
 		return nil, err
-	}
-	if o.DryRun && o.rollout.NoWait {
-		return nil, usage.Errorf("--dry-run and --no-wait cannot be used together")
 	}
 	procs, release, warnings, err := src.Resolve()
 	o.warnings, o.release = warnings, release

@@ -17,7 +17,9 @@ func newEnvCmd(f *cli.Factory) *cobra.Command {
 		Long: `An app's config is its environment variables. Values live in a Secret per
 release and reach units through envFrom: they never appear in a Deployment, in
 'app info', in exported manifests or in logs. Every change is a new release,
-rolled out like a deploy, unless --no-restart.
+rolled out like a deploy, unless --no-restart. --dry-run shows what a change
+would do (the config names it adds, changes and removes, never their values,
+and the units that would restart) and changes nothing.
 
 A config change runs the release phase (the release: command of the deployed
 code's Procfile) with the new config before any unit gets it, as a deploy
@@ -52,6 +54,7 @@ func (o *envSetOptions) addFlags(cmd *cobra.Command) {
 	cmd.Flags().StringVarP(&o.Message, "message", "m", "", "Why this change, shown in the release history")
 	cmd.Flags().BoolVar(&o.SkipReleasePhase, "skip-release-phase", false, "Roll out without running the release: command")
 	o.rollout.add(cmd, true)
+	o.rollout.addDryRun(cmd, "")
 }
 
 func newEnvSetCmd(f *cli.Factory) *cobra.Command {
@@ -64,11 +67,17 @@ standard input, and --from-env-file reads KEY=VALUE lines (- for standard
 input), so secrets stay out of shell history.
 
 The release phase (the deployed code's release: command) runs first with the
-new config; when it exits non-zero nothing changes for the units (exit 17).`,
+new config; when it exits non-zero nothing changes for the units (exit 17).
+
+--dry-run asks the API server to validate the new release and its objects,
+then lists what would change ("env: +DB_URL, ~TOKEN (values hidden)", "web:
+3 units restart") and stores nothing; with --no-restart, or before the first
+deploy, it says the release would be stored for the next deploy.`,
 		Example: `  tug env set shop LOG_LEVEL=debug
   tug env set shop TLS_KEY=@key.pem
   vault read -field=url db | tug env set shop DATABASE_URL=@-
-  tug env set shop --from-env-file prod.env --no-restart`,
+  tug env set shop --from-env-file prod.env --no-restart
+  tug env set shop LOG_LEVEL=debug --dry-run`,
 		Args: cli.Args("APP", "[KEY=VALUE...]"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
@@ -93,10 +102,14 @@ new config; when it exits non-zero nothing changes for the units (exit 17).`,
 func newEnvUnsetCmd(f *cli.Factory) *cobra.Command {
 	o := &envSetOptions{}
 	cmd := &cobra.Command{
-		Use:     "unset APP KEY...",
-		Short:   "Remove config variables: a new release, rolled out",
-		Example: `  tug env unset shop LOG_LEVEL DEBUG`,
-		Args:    cli.Args("APP", "KEY..."),
+		Use:   "unset APP KEY...",
+		Short: "Remove config variables: a new release, rolled out",
+		Long: `Remove config variables: a new release without them, rolled out like a
+deploy, unless --no-restart. --dry-run lists what would change and changes
+nothing.`,
+		Example: `  tug env unset shop LOG_LEVEL DEBUG
+  tug env unset shop DEBUG --dry-run`,
+		Args: cli.Args("APP", "KEY..."),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
 			if err := app.ValidateName(name); err != nil {

@@ -21,6 +21,7 @@ import (
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/cli/clitest"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/kube/kubetest"
 	"tug.dev/tug/pkg/node"
 )
 
@@ -57,6 +58,7 @@ users: [{name: bob, user: {token: abc}}]
 		t.Fatal(err)
 	}
 	cs := fake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "dev"}})
+	kubetest.HonorDryRun(cs) // as a server does: --dry-run stores nothing
 	return &printerFixture{
 		t: t, cs: cs, store: &app.Store{Client: cs, Namespace: "dev"}, kubeconfig: path,
 		now: time.Now().UTC().Truncate(time.Second), times: map[string]time.Time{},

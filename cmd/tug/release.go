@@ -171,9 +171,16 @@ The restored release's release phase (its Procfile's release: command) runs
 first, with its config, as on a deploy: when it exits non-zero nothing is
 rolled back (exit code 17) and the current release keeps running. A rollback
 does not undo what a release command did (a migration stays applied); when the
-restored release's command must not run again, pass --skip-release-phase.`,
+restored release's command must not run again, pass --skip-release-phase.
+
+--dry-run asks the API server to validate the rollback release and its
+objects, then lists what would change against what runs now (image,
+commands, config names, never values, and the units that would restart)
+and whether the release phase would run; it stores no release and takes no
+lock.`,
 		Example: `  tug release rollback shop
-  tug release rollback shop v3`,
+  tug release rollback shop v3
+  tug release rollback shop v3 --dry-run`,
 		Args: cli.Args("APP", "[vN]"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := app.ValidateName(args[0]); err != nil {
@@ -205,6 +212,7 @@ restored release's command must not run again, pass --skip-release-phase.`,
 		},
 	}
 	r.add(cmd, true)
+	r.addDryRun(cmd, "")
 	cmd.Flags().BoolVar(&skipReleasePhase, "skip-release-phase", false, "Roll back without running the restored release's release: command")
 	return cmd
 }

@@ -27,7 +27,9 @@ type rolloutFlags struct {
 	Timeout    time.Duration
 	NoRollback bool
 	NoWait     bool
-	Output     cli.OutputFormat
+	// DryRun is --dry-run, on the commands that call addDryRun.
+	DryRun bool
+	Output cli.OutputFormat
 
 	timeoutGiven func() bool
 }
@@ -42,13 +44,32 @@ func (r *rolloutFlags) add(cmd *cobra.Command, withRollback bool) {
 	cli.AddFormatFlag(cmd, &r.Output)
 }
 
-func (r *rolloutFlags) options() deploy.Options {
-	return deploy.Options{Timeout: r.Timeout, NoRollback: r.NoRollback, NoWait: r.NoWait}
+// dryRunUsage is --dry-run's help on a command that makes a release.
+const dryRunUsage = "Validate on the server and show what would change; change nothing"
+
+// addDryRun adds --dry-run (deploy.Options.DryRun: the server validates the
+// release and its objects, nothing is stored, no lock is taken) to a
+// command that makes a release through deploy.Roll: app deploy, env
+// set|unset, release rollback, app pool set. usage "" is dryRunUsage.
+func (r *rolloutFlags) addDryRun(cmd *cobra.Command, usage string) {
+	if usage == "" {
+		usage = dryRunUsage
+	}
+	cmd.Flags().BoolVar(&r.DryRun, "dry-run", false, usage)
 }
 
+func (r *rolloutFlags) options() deploy.Options {
+	return deploy.Options{Timeout: r.Timeout, NoRollback: r.NoRollback, NoWait: r.NoWait, DryRun: r.DryRun}
+}
+
+// validate checks the rollout flags before anything asks the cluster.
 func (r *rolloutFlags) validate() error {
 	if r.Timeout < 0 || r.Timeout == 0 && r.timeoutGiven != nil && r.timeoutGiven() {
 		return usage.Errorf("--timeout must be positive, not %s", r.Timeout)
+	}
+	if r.DryRun && r.NoWait {
+		// a dry run waits for nothing: --no-wait there means a mistake
+		return usage.Errorf("--dry-run and --no-wait cannot be used together")
 	}
 	return nil
 }

@@ -227,6 +227,18 @@ func (s *Store) DeleteAppRecord(ctx context.Context, name string) error {
 
 // CreateRelease stores release r with its config. The Secret is immutable.
 func (s *Store) CreateRelease(ctx context.Context, r *Release, config ConfigMap) error {
+	return s.createRelease(ctx, r, config, nil)
+}
+
+// ValidateRelease asks the API server whether it would store release r with
+// its config (a dry-run create: admission and validation run, nothing is
+// stored), so a dry run fails where the real change would, e.g. on a
+// config too large for one Secret.
+func (s *Store) ValidateRelease(ctx context.Context, r *Release, config ConfigMap) error {
+	return s.createRelease(ctx, r, config, []string{metav1.DryRunAll})
+}
+
+func (s *Store) createRelease(ctx context.Context, r *Release, config ConfigMap, dryRun []string) error {
 	r.ConfigKeys = config.Keys()
 	record, err := json.Marshal(r)
 	if err != nil {
@@ -250,7 +262,7 @@ func (s *Store) CreateRelease(ctx context.Context, r *Release, config ConfigMap)
 		Immutable: &immutable,
 		Data:      data,
 	}
-	_, err = s.Client.CoreV1().Secrets(s.Namespace).Create(ctx, sec, metav1.CreateOptions{FieldManager: kube.FieldManager})
+	_, err = s.Client.CoreV1().Secrets(s.Namespace).Create(ctx, sec, metav1.CreateOptions{FieldManager: kube.FieldManager, DryRun: dryRun})
 	if apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("release v%d of app %q already exists; another deploy may be running", r.Version, r.App)
 	}

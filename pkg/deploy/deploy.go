@@ -66,6 +66,9 @@ type Result struct {
 	// when the release has none to run (releasephase.go).
 	ReleasePhase *ReleasePhaseResult `json:"releasePhase,omitempty"`
 	Plan         []string            `json:"plan,omitempty"` // dry-run: what would change
+	// Staged, on a dry run, says the release would only be stored, to
+	// apply at the next deploy (--no-restart, or an app never deployed).
+	Staged bool `json:"staged,omitempty"`
 	// UnitsRestarted, set by a rollout settings change (ChangeRollout)
 	// only, says whether the change replaced the units (a new release) or
 	// took effect on the running release in place, units untouched.
@@ -170,7 +173,7 @@ func roll(ctx context.Context, d Deps, store *app.Store, a *app.App, lock *Lock,
 	withTimeout(&opts, next)
 
 	if opts.DryRun {
-		return dryRun(ctx, d, a, base, baseConfig, next, config, opts, start)
+		return dryRun(ctx, d, store, a, base, baseConfig, next, config, opts, start)
 	}
 	if opts.NoRestart || next.Image == "" {
 		// store only: the config waits for the next rollout
@@ -496,9 +499,35 @@ func authorOf(holder string) string {
 	return holder
 }
 
-// dryRun applies every object with the server's dry-run (so admission and
-// validation speak) and describes the change in the app's own terms.
-func dryRun(ctx context.Context, d Deps, a *app.App, base *app.Release, baseConfig app.ConfigMap, next *app.Release, config app.ConfigMap, opts Options, start time.Time) (*Result, error) {
+// dryRun asks the server to validate, without storing anything, the
+// release record (its Secret holds the config) and every object the release
+// would apply, so admission and validation speak; then it describes the
+// change in the app's own terms. No lock is taken and nothing is written.
+func dryRun(ctx context.Context, d Deps, store *app.Store, a *app.App, base *app.Release, baseConfig app.ConfigMap, next *app.Release, config app.ConfigMap, opts Options, start time.Time) (*Result, error) {
+	staged := opts.NoRestart || next.Image == ""
+	if staged {
+		next.Status = app.StatusStaged
+	} else {
+		next.Status = app.StatusPending
+	}
+	if err := store.ValidateRelease(ctx, next, config); err != nil {
+		return nil, err
+	}
+	res := result(a, next, "dry-run", start)
+	if staged {
+		// what a real run does: store the release, apply nothing (an app
+		// never deployed has no image to apply)
+		res.Staged = true
+		why := "(--no-restart: no unit restarts)"
+		if next.Image == "" {
+			why = "(the app has no image yet)"
+		}
+		res.Plan = []string{fmt.Sprintf("release v%d would be stored; it applies at the next deploy %s", next.Version, why)}
+		if !sameConfig(baseConfig, config) {
+			res.Plan = append(res.Plan, "env: "+configDiff(baseConfig, config)+" (values hidden)")
+		}
+		return res, nil
+	}
 	objs := Render(a, next, config)
 	if err := guardOwned(ctx, d.Client, d.Namespace, objs); err != nil {
 		return nil, err
@@ -506,8 +535,20 @@ func dryRun(ctx context.Context, d Deps, a *app.App, base *app.Release, baseConf
 	if _, err := applyObjects(ctx, d.Client, d.Namespace, objs, true); err != nil {
 		return nil, err
 	}
-	res := result(a, next, "dry-run", start)
-	res.Plan = plan(a, base, baseConfig, next, config)
+	// The plan compares with what runs, which a release staged since
+	// (--no-restart) does not: the rollout would carry its config too.
+	cur, curConfig := base, baseConfig
+	switch {
+	case a.Release == 0:
+		cur, curConfig = nil, app.ConfigMap{}
+	case base == nil || base.Version != a.Release:
+		r, cfg, err := store.GetRelease(ctx, a.Name, a.Release)
+		if err != nil {
+			return nil, err
+		}
+		cur, curConfig = r, cfg
+	}
+	res.Plan = plan(a, cur, curConfig, next, config)
 	if line, phase := plannedReleasePhase(a, base, next, opts); phase != nil {
 		res.Plan = append([]string{line}, res.Plan...)
 		res.ReleasePhase = phase

@@ -24,9 +24,9 @@ import (
 
 // The rollouts below use the fake clientset's server-side apply
 // (fake.NewClientset tracks managed fields). The fake has no controllers, so
-// a wait only ends when the test seeds a Deployment status or a pod; and it
-// ignores dry-run, so a dry run's objects are stored there (a real server
-// stores nothing; the e2e tests cover that).
+// a wait only ends when the test seeds a Deployment status or a pod. Its
+// dry-run writes store nothing (kubetest.HonorDryRun), but nothing
+// validates them either: the e2e tests cover what a real server refuses.
 
 func deps(c *fake.Clientset) Deps {
 	return Deps{Client: c, Namespace: ns, Holder: "alice (pid 42 on laptop)"}
@@ -304,6 +304,11 @@ func TestRollDryRun(t *testing.T) {
 			patches++
 			if !slices.Equal(a.(k8stesting.PatchActionImpl).PatchOptions.DryRun, []string{metav1.DryRunAll}) {
 				t.Errorf("%s %s without dry-run", a.GetVerb(), a.GetResource().Resource)
+			}
+		case k8stesting.CreateActionImpl:
+			// the release record, validated by the server, not stored
+			if !slices.Equal(a.CreateOptions.DryRun, []string{metav1.DryRunAll}) || a.GetResource().Resource != "secrets" {
+				t.Errorf("dry run wrote: %s %s", a.GetVerb(), a.GetResource().Resource)
 			}
 		case k8stesting.CreateAction, k8stesting.UpdateAction, k8stesting.DeleteAction:
 			t.Errorf("dry run wrote: %s %s", a.GetVerb(), a.GetResource().Resource)

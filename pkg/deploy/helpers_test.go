@@ -9,15 +9,18 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/kube/kubetest"
 )
 
 const ns = "dev"
 
 // newFake is a fake clientset with server-side apply support
 // (fake.NewClientset, not NewSimpleClientset). It has no controllers: nothing
-// creates pods or updates a Deployment's status, and it ignores dry-run.
+// creates pods or updates a Deployment's status. A dry-run write stores
+// nothing, as on a real API server (kubetest.HonorDryRun).
 func newFake(objs ...runtime.Object) (*fake.Clientset, *app.Store) {
 	c := fake.NewClientset(objs...)
+	kubetest.HonorDryRun(c)
 	return c, &app.Store{Client: c, Namespace: ns}
 }
 
