@@ -1,11 +1,22 @@
 package e2e
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
+	"testing"
+	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"tug.dev/tug/test/faultproxy"
 )
 
 // Several clusters, as the multi-cluster tests fake them: kubeconfig
@@ -19,6 +30,7 @@ type clusterContexts struct {
 	h          *H
 	Raw        *clientcmdapi.Config
 	Kubeconfig string // the written kubeconfig, current context as given
+	Current    string // its current context
 	TugConfig  string
 }
 
@@ -43,7 +55,7 @@ func (h *H) newClusterContexts(current string, namespaces map[string]string, dea
 		raw.Contexts[name] = &clientcmdapi.Context{Cluster: "dead", AuthInfo: cur.AuthInfo, Namespace: h.NS}
 	}
 	dir := h.t.TempDir()
-	c := &clusterContexts{h: h, Raw: raw, TugConfig: filepath.Join(dir, "tug", "config.yaml")}
+	c := &clusterContexts{h: h, Raw: raw, Current: current, TugConfig: filepath.Join(dir, "tug", "config.yaml")}
 	c.Kubeconfig = c.write(filepath.Join(dir, "kubeconfig"), current)
 	return c
 }
@@ -78,4 +90,175 @@ func (c *clusterContexts) Must(args ...string) Result {
 		c.h.t.Fatalf("tug %s: %s", strings.Join(args, " "), r)
 	}
 	return r
+}
+
+// infoJSON runs `app info APP -o json`, which must succeed, and decodes
+// its stdout into v; it returns the run (stderr holds any warning).
+func (c *clusterContexts) infoJSON(appName string, v any) Result {
+	c.h.t.Helper()
+	r := c.Must("app", "info", appName, "-o", "json")
+	if err := json.Unmarshal([]byte(r.Stdout), v); err != nil {
+		c.h.t.Fatalf("app info -o json: %v\n%s", err, r)
+	}
+	return r
+}
+
+// proxiedContexts are the same contexts reached through a fault proxy,
+// which brings its own credentials (dead contexts stay dead): a tug run
+// through it can be killed at an exact request.
+type proxiedContexts struct {
+	c          *clusterContexts
+	Proxy      *faultproxy.Proxy
+	Kubeconfig string
+}
+
+// viaProxy starts a fault proxy (closed when the test ends) and writes a
+// kubeconfig of c's contexts through it, with c's current context.
+func (c *clusterContexts) viaProxy() *proxiedContexts {
+	t := c.h.t
+	t.Helper()
+	proxy, err := faultproxy.Start(env.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(proxy.Close)
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["faulty"] = &clientcmdapi.Cluster{Server: proxy.URL}
+	cfg.AuthInfos["faulty"] = &clientcmdapi.AuthInfo{}
+	for name, ctx := range c.Raw.Contexts {
+		cluster := "faulty"
+		if ctx.Cluster == "dead" {
+			cluster, cfg.Clusters["dead"] = "dead", c.Raw.Clusters["dead"]
+		}
+		cfg.Contexts[name] = &clientcmdapi.Context{Cluster: cluster, AuthInfo: "faulty", Namespace: ctx.Namespace}
+	}
+	cfg.CurrentContext = c.Current
+	path := filepath.Join(t.TempDir(), "kubeconfig-proxied")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return &proxiedContexts{c: c, Proxy: proxy, Kubeconfig: path}
+}
+
+// killAt runs tug with args through the proxy with rule as its only rule,
+// waits until the proxy holds the request rule matches (what names that
+// point), and kills tug with SIGKILL there: an exact kill point, with no
+// sleep. It fails the test if tug ends by itself first, and returns what
+// the killed tug printed on stderr.
+func (p *proxiedContexts) killAt(what string, rule faultproxy.Rule, args ...string) string {
+	t := p.c.h.t
+	t.Helper()
+	p.Proxy.Clear()
+	p.Proxy.Add(rule)
+	before := p.Proxy.Injected(rule.Fault)
+	cmd := exec.Command(env.tug, args...)
+	cmd.Env = p.c.h.tugEnv(p.c.Env(p.Kubeconfig))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	p.c.h.Eventually(3*time.Minute, "tug "+strings.Join(args, " ")+" reaches: "+what, func() (bool, error) {
+		select {
+		case err := <-exited:
+			t.Fatalf("tug %s ended by itself (%v) before %s; stderr:\n%s", strings.Join(args, " "), err, what, stderr.String())
+		default:
+		}
+		return p.Proxy.Injected(rule.Fault) > before, nil
+	})
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	<-exited
+	p.Proxy.Clear()
+	t.Logf("killed tug %s after %s; its stderr:\n%s", strings.Join(args, " "), what, stderr.String())
+	return stderr.String()
+}
+
+// poolClusters are the move tests' clusters: contexts alpha (the test's
+// namespace, Alpha) and beta (Beta's), whose pools pa and pb are the
+// labels of the two real nodes (Nodes[0] and Nodes[1], restored when the
+// test ends), and a current context third (Third's namespace, which holds
+// nothing); dead contexts answer nobody. The tests that use it change
+// nodes, so they run one at a time (newNodeH). The cluster map is the
+// test's to write ('tug cluster add').
+type poolClusters struct {
+	*clusterContexts
+	Alpha, Beta, Third *H
+	Nodes              []string
+}
+
+func newPoolClusters(t *testing.T, dead ...string) *poolClusters {
+	t.Helper()
+	h := newNodeH(t)
+	pc := &poolClusters{Alpha: h, Beta: h.Another(), Third: h.Another(), Nodes: h.realNodes()}
+	for i, pool := range []string{"pa", "pb"} {
+		h.keepNodeState(pc.Nodes[i])
+		h.labelPool(pc.Nodes[i], pool)
+	}
+	pc.clusterContexts = h.newClusterContexts("third", map[string]string{"alpha": h.NS, "beta": pc.Beta.NS, "third": pc.Third.NS}, dead...)
+	return pc
+}
+
+// dropLeases deletes the app's deploy lock in alpha and beta: a killed
+// tug's, which would otherwise hold the next command off until it expires.
+func (pc *poolClusters) dropLeases(appName string) {
+	pc.h.t.Helper()
+	for _, ns := range []string{pc.Alpha.NS, pc.Beta.NS} {
+		err := pc.h.Client.CoordinationV1().Leases(ns).Delete(context.Background(), "tug-lock-"+appName, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			pc.h.t.Fatal(err)
+		}
+	}
+}
+
+// holdsApp reports whether namespace ns holds the record of app appName.
+func (h *H) holdsApp(ns, appName string) bool {
+	h.t.Helper()
+	_, err := h.Client.CoreV1().ConfigMaps(ns).Get(context.Background(), "tug-app-"+appName, metav1.GetOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		h.t.Fatal(err)
+	}
+	return err == nil
+}
+
+// appLeftovers lists what of app appName namespace ns holds (kind/name):
+// its ConfigMaps, Secrets, Deployments, Services, pods and lock Lease.
+func (h *H) appLeftovers(ns, appName string) []string {
+	h.t.Helper()
+	ctx := context.Background()
+	sel := metav1.ListOptions{LabelSelector: "tug.dev/app=" + appName}
+	var left []string
+	add := func(kind, name string) { left = append(left, kind+"/"+name) }
+	if l, err := h.Client.CoreV1().ConfigMaps(ns).List(ctx, sel); err == nil {
+		for _, o := range l.Items {
+			add("configmap", o.Name)
+		}
+	}
+	if l, err := h.Client.CoreV1().Secrets(ns).List(ctx, sel); err == nil {
+		for _, o := range l.Items {
+			add("secret", o.Name)
+		}
+	}
+	if l, err := h.Client.AppsV1().Deployments(ns).List(ctx, sel); err == nil {
+		for _, o := range l.Items {
+			add("deployment", o.Name)
+		}
+	}
+	if l, err := h.Client.CoreV1().Services(ns).List(ctx, sel); err == nil {
+		for _, o := range l.Items {
+			add("service", o.Name)
+		}
+	}
+	if l, err := h.Client.CoreV1().Pods(ns).List(ctx, sel); err == nil {
+		for _, o := range l.Items {
+			add("pod", o.Name)
+		}
+	}
+	if l, err := h.Client.CoordinationV1().Leases(ns).List(ctx, sel); err == nil {
+		for _, o := range l.Items {
+			add("lease", o.Name)
+		}
+	}
+	return left
 }

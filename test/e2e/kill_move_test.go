@@ -1,23 +1,16 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"tug.dev/tug/test/faultproxy"
 )
@@ -41,33 +34,10 @@ import (
 //
 // It also checks -o json of a move that fails (a pool with no node).
 func TestKill9DuringMove(t *testing.T) {
-	h := newNodeH(t)
-	beta := h.Another()
-	third := h.Another()
-	nodes := h.realNodes()
-	for i, pool := range []string{"pa", "pb"} {
-		h.keepNodeState(nodes[i])
-		h.labelPool(nodes[i], pool)
-	}
-	proxy, err := faultproxy.Start(env.config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(proxy.Close)
-	cc := h.newClusterContexts("third", map[string]string{"alpha": h.NS, "beta": beta.NS, "third": third.NS})
-	tug, must := cc.Tug, cc.Must
-	proxied := filepath.Join(t.TempDir(), "kubeconfig-proxied")
-	// the same contexts through the proxy, which brings its own credentials
-	viaProxy := clientcmdapi.NewConfig()
-	viaProxy.Clusters["faulty"] = &clientcmdapi.Cluster{Server: proxy.URL}
-	viaProxy.AuthInfos["faulty"] = &clientcmdapi.AuthInfo{}
-	for name, c := range cc.Raw.Contexts {
-		viaProxy.Contexts[name] = &clientcmdapi.Context{Cluster: "faulty", AuthInfo: "faulty", Namespace: c.Namespace}
-	}
-	viaProxy.CurrentContext = "third"
-	if err := clientcmd.WriteToFile(*viaProxy, proxied); err != nil {
-		t.Fatal(err)
-	}
+	pc := newPoolClusters(t)
+	h, beta := pc.Alpha, pc.Beta
+	tug, must := pc.Tug, pc.Must
+	px := pc.viaProxy()
 	must("cluster", "add", "alpha", "--context", "alpha", "--pool", "pa,pnone")
 	must("cluster", "add", "beta", "--context", "beta", "--pool", "pb")
 	ctx := context.Background()
@@ -78,49 +48,12 @@ func TestKill9DuringMove(t *testing.T) {
 	alpha, betaSide := side{"alpha", h.NS, "pa", h}, side{"beta", beta.NS, "pb", beta}
 	holds := func(ns string) bool {
 		t.Helper()
-		_, err := h.Client.CoreV1().ConfigMaps(ns).Get(ctx, "tug-app-shop", metav1.GetOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			t.Fatal(err)
-		}
-		return err == nil
+		return h.holdsApp(ns, "shop")
 	}
 	// what of the app is left in ns (its lock Lease included)
 	leftovers := func(ns string) []string {
 		t.Helper()
-		sel := metav1.ListOptions{LabelSelector: "tug.dev/app=shop"}
-		var left []string
-		add := func(kind, name string) { left = append(left, kind+"/"+name) }
-		if l, err := h.Client.CoreV1().ConfigMaps(ns).List(ctx, sel); err == nil {
-			for _, o := range l.Items {
-				add("configmap", o.Name)
-			}
-		}
-		if l, err := h.Client.CoreV1().Secrets(ns).List(ctx, sel); err == nil {
-			for _, o := range l.Items {
-				add("secret", o.Name)
-			}
-		}
-		if l, err := h.Client.AppsV1().Deployments(ns).List(ctx, sel); err == nil {
-			for _, o := range l.Items {
-				add("deployment", o.Name)
-			}
-		}
-		if l, err := h.Client.CoreV1().Services(ns).List(ctx, sel); err == nil {
-			for _, o := range l.Items {
-				add("service", o.Name)
-			}
-		}
-		if l, err := h.Client.CoreV1().Pods(ns).List(ctx, sel); err == nil {
-			for _, o := range l.Items {
-				add("pod", o.Name)
-			}
-		}
-		if l, err := h.Client.CoordinationV1().Leases(ns).List(ctx, sel); err == nil {
-			for _, o := range l.Items {
-				add("lease", o.Name)
-			}
-		}
-		return left
+		return h.appLeftovers(ns, "shop")
 	}
 	type info struct {
 		appInfoJSON
@@ -132,11 +65,8 @@ func TestKill9DuringMove(t *testing.T) {
 	}
 	appInfo := func() (info, Result) {
 		t.Helper()
-		r := must("app", "info", "shop", "-o", "json")
 		var in info
-		if err := json.Unmarshal([]byte(r.Stdout), &in); err != nil {
-			t.Fatalf("app info -o json: %v\n%s", err, r)
-		}
+		r := pc.infoJSON("shop", &in)
 		return in, r
 	}
 	// the release the Deployments in ns name in their pod templates
@@ -184,12 +114,7 @@ func TestKill9DuringMove(t *testing.T) {
 	}
 	dropLeases := func() {
 		t.Helper()
-		for _, ns := range []string{h.NS, beta.NS} {
-			err := h.Client.CoordinationV1().Leases(ns).Delete(ctx, "tug-lock-shop", metav1.DeleteOptions{})
-			if err != nil && !apierrors.IsNotFound(err) {
-				t.Fatal(err)
-			}
-		}
+		pc.dropLeases("shop")
 	}
 
 	must("app", "create", "shop", "--pool", "pb")
@@ -264,30 +189,7 @@ func TestKill9DuringMove(t *testing.T) {
 	// proxy holds the request of point p.
 	killAt := func(p point, pool string) {
 		t.Helper()
-		proxy.Clear()
-		proxy.Add(p.rule)
-		before := proxy.Injected(p.rule.Fault)
-		cmd := exec.Command(env.tug, "app", "pool", "set", "shop", pool)
-		cmd.Env = h.tugEnv(cc.Env(proxied))
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
-		h.Eventually(3*time.Minute, "the move reaches: "+p.name, func() (bool, error) {
-			select {
-			case err := <-exited:
-				t.Fatalf("the move ended by itself (%v) before %s; stderr:\n%s", err, p.name, stderr.String())
-			default:
-			}
-			return proxy.Injected(p.rule.Fault) > before, nil
-		})
-		_ = cmd.Process.Signal(syscall.SIGKILL)
-		<-exited
-		proxy.Clear()
-		t.Logf("killed after %s; its stderr:\n%s", p.name, stderr.String())
+		px.killAt(p.name, p.rule, "app", "pool", "set", "shop", pool)
 	}
 	type row struct {
 		point, from, to, infoAfter, rerun string

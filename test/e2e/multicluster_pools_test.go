@@ -12,7 +12,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 )
@@ -29,15 +28,8 @@ import (
 // prove with one API server: separate registries, networks, credentials or
 // clocks; the same images and nodes serve both "clusters".
 func TestClusterPoolsRouteAndMove(t *testing.T) {
-	h := newNodeH(t)
-	beta := h.Another()
-	third := h.Another()
-	nodes := h.realNodes()
-	for i, pool := range []string{"pa", "pb"} {
-		h.keepNodeState(nodes[i])
-		h.labelPool(nodes[i], pool)
-	}
-	cc := h.newClusterContexts("third", map[string]string{"alpha": h.NS, "beta": beta.NS, "third": third.NS}, "dead")
+	pc := newPoolClusters(t, "dead")
+	h, beta, third, nodes, cc := pc.Alpha, pc.Beta, pc.Third, pc.Nodes, pc.clusterContexts
 	kubeconfig := cc.Kubeconfig
 	onAlpha := cc.write(filepath.Join(t.TempDir(), "kubeconfig-alpha"), "alpha")
 	tugWith := func(kc string, args ...string) Result {
@@ -65,49 +57,16 @@ func TestClusterPoolsRouteAndMove(t *testing.T) {
 	ctx := context.Background()
 	holds := func(ns string) bool {
 		t.Helper()
-		_, err := h.Client.CoreV1().ConfigMaps(ns).Get(ctx, "tug-app-shop", metav1.GetOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			t.Fatal(err)
-		}
-		return err == nil
+		return h.holdsApp(ns, "shop")
 	}
 	leftovers := func(ns string) []string {
 		t.Helper()
-		sel := metav1.ListOptions{LabelSelector: "tug.dev/app=shop"}
-		var left []string
-		if l, err := h.Client.CoreV1().ConfigMaps(ns).List(ctx, sel); err == nil {
-			for _, o := range l.Items {
-				left = append(left, "configmap/"+o.Name)
-			}
-		}
-		if l, err := h.Client.CoreV1().Secrets(ns).List(ctx, sel); err == nil {
-			for _, o := range l.Items {
-				left = append(left, "secret/"+o.Name)
-			}
-		}
-		if l, err := h.Client.AppsV1().Deployments(ns).List(ctx, sel); err == nil {
-			for _, o := range l.Items {
-				left = append(left, "deployment/"+o.Name)
-			}
-		}
-		if l, err := h.Client.CoreV1().Services(ns).List(ctx, sel); err == nil {
-			for _, o := range l.Items {
-				left = append(left, "service/"+o.Name)
-			}
-		}
-		if l, err := h.Client.CoreV1().Pods(ns).List(ctx, sel); err == nil {
-			for _, o := range l.Items {
-				left = append(left, "pod/"+o.Name)
-			}
-		}
-		return left
+		return h.appLeftovers(ns, "shop")
 	}
 	info := func() appInfoJSON {
 		t.Helper()
 		var in appInfoJSON
-		if err := json.Unmarshal([]byte(must("app", "info", "shop", "-o", "json").Stdout), &in); err != nil {
-			t.Fatal(err)
-		}
+		cc.infoJSON("shop", &in)
 		return in
 	}
 
