@@ -114,8 +114,8 @@ func routeApp(cmd *cobra.Command, f *cli.Factory, appName string) (*cluster.Loca
 		// Not found: the command's own error says which clusters were not
 		// searched, unless it runs in a context tug's map does not name.
 		if loc.Found || !mapsCurrentContext(f, cfg) {
-			fmt.Fprintf(f.IOStreams.ErrOut, "warning: %s, so app %q was not looked for there%s\n",
-				describeSilent(silent), appName, map[bool]string{true: fmt.Sprintf("; going on with its copy in cluster %q", loc.Name)}[loc.Found])
+			fmt.Fprintf(f.IOStreams.ErrOut, "warning: app %q was not looked for in %s%s\n",
+				appName, describeSilent(silent), map[bool]string{true: fmt.Sprintf("; going on with its copy in cluster %q", loc.Name)}[loc.Found])
 		}
 	}
 	if !loc.Found {
@@ -170,17 +170,22 @@ type silentClusterError struct {
 }
 
 func (e *silentClusterError) Error() string {
-	return fmt.Sprintf("%s: not done, since %s, and may hold the app %q meant; try again when it answers, or pass --context to say which cluster's app to act on",
-		e.Command, describeSilent(e.Silent), e.App)
+	return fmt.Sprintf("%s: not done: app %q was not looked for in %s; it may be there, and what was found another app of the same name: try again when it answers, or pass --context to pick the cluster",
+		e.Command, e.App, describeSilent(e.Silent))
 }
 
-// describeSilent says which clusters did not answer and why, on one line.
+// describeSilent names the clusters that did not answer, and why, on one
+// line: `cluster "gpu", which did not answer (REASON)`.
 func describeSilent(silent []cluster.Searched) string {
-	parts := make([]string, len(silent))
+	names, why := make([]string, len(silent)), make([]string, len(silent))
 	for i, s := range silent {
-		parts[i] = fmt.Sprintf("%q (%s)", s.Name, cli.Sanitize(text.OneLine(s.Err.Error())))
+		names[i] = fmt.Sprintf("%q", s.Name)
+		why[i] = cli.Sanitize(text.OneLine(s.Err.Error()))
+		if len(silent) > 1 {
+			why[i] = s.Name + ": " + why[i]
+		}
 	}
-	return fmt.Sprintf("%s %s did not answer", text.Plural(len(silent), "cluster", "clusters"), strings.Join(parts, ", "))
+	return fmt.Sprintf("%s %s, which did not answer (%s)", text.Plural(len(silent), "cluster", "clusters"), strings.Join(names, ", "), strings.Join(why, "; "))
 }
 
 // mapsCurrentContext reports whether tug's map names the context the

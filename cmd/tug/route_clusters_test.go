@@ -182,7 +182,7 @@ func TestRouteSilentCluster(t *testing.T) {
 		{"unit", "kill", "shop", "shop-web-1"},
 	} {
 		r := run(args...)
-		if r.code != 1 || !strings.Contains(r.stderr, `cluster "gpu" (`) || !strings.Contains(r.stderr, "did not answer") || !strings.Contains(r.stderr, "--context") {
+		if r.code != 1 || !strings.Contains(r.stderr, `not done: app "shop" was not looked for in cluster "gpu", which did not answer (`) || !strings.Contains(r.stderr, "--context") {
 			t.Errorf("%v: exit %d, stderr %q; want a refusal naming gpu", args, r.code, r.stderr)
 		}
 		if reqs := prod.requests(); !onlyGets(reqs) {
@@ -190,7 +190,7 @@ func TestRouteSilentCluster(t *testing.T) {
 		}
 	}
 	r := run("app", "info", "shop", "-o", "json")
-	want := `warning: cluster "gpu" (`
+	want := `warning: app "shop" was not looked for in cluster "gpu", which did not answer (`
 	if strings.Count(r.stderr, want) != 1 || !strings.Contains(r.stderr, `going on with its copy in cluster "prod"`) || strings.Contains(r.stdout, "warning") {
 		t.Errorf("app info: stdout %q, stderr %q; want one warning on stderr naming gpu", r.stdout, r.stderr)
 	}
