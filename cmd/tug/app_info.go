@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -39,7 +40,12 @@ func newAppInfoCmd(f *cli.Factory) *cobra.Command {
 }
 
 func printAppInfo(ios *cli.IOStreams, in *app.Info) error {
-	w := ios.Out
+	// The record's text (description, team, pool, a move's description,
+	// addresses, a release's author and failure) is written by whoever can
+	// write the app's namespace: the lines go out sanitized, as the table's
+	// cells do.
+	var b strings.Builder
+	w := &b
 	fmt.Fprintf(w, "App:        %s\n", in.Name)
 	fmt.Fprintf(w, "Namespace:  %s\n", in.Namespace)
 	if in.Description != "" {
@@ -95,9 +101,12 @@ func printAppInfo(ios *cli.IOStreams, in *app.Info) error {
 	}
 	if len(in.Processes) == 0 {
 		fmt.Fprintln(w, "\nNo processes yet: deploy an image.")
-		return nil
+	} else {
+		fmt.Fprintln(w)
 	}
-	fmt.Fprintln(w)
+	if _, err := io.WriteString(ios.Out, cli.Sanitize(b.String())); err != nil || len(in.Processes) == 0 {
+		return err
+	}
 	t := cli.NewTable("process", "units", "ready", "command")
 	for _, p := range in.Processes {
 		cmd := p.Command

@@ -50,7 +50,11 @@ never becomes the app silently: commands reaching it warn, and this command
 says whether its rollout had completed; --adopt then makes it the app, else
 remove it ('tug app remove'). --no-wait and --no-rollback do not apply to a
 move (it always waits, and a failed copy is always removed): they are refused
-there. Addresses change with the cluster: see 'tug app address' afterwards.`,
+there. Addresses change with the cluster: see 'tug app address' afterwards.
+A connection given on the command line (--server, --token, --user,
+--insecure-skip-tls-verify, ...) is never carried to another cluster: then
+the app does not move, and a POOL that tug's map puts in another cluster than
+that server's is refused.`,
 		Args: cli.ExactArgs("APP", "POOL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := app.ValidateName(args[0]); err != nil {
@@ -81,7 +85,16 @@ func poolSet(cmd *cobra.Command, f *cli.Factory, name, pool string, r *rolloutFl
 	if err != nil {
 		return err
 	}
-	here, err := f.ContextName()
+	var here string
+	if f.ConfigFlags.PinsCluster() {
+		// Not routed (route.go): the connection is the command line's own,
+		// not a context's. The pool decides only against it: in place when
+		// the pool's cluster is that server's (or no cluster's), else
+		// refused; it never moves the app (nor settles a move).
+		here, err = pinnedPoolContext(f, cfg, pool)
+	} else {
+		here, err = f.ContextName()
+	}
 	if err != nil {
 		return err
 	}

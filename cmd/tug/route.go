@@ -12,6 +12,7 @@ import (
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/cluster"
+	"tug.dev/tug/pkg/text"
 )
 
 // Every command whose first argument is an app (its Use line says APP or
@@ -21,8 +22,9 @@ import (
 // (TestEveryAppCommandIsRouted). With no cluster configured nothing is
 // asked and nothing changes; --context is used as given, and so is a
 // cluster or identity named by hand (--cluster, --server, --user, --token,
-// client certificates: cli.ConfigFlags.PinsCluster), which tug never
-// carries to another context.
+// client certificates) or a connection made differently by hand
+// (--insecure-skip-tls-verify, --proxy-url): cli.ConfigFlags.PinsCluster,
+// which tug never carries to another context.
 
 // annotationRouted marks the commands routeAppCommands wrapped.
 const annotationRouted = "tug.dev/routed"
@@ -105,29 +107,100 @@ func routeApp(cmd *cobra.Command, f *cli.Factory, appName string) (*cluster.Loca
 	if err != nil {
 		return nil, err
 	}
+	if silent := loc.Unreachable(); len(silent) > 0 {
+		if deletes(cmd) {
+			return nil, &silentClusterError{App: appName, Command: cmd.CommandPath(), Silent: silent}
+		}
+		// Not found: the command's own error says which clusters were not
+		// searched, unless it runs in a context tug's map does not name.
+		if loc.Found || !mapsCurrentContext(f, cfg) {
+			fmt.Fprintf(f.IOStreams.ErrOut, "warning: app %q was not looked for in %s%s\n",
+				appName, describeSilent(silent), map[bool]string{true: fmt.Sprintf("; going on with its copy in cluster %q", loc.Name)}[loc.Found])
+		}
+	}
 	if !loc.Found {
 		return loc, nil // the current context, whose error NotFound explains
 	}
 	f.Adopt(finders.factory(loc.Context)) // its connection is open already
+	// A copy's move description and pools come from its record, which
+	// anyone who can write there may have written: sanitized, as all text
+	// from a cluster is before it reaches a terminal.
 	if loc.Orphaned() {
 		fmt.Fprintf(f.IOStreams.ErrOut, "warning: app %q in cluster %q is the new copy of a move that never finished (%s), and no configured cluster holds its old copy any more; it may not run as the app did: '%s app pool set %s %s' says what to do\n",
-			appName, loc.Name, loc.Copy.Describe, f.CommandName, appName, movePool(loc, cluster.Searched{}))
+			appName, loc.Name, cli.Sanitize(loc.Copy.Describe), f.CommandName, appName, movePool(loc, cluster.Searched{}))
 	}
 	for _, o := range loc.Others() {
 		fmt.Fprintf(f.IOStreams.ErrOut, "warning: app %q also has a copy in cluster %q (%s); '%s app pool set %s %s' finishes the move\n",
-			appName, o.Name, o.Describe, f.CommandName, appName, movePool(loc, o))
+			appName, o.Name, cli.Sanitize(o.Describe), f.CommandName, appName, movePool(loc, o))
 	}
 	return loc, nil
 }
 
-// movePool is the pool of the move a leftover copy belongs to.
+// movePool is the pool of the move a leftover copy belongs to, sanitized
+// (it comes from a record).
 func movePool(loc *cluster.Location, o cluster.Searched) string {
 	for _, p := range []string{o.MovePool, loc.Copy.MovePool, loc.Copy.Pool} {
 		if p != "" {
-			return p
+			return cli.Sanitize(p)
 		}
 	}
 	return "POOL"
+}
+
+// deletes reports whether cmd deletes something of an app: app remove, and
+// every app command named remove, unset, unbind or kill (cert remove,
+// env unset, registry unset, volume unbind, unit kill, ...). Routing refuses
+// them while a configured cluster does not answer (silentClusterError).
+func deletes(cmd *cobra.Command) bool {
+	switch cmd.Name() {
+	case "remove", "unset", "unbind", "kill":
+		return true
+	}
+	return false
+}
+
+// silentClusterError refuses a command that deletes while a configured
+// cluster did not answer the lookup: that cluster may hold the app the user
+// means, and the copy found (or the current context's) another team's app
+// of the same name, which the command would delete instead. --context
+// picks the cluster by hand.
+type silentClusterError struct {
+	App, Command string
+	Silent       []cluster.Searched
+}
+
+func (e *silentClusterError) Error() string {
+	return fmt.Sprintf("%s: not done: app %q was not looked for in %s; it may be there, and what was found another app of the same name: try again when it answers, or pass --context to pick the cluster",
+		e.Command, e.App, describeSilent(e.Silent))
+}
+
+// describeSilent names the clusters that did not answer, and why, on one
+// line: `cluster "gpu", which did not answer (REASON)`.
+func describeSilent(silent []cluster.Searched) string {
+	names, why := make([]string, len(silent)), make([]string, len(silent))
+	for i, s := range silent {
+		names[i] = fmt.Sprintf("%q", s.Name)
+		why[i] = cli.Sanitize(text.OneLine(s.Err.Error()))
+		if len(silent) > 1 {
+			why[i] = s.Name + ": " + why[i]
+		}
+	}
+	return fmt.Sprintf("%s %s, which did not answer (%s)", text.Plural(len(silent), "cluster", "clusters"), strings.Join(names, ", "), strings.Join(why, "; "))
+}
+
+// mapsCurrentContext reports whether tug's map names the context the
+// command falls back to when no cluster holds its app.
+func mapsCurrentContext(f *cli.Factory, cfg *cluster.Config) bool {
+	here, err := f.ContextName()
+	if err != nil {
+		return false
+	}
+	for _, cl := range cfg.Clusters {
+		if cl.Context == here {
+			return true
+		}
+	}
+	return false
 }
 
 // contextFinders ask contexts, with the command line's other flags (-n

@@ -15,10 +15,14 @@ import (
 // ForContext returns a Factory like f whose clients use the kubeconfig
 // context name instead of the one selected on the command line. It keeps
 // the settings that hold for any cluster (--kubeconfig, -n,
-// --request-timeout, impersonation, proxy, TLS verification) and drops the
+// --request-timeout, impersonation, --disable-compression) and drops the
 // ones that pick a particular cluster or identity (--cluster, --user,
 // --server, --token, client certificates, --certificate-authority,
-// --tls-server-name): those belong to the context.
+// --tls-server-name): those belong to the context. --insecure-skip-tls-verify
+// and --proxy-url weaken or divert the connection the user named, as with
+// kubectl: they are kept only when name is the command line's own context
+// (--context, else the kubeconfig's current one), never carried to another,
+// whose credentials would then cross an unverified or unknown link.
 func (f *Factory) ForContext(name string) *Factory {
 	flags := f.ConfigFlags.forContext(name)
 	g := &Factory{
@@ -68,16 +72,31 @@ func (f *Factory) Adopt(g *Factory) {
 // PinsCluster reports whether the command line names a cluster or an
 // identity by hand (--cluster, --server, --user, --token, client
 // certificates, --certificate-authority, --tls-server-name) rather than
-// through a context: ForContext and UseContext drop those, so tug never
-// moves such a command to another context, where it would lose the
-// identity or send it to a server it was not meant for.
-func (c *ConfigFlags) PinsCluster() bool {
-	for _, v := range []string{c.Cluster, c.Server, c.User, c.Token, c.CertFile, c.KeyFile, c.CAFile, c.TLSServerName} {
-		if v != "" {
-			return true
+// through a context, or changes how its connection is made
+// (--insecure-skip-tls-verify, --proxy-url): ForContext and UseContext drop
+// those for other contexts, so tug never moves such a command to another
+// context, where it would lose the identity, send it to a server it was not
+// meant for, or not make the connection the user asked for. Like kubectl,
+// such a command acts on the connection the command line selects.
+func (c *ConfigFlags) PinsCluster() bool { return len(c.Pins()) > 0 }
+
+// Pins names the flags given that make PinsCluster true, for messages.
+func (c *ConfigFlags) Pins() []string {
+	var out []string
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{
+		{"--cluster", c.Cluster != ""}, {"--server", c.Server != ""}, {"--user", c.User != ""}, {"--token", c.Token != ""},
+		{"--client-certificate", c.CertFile != ""}, {"--client-key", c.KeyFile != ""},
+		{"--certificate-authority", c.CAFile != ""}, {"--tls-server-name", c.TLSServerName != ""},
+		{"--insecure-skip-tls-verify", c.Insecure}, {"--proxy-url", c.ProxyURL != ""},
+	} {
+		if f.set {
+			out = append(out, f.name)
 		}
 	}
-	return false
+	return out
 }
 
 func (c *ConfigFlags) forContext(name string) *ConfigFlags {
@@ -85,8 +104,24 @@ func (c *ConfigFlags) forContext(name string) *ConfigFlags {
 	cp.Context = name
 	cp.Cluster, cp.User, cp.Server, cp.Token = "", "", "", ""
 	cp.CertFile, cp.KeyFile, cp.CAFile, cp.TLSServerName = "", "", "", ""
+	if (c.Insecure || c.ProxyURL != "") && name != c.ownContext() {
+		cp.Insecure, cp.ProxyURL = false, ""
+	}
 	cp.ImpersonateGroups = append([]string(nil), c.ImpersonateGroups...)
 	cp.ImpersonateUserExtra = append([]string(nil), c.ImpersonateUserExtra...)
 	cp.loader = sync.OnceValue(cp.newLoader)
 	return &cp
+}
+
+// ownContext is the context the command line selects: --context, else the
+// kubeconfig's current context ("" when it cannot be read).
+func (c *ConfigFlags) ownContext() string {
+	if c.Context != "" || c.loader == nil {
+		return c.Context
+	}
+	raw, err := c.loader().RawConfig()
+	if err != nil {
+		return ""
+	}
+	return raw.CurrentContext
 }

@@ -64,7 +64,8 @@ type Location struct {
 	Found bool
 	Cluster
 	Copy Copy
-	// Clusters are every cluster asked, in the config's order.
+	// Clusters are every cluster asked, in the config's order: one per
+	// kubeconfig context (see byContext).
 	Clusters []Searched
 }
 
@@ -108,7 +109,8 @@ func (l *Location) Unreachable() []Searched {
 var AnswerGrace = 2 * time.Second
 
 // Locate asks every configured cluster at once whether it holds appName
-// and picks the one commands should go to: the only holder; during an
+// (each kubeconfig context once, however many tug names it has: see
+// byContext) and picks the one commands should go to: the only holder; during an
 // unfinished move, the copy that serves (not superseded, and of those
 // the unmarked one). A cluster that does not answer is ignored when
 // another holds an unmarked copy; when the best copy found is one side of
@@ -118,23 +120,24 @@ var AnswerGrace = 2 * time.Second
 // Found is false when no cluster holds the app; NotFound then explains
 // the command's own not-found error.
 func Locate(ctx context.Context, cfg *Config, appName string, find Finder) (*Location, error) {
-	loc := &Location{App: appName, Clusters: make([]Searched, len(cfg.Clusters))}
+	groups := byContext(cfg.Clusters)
+	loc := &Location{App: appName, Clusters: make([]Searched, len(groups))}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type answer struct {
 		i int
 		Searched
 	}
-	answers := make(chan answer, len(cfg.Clusters))
-	for i, cl := range cfg.Clusters {
+	answers := make(chan answer, len(groups))
+	for i, g := range groups {
 		go func() {
-			c, err := find(ctx, cl.Context, appName)
-			answers <- answer{i, Searched{Cluster: cl, Copy: c, Err: err}}
+			c, err := find(ctx, g[0].Context, appName)
+			answers <- answer{i, Searched{Cluster: cfg.nameCopy(g, c, err), Copy: c, Err: err}}
 		}()
 	}
 	var grace <-chan time.Time
-	answered := make([]bool, len(cfg.Clusters))
-	for pending := len(cfg.Clusters); pending > 0; pending-- {
+	answered := make([]bool, len(groups))
+	for pending := len(groups); pending > 0; pending-- {
 		select {
 		case a := <-answers:
 			loc.Clusters[a.i], answered[a.i] = a.Searched, true
@@ -144,9 +147,9 @@ func Locate(ctx context.Context, cfg *Config, appName string, find Finder) (*Loc
 			continue
 		case <-grace:
 		}
-		for i, cl := range cfg.Clusters {
+		for i, g := range groups {
 			if !answered[i] {
-				loc.Clusters[i] = Searched{Cluster: cl, Err: fmt.Errorf("no answer within %s of another cluster's", AnswerGrace)}
+				loc.Clusters[i] = Searched{Cluster: g[0], Err: fmt.Errorf("no answer within %s of another cluster's", AnswerGrace)}
 			}
 		}
 		break
@@ -175,6 +178,43 @@ func Locate(ctx context.Context, cfg *Config, appName string, find Finder) (*Loc
 		return loc, nil
 	}
 	return loc, usage.Wrap(&AmbiguousError{App: appName, In: at})
+}
+
+// byContext groups clusters by kubeconfig context, in the config's order
+// of each context's first cluster. Config.Add lets several tug names share
+// a context (CheckNodePool takes them for one cluster); Locate asks each
+// context once, since asking it twice would find one copy twice and call
+// the app ambiguous. The namespace asked is the context's (or -n), so one
+// context is one (context, namespace) too.
+func byContext(cls []Cluster) [][]Cluster {
+	var groups [][]Cluster
+	at := map[string]int{}
+	for _, cl := range cls {
+		i, ok := at[cl.Context]
+		if !ok {
+			i = len(groups)
+			at[cl.Context] = i
+			groups = append(groups, nil)
+		}
+		groups[i] = append(groups[i], cl)
+	}
+	return groups
+}
+
+// nameCopy is the cluster, of those sharing one context, that a copy found
+// there is reported under: the one tug's map gives the copy's pool, else
+// the first in the config's order.
+func (c *Config) nameCopy(group []Cluster, cp Copy, err error) Cluster {
+	if err == nil && cp.Found && len(group) > 1 {
+		if owner, ok := c.ForPool(cp.Pool); ok {
+			for _, cl := range group {
+				if cl.Name == owner.Name {
+					return cl
+				}
+			}
+		}
+	}
+	return group[0]
 }
 
 // IncompleteError is an app found only as one side of an unfinished move

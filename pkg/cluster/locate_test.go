@@ -207,3 +207,45 @@ func TestMoveTo(t *testing.T) {
 		t.Errorf("NameOf(laptop) = %q", got)
 	}
 }
+
+// Two tug names on one kubeconfig context (Config.Add allows it) are one
+// cluster: Locate asks the context once, and its copy is one copy, reported
+// under the name that tug's map gives the app's pool, else the first.
+func TestLocateAsksASharedContextOnce(t *testing.T) {
+	cfg := &Config{Clusters: []Cluster{
+		{Name: "cpu", Context: "k", Pools: []string{"web"}},
+		{Name: "gpu", Context: "k", Pools: []string{"gpu"}, Default: true},
+		{Name: "other", Context: "o", Pools: []string{"batch"}},
+	}}
+	for _, tc := range []struct {
+		pool, want string
+	}{
+		{"gpu", "gpu"},
+		{"web", "cpu"},
+		{"", "gpu"},         // no pool: the default's
+		{"batch", "cpu"},    // another cluster's pool: the first name
+		{"unmapped", "gpu"}, // the default takes it
+	} {
+		f := &fakeFinder{copies: map[string]Copy{"k": {Pool: tc.pool}}}
+		loc, err := Locate(context.Background(), cfg, "shop", f.find)
+		if err != nil || !loc.Found || loc.Name != tc.want || loc.Context != "k" {
+			t.Errorf("pool %q: %+v, %v; want found in %q", tc.pool, loc, err, tc.want)
+			continue
+		}
+		if len(f.asked) != 2 {
+			t.Errorf("pool %q: asked %v; want each context once", tc.pool, f.asked)
+		}
+		if len(loc.Clusters) != 2 || len(loc.Others()) != 0 {
+			t.Errorf("pool %q: searched %+v, others %+v", tc.pool, loc.Clusters, loc.Others())
+		}
+	}
+	// Not found, and unreachable: each context once, under its first name.
+	f := &fakeFinder{errs: map[string]error{"k": errors.New("connection refused")}}
+	loc, err := Locate(context.Background(), cfg, "shop", f.find)
+	if err != nil || loc.Found || len(f.asked) != 2 {
+		t.Fatalf("%+v %v asked %v", loc, err, f.asked)
+	}
+	if u := loc.Unreachable(); len(u) != 1 || u[0].Name != "cpu" {
+		t.Errorf("unreachable: %+v", u)
+	}
+}
