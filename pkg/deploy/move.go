@@ -33,6 +33,12 @@ import (
 // killed midway leaves marked copies (app.Move) from which the cluster
 // lookup picks the one that serves; Move run again removes a target copy
 // left before (c) and starts over, and FinishMove completes one left after.
+// A move to yet another cluster gives the earlier move up first
+// (GiveUpEarlier); a move's new copy is never a move's source. Only a
+// move's own mark is ever dropped (dropMark), and every change to a
+// copy's record is made under that copy's lock (lockFresh), the new
+// copy's mark in (d) excepted: this move made that copy, and dropMark
+// checks the mark in the same write.
 
 // moveCleanupTimeout bounds the undo of a failed move, which runs after the
 // command's own context may be gone (Ctrl-C).
