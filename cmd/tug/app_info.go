@@ -58,7 +58,7 @@ func printAppInfo(ios *cli.IOStreams, in *app.Info) error {
 		fmt.Fprintf(w, "Pool:       %s\n", in.Pool)
 	}
 	if m := in.Move; m != nil {
-		fmt.Fprintf(w, "Move:       %s; 'tug app pool set %s %s' finishes it\n", m.Describe(), in.Name, m.Pool)
+		fmt.Fprintf(w, "Move:       %s; %s\n", m.Describe(), moveHint(in.Name, in.Pool, m))
 	}
 	fmt.Fprintf(w, "Release:    %s\n", releaseCell(in.Release))
 	if in.Image != "" {
@@ -123,4 +123,17 @@ func printAppInfo(ios *cli.IOStreams, in *app.Info) error {
 		t.AddRow(p.Name, units, fmt.Sprint(p.Ready), cmd)
 	}
 	return t.Render(ios, false)
+}
+
+// moveHint says what settles an unfinished move, from the side of the copy
+// whose mark m is (pool: the copy's own).
+func moveHint(name, pool string, m *app.Move) string {
+	finish := fmt.Sprintf("'tug app pool set %s %s' finishes it", name, m.Pool)
+	switch {
+	case m.Role == app.MoveTarget:
+		return finish
+	case m.Superseded:
+		return fmt.Sprintf("%s; if no configured cluster holds the new copy any more, 'tug app pool set %s %s' makes this copy the app again", finish, name, pool)
+	}
+	return fmt.Sprintf("%s, 'tug app pool set %s %s' gives it up (removing the half-made copy; nothing restarts)", finish, name, pool)
 }

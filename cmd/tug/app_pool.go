@@ -44,8 +44,12 @@ copies that tug tells apart, so commands still reach the copy that serves
 and 'tug app info' says the move is unfinished; running the same
 'tug app pool set' again finishes or redoes it, and setting the pool the app
 has where it serves gives up a move cut short before the new copy took over
-(its half-made copy is removed). A move's new copy whose old copy no
-configured cluster holds any more (removed, or its cluster left tug's map)
+(its half-made copy is removed; nothing restarts). Moving the app to a third
+cluster gives such a move up first. A superseded old copy whose new copy no
+configured cluster holds any more (removed by hand) is made the app again by
+setting a pool of its own cluster (its release is rolled out again). A move's
+new copy whose old copy no configured cluster holds any more (removed, or its
+cluster left tug's map)
 never becomes the app silently: commands reaching it warn, and this command
 says whether its rollout had completed; --adopt then makes it the app, else
 remove it ('tug app remove'). --no-wait and --no-rollback do not apply to a
@@ -137,8 +141,16 @@ func poolSet(cmd *cobra.Command, f *cli.Factory, name, pool string, r *rolloutFl
 		return cli.OutputOptions{Format: r.Output}.Print(f.IOStreams, res, nil)
 	case out.Finished:
 		p.Done(fmt.Sprintf("the move of %s to cluster %q is finished", name, loc.Name))
+	case out.Abandoned && !out.Rollout:
+		p.Done(fmt.Sprintf("gave up the unfinished move of %s; it stays on pool %s in cluster %q, nothing restarted", name, pool, loc.Name))
+		if r.Output == cli.OutputTable || out.Result == nil {
+			return nil
+		}
+		return cli.OutputOptions{Format: r.Output}.Print(f.IOStreams, out.Result, nil)
 	case out.Abandoned:
 		p.Done(fmt.Sprintf("gave up the unfinished move of %s", name))
+	case out.Reclaimed:
+		p.Done(fmt.Sprintf("the copy of %s in cluster %q is the app again; rolling its release out again", name, loc.Name))
 	}
 	return roll(cmd, f, name, deploy.SettingsChange(app.KindPool, "pool "+pool, func(_ *app.App, rel *app.Release) error {
 		rel.Pool = pool
@@ -177,8 +189,12 @@ func printMove(f *cli.Factory, p cli.Progress, r *rolloutFlags, name, target str
 	if res.Status == "dry-run" {
 		p.Done("dry run: nothing changed")
 	} else {
-		p.Done(fmt.Sprintf("moved %s from cluster %q (namespace %s) to cluster %q (namespace %s): %s in %.1fs",
-			name, res.From.Cluster, res.From.Namespace, res.To.Cluster, res.To.Namespace, movedRuns(res), float64(res.DurationMS)/1000))
+		gaveUp := ""
+		if res.GaveUp != "" {
+			gaveUp = fmt.Sprintf(" (the unfinished move to cluster %q given up first)", res.GaveUp)
+		}
+		p.Done(fmt.Sprintf("moved %s from cluster %q (namespace %s) to cluster %q (namespace %s)%s: %s in %.1fs",
+			name, res.From.Cluster, res.From.Namespace, res.To.Cluster, res.To.Namespace, gaveUp, movedRuns(res), float64(res.DurationMS)/1000))
 	}
 	return cli.OutputOptions{Format: r.Output}.Print(f.IOStreams, res, func() error {
 		if res.Status == "dry-run" {

@@ -59,7 +59,7 @@ func (m *Move) SameMove(o *Move) bool {
 func (a *App) LocateCopy(namespace string) cluster.Copy {
 	cp := cluster.Copy{Found: true, Namespace: namespace, Pool: a.Pool}
 	if m := a.Move; m != nil {
-		cp.Describe, cp.MovePool = m.Describe(), m.Pool
+		cp.Describe, cp.MovePool, cp.MoveTo = m.Describe(), m.Pool, m.To
 		switch {
 		case m.Role == MoveTarget:
 			cp.Move = cluster.MoveTarget

@@ -26,9 +26,11 @@ type Copy struct {
 	// MoveNone, MoveServing, MoveTarget or MoveSuperseded.
 	Move MoveMark
 	// Describe says where the move stands, for messages ("" with none),
-	// and MovePool is the pool the move is to.
+	// MovePool is the pool the move is to, and MoveTo the cluster (tug's
+	// name for it, as the move's mark records it).
 	Describe string
 	MovePool string
+	MoveTo   string
 }
 
 // MoveMark ranks a copy of an app during a move: commands go to the copy
@@ -328,4 +330,15 @@ func (c *Config) NameOf(kubeContext string) string {
 		}
 	}
 	return kubeContext
+}
+
+// HomePool is the pool to name when telling the user to keep the app in
+// the cluster where loc found it: its own pool, unless the map now puts
+// that pool in another cluster (then the first pool the map gives the
+// app's cluster).
+func (c *Config) HomePool(loc *Location) string {
+	if _, elsewhere := c.MoveTo(loc.Copy.Pool, loc.Context); elsewhere && len(loc.Cluster.Pools) > 0 {
+		return loc.Cluster.Pools[0]
+	}
+	return loc.Copy.Pool
 }

@@ -136,21 +136,37 @@ func Roll(ctx context.Context, d Deps, appName string, change Change, opts Optio
 	}
 	var lock *Lock
 	if !opts.DryRun {
-		lock, err = AcquireLock(ctx, d.Client, d.Namespace, appName, d.Holder)
-		if err != nil {
+		if lock, a, err = lockFresh(ctx, d, store, appName, nil); err != nil {
 			return nil, err
 		}
 		defer lock.Unlock()
-		// the record may have changed while we waited for the lock
-		if a, err = store.GetApp(ctx, appName); err != nil {
-			return nil, err
-		}
-		// a tug killed mid-rollout left its release pending
-		if a, err = Reconcile(ctx, d.Client, store, a); err != nil {
-			return nil, err
-		}
 	}
 	return roll(ctx, d, store, a, lock, change, opts, start)
+}
+
+// lockFresh takes appName's deploy lock and reads its record afresh under
+// it: the record may have changed while the lock was held by another tug,
+// and a tug killed mid-rollout left its release pending (Reconcile). Then
+// check, if any, vets the fresh record: whatever a command checked before
+// taking the lock must hold under it too. The caller unlocks; on an error
+// the lock is released here.
+func lockFresh(ctx context.Context, d Deps, store *app.Store, appName string, check func(*app.App) error) (*Lock, *app.App, error) {
+	lock, err := AcquireLock(ctx, d.Client, d.Namespace, appName, d.Holder)
+	if err != nil {
+		return nil, nil, err
+	}
+	a, err := store.GetApp(ctx, appName)
+	if err == nil {
+		a, err = Reconcile(ctx, d.Client, store, a)
+	}
+	if err == nil && check != nil {
+		err = check(a)
+	}
+	if err != nil {
+		lock.Unlock()
+		return nil, nil, err
+	}
+	return lock, a, nil
 }
 
 // roll is Roll once the app's lock is held (lock nil for a dry run) and the

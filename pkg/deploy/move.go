@@ -33,6 +33,12 @@ import (
 // killed midway leaves marked copies (app.Move) from which the cluster
 // lookup picks the one that serves; Move run again removes a target copy
 // left before (c) and starts over, and FinishMove completes one left after.
+// A move to yet another cluster gives the earlier move up first
+// (GiveUpEarlier); a move's new copy is never a move's source. Only a
+// move's own mark is ever dropped (dropMark), and every change to a
+// copy's record is made under that copy's lock (lockFresh), the new
+// copy's mark in (d) excepted: this move made that copy, and dropMark
+// checks the mark in the same write.
 
 // moveCleanupTimeout bounds the undo of a failed move, which runs after the
 // command's own context may be gone (Ctrl-C).
@@ -48,6 +54,15 @@ type MoveOptions struct {
 	Timeout time.Duration
 	// DryRun says what would happen and changes nothing.
 	DryRun bool
+	// GiveUpEarlier lets the move start from the serving source of an
+	// unfinished move to another cluster than To (cut short before its
+	// switch): under the lock Move gives that move up first, removing its
+	// half-made copy, looked for in Earlier (a copy is removed only if it
+	// carries that move's mark). Without it such a source is refused: the
+	// new move's mark would erase the only record of that copy. The caller
+	// (PoolSet) vouches that Earlier covers the cluster the copy may be in.
+	GiveUpEarlier bool
+	Earlier       []Deps
 }
 
 // MoveEnd is one side of a move.
@@ -69,6 +84,9 @@ type MoveResult struct {
 	// but its old copy in From is still there: the move runs again).
 	Status string   `json:"status"`
 	Plan   []string `json:"plan,omitempty"`
+	// GaveUp names the cluster of an earlier unfinished move of the app
+	// that this move gave up first (its half-made copy removed).
+	GaveUp string `json:"gaveUp,omitempty"`
 	// Release is the release the app runs in the target (0: never deployed).
 	Release int `json:"release"`
 	// Serving is where the app serves now: To once moved (or unfinished),
@@ -123,7 +141,7 @@ func (e *MoveError) Error() string {
 		msg += fmt.Sprintf(", and nothing of it is left in cluster %q", e.To)
 	}
 	if e.MarkErr != nil {
-		msg += fmt.Sprintf("; dropping the move's mark from its copy in cluster %q failed (%v), so 'tug app info' still calls the move unfinished: 'tug app pool set' to its current pool clears it", e.From, e.MarkErr)
+		msg += fmt.Sprintf("; dropping the move's mark from its copy in cluster %q failed (%v), so 'tug app info' still calls the move unfinished: 'tug app pool set' to its current pool clears it, restarting nothing", e.From, e.MarkErr)
 	}
 	return msg
 }
@@ -161,13 +179,18 @@ func Move(ctx context.Context, src, dst Deps, appName string, o MoveOptions) (*M
 	if err != nil {
 		return nil, err
 	}
-	if a.Move != nil && a.Move.Superseded {
-		return nil, fmt.Errorf("this copy of app %q is superseded: it moved to cluster %q; see 'tug app info %s'", appName, a.Move.To, appName)
+	// what may move: checked now, and again under the lock (lockFresh),
+	// as another tug may have changed the app meanwhile
+	check := func(a *app.App) error {
+		if err := movableSource(a, o); err != nil {
+			return err
+		}
+		if len(a.Volumes) > 0 {
+			return usage.Errorf("app %q binds volumes (%s), whose data cannot move between clusters; unbind them first ('tug volume unbind')", appName, strings.Join(a.Volumes, ", "))
+		}
+		return refuseStaged(ctx, from, a)
 	}
-	if len(a.Volumes) > 0 {
-		return nil, usage.Errorf("app %q binds volumes (%s), whose data cannot move between clusters; unbind them first ('tug volume unbind')", appName, strings.Join(a.Volumes, ", "))
-	}
-	if err := refuseStaged(ctx, from, a); err != nil {
+	if err := check(a); err != nil {
 		return nil, err
 	}
 	res := &MoveResult{App: appName, Pool: o.Pool, Release: a.Release,
@@ -177,8 +200,14 @@ func Move(ctx context.Context, src, dst Deps, appName string, o MoveOptions) (*M
 	if err != nil {
 		return nil, err
 	}
+	// the source of an unfinished move to another cluster: allowed by check
+	// only with GiveUpEarlier, and given up first
+	earlier := servingSource(a.Move) && a.Move.To != o.To
 	if o.DryRun {
 		res.Status = "dry-run"
+		if earlier {
+			res.Plan = append(res.Plan, fmt.Sprintf("give up the unfinished move to cluster %s (started %s): remove the copy it left there, if any", a.Move.To, a.Move.StartedAt.Format(time.RFC3339)))
+		}
 		if stale {
 			res.Plan = append(res.Plan, fmt.Sprintf("remove the copy an earlier, unfinished move left in cluster %s (namespace %s)", o.To, dst.Namespace))
 		}
@@ -193,23 +222,20 @@ func Move(ctx context.Context, src, dst Deps, appName string, o MoveOptions) (*M
 		return res, nil
 	}
 
-	lock, err := AcquireLock(ctx, src.Client, src.Namespace, appName, src.Holder)
+	lock, a, err := lockFresh(ctx, src, from, appName, check)
 	if err != nil {
 		return nil, err
 	}
 	defer lock.Unlock()
-	if a, err = from.GetApp(ctx, appName); err != nil {
-		return nil, err
-	}
-	if a, err = Reconcile(ctx, src.Client, from, a); err != nil {
-		return nil, err
-	}
-	if err := refuseStaged(ctx, from, a); err != nil {
-		return nil, err
-	}
 	// again under the lock: another move may have come and gone meanwhile
 	if stale, err = staleTarget(ctx, &app.Store{Client: dst.Client, Namespace: dst.Namespace}, appName, a.Move, o); err != nil {
 		return nil, err
+	}
+	if earlier = servingSource(a.Move) && a.Move.To != o.To; earlier {
+		if err := removeMade(ctx, src, o.Earlier, appName, a.Move); err != nil {
+			return nil, err
+		}
+		res.GaveUp = a.Move.To
 	}
 	if stale {
 		src.Progress.Update(fmt.Sprintf("removing the copy an earlier move left in cluster %s", o.To))
@@ -219,10 +245,8 @@ func Move(ctx context.Context, src, dst Deps, appName string, o MoveOptions) (*M
 	}
 	started := time.Now().UTC()
 	mark := &app.Move{Role: app.MoveTarget, From: o.From, To: o.To, Pool: o.Pool, StartedAt: started}
-	if _, err := from.UpdateApp(ctx, appName, func(x *app.App) error {
-		x.Move = &app.Move{Role: app.MoveSource, From: o.From, To: o.To, Pool: o.Pool, StartedAt: started}
-		return nil
-	}); err != nil {
+	own := &app.Move{Role: app.MoveSource, From: o.From, To: o.To, Pool: o.Pool, StartedAt: started}
+	if _, err := from.UpdateApp(ctx, appName, func(x *app.App) error { x.Move = own; return nil }); err != nil {
 		return nil, err
 	}
 	fail := func(err error) (*MoveResult, error) {
@@ -247,7 +271,7 @@ func Move(ctx context.Context, src, dst Deps, appName string, o MoveOptions) (*M
 		// The source keeps its mark while its copy is left in the target,
 		// so that the next move recognises that copy and removes it.
 		if me.CleanupErr == nil {
-			if _, merr := from.UpdateApp(wctx, appName, func(x *app.App) error { x.Move = nil; return nil }); merr != nil {
+			if _, merr := dropMark(wctx, from, appName, own); merr != nil {
 				me.MarkErr = merr
 			}
 		}
@@ -293,8 +317,8 @@ func Move(ctx context.Context, src, dst Deps, appName string, o MoveOptions) (*M
 	}
 	// (c)
 	if _, err := from.UpdateApp(ctx, appName, func(x *app.App) error {
-		if x.Move == nil {
-			return errors.New("the source copy lost its move mark")
+		if !x.Move.SameMove(own) || x.Move.Role != app.MoveSource {
+			return errors.New("the source copy's move mark changed meanwhile")
 		}
 		x.Move.Superseded = true
 		return nil
@@ -303,7 +327,7 @@ func Move(ctx context.Context, src, dst Deps, appName string, o MoveOptions) (*M
 	}
 	// (d), (e)
 	res.Serving = res.To
-	err = finish(ctx, src, to, appName, true)
+	err = finish(ctx, src, to, appName, own)
 	res.Status, err = finishedMove(appName, o, err)
 	if err != nil {
 		res.Failure = moveFailure(err)
@@ -372,19 +396,72 @@ func staleTarget(ctx context.Context, to *app.Store, appName string, own *app.Mo
 }
 
 // finish drops the target's mark (d) and removes the superseded source
-// copy (e); held says the caller holds the source's lock.
-func finish(ctx context.Context, src Deps, to *app.Store, appName string, held bool) error {
+// copy (e), whose lock the caller holds; m is the move, as the source's
+// mark records it. Only that move's mark is dropped: a new copy marked by
+// another move is not known to be this copy's successor, and then both
+// copies stay, with an error.
+func finish(ctx context.Context, src Deps, to *app.Store, appName string, m *app.Move) error {
 	// A fresh store: the record changed under other stores (the rollout's)
 	// since this one last read it.
 	to = &app.Store{Client: to.Client, Namespace: to.Namespace}
-	if _, err := to.UpdateApp(ctx, appName, func(x *app.App) error { x.Move = nil; return nil }); err != nil {
+	other, err := dropMark(ctx, to, appName, &app.Move{Role: app.MoveTarget, From: m.From, To: m.To, StartedAt: m.StartedAt})
+	if err != nil {
 		return err
 	}
-	src.Progress.Update("removing the app from its old cluster")
-	if held {
-		return removeHeld(ctx, src, appName, RemoveOptions{})
+	if other != nil {
+		return fmt.Errorf("the new copy of app %q (namespace %q) carries the mark of another move (%s), not of the move that superseded its old copy; tug leaves both copies as they are", appName, to.Namespace, other.Describe())
 	}
-	return Remove(ctx, src, appName, RemoveOptions{})
+	src.Progress.Update("removing the app from its old cluster")
+	return removeHeld(ctx, src, appName, RemoveOptions{})
+}
+
+// errMarkKept ends the UpdateApp of a dropMark that changes nothing.
+var errMarkKept = errors.New("mark kept")
+
+// dropMark clears m's mark from appName's record in store: that side
+// (m.Role) of that move (app.Move.SameMove), and no other. It returns the
+// mark of another move it left in place (nil when it dropped m's, or the
+// record had none). The check and the write are one compare-and-swap.
+func dropMark(ctx context.Context, store *app.Store, appName string, m *app.Move) (*app.Move, error) {
+	var other *app.Move
+	_, err := store.UpdateApp(ctx, appName, func(x *app.App) error {
+		other = nil
+		switch {
+		case x.Move == nil:
+			return errMarkKept
+		case !x.Move.SameMove(m) || x.Move.Role != m.Role:
+			other = x.Move
+			return errMarkKept
+		}
+		x.Move = nil
+		return nil
+	})
+	if errors.Is(err, errMarkKept) {
+		err = nil
+	}
+	return other, err
+}
+
+// movableSource refuses a copy that a move to o.To must not start from: a
+// superseded copy (its new copy serves, or is gone: PoolSet says which);
+// a move's new copy, whose old copy may still serve and whose move may
+// still be running; and the serving source of an unfinished move to
+// another cluster than o.To, whose half-made copy there only this copy's
+// mark records (PoolSet gives that move up first). The serving source of
+// an unfinished move to o.To itself is that move run again (staleTarget).
+func movableSource(a *app.App, o MoveOptions) error {
+	m := a.Move
+	switch {
+	case m == nil:
+		return nil
+	case m.Superseded:
+		return usage.Errorf("this copy of app %q is superseded: it moved to cluster %q (%s); 'tug app pool set %s %s' (without --context) finishes that move, or, if no configured cluster holds the new copy any more, 'tug app pool set %s %s' makes this copy the app again", a.Name, m.To, m.Describe(), a.Name, m.Pool, a.Name, a.Pool)
+	case m.Role == app.MoveTarget:
+		return usage.Errorf("this copy of app %q is the new copy of an unfinished move from cluster %q (started %s), and moves only once that move is finished: 'tug app pool set %s %s' (without --context) finishes it", a.Name, m.From, m.StartedAt.Format(time.RFC3339), a.Name, m.Pool)
+	case m.To != o.To && !o.GiveUpEarlier:
+		return usage.Errorf("app %q records an unfinished move to cluster %q (started %s), whose half-made copy there only that record names; give that move up first, then move the app: 'tug app pool set %s %s' (without --context) removes that copy and keeps the app where it is, nothing restarted", a.Name, m.To, m.StartedAt.Format(time.RFC3339), a.Name, a.Pool)
+	}
+	return nil
 }
 
 // FinishMove completes a move that a killed tug left after the switch:
@@ -392,7 +469,9 @@ func finish(ctx context.Context, src Deps, to *app.Store, appName string, held b
 // unmarked), old reaches the cluster of the superseded source copy (which
 // the lookup found superseded; gone meanwhile is fine). It refuses when
 // old's copy is not superseded: that move never switched over, and Move
-// redoes it. A target whose source no cluster holds is AdoptMove's.
+// redoes it. A target whose source no cluster holds is AdoptMove's. It
+// holds the app's lock in both clusters: the serving copy's, whose mark
+// it drops, and the old copy's (the move's own lock), which it removes.
 func FinishMove(ctx context.Context, serving, old Deps, appName string) error {
 	if serving.Progress == nil {
 		serving.Progress = noProgress{}
@@ -404,19 +483,40 @@ func FinishMove(ctx context.Context, serving, old Deps, appName string) error {
 	if old.Client == nil {
 		return fmt.Errorf("finishing the move of app %q: no cluster to remove its old copy from", appName)
 	}
-	from := &app.Store{Client: old.Client, Namespace: old.Namespace}
-	a, err := from.GetApp(ctx, appName)
-	if app.IsNotFound(err) {
-		_, err = to.UpdateApp(ctx, appName, func(x *app.App) error { x.Move = nil; return nil })
+	lock, cur, err := lockFresh(ctx, serving, to, appName, nil)
+	if err != nil {
 		return err
+	}
+	defer lock.Unlock()
+	// the old copy gone (a finish ran meanwhile, or it was removed): the
+	// move is past its switch, and the serving copy's own mark goes
+	gone := func() error {
+		if cur.Move == nil || cur.Move.Role != app.MoveTarget {
+			return nil
+		}
+		_, err := dropMark(ctx, to, appName, cur.Move)
+		return err
+	}
+	from := &app.Store{Client: old.Client, Namespace: old.Namespace}
+	if _, err := from.GetApp(ctx, appName); app.IsNotFound(err) {
+		return gone()
+	} else if err != nil {
+		return err
+	}
+	oldLock, a, err := lockFresh(ctx, old, from, appName, func(a *app.App) error {
+		if a.Move == nil || !a.Move.Superseded {
+			return fmt.Errorf("the copy of app %q in namespace %q is not superseded: it still serves, so tug leaves it", appName, old.Namespace)
+		}
+		return nil
+	})
+	if app.IsNotFound(err) {
+		return gone()
 	}
 	if err != nil {
 		return err
 	}
-	if a.Move == nil || !a.Move.Superseded {
-		return fmt.Errorf("the copy of app %q in namespace %q is not superseded: it still serves, so tug leaves it", appName, old.Namespace)
-	}
-	return finish(ctx, old, to, appName, false)
+	defer oldLock.Unlock()
+	return finish(ctx, old, to, appName, a.Move)
 }
 
 // MoveRolledOut reports whether a move's target copy, reached through d,
@@ -470,8 +570,15 @@ func MoveRolledOut(ctx context.Context, d Deps, appName string) (bool, error) {
 // AdoptMove makes a move's target copy the app when the move's source is
 // gone (removed, or its cluster left tug's map) without the move having
 // switched over: only when its rollout had completed (MoveRolledOut), and
-// only when asked ('tug app pool set --adopt'). It drops the copy's mark.
+// only when asked ('tug app pool set --adopt'). It drops the copy's mark,
+// under the app's lock.
 func AdoptMove(ctx context.Context, d Deps, appName string) error {
+	store := &app.Store{Client: d.Client, Namespace: d.Namespace}
+	lock, a, err := lockFresh(ctx, d, store, appName, nil)
+	if err != nil {
+		return err
+	}
+	defer lock.Unlock()
 	ok, err := MoveRolledOut(ctx, d, appName)
 	if err != nil {
 		return err
@@ -479,25 +586,23 @@ func AdoptMove(ctx context.Context, d Deps, appName string) error {
 	if !ok {
 		return fmt.Errorf("the copy of app %q in namespace %q is not a move's completed new copy; tug will not make it the app", appName, d.Namespace)
 	}
-	_, err = (&app.Store{Client: d.Client, Namespace: d.Namespace}).UpdateApp(ctx, appName, func(x *app.App) error {
-		if x.Move == nil || x.Move.Role != app.MoveTarget {
-			return errors.New("its move mark changed meanwhile")
-		}
-		x.Move = nil
-		return nil
-	})
+	other, err := dropMark(ctx, store, appName, a.Move)
+	if err == nil && other != nil {
+		err = errors.New("its move mark changed meanwhile")
+	}
 	return err
 }
 
-// AbandonMove gives up a move that a killed tug left before its switch,
-// when the app is asked to stay where it serves ('tug app pool set' to a
-// pool of its own cluster): under the app's lock in src it removes the
-// copy the move was making, reached through dst (a zero Deps when there is
-// none to remove: the tug was killed before copying), and drops src's
-// mark. It does nothing when src's copy is not a move's serving source; a
-// copy in dst that is not that move's target (its mark records another
-// move, or none) is left alone.
-func AbandonMove(ctx context.Context, src, dst Deps, appName string) error {
+// AbandonMove gives up a move that a killed tug left before its switch:
+// under the app's lock in src it removes the copy the move was making,
+// looked for in each of made (none when the tug was killed before copying,
+// or no cluster holds a copy), and drops src's mark. PoolSet calls it when
+// the app is asked to stay where it serves ('tug app pool set' to a pool of
+// its own cluster), or to move to a third cluster. It does nothing when
+// src's copy is not a move's serving source; a copy in made that is not
+// that move's target (its mark records another move, or none) is left
+// alone.
+func AbandonMove(ctx context.Context, src Deps, made []Deps, appName string) error {
 	if src.Progress == nil {
 		src.Progress = noProgress{}
 	}
@@ -506,40 +611,70 @@ func AbandonMove(ctx context.Context, src, dst Deps, appName string) error {
 	if err != nil {
 		return err
 	}
-	if a.Move == nil || a.Move.Role != app.MoveSource || a.Move.Superseded {
+	if !servingSource(a.Move) {
 		return nil
 	}
-	lock, err := AcquireLock(ctx, src.Client, src.Namespace, appName, src.Holder)
+	lock, a, err := lockFresh(ctx, src, from, appName, nil)
 	if err != nil {
 		return err
 	}
 	defer lock.Unlock()
-	if a, err = from.GetApp(ctx, appName); err != nil {
-		return err
-	}
-	if a.Move == nil || a.Move.Role != app.MoveSource || a.Move.Superseded {
+	m := a.Move
+	if !servingSource(m) {
 		return nil
 	}
-	if dst.Client != nil {
-		to := &app.Store{Client: dst.Client, Namespace: dst.Namespace}
-		there, err := to.GetApp(ctx, appName)
+	if err := removeMade(ctx, src, made, appName, m); err != nil {
+		return err
+	}
+	_, err = dropMark(ctx, from, appName, m)
+	return err
+}
+
+// removeMade removes the copy that move m, cut short before its switch,
+// made: looked for in each of made, and removed only where it carries m's
+// target mark (any other app of that name is left alone). The caller holds
+// the source's lock.
+func removeMade(ctx context.Context, src Deps, made []Deps, appName string, m *app.Move) error {
+	for _, dst := range made {
+		there, err := (&app.Store{Client: dst.Client, Namespace: dst.Namespace}).GetApp(ctx, appName)
 		switch {
 		case app.IsNotFound(err):
 		case err != nil:
 			return err
-		case there.Move != nil && there.Move.Role == app.MoveTarget && there.Move.SameMove(a.Move):
-			src.Progress.Update(fmt.Sprintf("removing the copy the unfinished move to cluster %s left there", a.Move.To))
+		case there.Move != nil && there.Move.Role == app.MoveTarget && there.Move.SameMove(m):
+			src.Progress.Update(fmt.Sprintf("giving up the unfinished move to cluster %s: removing the copy it left there", m.To))
 			if err := Remove(ctx, dst, appName, RemoveOptions{}); err != nil {
-				return fmt.Errorf("removing the copy of app %q an unfinished move left in cluster %q: %w", appName, a.Move.To, err)
+				return fmt.Errorf("removing the copy of app %q an unfinished move left in cluster %q: %w", appName, m.To, err)
 			}
 		}
 	}
-	_, err = from.UpdateApp(ctx, appName, func(x *app.App) error {
-		if x.Move != nil && !x.Move.Superseded {
-			x.Move = nil
-		}
+	return nil
+}
+
+// servingSource reports whether m marks the copy of an unfinished move
+// that still serves: its source, not superseded.
+func servingSource(m *app.Move) bool {
+	return m != nil && m.Role == app.MoveSource && !m.Superseded
+}
+
+// ReclaimMove makes a superseded copy the app again when its move's new
+// copy is gone (removed by hand): under the app's lock it drops the
+// superseded mark. Only PoolSet knows that no configured cluster holds
+// the new copy (every cluster answered the lookup) and calls it; the
+// caller then rolls the release out again, since the copy's removal may
+// have begun (its Deployments, Services). A copy that is not superseded
+// is left as it is.
+func ReclaimMove(ctx context.Context, d Deps, appName string) error {
+	store := &app.Store{Client: d.Client, Namespace: d.Namespace}
+	lock, a, err := lockFresh(ctx, d, store, appName, nil)
+	if err != nil {
+		return err
+	}
+	defer lock.Unlock()
+	if a.Move == nil || !a.Move.Superseded {
 		return nil
-	})
+	}
+	_, err = dropMark(ctx, store, appName, a.Move)
 	return err
 }
 

@@ -268,7 +268,7 @@ func TestAbandonMove(t *testing.T) {
 	if _, err := from.CopyTo(ctx, to, "shop", &app.Move{Role: app.MoveTarget, From: "beta", To: "alpha", Pool: "pa"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := AbandonMove(ctx, deps(src), deps(dst), "shop"); err != nil {
+	if err := AbandonMove(ctx, deps(src), []Deps{deps(dst)}, "shop"); err != nil {
 		t.Fatalf("AbandonMove: %v", err)
 	}
 	if _, err := to.GetApp(ctx, "shop"); !app.IsNotFound(err) {
@@ -283,13 +283,13 @@ func TestAbandonMove(t *testing.T) {
 	assertNoLease(t, src)
 	// killed before copying: only the mark to drop
 	mark(&app.Move{Role: app.MoveSource, From: "beta", To: "alpha", Pool: "pa"})
-	if err := AbandonMove(ctx, deps(src), Deps{}, "shop"); err != nil || getApp(t, from, "shop").Move != nil {
+	if err := AbandonMove(ctx, deps(src), nil, "shop"); err != nil || getApp(t, from, "shop").Move != nil {
 		t.Errorf("AbandonMove with no copy made: %v, move %+v", err, getApp(t, from, "shop").Move)
 	}
 	// an app in the target that is not the move's copy stays
 	seedApp(t, to, &app.App{Name: "shop"})
 	mark(&app.Move{Role: app.MoveSource, From: "beta", To: "alpha", Pool: "pa"})
-	if err := AbandonMove(ctx, deps(src), deps(dst), "shop"); err != nil {
+	if err := AbandonMove(ctx, deps(src), []Deps{deps(dst)}, "shop"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := to.GetApp(ctx, "shop"); err != nil {
@@ -303,7 +303,7 @@ func TestAbandonMove(t *testing.T) {
 		t.Fatal(err)
 	}
 	mark(&app.Move{Role: app.MoveSource, From: "beta", To: "alpha", Pool: "pa"})
-	if err := AbandonMove(ctx, deps(src), deps(dst), "shop"); err != nil {
+	if err := AbandonMove(ctx, deps(src), []Deps{deps(dst)}, "shop"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := to.GetApp(ctx, "shop"); err != nil {
@@ -312,7 +312,7 @@ func TestAbandonMove(t *testing.T) {
 	// superseded: the switch happened; abandoning is not for it
 	m := &app.Move{Role: app.MoveSource, From: "beta", To: "alpha", Pool: "pa", Superseded: true}
 	mark(m)
-	if err := AbandonMove(ctx, deps(src), deps(dst), "shop"); err != nil || getApp(t, from, "shop").Move == nil {
+	if err := AbandonMove(ctx, deps(src), []Deps{deps(dst)}, "shop"); err != nil || getApp(t, from, "shop").Move == nil {
 		t.Errorf("a superseded source: %v, its mark %+v", err, getApp(t, from, "shop").Move)
 	}
 }

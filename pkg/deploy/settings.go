@@ -41,20 +41,13 @@ func ChangeRollout(ctx context.Context, d Deps, appName, message string, edit fu
 	if err != nil {
 		return nil, err
 	}
-	lock, err := AcquireLock(ctx, d.Client, d.Namespace, appName, d.Holder)
+	// what the record and releases say now, with the lock held: a deploy
+	// that ran while we waited made a release the change must start from
+	lock, a, err := lockFresh(ctx, d, store, appName, nil)
 	if err != nil {
 		return nil, err
 	}
 	defer lock.Unlock()
-	// what the record and releases say now, with the lock held: a deploy
-	// that ran while we waited made a release the change must start from
-	a, err := store.GetApp(ctx, appName)
-	if err != nil {
-		return nil, err
-	}
-	if a, err = Reconcile(ctx, d.Client, store, a); err != nil {
-		return nil, err
-	}
 	targets, err := inPlaceTargets(ctx, store, a)
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -321,18 +322,45 @@ func TestKill9DuringMove(t *testing.T) {
 	from, to = to, from
 
 	// Given up: a move killed after the target's record was written, then
-	// the app asked to stay on its pool: the half-made copy goes, and app
-	// info no longer calls the move unfinished.
+	// the app asked to stay on its pool: the half-made copy goes, app info
+	// no longer calls the move unfinished, and nothing is rolled out: the
+	// same release, the same units (their UIDs).
 	killAt(points(from, to)[1], to.pool)
 	dropLeases()
-	if in, _ := appInfo(); in.Move == nil {
-		t.Errorf("before giving up: app info shows no unfinished move: %+v", in)
+	before, _ := appInfo()
+	if before.Move == nil {
+		t.Errorf("before giving up: app info shows no unfinished move: %+v", before)
 	}
-	must("app", "pool", "set", "shop", from.pool)
+	unitUIDs := func(ns string) []string {
+		t.Helper()
+		pods, err := h.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "tug.dev/app=shop"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var uids []string
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp == nil { // units of an earlier rollout may still be going
+				uids = append(uids, string(p.UID))
+			}
+		}
+		slices.Sort(uids)
+		return uids
+	}
+	uidsBefore := unitUIDs(from.ns)
+	var kept struct {
+		Release        int
+		UnitsRestarted *bool
+	}
+	if r := must("app", "pool", "set", "shop", from.pool, "-o", "json"); json.Unmarshal([]byte(r.Stdout), &kept) != nil || kept.Release != before.Release || kept.UnitsRestarted == nil || *kept.UnitsRestarted {
+		t.Errorf("giving up the move: want v%d, unitsRestarted false; got %s", before.Release, r)
+	}
+	if after := unitUIDs(from.ns); len(uidsBefore) == 0 || !slices.Equal(after, uidsBefore) {
+		t.Errorf("giving up the move replaced the units: UIDs %v, then %v", uidsBefore, after)
+	}
 	if left := leftovers(to.ns); len(left) != 0 {
 		t.Errorf("giving up the move left in %s: %v", to.cluster, left)
 	}
-	if in, r := appInfo(); in.Namespace != from.ns || in.Pool != from.pool || in.Move != nil || strings.Contains(r.Stderr, "warning") {
+	if in, r := appInfo(); in.Namespace != from.ns || in.Pool != from.pool || in.Move != nil || in.Release != before.Release || strings.Contains(r.Stderr, "warning") {
 		t.Errorf("app info after giving up the move: %+v\n%s", in, r)
 	}
 	if err := answers(); err != nil {
