@@ -98,6 +98,11 @@ func PlanPoolSet(r PoolSetRequest) (*PoolSetPlan, error) {
 	loc := r.Loc
 	found := loc != nil && loc.Found
 	orphan := found && loc.Orphaned()
+	if r.Adopt && loc == nil && len(r.Config.Clusters) > 0 {
+		// Only the lookup across every configured cluster can tell that
+		// no cluster holds the move's old copy any more.
+		return nil, usage.Errorf("--adopt needs tug to look for the move's old copy in every configured cluster, which a command pinned to one connection (--context, --server, --token, ...) does not do: run it without them")
+	}
 	if r.Adopt && !orphan {
 		return nil, usage.Errorf("--adopt is only for the new copy of a move whose old copy is gone, and app %q is not one", r.App)
 	}

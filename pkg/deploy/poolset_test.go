@@ -40,6 +40,7 @@ func TestPlanPoolSet(t *testing.T) {
 		{name: "a move with --no-wait", req: PoolSetRequest{Pool: "pb", Here: "ctx-a", NoWait: true}, usage: true},
 		{name: "a move with --no-rollback", req: PoolSetRequest{Pool: "pb", Here: "ctx-a", NoRollback: true}, usage: true},
 		{name: "in place with --no-wait", req: PoolSetRequest{Pool: "pa", Here: "ctx-a", NoWait: true}, steps: []PoolSetStep{StepRollout}},
+		{name: "--adopt with nothing looked up (--context)", req: PoolSetRequest{Pool: "pb", Here: "ctx-b", Adopt: true}, usage: true},
 		{name: "--adopt on an ordinary app", req: PoolSetRequest{Pool: "pa", Here: "ctx-a", Adopt: true, Loc: at(alpha, cluster.Copy{Pool: "pa"})}, usage: true},
 		{name: "past the switch, same pool: finish only",
 			req:   PoolSetRequest{Pool: "pa", Here: "ctx-a", Loc: at(alpha, cluster.Copy{Pool: "pa", Move: cluster.MoveTarget}, copyIn(beta, cluster.MoveSuperseded))},
@@ -87,6 +88,15 @@ func TestPlanPoolSet(t *testing.T) {
 		if p.Has(StepFinish) && len(p.Old) == 0 || p.Has(StepAbandon) && c.name != "" && len(p.Made) == 0 {
 			t.Errorf("%s: finish with no old copy, or abandon with no made copy: %+v", c.name, p)
 		}
+	}
+}
+
+// --adopt on a command pinned to one context says why it cannot.
+func TestPlanPoolSetAdoptPinned(t *testing.T) {
+	cfg := &cluster.Config{Clusters: []cluster.Cluster{{Name: "alpha", Context: "ctx-a", Pools: []string{"pa"}}}}
+	_, err := PlanPoolSet(PoolSetRequest{App: "shop", Pool: "pa", Here: "ctx-a", Config: cfg, Adopt: true})
+	if !usage.Is(err) || !strings.Contains(err.Error(), "run it without them") {
+		t.Errorf("--adopt with --context: %v", err)
 	}
 }
 
