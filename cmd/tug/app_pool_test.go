@@ -29,7 +29,7 @@ func TestPoolSetRefusesFlagsAMoveIgnores(t *testing.T) {
 	}{
 		{[]string{"app", "pool", "set", "shop", "gpu", "--context", "prod", "--no-wait"}, "--no-wait and --no-rollback do not apply"},
 		{[]string{"app", "pool", "set", "shop", "gpu", "--context", "prod", "--no-rollback"}, "--no-wait and --no-rollback do not apply"},
-		{[]string{"app", "pool", "set", "shop", "gpu", "--context", "prod", "--adopt"}, "--adopt is only for"},
+		{[]string{"app", "pool", "set", "shop", "gpu", "--context", "prod", "--adopt"}, "--adopt needs tug to look for the move's old copy in every configured cluster"},
 	} {
 		if r := run(c.args...); r.code != 2 || !strings.Contains(r.stderr, c.want) {
 			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", c.args, r.code, r.stderr, c.want)

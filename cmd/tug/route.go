@@ -136,7 +136,7 @@ func routeApp(cmd *cobra.Command, f *cli.Factory, appName string) (*cluster.Loca
 	if loc.Copy.Move == cluster.MoveSuperseded && len(loc.Others()) == 0 {
 		// found at all, a superseded copy means every cluster answered
 		fmt.Fprintf(f.IOStreams.ErrOut, "warning: app %q in cluster %q is the old copy of a move that switched over (%s), and no configured cluster holds the new copy any more; '%s app pool set %s %s' makes this copy the app again\n",
-			appName, loc.Name, loc.Copy.Describe, f.CommandName, appName, cfg.HomePool(loc))
+			appName, loc.Name, cli.Sanitize(loc.Copy.Describe), f.CommandName, appName, cli.Sanitize(cfg.HomePool(loc)))
 	}
 	return loc, nil
 }

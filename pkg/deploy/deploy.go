@@ -135,7 +135,18 @@ func Roll(ctx context.Context, d Deps, appName string, change Change, opts Optio
 		return nil, err
 	}
 	var lock *Lock
-	if !opts.DryRun {
+	if opts.DryRun {
+		// Number the release as the real run would: after any release a
+		// killed tug stored without counting it (Reconcile counts it under
+		// the lock; a dry run takes no lock and writes nothing).
+		rels, err := store.ListReleases(ctx, appName)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rels {
+			a.LastRelease = max(a.LastRelease, r.Version)
+		}
+	} else {
 		if lock, a, err = lockFresh(ctx, d, store, appName, nil); err != nil {
 			return nil, err
 		}

@@ -131,6 +131,28 @@ func TestEnvDryRun(t *testing.T) {
 	}
 }
 
+// A release a killed tug stored without counting it (its record still says
+// v4) does not make a dry run fail: it numbers the release as the real run
+// would, after it, and the server is asked about that name.
+func TestDryRunAfterAnUncountedRelease(t *testing.T) {
+	p, ctx := dryRunFixture(t)
+	left := &app.Release{App: "shop", Version: 5, Status: app.StatusPending, Image: "shop:2", Processes: map[string]string{"web": "./serve2"}}
+	if err := p.s.CreateRelease(ctx, left, app.ConfigMap{"A": "beta-secret"}); err != nil {
+		t.Fatal(err)
+	}
+	p.c.ClearActions()
+	p.runs = nil
+	before := kubetest.Objects(t, p.c, ns)
+	res, err := Roll(ctx, p.d, "shop", EnvChange(app.ConfigMap{"C": "charlie-secret"}, nil, ""), Options{DryRun: true})
+	if err != nil {
+		t.Fatalf("dry run after an uncounted v5: %v", err)
+	}
+	if res.Release != 6 {
+		t.Errorf("dry run numbers v%d, want v6 (after the uncounted v5)", res.Release)
+	}
+	assertDryRun(t, p, before)
+}
+
 // A dry run of a change that would only be stored (--no-restart, or an app
 // never deployed) stores nothing, applies nothing and says so.
 func TestEnvDryRunStaged(t *testing.T) {

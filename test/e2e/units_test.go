@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 )
 
 type unitRow struct {
@@ -232,13 +233,18 @@ func TestAutoscale(t *testing.T) {
 		t.Fatalf("scale of an autoscaled process must refuse: %s", r)
 	}
 	// the autoscaler's choice (done here by hand: there is no metrics server)
-	// survives a deploy
-	scale, err := h.Client.AppsV1().Deployments(h.NS).GetScale(ctx, "auto-web", metav1.GetOptions{})
+	// survives a deploy. The HPA controller writes the Deployment too (it
+	// keeps the count within min and max), so the write retries a conflict.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		scale, err := h.Client.AppsV1().Deployments(h.NS).GetScale(ctx, "auto-web", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		scale.Spec.Replicas = 3
+		_, err = h.Client.AppsV1().Deployments(h.NS).UpdateScale(ctx, "auto-web", scale, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	scale.Spec.Replicas = 3
-	if _, err := h.Client.AppsV1().Deployments(h.NS).UpdateScale(ctx, "auto-web", scale, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	h.mustTug("app", "deploy", "auto", "--image", sampleV2)
