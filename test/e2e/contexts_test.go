@@ -12,7 +12,9 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
@@ -229,36 +231,36 @@ func (h *H) appLeftovers(ns, appName string) []string {
 	ctx := context.Background()
 	sel := metav1.ListOptions{LabelSelector: "tug.dev/app=" + appName}
 	var left []string
-	add := func(kind, name string) { left = append(left, kind+"/"+name) }
-	if l, err := h.Client.CoreV1().ConfigMaps(ns).List(ctx, sel); err == nil {
-		for _, o := range l.Items {
-			add("configmap", o.Name)
+	// A failed list fails the test: "nothing left" must mean looked and found none.
+	add := func(kind string, list runtime.Object, err error) {
+		h.t.Helper()
+		if err != nil {
+			h.t.Fatalf("listing %ss in %s: %v", kind, ns, err)
+		}
+		items, err := meta.ExtractList(list)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		for _, it := range items {
+			o, err := meta.Accessor(it)
+			if err != nil {
+				h.t.Fatal(err)
+			}
+			left = append(left, kind+"/"+o.GetName())
 		}
 	}
-	if l, err := h.Client.CoreV1().Secrets(ns).List(ctx, sel); err == nil {
-		for _, o := range l.Items {
-			add("secret", o.Name)
-		}
-	}
-	if l, err := h.Client.AppsV1().Deployments(ns).List(ctx, sel); err == nil {
-		for _, o := range l.Items {
-			add("deployment", o.Name)
-		}
-	}
-	if l, err := h.Client.CoreV1().Services(ns).List(ctx, sel); err == nil {
-		for _, o := range l.Items {
-			add("service", o.Name)
-		}
-	}
-	if l, err := h.Client.CoreV1().Pods(ns).List(ctx, sel); err == nil {
-		for _, o := range l.Items {
-			add("pod", o.Name)
-		}
-	}
-	if l, err := h.Client.CoordinationV1().Leases(ns).List(ctx, sel); err == nil {
-		for _, o := range l.Items {
-			add("lease", o.Name)
-		}
-	}
+	c := h.Client
+	cms, err := c.CoreV1().ConfigMaps(ns).List(ctx, sel)
+	add("configmap", cms, err)
+	secrets, err := c.CoreV1().Secrets(ns).List(ctx, sel)
+	add("secret", secrets, err)
+	deps, err := c.AppsV1().Deployments(ns).List(ctx, sel)
+	add("deployment", deps, err)
+	svcs, err := c.CoreV1().Services(ns).List(ctx, sel)
+	add("service", svcs, err)
+	pods, err := c.CoreV1().Pods(ns).List(ctx, sel)
+	add("pod", pods, err)
+	leases, err := c.CoordinationV1().Leases(ns).List(ctx, sel)
+	add("lease", leases, err)
 	return left
 }
