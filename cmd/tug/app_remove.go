@@ -11,7 +11,7 @@ import (
 )
 
 func newAppRemoveCmd(f *cli.Factory) *cobra.Command {
-	var yes bool
+	var yes, moveCopy bool
 	cmd := &cobra.Command{
 		Use:     "remove APP",
 		Aliases: []string{"rm", "delete"},
@@ -40,7 +40,7 @@ Waits until its units are gone. Asks first on a terminal; elsewhere needs --yes.
 			}
 			p := f.Progress()
 			d.Progress = p
-			if err := deploy.Remove(cmd.Context(), d, name, deploy.RemoveOptions{}); err != nil {
+			if err := deploy.Remove(cmd.Context(), d, name, deploy.RemoveOptions{MoveCopy: moveCopy}); err != nil {
 				p.Fail("removing app " + name)
 				return err
 			}
@@ -49,5 +49,6 @@ Waits until its units are gone. Asks first on a terminal; elsewhere needs --yes.
 		},
 	}
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "Remove without asking")
+	cmd.Flags().BoolVar(&moveCopy, "move-copy", false, "Remove the app although this copy is a move's new copy (only a leftover whose old copy no cluster holds)")
 	return cmd
 }

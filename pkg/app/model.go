@@ -339,3 +339,29 @@ func NormalizeImageID(id string) string {
 	}
 	return id
 }
+
+// Copy is a deep copy of the record, for a change tried on it that must
+// not touch the original (a check before the lock is taken).
+func (a *App) Copy() *App {
+	c := *a
+	c.Processes = maps.Clone(a.Processes)
+	for n, p := range c.Processes {
+		if p.Autoscale != nil {
+			as := *p.Autoscale
+			p.Autoscale = &as
+			c.Processes[n] = p
+		}
+	}
+	c.Domains = slices.Clone(a.Domains)
+	c.Allow = slices.Clone(a.Allow)
+	c.Volumes = slices.Clone(a.Volumes)
+	if a.Build != nil {
+		b := *a.Build
+		c.Build = &b
+	}
+	if a.Move != nil {
+		m := *a.Move
+		c.Move = &m
+	}
+	return &c
+}

@@ -122,6 +122,9 @@ func (s *Store) CopyTo(ctx context.Context, dst *Store, name string, mark *Move)
 	}
 	create := metav1.CreateOptions{FieldManager: kube.FieldManager}
 	var createdSecrets, createdCMs []string
+	// undo deletes what the copy made, the marked record last and only
+	// once everything else is gone: a record kept marks what is left, so
+	// the move says so and the next move removes it (deploy.Remove).
 	undo := func(err error) (*App, error) {
 		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), copyUndoTimeout)
 		defer cancel()
@@ -131,13 +134,16 @@ func (s *Store) CopyTo(ctx context.Context, dst *Store, name string, mark *Move)
 				failed = append(failed, "Secret "+n)
 			}
 		}
-		for _, n := range append(createdCMs, AppRecordName(name)) {
+		for _, n := range createdCMs {
 			if derr := dst.Client.CoreV1().ConfigMaps(dst.Namespace).Delete(uctx, n, metav1.DeleteOptions{}); derr != nil && !apierrors.IsNotFound(derr) {
 				failed = append(failed, "ConfigMap "+n)
 			}
 		}
 		if len(failed) > 0 {
-			return nil, fmt.Errorf("%w (deleting what the copy made failed too: %s)", err, strings.Join(failed, ", "))
+			return nil, &CopyLeftError{Err: err, Left: failed, Namespace: dst.Namespace}
+		}
+		if derr := dst.Client.CoreV1().ConfigMaps(dst.Namespace).Delete(uctx, AppRecordName(name), metav1.DeleteOptions{}); derr != nil && !apierrors.IsNotFound(derr) {
+			return nil, &CopyLeftError{Err: err, Left: []string{"ConfigMap " + AppRecordName(name)}, Namespace: dst.Namespace}
 		}
 		return nil, err
 	}
@@ -162,6 +168,21 @@ func (s *Store) CopyTo(ctx context.Context, dst *Store, name string, mark *Move)
 	}
 	return dst.GetApp(ctx, name)
 }
+
+// CopyLeftError is a failed copy whose undo could not delete all it made:
+// Left names what is still in the target (the marked app record among it,
+// so the next move finds and removes the rest).
+type CopyLeftError struct {
+	Err       error
+	Left      []string
+	Namespace string
+}
+
+func (e *CopyLeftError) Error() string {
+	return fmt.Sprintf("%v (deleting what the copy made failed too; left in namespace %q: %s)", e.Err, e.Namespace, strings.Join(e.Left, ", "))
+}
+
+func (e *CopyLeftError) Unwrap() error { return e.Err }
 
 // copyUndoTimeout bounds the deletes of a failed copy, which run after the
 // command's own context may be gone.

@@ -2,12 +2,15 @@ package app
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"tug.dev/tug/pkg/cluster"
 	"tug.dev/tug/pkg/kube"
@@ -112,5 +115,39 @@ func TestLocateCopy(t *testing.T) {
 		if (c.move != nil) != (cp.Describe != "") || (c.move != nil && cp.MovePool != "pa") {
 			t.Errorf("move %+v: describe %q, pool %q", c.move, cp.Describe, cp.MovePool)
 		}
+	}
+}
+
+// A failed copy whose undo cannot delete a Secret it made keeps the marked
+// record, so what is left is known and the next move removes it (before,
+// the record went and the Secrets, config inside, stayed unknown).
+func TestCopyToUndoKeepsTheRecordWhileSomethingIsLeft(t *testing.T) {
+	ctx := context.Background()
+	src, c := newStore(t)
+	if err := src.CreateApp(ctx, &App{Name: "shop", Namespace: src.Namespace, Release: 1, LastRelease: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := src.CreateRelease(ctx, &Release{App: "shop", Version: 1, Image: "shop:1", Status: StatusDeployed}, ConfigMap{"A": "1"}); err != nil {
+		t.Fatal(err)
+	}
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "zz-shop", Namespace: src.Namespace, Labels: kube.AppLabels("shop")}}
+	if _, err := c.CoreV1().Secrets(src.Namespace).Create(ctx, s, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	theirs := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "zz-shop", Namespace: "there"}}
+	dc := fake.NewClientset(theirs)
+	dc.PrependReactor("delete", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("the API server is gone")
+	})
+	dst := &Store{Client: dc, Namespace: "there"}
+	mark := &Move{Role: MoveTarget, From: "b", To: "a"}
+	_, err := src.CopyTo(ctx, dst, "shop", mark)
+	var left *CopyLeftError
+	if !errors.As(err, &left) || !strings.Contains(err.Error(), "Secret "+ReleaseSecretName("shop", 1)) {
+		t.Fatalf("CopyTo = %v; want a CopyLeftError naming the release Secret", err)
+	}
+	a, err := dst.GetApp(ctx, "shop")
+	if err != nil || a.Move == nil || !a.Move.SameMove(mark) {
+		t.Fatalf("the marked record is gone while its Secrets stay: %+v %v", a, err)
 	}
 }

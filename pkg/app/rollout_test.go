@@ -151,6 +151,7 @@ func TestRolloutView(t *testing.T) {
 
 func TestReleasesToPrune(t *testing.T) {
 	rel := func(v int, st Status) *Release { return &Release{Version: v, Status: st} }
+	img := func(r *Release) *Release { r.Image = "shop:1"; return r }
 	tests := []struct {
 		name          string
 		rels          []*Release // newest first
@@ -165,6 +166,11 @@ func TestReleasesToPrune(t *testing.T) {
 		{"staged older than current is history", []*Release{rel(4, StatusDeployed), rel(3, StatusStaged), rel(2, StatusSuperseded)}, 2, 4, []int{2}},
 		{"history 1 keeps only current", []*Release{rel(3, StatusFailed), rel(2, StatusDeployed), rel(1, StatusSuperseded)}, 1, 2, []int{3, 1}},
 		{"keep zero keeps current", []*Release{rel(2, StatusDeployed), rel(1, StatusSuperseded)}, 0, 2, []int{1}},
+		// the release a rollback goes to outlives failures newer than it
+		{"rollback target kept over a failure", []*Release{img(rel(8, StatusDeployed)), img(rel(7, StatusFailed)), img(rel(6, StatusSuperseded)), img(rel(5, StatusSuperseded))}, 2, 8, []int{7, 5}},
+		{"history 1 asks for no rollback", []*Release{img(rel(3, StatusFailed)), img(rel(2, StatusDeployed)), img(rel(1, StatusSuperseded))}, 1, 2, []int{3, 1}},
+		{"rollback target kept at history 2", []*Release{img(rel(4, StatusFailed)), img(rel(3, StatusFailed)), img(rel(2, StatusDeployed)), img(rel(1, StatusSuperseded))}, 2, 2, []int{4, 3}},
+		{"a staged release is no rollback target", []*Release{img(rel(4, StatusDeployed)), rel(3, StatusSuperseded), img(rel(2, StatusSuperseded)), img(rel(1, StatusSuperseded))}, 2, 4, []int{3, 1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -466,12 +466,19 @@ func (s *Store) PruneReleasesIn(ctx context.Context, app string, rels []*Release
 // ReleasesToPrune says which releases of rels (newest first) go so that at
 // most keep remain. Some are never pruned and take their place among the
 // kept first: release current (what runs, and what a failed rollout falls
-// back to), a pending release (a rollout on its way) and a staged one newer
-// than current (config waiting for the next rollout). The rest of the
-// places go to the newest others.
+// back to), the release a rollback would go to when keep leaves room for
+// one (RollbackTarget: pruning it would leave 'release rollback' nowhere to
+// go while failed releases fill the history; a history of 1 asks for no
+// rollback), a pending release (a rollout on its way) and a staged one
+// newer than current (config waiting for the next rollout). The rest of
+// the places go to the newest others.
 func ReleasesToPrune(rels []*Release, keep, current int) []int {
+	back := 0
+	if keep > 1 {
+		back = RollbackTarget(rels, current)
+	}
 	protected := func(r *Release) bool {
-		return r.Version == current || r.Status == StatusPending || r.Status == StatusStaged && r.Version > current
+		return r.Version == current || r.Version == back || r.Status == StatusPending || r.Status == StatusStaged && r.Version > current
 	}
 	free := keep
 	for _, r := range rels {
@@ -490,6 +497,19 @@ func ReleasesToPrune(rels []*Release, keep, current int) []int {
 		}
 	}
 	return drop
+}
+
+// RollbackTarget is the release 'tug release rollback' goes to when not
+// told which, of rels (newest first) while release current runs: the
+// newest older release that ran and was superseded, with an image; 0 when
+// there is none.
+func RollbackTarget(rels []*Release, current int) int {
+	for _, r := range rels {
+		if r.Version < current && r.Status == StatusSuperseded && r.Image != "" {
+			return r.Version
+		}
+	}
+	return 0
 }
 
 // HistoryLimit is how many release records an app keeps: what release

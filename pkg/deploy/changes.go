@@ -62,13 +62,7 @@ func RollbackChange(ctx context.Context, store *app.Store, target int) Change {
 			if err != nil {
 				return nil, nil, err
 			}
-			for _, r := range rels { // newest first
-				if r.Version < a.Release && r.Status == app.StatusSuperseded && r.Image != "" {
-					target = r.Version
-					break
-				}
-			}
-			if target == 0 {
+			if target = app.RollbackTarget(rels, a.Release); target == 0 {
 				return nil, nil, fmt.Errorf("app %q has no earlier good release to roll back to; see 'tug release list %s'", a.Name, a.Name)
 			}
 		}

@@ -112,30 +112,18 @@ func (e *Error) ExitCode() int { return e.Result.Failure.ExitCode() }
 
 func (e *Error) Unwrap() error { return e.RollbackErr }
 
-// begin fills in a change's defaults (no progress shown) and reads the
-// app's record. The idle timeout, when opts leaves it 0, is the release's
-// (withTimeout), known once the release is.
-func begin(ctx context.Context, d *Deps, opts *Options, appName string) (*app.Store, *app.App, error) {
-	if d.Progress == nil {
-		d.Progress = noProgress{}
-	}
-	store := &app.Store{Client: d.Client, Namespace: d.Namespace}
-	a, err := store.GetApp(ctx, appName)
-	return store, a, err
-}
-
 // Roll makes a new release of an app with change and rolls it out: take the
 // app's lock, store the release, apply its objects, watch until its units run
 // or fail, and on failure restore the last good release. Every deploy, env
 // change and rollback goes through here.
 func Roll(ctx context.Context, d Deps, appName string, change Change, opts Options) (*Result, error) {
 	start := time.Now()
-	store, a, err := begin(ctx, &d, &opts, appName)
-	if err != nil {
-		return nil, err
-	}
-	var lock *Lock
 	if opts.DryRun {
+		store := &app.Store{Client: d.Client, Namespace: d.Namespace}
+		a, err := store.GetApp(ctx, appName)
+		if err != nil {
+			return nil, err
+		}
 		// Number the release as the real run would: after any release a
 		// killed tug stored without counting it (Reconcile counts it under
 		// the lock; a dry run takes no lock and writes nothing).
@@ -146,43 +134,22 @@ func Roll(ctx context.Context, d Deps, appName string, change Change, opts Optio
 		for _, r := range rels {
 			a.LastRelease = max(a.LastRelease, r.Version)
 		}
-	} else {
-		if lock, a, err = lockFresh(ctx, d, store, appName, nil); err != nil {
-			return nil, err
-		}
-		defer lock.Unlock()
+		return roll(unlocked(ctx, d, a), change, opts, start)
 	}
-	return roll(ctx, d, store, a, lock, change, opts, start)
+	t, err := lockApp(ctx, d, appName, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer t.end()
+	return roll(t, change, opts, start)
 }
 
-// lockFresh takes appName's deploy lock and reads its record afresh under
-// it: the record may have changed while the lock was held by another tug,
-// and a tug killed mid-rollout left its release pending (Reconcile). Then
-// check, if any, vets the fresh record: whatever a command checked before
-// taking the lock must hold under it too. The caller unlocks; on an error
-// the lock is released here.
-func lockFresh(ctx context.Context, d Deps, store *app.Store, appName string, check func(*app.App) error) (*Lock, *app.App, error) {
-	lock, err := AcquireLock(ctx, d.Client, d.Namespace, appName, d.Holder)
-	if err != nil {
-		return nil, nil, err
-	}
-	a, err := store.GetApp(ctx, appName)
-	if err == nil {
-		a, err = Reconcile(ctx, d.Client, store, a)
-	}
-	if err == nil && check != nil {
-		err = check(a)
-	}
-	if err != nil {
-		lock.Unlock()
-		return nil, nil, err
-	}
-	return lock, a, nil
-}
-
-// roll is Roll once the app's lock is held (lock nil for a dry run) and the
-// record a is read and reconciled under it.
-func roll(ctx context.Context, d Deps, store *app.Store, a *app.App, lock *Lock, change Change, opts Options, start time.Time) (*Result, error) {
+// roll is Roll in txn t: the app's lock is held (none for a dry run) and
+// t.app was read and reconciled under it. Everything it asks of the
+// cluster runs on t.ctx, so a lost lock stops it at the next request;
+// what records how it ended runs on a detached context.
+func roll(t *txn, change Change, opts Options, start time.Time) (*Result, error) {
+	ctx, d, store, a := t.ctx, t.d, t.store, t.app
 	base, baseConfig, err := BaseRelease(ctx, store, a)
 	if err != nil {
 		return nil, err
@@ -206,10 +173,10 @@ func roll(ctx context.Context, d Deps, store *app.Store, a *app.App, lock *Lock,
 		// store only: the config waits for the next rollout
 		next.Status = app.StatusStaged
 		if err := store.CreateRelease(ctx, next, config); err != nil {
-			return nil, err
+			return nil, t.explain(err)
 		}
 		if _, err := store.UpdateApp(ctx, a.Name, func(x *app.App) error { x.LastRelease = next.Version; return nil }); err != nil {
-			return nil, err
+			return nil, t.explain(err)
 		}
 		return result(a, next, app.StatusStaged, start), nil
 	}
@@ -222,15 +189,16 @@ func roll(ctx context.Context, d Deps, store *app.Store, a *app.App, lock *Lock,
 	}
 	// before the release is stored: an object in the way leaves no trace
 	if err := guardOwned(ctx, d.Client, d.Namespace, Render(a, next, config)); err != nil {
-		return nil, err
+		return nil, t.explain(err)
 	}
 	if err := store.CreateRelease(ctx, next, config); err != nil {
-		return nil, err
+		return nil, t.explain(err)
 	}
 	// From here every way out records how the rollout ended: a release is
 	// never left pending by a tug that is still running.
 	name, v := a.Name, next.Version
 	interrupted := func(err error) (*Result, error) {
+		err = t.explain(err)
 		_ = settle(ctx, store, name, v, err)
 		return nil, err
 	}
@@ -252,12 +220,12 @@ func roll(ctx context.Context, d Deps, store *app.Store, a *app.App, lock *Lock,
 		pr, err := releasePhase(ctx, d, a, next, config, previous)
 		phaseResult = pr
 		if err != nil {
-			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+			if t.cause() != nil {
+				return interrupted(err)
+			}
+			wctx, cancel := detached(ctx)
 			defer cancel()
 			_, _ = store.UpdateApp(wctx, a.Name, func(x *app.App) error { x.Processes = unitsBefore; return nil })
-			if ctx.Err() != nil {
-				return interrupted(ctx.Err())
-			}
 			reason := "release phase: " + err.Error()
 			failed := (*ReleasePhaseError)(nil)
 			if errors.As(err, &failed) {
@@ -276,15 +244,20 @@ func roll(ctx context.Context, d Deps, store *app.Store, a *app.App, lock *Lock,
 			return res, err
 		}
 	}
+	// The phase may have run for minutes: the lock must still be ours
+	// before anything of the release is applied.
+	if err := t.lost(); err != nil {
+		return interrupted(err)
+	}
 	objs := Render(a, next, config)
 	d.Progress.Update(fmt.Sprintf("applying release v%d", next.Version))
 	got, err := applyObjects(ctx, d.Client, d.Namespace, objs, false)
 	if err != nil {
-		if ctx.Err() != nil {
-			return interrupted(ctx.Err())
+		if t.cause() != nil {
+			return interrupted(err)
 		}
 		// the API server refused the objects: the release failed
-		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+		wctx, cancel := detached(ctx)
 		_ = store.SetReleaseStatus(wctx, a.Name, next.Version, app.StatusFailed, err.Error())
 		cancel()
 		return nil, err
@@ -295,22 +268,20 @@ func roll(ctx context.Context, d Deps, store *app.Store, a *app.App, lock *Lock,
 
 	var failure *Failure
 	if !opts.NoWait {
-		wctx, stop := lock.bind(ctx)
 		ro := &rollout{client: d.Client, namespace: d.Namespace, app: a.Name, release: next.Version,
 			generations: generations(got), idle: opts.Timeout, progress: d.Progress}
-		err := ro.wait(wctx)
-		stop()
+		err := ro.wait(ctx)
 		if err == nil {
 			recordImageID(ctx, d, store, next, ro.imageID())
 		}
-		if lost := lock.Lost(); lost != nil {
+		if lost := t.lost(); lost != nil {
 			return interrupted(lost)
 		}
 		if err != nil && !errors.As(err, &failure) {
 			return interrupted(err) // Ctrl-C, SIGTERM, or the API failed
 		}
 	}
-	if err := lock.Lost(); err != nil {
+	if err := t.lost(); err != nil {
 		return interrupted(err)
 	}
 	if failure == nil {
@@ -319,11 +290,11 @@ func roll(ctx context.Context, d Deps, store *app.Store, a *app.App, lock *Lock,
 			// fresh deadline (the command's may be gone, or one request
 			// timed out). Once the record names the release it is
 			// deployed, even if a status write after that failed.
-			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+			wctx, cancel := detached(ctx)
 			again := markDeployed(wctx, store, a, next, previous, opts.HistoryMax)
 			cancel()
 			if again != nil && settle(ctx, store, name, v, err) != app.StatusDeployed {
-				return nil, err
+				return nil, t.explain(err)
 			}
 		}
 		res := result(a, next, app.StatusDeployed, start)
@@ -332,7 +303,7 @@ func roll(ctx context.Context, d Deps, store *app.Store, a *app.App, lock *Lock,
 	}
 
 	// The rollout failed: record why, then put back what ran before.
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+	wctx, cancel := detached(ctx)
 	_ = store.SetReleaseStatus(wctx, a.Name, next.Version, app.StatusFailed, failure.Message)
 	cancel()
 	// failed releases count against the history cap too
@@ -344,7 +315,7 @@ func roll(ctx context.Context, d Deps, store *app.Store, a *app.App, lock *Lock,
 		back, err := restore(ctx, d, store, a, previous, givenTimeout)
 		if err != nil {
 			res.DurationMS = time.Since(start).Milliseconds()
-			return res, &Error{Result: res, RollbackErr: err, RollbackTo: previous}
+			return res, &Error{Result: res, RollbackErr: t.explain(err), RollbackTo: previous}
 		}
 		res.RolledBackTo = back
 	}

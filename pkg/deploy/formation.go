@@ -105,30 +105,31 @@ func ConfigureChange(ctx context.Context, d Deps, appName string, c RecordChange
 func reshape(ctx context.Context, d Deps, appName string, c RecordChange, opts Options, storeOnlyBeforeDeploy bool) (*Result, error) {
 	change := c.Edit
 	start := time.Now()
-	store, a, err := begin(ctx, &d, &opts, appName)
+	// Check the change on the record as it is before taking the lock, so
+	// bad input fails fast and leaves no trace; the same checks run again
+	// on the record read under the lock, the only copy written back.
+	check := func(a *app.App) error {
+		if err := change(a.Copy()); err != nil {
+			return err
+		}
+		if a.Release == 0 && !storeOnlyBeforeDeploy {
+			return fmt.Errorf("app %q has not been deployed yet; deploy it first with 'tug app deploy %s --image IMAGE'", appName, appName)
+		}
+		return nil
+	}
+	before, err := (&app.Store{Client: d.Client, Namespace: d.Namespace}).GetApp(ctx, appName)
 	if err != nil {
 		return nil, err
 	}
-	// check the change before taking the lock, so bad input fails fast and
-	// leaves no trace
-	if err := change(a); err != nil {
+	if err := check(before); err != nil {
 		return nil, err
 	}
-	if a.Release == 0 && !storeOnlyBeforeDeploy {
-		return nil, fmt.Errorf("app %q has not been deployed yet; deploy it first with 'tug app deploy %s --image IMAGE'", appName, appName)
-	}
-	lock, err := AcquireLock(ctx, d.Client, d.Namespace, appName, d.Holder)
+	t, err := lockApp(ctx, d, appName, check)
 	if err != nil {
 		return nil, err
 	}
-	defer lock.Unlock()
-	// a tug killed mid-rollout may have left the units on a release the
-	// record does not name yet: settle that before re-applying the record's
-	if settled, err := Reconcile(ctx, d.Client, store, a); err != nil {
-		return nil, err
-	} else if settled != nil {
-		a = settled
-	}
+	defer t.end()
+	ctx, d, store, a := t.ctx, t.d, t.store, t.app
 	// Objects of the changed record that exist and are not the app's stop
 	// the change before anything is written (see guardOwned).
 	var r *app.Release
@@ -147,33 +148,38 @@ func reshape(ctx context.Context, d Deps, appName string, c RecordChange, opts O
 			return nil, err
 		}
 	}
-	var before map[string]app.Process // the formation the change started from
+	var formationBefore map[string]app.Process // the formation the change started from
 	a, err = store.UpdateApp(ctx, appName, func(x *app.App) error {
-		before = maps.Clone(x.Processes)
+		formationBefore = maps.Clone(x.Processes)
 		return change(x)
 	})
 	if err != nil {
 		if undo != nil { // the record was not written: neither is the side effect
-			undo(context.WithoutCancel(ctx))
+			uctx, cancel := detached(ctx)
+			undo(uctx)
+			cancel()
 		}
-		return nil, err
+		return nil, t.explain(err)
 	}
 	if a.Release == 0 {
 		return &Result{App: a.Name, Namespace: a.Namespace, Status: app.StatusStaged, Processes: []ProcessResult{}}, nil
 	}
 	if r == nil || r.Version != a.Release {
 		if r, config, err = store.GetRelease(ctx, appName, a.Release); err != nil {
-			return nil, err
+			return nil, t.explain(err)
 		}
 	}
 	withTimeout(&opts, r)
+	if err := t.lost(); err != nil {
+		return nil, err
+	}
 	objs := Render(a, r, config)
 	got, err := applyObjects(ctx, d.Client, d.Namespace, objs, false)
 	if err != nil {
-		return nil, err
+		return nil, t.explain(err)
 	}
 	if err := removeStale(ctx, d.Client, d.Namespace, a.Name, objs); err != nil {
-		return nil, err
+		return nil, t.explain(err)
 	}
 	res := result(a, r, app.StatusDeployed, start)
 	if opts.NoWait {
@@ -184,19 +190,20 @@ func reshape(ctx context.Context, d Deps, appName string, c RecordChange, opts O
 	res.DurationMS = time.Since(start).Milliseconds()
 	f, ok := err.(*Failure)
 	if !ok {
-		return res, err
+		return res, t.explain(err)
 	}
 	res.Failure = f
 	if storeOnlyBeforeDeploy || opts.NoRollback {
 		return res, f
 	}
-	// all or nothing: put the previous formation back
+	// all or nothing: put the previous formation back, still under the
+	// lock (t.ctx): a restore must not write once another tug may hold it
 	rerr := &ReshapeError{App: a.Name, Failure: f}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opts.Timeout)
+	rctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
-	prev, err := restoreFormation(rctx, d, store, a.Name, r, config, before, opts.Timeout)
+	prev, err := restoreFormation(rctx, d, store, a.Name, r, config, formationBefore, opts.Timeout)
 	if err != nil {
-		rerr.RestoreErr = err
+		rerr.RestoreErr = t.explain(err)
 	} else {
 		rerr.Restored = formation(prev)
 		res.Processes = result(prev, r, app.StatusDeployed, start).Processes

@@ -16,10 +16,12 @@ const ns = "dev"
 
 // newFake is a fake clientset with server-side apply support
 // (fake.NewClientset, not NewSimpleClientset). It has no controllers: nothing
-// creates pods or updates a Deployment's status. A dry-run write stores
-// nothing, as on a real API server (kubetest.HonorDryRun).
+// creates pods or updates a Deployment's status. As on a real API server, a
+// write with a stale resourceVersion conflicts (kubetest.HonorResourceVersion)
+// and a dry-run write stores nothing (kubetest.HonorDryRun).
 func newFake(objs ...runtime.Object) (*fake.Clientset, *app.Store) {
 	c := fake.NewClientset(objs...)
+	kubetest.HonorResourceVersion(c)
 	kubetest.HonorDryRun(c)
 	return c, &app.Store{Client: c, Namespace: ns}
 }

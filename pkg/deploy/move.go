@@ -26,7 +26,8 @@ import (
 //	(d) drop the target's mark
 //	(e) remove the app from the source
 //
-// all under the app's deploy lock in the source. A failure before (c)
+// all under the app's deploy lock in the source, and from (a) to (d) under
+// its lock in the target too. A failure before (c)
 // removes the target copy it made (recognised by its mark: the same
 // clusters and start as the source's) and leaves the app serving where it
 // was; an app of that name it did not make is never touched. A tug
@@ -36,9 +37,7 @@ import (
 // A move to yet another cluster gives the earlier move up first
 // (GiveUpEarlier); a move's new copy is never a move's source. Only a
 // move's own mark is ever dropped (dropMark), and every change to a
-// copy's record is made under that copy's lock (lockFresh), the new
-// copy's mark in (d) excepted: this move made that copy, and dropMark
-// checks the mark in the same write.
+// copy's record is made under that copy's lock (lockApp).
 
 // moveCleanupTimeout bounds the undo of a failed move, which runs after the
 // command's own context may be gone (Ctrl-C).
@@ -179,7 +178,7 @@ func Move(ctx context.Context, src, dst Deps, appName string, o MoveOptions) (*M
 	if err != nil {
 		return nil, err
 	}
-	// what may move: checked now, and again under the lock (lockFresh),
+	// what may move: checked now, and again under the lock (lockApp),
 	// as another tug may have changed the app meanwhile
 	check := func(a *app.App) error {
 		if err := movableSource(a, o); err != nil {
@@ -222,56 +221,75 @@ func Move(ctx context.Context, src, dst Deps, appName string, o MoveOptions) (*M
 		return res, nil
 	}
 
-	lock, a, err := lockFresh(ctx, src, from, appName, check)
+	t, err := lockApp(ctx, src, appName, check)
 	if err != nil {
 		return nil, err
 	}
-	defer lock.Unlock()
-	// again under the lock: another move may have come and gone meanwhile
-	if stale, err = staleTarget(ctx, &app.Store{Client: dst.Client, Namespace: dst.Namespace}, appName, a.Move, o); err != nil {
-		return nil, err
+	defer t.end()
+	ctx, a, from = t.ctx, t.app, t.store
+	// The target's lock too, from before the copy until its mark is
+	// dropped: no other tug changes or removes the new copy (a remove
+	// tug suggests for leftovers) while this move makes it, checks it
+	// and switches to it. It ends with the source's lock as well.
+	tlock, err := AcquireLock(ctx, dst.Client, dst.Namespace, appName, dst.Holder)
+	if err != nil {
+		return nil, t.explain(err)
+	}
+	tt := holding(ctx, dst, tlock)
+	defer tt.end()
+	to = tt.store
+	// again under the locks: another move may have come and gone meanwhile
+	if stale, err = staleTarget(tt.ctx, to, appName, a.Move, o); err != nil {
+		return nil, tt.explain(err)
 	}
 	if earlier = servingSource(a.Move) && a.Move.To != o.To; earlier {
 		if err := removeMade(ctx, src, o.Earlier, appName, a.Move); err != nil {
-			return nil, err
+			return nil, t.explain(err)
 		}
 		res.GaveUp = a.Move.To
 	}
 	if stale {
 		src.Progress.Update(fmt.Sprintf("removing the copy an earlier move left in cluster %s", o.To))
-		if err := Remove(ctx, dst, appName, RemoveOptions{}); err != nil {
-			return nil, fmt.Errorf("removing the copy of app %q an earlier move left in cluster %q: %w", appName, o.To, err)
+		if err := removeHeld(tt.ctx, dst, appName, RemoveOptions{}); err != nil {
+			return nil, fmt.Errorf("removing the copy of app %q an earlier move left in cluster %q: %w", appName, o.To, tt.explain(err))
 		}
 	}
 	started := time.Now().UTC()
 	mark := &app.Move{Role: app.MoveTarget, From: o.From, To: o.To, Pool: o.Pool, StartedAt: started}
 	own := &app.Move{Role: app.MoveSource, From: o.From, To: o.To, Pool: o.Pool, StartedAt: started}
 	if _, err := from.UpdateApp(ctx, appName, func(x *app.App) error { x.Move = own; return nil }); err != nil {
-		return nil, err
+		return nil, t.explain(err)
 	}
 	fail := func(err error) (*MoveResult, error) {
-		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), moveCleanupTimeout)
+		err = tt.explain(t.explain(err))
+		wctx, cancel := detached(ctx)
 		defer cancel()
 		me := &MoveError{App: appName, From: o.From, To: o.To, Err: err}
-		// Only the copy this move made goes: an app someone else put there
-		// (created between the check and the copy) is theirs.
-		there, gerr := (&app.Store{Client: dst.Client, Namespace: dst.Namespace}).GetApp(wctx, appName)
+		// Only the copy this move made goes (an app someone else put
+		// there is theirs), and only while this move still holds the
+		// target's lock: once it is lost, another tug may be using it.
+		there, gerr := to.GetApp(wctx, appName)
 		switch {
 		case app.IsNotFound(gerr):
 		case gerr != nil:
 			me.CleanupErr = gerr
-		case there.Move.SameMove(mark) && there.Move.Role == app.MoveTarget:
+		case !there.Move.SameMove(mark) || there.Move.Role != app.MoveTarget:
+			me.Foreign = true
+		case tt.lost() != nil:
+			me.CleanupErr = tt.lost()
+		default:
 			src.Progress.Update(fmt.Sprintf("removing the copy from cluster %s", o.To))
-			if rerr := Remove(wctx, dst, appName, RemoveOptions{}); rerr != nil && !app.IsNotFound(rerr) {
+			if rerr := removeHeld(wctx, dst, appName, RemoveOptions{}); rerr != nil && !app.IsNotFound(rerr) {
 				me.CleanupErr = rerr
 			}
-		default:
-			me.Foreign = true
 		}
 		// The source keeps its mark while its copy is left in the target,
-		// so that the next move recognises that copy and removes it.
+		// so that the next move recognises that copy and removes it; and
+		// it is not ours to change once the source's lock is lost.
 		if me.CleanupErr == nil {
-			if _, merr := dropMark(wctx, from, appName, own); merr != nil {
+			if merr := t.lost(); merr != nil {
+				me.MarkErr = merr
+			} else if _, merr := dropMark(wctx, from, appName, own); merr != nil {
 				me.MarkErr = merr
 			}
 		}
@@ -288,7 +306,10 @@ func Move(ctx context.Context, src, dst Deps, appName string, o MoveOptions) (*M
 
 	// (a)
 	src.Progress.Update(fmt.Sprintf("copying app %s to cluster %s", appName, o.To))
-	if _, err := from.CopyTo(ctx, to, appName, mark); err != nil {
+	if _, err := from.CopyTo(tt.ctx, to, appName, mark); err != nil {
+		return fail(err)
+	}
+	if err := tt.read(appName, nil); err != nil {
 		return fail(err)
 	}
 	// (b)
@@ -301,18 +322,23 @@ func Move(ctx context.Context, src, dst Deps, appName string, o MoveOptions) (*M
 		// release phase: with no config staged (refuseStaged), the change
 		// starts from the deployed release, so nothing changes but where
 		// the units run.
-		rolled, err := Roll(ctx, dst, appName, change, Options{Timeout: o.Timeout, NoRollback: true, SkipReleasePhase: true})
+		rolled, err := roll(tt, change, Options{Timeout: o.Timeout, NoRollback: true, SkipReleasePhase: true}, time.Now())
 		if err != nil {
 			return fail(err)
 		}
 		res.Release = rolled.Release
-	} else if _, err := to.UpdateApp(ctx, appName, func(x *app.App) error { x.Pool = o.Pool; return nil }); err != nil {
+	} else if _, err := to.UpdateApp(tt.ctx, appName, func(x *app.App) error { x.Pool = o.Pool; return nil }); err != nil {
 		return fail(err)
 	}
-	if err := servesThere(ctx, dst, appName); err != nil {
+	if err := servesThere(tt.ctx, dst, appName); err != nil {
 		return fail(err)
 	}
-	if err := lock.Lost(); err != nil {
+	// The new copy must still be whole, as this move made it, before the
+	// source gives way to it.
+	if err := wholeCopy(tt.ctx, to, appName, mark, res.Release, o.Pool); err != nil {
+		return fail(err)
+	}
+	if err := errors.Join(t.lost(), tt.lost()); err != nil {
 		return fail(err)
 	}
 	// (c)
@@ -327,13 +353,42 @@ func Move(ctx context.Context, src, dst Deps, appName string, o MoveOptions) (*M
 	}
 	// (d), (e)
 	res.Serving = res.To
-	err = finish(ctx, src, to, appName, own)
+	err = finish(t, tt, appName, own)
 	res.Status, err = finishedMove(appName, o, err)
 	if err != nil {
 		res.Failure = moveFailure(err)
 	}
 	res.DurationMS = time.Since(start).Milliseconds()
 	return res, err
+}
+
+// wholeCopy checks, under the target's lock, that the copy a move made is
+// still there as it made it: its record carries the move's mark, and it
+// runs the release the move rolled out (release, 0 for an app never
+// deployed, which has only its pool set), deployed on the move's pool.
+func wholeCopy(ctx context.Context, to *app.Store, appName string, mark *app.Move, release int, pool string) error {
+	there, err := to.GetApp(ctx, appName)
+	if err != nil {
+		return fmt.Errorf("the new copy is not whole: %w", err)
+	}
+	switch {
+	case there.Move == nil || !there.Move.SameMove(mark) || there.Move.Role != app.MoveTarget:
+		return errors.New("the new copy's record no longer carries this move's mark")
+	case there.Pool != pool:
+		return fmt.Errorf("the new copy's pool is %q, not %q", there.Pool, pool)
+	case there.Release != release:
+		return fmt.Errorf("the new copy runs release v%d, not v%d as the move rolled out", there.Release, release)
+	case release == 0:
+		return nil
+	}
+	r, _, err := to.GetRelease(ctx, appName, release)
+	if err != nil {
+		return fmt.Errorf("the new copy is not whole: %w", err)
+	}
+	if r.Status != app.StatusDeployed {
+		return fmt.Errorf("the new copy's release v%d is %s, not deployed", release, r.Status)
+	}
+	return nil
 }
 
 // finishedMove is how a move whose target serves ended, given the error
@@ -390,29 +445,35 @@ func staleTarget(ctx context.Context, to *app.Store, appName string, own *app.Mo
 			return true, nil
 		}
 		m := there.Move
-		return false, usage.Errorf("app %q in cluster %q (namespace %q) is the copy of a move from cluster %q started %s, which this copy of the app did not start; tug will not remove it: if it is a leftover, remove it ('tug app remove %s --context ...')", appName, o.To, to.Namespace, m.From, m.StartedAt.Format(time.RFC3339), appName)
+		return false, usage.Errorf("app %q in cluster %q (namespace %q) is the copy of a move from cluster %q started %s, which this copy of the app did not start; tug will not remove it: if it is a leftover, remove it ('tug app remove %s --move-copy --context ...')", appName, o.To, to.Namespace, m.From, m.StartedAt.Format(time.RFC3339), appName)
 	}
 	return false, usage.Errorf("an app %q already exists in cluster %q (namespace %q); tug will not overwrite it: remove one of the two ('tug app remove %s --context ...')", appName, o.To, to.Namespace, appName)
 }
 
 // finish drops the target's mark (d) and removes the superseded source
-// copy (e), whose lock the caller holds; m is the move, as the source's
-// mark records it. Only that move's mark is dropped: a new copy marked by
-// another move is not known to be this copy's successor, and then both
-// copies stay, with an error.
-func finish(ctx context.Context, src Deps, to *app.Store, appName string, m *app.Move) error {
+// copy (e): src holds the source copy's lock, dst the target's; m is the
+// move, as the source's mark records it. Only that move's mark is dropped:
+// a new copy marked by another move is not known to be this copy's
+// successor, and then both copies stay, with an error.
+func finish(src, dst *txn, appName string, m *app.Move) error {
+	if err := dst.lost(); err != nil {
+		return err
+	}
 	// A fresh store: the record changed under other stores (the rollout's)
 	// since this one last read it.
-	to = &app.Store{Client: to.Client, Namespace: to.Namespace}
-	other, err := dropMark(ctx, to, appName, &app.Move{Role: app.MoveTarget, From: m.From, To: m.To, StartedAt: m.StartedAt})
+	to := &app.Store{Client: dst.d.Client, Namespace: dst.d.Namespace}
+	other, err := dropMark(dst.ctx, to, appName, &app.Move{Role: app.MoveTarget, From: m.From, To: m.To, StartedAt: m.StartedAt})
 	if err != nil {
-		return err
+		return dst.explain(err)
 	}
 	if other != nil {
 		return fmt.Errorf("the new copy of app %q (namespace %q) carries the mark of another move (%s), not of the move that superseded its old copy; tug leaves both copies as they are", appName, to.Namespace, other.Describe())
 	}
-	src.Progress.Update("removing the app from its old cluster")
-	return removeHeld(ctx, src, appName, RemoveOptions{})
+	if err := src.lost(); err != nil {
+		return err
+	}
+	src.d.Progress.Update("removing the app from its old cluster")
+	return src.explain(removeHeld(src.ctx, src.d, appName, RemoveOptions{}))
 }
 
 // errMarkKept ends the UpdateApp of a dropMark that changes nothing.
@@ -479,31 +540,25 @@ func FinishMove(ctx context.Context, serving, old Deps, appName string) error {
 	if old.Progress == nil {
 		old.Progress = serving.Progress
 	}
-	to := &app.Store{Client: serving.Client, Namespace: serving.Namespace}
 	if old.Client == nil {
 		return fmt.Errorf("finishing the move of app %q: no cluster to remove its old copy from", appName)
 	}
-	lock, cur, err := lockFresh(ctx, serving, to, appName, nil)
+	st, err := lockApp(ctx, serving, appName, nil)
 	if err != nil {
 		return err
 	}
-	defer lock.Unlock()
+	defer st.end()
+	cur := st.app
 	// the old copy gone (a finish ran meanwhile, or it was removed): the
 	// move is past its switch, and the serving copy's own mark goes
 	gone := func() error {
 		if cur.Move == nil || cur.Move.Role != app.MoveTarget {
 			return nil
 		}
-		_, err := dropMark(ctx, to, appName, cur.Move)
-		return err
+		_, err := dropMark(st.ctx, st.store, appName, cur.Move)
+		return st.explain(err)
 	}
-	from := &app.Store{Client: old.Client, Namespace: old.Namespace}
-	if _, err := from.GetApp(ctx, appName); app.IsNotFound(err) {
-		return gone()
-	} else if err != nil {
-		return err
-	}
-	oldLock, a, err := lockFresh(ctx, old, from, appName, func(a *app.App) error {
+	ot, err := lockApp(st.ctx, old, appName, func(a *app.App) error {
 		if a.Move == nil || !a.Move.Superseded {
 			return fmt.Errorf("the copy of app %q in namespace %q is not superseded: it still serves, so tug leaves it", appName, old.Namespace)
 		}
@@ -515,8 +570,8 @@ func FinishMove(ctx context.Context, serving, old Deps, appName string) error {
 	if err != nil {
 		return err
 	}
-	defer oldLock.Unlock()
-	return finish(ctx, old, to, appName, a.Move)
+	defer ot.end()
+	return finish(ot, st, appName, ot.app.Move)
 }
 
 // MoveRolledOut reports whether a move's target copy, reached through d,
@@ -573,24 +628,23 @@ func MoveRolledOut(ctx context.Context, d Deps, appName string) (bool, error) {
 // only when asked ('tug app pool set --adopt'). It drops the copy's mark,
 // under the app's lock.
 func AdoptMove(ctx context.Context, d Deps, appName string) error {
-	store := &app.Store{Client: d.Client, Namespace: d.Namespace}
-	lock, a, err := lockFresh(ctx, d, store, appName, nil)
+	t, err := lockApp(ctx, d, appName, nil)
 	if err != nil {
 		return err
 	}
-	defer lock.Unlock()
-	ok, err := MoveRolledOut(ctx, d, appName)
+	defer t.end()
+	ok, err := MoveRolledOut(t.ctx, d, appName)
 	if err != nil {
-		return err
+		return t.explain(err)
 	}
 	if !ok {
 		return fmt.Errorf("the copy of app %q in namespace %q is not a move's completed new copy; tug will not make it the app", appName, d.Namespace)
 	}
-	other, err := dropMark(ctx, store, appName, a.Move)
+	other, err := dropMark(t.ctx, t.store, appName, t.app.Move)
 	if err == nil && other != nil {
 		err = errors.New("its move mark changed meanwhile")
 	}
-	return err
+	return t.explain(err)
 }
 
 // AbandonMove gives up a move that a killed tug left before its switch:
@@ -603,37 +657,36 @@ func AdoptMove(ctx context.Context, d Deps, appName string) error {
 // that move's target (its mark records another move, or none) is left
 // alone.
 func AbandonMove(ctx context.Context, src Deps, made []Deps, appName string) error {
-	if src.Progress == nil {
-		src.Progress = noProgress{}
-	}
-	from := &app.Store{Client: src.Client, Namespace: src.Namespace}
-	a, err := from.GetApp(ctx, appName)
+	a, err := (&app.Store{Client: src.Client, Namespace: src.Namespace}).GetApp(ctx, appName)
 	if err != nil {
 		return err
 	}
 	if !servingSource(a.Move) {
 		return nil
 	}
-	lock, a, err := lockFresh(ctx, src, from, appName, nil)
+	t, err := lockApp(ctx, src, appName, nil)
 	if err != nil {
 		return err
 	}
-	defer lock.Unlock()
-	m := a.Move
+	defer t.end()
+	m := t.app.Move
 	if !servingSource(m) {
 		return nil
 	}
-	if err := removeMade(ctx, src, made, appName, m); err != nil {
+	if err := removeMade(t.ctx, t.d, made, appName, m); err != nil {
+		return t.explain(err)
+	}
+	if err := t.lost(); err != nil {
 		return err
 	}
-	_, err = dropMark(ctx, from, appName, m)
-	return err
+	_, err = dropMark(t.ctx, t.store, appName, m)
+	return t.explain(err)
 }
 
 // removeMade removes the copy that move m, cut short before its switch,
 // made: looked for in each of made, and removed only where it carries m's
-// target mark (any other app of that name is left alone). The caller holds
-// the source's lock.
+// target mark, checked under that copy's lock (any other app of that name
+// is left alone). The caller holds the source's lock.
 func removeMade(ctx context.Context, src Deps, made []Deps, appName string, m *app.Move) error {
 	for _, dst := range made {
 		there, err := (&app.Store{Client: dst.Client, Namespace: dst.Namespace}).GetApp(ctx, appName)
@@ -643,7 +696,8 @@ func removeMade(ctx context.Context, src Deps, made []Deps, appName string, m *a
 			return err
 		case there.Move != nil && there.Move.Role == app.MoveTarget && there.Move.SameMove(m):
 			src.Progress.Update(fmt.Sprintf("giving up the unfinished move to cluster %s: removing the copy it left there", m.To))
-			if err := Remove(ctx, dst, appName, RemoveOptions{}); err != nil {
+			err := Remove(ctx, dst, appName, RemoveOptions{OfMove: m})
+			if err != nil && !app.IsNotFound(err) && !errors.Is(err, ErrNotThatCopy) {
 				return fmt.Errorf("removing the copy of app %q an unfinished move left in cluster %q: %w", appName, m.To, err)
 			}
 		}
@@ -665,17 +719,16 @@ func servingSource(m *app.Move) bool {
 // have begun (its Deployments, Services). A copy that is not superseded
 // is left as it is.
 func ReclaimMove(ctx context.Context, d Deps, appName string) error {
-	store := &app.Store{Client: d.Client, Namespace: d.Namespace}
-	lock, a, err := lockFresh(ctx, d, store, appName, nil)
+	t, err := lockApp(ctx, d, appName, nil)
 	if err != nil {
 		return err
 	}
-	defer lock.Unlock()
-	if a.Move == nil || !a.Move.Superseded {
+	defer t.end()
+	if t.app.Move == nil || !t.app.Move.Superseded {
 		return nil
 	}
-	_, err = dropMark(ctx, store, appName, a.Move)
-	return err
+	_, err = dropMark(t.ctx, t.store, appName, t.app.Move)
+	return t.explain(err)
 }
 
 // endpointsTimeout bounds the wait for the target's Service to list a ready

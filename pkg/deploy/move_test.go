@@ -185,7 +185,10 @@ func TestMoveRedoesAnUnfinishedCopy(t *testing.T) {
 	if a := getApp(t, to, "shop"); a.Move == nil || !a.Move.StartedAt.Equal(started.Add(-time.Hour)) {
 		t.Fatalf("another move's copy was touched: %+v", a.Move)
 	}
-	if err := Remove(ctx, deps(dst), "shop", RemoveOptions{}); err != nil {
+	if err := Remove(ctx, deps(dst), "shop", RemoveOptions{}); !usage.Is(err) {
+		t.Fatalf("Remove of a move's new copy: %v; want a refusal", err)
+	}
+	if err := Remove(ctx, deps(dst), "shop", RemoveOptions{MoveCopy: true}); err != nil {
 		t.Fatal(err)
 	}
 	// the copy this source's move left: removed, and the move redone
@@ -474,5 +477,68 @@ func TestAdoptMove(t *testing.T) {
 	}
 	if err := AdoptMove(ctx, deps(dst2), "shop"); err != nil || getApp(t, to2, "shop").Move != nil {
 		t.Errorf("AdoptMove: %v, mark %+v", err, getApp(t, to2, "shop").Move)
+	}
+}
+
+// A remove of the new copy while the move switches over (what tug suggests
+// for a leftover copy, --move-copy included) waits for the move: the move
+// holds the target's lock from the copy until its mark is dropped. Before,
+// it removed the copy between the target's rollout and the switch, and the
+// move then superseded the only copy that served.
+func TestMoveHoldsTheTargetsLock(t *testing.T) {
+	src, from := deployedSource(t)
+	dst := runningTarget(t)
+	to := &app.Store{Client: dst, Namespace: ns}
+	var removeErr error
+	removed := false
+	src.PrependReactor("update", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		cm, ok := a.(k8stesting.UpdateAction).GetObject().(*corev1.ConfigMap)
+		if ok && !removed && strings.Contains(fmt.Sprint(cm.Data), `"superseded":true`) {
+			removed = true
+			removeErr = Remove(context.Background(), deps(dst), "shop", RemoveOptions{MoveCopy: true})
+		}
+		return false, nil, nil
+	})
+	res, err := Move(context.Background(), deps(src), deps(dst), "shop", moveOpts())
+	if err != nil || res.Status != "moved" {
+		t.Fatalf("Move = %+v, %v", res, err)
+	}
+	var held *LockedError
+	if !removed || !errors.As(removeErr, &held) {
+		t.Fatalf("remove of the new copy during the switch: %v (tried %v); want a LockedError", removeErr, removed)
+	}
+	if a := getApp(t, to, "shop"); a.Move != nil || a.Release != 3 {
+		t.Errorf("target record %+v, move %+v", a, a.Move)
+	}
+	if _, err := from.GetApp(context.Background(), "shop"); !app.IsNotFound(err) {
+		t.Errorf("source copy: %v", err)
+	}
+	assertNoLease(t, dst)
+}
+
+// A move's new copy is refused by a plain remove, which says how to give
+// the move up instead.
+func TestRemoveRefusesAMovesNewCopy(t *testing.T) {
+	src, _ := deployedSource(t)
+	dst, to := newFake()
+	mark := &app.Move{Role: app.MoveTarget, From: "beta", To: "alpha", Pool: "pa", StartedAt: time.Now().UTC()}
+	if _, err := (&app.Store{Client: src, Namespace: ns}).CopyTo(context.Background(), to, "shop", mark); err != nil {
+		t.Fatal(err)
+	}
+	err := Remove(context.Background(), deps(dst), "shop", RemoveOptions{})
+	if !usage.Is(err) || !strings.Contains(err.Error(), "'tug app pool set shop POOL' to a pool of cluster \"beta\" gives it up") {
+		t.Fatalf("Remove = %v", err)
+	}
+	getApp(t, to, "shop")
+	// of another move: not that copy
+	if err := Remove(context.Background(), deps(dst), "shop", RemoveOptions{OfMove: &app.Move{From: "beta", To: "alpha", StartedAt: mark.StartedAt.Add(time.Second)}}); !errors.Is(err, ErrNotThatCopy) {
+		t.Fatalf("Remove of another move's copy = %v", err)
+	}
+	getApp(t, to, "shop")
+	if err := Remove(context.Background(), deps(dst), "shop", RemoveOptions{OfMove: mark}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := to.GetApp(context.Background(), "shop"); !app.IsNotFound(err) {
+		t.Errorf("copy left: %v", err)
 	}
 }

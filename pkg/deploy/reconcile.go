@@ -168,19 +168,3 @@ func runsFully(deps []appsv1.Deployment, r *app.Release) bool {
 	}
 	return len(r.Processes) > 0
 }
-
-// bind returns a context that ends with ctx or when l is lost, so a rollout
-// stops waiting as soon as another tug may be changing the app.
-func (l *Lock) bind(ctx context.Context) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(ctx)
-	go func() {
-		select {
-		case <-l.done:
-			if l.Lost() != nil {
-				cancel()
-			}
-		case <-ctx.Done():
-		}
-	}()
-	return ctx, cancel
-}

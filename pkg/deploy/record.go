@@ -12,19 +12,12 @@ import (
 // why, while the current release keeps running untouched. It carries the
 // base release's settings and config keys, and no image: nothing was built.
 func RecordFailed(ctx context.Context, d Deps, appName, message, reason string) (*app.Release, error) {
-	lock, err := AcquireLock(ctx, d.Client, d.Namespace, appName, d.Holder)
+	t, err := lockApp(ctx, d, appName, nil)
 	if err != nil {
 		return nil, err
 	}
-	defer lock.Unlock()
-	store := &app.Store{Client: d.Client, Namespace: d.Namespace}
-	a, err := store.GetApp(ctx, appName)
-	if err != nil {
-		return nil, err
-	}
-	if a, err = Reconcile(ctx, d.Client, store, a); err != nil {
-		return nil, err
-	}
+	defer t.end()
+	ctx, store, a := t.ctx, t.store, t.app
 	base, config, err := BaseRelease(ctx, store, a)
 	if err != nil {
 		return nil, err

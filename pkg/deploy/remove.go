@@ -17,6 +17,7 @@ import (
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/text"
+	"tug.dev/tug/pkg/usage"
 )
 
 // RemoveOptions tune Remove.
@@ -25,7 +26,20 @@ type RemoveOptions struct {
 	// longest grace period of its units plus stopSlack; a unit still there
 	// after that is stuck (a finalizer, a node that does not answer).
 	StopTimeout time.Duration
+	// MoveCopy removes a move's new copy (its record marks it the target
+	// of a move), which Remove otherwise refuses: its move may still be
+	// running, or that copy may be the only one that serves. Only for a
+	// copy known to be a leftover ('tug app remove --move-copy').
+	MoveCopy bool
+	// OfMove removes the copy only if it is the new copy of exactly this
+	// move (app.Move.SameMove, role target), checked under its lock: how a
+	// move removes what it made, and never another app of that name.
+	OfMove *app.Move
 }
+
+// ErrNotThatCopy: the copy RemoveOptions.OfMove asked to remove is not
+// that move's (gone, or another app of the name); nothing was removed.
+var ErrNotThatCopy = errors.New("the copy is not the one that move made")
 
 // stopSlack is how long past its grace period a unit may take to go.
 const stopSlack = 30 * time.Second
@@ -39,20 +53,34 @@ const stopSlack = 30 * time.Second
 // It lists each kind by the app's labels and deletes what it found one by
 // one: that needs only the list and delete verbs of the developer Role (not
 // deletecollection), and deletes only objects that carry the app's labels.
+//
+// A move's new copy is refused (see RemoveOptions.MoveCopy): while its move
+// runs, the mover holds this copy's lock; after a move cut short, its old
+// copy may still serve (then giving the move up removes this one) or may be
+// superseded (then this copy is the app).
 func Remove(ctx context.Context, d Deps, appName string, o RemoveOptions) error {
-	if d.Progress == nil {
-		d.Progress = noProgress{}
-	}
-	store := &app.Store{Client: d.Client, Namespace: d.Namespace}
-	if _, err := store.GetApp(ctx, appName); err != nil {
-		return err
-	}
-	lock, err := AcquireLock(ctx, d.Client, d.Namespace, appName, d.Holder)
+	t, err := lockApp(ctx, d, appName, func(a *app.App) error { return removable(a, o) })
 	if err != nil {
 		return err
 	}
-	defer lock.Unlock()
-	return removeHeld(ctx, d, appName, o)
+	defer t.end()
+	return removeHeld(t.ctx, t.d, appName, o)
+}
+
+// removable says whether Remove with o may remove copy a.
+func removable(a *app.App, o RemoveOptions) error {
+	m := a.Move
+	target := m != nil && m.Role == app.MoveTarget
+	switch {
+	case o.OfMove != nil:
+		if !target || !m.SameMove(o.OfMove) {
+			return ErrNotThatCopy
+		}
+	case target && !o.MoveCopy:
+		return usage.Errorf("app %q here is the new copy of an unfinished move from cluster %q (started %s), and its old copy may still serve, or be about to be removed: 'tug app pool set %s %s' (without --context) finishes the move, and 'tug app pool set %s POOL' to a pool of cluster %q gives it up, removing this copy; if no cluster holds the old copy any more, 'tug app remove %s --move-copy' removes this one",
+			a.Name, m.From, m.StartedAt.Format(time.RFC3339), a.Name, m.Pool, a.Name, m.From, a.Name)
+	}
+	return nil
 }
 
 // removeHeld is Remove for a caller that holds the app's lock (Move).

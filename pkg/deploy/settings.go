@@ -36,18 +36,14 @@ const maxRolloutChanges = 20
 // A change that changes nothing is ErrNoChange.
 func ChangeRollout(ctx context.Context, d Deps, appName, message string, edit func(*app.App, *app.Release) error, opts Options) (*Result, error) {
 	start := time.Now()
-	// an app that does not exist fails before the lock is taken
-	store, _, err := begin(ctx, &d, &opts, appName)
-	if err != nil {
-		return nil, err
-	}
 	// what the record and releases say now, with the lock held: a deploy
 	// that ran while we waited made a release the change must start from
-	lock, a, err := lockFresh(ctx, d, store, appName, nil)
+	t, err := lockApp(ctx, d, appName, nil)
 	if err != nil {
 		return nil, err
 	}
-	defer lock.Unlock()
+	defer t.end()
+	ctx, d, store, a := t.ctx, t.d, t.store, t.app
 	targets, err := inPlaceTargets(ctx, store, a)
 	if err != nil {
 		return nil, err
@@ -69,13 +65,13 @@ func ChangeRollout(ctx context.Context, d Deps, appName, message string, edit fu
 		return nil, ErrNoChange
 	}
 	if !inPlace {
-		res, err := roll(ctx, d, store, a, lock, SettingsChange(app.KindSettings, message, unlessSame(edit)), opts, start)
+		res, err := roll(t, SettingsChange(app.KindSettings, message, unlessSame(edit)), opts, start)
 		if res != nil && res.Status != app.StatusStaged {
 			res.UnitsRestarted = new(true)
 		}
 		return res, err
 	}
-	if err := lock.Lost(); err != nil {
+	if err := t.lost(); err != nil {
 		return nil, err
 	}
 	serving := targets[0]

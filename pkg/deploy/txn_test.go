@@ -1,0 +1,181 @@
+package deploy
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"tug.dev/tug/pkg/app"
+)
+
+// loseLockOn makes every renewal of a lease in c find another holder, as
+// when a tug whose renewals stalled had its lock taken over.
+func loseLockOn(t *testing.T, c *fake.Clientset) {
+	t.Helper()
+	if _, err := c.CoordinationV1().Leases(ns).Update(context.Background(), lease("carol", time.Now()), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func refuseLeaseRenewals(c *fake.Clientset) {
+	gvr := schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}
+	c.PrependReactor("update", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewConflict(gvr.GroupResource(), LockName("shop"), errors.New("changed"))
+	})
+}
+
+// The release phase runs under the lock: when the lock is lost while it
+// runs, the phase is told to stop (its context ends) and nothing of the
+// release is applied afterwards, as another tug may be changing the app.
+func TestReleasePhaseStopsWhenTheLockIsLost(t *testing.T) {
+	fastRenewals(t)
+	c, s := newFake()
+	ctx := context.Background()
+	seedApp(t, s, &app.App{Name: "shop"})
+	d := deps(c)
+	var cancelled atomic.Bool
+	d.ReleasePhase = func(ctx context.Context, _ ReleasePhaseSpec) (int, error) {
+		loseLockOn(t, c)
+		refuseLeaseRenewals(c)
+		select {
+		case <-ctx.Done():
+			cancelled.Store(true)
+			return 0, ctx.Err()
+		case <-time.After(5 * time.Second):
+			return 0, nil // a phase that was never told: it "succeeded"
+		}
+	}
+	_, err := Roll(ctx, d, "shop", phaseDeploy("shop:1", "./migrate"), Options{NoWait: true})
+	if err == nil || !strings.Contains(err.Error(), `lost the deploy lock of app "shop"`) {
+		t.Fatalf("Roll = %v; want the lost lock", err)
+	}
+	if !cancelled.Load() {
+		t.Error("the release phase's context did not end when the lock was lost")
+	}
+	if ds := listDeployments(t, c); len(ds) != 0 {
+		t.Errorf("applied %d Deployments after the lock was lost", len(ds))
+	}
+	if r, _ := getRelease(t, s, 1); r.Status == app.StatusPending || r.Status == app.StatusDeployed {
+		t.Errorf("v1 is %s after its rollout lost the lock", r.Status)
+	}
+}
+
+// Nothing is applied once the lock is lost, even when the phase ends well
+// just as it is lost (its unit had exited 0).
+func TestNothingAppliedAfterTheLockIsLost(t *testing.T) {
+	fastRenewals(t)
+	c, s := newFake()
+	seedApp(t, s, &app.App{Name: "shop"})
+	d := deps(c)
+	d.ReleasePhase = func(ctx context.Context, _ ReleasePhaseSpec) (int, error) {
+		loseLockOn(t, c)
+		refuseLeaseRenewals(c)
+		select {
+		case <-ctx.Done():
+		case <-time.After(5 * time.Second):
+		}
+		return 0, nil
+	}
+	if _, err := Roll(context.Background(), d, "shop", phaseDeploy("shop:1", "./migrate"), Options{NoWait: true}); err == nil {
+		t.Fatal("Roll succeeded after losing its lock")
+	}
+	if ds := listDeployments(t, c); len(ds) != 0 {
+		t.Errorf("applied %d Deployments after the lock was lost", len(ds))
+	}
+}
+
+// A formation change reads the record under the lock: a deploy that was
+// under way at the command's first read and finished before its lock is
+// not undone (before, that stale read was reconciled under the lock, and
+// the release the deploy had just rolled out was marked superseded).
+func TestReshapeReadsTheRecordUnderTheLock(t *testing.T) {
+	ctx := context.Background()
+	// c is the cluster, read while v2 rolls out; other is the same app
+	// once v2 is deployed, copied into c as the formation change takes
+	// the lock.
+	c, s := newFake()
+	other, os := newFake()
+	for _, st := range []*app.Store{s, os} {
+		seedApp(t, st, &app.App{Name: "shop"})
+	}
+	for _, cl := range []*fake.Clientset{c, other} {
+		if _, err := Roll(ctx, deps(cl), "shop", DeployChange("shop:1", map[string]string{"web": ""}, ""), Options{NoWait: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := Roll(ctx, deps(other), "shop", DeployChange("shop:2", map[string]string{"web": ""}, ""), Options{NoWait: true}); err != nil {
+		t.Fatal(err)
+	}
+	// v2 under way in c: stored, counted, not yet the record's
+	v2, cfg := getRelease(t, os, 2)
+	v2.Status = app.StatusPending
+	seedRelease(t, s, v2, cfg)
+	if _, err := s.UpdateApp(ctx, "shop", func(x *app.App) error { x.LastRelease = 2; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	var copied atomic.Bool
+	c.PrependReactor("create", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if copied.Swap(true) {
+			return false, nil, nil
+		}
+		copyRecords(t, other, c)
+		return false, nil, nil
+	})
+	if _, err := Reshape(ctx, deps(c), "shop", func(a *app.App) error {
+		return a.ApplyScale([]app.ScaleOp{{Process: "web", Op: '=', N: 2}})
+	}, Options{NoWait: true}); err != nil {
+		t.Fatal(err)
+	}
+	a := getApp(t, s, "shop")
+	if a.Release != 2 || a.Processes["web"].Replicas != 2 {
+		t.Errorf("record: release v%d, web=%d; want v2, web=2", a.Release, a.Processes["web"].Replicas)
+	}
+	if r, _ := getRelease(t, s, 2); r.Status != app.StatusDeployed {
+		t.Errorf("the running release v2 is %s, want deployed", r.Status)
+	}
+	if got := listDeployments(t, c)["shop-web"].Spec.Template.Labels["tug.dev/release"]; got != "2" {
+		t.Errorf("units run release %s, want 2", got)
+	}
+}
+
+// copyRecords writes the app's records of from (ConfigMaps and Secrets)
+// into to through its tracker (callable from a reactor of to).
+func copyRecords(t *testing.T, from, to *fake.Clientset) {
+	t.Helper()
+	ctx := context.Background()
+	cms, _ := from.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+	secs, _ := from.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{})
+	put := func(gvr schema.GroupVersionResource, obj runtime.Object, name string) {
+		if _, err := to.Tracker().Get(gvr, ns, name); err == nil {
+			if err := to.Tracker().Update(gvr, obj, ns); err != nil {
+				t.Error(err)
+			}
+		} else if err := to.Tracker().Add(obj); err != nil {
+			t.Error(err)
+		}
+	}
+	for i := range cms.Items {
+		put(corev1.SchemeGroupVersion.WithResource("configmaps"), &cms.Items[i], cms.Items[i].Name)
+	}
+	for i := range secs.Items {
+		put(corev1.SchemeGroupVersion.WithResource("secrets"), &secs.Items[i], secs.Items[i].Name)
+	}
+}
+
+// fastRenewals renews locks every few milliseconds for the test.
+func fastRenewals(t *testing.T) {
+	old := renewEvery
+	renewEvery = 10 * time.Millisecond
+	t.Cleanup(func() { renewEvery = old })
+}
