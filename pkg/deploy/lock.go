@@ -262,19 +262,35 @@ func watchForChange(ctx context.Context, w watch.Interface, name string, changed
 	}
 }
 
+// clockSlack is how far ahead of ours a holder's clock may run before its
+// renew times are not believed at all.
+const clockSlack = 2 * time.Second
+
+// heldError says whether lease l reads as held now, going by its renew
+// time: only a hint, from the holder's clock. It is believed when it says
+// the holder renewed recently by our clock; a renew time in our future (the
+// holder's clock ahead) says nothing, so a dead holder whose clock ran
+// ahead does not block others for as long as it ran ahead: such a lease,
+// like one that looks expired, is taken over only once tug has seen it
+// unchanged for observeFor on its own clock (observeUnchanged).
 func heldError(appName string, l *coordinationv1.Lease) *LockedError {
 	if l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil || l.Spec.HolderIdentity == nil {
 		return nil
 	}
-	expires := l.Spec.RenewTime.Add(time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second)
-	if time.Now().After(expires) {
+	now := time.Now()
+	renewed := l.Spec.RenewTime.Time
+	if renewed.After(now.Add(clockSlack)) {
 		return nil
 	}
-	since := l.Spec.RenewTime.Time
-	if l.Spec.AcquireTime != nil {
+	expires := renewed.Add(time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second)
+	if now.After(expires) {
+		return nil
+	}
+	since := renewed
+	if l.Spec.AcquireTime != nil && !l.Spec.AcquireTime.After(now.Add(clockSlack)) {
 		since = l.Spec.AcquireTime.Time
 	}
-	return &LockedError{App: appName, Holder: holderOf(*l.Spec.HolderIdentity), Since: since, Renewed: l.Spec.RenewTime.Time, Expires: expires}
+	return &LockedError{App: appName, Holder: holderOf(*l.Spec.HolderIdentity), Since: since, Renewed: renewed, Expires: expires}
 }
 
 func (l *Lock) renew(ctx context.Context, lease *coordinationv1.Lease) {

@@ -296,3 +296,53 @@ func TestLockLostToAnotherHolder(t *testing.T) {
 		t.Fatalf("Lost = %v", err)
 	}
 }
+
+// A holder whose clock ran ahead of ours and that then died does not block
+// others for as long as its clock was ahead: its renew time in our future
+// is not believed, and the lease is taken over once tug has seen it
+// unchanged (before: "held" for the hour its clock was ahead).
+func TestAcquireLockDoesNotBelieveARenewTimeInTheFuture(t *testing.T) {
+	quickObservation(t)
+	c := fakeClient(lease("alice (pid 1 on laptop)", time.Now().Add(time.Hour)))
+	l := acquire(t, c, "bob (pid 2 on ci)")
+	defer l.Unlock()
+	if got := getLease(t, c); holderOf(*got.Spec.HolderIdentity) != "bob (pid 2 on ci)" {
+		t.Errorf("lease after takeover = %+v", got.Spec)
+	}
+}
+
+// A live holder whose clock is ahead keeps its lock: it renews while tug
+// watches.
+func TestAcquireLockKeepsALeaseRenewedByAClockAhead(t *testing.T) {
+	old := observeFor
+	observeFor = 5 * time.Second
+	defer func() { observeFor = old }()
+	c := fakeClient(lease("alice", time.Now().Add(time.Hour)))
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() { // alice renews every 50 ms, her clock an hour ahead
+		defer close(stopped)
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			l, err := c.CoordinationV1().Leases(ns).Get(context.Background(), LockName("shop"), metav1.GetOptions{})
+			if err != nil {
+				continue
+			}
+			at := metav1.NewMicroTime(time.Now().Add(time.Hour))
+			l.Spec.RenewTime = &at
+			_, _ = c.CoordinationV1().Leases(ns).Update(context.Background(), l, metav1.UpdateOptions{})
+		}
+	}()
+	_, err := AcquireLock(context.Background(), c, ns, "shop", "bob")
+	close(stop)
+	<-stopped
+	var locked *LockedError
+	if !errors.As(err, &locked) || locked.Holder != "alice" {
+		t.Fatalf("AcquireLock = %v, want held by alice", err)
+	}
+}
