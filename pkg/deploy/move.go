@@ -262,7 +262,7 @@ func Move(ctx context.Context, src, dst Deps, appName string, o MoveOptions) (*M
 	}
 	fail := func(err error) (*MoveResult, error) {
 		err = tt.explain(t.explain(err))
-		wctx, cancel := detached(ctx)
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), moveCleanupTimeout)
 		defer cancel()
 		me := &MoveError{App: appName, From: o.From, To: o.To, Err: err}
 		// Only the copy this move made goes (an app someone else put

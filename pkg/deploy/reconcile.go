@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,11 +13,6 @@ import (
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/kube"
 )
-
-// settleTimeout bounds the writes that record how a rollout ended when the
-// command's own context is gone (Ctrl-C, SIGTERM): long enough for a slow
-// API server, short enough that a second Ctrl-C is rarely needed.
-const settleTimeout = 10 * time.Second
 
 // interruptedReason is the failure reason of a release whose rollout stopped.
 func interruptedReason(why string) string {
@@ -33,7 +27,7 @@ func interruptedReason(why string) string {
 // it now stands ("" when unknown). It is best effort: what it cannot write,
 // the next command that takes the lock reconciles.
 func settle(ctx context.Context, store *app.Store, appName string, v int, cause error) app.Status {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+	ctx, cancel := detached(ctx)
 	defer cancel()
 	r, _, err := store.GetRelease(ctx, appName, v)
 	if err != nil {

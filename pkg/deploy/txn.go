@@ -124,11 +124,12 @@ func (t *txn) cause() error {
 	return context.Cause(t.ctx)
 }
 
-// cleanupTimeout bounds what runs after a change was cut short (Ctrl-C,
-// SIGTERM, a lost lock, a deadline): recording how a rollout ended,
-// undoing a half-made copy. Long enough for a slow API server, short
-// enough that the user is not left waiting on one that is gone.
-const cleanupTimeout = 30 * time.Second
+// cleanupTimeout bounds the writes that record how a change ended once it
+// was cut short (Ctrl-C, SIGTERM, a lost lock, a deadline): long enough
+// for a slow API server, short enough that a second Ctrl-C is rarely
+// needed. (Undoing a half-made move, which waits for units to stop, has its
+// own: moveCleanupTimeout.)
+const cleanupTimeout = 10 * time.Second
 
 // detached is a context for that cleanup: it outlives ctx's cancellation,
 // keeps its values, and ends after cleanupTimeout.
