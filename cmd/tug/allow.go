@@ -25,8 +25,8 @@ and the controller's own pods must be in the list (see docs/guide.md).`,
 		Args: cli.GroupArgs,
 		RunE: cli.GroupRunE,
 	}
-	cmd.AddCommand(newAllowEditCmd(f, "add", "Admit these sources", false),
-		newAllowEditCmd(f, "remove", "Stop admitting these sources", true), newAllowListCmd(f))
+	cmd.AddCommand(takesLock(newAllowEditCmd(f, "add", "Admit these sources", false)),
+		takesLock(newAllowEditCmd(f, "remove", "Stop admitting these sources", true)), newAllowListCmd(f))
 	return cmd
 }
 

@@ -99,7 +99,16 @@ func deployDeps(cmd *cobra.Command, f *cli.Factory) (deploy.Deps, error) {
 		}
 	}
 	user := kube.WhoAmI(cmd.Context(), client, fallback)
-	return deploy.Deps{Client: client, Namespace: ns, Progress: f.Progress(), Holder: kube.Holder(user)}, nil
+	d := deploy.Deps{Client: client, Namespace: ns, Progress: f.Progress(), Holder: kube.Holder(user)}
+	if cmd.Flags().Lookup("wait-lock") != nil {
+		if d.WaitLock, err = cmd.Flags().GetDuration("wait-lock"); err != nil {
+			return deploy.Deps{}, err
+		}
+		if d.WaitLock < 0 {
+			return deploy.Deps{}, usage.Errorf("--wait-lock must not be negative, not %s", d.WaitLock)
+		}
+	}
+	return d, nil
 }
 
 // ---------------------------------------------------------------- create

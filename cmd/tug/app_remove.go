@@ -49,6 +49,7 @@ Waits until its units are gone. Asks first on a terminal; elsewhere needs --yes.
 		},
 	}
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "Remove without asking")
+	takesLock(cmd)
 	cmd.Flags().BoolVar(&moveCopy, "move-copy", false, "Remove the app although this copy is a move's new copy (only a leftover whose old copy no cluster holds)")
 	return cmd
 }

@@ -21,7 +21,7 @@ func newCertCmd(f *cli.Factory) *cobra.Command {
 		RunE:    cli.GroupRunE,
 		GroupID: "apps",
 	}
-	cmd.AddCommand(newCertAddCmd(f), newCertRemoveCmd(f), newCertListCmd(f))
+	cmd.AddCommand(takesLock(newCertAddCmd(f)), takesLock(newCertRemoveCmd(f)), newCertListCmd(f))
 	return cmd
 }
 

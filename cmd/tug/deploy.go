@@ -2,12 +2,14 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
+	"tug.dev/tug/pkg/text"
 )
 
 // ---------------------------------------------------------------- app deploy
@@ -15,12 +17,18 @@ import (
 type appDeployOptions struct {
 	Image     string
 	Processes []string
-	Procfile  string
-	Message   string
+	// RemoveProcesses are --remove-process: process types to drop.
+	RemoveProcesses []string
+	Procfile        string
+	Message         string
+	// Yes lets the deploy remove process types that run units (or web,
+	// which domains route to) without asking.
+	Yes bool
 	// SkipReleasePhase rolls out without running the Procfile's release:
 	// command.
 	SkipReleasePhase bool
 	release          string // the Procfile's release-phase command
+	procs            app.ProcessChange
 	rollout          rolloutFlags
 	warnings         []string
 	build            buildFlags // without --image (build.go)
@@ -39,10 +47,16 @@ image, which pushes the result to the app's repository; the release then
 deploys it by digest. The builder, repository, run image and build timeout
 are remembered by the app (see docs/builders.md). A failed build exits 16.
 
-Process types come from --process flags, else a Procfile in the current
-directory (or --procfile), else the image's own command runs as "web". A new
-process type starts with 1 unit; later deploys keep each type's count. The
-web process gets $PORT (8080 unless the config sets PORT) and a Service.
+Process types carry over from the release before: --process TYPE=CMD adds
+or changes that type only (TYPE= runs the image's own command), and
+--remove-process TYPE drops one. A Procfile in the current directory (or
+--procfile, or the source folder's) is the whole list: types it omits are
+removed. The first deploy with neither runs the image's own command as "web".
+The deploy names the file it read and every type it removes; removing a type
+that runs units, or web while domains route to it, asks first on a terminal
+and needs --yes elsewhere. A new process type starts with 1 unit; later
+deploys keep each type's count. The web process gets $PORT (8080 unless the
+config sets PORT) and a Service.
 
 tug watches the rollout and explains a failure as soon as it shows (an image
 that cannot be pulled, a crash with its last log lines, a unit that cannot be
@@ -68,12 +82,18 @@ and the new one is marked failed. --skip-release-phase skips it.`,
 					return err
 				}
 			}
-			procs, err := o.validate(name)
-			if err != nil {
+			if err := o.validate(name); err != nil {
 				return err
 			}
 			for _, w := range o.warnings {
 				fmt.Fprintln(f.IOStreams.ErrOut, "warning: "+w)
+			}
+			if line := o.procs.Describe(); line != "" {
+				fmt.Fprintln(f.IOStreams.ErrOut, line)
+			}
+			allowed, err := o.confirmRemovals(cmd, f, name)
+			if err != nil {
+				return err
 			}
 			opts := o.rollout.options()
 			opts.SkipReleasePhase = o.SkipReleasePhase
@@ -82,11 +102,14 @@ and the new one is marked failed. --skip-release-phase skips it.`,
 					return err
 				}
 			}
-			return roll(cmd, f, name, deploy.WithReleaseCommand(deploy.DeployChange(o.Image, procs, o.Message), o.release), opts, o.rollout.Output, rollVerb{"deployed", "deploying"})
+			change := deploy.DeployProcesses(o.Image, o.procs, allowed, o.Yes || o.rollout.DryRun, o.Message)
+			return roll(cmd, f, name, deploy.WithReleaseCommand(change, o.release), opts, o.rollout.Output, rollVerb{"deployed", "deploying"})
 		},
 	}
 	cmd.Flags().StringVar(&o.Image, "image", "", "Image to deploy; without it, build from --source (see docs/builders.md)")
-	cmd.Flags().StringArrayVar(&o.Processes, "process", nil, "A process type and its command, TYPE='command args' (repeatable)")
+	cmd.Flags().StringArrayVar(&o.Processes, "process", nil, "Add or change a process type, TYPE='command args' (TYPE= for the image's own command; repeatable; other types carry over)")
+	cmd.Flags().StringArrayVar(&o.RemoveProcesses, "remove-process", nil, "Remove a process type and its units (repeatable)")
+	cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "Remove process types that run units without asking")
 	cmd.Flags().StringVar(&o.Procfile, "procfile", "", "Procfile to read process types from (default ./Procfile when present)")
 	cmd.Flags().StringVarP(&o.Message, "message", "m", "", "Why this deploy, shown in the release history")
 	cmd.Flags().BoolVar(&o.SkipReleasePhase, "skip-release-phase", false, "Roll out without running the Procfile's release: command")
@@ -98,23 +121,68 @@ and the new one is marked failed. --skip-release-phase skips it.`,
 
 // validate checks everything that needs no cluster and resolves the
 // process types, so bad input fails before anything is read or written.
-func (o *appDeployOptions) validate(name string) (map[string]string, error) {
+func (o *appDeployOptions) validate(name string) error {
 	if err := app.ValidateName(name); err != nil {
-		return nil, err
+		return err
 	}
 	if !o.build.active {
 		if err := app.ValidateImage(o.Image); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if err := o.rollout.validate(); err != nil {
-		return nil, err
+		return err
 	}
-	src := app.ProcessSource{Flags: o.Processes, Procfile: o.Procfile}
-	if err := src.Validate(); err != nil {
-		return nil, err
-	}
+	src := app.ProcessSource{Flags: o.Processes, Remove: o.RemoveProcesses, Procfile: o.Procfile}
 	procs, release, warnings, err := src.Resolve()
-	o.warnings, o.release = warnings, release
-	return procs, err
+	o.procs, o.warnings, o.release = procs, warnings, release
+	return err
+}
+
+// confirmRemovals asks, before anything is written, about the process
+// types the deploy would remove that run units (or web, while domains
+// route to it): on a terminal the user is asked, elsewhere --yes is
+// needed. It returns the types the user agreed to remove; the deploy
+// checks again under the app's lock (deploy.DeployProcesses).
+func (o *appDeployOptions) confirmRemovals(cmd *cobra.Command, f *cli.Factory, appName string) ([]string, error) {
+	if o.Yes || o.rollout.DryRun {
+		return nil, nil
+	}
+	s, err := appStore(f)
+	if err != nil {
+		return nil, err
+	}
+	// A read that fails here fails the deploy too, which reports it.
+	a, err := s.GetApp(cmd.Context(), appName)
+	if err != nil {
+		return nil, nil
+	}
+	base, _, err := deploy.BaseRelease(cmd.Context(), s, a)
+	if err != nil || base == nil {
+		return nil, nil
+	}
+	_, removed, err := o.procs.Apply(base.Processes)
+	if err != nil {
+		return nil, nil
+	}
+	guarded := app.Guarded(a, removed)
+	if len(guarded) == 0 {
+		return nil, nil
+	}
+	parts := make([]string, len(guarded))
+	for i, n := range guarded {
+		units := int(a.Processes[n].Units())
+		parts[i] = fmt.Sprintf("%s (%d %s)", n, units, text.Plural(units, "unit", "units"))
+		if n == app.WebProcess && len(a.Domains) > 0 {
+			parts[i] = fmt.Sprintf("%s (%d %s, domains route to it)", n, units, text.Plural(units, "unit", "units"))
+		}
+	}
+	from := o.procs.From
+	if from == "" || !o.procs.Complete {
+		from = "--remove-process"
+	}
+	err = cli.ConfirmOrFlag(cmd.Context(), f.IOStreams, f.Prompter(), false, cli.Confirmation{
+		Action: fmt.Sprintf("remove %s %s of app %q, as %s says", text.Plural(len(guarded), "process", "processes"), strings.Join(parts, ", "), appName, from),
+	})
+	return guarded, err
 }

@@ -24,7 +24,7 @@ tug needs none to manage them.`,
 		RunE:    cli.GroupRunE,
 		GroupID: "apps",
 	}
-	cmd.AddCommand(newDomainAddCmd(f), newDomainRemoveCmd(f), newDomainListCmd(f))
+	cmd.AddCommand(takesLock(newDomainAddCmd(f)), takesLock(newDomainRemoveCmd(f)), newDomainListCmd(f))
 	return cmd
 }
 

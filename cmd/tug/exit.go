@@ -38,8 +38,13 @@ func exitCode(ctx context.Context, stderr io.Writer, cmd *cobra.Command, err err
 	}
 	if ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, cli.ErrInterrupted) {
 		// The user knows they pressed Ctrl-C; end the line a spinner or
-		// prompt may have left open.
+		// prompt may have left open, and say what was left, if the
+		// command knows (a rollout cut short: what runs, what to run).
 		fmt.Fprintln(stderr)
+		var next interface{ NextStep() string }
+		if errors.As(err, &next) {
+			fmt.Fprintf(stderr, "interrupted: %s\n", cli.Sanitize(next.NextStep()))
+		}
 		return cli.ExitInterrupted
 	}
 	// A failure with a code of its own (a deploy's failure class, see

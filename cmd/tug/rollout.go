@@ -34,7 +34,23 @@ type rolloutFlags struct {
 	timeoutGiven func() bool
 }
 
+// annotationLocks marks a command that takes the app's deploy lock; it has
+// --wait-lock (takesLock).
+const annotationLocks = "tug.dev/locks"
+
+// takesLock declares that c takes the app's deploy lock and gives it
+// --wait-lock, which deployDeps reads.
+func takesLock(c *cobra.Command) *cobra.Command {
+	if c.Annotations == nil {
+		c.Annotations = map[string]string{}
+	}
+	c.Annotations[annotationLocks] = "true"
+	c.Flags().Duration("wait-lock", 0, "While another change of the app runs, wait up to this long for it to finish (default: fail at once)")
+	return c
+}
+
 func (r *rolloutFlags) add(cmd *cobra.Command, withRollback bool) {
+	takesLock(cmd)
 	cmd.Flags().DurationVar(&r.Timeout, "timeout", 0, fmt.Sprintf("Fail when the rollout makes no progress for this long (default: the app's deploy-timeout setting, %s unless set)", app.FormatSeconds(app.RolloutDefaults.DeployTimeout)))
 	r.timeoutGiven = func() bool { return cmd.Flags().Changed("timeout") }
 	cmd.Flags().BoolVar(&r.NoWait, "no-wait", false, "Return once the release is applied, without waiting for its units")
@@ -147,6 +163,9 @@ func doneLine(res *deploy.Result, verb string) string {
 	units := make([]string, 0, len(res.Processes))
 	for _, p := range res.Processes {
 		units = append(units, fmt.Sprintf("%s %d", p.Name, p.Units))
+	}
+	if len(res.RemovedProcesses) > 0 {
+		verb += "; removed " + strings.Join(res.RemovedProcesses, ", ")
 	}
 	if r := res.UnitsRestarted; r != nil && !*r {
 		return fmt.Sprintf("%s; units not restarted: %s v%d keeps running (%s)", verb, res.App, res.Release, strings.Join(units, ", "))

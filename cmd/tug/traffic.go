@@ -90,7 +90,7 @@ has one), load balancer addresses, and its domains through the Ingress.`,
 // ---------------------------------------------------------------- routable, maintenance
 
 func newOnOffCmd(f *cli.Factory, s traffic.Setting, short, long string) *cobra.Command {
-	return &cobra.Command{
+	return takesLock(&cobra.Command{
 		Use:     string(s) + " APP on|off",
 		Short:   short,
 		Example: "  tug app " + string(s) + " shop off\n  tug app " + string(s) + " shop on",
@@ -108,7 +108,7 @@ func newOnOffCmd(f *cli.Factory, s traffic.Setting, short, long string) *cobra.C
 				return traffic.Set(cmd.Context(), d, args[0], s, on, trafficOptions)
 			})
 		},
-	}
+	})
 }
 
 func newAppRoutableCmd(f *cli.Factory) *cobra.Command {

@@ -195,3 +195,28 @@ func TestEveryAppArgumentCompletes(t *testing.T) {
 		}
 	}
 }
+
+// Every command that takes an app's deploy lock can wait for it
+// (--wait-lock, declared by takesLock): CI jobs that overlap queue instead
+// of failing. Commands with rollout flags take the lock; so do these.
+func TestLockTakersCanWaitForTheLock(t *testing.T) {
+	others := []string{"tug app remove", "tug domain add", "tug domain remove", "tug cert add", "tug cert remove",
+		"tug app allow add", "tug app allow remove", "tug app maintenance", "tug app routable"}
+	found := 0
+	for _, c := range commandTree(t) {
+		lock := c.Annotations[annotationLocks] == "true"
+		appCmd := !strings.HasPrefix(c.CommandPath(), "tug node-container")
+		if (appCmd && c.Flags().Lookup("no-wait") != nil || slices.Contains(others, c.CommandPath())) && !lock {
+			t.Errorf("%s takes the app's lock but has no --wait-lock (takesLock)", c.CommandPath())
+		}
+		if lock {
+			found++
+			if c.Flags().Lookup("wait-lock") == nil {
+				t.Errorf("%s is marked as taking the lock but has no --wait-lock", c.CommandPath())
+			}
+		}
+	}
+	if found < len(others) {
+		t.Errorf("only %d commands take the lock", found)
+	}
+}

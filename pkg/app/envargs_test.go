@@ -86,7 +86,10 @@ func TestProcessSourceResolve(t *testing.T) {
 		{name: "release entry is the release phase, not a process", procfile: "web: ./serve\nrelease: ./migrate\n", want: map[string]string{"web": "./serve"},
 			release: "./migrate"},
 		{name: "only a release entry", procfile: "release: ./migrate\n", err: "Procfile declares only a release-phase command; add a process such as web"},
-		{name: "bad Procfile", procfile: "web ./serve\n", err: `Procfile: line 1: want "type: command"`},
+		{name: "bad Procfile", procfile: "web ./serve\n", err: `./Procfile: line 1: want "type: command"`},
+		{name: "web= runs the image's own command", src: ProcessSource{Flags: []string{"web=", "worker=./w"}}, want: map[string]string{"web": "", "worker": "./w"}},
+		{name: "bad --remove-process", src: ProcessSource{Remove: []string{"Web"}}, err: `--remove-process "Web": invalid process name`},
+		{name: "--remove-process twice", src: ProcessSource{Remove: []string{"worker", "worker"}}, err: `--remove-process worker is given twice`},
 		{name: "both", src: ProcessSource{Flags: []string{"web=x"}, Procfile: "P"}, err: "--process and --procfile cannot be used together"},
 		{name: "missing --procfile", src: ProcessSource{Procfile: "/nonexistent/Procfile"}, err: "--procfile /nonexistent/Procfile:"},
 	}
@@ -96,13 +99,15 @@ func TestProcessSourceResolve(t *testing.T) {
 			if tt.procfile != "" {
 				write(t, tt.src.Dir, tt.procfile)
 			}
-			got, release, warnings, err := tt.src.Resolve()
+			change, release, warnings, err := tt.src.Resolve()
 			wantErr(t, err, tt.err, true)
 			if err != nil {
 				return
 			}
-			if !maps.Equal(got, tt.want) {
-				t.Errorf("processes = %q, want %q", got, tt.want)
+			// on a first deploy (nothing to carry over)
+			got, _, err := change.Apply(nil)
+			if err != nil || !maps.Equal(got, tt.want) {
+				t.Errorf("processes = %q, %v; want %q", got, err, tt.want)
 			}
 			if release != tt.release {
 				t.Errorf("release command = %q, want %q", release, tt.release)
@@ -119,9 +124,9 @@ func TestProcessSourceResolve(t *testing.T) {
 	if err := os.WriteFile(p, []byte("web: ./prod\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	got, _, _, err := ProcessSource{Procfile: p, Dir: t.TempDir()}.Resolve()
-	if err != nil || got["web"] != "./prod" {
-		t.Errorf("--procfile %s: %q, %v", p, got, err)
+	change, _, _, err := ProcessSource{Procfile: p, Dir: t.TempDir()}.Resolve()
+	if err != nil || change.Set["web"] != "./prod" || !change.Complete || change.From != "Procfile "+p {
+		t.Errorf("--procfile %s: %+v, %v", p, change, err)
 	}
 }
 

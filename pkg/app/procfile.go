@@ -45,18 +45,22 @@ func ParseProcfile(r io.Reader) (map[string]string, error) {
 	return procs, nil
 }
 
-// ParseProcessFlags reads --process values: "web=cmd args" each. Its errors
-// are input errors.
+// ParseProcessFlags reads --process values: "web=cmd args" each; "web="
+// runs the image's own command as web. Its errors are input errors.
 func ParseProcessFlags(values []string) (map[string]string, error) {
 	procs := map[string]string{}
 	for _, v := range values {
 		name, cmd, ok := strings.Cut(v, "=")
 		if !ok {
-			return nil, usage.Errorf("--process %q: want TYPE='command args'", v)
+			return nil, usage.Errorf("--process %q: want TYPE='command args' (TYPE= for the image's own command)", v)
 		}
-		if err := addProcess(procs, name, strings.TrimSpace(cmd)); err != nil {
+		if err := ValidateProcessName(name); err != nil {
 			return nil, usage.Errorf("--process %q: %w", v, err)
 		}
+		if _, dup := procs[name]; dup {
+			return nil, usage.Errorf("--process %q: process %q is declared twice", v, name)
+		}
+		procs[name] = strings.TrimSpace(cmd)
 	}
 	return procs, nil
 }
@@ -131,10 +135,13 @@ func scanErr(sc *bufio.Scanner, n int, maxLine int64) error {
 }
 
 // ProcessSource says where a deploy's process types come from: --process
-// flags, else a Procfile (--procfile, or ./Procfile when there is one),
-// else the image's own command as the web process.
+// flags (each adds or changes one type; the others carry over), else a
+// Procfile (--procfile, or ./Procfile when there is one: the whole list),
+// else nothing (the types carry over; the first deploy runs the image's own
+// command as web). --remove-process drops types by name.
 type ProcessSource struct {
 	Flags    []string // --process TYPE='command' values
+	Remove   []string // --remove-process TYPE values
 	Procfile string   // --procfile; "" looks for Procfile in Dir
 	Dir      string   // where the default Procfile is looked for; "" is the current directory
 }
@@ -144,58 +151,71 @@ func (s ProcessSource) Validate() error {
 	if len(s.Flags) > 0 && s.Procfile != "" {
 		return usage.Errorf("--process and --procfile cannot be used together")
 	}
+	seen := map[string]bool{}
+	for _, name := range s.Remove {
+		if err := ValidateProcessName(name); err != nil {
+			return usage.Errorf("--remove-process %q: %w", name, err)
+		}
+		if seen[name] {
+			return usage.Errorf("--remove-process %s is given twice", name)
+		}
+		seen[name] = true
+	}
 	return nil
 }
 
 // ReleasePhase is the Procfile entry of the release-phase command.
 const ReleasePhase = "release"
 
-// Resolve returns the process types and their commands, the release-phase
-// command, and warnings for what it skipped. Heroku's "release:" entry is a
-// release-phase command, not a process: it runs once per deploy, in a
-// one-off unit of the new release, before any process rolls out (it would
-// run forever as a process and "crash" when it exits 0). Every error is an
-// input error.
-func (s ProcessSource) Resolve() (procs map[string]string, release string, warnings []string, err error) {
+// Resolve returns what the deploy says of the process types, the
+// release-phase command, and warnings for what it skipped. Heroku's
+// "release:" entry is a release-phase command, not a process: it runs once
+// per deploy, in a one-off unit of the new release, before any process
+// rolls out (it would run forever as a process and "crash" when it exits
+// 0). Every error is an input error.
+func (s ProcessSource) Resolve() (change ProcessChange, release string, warnings []string, err error) {
 	if err := s.Validate(); err != nil {
-		return nil, "", nil, err
+		return ProcessChange{}, "", nil, err
 	}
+	change.Remove = s.Remove
 	if len(s.Flags) > 0 {
-		procs, err := ParseProcessFlags(s.Flags)
-		return procs, "", nil, err
+		change.Set, err = ParseProcessFlags(s.Flags)
+		change.From = "--process"
+		return change, "", nil, err
 	}
 	path, file := s.Procfile, s.Procfile
 	if path == "" {
-		path, file = "Procfile", filepath.Join(s.Dir, "Procfile")
+		path, file = "./Procfile", filepath.Join(s.Dir, "Procfile")
 		if _, err := os.Stat(file); err != nil {
-			return map[string]string{WebProcess: ""}, "", nil, nil
+			return change, "", nil, nil
 		}
 	}
 	b, err := ReadFileArgLimit("--procfile", file, MaxProcfileBytes)
 	if err != nil {
-		return nil, "", nil, err
+		return ProcessChange{}, "", nil, err
 	}
-	procs, err = ParseProcfile(bytes.NewReader(b))
+	procs, err := ParseProcfile(bytes.NewReader(b))
 	if err != nil {
-		return nil, "", nil, usage.Errorf("%s: %w", path, err)
+		return ProcessChange{}, "", nil, usage.Errorf("%s: %w", path, err)
 	}
 	// build: is the build step of a deploy from source (docs/builders.md),
 	// run by the build agent, never a process.
 	delete(procs, "build")
 	if len(procs) == 0 {
-		return nil, "", nil, usage.Errorf("%s declares only a build step; add a process such as web", path)
+		return ProcessChange{}, "", nil, usage.Errorf("%s declares only a build step; add a process such as web", path)
 	}
 	if cmd, ok := procs[ReleasePhase]; ok {
 		delete(procs, ReleasePhase)
 		release = cmd
 		if strings.TrimSpace(cmd) == "" {
-			return nil, "", nil, usage.Errorf("%s: the release-phase command is empty", path)
+			return ProcessChange{}, "", nil, usage.Errorf("%s: the release-phase command is empty", path)
 		}
 		if len(procs) == 0 {
-			return nil, "", nil, usage.Errorf("%s declares only a release-phase command; add a process such as web", path)
+			return ProcessChange{}, "", nil, usage.Errorf("%s declares only a release-phase command; add a process such as web", path)
 		}
 	}
-	return procs, release, warnings, nil
+	change.Set, change.Complete, change.From = procs, true, "Procfile "+path
+	return change, release, warnings, nil
 }
 
 // ValidateImage checks --image: given, and with no spaces.

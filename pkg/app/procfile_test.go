@@ -82,7 +82,7 @@ func TestParseProcessFlags(t *testing.T) {
 		{name: "two", in: []string{"web=./server", "worker= ./work "}, want: map[string]string{"web": "./server", "worker": "./work"}},
 		{name: "equals in command", in: []string{"web=env A=1 ./server"}, want: map[string]string{"web": "env A=1 ./server"}},
 		{name: "no equals", in: []string{"web"}, wantErr: `--process "web": want TYPE='command args'`},
-		{name: "empty command", in: []string{"web="}, wantErr: `process "web" has no command`},
+		{name: "empty command: the image's own", in: []string{"web="}, want: map[string]string{"web": ""}},
 		{name: "duplicate", in: []string{"web=a", "web=b"}, wantErr: "declared twice"},
 		{name: "bad name", in: []string{"WEB=a"}, wantErr: `invalid process name "WEB"`},
 		{name: "name with space", in: []string{"web =a"}, wantErr: "invalid process name"},

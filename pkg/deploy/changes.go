@@ -5,23 +5,89 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
+	"strings"
 
 	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/text"
 )
 
 // ErrNoChange says a change would make a release identical to the current
 // one, so none is made.
 var ErrNoChange = errors.New("nothing to change")
 
-// DeployChange is a new image with its process types (from --process, a
-// Procfile, or {"web": ""} for the image's own command). Config carries over;
-// the release command does not (it comes with the code: WithReleaseCommand).
+// DeployChange is a new image with exactly these process types (types the
+// release before had and processes lacks are removed). Config carries
+// over; the release command does not (it comes with the code:
+// WithReleaseCommand). Commands use DeployProcesses, which says what
+// carries over.
 func DeployChange(image string, processes map[string]string, message string) Change {
 	return func(a *app.App, base *app.Release, config app.ConfigMap) (*app.Release, app.ConfigMap, error) {
 		r := app.Next(a, base, app.KindDeploy, message)
 		r.Image, r.ImageID, r.Processes = image, "", maps.Clone(processes)
 		return r, maps.Clone(config), nil
 	}
+}
+
+// DeployProcesses is a new image whose process types are the base
+// release's changed by pc (app.ProcessChange.Apply). A type with units, or
+// web while domains route to it (app.Guarded), is removed only when the
+// command was told it may be: allowed lists those (checked again here,
+// under the lock, on the record as it is now), or all says any may go
+// (--yes). Otherwise the change is refused with a *RemovalError and
+// nothing is made.
+func DeployProcesses(image string, pc app.ProcessChange, allowed []string, all bool, message string) Change {
+	return func(a *app.App, base *app.Release, config app.ConfigMap) (*app.Release, app.ConfigMap, error) {
+		var from map[string]string
+		if base != nil {
+			from = base.Processes
+		}
+		procs, removed, err := pc.Apply(from)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !all {
+			for _, name := range app.Guarded(a, removed) {
+				if !slices.Contains(allowed, name) {
+					return nil, nil, &RemovalError{App: a.Name, Processes: app.Guarded(a, removed)}
+				}
+			}
+		}
+		r := app.Next(a, base, app.KindDeploy, message)
+		r.Image, r.ImageID, r.Processes = image, "", procs
+		return r, maps.Clone(config), nil
+	}
+}
+
+// RemovalError refuses a deploy that would remove process types that run
+// units (or web, which domains route to) without being told it may.
+type RemovalError struct {
+	App       string
+	Processes []string
+}
+
+func (e *RemovalError) Error() string {
+	return fmt.Sprintf("the deploy would remove %s %s of app %q, which %s units or routes; nothing changed: pass --yes to remove %s, or --process to keep %s",
+		text.Plural(len(e.Processes), "process", "processes"), strings.Join(e.Processes, ", "), e.App,
+		text.Plural(len(e.Processes), "has", "have"), text.Plural(len(e.Processes), "it", "them"), text.Plural(len(e.Processes), "it", "them"))
+}
+
+// ExitCode: removing what was not asked for is an input error.
+func (e *RemovalError) ExitCode() int { return 2 }
+
+// RemovedProcesses is what a release drops of the one before it, sorted.
+func RemovedProcesses(before, after *app.Release) []string {
+	if before == nil {
+		return nil
+	}
+	var gone []string
+	for name := range before.Processes {
+		if _, ok := after.Processes[name]; !ok {
+			gone = append(gone, name)
+		}
+	}
+	app.SortProcesses(gone)
+	return gone
 }
 
 // EnvChange sets and unsets config variables on top of the base release.

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/kube/kubetest"
 )
 
 func TestDeployChange(t *testing.T) {
@@ -223,4 +225,46 @@ func TestRollbackChangeNothingToRollBackTo(t *testing.T) {
 			t.Fatalf("err = %v", err)
 		}
 	})
+}
+
+// A deploy that names one process type keeps the others; one that removes
+// a type with units is refused unless told it may, and then says what it
+// removed.
+func TestDeployProcessesCarriesOverAndGuardsRemovals(t *testing.T) {
+	c, s := newFake()
+	ctx := context.Background()
+	seedApp(t, s, &app.App{Name: "shop"})
+	if _, err := Roll(ctx, deps(c), "shop", DeployProcesses("shop:1", app.ProcessChange{}, nil, false, ""), Options{NoWait: true}); err != nil {
+		t.Fatal(err)
+	}
+	worker := app.ProcessChange{Set: map[string]string{"worker": "sleep 3600"}, From: "--process"}
+	res, err := Roll(ctx, deps(c), "shop", DeployProcesses("shop:2", worker, nil, false, ""), Options{NoWait: true})
+	if err != nil || len(res.Processes) != 2 || len(res.RemovedProcesses) != 0 {
+		t.Fatalf("--process worker: %+v, %v; want web and worker", res, err)
+	}
+	if r, _ := getRelease(t, s, 2); r.Processes["web"] != "" || r.Processes["worker"] != "sleep 3600" {
+		t.Errorf("v2 processes %q", r.Processes)
+	}
+	// a plain deploy keeps both
+	if res, err = Roll(ctx, deps(c), "shop", DeployProcesses("shop:3", app.ProcessChange{}, nil, false, ""), Options{NoWait: true}); err != nil || len(res.Processes) != 2 {
+		t.Fatalf("plain deploy: %+v, %v", res, err)
+	}
+	// a Procfile without worker removes it only when allowed
+	procfile := app.ProcessChange{Set: map[string]string{"web": "./serve"}, Complete: true, From: "Procfile ./Procfile"}
+	before := kubetest.Objects(t, c, ns)
+	_, err = Roll(ctx, deps(c), "shop", DeployProcesses("shop:4", procfile, nil, false, ""), Options{NoWait: true})
+	var refused *RemovalError
+	if !errors.As(err, &refused) || refused.ExitCode() != 2 || !strings.Contains(err.Error(), "remove process worker") {
+		t.Fatalf("removal without consent: %v", err)
+	}
+	if diff := kubetest.Diff(before, kubetest.Objects(t, c, ns)); len(diff) > 0 {
+		t.Errorf("a refused deploy changed %v", diff)
+	}
+	res, err = Roll(ctx, deps(c), "shop", DeployProcesses("shop:4", procfile, []string{"worker"}, false, ""), Options{NoWait: true})
+	if err != nil || !slices.Equal(res.RemovedProcesses, []string{"worker"}) || len(res.Processes) != 1 {
+		t.Fatalf("allowed removal: %+v, %v", res, err)
+	}
+	if _, ok := listDeployments(t, c)["shop-worker"]; ok {
+		t.Error("worker's Deployment is still there")
+	}
 }

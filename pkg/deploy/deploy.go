@@ -26,6 +26,9 @@ type Deps struct {
 	// ReleasePhase runs a release's release-phase command (releasephase.go);
 	// needed only by releases that have one.
 	ReleasePhase ReleasePhaseRunner
+	// WaitLock is how long to wait for the app's lock while another tug
+	// holds it (--wait-lock); 0 fails at once with a *LockedError.
+	WaitLock time.Duration
 }
 
 // Options tune one rollout.
@@ -66,6 +69,9 @@ type Result struct {
 	// when the release has none to run (releasephase.go).
 	ReleasePhase *ReleasePhaseResult `json:"releasePhase,omitempty"`
 	Plan         []string            `json:"plan,omitempty"` // dry-run: what would change
+	// RemovedProcesses names the process types the release drops (their
+	// units stop), sorted; omitted when none.
+	RemovedProcesses []string `json:"removedProcesses,omitempty"`
 	// Staged, on a dry run, says the release would only be stored, to
 	// apply at the next deploy (--no-restart, or an app never deployed).
 	Staged bool `json:"staged,omitempty"`
@@ -91,6 +97,10 @@ type Error struct {
 	RollbackErr error
 	// RollbackTo is the release that restore tried to bring back.
 	RollbackTo int
+	// Kept says the failed release was left in place (NoRollback); Previous
+	// is the release that ran before it (0: none).
+	Kept     bool
+	Previous int
 }
 
 func (e *Error) Error() string {
@@ -101,6 +111,10 @@ func (e *Error) Error() string {
 		msg += fmt.Sprintf("; rolling back to v%d also failed: %v", e.RollbackTo, e.RollbackErr)
 	case r.RolledBackTo > 0:
 		msg += fmt.Sprintf("; rolled back to v%d", r.RolledBackTo)
+	case e.Kept && e.Previous > 0:
+		msg += fmt.Sprintf("; not rolled back (--no-rollback): its units are left for inspection beside what still runs of v%d; 'tug release rollback %s v%d' puts v%d back", e.Previous, r.App, e.Previous, e.Previous)
+	case e.Kept:
+		msg += fmt.Sprintf("; not rolled back (--no-rollback): its units are left for inspection; 'tug app remove %s' or a new deploy clears them", r.App)
 	case r.Status == app.StatusFailed:
 		msg += "; nothing to roll back to"
 	}
@@ -159,6 +173,12 @@ func roll(t *txn, change Change, opts Options, start time.Time) (*Result, error)
 		return nil, err
 	}
 	next.App, next.Version, next.CreatedAt, next.Author = a.Name, a.LastRelease+1, time.Now().UTC(), authorOf(d.Holder)
+	removed := RemovedProcesses(base, next)
+	resultOf := func(st app.Status) *Result {
+		res := result(a, next, st, start)
+		res.RemovedProcesses = removed
+		return res
+	}
 	unitsBefore := maps.Clone(a.Processes)
 	withProcesses(a, next)
 	// A restore after a failure waits by the restored release's own
@@ -178,7 +198,7 @@ func roll(t *txn, change Change, opts Options, start time.Time) (*Result, error)
 		if _, err := store.UpdateApp(ctx, a.Name, func(x *app.App) error { x.LastRelease = next.Version; return nil }); err != nil {
 			return nil, t.explain(err)
 		}
-		return result(a, next, app.StatusStaged, start), nil
+		return resultOf(app.StatusStaged), nil
 	}
 
 	previous := a.Release
@@ -199,8 +219,10 @@ func roll(t *txn, change Change, opts Options, start time.Time) (*Result, error)
 	name, v := a.Name, next.Version
 	interrupted := func(err error) (*Result, error) {
 		err = t.explain(err)
-		_ = settle(ctx, store, name, v, err)
-		return nil, err
+		if settle(ctx, store, name, v, err) == app.StatusDeployed {
+			return nil, err
+		}
+		return nil, &InterruptedError{App: name, Release: v, Previous: previous, Units: unitsByRelease(ctx, d, name), Err: err}
 	}
 	a, err = store.UpdateApp(ctx, a.Name, func(x *app.App) error {
 		x.LastRelease = next.Version
@@ -237,7 +259,7 @@ func roll(t *txn, change Change, opts Options, start time.Time) (*Result, error)
 				return nil, err
 			}
 			a.Processes = unitsBefore
-			res := result(a, next, app.StatusFailed, start)
+			res := resultOf(app.StatusFailed)
 			res.ReleasePhase = pr
 			res.Failure = releasePhaseFailure(failed)
 			failed.Result = res
@@ -297,7 +319,7 @@ func roll(t *txn, change Change, opts Options, start time.Time) (*Result, error)
 				return nil, t.explain(err)
 			}
 		}
-		res := result(a, next, app.StatusDeployed, start)
+		res := resultOf(app.StatusDeployed)
 		res.ReleasePhase = phaseResult
 		return res, nil
 	}
@@ -308,7 +330,7 @@ func roll(t *txn, change Change, opts Options, start time.Time) (*Result, error)
 	cancel()
 	// failed releases count against the history cap too
 	_ = prune(ctx, store, a, previous)
-	res := result(a, next, app.StatusFailed, start)
+	res := resultOf(app.StatusFailed)
 	res.Failure = failure
 	res.ReleasePhase = phaseResult
 	if !opts.NoRollback {
@@ -320,7 +342,7 @@ func roll(t *txn, change Change, opts Options, start time.Time) (*Result, error)
 		res.RolledBackTo = back
 	}
 	res.DurationMS = time.Since(start).Milliseconds()
-	return res, &Error{Result: res}
+	return res, &Error{Result: res, Kept: opts.NoRollback, Previous: previous}
 }
 
 // withTimeout makes the rollout's idle timeout, when the command did not

@@ -483,11 +483,31 @@ func TestRollFailureNoRollback(t *testing.T) {
 	if !errors.As(err, &rollErr) || res.RolledBackTo != 0 {
 		t.Fatalf("Roll = %v, %+v", err, res)
 	}
-	if !strings.HasSuffix(err.Error(), "; nothing to roll back to") {
+	if !strings.HasSuffix(err.Error(), "; not rolled back (--no-rollback): its units are left for inspection; 'tug app remove shop' or a new deploy clears them") {
 		t.Errorf("error = %q", err)
 	}
 	if len(listDeployments(t, c)) != 1 {
 		t.Error("with NoRollback the failed release's Deployment should stay for inspection")
+	}
+}
+
+// --no-rollback after a good release says so, and how to go back: the
+// reason nothing was rolled back is the flag (before: "nothing to roll back
+// to", with v1 right there).
+func TestRollFailureNoRollbackAfterAGoodRelease(t *testing.T) {
+	c, s := newFake()
+	ctx := context.Background()
+	seedApp(t, s, &app.App{Name: "shop"})
+	if _, err := Roll(ctx, deps(c), "shop", DeployChange("shop:1", map[string]string{"web": ""}, ""), Options{NoWait: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CoreV1().Pods(ns).Create(ctx, crashPod("2"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Roll(ctx, deps(c), "shop", DeployChange("shop:2", map[string]string{"web": ""}, ""), Options{NoRollback: true, Timeout: 5 * time.Second})
+	want := `; not rolled back (--no-rollback): its units are left for inspection beside what still runs of v1; 'tug release rollback shop v1' puts v1 back`
+	if err == nil || !strings.HasSuffix(err.Error(), want) {
+		t.Errorf("error = %v\nwant suffix %q", err, want)
 	}
 }
 

@@ -358,3 +358,88 @@ func (l *Lock) Unlock() {
 		Preconditions: &metav1.Preconditions{UID: &cur.UID, ResourceVersion: &cur.ResourceVersion},
 	})
 }
+
+// LockWaitError: the app stayed locked by another tug for as long as the
+// command was told to wait (--wait-lock).
+type LockWaitError struct {
+	*LockedError
+	Waited time.Duration
+}
+
+func (e *LockWaitError) Error() string {
+	return fmt.Sprintf("app %q is still being changed by %s after waiting %s (--wait-lock); wait longer, or retry after %s if that tug was killed",
+		e.App, e.Holder, e.Waited.Round(time.Second), e.Expires.Local().Format("15:04:05"))
+}
+
+func (e *LockWaitError) Unwrap() error { return e.LockedError }
+
+// acquireWaiting takes appName's deploy lock for d. While another tug holds it, it
+// waits up to d.WaitLock (0: not at all, the LockedError at once) for the
+// lock to come free, watching the lease rather than polling, and says on
+// d.Progress whom it waits for and for how long so far.
+func acquireWaiting(ctx context.Context, d Deps, appName string) (*Lock, error) {
+	start := time.Now()
+	var said string
+	var saidAt time.Time
+	for {
+		lock, err := AcquireLock(ctx, d.Client, d.Namespace, appName, d.Holder)
+		var held *LockedError
+		if !errors.As(err, &held) || d.WaitLock <= 0 {
+			return lock, err
+		}
+		waited := time.Since(start)
+		left := d.WaitLock - waited
+		if left <= 0 {
+			return nil, &LockWaitError{LockedError: held, Waited: waited}
+		}
+		if held.Holder != said || time.Since(saidAt) >= 10*time.Second {
+			said, saidAt = held.Holder, time.Now()
+			if d.Progress != nil {
+				d.Progress.Update(fmt.Sprintf("waiting for %s to finish changing app %s (%s so far, up to %s)", held.Holder, appName, waited.Round(time.Second), d.WaitLock))
+			}
+		}
+		// until the lease changes (a renewal, a release, a takeover), or
+		// until it may have expired, whichever comes first
+		until := max(time.Until(held.Expires), 0) + renewEvery
+		if err := awaitLeaseChange(ctx, d, appName, min(left, until)); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// awaitLeaseChange returns when appName's lease changes or goes, after
+// timeout, or with ctx's error.
+func awaitLeaseChange(ctx context.Context, d Deps, appName string, timeout time.Duration) error {
+	leases := d.Client.CoordinationV1().Leases(d.Namespace)
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cur, err := leases.Get(wctx, LockName(appName), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if wctx.Err() != nil {
+			return nil
+		}
+		return kube.TranslateError(err)
+	}
+	w, err := leases.Watch(wctx, metav1.ListOptions{
+		FieldSelector:   fields.OneTermEqualSelector("metadata.name", cur.Name).String(),
+		ResourceVersion: cur.ResourceVersion,
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return nil // the watch could not start: try the lock again
+	}
+	defer w.Stop()
+	select {
+	case <-w.ResultChan():
+	case <-wctx.Done():
+	}
+	return ctx.Err()
+}

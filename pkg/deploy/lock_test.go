@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/kube"
 )
 
@@ -344,5 +345,77 @@ func TestAcquireLockKeepsALeaseRenewedByAClockAhead(t *testing.T) {
 	var locked *LockedError
 	if !errors.As(err, &locked) || locked.Holder != "alice" {
 		t.Fatalf("AcquireLock = %v, want held by alice", err)
+	}
+}
+
+// waitingFor is a Progress that signals once a line says tug waits for the
+// lock.
+type waitingFor struct{ ch chan string }
+
+func (w waitingFor) Update(msg string) {
+	if strings.HasPrefix(msg, "waiting for ") {
+		select {
+		case w.ch <- msg:
+		default:
+		}
+	}
+}
+
+// --wait-lock: a change started while another holds the lock waits for it,
+// says for whom, and goes on once it is released.
+func TestWaitLockGoesOnOnceTheLockIsFree(t *testing.T) {
+	c, s := newFake()
+	seedApp(t, s, &app.App{Name: "shop"})
+	other := acquire(t, c, "alice (pid 1 on laptop)")
+	d := deps(c)
+	d.WaitLock = time.Minute
+	waiting := waitingFor{make(chan string, 1)}
+	d.Progress = waiting
+	done := make(chan error, 1)
+	go func() {
+		_, err := Roll(context.Background(), d, "shop", DeployChange("shop:1", map[string]string{"web": ""}, ""), Options{NoWait: true})
+		done <- err
+	}()
+	select {
+	case msg := <-waiting.ch:
+		if !strings.Contains(msg, "alice (pid 1 on laptop)") || !strings.Contains(msg, "up to 1m0s") {
+			t.Errorf("progress %q", msg)
+		}
+	case err := <-done:
+		t.Fatalf("Roll ended while the lock was held: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("no progress line says tug waits for the lock")
+	}
+	other.Unlock()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Roll after the lock came free: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Roll still waits after the lock came free")
+	}
+	if a := getApp(t, s, "shop"); a.Release != 1 {
+		t.Errorf("record release v%d", a.Release)
+	}
+}
+
+// --wait-lock gives up after its time with the holder named; without it
+// the refusal is at once.
+func TestWaitLockGivesUp(t *testing.T) {
+	c, s := newFake()
+	seedApp(t, s, &app.App{Name: "shop"})
+	other := acquire(t, c, "alice")
+	defer other.Unlock()
+	d := deps(c)
+	d.WaitLock = 300 * time.Millisecond
+	_, err := Roll(context.Background(), d, "shop", DeployChange("shop:1", map[string]string{"web": ""}, ""), Options{NoWait: true})
+	var waited *LockWaitError
+	var held *LockedError
+	if !errors.As(err, &waited) || !errors.As(err, &held) || held.Holder != "alice" || !strings.Contains(err.Error(), "after waiting") {
+		t.Fatalf("Roll = %v; want a LockWaitError naming alice", err)
+	}
+	if rels, _ := s.ListReleases(context.Background(), "shop"); len(rels) != 0 {
+		t.Errorf("%d releases made while waiting", len(rels))
 	}
 }

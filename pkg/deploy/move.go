@@ -231,7 +231,7 @@ func Move(ctx context.Context, src, dst Deps, appName string, o MoveOptions) (*M
 	// dropped: no other tug changes or removes the new copy (a remove
 	// tug suggests for leftovers) while this move makes it, checks it
 	// and switches to it. It ends with the source's lock as well.
-	tlock, err := AcquireLock(ctx, dst.Client, dst.Namespace, appName, dst.Holder)
+	tlock, err := acquireWaiting(ctx, dst, appName)
 	if err != nil {
 		return nil, t.explain(err)
 	}

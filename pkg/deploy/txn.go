@@ -36,7 +36,7 @@ func lockApp(ctx context.Context, d Deps, appName string, check func(*app.App) e
 	if _, err := (&app.Store{Client: d.Client, Namespace: d.Namespace}).GetApp(ctx, appName); err != nil {
 		return nil, err
 	}
-	lock, err := AcquireLock(ctx, d.Client, d.Namespace, appName, d.Holder)
+	lock, err := acquireWaiting(ctx, d, appName)
 	if err != nil {
 		return nil, err
 	}

@@ -179,3 +179,42 @@ func fastRenewals(t *testing.T) {
 	renewEvery = 10 * time.Millisecond
 	t.Cleanup(func() { renewEvery = old })
 }
+
+// cancelOn is a Progress that cancels the command when a line starts with
+// prefix, as a Ctrl-C at that moment would.
+type cancelOn struct {
+	prefix string
+	cancel context.CancelFunc
+}
+
+func (c cancelOn) Update(msg string) {
+	if strings.HasPrefix(msg, c.prefix) {
+		c.cancel()
+	}
+}
+
+// A Ctrl-C mid-rollout ends with what runs and the command that finishes
+// or undoes the release, and still reads as a cancellation (exit 130).
+func TestInterruptedRolloutSaysWhatToRunNext(t *testing.T) {
+	c, s := newFake()
+	seedApp(t, s, &app.App{Name: "shop"})
+	if _, err := Roll(context.Background(), deps(c), "shop", DeployChange("shop:1", map[string]string{"web": ""}, ""), Options{NoWait: true}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	d := deps(c)
+	d.Progress = cancelOn{"applying release", cancel}
+	_, err := Roll(ctx, d, "shop", DeployChange("shop:2", map[string]string{"web": ""}, ""), Options{})
+	var in *InterruptedError
+	if !errors.As(err, &in) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("Roll = %v; want an InterruptedError that is a cancellation", err)
+	}
+	want := `the rollout of v2 of app "shop" stopped before it finished: no unit runs; 'tug release rollback shop v2' finishes it, 'tug release rollback shop v1' goes back`
+	if got := in.NextStep(); got != want {
+		t.Errorf("NextStep = %q\nwant       %q", got, want)
+	}
+	if r, _ := getRelease(t, s, 2); r.Status != app.StatusInterrupted {
+		t.Errorf("v2 is %s", r.Status)
+	}
+}
