@@ -35,7 +35,7 @@ func newPrinter(ios Streams, o Options) *printer {
 		lines:  make(chan line, 1024),
 		done:   make(chan struct{}),
 		w:      bufio.NewWriterSize(out, 64<<10),
-		errOut: ios.Stderr(),
+		errOut: text.NewWriter(ios.Stderr(), ios.ErrColorEnabled()), // a note quotes the cluster's reasons
 		colors: tugexec.NewColorizer(ios.ColorEnabled()),
 		errCol: tugexec.NewColorizer(ios.ErrColorEnabled()),
 		prefix: o.Unit == "",
