@@ -150,16 +150,20 @@ func (b *buildFlags) image(cmd *cobra.Command, f *cli.Factory, appName, message 
 	if src.Ignore != "" {
 		ignore = ", without what " + src.Ignore + " names"
 	}
-	errOut := f.IOStreams.ErrOut
+	// The build's live log and its failure come from the pod: made safe
+	// for a terminal here, on the one writer they reach stderr through.
+	errOut := text.NewWriter(f.IOStreams.ErrOut, f.IOStreams.ErrColorEnabled())
 	fmt.Fprintf(errOut, "source: %s, %d files, %s compressed%s\n", src.Dir, src.Files, text.Size(int64(len(src.Data))), ignore)
 	if dryRun && plan.Dockerfile != "" {
-		fmt.Fprintf(f.IOStreams.Out, "dry run: would build %s from %s with BuildKit (%s), push to %s and deploy it; nothing built\n",
-			appName, src.Dir, plan.Dockerfile, plan.Settings.Repository)
+		fmt.Fprintln(f.IOStreams.Out, cli.Sanitize(fmt.Sprintf("dry run: would build %s from %s with BuildKit (%s), push to %s and deploy it; nothing built",
+			appName, src.Dir, plan.Dockerfile, plan.Settings.Repository)))
 		return "", nil
 	}
 	if dryRun {
-		fmt.Fprintf(f.IOStreams.Out, "dry run: would build %s from %s with builder %s on run image %s, push to %s and deploy it; nothing built\n",
-			appName, src.Dir, plan.Settings.Builder, plan.RunImage, plan.Settings.Repository)
+		// the builder and run image may be the app's remembered ones, or
+		// the cluster's: its text
+		fmt.Fprintln(f.IOStreams.Out, cli.Sanitize(fmt.Sprintf("dry run: would build %s from %s with builder %s on run image %s, push to %s and deploy it; nothing built",
+			appName, src.Dir, plan.Settings.Builder, plan.RunImage, plan.Settings.Repository)))
 		return "", nil
 	}
 	progress := f.Progress()

@@ -3,12 +3,12 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
+
+	"tug.dev/tug/pkg/text"
 )
 
 // OutputFormat is the value of -o: table, json, yaml, name, or a template
@@ -167,60 +167,16 @@ func WriteYAML(ios *IOStreams, v any) error {
 	return err
 }
 
-// cleanCell keeps one cell on one line and out of the way of the separators.
+// cleanCell keeps one cell on one line and out of the way of the
+// separators, and makes it safe for a terminal. It keeps SGR colour codes
+// (a Palette's: tables are the place tug colours statuses); Render drops
+// them where colour is off.
 func cleanCell(s string) string {
 	s = strings.NewReplacer("\t", " ", "\n", " ", "\r", " ").Replace(s)
-	// Keep the colour codes a Palette adds (ESC [ digits m): they only
-	// colour, and tables are the place tug colours statuses.
-	var b strings.Builder
-	for s != "" {
-		loc := sgr.FindStringIndex(s)
-		if loc == nil {
-			b.WriteString(Sanitize(s))
-			break
-		}
-		b.WriteString(Sanitize(s[:loc[0]]))
-		b.WriteString(s[loc[0]:loc[1]])
-		s = s[loc[1]:]
-	}
-	return b.String()
+	return text.SanitizeColor(s, true)
 }
-
-var sgr = regexp.MustCompile(`\x1b\[[0-9;]*m`)
 
 // Sanitize makes text that came from the cluster (server messages, events,
-// release messages another user stored) safe to print on a terminal: every
-// control character but tab and newline is shown in caret or \u notation
-// instead of being sent, so no escape sequence can move the cursor, retitle
-// the window or hide what follows. Like kubectl's EscapeTerminal.
-func Sanitize(s string) string {
-	clean := true
-	for _, r := range s {
-		if isControl(r) {
-			clean = false
-			break
-		}
-	}
-	if clean {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case !isControl(r):
-			b.WriteRune(r)
-		case r < 0x20:
-			b.WriteByte('^')
-			b.WriteByte(byte(r) + '@')
-		case r == 0x7f:
-			b.WriteString("^?")
-		default:
-			fmt.Fprintf(&b, "\\u%04x", r)
-		}
-	}
-	return b.String()
-}
-
-func isControl(r rune) bool {
-	return (r < 0x20 && r != '\t' && r != '\n') || r == 0x7f || (r >= 0x80 && r <= 0x9f) || r == utf8.RuneError
-}
+// release messages another user stored) safe to print on a terminal; see
+// text.Sanitize.
+func Sanitize(s string) string { return text.Sanitize(s) }

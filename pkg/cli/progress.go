@@ -6,7 +6,8 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
+
+	"tug.dev/tug/pkg/text"
 )
 
 // Progress reports long work to the user. pkg functions take one so they can
@@ -49,7 +50,7 @@ func (p *lineProgress) write(msg string, force bool) {
 		return
 	}
 	p.last = msg
-	fmt.Fprintf(p.w, "%s %s\n", p.now().Format("15:04:05"), msg)
+	fmt.Fprintf(p.w, "%s %s\n", p.now().Format("15:04:05"), progressText(msg, false))
 }
 
 func (p *lineProgress) Update(msg string) { p.write(msg, false) }
@@ -92,7 +93,7 @@ type spinner struct {
 func (s *spinner) Update(msg string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.msg = msg
+	s.msg = progressText(msg, s.colors.enabled)
 	s.drawLocked()
 	if s.stop == nil {
 		s.stop, s.stopped = make(chan struct{}), make(chan struct{})
@@ -120,7 +121,7 @@ func (s *spinner) spin(stop <-chan struct{}, stopped chan<- struct{}) {
 // drawLocked rewrites the line; the message is cut to the terminal width
 // because a wrapped line cannot be erased with a carriage return.
 func (s *spinner) drawLocked() {
-	fmt.Fprintf(s.w, "\r\x1b[K%s %s", spinnerFrames[s.frame], truncate(s.msg, s.width-3))
+	fmt.Fprintf(s.w, "\r\x1b[K%s %s", spinnerFrames[s.frame], text.Truncate(s.msg, s.width-3))
 }
 
 func (s *spinner) finish(mark, msg string) {
@@ -137,7 +138,7 @@ func (s *spinner) finish(mark, msg string) {
 	if msg == "" {
 		msg = s.msg
 	}
-	fmt.Fprintf(s.w, "\r\x1b[K%s %s\n", mark, msg)
+	fmt.Fprintf(s.w, "\r\x1b[K%s %s\n", mark, progressText(msg, s.colors.enabled))
 	s.msg = ""
 }
 
@@ -161,10 +162,13 @@ func (s *spinner) clear() {
 func (s *spinner) Done(msg string) { s.finish(s.colors.Green("✓"), msg) }
 func (s *spinner) Fail(msg string) { s.finish(s.colors.Red("✗"), msg) }
 
-func truncate(s string, width int) string {
-	if width <= 1 || utf8.RuneCountInString(s) <= width {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:width-1]) + "…"
+// progressText is a step's message as a progress writer prints it: safe
+// for a terminal whoever wrote its parts (a Lease holder, a cluster's
+// name, a builder's image come from the cluster), SGR colour kept only
+// where colour is on, and on one line, so it cannot forge a line of its
+// own (a "✓ deployed" under a failure) or break the spinner's redraw.
+// The writers' own control output (carriage return, erase line) is added
+// after this, so it alone reaches the terminal.
+func progressText(msg string, color bool) string {
+	return strings.ReplaceAll(text.SanitizeColor(msg, color), "\n", " ")
 }

@@ -63,12 +63,3 @@ func TestSpinnerOnTerminal(t *testing.T) {
 		t.Error("spinner goroutine still registered after Fail")
 	}
 }
-
-func TestTruncate(t *testing.T) {
-	if got := truncate("héllo world", 6); got != "héllo…" {
-		t.Errorf("got %q", got)
-	}
-	if got := truncate("short", 80); got != "short" {
-		t.Errorf("got %q", got)
-	}
-}

@@ -8,6 +8,8 @@ import (
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/renderer"
 	"github.com/olekukonko/tablewriter/tw"
+
+	"tug.dev/tug/pkg/text"
 )
 
 // Table is rows of text for people. On a terminal it is drawn kubectl-style:
@@ -41,12 +43,27 @@ func (t *Table) AddRow(cells ...string) {
 // Len is the number of rows.
 func (t *Table) Len() int { return len(t.rows) }
 
-// Render writes the table to ios.Out.
+// Render writes the table to ios.Out. Where colour is off, the colour
+// codes a cell kept (tug's, or the cluster's) are dropped.
 func (t *Table) Render(ios *IOStreams, noHeaders bool) error {
+	if !ios.ColorEnabled() {
+		t = t.withoutColor()
+	}
 	if !ios.IsStdoutTTY() {
 		return t.renderTSV(ios.Out, noHeaders)
 	}
 	return t.renderAligned(ios.Out, noHeaders)
+}
+
+func (t *Table) withoutColor() *Table {
+	plain := &Table{header: t.header, rows: make([][]string, len(t.rows))}
+	for i, r := range t.rows {
+		plain.rows[i] = make([]string, len(r))
+		for j, c := range r {
+			plain.rows[i][j] = text.SanitizeColor(c, false)
+		}
+	}
+	return plain
 }
 
 func (t *Table) renderTSV(w io.Writer, noHeaders bool) error {

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"tug.dev/tug/pkg/deploy"
+	"tug.dev/tug/pkg/text"
 )
 
 // RunReleasePhase runs a release's release-phase command in a one-off pod
@@ -27,7 +28,10 @@ import (
 //		return exec.RunReleasePhase(ctx, execDeps, s)
 //	}
 func RunReleasePhase(ctx context.Context, d Deps, spec deploy.ReleasePhaseSpec) (int, error) {
-	out := &lineEnd{w: d.IO.Stderr()}
+	// The phase's output is the cluster's text on tug's stderr: made safe
+	// for a terminal (text.NewWriter) as it streams; lineEnd's closing
+	// newline also ends any sequence the filter still holds.
+	out := &lineEnd{w: text.NewWriter(d.IO.Stderr(), d.IO.ErrColorEnabled())}
 	d.IO = stderrIO{IO: d.IO, out: out}
 	o := RunOptions{App: spec.App.Name, Process: spec.Process, Command: spec.Command}
 	r := &runner{d: d, o: o, app: spec.App, name: RunPodName(spec.App.Name), progress: d.progress()}

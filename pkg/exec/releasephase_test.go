@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/deploy"
@@ -89,6 +91,43 @@ func TestReleasePhaseAuditEvents(t *testing.T) {
 				t.Errorf("no start event: %q", messages)
 			}
 		})
+	}
+}
+
+// A release phase's output is the cluster's text on tug's stderr: its
+// escapes (a clipboard write, a screen clear, a cursor move, C1 CSI, NUL,
+// BEL) reach the terminal as visible text, its colour only where colour is
+// on (it is off here), and a sequence it leaves open does not swallow the
+// newline that ends its line.
+func TestReleasePhaseOutputIsSafeForATerminal(t *testing.T) {
+	h := newRunHarness(t, nil)
+	h.c.PrependReactor("get", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "log" {
+			return false, nil, nil
+		}
+		return true, &runtime.Unknown{Raw: []byte("migrating\x1b]52;c;aGk=\x07\x1b[2J\x1b[5A\u009b2J\x00\x07 \x1b[32mdone\x1b[0m\r\nleft open\x1b[3")}, nil
+	})
+	a := &app.App{Name: "shop", Namespace: ns, Processes: map[string]app.Process{"web": {Replicas: 1}}}
+	rel := &app.Release{App: "shop", Version: 2, Image: "img:v2", Processes: map[string]string{"web": "serve"}}
+	dep := deploy.Render(a, rel, nil).Deployments[0]
+	done := make(chan error, 1)
+	go func() {
+		_, err := RunReleasePhase(context.Background(), h.deps, deploy.ReleasePhaseSpec{
+			App: a, Release: 2, Process: "web", Command: []string{"./migrate"}, Deployment: dep,
+		})
+		done <- err
+	}()
+	h.nextWatch()
+	h.setState(corev1.PodRunning, running())
+	h.nextWatch()
+	h.setState(corev1.PodSucceeded, exited(0))
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	got := h.errOut.String()
+	want := "migrating^[]52;c;aGk=^G^[[2J^[[5A\\u009b2J^@^G done\nleft open^[[3\n"
+	if !strings.Contains(got, want) || strings.Contains(got, "\x1b") {
+		t.Errorf("stderr = %q, want it to hold %q and no ESC", got, want)
 	}
 }
 

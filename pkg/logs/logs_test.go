@@ -318,3 +318,26 @@ func TestFollowListsAgainAfterGone(t *testing.T) {
 		t.Errorf("%d pod lists, want 2 (Show's, and one after the 410)", n)
 	}
 }
+
+// An app's log carries whatever its requests did (a logged path or header):
+// a clipboard write, a retitle, a screen clear, C1 CSI, NUL and BEL reach
+// the screen as visible text, never as escapes; colour goes where colour is
+// off.
+func TestShowMakesLinesSafeForATerminal(t *testing.T) {
+	waiting := pod("shop-web-b", "web")
+	waiting.Status.ContainerStatuses[0].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "\x1b]0;pwned\x07Creating"}}
+	c, _ := newFake(t, map[string]string{
+		"shop-web-a": stamp(1, "GET /\x1b]52;c;aGk=\x07 \x1b]0;pwned\x07\x1b[2J\x1b[1;1H\u009b2J\x00\x07 \x1b[31m500\x1b[0m\r"),
+	}, pod("shop-web-a", "web"), waiting)
+	out, errOut, err := show(t, c, Options{Tail: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "shop-web-a | GET /^[]52;c;aGk=^G ^[]0;pwned^G^[[2J^[[1;1H\\u009b2J^@^G 500\n"
+	if out != want {
+		t.Fatalf("log line = %q, want %q", out, want)
+	}
+	if !strings.Contains(errOut, "(not started yet (^[]0;pwned^GCreating))") || strings.Contains(errOut, "\x1b") {
+		t.Fatalf("a note quoting the cluster's reason = %q", errOut)
+	}
+}

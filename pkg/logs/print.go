@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	tugexec "tug.dev/tug/pkg/exec"
+	"tug.dev/tug/pkg/text"
 )
 
 // printer writes lines from every unit's stream to stdout from one
@@ -27,11 +28,14 @@ type printer struct {
 }
 
 func newPrinter(ios Streams, o Options) *printer {
+	// Log lines are whatever the app printed, and so whatever a request it
+	// logged carried: made safe for a terminal as they stream.
+	out := text.NewWriter(ios.Stdout(), ios.ColorEnabled())
 	p := &printer{
 		lines:  make(chan line, 1024),
 		done:   make(chan struct{}),
-		w:      bufio.NewWriterSize(ios.Stdout(), 64<<10),
-		errOut: ios.Stderr(),
+		w:      bufio.NewWriterSize(out, 64<<10),
+		errOut: text.NewWriter(ios.Stderr(), ios.ErrColorEnabled()), // a note quotes the cluster's reasons
 		colors: tugexec.NewColorizer(ios.ColorEnabled()),
 		errCol: tugexec.NewColorizer(ios.ErrColorEnabled()),
 		prefix: o.Unit == "",
