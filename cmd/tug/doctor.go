@@ -1,13 +1,16 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/doctor"
+	"tug.dev/tug/pkg/kube"
 )
 
 type doctorOptions struct {
@@ -22,8 +25,10 @@ func newDoctorCmd(f *cli.Factory) *cobra.Command {
 		Short: "Check the kubeconfig, the cluster and your permissions",
 		Long: `Check that the kubeconfig loads, the cluster answers, its version is within
 one minor version of tug's client, and that you hold every permission each
-group of tug commands needs: in the namespace (-n, or the kubeconfig's), and
-across the cluster for the node and pool commands.
+group of tug commands needs: in the namespace (-n, or the kubeconfig's),
+across the cluster for the node and pool commands, and, for what node remove
+does to apps (tug-cluster-admin-apps), in each namespace that holds tug's
+Deployments (the namespace checked when they cannot be listed).
 
 Each permission is asked of the API server with a SelfSubjectAccessReview, so
 the answer is exact whatever authorizer the cluster uses. doctor exits 1 when
@@ -129,5 +134,33 @@ func doctorError(r *doctor.Report) error {
 	if len(names) == 0 {
 		return fmt.Errorf("the cluster could not answer doctor's permission checks for %s (see the table); this says nothing about your permissions", strings.Join(unchecked, ", "))
 	}
-	return fmt.Errorf("missing permissions for %s; ask a cluster admin (docs/rbac has the roles to grant)", strings.Join(names, ", "))
+	msg := fmt.Sprintf("missing permissions for %s; ask a cluster admin (docs/rbac has the roles to grant)", strings.Join(names, ", "))
+	if ns := appNamespacesMissing(r); len(ns) > 0 {
+		cmds := make([]string, len(ns))
+		for i, n := range ns {
+			cmds[i] = kube.BindAppsRoleCommand(r.User, n)
+		}
+		msg += fmt.Sprintf("; in the app namespaces, bind the %s ClusterRole: %s", kube.ClusterAdminAppsRole, strings.Join(cmds, " && "))
+	}
+	return errors.New(msg)
+}
+
+// appNamespacesMissing are the app namespaces where a failed group lacks
+// an app-namespaces permission.
+func appNamespacesMissing(r *doctor.Report) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, g := range r.Groups {
+		if g.Status != doctor.StatusFailed {
+			continue
+		}
+		for _, p := range g.Missing {
+			if p.Scope == doctor.ScopeAppNamespaces && !seen[p.Namespace] {
+				seen[p.Namespace] = true
+				out = append(out, p.Namespace)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
 }

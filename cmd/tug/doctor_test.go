@@ -120,7 +120,7 @@ func TestDoctorJSON(t *testing.T) {
 	}
 	for _, g := range report.Groups {
 		if g.Name == "node" {
-			if g.Status != "failed" || len(g.Missing) != 17 || g.Missing[0].Scope != "cluster" {
+			if g.Status != "failed" || len(g.Missing) != 10 || g.Missing[0].Scope != "cluster" {
 				t.Errorf("node group %+v", g)
 			}
 		}

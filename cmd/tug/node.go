@@ -19,7 +19,9 @@ func newNodeCmd(f *cli.Factory) *cobra.Command {
 		Short: "List, add, enable, disable and remove the nodes apps run on",
 		Long: `Nodes of every configured cluster (see 'tug cluster'), grouped in pools by
 the node label tug.dev/pool. These commands need cluster-wide permissions
-(see 'tug doctor' and docs/rbac/).`,
+(the tug-cluster-admin ClusterRole), and 'node remove' also needs
+tug-cluster-admin-apps bound in each namespace that holds tug apps (see
+'tug doctor --all' and docs/rbac/).`,
 		Args:    cli.GroupArgs,
 		RunE:    cli.GroupRunE,
 		GroupID: "cluster",

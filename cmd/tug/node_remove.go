@@ -43,6 +43,11 @@ deleted.
 If moving the pods fails or --timeout passes, the node stays cordoned and is
 not deleted: run the command again, or 'tug node update NODE --enable'.
 
+Surging a process takes its app's deploy lock, a Lease in the app's
+namespace: that needs the tug-cluster-admin-apps ClusterRole bound there. A
+namespace without it stops the removal before anything changes, with the
+kubectl command that binds it.
+
 --no-rebalance deletes only the Node object: its pods are left to Kubernetes'
 garbage collection. A machine whose kubelet still runs registers again when
 the kubelet restarts: stop it first.`,
@@ -68,7 +73,8 @@ the kubelet restarts: stop it first.`,
 				if err := cli.ConfirmOrFlag(cmd.Context(), f.IOStreams, f.Prompter(), o.Yes, cli.Confirmation{Action: action}); err != nil {
 					return err
 				}
-				o.Holder = kube.Holder(kube.WhoAmI(cmd.Context(), found.Target.Client, ""))
+				o.User = kube.WhoAmI(cmd.Context(), found.Target.Client, "")
+				o.Holder = kube.Holder(o.User)
 			}
 			p := f.Progress()
 			o.Progress = p

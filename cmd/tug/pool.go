@@ -39,7 +39,11 @@ func newPoolListCmd(f *cli.Factory) *cobra.Command {
 with, the pools its apps are placed in, and the pools the cluster is
 configured to hold. READY counts the nodes that can take new units (ready,
 not cordoned, not disabled): a pool with apps and no ready node cannot run
-new units.`,
+new units.
+
+The apps come from their records where you may list ConfigMaps in every
+namespace; with the tug-cluster-admin role alone, from tug's Deployments
+(their node selector names the pool), which leaves out apps never deployed.`,
 		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ts, err := clusterTargets(f, cluster)

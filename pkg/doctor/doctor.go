@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -182,9 +183,10 @@ func Run(ctx context.Context, env Env, opts Options) (*Report, error) {
 	r.Checks = append(r.Checks, identityCheck(ctx, client, r))
 	r.Checks = append(r.Checks, dockerfileBuildsCheck(ctx, client, r.Namespace))
 
-	// 4. Every permission of every command group.
+	// 4. Every permission of every command group; the app-namespace ones
+	// in each namespace that holds tug apps.
 	opts.Progress.Update("reviewing permissions")
-	r.Groups = reviewGroups(ctx, client, r.Namespace, opts)
+	r.Groups = reviewGroups(ctx, client, r.Namespace, appNamespaces(ctx, client, r.Namespace, opts.Groups), opts)
 	r.OK = r.Problems() == 0
 	if err := ctx.Err(); err != nil {
 		return r, err
@@ -275,16 +277,62 @@ type verdict struct {
 	err     error
 }
 
+// appNamespaces are the namespaces where doctor reviews the app-namespaces
+// permissions: those holding tug's Deployments (what node remove can meet
+// on a node), found with the pool commands' own permission. When they
+// cannot be listed (a developer) or there are none yet, the namespace
+// checked stands for them.
+func appNamespaces(ctx context.Context, client kubernetes.Interface, namespace string, groups []CommandGroup) []string {
+	needed := false
+	for _, g := range groups {
+		for _, p := range g.Permissions {
+			needed = needed || p.Scope == ScopeAppNamespaces
+		}
+	}
+	if !needed {
+		return nil
+	}
+	seen := map[string]bool{}
+	err := kube.EachDeployment(ctx, client, metav1.NamespaceAll, metav1.ListOptions{LabelSelector: kube.UnitDeploymentSelector()},
+		func() { clear(seen) },
+		func(d *appsv1.Deployment) { seen[d.Namespace] = true })
+	if err != nil || len(seen) == 0 {
+		return []string{namespace}
+	}
+	out := make([]string, 0, len(seen))
+	for ns := range seen {
+		out = append(out, ns)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// inNamespaces is p as reviewed: an app-namespaces permission once per app
+// namespace, anything else as it is.
+func inNamespaces(p Permission, appNS []string) []Permission {
+	if p.Scope != ScopeAppNamespaces {
+		return []Permission{p}
+	}
+	out := make([]Permission, len(appNS))
+	for i, ns := range appNS {
+		out[i] = p
+		out[i].Namespace = ns
+	}
+	return out
+}
+
 // reviewGroups asks the API server about each distinct permission once,
 // concurrently, and files the answers under every group that needs them.
-func reviewGroups(ctx context.Context, client kubernetes.Interface, namespace string, opts Options) []GroupResult {
+func reviewGroups(ctx context.Context, client kubernetes.Interface, namespace string, appNS []string, opts Options) []GroupResult {
 	var unique []Permission
 	seen := map[Permission]bool{}
 	for _, g := range opts.Groups {
-		for _, p := range g.Permissions {
-			if !seen[p] {
-				seen[p] = true
-				unique = append(unique, p)
+		for _, tp := range g.Permissions {
+			for _, p := range inNamespaces(tp, appNS) {
+				if !seen[p] {
+					seen[p] = true
+					unique = append(unique, p)
+				}
 			}
 		}
 	}
@@ -308,13 +356,15 @@ func reviewGroups(ctx context.Context, client kubernetes.Interface, namespace st
 	for _, g := range opts.Groups {
 		res := GroupResult{Name: g.Name, Description: g.Description, Admin: g.Admin, Status: StatusOK, Missing: []Permission{}}
 		errs := map[string]bool{}
-		for _, p := range g.Permissions {
-			v := verdicts[p]
-			switch {
-			case v.err != nil:
-				errs[fmt.Sprintf("%s: %s", p, kube.TranslateError(v.err))] = true
-			case !v.allowed:
-				res.Missing = append(res.Missing, p)
+		for _, tp := range g.Permissions {
+			for _, p := range inNamespaces(tp, appNS) {
+				v := verdicts[p]
+				switch {
+				case v.err != nil:
+					errs[fmt.Sprintf("%s: %s", p, kube.TranslateError(v.err))] = true
+				case !v.allowed:
+					res.Missing = append(res.Missing, p)
+				}
 			}
 		}
 		for e := range errs {
@@ -341,8 +391,11 @@ func review(ctx context.Context, client kubernetes.Interface, namespace string, 
 		Resource:    p.Resource,
 		Subresource: p.Subresource,
 	}
-	if p.Scope == ScopeNamespace {
+	switch p.Scope {
+	case ScopeNamespace:
 		attrs.Namespace = namespace
+	case ScopeAppNamespaces:
+		attrs.Namespace = p.Namespace
 	}
 	ssar := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: attrs}}
 	out, err := client.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, ssar, metav1.CreateOptions{})
@@ -358,11 +411,12 @@ func MissingSummary(missing []Permission) string {
 	type key struct {
 		group, resource, sub string
 		scope                Scope
+		namespace            string
 	}
 	var order []key
 	verbs := map[key][]string{}
 	for _, p := range missing {
-		k := key{p.Group, p.Resource, p.Subresource, p.Scope}
+		k := key{p.Group, p.Resource, p.Subresource, p.Scope, p.Namespace}
 		if _, ok := verbs[k]; !ok {
 			order = append(order, k)
 		}
@@ -370,7 +424,7 @@ func MissingSummary(missing []Permission) string {
 	}
 	parts := make([]string, 0, len(order))
 	for _, k := range order {
-		p := Permission{Group: k.group, Resource: k.resource, Subresource: k.sub, Scope: k.scope}
+		p := Permission{Group: k.group, Resource: k.resource, Subresource: k.sub, Scope: k.scope, Namespace: k.namespace}
 		parts = append(parts, strings.Join(verbs[k], ",")+" "+p.resourceWithScope())
 	}
 	return strings.Join(parts, "; ")

@@ -20,6 +20,12 @@ const (
 	// ScopeAllNamespaces: a namespaced resource in every namespace, such as
 	// evicting pods from a node whatever their namespace.
 	ScopeAllNamespaces Scope = "all-namespaces"
+	// ScopeAppNamespaces: in each namespace that holds tug apps, granted
+	// there by a RoleBinding to the tug-cluster-admin-apps ClusterRole.
+	// RBAC cannot narrow a cluster-wide grant to tug's own Leases, and
+	// across the cluster lease writes reach kube-node-lease (node
+	// heartbeats) and kube-system (leader elections).
+	ScopeAppNamespaces Scope = "app-namespaces"
 )
 
 // Permission is one verb on one resource, as an RBAC rule names it.
@@ -29,10 +35,14 @@ type Permission struct {
 	Resource    string `json:"resource"`
 	Subresource string `json:"subresource,omitempty"`
 	Scope       Scope  `json:"scope"`
+	// Namespace, in a report, is the app namespace an app-namespaces
+	// permission was reviewed in; the table leaves it empty.
+	Namespace string `json:"namespace,omitempty"`
 }
 
-// String is "list nodes (cluster)", "create pods/eviction (all namespaces)"
-// or, in the namespace, "get pods/log".
+// String is "list nodes (cluster)", "create pods/eviction (all namespaces)",
+// "create leases.coordination.k8s.io (each app namespace)" or, in the
+// namespace, "get pods/log".
 func (p Permission) String() string {
 	return p.Verb + " " + p.resourceWithScope()
 }
@@ -44,6 +54,12 @@ func (p Permission) resourceWithScope() string {
 		s += " (cluster)"
 	case ScopeAllNamespaces:
 		s += " (all namespaces)"
+	case ScopeAppNamespaces:
+		if p.Namespace != "" {
+			s += " (namespace " + p.Namespace + ", through " + kube.ClusterAdminAppsRole + ")"
+		} else {
+			s += " (each app namespace)"
+		}
 	}
 	return s
 }
@@ -216,9 +232,9 @@ func CommandGroups() []CommandGroup {
 				rules(ScopeAllNamespaces, "pods/eviction", "create"),
 				// App-aware removal: a process whose last ready unit is on
 				// the node gets one more unit first, under the app's deploy
-				// lock.
-				rules(ScopeAllNamespaces, "deployments.apps/scale", "get", "update"),
-				rules(ScopeAllNamespaces, "leases.coordination.k8s.io", "get", "watch", "create", "update", "delete"),
+				// lock: only in the apps' namespaces.
+				rules(ScopeAppNamespaces, "deployments.apps/scale", "get", "update"),
+				rules(ScopeAppNamespaces, "leases.coordination.k8s.io", "get", "watch", "create", "update", "delete"),
 			),
 		},
 		{
@@ -227,8 +243,12 @@ func CommandGroups() []CommandGroup {
 			Description: "group nodes into pools and list the apps in each (cluster admins)",
 			Permissions: slices.Concat(
 				rules(ScopeCluster, "nodes", "get", "list", "update", "patch"),
-				// App records, to say which apps each pool holds.
-				rules(ScopeAllNamespaces, "configmaps", "list"),
+				// Which apps each pool holds, from tug's Deployments (their
+				// node selector names the pool), not from the app records:
+				// listing ConfigMaps in every namespace would read every
+				// ConfigMap of the cluster. A Deployment shows what its
+				// pods, which the node commands list anyway, show.
+				rules(ScopeAllNamespaces, "deployments.apps", "list"),
 			),
 		},
 		{

@@ -24,12 +24,25 @@ func Role(name, namespace string) *rbacv1.Role {
 }
 
 // ClusterRole grants what the node and pool commands need across the
-// cluster: bind it (with a ClusterRoleBinding) to cluster admins only.
+// cluster: bind it (with a ClusterRoleBinding) to cluster admins only. It
+// writes no Lease and reads no ConfigMap: see AppsClusterRole.
 func ClusterRole(name string) *rbacv1.ClusterRole {
+	return clusterRole(name, func(s Scope) bool { return s == ScopeCluster || s == ScopeAllNamespaces })
+}
+
+// AppsClusterRole grants what the node commands need inside the namespaces
+// that hold tug apps (an app's deploy lock, its Deployments' scale). It is
+// a ClusterRole so it is defined once, but it is meant to be bound with a
+// RoleBinding in each app namespace, never cluster-wide.
+func AppsClusterRole(name string) *rbacv1.ClusterRole {
+	return clusterRole(name, func(s Scope) bool { return s == ScopeAppNamespaces })
+}
+
+func clusterRole(name string, include func(Scope) bool) *rbacv1.ClusterRole {
 	return &rbacv1.ClusterRole{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Rules:      policyRules(func(s Scope) bool { return s != ScopeNamespace }),
+		Rules:      policyRules(include),
 	}
 }
 

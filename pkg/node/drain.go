@@ -247,7 +247,7 @@ func (d *drainer) acquire(ctx context.Context, proc process) (*deploy.Lock, erro
 		var held *deploy.LockedError
 		if !errors.As(err, &held) {
 			if err != nil {
-				return nil, fmt.Errorf("%s: taking the app's deploy lock: %w", proc, kube.TranslateError(err))
+				return nil, d.appsRoleRefusal(proc, "taking the app's deploy lock", err)
 			}
 			return l, nil
 		}
@@ -284,7 +284,7 @@ func (d *drainer) surge(ctx context.Context, proc process) (*Surge, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: adding a unit elsewhere: %w", proc, kube.TranslateError(err))
+		return nil, d.appsRoleRefusal(proc, "adding a unit elsewhere", err)
 	}
 	if s == nil {
 		return nil, nil

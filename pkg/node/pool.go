@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"tug.dev/tug/pkg/app"
@@ -81,23 +82,10 @@ func poolsOf(ctx context.Context, t cluster.Target) ([]Pool, string, error) {
 			p.Ready++
 		}
 	}
-	// App records in every namespace; without that permission, the
-	// context's namespace still tells something.
-	warning := ""
-	apps, err := (&app.Store{Client: t.Client, Namespace: metav1.NamespaceAll}).ListApps(ctx)
-	if err != nil && t.Namespace != "" {
-		warning = fmt.Sprintf("cluster %s: apps listed in namespace %q only: %v", t.Name, t.Namespace, kube.TranslateError(err))
-		apps, err = (&app.Store{Client: t.Client, Namespace: t.Namespace}).ListApps(ctx)
-	}
-	if err != nil {
-		warning = fmt.Sprintf("cluster %s: apps not listed: %v", t.Name, kube.TranslateError(err))
-		apps = nil
-	}
-	for _, a := range apps {
-		if a.Pool != "" {
-			p := get(a.Pool)
-			p.Apps = append(p.Apps, a.Namespace+"/"+a.Name)
-		}
+	placed, warning := placedApps(ctx, t)
+	for _, a := range placed {
+		p := get(a.pool)
+		p.Apps = append(p.Apps, a.namespace+"/"+a.name)
 	}
 	out := make([]Pool, 0, len(byName))
 	for _, p := range byName {
@@ -106,4 +94,63 @@ func poolsOf(ctx context.Context, t cluster.Target) ([]Pool, string, error) {
 		out = append(out, *p)
 	}
 	return out, warning, nil
+}
+
+type placedApp struct{ namespace, name, pool string }
+
+// placedApps says which apps are placed in a pool. The app records say it
+// exactly, but reading them in every namespace means listing every
+// ConfigMap of the cluster, which the tug-cluster-admin role does not
+// grant; tug's Deployments say it too (their node selector names the
+// pool) and that role may list them, so without the records the answer
+// comes from there, leaving out only apps never deployed (they have no
+// Deployment yet). Without either, the context's namespace still tells
+// something.
+func placedApps(ctx context.Context, t cluster.Target) ([]placedApp, string) {
+	apps, err := (&app.Store{Client: t.Client, Namespace: metav1.NamespaceAll}).ListApps(ctx)
+	if err == nil {
+		return fromRecords(apps), ""
+	}
+	if placed, derr := fromDeployments(ctx, t); derr == nil {
+		return placed, ""
+	}
+	if t.Namespace != "" {
+		warning := fmt.Sprintf("cluster %s: apps listed in namespace %q only: %v", t.Name, t.Namespace, kube.TranslateError(err))
+		if apps, err = (&app.Store{Client: t.Client, Namespace: t.Namespace}).ListApps(ctx); err == nil {
+			return fromRecords(apps), warning
+		}
+	}
+	return nil, fmt.Sprintf("cluster %s: apps not listed: %v", t.Name, kube.TranslateError(err))
+}
+
+func fromRecords(apps []*app.App) []placedApp {
+	var out []placedApp
+	for _, a := range apps {
+		if a.Pool != "" {
+			out = append(out, placedApp{a.Namespace, a.Name, a.Pool})
+		}
+	}
+	return out
+}
+
+// fromDeployments finds each app's pool in its processes' node selectors;
+// an app whose processes are in two pools (a pool change rolling out) is
+// listed in both.
+func fromDeployments(ctx context.Context, t cluster.Target) ([]placedApp, error) {
+	seen := map[placedApp]bool{}
+	err := kube.EachDeployment(ctx, t.Client, metav1.NamespaceAll, metav1.ListOptions{LabelSelector: kube.UnitDeploymentSelector()},
+		func() { clear(seen) },
+		func(d *appsv1.Deployment) {
+			if pool := d.Spec.Template.Spec.NodeSelector[kube.LabelPool]; pool != "" {
+				seen[placedApp{d.Namespace, d.Labels[kube.LabelApp], pool}] = true
+			}
+		})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]placedApp, 0, len(seen))
+	for a := range seen {
+		out = append(out, a)
+	}
+	return out, nil
 }

@@ -52,6 +52,10 @@ type RemoveOptions struct {
 	// Holder names who holds an app's deploy lock while its process is
 	// surged, as deploys name themselves.
 	Holder string
+	// User is who runs the removal, as the API server knows them
+	// (kube.WhoAmI): a refusal in an app's namespace names them in the
+	// RoleBinding it says to create.
+	User string
 	// RetryDelay is the pause between eviction attempts a budget refused
 	// (default 2s, or what the server asks for).
 	RetryDelay time.Duration
@@ -289,6 +293,11 @@ func Remove(ctx context.Context, f *Found, o RemoveOptions) (*RemoveResult, erro
 		return nil, &BlockedError{Node: node.Name, Pods: pl.blocked}
 	}
 	d := &drainer{client: f.Target.Client, node: node, nodeReady: IsReady(node), o: o, res: res}
+	if !o.DryRun {
+		if err := d.lockPreflight(ctx, pl.evict); err != nil {
+			return nil, err
+		}
+	}
 	if o.DryRun {
 		res.Skipped = append(res.Skipped, pl.skipped...)
 		for i := range pl.evict {

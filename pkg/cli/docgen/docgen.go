@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"tug.dev/tug/pkg/doctor"
+	"tug.dev/tug/pkg/kube"
 )
 
 // Dirs are the subdirectories of the docs directory that Generate owns and
@@ -76,8 +77,30 @@ func writeRBAC(dir string) error {
 		{"tug-cluster-admin-clusterrole.yaml", `What tug's node and pool commands need across the cluster. Create it and
 # bind it to cluster operators only:
 #   kubectl apply -f tug-cluster-admin-clusterrole.yaml
-#   kubectl create clusterrolebinding tug-cluster-admin --clusterrole=tug-cluster-admin --user=USER`,
-			doctor.ClusterRole("tug-cluster-admin")},
+#   kubectl create clusterrolebinding tug-cluster-admin --clusterrole=tug-cluster-admin --user=USER
+# It writes no Lease and reads no ConfigMap anywhere: RBAC cannot narrow a
+# cluster-wide grant to tug's own Leases, and one would reach
+# kube-node-lease (node heartbeats) and kube-system (leader elections).
+# What 'tug node remove' does inside an app's namespace (take the app's
+# deploy lock, add a unit while its last ready one moves) is granted by
+# tug-cluster-admin-apps-clusterrole.yaml, bound in each namespace that holds
+# tug apps. 'tug pool list' finds the apps of each pool from tug's
+# Deployments (an app never deployed is not listed), unless you may also
+# list ConfigMaps in every namespace, when it reads the apps' records.`,
+			doctor.ClusterRole(kube.ClusterAdminRole)},
+		{"tug-cluster-admin-apps-clusterrole.yaml", `What 'tug node remove' needs inside each namespace that holds tug apps:
+# to take an app's deploy lock (a Lease) and give a process one more unit
+# (the scale subresource) before its last ready unit leaves the node.
+# Create it once, then bind it with a RoleBinding in each app namespace,
+# never with a ClusterRoleBinding (across the cluster it would let its
+# holder rewrite kube-node-lease heartbeats and kube-system leader
+# elections):
+#   kubectl apply -f tug-cluster-admin-apps-clusterrole.yaml
+#   kubectl create rolebinding tug-cluster-admin-apps --clusterrole=tug-cluster-admin-apps --user=USER -n NAMESPACE
+# Without it in a namespace, node remove stops before changing anything and
+# prints that command; 'tug doctor --all' checks every namespace that holds
+# tug's Deployments.`,
+			doctor.AppsClusterRole(kube.ClusterAdminAppsRole)},
 	}
 	for _, f := range files {
 		b, err := yaml.Marshal(f.obj)
