@@ -11,6 +11,7 @@ import (
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/progress"
 	"tug.dev/tug/pkg/usage"
 )
 
@@ -159,7 +160,7 @@ func poolSet(cmd *cobra.Command, f *cli.Factory, name, pool string, r *rolloutFl
 }
 
 // printMove reports a move (or its dry run) and returns its error.
-func printMove(f *cli.Factory, p cli.Progress, r *rolloutFlags, name, target string, res *deploy.MoveResult, err error) error {
+func printMove(f *cli.Factory, p progress.Reporter, r *rolloutFlags, name, target string, res *deploy.MoveResult, err error) error {
 	if err != nil && res != nil && res.Status == "moved" {
 		// moved, but something of the old copy is left to report (stuck units)
 		p.Done(fmt.Sprintf("moved %s to cluster %q: %s", name, target, movedRuns(res)))

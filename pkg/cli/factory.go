@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/progress"
 	"tug.dev/tug/pkg/version"
 )
 
@@ -126,7 +127,7 @@ func (f *Factory) ContextName() (string, error) {
 }
 
 // Progress returns a reporter that writes to stderr.
-func (f *Factory) Progress() Progress { return NewProgress(f.IOStreams) }
+func (f *Factory) Progress() progress.Reporter { return NewProgress(f.IOStreams) }
 
 func (f *Factory) loadRESTConfig() (*rest.Config, error) {
 	if err := f.ConfigFlags.Validate(); err != nil {

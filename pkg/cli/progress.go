@@ -7,25 +7,15 @@ import (
 	"sync"
 	"time"
 
+	"tug.dev/tug/pkg/progress"
 	"tug.dev/tug/pkg/text"
 )
 
-// Progress reports long work to the user. pkg functions take one so they can
-// say what they are waiting for without knowing where it is shown. Progress
-// goes to stderr, so stdout stays clean for data (`-o json | jq`).
-type Progress interface {
-	// Update shows msg as the current step.
-	Update(msg string)
-	// Done ends the current step successfully, leaving msg on screen.
-	Done(msg string)
-	// Fail ends the current step unsuccessfully, leaving msg on screen.
-	Fail(msg string)
-}
-
-// NewProgress returns a spinner when stderr is a terminal and timestamped
-// lines otherwise (CI logs, files), where a spinner's carriage returns would
-// be noise.
-func NewProgress(ios *IOStreams) Progress {
+// NewProgress is the progress.Reporter every pkg function reports to: a
+// spinner when stderr is a terminal and timestamped lines otherwise (CI
+// logs, files), where a spinner's carriage returns would be noise. It
+// writes to stderr, so stdout stays clean for data (`-o json | jq`).
+func NewProgress(ios *IOStreams) progress.Reporter {
 	if ios.IsStderrTTY() {
 		return &spinner{w: ios.ErrOut, width: ios.TerminalWidth(), colors: ios.ErrColors(), interval: 100 * time.Millisecond}
 	}

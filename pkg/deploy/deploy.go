@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/progress"
 	"tug.dev/tug/pkg/text"
 )
 
@@ -20,7 +21,7 @@ import (
 type Deps struct {
 	Client    kubernetes.Interface
 	Namespace string
-	Progress  Progress
+	Progress  progress.Reporter
 	// Holder names who holds the deploy lock, e.g. "alice (pid 4242 on laptop)".
 	Holder string
 	// ReleasePhase runs a release's release-phase command (releasephase.go);

@@ -83,6 +83,9 @@ func (r *recorder) Update(msg string) {
 	r.lines = append(r.lines, msg)
 }
 
+func (r *recorder) Done(string) {}
+func (r *recorder) Fail(string) {}
+
 func (r *recorder) all() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()

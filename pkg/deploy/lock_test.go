@@ -361,6 +361,9 @@ func (w waitingFor) Update(msg string) {
 	}
 }
 
+func (w waitingFor) Done(string) {}
+func (w waitingFor) Fail(string) {}
+
 // --wait-lock: a change started while another holds the lock waits for it,
 // says for whom, and goes on once it is released.
 func TestWaitLockGoesOnOnceTheLockIsFree(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/progress"
 	"tug.dev/tug/pkg/usage"
 )
 
@@ -167,7 +168,7 @@ func (e *UnfinishedMoveError) Unwrap() error { return e.Err }
 func Move(ctx context.Context, src, dst Deps, appName string, o MoveOptions) (*MoveResult, error) {
 	start := time.Now()
 	if src.Progress == nil {
-		src.Progress = noProgress{}
+		src.Progress = progress.Nop{}
 	}
 	if dst.Progress == nil {
 		dst.Progress = src.Progress
@@ -535,7 +536,7 @@ func movableSource(a *app.App, o MoveOptions) error {
 // it drops, and the old copy's (the move's own lock), which it removes.
 func FinishMove(ctx context.Context, serving, old Deps, appName string) error {
 	if serving.Progress == nil {
-		serving.Progress = noProgress{}
+		serving.Progress = progress.Nop{}
 	}
 	if old.Progress == nil {
 		old.Progress = serving.Progress

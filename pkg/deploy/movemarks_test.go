@@ -16,6 +16,7 @@ import (
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cluster"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/progress"
 	"tug.dev/tug/pkg/usage"
 )
 
@@ -64,7 +65,7 @@ func poolSetIn(t *testing.T, clusters map[string]*fake.Clientset, here, pool str
 			return Deps{}, errors.New("no answer")
 		}
 		d := deps(c)
-		d.Progress = noProgress{}
+		d.Progress = progress.Nop{}
 		return d, nil
 	}
 	return PoolSet(context.Background(), req, connect, MoveOptions{Timeout: 5 * time.Second})

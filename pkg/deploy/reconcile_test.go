@@ -26,6 +26,9 @@ type progressFunc func(string)
 
 func (f progressFunc) Update(msg string) { f(msg) }
 
+func (f progressFunc) Done(string) {}
+func (f progressFunc) Fail(string) {}
+
 // deployedV1 makes release v1 (shop:1) deployed, its Deployment rolled out,
 // then clears the Deployment's status, so the next rollout's wait blocks
 // until the test says the units run (seedRunning).

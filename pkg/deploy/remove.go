@@ -16,6 +16,7 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/progress"
 	"tug.dev/tug/pkg/text"
 	"tug.dev/tug/pkg/usage"
 )
@@ -86,7 +87,7 @@ func removable(a *app.App, o RemoveOptions) error {
 // removeHeld is Remove for a caller that holds the app's lock (Move).
 func removeHeld(ctx context.Context, d Deps, appName string, o RemoveOptions) error {
 	if d.Progress == nil {
-		d.Progress = noProgress{}
+		d.Progress = progress.Nop{}
 	}
 	var err error
 	ns, sel := d.Namespace, metav1.ListOptions{LabelSelector: kube.AppSelector(appName)}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/progress"
 )
 
 // A txn is one change to an app made under its deploy lock. Every change
@@ -52,7 +53,7 @@ func lockApp(ctx context.Context, d Deps, appName string, check func(*app.App) e
 // read (a move takes the target's lock before its copy exists there).
 func holding(ctx context.Context, d Deps, lock *Lock) *txn {
 	if d.Progress == nil {
-		d.Progress = noProgress{}
+		d.Progress = progress.Nop{}
 	}
 	tctx, stop := context.WithCancelCause(ctx)
 	t := &txn{d: d, store: &app.Store{Client: d.Client, Namespace: d.Namespace}, lock: lock, ctx: tctx, stop: stop}

@@ -193,6 +193,9 @@ func (c cancelOn) Update(msg string) {
 	}
 }
 
+func (c cancelOn) Done(string) {}
+func (c cancelOn) Fail(string) {}
+
 // A Ctrl-C mid-rollout ends with what runs and the command that finishes
 // or undoes the release, and still reads as a cancellation (exit 130).
 func TestInterruptedRolloutSaysWhatToRunNext(t *testing.T) {

@@ -17,18 +17,9 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/progress"
 	"tug.dev/tug/pkg/text"
 )
-
-// Progress is where the rollout says what it is waiting for; cli.Progress
-// satisfies it.
-type Progress interface {
-	Update(msg string)
-}
-
-type noProgress struct{}
-
-func (noProgress) Update(string) {}
 
 // rollout is one wait for a release's Deployments to finish rolling out.
 type rollout struct {
@@ -40,7 +31,7 @@ type rollout struct {
 	// describes the previous spec.
 	generations map[string]int64
 	idle        time.Duration // fail when nothing changes for this long
-	progress    Progress
+	progress    progress.Reporter
 	// countsOnly waits for the Deployments alone, diagnosing no unit: for
 	// putting back fewer units, when the failed extra ones are still on
 	// their way out.

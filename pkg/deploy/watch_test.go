@@ -22,6 +22,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/progress"
 )
 
 func dep(proc string, replicas int32, gen int64, st appsv1.DeploymentStatus) *appsv1.Deployment {
@@ -91,7 +92,7 @@ func TestRolledOut(t *testing.T) {
 
 func newRollout(c *fake.Clientset, release int, gens map[string]int64, deps []*appsv1.Deployment, pods []*corev1.Pod) *rollout {
 	r := &rollout{client: c, namespace: ns, app: "shop", release: release, generations: gens,
-		idle: time.Minute, progress: noProgress{},
+		idle: time.Minute, progress: progress.Nop{},
 		deployments: map[string]*appsv1.Deployment{}}
 	for _, d := range deps {
 		r.deployments[d.Name] = d
@@ -287,7 +288,7 @@ func TestRolloutWait(t *testing.T) {
 		})
 		c := fakeClient(dep("web", 1, 1, done(1, 0)), bad)
 		r := &rollout{client: c, namespace: ns, app: "shop", release: 7,
-			generations: map[string]int64{"shop-web": 1}, idle: time.Minute, progress: noProgress{}}
+			generations: map[string]int64{"shop-web": 1}, idle: time.Minute, progress: progress.Nop{}}
 		var f *Failure
 		if err := r.wait(context.Background()); !errors.As(err, &f) || f.Class != ClassImagePull {
 			t.Fatalf("wait = %v, want an image pull failure", err)
@@ -389,7 +390,7 @@ func TestRolloutWait(t *testing.T) {
 			return true, nil, apierrors.NewForbidden(corev1.Resource("pods"), "", errors.New("no"))
 		})
 		r := &rollout{client: c, namespace: ns, app: "shop", release: 7,
-			generations: map[string]int64{"shop-web": 2}, idle: time.Minute, progress: noProgress{}}
+			generations: map[string]int64{"shop-web": 2}, idle: time.Minute, progress: progress.Nop{}}
 		if err := r.wait(context.Background()); !apierrors.IsForbidden(err) {
 			t.Fatalf("wait = %v, want the 403", err)
 		}
@@ -397,7 +398,7 @@ func TestRolloutWait(t *testing.T) {
 	t.Run("no progress times out", func(t *testing.T) {
 		c := fakeClient(dep("web", 1, 2, done(1, 1)))
 		r := &rollout{client: c, namespace: ns, app: "shop", release: 7,
-			generations: map[string]int64{"shop-web": 2}, idle: 30 * time.Millisecond, progress: noProgress{}}
+			generations: map[string]int64{"shop-web": 2}, idle: 30 * time.Millisecond, progress: progress.Nop{}}
 		var f *Failure
 		err := r.wait(context.Background())
 		if !errors.As(err, &f) || f.Class != ClassTimeout {
@@ -415,7 +416,7 @@ func TestRolloutWait(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		r := &rollout{client: c, namespace: ns, app: "shop", release: 7,
-			generations: map[string]int64{"shop-web": 2}, idle: time.Minute, progress: noProgress{}}
+			generations: map[string]int64{"shop-web": 2}, idle: time.Minute, progress: progress.Nop{}}
 		if err := r.wait(ctx); !errors.Is(err, context.Canceled) {
 			t.Fatalf("wait = %v, want context.Canceled", err)
 		}
@@ -426,7 +427,7 @@ func TestRolloutWait(t *testing.T) {
 			return true, nil, errors.New("boom")
 		})
 		r := &rollout{client: c, namespace: ns, app: "shop", release: 7,
-			generations: map[string]int64{"shop-web": 2}, idle: time.Minute, progress: noProgress{}}
+			generations: map[string]int64{"shop-web": 2}, idle: time.Minute, progress: progress.Nop{}}
 		if err := r.wait(context.Background()); err == nil || !strings.Contains(err.Error(), "boom") {
 			t.Fatalf("wait = %v, want the list error", err)
 		}
@@ -443,6 +444,9 @@ func (c chanProgress) Update(msg string) {
 	default:
 	}
 }
+
+func (c chanProgress) Done(string) {}
+func (c chanProgress) Fail(string) {}
 
 // The kubelet answers a request for a log that is already gone with status
 // 200 and an error sentence as the body; that is not the unit's log, so the

@@ -33,14 +33,9 @@ type Env interface {
 	KubeClient() (kubernetes.Interface, error)
 }
 
-// Progress reports long work; cli.Progress satisfies it.
-type Progress = progress.Reporter
-
-type noProgress = progress.Nop
-
 // Options tune a run; the zero value is fine.
 type Options struct {
-	Progress Progress
+	Progress progress.Reporter
 	// Concurrency bounds the access reviews in flight (default 8).
 	Concurrency int
 	// ClientMinor is the Kubernetes minor version tug's client library
@@ -124,7 +119,7 @@ const versionTimeout = 10 * time.Second
 // context does.
 func Run(ctx context.Context, env Env, opts Options) (*Report, error) {
 	if opts.Progress == nil {
-		opts.Progress = noProgress{}
+		opts.Progress = progress.Nop{}
 	}
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = 8

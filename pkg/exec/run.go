@@ -20,6 +20,7 @@ import (
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/progress"
 	"tug.dev/tug/pkg/text"
 	"tug.dev/tug/pkg/usage"
 )
@@ -171,7 +172,7 @@ type runner struct {
 	name      string
 	pod       *corev1.Pod
 	container string
-	progress  Progress
+	progress  progress.Reporter
 	spinning  bool
 
 	secretCreated, created, finished, detached bool

@@ -36,11 +36,6 @@ type Prompter interface {
 	Select(ctx context.Context, question string, options []string, defaultOption string) (string, error)
 }
 
-// Progress reports long work; cli.Progress satisfies it.
-type Progress = progress.Reporter
-
-type noProgress = progress.Nop
-
 // Deps are what remote commands need from the outside world.
 type Deps struct {
 	Client    kubernetes.Interface
@@ -48,7 +43,7 @@ type Deps struct {
 	Executor  Executor
 	IO        IO
 	Prompter  Prompter
-	Progress  Progress
+	Progress  progress.Reporter
 	// User says who runs the command, as the API server knows them; audit
 	// events name them. It is a function so that asking the server can
 	// overlap with the session's start (audit events are recorded in the
@@ -73,9 +68,9 @@ func (d Deps) user() string {
 	return d.User()
 }
 
-func (d Deps) progress() Progress {
+func (d Deps) progress() progress.Reporter {
 	if d.Progress == nil {
-		return noProgress{}
+		return progress.Nop{}
 	}
 	return d.Progress
 }

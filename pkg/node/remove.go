@@ -19,11 +19,6 @@ import (
 	"tug.dev/tug/pkg/text"
 )
 
-// Progress reports long work; cli.Progress satisfies it.
-type Progress = progress.Reporter
-
-type noProgress = progress.Nop
-
 // RemoveOptions are `tug node remove`.
 type RemoveOptions struct {
 	// NoRebalance deletes the Node object and nothing else: its pods are
@@ -59,7 +54,7 @@ type RemoveOptions struct {
 	// RetryDelay is the pause between eviction attempts a budget refused
 	// (default 2s, or what the server asks for).
 	RetryDelay time.Duration
-	Progress   Progress
+	Progress   progress.Reporter
 }
 
 // PodRef names a pod, and for a unit its app and process.
@@ -258,7 +253,7 @@ func (o RemoveOptions) Validate() error {
 // and is not deleted.
 func Remove(ctx context.Context, f *Found, o RemoveOptions) (*RemoveResult, error) {
 	if o.Progress == nil {
-		o.Progress = noProgress{}
+		o.Progress = progress.Nop{}
 	}
 	if o.RetryDelay <= 0 {
 		o.RetryDelay = 2 * time.Second

@@ -17,17 +17,9 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/progress"
 	"tug.dev/tug/pkg/usage"
 )
-
-// Progress reports long work; cli.Progress satisfies it.
-type Progress interface {
-	Update(msg string)
-}
-
-type noProgress struct{}
-
-func (noProgress) Update(string) {}
 
 func applyDaemonSet(ctx context.Context, client kubernetes.Interface, ds *appsv1.DaemonSet) (*appsv1.DaemonSet, error) {
 	data, err := json.Marshal(ds)
@@ -83,9 +75,9 @@ func (c *Client) Upgrade(ctx context.Context, name, pool, image string) ([]Conta
 
 // WaitRolledOut waits until every listed node container runs its current
 // spec, ready, on every node it should, saying how far each got.
-func (c *Client) WaitRolledOut(ctx context.Context, cts []Container, p Progress) ([]Container, error) {
+func (c *Client) WaitRolledOut(ctx context.Context, cts []Container, p progress.Reporter) ([]Container, error) {
 	if p == nil {
-		p = noProgress{}
+		p = progress.Nop{}
 	}
 	want := map[string]bool{}
 	for _, ct := range cts {
@@ -192,9 +184,9 @@ func notReadyReason(pods []corev1.Pod) string {
 
 // Remove deletes a node container's DaemonSets (only pool's version when
 // pool != "") and waits until their pods are gone.
-func (c *Client) Remove(ctx context.Context, name, pool string, p Progress) ([]Container, error) {
+func (c *Client) Remove(ctx context.Context, name, pool string, p progress.Reporter) ([]Container, error) {
 	if p == nil {
-		p = noProgress{}
+		p = progress.Nop{}
 	}
 	if err := ValidateName(name); err != nil {
 		return nil, err

@@ -1,7 +1,9 @@
 // Package progress is how library packages report long work (a rollout, a
 // drain, a build) without knowing who shows it: cli's spinner on a
 // terminal, plain lines in a log, or nothing in a Go program using tug as a
-// library.
+// library. Reporter is the one progress interface: every pkg function that
+// reports takes one (a nil one reports nothing), and pkg/cli's spinner and
+// line writer implement it.
 package progress
 
 // Reporter shows the step in progress and how each one ended.
