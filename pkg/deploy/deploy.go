@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/lock"
 	"tug.dev/tug/pkg/progress"
 	"tug.dev/tug/pkg/text"
 )
@@ -28,8 +29,11 @@ type Deps struct {
 	// needed only by releases that have one.
 	ReleasePhase ReleasePhaseRunner
 	// WaitLock is how long to wait for the app's lock while another tug
-	// holds it (--wait-lock); 0 fails at once with a *LockedError.
+	// holds it (--wait-lock); 0 fails at once with a *lock.HeldError.
 	WaitLock time.Duration
+	// LockTiming is how the app's lock keeps time; the zero value is the
+	// defaults (tests shorten it).
+	LockTiming lock.Timing
 }
 
 // Options tune one rollout.

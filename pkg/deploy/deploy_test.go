@@ -20,6 +20,7 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/lock"
 )
 
 // The rollouts below use the fake clientset's server-side apply
@@ -47,7 +48,7 @@ func listDeployments(t *testing.T, c *fake.Clientset) map[string]appsv1.Deployme
 
 func assertNoLease(t *testing.T, c *fake.Clientset) {
 	t.Helper()
-	_, err := c.CoordinationV1().Leases(ns).Get(context.Background(), LockName("shop"), metav1.GetOptions{})
+	_, err := c.CoordinationV1().Leases(ns).Get(context.Background(), lock.Name("shop"), metav1.GetOptions{})
 	if !apierrors.IsNotFound(err) {
 		t.Errorf("deploy lock left behind (get: %v)", err)
 	}
@@ -350,7 +351,7 @@ func TestRollRefusals(t *testing.T) {
 		c, s := newFake(lease("bob (pid 7 on ci)", time.Now()))
 		seedApp(t, s, &app.App{Name: "shop"})
 		_, err := Roll(ctx, deps(c), "shop", DeployChange("x", map[string]string{"web": ""}, ""), Options{NoWait: true})
-		var locked *LockedError
+		var locked *lock.HeldError
 		if !errors.As(err, &locked) || locked.Holder != "bob (pid 7 on ci)" {
 			t.Fatalf("Roll = %v, want locked by bob", err)
 		}

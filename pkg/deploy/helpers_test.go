@@ -4,12 +4,16 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/kube/kubetest"
+	"tug.dev/tug/pkg/lock"
 )
 
 const ns = "dev"
@@ -90,4 +94,33 @@ func (r *recorder) all() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]string(nil), r.lines...)
+}
+
+// lease is shop's lock as holder took it, renewed at renewed.
+func lease(holder string, renewed time.Time) *coordinationv1.Lease {
+	secs := int32(lock.LeaseDuration / time.Second)
+	at := metav1.NewMicroTime(renewed)
+	return &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: lock.Name("shop"), Namespace: ns},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &secs, AcquireTime: &at, RenewTime: &at},
+	}
+}
+
+func getLease(t *testing.T, c *fake.Clientset) *coordinationv1.Lease {
+	t.Helper()
+	l, err := c.CoordinationV1().Leases(ns).Get(context.Background(), lock.Name("shop"), metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("get lease: %v", err)
+	}
+	return l
+}
+
+// acquire takes shop's lock for holder, as another tug would.
+func acquire(t *testing.T, c *fake.Clientset, holder string) *lock.Lock {
+	t.Helper()
+	l, err := lock.Acquire(context.Background(), lock.Request{Client: c, Namespace: ns, App: "shop", Holder: holder})
+	if err != nil {
+		t.Fatalf("Acquire(%s): %v", holder, err)
+	}
+	return l
 }

@@ -14,6 +14,7 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/lock"
 	"tug.dev/tug/pkg/progress"
 	"tug.dev/tug/pkg/usage"
 )
@@ -232,7 +233,7 @@ func Move(ctx context.Context, src, dst Deps, appName string, o MoveOptions) (*M
 	// dropped: no other tug changes or removes the new copy (a remove
 	// tug suggests for leftovers) while this move makes it, checks it
 	// and switches to it. It ends with the source's lock as well.
-	tlock, err := acquireWaiting(ctx, dst, appName)
+	tlock, err := lock.Acquire(ctx, dst.lockRequest(appName))
 	if err != nil {
 		return nil, t.explain(err)
 	}

@@ -19,6 +19,7 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/lock"
 	"tug.dev/tug/pkg/usage"
 )
 
@@ -503,7 +504,7 @@ func TestMoveHoldsTheTargetsLock(t *testing.T) {
 	if err != nil || res.Status != "moved" {
 		t.Fatalf("Move = %+v, %v", res, err)
 	}
-	var held *LockedError
+	var held *lock.HeldError
 	if !removed || !errors.As(removeErr, &held) {
 		t.Fatalf("remove of the new copy during the switch: %v (tried %v); want a LockedError", removeErr, removed)
 	}

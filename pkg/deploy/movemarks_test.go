@@ -16,6 +16,7 @@ import (
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cluster"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/lock"
 	"tug.dev/tug/pkg/progress"
 	"tug.dev/tug/pkg/usage"
 )
@@ -307,11 +308,11 @@ func TestFinishAndAdoptTakeTheLock(t *testing.T) {
 	ctx := context.Background()
 	beta, alpha, started := halfMadeMove(t)
 	setMark(t, store(beta), &app.Move{Role: app.MoveSource, From: "beta", To: "alpha", Pool: "pa", StartedAt: started, Superseded: true})
-	held, err := AcquireLock(ctx, alpha, ns, "shop", "bob (pid 1 on desk)")
+	held, err := lock.Acquire(ctx, lock.Request{Client: alpha, Namespace: ns, App: "shop", Holder: "bob (pid 1 on desk)"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var locked *LockedError
+	var locked *lock.HeldError
 	if err := FinishMove(ctx, deps(alpha), deps(beta), "shop"); !errors.As(err, &locked) {
 		t.Errorf("FinishMove while the new copy is locked = %v; want a LockedError", err)
 	}
@@ -345,11 +346,11 @@ func TestAdoptMoveTakesTheLock(t *testing.T) {
 	if _, err := Roll(ctx, deps(dst), "shop", change, Options{Timeout: 5 * time.Second, NoRollback: true, SkipReleasePhase: true}); err != nil {
 		t.Fatal(err)
 	}
-	held, err := AcquireLock(ctx, dst, ns, "shop", "bob (pid 1 on desk)")
+	held, err := lock.Acquire(ctx, lock.Request{Client: dst, Namespace: ns, App: "shop", Holder: "bob (pid 1 on desk)"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var locked *LockedError
+	var locked *lock.HeldError
 	if err := AdoptMove(ctx, deps(dst), "shop"); !errors.As(err, &locked) {
 		t.Errorf("AdoptMove while locked = %v; want a LockedError", err)
 	}

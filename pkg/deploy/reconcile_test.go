@@ -19,6 +19,7 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/lock"
 )
 
 // progressFunc is a Progress that calls f with each line.
@@ -102,19 +103,17 @@ func TestRollCancelledMidWaitMarksInterrupted(t *testing.T) {
 // once and the release is interrupted. When the units then finish that
 // release anyway, the next command that takes the lock records it deployed.
 func TestRollLostLockMarksInterruptedThenReconciles(t *testing.T) {
-	old := renewEvery
-	renewEvery = 20 * time.Millisecond
-	defer func() { renewEvery = old }()
 	c, s := deployedV1(t)
 	var stolen atomic.Bool
 	gvr := schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}
 	c.PrependReactor("update", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
 		if stolen.Load() {
-			return true, nil, apierrors.NewConflict(gvr.GroupResource(), LockName("shop"), errors.New("changed"))
+			return true, nil, apierrors.NewConflict(gvr.GroupResource(), lock.Name("shop"), errors.New("changed"))
 		}
 		return false, nil, nil
 	})
 	d := deps(c)
+	d.LockTiming.RenewEvery = 20 * time.Millisecond
 	d.Progress = progressFunc(func(msg string) {
 		if strings.Contains(msg, "0 of 1 new unit ready") && !stolen.Load() {
 			// carol's tug takes the lease over
@@ -138,7 +137,7 @@ func TestRollLostLockMarksInterruptedThenReconciles(t *testing.T) {
 
 	// carol's tug is gone; the units finished v2 on their own.
 	stolen.Store(false)
-	if err := c.CoordinationV1().Leases(ns).Delete(context.Background(), LockName("shop"), metav1.DeleteOptions{}); err != nil {
+	if err := c.CoordinationV1().Leases(ns).Delete(context.Background(), lock.Name("shop"), metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	setTemplate(t, c, "2", true)

@@ -21,6 +21,7 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/lock"
 )
 
 // terminatingPods makes the fake delete pods the way a real server's graceful
@@ -179,7 +180,7 @@ func TestRemoveRefusals(t *testing.T) {
 		if _, err := c.CoordinationV1().Leases(ns).Create(context.Background(), lease("bob", time.Now()), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		var locked *LockedError
+		var locked *lock.HeldError
 		if err := Remove(context.Background(), deps(c), "shop", RemoveOptions{}); !errors.As(err, &locked) {
 			t.Fatalf("Remove = %v, want locked", err)
 		}

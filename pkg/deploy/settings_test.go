@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/lock"
 	"tug.dev/tug/pkg/usage"
 )
 
@@ -271,13 +272,13 @@ func TestChangeRolloutForeignDeployment(t *testing.T) {
 // it fails at once, and nothing is written.
 func TestChangeRolloutLocked(t *testing.T) {
 	c, s := settingsFixture(t)
-	lock, err := AcquireLock(context.Background(), c, ns, "shop", "bob (pid 7 on ci)")
+	held, err := lock.Acquire(context.Background(), lock.Request{Client: c, Namespace: ns, App: "shop", Holder: "bob (pid 7 on ci)"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer lock.Unlock()
+	defer held.Unlock()
 	_, err = changeRollout(c, app.SetRolloutOptions{History: "3"})
-	var locked *LockedError
+	var locked *lock.HeldError
 	if !errors.As(err, &locked) || !strings.Contains(err.Error(), "bob") {
 		t.Errorf("got %v, want the lock's holder named", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/lock"
 	"tug.dev/tug/pkg/progress"
 )
 
@@ -21,7 +22,7 @@ type txn struct {
 	store *app.Store
 	// app is the record as read and settled under the lock.
 	app  *app.App
-	lock *Lock
+	held *lock.Lock
 	// ctx ends with the command's context, or with the lock's loss (its
 	// error is context.Cause(ctx)).
 	ctx  context.Context
@@ -37,11 +38,11 @@ func lockApp(ctx context.Context, d Deps, appName string, check func(*app.App) e
 	if _, err := (&app.Store{Client: d.Client, Namespace: d.Namespace}).GetApp(ctx, appName); err != nil {
 		return nil, err
 	}
-	lock, err := acquireWaiting(ctx, d, appName)
+	l, err := lock.Acquire(ctx, d.lockRequest(appName))
 	if err != nil {
 		return nil, err
 	}
-	t := holding(ctx, d, lock)
+	t := holding(ctx, d, l)
 	if err := t.read(appName, check); err != nil {
 		t.end()
 		return nil, err
@@ -51,17 +52,17 @@ func lockApp(ctx context.Context, d Deps, appName string, check func(*app.App) e
 
 // holding makes a txn of a lock already held, before the app's record is
 // read (a move takes the target's lock before its copy exists there).
-func holding(ctx context.Context, d Deps, lock *Lock) *txn {
+func holding(ctx context.Context, d Deps, l *lock.Lock) *txn {
 	if d.Progress == nil {
 		d.Progress = progress.Nop{}
 	}
 	tctx, stop := context.WithCancelCause(ctx)
-	t := &txn{d: d, store: &app.Store{Client: d.Client, Namespace: d.Namespace}, lock: lock, ctx: tctx, stop: stop}
-	if lock != nil {
+	t := &txn{d: d, store: &app.Store{Client: d.Client, Namespace: d.Namespace}, held: l, ctx: tctx, stop: stop}
+	if l != nil {
 		go func() {
 			select {
-			case <-lock.done:
-				if err := lock.Lost(); err != nil {
+			case <-l.Done():
+				if err := l.Lost(); err != nil {
 					stop(err)
 				}
 			case <-tctx.Done():
@@ -100,17 +101,17 @@ func (t *txn) read(appName string, check func(*app.App) error) error {
 // end releases the lock.
 func (t *txn) end() {
 	t.stop(nil)
-	if t.lock != nil {
-		t.lock.Unlock()
+	if t.held != nil {
+		t.held.Unlock()
 	}
 }
 
 // lost says whether the lock was lost (see Lock.Lost); nil for a dry run.
 func (t *txn) lost() error {
-	if t.lock == nil {
+	if t.held == nil {
 		return nil
 	}
-	return t.lock.Lost()
+	return t.held.Lost()
 }
 
 // cause is why t.ctx ended: the lost lock's error, or the command's own
@@ -149,4 +150,11 @@ func (t *txn) explain(err error) error {
 		return lost
 	}
 	return err
+}
+
+// lockRequest asks for appName's lock in d's namespace for d's holder,
+// waiting up to d.WaitLock.
+func (d Deps) lockRequest(appName string) lock.Request {
+	return lock.Request{Client: d.Client, Namespace: d.Namespace, App: appName, Holder: d.Holder,
+		Wait: d.WaitLock, Progress: d.Progress, Timing: d.LockTiming}
 }

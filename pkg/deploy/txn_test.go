@@ -17,6 +17,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/lock"
 )
 
 // loseLockOn makes every renewal of a lease in c find another holder, as
@@ -31,7 +32,7 @@ func loseLockOn(t *testing.T, c *fake.Clientset) {
 func refuseLeaseRenewals(c *fake.Clientset) {
 	gvr := schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}
 	c.PrependReactor("update", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		return true, nil, apierrors.NewConflict(gvr.GroupResource(), LockName("shop"), errors.New("changed"))
+		return true, nil, apierrors.NewConflict(gvr.GroupResource(), lock.Name("shop"), errors.New("changed"))
 	})
 }
 
@@ -39,11 +40,11 @@ func refuseLeaseRenewals(c *fake.Clientset) {
 // runs, the phase is told to stop (its context ends) and nothing of the
 // release is applied afterwards, as another tug may be changing the app.
 func TestReleasePhaseStopsWhenTheLockIsLost(t *testing.T) {
-	fastRenewals(t)
 	c, s := newFake()
 	ctx := context.Background()
 	seedApp(t, s, &app.App{Name: "shop"})
 	d := deps(c)
+	fastRenewals(&d)
 	var cancelled atomic.Bool
 	d.ReleasePhase = func(ctx context.Context, _ ReleasePhaseSpec) (int, error) {
 		loseLockOn(t, c)
@@ -74,10 +75,10 @@ func TestReleasePhaseStopsWhenTheLockIsLost(t *testing.T) {
 // Nothing is applied once the lock is lost, even when the phase ends well
 // just as it is lost (its unit had exited 0).
 func TestNothingAppliedAfterTheLockIsLost(t *testing.T) {
-	fastRenewals(t)
 	c, s := newFake()
 	seedApp(t, s, &app.App{Name: "shop"})
 	d := deps(c)
+	fastRenewals(&d)
 	d.ReleasePhase = func(ctx context.Context, _ ReleasePhaseSpec) (int, error) {
 		loseLockOn(t, c)
 		refuseLeaseRenewals(c)
@@ -173,12 +174,8 @@ func copyRecords(t *testing.T, from, to *fake.Clientset) {
 	}
 }
 
-// fastRenewals renews locks every few milliseconds for the test.
-func fastRenewals(t *testing.T) {
-	old := renewEvery
-	renewEvery = 10 * time.Millisecond
-	t.Cleanup(func() { renewEvery = old })
-}
+// fastRenewals makes d's lock renew every few milliseconds.
+func fastRenewals(d *Deps) { d.LockTiming.RenewEvery = 10 * time.Millisecond }
 
 // cancelOn is a Progress that cancels the command when a line starts with
 // prefix, as a Ctrl-C at that moment would.
@@ -219,5 +216,80 @@ func TestInterruptedRolloutSaysWhatToRunNext(t *testing.T) {
 	}
 	if r, _ := getRelease(t, s, 2); r.Status != app.StatusInterrupted {
 		t.Errorf("v2 is %s", r.Status)
+	}
+}
+
+// waitingFor is a Progress that signals once a line says tug waits for the
+// lock.
+type waitingFor struct{ ch chan string }
+
+func (w waitingFor) Update(msg string) {
+	if strings.HasPrefix(msg, "waiting for ") {
+		select {
+		case w.ch <- msg:
+		default:
+		}
+	}
+}
+
+func (w waitingFor) Done(string) {}
+func (w waitingFor) Fail(string) {}
+
+// --wait-lock: a change started while another holds the lock waits for it,
+// says for whom, and goes on once it is released.
+func TestWaitLockGoesOnOnceTheLockIsFree(t *testing.T) {
+	c, s := newFake()
+	seedApp(t, s, &app.App{Name: "shop"})
+	other := acquire(t, c, "alice (pid 1 on laptop)")
+	d := deps(c)
+	d.WaitLock = time.Minute
+	waiting := waitingFor{make(chan string, 1)}
+	d.Progress = waiting
+	done := make(chan error, 1)
+	go func() {
+		_, err := Roll(context.Background(), d, "shop", DeployChange("shop:1", map[string]string{"web": ""}, ""), Options{NoWait: true})
+		done <- err
+	}()
+	select {
+	case msg := <-waiting.ch:
+		if !strings.Contains(msg, "alice (pid 1 on laptop)") || !strings.Contains(msg, "up to 1m0s") {
+			t.Errorf("progress %q", msg)
+		}
+	case err := <-done:
+		t.Fatalf("Roll ended while the lock was held: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("no progress line says tug waits for the lock")
+	}
+	other.Unlock()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Roll after the lock came free: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Roll still waits after the lock came free")
+	}
+	if a := getApp(t, s, "shop"); a.Release != 1 {
+		t.Errorf("record release v%d", a.Release)
+	}
+}
+
+// --wait-lock gives up after its time with the holder named; without it
+// the refusal is at once.
+func TestWaitLockGivesUp(t *testing.T) {
+	c, s := newFake()
+	seedApp(t, s, &app.App{Name: "shop"})
+	other := acquire(t, c, "alice")
+	defer other.Unlock()
+	d := deps(c)
+	d.WaitLock = 300 * time.Millisecond
+	_, err := Roll(context.Background(), d, "shop", DeployChange("shop:1", map[string]string{"web": ""}, ""), Options{NoWait: true})
+	var waited *lock.WaitError
+	var held *lock.HeldError
+	if !errors.As(err, &waited) || !errors.As(err, &held) || held.Holder != "alice" || !strings.Contains(err.Error(), "after waiting") {
+		t.Fatalf("Roll = %v; want a lock.WaitError naming alice", err)
+	}
+	if rels, _ := s.ListReleases(context.Background(), "shop"); len(rels) != 0 {
+		t.Errorf("%d releases made while waiting", len(rels))
 	}
 }

@@ -20,6 +20,7 @@ import (
 
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/lock"
 )
 
 // drainer moves the pods off one node.
@@ -38,7 +39,7 @@ type drainer struct {
 // processes this run surges (they must not wait for each other).
 type sharedLock struct {
 	ready chan struct{} // closed once acquired or failed
-	lock  *deploy.Lock
+	lock  *lock.Lock
 	err   error
 	refs  int
 }
@@ -237,14 +238,15 @@ func (d *drainer) lockApp(ctx context.Context, proc process) (release func(), er
 }
 
 // acquire takes the app's deploy lock, waiting while a deploy holds it.
-func (d *drainer) acquire(ctx context.Context, proc process) (*deploy.Lock, error) {
+func (d *drainer) acquire(ctx context.Context, proc process) (*lock.Lock, error) {
 	holder := d.o.Holder
 	if holder == "" {
 		holder = kube.Holder("tug node remove")
 	}
 	for {
-		l, err := deploy.AcquireLock(ctx, d.client, proc.namespace, proc.app, holder+" moving units off node "+d.node.Name)
-		var held *deploy.LockedError
+		l, err := lock.Acquire(ctx, lock.Request{Client: d.client, Namespace: proc.namespace, App: proc.app,
+			Holder: holder + " moving units off node " + d.node.Name})
+		var held *lock.HeldError
 		if !errors.As(err, &held) {
 			if err != nil {
 				return nil, d.appsRoleRefusal(proc, "taking the app's deploy lock", err)

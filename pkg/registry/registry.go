@@ -13,6 +13,7 @@ import (
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/lock"
 )
 
 // kindRegistry is the tug.dev/kind of the credentials Secret.
@@ -189,11 +190,11 @@ func recordIfUndeployed(ctx context.Context, d deploy.Deps, appName string, chan
 	if err != nil || a.Release != 0 {
 		return false, err
 	}
-	lock, err := deploy.AcquireLock(ctx, d.Client, d.Namespace, appName, d.Holder)
+	held, err := lock.Acquire(ctx, lock.Request{Client: d.Client, Namespace: d.Namespace, App: appName, Holder: d.Holder, Timing: d.LockTiming})
 	if err != nil {
 		return false, err
 	}
-	defer lock.Unlock()
+	defer held.Unlock()
 	if a, err = store.GetApp(ctx, appName); err != nil || a.Release != 0 {
 		return false, err
 	}

@@ -13,6 +13,7 @@ import (
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/lock"
 )
 
 // An app with no release: set stores the Secret and records it, info shows
@@ -47,7 +48,7 @@ func TestSetInfoUnsetUndeployed(t *testing.T) {
 	if a.RegistrySecret != "tug-registry-shop" {
 		t.Fatalf("record: %q", a.RegistrySecret)
 	}
-	if _, err := client.CoordinationV1().Leases("dev").Get(ctx, deploy.LockName("shop"), metav1.GetOptions{}); err == nil {
+	if _, err := client.CoordinationV1().Leases("dev").Get(ctx, lock.Name("shop"), metav1.GetOptions{}); err == nil {
 		t.Fatal("the deploy lock was left behind")
 	}
 

@@ -22,6 +22,7 @@ import (
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/lock"
 	"tug.dev/tug/pkg/usage"
 )
 
@@ -90,7 +91,7 @@ func TestCertAdd(t *testing.T) {
 	if len(sec) != 1 || sec[0].Name != name || sec[0].Type != corev1.SecretTypeTLS || sec[0].Labels[kube.LabelApp] != "shop" {
 		t.Fatalf("secrets %+v, want one TLS Secret %s of app shop", sec, name)
 	}
-	if _, err := c.CoordinationV1().Leases(ns).Get(context.Background(), deploy.LockName("shop"), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := c.CoordinationV1().Leases(ns).Get(context.Background(), lock.Name("shop"), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the lock is left behind: %v", err)
 	}
 }
@@ -99,15 +100,15 @@ func TestCertAdd(t *testing.T) {
 // the Secret is written only with the lock held.
 func TestCertAddLockedLeavesNoSecret(t *testing.T) {
 	c, d := newApp(t, app.Domain{Host: "shop.example.com", Path: "/"})
-	holder, secs, now := "bob (pid 7 on desk)", int32(deploy.LeaseDuration/time.Second), metav1.NewMicroTime(time.Now())
+	holder, secs, now := "bob (pid 7 on desk)", int32(lock.LeaseDuration/time.Second), metav1.NewMicroTime(time.Now())
 	if _, err := c.CoordinationV1().Leases(ns).Create(context.Background(), &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: deploy.LockName("shop"), Namespace: ns},
+		ObjectMeta: metav1.ObjectMeta{Name: lock.Name("shop"), Namespace: ns},
 		Spec:       coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &secs, AcquireTime: &now, RenewTime: &now},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	_, err := CertAdd(context.Background(), d, certFiles(t, "shop.example.com"), deploy.Options{})
-	var locked *deploy.LockedError
+	var locked *lock.HeldError
 	if !errors.As(err, &locked) || locked.Holder != holder {
 		t.Fatalf("CertAdd = %v, want a LockedError naming %s", err, holder)
 	}

@@ -136,7 +136,7 @@ func statusOf(rows []releaseRow, v int) string {
 // (`app scale`, at once or once the units settled) no release is pending
 // and the record agrees with the units.
 //
-// The killed tug's lease would expire after deploy.LeaseDuration plus the
+// The killed tug's lease would expire after lock.LeaseDuration plus the
 // takeover watch; the test deletes it instead, to keep the run short
 // (TestKilledDeployDoesNotBlockTheNext waits for a real expiry).
 func TestKill9DuringDeploy(t *testing.T) {

@@ -1,9 +1,10 @@
-package deploy
+package lock
 
 import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,40 +16,51 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/kube"
 )
+
+const ns = "dev"
+
+func fakeClient(objs ...runtime.Object) *fake.Clientset { return fake.NewClientset(objs...) }
+
+// req asks for shop's lock for holder, failing at once when it is held.
+func req(c *fake.Clientset, holder string) Request {
+	return Request{Client: c, Namespace: ns, App: "shop", Holder: holder}
+}
+
+// quick shortens how long a lease that looks expired is watched.
+var quick = Timing{ObserveFor: 100 * time.Millisecond}
 
 func lease(holder string, renewed time.Time) *coordinationv1.Lease {
 	secs := int32(LeaseDuration / time.Second)
 	at := metav1.NewMicroTime(renewed)
 	return &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: LockName("shop"), Namespace: ns},
+		ObjectMeta: metav1.ObjectMeta{Name: Name("shop"), Namespace: ns},
 		Spec:       coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &secs, AcquireTime: &at, RenewTime: &at},
 	}
 }
 
 func getLease(t *testing.T, c *fake.Clientset) *coordinationv1.Lease {
 	t.Helper()
-	l, err := c.CoordinationV1().Leases(ns).Get(context.Background(), LockName("shop"), metav1.GetOptions{})
+	l, err := c.CoordinationV1().Leases(ns).Get(context.Background(), Name("shop"), metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("get lease: %v", err)
 	}
 	return l
 }
 
-func acquire(t *testing.T, c *fake.Clientset, holder string) *Lock {
+func acquire(t *testing.T, r Request) *Lock {
 	t.Helper()
-	l, err := AcquireLock(context.Background(), c, ns, "shop", holder)
+	l, err := Acquire(context.Background(), r)
 	if err != nil {
-		t.Fatalf("AcquireLock(%s): %v", holder, err)
+		t.Fatalf("Acquire(%s): %v", r.Holder, err)
 	}
 	return l
 }
 
-func TestAcquireLock(t *testing.T) {
+func TestAcquire(t *testing.T) {
 	c := fakeClient()
-	l := acquire(t, c, "alice (pid 1 on laptop)")
+	l := acquire(t, req(c, "alice (pid 1 on laptop)"))
 	defer l.Unlock()
 
 	got := getLease(t, c)
@@ -62,13 +74,13 @@ func TestAcquireLock(t *testing.T) {
 		t.Errorf("renew time = %v", got.Spec.RenewTime)
 	}
 
-	_, err := AcquireLock(context.Background(), c, ns, "shop", "bob (pid 2 on ci)")
-	var locked *LockedError
+	_, err := Acquire(context.Background(), req(c, "bob (pid 2 on ci)"))
+	var locked *HeldError
 	if !errors.As(err, &locked) {
-		t.Fatalf("second AcquireLock = %v, want a LockedError", err)
+		t.Fatalf("second Acquire = %v, want a HeldError", err)
 	}
 	if locked.Holder != "alice (pid 1 on laptop)" || locked.App != "shop" {
-		t.Errorf("LockedError = %+v", locked)
+		t.Errorf("HeldError = %+v", locked)
 	}
 	if !locked.Expires.After(locked.Renewed) || locked.Expires.Sub(locked.Renewed) != LeaseDuration {
 		t.Errorf("expires %v, renewed %v", locked.Expires, locked.Renewed)
@@ -83,33 +95,25 @@ func TestAcquireLock(t *testing.T) {
 	}
 
 	// Other apps have their own lock.
-	other, err := AcquireLock(context.Background(), c, ns, "blog", "bob")
+	other, err := Acquire(context.Background(), Request{Client: c, Namespace: ns, App: "blog", Holder: "bob"})
 	if err != nil {
 		t.Fatalf("lock of another app: %v", err)
 	}
 	other.Unlock()
 }
 
-// quickObservation shortens how long a lease that looks expired is watched.
-func quickObservation(t *testing.T) {
-	old := observeFor
-	observeFor = 100 * time.Millisecond
-	t.Cleanup(func() { observeFor = old })
-}
-
-func TestAcquireLockTakesOverExpiredLease(t *testing.T) {
-	quickObservation(t)
+func TestAcquireTakesOverExpiredLease(t *testing.T) {
 	tests := []struct {
 		name string
 		old  *coordinationv1.Lease
 	}{
 		{"expired", lease("alice (pid 1 on laptop)", time.Now().Add(-LeaseDuration-time.Second))},
-		{"incomplete", &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: LockName("shop"), Namespace: ns}}},
+		{"incomplete", &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: Name("shop"), Namespace: ns}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := fakeClient(tt.old)
-			l := acquire(t, c, "bob (pid 2 on ci)")
+			l := acquire(t, Request{Client: c, Namespace: ns, App: "shop", Holder: "bob (pid 2 on ci)", Timing: quick})
 			defer l.Unlock()
 			got := getLease(t, c)
 			if holderOf(*got.Spec.HolderIdentity) != "bob (pid 2 on ci)" || time.Since(got.Spec.RenewTime.Time) > time.Minute {
@@ -122,44 +126,43 @@ func TestAcquireLockTakesOverExpiredLease(t *testing.T) {
 	}
 }
 
-func TestAcquireLockRecentLeaseIsHeld(t *testing.T) {
+func TestAcquireRecentLeaseIsHeld(t *testing.T) {
 	c := fakeClient(lease("alice", time.Now().Add(-LeaseDuration+2*time.Second)))
-	_, err := AcquireLock(context.Background(), c, ns, "shop", "bob")
-	var locked *LockedError
+	_, err := Acquire(context.Background(), req(c, "bob"))
+	var locked *HeldError
 	if !errors.As(err, &locked) || locked.Holder != "alice" {
-		t.Fatalf("AcquireLock = %v, want held by alice", err)
+		t.Fatalf("Acquire = %v, want held by alice", err)
 	}
 }
 
 // Two tugs take over the same expired lease at once: the one that loses the
 // write race reports who won.
-func TestAcquireLockTakeoverRace(t *testing.T) {
-	quickObservation(t)
+func TestAcquireTakeoverRace(t *testing.T) {
 	c := fakeClient(lease("alice", time.Now().Add(-time.Hour)))
 	gvr := schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}
 	c.PrependReactor("update", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
 		if err := c.Tracker().Update(gvr, lease("carol", time.Now()), ns); err != nil {
 			t.Errorf("tracker update: %v", err)
 		}
-		return true, nil, apierrors.NewConflict(gvr.GroupResource(), LockName("shop"), errors.New("changed"))
+		return true, nil, apierrors.NewConflict(gvr.GroupResource(), Name("shop"), errors.New("changed"))
 	})
-	_, err := AcquireLock(context.Background(), c, ns, "shop", "bob")
-	var locked *LockedError
+	_, err := Acquire(context.Background(), Request{Client: c, Namespace: ns, App: "shop", Holder: "bob", Timing: quick})
+	var locked *HeldError
 	if !errors.As(err, &locked) || locked.Holder != "carol" {
-		t.Fatalf("AcquireLock = %v, want held by carol", err)
+		t.Fatalf("Acquire = %v, want held by carol", err)
 	}
 }
 
 func TestUnlockDeletesLease(t *testing.T) {
 	c := fakeClient()
-	l := acquire(t, c, "alice")
+	l := acquire(t, req(c, "alice"))
 	l.Unlock()
-	_, err := c.CoordinationV1().Leases(ns).Get(context.Background(), LockName("shop"), metav1.GetOptions{})
+	_, err := c.CoordinationV1().Leases(ns).Get(context.Background(), Name("shop"), metav1.GetOptions{})
 	if !apierrors.IsNotFound(err) {
 		t.Fatalf("lease after Unlock: %v", err)
 	}
 	// the next deploy need not wait for expiry
-	acquire(t, c, "bob").Unlock()
+	acquire(t, req(c, "bob")).Unlock()
 }
 
 // If a tug stops renewing (API unreachable for a while) and another tug takes
@@ -167,12 +170,12 @@ func TestUnlockDeletesLease(t *testing.T) {
 // one's lock.
 func TestUnlockKeepsALeaseSomeoneElseHolds(t *testing.T) {
 	c := fakeClient()
-	l := acquire(t, c, "alice")
+	l := acquire(t, req(c, "alice"))
 	if _, err := c.CoordinationV1().Leases(ns).Update(context.Background(), lease("bob", time.Now()), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	l.Unlock()
-	got, err := c.CoordinationV1().Leases(ns).Get(context.Background(), LockName("shop"), metav1.GetOptions{})
+	got, err := c.CoordinationV1().Leases(ns).Get(context.Background(), Name("shop"), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		t.Fatal("Unlock deletes the lease with no check of its holder (no precondition on uid/resourceVersion): alice's Unlock removed bob's lock, so a third deploy can interleave with bob's; renew records a lost lease in l.lost but nothing ever reads it")
 	}
@@ -181,9 +184,9 @@ func TestUnlockKeepsALeaseSomeoneElseHolds(t *testing.T) {
 	}
 }
 
-func TestLockedErrorMessage(t *testing.T) {
+func TestHeldErrorMessage(t *testing.T) {
 	now := time.Now()
-	e := &LockedError{App: "shop", Holder: "alice", Since: now.Add(-time.Minute), Renewed: now.Add(-3 * time.Second), Expires: now.Add(12 * time.Second)}
+	e := &HeldError{App: "shop", Holder: "alice", Since: now.Add(-time.Minute), Renewed: now.Add(-3 * time.Second), Expires: now.Add(12 * time.Second)}
 	msg := e.Error()
 	for _, want := range []string{`app "shop" is being changed by alice since `, "(lease renewed 3s ago)", "retry after " + e.Expires.Local().Format("15:04:05")} {
 		if !strings.Contains(msg, want) {
@@ -194,16 +197,13 @@ func TestLockedErrorMessage(t *testing.T) {
 
 // A holder whose clock is 20 s behind ours writes RenewTimes that look
 // expired; it still renews, and a renewal seen while we watch means held.
-func TestAcquireLockKeepsALeaseRenewedByASkewedClock(t *testing.T) {
-	old := observeFor
-	observeFor = 5 * time.Second
-	defer func() { observeFor = old }()
+func TestAcquireKeepsALeaseRenewedByASkewedClock(t *testing.T) {
 	c := fakeClient(lease("alice", time.Now().Add(-20*time.Second)))
 	go func() {
 		// alice renews, with her clock still 20 s behind
 		for {
 			time.Sleep(50 * time.Millisecond)
-			l, err := c.CoordinationV1().Leases(ns).Get(context.Background(), LockName("shop"), metav1.GetOptions{})
+			l, err := c.CoordinationV1().Leases(ns).Get(context.Background(), Name("shop"), metav1.GetOptions{})
 			if err != nil {
 				return
 			}
@@ -215,10 +215,10 @@ func TestAcquireLockKeepsALeaseRenewedByASkewedClock(t *testing.T) {
 			}
 		}
 	}()
-	_, err := AcquireLock(context.Background(), c, ns, "shop", "bob")
-	var locked *LockedError
+	_, err := Acquire(context.Background(), Request{Client: c, Namespace: ns, App: "shop", Holder: "bob", Timing: Timing{ObserveFor: 5 * time.Second}})
+	var locked *HeldError
 	if !errors.As(err, &locked) || locked.Holder != "alice" || locked.App != "shop" {
-		t.Fatalf("AcquireLock = %v, want held by alice", err)
+		t.Fatalf("Acquire = %v, want held by alice", err)
 	}
 	if holderOf(*getLease(t, c).Spec.HolderIdentity) != "alice" {
 		t.Fatal("bob took over a lease alice was renewing")
@@ -227,20 +227,20 @@ func TestAcquireLockKeepsALeaseRenewedByASkewedClock(t *testing.T) {
 
 // Two CI jobs with the same user, pid and host name: the second one is
 // refused, and its holder string does not let it pass for the first.
-func TestAcquireLockIdenticalHolderStrings(t *testing.T) {
+func TestAcquireIdenticalHolderStrings(t *testing.T) {
 	c := fakeClient()
-	first := acquire(t, c, "ci (pid 1 on runner)")
-	_, err := AcquireLock(context.Background(), c, ns, "shop", "ci (pid 1 on runner)")
-	var locked *LockedError
+	first := acquire(t, req(c, "ci (pid 1 on runner)"))
+	_, err := Acquire(context.Background(), req(c, "ci (pid 1 on runner)"))
+	var locked *HeldError
 	if !errors.As(err, &locked) {
-		t.Fatalf("second AcquireLock with the same holder = %v, want a LockedError", err)
+		t.Fatalf("second Acquire with the same holder = %v, want a HeldError", err)
 	}
 	// A lock object for the same holder string, as a second process would
 	// have one, must not delete the first one's lease.
-	impostor := &Lock{client: c, namespace: ns, app: "shop", name: LockName("shop"), identity: identityOf("ci (pid 1 on runner)"), stop: func() {}, done: make(chan struct{})}
+	impostor := &Lock{client: c, namespace: ns, app: "shop", name: Name("shop"), identity: identityOf("ci (pid 1 on runner)"), stop: func() {}, done: make(chan struct{})}
 	close(impostor.done)
 	impostor.Unlock()
-	if _, err := c.CoordinationV1().Leases(ns).Get(context.Background(), LockName("shop"), metav1.GetOptions{}); err != nil {
+	if _, err := c.CoordinationV1().Leases(ns).Get(context.Background(), Name("shop"), metav1.GetOptions{}); err != nil {
 		t.Fatalf("the impostor's Unlock removed the first holder's lease: %v", err)
 	}
 	first.Unlock()
@@ -248,20 +248,20 @@ func TestAcquireLockIdenticalHolderStrings(t *testing.T) {
 
 // The holder unlocks between our Create (AlreadyExists) and our Get
 // (NotFound): we create it again instead of failing with a raw NotFound.
-func TestAcquireLockLeaseDeletedBetweenCreateAndGet(t *testing.T) {
+func TestAcquireLeaseDeletedBetweenCreateAndGet(t *testing.T) {
 	c := fakeClient()
 	gvr := schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}
 	creates := 0
 	c.PrependReactor("create", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
 		creates++
 		if creates == 1 {
-			return true, nil, apierrors.NewAlreadyExists(gvr.GroupResource(), LockName("shop"))
+			return true, nil, apierrors.NewAlreadyExists(gvr.GroupResource(), Name("shop"))
 		}
 		return false, nil, nil
 	})
-	l, err := AcquireLock(context.Background(), c, ns, "shop", "bob")
+	l, err := Acquire(context.Background(), req(c, "bob"))
 	if err != nil {
-		t.Fatalf("AcquireLock = %v", err)
+		t.Fatalf("Acquire = %v", err)
 	}
 	defer l.Unlock()
 	if creates != 2 {
@@ -272,21 +272,25 @@ func TestAcquireLockLeaseDeletedBetweenCreateAndGet(t *testing.T) {
 // Another tug overwrote our lease: the renewal notices, and the error names
 // the app, not the lease.
 func TestLockLostToAnotherHolder(t *testing.T) {
-	old := renewEvery
-	renewEvery = 20 * time.Millisecond
-	defer func() { renewEvery = old }()
 	c := fakeClient()
-	l := acquire(t, c, "alice")
+	// The API server refuses alice's stale resourceVersion once carol
+	// takes the lease; the fake tracker does not check it, so say so here
+	// (the reactor is in place before the renewing goroutine runs).
+	var refuse atomic.Bool
+	gvr := schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}
+	c.PrependReactor("update", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		l := a.(k8stesting.UpdateAction).GetObject().(*coordinationv1.Lease)
+		if !refuse.Load() || *l.Spec.HolderIdentity == "carol" {
+			return false, nil, nil
+		}
+		return true, nil, apierrors.NewConflict(gvr.GroupResource(), Name("shop"), errors.New("changed"))
+	})
+	l := acquire(t, Request{Client: c, Namespace: ns, App: "shop", Holder: "alice", Timing: Timing{RenewEvery: 20 * time.Millisecond}})
 	defer l.Unlock()
+	refuse.Store(true)
 	if _, err := c.CoordinationV1().Leases(ns).Update(context.Background(), lease("carol", time.Now()), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	// The API server refuses alice's stale resourceVersion; the fake
-	// tracker does not check it, so say so here.
-	gvr := schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}
-	c.PrependReactor("update", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		return true, nil, apierrors.NewConflict(gvr.GroupResource(), LockName("shop"), errors.New("changed"))
-	})
 	select { // the renewing goroutine ends when it finds the lock lost
 	case <-l.done:
 	case <-time.After(10 * time.Second):
@@ -302,10 +306,9 @@ func TestLockLostToAnotherHolder(t *testing.T) {
 // others for as long as its clock was ahead: its renew time in our future
 // is not believed, and the lease is taken over once tug has seen it
 // unchanged (before: "held" for the hour its clock was ahead).
-func TestAcquireLockDoesNotBelieveARenewTimeInTheFuture(t *testing.T) {
-	quickObservation(t)
+func TestAcquireDoesNotBelieveARenewTimeInTheFuture(t *testing.T) {
 	c := fakeClient(lease("alice (pid 1 on laptop)", time.Now().Add(time.Hour)))
-	l := acquire(t, c, "bob (pid 2 on ci)")
+	l := acquire(t, Request{Client: c, Namespace: ns, App: "shop", Holder: "bob (pid 2 on ci)", Timing: quick})
 	defer l.Unlock()
 	if got := getLease(t, c); holderOf(*got.Spec.HolderIdentity) != "bob (pid 2 on ci)" {
 		t.Errorf("lease after takeover = %+v", got.Spec)
@@ -314,10 +317,7 @@ func TestAcquireLockDoesNotBelieveARenewTimeInTheFuture(t *testing.T) {
 
 // A live holder whose clock is ahead keeps its lock: it renews while tug
 // watches.
-func TestAcquireLockKeepsALeaseRenewedByAClockAhead(t *testing.T) {
-	old := observeFor
-	observeFor = 5 * time.Second
-	defer func() { observeFor = old }()
+func TestAcquireKeepsALeaseRenewedByAClockAhead(t *testing.T) {
 	c := fakeClient(lease("alice", time.Now().Add(time.Hour)))
 	stop, stopped := make(chan struct{}), make(chan struct{})
 	go func() { // alice renews every 50 ms, her clock an hour ahead
@@ -330,7 +330,7 @@ func TestAcquireLockKeepsALeaseRenewedByAClockAhead(t *testing.T) {
 				return
 			case <-tick.C:
 			}
-			l, err := c.CoordinationV1().Leases(ns).Get(context.Background(), LockName("shop"), metav1.GetOptions{})
+			l, err := c.CoordinationV1().Leases(ns).Get(context.Background(), Name("shop"), metav1.GetOptions{})
 			if err != nil {
 				continue
 			}
@@ -339,86 +339,113 @@ func TestAcquireLockKeepsALeaseRenewedByAClockAhead(t *testing.T) {
 			_, _ = c.CoordinationV1().Leases(ns).Update(context.Background(), l, metav1.UpdateOptions{})
 		}
 	}()
-	_, err := AcquireLock(context.Background(), c, ns, "shop", "bob")
+	_, err := Acquire(context.Background(), Request{Client: c, Namespace: ns, App: "shop", Holder: "bob", Timing: Timing{ObserveFor: 5 * time.Second}})
 	close(stop)
 	<-stopped
-	var locked *LockedError
+	var locked *HeldError
 	if !errors.As(err, &locked) || locked.Holder != "alice" {
-		t.Fatalf("AcquireLock = %v, want held by alice", err)
+		t.Fatalf("Acquire = %v, want held by alice", err)
 	}
 }
 
-// waitingFor is a Progress that signals once a line says tug waits for the
-// lock.
-type waitingFor struct{ ch chan string }
+// recorder keeps the progress lines a waiting Acquire writes.
+type recorder struct{ lines chan string }
 
-func (w waitingFor) Update(msg string) {
-	if strings.HasPrefix(msg, "waiting for ") {
-		select {
-		case w.ch <- msg:
-		default:
-		}
+func (r recorder) Update(msg string) {
+	select {
+	case r.lines <- msg:
+	default:
 	}
 }
+func (recorder) Done(string) {}
+func (recorder) Fail(string) {}
 
-func (w waitingFor) Done(string) {}
-func (w waitingFor) Fail(string) {}
-
-// --wait-lock: a change started while another holds the lock waits for it,
-// says for whom, and goes on once it is released.
-func TestWaitLockGoesOnOnceTheLockIsFree(t *testing.T) {
-	c, s := newFake()
-	seedApp(t, s, &app.App{Name: "shop"})
-	other := acquire(t, c, "alice (pid 1 on laptop)")
-	d := deps(c)
-	d.WaitLock = time.Minute
-	waiting := waitingFor{make(chan string, 1)}
-	d.Progress = waiting
-	done := make(chan error, 1)
+// With Wait, Acquire waits while another holds the lock, says for whom,
+// and takes it once it is released; the lease then names the waiter.
+func TestAcquireWaitsForTheHolder(t *testing.T) {
+	c := fakeClient()
+	first := acquire(t, req(c, "alice (pid 1 on laptop)"))
+	r := req(c, "bob (pid 2 on ci)")
+	r.Wait = time.Minute
+	rec := recorder{make(chan string, 1)}
+	r.Progress = rec
+	got := make(chan error, 1)
+	var second *Lock
 	go func() {
-		_, err := Roll(context.Background(), d, "shop", DeployChange("shop:1", map[string]string{"web": ""}, ""), Options{NoWait: true})
-		done <- err
+		var err error
+		second, err = Acquire(context.Background(), r)
+		got <- err
 	}()
 	select {
-	case msg := <-waiting.ch:
-		if !strings.Contains(msg, "alice (pid 1 on laptop)") || !strings.Contains(msg, "up to 1m0s") {
+	case msg := <-rec.lines:
+		if !strings.Contains(msg, "waiting for alice (pid 1 on laptop) to finish changing app shop") || !strings.Contains(msg, "up to 1m0s") {
 			t.Errorf("progress %q", msg)
 		}
-	case err := <-done:
-		t.Fatalf("Roll ended while the lock was held: %v", err)
+	case err := <-got:
+		t.Fatalf("Acquire ended while the lock was held: %v", err)
 	case <-time.After(10 * time.Second):
-		t.Fatal("no progress line says tug waits for the lock")
+		t.Fatal("no progress line says Acquire waits")
 	}
-	other.Unlock()
+	first.Unlock()
 	select {
-	case err := <-done:
+	case err := <-got:
 		if err != nil {
-			t.Fatalf("Roll after the lock came free: %v", err)
+			t.Fatalf("Acquire after the lock came free: %v", err)
 		}
 	case <-time.After(20 * time.Second):
-		t.Fatal("Roll still waits after the lock came free")
+		t.Fatal("Acquire still waits after the lock came free")
 	}
-	if a := getApp(t, s, "shop"); a.Release != 1 {
-		t.Errorf("record release v%d", a.Release)
+	defer second.Unlock()
+	if h := holderOf(*getLease(t, c).Spec.HolderIdentity); h != "bob (pid 2 on ci)" {
+		t.Errorf("lease names %q", h)
 	}
 }
 
-// --wait-lock gives up after its time with the holder named; without it
-// the refusal is at once.
-func TestWaitLockGivesUp(t *testing.T) {
-	c, s := newFake()
-	seedApp(t, s, &app.App{Name: "shop"})
-	other := acquire(t, c, "alice")
-	defer other.Unlock()
-	d := deps(c)
-	d.WaitLock = 300 * time.Millisecond
-	_, err := Roll(context.Background(), d, "shop", DeployChange("shop:1", map[string]string{"web": ""}, ""), Options{NoWait: true})
-	var waited *LockWaitError
-	var held *LockedError
-	if !errors.As(err, &waited) || !errors.As(err, &held) || held.Holder != "alice" || !strings.Contains(err.Error(), "after waiting") {
-		t.Fatalf("Roll = %v; want a LockWaitError naming alice", err)
+// Wait ends with a *WaitError that is also the *HeldError naming the
+// holder; a cancelled wait ends with the cancellation.
+func TestAcquireGivesUpWaiting(t *testing.T) {
+	c := fakeClient()
+	first := acquire(t, req(c, "alice"))
+	defer first.Unlock()
+	r := req(c, "bob")
+	r.Wait = 200 * time.Millisecond
+	_, err := Acquire(context.Background(), r)
+	var waited *WaitError
+	var held *HeldError
+	if !errors.As(err, &waited) || !errors.As(err, &held) || held.Holder != "alice" ||
+		!strings.Contains(err.Error(), `app "shop" is still being changed by alice after waiting`) {
+		t.Fatalf("Acquire = %v; want a WaitError naming alice", err)
 	}
-	if rels, _ := s.ListReleases(context.Background(), "shop"); len(rels) != 0 {
-		t.Errorf("%d releases made while waiting", len(rels))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r.Wait = time.Minute
+	if _, err := Acquire(ctx, r); !errors.Is(err, context.Canceled) {
+		t.Errorf("Acquire with a cancelled context = %v", err)
+	}
+}
+
+// A lease that cannot be renewed for as long as it lasts is lost: whoever
+// holds it now may be changing the app.
+func TestLockLostWhenRenewalsFailForTheLeasesLife(t *testing.T) {
+	c := fakeClient()
+	var refuse atomic.Bool
+	c.PrependReactor("update", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if !refuse.Load() {
+			return false, nil, nil
+		}
+		return true, nil, apierrors.NewServiceUnavailable("etcd is down")
+	})
+	// the lease lasts 5 s; renewals stop mattering 4 s (renewTimeout) before
+	l := acquire(t, Request{Client: c, Namespace: ns, App: "shop", Holder: "alice",
+		Timing: Timing{LeaseDuration: 5 * time.Second, RenewEvery: 20 * time.Millisecond}})
+	defer l.Unlock()
+	refuse.Store(true)
+	select {
+	case <-l.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the lock was never given up")
+	}
+	if err := l.Lost(); err == nil || !strings.Contains(err.Error(), `could not renew the deploy lock of app "shop"`) {
+		t.Fatalf("Lost = %v", err)
 	}
 }
