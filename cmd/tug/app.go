@@ -10,6 +10,7 @@ import (
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/lock"
 	"tug.dev/tug/pkg/text"
 	"tug.dev/tug/pkg/usage"
 )
@@ -99,7 +100,7 @@ func deployDeps(cmd *cobra.Command, f *cli.Factory) (deploy.Deps, error) {
 		}
 	}
 	user := kube.WhoAmI(cmd.Context(), client, fallback)
-	d := deploy.Deps{Client: client, Namespace: ns, Progress: f.Progress(), Holder: kube.Holder(user)}
+	d := deploy.Deps{Client: client, Namespace: ns, Progress: f.Progress(), Holder: lock.Self(user)}
 	if cmd.Flags().Lookup("wait-lock") != nil {
 		if d.WaitLock, err = cmd.Flags().GetDuration("wait-lock"); err != nil {
 			return deploy.Deps{}, err

@@ -10,6 +10,7 @@ import (
 
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/lock"
 	"tug.dev/tug/pkg/node"
 	"tug.dev/tug/pkg/text"
 )
@@ -74,7 +75,7 @@ the kubelet restarts: stop it first.`,
 					return err
 				}
 				o.User = kube.WhoAmI(cmd.Context(), found.Target.Client, "")
-				o.Holder = kube.Holder(o.User)
+				o.Holder = lock.Self(o.User)
 			}
 			p := f.Progress()
 			o.Progress = p

@@ -113,10 +113,7 @@ func rollWith(cmd *cobra.Command, f *cli.Factory, appName string, run func(conte
 	p := f.Progress()
 	d.Progress = p
 	d.ReleasePhase = func(ctx context.Context, s deploy.ReleasePhaseSpec) (int, error) {
-		user := d.Holder
-		if i := strings.Index(user, " ("); i > 0 {
-			user = user[:i]
-		}
+		user := d.Holder.User
 		return tugexec.RunReleasePhase(ctx, tugexec.Deps{Client: d.Client, Namespace: d.Namespace, IO: f.IOStreams,
 			Progress: p, User: func() string { return user }}, s)
 	}

@@ -23,8 +23,9 @@ type Deps struct {
 	Client    kubernetes.Interface
 	Namespace string
 	Progress  progress.Reporter
-	// Holder names who holds the deploy lock, e.g. "alice (pid 4242 on laptop)".
-	Holder string
+	// Holder is who holds the app's lock while the change runs; its User
+	// is the author of the releases the change makes.
+	Holder lock.Holder
 	// ReleasePhase runs a release's release-phase command (releasephase.go);
 	// needed only by releases that have one.
 	ReleasePhase ReleasePhaseRunner
@@ -177,7 +178,7 @@ func roll(t *txn, change Change, opts Options, start time.Time) (*Result, error)
 	if err != nil {
 		return nil, err
 	}
-	next.App, next.Version, next.CreatedAt, next.Author = a.Name, a.LastRelease+1, time.Now().UTC(), authorOf(d.Holder)
+	next.App, next.Version, next.CreatedAt, next.Author = a.Name, a.LastRelease+1, time.Now().UTC(), d.Holder.User
 	removed := RemovedProcesses(base, next)
 	resultOf := func(st app.Status) *Result {
 		res := result(a, next, st, start)
@@ -514,14 +515,6 @@ func result(a *app.App, r *app.Release, st app.Status, start time.Time) *Result 
 		res.Processes = append(res.Processes, ProcessResult{Name: name, Command: r.Processes[name], Units: a.Processes[name].Units()})
 	}
 	return res
-}
-
-// authorOf takes the user out of a lock holder "alice (pid 1 on host)".
-func authorOf(holder string) string {
-	if i := strings.Index(holder, " ("); i > 0 {
-		return holder[:i]
-	}
-	return holder
 }
 
 // dryRun asks the server to validate, without storing anything, the

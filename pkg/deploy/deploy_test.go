@@ -30,7 +30,7 @@ import (
 // validates them either: the e2e tests cover what a real server refuses.
 
 func deps(c *fake.Clientset) Deps {
-	return Deps{Client: c, Namespace: ns, Holder: "alice (pid 42 on laptop)"}
+	return Deps{Client: c, Namespace: ns, Holder: lock.Holder{User: "alice", PID: 42, Host: "laptop"}}
 }
 
 func listDeployments(t *testing.T, c *fake.Clientset) map[string]appsv1.Deployment {
@@ -666,19 +666,6 @@ func TestErrorMessage(t *testing.T) {
 		}
 		if e.ExitCode() != 10 {
 			t.Errorf("ExitCode() = %d, want 10", e.ExitCode())
-		}
-	}
-}
-
-func TestAuthorOf(t *testing.T) {
-	for in, want := range map[string]string{
-		"alice (pid 1 on laptop)": "alice",
-		"alice":                   "alice",
-		"":                        "",
-		" (pid 1)":                " (pid 1)",
-	} {
-		if got := authorOf(in); got != want {
-			t.Errorf("authorOf(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

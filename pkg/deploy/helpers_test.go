@@ -116,7 +116,7 @@ func getLease(t *testing.T, c *fake.Clientset) *coordinationv1.Lease {
 }
 
 // acquire takes shop's lock for holder, as another tug would.
-func acquire(t *testing.T, c *fake.Clientset, holder string) *lock.Lock {
+func acquire(t *testing.T, c *fake.Clientset, holder lock.Holder) *lock.Lock {
 	t.Helper()
 	l, err := lock.Acquire(context.Background(), lock.Request{Client: c, Namespace: ns, App: "shop", Holder: holder})
 	if err != nil {

@@ -308,7 +308,7 @@ func TestFinishAndAdoptTakeTheLock(t *testing.T) {
 	ctx := context.Background()
 	beta, alpha, started := halfMadeMove(t)
 	setMark(t, store(beta), &app.Move{Role: app.MoveSource, From: "beta", To: "alpha", Pool: "pa", StartedAt: started, Superseded: true})
-	held, err := lock.Acquire(ctx, lock.Request{Client: alpha, Namespace: ns, App: "shop", Holder: "bob (pid 1 on desk)"})
+	held, err := lock.Acquire(ctx, lock.Request{Client: alpha, Namespace: ns, App: "shop", Holder: lock.Holder{User: "bob", PID: 1, Host: "desk"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -346,7 +346,7 @@ func TestAdoptMoveTakesTheLock(t *testing.T) {
 	if _, err := Roll(ctx, deps(dst), "shop", change, Options{Timeout: 5 * time.Second, NoRollback: true, SkipReleasePhase: true}); err != nil {
 		t.Fatal(err)
 	}
-	held, err := lock.Acquire(ctx, lock.Request{Client: dst, Namespace: ns, App: "shop", Holder: "bob (pid 1 on desk)"})
+	held, err := lock.Acquire(ctx, lock.Request{Client: dst, Namespace: ns, App: "shop", Holder: lock.Holder{User: "bob", PID: 1, Host: "desk"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -82,7 +82,7 @@ func ChangeRollout(ctx context.Context, d Deps, appName, message string, edit fu
 	}
 
 	d.Progress.Update(fmt.Sprintf("changing the settings of v%d in place", serving.Version))
-	change := app.RolloutChange{At: time.Now().UTC(), Author: authorOf(d.Holder), Message: message}
+	change := app.RolloutChange{At: time.Now().UTC(), Author: d.Holder.User, Message: message}
 	// The records first: they are what a later rollout, reshape or export
 	// renders, so a Deployment left unpatched below (a failed request, a
 	// killed tug) gets the new strategy from the next of them.

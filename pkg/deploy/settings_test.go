@@ -272,7 +272,7 @@ func TestChangeRolloutForeignDeployment(t *testing.T) {
 // it fails at once, and nothing is written.
 func TestChangeRolloutLocked(t *testing.T) {
 	c, s := settingsFixture(t)
-	held, err := lock.Acquire(context.Background(), lock.Request{Client: c, Namespace: ns, App: "shop", Holder: "bob (pid 7 on ci)"})
+	held, err := lock.Acquire(context.Background(), lock.Request{Client: c, Namespace: ns, App: "shop", Holder: lock.Holder{User: "bob", PID: 7, Host: "ci"}})
 	if err != nil {
 		t.Fatal(err)
 	}

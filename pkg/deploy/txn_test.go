@@ -240,7 +240,7 @@ func (w waitingFor) Fail(string) {}
 func TestWaitLockGoesOnOnceTheLockIsFree(t *testing.T) {
 	c, s := newFake()
 	seedApp(t, s, &app.App{Name: "shop"})
-	other := acquire(t, c, "alice (pid 1 on laptop)")
+	other := acquire(t, c, lock.Holder{User: "alice", PID: 1, Host: "laptop"})
 	d := deps(c)
 	d.WaitLock = time.Minute
 	waiting := waitingFor{make(chan string, 1)}
@@ -279,7 +279,7 @@ func TestWaitLockGoesOnOnceTheLockIsFree(t *testing.T) {
 func TestWaitLockGivesUp(t *testing.T) {
 	c, s := newFake()
 	seedApp(t, s, &app.App{Name: "shop"})
-	other := acquire(t, c, "alice")
+	other := acquire(t, c, lock.Holder{User: "alice"})
 	defer other.Unlock()
 	d := deps(c)
 	d.WaitLock = 300 * time.Millisecond

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -140,14 +139,6 @@ func TestWhoAmI(t *testing.T) {
 		if got := WhoAmI(ctx, answer(tt.user, tt.err), tt.fallback); got != tt.want {
 			t.Errorf("%s: WhoAmI = %q, want %q", tt.name, got, tt.want)
 		}
-	}
-}
-
-func TestHolder(t *testing.T) {
-	host, _ := os.Hostname()
-	want := fmt.Sprintf("alice (pid %d on %s)", os.Getpid(), host)
-	if got := Holder("alice"); got != want {
-		t.Errorf("Holder = %q, want %q", got, want)
 	}
 }
 

@@ -2,8 +2,6 @@ package kube
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"time"
 
 	authv1 "k8s.io/api/authentication/v1"
@@ -25,10 +23,4 @@ func WhoAmI(ctx context.Context, client kubernetes.Interface, fallback string) s
 		return fallback
 	}
 	return "unknown"
-}
-
-// Holder names this process for a lock: "alice (pid 4242 on laptop)".
-func Holder(user string) string {
-	host, _ := os.Hostname()
-	return fmt.Sprintf("%s (pid %d on %s)", user, os.Getpid(), host)
 }

@@ -85,8 +85,8 @@ type Request struct {
 	Client    kubernetes.Interface
 	Namespace string
 	App       string
-	// Holder is who asks, as the lease will name them.
-	Holder string
+	// Holder is who asks; the lease names them.
+	Holder Holder
 	// Wait is how long to wait while another tug holds the lock
 	// (--wait-lock); 0 fails at once with a *HeldError.
 	Wait time.Duration
@@ -132,8 +132,8 @@ func (l *Lock) setLost(err error) {
 
 // identityOf makes the lease's holder identity unique: two CI jobs with the
 // same user, pid and host name are still two holders.
-func identityOf(holder string) string {
-	return holder + " #" + rand.String(8)
+func identityOf(h Holder) string {
+	return h.String() + " #" + rand.String(8)
 }
 
 // takeOnce takes r's lock for identity, or fails at once with a *HeldError

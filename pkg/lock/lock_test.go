@@ -3,6 +3,8 @@ package lock
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -24,7 +26,7 @@ const ns = "dev"
 func fakeClient(objs ...runtime.Object) *fake.Clientset { return fake.NewClientset(objs...) }
 
 // req asks for shop's lock for holder, failing at once when it is held.
-func req(c *fake.Clientset, holder string) Request {
+func req(c *fake.Clientset, holder Holder) Request {
 	return Request{Client: c, Namespace: ns, App: "shop", Holder: holder}
 }
 
@@ -60,7 +62,7 @@ func acquire(t *testing.T, r Request) *Lock {
 
 func TestAcquire(t *testing.T) {
 	c := fakeClient()
-	l := acquire(t, req(c, "alice (pid 1 on laptop)"))
+	l := acquire(t, req(c, Holder{User: "alice", PID: 1, Host: "laptop"}))
 	defer l.Unlock()
 
 	got := getLease(t, c)
@@ -74,7 +76,7 @@ func TestAcquire(t *testing.T) {
 		t.Errorf("renew time = %v", got.Spec.RenewTime)
 	}
 
-	_, err := Acquire(context.Background(), req(c, "bob (pid 2 on ci)"))
+	_, err := Acquire(context.Background(), req(c, Holder{User: "bob", PID: 2, Host: "ci"}))
 	var locked *HeldError
 	if !errors.As(err, &locked) {
 		t.Fatalf("second Acquire = %v, want a HeldError", err)
@@ -95,7 +97,7 @@ func TestAcquire(t *testing.T) {
 	}
 
 	// Other apps have their own lock.
-	other, err := Acquire(context.Background(), Request{Client: c, Namespace: ns, App: "blog", Holder: "bob"})
+	other, err := Acquire(context.Background(), Request{Client: c, Namespace: ns, App: "blog", Holder: Holder{User: "bob"}})
 	if err != nil {
 		t.Fatalf("lock of another app: %v", err)
 	}
@@ -113,7 +115,7 @@ func TestAcquireTakesOverExpiredLease(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := fakeClient(tt.old)
-			l := acquire(t, Request{Client: c, Namespace: ns, App: "shop", Holder: "bob (pid 2 on ci)", Timing: quick})
+			l := acquire(t, Request{Client: c, Namespace: ns, App: "shop", Holder: Holder{User: "bob", PID: 2, Host: "ci"}, Timing: quick})
 			defer l.Unlock()
 			got := getLease(t, c)
 			if holderOf(*got.Spec.HolderIdentity) != "bob (pid 2 on ci)" || time.Since(got.Spec.RenewTime.Time) > time.Minute {
@@ -128,7 +130,7 @@ func TestAcquireTakesOverExpiredLease(t *testing.T) {
 
 func TestAcquireRecentLeaseIsHeld(t *testing.T) {
 	c := fakeClient(lease("alice", time.Now().Add(-LeaseDuration+2*time.Second)))
-	_, err := Acquire(context.Background(), req(c, "bob"))
+	_, err := Acquire(context.Background(), req(c, Holder{User: "bob"}))
 	var locked *HeldError
 	if !errors.As(err, &locked) || locked.Holder != "alice" {
 		t.Fatalf("Acquire = %v, want held by alice", err)
@@ -146,7 +148,7 @@ func TestAcquireTakeoverRace(t *testing.T) {
 		}
 		return true, nil, apierrors.NewConflict(gvr.GroupResource(), Name("shop"), errors.New("changed"))
 	})
-	_, err := Acquire(context.Background(), Request{Client: c, Namespace: ns, App: "shop", Holder: "bob", Timing: quick})
+	_, err := Acquire(context.Background(), Request{Client: c, Namespace: ns, App: "shop", Holder: Holder{User: "bob"}, Timing: quick})
 	var locked *HeldError
 	if !errors.As(err, &locked) || locked.Holder != "carol" {
 		t.Fatalf("Acquire = %v, want held by carol", err)
@@ -155,14 +157,14 @@ func TestAcquireTakeoverRace(t *testing.T) {
 
 func TestUnlockDeletesLease(t *testing.T) {
 	c := fakeClient()
-	l := acquire(t, req(c, "alice"))
+	l := acquire(t, req(c, Holder{User: "alice"}))
 	l.Unlock()
 	_, err := c.CoordinationV1().Leases(ns).Get(context.Background(), Name("shop"), metav1.GetOptions{})
 	if !apierrors.IsNotFound(err) {
 		t.Fatalf("lease after Unlock: %v", err)
 	}
 	// the next deploy need not wait for expiry
-	acquire(t, req(c, "bob")).Unlock()
+	acquire(t, req(c, Holder{User: "bob"})).Unlock()
 }
 
 // If a tug stops renewing (API unreachable for a while) and another tug takes
@@ -170,7 +172,7 @@ func TestUnlockDeletesLease(t *testing.T) {
 // one's lock.
 func TestUnlockKeepsALeaseSomeoneElseHolds(t *testing.T) {
 	c := fakeClient()
-	l := acquire(t, req(c, "alice"))
+	l := acquire(t, req(c, Holder{User: "alice"}))
 	if _, err := c.CoordinationV1().Leases(ns).Update(context.Background(), lease("bob", time.Now()), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +217,7 @@ func TestAcquireKeepsALeaseRenewedByASkewedClock(t *testing.T) {
 			}
 		}
 	}()
-	_, err := Acquire(context.Background(), Request{Client: c, Namespace: ns, App: "shop", Holder: "bob", Timing: Timing{ObserveFor: 5 * time.Second}})
+	_, err := Acquire(context.Background(), Request{Client: c, Namespace: ns, App: "shop", Holder: Holder{User: "bob"}, Timing: Timing{ObserveFor: 5 * time.Second}})
 	var locked *HeldError
 	if !errors.As(err, &locked) || locked.Holder != "alice" || locked.App != "shop" {
 		t.Fatalf("Acquire = %v, want held by alice", err)
@@ -229,15 +231,15 @@ func TestAcquireKeepsALeaseRenewedByASkewedClock(t *testing.T) {
 // refused, and its holder string does not let it pass for the first.
 func TestAcquireIdenticalHolderStrings(t *testing.T) {
 	c := fakeClient()
-	first := acquire(t, req(c, "ci (pid 1 on runner)"))
-	_, err := Acquire(context.Background(), req(c, "ci (pid 1 on runner)"))
+	first := acquire(t, req(c, Holder{User: "ci", PID: 1, Host: "runner"}))
+	_, err := Acquire(context.Background(), req(c, Holder{User: "ci", PID: 1, Host: "runner"}))
 	var locked *HeldError
 	if !errors.As(err, &locked) {
 		t.Fatalf("second Acquire with the same holder = %v, want a HeldError", err)
 	}
 	// A lock object for the same holder string, as a second process would
 	// have one, must not delete the first one's lease.
-	impostor := &Lock{client: c, namespace: ns, app: "shop", name: Name("shop"), identity: identityOf("ci (pid 1 on runner)"), stop: func() {}, done: make(chan struct{})}
+	impostor := &Lock{client: c, namespace: ns, app: "shop", name: Name("shop"), identity: identityOf(Holder{User: "ci", PID: 1, Host: "runner"}), stop: func() {}, done: make(chan struct{})}
 	close(impostor.done)
 	impostor.Unlock()
 	if _, err := c.CoordinationV1().Leases(ns).Get(context.Background(), Name("shop"), metav1.GetOptions{}); err != nil {
@@ -259,7 +261,7 @@ func TestAcquireLeaseDeletedBetweenCreateAndGet(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	l, err := Acquire(context.Background(), req(c, "bob"))
+	l, err := Acquire(context.Background(), req(c, Holder{User: "bob"}))
 	if err != nil {
 		t.Fatalf("Acquire = %v", err)
 	}
@@ -285,7 +287,7 @@ func TestLockLostToAnotherHolder(t *testing.T) {
 		}
 		return true, nil, apierrors.NewConflict(gvr.GroupResource(), Name("shop"), errors.New("changed"))
 	})
-	l := acquire(t, Request{Client: c, Namespace: ns, App: "shop", Holder: "alice", Timing: Timing{RenewEvery: 20 * time.Millisecond}})
+	l := acquire(t, Request{Client: c, Namespace: ns, App: "shop", Holder: Holder{User: "alice"}, Timing: Timing{RenewEvery: 20 * time.Millisecond}})
 	defer l.Unlock()
 	refuse.Store(true)
 	if _, err := c.CoordinationV1().Leases(ns).Update(context.Background(), lease("carol", time.Now()), metav1.UpdateOptions{}); err != nil {
@@ -308,7 +310,7 @@ func TestLockLostToAnotherHolder(t *testing.T) {
 // unchanged (before: "held" for the hour its clock was ahead).
 func TestAcquireDoesNotBelieveARenewTimeInTheFuture(t *testing.T) {
 	c := fakeClient(lease("alice (pid 1 on laptop)", time.Now().Add(time.Hour)))
-	l := acquire(t, Request{Client: c, Namespace: ns, App: "shop", Holder: "bob (pid 2 on ci)", Timing: quick})
+	l := acquire(t, Request{Client: c, Namespace: ns, App: "shop", Holder: Holder{User: "bob", PID: 2, Host: "ci"}, Timing: quick})
 	defer l.Unlock()
 	if got := getLease(t, c); holderOf(*got.Spec.HolderIdentity) != "bob (pid 2 on ci)" {
 		t.Errorf("lease after takeover = %+v", got.Spec)
@@ -339,7 +341,7 @@ func TestAcquireKeepsALeaseRenewedByAClockAhead(t *testing.T) {
 			_, _ = c.CoordinationV1().Leases(ns).Update(context.Background(), l, metav1.UpdateOptions{})
 		}
 	}()
-	_, err := Acquire(context.Background(), Request{Client: c, Namespace: ns, App: "shop", Holder: "bob", Timing: Timing{ObserveFor: 5 * time.Second}})
+	_, err := Acquire(context.Background(), Request{Client: c, Namespace: ns, App: "shop", Holder: Holder{User: "bob"}, Timing: Timing{ObserveFor: 5 * time.Second}})
 	close(stop)
 	<-stopped
 	var locked *HeldError
@@ -364,8 +366,8 @@ func (recorder) Fail(string) {}
 // and takes it once it is released; the lease then names the waiter.
 func TestAcquireWaitsForTheHolder(t *testing.T) {
 	c := fakeClient()
-	first := acquire(t, req(c, "alice (pid 1 on laptop)"))
-	r := req(c, "bob (pid 2 on ci)")
+	first := acquire(t, req(c, Holder{User: "alice", PID: 1, Host: "laptop"}))
+	r := req(c, Holder{User: "bob", PID: 2, Host: "ci"})
 	r.Wait = time.Minute
 	rec := recorder{make(chan string, 1)}
 	r.Progress = rec
@@ -405,9 +407,9 @@ func TestAcquireWaitsForTheHolder(t *testing.T) {
 // holder; a cancelled wait ends with the cancellation.
 func TestAcquireGivesUpWaiting(t *testing.T) {
 	c := fakeClient()
-	first := acquire(t, req(c, "alice"))
+	first := acquire(t, req(c, Holder{User: "alice"}))
 	defer first.Unlock()
-	r := req(c, "bob")
+	r := req(c, Holder{User: "bob"})
 	r.Wait = 200 * time.Millisecond
 	_, err := Acquire(context.Background(), r)
 	var waited *WaitError
@@ -436,7 +438,7 @@ func TestLockLostWhenRenewalsFailForTheLeasesLife(t *testing.T) {
 		return true, nil, apierrors.NewServiceUnavailable("etcd is down")
 	})
 	// the lease lasts 5 s; renewals stop mattering 4 s (renewTimeout) before
-	l := acquire(t, Request{Client: c, Namespace: ns, App: "shop", Holder: "alice",
+	l := acquire(t, Request{Client: c, Namespace: ns, App: "shop", Holder: Holder{User: "alice"},
 		Timing: Timing{LeaseDuration: 5 * time.Second, RenewEvery: 20 * time.Millisecond}})
 	defer l.Unlock()
 	refuse.Store(true)
@@ -447,5 +449,29 @@ func TestLockLostWhenRenewalsFailForTheLeasesLife(t *testing.T) {
 	}
 	if err := l.Lost(); err == nil || !strings.Contains(err.Error(), `could not renew the deploy lock of app "shop"`) {
 		t.Fatalf("Lost = %v", err)
+	}
+}
+
+func TestHolderString(t *testing.T) {
+	for _, tt := range []struct {
+		h    Holder
+		want string
+	}{
+		{Holder{User: "alice", PID: 1, Host: "laptop"}, "alice (pid 1 on laptop)"},
+		{Holder{User: "alice"}, "alice"},
+		{Holder{User: "tug node remove", PID: 7, Host: "ci", What: "moving units off node n1"}, "tug node remove (pid 7 on ci) moving units off node n1"},
+	} {
+		if got := tt.h.String(); got != tt.want {
+			t.Errorf("%+v.String() = %q, want %q", tt.h, got, tt.want)
+		}
+	}
+}
+
+// Self names this process.
+func TestSelf(t *testing.T) {
+	host, _ := os.Hostname()
+	want := fmt.Sprintf("alice (pid %d on %s)", os.Getpid(), host)
+	if got := Self("alice"); got.String() != want || got.User != "alice" {
+		t.Errorf("Self = %+v (%q), want %q", got, got, want)
 	}
 }

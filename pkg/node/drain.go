@@ -240,12 +240,13 @@ func (d *drainer) lockApp(ctx context.Context, proc process) (release func(), er
 // acquire takes the app's deploy lock, waiting while a deploy holds it.
 func (d *drainer) acquire(ctx context.Context, proc process) (*lock.Lock, error) {
 	holder := d.o.Holder
-	if holder == "" {
-		holder = kube.Holder("tug node remove")
+	if holder == (lock.Holder{}) {
+		holder = lock.Self("tug node remove")
 	}
+	holder.What = "moving units off node " + d.node.Name
 	for {
 		l, err := lock.Acquire(ctx, lock.Request{Client: d.client, Namespace: proc.namespace, App: proc.app,
-			Holder: holder + " moving units off node " + d.node.Name})
+			Holder: holder})
 		var held *lock.HeldError
 		if !errors.As(err, &held) {
 			if err != nil {

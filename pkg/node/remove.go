@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/lock"
 	"tug.dev/tug/pkg/progress"
 	"tug.dev/tug/pkg/text"
 )
@@ -44,9 +45,9 @@ type RemoveOptions struct {
 	// PodNamespace limits the pods moved to one namespace; only with
 	// KeepNode, as PodSelector.
 	PodNamespace string
-	// Holder names who holds an app's deploy lock while its process is
-	// surged, as deploys name themselves.
-	Holder string
+	// Holder is who holds an app's deploy lock while its process is
+	// surged (zero: this process, as "tug node remove").
+	Holder lock.Holder
 	// User is who runs the removal, as the API server knows them
 	// (kube.WhoAmI): a refusal in an app's namespace names them in the
 	// RoleBinding it says to create.

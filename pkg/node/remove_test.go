@@ -26,6 +26,7 @@ import (
 
 	"tug.dev/tug/pkg/cluster"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/lock"
 	"tug.dev/tug/pkg/usage"
 )
 
@@ -359,7 +360,7 @@ func TestRemoveSurgesLastReadyUnit(t *testing.T) {
 		unitPod("apps", "shop", "worker", "shop-worker-1", "n1", true), unitPod("apps", "shop", "worker", "shop-worker-2", "other", true),
 		deployment("apps", "shop-worker", 2))
 	rec := &recorder{}
-	res, err := Remove(context.Background(), fc.found(t, "n1"), RemoveOptions{Progress: rec, Holder: "test", Timeout: 10 * time.Second})
+	res, err := Remove(context.Background(), fc.found(t, "n1"), RemoveOptions{Progress: rec, Holder: lock.Holder{User: "test"}, Timeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

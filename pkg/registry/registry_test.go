@@ -21,7 +21,7 @@ import (
 func TestSetInfoUnsetUndeployed(t *testing.T) {
 	ctx := context.Background()
 	client := fake.NewClientset()
-	d := deploy.Deps{Client: client, Namespace: "dev", Holder: "test"}
+	d := deploy.Deps{Client: client, Namespace: "dev", Holder: lock.Holder{User: "test"}}
 	store := &app.Store{Client: client, Namespace: "dev"}
 	if err := store.CreateApp(ctx, &app.App{Name: "shop", Namespace: "dev"}); err != nil {
 		t.Fatal(err)
@@ -97,7 +97,7 @@ func TestSetRefusesSomeoneElsesSecret(t *testing.T) {
 	if err := store.CreateApp(ctx, &app.App{Name: "shop", Namespace: "dev"}); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err := Set(ctx, deploy.Deps{Client: client, Namespace: "dev", Holder: "test"}, "shop", Credentials{Server: "r.io", Username: "u", Password: "hunter2"}, deploy.Options{})
+	_, _, err := Set(ctx, deploy.Deps{Client: client, Namespace: "dev", Holder: lock.Holder{User: "test"}}, "shop", Credentials{Server: "r.io", Username: "u", Password: "hunter2"}, deploy.Options{})
 	if err == nil || !strings.Contains(err.Error(), "not tug's") || strings.Contains(err.Error(), "hunter2") {
 		t.Fatalf("want a refusal that names no password, got %v", err)
 	}
@@ -110,7 +110,7 @@ func TestSetRefusesSomeoneElsesSecret(t *testing.T) {
 func TestSetUnknownAppChangesNothing(t *testing.T) {
 	ctx := context.Background()
 	client := fake.NewClientset()
-	_, _, err := Set(ctx, deploy.Deps{Client: client, Namespace: "dev", Holder: "test"}, "ghost", Credentials{Server: "r.io", Username: "u", Password: "pw"}, deploy.Options{})
+	_, _, err := Set(ctx, deploy.Deps{Client: client, Namespace: "dev", Holder: lock.Holder{User: "test"}}, "ghost", Credentials{Server: "r.io", Username: "u", Password: "pw"}, deploy.Options{})
 	if !app.IsNotFound(err) {
 		t.Fatalf("want not found, got %v", err)
 	}

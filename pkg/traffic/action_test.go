@@ -37,7 +37,7 @@ func newApp(t *testing.T, domains ...app.Domain) (*fake.Clientset, deploy.Deps) 
 	if err := s.CreateApp(context.Background(), &app.App{Name: "shop", Namespace: ns, Domains: domains, Processes: map[string]app.Process{}}); err != nil {
 		t.Fatal(err)
 	}
-	return c, deploy.Deps{Client: c, Namespace: ns, Holder: "alice"}
+	return c, deploy.Deps{Client: c, Namespace: ns, Holder: lock.Holder{User: "alice"}}
 }
 
 func record(t *testing.T, c *fake.Clientset) *app.App {
