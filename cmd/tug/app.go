@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -100,7 +101,8 @@ func deployDeps(cmd *cobra.Command, f *cli.Factory) (deploy.Deps, error) {
 		}
 	}
 	user := kube.WhoAmI(cmd.Context(), client, fallback)
-	d := deploy.Deps{Client: client, Namespace: ns, Progress: f.Progress(), Holder: lock.Self(user)}
+	d := deploy.Deps{Client: client, Namespace: ns, Progress: f.Progress(), Holder: lock.Self(user),
+		MaintenanceImage: os.Getenv("TUG_MAINTENANCE_IMAGE")}
 	if cmd.Flags().Lookup("wait-lock") != nil {
 		if d.WaitLock, err = cmd.Flags().GetDuration("wait-lock"); err != nil {
 			return deploy.Deps{}, err

@@ -118,7 +118,7 @@ func findDockerfile(dir, flag string) (string, error) {
 // image builds the app from source and returns the pushed
 // repository@sha256:... (with --dry-run: "" after saying what it would build).
 func (b *buildFlags) image(cmd *cobra.Command, f *cli.Factory, appName, message string, dryRun bool) (string, error) {
-	proto, err := tugexec.ProtocolFromEnv()
+	proto, err := tugexec.ParseProtocol(os.Getenv(tugexec.ProtocolEnv))
 	if err != nil {
 		return "", usage.Wrap(err)
 	}

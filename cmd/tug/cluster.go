@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -35,9 +36,9 @@ configured, tug uses the kubeconfig's current context for everything.`,
 
 // ---------------------------------------------------------------- helpers
 
-// loadClusters reads tug's config file.
+// loadClusters reads tug's config file ($TUG_CONFIG names another).
 func loadClusters() (*cluster.Config, error) {
-	return cluster.LoadDefault()
+	return cluster.LoadDefault(os.Getenv(cluster.EnvConfig))
 }
 
 // connector builds clients per kubeconfig context with the Factory's

@@ -19,7 +19,7 @@ import (
 // pkg/exec. Asking the API server who the user is starts at once and is
 // waited for only when an audit event or a run pod needs the answer.
 func execDeps(cmd *cobra.Command, f *cli.Factory) (tugexec.Deps, error) {
-	proto, err := tugexec.ProtocolFromEnv()
+	proto, err := tugexec.ParseProtocol(os.Getenv(tugexec.ProtocolEnv))
 	if err != nil {
 		return tugexec.Deps{}, usage.Wrap(err)
 	}

@@ -28,6 +28,8 @@ type IOStreams struct {
 
 	// width overrides the detected terminal width (tests); 0 means detect.
 	width int
+	// term is $TERM, read once with the environment.
+	term string
 }
 
 // System returns streams bound to the process's stdin, stdout and stderr.
@@ -40,6 +42,7 @@ func System() *IOStreams {
 		stdoutTTY: isTerminal(os.Stdout),
 		stderrTTY: isTerminal(os.Stderr),
 		colorEnv:  colorAllowedByEnv(os.Getenv),
+		term:      os.Getenv("TERM"),
 	}
 }
 
@@ -69,7 +72,10 @@ func (s *IOStreams) Stdin() io.Reader  { return s.In }
 func (s *IOStreams) Stdout() io.Writer { return s.Out }
 func (s *IOStreams) Stderr() io.Writer { return s.ErrOut }
 
-func (s *IOStreams) IsStdinTTY() bool  { return s.stdinTTY }
+func (s *IOStreams) IsStdinTTY() bool { return s.stdinTTY }
+
+// TermType is the terminal's type, $TERM ("" for TestIOStreams).
+func (s *IOStreams) TermType() string  { return s.term }
 func (s *IOStreams) IsStdoutTTY() bool { return s.stdoutTTY }
 func (s *IOStreams) IsStderrTTY() bool { return s.stderrTTY }
 

@@ -47,3 +47,13 @@ func TestCanPromptNeedsStdinAndStdout(t *testing.T) {
 		t.Error("both terminals, yet not CanPrompt")
 	}
 }
+
+func TestSystemStreamsReadTheTermType(t *testing.T) {
+	t.Setenv("TERM", "screen-256color")
+	if got := System().TermType(); got != "screen-256color" {
+		t.Errorf("TermType = %q", got)
+	}
+	if ios, _, _, _ := TestIOStreams(); ios.TermType() != "" {
+		t.Errorf("test streams' TermType = %q, want none", ios.TermType())
+	}
+}

@@ -47,11 +47,12 @@ type Config struct {
 	extra map[string]json.RawMessage
 }
 
-// Path is where the config file lives: $TUG_CONFIG, else tug/config.yaml in
-// the user's config directory (~/.config on Linux).
-func Path() (string, error) {
-	if p := os.Getenv(EnvConfig); p != "" {
-		return p, nil
+// Path is where the config file lives: override (the value of
+// $TUG_CONFIG, which cmd reads) when set, else tug/config.yaml in the
+// user's config directory (~/.config on Linux).
+func Path(override string) (string, error) {
+	if override != "" {
+		return override, nil
 	}
 	dir, err := os.UserConfigDir()
 	if err != nil {
@@ -90,9 +91,9 @@ func Load(path string) (*Config, error) {
 	return c, nil
 }
 
-// LoadDefault loads the config file at Path().
-func LoadDefault() (*Config, error) {
-	p, err := Path()
+// LoadDefault loads the config file at Path(override).
+func LoadDefault(override string) (*Config, error) {
+	p, err := Path(override)
 	if err != nil {
 		return nil, err
 	}

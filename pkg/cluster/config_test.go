@@ -13,15 +13,14 @@ import (
 	"tug.dev/tug/pkg/usage"
 )
 
-func TestPathHonoursEnv(t *testing.T) {
-	t.Setenv(EnvConfig, "/somewhere/tug.yaml")
-	if p, err := Path(); err != nil || p != "/somewhere/tug.yaml" {
+func TestPathHonoursTheOverride(t *testing.T) {
+	t.Setenv(EnvConfig, "/elsewhere/tug.yaml") // cmd's to read, not Path's
+	if p, err := Path("/somewhere/tug.yaml"); err != nil || p != "/somewhere/tug.yaml" {
 		t.Fatalf("Path() = %q, %v", p, err)
 	}
-	t.Setenv(EnvConfig, "")
 	t.Setenv("XDG_CONFIG_HOME", "/xdg")
 	t.Setenv("HOME", "/home/u")
-	if p, err := Path(); err != nil || !strings.HasSuffix(p, filepath.Join("tug", "config.yaml")) {
+	if p, err := Path(""); err != nil || !strings.HasSuffix(p, filepath.Join("tug", "config.yaml")) {
 		t.Fatalf("Path() = %q, %v; want .../tug/config.yaml", p, err)
 	}
 }

@@ -35,6 +35,14 @@ type Deps struct {
 	// LockTiming is how the app's lock keeps time; the zero value is the
 	// defaults (tests shorten it).
 	LockTiming lock.Timing
+	// MaintenanceImage is the image of the page that answers while the app
+	// is in maintenance; "" is MaintenanceImage. cmd sets it from
+	// $TUG_MAINTENANCE_IMAGE.
+	//
+	// TODO(lead): traffic.go's maintenanceImage still reads that variable
+	// itself; render the page from this field (Render's callers outside a
+	// change, such as export, keep the default) and drop the os.Getenv.
+	MaintenanceImage string
 }
 
 // Options tune one rollout.

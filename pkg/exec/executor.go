@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"os"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -70,9 +69,6 @@ func ParseProtocol(v string) (Protocol, error) {
 	}
 	return "", fmt.Errorf("%s=%q: must be websocket, spdy or auto", ProtocolEnv, v)
 }
-
-// ProtocolFromEnv is ParseProtocol of the process's environment.
-func ProtocolFromEnv() (Protocol, error) { return ParseProtocol(os.Getenv(ProtocolEnv)) }
 
 // Remote is the Executor that talks to a real API server.
 type Remote struct {

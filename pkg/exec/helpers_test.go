@@ -88,6 +88,7 @@ func testDeps(c *fake.Clientset, ex Executor) (Deps, *testIO, interface{ String(
 type testIO struct {
 	in, out, errOut     bytes.Buffer
 	stdinTTY, stdoutTTY bool
+	term                string
 }
 
 func (t *testIO) Stdin() io.Reader      { return &t.in }
@@ -97,6 +98,7 @@ func (t *testIO) IsStdinTTY() bool      { return t.stdinTTY }
 func (t *testIO) CanPrompt() bool       { return t.stdinTTY && t.stdoutTTY }
 func (t *testIO) ColorEnabled() bool    { return false }
 func (t *testIO) ErrColorEnabled() bool { return false }
+func (t *testIO) TermType() string      { return t.term }
 
 // fakePrompter answers Select questions from a script; running out of
 // answers, or an answer that is not an option, is an error.

@@ -27,6 +27,9 @@ type IO interface {
 	// may carry ANSI colour.
 	ColorEnabled() bool
 	ErrColorEnabled() bool
+	// TermType is the terminal's type ($TERM), which a remote shell with a
+	// TTY is given.
+	TermType() string
 }
 
 // Prompter asks the user to pick one of several units; cli.Prompter

@@ -3,7 +3,6 @@ package exec
 import (
 	"context"
 	"fmt"
-	"os"
 	"regexp"
 	"strings"
 
@@ -37,7 +36,7 @@ func Shell(ctx context.Context, d Deps, o ShellOptions) error {
 		return err
 	}
 	tty := d.IO.IsStdinTTY()
-	command, described := shellCommand(o.Command, tty, os.Getenv("TERM"))
+	command, described := shellCommand(o.Command, tty, d.IO.TermType())
 	described = auditShell(o.Command, described)
 	wait := audit(ctx, d.Client, u.Pod, ReasonShell, d.User, described, "%s opened a shell: "+escapePct(described))
 	err = withTerminal(ctx, d, tty, true, false, func(s Streams) error {

@@ -76,3 +76,24 @@ func TestShellWithoutAShellInTheImage(t *testing.T) {
 		t.Fatalf("no /bin/sh: %v", err)
 	}
 }
+
+// The remote shell gets the terminal type the IO says ($TERM as cmd read
+// it), not whatever this process's environment holds.
+func TestShellTakesTheTermTypeFromIO(t *testing.T) {
+	t.Setenv("TERM", "vt100")
+	c := fake.NewClientset(unitPod("shop-web-a", "web", true))
+	seedShop(t, c, nil)
+	var command []string
+	ex := &fakeExecutor{run: func(_ Target, cmd []string, _ Streams) error {
+		command = cmd
+		return nil
+	}}
+	d, ios, _, _ := testDeps(c, ex)
+	ios.stdinTTY, ios.term = true, "screen-256color"
+	if err := Shell(context.Background(), d, ShellOptions{App: "shop"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(command) != 3 || !strings.HasPrefix(command[2], "TERM=screen-256color; export TERM; ") {
+		t.Fatalf("shell command %q; want TERM=screen-256color from the IO", command)
+	}
+}
