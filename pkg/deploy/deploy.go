@@ -164,11 +164,11 @@ func Roll(ctx context.Context, d Deps, appName string, change Change, opts Optio
 		}
 		return roll(unlocked(ctx, d, a), change, opts, start)
 	}
-	t, err := lockApp(ctx, d, appName, nil)
+	t, err := Begin(ctx, d, appName, nil)
 	if err != nil {
 		return nil, err
 	}
-	defer t.end()
+	defer t.End()
 	return roll(t, change, opts, start)
 }
 
@@ -176,7 +176,7 @@ func Roll(ctx context.Context, d Deps, appName string, change Change, opts Optio
 // t.app was read and reconciled under it. Everything it asks of the
 // cluster runs on t.ctx, so a lost lock stops it at the next request;
 // what records how it ended runs on a detached context.
-func roll(t *txn, change Change, opts Options, start time.Time) (*Result, error) {
+func roll(t *Txn, change Change, opts Options, start time.Time) (*Result, error) {
 	ctx, d, store, a := t.ctx, t.d, t.store, t.app
 	base, baseConfig, err := BaseRelease(ctx, store, a)
 	if err != nil {
@@ -207,10 +207,10 @@ func roll(t *txn, change Change, opts Options, start time.Time) (*Result, error)
 		// store only: the config waits for the next rollout
 		next.Status = app.StatusStaged
 		if err := store.CreateRelease(ctx, next, config); err != nil {
-			return nil, t.explain(err)
+			return nil, t.Explain(err)
 		}
 		if _, err := store.UpdateApp(ctx, a.Name, func(x *app.App) error { x.LastRelease = next.Version; return nil }); err != nil {
-			return nil, t.explain(err)
+			return nil, t.Explain(err)
 		}
 		return resultOf(app.StatusStaged), nil
 	}
@@ -223,16 +223,16 @@ func roll(t *txn, change Change, opts Options, start time.Time) (*Result, error)
 	}
 	// before the release is stored: an object in the way leaves no trace
 	if err := guardOwned(ctx, d.Client, d.Namespace, Render(a, next, config)); err != nil {
-		return nil, t.explain(err)
+		return nil, t.Explain(err)
 	}
 	if err := store.CreateRelease(ctx, next, config); err != nil {
-		return nil, t.explain(err)
+		return nil, t.Explain(err)
 	}
 	// From here every way out records how the rollout ended: a release is
 	// never left pending by a tug that is still running.
 	name, v := a.Name, next.Version
 	interrupted := func(err error) (*Result, error) {
-		err = t.explain(err)
+		err = t.Explain(err)
 		if settle(ctx, store, name, v, err) == app.StatusDeployed {
 			return nil, err
 		}
@@ -282,7 +282,7 @@ func roll(t *txn, change Change, opts Options, start time.Time) (*Result, error)
 	}
 	// The phase may have run for minutes: the lock must still be ours
 	// before anything of the release is applied.
-	if err := t.lost(); err != nil {
+	if err := t.Lost(); err != nil {
 		return interrupted(err)
 	}
 	objs := Render(a, next, config)
@@ -310,14 +310,14 @@ func roll(t *txn, change Change, opts Options, start time.Time) (*Result, error)
 		if err == nil {
 			recordImageID(ctx, d, store, next, ro.imageID())
 		}
-		if lost := t.lost(); lost != nil {
+		if lost := t.Lost(); lost != nil {
 			return interrupted(lost)
 		}
 		if err != nil && !errors.As(err, &failure) {
 			return interrupted(err) // Ctrl-C, SIGTERM, or the API failed
 		}
 	}
-	if err := t.lost(); err != nil {
+	if err := t.Lost(); err != nil {
 		return interrupted(err)
 	}
 	if failure == nil {
@@ -330,7 +330,7 @@ func roll(t *txn, change Change, opts Options, start time.Time) (*Result, error)
 			again := markDeployed(wctx, store, a, next, previous, opts.HistoryMax)
 			cancel()
 			if again != nil && settle(ctx, store, name, v, err) != app.StatusDeployed {
-				return nil, t.explain(err)
+				return nil, t.Explain(err)
 			}
 		}
 		res := resultOf(app.StatusDeployed)
@@ -351,7 +351,7 @@ func roll(t *txn, change Change, opts Options, start time.Time) (*Result, error)
 		back, err := restore(ctx, d, store, a, previous, givenTimeout)
 		if err != nil {
 			res.DurationMS = time.Since(start).Milliseconds()
-			return res, &Error{Result: res, RollbackErr: t.explain(err), RollbackTo: previous}
+			return res, &Error{Result: res, RollbackErr: t.Explain(err), RollbackTo: previous}
 		}
 		res.RolledBackTo = back
 	}

@@ -124,11 +124,11 @@ func reshape(ctx context.Context, d Deps, appName string, c RecordChange, opts O
 	if err := check(before); err != nil {
 		return nil, err
 	}
-	t, err := lockApp(ctx, d, appName, check)
+	t, err := Begin(ctx, d, appName, check)
 	if err != nil {
 		return nil, err
 	}
-	defer t.end()
+	defer t.End()
 	ctx, d, store, a := t.ctx, t.d, t.store, t.app
 	// Objects of the changed record that exist and are not the app's stop
 	// the change before anything is written (see guardOwned).
@@ -159,27 +159,27 @@ func reshape(ctx context.Context, d Deps, appName string, c RecordChange, opts O
 			undo(uctx)
 			cancel()
 		}
-		return nil, t.explain(err)
+		return nil, t.Explain(err)
 	}
 	if a.Release == 0 {
 		return &Result{App: a.Name, Namespace: a.Namespace, Status: app.StatusStaged, Processes: []ProcessResult{}}, nil
 	}
 	if r == nil || r.Version != a.Release {
 		if r, config, err = store.GetRelease(ctx, appName, a.Release); err != nil {
-			return nil, t.explain(err)
+			return nil, t.Explain(err)
 		}
 	}
 	withTimeout(&opts, r)
-	if err := t.lost(); err != nil {
+	if err := t.Lost(); err != nil {
 		return nil, err
 	}
 	objs := Render(a, r, config)
 	got, err := applyObjects(ctx, d.Client, d.Namespace, objs, false)
 	if err != nil {
-		return nil, t.explain(err)
+		return nil, t.Explain(err)
 	}
 	if err := removeStale(ctx, d.Client, d.Namespace, a.Name, objs); err != nil {
-		return nil, t.explain(err)
+		return nil, t.Explain(err)
 	}
 	res := result(a, r, app.StatusDeployed, start)
 	if opts.NoWait {
@@ -190,7 +190,7 @@ func reshape(ctx context.Context, d Deps, appName string, c RecordChange, opts O
 	res.DurationMS = time.Since(start).Milliseconds()
 	f, ok := err.(*Failure)
 	if !ok {
-		return res, t.explain(err)
+		return res, t.Explain(err)
 	}
 	res.Failure = f
 	if storeOnlyBeforeDeploy || opts.NoRollback {
@@ -203,7 +203,7 @@ func reshape(ctx context.Context, d Deps, appName string, c RecordChange, opts O
 	defer cancel()
 	prev, err := restoreFormation(rctx, d, store, a.Name, r, config, formationBefore, opts.Timeout)
 	if err != nil {
-		rerr.RestoreErr = t.explain(err)
+		rerr.RestoreErr = t.Explain(err)
 	} else {
 		rerr.Restored = formation(prev)
 		res.Processes = result(prev, r, app.StatusDeployed, start).Processes

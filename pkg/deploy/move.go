@@ -223,11 +223,11 @@ func Move(ctx context.Context, src, dst Deps, appName string, o MoveOptions) (*M
 		return res, nil
 	}
 
-	t, err := lockApp(ctx, src, appName, check)
+	t, err := Begin(ctx, src, appName, check)
 	if err != nil {
 		return nil, err
 	}
-	defer t.end()
+	defer t.End()
 	ctx, a, from = t.ctx, t.app, t.store
 	// The target's lock too, from before the copy until its mark is
 	// dropped: no other tug changes or removes the new copy (a remove
@@ -235,35 +235,35 @@ func Move(ctx context.Context, src, dst Deps, appName string, o MoveOptions) (*M
 	// and switches to it. It ends with the source's lock as well.
 	tlock, err := lock.Acquire(ctx, dst.lockRequest(appName))
 	if err != nil {
-		return nil, t.explain(err)
+		return nil, t.Explain(err)
 	}
-	tt := holding(ctx, dst, tlock)
-	defer tt.end()
+	tt := Hold(ctx, dst, tlock)
+	defer tt.End()
 	to = tt.store
 	// again under the locks: another move may have come and gone meanwhile
 	if stale, err = staleTarget(tt.ctx, to, appName, a.Move, o); err != nil {
-		return nil, tt.explain(err)
+		return nil, tt.Explain(err)
 	}
 	if earlier = servingSource(a.Move) && a.Move.To != o.To; earlier {
 		if err := removeMade(ctx, src, o.Earlier, appName, a.Move); err != nil {
-			return nil, t.explain(err)
+			return nil, t.Explain(err)
 		}
 		res.GaveUp = a.Move.To
 	}
 	if stale {
 		src.Progress.Update(fmt.Sprintf("removing the copy an earlier move left in cluster %s", o.To))
 		if err := removeHeld(tt.ctx, dst, appName, RemoveOptions{}); err != nil {
-			return nil, fmt.Errorf("removing the copy of app %q an earlier move left in cluster %q: %w", appName, o.To, tt.explain(err))
+			return nil, fmt.Errorf("removing the copy of app %q an earlier move left in cluster %q: %w", appName, o.To, tt.Explain(err))
 		}
 	}
 	started := time.Now().UTC()
 	mark := &app.Move{Role: app.MoveTarget, From: o.From, To: o.To, Pool: o.Pool, StartedAt: started}
 	own := &app.Move{Role: app.MoveSource, From: o.From, To: o.To, Pool: o.Pool, StartedAt: started}
 	if _, err := from.UpdateApp(ctx, appName, func(x *app.App) error { x.Move = own; return nil }); err != nil {
-		return nil, t.explain(err)
+		return nil, t.Explain(err)
 	}
 	fail := func(err error) (*MoveResult, error) {
-		err = tt.explain(t.explain(err))
+		err = tt.Explain(t.Explain(err))
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), moveCleanupTimeout)
 		defer cancel()
 		me := &MoveError{App: appName, From: o.From, To: o.To, Err: err}
@@ -277,8 +277,8 @@ func Move(ctx context.Context, src, dst Deps, appName string, o MoveOptions) (*M
 			me.CleanupErr = gerr
 		case !there.Move.SameMove(mark) || there.Move.Role != app.MoveTarget:
 			me.Foreign = true
-		case tt.lost() != nil:
-			me.CleanupErr = tt.lost()
+		case tt.Lost() != nil:
+			me.CleanupErr = tt.Lost()
 		default:
 			src.Progress.Update(fmt.Sprintf("removing the copy from cluster %s", o.To))
 			if rerr := removeHeld(wctx, dst, appName, RemoveOptions{}); rerr != nil && !app.IsNotFound(rerr) {
@@ -289,7 +289,7 @@ func Move(ctx context.Context, src, dst Deps, appName string, o MoveOptions) (*M
 		// so that the next move recognises that copy and removes it; and
 		// it is not ours to change once the source's lock is lost.
 		if me.CleanupErr == nil {
-			if merr := t.lost(); merr != nil {
+			if merr := t.Lost(); merr != nil {
 				me.MarkErr = merr
 			} else if _, merr := dropMark(wctx, from, appName, own); merr != nil {
 				me.MarkErr = merr
@@ -311,7 +311,7 @@ func Move(ctx context.Context, src, dst Deps, appName string, o MoveOptions) (*M
 	if _, err := from.CopyTo(tt.ctx, to, appName, mark); err != nil {
 		return fail(err)
 	}
-	if err := tt.read(appName, nil); err != nil {
+	if err := tt.Read(appName, nil); err != nil {
 		return fail(err)
 	}
 	// (b)
@@ -340,7 +340,7 @@ func Move(ctx context.Context, src, dst Deps, appName string, o MoveOptions) (*M
 	if err := wholeCopy(tt.ctx, to, appName, mark, res.Release, o.Pool); err != nil {
 		return fail(err)
 	}
-	if err := errors.Join(t.lost(), tt.lost()); err != nil {
+	if err := errors.Join(t.Lost(), tt.Lost()); err != nil {
 		return fail(err)
 	}
 	// (c)
@@ -457,8 +457,8 @@ func staleTarget(ctx context.Context, to *app.Store, appName string, own *app.Mo
 // move, as the source's mark records it. Only that move's mark is dropped:
 // a new copy marked by another move is not known to be this copy's
 // successor, and then both copies stay, with an error.
-func finish(src, dst *txn, appName string, m *app.Move) error {
-	if err := dst.lost(); err != nil {
+func finish(src, dst *Txn, appName string, m *app.Move) error {
+	if err := dst.Lost(); err != nil {
 		return err
 	}
 	// A fresh store: the record changed under other stores (the rollout's)
@@ -466,16 +466,16 @@ func finish(src, dst *txn, appName string, m *app.Move) error {
 	to := &app.Store{Client: dst.d.Client, Namespace: dst.d.Namespace}
 	other, err := dropMark(dst.ctx, to, appName, &app.Move{Role: app.MoveTarget, From: m.From, To: m.To, StartedAt: m.StartedAt})
 	if err != nil {
-		return dst.explain(err)
+		return dst.Explain(err)
 	}
 	if other != nil {
 		return fmt.Errorf("the new copy of app %q (namespace %q) carries the mark of another move (%s), not of the move that superseded its old copy; tug leaves both copies as they are", appName, to.Namespace, other.Describe())
 	}
-	if err := src.lost(); err != nil {
+	if err := src.Lost(); err != nil {
 		return err
 	}
 	src.d.Progress.Update("removing the app from its old cluster")
-	return src.explain(removeHeld(src.ctx, src.d, appName, RemoveOptions{}))
+	return src.Explain(removeHeld(src.ctx, src.d, appName, RemoveOptions{}))
 }
 
 // errMarkKept ends the UpdateApp of a dropMark that changes nothing.
@@ -545,11 +545,11 @@ func FinishMove(ctx context.Context, serving, old Deps, appName string) error {
 	if old.Client == nil {
 		return fmt.Errorf("finishing the move of app %q: no cluster to remove its old copy from", appName)
 	}
-	st, err := lockApp(ctx, serving, appName, nil)
+	st, err := Begin(ctx, serving, appName, nil)
 	if err != nil {
 		return err
 	}
-	defer st.end()
+	defer st.End()
 	cur := st.app
 	// the old copy gone (a finish ran meanwhile, or it was removed): the
 	// move is past its switch, and the serving copy's own mark goes
@@ -558,9 +558,9 @@ func FinishMove(ctx context.Context, serving, old Deps, appName string) error {
 			return nil
 		}
 		_, err := dropMark(st.ctx, st.store, appName, cur.Move)
-		return st.explain(err)
+		return st.Explain(err)
 	}
-	ot, err := lockApp(st.ctx, old, appName, func(a *app.App) error {
+	ot, err := Begin(st.ctx, old, appName, func(a *app.App) error {
 		if a.Move == nil || !a.Move.Superseded {
 			return fmt.Errorf("the copy of app %q in namespace %q is not superseded: it still serves, so tug leaves it", appName, old.Namespace)
 		}
@@ -572,7 +572,7 @@ func FinishMove(ctx context.Context, serving, old Deps, appName string) error {
 	if err != nil {
 		return err
 	}
-	defer ot.end()
+	defer ot.End()
 	return finish(ot, st, appName, ot.app.Move)
 }
 
@@ -630,14 +630,14 @@ func MoveRolledOut(ctx context.Context, d Deps, appName string) (bool, error) {
 // only when asked ('tug app pool set --adopt'). It drops the copy's mark,
 // under the app's lock.
 func AdoptMove(ctx context.Context, d Deps, appName string) error {
-	t, err := lockApp(ctx, d, appName, nil)
+	t, err := Begin(ctx, d, appName, nil)
 	if err != nil {
 		return err
 	}
-	defer t.end()
+	defer t.End()
 	ok, err := MoveRolledOut(t.ctx, d, appName)
 	if err != nil {
-		return t.explain(err)
+		return t.Explain(err)
 	}
 	if !ok {
 		return fmt.Errorf("the copy of app %q in namespace %q is not a move's completed new copy; tug will not make it the app", appName, d.Namespace)
@@ -646,7 +646,7 @@ func AdoptMove(ctx context.Context, d Deps, appName string) error {
 	if err == nil && other != nil {
 		err = errors.New("its move mark changed meanwhile")
 	}
-	return t.explain(err)
+	return t.Explain(err)
 }
 
 // AbandonMove gives up a move that a killed tug left before its switch:
@@ -666,23 +666,23 @@ func AbandonMove(ctx context.Context, src Deps, made []Deps, appName string) err
 	if !servingSource(a.Move) {
 		return nil
 	}
-	t, err := lockApp(ctx, src, appName, nil)
+	t, err := Begin(ctx, src, appName, nil)
 	if err != nil {
 		return err
 	}
-	defer t.end()
+	defer t.End()
 	m := t.app.Move
 	if !servingSource(m) {
 		return nil
 	}
 	if err := removeMade(t.ctx, t.d, made, appName, m); err != nil {
-		return t.explain(err)
+		return t.Explain(err)
 	}
-	if err := t.lost(); err != nil {
+	if err := t.Lost(); err != nil {
 		return err
 	}
 	_, err = dropMark(t.ctx, t.store, appName, m)
-	return t.explain(err)
+	return t.Explain(err)
 }
 
 // removeMade removes the copy that move m, cut short before its switch,
@@ -721,16 +721,16 @@ func servingSource(m *app.Move) bool {
 // have begun (its Deployments, Services). A copy that is not superseded
 // is left as it is.
 func ReclaimMove(ctx context.Context, d Deps, appName string) error {
-	t, err := lockApp(ctx, d, appName, nil)
+	t, err := Begin(ctx, d, appName, nil)
 	if err != nil {
 		return err
 	}
-	defer t.end()
+	defer t.End()
 	if t.app.Move == nil || !t.app.Move.Superseded {
 		return nil
 	}
 	_, err = dropMark(t.ctx, t.store, appName, t.app.Move)
-	return t.explain(err)
+	return t.Explain(err)
 }
 
 // endpointsTimeout bounds the wait for the target's Service to list a ready

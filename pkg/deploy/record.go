@@ -12,11 +12,11 @@ import (
 // why, while the current release keeps running untouched. It carries the
 // base release's settings and config keys, and no image: nothing was built.
 func RecordFailed(ctx context.Context, d Deps, appName, message, reason string) (*app.Release, error) {
-	t, err := lockApp(ctx, d, appName, nil)
+	t, err := Begin(ctx, d, appName, nil)
 	if err != nil {
 		return nil, err
 	}
-	defer t.end()
+	defer t.End()
 	ctx, store, a := t.ctx, t.store, t.app
 	base, config, err := BaseRelease(ctx, store, a)
 	if err != nil {

@@ -60,11 +60,11 @@ const stopSlack = 30 * time.Second
 // copy may still serve (then giving the move up removes this one) or may be
 // superseded (then this copy is the app).
 func Remove(ctx context.Context, d Deps, appName string, o RemoveOptions) error {
-	t, err := lockApp(ctx, d, appName, func(a *app.App) error { return removable(a, o) })
+	t, err := Begin(ctx, d, appName, func(a *app.App) error { return removable(a, o) })
 	if err != nil {
 		return err
 	}
-	defer t.end()
+	defer t.End()
 	return removeHeld(t.ctx, t.d, appName, o)
 }
 

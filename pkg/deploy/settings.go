@@ -38,11 +38,11 @@ func ChangeRollout(ctx context.Context, d Deps, appName, message string, edit fu
 	start := time.Now()
 	// what the record and releases say now, with the lock held: a deploy
 	// that ran while we waited made a release the change must start from
-	t, err := lockApp(ctx, d, appName, nil)
+	t, err := Begin(ctx, d, appName, nil)
 	if err != nil {
 		return nil, err
 	}
-	defer t.end()
+	defer t.End()
 	ctx, d, store, a := t.ctx, t.d, t.store, t.app
 	targets, err := inPlaceTargets(ctx, store, a)
 	if err != nil {
@@ -71,7 +71,7 @@ func ChangeRollout(ctx context.Context, d Deps, appName, message string, edit fu
 		}
 		return res, err
 	}
-	if err := t.lost(); err != nil {
+	if err := t.Lost(); err != nil {
 		return nil, err
 	}
 	serving := targets[0]

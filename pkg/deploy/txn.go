@@ -9,15 +9,26 @@ import (
 	"tug.dev/tug/pkg/progress"
 )
 
-// A txn is one change to an app made under its deploy lock. Every change
-// that writes what runs or what the record says (Roll, Reshape,
-// ChangeRollout, Remove, RecordFailed, the steps of a move) begins with
-// lockApp: take the lock, then read the record afresh and settle what a
-// stopped tug left (Reconcile), so nothing read before the lock (when
-// another tug could still change the app) is ever written back. The rest
-// of the change runs on t.ctx, which ends as soon as the lock is lost: no
-// release phase runs and nothing is applied once another tug may hold it.
-type txn struct {
+// A Txn is one change to an app made under its deploy lock: the one way to
+// change an app, here and in the packages above (pkg/move,
+// pkg/lifecycle). Every change that writes what runs or what the record
+// says (Roll, Reshape, ChangeRollout, RecordFailed, an app's removal, the
+// steps of a move) begins with Begin: take the lock, then read the record
+// afresh and settle what a stopped tug left (Reconcile), so nothing read
+// before the lock (when another tug could still change the app) is ever
+// written back. The rest of the change runs on Ctx, which ends as soon as
+// the lock is lost: no release phase runs and nothing is applied once
+// another tug may hold it. What records how a change ended once it was
+// cut short runs on a context detached from the command's, with one
+// deadline (cleanupTimeout). End releases the lock.
+//
+//	t, err := deploy.Begin(ctx, d, "shop", nil)
+//	if err != nil {
+//		return err
+//	}
+//	defer t.End()
+//	res, err := t.Roll(change, deploy.Options{})
+type Txn struct {
 	d     Deps
 	store *app.Store
 	// app is the record as read and settled under the lock.
@@ -29,12 +40,12 @@ type txn struct {
 	stop context.CancelCauseFunc
 }
 
-// lockApp takes appName's deploy lock and reads its record under it; check,
-// if not nil, vets that fresh record (whatever a command checked before
-// taking the lock must hold under it too). An app that does not exist
-// fails before the lock is taken. The caller ends the txn; on an error the
-// lock is released here.
-func lockApp(ctx context.Context, d Deps, appName string, check func(*app.App) error) (*txn, error) {
+// Begin takes appName's deploy lock (waiting up to d.WaitLock) and reads
+// its record under it; check, if not nil, vets that fresh record (whatever
+// a command checked before taking the lock must hold under it too). An app
+// that does not exist fails before the lock is taken. The caller ends the
+// Txn; on an error the lock is released here.
+func Begin(ctx context.Context, d Deps, appName string, check func(*app.App) error) (*Txn, error) {
 	if _, err := (&app.Store{Client: d.Client, Namespace: d.Namespace}).GetApp(ctx, appName); err != nil {
 		return nil, err
 	}
@@ -42,22 +53,23 @@ func lockApp(ctx context.Context, d Deps, appName string, check func(*app.App) e
 	if err != nil {
 		return nil, err
 	}
-	t := holding(ctx, d, l)
-	if err := t.read(appName, check); err != nil {
-		t.end()
+	t := Hold(ctx, d, l)
+	if err := t.Read(appName, check); err != nil {
+		t.End()
 		return nil, err
 	}
 	return t, nil
 }
 
-// holding makes a txn of a lock already held, before the app's record is
-// read (a move takes the target's lock before its copy exists there).
-func holding(ctx context.Context, d Deps, l *lock.Lock) *txn {
+// Hold makes a Txn of a lock already held, before the app's record is
+// read (a move takes the target's lock before its copy exists there; it
+// reads the copy with Read once made). End releases l.
+func Hold(ctx context.Context, d Deps, l *lock.Lock) *Txn {
 	if d.Progress == nil {
 		d.Progress = progress.Nop{}
 	}
 	tctx, stop := context.WithCancelCause(ctx)
-	t := &txn{d: d, store: &app.Store{Client: d.Client, Namespace: d.Namespace}, held: l, ctx: tctx, stop: stop}
+	t := &Txn{d: d, store: &app.Store{Client: d.Client, Namespace: d.Namespace}, held: l, ctx: tctx, stop: stop}
 	if l != nil {
 		go func() {
 			select {
@@ -72,17 +84,17 @@ func holding(ctx context.Context, d Deps, l *lock.Lock) *txn {
 	return t
 }
 
-// unlocked is a txn for a dry run, which takes no lock and writes nothing.
-func unlocked(ctx context.Context, d Deps, a *app.App) *txn {
-	t := holding(ctx, d, nil)
+// unlocked is a Txn for a dry run, which takes no lock and writes nothing.
+func unlocked(ctx context.Context, d Deps, a *app.App) *Txn {
+	t := Hold(ctx, d, nil)
 	t.app = a
 	return t
 }
 
-// read reads the record afresh, settles it (Reconcile: a tug killed
+// Read reads the record afresh, settles it (Reconcile: a tug killed
 // mid-rollout may have left the units on a release the record does not
-// name yet) and vets it with check.
-func (t *txn) read(appName string, check func(*app.App) error) error {
+// name yet) and vets it with check; App is that record from then on.
+func (t *Txn) Read(appName string, check func(*app.App) error) error {
 	t.store = &app.Store{Client: t.d.Client, Namespace: t.d.Namespace}
 	a, err := t.store.GetApp(t.ctx, appName)
 	if err == nil {
@@ -98,16 +110,31 @@ func (t *txn) read(appName string, check func(*app.App) error) error {
 	return nil
 }
 
-// end releases the lock.
-func (t *txn) end() {
+// End releases the lock.
+func (t *Txn) End() {
 	t.stop(nil)
 	if t.held != nil {
 		t.held.Unlock()
 	}
 }
 
-// lost says whether the lock was lost (see Lock.Lost); nil for a dry run.
-func (t *txn) lost() error {
+// Ctx is the context every request of the change runs on: it ends with the
+// command's, or as soon as the lock is lost.
+func (t *Txn) Ctx() context.Context { return t.ctx }
+
+// App is the record as read and settled under the lock (nil before Read,
+// for a Txn made by Hold).
+func (t *Txn) App() *app.App { return t.app }
+
+// Store reads and writes the app's records in the Txn's namespace.
+func (t *Txn) Store() *app.Store { return t.store }
+
+// Deps are the Txn's dependencies (Progress never nil).
+func (t *Txn) Deps() Deps { return t.d }
+
+// Lost says whether the lock was lost (see lock.Lock.Lost); nil for a dry
+// run.
+func (t *Txn) Lost() error {
 	if t.held == nil {
 		return nil
 	}
@@ -116,11 +143,11 @@ func (t *txn) lost() error {
 
 // cause is why t.ctx ended: the lost lock's error, or the command's own
 // (context.Canceled on Ctrl-C); nil while it runs.
-func (t *txn) cause() error {
+func (t *Txn) cause() error {
 	if t.ctx.Err() == nil {
 		return nil
 	}
-	if err := t.lost(); err != nil {
+	if err := t.Lost(); err != nil {
 		return err
 	}
 	return context.Cause(t.ctx)
@@ -130,7 +157,7 @@ func (t *txn) cause() error {
 // was cut short (Ctrl-C, SIGTERM, a lost lock, a deadline): long enough
 // for a slow API server, short enough that a second Ctrl-C is rarely
 // needed. (Undoing a half-made move, which waits for units to stop, has its
-// own: moveCleanupTimeout.)
+// own: pkg/move's cleanupTimeout.)
 const cleanupTimeout = 10 * time.Second
 
 // detached is a context for that cleanup: it outlives ctx's cancellation,
@@ -139,17 +166,24 @@ func detached(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 }
 
-// explain makes an error of a change cut short say why: once the lock is
+// Explain makes an error of a change cut short say why: once the lock is
 // lost, that is what the user must hear (another tug may be changing the
 // app), not the "context canceled" of the request it cut.
-func (t *txn) explain(err error) error {
+func (t *Txn) Explain(err error) error {
 	if err == nil {
 		return nil
 	}
-	if lost := t.lost(); lost != nil {
+	if lost := t.Lost(); lost != nil {
 		return lost
 	}
 	return err
+}
+
+// Roll makes a new release with change and rolls it out in t, as Roll
+// does once it holds the lock (a move rolls the app out in its target
+// this way, under the lock it took there).
+func (t *Txn) Roll(change Change, opts Options) (*Result, error) {
+	return roll(t, change, opts, time.Now())
 }
 
 // lockRequest asks for appName's lock in d's namespace for d's holder,
