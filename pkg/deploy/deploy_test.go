@@ -33,27 +33,6 @@ func deps(c *fake.Clientset) Deps {
 	return Deps{Client: c, Namespace: ns, Holder: lock.Holder{User: "alice", PID: 42, Host: "laptop"}}
 }
 
-func listDeployments(t *testing.T, c *fake.Clientset) map[string]appsv1.Deployment {
-	t.Helper()
-	l, err := c.AppsV1().Deployments(ns).List(context.Background(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := map[string]appsv1.Deployment{}
-	for _, d := range l.Items {
-		m[d.Name] = d
-	}
-	return m
-}
-
-func assertNoLease(t *testing.T, c *fake.Clientset) {
-	t.Helper()
-	_, err := c.CoordinationV1().Leases(ns).Get(context.Background(), lock.Name("shop"), metav1.GetOptions{})
-	if !apierrors.IsNotFound(err) {
-		t.Errorf("deploy lock left behind (get: %v)", err)
-	}
-}
-
 func TestRollFirstDeployNoWait(t *testing.T) {
 	c, s := newFake()
 	seedApp(t, s, &app.App{Name: "shop"})
@@ -96,7 +75,7 @@ func TestRollFirstDeployNoWait(t *testing.T) {
 		!maps.Equal(a.Processes, map[string]app.Process{"web": {Replicas: 1}, "worker": {Replicas: 1}}) {
 		t.Errorf("app = %+v", a)
 	}
-	if lines := rec.all(); !slices.Contains(lines, "applying release v1") {
+	if lines := rec.All(); !slices.Contains(lines, "applying release v1") {
 		t.Errorf("progress = %q", lines)
 	}
 	assertNoLease(t, c)
@@ -398,14 +377,6 @@ func seedRunning(t *testing.T, c *fake.Clientset, name string, n int32) {
 	if _, err := c.AppsV1().Deployments(ns).UpdateStatus(context.Background(), d, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func crashPod(rel string) *corev1.Pod {
-	return pod("shop-web-"+rel, "web", rel, false, func(p *corev1.Pod) {
-		p.Status.ContainerStatuses[0].State = waiting("CrashLoopBackOff", "")
-		p.Status.ContainerStatuses[0].RestartCount = 2
-		p.Status.ContainerStatuses[0].LastTerminationState.Terminated = terminated("Error", 3, "")
-	})
 }
 
 func TestRollWaitsAndDeploys(t *testing.T) {

@@ -35,18 +35,6 @@ func unit(proc string, cs corev1.ContainerStatus, mods ...func(*corev1.Pod)) *co
 	return p
 }
 
-func waiting(reason, msg string) corev1.ContainerState {
-	return corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: msg}}
-}
-
-func terminated(reason string, code int32, msg string) *corev1.ContainerStateTerminated {
-	return &corev1.ContainerStateTerminated{Reason: reason, ExitCode: code, Message: msg}
-}
-
-func running(since time.Time) corev1.ContainerState {
-	return corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(since)}}
-}
-
 func withPhase(ph corev1.PodPhase) func(*corev1.Pod) {
 	return func(p *corev1.Pod) { p.Status.Phase = ph }
 }

@@ -191,8 +191,8 @@ func TestReshapeScaleIsAllOrNothing(t *testing.T) {
 	if *ds["shop-web"].Spec.Replicas != 1 || *ds["shop-worker"].Spec.Replicas != 1 {
 		t.Errorf("replicas web %d worker %d, want 1 and 1", *ds["shop-web"].Spec.Replicas, *ds["shop-worker"].Spec.Replicas)
 	}
-	if !slices.Contains(rec.all(), "putting the previous units back") {
-		t.Errorf("progress %q does not say the units are put back", rec.all())
+	if !slices.Contains(rec.All(), "putting the previous units back") {
+		t.Errorf("progress %q does not say the units are put back", rec.All())
 	}
 	assertNoLease(t, c)
 }

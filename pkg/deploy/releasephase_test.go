@@ -49,8 +49,8 @@ func TestRollRunsReleasePhaseBeforeApplying(t *testing.T) {
 	if len(seen[0]) != 0 {
 		t.Errorf("Deployments present while the release phase ran: %v, want none", seen[0])
 	}
-	if !slices.Contains(rec.all(), "running the release phase of v1") {
-		t.Errorf("progress = %q", rec.all())
+	if !slices.Contains(rec.All(), "running the release phase of v1") {
+		t.Errorf("progress = %q", rec.All())
 	}
 	if r, _ := getRelease(t, s, 1); r.Status != app.StatusDeployed || r.ReleaseCommand != "./migrate --all" {
 		t.Errorf("v1 = %s %q", r.Status, r.ReleaseCommand)

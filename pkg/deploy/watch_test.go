@@ -35,31 +35,6 @@ func dep(proc string, replicas int32, gen int64, st appsv1.DeploymentStatus) *ap
 	}
 }
 
-func done(n int32, gen int64) appsv1.DeploymentStatus {
-	return appsv1.DeploymentStatus{ObservedGeneration: gen, Replicas: n, UpdatedReplicas: n, AvailableReplicas: n, ReadyReplicas: n}
-}
-
-// pod is a unit of release rel of process proc, ready or not.
-func pod(name, proc string, rel string, ready bool, mods ...func(*corev1.Pod)) *corev1.Pod {
-	l := kube.AppLabels("shop")
-	l[kube.LabelProcess] = proc
-	l[kube.LabelRelease] = rel
-	st := corev1.ConditionFalse
-	if ready {
-		st = corev1.ConditionTrue
-	}
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: l},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: proc, Image: "shop:" + rel}}},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: st}},
-			ContainerStatuses: []corev1.ContainerStatus{{Name: proc, Ready: ready, State: running(time.Now())}}},
-	}
-	for _, m := range mods {
-		m(p)
-	}
-	return p
-}
-
 func deleting(p *corev1.Pod) {
 	now := metav1.Now()
 	p.DeletionTimestamp = &now
@@ -433,20 +408,6 @@ func TestRolloutWait(t *testing.T) {
 		}
 	})
 }
-
-// chanProgress sends every progress line to a channel (dropping lines when
-// nobody reads, so the rollout never blocks on the test).
-type chanProgress chan string
-
-func (c chanProgress) Update(msg string) {
-	select {
-	case c <- msg:
-	default:
-	}
-}
-
-func (c chanProgress) Done(string) {}
-func (c chanProgress) Fail(string) {}
 
 // The kubelet answers a request for a log that is already gone with status
 // 200 and an error sentence as the body; that is not the unit's log, so the
