@@ -11,6 +11,7 @@ import (
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/move"
 	"tug.dev/tug/pkg/progress"
 	"tug.dev/tug/pkg/usage"
 )
@@ -82,7 +83,7 @@ that server's is refused.`,
 }
 
 // poolSet changes an app's pool where it is, or moves it to the pool's
-// cluster (deploy.PoolSet decides and does it, but for a rollout in place).
+// cluster (move.PoolSet decides and does it, but for a rollout in place).
 // f already points at the cluster that holds the app (route.go). One
 // progress reporter serves every step, and every way out ends it.
 func poolSet(cmd *cobra.Command, f *cli.Factory, name, pool string, r *rolloutFlags, adopt bool) error {
@@ -104,7 +105,7 @@ func poolSet(cmd *cobra.Command, f *cli.Factory, name, pool string, r *rolloutFl
 		return err
 	}
 	loc := routedLocation(cmd)
-	req := deploy.PoolSetRequest{App: name, Pool: pool, Here: here, Config: cfg, Loc: loc,
+	req := move.PoolSetRequest{App: name, Pool: pool, Here: here, Config: cfg, Loc: loc,
 		Adopt: adopt, DryRun: r.DryRun, NoWait: r.NoWait, NoRollback: r.NoRollback}
 	p := f.Progress()
 	connect := func(kubeContext string) (deploy.Deps, error) {
@@ -117,7 +118,7 @@ func poolSet(cmd *cobra.Command, f *cli.Factory, name, pool string, r *rolloutFl
 		return d, err
 	}
 	start := time.Now()
-	out, err := deploy.PoolSet(cmd.Context(), req, connect, deploy.MoveOptions{Timeout: r.Timeout})
+	out, err := move.PoolSet(cmd.Context(), req, connect, move.Options{Timeout: r.Timeout})
 	if out != nil && out.Moving {
 		return printMove(f, p, r, name, out.Plan.Target.Name, out.Moved, err)
 	}
@@ -133,10 +134,10 @@ func poolSet(cmd *cobra.Command, f *cli.Factory, name, pool string, r *rolloutFl
 		if r.Output == cli.OutputTable {
 			return nil
 		}
-		at := deploy.MoveEnd{Cluster: loc.Name, Namespace: loc.Copy.Namespace}
-		res := &deploy.MoveResult{App: name, Pool: pool, To: at, Serving: at, Status: "moved", Release: out.Release}
+		at := move.End{Cluster: loc.Name, Namespace: loc.Copy.Namespace}
+		res := &move.Result{App: name, Pool: pool, To: at, Serving: at, Status: "moved", Release: out.Release}
 		if len(out.Plan.Old) > 0 {
-			res.From = deploy.MoveEnd{Cluster: out.Plan.Old[0].Name, Namespace: out.Plan.Old[0].Namespace}
+			res.From = move.End{Cluster: out.Plan.Old[0].Name, Namespace: out.Plan.Old[0].Namespace}
 		}
 		res.DurationMS = time.Since(start).Milliseconds()
 		return cli.OutputOptions{Format: r.Output}.Print(f.IOStreams, res, nil)
@@ -160,7 +161,7 @@ func poolSet(cmd *cobra.Command, f *cli.Factory, name, pool string, r *rolloutFl
 }
 
 // printMove reports a move (or its dry run) and returns its error.
-func printMove(f *cli.Factory, p progress.Reporter, r *rolloutFlags, name, target string, res *deploy.MoveResult, err error) error {
+func printMove(f *cli.Factory, p progress.Reporter, r *rolloutFlags, name, target string, res *move.Result, err error) error {
 	if err != nil && res != nil && res.Status == "moved" {
 		// moved, but something of the old copy is left to report (stuck units)
 		p.Done(fmt.Sprintf("moved %s to cluster %q: %s", name, target, movedRuns(res)))
@@ -209,7 +210,7 @@ func printMove(f *cli.Factory, p progress.Reporter, r *rolloutFlags, name, targe
 }
 
 // movedRuns says what runs where after a move.
-func movedRuns(res *deploy.MoveResult) string {
+func movedRuns(res *move.Result) string {
 	if res.Release == 0 {
 		return fmt.Sprintf("pool %s (never deployed: nothing runs until its first deploy)", res.Pool)
 	}

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"tug.dev/tug/pkg/deploy"
+	"tug.dev/tug/pkg/move"
 )
 
 // Flags that do not apply to a move between clusters are refused before
@@ -38,10 +38,10 @@ func TestPoolSetRefusesFlagsAMoveIgnores(t *testing.T) {
 }
 
 func TestMovedRuns(t *testing.T) {
-	if got := movedRuns(&deploy.MoveResult{Pool: "pa"}); strings.Contains(got, "v0") || !strings.Contains(got, "never deployed") {
+	if got := movedRuns(&move.Result{Pool: "pa"}); strings.Contains(got, "v0") || !strings.Contains(got, "never deployed") {
 		t.Errorf("never-deployed app: %q", got)
 	}
-	if got := movedRuns(&deploy.MoveResult{Pool: "pa", Release: 3}); got != "v3 runs on pool pa" {
+	if got := movedRuns(&move.Result{Pool: "pa", Release: 3}); got != "v3 runs on pool pa" {
 		t.Errorf("deployed app: %q", got)
 	}
 }

@@ -15,7 +15,7 @@ import (
 	"tug.dev/tug/pkg/kube"
 )
 
-// An app moves between clusters in steps (deploy.Move): a copy is made in
+// An app moves between clusters in steps (move.App): a copy is made in
 // the target cluster, rolled out there, and the source copy removed. Each
 // copy's record says where it stands, so a tug killed midway leaves copies
 // that the cluster lookup (pkg/cluster) can tell apart, and running the

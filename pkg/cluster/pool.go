@@ -1,7 +1,7 @@
 package cluster
 
 // Rules that tie pools to clusters: an app lives in its pool's cluster (a
-// pool set to another cluster's pool moves it: deploy.Move); a node only
+// pool set to another cluster's pool moves it: move.App); a node only
 // joins a pool its cluster holds.
 
 // CurrentContext names the kubeconfig context in use; it is only asked for

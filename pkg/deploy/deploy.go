@@ -516,6 +516,12 @@ func generations(got *applied) map[string]int64 {
 	return g
 }
 
+// ResultOf is the Result of a change to app a that started at start and
+// left release r with status st.
+func ResultOf(a *app.App, r *app.Release, st app.Status, start time.Time) *Result {
+	return result(a, r, st, start)
+}
+
 func result(a *app.App, r *app.Release, st app.Status, start time.Time) *Result {
 	res := &Result{App: a.Name, Namespace: a.Namespace, Release: r.Version, Status: st, Image: r.Image,
 		Processes: []ProcessResult{}, DurationMS: time.Since(start).Milliseconds()}

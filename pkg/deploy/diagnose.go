@@ -23,6 +23,9 @@ const (
 	ClassUnschedulable Class = "unschedulable"
 	ClassUnready       Class = "unready"
 	ClassTimeout       Class = "timeout"
+	// ClassError is the failure class of a move stopped by anything but a
+	// failed rollout (an API error, a Service that lists no ready unit).
+	ClassError Class = "error"
 )
 
 var exitCodes = map[Class]int{

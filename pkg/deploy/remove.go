@@ -65,7 +65,7 @@ func Remove(ctx context.Context, d Deps, appName string, o RemoveOptions) error 
 		return err
 	}
 	defer t.End()
-	return removeHeld(t.ctx, t.d, appName, o)
+	return RemoveHeld(t.ctx, t.d, appName, o)
 }
 
 // removable says whether Remove with o may remove copy a.
@@ -84,8 +84,9 @@ func removable(a *app.App, o RemoveOptions) error {
 	return nil
 }
 
-// removeHeld is Remove for a caller that holds the app's lock (Move).
-func removeHeld(ctx context.Context, d Deps, appName string, o RemoveOptions) error {
+// RemoveHeld is Remove for a caller that holds the app's lock (a move,
+// in a Txn of its own).
+func RemoveHeld(ctx context.Context, d Deps, appName string, o RemoveOptions) error {
 	if d.Progress == nil {
 		d.Progress = progress.Nop{}
 	}

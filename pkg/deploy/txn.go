@@ -53,7 +53,7 @@ func Begin(ctx context.Context, d Deps, appName string, check func(*app.App) err
 	if err != nil {
 		return nil, err
 	}
-	t := Hold(ctx, d, l)
+	t := hold(ctx, d, l)
 	if err := t.Read(appName, check); err != nil {
 		t.End()
 		return nil, err
@@ -61,10 +61,20 @@ func Begin(ctx context.Context, d Deps, appName string, check func(*app.App) err
 	return t, nil
 }
 
-// Hold makes a Txn of a lock already held, before the app's record is
-// read (a move takes the target's lock before its copy exists there; it
-// reads the copy with Read once made). End releases l.
-func Hold(ctx context.Context, d Deps, l *lock.Lock) *Txn {
+// Hold takes appName's deploy lock (waiting up to d.WaitLock) without
+// reading its record, which may not exist yet: a move takes the target's
+// lock before its copy is made there, and reads the copy with Read once
+// made. The caller ends the Txn.
+func Hold(ctx context.Context, d Deps, appName string) (*Txn, error) {
+	l, err := lock.Acquire(ctx, d.lockRequest(appName))
+	if err != nil {
+		return nil, err
+	}
+	return hold(ctx, d, l), nil
+}
+
+// hold makes a Txn of lock l, held (nil for a dry run's).
+func hold(ctx context.Context, d Deps, l *lock.Lock) *Txn {
 	if d.Progress == nil {
 		d.Progress = progress.Nop{}
 	}
@@ -86,7 +96,7 @@ func Hold(ctx context.Context, d Deps, l *lock.Lock) *Txn {
 
 // unlocked is a Txn for a dry run, which takes no lock and writes nothing.
 func unlocked(ctx context.Context, d Deps, a *app.App) *Txn {
-	t := Hold(ctx, d, nil)
+	t := hold(ctx, d, nil)
 	t.app = a
 	return t
 }

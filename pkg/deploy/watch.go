@@ -231,6 +231,10 @@ func (r *rollout) checkDeployments() (bool, error) {
 
 // rolledOut is kubectl rollout status's rule: the controller has seen this
 // spec, every unit runs it, none of the old ones remain, all are available.
+// RolledOut reports whether Deployment d finished rolling out its spec
+// (kubectl rollout status's rule).
+func RolledOut(d *appsv1.Deployment) bool { return rolledOut(d, d.Generation) }
+
 func rolledOut(d *appsv1.Deployment, gen int64) bool {
 	want := int32(1)
 	if d.Spec.Replicas != nil {

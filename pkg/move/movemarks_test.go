@@ -1,4 +1,4 @@
-package deploy
+package move
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cluster"
+	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/lock"
 	"tug.dev/tug/pkg/progress"
@@ -57,19 +58,19 @@ func locate(t *testing.T, clusters map[string]*fake.Clientset) *cluster.Location
 func poolSetIn(t *testing.T, clusters map[string]*fake.Clientset, here, pool string) (*PoolSetOutcome, error) {
 	t.Helper()
 	req := PoolSetRequest{App: "shop", Pool: pool, Here: here, Config: threeClusters, Loc: locate(t, clusters)}
-	connect := func(kubeContext string) (Deps, error) {
+	connect := func(kubeContext string) (deploy.Deps, error) {
 		if kubeContext == "" {
 			kubeContext = here
 		}
 		c := clusters[kubeContext]
 		if c == nil {
-			return Deps{}, errors.New("no answer")
+			return deploy.Deps{}, errors.New("no answer")
 		}
 		d := deps(c)
 		d.Progress = progress.Nop{}
 		return d, nil
 	}
-	return PoolSet(context.Background(), req, connect, MoveOptions{Timeout: 5 * time.Second})
+	return PoolSet(context.Background(), req, connect, Options{Timeout: 5 * time.Second})
 }
 
 func setMark(t *testing.T, s *app.Store, m *app.Move) {
@@ -143,14 +144,14 @@ func TestMoveToAThirdClusterWhileTheEarlierTargetIsSilent(t *testing.T) {
 	}
 }
 
-// Move itself never overwrites the mark of an unfinished move to another
+// App itself never overwrites the mark of an unfinished move to another
 // cluster (PoolSet gives that move up first).
 func TestMoveRefusesASourceMarkedForAnotherCluster(t *testing.T) {
 	beta, _, started := halfMadeMove(t)
 	gamma := runningTarget(t)
 	o := moveOpts()
 	o.Pool, o.To = "pc", "gamma"
-	_, err := Move(context.Background(), deps(beta), deps(gamma), "shop", o)
+	_, err := App(context.Background(), deps(beta), deps(gamma), "shop", o)
 	if !usage.Is(err) || !strings.Contains(err.Error(), "alpha") {
 		t.Fatalf("Move = %v; want a usage error naming the earlier move's cluster", err)
 	}
@@ -198,7 +199,7 @@ func TestMoveRefusesAMoveTargetAsSource(t *testing.T) {
 	gamma := runningTarget(t)
 	o := moveOpts()
 	o.Pool, o.From, o.To = "pc", "alpha", "gamma"
-	_, err := Move(context.Background(), deps(alpha), deps(gamma), "shop", o)
+	_, err := App(context.Background(), deps(alpha), deps(gamma), "shop", o)
 	if !usage.Is(err) || !strings.Contains(err.Error(), "new copy") {
 		t.Fatalf("Move of a move's new copy = %v; want a usage error", err)
 	}
@@ -211,7 +212,7 @@ func TestMoveRefusesAMoveTargetAsSource(t *testing.T) {
 }
 
 // The marks are checked again under the lock: a copy that became a move's
-// new copy while Move waited for the lock is refused too.
+// new copy while App waited for the lock is refused too.
 func TestMoveChecksTheMarkUnderTheLock(t *testing.T) {
 	src, _ := deployedSource(t)
 	from := store(src)
@@ -230,7 +231,7 @@ func TestMoveChecksTheMarkUnderTheLock(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	_, err = Move(context.Background(), deps(src), deps(runningTarget(t)), "shop", moveOpts())
+	_, err = App(context.Background(), deps(src), deps(runningTarget(t)), "shop", moveOpts())
 	if !usage.Is(err) {
 		t.Fatalf("Move = %v; want a refusal found under the lock", err)
 	}
@@ -248,8 +249,8 @@ func TestFinishMoveLeavesAnotherMovesMark(t *testing.T) {
 	setMark(t, store(beta), &app.Move{Role: app.MoveSource, From: "beta", To: "alpha", Pool: "pa", StartedAt: started, Superseded: true})
 	other := &app.Move{Role: app.MoveSource, From: "alpha", To: "gamma", Pool: "pc", StartedAt: started.Add(time.Hour)}
 	setMark(t, store(alpha), other)
-	if err := FinishMove(ctx, deps(alpha), deps(beta), "shop"); err == nil {
-		t.Error("FinishMove with the new copy marked by another move succeeded")
+	if err := Finish(ctx, deps(alpha), deps(beta), "shop"); err == nil {
+		t.Error("Finish with the new copy marked by another move succeeded")
 	}
 	if a := getApp(t, store(alpha), "shop"); a.Move == nil || !a.Move.SameMove(other) || a.Move.Role != app.MoveSource {
 		t.Errorf("another move's mark was dropped: %+v", a.Move)
@@ -303,7 +304,7 @@ func TestPlanReclaimNeedsEveryClusterToAnswer(t *testing.T) {
 	}
 }
 
-// FinishMove and AdoptMove change the serving copy's record under its lock.
+// Finish and Adopt change the serving copy's record under its lock.
 func TestFinishAndAdoptTakeTheLock(t *testing.T) {
 	ctx := context.Background()
 	beta, alpha, started := halfMadeMove(t)
@@ -313,27 +314,27 @@ func TestFinishAndAdoptTakeTheLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	var locked *lock.HeldError
-	if err := FinishMove(ctx, deps(alpha), deps(beta), "shop"); !errors.As(err, &locked) {
-		t.Errorf("FinishMove while the new copy is locked = %v; want a LockedError", err)
+	if err := Finish(ctx, deps(alpha), deps(beta), "shop"); !errors.As(err, &locked) {
+		t.Errorf("Finish while the new copy is locked = %v; want a LockedError", err)
 	}
 	if a := getApp(t, store(alpha), "shop"); a.Move == nil {
-		t.Error("FinishMove dropped the mark without the lock")
+		t.Error("Finish dropped the mark without the lock")
 	}
 	held.Unlock()
-	if err := FinishMove(ctx, deps(alpha), deps(beta), "shop"); err != nil {
-		t.Fatalf("FinishMove: %v", err)
+	if err := Finish(ctx, deps(alpha), deps(beta), "shop"); err != nil {
+		t.Fatalf("Finish: %v", err)
 	}
 	if a := getApp(t, store(alpha), "shop"); a.Move != nil {
-		t.Errorf("mark after FinishMove: %+v", a.Move)
+		t.Errorf("mark after Finish: %+v", a.Move)
 	}
 	if _, err := store(beta).GetApp(ctx, "shop"); !app.IsNotFound(err) {
-		t.Errorf("superseded copy after FinishMove: %v", err)
+		t.Errorf("superseded copy after Finish: %v", err)
 	}
 	assertNoLease(t, alpha)
 	assertNoLease(t, beta)
 }
 
-// AdoptMove drops the mark of a rolled-out new copy under its lock.
+// Adopt drops the mark of a rolled-out new copy under its lock.
 func TestAdoptMoveTakesTheLock(t *testing.T) {
 	ctx := context.Background()
 	_, from := deployedSource(t)
@@ -342,8 +343,8 @@ func TestAdoptMoveTakesTheLock(t *testing.T) {
 	if _, err := from.CopyTo(ctx, to, "shop", &app.Move{Role: app.MoveTarget, From: "beta", To: "alpha", Pool: "pa"}); err != nil {
 		t.Fatal(err)
 	}
-	change := SettingsChange(app.KindPool, "pool pa", func(_ *app.App, r *app.Release) error { r.Pool = "pa"; return nil })
-	if _, err := Roll(ctx, deps(dst), "shop", change, Options{Timeout: 5 * time.Second, NoRollback: true, SkipReleasePhase: true}); err != nil {
+	change := deploy.SettingsChange(app.KindPool, "pool pa", func(_ *app.App, r *app.Release) error { r.Pool = "pa"; return nil })
+	if _, err := deploy.Roll(ctx, deps(dst), "shop", change, deploy.Options{Timeout: 5 * time.Second, NoRollback: true, SkipReleasePhase: true}); err != nil {
 		t.Fatal(err)
 	}
 	held, err := lock.Acquire(ctx, lock.Request{Client: dst, Namespace: ns, App: "shop", Holder: lock.Holder{User: "bob", PID: 1, Host: "desk"}})
@@ -351,15 +352,15 @@ func TestAdoptMoveTakesTheLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	var locked *lock.HeldError
-	if err := AdoptMove(ctx, deps(dst), "shop"); !errors.As(err, &locked) {
-		t.Errorf("AdoptMove while locked = %v; want a LockedError", err)
+	if err := Adopt(ctx, deps(dst), "shop"); !errors.As(err, &locked) {
+		t.Errorf("Adopt while locked = %v; want a LockedError", err)
 	}
 	if a := getApp(t, store(dst), "shop"); a.Move == nil {
-		t.Error("AdoptMove dropped the mark without the lock")
+		t.Error("Adopt dropped the mark without the lock")
 	}
 	held.Unlock()
-	if err := AdoptMove(ctx, deps(dst), "shop"); err != nil || getApp(t, store(dst), "shop").Move != nil {
-		t.Errorf("AdoptMove: %v", err)
+	if err := Adopt(ctx, deps(dst), "shop"); err != nil || getApp(t, store(dst), "shop").Move != nil {
+		t.Errorf("Adopt: %v", err)
 	}
 	assertNoLease(t, dst)
 }

@@ -1,4 +1,4 @@
-package deploy
+package move
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/lock"
 	"tug.dev/tug/pkg/usage"
@@ -29,10 +30,10 @@ func deployedSource(t *testing.T) (*fake.Clientset, *app.Store) {
 	c, s := newFake()
 	seedApp(t, s, &app.App{Name: "shop", Pool: "pb"})
 	ctx := context.Background()
-	if _, err := Roll(ctx, deps(c), "shop", DeployChange("shop:1", map[string]string{"web": ""}, ""), Options{NoWait: true}); err != nil {
+	if _, err := deploy.Roll(ctx, deps(c), "shop", deploy.DeployChange("shop:1", map[string]string{"web": ""}, ""), deploy.Options{NoWait: true}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Roll(ctx, deps(c), "shop", EnvChange(app.ConfigMap{"A": "1"}, nil, ""), Options{NoWait: true}); err != nil {
+	if _, err := deploy.Roll(ctx, deps(c), "shop", deploy.EnvChange(app.ConfigMap{"A": "1"}, nil, ""), deploy.Options{NoWait: true}); err != nil {
 		t.Fatal(err)
 	}
 	return c, s
@@ -51,15 +52,15 @@ func runningTarget(t *testing.T) *fake.Clientset {
 	return fakeClient(d, eps)
 }
 
-func moveOpts() MoveOptions {
-	return MoveOptions{Pool: "pa", From: "beta", To: "alpha", Timeout: 5 * time.Second}
+func moveOpts() Options {
+	return Options{Pool: "pa", From: "beta", To: "alpha", Timeout: 5 * time.Second}
 }
 
 func TestMoveRollsOutThereAndRemovesHere(t *testing.T) {
 	src, from := deployedSource(t)
 	dst := runningTarget(t)
 	to := &app.Store{Client: dst, Namespace: ns}
-	res, err := Move(context.Background(), deps(src), deps(dst), "shop", moveOpts())
+	res, err := App(context.Background(), deps(src), deps(dst), "shop", moveOpts())
 	if err != nil {
 		t.Fatalf("Move: %v", err)
 	}
@@ -95,14 +96,14 @@ func TestMoveRollsOutThereAndRemovesHere(t *testing.T) {
 func TestMoveFailureLeavesTheAppWhereItWas(t *testing.T) {
 	src, from := deployedSource(t)
 	dst := fakeClient(crashPod("3"))
-	res, err := Move(context.Background(), deps(src), deps(dst), "shop", moveOpts())
-	var me *MoveError
-	var rollErr *Error
+	res, err := App(context.Background(), deps(src), deps(dst), "shop", moveOpts())
+	var me *Error
+	var rollErr *deploy.Error
 	if res == nil || !errors.As(err, &me) || !errors.As(err, &rollErr) || rollErr.ExitCode() != 11 || me.CleanupErr != nil {
-		t.Fatalf("Move = %+v, %v; want a MoveError carrying the crash, and a result", res, err)
+		t.Fatalf("Move = %+v, %v; want a Error carrying the crash, and a result", res, err)
 	}
 	// the result says so: failed, the crash's diagnosis, serving in the source
-	if res.Status != "failed" || res.Failure == nil || res.Failure.Class != ClassCrash || res.Serving != res.From || res.From.Cluster != "beta" {
+	if res.Status != "failed" || res.Failure == nil || res.Failure.Class != deploy.ClassCrash || res.Serving != res.From || res.From.Cluster != "beta" {
 		t.Errorf("result of a failed move: %+v failure %+v", res, res.Failure)
 	}
 	a := getApp(t, from, "shop")
@@ -128,7 +129,7 @@ func TestMoveRefusals(t *testing.T) {
 	// an app of the same name, not a move's copy, is in the way
 	dst, to := newFake()
 	seedApp(t, to, &app.App{Name: "shop"})
-	if _, err := Move(context.Background(), deps(src), deps(dst), "shop", moveOpts()); !usage.Is(err) {
+	if _, err := App(context.Background(), deps(src), deps(dst), "shop", moveOpts()); !usage.Is(err) {
 		t.Errorf("foreign app in the target: %v; want a usage error", err)
 	}
 	if a := getApp(t, to, "shop"); a.Release != 0 {
@@ -137,7 +138,7 @@ func TestMoveRefusals(t *testing.T) {
 	// volumes hold data that does not move
 	c, s := newFake()
 	seedApp(t, s, &app.App{Name: "shop", Volumes: []string{"data"}})
-	if _, err := Move(context.Background(), deps(c), deps(fakeClient()), "shop", moveOpts()); !usage.Is(err) {
+	if _, err := App(context.Background(), deps(c), deps(fakeClient()), "shop", moveOpts()); !usage.Is(err) {
 		t.Errorf("app with volumes: %v; want a usage error", err)
 	}
 }
@@ -147,7 +148,7 @@ func TestMoveDryRunChangesNothing(t *testing.T) {
 	dst := fakeClient()
 	o := moveOpts()
 	o.DryRun = true
-	res, err := Move(context.Background(), deps(src), deps(dst), "shop", o)
+	res, err := App(context.Background(), deps(src), deps(dst), "shop", o)
 	if err != nil || res.Status != "dry-run" || len(res.Plan) != 3 {
 		t.Fatalf("dry run: %+v %v", res, err)
 	}
@@ -180,23 +181,23 @@ func TestMoveRedoesAnUnfinishedCopy(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Move(ctx, deps(src), deps(dst), "shop", moveOpts()); !usage.Is(err) {
+	if _, err := App(ctx, deps(src), deps(dst), "shop", moveOpts()); !usage.Is(err) {
 		t.Fatalf("Move over another move's copy: %v; want a usage error", err)
 	}
 	if a := getApp(t, to, "shop"); a.Move == nil || !a.Move.StartedAt.Equal(started.Add(-time.Hour)) {
 		t.Fatalf("another move's copy was touched: %+v", a.Move)
 	}
-	if err := Remove(ctx, deps(dst), "shop", RemoveOptions{}); !usage.Is(err) {
+	if err := deploy.Remove(ctx, deps(dst), "shop", deploy.RemoveOptions{}); !usage.Is(err) {
 		t.Fatalf("Remove of a move's new copy: %v; want a refusal", err)
 	}
-	if err := Remove(ctx, deps(dst), "shop", RemoveOptions{MoveCopy: true}); err != nil {
+	if err := deploy.Remove(ctx, deps(dst), "shop", deploy.RemoveOptions{MoveCopy: true}); err != nil {
 		t.Fatal(err)
 	}
 	// the copy this source's move left: removed, and the move redone
 	if _, err := (&app.Store{Client: src, Namespace: ns}).CopyTo(ctx, &app.Store{Client: dst, Namespace: ns}, "shop", &app.Move{Role: app.MoveTarget, From: "beta", To: "alpha", Pool: "pa", StartedAt: started}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Move(ctx, deps(src), deps(dst), "shop", moveOpts()); err != nil {
+	if _, err := App(ctx, deps(src), deps(dst), "shop", moveOpts()); err != nil {
 		t.Fatalf("Move over a stale copy: %v", err)
 	}
 	if a := getApp(t, to, "shop"); a.Move != nil || a.Pool != "pa" {
@@ -204,7 +205,7 @@ func TestMoveRedoesAnUnfinishedCopy(t *testing.T) {
 	}
 }
 
-// A move killed after the switch: FinishMove drops the target's mark and
+// A move killed after the switch: Finish drops the target's mark and
 // removes the superseded source; a source that still serves is left alone.
 func TestFinishMove(t *testing.T) {
 	src, from := deployedSource(t)
@@ -213,7 +214,7 @@ func TestFinishMove(t *testing.T) {
 	if _, err := from.CopyTo(context.Background(), to, "shop", mark); err != nil {
 		t.Fatal(err)
 	}
-	if err := FinishMove(context.Background(), deps(dst), deps(src), "shop"); err == nil {
+	if err := Finish(context.Background(), deps(dst), deps(src), "shop"); err == nil {
 		t.Fatal("finishing a move whose source still serves should fail")
 	}
 	if _, err := from.UpdateApp(context.Background(), "shop", func(x *app.App) error {
@@ -222,8 +223,8 @@ func TestFinishMove(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := FinishMove(context.Background(), deps(dst), deps(src), "shop"); err != nil {
-		t.Fatalf("FinishMove: %v", err)
+	if err := Finish(context.Background(), deps(dst), deps(src), "shop"); err != nil {
+		t.Fatalf("Finish: %v", err)
 	}
 	if _, err := src.CoreV1().ConfigMaps(ns).Get(context.Background(), app.AppRecordName("shop"), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("superseded source record left: %v", err)
@@ -241,12 +242,12 @@ func TestMoveUnfinishedResult(t *testing.T) {
 	src.PrependReactor("delete", "deployments", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewInternalError(errors.New("disk full"))
 	})
-	res, err := Move(context.Background(), deps(src), deps(dst), "shop", moveOpts())
-	var un *UnfinishedMoveError
+	res, err := App(context.Background(), deps(src), deps(dst), "shop", moveOpts())
+	var un *UnfinishedError
 	if !errors.As(err, &un) || res == nil {
-		t.Fatalf("Move = %+v, %v; want an UnfinishedMoveError and a result", res, err)
+		t.Fatalf("Move = %+v, %v; want an UnfinishedError and a result", res, err)
 	}
-	if res.Status != "unfinished" || res.Serving != res.To || res.Failure == nil || res.Failure.Class != ClassError || res.Failure.Message == "" {
+	if res.Status != "unfinished" || res.Serving != res.To || res.Failure == nil || res.Failure.Class != deploy.ClassError || res.Failure.Message == "" {
 		t.Errorf("result of an unfinished move: %+v failure %+v", res, res.Failure)
 	}
 	if a := getApp(t, from, "shop"); a.Move == nil || !a.Move.Superseded {
@@ -272,8 +273,8 @@ func TestAbandonMove(t *testing.T) {
 	if _, err := from.CopyTo(ctx, to, "shop", &app.Move{Role: app.MoveTarget, From: "beta", To: "alpha", Pool: "pa"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := AbandonMove(ctx, deps(src), []Deps{deps(dst)}, "shop"); err != nil {
-		t.Fatalf("AbandonMove: %v", err)
+	if err := Abandon(ctx, deps(src), []deploy.Deps{deps(dst)}, "shop"); err != nil {
+		t.Fatalf("Abandon: %v", err)
 	}
 	if _, err := to.GetApp(ctx, "shop"); !app.IsNotFound(err) {
 		t.Errorf("the half-made copy is still there: %v", err)
@@ -287,27 +288,27 @@ func TestAbandonMove(t *testing.T) {
 	assertNoLease(t, src)
 	// killed before copying: only the mark to drop
 	mark(&app.Move{Role: app.MoveSource, From: "beta", To: "alpha", Pool: "pa"})
-	if err := AbandonMove(ctx, deps(src), nil, "shop"); err != nil || getApp(t, from, "shop").Move != nil {
-		t.Errorf("AbandonMove with no copy made: %v, move %+v", err, getApp(t, from, "shop").Move)
+	if err := Abandon(ctx, deps(src), nil, "shop"); err != nil || getApp(t, from, "shop").Move != nil {
+		t.Errorf("Abandon with no copy made: %v, move %+v", err, getApp(t, from, "shop").Move)
 	}
 	// an app in the target that is not the move's copy stays
 	seedApp(t, to, &app.App{Name: "shop"})
 	mark(&app.Move{Role: app.MoveSource, From: "beta", To: "alpha", Pool: "pa"})
-	if err := AbandonMove(ctx, deps(src), []Deps{deps(dst)}, "shop"); err != nil {
+	if err := Abandon(ctx, deps(src), []deploy.Deps{deps(dst)}, "shop"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := to.GetApp(ctx, "shop"); err != nil {
 		t.Errorf("an unmarked app in the target was removed: %v", err)
 	}
 	// a copy marked by another move (another start) stays too
-	if err := Remove(ctx, deps(dst), "shop", RemoveOptions{}); err != nil {
+	if err := deploy.Remove(ctx, deps(dst), "shop", deploy.RemoveOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := from.CopyTo(ctx, to, "shop", &app.Move{Role: app.MoveTarget, From: "beta", To: "alpha", Pool: "pa", StartedAt: time.Unix(1, 0).UTC()}); err != nil {
 		t.Fatal(err)
 	}
 	mark(&app.Move{Role: app.MoveSource, From: "beta", To: "alpha", Pool: "pa"})
-	if err := AbandonMove(ctx, deps(src), []Deps{deps(dst)}, "shop"); err != nil {
+	if err := Abandon(ctx, deps(src), []deploy.Deps{deps(dst)}, "shop"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := to.GetApp(ctx, "shop"); err != nil {
@@ -316,7 +317,7 @@ func TestAbandonMove(t *testing.T) {
 	// superseded: the switch happened; abandoning is not for it
 	m := &app.Move{Role: app.MoveSource, From: "beta", To: "alpha", Pool: "pa", Superseded: true}
 	mark(m)
-	if err := AbandonMove(ctx, deps(src), []Deps{deps(dst)}, "shop"); err != nil || getApp(t, from, "shop").Move == nil {
+	if err := Abandon(ctx, deps(src), []deploy.Deps{deps(dst)}, "shop"); err != nil || getApp(t, from, "shop").Move == nil {
 		t.Errorf("a superseded source: %v, its mark %+v", err, getApp(t, from, "shop").Move)
 	}
 }
@@ -343,8 +344,8 @@ func TestMoveLeavesAnAppCreatedMeanwhileAlone(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	res, err := Move(ctx, deps(src), deps(dst), "shop", moveOpts())
-	var me *MoveError
+	res, err := App(ctx, deps(src), deps(dst), "shop", moveOpts())
+	var me *Error
 	if !errors.As(err, &me) || !me.Foreign || me.CleanupErr != nil || res == nil || res.Status != "failed" {
 		t.Fatalf("Move = %+v, %v; want a failed move that left the target's app alone", res, err)
 	}
@@ -366,10 +367,10 @@ func TestMoveFailureCleanupErrors(t *testing.T) {
 	dst.PrependReactor("delete", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewInternalError(errors.New("disk full"))
 	})
-	_, err := Move(context.Background(), deps(src), deps(dst), "shop", moveOpts())
-	var me *MoveError
+	_, err := App(context.Background(), deps(src), deps(dst), "shop", moveOpts())
+	var me *Error
 	if !errors.As(err, &me) || me.CleanupErr == nil {
-		t.Fatalf("Move = %v; want a MoveError with a cleanup error", err)
+		t.Fatalf("Move = %v; want a Error with a cleanup error", err)
 	}
 	own := getApp(t, from, "shop").Move
 	there := getApp(t, &app.Store{Client: dst, Namespace: ns}, "shop").Move
@@ -393,7 +394,7 @@ func TestMoveFailureCleanupErrors(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	_, err = Move(context.Background(), deps(src2), deps(fakeClient(crashPod("3"))), "shop", moveOpts())
+	_, err = App(context.Background(), deps(src2), deps(fakeClient(crashPod("3"))), "shop", moveOpts())
 	if !errors.As(err, &me) || me.MarkErr == nil || !strings.Contains(err.Error(), "still calls the move unfinished") {
 		t.Errorf("Move = %v; want the failed mark drop reported", err)
 	}
@@ -404,14 +405,14 @@ func TestMoveFailureCleanupErrors(t *testing.T) {
 func TestMoveRefusesStagedConfig(t *testing.T) {
 	src, from := deployedSource(t)
 	ctx := context.Background()
-	if _, err := Roll(ctx, deps(src), "shop", EnvChange(app.ConfigMap{"B": "2"}, nil, ""), Options{NoRestart: true}); err != nil {
+	if _, err := deploy.Roll(ctx, deps(src), "shop", deploy.EnvChange(app.ConfigMap{"B": "2"}, nil, ""), deploy.Options{NoRestart: true}); err != nil {
 		t.Fatal(err)
 	}
 	for _, dry := range []bool{true, false} {
 		dst := runningTarget(t)
 		o := moveOpts()
 		o.DryRun = dry
-		_, err := Move(ctx, deps(src), deps(dst), "shop", o)
+		_, err := App(ctx, deps(src), deps(dst), "shop", o)
 		if !usage.Is(err) || !strings.Contains(err.Error(), "staged") {
 			t.Errorf("dry run %v: Move = %v; want a usage error about staged config", dry, err)
 		}
@@ -428,10 +429,10 @@ func TestMoveRefusesStagedConfig(t *testing.T) {
 // are gone; a rerun would roll a pointless release), with the error to
 // report; any other failure to finish is an unfinished move.
 func TestFinishedMove(t *testing.T) {
-	stuck := &StuckUnitsError{App: "shop", Namespace: ns, Units: []string{"shop-web-1"}, Waited: time.Second}
+	stuck := &deploy.StuckUnitsError{App: "shop", Namespace: ns, Units: []string{"shop-web-1"}, Waited: time.Second}
 	st, err := finishedMove("shop", moveOpts(), stuck)
-	var un *UnfinishedMoveError
-	var s *StuckUnitsError
+	var un *UnfinishedError
+	var s *deploy.StuckUnitsError
 	if st != "moved" || errors.As(err, &un) || !errors.As(err, &s) {
 		t.Errorf("stuck units: %q, %v; want moved with the stuck units reported", st, err)
 	}
@@ -444,7 +445,7 @@ func TestFinishedMove(t *testing.T) {
 }
 
 // The new copy of a move whose source is gone: it becomes the app only when
-// its rollout had completed, and only through AdoptMove.
+// its rollout had completed, and only through Adopt.
 func TestAdoptMove(t *testing.T) {
 	ctx := context.Background()
 	_, from := deployedSource(t)
@@ -454,14 +455,14 @@ func TestAdoptMove(t *testing.T) {
 	if _, err := from.CopyTo(ctx, to, "shop", mark); err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := MoveRolledOut(ctx, deps(dst), "shop"); ok || err != nil {
+	if ok, err := RolledOut(ctx, deps(dst), "shop"); ok || err != nil {
 		t.Errorf("a copy never rolled out: %v, %v", ok, err)
 	}
-	if err := AdoptMove(ctx, deps(dst), "shop"); err == nil || getApp(t, to, "shop").Move == nil {
+	if err := Adopt(ctx, deps(dst), "shop"); err == nil || getApp(t, to, "shop").Move == nil {
 		t.Errorf("adopting a copy never rolled out: %v", err)
 	}
-	if err := FinishMove(ctx, deps(dst), Deps{}, "shop"); err == nil || getApp(t, to, "shop").Move == nil {
-		t.Errorf("FinishMove with no old copy took the copy for the app: %v", err)
+	if err := Finish(ctx, deps(dst), deploy.Deps{}, "shop"); err == nil || getApp(t, to, "shop").Move == nil {
+		t.Errorf("Finish with no old copy took the copy for the app: %v", err)
 	}
 	// rolled out there (the move's rollout completed), then cut short
 	dst2 := runningTarget(t)
@@ -469,15 +470,15 @@ func TestAdoptMove(t *testing.T) {
 	if _, err := from.CopyTo(ctx, to2, "shop", mark); err != nil {
 		t.Fatal(err)
 	}
-	change := SettingsChange(app.KindPool, "pool pa", func(_ *app.App, r *app.Release) error { r.Pool = "pa"; return nil })
-	if _, err := Roll(ctx, deps(dst2), "shop", change, Options{Timeout: 5 * time.Second, NoRollback: true, SkipReleasePhase: true}); err != nil {
+	change := deploy.SettingsChange(app.KindPool, "pool pa", func(_ *app.App, r *app.Release) error { r.Pool = "pa"; return nil })
+	if _, err := deploy.Roll(ctx, deps(dst2), "shop", change, deploy.Options{Timeout: 5 * time.Second, NoRollback: true, SkipReleasePhase: true}); err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := MoveRolledOut(ctx, deps(dst2), "shop"); !ok || err != nil {
+	if ok, err := RolledOut(ctx, deps(dst2), "shop"); !ok || err != nil {
 		t.Fatalf("a copy rolled out: %v, %v", ok, err)
 	}
-	if err := AdoptMove(ctx, deps(dst2), "shop"); err != nil || getApp(t, to2, "shop").Move != nil {
-		t.Errorf("AdoptMove: %v, mark %+v", err, getApp(t, to2, "shop").Move)
+	if err := Adopt(ctx, deps(dst2), "shop"); err != nil || getApp(t, to2, "shop").Move != nil {
+		t.Errorf("Adopt: %v, mark %+v", err, getApp(t, to2, "shop").Move)
 	}
 }
 
@@ -496,11 +497,11 @@ func TestMoveHoldsTheTargetsLock(t *testing.T) {
 		cm, ok := a.(k8stesting.UpdateAction).GetObject().(*corev1.ConfigMap)
 		if ok && !removed && strings.Contains(fmt.Sprint(cm.Data), `"superseded":true`) {
 			removed = true
-			removeErr = Remove(context.Background(), deps(dst), "shop", RemoveOptions{MoveCopy: true})
+			removeErr = deploy.Remove(context.Background(), deps(dst), "shop", deploy.RemoveOptions{MoveCopy: true})
 		}
 		return false, nil, nil
 	})
-	res, err := Move(context.Background(), deps(src), deps(dst), "shop", moveOpts())
+	res, err := App(context.Background(), deps(src), deps(dst), "shop", moveOpts())
 	if err != nil || res.Status != "moved" {
 		t.Fatalf("Move = %+v, %v", res, err)
 	}
@@ -526,17 +527,17 @@ func TestRemoveRefusesAMovesNewCopy(t *testing.T) {
 	if _, err := (&app.Store{Client: src, Namespace: ns}).CopyTo(context.Background(), to, "shop", mark); err != nil {
 		t.Fatal(err)
 	}
-	err := Remove(context.Background(), deps(dst), "shop", RemoveOptions{})
+	err := deploy.Remove(context.Background(), deps(dst), "shop", deploy.RemoveOptions{})
 	if !usage.Is(err) || !strings.Contains(err.Error(), "'tug app pool set shop POOL' to a pool of cluster \"beta\" gives it up") {
 		t.Fatalf("Remove = %v", err)
 	}
 	getApp(t, to, "shop")
 	// of another move: not that copy
-	if err := Remove(context.Background(), deps(dst), "shop", RemoveOptions{OfMove: &app.Move{From: "beta", To: "alpha", StartedAt: mark.StartedAt.Add(time.Second)}}); !errors.Is(err, ErrNotThatCopy) {
+	if err := deploy.Remove(context.Background(), deps(dst), "shop", deploy.RemoveOptions{OfMove: &app.Move{From: "beta", To: "alpha", StartedAt: mark.StartedAt.Add(time.Second)}}); !errors.Is(err, deploy.ErrNotThatCopy) {
 		t.Fatalf("Remove of another move's copy = %v", err)
 	}
 	getApp(t, to, "shop")
-	if err := Remove(context.Background(), deps(dst), "shop", RemoveOptions{OfMove: mark}); err != nil {
+	if err := deploy.Remove(context.Background(), deps(dst), "shop", deploy.RemoveOptions{OfMove: mark}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := to.GetApp(context.Background(), "shop"); !app.IsNotFound(err) {

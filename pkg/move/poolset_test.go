@@ -1,4 +1,4 @@
-package deploy
+package move
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cluster"
+	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/usage"
 )
 
@@ -112,10 +113,10 @@ func TestPoolSetOrphanedCopy(t *testing.T) {
 	cfg := &cluster.Config{Clusters: []cluster.Cluster{{Name: "alpha", Context: "ctx-a", Pools: []string{"pa"}}}}
 	cp := cluster.Copy{Found: true, Namespace: ns, Pool: "pb", Move: cluster.MoveTarget, Describe: "new copy"}
 	loc := &cluster.Location{App: "shop", Found: true, Cluster: cfg.Clusters[0], Copy: cp, Clusters: []cluster.Searched{{Cluster: cfg.Clusters[0], Copy: cp}}}
-	connect := func(string) (Deps, error) { return deps(dst), nil }
+	connect := func(string) (deploy.Deps, error) { return deps(dst), nil }
 	for _, adopt := range []bool{false, true} {
 		req := PoolSetRequest{App: "shop", Pool: "pb", Here: "ctx-a", Config: cfg, Loc: loc, Adopt: adopt}
-		_, err := PoolSet(ctx, req, connect, MoveOptions{})
+		_, err := PoolSet(ctx, req, connect, Options{})
 		if !usage.Is(err) || !strings.Contains(err.Error(), "never completed") {
 			t.Errorf("adopt %v: %v; want a usage error saying its rollout never completed", adopt, err)
 		}
