@@ -11,6 +11,7 @@ import (
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/lifecycle"
 	"tug.dev/tug/pkg/lock"
 	"tug.dev/tug/pkg/text"
 	"tug.dev/tug/pkg/usage"
@@ -117,7 +118,7 @@ func deployDeps(cmd *cobra.Command, f *cli.Factory) (deploy.Deps, error) {
 // ---------------------------------------------------------------- create
 
 type appCreateOptions struct {
-	app.CreateOptions
+	lifecycle.CreateOptions
 	Output cli.OutputOptions
 }
 
@@ -151,7 +152,7 @@ every object derived from them stays valid.`,
 			if err != nil {
 				return err
 			}
-			a, err := app.Create(cmd.Context(), s, o.CreateOptions)
+			a, err := lifecycle.Create(cmd.Context(), s, o.CreateOptions)
 			if err != nil {
 				return err
 			}

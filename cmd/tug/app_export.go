@@ -7,7 +7,7 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
-	"tug.dev/tug/pkg/deploy"
+	"tug.dev/tug/pkg/lifecycle"
 )
 
 func newAppExportCmd(f *cli.Factory) *cobra.Command {
@@ -33,7 +33,7 @@ treat the config Secret as optional, and run without it until it is copied.`,
 			if err != nil {
 				return err
 			}
-			objs, err := deploy.Export(cmd.Context(), s, args[0], includeConfig)
+			objs, err := lifecycle.Export(cmd.Context(), s, args[0], includeConfig)
 			if err != nil {
 				return err
 			}

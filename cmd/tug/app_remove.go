@@ -7,7 +7,7 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
-	"tug.dev/tug/pkg/deploy"
+	"tug.dev/tug/pkg/lifecycle"
 )
 
 func newAppRemoveCmd(f *cli.Factory) *cobra.Command {
@@ -40,7 +40,7 @@ Waits until its units are gone. Asks first on a terminal; elsewhere needs --yes.
 			}
 			p := f.Progress()
 			d.Progress = p
-			if err := deploy.Remove(cmd.Context(), d, name, deploy.RemoveOptions{MoveCopy: moveCopy}); err != nil {
+			if err := lifecycle.Remove(cmd.Context(), d, name, lifecycle.RemoveOptions{MoveCopy: moveCopy}); err != nil {
 				p.Fail("removing app " + name)
 				return err
 			}

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/lifecycle"
 )
 
 // Routing against several clusters, each an API server that holds app
@@ -40,7 +41,7 @@ func newAppServer(t *testing.T, ns string, apps map[string]func(*app.App)) *appS
 	cs := fake.NewClientset()
 	s := &app.Store{Client: cs, Namespace: ns}
 	for name, change := range apps {
-		if _, err := app.Create(ctx, s, app.CreateOptions{Name: name, Pool: "web"}); err != nil {
+		if _, err := lifecycle.Create(ctx, s, lifecycle.CreateOptions{Name: name, Pool: "web"}); err != nil {
 			t.Fatal(err)
 		}
 		if change != nil {

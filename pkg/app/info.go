@@ -14,29 +14,6 @@ import (
 	"tug.dev/tug/pkg/kube"
 )
 
-// CreateOptions are the fields a new app may set.
-type CreateOptions struct {
-	Name, Description, Team, Pool string
-}
-
-// Create stores a new app record. Nothing runs until the first deploy.
-func Create(ctx context.Context, s *Store, o CreateOptions) (*App, error) {
-	if err := ValidateName(o.Name); err != nil {
-		return nil, err
-	}
-	if o.Pool != "" {
-		if err := kube.ValidateLabelValue("pool", o.Pool); err != nil {
-			return nil, err
-		}
-	}
-	a := &App{Name: o.Name, Namespace: s.Namespace, Description: o.Description, Team: o.Team, Pool: o.Pool,
-		CreatedAt: time.Now().UTC().Truncate(time.Second), Processes: map[string]Process{}}
-	if err := s.CreateApp(ctx, a); err != nil {
-		return nil, err
-	}
-	return a, nil
-}
-
 // Summary is one row of `tug app list`; its JSON shape is documented in docs/output.md.
 type Summary struct {
 	Name      string           `json:"name"`

@@ -90,7 +90,7 @@ func (m *Move) Describe() string {
 // fails the copy and is left alone: CopyTo then deletes what it created
 // (the record last), so a failed copy leaves nothing of its own in dst. A
 // copy cut short (the tug killed) is one whose record says so, which is
-// removed (deploy.Remove) before copying again.
+// removed (lifecycle.Remove) before copying again.
 func (s *Store) CopyTo(ctx context.Context, dst *Store, name string, mark *Move) (*App, error) {
 	a, err := s.GetApp(ctx, name)
 	if err != nil {
@@ -124,7 +124,7 @@ func (s *Store) CopyTo(ctx context.Context, dst *Store, name string, mark *Move)
 	var createdSecrets, createdCMs []string
 	// undo deletes what the copy made, the marked record last and only
 	// once everything else is gone: a record kept marks what is left, so
-	// the move says so and the next move removes it (deploy.Remove).
+	// the move says so and the next move removes it (lifecycle.Remove).
 	undo := func(err error) (*App, error) {
 		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), copyUndoTimeout)
 		defer cancel()

@@ -216,7 +216,7 @@ func (s *Store) UpdateApp(ctx context.Context, name string, change func(*App) er
 }
 
 // DeleteAppRecord removes the app's record (its other objects are removed by
-// whoever calls this; see deploy.Remove).
+// whoever calls this; see lifecycle.Remove).
 func (s *Store) DeleteAppRecord(ctx context.Context, name string) error {
 	err := s.Client.CoreV1().ConfigMaps(s.Namespace).Delete(ctx, AppRecordName(name), metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"tug.dev/tug/pkg/deploy"
+	"tug.dev/tug/pkg/lifecycle"
 )
 
 // Error is a move that failed before the target took over: the app
@@ -61,7 +61,7 @@ func (e *UnfinishedError) Unwrap() error { return e.Err }
 // gone, and a rerun would only roll a pointless release; the move is
 // done, with that error to report.
 func finishedMove(appName string, o Options, err error) (string, error) {
-	var stuck *deploy.StuckUnitsError
+	var stuck *lifecycle.StuckUnitsError
 	switch {
 	case err == nil:
 		return "moved", nil

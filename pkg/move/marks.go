@@ -11,6 +11,7 @@ import (
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/lifecycle"
 	"tug.dev/tug/pkg/progress"
 )
 
@@ -37,7 +38,7 @@ func finish(src, dst *deploy.Txn, appName string, m *app.Move) error {
 		return err
 	}
 	src.Deps().Progress.Update("removing the app from its old cluster")
-	return src.Explain(deploy.RemoveHeld(src.Ctx(), src.Deps(), appName, deploy.RemoveOptions{}))
+	return src.Explain(lifecycle.RemoveHeld(src.Ctx(), src.Deps(), appName, lifecycle.RemoveOptions{}))
 }
 
 // errMarkKept ends the UpdateApp of a dropMark that changes nothing.
@@ -238,8 +239,8 @@ func removeMade(ctx context.Context, src deploy.Deps, made []deploy.Deps, appNam
 			return err
 		case there.Move != nil && there.Move.Role == app.MoveTarget && there.Move.SameMove(m):
 			src.Progress.Update(fmt.Sprintf("giving up the unfinished move to cluster %s: removing the copy it left there", m.To))
-			err := deploy.Remove(ctx, dst, appName, deploy.RemoveOptions{OfMove: m})
-			if err != nil && !app.IsNotFound(err) && !errors.Is(err, deploy.ErrNotThatCopy) {
+			err := lifecycle.Remove(ctx, dst, appName, lifecycle.RemoveOptions{OfMove: m})
+			if err != nil && !app.IsNotFound(err) && !errors.Is(err, lifecycle.ErrNotThatCopy) {
 				return fmt.Errorf("removing the copy of app %q an unfinished move left in cluster %q: %w", appName, m.To, err)
 			}
 		}

@@ -35,6 +35,7 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/deploy"
+	"tug.dev/tug/pkg/lifecycle"
 	"tug.dev/tug/pkg/progress"
 	"tug.dev/tug/pkg/usage"
 )
@@ -260,7 +261,7 @@ func (m *mover) clear() error {
 	}
 	if stale {
 		m.src.Progress.Update(fmt.Sprintf("removing the copy an earlier move left in cluster %s", o.To))
-		if err := deploy.RemoveHeld(m.tt.Ctx(), m.dst, m.app, deploy.RemoveOptions{}); err != nil {
+		if err := lifecycle.RemoveHeld(m.tt.Ctx(), m.dst, m.app, lifecycle.RemoveOptions{}); err != nil {
 			return fmt.Errorf("removing the copy of app %q an earlier move left in cluster %q: %w", m.app, o.To, m.tt.Explain(err))
 		}
 	}
@@ -389,7 +390,7 @@ func (m *mover) removeCopy(ctx context.Context, me *Error) {
 		me.CleanupErr = m.tt.Lost()
 	default:
 		m.src.Progress.Update(fmt.Sprintf("removing the copy from cluster %s", m.o.To))
-		if rerr := deploy.RemoveHeld(ctx, m.dst, m.app, deploy.RemoveOptions{}); rerr != nil && !app.IsNotFound(rerr) {
+		if rerr := lifecycle.RemoveHeld(ctx, m.dst, m.app, lifecycle.RemoveOptions{}); rerr != nil && !app.IsNotFound(rerr) {
 			me.CleanupErr = rerr
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/lifecycle"
 	"tug.dev/tug/pkg/lock"
 	"tug.dev/tug/pkg/usage"
 )
@@ -187,10 +188,10 @@ func TestMoveRedoesAnUnfinishedCopy(t *testing.T) {
 	if a := getApp(t, to, "shop"); a.Move == nil || !a.Move.StartedAt.Equal(started.Add(-time.Hour)) {
 		t.Fatalf("another move's copy was touched: %+v", a.Move)
 	}
-	if err := deploy.Remove(ctx, deps(dst), "shop", deploy.RemoveOptions{}); !usage.Is(err) {
+	if err := lifecycle.Remove(ctx, deps(dst), "shop", lifecycle.RemoveOptions{}); !usage.Is(err) {
 		t.Fatalf("Remove of a move's new copy: %v; want a refusal", err)
 	}
-	if err := deploy.Remove(ctx, deps(dst), "shop", deploy.RemoveOptions{MoveCopy: true}); err != nil {
+	if err := lifecycle.Remove(ctx, deps(dst), "shop", lifecycle.RemoveOptions{MoveCopy: true}); err != nil {
 		t.Fatal(err)
 	}
 	// the copy this source's move left: removed, and the move redone
@@ -301,7 +302,7 @@ func TestAbandonMove(t *testing.T) {
 		t.Errorf("an unmarked app in the target was removed: %v", err)
 	}
 	// a copy marked by another move (another start) stays too
-	if err := deploy.Remove(ctx, deps(dst), "shop", deploy.RemoveOptions{}); err != nil {
+	if err := lifecycle.Remove(ctx, deps(dst), "shop", lifecycle.RemoveOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := from.CopyTo(ctx, to, "shop", &app.Move{Role: app.MoveTarget, From: "beta", To: "alpha", Pool: "pa", StartedAt: time.Unix(1, 0).UTC()}); err != nil {
@@ -429,10 +430,10 @@ func TestMoveRefusesStagedConfig(t *testing.T) {
 // are gone; a rerun would roll a pointless release), with the error to
 // report; any other failure to finish is an unfinished move.
 func TestFinishedMove(t *testing.T) {
-	stuck := &deploy.StuckUnitsError{App: "shop", Namespace: ns, Units: []string{"shop-web-1"}, Waited: time.Second}
+	stuck := &lifecycle.StuckUnitsError{App: "shop", Namespace: ns, Units: []string{"shop-web-1"}, Waited: time.Second}
 	st, err := finishedMove("shop", moveOpts(), stuck)
 	var un *UnfinishedError
-	var s *deploy.StuckUnitsError
+	var s *lifecycle.StuckUnitsError
 	if st != "moved" || errors.As(err, &un) || !errors.As(err, &s) {
 		t.Errorf("stuck units: %q, %v; want moved with the stuck units reported", st, err)
 	}
@@ -497,7 +498,7 @@ func TestMoveHoldsTheTargetsLock(t *testing.T) {
 		cm, ok := a.(k8stesting.UpdateAction).GetObject().(*corev1.ConfigMap)
 		if ok && !removed && strings.Contains(fmt.Sprint(cm.Data), `"superseded":true`) {
 			removed = true
-			removeErr = deploy.Remove(context.Background(), deps(dst), "shop", deploy.RemoveOptions{MoveCopy: true})
+			removeErr = lifecycle.Remove(context.Background(), deps(dst), "shop", lifecycle.RemoveOptions{MoveCopy: true})
 		}
 		return false, nil, nil
 	})
@@ -527,17 +528,17 @@ func TestRemoveRefusesAMovesNewCopy(t *testing.T) {
 	if _, err := (&app.Store{Client: src, Namespace: ns}).CopyTo(context.Background(), to, "shop", mark); err != nil {
 		t.Fatal(err)
 	}
-	err := deploy.Remove(context.Background(), deps(dst), "shop", deploy.RemoveOptions{})
+	err := lifecycle.Remove(context.Background(), deps(dst), "shop", lifecycle.RemoveOptions{})
 	if !usage.Is(err) || !strings.Contains(err.Error(), "'tug app pool set shop POOL' to a pool of cluster \"beta\" gives it up") {
 		t.Fatalf("Remove = %v", err)
 	}
 	getApp(t, to, "shop")
 	// of another move: not that copy
-	if err := deploy.Remove(context.Background(), deps(dst), "shop", deploy.RemoveOptions{OfMove: &app.Move{From: "beta", To: "alpha", StartedAt: mark.StartedAt.Add(time.Second)}}); !errors.Is(err, deploy.ErrNotThatCopy) {
+	if err := lifecycle.Remove(context.Background(), deps(dst), "shop", lifecycle.RemoveOptions{OfMove: &app.Move{From: "beta", To: "alpha", StartedAt: mark.StartedAt.Add(time.Second)}}); !errors.Is(err, lifecycle.ErrNotThatCopy) {
 		t.Fatalf("Remove of another move's copy = %v", err)
 	}
 	getApp(t, to, "shop")
-	if err := deploy.Remove(context.Background(), deps(dst), "shop", deploy.RemoveOptions{OfMove: mark}); err != nil {
+	if err := lifecycle.Remove(context.Background(), deps(dst), "shop", lifecycle.RemoveOptions{OfMove: mark}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := to.GetApp(context.Background(), "shop"); !app.IsNotFound(err) {

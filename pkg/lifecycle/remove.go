@@ -1,4 +1,4 @@
-package deploy
+package lifecycle
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/progress"
 	"tug.dev/tug/pkg/text"
@@ -59,13 +60,13 @@ const stopSlack = 30 * time.Second
 // runs, the mover holds this copy's lock; after a move cut short, its old
 // copy may still serve (then giving the move up removes this one) or may be
 // superseded (then this copy is the app).
-func Remove(ctx context.Context, d Deps, appName string, o RemoveOptions) error {
-	t, err := Begin(ctx, d, appName, func(a *app.App) error { return removable(a, o) })
+func Remove(ctx context.Context, d deploy.Deps, appName string, o RemoveOptions) error {
+	t, err := deploy.Begin(ctx, d, appName, func(a *app.App) error { return removable(a, o) })
 	if err != nil {
 		return err
 	}
 	defer t.End()
-	return RemoveHeld(t.ctx, t.d, appName, o)
+	return RemoveHeld(t.Ctx(), t.Deps(), appName, o)
 }
 
 // removable says whether Remove with o may remove copy a.
@@ -85,8 +86,8 @@ func removable(a *app.App, o RemoveOptions) error {
 }
 
 // RemoveHeld is Remove for a caller that holds the app's lock (a move,
-// in a Txn of its own).
-func RemoveHeld(ctx context.Context, d Deps, appName string, o RemoveOptions) error {
+// in a deploy.Txn of its own).
+func RemoveHeld(ctx context.Context, d deploy.Deps, appName string, o RemoveOptions) error {
 	if d.Progress == nil {
 		d.Progress = progress.Nop{}
 	}
@@ -166,7 +167,7 @@ func (s removeStep) run() error {
 // still there then are left terminating: *stuck names them, and remove goes
 // on, since Kubernetes is already deleting them and waiting longer would
 // hold the app's lock for nothing.
-func removeUnits(ctx context.Context, d Deps, appName string, o RemoveOptions, stuck **StuckUnitsError) error {
+func removeUnits(ctx context.Context, d deploy.Deps, appName string, o RemoveOptions, stuck **StuckUnitsError) error {
 	pods := d.Client.CoreV1().Pods(d.Namespace)
 	sel := metav1.ListOptions{LabelSelector: kube.AppSelector(appName)}
 	list, err := pods.List(ctx, sel)

@@ -1,4 +1,4 @@
-package deploy
+package lifecycle
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/kube"
 )
 
@@ -32,7 +33,7 @@ func Export(ctx context.Context, s *app.Store, appName string, includeConfig boo
 	if err != nil {
 		return nil, err
 	}
-	objs := Render(a, r, config)
+	objs := deploy.Render(a, r, config)
 	var out []any
 	seen := map[string]bool{}
 	for _, b := range r.Volumes {
@@ -40,7 +41,7 @@ func Export(ctx context.Context, s *app.Store, appName string, includeConfig boo
 			continue
 		}
 		seen[b.Volume] = true
-		pvc, err := s.Client.CoreV1().PersistentVolumeClaims(s.Namespace).Get(ctx, VolumeClaimName(b.Volume), metav1.GetOptions{})
+		pvc, err := s.Client.CoreV1().PersistentVolumeClaims(s.Namespace).Get(ctx, deploy.VolumeClaimName(b.Volume), metav1.GetOptions{})
 		if err != nil {
 			return nil, kube.TranslateError(err)
 		}

@@ -1,0 +1,27 @@
+package lifecycle
+
+import (
+	"k8s.io/client-go/kubernetes/fake"
+
+	"tug.dev/tug/pkg/deploy"
+	"tug.dev/tug/pkg/deploy/deploytest"
+	"tug.dev/tug/pkg/lock"
+)
+
+const ns = deploytest.Namespace
+
+var (
+	newFake       = deploytest.NewFake
+	seedApp       = deploytest.SeedApp
+	seedRelease   = deploytest.SeedRelease
+	lease         = deploytest.Lease
+	waiting       = deploytest.Waiting
+	pod           = deploytest.Pod
+	assertNoLease = deploytest.AssertNoLease
+)
+
+type chanProgress = deploytest.ChanProgress
+
+func deps(c *fake.Clientset) deploy.Deps {
+	return deploy.Deps{Client: c, Namespace: ns, Holder: lock.Holder{User: "alice", PID: 42, Host: "laptop"}}
+}
