@@ -15,6 +15,7 @@ import (
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/lock"
 	"tug.dev/tug/pkg/progress"
+	"tug.dev/tug/pkg/rollout"
 	"tug.dev/tug/pkg/text"
 )
 
@@ -71,14 +72,14 @@ type Change func(a *app.App, base *app.Release, config app.ConfigMap) (*app.Rele
 
 // Result is what a rollout did; its JSON shape is documented in docs/output.md.
 type Result struct {
-	App          string          `json:"app"`
-	Namespace    string          `json:"namespace"`
-	Release      int             `json:"release"`
-	Status       app.Status      `json:"status"`
-	Image        string          `json:"image"`
-	Processes    []ProcessResult `json:"processes"`
-	RolledBackTo int             `json:"rolledBackTo,omitempty"`
-	Failure      *Failure        `json:"failure,omitempty"`
+	App          string           `json:"app"`
+	Namespace    string           `json:"namespace"`
+	Release      int              `json:"release"`
+	Status       app.Status       `json:"status"`
+	Image        string           `json:"image"`
+	Processes    []ProcessResult  `json:"processes"`
+	RolledBackTo int              `json:"rolledBackTo,omitempty"`
+	Failure      *rollout.Failure `json:"failure,omitempty"`
 	// ReleasePhase is what became of the release's release phase; omitted
 	// when the release has none to run (releasephase.go).
 	ReleasePhase *ReleasePhaseResult `json:"releasePhase,omitempty"`
@@ -302,13 +303,13 @@ func roll(t *Txn, change Change, opts Options, start time.Time) (*Result, error)
 		return interrupted(err)
 	}
 
-	var failure *Failure
+	var failure *rollout.Failure
 	if !opts.NoWait {
-		ro := &rollout{client: d.Client, namespace: d.Namespace, app: a.Name, release: next.Version,
-			generations: generations(got), idle: opts.Timeout, progress: d.Progress}
-		err := ro.wait(ctx)
+		ro := &rollout.Watch{Client: d.Client, Namespace: d.Namespace, App: a.Name, Release: next.Version,
+			Generations: generations(got), Idle: opts.Timeout, Progress: d.Progress}
+		err := ro.Wait(ctx)
 		if err == nil {
-			recordImageID(ctx, d, store, next, ro.imageID())
+			recordImageID(ctx, d, store, next, ro.ImageID())
 		}
 		if lost := t.Lost(); lost != nil {
 			return interrupted(lost)
@@ -404,8 +405,8 @@ func restore(ctx context.Context, d Deps, store *app.Store, a *app.App, v int, t
 	if _, err := store.UpdateApp(ctx, a.Name, func(x *app.App) error { x.Processes = a.Processes; return nil }); err != nil {
 		return 0, err
 	}
-	err = (&rollout{client: d.Client, namespace: d.Namespace, app: a.Name, release: v,
-		generations: generations(got), idle: idleTimeout(timeout, prev), progress: d.Progress}).wait(ctx)
+	err = (&rollout.Watch{Client: d.Client, Namespace: d.Namespace, App: a.Name, Release: v,
+		Generations: generations(got), Idle: idleTimeout(timeout, prev), Progress: d.Progress}).Wait(ctx)
 	if err != nil {
 		return 0, err
 	}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/rollout"
 )
 
 // Reshape changes an app's formation — unit counts, stop and start,
@@ -28,7 +29,7 @@ func Reshape(ctx context.Context, d Deps, appName string, change func(*app.App) 
 // was put back.
 type ReshapeError struct {
 	App     string
-	Failure *Failure
+	Failure *rollout.Failure
 	// Restored is the formation put back, e.g. "web=3, worker=1"; "" when
 	// nothing was restored.
 	Restored string
@@ -185,10 +186,10 @@ func reshape(ctx context.Context, d Deps, appName string, c RecordChange, opts O
 	if opts.NoWait {
 		return res, nil
 	}
-	err = (&rollout{client: d.Client, namespace: d.Namespace, app: a.Name, release: a.Release,
-		generations: generations(got), idle: opts.Timeout, progress: d.Progress}).wait(ctx)
+	err = (&rollout.Watch{Client: d.Client, Namespace: d.Namespace, App: a.Name, Release: a.Release,
+		Generations: generations(got), Idle: opts.Timeout, Progress: d.Progress}).Wait(ctx)
 	res.DurationMS = time.Since(start).Milliseconds()
-	f, ok := err.(*Failure)
+	f, ok := err.(*rollout.Failure)
 	if !ok {
 		return res, t.Explain(err)
 	}
@@ -228,8 +229,8 @@ func restoreFormation(ctx context.Context, d Deps, store *app.Store, appName str
 	if err := removeStale(ctx, d.Client, d.Namespace, a.Name, objs); err != nil {
 		return nil, err
 	}
-	err = (&rollout{client: d.Client, namespace: d.Namespace, app: a.Name, release: a.Release,
-		generations: generations(got), idle: timeout, progress: d.Progress, countsOnly: true}).wait(ctx)
+	err = (&rollout.Watch{Client: d.Client, Namespace: d.Namespace, App: a.Name, Release: a.Release,
+		Generations: generations(got), Idle: timeout, Progress: d.Progress, CountsOnly: true}).Wait(ctx)
 	return a, err
 }
 

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/rollout"
 	"tug.dev/tug/pkg/usage"
 )
 
@@ -176,8 +177,8 @@ func TestReshapeScaleIsAllOrNothing(t *testing.T) {
 	if want := `changing the units of app "shop" failed: web units cannot be placed on any node: 0/2 nodes are available: 2 Insufficient cpu.; restored the previous units (web=1, worker=1)`; err.Error() != want {
 		t.Errorf("error = %q\nwant    %q", err, want)
 	}
-	var f *Failure
-	if !errors.As(err, &f) || f.Class != ClassUnschedulable {
+	var f *rollout.Failure
+	if !errors.As(err, &f) || f.Class != rollout.ClassUnschedulable {
 		t.Errorf("the failure is not reachable with errors.As: %v", f)
 	}
 	if res == nil || res.Failure == nil || res.Processes[0].Units != 1 {
@@ -208,7 +209,7 @@ func TestReshapeNoRollbackKeepsCount(t *testing.T) {
 	_, err := Reshape(ctx, deps(c), "shop", func(a *app.App) error {
 		return a.ApplyScale([]app.ScaleOp{{Process: "web", Op: '=', N: 5}})
 	}, Options{Timeout: 5 * time.Second, NoRollback: true})
-	var f *Failure
+	var f *rollout.Failure
 	if !errors.As(err, &f) || f.ExitCode() != 13 {
 		t.Fatalf("Reshape = %v", err)
 	}

@@ -20,12 +20,14 @@ var (
 	lease           = deploytest.Lease
 	getLease        = deploytest.GetLease
 	acquire         = deploytest.Acquire
+	dep             = deploytest.Deployment
 	done            = deploytest.Done
 	pod             = deploytest.Pod
 	crashPod        = deploytest.CrashPod
 	waiting         = deploytest.Waiting
 	terminated      = deploytest.Terminated
 	running         = deploytest.Running
+	imagePod        = deploytest.ImagePod
 )
 
 type (

@@ -12,6 +12,7 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/rollout"
 )
 
 // interruptedReason is the failure reason of a release whose rollout stopped.
@@ -156,7 +157,7 @@ func runsFully(deps []appsv1.Deployment, r *app.Release) bool {
 	}
 	for proc := range r.Processes {
 		d := byProc[proc]
-		if d == nil || d.Spec.Template.Labels[kube.LabelRelease] != strconv.Itoa(r.Version) || !rolledOut(d, d.Generation) {
+		if d == nil || d.Spec.Template.Labels[kube.LabelRelease] != strconv.Itoa(r.Version) || !rollout.RolledOut(d) {
 			return false
 		}
 	}

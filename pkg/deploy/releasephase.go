@@ -9,16 +9,9 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/rollout"
 	"tug.dev/tug/pkg/text"
 )
-
-// CodeReleasePhase is the exit code of a rollout whose release phase failed
-// (docs/exit-codes.md).
-const CodeReleasePhase = 17
-
-// ClassReleasePhase is the failure class of a release phase that exited
-// non-zero; its exit code is CodeReleasePhase.
-const ClassReleasePhase Class = "release-phase"
 
 // What a result's releasePhase says happened to the release phase.
 const (
@@ -63,7 +56,7 @@ type ReleasePhaseError struct {
 	Previous int    // the release that keeps running; 0 when none
 	Process  string // whose pod template the phase's unit copied
 	// Result is the rollout's result (status failed, the failure of class
-	// ClassReleasePhase), for -o json; Roll fills it in.
+	// rollout.ClassReleasePhase), for -o json; Roll fills it in.
 	Result *Result
 }
 
@@ -80,8 +73,8 @@ func (e *ReleasePhaseError) Error() string {
 	return msg
 }
 
-// ExitCode is CodeReleasePhase, whatever the command's own code.
-func (e *ReleasePhaseError) ExitCode() int { return CodeReleasePhase }
+// ExitCode is rollout.CodeReleasePhase, whatever the command's own code.
+func (e *ReleasePhaseError) ExitCode() int { return rollout.CodeReleasePhase }
 
 // WithReleaseCommand makes change's release carry a release-phase command
 // (a Procfile's release: entry), which Roll runs before the rollout.
@@ -158,9 +151,9 @@ func releasePhase(ctx context.Context, d Deps, a *app.App, r *app.Release, confi
 
 // releasePhaseFailure is the Failure a result carries for a release phase
 // that exited non-zero.
-func releasePhaseFailure(e *ReleasePhaseError) *Failure {
+func releasePhaseFailure(e *ReleasePhaseError) *rollout.Failure {
 	code := int32(e.Code)
-	return &Failure{Class: ClassReleasePhase, Process: e.Process, Message: e.Reason(), ContainerExitCode: &code}
+	return &rollout.Failure{Class: rollout.ClassReleasePhase, Process: e.Process, Message: e.Reason(), ContainerExitCode: &code}
 }
 
 // plannedReleasePhase is a dry run's word on the release phase: the plan

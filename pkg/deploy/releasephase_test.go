@@ -13,6 +13,7 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/rollout"
 )
 
 func TestRollRunsReleasePhaseBeforeApplying(t *testing.T) {
@@ -97,7 +98,7 @@ func TestRollReleasePhaseFailureAppliesNothing(t *testing.T) {
 	}
 	// the result -o json prints: failed, why, the phase's own exit code
 	if phase.Result != res || res.Status != app.StatusFailed || res.Release != 2 || res.RolledBackTo != 0 ||
-		res.Failure == nil || res.Failure.Class != ClassReleasePhase || res.Failure.ExitCode() != 17 ||
+		res.Failure == nil || res.Failure.Class != rollout.ClassReleasePhase || res.Failure.ExitCode() != 17 ||
 		res.Failure.Message != "release phase exited with code 4" || res.Failure.Process != "web" ||
 		res.Failure.ContainerExitCode == nil || *res.Failure.ContainerExitCode != 4 {
 		t.Errorf("result = %+v, failure %+v", res, res.Failure)
@@ -248,7 +249,7 @@ func TestEnvChangeRunsReleasePhase(t *testing.T) {
 	p.code = 4
 	res, err = Roll(ctx, d, "shop", EnvChange(app.ConfigMap{"COLOR": "green"}, nil, ""), Options{NoWait: true})
 	var phase *ReleasePhaseError
-	if !errors.As(err, &phase) || phase.ExitCode() != CodeReleasePhase || res == nil || res.Status != app.StatusFailed {
+	if !errors.As(err, &phase) || phase.ExitCode() != rollout.CodeReleasePhase || res == nil || res.Status != app.StatusFailed {
 		t.Fatalf("Roll = %+v, %v", res, err)
 	}
 	if got := p.runs[2]; got.spec.Release != 4 || got.config["COLOR"] != "green" {

@@ -4,22 +4,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"tug.dev/tug/pkg/rollout"
 )
 
-// StartFailure is the part of a rollout's diagnosis that applies to any pod
-// of an app, one-off runs included: why its container cannot start in a
-// way that waiting will not fix (the image cannot be pulled, the container
-// cannot be created as configured, no node can take it). It is nil while
-// the pod may still start, and for what happens after a start (a crash, a
-// failing probe), which only a rollout judges.
-func StartFailure(p *corev1.Pod, now time.Time) *Failure {
-	f := diagnosePod(p, now)
-	if f == nil {
-		return nil
-	}
-	switch f.Class {
-	case ClassImagePull, ClassConfig, ClassUnschedulable:
-		return f
-	}
-	return nil
-}
+// StartFailure is rollout.StartFailure, for pkg/build, which another
+// branch edits now; it goes once that calls rollout.StartFailure.
+func StartFailure(p *corev1.Pod, now time.Time) *rollout.Failure { return rollout.StartFailure(p, now) }

@@ -21,6 +21,7 @@ import (
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/progress"
+	"tug.dev/tug/pkg/rollout"
 	"tug.dev/tug/pkg/text"
 	"tug.dev/tug/pkg/usage"
 )
@@ -229,7 +230,7 @@ func (r *runner) run(ctx context.Context, tty bool, what string) (int, error) {
 		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			return true, nil
 		}
-		if f := deploy.StartFailure(p, time.Now()); f != nil {
+		if f := rollout.StartFailure(p, time.Now()); f != nil {
 			return true, f
 		}
 		if why := waitingReason(p, r.container); !routineWait[why] {
@@ -293,7 +294,7 @@ func (r *runner) end(msg string) {
 func (r *runner) fail(err error) {
 	if r.spinning && !errors.Is(err, context.Canceled) {
 		r.spinning = false
-		var f *deploy.Failure
+		var f *rollout.Failure
 		if errors.As(err, &f) {
 			r.progress.Fail(fmt.Sprintf("%s cannot start", r.name))
 		} else {

@@ -15,7 +15,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"tug.dev/tug/pkg/app"
-	"tug.dev/tug/pkg/deploy"
+	"tug.dev/tug/pkg/rollout"
 	"tug.dev/tug/pkg/usage"
 )
 
@@ -168,7 +168,7 @@ func TestRunThatCannotStartSaysWhy(t *testing.T) {
 	h.nextWatch()
 	h.setState(corev1.PodPending, corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull", Message: "not found"}})
 	err := waitRun(t, done)
-	var f *deploy.Failure
+	var f *rollout.Failure
 	if !errors.As(err, &f) || f.ExitCode() != 10 || !strings.Contains(f.Error(), "img:v1") {
 		t.Fatalf("an image that cannot be pulled: %v", err)
 	}

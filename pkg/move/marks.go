@@ -13,6 +13,7 @@ import (
 	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/lifecycle"
 	"tug.dev/tug/pkg/progress"
+	"tug.dev/tug/pkg/rollout"
 )
 
 // finish drops the target's mark (d) and removes the superseded source
@@ -158,7 +159,7 @@ func RolledOut(ctx context.Context, d deploy.Deps, appName string) (bool, error)
 	}
 	for i := range deps.Items {
 		dep := &deps.Items[i]
-		if dep.Spec.Template.Labels[kube.LabelRelease] != strconv.Itoa(a.Release) || !deploy.RolledOut(dep) {
+		if dep.Spec.Template.Labels[kube.LabelRelease] != strconv.Itoa(a.Release) || !rollout.RolledOut(dep) {
 			return false, nil
 		}
 	}

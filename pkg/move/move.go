@@ -37,6 +37,7 @@ import (
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/lifecycle"
 	"tug.dev/tug/pkg/progress"
+	"tug.dev/tug/pkg/rollout"
 	"tug.dev/tug/pkg/usage"
 )
 
@@ -96,20 +97,20 @@ type Result struct {
 	Serving End `json:"serving"`
 	// Failure says why a failed or unfinished move stopped: the target
 	// rollout's diagnosis (class image-pull, crash, ...), or class
-	// deploy.ClassError with the error's message; with "moved", what is
+	// rollout.ClassError with the error's message; with "moved", what is
 	// left of the old copy to report (units stuck terminating).
-	Failure    *deploy.Failure `json:"failure,omitempty"`
-	DurationMS int64           `json:"durationMs"`
+	Failure    *rollout.Failure `json:"failure,omitempty"`
+	DurationMS int64            `json:"durationMs"`
 }
 
 // failureOf is why a move stopped, for its result.
-func failureOf(err error) *deploy.Failure {
+func failureOf(err error) *rollout.Failure {
 	var rolled *deploy.Error
 	if errors.As(err, &rolled) && rolled.Result != nil && rolled.Result.Failure != nil {
 		f := *rolled.Result.Failure
 		return &f
 	}
-	return &deploy.Failure{Class: deploy.ClassError, Message: err.Error()}
+	return &rollout.Failure{Class: rollout.ClassError, Message: err.Error()}
 }
 
 // mover is one move under way: the two sides, the locks it holds there

@@ -22,6 +22,7 @@ import (
 	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/lifecycle"
 	"tug.dev/tug/pkg/lock"
+	"tug.dev/tug/pkg/rollout"
 	"tug.dev/tug/pkg/usage"
 )
 
@@ -104,7 +105,7 @@ func TestMoveFailureLeavesTheAppWhereItWas(t *testing.T) {
 		t.Fatalf("Move = %+v, %v; want a Error carrying the crash, and a result", res, err)
 	}
 	// the result says so: failed, the crash's diagnosis, serving in the source
-	if res.Status != "failed" || res.Failure == nil || res.Failure.Class != deploy.ClassCrash || res.Serving != res.From || res.From.Cluster != "beta" {
+	if res.Status != "failed" || res.Failure == nil || res.Failure.Class != rollout.ClassCrash || res.Serving != res.From || res.From.Cluster != "beta" {
 		t.Errorf("result of a failed move: %+v failure %+v", res, res.Failure)
 	}
 	a := getApp(t, from, "shop")
@@ -248,7 +249,7 @@ func TestMoveUnfinishedResult(t *testing.T) {
 	if !errors.As(err, &un) || res == nil {
 		t.Fatalf("Move = %+v, %v; want an UnfinishedError and a result", res, err)
 	}
-	if res.Status != "unfinished" || res.Serving != res.To || res.Failure == nil || res.Failure.Class != deploy.ClassError || res.Failure.Message == "" {
+	if res.Status != "unfinished" || res.Serving != res.To || res.Failure == nil || res.Failure.Class != rollout.ClassError || res.Failure.Message == "" {
 		t.Errorf("result of an unfinished move: %+v failure %+v", res, res.Failure)
 	}
 	if a := getApp(t, from, "shop"); a.Move == nil || !a.Move.Superseded {

@@ -144,6 +144,18 @@ func Acquire(t *testing.T, c *fake.Clientset, holder lock.Holder) *lock.Lock {
 	return l
 }
 
+// Deployment is shop's Deployment of process proc: replicas units, at
+// generation gen, with status st.
+func Deployment(proc string, replicas int32, gen int64, st appsv1.DeploymentStatus) *appsv1.Deployment {
+	l := kube.AppLabels("shop")
+	l[kube.LabelProcess] = proc
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "shop-" + proc, Namespace: Namespace, Labels: l, Generation: gen},
+		Spec:       appsv1.DeploymentSpec{Replicas: &replicas},
+		Status:     st,
+	}
+}
+
 // Done is the status of a Deployment of n units that rolled out
 // generation gen.
 func Done(n int32, gen int64) appsv1.DeploymentStatus {
@@ -179,6 +191,12 @@ func CrashPod(rel string) *corev1.Pod {
 		p.Status.ContainerStatuses[0].RestartCount = 2
 		p.Status.ContainerStatuses[0].LastTerminationState.Terminated = Terminated("Error", 3, "")
 	})
+}
+
+// ImagePod is a ready web unit of release rel whose container runs
+// imageID (its status says so).
+func ImagePod(name, rel, imageID string) *corev1.Pod {
+	return Pod(name, "web", rel, true, func(p *corev1.Pod) { p.Status.ContainerStatuses[0].ImageID = imageID })
 }
 
 // Waiting is a container state waiting for reason.

@@ -1,4 +1,4 @@
-package deploy
+package rollout
 
 import (
 	"context"
@@ -24,16 +24,6 @@ import (
 	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/progress"
 )
-
-func dep(proc string, replicas int32, gen int64, st appsv1.DeploymentStatus) *appsv1.Deployment {
-	l := kube.AppLabels("shop")
-	l[kube.LabelProcess] = proc
-	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "shop-" + proc, Namespace: ns, Labels: l, Generation: gen},
-		Spec:       appsv1.DeploymentSpec{Replicas: &replicas},
-		Status:     st,
-	}
-}
 
 func deleting(p *corev1.Pod) {
 	now := metav1.Now()
@@ -65,9 +55,9 @@ func TestRolledOut(t *testing.T) {
 	}
 }
 
-func newRollout(c *fake.Clientset, release int, gens map[string]int64, deps []*appsv1.Deployment, pods []*corev1.Pod) *rollout {
-	r := &rollout{client: c, namespace: ns, app: "shop", release: release, generations: gens,
-		idle: time.Minute, progress: progress.Nop{},
+func newRollout(c *fake.Clientset, release int, gens map[string]int64, deps []*appsv1.Deployment, pods []*corev1.Pod) *Watch {
+	r := &Watch{Client: c, Namespace: ns, App: "shop", Release: release, Generations: gens,
+		Idle: time.Minute, Progress: progress.Nop{},
 		deployments: map[string]*appsv1.Deployment{}}
 	for _, d := range deps {
 		r.deployments[d.Name] = d
@@ -250,9 +240,9 @@ func TestRolloutWait(t *testing.T) {
 	t.Run("already rolled out", func(t *testing.T) {
 		c := fakeClient(dep("web", 2, 3, done(2, 3)), pod("n1", "web", "7", true), pod("n2", "web", "7", true))
 		rec := &recorder{}
-		r := &rollout{client: c, namespace: ns, app: "shop", release: 7,
-			generations: map[string]int64{"shop-web": 3}, idle: time.Minute, progress: rec}
-		if err := r.wait(context.Background()); err != nil {
+		r := &Watch{Client: c, Namespace: ns, App: "shop", Release: 7,
+			Generations: map[string]int64{"shop-web": 3}, Idle: time.Minute, Progress: rec}
+		if err := r.Wait(context.Background()); err != nil {
 			t.Fatalf("wait = %v", err)
 		}
 	})
@@ -262,20 +252,20 @@ func TestRolloutWait(t *testing.T) {
 			p.Status.ContainerStatuses[0].State = waiting("ErrImagePull", "not found")
 		})
 		c := fakeClient(dep("web", 1, 1, done(1, 0)), bad)
-		r := &rollout{client: c, namespace: ns, app: "shop", release: 7,
-			generations: map[string]int64{"shop-web": 1}, idle: time.Minute, progress: progress.Nop{}}
+		r := &Watch{Client: c, Namespace: ns, App: "shop", Release: 7,
+			Generations: map[string]int64{"shop-web": 1}, Idle: time.Minute, Progress: progress.Nop{}}
 		var f *Failure
-		if err := r.wait(context.Background()); !errors.As(err, &f) || f.Class != ClassImagePull {
+		if err := r.Wait(context.Background()); !errors.As(err, &f) || f.Class != ClassImagePull {
 			t.Fatalf("wait = %v, want an image pull failure", err)
 		}
 	})
 	t.Run("events finish the rollout", func(t *testing.T) {
 		c := fakeClient(dep("web", 1, 2, done(1, 1)))
 		lines := make(chan string, 16)
-		r := &rollout{client: c, namespace: ns, app: "shop", release: 7,
-			generations: map[string]int64{"shop-web": 2}, idle: time.Minute, progress: chanProgress(lines)}
+		r := &Watch{Client: c, Namespace: ns, App: "shop", Release: 7,
+			Generations: map[string]int64{"shop-web": 2}, Idle: time.Minute, Progress: chanProgress(lines)}
 		errc := make(chan error, 1)
-		go func() { errc <- r.wait(context.Background()) }()
+		go func() { errc <- r.Wait(context.Background()) }()
 
 		// The first progress line comes after the LIST; the fake's watch
 		// starts from the LIST's resourceVersion, so the writes below reach
@@ -329,10 +319,10 @@ func TestRolloutWait(t *testing.T) {
 			return false, nil, nil
 		})
 		lines := make(chan string, 16)
-		r := &rollout{client: c, namespace: ns, app: "shop", release: 7,
-			generations: map[string]int64{"shop-web": 2}, idle: time.Minute, progress: chanProgress(lines)}
+		r := &Watch{Client: c, Namespace: ns, App: "shop", Release: 7,
+			Generations: map[string]int64{"shop-web": 2}, Idle: time.Minute, Progress: chanProgress(lines)}
 		errc := make(chan error, 1)
-		go func() { errc <- r.wait(context.Background()) }()
+		go func() { errc <- r.Wait(context.Background()) }()
 		select {
 		case <-lines:
 		case err := <-errc:
@@ -364,18 +354,18 @@ func TestRolloutWait(t *testing.T) {
 		c.PrependWatchReactor("pods", func(k8stesting.Action) (bool, watch.Interface, error) {
 			return true, nil, apierrors.NewForbidden(corev1.Resource("pods"), "", errors.New("no"))
 		})
-		r := &rollout{client: c, namespace: ns, app: "shop", release: 7,
-			generations: map[string]int64{"shop-web": 2}, idle: time.Minute, progress: progress.Nop{}}
-		if err := r.wait(context.Background()); !apierrors.IsForbidden(err) {
+		r := &Watch{Client: c, Namespace: ns, App: "shop", Release: 7,
+			Generations: map[string]int64{"shop-web": 2}, Idle: time.Minute, Progress: progress.Nop{}}
+		if err := r.Wait(context.Background()); !apierrors.IsForbidden(err) {
 			t.Fatalf("wait = %v, want the 403", err)
 		}
 	})
 	t.Run("no progress times out", func(t *testing.T) {
 		c := fakeClient(dep("web", 1, 2, done(1, 1)))
-		r := &rollout{client: c, namespace: ns, app: "shop", release: 7,
-			generations: map[string]int64{"shop-web": 2}, idle: 30 * time.Millisecond, progress: progress.Nop{}}
+		r := &Watch{Client: c, Namespace: ns, App: "shop", Release: 7,
+			Generations: map[string]int64{"shop-web": 2}, Idle: 30 * time.Millisecond, Progress: progress.Nop{}}
 		var f *Failure
-		err := r.wait(context.Background())
+		err := r.Wait(context.Background())
 		if !errors.As(err, &f) || f.Class != ClassTimeout {
 			t.Fatalf("wait = %v, want a timeout", err)
 		}
@@ -390,9 +380,9 @@ func TestRolloutWait(t *testing.T) {
 		c := fakeClient(dep("web", 1, 2, done(1, 1)))
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		r := &rollout{client: c, namespace: ns, app: "shop", release: 7,
-			generations: map[string]int64{"shop-web": 2}, idle: time.Minute, progress: progress.Nop{}}
-		if err := r.wait(ctx); !errors.Is(err, context.Canceled) {
+		r := &Watch{Client: c, Namespace: ns, App: "shop", Release: 7,
+			Generations: map[string]int64{"shop-web": 2}, Idle: time.Minute, Progress: progress.Nop{}}
+		if err := r.Wait(ctx); !errors.Is(err, context.Canceled) {
 			t.Fatalf("wait = %v, want context.Canceled", err)
 		}
 	})
@@ -401,9 +391,9 @@ func TestRolloutWait(t *testing.T) {
 		c.PrependReactor("list", "deployments", func(k8stesting.Action) (bool, runtime.Object, error) {
 			return true, nil, errors.New("boom")
 		})
-		r := &rollout{client: c, namespace: ns, app: "shop", release: 7,
-			generations: map[string]int64{"shop-web": 2}, idle: time.Minute, progress: progress.Nop{}}
-		if err := r.wait(context.Background()); err == nil || !strings.Contains(err.Error(), "boom") {
+		r := &Watch{Client: c, Namespace: ns, App: "shop", Release: 7,
+			Generations: map[string]int64{"shop-web": 2}, Idle: time.Minute, Progress: progress.Nop{}}
+		if err := r.Wait(context.Background()); err == nil || !strings.Contains(err.Error(), "boom") {
 			t.Fatalf("wait = %v, want the list error", err)
 		}
 	})
@@ -523,10 +513,10 @@ func TestRolloutCountsFollowChanges(t *testing.T) {
 func TestRolloutWaitPerEvent(t *testing.T) {
 	c := fakeClient(dep("web", 2, 2, done(2, 1)), pod("o1", "web", "6", true), pod("o2", "web", "6", true))
 	lines := make(chan string, 16)
-	r := &rollout{client: c, namespace: ns, app: "shop", release: 7,
-		generations: map[string]int64{"shop-web": 2}, idle: time.Minute, progress: chanProgress(lines)}
+	r := &Watch{Client: c, Namespace: ns, App: "shop", Release: 7,
+		Generations: map[string]int64{"shop-web": 2}, Idle: time.Minute, Progress: chanProgress(lines)}
 	errc := make(chan error, 1)
-	go func() { errc <- r.wait(context.Background()) }()
+	go func() { errc <- r.Wait(context.Background()) }()
 	next := func(want string) {
 		t.Helper()
 		select {
@@ -595,5 +585,22 @@ func BenchmarkRolloutPodEvent(b *testing.B) {
 				_ = r.summary()
 			}
 		})
+	}
+}
+
+// Units that disagree on what they run (a tag moved mid-rollout on one node)
+// record nothing: a redeploy runs the tag, as before.
+func TestRolloutImageIDDisagreement(t *testing.T) {
+	a := "sha256:" + strings.Repeat("a", 64)
+	b := "sha256:" + strings.Repeat("b", 64)
+	r := &Watch{Release: 2, pods: map[string]*corev1.Pod{
+		"x": imagePod("x", "2", "r/s@"+a), "y": imagePod("y", "2", "r/s@"+b), "old": imagePod("old", "1", "r/s@"+b),
+	}}
+	if got := r.ImageID(); got != "" {
+		t.Errorf("imageID = %q, want none", got)
+	}
+	delete(r.pods, "y")
+	if got := r.ImageID(); got != "r/s@"+a {
+		t.Errorf("imageID = %q, want the new release's", got)
 	}
 }

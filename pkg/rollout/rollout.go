@@ -1,4 +1,13 @@
-package deploy
+// Package rollout waits for a release's Deployments to roll out, and says
+// why they did not: a Watch follows the app's Deployments and units (one
+// list and watch of each) until every Deployment has rolled out, or ends
+// with a *Failure whose Class (image-pull, crash, config, unschedulable,
+// unready, timeout) has its own exit code (docs/exit-codes.md), diagnosed
+// from the units themselves (the last log lines of a crash, a probe's
+// message). StartFailure is the part of that diagnosis that applies to any
+// pod: one-off runs, release phases and builds use it too. pkg/deploy
+// waits through it after every apply.
+package rollout
 
 import (
 	"context"
@@ -21,21 +30,24 @@ import (
 	"tug.dev/tug/pkg/text"
 )
 
-// rollout is one wait for a release's Deployments to finish rolling out.
-type rollout struct {
-	client    kubernetes.Interface
-	namespace string
-	app       string
-	release   int
-	// generation of each Deployment as applied; a status older than that
-	// describes the previous spec.
-	generations map[string]int64
-	idle        time.Duration // fail when nothing changes for this long
-	progress    progress.Reporter
-	// countsOnly waits for the Deployments alone, diagnosing no unit: for
+// Watch is one wait for a release's Deployments to finish rolling out:
+// Wait watches them and the release's units until they run, or fail in a
+// way that waiting will not fix (a *Failure says how and why), or make no
+// progress for Idle.
+type Watch struct {
+	Client    kubernetes.Interface
+	Namespace string
+	App       string
+	Release   int
+	// Generations are each Deployment's generation as applied; a status
+	// older than that describes the previous spec.
+	Generations map[string]int64
+	Idle        time.Duration // fail when nothing changes for this long
+	Progress    progress.Reporter
+	// CountsOnly waits for the Deployments alone, diagnosing no unit: for
 	// putting back fewer units, when the failed extra ones are still on
 	// their way out.
-	countsOnly bool
+	CountsOnly bool
 
 	deployments map[string]*appsv1.Deployment
 	pods        map[string]*corev1.Pod // by name
@@ -47,30 +59,30 @@ type rollout struct {
 	lastLine string
 }
 
-// wait watches the app's Deployments and pods (one LIST and one WATCH each,
+// Wait watches the app's Deployments and pods (one LIST and one WATCH each,
 // resumed or listed again as kube.Until does) until every Deployment has
 // rolled out, a unit of the new release fails in a way waiting will not fix,
-// or nothing has changed for r.idle.
+// or nothing has changed for r.Idle.
 //
 // A pod's change diagnoses that pod alone; every unit is looked at after a
 // list and once a second, when the time-based rules (a unit unschedulable or
 // unready for too long) may have come due with no event.
-func (r *rollout) wait(ctx context.Context) error {
+func (r *Watch) Wait(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	sel := metav1.ListOptions{LabelSelector: kube.AppSelector(r.app)}
+	sel := metav1.ListOptions{LabelSelector: kube.AppSelector(r.App)}
 	deps := make(chan map[string]*appsv1.Deployment)
 	pods := make(chan kube.Change[*corev1.Pod])
 	errs := make(chan error, 2)
-	go func() { errs <- kube.Until(ctx, kube.Deployments(r.client, r.namespace, sel), forward(ctx, deps)) }()
+	go func() { errs <- kube.Until(ctx, kube.Deployments(r.Client, r.Namespace, sel), forward(ctx, deps)) }()
 	go func() {
-		errs <- kube.UntilChange(ctx, kube.Pods(r.client, r.namespace, sel), forwardChanges(ctx, pods))
+		errs <- kube.UntilChange(ctx, kube.Pods(r.Client, r.Namespace, sel), forwardChanges(ctx, pods))
 	}()
 	r.deployments, r.pods = nil, nil
 
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	idle := time.NewTimer(r.idle)
+	idle := time.NewTimer(r.Idle)
 	defer idle.Stop()
 	lookAtAll := true
 	var changed *corev1.Pod
@@ -90,14 +102,14 @@ func (r *rollout) wait(ctx context.Context) error {
 			}
 			if line := r.summary(); line != r.lastLine {
 				r.lastLine = line
-				r.progress.Update(line)
+				r.Progress.Update(line)
 				if !idle.Stop() {
 					select {
 					case <-idle.C:
 					default:
 					}
 				}
-				idle.Reset(r.idle)
+				idle.Reset(r.Idle)
 			}
 		}
 		changed = nil
@@ -124,7 +136,7 @@ func (r *rollout) wait(ctx context.Context) error {
 			lookAtAll = true
 		case <-idle.C:
 			return &Failure{Class: ClassTimeout, Reason: "Timeout",
-				Message: fmt.Sprintf("no progress for %s: %s", r.idle, r.lastLine)}
+				Message: fmt.Sprintf("no progress for %s: %s", r.Idle, r.lastLine)}
 		}
 	}
 }
@@ -176,7 +188,7 @@ func keyedByName[T kube.Object](objs map[string]T) map[string]T {
 // check reports done when every Deployment has rolled out, or the failure
 // of a unit of the new release, looking at every unit (in name order, so
 // the same state always names the same unit).
-func (r *rollout) check(ctx context.Context, now time.Time) (bool, error) {
+func (r *Watch) check(ctx context.Context, now time.Time) (bool, error) {
 	for _, p := range r.sortedPods() {
 		if done, err := r.checkUnit(ctx, p, now); done {
 			return done, err
@@ -187,7 +199,7 @@ func (r *rollout) check(ctx context.Context, now time.Time) (bool, error) {
 
 // checkChanged is check after one pod changed (nil: none did, only a
 // Deployment): that unit alone can have newly failed.
-func (r *rollout) checkChanged(ctx context.Context, p *corev1.Pod, now time.Time) (bool, error) {
+func (r *Watch) checkChanged(ctx context.Context, p *corev1.Pod, now time.Time) (bool, error) {
 	if p != nil {
 		if done, err := r.checkUnit(ctx, p, now); done {
 			return done, err
@@ -198,8 +210,8 @@ func (r *rollout) checkChanged(ctx context.Context, p *corev1.Pod, now time.Time
 
 // checkUnit reports the failure of p when it is a unit of the new release
 // that failed in a way waiting will not fix.
-func (r *rollout) checkUnit(ctx context.Context, p *corev1.Pod, now time.Time) (bool, error) {
-	if r.countsOnly || p.Labels[kube.LabelRelease] != strconv.Itoa(r.release) || p.DeletionTimestamp != nil || p.Labels[kube.LabelKind] == "run" {
+func (r *Watch) checkUnit(ctx context.Context, p *corev1.Pod, now time.Time) (bool, error) {
+	if r.CountsOnly || p.Labels[kube.LabelRelease] != strconv.Itoa(r.Release) || p.DeletionTimestamp != nil || p.Labels[kube.LabelKind] == "run" {
 		return false, nil
 	}
 	if f := diagnosePod(p, now); f != nil {
@@ -211,8 +223,8 @@ func (r *rollout) checkUnit(ctx context.Context, p *corev1.Pod, now time.Time) (
 
 // checkDeployments reports done when every Deployment has rolled out, and
 // a Deployment's own verdict that it cannot.
-func (r *rollout) checkDeployments() (bool, error) {
-	for name, gen := range r.generations {
+func (r *Watch) checkDeployments() (bool, error) {
+	for name, gen := range r.Generations {
 		d, ok := r.deployments[name]
 		if !ok {
 			return false, nil
@@ -246,7 +258,7 @@ func rolledOut(d *appsv1.Deployment, gen int64) bool {
 
 // explain adds what the unit itself says: the last log lines of a crash,
 // the probe's message for a unit that never gets ready.
-func (r *rollout) explain(ctx context.Context, p *corev1.Pod, f *Failure) {
+func (r *Watch) explain(ctx context.Context, p *corev1.Pod, f *Failure) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	switch f.Class {
@@ -261,14 +273,14 @@ func (r *rollout) explain(ctx context.Context, p *corev1.Pod, f *Failure) {
 
 const crashLogLines = 20
 
-func (r *rollout) lastLogs(ctx context.Context, p *corev1.Pod) []string {
+func (r *Watch) lastLogs(ctx context.Context, p *corev1.Pod) []string {
 	var restarts int32
 	for _, c := range p.Status.ContainerStatuses {
 		restarts += c.RestartCount
 	}
 	tail := int64(crashLogLines)
 	for _, previous := range []bool{restarts > 0, false} {
-		b, err := r.client.CoreV1().Pods(r.namespace).GetLogs(p.Name, &corev1.PodLogOptions{Previous: previous, TailLines: &tail}).DoRaw(ctx)
+		b, err := r.Client.CoreV1().Pods(r.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Previous: previous, TailLines: &tail}).DoRaw(ctx)
 		if err == nil && len(b) > 0 && !kubeletLogError(string(b)) {
 			return strings.Split(strings.TrimRight(string(b), "\n"), "\n")
 		}
@@ -285,9 +297,9 @@ func kubeletLogError(body string) bool {
 		(strings.HasPrefix(body, "unable to retrieve container logs for ") || strings.HasPrefix(body, "failed to try resolving symlinks"))
 }
 
-func (r *rollout) lastEvent(ctx context.Context, p *corev1.Pod, reason string) string {
+func (r *Watch) lastEvent(ctx context.Context, p *corev1.Pod, reason string) string {
 	sel := fields.Set{"involvedObject.kind": "Pod", "involvedObject.name": p.Name, "reason": reason}.AsSelector().String()
-	evs, err := r.client.CoreV1().Events(r.namespace).List(ctx, metav1.ListOptions{FieldSelector: sel})
+	evs, err := r.Client.CoreV1().Events(r.Namespace).List(ctx, metav1.ListOptions{FieldSelector: sel})
 	if err != nil || len(evs.Items) == 0 {
 		return ""
 	}
@@ -302,7 +314,7 @@ func eventTime(e corev1.Event) time.Time {
 	return e.EventTime.Time
 }
 
-func (r *rollout) sortedPods() []*corev1.Pod {
+func (r *Watch) sortedPods() []*corev1.Pod {
 	out := make([]*corev1.Pod, 0, len(r.pods))
 	for _, p := range r.pods {
 		out = append(out, p)
@@ -328,11 +340,11 @@ const (
 
 type unitCount struct{ ready, old, terminating int }
 
-func (r *rollout) kindOf(p *corev1.Pod) unitKind {
+func (r *Watch) kindOf(p *corev1.Pod) unitKind {
 	k := unitKind{process: p.Labels[kube.LabelProcess]}
 	switch {
 	case p.Labels[kube.LabelKind] == "run":
-	case p.Labels[kube.LabelRelease] != strconv.Itoa(r.release):
+	case p.Labels[kube.LabelRelease] != strconv.Itoa(r.Release):
 		k.state = oldRunning
 		if p.DeletionTimestamp != nil {
 			k.state = oldTerminating
@@ -344,7 +356,7 @@ func (r *rollout) kindOf(p *corev1.Pod) unitKind {
 }
 
 // setPods replaces every pod (after a list), keyed by name.
-func (r *rollout) setPods(pods map[string]*corev1.Pod) {
+func (r *Watch) setPods(pods map[string]*corev1.Pod) {
 	r.pods = make(map[string]*corev1.Pod, len(pods))
 	r.counted = make(map[string]unitKind, len(pods))
 	r.counts = map[string]*unitCount{}
@@ -355,7 +367,7 @@ func (r *rollout) setPods(pods map[string]*corev1.Pod) {
 
 // setPod records p's new state, or that it is gone, and moves it between
 // the counts.
-func (r *rollout) setPod(p *corev1.Pod, deleted bool) {
+func (r *Watch) setPod(p *corev1.Pod, deleted bool) {
 	if r.pods == nil {
 		r.setPods(nil)
 	}
@@ -373,7 +385,7 @@ func (r *rollout) setPod(p *corev1.Pod, deleted bool) {
 	r.count(k, 1)
 }
 
-func (r *rollout) count(k unitKind, n int) {
+func (r *Watch) count(k unitKind, n int) {
 	c := r.counts[k.process]
 	if c == nil {
 		c = &unitCount{}
@@ -391,10 +403,10 @@ func (r *rollout) count(k unitKind, n int) {
 
 // summary is the progress line: per process, new units ready out of wanted,
 // and old units still running or terminating.
-func (r *rollout) summary() string {
+func (r *Watch) summary() string {
 	var procs []string
 	want := map[string]int{}
-	for name := range r.generations {
+	for name := range r.Generations {
 		d := r.deployments[name]
 		if d == nil {
 			continue
@@ -406,7 +418,7 @@ func (r *rollout) summary() string {
 		}
 		procs = append(procs, proc)
 	}
-	sortProcs(procs)
+	app.SortProcesses(procs)
 	parts := make([]string, 0, len(procs))
 	for _, proc := range procs {
 		c := r.counts[proc]
@@ -425,13 +437,13 @@ func (r *rollout) summary() string {
 	return strings.Join(parts, "; ")
 }
 
-// imageID is what the runtime reports the release's units run (their
+// ImageID is what the runtime reports the release's units run (their
 // containers' status imageID, normalized by app.NormalizeImageID) when
 // every unit that reports one agrees; "" otherwise.
-func (r *rollout) imageID() string {
+func (r *Watch) ImageID() string {
 	id := ""
 	for _, p := range r.pods {
-		if p.Labels[kube.LabelRelease] != strconv.Itoa(r.release) || p.DeletionTimestamp != nil || p.Labels[kube.LabelKind] == "run" {
+		if p.Labels[kube.LabelRelease] != strconv.Itoa(r.Release) || p.DeletionTimestamp != nil || p.Labels[kube.LabelKind] == "run" {
 			continue
 		}
 		for _, c := range p.Status.ContainerStatuses {

@@ -1,4 +1,4 @@
-package deploy
+package rollout
 
 import (
 	"fmt"
@@ -23,10 +23,18 @@ const (
 	ClassUnschedulable Class = "unschedulable"
 	ClassUnready       Class = "unready"
 	ClassTimeout       Class = "timeout"
+	// ClassReleasePhase: the release phase (the release's release command,
+	// run before anything of the release rolls out) exited non-zero; its
+	// exit code is CodeReleasePhase.
+	ClassReleasePhase Class = "release-phase"
 	// ClassError is the failure class of a move stopped by anything but a
 	// failed rollout (an API error, a Service that lists no ready unit).
 	ClassError Class = "error"
 )
+
+// CodeReleasePhase is the exit code of a rollout whose release phase failed
+// (docs/exit-codes.md).
+const CodeReleasePhase = 17
 
 var exitCodes = map[Class]int{
 	ClassImagePull:     10,
