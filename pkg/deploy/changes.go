@@ -72,9 +72,6 @@ func (e *RemovalError) Error() string {
 		text.Plural(len(e.Processes), "has", "have"), text.Plural(len(e.Processes), "it", "them"), text.Plural(len(e.Processes), "it", "them"))
 }
 
-// ExitCode: removing what was not asked for is an input error.
-func (e *RemovalError) ExitCode() int { return 2 }
-
 // RemovedProcesses is what a release drops of the one before it, sorted.
 func RemovedProcesses(before, after *app.Release) []string {
 	if before == nil {

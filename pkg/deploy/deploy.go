@@ -136,9 +136,6 @@ func (e *Error) Error() string {
 	return msg
 }
 
-// ExitCode is the exit code of the failure's class (docs/exit-codes.md).
-func (e *Error) ExitCode() int { return e.Result.Failure.ExitCode() }
-
 func (e *Error) Unwrap() error { return e.RollbackErr }
 
 // Roll makes a new release of an app with change and rolls it out: take the

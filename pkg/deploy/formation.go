@@ -48,9 +48,6 @@ func (e *ReshapeError) Error() string {
 	return msg
 }
 
-// ExitCode is the exit code of the failure's class (docs/exit-codes.md).
-func (e *ReshapeError) ExitCode() int { return e.Failure.ExitCode() }
-
 func (e *ReshapeError) Unwrap() error { return e.Failure }
 
 // formation says an app's unit counts as "web=3, worker=1" (autoscaled

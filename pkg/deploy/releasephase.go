@@ -73,9 +73,6 @@ func (e *ReleasePhaseError) Error() string {
 	return msg
 }
 
-// ExitCode is rollout.CodeReleasePhase, whatever the command's own code.
-func (e *ReleasePhaseError) ExitCode() int { return rollout.CodeReleasePhase }
-
 // WithReleaseCommand makes change's release carry a release-phase command
 // (a Procfile's release: entry), which Roll runs before the rollout.
 func WithReleaseCommand(change Change, command string) Change {

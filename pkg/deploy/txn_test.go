@@ -3,6 +3,7 @@ package deploy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -18,6 +19,7 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/lock"
+	"tug.dev/tug/pkg/rollout"
 )
 
 // loseLockOn makes every renewal of a lease in c find another holder, as
@@ -291,5 +293,37 @@ func TestWaitLockGivesUp(t *testing.T) {
 	}
 	if rels, _ := s.ListReleases(context.Background(), "shop"); len(rels) != 0 {
 		t.Errorf("%d releases made while waiting", len(rels))
+	}
+}
+
+// Every failed change shares one shape: its kind and diagnosis decide the
+// exit code, and the kind is found through any wrapping.
+func TestChangeErrorsShareOneShape(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		kind Kind
+		code int
+	}{
+		{&Error{Result: &Result{App: "shop", Release: 2, Failure: &rollout.Failure{Class: rollout.ClassCrash, Message: "web crashed"}}}, KindRollout, 11},
+		{&ReshapeError{App: "shop", Failure: &rollout.Failure{Class: rollout.ClassUnschedulable, Message: "no node"}}, KindFormation, 13},
+		{&ReleasePhaseError{App: "shop", Release: 2, Code: 4}, KindReleasePhase, 17},
+		{&RemovalError{App: "shop", Processes: []string{"worker"}}, KindRefused, 2},
+	} {
+		wrapped := fmt.Errorf("context: %w", c.err)
+		var failed ChangeError
+		if !errors.As(wrapped, &failed) || failed.Kind() != c.kind {
+			t.Errorf("%T: not a ChangeError of kind %s through wrapping (%v)", c.err, c.kind, failed)
+			continue
+		}
+		var coded interface{ ExitCode() int }
+		if !errors.As(wrapped, &coded) || coded.ExitCode() != c.code || failed.Kind().ExitCode(failed.Diagnosis()) != c.code {
+			t.Errorf("%T: exit code %d, kind's %d; want %d", c.err, coded.ExitCode(), failed.Kind().ExitCode(failed.Diagnosis()), c.code)
+		}
+	}
+	if d := (&ReleasePhaseError{App: "shop", Release: 2, Code: 4}).Diagnosis(); d == nil || d.Class != rollout.ClassReleasePhase || *d.ContainerExitCode != 4 {
+		t.Errorf("a release phase's diagnosis %+v", d)
+	}
+	if (&RemovalError{}).Diagnosis() != nil {
+		t.Error("a refusal has no diagnosis")
 	}
 }

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 
+	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/lifecycle"
+	"tug.dev/tug/pkg/rollout"
 )
 
 // Error is a move that failed before the target took over: the app
@@ -53,6 +55,23 @@ func (e *UnfinishedError) Error() string {
 }
 
 func (e *UnfinishedError) Unwrap() error { return e.Err }
+
+// Kind, Diagnosis: a move's errors are deploy.ChangeErrors. They have no
+// exit code of their own: the code is that of what stopped the move.
+func (e *Error) Kind() deploy.Kind                     { return deploy.KindMove }
+func (e *Error) Diagnosis() *rollout.Failure           { return diagnosisOf(e.Err) }
+func (e *UnfinishedError) Kind() deploy.Kind           { return deploy.KindUnfinishedMove }
+func (e *UnfinishedError) Diagnosis() *rollout.Failure { return diagnosisOf(e.Err) }
+
+// diagnosisOf is the diagnosis of the failed change that err is or
+// wraps, if any.
+func diagnosisOf(err error) *rollout.Failure {
+	var failed deploy.ChangeError
+	if errors.As(err, &failed) {
+		return failed.Diagnosis()
+	}
+	return nil
+}
 
 // finishedMove is how a move whose target serves ended, given the error
 // from finishing it: "moved", or "unfinished" with an

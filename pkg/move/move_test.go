@@ -546,3 +546,32 @@ func TestRemoveRefusesAMovesNewCopy(t *testing.T) {
 		t.Errorf("copy left: %v", err)
 	}
 }
+
+// A move's errors are failed changes of the move kinds; their exit code is
+// that of what stopped the move (a failed rollout's), or none of their own.
+func TestMoveErrorsAreChangeErrors(t *testing.T) {
+	rolled := &deploy.Error{Result: &deploy.Result{App: "shop", Failure: &rollout.Failure{Class: rollout.ClassCrash, Message: "web crashed"}}}
+	for _, c := range []struct {
+		err  error
+		kind deploy.Kind
+		diag bool
+		code int
+	}{
+		{&Error{App: "shop", Err: rolled}, deploy.KindMove, true, 11},
+		{&Error{App: "shop", Err: errors.New("boom")}, deploy.KindMove, false, 0},
+		{&UnfinishedError{App: "shop", Err: errors.New("boom")}, deploy.KindUnfinishedMove, false, 0},
+	} {
+		var failed deploy.ChangeError
+		if !errors.As(c.err, &failed) || failed.Kind() != c.kind || (failed.Diagnosis() != nil) != c.diag {
+			t.Errorf("%v: kind %v, diagnosis %v; want %s, diagnosis %v", c.err, failed.Kind(), failed.Diagnosis(), c.kind, c.diag)
+		}
+		code := 0
+		var coded interface{ ExitCode() int }
+		if errors.As(c.err, &coded) {
+			code = coded.ExitCode()
+		}
+		if code != c.code || failed.Kind().ExitCode(nil) != 0 {
+			t.Errorf("%v: exit code %d, want %d", c.err, code, c.code)
+		}
+	}
+}
