@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
@@ -21,13 +22,16 @@ import (
 // applied is what the server returned for the objects of a release.
 type applied struct {
 	deployments map[string]*appsv1.Deployment
+	// routes are the HTTPRoutes as the server returned them.
+	routes []*unstructured.Unstructured
 }
 
 // applyObjects server-side-applies a release's objects as field manager
 // "tug": one write per object. Callers check the objects with guardOwned
 // first, before they store anything. With dryRun the server validates and
 // defaults them (admission included) but stores nothing.
-func applyObjects(ctx context.Context, client kubernetes.Interface, ns string, objs Objects, dryRun bool) (*applied, error) {
+func applyObjects(ctx context.Context, d Deps, objs Objects, dryRun bool) (*applied, error) {
+	client, ns := d.Client, d.Namespace
 	opts := metav1.PatchOptions{FieldManager: kube.FieldManager, Force: new(true)}
 	if dryRun {
 		opts.DryRun = []string{metav1.DryRunAll}
@@ -106,6 +110,13 @@ func applyObjects(ctx context.Context, client kubernetes.Interface, ns string, o
 			return nil, fmt.Errorf("applying autoscaler %s: %w", h.Name, kube.TranslateError(err))
 		}
 	}
+	for _, r := range objs.Routes {
+		got, err := applyRoute(ctx, d, r, opts)
+		if err != nil {
+			return nil, err
+		}
+		out.routes = append(out.routes, got)
+	}
 	return out, nil
 }
 
@@ -113,7 +124,8 @@ func applyObjects(ctx context.Context, client kubernetes.Interface, ns string, o
 // release exists without being the app's: server-side apply with force would
 // take over (and relabel) a Service, Ingress or autoscaler that helm or
 // kubectl made, and a later remove would delete it. One GET per object.
-func guardOwned(ctx context.Context, client kubernetes.Interface, ns string, objs Objects) error {
+func guardOwned(ctx context.Context, d Deps, objs Objects) error {
+	client, ns := d.Client, d.Namespace
 	type target struct {
 		kind, name, app string
 		get             func(name string) (metav1.Object, error)
@@ -147,6 +159,11 @@ func guardOwned(ctx context.Context, client kubernetes.Interface, ns string, obj
 			return client.AutoscalingV2().HorizontalPodAutoscalers(ns).Get(ctx, n, get)
 		}})
 	}
+	for _, r := range objs.Routes {
+		targets = append(targets, target{"HTTPRoute", r.GetName(), r.GetLabels()[kube.LabelApp], func(n string) (metav1.Object, error) {
+			return getRoute(ctx, d, n)
+		}})
+	}
 	for _, t := range targets {
 		obj, err := t.get(t.name)
 		if _, err := kube.CheckOwned(t.kind, ns, t.name, t.app, obj, err); err != nil {
@@ -176,7 +193,8 @@ func liveReplicas(ctx context.Context, client kubernetes.Interface, ns, name str
 
 // removeStale deletes the Deployments (and the Service) of process types the
 // release no longer has: one LIST, and a DELETE only for what must go.
-func removeStale(ctx context.Context, client kubernetes.Interface, ns, appName string, objs Objects) error {
+func removeStale(ctx context.Context, d Deps, appName string, objs Objects) error {
+	client, ns := d.Client, d.Namespace
 	keep := map[string]bool{}
 	for _, d := range objs.Deployments {
 		keep[d.Name] = true
@@ -230,6 +248,9 @@ func removeStale(ctx context.Context, client kubernetes.Interface, ns, appName s
 		}); err != nil {
 			return err
 		}
+	}
+	if err := removeStaleRoutes(ctx, d, appName, objs.Routes); err != nil {
+		return err
 	}
 	if objs.Service == nil {
 		if err := deleteOwned(ctx, appName, func() (metav1.Object, error) {

@@ -138,7 +138,7 @@ func reshape(ctx context.Context, d Deps, appName string, c RecordChange, opts O
 		if r, config, err = store.GetRelease(ctx, appName, a.Release); err != nil {
 			return nil, err
 		}
-		if err := guardOwned(ctx, d.Client, d.Namespace, Render(a, r, config)); err != nil {
+		if err := guardOwned(ctx, d, Render(a, r, config)); err != nil {
 			return nil, err
 		}
 	}
@@ -148,9 +148,18 @@ func reshape(ctx context.Context, d Deps, appName string, c RecordChange, opts O
 			return nil, err
 		}
 	}
+	// the route as the cluster settings give it now, re-resolved with the
+	// change like with every rollout
+	var route *app.Route
+	if r != nil {
+		route = wantRoute(ctx, d, a, r.Pool)
+	}
 	var formationBefore map[string]app.Process // the formation the change started from
 	a, err = store.UpdateApp(ctx, appName, func(x *app.App) error {
 		formationBefore = maps.Clone(x.Processes)
+		if r != nil {
+			x.Route = route
+		}
 		return change(x)
 	})
 	if err != nil {
@@ -174,14 +183,15 @@ func reshape(ctx context.Context, d Deps, appName string, c RecordChange, opts O
 		return nil, err
 	}
 	objs := Render(a, r, config)
-	got, err := applyObjects(ctx, d.Client, d.Namespace, objs, false)
+	got, err := applyObjects(ctx, d, objs, false)
 	if err != nil {
 		return nil, t.explain(err)
 	}
-	if err := removeStale(ctx, d.Client, d.Namespace, a.Name, objs); err != nil {
+	if err := removeStale(ctx, d, a.Name, objs); err != nil {
 		return nil, t.explain(err)
 	}
 	res := result(a, r, app.StatusDeployed, start)
+	res.URLs = URLs(a)
 	if opts.NoWait {
 		return res, nil
 	}
@@ -190,6 +200,10 @@ func reshape(ctx context.Context, d Deps, appName string, c RecordChange, opts O
 	res.DurationMS = time.Since(start).Milliseconds()
 	f, ok := err.(*Failure)
 	if !ok {
+		if err == nil {
+			res.Routing, err = confirmRouted(ctx, d, a, got.routes, opts.Probe)
+			res.DurationMS = time.Since(start).Milliseconds()
+		}
 		return res, t.explain(err)
 	}
 	res.Failure = f
@@ -221,11 +235,11 @@ func restoreFormation(ctx context.Context, d Deps, store *app.Store, appName str
 		return nil, err
 	}
 	objs := Render(a, r, config)
-	got, err := applyObjects(ctx, d.Client, d.Namespace, objs, false)
+	got, err := applyObjects(ctx, d, objs, false)
 	if err != nil {
 		return nil, err
 	}
-	if err := removeStale(ctx, d.Client, d.Namespace, a.Name, objs); err != nil {
+	if err := removeStale(ctx, d, a.Name, objs); err != nil {
 		return nil, err
 	}
 	err = (&rollout{client: d.Client, namespace: d.Namespace, app: a.Name, release: a.Release,

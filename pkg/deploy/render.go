@@ -15,6 +15,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"tug.dev/tug/pkg/app"
@@ -38,6 +39,8 @@ type Objects struct {
 	Ingress       *networkingv1.Ingress
 	NetworkPolicy *networkingv1.NetworkPolicy
 	Maintenance   *appsv1.Deployment
+	// Routes are the HTTPRoutes through the cluster's Gateway (route.go).
+	Routes []*unstructured.Unstructured
 }
 
 // Render builds the objects that run release r of app a. It is pure: the
@@ -54,6 +57,7 @@ func Render(a *app.App, r *app.Release, config app.ConfigMap) Objects {
 	if _, ok := r.Processes[app.WebProcess]; ok {
 		objs.Service = renderService(a)
 		objs.Ingress = renderIngress(a)
+		objs.Routes = renderRoutes(a)
 		objs.NetworkPolicy = renderNetworkPolicy(a)
 		objs.Maintenance = renderMaintenance(a)
 	}

@@ -83,10 +83,26 @@ func renderService(a *app.App) *corev1.Service {
 // (newer) source-range.
 var AllowAnnotations = []string{"nginx.ingress.kubernetes.io/whitelist-source-range", "nginx.ingress.kubernetes.io/allowlist-source-range"}
 
-// renderIngress routes every domain of the app to its Service; hosts with a
-// certificate get TLS.
+// renderIngress routes the app's domains to its Service; hosts with a
+// certificate get TLS. Through a Gateway (a.Route), only the domains with
+// a certificate are the Ingress's: a Gateway takes no listener, and so no
+// certificate, from an app (its admin owns it; Traefik 3.6 serves no
+// ListenerSet), while an Ingress carries its own TLS.
 func renderIngress(a *app.App) *networkingv1.Ingress {
-	if len(a.Domains) == 0 {
+	domains := a.Domains
+	var class string
+	if r := a.Route; r != nil {
+		class = r.IngressClass
+		if r.Gateway != "" {
+			domains = nil
+			for _, d := range a.Domains {
+				if d.TLSSecret != "" {
+					domains = append(domains, d)
+				}
+			}
+		}
+	}
+	if len(domains) == 0 {
 		return nil
 	}
 	ing := &networkingv1.Ingress{
@@ -104,7 +120,7 @@ func renderIngress(a *app.App) *networkingv1.Ingress {
 		Name: ServiceName(a.Name), Port: networkingv1.ServiceBackendPort{Name: "http"},
 	}}
 	rules := map[string]int{} // host -> index in ing.Spec.Rules
-	for _, d := range a.Domains {
+	for _, d := range domains {
 		if d.IngressClass != "" && ing.Spec.IngressClassName == nil {
 			ing.Spec.IngressClassName = new(d.IngressClass)
 		}
@@ -124,6 +140,9 @@ func renderIngress(a *app.App) *networkingv1.Ingress {
 		if d.TLSSecret != "" {
 			ing.Spec.TLS = append(ing.Spec.TLS, networkingv1.IngressTLS{Hosts: []string{d.Host}, SecretName: d.TLSSecret})
 		}
+	}
+	if ing.Spec.IngressClassName == nil && class != "" {
+		ing.Spec.IngressClassName = new(class)
 	}
 	return ing
 }

@@ -12,9 +12,12 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -362,4 +365,18 @@ func retryable(err error) bool {
 func isAPIStatus(err error) bool {
 	var status apierrors.APIStatus
 	return errors.As(err, &status)
+}
+
+// Unstructured lists and watches objects of any resource through the
+// dynamic client (the Gateway API's, which tug has no typed client for).
+func Unstructured(client dynamic.Interface, gvr schema.GroupVersionResource, ns string, opts metav1.ListOptions) ListWatch[*unstructured.Unstructured] {
+	c := client.Resource(gvr).Namespace(ns)
+	return ListWatch[*unstructured.Unstructured]{Options: opts, Watch: c.Watch,
+		List: func(ctx context.Context, opts metav1.ListOptions) ([]*unstructured.Unstructured, string, error) {
+			l, err := c.List(ctx, opts)
+			if err != nil {
+				return nil, "", err
+			}
+			return pointers(l.Items), l.GetResourceVersion(), nil
+		}}
 }

@@ -1,0 +1,237 @@
+package deploy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+
+	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/kube"
+)
+
+// "Routed" is what the router says and serves, not what was applied: after
+// its routes are applied, a change waits (bounded) for the router to accept
+// them (the route status its controller writes), then, where tug can reach
+// the Gateway's address, for a request through it to be answered for the
+// app's host.
+
+// Routing says how far a change's routes got (Result.Routing).
+const (
+	// RoutingServed: a request through the router was answered for the host.
+	RoutingServed = "served"
+	// RoutingAccepted: the router accepted the route; tug could not send a
+	// request through it (the Gateway's address is unknown or unreachable).
+	RoutingAccepted = "accepted"
+	// RoutingPending: applied, not yet confirmed by the router in time.
+	RoutingPending = "pending"
+)
+
+// CodeRouteRefused is the exit code of a change whose route the router
+// refused (docs/exit-codes.md).
+const CodeRouteRefused = 18
+
+// RouteError is a route the router refused: its controller's reason and
+// message, from the route's status.
+type RouteError struct {
+	App, Route, Gateway string
+	Condition, Reason   string
+	Message             string
+}
+
+func (e *RouteError) Error() string {
+	msg := fmt.Sprintf("the router refused route %s of app %q on Gateway %s: %s %s", e.Route, e.App, e.Gateway, e.Condition, e.Reason)
+	if e.Message != "" {
+		msg += ": " + e.Message
+	}
+	return msg
+}
+
+// ExitCode is CodeRouteRefused.
+func (e *RouteError) ExitCode() int { return CodeRouteRefused }
+
+// Probe says what a request through the router must get for the change to
+// count as served.
+type Probe string
+
+const (
+	// ProbeServe (the default): the app answers (no router error).
+	ProbeServe Probe = ""
+	// ProbeMaintenance: the maintenance page answers (503, Retry-After).
+	ProbeMaintenance Probe = "maintenance"
+	// ProbeNone: nothing to ask (routable off, an allow list that may
+	// exclude tug's own address).
+	ProbeNone Probe = "none"
+)
+
+// How long a change waits for the router: its verdict on the routes, then
+// an answer through it.
+var (
+	routeVerdictTimeout = 30 * time.Second
+	routeServeTimeout   = 15 * time.Second
+)
+
+// confirmRouted waits for the router to accept the routes got (as applied)
+// and then to serve host (the app's own, else its first routed domain).
+func confirmRouted(ctx context.Context, d Deps, a *app.App, got []*unstructured.Unstructured, probe Probe) (string, error) {
+	if len(got) == 0 || a.Route == nil || a.Route.Gateway == "" {
+		return "", nil
+	}
+	d.Progress.Update("waiting for the router to accept the app's route")
+	for _, r := range got {
+		ok, err := awaitVerdict(ctx, d, a, r)
+		if err != nil {
+			return "", err
+		}
+		if !ok {
+			return RoutingPending, nil
+		}
+	}
+	if probe == ProbeNone {
+		return RoutingAccepted, nil
+	}
+	gw := readGateway(ctx, d, a.Route.Gateway)
+	hosts, _ := routedHosts(a)
+	if gw == nil || gw.address == "" || gw.httpPort == 0 || len(hosts) == 0 {
+		return RoutingAccepted, nil
+	}
+	d.Progress.Update(fmt.Sprintf("waiting for the router to serve %s", hosts[0]))
+	if served(ctx, net.JoinHostPort(gw.address, strconv.FormatInt(gw.httpPort, 10)), hosts[0], probe) {
+		return RoutingServed, nil
+	}
+	return RoutingAccepted, nil
+}
+
+// awaitVerdict watches route r until its status, for the generation
+// applied, says whether the Gateway accepted it: true when accepted with
+// its references resolved, a *RouteError when refused, false when the
+// router said nothing within routeVerdictTimeout.
+func awaitVerdict(ctx context.Context, d Deps, a *app.App, r *unstructured.Unstructured) (bool, error) {
+	wctx, cancel := context.WithTimeout(ctx, routeVerdictTimeout)
+	defer cancel()
+	lw := kube.Unstructured(d.Dynamic, HTTPRoutes, d.Namespace, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", r.GetName()).String()})
+	var refused *RouteError
+	err := kube.Until(wctx, lw, func(routes map[string]*unstructured.Unstructured) (bool, error) {
+		cur := routes[r.GetName()]
+		if cur == nil {
+			return false, nil
+		}
+		accepted, refusal := verdict(cur, a.Route.Gateway, r.GetGeneration())
+		if refusal != nil {
+			refusal.App, refusal.Route = a.Name, r.GetName()
+			refused = refusal
+			return true, nil
+		}
+		return accepted, nil
+	})
+	switch {
+	case refused != nil:
+		return false, refused
+	case err == nil:
+		return true, nil
+	case ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
+		return false, nil
+	}
+	return false, err
+}
+
+// verdict reads an HTTPRoute's status for its Gateway parent at generation
+// gen (0: any): accepted when Accepted and ResolvedRefs are True; a
+// RouteError when either is False.
+func verdict(u *unstructured.Unstructured, gateway string, gen int64) (bool, *RouteError) {
+	gwNS, gwName, _ := strings.Cut(gateway, "/")
+	parents, _, _ := unstructured.NestedSlice(u.Object, "status", "parents")
+	for _, p := range parents {
+		pm, _ := p.(map[string]any)
+		name, _, _ := unstructured.NestedString(pm, "parentRef", "name")
+		ns, _, _ := unstructured.NestedString(pm, "parentRef", "namespace")
+		if name != gwName || (ns != "" && ns != gwNS) {
+			continue
+		}
+		conds, _, _ := unstructured.NestedSlice(pm, "conditions")
+		state := map[string]string{}
+		for _, c := range conds {
+			cm, _ := c.(map[string]any)
+			typ, _, _ := unstructured.NestedString(cm, "type")
+			status, _, _ := unstructured.NestedString(cm, "status")
+			observed, _, _ := unstructured.NestedInt64(cm, "observedGeneration")
+			if gen > 0 && observed > 0 && observed < gen {
+				continue // about an earlier spec
+			}
+			state[typ] = status
+			if (typ == "Accepted" || typ == "ResolvedRefs") && status == "False" {
+				reason, _, _ := unstructured.NestedString(cm, "reason")
+				msg, _, _ := unstructured.NestedString(cm, "message")
+				return false, &RouteError{Gateway: gateway, Condition: typ, Reason: reason, Message: msg}
+			}
+		}
+		return state["Accepted"] == "True" && state["ResolvedRefs"] == "True", nil
+	}
+	return false, nil
+}
+
+// served sends requests for host through the router at addr until one
+// gets what probe wants, for at most routeServeTimeout.
+func served(ctx context.Context, addr, host string, probe Probe) bool {
+	ctx, cancel := context.WithTimeout(ctx, routeServeTimeout)
+	defer cancel()
+	client := &http.Client{
+		Timeout: 2 * time.Second,
+		Transport: &http.Transport{
+			DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+				return (&net.Dialer{}).DialContext(ctx, network, addr)
+			},
+			DisableKeepAlives: true,
+			Proxy:             nil,
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if answered(ctx, client, host, probe) {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-tick.C:
+		}
+	}
+}
+
+func answered(ctx context.Context, client *http.Client, host string, probe Probe) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+host+"/", nil)
+	if err != nil {
+		return false
+	}
+	req.Header.Set("User-Agent", "tug (route check)")
+	resp, err := client.Do(req)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+	switch probe {
+	case ProbeMaintenance:
+		return resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get("Retry-After") != ""
+	}
+	// the router's own answers: no route for the host (404), no ready
+	// backend (502, 503 without the maintenance page's Retry-After)
+	switch resp.StatusCode {
+	case http.StatusNotFound, http.StatusBadGateway:
+		return false
+	case http.StatusServiceUnavailable:
+		return false // no ready unit, or still the maintenance page
+	}
+	return true
+}
