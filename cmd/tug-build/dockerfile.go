@@ -153,8 +153,12 @@ func readInside(dir, name string) ([]byte, error) {
 func waitBuildkitd(conn []string, within time.Duration) error {
 	secs := strconv.Itoa(int(within.Seconds()))
 	out, err := exec.Command("buildctl", append(append([]string{}, conn...), "--wait", "--timeout", secs, "debug", "workers")...).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("buildkitd did not answer within %s: %v: %s", within, err, text.OneLine(lastLinesOf(string(out), 4)))
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		return fmt.Errorf("buildkitd did not answer within %s: %s", within, text.OneLine(lastLinesOf(string(out), 4)))
+	case err != nil:
+		return fmt.Errorf("buildctl could not run: %w", err)
 	}
 	return nil
 }

@@ -130,7 +130,7 @@ type Seconds struct {
 
 // Error is a failed build: the build step, the run image or the push.
 type Error struct {
-	Stage    string   // unpack, build, image, push, start
+	Stage    string   // unpack, build, image, push, start, buildkitd, timeout, agent
 	StepCode int      // the build step's exit code, when it failed
 	Message  string   // what failed
 	Lines    []string // the last lines of the build log
@@ -374,19 +374,32 @@ func (b *builder) stream(ctx context.Context) (*agentResult, error) {
 	return &agentResult{Stage: "agent", Message: fmt.Sprintf("build pod %s ended without a result: %s", b.name, podMessage(p))}, nil
 }
 
-// daemonLog is the end of the buildkitd container's log, for a build
-// whose client could not reach it.
+// daemonLog is the end of the buildkitd container's log and its state,
+// for a build whose client could not reach it: that container says why
+// it did not start.
 func (b *builder) daemonLog(ctx context.Context) []string {
 	ctx, cancel := context.WithTimeout(ctx, createTimeout)
 	defer cancel()
+	var lines []string
 	tail := int64(keepLines / 2)
 	raw, err := b.d.Client.CoreV1().Pods(b.o.Namespace).GetLogs(b.name, &corev1.PodLogOptions{Container: "buildkitd", TailLines: &tail, LimitBytes: ptr(int64(16 << 10))}).DoRaw(ctx)
-	if err != nil {
-		return []string{"(the buildkitd container's log: " + text.OneLine(kube.TranslateError(err).Error()) + ")"}
+	if err == nil {
+		for _, l := range strings.Split(strings.TrimRight(string(raw), "\n"), "\n") {
+			if l != "" {
+				lines = append(lines, "buildkitd: "+l)
+			}
+		}
 	}
-	var lines []string
-	for _, l := range strings.Split(strings.TrimRight(string(raw), "\n"), "\n") {
-		lines = append(lines, "buildkitd: "+l)
+	if p, err := b.d.Client.CoreV1().Pods(b.o.Namespace).Get(ctx, b.name, metav1.GetOptions{}); err == nil {
+		for _, cs := range p.Status.ContainerStatuses {
+			switch st := cs.State; {
+			case cs.Name != "buildkitd":
+			case st.Waiting != nil:
+				lines = append(lines, fmt.Sprintf("buildkitd: the container is waiting: %s %s", st.Waiting.Reason, text.OneLine(st.Waiting.Message)))
+			case st.Terminated != nil:
+				lines = append(lines, fmt.Sprintf("buildkitd: the container exited %d %s %s", st.Terminated.ExitCode, st.Terminated.Reason, text.OneLine(st.Terminated.Message)))
+			}
+		}
 	}
 	return lines
 }

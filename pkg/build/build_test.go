@@ -126,6 +126,24 @@ func TestDockerfileBuildSendsTheJobOnStdin(t *testing.T) {
 	}
 }
 
+// A client that cannot reach buildkitd reports the end of buildkitd's
+// own log too: that container says why it did not start.
+func TestBuildkitdFailureShowsItsLog(t *testing.T) {
+	c := runningClient()
+	agent := &fakeAgent{output: "-----> waiting for buildkitd\n" + resultPrefix + `{"ok":false,"stage":"buildkitd","message":"buildkitd did not answer within 1m30s"}` + "\n"}
+	o := opts()
+	o.Builder, o.Dockerfile = "", "Dockerfile"
+	_, err := Build(context.Background(), Deps{Client: c, Executor: agent, Out: io.Discard, Progress: noProgress{}}, o)
+	var be *Error
+	if !errors.As(err, &be) || be.Stage != "buildkitd" {
+		t.Fatalf("want a buildkitd *build.Error, got %v", err)
+	}
+	// the fake clientset's log of every container is "fake logs"
+	if got := strings.Join(be.Lines, "|"); got != "-----> waiting for buildkitd|buildkitd: fake logs" {
+		t.Errorf("lines %q", got)
+	}
+}
+
 func TestBuildFailureIsTypedWithTheLastLines(t *testing.T) {
 	c := runningClient()
 	agent := &fakeAgent{output: "compiling\noops\n" + resultPrefix + `{"ok":false,"stage":"build","exitCode":3,"message":"the build step failed (exit 3)"}` + "\n"}
