@@ -20,7 +20,8 @@ import (
 // buildkitServerName is the name in buildkitd's certificate.
 const buildkitServerName = "buildkitd"
 
-// buildkitSetup is the Dockerfile pod's second init container. It writes
+// buildkitSetup is the Dockerfile pod's init container: with -install it
+// copies the agent first, as install does. It writes
 // what buildkitd needs into -daemon (its config, a server certificate and
 // the CA that signs clients) and a client certificate into -client, which
 // only the build container mounts. The CA's key is never written: no one
@@ -31,9 +32,16 @@ func buildkitSetup(args []string) int {
 	daemon := fs.String("daemon", "", "folder for buildkitd's config, certificate and key")
 	client := fs.String("client", "", "folder for the client's certificate and key")
 	plain := fs.String("plain-http", "", "registries BuildKit speaks plain HTTP to, comma-separated")
+	dest := fs.String("install", "", "copy this binary to DEST first")
 	_ = fs.Parse(args)
 	if *daemon == "" || *client == "" {
 		usage()
+	}
+	if *dest != "" {
+		if err := install(*dest); err != nil {
+			fmt.Fprintln(os.Stderr, "tug-build buildkit-setup:", err)
+			return 1
+		}
 	}
 	var hosts []string
 	if *plain != "" {

@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -148,19 +147,24 @@ func readInside(dir, name string) ([]byte, error) {
 	return root.ReadFile(name)
 }
 
-// waitBuildkitd waits until buildkitd answers over TLS (buildctl --wait
-// blocks until the connection is up) or the deadline passes.
+// waitBuildkitd waits until buildkitd answers over TLS, trying every
+// 200ms (it starts beside this container, in a second or two), or the
+// deadline passes.
 func waitBuildkitd(conn []string, within time.Duration) error {
-	secs := strconv.Itoa(int(within.Seconds()))
-	out, err := exec.Command("buildctl", append(append([]string{}, conn...), "--wait", "--timeout", secs, "debug", "workers")...).CombinedOutput()
-	var ee *exec.ExitError
-	switch {
-	case errors.As(err, &ee):
-		return fmt.Errorf("buildkitd did not answer within %s: %s", within, text.OneLine(lastLinesOf(string(out), 4)))
-	case err != nil:
-		return fmt.Errorf("buildctl could not run: %w", err)
+	deadline := time.Now().Add(within)
+	for {
+		out, err := exec.Command("buildctl", append(append([]string{}, conn...), "--timeout", "5", "debug", "workers")...).CombinedOutput()
+		var ee *exec.ExitError
+		switch {
+		case err == nil:
+			return nil
+		case !errors.As(err, &ee):
+			return fmt.Errorf("buildctl could not run: %w", err)
+		case time.Now().After(deadline):
+			return fmt.Errorf("buildkitd did not answer within %s: %s", within, text.OneLine(lastLinesOf(string(out), 4)))
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
-	return nil
 }
 
 func metadataDigest(path string) (string, error) {

@@ -5,7 +5,7 @@
 //	tug-build install DEST        copy this binary to DEST (the init container)
 //	tug-build run -repository REPO -run-image IMAGE
 //	tug-build dockerfile -repository REPO -dockerfile PATH -job stdin -buildkitd ADDR -tls-dir DIR
-//	tug-build buildkit-setup -daemon DIR -client DIR [-plain-http HOST,...]
+//	tug-build buildkit-setup [-install DEST] -daemon DIR -client DIR [-plain-http HOST,...]
 //
 // run reads a gzipped tar of the app's source on stdin, unpacks it into
 // /app (through an os.Root, within the limits of pkg/build/protocol), runs
@@ -21,7 +21,7 @@
 // (build arguments, target: what must not sit in the pod spec) comes before
 // the source; it unpacks the source the same way and builds the Dockerfile
 // with buildctl against the buildkitd of the pod's other container, over
-// mutual TLS with the client certificate that buildkit-setup (an init
+// mutual TLS with the client certificate that buildkit-setup (the init
 // container) wrote, pushing to REPO with a registry cache at
 // REPO:buildcache. The push credentials (DOCKER_CONFIG) are this
 // container's alone: buildkitd gets them through buildctl's session, and
@@ -140,7 +140,7 @@ func main() {
 func usage() {
 	fmt.Fprintln(os.Stderr, "usage: tug-build install DEST | tug-build run -repository REPO -run-image IMAGE [-app DIR] [-tag TAG] |\n"+
 		"  tug-build dockerfile -repository REPO -dockerfile PATH [-app DIR] [-job stdin] [-buildkitd ADDR -tls-dir DIR] [-build-arg K=V]... [-target STAGE] |\n"+
-		"  tug-build buildkit-setup -daemon DIR -client DIR [-plain-http HOST,...]")
+		"  tug-build buildkit-setup [-install DEST] -daemon DIR -client DIR [-plain-http HOST,...]")
 	os.Exit(2)
 }
 

@@ -216,7 +216,7 @@ func Pod(o Options, name string) *corev1.Pod {
 			InitContainers: []corev1.Container{{
 				Name: "agent", Image: agent, ImagePullPolicy: corev1.PullIfNotPresent,
 				Command:      []string{"/tug-build", "install", agentDir + "/tug-build"},
-				VolumeMounts: mounts[:1],
+				VolumeMounts: []corev1.VolumeMount{mounts[0]}, // its own slice: a Dockerfile pod adds to it
 			}},
 			Containers: []corev1.Container{build},
 		},

@@ -57,8 +57,8 @@ var (
 //     credentials through its session when it pushes. It has its own PID
 //     namespace, so RUN steps do not see its command lines.
 //
-// A second init container from the agent image writes the certificates
-// (the CA's key never leaves its memory) and buildkitd's config.
+// The init container (the agent image) also writes the certificates (the
+// CA's key never leaves its memory) and buildkitd's config.
 //
 // What buildkitd needs beyond the default: seccomp and AppArmor
 // unconfined (user and mount namespaces, mounts inside them) and
@@ -91,16 +91,14 @@ func dockerfilePod(p *corev1.Pod, build *corev1.Container, o Options) {
 	clientMount := corev1.VolumeMount{Name: "tug-client", MountPath: clientDir}
 	agentMount := corev1.VolumeMount{Name: "tug-agent", MountPath: agentDir, ReadOnly: true}
 
-	setup := corev1.Container{
-		Name: "buildkit-setup", Image: p.Spec.InitContainers[0].Image, ImagePullPolicy: corev1.PullIfNotPresent,
-		Command:         []string{"/tug-build", "buildkit-setup", "-daemon", buildkitdDir, "-client", clientDir},
-		VolumeMounts:    []corev1.VolumeMount{daemonMount, clientMount},
-		SecurityContext: confined(),
-	}
+	// one init container copies the agent and writes the certificates
+	setup := &p.Spec.InitContainers[0]
+	setup.Command = []string{"/tug-build", "buildkit-setup", "-install", agentDir + "/tug-build", "-daemon", buildkitdDir, "-client", clientDir}
 	if len(o.PlainHTTP) > 0 {
 		setup.Command = append(setup.Command, "-plain-http", strings.Join(o.PlainHTTP, ","))
 	}
-	p.Spec.InitContainers = append(p.Spec.InitContainers, setup)
+	setup.VolumeMounts = append(setup.VolumeMounts, daemonMount, clientMount)
+	setup.SecurityContext = confined()
 
 	addr := fmt.Sprintf("tcp://127.0.0.1:%d", buildkitdPort)
 	build.Image = image

@@ -99,13 +99,17 @@ func TestDockerfilePodRunsRootlessBuildKit(t *testing.T) {
 		cs.AllowPrivilegeEscalation == nil || *cs.AllowPrivilegeEscalation || cs.SeccompProfile == nil || cs.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
 		t.Errorf("the client keeps capabilities or seccomp is off: %+v", c.SecurityContext)
 	}
-	// the certificates and config come from an init container of the agent image
-	if len(p.Spec.InitContainers) != 2 {
+	// the agent, the certificates and the config come from the init container
+	if len(p.Spec.InitContainers) != 1 {
 		t.Fatalf("init containers %+v", p.Spec.InitContainers)
 	}
-	setup := p.Spec.InitContainers[1]
-	if setup.Image != AgentImage || !slices.Equal(setup.Command, []string{"/tug-build", "buildkit-setup", "-daemon", "/tug-buildkitd", "-client", "/tug-client", "-plain-http", "10.0.0.5:5000,reg:5000"}) {
+	setup := p.Spec.InitContainers[0]
+	if setup.Image != AgentImage || !slices.Equal(setup.Command, []string{"/tug-build", "buildkit-setup", "-install", "/tug-agent/tug-build",
+		"-daemon", "/tug-buildkitd", "-client", "/tug-client", "-plain-http", "10.0.0.5:5000,reg:5000"}) {
 		t.Errorf("setup %s %q", setup.Image, setup.Command)
+	}
+	if sc := setup.SecurityContext; sc == nil || sc.RunAsUser == nil || *sc.RunAsUser != BuildKitUser {
+		t.Errorf("the setup runs as %+v, want user %d (buildkitd and the client read what it writes)", sc, BuildKitUser)
 	}
 	// item 10: the build arguments and target are not in the pod
 	b, err := json.Marshal(p)

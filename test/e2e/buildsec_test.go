@@ -225,6 +225,18 @@ CMD httpd -f -p ${PORT:-8080} -h /www
 	if len(seen) == 0 {
 		t.Fatal("no build pod was seen")
 	}
+	// item 8: the API server took the disk caps (what the kubelet enforces)
+	spec := seen[len(seen)-1].Spec
+	for _, c := range spec.Containers {
+		if c.Resources.Limits.StorageEphemeral().IsZero() {
+			t.Errorf("container %s of the build pod has no ephemeral-storage limit", c.Name)
+		}
+	}
+	for _, v := range spec.Volumes {
+		if v.EmptyDir != nil && v.EmptyDir.SizeLimit == nil {
+			t.Errorf("emptyDir %s of the build pod has no sizeLimit", v.Name)
+		}
+	}
 	for _, p := range seen {
 		b, err := json.Marshal(p)
 		if err != nil {
