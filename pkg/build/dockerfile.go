@@ -24,11 +24,10 @@ const buildkitHome = "/home/user"
 // Where a Dockerfile build pod keeps things; each folder is mounted only
 // where it is needed.
 const (
-	sourceDir       = "/tug-src"       // the source: the build container only
-	buildkitdDir    = "/tug-buildkitd" // buildkitd's config and server certificate
-	clientDir       = "/tug-client"    // the client certificate: the build container only
-	buildkitdPort   = 9374
-	buildkitdServer = "buildkitd" // the name in buildkitd's certificate
+	sourceDir     = "/tug-src"       // the source: the build container only
+	buildkitdDir  = "/tug-buildkitd" // buildkitd's config and server certificate
+	clientDir     = "/tug-client"    // the client certificate: the build container only
+	buildkitdPort = 9374
 )
 
 // Resources of a Dockerfile build: buildkitd gets the build's, the
@@ -65,7 +64,7 @@ var (
 // CAP_SYS_ADMIN in the bounding set only, so the setuid newuidmap can
 // write the namespace's ID map; it runs as user 1000 with no effective
 // capability. Pod Security "privileged" allows it, "baseline" and
-// "restricted" do not. The client and the init containers run as user
+// "restricted" do not. The client and the init container run as user
 // 1000 with every capability dropped.
 func dockerfilePod(p *corev1.Pod, build *corev1.Container, o Options) {
 	image := o.BuildKitImage
