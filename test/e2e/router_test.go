@@ -217,13 +217,16 @@ func TestRouterServesGatewayAndIngress(t *testing.T) {
 	// HTTPS on the Gateway's wildcard listener: SNI picks the certificate,
 	// which the cluster CA signed for *.<apps domain>.
 	roots := clusterCA(t, h.Config)
-	code, body, chain, err := r.get(roots, "https://"+host+"/version")
-	if err != nil || code != 200 || !strings.Contains(body, "v1") {
-		t.Fatalf("https://%s/version through the router: %d %q %v", host, code, body, err)
-	}
-	if len(chain) == 0 || !slices.Contains(chain[0].DNSNames, "*."+r.appsDomain) {
-		t.Fatalf("the router's certificate for %s is not the apps wildcard: %+v", host, chain)
-	}
+	h.Eventually(30*time.Second, "https://"+host+"/version answers through the router", func() (bool, error) {
+		code, body, chain, err := r.get(roots, "https://"+host+"/version")
+		if err != nil || code != 200 || !strings.Contains(body, "v1") {
+			return false, fmt.Errorf("%d %q %v", code, body, err)
+		}
+		if len(chain) == 0 || !slices.Contains(chain[0].DNSNames, "*."+r.appsDomain) {
+			return false, fmt.Errorf("the router's certificate for %s is not the apps wildcard (chain of %d)", host, len(chain))
+		}
+		return true, nil
+	})
 
 	// A name outside the Gateway's listeners is not routed.
 	if code, body, _, err := r.get(nil, "http://"+h.NS+".elsewhere.test/version"); err != nil || code != 404 {
