@@ -647,6 +647,13 @@ spec:
     port: 80
     hostname: "*.$apps_domain"
     allowedRoutes: {namespaces: {from: All}}
+  # domains added with 'tug domain add': any host, over HTTP (a host with
+  # a certificate of its own is served by an Ingress's TLS: a Gateway
+  # takes no listener from an app)
+  - name: domains
+    protocol: HTTP
+    port: 80
+    allowedRoutes: {namespaces: {from: All}}
   - name: https
     protocol: HTTPS
     port: 443
@@ -734,6 +741,7 @@ metadata: {name: tug-cluster-settings, namespace: kube-public, labels: {tug.dev/
 data:
   gateway: $router_ns/$gateway_name
   appsDomain: $apps_domain
+  ingressClass: $ingress_class
   buildkitImage: $registry_addr/$(image_path buildkit)
   buildAgentImage: $registry_addr/$(image_path tug-build)
   defaultBuilder: $registry_addr/$(image_path builder)
