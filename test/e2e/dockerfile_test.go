@@ -13,14 +13,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// dockerfileEnv points tug at the BuildKit image test/images builds (and a
-// build agent under test, when TUG_BUILD_AGENT_IMAGE says so).
+// dockerfileEnv points tug at the BuildKit image test/images builds (tugEnv
+// adds a build agent under test, when TUG_BUILD_AGENT_IMAGE says so).
 func dockerfileEnv(reg string) []string {
-	e := []string{"TUG_BUILDKIT_IMAGE=" + reg + "/tug/buildkit:v1"}
-	if a := os.Getenv("TUG_BUILD_AGENT_IMAGE"); a != "" {
-		e = append(e, "TUG_BUILD_AGENT_IMAGE="+a)
-	}
-	return e
+	return []string{"TUG_BUILDKIT_IMAGE=" + reg + "/tug/buildkit:v1"}
 }
 
 func writeFiles(t *testing.T, dir string, files map[string]string) {
