@@ -5,8 +5,10 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/dynamic"
 
 	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/clustersettings"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/kube"
@@ -100,6 +102,16 @@ func deployDeps(cmd *cobra.Command, f *cli.Factory) (deploy.Deps, error) {
 	}
 	user := kube.WhoAmI(cmd.Context(), client, fallback)
 	d := deploy.Deps{Client: client, Namespace: ns, Progress: f.Progress(), Holder: kube.Holder(user)}
+	// what the cluster offers its apps (its Gateway, apps domain), read
+	// from the cluster itself, and the client for the Gateway API
+	if d.Settings, err = clustersettings.Read(cmd.Context(), client); err != nil {
+		return deploy.Deps{}, err
+	}
+	if cfg, err := f.RESTConfig(); err == nil {
+		if d.Dynamic, err = dynamic.NewForConfig(cfg); err != nil {
+			return deploy.Deps{}, err
+		}
+	}
 	if cmd.Flags().Lookup("wait-lock") != nil {
 		if d.WaitLock, err = cmd.Flags().GetDuration("wait-lock"); err != nil {
 			return deploy.Deps{}, err

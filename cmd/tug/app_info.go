@@ -77,6 +77,9 @@ func printAppInfo(ios *cli.IOStreams, in *app.Info) error {
 	}
 	printBuildSettings(w, in.Build)
 	fmt.Fprintf(w, "Config:     %d %s (values: tug env get %s --show-values)\n", in.ConfigKeys, text.Plural(in.ConfigKeys, "key", "keys"), in.Name)
+	if len(in.URLs) > 0 {
+		fmt.Fprintf(w, "URLs:       %s\n", strings.Join(in.URLs, ", "))
+	}
 	if len(in.Addresses) > 0 {
 		fmt.Fprintf(w, "Addresses:  %s\n", strings.Join(in.Addresses, ", "))
 	}

@@ -106,10 +106,13 @@ func processSummaries(a *App, r *Release, deps []appsv1.Deployment) []ProcessSum
 // It holds config key counts, never values.
 type Info struct {
 	Summary
-	Description string          `json:"description,omitempty"`
-	ConfigKeys  int             `json:"configKeys"`
-	Addresses   []string        `json:"addresses"`
-	LastChange  *ReleaseSummary `json:"lastChange,omitempty"`
+	Description string   `json:"description,omitempty"`
+	ConfigKeys  int      `json:"configKeys"`
+	Addresses   []string `json:"addresses"`
+	// URLs are where the app answers: its own URL through the cluster's
+	// Gateway, then its domains (URLs).
+	URLs       []string        `json:"urls"`
+	LastChange *ReleaseSummary `json:"lastChange,omitempty"`
 	// Traffic: the mode requests meet, and where they come from.
 	Maintenance bool     `json:"maintenance"`
 	Routable    bool     `json:"routable"`
@@ -202,6 +205,7 @@ func GetInfo(ctx context.Context, s *Store, name string) (*Info, error) {
 			Processes: processSummaries(a, current, deps.Items), Pool: a.Pool, Team: a.Team, CreatedAt: a.CreatedAt},
 		Description: a.Description,
 		Addresses:   []string{},
+		URLs:        URLs(a),
 		Maintenance: a.Maintenance,
 		Routable:    !a.Unroutable,
 		Domains:     []string{},

@@ -342,7 +342,7 @@ func roll(t *txn, change Change, opts Options, start time.Time) (*Result, error)
 		}
 		res := resultOf(app.StatusDeployed)
 		res.ReleasePhase = phaseResult
-		res.URLs = URLs(a)
+		res.URLs = app.URLs(a)
 		var rerr error
 		if !opts.NoWait {
 			res.Routing, rerr = confirmRouted(ctx, d, a, got.routes, opts.Probe)

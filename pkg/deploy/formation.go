@@ -191,7 +191,7 @@ func reshape(ctx context.Context, d Deps, appName string, c RecordChange, opts O
 		return nil, t.explain(err)
 	}
 	res := result(a, r, app.StatusDeployed, start)
-	res.URLs = URLs(a)
+	res.URLs = app.URLs(a)
 	if opts.NoWait {
 		return res, nil
 	}

@@ -32,9 +32,9 @@ var HTTPRoutes = schema.GroupVersionResource{Group: "gateway.networking.k8s.io",
 // RouteName is the HTTPRoute of an app.
 func RouteName(appName string) string { return appName }
 
-// routedHosts are the hosts the app's HTTPRoute carries, and the paths of
-// each: its URL host, and every domain that has no certificate of its own
-// (a host with one is served by the Ingress's TLS: see renderIngress).
+// routedHosts are the hosts the app's HTTPRoutes carry, and the paths of
+// each: its URL host, and every domain that goes through the Gateway (see
+// throughIngress for those that do not).
 func routedHosts(a *app.App) (hosts []string, paths map[string][]string) {
 	paths = map[string][]string{}
 	add := func(host, path string) {
@@ -55,12 +55,19 @@ func routedHosts(a *app.App) (hosts []string, paths map[string][]string) {
 		add(a.Route.Host, "/")
 	}
 	for _, d := range a.Domains {
-		if d.TLSSecret == "" {
+		if !throughIngress(d) {
 			add(d.Host, d.Path)
 		}
 	}
 	return hosts, paths
 }
+
+// throughIngress says whether a domain of an app routed through a Gateway
+// is the Ingress's instead: one with a certificate of its own (a Gateway
+// takes no listener, and so no certificate, from an app: its admin owns
+// it, and Traefik 3.6 serves no ListenerSet), or one that names an
+// IngressClass (domain add --ingress-class asks for that controller).
+func throughIngress(d app.Domain) bool { return d.TLSSecret != "" || d.IngressClass != "" }
 
 // renderRoutes are the app's HTTPRoutes, none when it routes through no
 // Gateway. Every host whose only path is / (the app's URL, most domains)
@@ -169,8 +176,8 @@ func removeStaleRoutes(ctx context.Context, d Deps, appName string, keep []*unst
 	}
 	res := d.Dynamic.Resource(HTTPRoutes).Namespace(d.Namespace)
 	list, err := res.List(ctx, metav1.ListOptions{LabelSelector: kube.AppSelector(appName)})
-	if apierrors.IsNotFound(err) {
-		return nil
+	if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
+		return nil // no Gateway API here, or none the user may have made
 	}
 	if err != nil {
 		return kube.TranslateError(err)
@@ -315,34 +322,3 @@ func sameRoute(a, b *app.Route) bool {
 	return *a == *b
 }
 
-// URLs are where an app answers: its own URL through the Gateway, then
-// its domains (https where it has a certificate, or the Gateway serves it
-// over TLS), in the order they were added.
-func URLs(a *app.App) []string {
-	urls := []string{}
-	seen := map[string]bool{}
-	add := func(u string) {
-		if !seen[u] {
-			seen[u] = true
-			urls = append(urls, u)
-		}
-	}
-	if r := a.Route; r != nil && r.Host != "" && r.Gateway != "" {
-		add(scheme(r.HTTPS) + "://" + r.Host + "/")
-	}
-	for _, d := range a.Domains {
-		path := d.Path
-		if path == "" {
-			path = "/"
-		}
-		add(scheme(d.TLSSecret != "") + "://" + d.Host + path)
-	}
-	return urls
-}
-
-func scheme(tls bool) string {
-	if tls {
-		return "https"
-	}
-	return "http"
-}

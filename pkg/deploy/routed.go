@@ -2,11 +2,13 @@ package deploy
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -100,15 +102,46 @@ func confirmRouted(ctx context.Context, d Deps, a *app.App, got []*unstructured.
 		return RoutingAccepted, nil
 	}
 	gw := readGateway(ctx, d, a.Route.Gateway)
-	hosts, _ := routedHosts(a)
-	if gw == nil || gw.address == "" || gw.httpPort == 0 || len(hosts) == 0 {
+	if gw == nil || gw.address == "" || gw.httpPort == 0 {
 		return RoutingAccepted, nil
 	}
-	d.Progress.Update(fmt.Sprintf("waiting for the router to serve %s", hosts[0]))
-	if served(ctx, net.JoinHostPort(gw.address, strconv.FormatInt(gw.httpPort, 10)), hosts[0], probe) {
-		return RoutingServed, nil
+	for _, u := range servedURLs(a) {
+		port := gw.httpPort
+		if u.Scheme == "https" {
+			if port = gw.httpsPort; port == 0 {
+				port = 443 // a host with its own certificate: the Ingress's TLS
+			}
+		}
+		d.Progress.Update(fmt.Sprintf("waiting for the router to serve %s", u.Redacted()))
+		if !served(ctx, net.JoinHostPort(gw.address, strconv.FormatInt(port, 10)), u, probe) {
+			return RoutingAccepted, nil
+		}
 	}
-	return RoutingAccepted, nil
+	return RoutingServed, nil
+}
+
+// servedURLs are what a request through the router must reach: the app's
+// URL and each of its domains the router serves (through the Gateway, or
+// through the router's own Ingress class; one that names another class is
+// another controller's), each as its URL says (https with a certificate).
+func servedURLs(a *app.App) []*url.URL {
+	var out []*url.URL
+	for _, s := range app.URLs(a) {
+		u, err := url.Parse(s)
+		if err != nil {
+			continue
+		}
+		for _, d := range a.Domains {
+			if d.Host == u.Hostname() && d.IngressClass != "" && d.IngressClass != a.Route.IngressClass {
+				u = nil
+				break
+			}
+		}
+		if u != nil {
+			out = append(out, u)
+		}
+	}
+	return out
 }
 
 // awaitVerdict watches route r until its status, for the generation
@@ -121,7 +154,7 @@ func awaitVerdict(ctx context.Context, d Deps, a *app.App, r *unstructured.Unstr
 	lw := kube.Unstructured(d.Dynamic, HTTPRoutes, d.Namespace, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", r.GetName()).String()})
 	var refused *RouteError
 	err := kube.Until(wctx, lw, func(routes map[string]*unstructured.Unstructured) (bool, error) {
-		cur := routes[r.GetName()]
+		cur := routes[kube.Key(r)]
 		if cur == nil {
 			return false, nil
 		}
@@ -179,9 +212,12 @@ func verdict(u *unstructured.Unstructured, gateway string, gen int64) (bool, *Ro
 	return false, nil
 }
 
-// served sends requests for host through the router at addr until one
-// gets what probe wants, for at most routeServeTimeout.
-func served(ctx context.Context, addr, host string, probe Probe) bool {
+// served sends requests for u through the router at addr until one gets
+// what probe wants, for at most routeServeTimeout. Over HTTPS it checks
+// that the router answers for the host, not whose certificate it shows
+// (the router may serve one that tug's machine does not trust): the
+// request carries nothing secret.
+func served(ctx context.Context, addr string, u *url.URL, probe Probe) bool {
 	ctx, cancel := context.WithTimeout(ctx, routeServeTimeout)
 	defer cancel()
 	client := &http.Client{
@@ -192,13 +228,14 @@ func served(ctx context.Context, addr, host string, probe Probe) bool {
 			},
 			DisableKeepAlives: true,
 			Proxy:             nil,
+			TLSClientConfig:   &tls.Config{ServerName: u.Hostname(), InsecureSkipVerify: true}, //nolint:gosec // a reachability check, nothing secret sent
 		},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if answered(ctx, client, host, probe) {
+		if answered(ctx, client, u, probe) {
 			return true
 		}
 		select {
@@ -209,8 +246,8 @@ func served(ctx context.Context, addr, host string, probe Probe) bool {
 	}
 }
 
-func answered(ctx context.Context, client *http.Client, host string, probe Probe) bool {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+host+"/", nil)
+func answered(ctx context.Context, client *http.Client, u *url.URL, probe Probe) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return false
 	}
@@ -221,17 +258,14 @@ func answered(ctx context.Context, client *http.Client, host string, probe Probe
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
-	switch probe {
-	case ProbeMaintenance:
+	if probe == ProbeMaintenance {
 		return resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get("Retry-After") != ""
 	}
-	// the router's own answers: no route for the host (404), no ready
-	// backend (502, 503 without the maintenance page's Retry-After)
+	// the router's own answers: no route for the host (404), no backend
+	// (500, 502), no ready unit or still the maintenance page (503)
 	switch resp.StatusCode {
-	case http.StatusNotFound, http.StatusBadGateway:
+	case http.StatusNotFound, http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable:
 		return false
-	case http.StatusServiceUnavailable:
-		return false // no ready unit, or still the maintenance page
 	}
 	return true
 }

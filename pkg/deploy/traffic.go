@@ -84,10 +84,8 @@ func renderService(a *app.App) *corev1.Service {
 var AllowAnnotations = []string{"nginx.ingress.kubernetes.io/whitelist-source-range", "nginx.ingress.kubernetes.io/allowlist-source-range"}
 
 // renderIngress routes the app's domains to its Service; hosts with a
-// certificate get TLS. Through a Gateway (a.Route), only the domains with
-// a certificate are the Ingress's: a Gateway takes no listener, and so no
-// certificate, from an app (its admin owns it; Traefik 3.6 serves no
-// ListenerSet), while an Ingress carries its own TLS.
+// certificate get TLS. Through a Gateway (a.Route), only the domains
+// throughIngress names are the Ingress's.
 func renderIngress(a *app.App) *networkingv1.Ingress {
 	domains := a.Domains
 	var class string
@@ -96,7 +94,7 @@ func renderIngress(a *app.App) *networkingv1.Ingress {
 		if r.Gateway != "" {
 			domains = nil
 			for _, d := range a.Domains {
-				if d.TLSSecret != "" {
+				if throughIngress(d) {
 					domains = append(domains, d)
 				}
 			}

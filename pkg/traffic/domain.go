@@ -64,6 +64,22 @@ func HostOwner(ctx context.Context, client kubernetes.Interface, namespace, appN
 			}
 		}
 	}
+	// Through a Gateway a domain is in an HTTPRoute, not an Ingress: the
+	// records say which app has it, whichever way it routes.
+	apps, err := (&app.Store{Client: client, Namespace: namespace}).ListApps(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, a := range apps {
+		if a.Name == appName {
+			continue
+		}
+		for _, d := range a.Domains {
+			if strings.EqualFold(d.Host, host) {
+				return a.Name, nil
+			}
+		}
+	}
 	return "", nil
 }
 
