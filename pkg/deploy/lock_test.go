@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -276,17 +277,26 @@ func TestLockLostToAnotherHolder(t *testing.T) {
 	renewEvery = 20 * time.Millisecond
 	defer func() { renewEvery = old }()
 	c := fakeClient()
+	// Once carol writes the lease, the API server refuses alice's stale
+	// resourceVersion; the fake tracker does not check it, so say so here.
+	// The reactor goes in before the renewing goroutine starts (the fake's
+	// reactor chain is not safe to change while it is in use), and from
+	// stolen on it refuses every write but carol's.
+	var stolen atomic.Bool
+	gvr := schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}
+	c.PrependReactor("update", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		l, _ := a.(k8stesting.UpdateAction).GetObject().(*coordinationv1.Lease)
+		if !stolen.Load() || l != nil && deref(l.Spec.HolderIdentity) == "carol" {
+			return false, nil, nil
+		}
+		return true, nil, apierrors.NewConflict(gvr.GroupResource(), LockName("shop"), errors.New("changed"))
+	})
 	l := acquire(t, c, "alice")
 	defer l.Unlock()
+	stolen.Store(true)
 	if _, err := c.CoordinationV1().Leases(ns).Update(context.Background(), lease("carol", time.Now()), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	// The API server refuses alice's stale resourceVersion; the fake
-	// tracker does not check it, so say so here.
-	gvr := schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}
-	c.PrependReactor("update", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		return true, nil, apierrors.NewConflict(gvr.GroupResource(), LockName("shop"), errors.New("changed"))
-	})
 	select { // the renewing goroutine ends when it finds the lock lost
 	case <-l.done:
 	case <-time.After(10 * time.Second):
