@@ -674,7 +674,7 @@ EOF
 router_args() {
   printf '%s\n' "$1" \
     --global.checknewversion=false --global.sendanonymoususage=false \
-    "--entryPoints.web.address=$router_ip:80" "--entryPoints.websecure.address=$router_ip:443" \
+    "--entryPoints.web.address=$router_ip:80" "--entryPoints.websecure.address=$router_ip:443" --entryPoints.websecure.http.tls=true \
     --entryPoints.web.transport.lifeCycle.graceTimeOut=2s --entryPoints.websecure.transport.lifeCycle.graceTimeOut=2s \
     --providers.kubernetesgateway=true "--providers.kubernetesgateway.statusAddress.ip=$router_ip" \
     --providers.kubernetesingress=true "--providers.kubernetesingress.ingressEndpoint.ip=$router_ip" \
