@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
@@ -276,17 +277,13 @@ func TestLockLostToAnotherHolder(t *testing.T) {
 	renewEvery = 20 * time.Millisecond
 	defer func() { renewEvery = old }()
 	c := fakeClient()
+	refuse := refuseLeaseRenewals(c) // before the lock's renewing goroutine starts
 	l := acquire(t, c, "alice")
 	defer l.Unlock()
+	refuse.Store(true)
 	if _, err := c.CoordinationV1().Leases(ns).Update(context.Background(), lease("carol", time.Now()), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	// The API server refuses alice's stale resourceVersion; the fake
-	// tracker does not check it, so say so here.
-	gvr := schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}
-	c.PrependReactor("update", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		return true, nil, apierrors.NewConflict(gvr.GroupResource(), LockName("shop"), errors.New("changed"))
-	})
 	select { // the renewing goroutine ends when it finds the lock lost
 	case <-l.done:
 	case <-time.After(10 * time.Second):
@@ -367,6 +364,20 @@ func TestWaitLockGoesOnOnceTheLockIsFree(t *testing.T) {
 	c, s := newFake()
 	seedApp(t, s, &app.App{Name: "shop"})
 	other := acquire(t, c, "alice (pid 1 on laptop)")
+	// The lock is released only once the waiting Roll watches the lease:
+	// the fake's watch starts from now, not from the resourceVersion it is
+	// given as the API server's does, so a release just before the watch
+	// started would be missed (and Roll would look again only when the
+	// lease could have expired: the flake this avoids under -race).
+	watching := make(chan struct{}, 1)
+	c.PrependWatchReactor("leases", func(a k8stesting.Action) (bool, watch.Interface, error) {
+		w, err := c.Tracker().Watch(a.GetResource(), a.GetNamespace())
+		select {
+		case watching <- struct{}{}:
+		default:
+		}
+		return true, w, err
+	})
 	d := deps(c)
 	d.WaitLock = time.Minute
 	waiting := waitingFor{make(chan string, 1)}
@@ -385,6 +396,11 @@ func TestWaitLockGoesOnOnceTheLockIsFree(t *testing.T) {
 		t.Fatalf("Roll ended while the lock was held: %v", err)
 	case <-time.After(10 * time.Second):
 		t.Fatal("no progress line says tug waits for the lock")
+	}
+	select {
+	case <-watching:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiting Roll never watched the lease")
 	}
 	other.Unlock()
 	select {

@@ -17,6 +17,9 @@
 #   cluster.sh ensure-router    the same (one step adds both): also start the
 #                           router and write the cluster settings
 #   cluster.sh check-clean  exit 1 listing anything a cluster left behind
+#   cluster.sh apiserver start|stop|kill PORT  on a running cluster: a second
+#                           kube-apiserver on 127.0.0.1:PORT (same etcd, certificates
+#                           and flags), for tests that restart an API server
 #
 # K8S_VERSION picks the Kubernetes release (default: build-localk8s.sh's, the
 # newest tug is tested against; docs/compatibility.md lists the others).
@@ -671,7 +674,7 @@ EOF
 router_args() {
   printf '%s\n' "$1" \
     --global.checknewversion=false --global.sendanonymoususage=false \
-    "--entryPoints.web.address=$router_ip:80" "--entryPoints.websecure.address=$router_ip:443" \
+    "--entryPoints.web.address=$router_ip:80" "--entryPoints.websecure.address=$router_ip:443" --entryPoints.websecure.http.tls=true \
     --entryPoints.web.transport.lifeCycle.graceTimeOut=2s --entryPoints.websecure.transport.lifeCycle.graceTimeOut=2s \
     --providers.kubernetesgateway=true "--providers.kubernetesgateway.statusAddress.ip=$router_ip" \
     --providers.kubernetesingress=true "--providers.kubernetesingress.ingressEndpoint.ip=$router_ip" \
@@ -1033,12 +1036,76 @@ down() {
   [ -n "$quiet" ] || say "down in $(( $(date +%s) - t0 ))s"
 }
 
+# ---------------------------------------------------------------- extra apiservers
+
+# An extra kube-apiserver on 127.0.0.1:PORT against the same etcd, with the
+# running apiserver's own command line (its binary, certificates and flags)
+# but for the port: a second control-plane instance, as in an HA setup
+# (--endpoint-reconciler-type none keeps it from touching the kubernetes
+# Service) and its own host name. A test points one tug at it and stops and
+# starts it, so an API server restart hits that tug and nothing else. Its
+# PID file is in pids/ and its flags name $dir, so down and check-clean
+# cover it.
+
+extra_name() { echo "kube-apiserver-$1"; }
+
+extra_port() {
+  case "${1:-}" in '' | *[!0-9]*) die "PORT must be a number, not '${1:-}'" ;; esac
+  { [ "$1" -ge 1024 ] && [ "$1" -le 65535 ] && [ "$1" -ne "$api_port" ]; } ||
+    die "PORT must be in 1024-65535 and not the cluster's own apiserver port $api_port"
+}
+
+extra_apiserver_start() {
+  local port=$1 name pid arg argv=() flags=() port_next=
+  extra_port "$port"
+  is_up || die "the cluster is not up"
+  name=$(extra_name "$port")
+  if ! alive "$name"; then
+    ss -Hltn "sport = :$port" 2>/dev/null | grep -q . && die "port $port is taken"
+    pid=$(cat "$pids/kube-apiserver.pid")
+    mapfile -d '' -t argv < "/proc/$pid/cmdline"
+    [ "${argv[1]:-}" = kube-apiserver ] || die "PID $pid is not the cluster's kube-apiserver"
+    for arg in "${argv[@]:1}"; do
+      if [ -n "$port_next" ]; then
+        arg=$port port_next=
+      elif [ "$arg" = --secure-port ]; then
+        port_next=1
+      elif [[ $arg == --secure-port=* ]]; then
+        arg=--secure-port=$port
+      fi
+      flags+=("$arg")
+    done
+    # Its own host name (a UTS namespace of its own): an apiserver's identity
+    # Lease is named after the host, and two instances must not share one.
+    start "$name" unshare --uts sh -c 'hostname "$0" && exec "$@"' "tug-$name" "${argv[0]}" "${flags[@]}"
+  fi
+  wait_for "$name" 120 curl -sf --max-time 3 --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" "https://127.0.0.1:$port/readyz"
+  say "extra apiserver ready: https://127.0.0.1:$port (log $logs/$name.log)"
+}
+
+# extra_apiserver_stop PORT SIGNAL: signal it and wait until it is gone.
+extra_apiserver_stop() {
+  local port=$1 sig=$2 name pid deadline
+  extra_port "$port"
+  name=$(extra_name "$port")
+  pid=$(cat "$pids/$name.pid" 2>/dev/null) || { say "no extra apiserver on port $port"; return 0; }
+  kill "-$sig" "$pid" 2>/dev/null || true
+  deadline=$(( $(date +%s) + 30 ))
+  while kill -0 "$pid" 2>/dev/null; do
+    [ "$(date +%s)" -lt "$deadline" ] || { kill -KILL "$pid" 2>/dev/null || true; }
+    sleep 0.05
+  done
+  rm -f "$pids/$name.pid"
+  say "extra apiserver on port $port stopped ($sig)"
+}
+
 # ---------------------------------------------------------------- checks
 
 check_clean() {
   local left=()
   pgrep -f "$dir/" >/dev/null 2>&1 && left+=("processes: $(pgrep -af "$dir/" | cut -c1-120 | tr '\n' ';')")
   pgrep -f "etcd --name tug-local" >/dev/null 2>&1 && left+=("etcd still running")
+  pgrep -f "kube-apiserver .*$dir/" >/dev/null 2>&1 && left+=("kube-apiserver still running (extra ones included): $(pgrep -f "kube-apiserver .*$dir/" | tr '\n' ' ')")
   ss -Hltn "sport = :$registry_port" 2>/dev/null | grep -q . && left+=("a listener on the registry port $registry_port")
   ss -Hltn "src $router_ip" 2>/dev/null | grep -q . && left+=("a listener on the router's address $router_ip")
   ip -o addr show 2>/dev/null | grep -qF " $router_ip/" && left+=("the router's address $router_ip")
@@ -1088,5 +1155,12 @@ case "${1:-}" in
     [ -n "$k8s" ] || die "up, but no built Kubernetes binary to apply objects with"
     ensure_additions ;;
   check-clean) check_clean ;;
-  *) echo "usage: $0 up [NODES]|down|status|kubeconfig|registry|router|ensure-registry|ensure-router|check-clean" >&2; exit 2 ;;
+  apiserver) # an extra kube-apiserver of the running cluster (see extra_apiserver_start)
+    case "${2:-}" in
+      start) extra_apiserver_start "${3:-}" ;;
+      stop) extra_apiserver_stop "${3:-}" TERM ;;
+      kill) extra_apiserver_stop "${3:-}" KILL ;;
+      *) echo "usage: $0 apiserver start|stop|kill PORT" >&2; exit 2 ;;
+    esac ;;
+  *) echo "usage: $0 up [NODES]|down|status|kubeconfig|registry|router|ensure-registry|ensure-router|check-clean|apiserver start|stop|kill PORT" >&2; exit 2 ;;
 esac
