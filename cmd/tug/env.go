@@ -66,6 +66,11 @@ func newEnvSetCmd(f *cli.Factory) *cobra.Command {
 standard input, and --from-env-file reads KEY=VALUE lines (- for standard
 input), so secrets stay out of shell history.
 
+TUG_APP, TUG_PROCESS and TUG_RELEASE are set by tug and refused here. PORT
+may be set: it is the port the web process listens on (default 8080), and
+the container port, readiness check and Service follow it; it must be a
+number from 1 to 65535.
+
 The release phase (the deployed code's release: command) runs first with the
 new config; when it exits non-zero nothing changes for the units (exit 17).
 

@@ -276,4 +276,25 @@ func TestPlatformVariables(t *testing.T) {
 	if r := h.Tug("env", "set", "shop", "TUG_APP=other"); r.Code != 2 || !strings.Contains(r.Stderr, "set by tug") {
 		t.Errorf("env set TUG_APP: %s", r)
 	}
+	// PORT is the port the app listens on: not a port is refused with
+	// nothing changed; a port moves the container port, probe and Service.
+	for _, bad := range []string{"PORT=http", "PORT=0", "PORT=70000"} {
+		if r := h.Tug("env", "set", "shop", bad); r.Code != 2 || !strings.Contains(r.Stderr, "invalid PORT") {
+			t.Errorf("env set %s: %s", bad, r)
+		}
+	}
+	if rels := h.mustTug("release", "list", "shop", "-o", "json").Stdout; strings.Count(rels, `"version"`) != 1 {
+		t.Errorf("a refused PORT made a release: %s", rels)
+	}
+	h.mustTug("env", "set", "shop", "PORT=8081")
+	dep, err := h.Client.AppsV1().Deployments(h.NS).Get(context.Background(), "shop-web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ports := dep.Spec.Template.Spec.Containers[0].Ports; len(ports) != 1 || ports[0].ContainerPort != 8081 {
+		t.Errorf("container ports after PORT=8081: %+v", ports)
+	}
+	if r := h.mustTug("run", "shop", "--", "sh", "-c", "echo port=$PORT"); !strings.Contains(r.Stdout, "port=8081") {
+		t.Errorf("PORT in a run after PORT=8081: %s", r.Stdout)
+	}
 }
