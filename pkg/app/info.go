@@ -63,11 +63,18 @@ type ProcessSummary struct {
 }
 
 // List summarises every app in the namespace: two LISTs (records and
-// Deployments) however many apps there are.
+// Deployments) however many apps there are, and with none, a GET of the
+// namespace: a missing one is an error, not an empty list.
 func List(ctx context.Context, s *Store) ([]Summary, error) {
 	apps, err := s.ListApps(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if len(apps) == 0 {
+		// A namespace that is not there lists as empty; say which it is.
+		if err := kube.CheckNamespace(ctx, s.Client, s.Namespace); err != nil {
+			return nil, err
+		}
 	}
 	deps, err := s.Client.AppsV1().Deployments(s.Namespace).List(ctx, metav1.ListOptions{LabelSelector: kube.LabelManagedBy + "=" + kube.ManagedBy})
 	if err != nil {
