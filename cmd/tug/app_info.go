@@ -62,7 +62,11 @@ func printAppInfo(ios *cli.IOStreams, in *app.Info) error {
 	}
 	fmt.Fprintf(w, "Release:    %s\n", releaseCell(in.Release))
 	if in.Image != "" {
-		fmt.Fprintf(w, "Image:      %s\n", in.Image)
+		image := in.Image
+		if ios.IsStdoutTTY() {
+			image = cli.ShortDigests(image) // as in the tables; whole with -o json or piped
+		}
+		fmt.Fprintf(w, "Image:      %s\n", image)
 	}
 	if r := in.Running; r != nil {
 		vs := make([]string, len(r.Releases))

@@ -141,6 +141,9 @@ func unitTable(units []app.Unit, wide, withApp bool) *cli.Table {
 		cols = append(cols, "node", "ip", "address", "image")
 	}
 	t := cli.NewTable(cols...)
+	if wide {
+		t.FullDigests()
+	}
 	for _, u := range units {
 		status := u.Status
 		if u.Reason != "" {

@@ -49,3 +49,52 @@ func TestFailedFirstDeployGolden(t *testing.T) {
 		t.Errorf("app list shows a unit that does not exist:\n%s", r.stdout)
 	}
 }
+
+// digestFixture is an app deployed from source: its image is a digest.
+func digestFixture(t *testing.T) (*printerFixture, string) {
+	p := newPrinterFixture(t)
+	image := "registry.example/shop@sha256:3f2c1e9a0b4d" + strings.Repeat("7", 52)
+	p.mustCreateApp(t, &app.App{Name: "shop", CreatedAt: p.ago("app-created", 26*time.Hour+30*time.Minute),
+		Release: 12, LastRelease: 12, Image: image,
+		Processes: map[string]app.Process{"web": {Replicas: 3}, "worker": {Replicas: 2}}})
+	p.mustCreateRelease(t, &app.Release{App: "shop", Version: 12, Image: image, Kind: app.KindDeploy, Status: app.StatusDeployed,
+		Author: "alice", CreatedAt: p.ago("v12-created", 3*time.Hour+30*time.Minute),
+		Processes: map[string]string{"web": "", "worker": "shop work"}}, app.ConfigMap{})
+	p.add(t, deploymentOf("shop", "web", 3), deploymentOf("shop", "worker", 2))
+	return p, image
+}
+
+// TestDigestsFit100Columns: on a terminal, tables and app info shorten
+// digests to 12 hex digits, so an app deployed from source fits a
+// 100-column terminal; piped and -o json keep them whole.
+func TestDigestsFit100Columns(t *testing.T) {
+	p, image := digestFixture(t)
+	p.golden(t, "app-list-digest", []string{"tty"}, "app", "list")
+	p.golden(t, "release-list-digest", []string{"tty"}, "release", "list", "shop")
+	for _, args := range [][]string{{"app", "list"}, {"app", "info", "shop"}, {"release", "list", "shop"}} {
+		r := p.run(t, true, args...)
+		if r.code != 0 {
+			t.Fatalf("%v: exit %d, stderr %q", args, r.code, r.stderr)
+		}
+		for _, l := range strings.Split(r.stdout, "\n") {
+			if n := len([]rune(l)); n > 100 {
+				t.Errorf("tug %s: a line of %d columns:\n%s", strings.Join(args, " "), n, l)
+			}
+		}
+		if !strings.Contains(r.stdout, "shop@sha256:3f2c1e9a0b4d") || strings.Contains(r.stdout, image) {
+			t.Errorf("tug %s on a terminal: want the digest shortened:\n%s", strings.Join(args, " "), r.stdout)
+		}
+	}
+	for _, args := range [][]string{{"app", "list"}, {"app", "list", "-o", "json"}, {"app", "info", "shop"}, {"app", "info", "shop", "-o", "json"}} {
+		if r := p.run(t, false, args...); !strings.Contains(r.stdout, image) {
+			t.Errorf("tug %s piped: want the whole digest:\n%s", strings.Join(args, " "), r.stdout)
+		}
+	}
+	// -o wide is for all there is: whole digests on a terminal too.
+	pod := running(unitPod("shop", "web", "shop-web-7d9f-a1", 12, p.ago("unit", time.Hour+30*time.Minute)), true, 0)
+	pod.Spec.Containers[0].Image = image
+	p.add(t, pod)
+	if r := p.run(t, true, "unit", "list", "shop", "-o", "wide"); !strings.Contains(r.stdout, image) {
+		t.Errorf("unit list -o wide on a terminal: want the whole digest:\n%s", r.stdout)
+	}
+}
