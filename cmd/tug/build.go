@@ -172,7 +172,7 @@ func (b *buildFlags) image(cmd *cobra.Command, f *cli.Factory, appName, message 
 	if errors.As(err, &failed) {
 		fmt.Fprintf(errOut, "build failed (%s): %s\n", failed.Stage, failed.Message)
 		if len(failed.Lines) > 0 {
-			fmt.Fprintf(errOut, "  last %d log lines:\n", len(failed.Lines))
+			fmt.Fprintf(errOut, "  %s:\n", lastLogLines(len(failed.Lines)))
 			for _, l := range failed.Lines {
 				fmt.Fprintf(errOut, "    | %s\n", cli.Sanitize(l))
 			}

@@ -242,7 +242,7 @@ func TestReleaseInfoErrors(t *testing.T) {
 		{[]string{"release", "info", "shop", "vx"}, 2, `invalid release "vx": want a release number such as v3`},
 		{[]string{"release", "info", "shop", "v0"}, 2, `invalid release "v0"`},
 		{[]string{"release", "info", "Shop", "v1"}, 2, "invalid app name"},
-		{[]string{"release", "info", "shop", "v9"}, 1, `release "v9 of app shop" not found in namespace "dev"`},
+		{[]string{"release", "info", "shop", "v9"}, 1, `release v9 of app "shop" not found in namespace "dev"`},
 		{[]string{"release", "info", "blog", "v1"}, 1, `app "blog" not found`},
 	} {
 		t.Run(strings.Join(c.args[2:], " "), func(t *testing.T) {

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/deploy"
 )
 
 // TestMissingNamespace: a namespace that does not exist is said once,
@@ -96,5 +98,22 @@ func TestDigestsFit100Columns(t *testing.T) {
 	p.add(t, pod)
 	if r := p.run(t, true, "unit", "list", "shop", "-o", "wide"); !strings.Contains(r.stdout, image) {
 		t.Errorf("unit list -o wide on a terminal: want the whole digest:\n%s", r.stdout)
+	}
+}
+
+// TestFailureReportLogLines: "last log line" for one, "last 3 log lines"
+// for three (was "last 1 log lines").
+func TestFailureReportLogLines(t *testing.T) {
+	for n, want := range map[int]string{1: "  last log line:\n    | boom\n", 3: "  last 3 log lines:\n    | boom\n    | boom\n    | boom\n"} {
+		ios, _, _, errOut := cli.TestIOStreams()
+		logs := make([]string, n)
+		for i := range logs {
+			logs[i] = "boom"
+		}
+		printFailure(ios, &deploy.Result{Release: 1, Status: app.StatusFailed,
+			Failure: &deploy.Failure{Class: deploy.ClassCrash, Message: "web crashed", Logs: logs}})
+		if !strings.Contains(errOut.String(), want) {
+			t.Errorf("%d lines: report %q, want %q", n, errOut.String(), want)
+		}
 	}
 }
