@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"net"
 	"slices"
 	"strconv"
 	"time"
@@ -276,7 +277,8 @@ func GetInfo(ctx context.Context, s *Store, name string) (*Info, error) {
 	case svc.Labels[kube.LabelApp] == name:
 		for _, p := range svc.Spec.Ports {
 			if svc.Spec.ClusterIP != "" && svc.Spec.ClusterIP != "None" {
-				info.Addresses = append(info.Addresses, fmt.Sprintf("%s:%d", svc.Spec.ClusterIP, p.Port))
+				// URLs both, as 'app address' prints them (was IP:port).
+				info.Addresses = append(info.Addresses, fmt.Sprintf("http://%s", net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(int(p.Port)))))
 			}
 			info.Addresses = append(info.Addresses, fmt.Sprintf("http://%s.%s.svc:%d", svc.Name, svc.Namespace, p.Port))
 		}
