@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -125,13 +124,4 @@ func logsClient(f *cli.Factory) (kubernetes.Interface, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst, cfg.RateLimiter = -1, 0, nil
 	return kubernetes.NewForConfig(cfg)
-}
-
-// lastLogLines heads the log lines of a failure report: "last log line",
-// "last 20 log lines".
-func lastLogLines(n int) string {
-	if n == 1 {
-		return "last log line"
-	}
-	return fmt.Sprintf("last %d log lines", n)
 }

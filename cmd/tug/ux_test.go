@@ -1,11 +1,13 @@
 package main
 
 import (
+	"io"
 	"strings"
 	"testing"
 	"time"
 
 	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/build"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
 )
@@ -115,5 +117,42 @@ func TestFailureReportLogLines(t *testing.T) {
 		if !strings.Contains(errOut.String(), want) {
 			t.Errorf("%d lines: report %q, want %q", n, errOut.String(), want)
 		}
+	}
+}
+
+// TestBuiltLine: a build whose image BuildKit (or a CNB lifecycle) pushed
+// has no upload count to show; one tug's agent pushed has.
+func TestBuiltLine(t *testing.T) {
+	if got := builtLine(&build.Result{Image: "reg/shop@sha256:abc"}); got != "built reg/shop@sha256:abc" {
+		t.Errorf("BuildKit build: %q", got)
+	}
+	if got := builtLine(&build.Result{Image: "reg/shop@sha256:abc", LayerBytes: 4096, PushedBytes: 2048}); got != "built reg/shop@sha256:abc (2 KiB uploaded)" {
+		t.Errorf("agent build: %q", got)
+	}
+	if got := builtLine(&build.Result{Image: "reg/shop@sha256:abc", LayerBytes: 4096}); got != "built reg/shop@sha256:abc (0 B uploaded)" {
+		t.Errorf("agent build, every layer already there: %q", got)
+	}
+}
+
+// TestCacheMissNote: BuildKit's first-build cache miss, printed as an
+// ERROR, is followed by a line saying it is expected; other lines pass.
+func TestCacheMissNote(t *testing.T) {
+	var out strings.Builder
+	w := cacheMissNote{&out}
+	for _, l := range []string{
+		"#4 importing cache manifest from 10.200.0.1:15000/tug/shop:buildcache\n",
+		"#4 ERROR: failed to configure registry cache importer: 10.200.0.1:15000/tug/shop:buildcache: not found\n",
+		"#5 [1/2] FROM 10.200.0.1:15000/tug/busybox:v1\n",
+	} {
+		if n, err := io.WriteString(w, l); err != nil || n != len(l) {
+			t.Fatalf("write = %d, %v", n, err)
+		}
+	}
+	want := "#4 importing cache manifest from 10.200.0.1:15000/tug/shop:buildcache\n" +
+		"#4 ERROR: failed to configure registry cache importer: 10.200.0.1:15000/tug/shop:buildcache: not found\n" +
+		"-----> that cache ERROR is expected on a first build: there is no build cache yet, and this build makes one\n" +
+		"#5 [1/2] FROM 10.200.0.1:15000/tug/busybox:v1\n"
+	if out.String() != want {
+		t.Errorf("log =\n%s\nwant\n%s", out.String(), want)
 	}
 }
