@@ -148,7 +148,8 @@ func newEnvGetCmd(f *cli.Factory) *cobra.Command {
 		Short: "Show an app's config names (values with --show-values)",
 		Long: `Show the names of an app's config variables. Values are printed only with
 --show-values; with a KEY and --show-values, just that value is printed, for
-scripts.`,
+scripts. A KEY without --show-values is listed with its value hidden, and
+standard error says how to print it.`,
 		Example: `  tug env get shop
   tug env get shop DATABASE_URL --show-values`,
 		Args: cli.Args("APP", "[KEY]"),
@@ -194,7 +195,12 @@ scripts.`,
 					}
 					t.AddRow(v.Name, val)
 				}
-				return t.Render(f.IOStreams, o.NoHeaders)
+				if err := t.Render(f.IOStreams, o.NoHeaders); err != nil || show || len(args) < 2 {
+					return err
+				}
+				// The one value asked for, hidden: say how to see it.
+				fmt.Fprintf(f.IOStreams.ErrOut, "%s is set; its value is hidden: print it with '%s env get %s %s --show-values'\n", args[1], f.CommandName, name, args[1])
+				return nil
 			})
 		},
 	}

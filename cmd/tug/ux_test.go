@@ -156,3 +156,22 @@ func TestCacheMissNote(t *testing.T) {
 		t.Errorf("log =\n%s\nwant\n%s", out.String(), want)
 	}
 }
+
+// TestEnvGetOneKeySaysHowToShowIt: asking for one variable without
+// --show-values says how to print its value; with it, the value alone.
+func TestEnvGetOneKeySaysHowToShowIt(t *testing.T) {
+	p := shopFixture(t)
+	for _, tty := range []bool{true, false} {
+		r := p.run(t, tty, "env", "get", "shop", "DATABASE_URL")
+		want := "DATABASE_URL is set; its value is hidden: print it with 'tug env get shop DATABASE_URL --show-values'\n"
+		if r.code != 0 || r.stderr != want || strings.Contains(r.stdout, "postgres://") || !strings.Contains(r.stdout, "DATABASE_URL") {
+			t.Errorf("tty %v: exit %d, stdout %q, stderr %q; want the hint %q", tty, r.code, r.stdout, r.stderr, want)
+		}
+	}
+	if r := p.run(t, false, "env", "get", "shop", "DATABASE_URL", "--show-values"); r.stdout != "postgres://secret\n" || r.stderr != "" {
+		t.Errorf("--show-values: stdout %q, stderr %q", r.stdout, r.stderr)
+	}
+	if r := p.run(t, false, "env", "get", "shop"); r.stderr != "" {
+		t.Errorf("every name: no hint wanted, stderr %q", r.stderr)
+	}
+}
