@@ -175,3 +175,14 @@ func TestEnvGetOneKeySaysHowToShowIt(t *testing.T) {
 		t.Errorf("every name: no hint wanted, stderr %q", r.stderr)
 	}
 }
+
+// TestBadDomainSaysWhatIsWrong: the host as typed, and why in words, not
+// lower-cased with a regular expression.
+func TestBadDomainSaysWhatIsWrong(t *testing.T) {
+	p := shopFixture(t)
+	r := p.run(t, false, "domain", "add", "shop", "Shop_X.Example.com")
+	want := "error: invalid host \"Shop_X.Example.com\": '_' is not allowed: a host has letters, digits, '-' and '.'\nrun 'tug domain add --help' for usage\n"
+	if r.code != 2 || r.stderr != want {
+		t.Errorf("exit %d, stderr %q; want 2 and %q", r.code, r.stderr, want)
+	}
+}
