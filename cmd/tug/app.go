@@ -204,7 +204,11 @@ func newAppListCmd(f *cli.Factory) *cobra.Command {
 				}
 				t := cli.NewTable("name", "release", "units", "image", "age")
 				for _, a := range apps {
-					t.AddRow(a.Name, releaseCell(a.Release), unitsCell(a.Processes), a.Image, text.Age(a.CreatedAt))
+					units := unitsCell(a.Processes)
+					if a.Failed != nil && len(a.Processes) == 0 {
+						units = fmt.Sprintf("none (v%d %s)", a.Failed.Version, a.Failed.Status)
+					}
+					t.AddRow(a.Name, releaseCell(a.Release), units, a.Image, text.Age(a.CreatedAt))
 				}
 				return t.Render(f.IOStreams, o.NoHeaders)
 			})

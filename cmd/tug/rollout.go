@@ -205,7 +205,7 @@ func printFailure(ios *cli.IOStreams, res *deploy.Result) {
 		fmt.Fprintf(w, "  reason:  %s\n", f.Reason)
 	}
 	if len(f.Logs) > 0 {
-		fmt.Fprintf(w, "  last %d log lines:\n", len(f.Logs))
+		fmt.Fprintf(w, "  %s:\n", lastLogLines(len(f.Logs)))
 		for _, l := range f.Logs {
 			fmt.Fprintf(w, "    | %s\n", l)
 		}

@@ -417,7 +417,7 @@ func restore(ctx context.Context, d Deps, store *app.Store, a *app.App, v int, t
 	if _, err := store.UpdateApp(ctx, a.Name, func(x *app.App) error { x.Processes = a.Processes; return nil }); err != nil {
 		return 0, err
 	}
-	err = (&rollout{client: d.Client, namespace: d.Namespace, app: a.Name, release: v,
+	err = (&rollout{client: d.Client, namespace: d.Namespace, app: a.Name, release: v, purpose: purposeRestore,
 		generations: generations(got), idle: idleTimeout(timeout, prev), progress: d.Progress}).wait(ctx)
 	if err != nil {
 		return 0, err

@@ -195,7 +195,7 @@ func reshape(ctx context.Context, d Deps, appName string, c RecordChange, opts O
 	if opts.NoWait {
 		return res, nil
 	}
-	err = (&rollout{client: d.Client, namespace: d.Namespace, app: a.Name, release: a.Release,
+	err = (&rollout{client: d.Client, namespace: d.Namespace, app: a.Name, release: a.Release, purpose: purposeScale,
 		generations: generations(got), idle: opts.Timeout, progress: d.Progress}).wait(ctx)
 	res.DurationMS = time.Since(start).Milliseconds()
 	f, ok := err.(*Failure)
@@ -242,7 +242,7 @@ func restoreFormation(ctx context.Context, d Deps, store *app.Store, appName str
 	if err := removeStale(ctx, d, a.Name, objs); err != nil {
 		return nil, err
 	}
-	err = (&rollout{client: d.Client, namespace: d.Namespace, app: a.Name, release: a.Release,
+	err = (&rollout{client: d.Client, namespace: d.Namespace, app: a.Name, release: a.Release, purpose: purposeScale,
 		generations: generations(got), idle: timeout, progress: d.Progress, countsOnly: true}).wait(ctx)
 	return a, err
 }

@@ -45,6 +45,8 @@ type rollout struct {
 	// putting back fewer units, when the failed extra ones are still on
 	// their way out.
 	countsOnly bool
+	// purpose names the units in the progress line.
+	purpose purpose
 
 	deployments map[string]*appsv1.Deployment
 	pods        map[string]*corev1.Pod // by name
@@ -249,8 +251,9 @@ func rolledOut(d *appsv1.Deployment, gen int64) bool {
 	return s.ObservedGeneration >= gen && s.UpdatedReplicas == want && s.Replicas == want && s.AvailableReplicas == want
 }
 
-// explain adds what the unit itself says: the last log lines of a crash,
-// the probe's message for a unit that never gets ready.
+// explain adds what the unit itself says: the last log lines of a crash or
+// of a unit that never gets ready (why it does not listen is often there),
+// and the probe's message for the latter.
 func (r *rollout) explain(ctx context.Context, p *corev1.Pod, f *Failure) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -261,6 +264,7 @@ func (r *rollout) explain(ctx context.Context, p *corev1.Pod, f *Failure) {
 		if msg := r.lastEvent(ctx, p, "Unhealthy"); msg != "" {
 			f.Message += ": " + text.Excerpt(msg)
 		}
+		f.Logs = r.lastLogs(ctx, p)
 	}
 }
 
@@ -394,8 +398,31 @@ func (r *rollout) count(k unitKind, n int) {
 	}
 }
 
-// summary is the progress line: per process, new units ready out of wanted,
-// and old units still running or terminating.
+// purpose is what a rollout is for, which says what its units are called:
+// a deploy's are new and old; a scale's are the release's own units (none
+// is new: scaling 1 -> 3 is not "1 of 3 new units ready"); a rollback
+// after a failure restores units and replaces the failed release's.
+type purpose int
+
+const (
+	purposeDeploy purpose = iota
+	purposeScale
+	purposeRestore
+)
+
+// words are the adjectives for the release's units and the others.
+func (p purpose) words() (ours, others string) {
+	switch p {
+	case purposeScale:
+		return "", "old "
+	case purposeRestore:
+		return "restored ", "failed "
+	}
+	return "new ", "old "
+}
+
+// summary is the progress line: per process, units of the release ready
+// out of wanted, and other units still running or terminating.
 func (r *rollout) summary() string {
 	var procs []string
 	want := map[string]int{}
@@ -412,18 +439,19 @@ func (r *rollout) summary() string {
 		procs = append(procs, proc)
 	}
 	sortProcs(procs)
+	ours, others := r.purpose.words()
 	parts := make([]string, 0, len(procs))
 	for _, proc := range procs {
 		c := r.counts[proc]
 		if c == nil {
 			c = &unitCount{}
 		}
-		s := fmt.Sprintf("%s: %d of %d new %s ready", proc, c.ready, want[proc], text.Plural(want[proc], "unit", "units"))
+		s := fmt.Sprintf("%s: %d of %d %s%s ready", proc, c.ready, want[proc], ours, text.Plural(want[proc], "unit", "units"))
 		if c.old > 0 {
-			s += fmt.Sprintf(", %d old %s running", c.old, text.Plural(c.old, "unit", "units"))
+			s += fmt.Sprintf(", %d %s%s running", c.old, others, text.Plural(c.old, "unit", "units"))
 		}
 		if c.terminating > 0 {
-			s += fmt.Sprintf(", %d old %s terminating", c.terminating, text.Plural(c.terminating, "unit", "units"))
+			s += fmt.Sprintf(", %d %s%s terminating", c.terminating, others, text.Plural(c.terminating, "unit", "units"))
 		}
 		parts = append(parts, s)
 	}

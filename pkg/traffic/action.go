@@ -29,9 +29,9 @@ type DomainAddOptions struct {
 	IngressClass string
 }
 
-// Validate checks the input; host is compared in lower case.
+// Validate checks the input; host is kept in lower case (an error quotes
+// it as given).
 func (o *DomainAddOptions) Validate() error {
-	o.Host = strings.ToLower(o.Host)
 	if o.Path == "" {
 		o.Path = "/"
 	}
@@ -41,6 +41,7 @@ func (o *DomainAddOptions) Validate() error {
 	if err := ValidateHost(o.Host); err != nil {
 		return usage.Wrap(err)
 	}
+	o.Host = strings.ToLower(o.Host)
 	return usage.Wrap(ValidatePath(o.Path))
 }
 
