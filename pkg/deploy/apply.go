@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 
 	appsv1 "k8s.io/api/apps/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -83,7 +84,7 @@ func applyObjects(ctx context.Context, d Deps, objs Objects, dryRun bool) (*appl
 			return nil, fmt.Errorf("applying service %s: %w", objs.Service.Name, kube.TranslateError(err))
 		}
 	}
-	if ing := objs.Ingress; ing != nil {
+	for _, ing := range objs.Ingresses {
 		data, err := json.Marshal(ing)
 		if err != nil {
 			return nil, err
@@ -144,7 +145,7 @@ func guardOwned(ctx context.Context, d Deps, objs Objects) error {
 			return client.CoreV1().Services(ns).Get(ctx, n, get)
 		}})
 	}
-	if i := objs.Ingress; i != nil {
+	for _, i := range objs.Ingresses {
 		targets = append(targets, target{"Ingress", i.Name, i.Labels[kube.LabelApp], func(n string) (metav1.Object, error) {
 			return client.NetworkingV1().Ingresses(ns).Get(ctx, n, get)
 		}})
@@ -231,14 +232,8 @@ func removeStale(ctx context.Context, d Deps, appName string, objs Objects) erro
 			return kube.TranslateError(err)
 		}
 	}
-	if objs.Ingress == nil {
-		if err := deleteOwned(ctx, appName, func() (metav1.Object, error) {
-			return client.NetworkingV1().Ingresses(ns).Get(ctx, ServiceName(appName), metav1.GetOptions{})
-		}, func() error {
-			return client.NetworkingV1().Ingresses(ns).Delete(ctx, ServiceName(appName), metav1.DeleteOptions{})
-		}); err != nil {
-			return err
-		}
+	if err := removeStaleIngresses(ctx, d, appName, objs.Ingresses); err != nil {
+		return err
 	}
 	if objs.NetworkPolicy == nil {
 		if err := deleteOwned(ctx, appName, func() (metav1.Object, error) {
@@ -302,4 +297,27 @@ func waitAvailable(ctx context.Context, client kubernetes.Interface, ns, name, i
 		return fmt.Errorf("%s did not start within 2m; check that its image %s can be pulled (set TUG_MAINTENANCE_IMAGE to use another)", name, image)
 	}
 	return kube.TranslateError(err)
+}
+
+// removeStaleIngresses deletes the app's Ingresses that keep does not name
+// (one LIST by the app's labels): a domain's class gone, or its last
+// domain.
+func removeStaleIngresses(ctx context.Context, d Deps, appName string, keep []*networkingv1.Ingress) error {
+	list, err := d.Client.NetworkingV1().Ingresses(d.Namespace).List(ctx, metav1.ListOptions{LabelSelector: kube.AppSelector(appName)})
+	if err != nil {
+		return kube.TranslateError(err)
+	}
+	names := map[string]bool{}
+	for _, i := range keep {
+		names[i.Name] = true
+	}
+	for _, i := range list.Items {
+		if names[i.Name] || !kube.Owned(i.Labels, appName) {
+			continue
+		}
+		if err := d.Client.NetworkingV1().Ingresses(d.Namespace).Delete(ctx, i.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return kube.TranslateError(err)
+		}
+	}
+	return nil
 }

@@ -345,7 +345,7 @@ func roll(t *txn, change Change, opts Options, start time.Time) (*Result, error)
 		res.URLs = app.URLs(a)
 		var rerr error
 		if !opts.NoWait {
-			res.Routing, rerr = confirmRouted(ctx, d, a, got.routes, opts.Probe)
+			res.Routing, rerr = confirmRouted(ctx, d, a, got.routes, opts.Probe, nil)
 		}
 		res.DurationMS = time.Since(start).Milliseconds()
 		return res, t.explain(rerr)

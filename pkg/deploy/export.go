@@ -91,7 +91,7 @@ func Export(ctx context.Context, s *app.Store, appName string, includeConfig boo
 		m.Namespace = ""
 		out = append(out, m)
 	}
-	if ing := objs.Ingress; ing != nil {
+	for _, ing := range objs.Ingresses {
 		ing.Namespace = ""
 		out = append(out, ing)
 	}

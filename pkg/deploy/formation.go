@@ -155,6 +155,7 @@ func reshape(ctx context.Context, d Deps, appName string, c RecordChange, opts O
 		route = wantRoute(ctx, d, a, r.Pool)
 	}
 	var formationBefore map[string]app.Process // the formation the change started from
+	routedBefore := a.Copy() // what the router served before the change
 	a, err = store.UpdateApp(ctx, appName, func(x *app.App) error {
 		formationBefore = maps.Clone(x.Processes)
 		if r != nil {
@@ -201,7 +202,7 @@ func reshape(ctx context.Context, d Deps, appName string, c RecordChange, opts O
 	f, ok := err.(*Failure)
 	if !ok {
 		if err == nil {
-			res.Routing, err = confirmRouted(ctx, d, a, got.routes, opts.Probe)
+			res.Routing, err = confirmRouted(ctx, d, a, got.routes, opts.Probe, goneURLs(routedBefore, a))
 			res.DurationMS = time.Since(start).Milliseconds()
 		}
 		return res, t.explain(err)

@@ -36,7 +36,8 @@ type Objects struct {
 	// Autoscalers are the HorizontalPodAutoscalers of autoscaled processes.
 	Autoscalers []*autoscalingv2.HorizontalPodAutoscaler
 	// Traffic to the web process (traffic.go); each nil when unused.
-	Ingress       *networkingv1.Ingress
+	// Ingresses: one per IngressClass the app's domains use (traffic.go).
+	Ingresses     []*networkingv1.Ingress
 	NetworkPolicy *networkingv1.NetworkPolicy
 	Maintenance   *appsv1.Deployment
 	// Routes are the HTTPRoutes through the cluster's Gateway (route.go).
@@ -56,7 +57,7 @@ func Render(a *app.App, r *app.Release, config app.ConfigMap) Objects {
 	}
 	if _, ok := r.Processes[app.WebProcess]; ok {
 		objs.Service = renderService(a)
-		objs.Ingress = renderIngress(a)
+		objs.Ingresses = renderIngresses(a)
 		objs.Routes = renderRoutes(a)
 		objs.NetworkPolicy = renderNetworkPolicy(a)
 		objs.Maintenance = renderMaintenance(a)

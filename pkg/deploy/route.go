@@ -321,4 +321,3 @@ func sameRoute(a, b *app.Route) bool {
 	}
 	return *a == *b
 }
-

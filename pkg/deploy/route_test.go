@@ -155,7 +155,7 @@ func TestRefusedRouteIsReported(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = confirmRouted(context.Background(), d, a, []*unstructured.Unstructured{got}, ProbeServe)
+	_, err = confirmRouted(context.Background(), d, a, []*unstructured.Unstructured{got}, ProbeServe, nil)
 	var refused *RouteError
 	if !errors.As(err, &refused) || refused.ExitCode() != 18 || !strings.Contains(err.Error(), "NotAllowedByListeners: no listener admits routes from namespace dev") {
 		t.Fatalf("confirmRouted = %v", err)

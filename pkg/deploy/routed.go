@@ -73,6 +73,8 @@ const (
 	// ProbeNone: nothing to ask (routable off, an allow list that may
 	// exclude tug's own address).
 	ProbeNone Probe = "none"
+	// probeGone: the router no longer routes the host (its 404).
+	probeGone Probe = "gone"
 )
 
 // How long a change waits for the router: its verdict on the routes, then
@@ -83,9 +85,10 @@ var (
 )
 
 // confirmRouted waits for the router to accept the routes got (as applied)
-// and then to serve host (the app's own, else its first routed domain).
-func confirmRouted(ctx context.Context, d Deps, a *app.App, got []*unstructured.Unstructured, probe Probe) (string, error) {
-	if len(got) == 0 || a.Route == nil || a.Route.Gateway == "" {
+// and then to serve every URL of the app (servedURLs), and to stop serving
+// the hosts of gone (URLs the change took away).
+func confirmRouted(ctx context.Context, d Deps, a *app.App, got []*unstructured.Unstructured, probe Probe, gone []*url.URL) (string, error) {
+	if a.Route == nil || a.Route.Gateway == "" || len(got) == 0 && len(gone) == 0 {
 		return "", nil
 	}
 	d.Progress.Update("waiting for the router to accept the app's route")
@@ -117,7 +120,37 @@ func confirmRouted(ctx context.Context, d Deps, a *app.App, got []*unstructured.
 			return RoutingAccepted, nil
 		}
 	}
+	for _, u := range gone {
+		d.Progress.Update(fmt.Sprintf("waiting for the router to stop serving %s", u.Hostname()))
+		http := &url.URL{Scheme: "http", Host: u.Host, Path: u.Path}
+		if !served(ctx, net.JoinHostPort(gw.address, strconv.FormatInt(gw.httpPort, 10)), http, probeGone) {
+			return RoutingAccepted, nil
+		}
+	}
 	return RoutingServed, nil
+}
+
+// goneURLs are the URLs of before that after no longer has.
+func goneURLs(before, after *app.App) []*url.URL {
+	now := map[string]bool{}
+	for _, u := range app.URLs(after) {
+		now[hostOf(u)] = true
+	}
+	var out []*url.URL
+	for _, s := range app.URLs(before) {
+		if u, err := url.Parse(s); err == nil && !now[u.Hostname()] {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+func hostOf(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return ""
+	}
+	return u.Hostname()
 }
 
 // servedURLs are what a request through the router must reach: the app's
@@ -214,9 +247,9 @@ func verdict(u *unstructured.Unstructured, gateway string, gen int64) (bool, *Ro
 
 // served sends requests for u through the router at addr until one gets
 // what probe wants, for at most routeServeTimeout. Over HTTPS it checks
-// that the router answers for the host, not whose certificate it shows
-// (the router may serve one that tug's machine does not trust): the
-// request carries nothing secret.
+// that the router shows a certificate for the host, not who signed it
+// (tug's machine may not trust the issuer): the request carries nothing
+// secret.
 func served(ctx context.Context, addr string, u *url.URL, probe Probe) bool {
 	ctx, cancel := context.WithTimeout(ctx, routeServeTimeout)
 	defer cancel()
@@ -258,6 +291,14 @@ func answered(ctx context.Context, client *http.Client, u *url.URL, probe Probe)
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+	if probe == probeGone {
+		return resp.StatusCode == http.StatusNotFound
+	}
+	// over HTTPS, the router must show a certificate for the host (a new
+	// one takes a moment to load; until then it shows a default one)
+	if resp.TLS != nil && (len(resp.TLS.PeerCertificates) == 0 || resp.TLS.PeerCertificates[0].VerifyHostname(u.Hostname()) != nil) {
+		return false
+	}
 	if probe == ProbeMaintenance {
 		return resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get("Retry-After") != ""
 	}
