@@ -8,8 +8,8 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"tug.dev/tug/pkg/app"
-	"tug.dev/tug/pkg/clustersettings"
 	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/clustersettings"
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/text"

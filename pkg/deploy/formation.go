@@ -138,7 +138,12 @@ func reshape(ctx context.Context, d Deps, appName string, c RecordChange, opts O
 		if r, config, err = store.GetRelease(ctx, appName, a.Release); err != nil {
 			return nil, err
 		}
-		if err := guardOwned(ctx, d, Render(a, r, config)); err != nil {
+		changed := a.Copy()
+		changed.Route = wantRoute(ctx, d, a, r.Pool)
+		if err := change(changed); err != nil {
+			return nil, err
+		}
+		if err := guardOwned(ctx, d, Render(changed, r, config)); err != nil {
 			return nil, err
 		}
 	}
@@ -155,7 +160,7 @@ func reshape(ctx context.Context, d Deps, appName string, c RecordChange, opts O
 		route = wantRoute(ctx, d, a, r.Pool)
 	}
 	var formationBefore map[string]app.Process // the formation the change started from
-	routedBefore := a.Copy() // what the router served before the change
+	routedBefore := a.Copy()                   // what the router served before the change
 	a, err = store.UpdateApp(ctx, appName, func(x *app.App) error {
 		formationBefore = maps.Clone(x.Processes)
 		if r != nil {
