@@ -314,10 +314,3 @@ func wantRoute(ctx context.Context, d Deps, a *app.App, pool string) *app.Route 
 	}
 	return r
 }
-
-func sameRoute(a, b *app.Route) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return *a == *b
-}

@@ -380,3 +380,21 @@ func Unstructured(client dynamic.Interface, gvr schema.GroupVersionResource, ns 
 			return pointers(l.Items), l.GetResourceVersion(), nil
 		}}
 }
+
+// Retry calls fn until it succeeds, fails with an error that waiting will
+// not fix, or ctx ends, pausing between tries (200 ms, doubling, at most
+// 2 s): for the few writes that must land through a short outage, such as
+// recording how a rollout ended.
+func Retry(ctx context.Context, fn func(context.Context) error) error {
+	pause := 200 * time.Millisecond
+	for {
+		err := fn(ctx)
+		if err == nil || !retryable(err) {
+			return err
+		}
+		if perr := Pause(ctx, pause); perr != nil {
+			return err
+		}
+		pause = min(2*pause, 2*time.Second)
+	}
+}
