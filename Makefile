@@ -10,7 +10,7 @@ NODES   ?= 1
 # K8S_VERSION=v1.34.4 make test|cluster-up: the local cluster's Kubernetes release
 # (default in test/cluster/build-localk8s.sh; docs/compatibility.md lists the tested ones).
 
-.PHONY: build test unit e2e lint docs check-docs demo bench cluster-up cluster-down cluster-status cluster-kubeconfig cluster-registry
+.PHONY: build test unit e2e lint docs check-docs demo bench cluster-up cluster-down cluster-status cluster-kubeconfig cluster-registry cluster-router
 
 build: ## bin/tug (and bin/kubectl-tug, the same binary as a kubectl plugin, with bin/kubectl_complete-tug for its completion)
 	go build -trimpath -ldflags '$(LDFLAGS)' -o bin/tug ./cmd/tug
@@ -58,3 +58,6 @@ cluster-kubeconfig:
 
 cluster-registry: ## the local registry's HOST:PORT
 	@test/cluster/cluster.sh registry
+
+cluster-router: ## the local router's address (HTTP on 80, HTTPS on 443)
+	@test/cluster/cluster.sh router

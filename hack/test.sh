@@ -13,7 +13,7 @@ if ! $cluster status >/dev/null 2>&1; then
 else
   # A running cluster (make demo's, or one started with NODES=1) is brought
   # to what the tests need: enough nodes (it restarts with more), and the
-  # registry and images of this checkout.
+  # registry, images and router of this checkout.
   $cluster up "${TEST_NODES:-2}"
 fi
 finish() {

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
+	"tug.dev/tug/pkg/build/protocol"
 	"tug.dev/tug/pkg/text"
 )
 
@@ -33,16 +36,31 @@ func dockerfile(args []string) int {
 	file := fs.String("dockerfile", "Dockerfile", "the Dockerfile, a slash-separated path inside the source")
 	appDir := fs.String("app", "/app", "folder the source is unpacked into")
 	tag := fs.String("tag", "latest", "tag to push besides the digest")
-	target := fs.String("target", "", "the stage to build")
+	target := fs.String("target", "", "the stage to build (older clients; newer ones send it in the job)")
+	job := fs.String("job", "", `"stdin": a job header comes on stdin before the source`)
+	daemon := fs.String("buildkitd", "", "buildkitd's address (tcp://HOST:PORT) in the pod's other container; empty: start one here")
+	tlsDir := fs.String("tls-dir", "", "with -buildkitd: the folder with ca.pem, cert.pem and key.pem")
 	var buildArgs multiFlag
-	fs.Var(&buildArgs, "build-arg", "K=V, repeatable")
+	fs.Var(&buildArgs, "build-arg", "K=V, repeatable (older clients; newer ones send them in the job)")
 	_ = fs.Parse(args)
-	if *repo == "" {
+	if *repo == "" || *daemon != "" && *tlsDir == "" {
 		usage()
 	}
 	var res Result
 	finish := res.finish
-	if err := res.unpackSource(*appDir); err != nil {
+	in := bufio.NewReaderSize(os.Stdin, 64<<10)
+	if *job == "stdin" {
+		j, err := protocol.ReadJob(in)
+		if err != nil {
+			_, _ = io.Copy(io.Discard, in)
+			return finish("unpack", 0, err)
+		}
+		buildArgs = append(buildArgs, j.BuildArgs...)
+		if j.Target != "" {
+			*target = j.Target
+		}
+	}
+	if err := res.unpackSource(in, *appDir); err != nil {
 		return finish("unpack", 0, err)
 	}
 
@@ -51,17 +69,27 @@ func dockerfile(args []string) int {
 		return finish("push", 0, fmt.Errorf("--repository %s: %w", *repo, err))
 	}
 	df := filepath.Join(*appDir, filepath.FromSlash(path.Clean("/"+*file)))
-	content, err := os.ReadFile(df)
+	content, err := readInside(*appDir, path.Clean("/" + *file)[1:])
 	if err != nil {
 		return finish("build", 0, fmt.Errorf("reading the Dockerfile: %w", err))
 	}
 
 	t := time.Now()
-	bk, err := startBuildkitd(plainHTTPHosts(ref.Context().RegistryStr(), string(content)))
-	if err != nil {
-		return finish("build", 0, err)
+	var conn []string // buildctl's options to reach buildkitd
+	if *daemon != "" {
+		conn = []string{"--addr", *daemon, "--tlsdir", *tlsDir, "--tlsservername", buildkitServerName}
+		fmt.Println("-----> waiting for buildkitd (rootless, in the pod's buildkitd container)")
+		if err := waitBuildkitd(conn, 90*time.Second); err != nil {
+			return finish("buildkitd", 0, err)
+		}
+	} else {
+		bk, err := startBuildkitd(plainHTTPHosts(ref.Context().RegistryStr(), string(content)))
+		if err != nil {
+			return finish("build", 0, err)
+		}
+		defer bk.stop()
+		conn = []string{"--addr", bk.addr}
 	}
-	defer bk.stop()
 
 	meta := filepath.Join(os.TempDir(), "tug-buildctl-metadata.json")
 	cache := ref.Context().Name() + ":buildcache"
@@ -69,17 +97,19 @@ func dockerfile(args []string) int {
 	if plainHTTP(ref.Context().RegistryStr()) {
 		insecure = ",registry.insecure=true"
 	}
-	cmdArgs := []string{"--addr", bk.addr, "build", "--progress", "plain",
+	// The build arguments are on buildctl's command line, which only this
+	// container sees (RUN steps run in buildkitd's, another PID namespace).
+	cmdArgs := append(conn, "build", "--progress", "plain",
 		"--frontend", "dockerfile.v0",
-		"--local", "context=" + *appDir,
-		"--local", "dockerfile=" + filepath.Dir(df),
-		"--opt", "filename=" + filepath.Base(df),
-		"--opt", "platform=linux/" + runtime.GOARCH,
-		"--output", "type=image,name=" + ref.Name() + ",push=true" + insecure,
-		"--export-cache", "type=registry,mode=max,ref=" + cache + insecure,
-		"--import-cache", "type=registry,ref=" + cache + insecure,
+		"--local", "context="+*appDir,
+		"--local", "dockerfile="+filepath.Dir(df),
+		"--opt", "filename="+filepath.Base(df),
+		"--opt", "platform=linux/"+runtime.GOARCH,
+		"--output", "type=image,name="+ref.Name()+",push=true"+insecure,
+		"--export-cache", "type=registry,mode=max,ref="+cache+insecure,
+		"--import-cache", "type=registry,ref="+cache+insecure,
 		"--metadata-file", meta,
-	}
+	)
 	if *target != "" {
 		cmdArgs = append(cmdArgs, "--opt", "target="+*target)
 	}
@@ -104,6 +134,37 @@ func dockerfile(args []string) int {
 	res.Image = ref.Context().Name() + "@" + digest
 	fmt.Printf("-----> pushed %s\n", res.Image)
 	return finish("", 0, nil)
+}
+
+// readInside reads a file of the unpacked source, following its links
+// only inside it.
+func readInside(dir, name string) ([]byte, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	return root.ReadFile(name)
+}
+
+// waitBuildkitd waits until buildkitd answers over TLS, trying every
+// 200ms (it starts beside this container, in a second or two), or the
+// deadline passes.
+func waitBuildkitd(conn []string, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		out, err := exec.Command("buildctl", append(append([]string{}, conn...), "--timeout", "5", "debug", "workers")...).CombinedOutput()
+		var ee *exec.ExitError
+		switch {
+		case err == nil:
+			return nil
+		case !errors.As(err, &ee):
+			return fmt.Errorf("buildctl could not run: %w", err)
+		case time.Now().After(deadline):
+			return fmt.Errorf("buildkitd did not answer within %s: %s", within, text.OneLine(lastLinesOf(string(out), 4)))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 func metadataDigest(path string) (string, error) {
@@ -246,7 +307,11 @@ func startBuildkitd(plainHosts []string) (*buildkitd, error) {
 
 func lastLines(path string, n int) string {
 	b, _ := os.ReadFile(path)
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return lastLinesOf(string(b), n)
+}
+
+func lastLinesOf(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
 	}

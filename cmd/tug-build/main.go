@@ -4,21 +4,31 @@
 //
 //	tug-build install DEST        copy this binary to DEST (the init container)
 //	tug-build run -repository REPO -run-image IMAGE
-//	tug-build dockerfile -repository REPO -dockerfile PATH [-build-arg K=V]... [-target STAGE]
+//	tug-build dockerfile -repository REPO -dockerfile PATH -job stdin -buildkitd ADDR -tls-dir DIR
+//	tug-build buildkit-setup [-install DEST] -daemon DIR -client DIR [-plain-http HOST,...]
 //
 // run reads a gzipped tar of the app's source on stdin, unpacks it into
-// /app, runs the build step there (the builder's /tug/build when it exists,
-// else the Procfile's build: line, else nothing), and pushes the run image
-// plus one layer holding /app, its config pointing at /app and the
-// Procfile's web process, to REPO with go-containerregistry: only the
-// layers the registry lacks are uploaded. Its last line is machine-readable:
+// /app (through an os.Root, within the limits of pkg/build/protocol), runs
+// the build step there (the builder's /tug/build when it exists, else the
+// Procfile's build: line, else nothing), and pushes the run image plus one
+// layer holding /app, its config pointing at /app and the Procfile's web
+// process, to REPO with go-containerregistry: only the layers the registry
+// lacks are uploaded. Its last line is machine-readable:
 //
 //	TUG-BUILD-RESULT {"ok":true,"image":"REPO@sha256:...",...}
 //
-// dockerfile runs in a BuildKit image instead: it unpacks the source the
-// same way, starts buildkitd (rootless, through rootlesskit, when it runs
-// as a user other than root) and builds the Dockerfile with buildctl,
-// pushing to REPO with a registry cache at REPO:buildcache.
+// dockerfile runs in a BuildKit image instead. With -job stdin a job header
+// (build arguments, target: what must not sit in the pod spec) comes before
+// the source; it unpacks the source the same way and builds the Dockerfile
+// with buildctl against the buildkitd of the pod's other container, over
+// mutual TLS with the client certificate that buildkit-setup (the init
+// container) wrote, pushing to REPO with a registry cache at
+// REPO:buildcache. The push credentials (DOCKER_CONFIG) are this
+// container's alone: buildkitd gets them through buildctl's session, and
+// RUN steps, which run beside buildkitd, see neither.
+//
+// Without -buildkitd (older clients) it starts buildkitd itself, in the
+// same container, as before.
 //
 // See docs/builders.md.
 package main
@@ -26,7 +36,6 @@ package main
 import (
 	"archive/tar"
 	"bufio"
-	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -89,10 +98,13 @@ func (res *Result) finish(stage string, code int, err error) int {
 	return 0
 }
 
-// unpackSource unpacks the source tar on stdin into dir and says so.
-func (res *Result) unpackSource(dir string) error {
+// unpackSource unpacks the source archive from in into dir and says so.
+// It reads in to its end whatever happens, so the client finishes its
+// upload and reads why an archive was refused.
+func (res *Result) unpackSource(in io.Reader, dir string) error {
 	t := time.Now()
-	n, size, err := unpack(os.Stdin, dir)
+	n, size, err := unpack(in, dir, defaultLimits)
+	_, _ = io.Copy(io.Discard, in)
 	if err != nil {
 		return err
 	}
@@ -118,13 +130,17 @@ func main() {
 		os.Exit(run(os.Args[2:]))
 	case "dockerfile":
 		os.Exit(dockerfile(os.Args[2:]))
+	case "buildkit-setup":
+		os.Exit(buildkitSetup(os.Args[2:]))
 	default:
 		usage()
 	}
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: tug-build install DEST | tug-build run -repository REPO -run-image IMAGE [-app DIR] [-tag TAG] | tug-build dockerfile -repository REPO -dockerfile PATH [-app DIR] [-build-arg K=V]... [-target STAGE]")
+	fmt.Fprintln(os.Stderr, "usage: tug-build install DEST | tug-build run -repository REPO -run-image IMAGE [-app DIR] [-tag TAG] |\n"+
+		"  tug-build dockerfile -repository REPO -dockerfile PATH [-app DIR] [-job stdin] [-buildkitd ADDR -tls-dir DIR] [-build-arg K=V]... [-target STAGE] |\n"+
+		"  tug-build buildkit-setup [-install DEST] -daemon DIR -client DIR [-plain-http HOST,...]")
 	os.Exit(2)
 }
 
@@ -156,7 +172,7 @@ func run(args []string) int {
 	}
 	var res Result
 	finish := res.finish
-	if err := res.unpackSource(*appDir); err != nil {
+	if err := res.unpackSource(bufio.NewReaderSize(os.Stdin, 64<<10), *appDir); err != nil {
 		return finish("unpack", 0, err)
 	}
 
@@ -190,69 +206,6 @@ func run(args []string) int {
 	res.Image = ref.Context().Name() + "@" + d.String()
 	fmt.Printf("-----> pushed %s (%s uploaded)\n", res.Image, text.Size(pushed))
 	return finish("", 0, nil)
-}
-
-// unpack extracts a gzipped tar into dir, refusing paths that leave it.
-func unpack(r io.Reader, dir string) (files int, size int64, err error) {
-	zr, err := gzip.NewReader(bufio.NewReader(r))
-	if err != nil {
-		return 0, 0, fmt.Errorf("reading the source: %w", err)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return 0, 0, err
-	}
-	tr := tar.NewReader(zr)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return files, size, fmt.Errorf("reading the source: %w", err)
-		}
-		clean := filepath.Clean("/" + h.Name)
-		if clean == "/" {
-			continue
-		}
-		target := filepath.Join(dir, clean)
-		mode := os.FileMode(h.Mode) & 0o7777
-		switch h.Typeflag {
-		case tar.TypeDir:
-			if err := os.MkdirAll(target, mode|0o700); err != nil {
-				return files, size, err
-			}
-		case tar.TypeReg:
-			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-				return files, size, err
-			}
-			f, err := os.OpenFile(target, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, mode|0o600)
-			if err != nil {
-				return files, size, err
-			}
-			n, err := io.Copy(f, tr)
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				return files, size, err
-			}
-			files++
-			size += n
-		case tar.TypeSymlink:
-			if filepath.IsAbs(h.Linkname) || !strings.HasPrefix(filepath.Clean(filepath.Join(filepath.Dir(clean), h.Linkname)), "/") {
-				return files, size, fmt.Errorf("symlink %s -> %s leaves the source", h.Name, h.Linkname)
-			}
-			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-				return files, size, err
-			}
-			if err := os.Symlink(h.Linkname, target); err != nil {
-				return files, size, err
-			}
-		}
-	}
-	// the rest of the stream, so the sender sees it all read
-	_, _ = io.Copy(io.Discard, r)
-	return files, size, nil
 }
 
 // buildStep runs /tug/build, else the Procfile's build: line, else nothing.

@@ -6,9 +6,11 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/dynamic"
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/clustersettings"
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/lifecycle"
@@ -104,6 +106,16 @@ func deployDeps(cmd *cobra.Command, f *cli.Factory) (deploy.Deps, error) {
 	user := kube.WhoAmI(cmd.Context(), client, fallback)
 	d := deploy.Deps{Client: client, Namespace: ns, Progress: f.Progress(), Holder: lock.Self(user),
 		MaintenanceImage: os.Getenv("TUG_MAINTENANCE_IMAGE")}
+	// what the cluster offers its apps (its Gateway, apps domain), read
+	// from the cluster itself, and the client for the Gateway API
+	if d.Settings, err = clustersettings.Read(cmd.Context(), client); err != nil {
+		return deploy.Deps{}, err
+	}
+	if cfg, err := f.RESTConfig(); err == nil {
+		if d.Dynamic, err = dynamic.NewForConfig(cfg); err != nil {
+			return deploy.Deps{}, err
+		}
+	}
 	if cmd.Flags().Lookup("wait-lock") != nil {
 		if d.WaitLock, err = cmd.Flags().GetDuration("wait-lock"); err != nil {
 			return deploy.Deps{}, err
@@ -196,7 +208,11 @@ func newAppListCmd(f *cli.Factory) *cobra.Command {
 				}
 				t := cli.NewTable("name", "release", "units", "image", "age")
 				for _, a := range apps {
-					t.AddRow(a.Name, releaseCell(a.Release), unitsCell(a.Processes), a.Image, text.Age(a.CreatedAt))
+					units := unitsCell(a.Processes)
+					if a.Failed != nil && len(a.Processes) == 0 {
+						units = fmt.Sprintf("none (v%d %s)", a.Failed.Version, a.Failed.Status)
+					}
+					t.AddRow(a.Name, releaseCell(a.Release), units, a.Image, text.Age(a.CreatedAt))
 				}
 				return t.Render(f.IOStreams, o.NoHeaders)
 			})

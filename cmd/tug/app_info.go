@@ -62,7 +62,11 @@ func printAppInfo(ios *cli.IOStreams, in *app.Info) error {
 	}
 	fmt.Fprintf(w, "Release:    %s\n", releaseCell(in.Release))
 	if in.Image != "" {
-		fmt.Fprintf(w, "Image:      %s\n", in.Image)
+		image := in.Image
+		if ios.IsStdoutTTY() {
+			image = cli.ShortDigests(image) // as in the tables; whole with -o json or piped
+		}
+		fmt.Fprintf(w, "Image:      %s\n", image)
 	}
 	if r := in.Running; r != nil {
 		vs := make([]string, len(r.Releases))
@@ -77,6 +81,9 @@ func printAppInfo(ios *cli.IOStreams, in *app.Info) error {
 	}
 	printBuildSettings(w, in.Build)
 	fmt.Fprintf(w, "Config:     %d %s (values: tug env get %s --show-values)\n", in.ConfigKeys, text.Plural(in.ConfigKeys, "key", "keys"), in.Name)
+	if len(in.URLs) > 0 {
+		fmt.Fprintf(w, "URLs:       %s\n", strings.Join(in.URLs, ", "))
+	}
 	if len(in.Addresses) > 0 {
 		fmt.Fprintf(w, "Addresses:  %s\n", strings.Join(in.Addresses, ", "))
 	}
@@ -99,9 +106,12 @@ func printAppInfo(ios *cli.IOStreams, in *app.Info) error {
 		}
 		fmt.Fprintf(w, "Last change: %s\n", line)
 	}
-	if len(in.Processes) == 0 {
+	switch {
+	case len(in.Processes) == 0 && in.Failed != nil:
+		fmt.Fprintf(w, "\nNo units: no release is deployed (v%d %s).\n", in.Failed.Version, in.Failed.Status)
+	case len(in.Processes) == 0:
 		fmt.Fprintln(w, "\nNo processes yet: deploy an image.")
-	} else {
+	default:
 		fmt.Fprintln(w)
 	}
 	if _, err := io.WriteString(ios.Out, cli.Sanitize(b.String())); err != nil || len(in.Processes) == 0 {

@@ -167,12 +167,12 @@ func (b *buildFlags) image(cmd *cobra.Command, f *cli.Factory, appName, message 
 		return "", nil
 	}
 	progress := f.Progress()
-	res, err := plan.Run(ctx, build.Deps{Client: client, Executor: &tugexec.Remote{Config: cfg, Client: client, Protocol: proto}, Out: errOut, Progress: progress}, store)
+	res, err := plan.Run(ctx, build.Deps{Client: client, Executor: &tugexec.Remote{Config: cfg, Client: client, Protocol: proto}, Out: cacheMissNote{errOut}, Progress: progress}, store)
 	var failed *build.Error
 	if errors.As(err, &failed) {
 		fmt.Fprintf(errOut, "build failed (%s): %s\n", failed.Stage, failed.Message)
 		if len(failed.Lines) > 0 {
-			fmt.Fprintf(errOut, "  last %d log lines:\n", len(failed.Lines))
+			fmt.Fprintf(errOut, "  %s:\n", lastLogLines(len(failed.Lines)))
 			for _, l := range failed.Lines {
 				fmt.Fprintf(errOut, "    | %s\n", cli.Sanitize(l))
 			}
@@ -192,7 +192,7 @@ func (b *buildFlags) image(cmd *cobra.Command, f *cli.Factory, appName, message 
 	if err != nil {
 		return "", err
 	}
-	progress.Done(fmt.Sprintf("built %s (%s uploaded)", res.Image, text.Size(res.PushedBytes)))
+	progress.Done(builtLine(res))
 	return res.Image, nil
 }
 

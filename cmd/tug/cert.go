@@ -63,7 +63,7 @@ func newCertRemoveCmd(f *cli.Factory) *cobra.Command {
 			if err := checkApp(name); err != nil {
 				return err
 			}
-			if err := traffic.ValidateHost(strings.ToLower(host)); err != nil {
+			if err := traffic.ValidateHost(host); err != nil {
 				return usage.Wrap(err)
 			}
 			return configure(cmd, f, name, "certificate for "+strings.ToLower(host)+" removed", func(d deploy.Deps) (*deploy.Result, error) {

@@ -30,7 +30,7 @@ configured, tug uses the kubeconfig's current context for everything.`,
 		RunE:    cli.GroupRunE,
 		GroupID: "cluster",
 	}
-	cmd.AddCommand(newClusterAddCmd(f), newClusterListCmd(f), newClusterRemoveCmd(f))
+	cmd.AddCommand(newClusterAddCmd(f), newClusterListCmd(f), newClusterRemoveCmd(f), newClusterSettingsCmd(f))
 	return cmd
 }
 

@@ -130,11 +130,19 @@ func TestUnitKill(t *testing.T) {
 		t.Errorf("the unit is still there: %v", err)
 	}
 	r = p.run(t, false, "unit", "kill", "shop", "blog-web-66f-q1")
-	if r.code != 1 || !strings.HasPrefix(r.stderr, `error: unit "blog-web-66f-q1" not found in namespace "dev"; units of app "shop": shop-web-7d9f-a1, shop-worker-5c4-x1, shop-worker-5c4-x2`) {
+	if r.code != 1 || !strings.HasPrefix(r.stderr, `error: unit "blog-web-66f-q1" not found in namespace "dev"; units of app "shop": shop-web-7d9f-a1, shop-worker-5c4-x1, shop-worker-5c4-x2, shop-run-x7k2q`) {
 		t.Errorf("another app's unit: exit %d, stderr %q", r.code, r.stderr)
 	}
 	list, err := p.cs.CoreV1().Pods("dev").List(context.Background(), metav1.ListOptions{})
-	if err != nil || len(list.Items) != 5 {
-		t.Errorf("pods left: %v, %v; want the other 5", list, err)
+	if err != nil || len(list.Items) != 6 {
+		t.Errorf("pods left: %v, %v; want the other 6", len(list.Items), err)
+	}
+	// A one-off run is stopped, not replaced.
+	r = p.run(t, false, "unit", "kill", "shop", "shop-run-x7k2q")
+	if r.code != 0 || r.stderr != "run shop-run-x7k2q stopped and removed\n" {
+		t.Errorf("kill a run: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if _, err := p.cs.CoreV1().Pods("dev").Get(context.Background(), "shop-run-x7k2q", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the run is still there: %v", err)
 	}
 }

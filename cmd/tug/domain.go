@@ -62,7 +62,7 @@ func newDomainRemoveCmd(f *cli.Factory) *cobra.Command {
 			if err := checkApp(name); err != nil {
 				return err
 			}
-			if err := traffic.ValidateHost(strings.ToLower(host)); err != nil {
+			if err := traffic.ValidateHost(host); err != nil {
 				return usage.Wrap(err)
 			}
 			return configure(cmd, f, name, strings.ToLower(host)+" removed", func(d deploy.Deps) (*deploy.Result, error) {

@@ -66,6 +66,11 @@ func newEnvSetCmd(f *cli.Factory) *cobra.Command {
 standard input, and --from-env-file reads KEY=VALUE lines (- for standard
 input), so secrets stay out of shell history.
 
+TUG_APP, TUG_PROCESS and TUG_RELEASE are set by tug and refused here. PORT
+may be set: it is the port the web process listens on (default 8080), and
+the container port, readiness check and Service follow it; it must be a
+number from 1 to 65535.
+
 The release phase (the deployed code's release: command) runs first with the
 new config; when it exits non-zero nothing changes for the units (exit 17).
 
@@ -143,7 +148,8 @@ func newEnvGetCmd(f *cli.Factory) *cobra.Command {
 		Short: "Show an app's config names (values with --show-values)",
 		Long: `Show the names of an app's config variables. Values are printed only with
 --show-values; with a KEY and --show-values, just that value is printed, for
-scripts.`,
+scripts. A KEY without --show-values is listed with its value hidden, and
+standard error says how to print it.`,
 		Example: `  tug env get shop
   tug env get shop DATABASE_URL --show-values`,
 		Args: cli.Args("APP", "[KEY]"),
@@ -189,7 +195,12 @@ scripts.`,
 					}
 					t.AddRow(v.Name, val)
 				}
-				return t.Render(f.IOStreams, o.NoHeaders)
+				if err := t.Render(f.IOStreams, o.NoHeaders); err != nil || show || len(args) < 2 {
+					return err
+				}
+				// The one value asked for, hidden: say how to see it.
+				fmt.Fprintf(f.IOStreams.ErrOut, "%s is set; its value is hidden: print it with '%s env get %s %s --show-values'\n", args[1], f.CommandName, name, args[1])
+				return nil
 			})
 		},
 	}

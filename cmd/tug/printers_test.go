@@ -242,7 +242,7 @@ func TestReleaseInfoErrors(t *testing.T) {
 		{[]string{"release", "info", "shop", "vx"}, 2, `invalid release "vx": want a release number such as v3`},
 		{[]string{"release", "info", "shop", "v0"}, 2, `invalid release "v0"`},
 		{[]string{"release", "info", "Shop", "v1"}, 2, "invalid app name"},
-		{[]string{"release", "info", "shop", "v9"}, 1, `release "v9 of app shop" not found in namespace "dev"`},
+		{[]string{"release", "info", "shop", "v9"}, 1, `release v9 of app "shop" not found in namespace "dev"`},
 		{[]string{"release", "info", "blog", "v1"}, 1, `app "blog" not found`},
 	} {
 		t.Run(strings.Join(c.args[2:], " "), func(t *testing.T) {
@@ -278,6 +278,17 @@ func unitPod(appName, proc, name string, release int, created time.Time) *corev1
 		}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.244.1." + strconv.Itoa(len(name))},
 	}
+}
+
+// runPod makes a unit's pod a one-off run's, as pkg/exec does: kind run,
+// no process or release label (the release in an annotation), no ports.
+func runPod(p *corev1.Pod) *corev1.Pod {
+	p.Annotations = map[string]string{kube.LabelRelease: p.Labels[kube.LabelRelease]}
+	delete(p.Labels, kube.LabelProcess)
+	delete(p.Labels, kube.LabelRelease)
+	p.Labels[kube.LabelKind] = "run"
+	p.Spec.Containers[0].Ports = nil
+	return p
 }
 
 func running(p *corev1.Pod, ready bool, restarts int32) *corev1.Pod {
@@ -316,11 +327,12 @@ func unitsFixture(t *testing.T) *printerFixture {
 	pulling.Status = corev1.PodStatus{Phase: corev1.PodPending, PodIP: "10.244.1.9", ContainerStatuses: []corev1.ContainerStatus{{
 		Name: "worker", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff"}},
 	}}}
-	blogRun := unitPod("blog", "run", "blog-run-abcde", 1, p.ago("run", time.Hour+30*time.Minute))
-	blogRun.Labels[kube.LabelKind] = "run" // one-off run pod: not a unit
+	// One-off runs (tug run): listed after the units, as process "run".
+	blogRun := runPod(unitPod("blog", "web", "blog-run-abcde", 1, p.ago("run", time.Hour+30*time.Minute)))
+	shopRun := running(runPod(unitPod("shop", "web", "shop-run-x7k2q", 2, p.ago("shop-run", 20*time.Minute+30*time.Second))), true, 0)
 	p.add(t,
 		running(unitPod("shop", "web", "shop-web-7d9f-a1", 2, p.ago("started", 3*24*time.Hour+12*time.Hour)), true, 0),
-		crashed, pending, pulling, blogRun,
+		crashed, pending, pulling, blogRun, shopRun,
 		running(unitPod("blog", "web", "blog-web-66f-q1", 1, p.ago("blog", 26*time.Hour+30*time.Minute)), false, 1),
 	)
 	return p

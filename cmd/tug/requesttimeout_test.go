@@ -77,7 +77,8 @@ func TestReadRetriesUnavailable(t *testing.T) {
 			return
 		}
 		// an empty list of whatever is asked for
-		kinds := map[string]string{"/api/v1/namespaces/dev/configmaps": "v1 ConfigMapList", "/apis/apps/v1/namespaces/dev/deployments": "apps/v1 DeploymentList", "/api/v1/namespaces/dev/pods": "v1 PodList"}
+		kinds := map[string]string{"/api/v1/namespaces/dev/configmaps": "v1 ConfigMapList", "/apis/apps/v1/namespaces/dev/deployments": "apps/v1 DeploymentList", "/api/v1/namespaces/dev/pods": "v1 PodList",
+			"/api/v1/namespaces/dev": "v1 Namespace"} // app list asks whether an empty namespace exists
 		kind, ok := kinds[r.URL.Path]
 		if r.Method != "GET" || !ok {
 			http.Error(w, "unexpected "+r.Method+" "+r.URL.Path, http.StatusNotFound)

@@ -169,7 +169,23 @@ func doneLine(res *deploy.Result, verb string) string {
 	} else if r != nil {
 		verb += "; units restarted"
 	}
-	return fmt.Sprintf("%s: %s v%d is running (%s) in %.1fs", verb, res.App, res.Release, strings.Join(units, ", "), float64(res.DurationMS)/1000)
+	return fmt.Sprintf("%s: %s v%d is running (%s) in %.1fs%s", verb, res.App, res.Release, strings.Join(units, ", "), float64(res.DurationMS)/1000, whereLine(res))
+}
+
+// whereLine says where the app answers, as far as the router confirmed it:
+// " at URL" once it served (or accepted) the route; a route the router has
+// not confirmed yet is said so, never as served.
+func whereLine(res *deploy.Result) string {
+	if len(res.URLs) == 0 {
+		return ""
+	}
+	switch res.Routing {
+	case deploy.RoutingPending:
+		return fmt.Sprintf("; %s: route applied, not yet confirmed by the router", res.URLs[0])
+	case deploy.RoutingServed, deploy.RoutingAccepted:
+		return " at " + res.URLs[0]
+	}
+	return ""
 }
 
 // printFailure explains a failed rollout on stderr: what failed, where, the
@@ -186,7 +202,7 @@ func printFailure(ios *cli.IOStreams, res *deploy.Result) {
 		fmt.Fprintf(w, "  reason:  %s\n", f.Reason)
 	}
 	if len(f.Logs) > 0 {
-		fmt.Fprintf(w, "  last %d log lines:\n", len(f.Logs))
+		fmt.Fprintf(w, "  %s:\n", lastLogLines(len(f.Logs)))
 		for _, l := range f.Logs {
 			fmt.Fprintf(w, "    | %s\n", l)
 		}

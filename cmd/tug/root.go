@@ -103,8 +103,48 @@ Start with 'tug doctor' to check that your kubeconfig works and what you may do.
 		cmd.AddCommand(sub)
 	}
 	cmd.SetHelpCommandGroupID("other")
+	suggestHerokuVerbs(cmd)
 	addDevCommands(cmd, f)
 	addDynamicCompletion(cmd, f)
 	routeAppCommands(cmd, f)
 	return cmd
+}
+
+// herokuVerbs are the top-level words of Heroku's CLI (and tsuru's, Deis's)
+// that tug has under a noun, with where: `tug deploy` is an unknown command
+// that says "did you mean 'tug app deploy'?" (cli.GroupArgs reads the
+// targets' SuggestFor), flags included.
+var herokuVerbs = map[string][]string{
+	"app create":       {"create", "apps:create"},
+	"app list":         {"apps", "list"},
+	"app info":         {"info", "apps:info", "status"},
+	"app remove":       {"destroy", "apps:destroy"},
+	"app deploy":       {"deploy", "push", "releases:create"},
+	"app scale":        {"scale", "ps:scale"},
+	"app restart":      {"restart", "ps:restart"},
+	"app stop":         {"stop"},
+	"app start":        {"start"},
+	"app address":      {"open", "address"},
+	"unit list":        {"ps"},
+	"unit kill":        {"ps:stop", "ps:kill", "kill"},
+	"env get":          {"config", "config:get"},
+	"env set":          {"config:set", "config:add"},
+	"env unset":        {"config:unset", "config:remove"},
+	"release list":     {"releases"},
+	"release rollback": {"rollback", "releases:rollback"},
+	"domain list":      {"domains"},
+	"domain add":       {"domains:add"},
+	"domain remove":    {"domains:remove"},
+	"app exec":         {"exec", "run:inside"},
+	"shell":            {"ps:exec", "ssh"},
+}
+
+func suggestHerokuVerbs(root *cobra.Command) {
+	for path, words := range herokuVerbs {
+		c, rest, err := root.Find(strings.Fields(path))
+		if err != nil || len(rest) > 0 || c == root {
+			panic("herokuVerbs: no command " + path) // TestHerokuVerbsSuggestTugCommands
+		}
+		c.SuggestFor = append(c.SuggestFor, words...)
+	}
 }

@@ -28,7 +28,9 @@ is labelled tug.dev/kind=run and never counts as a unit.
 tug waits for the pod to start, shows its output and exits with the command's
 exit code. The pod is deleted however the run ends: success, failure, Ctrl-C,
 SIGTERM, a closed terminal or a lost connection. --detach leaves it running
-and prints its name; follow it with 'tug logs APP --unit NAME -f'.
+and prints its name; follow it with 'tug logs APP --unit NAME -f'. Runs are
+listed by 'tug unit list APP' (process "run") until removed, finished ones
+included; 'tug unit kill APP NAME' stops and removes one.
 
 Without -i the output comes from the pod's log, every line from the first,
 stdout and stderr together. With -i tug attaches to the command's stdin,
@@ -78,8 +80,8 @@ Every run records a Kubernetes Event on its pod naming you and the command.`,
 			}
 			if o.Detach {
 				fmt.Fprintln(f.IOStreams.Out, res.Pod)
-				fmt.Fprintf(f.IOStreams.ErrOut, "run pod %s started; follow it with '%s logs %s --unit %s -f'; it stays until deleted: 'kubectl delete pod %s'\n",
-					res.Pod, f.CommandName, o.App, res.Pod, res.Pod)
+				fmt.Fprintf(f.IOStreams.ErrOut, "run %s started; follow it with '%s logs %s --unit %s -f'; it stays, listed by '%s unit list %s', until '%s unit kill %s %s'\n",
+					res.Pod, f.CommandName, o.App, res.Pod, f.CommandName, o.App, f.CommandName, o.App, res.Pod)
 			}
 			return nil
 		},

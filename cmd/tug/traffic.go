@@ -59,7 +59,9 @@ func newAppAddressCmd(f *cli.Factory) *cobra.Command {
   tug app address shop -o json`,
 		Long: `List the addresses of the app's web process: its Service's cluster IP and
 in-cluster name, its NodePort on every node (on the nodes of its pool, when it
-has one), load balancer addresses, and its domains through the Ingress.`,
+has one), load balancer addresses, and its domains through the Ingress.
+First come its URLs: its own under the cluster's apps domain, through the
+cluster's Gateway, and its domains.`,
 		Args: cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, a, err := loadApp(cmd, f, args[0])
@@ -69,6 +71,9 @@ has one), load balancer addresses, and its domains through the Ingress.`,
 			addrs, err := traffic.Addresses(cmd.Context(), s.Client, s.Namespace, args[0], a.Pool)
 			if err != nil {
 				return err
+			}
+			if len(addrs) > 0 { // it has a web process
+				addrs = append(traffic.URLAddresses(a), addrs...)
 			}
 			return o.Print(f.IOStreams, addrs, func() error {
 				if len(addrs) == 0 {

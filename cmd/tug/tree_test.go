@@ -161,7 +161,7 @@ func TestDynamicCompletion(t *testing.T) {
 	}{
 		{[]string{"app", "info", ""}, "blog\nshop\n:4\n"},
 		{[]string{"app", "info", "s"}, "shop\n:4\n"},
-		{[]string{"unit", "kill", "shop", ""}, "shop-web-7d9f-a1\tweb started\nshop-web-7d9f-b2\tweb crashed\nshop-worker-5c4-x1\tworker pending\nshop-worker-5c4-x2\tworker error\n:4\n"},
+		{[]string{"unit", "kill", "shop", ""}, "shop-web-7d9f-a1\tweb started\nshop-web-7d9f-b2\tweb crashed\nshop-worker-5c4-x1\tworker pending\nshop-worker-5c4-x2\tworker error\nshop-run-x7k2q\trun started\n:4\n"},
 		{[]string{"unit", "list", "shop", "-p", ""}, "web\t2 units\nworker\t2 units\n:4\n"},
 		{[]string{"logs", "shop", "-p", "worker", "-u", ""}, "shop-worker-5c4-x1\tworker pending\nshop-worker-5c4-x2\tworker error\n:4\n"},
 		{[]string{"app", "maintenance", "shop", ""}, "on\noff\n:4\n"},

@@ -62,9 +62,13 @@ func newUnitListCmd(f *cli.Factory) *cobra.Command {
   crashed   exits and is restarted (with the last exit code)
   error     cannot start (ImagePullBackOff, CreateContainerConfigError, ...)
   stopping  being terminated
-  stopped   exited and will not restart`,
+  stopped   exited and will not restart
+
+One-off runs ('tug run', --detach or not) are listed after the units, as
+process "run" (-p run lists them alone); 'tug unit kill APP NAME' stops one.`,
 		Example: `  tug unit list shop
   tug unit list shop -p worker -o wide
+  tug unit list shop -p run
   tug unit list --all -o json`,
 		Args: cli.Args("[APP]"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -77,10 +81,15 @@ func newUnitListCmd(f *cli.Factory) *cobra.Command {
 				return usage.Errorf("-p needs an APP; it cannot be used with --all")
 			}
 			if !o.All {
-				if err := app.ValidateAppProcess(args[0], o.Process, false); err != nil {
+				proc := o.Process
+				if proc == app.RunProcess {
+					proc = "" // not a process type: the one-off runs
+				}
+				if err := app.ValidateAppProcess(args[0], proc, false); err != nil {
 					return err
 				}
 			}
+			o.Runs = true
 			s, err := appStore(f)
 			if err != nil {
 				return err
@@ -91,7 +100,7 @@ func newUnitListCmd(f *cli.Factory) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if o.Process != "" {
+				if o.Process != "" && o.Process != app.RunProcess {
 					if _, err := a.Process(o.Process); err != nil {
 						return err
 					}
@@ -114,7 +123,7 @@ func newUnitListCmd(f *cli.Factory) *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVarP(&o.Process, "process", "p", "", "Only units of this process type")
+	cmd.Flags().StringVarP(&o.Process, "process", "p", "", "Only units of this process type (run: the one-off runs)")
 	cmd.Flags().BoolVar(&o.All, "all", false, "Units of every app in the namespace")
 	cmd.Flags().VarP(&format, "output", "o", "Output format: table, wide, json, yaml, name, jsonpath=TEMPLATE or go-template=TEMPLATE")
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(
@@ -132,6 +141,9 @@ func unitTable(units []app.Unit, wide, withApp bool) *cli.Table {
 		cols = append(cols, "node", "ip", "address", "image")
 	}
 	t := cli.NewTable(cols...)
+	if wide {
+		t.FullDigests()
+	}
 	for _, u := range units {
 		status := u.Status
 		if u.Reason != "" {
@@ -207,10 +219,14 @@ func newUnitAddCmd(f *cli.Factory, add bool) *cobra.Command {
 func newUnitKillCmd(f *cli.Factory) *cobra.Command {
 	var force bool
 	cmd := &cobra.Command{
-		Use:     "kill APP UNIT",
-		Short:   "Kill a unit; its process starts a replacement",
-		Example: `  tug unit kill shop shop-web-7d9f-b2`,
-		Args:    cli.ExactArgs("APP", "UNIT"),
+		Use:   "kill APP UNIT",
+		Short: "Kill a unit; its process starts a replacement (a one-off run just stops)",
+		Long: `Kill a unit: its process starts a replacement. A one-off run's pod (process
+"run" in 'tug unit list', such as one left by 'tug run --detach') is stopped
+and removed for good, with the Secret of its --env.`,
+		Example: `  tug unit kill shop shop-web-7d9f-b2
+  tug unit kill shop shop-run-x7k2q`,
+		Args: cli.ExactArgs("APP", "UNIT"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := app.ValidateName(args[0]); err != nil {
 				return err
@@ -222,8 +238,13 @@ func newUnitKillCmd(f *cli.Factory) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := app.KillUnit(cmd.Context(), s.Client, s.Namespace, args[0], args[1], force); err != nil {
+			u, err := app.KillUnit(cmd.Context(), s.Client, s.Namespace, args[0], args[1], force)
+			if err != nil {
 				return err
+			}
+			if u.Process == app.RunProcess {
+				fmt.Fprintf(f.IOStreams.ErrOut, "run %s stopped and removed\n", args[1])
+				return nil
 			}
 			fmt.Fprintf(f.IOStreams.ErrOut, "unit %s killed; a replacement is starting\n", args[1])
 			return nil

@@ -71,6 +71,11 @@ func ParseEnvArgs(args []string, fromFile string, stdin io.Reader) (ConfigMap, e
 	if len(set) == 0 {
 		return nil, usage.Errorf("nothing to set: give KEY=VALUE arguments or --from-env-file")
 	}
+	for _, k := range set.Keys() {
+		if err := ValidateEnvValue(k, set[k]); err != nil {
+			return nil, err
+		}
+	}
 	if n := set.Size(); n > MaxConfigBytes {
 		return nil, usage.Errorf("the config to set is %d bytes; the limit is %s (an app's config lives in one Secret)", n, text.Size(MaxConfigBytes))
 	}

@@ -21,6 +21,7 @@ func TestParseEnvArgs(t *testing.T) {
 	crlf := write("crlf.txt", "value\r\n")
 	envFile := write("prod.env", "# prod\nexport A=1\nB='two words'\nC=3\n")
 	badEnv := write("bad.env", "A=1\nnot a line\n")
+	portEnv := write("port.env", "A=1\nPORT=-1\n")
 	missing := filepath.Join(dir, "missing")
 
 	tests := []struct {
@@ -45,6 +46,14 @@ func TestParseEnvArgs(t *testing.T) {
 		{name: "missing env file", fromFile: missing, err: "--from-env-file " + missing},
 		{name: "bad env file", fromFile: badEnv, err: "--from-env-file " + badEnv + ": line 2: want KEY=VALUE"},
 		{name: "nothing", err: "nothing to set: give KEY=VALUE arguments or --from-env-file"},
+		{name: "PORT tells tug where web listens", args: []string{"PORT=5000"}, want: ConfigMap{"PORT": "5000"}},
+		{name: "PORT highest", args: []string{"PORT=65535"}, want: ConfigMap{"PORT": "65535"}},
+		{name: "PORT not a number", args: []string{"PORT=http"}, err: `invalid PORT "http": PORT is the port the web process listens on`},
+		{name: "PORT zero", args: []string{"PORT=0"}, err: `invalid PORT "0"`},
+		{name: "PORT too high", args: []string{"PORT=65536"}, err: `invalid PORT "65536"`},
+		{name: "PORT empty", args: []string{"PORT="}, err: `invalid PORT ""`},
+		{name: "PORT from an env file", fromFile: portEnv, err: `invalid PORT "-1"`},
+		{name: "platform names refused", args: []string{"TUG_APP=x"}, err: "TUG_APP is set by tug in every unit"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

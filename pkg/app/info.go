@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"net"
 	"slices"
 	"strconv"
 	"time"
@@ -24,6 +25,25 @@ type Summary struct {
 	Pool      string           `json:"pool,omitempty"`
 	Team      string           `json:"team,omitempty"`
 	CreatedAt time.Time        `json:"createdAt"`
+	// Failed is set when no release is deployed and the newest one failed
+	// (or was interrupted): a first deploy that did not work, whose units
+	// were removed.
+	Failed *FailedRelease `json:"failed,omitempty"`
+}
+
+// FailedRelease is a release that did not roll out.
+type FailedRelease struct {
+	Version int    `json:"version"`
+	Status  Status `json:"status"`
+}
+
+// failedFirst is what Summary.Failed says of an app whose newest release
+// is r: nil unless nothing is deployed and r failed or was interrupted.
+func failedFirst(a *App, r *Release) *FailedRelease {
+	if a.Release != 0 || r == nil || (r.Status != StatusFailed && r.Status != StatusInterrupted) {
+		return nil
+	}
+	return &FailedRelease{Version: r.Version, Status: r.Status}
 }
 
 // ProcessSummary is a process type's desired and ready units.
@@ -40,11 +60,18 @@ type ProcessSummary struct {
 }
 
 // List summarises every app in the namespace: two LISTs (records and
-// Deployments) however many apps there are.
+// Deployments) however many apps there are, and with none, a GET of the
+// namespace: a missing one is an error, not an empty list.
 func List(ctx context.Context, s *Store) ([]Summary, error) {
 	apps, err := s.ListApps(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if len(apps) == 0 {
+		// A namespace that is not there lists as empty; say which it is.
+		if err := kube.CheckNamespace(ctx, s.Client, s.Namespace); err != nil {
+			return nil, err
+		}
 	}
 	deps, err := s.Client.AppsV1().Deployments(s.Namespace).List(ctx, metav1.ListOptions{LabelSelector: kube.LabelManagedBy + "=" + kube.ManagedBy})
 	if err != nil {
@@ -56,19 +83,38 @@ func List(ctx context.Context, s *Store) ([]Summary, error) {
 	}
 	out := make([]Summary, 0, len(apps))
 	for _, a := range apps {
-		out = append(out, Summary{Name: a.Name, Namespace: a.Namespace, Release: a.Release, Image: a.Image,
-			Processes: processSummaries(a, nil, byApp[a.Name]), Pool: a.Pool, Team: a.Team, CreatedAt: a.CreatedAt})
+		sum := Summary{Name: a.Name, Namespace: a.Namespace, Release: a.Release, Image: a.Image,
+			Processes: processSummaries(a, nil, byApp[a.Name]), Pool: a.Pool, Team: a.Team, CreatedAt: a.CreatedAt}
+		if a.Release == 0 && a.LastRelease > 0 {
+			// Never deployed, but tried: one GET says whether it failed
+			// (rare enough not to list every app's releases).
+			r, _, err := s.GetRelease(ctx, a.Name, a.LastRelease)
+			if err != nil && !IsNotFound(err) {
+				return nil, err
+			}
+			sum.Failed = failedFirst(a, r)
+		}
+		out = append(out, sum)
 	}
 	return out, nil
 }
 
+// processSummaries are the record's processes with their Deployments'
+// ready units. Before the first deploy a process that has no Deployment
+// is left out: it runs nothing (a failed first deploy removed its units,
+// or the counts are stored for a deploy still to come).
 func processSummaries(a *App, r *Release, deps []appsv1.Deployment) []ProcessSummary {
 	ready := map[string]int32{}
+	applied := map[string]bool{}
 	for _, d := range deps {
 		ready[d.Labels[kube.LabelProcess]] = d.Status.ReadyReplicas
+		applied[d.Labels[kube.LabelProcess]] = true
 	}
 	out := []ProcessSummary{}
 	for _, name := range a.ProcessNames() {
+		if a.Release == 0 && !applied[name] {
+			continue
+		}
 		p := a.Processes[name]
 		ps := ProcessSummary{Name: name, Desired: p.Units(), Ready: ready[name], Stopped: p.Stopped, Replicas: p.Replicas, Autoscale: p.Autoscale}
 		if r != nil {
@@ -83,10 +129,13 @@ func processSummaries(a *App, r *Release, deps []appsv1.Deployment) []ProcessSum
 // It holds config key counts, never values.
 type Info struct {
 	Summary
-	Description string          `json:"description,omitempty"`
-	ConfigKeys  int             `json:"configKeys"`
-	Addresses   []string        `json:"addresses"`
-	LastChange  *ReleaseSummary `json:"lastChange,omitempty"`
+	Description string   `json:"description,omitempty"`
+	ConfigKeys  int      `json:"configKeys"`
+	Addresses   []string `json:"addresses"`
+	// URLs are where the app answers: its own URL through the cluster's
+	// Gateway, then its domains (URLs).
+	URLs       []string        `json:"urls"`
+	LastChange *ReleaseSummary `json:"lastChange,omitempty"`
 	// Traffic: the mode requests meet, and where they come from.
 	Maintenance bool     `json:"maintenance"`
 	Routable    bool     `json:"routable"`
@@ -179,6 +228,7 @@ func GetInfo(ctx context.Context, s *Store, name string) (*Info, error) {
 			Processes: processSummaries(a, current, deps.Items), Pool: a.Pool, Team: a.Team, CreatedAt: a.CreatedAt},
 		Description: a.Description,
 		Addresses:   []string{},
+		URLs:        URLs(a),
 		Maintenance: a.Maintenance,
 		Routable:    !a.Unroutable,
 		Domains:     []string{},
@@ -195,6 +245,7 @@ func GetInfo(ctx context.Context, s *Store, name string) (*Info, error) {
 		last := SummarizeRelease(rels[0])
 		info.LastChange = &last
 		info.ConfigKeys = len(rels[0].ConfigKeys)
+		info.Failed = failedFirst(a, rels[0])
 	}
 	if current != nil {
 		info.ConfigKeys = len(current.ConfigKeys)
@@ -207,7 +258,8 @@ func GetInfo(ctx context.Context, s *Store, name string) (*Info, error) {
 	case svc.Labels[kube.LabelApp] == name:
 		for _, p := range svc.Spec.Ports {
 			if svc.Spec.ClusterIP != "" && svc.Spec.ClusterIP != "None" {
-				info.Addresses = append(info.Addresses, fmt.Sprintf("%s:%d", svc.Spec.ClusterIP, p.Port))
+				// URLs both, as 'app address' prints them (was IP:port).
+				info.Addresses = append(info.Addresses, fmt.Sprintf("http://%s", net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(int(p.Port)))))
 			}
 			info.Addresses = append(info.Addresses, fmt.Sprintf("http://%s.%s.svc:%d", svc.Name, svc.Namespace, p.Port))
 		}

@@ -114,7 +114,7 @@ func TestGetInfo(t *testing.T) {
 	if info.LastChange == nil || info.LastChange.Version != 3 || info.LastChange.Status != StatusFailed {
 		t.Errorf("LastChange = %+v, want v3 failed", info.LastChange)
 	}
-	wantAddr := []string{"10.0.0.7:80", "http://shop.dev.svc:80"}
+	wantAddr := []string{"http://10.0.0.7:80", "http://shop.dev.svc:80"}
 	if !slices.Equal(info.Addresses, wantAddr) {
 		t.Errorf("addresses = %v, want %v", info.Addresses, wantAddr)
 	}
@@ -142,6 +142,7 @@ func TestGetInfoAddresses(t *testing.T) {
 		{"no service", nil, []string{}},
 		{"headless", webService("shop", "None"), []string{"http://shop.dev.svc:80"}},
 		{"no cluster IP yet", webService("shop", ""), []string{"http://shop.dev.svc:80"}},
+		{"IPv6", webService("shop", "fd00::7"), []string{"http://[fd00::7]:80", "http://shop.dev.svc:80"}},
 		{"someone else's service", webService("other", "10.0.0.1"), []string{}},
 	}
 	for _, tt := range tests {

@@ -52,6 +52,10 @@ type App struct {
 	// Move marks this copy of the app while it moves to another cluster
 	// ('tug app pool set' to a pool of another cluster); nil otherwise.
 	Move *Move `json:"move,omitempty"`
+	// Route says how web traffic reaches the app through the cluster's
+	// Gateway, as the cluster settings gave it when the app was last
+	// deployed or routed (nil: no Gateway; domains use an Ingress).
+	Route *Route `json:"route,omitempty"`
 
 	// resourceVersion of the stored record, for optimistic concurrency.
 	resourceVersion string
@@ -363,5 +367,24 @@ func (a *App) Copy() *App {
 		m := *a.Move
 		c.Move = &m
 	}
+	if a.Route != nil {
+		r := *a.Route
+		c.Route = &r
+	}
 	return &c
+}
+
+// Route is how web traffic reaches an app through a Gateway.
+type Route struct {
+	// Gateway is the Gateway the app's HTTPRoute attaches to, NAMESPACE/NAME.
+	Gateway string `json:"gateway"`
+	// Host is the app's own host under the cluster's apps domain ("" when
+	// the cluster has none): its URL with no configuration.
+	Host string `json:"host,omitempty"`
+	// HTTPS says the Gateway serves Host over TLS (a listener for it).
+	HTTPS bool `json:"https,omitempty"`
+	// IngressClass is the class of the Ingress that serves the domains
+	// with a certificate of their own (the Gateway takes no listener from
+	// an app), "" for the cluster's default.
+	IngressClass string `json:"ingressClass,omitempty"`
 }

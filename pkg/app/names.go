@@ -45,6 +45,14 @@ func ValidateName(name string) error {
 	return nil
 }
 
+// RunProcess is what one-off run pods (tug run) are listed as among an
+// app's units; no process may take the name.
+const RunProcess = "run"
+
+// kindRun is run pods' tug.dev/kind (pkg/exec.KindRun, which imports this
+// package).
+const kindRun = "run"
+
 // ValidateProcessName checks a process type name such as "web" or "worker".
 func ValidateProcessName(name string) error {
 	switch {
@@ -54,7 +62,7 @@ func ValidateProcessName(name string) error {
 		return usage.Errorf("process name %q is %d characters; the limit is %d", name, len(name), MaxProcessNameLen)
 	case !processNameRE.MatchString(name):
 		return usage.Errorf("invalid process name %q: use lower-case letters and digits, starting with a letter", name)
-	case name == "run":
+	case name == RunProcess:
 		return usage.Errorf("process name %q is reserved for one-off runs", name)
 	}
 	return nil

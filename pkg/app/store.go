@@ -46,12 +46,18 @@ func AppRecordName(app string) string { return "tug-app-" + app }
 func ReleaseSecretName(app string, v int) string { return fmt.Sprintf(releaseNamePattern, app, v) }
 
 // NotFoundError says an app or release does not exist, and where to look.
+// App is set for what belongs to an app (a release): "release v9 of app
+// "shop" not found", not "release "v9 of app shop" not found".
 type NotFoundError struct {
 	What, Name, Namespace, Hint string
+	App                         string
 }
 
 func (e *NotFoundError) Error() string {
 	msg := fmt.Sprintf("%s %q not found in namespace %q", e.What, e.Name, e.Namespace)
+	if e.App != "" {
+		msg = fmt.Sprintf("%s %s of app %q not found in namespace %q", e.What, e.Name, e.App, e.Namespace)
+	}
 	if e.Hint != "" {
 		msg += "; " + e.Hint
 	}
@@ -290,7 +296,7 @@ func decodeRelease(sec *corev1.Secret) (*Release, error) {
 func (s *Store) GetRelease(ctx context.Context, app string, v int) (*Release, ConfigMap, error) {
 	sec, err := s.Client.CoreV1().Secrets(s.Namespace).Get(ctx, ReleaseSecretName(app, v), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return nil, nil, &NotFoundError{What: "release", Name: fmt.Sprintf("v%d of app %s", v, app), Namespace: s.Namespace, Hint: fmt.Sprintf("see 'tug release list %s'", app)}
+		return nil, nil, &NotFoundError{What: "release", Name: fmt.Sprintf("v%d", v), App: app, Namespace: s.Namespace, Hint: fmt.Sprintf("see 'tug release list %s'", app)}
 	}
 	if err != nil {
 		return nil, nil, kube.TranslateError(err)
@@ -359,7 +365,7 @@ func (s *Store) SetReleaseStatus(ctx context.Context, app string, v int, st Stat
 	data, _ := json.Marshal(patch)
 	_, err := s.Client.CoreV1().Secrets(s.Namespace).Patch(ctx, ReleaseSecretName(app, v), "application/merge-patch+json", data, metav1.PatchOptions{FieldManager: kube.FieldManager})
 	if apierrors.IsNotFound(err) {
-		return &NotFoundError{What: "release", Name: fmt.Sprintf("v%d of app %s", v, app), Namespace: s.Namespace}
+		return &NotFoundError{What: "release", Name: fmt.Sprintf("v%d", v), App: app, Namespace: s.Namespace}
 	}
 	return kube.TranslateError(err)
 }
@@ -371,7 +377,7 @@ func (s *Store) SetReleaseImageID(ctx context.Context, app string, v int, id str
 	data, _ := json.Marshal(patch)
 	_, err := s.Client.CoreV1().Secrets(s.Namespace).Patch(ctx, ReleaseSecretName(app, v), "application/merge-patch+json", data, metav1.PatchOptions{FieldManager: kube.FieldManager})
 	if apierrors.IsNotFound(err) {
-		return &NotFoundError{What: "release", Name: fmt.Sprintf("v%d of app %s", v, app), Namespace: s.Namespace}
+		return &NotFoundError{What: "release", Name: fmt.Sprintf("v%d", v), App: app, Namespace: s.Namespace}
 	}
 	return kube.TranslateError(err)
 }
@@ -387,7 +393,7 @@ func (s *Store) UpdateReleaseRollout(ctx context.Context, app string, v int, cha
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		sec, err := s.Client.CoreV1().Secrets(s.Namespace).Get(ctx, ReleaseSecretName(app, v), metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			return &NotFoundError{What: "release", Name: fmt.Sprintf("v%d of app %s", v, app), Namespace: s.Namespace, Hint: fmt.Sprintf("see 'tug release list %s'", app)}
+			return &NotFoundError{What: "release", Name: fmt.Sprintf("v%d", v), App: app, Namespace: s.Namespace, Hint: fmt.Sprintf("see 'tug release list %s'", app)}
 		}
 		if err != nil {
 			return err

@@ -346,7 +346,7 @@ func TestGetReleaseNotFound(t *testing.T) {
 	if !IsNotFound(err) {
 		t.Fatalf("GetRelease error = %v, want NotFound", err)
 	}
-	for _, want := range []string{"v7 of app web", `namespace "dev"`, "tug release list web"} {
+	for _, want := range []string{`release v7 of app "web" not found`, `namespace "dev"`, "tug release list web"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q lacks %q", err, want)
 		}

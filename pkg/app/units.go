@@ -52,19 +52,32 @@ const (
 // ListUnitsOptions select units.
 type ListUnitsOptions struct {
 	App     string // "" with All: every app in the namespace
-	Process string
+	Process string // RunProcess: the one-off run pods alone
 	All     bool
+	// Runs adds the one-off run pods (tug run, --detach or not), as
+	// process RunProcess, after the units: Heroku's ps lists its run.N
+	// dynos the same way.
+	Runs bool
 }
 
 // ListUnits lists the units of an app (or of every app) with one LIST of
 // pods by label selector, however many units there are. One-off run pods
-// are not units.
+// are listed only with Runs (or Process RunProcess).
 func ListUnits(ctx context.Context, client kubernetes.Interface, namespace string, o ListUnitsOptions) ([]Unit, error) {
-	sel := kube.LabelManagedBy + "=" + kube.ManagedBy + "," + kube.LabelProcess
+	managed := kube.LabelManagedBy + "=" + kube.ManagedBy
+	runs := o.Runs || o.Process == RunProcess
+	var sel string
 	switch {
-	case o.All:
+	case o.Process == RunProcess:
+		sel = kube.KindSelector(kindRun, o.App)
 	case o.Process != "":
 		sel = kube.ProcessSelector(o.App, o.Process)
+	case o.All && runs:
+		sel = managed
+	case o.All:
+		sel = managed + "," + kube.LabelProcess
+	case runs:
+		sel = kube.AppSelector(o.App)
 	default:
 		sel = kube.AppSelector(o.App) + "," + kube.LabelProcess
 	}
@@ -73,7 +86,12 @@ func ListUnits(ctx context.Context, client kubernetes.Interface, namespace strin
 	now := time.Now()
 	var units []Unit
 	err := kube.EachPod(ctx, client, namespace, metav1.ListOptions{LabelSelector: sel}, func() { units = units[:0] }, func(p *corev1.Pod) {
-		if p.Labels[kube.LabelKind] != "run" {
+		switch {
+		case p.Labels[kube.LabelKind] == kindRun:
+			if runs {
+				units = append(units, UnitOf(p, now))
+			}
+		case p.Labels[kube.LabelProcess] != "":
 			units = append(units, UnitOf(p, now))
 		}
 	})
@@ -86,6 +104,9 @@ func ListUnits(ctx context.Context, client kubernetes.Interface, namespace strin
 	sort.Slice(units, func(i, j int) bool {
 		if units[i].App != units[j].App {
 			return units[i].App < units[j].App
+		}
+		if (units[i].Process == RunProcess) != (units[j].Process == RunProcess) {
+			return units[j].Process == RunProcess // runs after the units
 		}
 		if units[i].Process != units[j].Process {
 			names := []string{units[i].Process, units[j].Process}
@@ -105,6 +126,12 @@ func UnitOf(p *corev1.Pod, now time.Time) Unit {
 		Node: p.Spec.NodeName, IP: p.Status.PodIP, CreatedAt: p.CreationTimestamp.Time,
 	}
 	u.Release, _ = strconv.Atoi(p.Labels[kube.LabelRelease])
+	if p.Labels[kube.LabelKind] == kindRun {
+		// A run pod carries no process or release label (a rollout must
+		// not count it); its release is an annotation of the same name.
+		u.Process = RunProcess
+		u.Release, _ = strconv.Atoi(p.Annotations[kube.LabelRelease])
+	}
 	if len(p.Spec.Containers) > 0 {
 		u.Image = p.Spec.Containers[0].Image
 		for _, port := range p.Spec.Containers[0].Ports {
@@ -147,6 +174,15 @@ func unitStatus(p *corev1.Pod, now time.Time) (status, reason string) {
 	case corev1.PodSucceeded:
 		return UnitStopped, "exited 0"
 	case corev1.PodFailed:
+		if p.Status.Reason == "" {
+			// A run's command that exited non-zero: it ended, it did
+			// not fail to start.
+			for _, c := range p.Status.ContainerStatuses {
+				if t := c.State.Terminated; t != nil && t.ExitCode != 0 {
+					return UnitStopped, fmt.Sprintf("exit code %d", t.ExitCode)
+				}
+			}
+		}
 		return UnitError, firstNonEmpty(p.Status.Reason, p.Status.Message, "failed")
 	}
 	for _, c := range p.Status.Conditions {
@@ -256,33 +292,36 @@ func firstNonEmpty(s ...string) string {
 	return ""
 }
 
-// KillUnit deletes one unit; its Deployment starts a replacement. force
-// skips the grace period (the process gets SIGKILL at once).
-func KillUnit(ctx context.Context, client kubernetes.Interface, namespace, appName, unit string, force bool) error {
+// KillUnit deletes one unit; its Deployment starts a replacement. A
+// one-off run pod is stopped for good (its --env Secret goes with it: the
+// pod owns it). force skips the grace period (the process gets SIGKILL at
+// once). It returns the unit as it was.
+func KillUnit(ctx context.Context, client kubernetes.Interface, namespace, appName, unit string, force bool) (*Unit, error) {
 	pods := client.CoreV1().Pods(namespace)
 	p, err := pods.Get(ctx, unit, metav1.GetOptions{})
-	if err != nil || p.Labels[kube.LabelApp] != appName || p.Labels[kube.LabelProcess] == "" {
+	if err != nil || p.Labels[kube.LabelApp] != appName || (p.Labels[kube.LabelProcess] == "" && p.Labels[kube.LabelKind] != kindRun) {
 		if err != nil && !apierrors.IsNotFound(err) {
-			return kube.TranslateError(err)
+			return nil, kube.TranslateError(err)
 		}
-		units, lerr := ListUnits(ctx, client, namespace, ListUnitsOptions{App: appName})
+		units, lerr := ListUnits(ctx, client, namespace, ListUnitsOptions{App: appName, Runs: true})
 		if lerr != nil {
-			return lerr
+			return nil, lerr
 		}
 		names := make([]string, len(units))
 		for i, u := range units {
 			names[i] = u.Name
 		}
 		if len(names) == 0 {
-			return &NotFoundError{What: "unit", Name: unit, Namespace: namespace, Hint: fmt.Sprintf("app %q has no units", appName)}
+			return nil, &NotFoundError{What: "unit", Name: unit, Namespace: namespace, Hint: fmt.Sprintf("app %q has no units", appName)}
 		}
-		return &NotFoundError{What: "unit", Name: unit, Namespace: namespace, Hint: fmt.Sprintf("units of app %q: %s", appName, joinNames(names))}
+		return nil, &NotFoundError{What: "unit", Name: unit, Namespace: namespace, Hint: fmt.Sprintf("units of app %q: %s", appName, joinNames(names))}
 	}
+	u := UnitOf(p, time.Now())
 	opts := metav1.DeleteOptions{}
 	if force {
 		opts.GracePeriodSeconds = new(int64)
 	}
-	return kube.TranslateError(pods.Delete(ctx, unit, opts))
+	return &u, kube.TranslateError(pods.Delete(ctx, unit, opts))
 }
 
 func joinNames(names []string) string {

@@ -247,9 +247,19 @@ func unitNames(us []Unit) []string {
 	return out
 }
 
+// runPod is a one-off run pod as pkg/exec makes it: kind run, no process
+// or release label, its release in an annotation.
+func runPod(appName, name string) *corev1.Pod {
+	p := unitPod(appName, "web", name)
+	delete(p.Labels, kube.LabelProcess)
+	delete(p.Labels, kube.LabelRelease)
+	p.Labels[kube.LabelKind] = "run"
+	p.Annotations = map[string]string{kube.LabelRelease: "4", "tug.dev/run-process": "web"}
+	return p
+}
+
 func TestListUnits(t *testing.T) {
-	run := unitPod("shop", "web", "shop-run-x")
-	run.Labels[kube.LabelKind] = "run"
+	run := runPod("shop", "shop-run-x")
 	notUnit := unitPod("shop", "web", "shop-stray")
 	delete(notUnit.Labels, kube.LabelProcess)
 	other := unitPod("shop", "web", "elsewhere")
@@ -274,6 +284,12 @@ func TestListUnits(t *testing.T) {
 		{"every app", ListUnitsOptions{All: true},
 			[]string{"blog/blog-web-a", "shop/shop-web-a", "shop/shop-web-z", "shop/shop-clock-a", "shop/shop-worker-b"}},
 		{"no such app", ListUnitsOptions{App: "nope"}, []string{}},
+		{"with runs, after the units", ListUnitsOptions{App: "shop", Runs: true},
+			[]string{"shop/shop-web-a", "shop/shop-web-z", "shop/shop-clock-a", "shop/shop-worker-b", "shop/shop-run-x"}},
+		{"runs alone", ListUnitsOptions{App: "shop", Process: RunProcess}, []string{"shop/shop-run-x"}},
+		{"every app with runs", ListUnitsOptions{All: true, Runs: true},
+			[]string{"blog/blog-web-a", "shop/shop-web-a", "shop/shop-web-z", "shop/shop-clock-a", "shop/shop-worker-b", "shop/shop-run-x"}},
+		{"one process with runs has no runs", ListUnitsOptions{App: "shop", Process: "clock", Runs: true}, []string{"shop/shop-clock-a"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			units, err := ListUnits(ctx, c, testNS, tt.o)
@@ -288,6 +304,24 @@ func TestListUnits(t *testing.T) {
 	units, _ := ListUnits(ctx, c, testNS, ListUnitsOptions{App: "shop", Process: "web"})
 	if len(units) == 0 || units[0].Status != UnitStarted || !units[0].Ready || units[0].Release != 1 {
 		t.Errorf("unit = %+v", units)
+	}
+	units, _ = ListUnits(ctx, c, testNS, ListUnitsOptions{App: "shop", Process: RunProcess})
+	if len(units) != 1 || units[0].Process != RunProcess || units[0].Release != 4 || units[0].Status != UnitStarted {
+		t.Errorf("run = %+v", units)
+	}
+}
+
+// A run whose command exited non-zero has stopped; it did not fail to start.
+func TestRunPodStatus(t *testing.T) {
+	p := runPod("shop", "shop-run-x")
+	p.Status.Phase = corev1.PodFailed
+	p.Status.ContainerStatuses[0].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 3}}
+	if u := UnitOf(p, unitNow); u.Status != UnitStopped || u.Reason != "exit code 3" {
+		t.Errorf("exited 3: %s (%s)", u.Status, u.Reason)
+	}
+	p.Status.Reason = "DeadlineExceeded"
+	if u := UnitOf(p, unitNow); u.Status != UnitError || u.Reason != "DeadlineExceeded" {
+		t.Errorf("stopped at its deadline: %s (%s)", u.Status, u.Reason)
 	}
 }
 
@@ -312,7 +346,7 @@ func TestKillUnit(t *testing.T) {
 			grace = a.(k8stesting.DeleteAction).GetDeleteOptions().GracePeriodSeconds
 			return false, nil, nil
 		})
-		if err := KillUnit(ctx, c, testNS, "shop", "shop-web-a", false); err != nil {
+		if _, err := KillUnit(ctx, c, testNS, "shop", "shop-web-a", false); err != nil {
 			t.Fatal(err)
 		}
 		if grace != nil {
@@ -321,7 +355,7 @@ func TestKillUnit(t *testing.T) {
 		if _, err := c.CoreV1().Pods(testNS).Get(ctx, "shop-web-a", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("unit still there: %v", err)
 		}
-		if err := KillUnit(ctx, c, testNS, "shop", "shop-web-b", true); err != nil {
+		if _, err := KillUnit(ctx, c, testNS, "shop", "shop-web-b", true); err != nil {
 			t.Fatal(err)
 		}
 		if grace == nil || *grace != 0 {
@@ -344,18 +378,32 @@ func TestKillUnit(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, c := newStore(t, tt.pods...)
-			err := KillUnit(ctx, c, testNS, tt.app, tt.unit, false)
+			_, err := KillUnit(ctx, c, testNS, tt.app, tt.unit, false)
 			if err == nil || err.Error() != tt.want || !IsNotFound(err) {
 				t.Fatalf("KillUnit = %v, want %q", err, tt.want)
 			}
 		})
 	}
+	t.Run("stops a run pod, which the listing names", func(t *testing.T) {
+		_, c := newStore(t, unitPod("shop", "web", "shop-web-a"), runPod("shop", "shop-run-x"))
+		u, err := KillUnit(ctx, c, testNS, "shop", "shop-run-x", false)
+		if err != nil || u.Process != RunProcess {
+			t.Fatalf("KillUnit(run) = %+v, %v", u, err)
+		}
+		if _, err := c.CoreV1().Pods(testNS).Get(ctx, "shop-run-x", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("run pod still there: %v", err)
+		}
+		_, err = KillUnit(ctx, c, testNS, "shop", "shop-run-q", false)
+		if want := `unit "shop-run-q" not found in namespace "dev"; units of app "shop": shop-web-a`; err == nil || err.Error() != want {
+			t.Errorf("KillUnit(missing) = %v, want %q", err, want)
+		}
+	})
 	t.Run("a failed get is not a not-found", func(t *testing.T) {
 		_, c := newStore(t)
 		c.PrependReactor("get", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
 			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "shop-web-a", errors.New("no"))
 		})
-		err := KillUnit(ctx, c, testNS, "shop", "shop-web-a", false)
+		_, err := KillUnit(ctx, c, testNS, "shop", "shop-web-a", false)
 		if err == nil || IsNotFound(err) {
 			t.Fatalf("KillUnit = %v, want the permission error", err)
 		}

@@ -3,6 +3,8 @@ package build
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	"tug.dev/tug/pkg/app"
@@ -58,6 +60,12 @@ func (f FromSource) plan(a *app.App) (*Plan, error) {
 	} else if s.Builder == "" || s.Repository == "" {
 		return nil, usage.Errorf("app %s has no builder or repository yet: deploy from source once with --builder IMAGE --repository HOST/PATH (or from a folder with a Dockerfile and --repository), or deploy an image with --image", a.Name)
 	}
+	if _, err := ParseRepository(s.Repository); err != nil {
+		if f.Want.Repository != "" {
+			return nil, usage.Errorf("invalid --repository %q: %v; want HOST[:PORT]/PATH in lower case, without a tag or digest (tug pushes the tag latest and deploys by digest)", s.Repository, err)
+		}
+		return nil, usage.Errorf("app %s's remembered repository %q is invalid: %v; deploy with --repository HOST[:PORT]/PATH to replace it", a.Name, s.Repository, err)
+	}
 	if dockerfile == "" && (len(f.BuildArgs) > 0 || f.Target != "") {
 		return nil, usage.Errorf("--build-arg and --target are for Dockerfile builds; app %s builds with the builder %s", a.Name, s.Builder)
 	}
@@ -87,6 +95,7 @@ func (p *Plan) Run(ctx context.Context, d Deps, store *app.Store) (*Result, erro
 		Builder: p.Settings.Builder, RunImage: p.Settings.RunImage, Repository: p.Settings.Repository,
 		Timeout: p.Timeout, AgentImage: p.from.AgentImage, Source: p.Source,
 		Dockerfile: p.Dockerfile, BuildArgs: p.from.BuildArgs, Target: p.from.Target, BuildKitImage: p.from.BuildKitImage,
+		PlainHTTP: p.plainHTTP(),
 	})
 	if err != nil {
 		return nil, err
@@ -101,4 +110,22 @@ func (p *Plan) Run(ctx context.Context, d Deps, store *app.Store) (*Result, erro
 		}
 	}
 	return res, nil
+}
+
+// plainHTTP are the registries a Dockerfile build speaks plain HTTP to,
+// from the Dockerfile as it was packed (its links followed only inside
+// the source).
+func (p *Plan) plainHTTP() []string {
+	if p.Dockerfile == "" {
+		return nil
+	}
+	content := ""
+	if p.Source != nil && p.Source.Dir != "" {
+		if root, err := os.OpenRoot(p.Source.Dir); err == nil {
+			b, _ := root.ReadFile(filepath.FromSlash(p.Dockerfile))
+			content = string(b)
+			root.Close()
+		}
+	}
+	return PlainHTTPRegistries(p.Settings.Repository, content)
 }

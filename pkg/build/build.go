@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
+	"tug.dev/tug/pkg/build/protocol"
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/exec"
 	"tug.dev/tug/pkg/kube"
@@ -28,8 +29,10 @@ import (
 )
 
 // AgentImage is tug's build agent (cmd/tug-build), copied into every build
-// pod by an init container.
-const AgentImage = "ghcr.io/tug-dev/tug-build:v1"
+// pod by an init container. Its tag is the agent protocol's version
+// (pkg/build/protocol): v2 reads the job header and runs the two-container
+// Dockerfile build; a v2 agent still serves v1 clients.
+const AgentImage = "ghcr.io/tug-dev/tug-build:v2"
 
 // BuildKitImage runs Dockerfile builds: rootless BuildKit (buildkitd,
 // buildctl, rootlesskit, runc, newuidmap). TUG_BUILDKIT_IMAGE overrides it.
@@ -50,12 +53,19 @@ const CodeBuildFailed = 16
 // resultPrefix starts the agent's last line (cmd/tug-build).
 const resultPrefix = "TUG-BUILD-RESULT "
 
-// Resources of the build container.
+// Resources of the build container (buildkitd's in a Dockerfile build).
+// Its disk is capped too (docs/builders.md): the container's own files
+// (a builder build's /app) by an ephemeral-storage limit, the agent's
+// folder (the layer file) by the emptyDir's sizeLimit, so a build cannot
+// fill the node.
 var (
-	buildCPU    = resource.MustParse("1")
-	buildMemory = resource.MustParse("1Gi")
-	buildCPUReq = resource.MustParse("100m")
-	buildMemReq = resource.MustParse("256Mi")
+	buildCPU        = resource.MustParse("1")
+	buildMemory     = resource.MustParse("1Gi")
+	buildCPUReq     = resource.MustParse("100m")
+	buildMemReq     = resource.MustParse("256Mi")
+	buildStorage    = resource.MustParse("8Gi")
+	buildStorageReq = resource.MustParse("256Mi")
+	agentVolume     = resource.MustParse("4Gi")
 )
 
 const (
@@ -93,9 +103,10 @@ type Options struct {
 	// Dockerfile, when set, builds with BuildKit instead of a builder:
 	// the Dockerfile's path inside the source (slash-separated).
 	Dockerfile    string
-	BuildArgs     []string // K=V, given by the user
+	BuildArgs     []string // K=V, given by the user: sent on stdin, never in the pod
 	Target        string   // the stage to build, "" for the last
 	BuildKitImage string   // "" for BuildKitImage
+	PlainHTTP     []string // registries BuildKit speaks plain HTTP to (PlainHTTPRegistries)
 }
 
 // Result is a finished build.
@@ -119,7 +130,7 @@ type Seconds struct {
 
 // Error is a failed build: the build step, the run image or the push.
 type Error struct {
-	Stage    string   // unpack, build, image, push, start
+	Stage    string   // unpack, build, image, push, start, buildkitd, timeout, agent
 	StepCode int      // the build step's exit code, when it failed
 	Message  string   // what failed
 	Lines    []string // the last lines of the build log
@@ -164,7 +175,7 @@ func Pod(o Options, name string) *corev1.Pod {
 	labels := kube.AppLabels(o.App)
 	labels[kube.LabelKind] = KindBuild
 	mounts := []corev1.VolumeMount{{Name: "tug-agent", MountPath: agentDir}}
-	volumes := []corev1.Volume{{Name: "tug-agent", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	volumes := []corev1.Volume{{Name: "tug-agent", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &agentVolume}}}}
 	var env []corev1.EnvVar
 	var pullSecrets []corev1.LocalObjectReference
 	if o.PullSecret != "" {
@@ -187,14 +198,11 @@ func Pod(o Options, name string) *corev1.Pod {
 		Env:     env, VolumeMounts: mounts,
 		Stdin: true, StdinOnce: true,
 		Resources: corev1.ResourceRequirements{
-			Limits:   corev1.ResourceList{corev1.ResourceCPU: buildCPU, corev1.ResourceMemory: buildMemory},
-			Requests: corev1.ResourceList{corev1.ResourceCPU: buildCPUReq, corev1.ResourceMemory: buildMemReq},
+			Limits:   corev1.ResourceList{corev1.ResourceCPU: buildCPU, corev1.ResourceMemory: buildMemory, corev1.ResourceEphemeralStorage: buildStorage},
+			Requests: corev1.ResourceList{corev1.ResourceCPU: buildCPUReq, corev1.ResourceMemory: buildMemReq, corev1.ResourceEphemeralStorage: buildStorageReq},
 		},
 	}
-	if o.Dockerfile != "" {
-		dockerfileContainer(&build, o)
-	}
-	return &corev1.Pod{
+	pod := &corev1.Pod{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: o.Namespace, Labels: labels},
 		Spec: corev1.PodSpec{
@@ -208,11 +216,15 @@ func Pod(o Options, name string) *corev1.Pod {
 			InitContainers: []corev1.Container{{
 				Name: "agent", Image: agent, ImagePullPolicy: corev1.PullIfNotPresent,
 				Command:      []string{"/tug-build", "install", agentDir + "/tug-build"},
-				VolumeMounts: mounts[:1],
+				VolumeMounts: []corev1.VolumeMount{mounts[0]}, // its own slice: a Dockerfile pod adds to it
 			}},
 			Containers: []corev1.Container{build},
 		},
 	}
+	if o.Dockerfile != "" {
+		dockerfilePod(pod, &pod.Spec.Containers[0], o)
+	}
+	return pod
 }
 
 // Build runs a build pod and returns the pushed image. The pod is deleted
@@ -248,7 +260,11 @@ func Build(ctx context.Context, d Deps, o Options) (res *Result, err error) {
 		return nil, b.interrupted(ctx, err)
 	}
 	if !ar.OK {
-		return nil, &Error{Stage: ar.Stage, StepCode: ar.ExitCode, Message: ar.Message, Lines: b.out.last()}
+		lines := b.out.last()
+		if ar.Stage == "buildkitd" {
+			lines = append(lines, b.daemonLog(ctx)...)
+		}
+		return nil, &Error{Stage: ar.Stage, StepCode: ar.ExitCode, Message: ar.Message, Lines: lines}
 	}
 	s := ar.Seconds
 	s.Start = started.Seconds()
@@ -326,10 +342,16 @@ func (b *builder) waitRunning(ctx context.Context) error {
 func (b *builder) stream(ctx context.Context) (*agentResult, error) {
 	b.out = &logWriter{w: b.d.Out}
 	target := exec.Target{Namespace: b.o.Namespace, Pod: b.name, Container: "build"}
-	in := &countingReader{r: bytes.NewReader(b.o.Source.Data)}
+	payload := b.o.Source.Data
+	if b.o.Dockerfile != "" {
+		// what the pod spec must not show comes first on stdin
+		job := protocol.EncodeJob(protocol.Job{BuildArgs: b.o.BuildArgs, Target: b.o.Target})
+		payload = append(job, payload...)
+	}
+	in := &countingReader{r: bytes.NewReader(payload)}
 	err := b.d.Executor.Attach(ctx, target, exec.Streams{Stdin: in, Stdout: b.out, Stderr: b.out})
 	if err != nil && ctx.Err() == nil {
-		if in.n < len(b.o.Source.Data) {
+		if in.n < len(payload) {
 			return nil, fmt.Errorf("lost the connection to build pod %s while uploading the source: %w", b.name, kube.TranslateError(err))
 		}
 		if err := b.followLog(ctx); err != nil {
@@ -351,6 +373,38 @@ func (b *builder) stream(ctx context.Context) (*agentResult, error) {
 	}
 	return &agentResult{Stage: "agent", Message: fmt.Sprintf("build pod %s ended without a result: %s", b.name, podMessage(p))}, nil
 }
+
+// daemonLog is the end of the buildkitd container's log and its state,
+// for a build whose client could not reach it: that container says why
+// it did not start.
+func (b *builder) daemonLog(ctx context.Context) []string {
+	ctx, cancel := context.WithTimeout(ctx, createTimeout)
+	defer cancel()
+	var lines []string
+	tail := int64(keepLines / 2)
+	raw, err := b.d.Client.CoreV1().Pods(b.o.Namespace).GetLogs(b.name, &corev1.PodLogOptions{Container: "buildkitd", TailLines: &tail, LimitBytes: ptr(int64(16 << 10))}).DoRaw(ctx)
+	if err == nil {
+		for _, l := range strings.Split(strings.TrimRight(string(raw), "\n"), "\n") {
+			if l != "" {
+				lines = append(lines, "buildkitd: "+l)
+			}
+		}
+	}
+	if p, err := b.d.Client.CoreV1().Pods(b.o.Namespace).Get(ctx, b.name, metav1.GetOptions{}); err == nil {
+		for _, cs := range p.Status.ContainerStatuses {
+			switch st := cs.State; {
+			case cs.Name != "buildkitd":
+			case st.Waiting != nil:
+				lines = append(lines, fmt.Sprintf("buildkitd: the container is waiting: %s %s", st.Waiting.Reason, text.OneLine(st.Waiting.Message)))
+			case st.Terminated != nil:
+				lines = append(lines, fmt.Sprintf("buildkitd: the container exited %d %s %s", st.Terminated.ExitCode, st.Terminated.Reason, text.OneLine(st.Terminated.Message)))
+			}
+		}
+	}
+	return lines
+}
+
+func ptr[T any](v T) *T { return &v }
 
 func (b *builder) followLog(ctx context.Context) error {
 	skip := b.out.written()

@@ -1,10 +1,14 @@
 package build
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"tug.dev/tug/pkg/build/protocol"
 	"tug.dev/tug/pkg/exec"
 	"tug.dev/tug/pkg/kube"
 )
@@ -29,6 +34,7 @@ func (noProgress) Fail(string)   {}
 // its log and result.
 type fakeAgent struct {
 	got    int
+	stdin  []byte
 	output string
 	err    error
 }
@@ -39,7 +45,7 @@ func (f *fakeAgent) Exec(context.Context, exec.Target, []string, exec.Streams) e
 
 func (f *fakeAgent) Attach(_ context.Context, _ exec.Target, s exec.Streams) error {
 	b, _ := io.ReadAll(s.Stdin)
-	f.got = len(b)
+	f.got, f.stdin = len(b), b
 	fmt.Fprint(s.Stdout, f.output)
 	return f.err
 }
@@ -80,6 +86,61 @@ func TestBuildReturnsTheDigestAndDeletesThePod(t *testing.T) {
 	pods, _ := c.CoreV1().Pods("apps").List(context.Background(), metav1.ListOptions{})
 	if len(pods.Items) != 0 {
 		t.Errorf("%d build pods left", len(pods.Items))
+	}
+}
+
+// TestDockerfileBuildSendsTheJobOnStdin (issue 22 item 10): the build
+// arguments and target reach the agent first on its stdin, the source
+// after them; the pod spec holds neither.
+func TestDockerfileBuildSendsTheJobOnStdin(t *testing.T) {
+	c := runningClient()
+	var created *corev1.Pod
+	c.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		created = a.(k8stesting.CreateAction).GetObject().(*corev1.Pod).DeepCopy()
+		return false, nil, nil
+	})
+	agent := &fakeAgent{output: resultPrefix + `{"ok":true,"image":"reg:5000/shop@sha256:abc"}` + "\n"}
+	o := opts()
+	o.Builder, o.Dockerfile, o.BuildArgs, o.Target = "", "Dockerfile", []string{"TOKEN=tok-s3cret"}, "prod"
+	if _, err := Build(context.Background(), Deps{Client: c, Executor: agent, Out: io.Discard, Progress: noProgress{}}, o); err != nil {
+		t.Fatal(err)
+	}
+	job, err := protocol.ReadJob(bufio.NewReader(bytes.NewReader(agent.stdin)))
+	if err != nil || !slices.Equal(job.BuildArgs, o.BuildArgs) || job.Target != "prod" {
+		t.Errorf("job %+v, %v", job, err)
+	}
+	if !bytes.HasSuffix(agent.stdin, o.Source.Data) || len(agent.stdin) != len(protocol.EncodeJob(job))+len(o.Source.Data) {
+		t.Errorf("stdin %q: want the job, then the source", agent.stdin)
+	}
+	b, _ := json.Marshal(created)
+	if created == nil || strings.Contains(string(b), "tok-s3cret") || strings.Contains(string(b), "TOKEN") {
+		t.Errorf("the pod spec holds the build argument: %s", b)
+	}
+	// a builder build sends the source alone, as agents before the job header read it
+	agent.stdin = nil
+	if _, err := Build(context.Background(), Deps{Client: c, Executor: agent, Out: io.Discard, Progress: noProgress{}}, opts()); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(agent.stdin, opts().Source.Data) {
+		t.Errorf("a builder build's stdin %q", agent.stdin)
+	}
+}
+
+// A client that cannot reach buildkitd reports the end of buildkitd's
+// own log too: that container says why it did not start.
+func TestBuildkitdFailureShowsItsLog(t *testing.T) {
+	c := runningClient()
+	agent := &fakeAgent{output: "-----> waiting for buildkitd\n" + resultPrefix + `{"ok":false,"stage":"buildkitd","message":"buildkitd did not answer within 1m30s"}` + "\n"}
+	o := opts()
+	o.Builder, o.Dockerfile = "", "Dockerfile"
+	_, err := Build(context.Background(), Deps{Client: c, Executor: agent, Out: io.Discard, Progress: noProgress{}}, o)
+	var be *Error
+	if !errors.As(err, &be) || be.Stage != "buildkitd" {
+		t.Fatalf("want a buildkitd *build.Error, got %v", err)
+	}
+	// the fake clientset's log of every container is "fake logs"
+	if got := strings.Join(be.Lines, "|"); got != "-----> waiting for buildkitd|buildkitd: fake logs" {
+		t.Errorf("lines %q", got)
 	}
 }
 
@@ -146,6 +207,13 @@ func TestPodSpec(t *testing.T) {
 	}
 	if bc.Resources.Limits.Memory().IsZero() || bc.Resources.Limits.Cpu().IsZero() {
 		t.Error("the build container has no limits")
+	}
+	// issue 22 item 8: the disk is capped, the container's and the agent folder's
+	if l := bc.Resources.Limits.StorageEphemeral(); l.IsZero() || bc.Resources.Requests.StorageEphemeral().Cmp(*l) >= 0 {
+		t.Errorf("ephemeral storage: limit %v request %v", l, bc.Resources.Requests.StorageEphemeral())
+	}
+	if v := p.Spec.Volumes[0]; v.Name != "tug-agent" || v.EmptyDir == nil || v.EmptyDir.SizeLimit == nil || v.EmptyDir.SizeLimit.IsZero() {
+		t.Errorf("the agent's emptyDir has no sizeLimit: %+v", v)
 	}
 	if len(p.Spec.ImagePullSecrets) != 1 || len(bc.Env) != 1 || bc.Env[0].Value != authDir {
 		t.Errorf("pull secrets %v env %v", p.Spec.ImagePullSecrets, bc.Env)

@@ -2,6 +2,7 @@ package build
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -29,17 +30,26 @@ func dockerfileOpts() Options {
 }
 
 func TestDockerfilePodRunsRootlessBuildKit(t *testing.T) {
-	p := Pod(dockerfileOpts(), "shop-build-abcde")
-	c := p.Spec.Containers[0]
-	if c.Image != "reg:5000/tug/buildkit:v1" {
-		t.Errorf("image %s, want the BuildKit image", c.Image)
+	o := dockerfileOpts()
+	o.PlainHTTP = []string{"10.0.0.5:5000", "reg:5000"}
+	p := Pod(o, "shop-build-abcde")
+	if len(p.Spec.Containers) != 2 || p.Spec.Containers[0].Name != "build" || p.Spec.Containers[1].Name != "buildkitd" {
+		t.Fatalf("containers %+v, want build (the client) and buildkitd", p.Spec.Containers)
+	}
+	c, d := p.Spec.Containers[0], p.Spec.Containers[1]
+	if c.Image != "reg:5000/tug/buildkit:v1" || d.Image != c.Image {
+		t.Errorf("images %s %s, want the BuildKit image", c.Image, d.Image)
 	}
 	want := []string{"/tug-agent/tug-build", "dockerfile", "-repository", "reg:5000/shop", "-dockerfile", "docker/Dockerfile",
-		"-app", "/tug-agent/app", "-build-arg", "VERSION=1.2", "-build-arg", "EMPTY=", "-target", "prod"}
+		"-app", "/tug-src", "-job", "stdin", "-buildkitd", "tcp://127.0.0.1:9374", "-tls-dir", "/tug-client"}
 	if !slices.Equal(c.Command, want) {
 		t.Errorf("command\n %q\nwant\n %q", c.Command, want)
 	}
-	sc := c.SecurityContext
+	if !c.Stdin || !c.StdinOnce || d.Stdin {
+		t.Error("the source goes to the client's stdin only")
+	}
+	// buildkitd: rootless, as user 1000, with what it needs and no more
+	sc := d.SecurityContext
 	if sc == nil || sc.RunAsUser == nil || *sc.RunAsUser != BuildKitUser || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot {
 		t.Fatalf("BuildKit must run as user %d, not root: %+v", BuildKitUser, sc)
 	}
@@ -53,16 +63,74 @@ func TestDockerfilePodRunsRootlessBuildKit(t *testing.T) {
 	if sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Add, []corev1.Capability{"SYS_ADMIN"}) {
 		t.Errorf("capabilities %+v, want SYS_ADMIN added only", sc.Capabilities)
 	}
-	// the same pod otherwise: agent, credentials, deadline, stdin
-	if p.Spec.InitContainers[0].Image != AgentImage || !c.Stdin || !c.StdinOnce || p.Spec.ActiveDeadlineSeconds == nil {
-		t.Errorf("the Dockerfile pod lost the build pod's basics: %+v", p.Spec)
+	if !strings.Contains(strings.Join(d.Command, " "), "--tlscacert /tug-buildkitd/ca.pem") || !strings.Contains(strings.Join(d.Command, " "), "--addr tcp://127.0.0.1:9374") {
+		t.Errorf("buildkitd must listen with mutual TLS: %q", d.Command)
+	}
+	// item 3: buildkitd has no credentials, no source, no client key
+	for _, e := range d.Env {
+		if e.Name == "DOCKER_CONFIG" {
+			t.Errorf("buildkitd has the docker config: %+v", d.Env)
+		}
+	}
+	for _, m := range d.VolumeMounts {
+		if m.Name != "tug-buildkitd" || !m.ReadOnly {
+			t.Errorf("buildkitd mounts %s (read-only %v); it needs its certificate and config only", m.Name, m.ReadOnly)
+		}
+	}
+	if p.Spec.ShareProcessNamespace != nil && *p.Spec.ShareProcessNamespace {
+		t.Error("the containers share a PID namespace: RUN steps would see the client's command lines")
+	}
+	// the client: the credentials and the client certificate, no capability
+	mounts := map[string]bool{}
+	for _, m := range c.VolumeMounts {
+		mounts[m.Name] = true
+	}
+	if !mounts["tug-auth"] || !mounts["tug-client"] || !mounts["tug-src"] || mounts["tug-buildkitd"] {
+		t.Errorf("client mounts %v", mounts)
 	}
 	var docker bool
 	for _, e := range c.Env {
 		docker = docker || e.Name == "DOCKER_CONFIG" && e.Value == authDir
 	}
 	if !docker {
-		t.Errorf("the push credentials are not mounted as a docker config: %+v", c.Env)
+		t.Errorf("the push credentials are not mounted as a docker config in the client: %+v", c.Env)
+	}
+	if cs := c.SecurityContext; cs == nil || cs.Capabilities == nil || !slices.Equal(cs.Capabilities.Drop, []corev1.Capability{"ALL"}) ||
+		cs.AllowPrivilegeEscalation == nil || *cs.AllowPrivilegeEscalation || cs.SeccompProfile == nil || cs.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("the client keeps capabilities or seccomp is off: %+v", c.SecurityContext)
+	}
+	// the agent, the certificates and the config come from the init container
+	if len(p.Spec.InitContainers) != 1 {
+		t.Fatalf("init containers %+v", p.Spec.InitContainers)
+	}
+	setup := p.Spec.InitContainers[0]
+	if setup.Image != AgentImage || !slices.Equal(setup.Command, []string{"/tug-build", "buildkit-setup", "-install", "/tug-agent/tug-build",
+		"-daemon", "/tug-buildkitd", "-client", "/tug-client", "-plain-http", "10.0.0.5:5000,reg:5000"}) {
+		t.Errorf("setup %s %q", setup.Image, setup.Command)
+	}
+	if sc := setup.SecurityContext; sc == nil || sc.RunAsUser == nil || *sc.RunAsUser != BuildKitUser {
+		t.Errorf("the setup runs as %+v, want user %d (buildkitd and the client read what it writes)", sc, BuildKitUser)
+	}
+	// item 10: the build arguments and target are not in the pod
+	b, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"VERSION", "1.2", "EMPTY", "prod"} {
+		if strings.Contains(string(b), v) {
+			t.Errorf("the pod spec holds %q of the build arguments or target", v)
+		}
+	}
+	// item 8: every container's disk is capped, and every emptyDir
+	for _, k := range p.Spec.Containers {
+		if k.Resources.Limits.StorageEphemeral().IsZero() {
+			t.Errorf("container %s has no ephemeral-storage limit", k.Name)
+		}
+	}
+	for _, v := range p.Spec.Volumes {
+		if v.EmptyDir != nil && (v.EmptyDir.SizeLimit == nil || v.EmptyDir.SizeLimit.IsZero()) {
+			t.Errorf("emptyDir %s has no sizeLimit", v.Name)
+		}
 	}
 	// a builder build keeps the image's defaults
 	if Pod(opts(), "x").Spec.Containers[0].SecurityContext != nil {
@@ -70,6 +138,18 @@ func TestDockerfilePodRunsRootlessBuildKit(t *testing.T) {
 	}
 	if Pod(Options{Dockerfile: "Dockerfile", Repository: "r/x"}, "x").Spec.Containers[0].Image != BuildKitImage {
 		t.Error("no BuildKit image by default")
+	}
+}
+
+func TestPlainHTTPRegistries(t *testing.T) {
+	df := "# syntax\nFROM --platform=linux/amd64 10.0.0.5:5000/base:v1 AS build\nRUN x\nfrom localhost:5000/run:1\nFROM docker.io/library/busybox\nFROM build\nFROM 192.168.1.2/x\n"
+	got := PlainHTTPRegistries("10.200.0.1:15000/e2e/shop", df)
+	want := []string{"10.0.0.5:5000", "10.200.0.1:15000", "192.168.1.2", "localhost:5000"}
+	if !slices.Equal(got, want) {
+		t.Errorf("PlainHTTPRegistries = %q, want %q", got, want)
+	}
+	if got := PlainHTTPRegistries("registry.example.com/shop", "FROM ghcr.io/x/y:1\nFROM 8.8.8.8/x\n"); len(got) != 0 {
+		t.Errorf("public registries over plain HTTP: %q", got)
 	}
 }
 

@@ -20,6 +20,8 @@ import (
 	"sort"
 	"strings"
 
+	"tug.dev/tug/pkg/build/protocol"
+	"tug.dev/tug/pkg/text"
 	"tug.dev/tug/pkg/usage"
 )
 
@@ -37,13 +39,27 @@ type Source struct {
 	Ignore string // the ignore file used, "" for none
 }
 
+// Limits bound what Pack packs: the compressed archive, and what the
+// agent unpacks (protocol's limits).
+type Limits struct {
+	Compressed int64
+	Unpacked   int64
+	Entries    int
+}
+
 // Pack makes a gzipped tar of dir, leaving out .git/ and what .tugignore
 // (else .dockerignore) names. It refuses, as usage errors and before
-// anything else happens, a tree whose archive is over limit, an unreadable
-// file and a symlink that leaves dir.
+// anything else happens, a tree whose archive is over limit (compressed),
+// a tree over the agent's limits unpacked (protocol.MaxUnpackedBytes,
+// protocol.MaxEntries), an unreadable file and a symlink that leaves dir
+// once the links it goes through are followed.
 func Pack(dir string, limit int64) (*Source, error) {
-	if limit <= 0 {
-		limit = DefaultSourceLimit
+	return pack(dir, Limits{Compressed: limit, Unpacked: protocol.MaxUnpackedBytes, Entries: protocol.MaxEntries})
+}
+
+func pack(dir string, lim Limits) (*Source, error) {
+	if lim.Compressed <= 0 {
+		lim.Compressed = DefaultSourceLimit
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -62,8 +78,17 @@ func Pack(dir string, limit int64) (*Source, error) {
 		return nil, usage.Errorf("%s: %w", name, err)
 	}
 	src.Ignore = name
+	root, err := os.OpenRoot(abs)
+	if err != nil {
+		return nil, usage.Errorf("--source %s: %w", dir, unwrapPath(err))
+	}
+	defer root.Close()
 
+	// What the agent would unpack is counted first, from the folder's
+	// listing, so a tree over the limits is refused before a byte of it
+	// is read.
 	var paths []string
+	var unpacked int64
 	err = filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return usage.Errorf("cannot read %s: %w", p, unwrapPath(err))
@@ -80,6 +105,18 @@ func Pack(dir string, limit int64) (*Source, error) {
 			return nil
 		}
 		paths = append(paths, rel)
+		if len(paths) > lim.Entries {
+			return usage.Errorf("the source in %s has more than %d files, folders and links, the limit (docs/builders.md); leave build output and dependencies out with a .tugignore", dir, lim.Entries)
+		}
+		if d.Type().IsRegular() {
+			info, err := d.Info()
+			if err != nil {
+				return usage.Errorf("cannot read %s: %w", p, unwrapPath(err))
+			}
+			if unpacked += info.Size(); unpacked > lim.Unpacked {
+				return usage.Errorf("the source in %s is over the %s limit unpacked (docs/builders.md); leave build output and data out with a .tugignore", dir, text.Size(lim.Unpacked))
+			}
+		}
 		return nil
 	})
 	if err != nil {
@@ -101,9 +138,14 @@ func Pack(dir string, limit int64) (*Source, error) {
 			if link, err = os.Readlink(p); err != nil {
 				return nil, usage.Errorf("cannot read %s: %w", p, unwrapPath(err))
 			}
-			if leaves(rel, link) {
-				return nil, usage.Errorf("%s is a symlink to %s, outside %s: the build would not see it; copy what it points at into the folder or add it to .tugignore", rel, link, dir)
+			out, err := protocol.Escapes(slashTree{root}, rel)
+			if err != nil {
+				return nil, usage.Errorf("symlink %s: %w", rel, err)
 			}
+			if out {
+				return nil, usage.Errorf("%s is a symlink to %s, which leads outside %s once its links are followed: the build would not see it; copy what it points at into the folder or add it to .tugignore", rel, link, dir)
+			}
+			link = filepath.ToSlash(link)
 		}
 		h, err := tar.FileInfoHeader(fi, link)
 		if err != nil {
@@ -123,7 +165,8 @@ func Pack(dir string, limit int64) (*Source, error) {
 			if err != nil {
 				return nil, usage.Errorf("cannot read %s: %w", p, unwrapPath(err))
 			}
-			n, err := io.Copy(tw, f)
+			// the size the header promised: a file that grew since is cut
+			n, err := io.Copy(tw, io.LimitReader(f, h.Size))
 			f.Close()
 			if err != nil {
 				return nil, usage.Errorf("cannot read %s: %w", p, unwrapPath(err))
@@ -131,8 +174,8 @@ func Pack(dir string, limit int64) (*Source, error) {
 			src.Files++
 			src.Size += n
 		}
-		if int64(buf.Len()) > limit {
-			return nil, tooBig(dir, limit)
+		if int64(buf.Len()) > lim.Compressed {
+			return nil, tooBig(dir, lim.Compressed)
 		}
 	}
 	if err := tw.Close(); err != nil {
@@ -141,8 +184,8 @@ func Pack(dir string, limit int64) (*Source, error) {
 	if err := zw.Close(); err != nil {
 		return nil, err
 	}
-	if int64(buf.Len()) > limit {
-		return nil, tooBig(dir, limit)
+	if int64(buf.Len()) > lim.Compressed {
+		return nil, tooBig(dir, lim.Compressed)
 	}
 	src.Data = buf.Bytes()
 	return src, nil
@@ -152,14 +195,24 @@ func tooBig(dir string, limit int64) error {
 	return usage.Errorf("the source in %s is over the %d MiB limit once compressed; leave build output and data out with a .tugignore", dir, limit>>20)
 }
 
-// leaves says whether a symlink at rel pointing at target resolves outside
-// the tree (absolute targets always do).
-func leaves(rel, target string) bool {
-	if path.IsAbs(filepath.ToSlash(target)) {
-		return true
+// slashTree is the source folder as protocol.Escapes reads it: names
+// and link targets with slashes, absolute targets (a Windows drive too)
+// starting with one.
+type slashTree struct{ r *os.Root }
+
+func (t slashTree) Lstat(name string) (fs.FileInfo, error) {
+	return t.r.Lstat(filepath.FromSlash(name))
+}
+
+func (t slashTree) Readlink(name string) (string, error) {
+	l, err := t.r.Readlink(filepath.FromSlash(name))
+	if err != nil {
+		return "", err
 	}
-	p := path.Clean(path.Join(path.Dir(rel), filepath.ToSlash(target)))
-	return p == ".." || strings.HasPrefix(p, "../")
+	if filepath.IsAbs(l) || filepath.VolumeName(l) != "" {
+		return "/" + filepath.ToSlash(l), nil
+	}
+	return filepath.ToSlash(l), nil
 }
 
 func unwrapPath(err error) error {

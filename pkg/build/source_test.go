@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"tug.dev/tug/pkg/build/protocol"
 	"tug.dev/tug/pkg/usage"
 )
 
@@ -132,5 +134,74 @@ func TestPackRefusesOverLimitAndUnreadable(t *testing.T) {
 func TestPackRefusesAMissingFolder(t *testing.T) {
 	if _, err := Pack(filepath.Join(t.TempDir(), "nope"), 0); err == nil || !usage.Is(err) {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// TestPackResolvesLinksForReal (issue 22 item 8): x's target reads as
+// inside the folder, but y is the folder itself, so y/.. is its parent.
+func TestPackResolvesLinksForReal(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		links [][2]string // name, target
+		out   bool
+	}{
+		{"through a link to the folder", [][2]string{{"y", "."}, {"x", "y/../secret"}}, true},
+		{"through an inner link up", [][2]string{{"a/y", ".."}, {"a/x", "y/../secret"}}, true},
+		{"through a link to a subfolder", [][2]string{{"s", "a"}, {"x", "s/../b.txt"}}, false},
+		{"a link to the folder itself", [][2]string{{"here", "."}}, false},
+		{"absolute", [][2]string{{"abs", "/etc/passwd"}}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			write(t, dir, "a/b.txt", "b")
+			write(t, dir, "b.txt", "b")
+			for _, l := range c.links {
+				if err := os.Symlink(l[1], filepath.Join(dir, filepath.FromSlash(l[0]))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, err := Pack(dir, 0)
+			if c.out && (err == nil || !usage.Is(err) || !strings.Contains(err.Error(), "outside")) {
+				t.Fatalf("want a usage error naming the link, got %v", err)
+			}
+			if !c.out && err != nil {
+				t.Fatalf("a link that stays inside: %v", err)
+			}
+		})
+	}
+}
+
+// TestPackRefusesWhatTheAgentWouldNotUnpack: over the agent's unpacked
+// limit (a sparse file: nothing on disk, nothing read) or its entry limit.
+func TestPackRefusesWhatTheAgentWouldNotUnpack(t *testing.T) {
+	dir := t.TempDir()
+	f, err := os.Create(filepath.Join(dir, "zeros.img"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(protocol.MaxUnpackedBytes + 1); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	_, err = Pack(dir, 0)
+	if err == nil || !usage.Is(err) || !strings.Contains(err.Error(), "over the 512 MiB limit unpacked") {
+		t.Fatalf("want a usage error about the unpacked limit, got %v", err)
+	}
+	at := t.TempDir()
+	write(t, at, "a", strings.Repeat("a", 600))
+	write(t, at, "b", strings.Repeat("b", 400))
+	if _, err := pack(at, Limits{Unpacked: 1000, Entries: 2}); err != nil {
+		t.Fatalf("at the limits: %v", err)
+	}
+	if _, err := pack(at, Limits{Unpacked: 999, Entries: 2}); err == nil || !strings.Contains(err.Error(), "limit unpacked") {
+		t.Fatalf("one byte over: %v", err)
+	}
+
+	many := t.TempDir()
+	for i := range 11 {
+		write(t, many, fmt.Sprintf("f%d", i), "")
+	}
+	if _, err := pack(many, Limits{Unpacked: 1 << 20, Entries: 10}); err == nil || !usage.Is(err) || !strings.Contains(err.Error(), "more than 10 files") {
+		t.Fatalf("want a usage error about the entry limit, got %v", err)
 	}
 }

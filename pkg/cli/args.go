@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"sort"
 	"strings"
 
@@ -99,10 +100,44 @@ func GroupArgs(cmd *cobra.Command, args []string) error {
 	if cmd.SuggestionsMinimumDistance <= 0 {
 		cmd.SuggestionsMinimumDistance = 2
 	}
+	suggestions := suggestFor(cmd, args[0])
+	if len(suggestions) == 0 {
+		suggestions = cmd.SuggestionsFor(args[0])
+	}
 	return &usage.Error{
 		Err:         fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath()),
-		Suggestions: cmd.SuggestionsFor(args[0]),
+		Suggestions: suggestions,
 	}
+}
+
+// suggestFor is the full path of every command below cmd that names word in
+// its SuggestFor: "tug deploy" finds 'tug app deploy', two levels down,
+// where cobra looks only at cmd's own subcommands (and would suggest "app").
+func suggestFor(cmd *cobra.Command, word string) []string {
+	var out []string
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			if !sub.IsAvailableCommand() {
+				continue
+			}
+			for _, w := range sub.SuggestFor {
+				if w == word {
+					out = append(out, sub.CommandPath())
+					break
+				}
+			}
+			walk(sub)
+		}
+	}
+	walk(cmd)
+	return out
+}
+
+// isGroup reports whether cmd only groups subcommands (its Args is
+// GroupArgs).
+func isGroup(cmd *cobra.Command) bool {
+	return cmd.Args != nil && reflect.ValueOf(cmd.Args).Pointer() == reflect.ValueOf(GroupArgs).Pointer()
 }
 
 // GroupRunE shows the group's help when it is run without a subcommand.
@@ -112,7 +147,18 @@ func GroupRunE(cmd *cobra.Command, _ []string) error {
 
 // FlagErrorFunc makes flag parsing errors usage errors, suggesting flags
 // whose names are close to an unknown one. Set it on the root command.
+//
+// On a group (tug, tug app, ...) a word before the flag is an unknown
+// command, and that is the error to report: cobra parses a group's flags
+// before its Args sees the word, so `tug deploy shop --image x` would
+// otherwise say "unknown flag: --image" instead of pointing at 'tug app
+// deploy'. pflag keeps the words it read before the failing flag.
 func FlagErrorFunc(cmd *cobra.Command, err error) error {
+	if isGroup(cmd) {
+		if words := cmd.Flags().Args(); len(words) > 0 {
+			return GroupArgs(cmd, words)
+		}
+	}
 	var notExist *pflag.NotExistError
 	if errors.As(err, &notExist) && notExist.GetSpecifiedShortnames() == "" {
 		return &usage.Error{Err: err, Suggestions: suggestFlags(cmd, notExist.GetSpecifiedName())}

@@ -150,3 +150,31 @@ func TestExampleWithCommandName(t *testing.T) {
 		t.Errorf("tug must leave examples alone, got\n%s", got)
 	}
 }
+
+// TestGroupSuggestsDeepCommands: a word a command two levels down names in
+// its SuggestFor is suggested by its full path, and on a group a word
+// before an unknown flag is reported as the unknown command.
+func TestGroupSuggestsDeepCommands(t *testing.T) {
+	root := &cobra.Command{Use: "tug", Args: GroupArgs, RunE: GroupRunE}
+	app := &cobra.Command{Use: "app", Args: GroupArgs, RunE: GroupRunE}
+	app.AddCommand(&cobra.Command{Use: "deploy APP", SuggestFor: []string{"deploy", "push"}, Run: func(*cobra.Command, []string) {}})
+	root.AddCommand(app)
+	var ue *usage.Error
+	if err := GroupArgs(root, []string{"push", "shop"}); !errors.As(err, &ue) || !reflect.DeepEqual(ue.Suggestions, []string{"tug app deploy"}) {
+		t.Errorf("push: got %v (suggestions %q), want tug app deploy", err, ue.Suggestions)
+	}
+	err := root.ParseFlags([]string{"deploy", "shop", "--image", "x"})
+	if err == nil {
+		t.Fatal("--image parsed on the root")
+	}
+	err = FlagErrorFunc(root, err)
+	if !errors.As(err, &ue) || err.Error() != `unknown command "deploy" for "tug"` || !reflect.DeepEqual(ue.Suggestions, []string{"tug app deploy"}) {
+		t.Errorf("deploy --image: got %v (suggestions %q)", err, ue.Suggestions)
+	}
+	// A command that is not a group keeps the flag error.
+	leaf := &cobra.Command{Use: "x", Run: func(*cobra.Command, []string) {}}
+	err = leaf.ParseFlags([]string{"word", "--image", "x"})
+	if err = FlagErrorFunc(leaf, err); err.Error() != "unknown flag: --image" {
+		t.Errorf("leaf: got %v", err)
+	}
+}

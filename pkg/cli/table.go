@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"io"
+	"regexp"
 	"strings"
 
 	"github.com/olekukonko/tablewriter"
@@ -13,11 +14,31 @@ import (
 )
 
 // Table is rows of text for people. On a terminal it is drawn kubectl-style:
-// upper-case headers, left aligned, columns three spaces apart, no borders.
-// Piped, it is plain tab-separated values without colour, for cut and awk.
+// upper-case headers, left aligned, columns three spaces apart, no borders,
+// and image digests shortened to 12 hex digits as docker shows image IDs
+// (a whole one is 71 characters: a row with one wraps on a 100-column
+// terminal). Piped, it is plain tab-separated values without colour, with
+// whole digests, for cut and awk.
 type Table struct {
-	header []string
-	rows   [][]string
+	header      []string
+	rows        [][]string
+	fullDigests bool
+}
+
+// FullDigests keeps whole digests on a terminal too (-o wide).
+func (t *Table) FullDigests() *Table {
+	t.fullDigests = true
+	return t
+}
+
+// digest is a sha256 digest, as in an image reference (repo@sha256:...).
+var digest = regexp.MustCompile(`\b(sha256:[0-9a-f]{12})[0-9a-f]{52}\b`)
+
+// ShortDigests shortens every sha256 digest in s to its first 12 hex
+// digits, for a terminal: "shop@sha256:3f2c1e9a0b4d". Scripts get whole
+// ones (-o json, or piped).
+func ShortDigests(s string) string {
+	return digest.ReplaceAllString(s, "$1")
 }
 
 // NewTable starts a table with the given column names.
@@ -56,7 +77,7 @@ func (t *Table) Render(ios *IOStreams, noHeaders bool) error {
 }
 
 func (t *Table) withoutColor() *Table {
-	plain := &Table{header: t.header, rows: make([][]string, len(t.rows))}
+	plain := &Table{header: t.header, rows: make([][]string, len(t.rows)), fullDigests: t.fullDigests}
 	for i, r := range t.rows {
 		plain.rows[i] = make([]string, len(r))
 		for j, c := range r {
@@ -109,6 +130,13 @@ func (t *Table) renderAligned(w io.Writer, noHeaders bool) error {
 		tbl.Header(t.header)
 	}
 	for _, r := range t.rows {
+		if !t.fullDigests {
+			short := make([]string, len(r))
+			for i, c := range r {
+				short[i] = ShortDigests(c)
+			}
+			r = short
+		}
 		if err := tbl.Append(r); err != nil {
 			return err
 		}

@@ -109,3 +109,18 @@ func stripANSI(s string) string {
 	}
 	return b.String()
 }
+
+func TestShortDigests(t *testing.T) {
+	d := strings.Repeat("ab", 32)
+	for in, want := range map[string]string{
+		"reg/shop@sha256:" + d:          "reg/shop@sha256:abababababab",
+		"sha256:" + d + ", sha256:" + d: "sha256:abababababab, sha256:abababababab",
+		"reg/shop:1":                    "reg/shop:1",
+		"sha256:" + d[:60]:              "sha256:" + d[:60], // not a whole digest
+		"sha256:" + d + "ff":            "sha256:" + d + "ff",
+	} {
+		if got := ShortDigests(in); got != want {
+			t.Errorf("ShortDigests(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

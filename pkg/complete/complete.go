@@ -134,10 +134,10 @@ func Processes(ctx context.Context, s *app.Store, appName string) ([]string, err
 	return out, nil
 }
 
-// Units are an app's units (pods), optionally of one process, described by
-// process and status.
+// Units are an app's units (pods) and one-off runs, optionally of one
+// process, described by process and status.
 func Units(ctx context.Context, client kubernetes.Interface, namespace, appName, process string) ([]string, error) {
-	units, err := app.ListUnits(ctx, client, namespace, app.ListUnitsOptions{App: appName, Process: process})
+	units, err := app.ListUnits(ctx, client, namespace, app.ListUnitsOptions{App: appName, Process: process, Runs: true})
 	if err != nil {
 		return nil, err
 	}

@@ -10,8 +10,10 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 
 	appsv1 "k8s.io/api/apps/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
@@ -21,13 +23,16 @@ import (
 // applied is what the server returned for the objects of a release.
 type applied struct {
 	deployments map[string]*appsv1.Deployment
+	// routes are the HTTPRoutes as the server returned them.
+	routes []*unstructured.Unstructured
 }
 
 // applyObjects server-side-applies a release's objects as field manager
 // "tug": one write per object. Callers check the objects with guardOwned
 // first, before they store anything. With dryRun the server validates and
 // defaults them (admission included) but stores nothing.
-func applyObjects(ctx context.Context, client kubernetes.Interface, ns string, objs Objects, dryRun bool) (*applied, error) {
+func applyObjects(ctx context.Context, d Deps, objs Objects, dryRun bool) (*applied, error) {
+	client, ns := d.Client, d.Namespace
 	opts := metav1.PatchOptions{FieldManager: kube.FieldManager, Force: new(true)}
 	if dryRun {
 		opts.DryRun = []string{metav1.DryRunAll}
@@ -79,7 +84,7 @@ func applyObjects(ctx context.Context, client kubernetes.Interface, ns string, o
 			return nil, fmt.Errorf("applying service %s: %w", objs.Service.Name, kube.TranslateError(err))
 		}
 	}
-	if ing := objs.Ingress; ing != nil {
+	for _, ing := range objs.Ingresses {
 		data, err := json.Marshal(ing)
 		if err != nil {
 			return nil, err
@@ -106,6 +111,13 @@ func applyObjects(ctx context.Context, client kubernetes.Interface, ns string, o
 			return nil, fmt.Errorf("applying autoscaler %s: %w", h.Name, kube.TranslateError(err))
 		}
 	}
+	for _, r := range objs.Routes {
+		got, err := applyRoute(ctx, d, r, opts)
+		if err != nil {
+			return nil, err
+		}
+		out.routes = append(out.routes, got)
+	}
 	return out, nil
 }
 
@@ -113,7 +125,8 @@ func applyObjects(ctx context.Context, client kubernetes.Interface, ns string, o
 // release exists without being the app's: server-side apply with force would
 // take over (and relabel) a Service, Ingress or autoscaler that helm or
 // kubectl made, and a later remove would delete it. One GET per object.
-func guardOwned(ctx context.Context, client kubernetes.Interface, ns string, objs Objects) error {
+func guardOwned(ctx context.Context, d Deps, objs Objects) error {
+	client, ns := d.Client, d.Namespace
 	type target struct {
 		kind, name, app string
 		get             func(name string) (metav1.Object, error)
@@ -132,7 +145,7 @@ func guardOwned(ctx context.Context, client kubernetes.Interface, ns string, obj
 			return client.CoreV1().Services(ns).Get(ctx, n, get)
 		}})
 	}
-	if i := objs.Ingress; i != nil {
+	for _, i := range objs.Ingresses {
 		targets = append(targets, target{"Ingress", i.Name, i.Labels[kube.LabelApp], func(n string) (metav1.Object, error) {
 			return client.NetworkingV1().Ingresses(ns).Get(ctx, n, get)
 		}})
@@ -145,6 +158,11 @@ func guardOwned(ctx context.Context, client kubernetes.Interface, ns string, obj
 	for _, h := range objs.Autoscalers {
 		targets = append(targets, target{"HorizontalPodAutoscaler", h.Name, h.Labels[kube.LabelApp], func(n string) (metav1.Object, error) {
 			return client.AutoscalingV2().HorizontalPodAutoscalers(ns).Get(ctx, n, get)
+		}})
+	}
+	for _, r := range objs.Routes {
+		targets = append(targets, target{"HTTPRoute", r.GetName(), r.GetLabels()[kube.LabelApp], func(n string) (metav1.Object, error) {
+			return getRoute(ctx, d, n)
 		}})
 	}
 	for _, t := range targets {
@@ -176,7 +194,8 @@ func liveReplicas(ctx context.Context, client kubernetes.Interface, ns, name str
 
 // removeStale deletes the Deployments (and the Service) of process types the
 // release no longer has: one LIST, and a DELETE only for what must go.
-func removeStale(ctx context.Context, client kubernetes.Interface, ns, appName string, objs Objects) error {
+func removeStale(ctx context.Context, d Deps, appName string, objs Objects) error {
+	client, ns := d.Client, d.Namespace
 	keep := map[string]bool{}
 	for _, d := range objs.Deployments {
 		keep[d.Name] = true
@@ -213,14 +232,8 @@ func removeStale(ctx context.Context, client kubernetes.Interface, ns, appName s
 			return kube.TranslateError(err)
 		}
 	}
-	if objs.Ingress == nil {
-		if err := deleteOwned(ctx, appName, func() (metav1.Object, error) {
-			return client.NetworkingV1().Ingresses(ns).Get(ctx, ServiceName(appName), metav1.GetOptions{})
-		}, func() error {
-			return client.NetworkingV1().Ingresses(ns).Delete(ctx, ServiceName(appName), metav1.DeleteOptions{})
-		}); err != nil {
-			return err
-		}
+	if err := removeStaleIngresses(ctx, d, appName, objs.Ingresses); err != nil {
+		return err
 	}
 	if objs.NetworkPolicy == nil {
 		if err := deleteOwned(ctx, appName, func() (metav1.Object, error) {
@@ -230,6 +243,9 @@ func removeStale(ctx context.Context, client kubernetes.Interface, ns, appName s
 		}); err != nil {
 			return err
 		}
+	}
+	if err := removeStaleRoutes(ctx, d, appName, objs.Routes); err != nil {
+		return err
 	}
 	if objs.Service == nil {
 		if err := deleteOwned(ctx, appName, func() (metav1.Object, error) {
@@ -281,4 +297,27 @@ func waitAvailable(ctx context.Context, client kubernetes.Interface, ns, name, i
 		return fmt.Errorf("%s did not start within 2m; check that its image %s can be pulled (set TUG_MAINTENANCE_IMAGE to use another)", name, image)
 	}
 	return kube.TranslateError(err)
+}
+
+// removeStaleIngresses deletes the app's Ingresses that keep does not name
+// (one LIST by the app's labels): a domain's class gone, or its last
+// domain.
+func removeStaleIngresses(ctx context.Context, d Deps, appName string, keep []*networkingv1.Ingress) error {
+	list, err := d.Client.NetworkingV1().Ingresses(d.Namespace).List(ctx, metav1.ListOptions{LabelSelector: kube.AppSelector(appName)})
+	if err != nil {
+		return kube.TranslateError(err)
+	}
+	names := map[string]bool{}
+	for _, i := range keep {
+		names[i.Name] = true
+	}
+	for _, i := range list.Items {
+		if names[i.Name] || !kube.Owned(i.Labels, appName) {
+			continue
+		}
+		if err := d.Client.NetworkingV1().Ingresses(d.Namespace).Delete(ctx, i.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return kube.TranslateError(err)
+		}
+	}
+	return nil
 }

@@ -161,7 +161,7 @@ func TestRollbackChange(t *testing.T) {
 		{name: "explicit", target: 1, wantV: 1, wantImage: "shop:1"},
 		{name: "current", target: 5, wantErr: `v5 is already the deployed release of app "shop"`},
 		{name: "no image", target: 2, wantErr: `release v2 of app "shop" has no image (it only staged config); choose another`},
-		{name: "missing", target: 42, wantErr: `release "v42 of app shop" not found`},
+		{name: "missing", target: 42, wantErr: `release v42 of app "shop" not found`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

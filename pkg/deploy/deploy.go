@@ -10,9 +10,11 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/clustersettings"
 	"tug.dev/tug/pkg/lock"
 	"tug.dev/tug/pkg/progress"
 	"tug.dev/tug/pkg/rollout"
@@ -44,6 +46,12 @@ type Deps struct {
 	// itself; render the page from this field (Render's callers outside a
 	// change, such as export, keep the default) and drop the os.Getenv.
 	MaintenanceImage string
+	// Dynamic reaches the Gateway API's HTTPRoutes (route.go); nil on a
+	// client that routes only through Ingresses.
+	Dynamic dynamic.Interface
+	// Settings are the cluster's settings (pkg/clustersettings) as read by
+	// the command; nil leaves the app's route as its record has it.
+	Settings *clustersettings.Stored
 }
 
 // Options tune one rollout.
@@ -61,6 +69,9 @@ type Options struct {
 	// SkipReleasePhase rolls out without running the release's
 	// release-phase command.
 	SkipReleasePhase bool
+	// Probe is what a request through the router must get for the change
+	// to count as served (routed.go); the default: the app answers.
+	Probe Probe
 }
 
 // Change builds the next release from the app and its base release (the
@@ -84,6 +95,12 @@ type Result struct {
 	// when the release has none to run (releasephase.go).
 	ReleasePhase *ReleasePhaseResult `json:"releasePhase,omitempty"`
 	Plan         []string            `json:"plan,omitempty"` // dry-run: what would change
+	// URLs are where the app answers: its own URL under the cluster's apps
+	// domain, then its domains (deploy.URLs).
+	URLs []string `json:"urls,omitempty"`
+	// Routing says how far its routes through the Gateway got: served,
+	// accepted, pending (routed.go); omitted without a Gateway.
+	Routing string `json:"routing,omitempty"`
 	// RemovedProcesses names the process types the release drops (their
 	// units stop), sorted; omitted when none.
 	RemovedProcesses []string `json:"removedProcesses,omitempty"`
@@ -193,12 +210,14 @@ func roll(t *Txn, change Change, opts Options, start time.Time) (*Result, error)
 	}
 	unitsBefore := maps.Clone(a.Processes)
 	withProcesses(a, next)
+	route := wantRoute(ctx, d, a, next.Pool)
 	// A restore after a failure waits by the restored release's own
 	// deploy-timeout, unless the command gave one.
 	givenTimeout := opts.Timeout
 	withTimeout(&opts, next)
 
 	if opts.DryRun {
+		a.Route = route
 		return dryRun(ctx, d, store, a, base, baseConfig, next, config, opts, start)
 	}
 	if opts.NoRestart || next.Image == "" {
@@ -215,12 +234,13 @@ func roll(t *Txn, change Change, opts Options, start time.Time) (*Result, error)
 
 	previous := a.Release
 	next.Status = app.StatusPending
+	a.Route = route
 	phase := runsReleasePhase(a, base, next)
 	if phase && !opts.SkipReleasePhase && d.ReleasePhase == nil {
 		return nil, fmt.Errorf("release v%d of app %q has a release-phase command but nothing can run it", next.Version, a.Name)
 	}
 	// before the release is stored: an object in the way leaves no trace
-	if err := guardOwned(ctx, d.Client, d.Namespace, Render(a, next, config)); err != nil {
+	if err := guardOwned(ctx, d, Render(a, next, config)); err != nil {
 		return nil, t.Explain(err)
 	}
 	if err := store.CreateRelease(ctx, next, config); err != nil {
@@ -239,6 +259,7 @@ func roll(t *Txn, change Change, opts Options, start time.Time) (*Result, error)
 	a, err = store.UpdateApp(ctx, a.Name, func(x *app.App) error {
 		x.LastRelease = next.Version
 		x.Processes = a.Processes
+		x.Route = route
 		return nil
 	})
 	if err != nil {
@@ -285,7 +306,7 @@ func roll(t *Txn, change Change, opts Options, start time.Time) (*Result, error)
 	}
 	objs := Render(a, next, config)
 	d.Progress.Update(fmt.Sprintf("applying release v%d", next.Version))
-	got, err := applyObjects(ctx, d.Client, d.Namespace, objs, false)
+	got, err := applyObjects(ctx, d, objs, false)
 	if err != nil {
 		if t.cause() != nil {
 			return interrupted(err)
@@ -296,7 +317,7 @@ func roll(t *Txn, change Change, opts Options, start time.Time) (*Result, error)
 		cancel()
 		return nil, err
 	}
-	if err := removeStale(ctx, d.Client, d.Namespace, a.Name, objs); err != nil {
+	if err := removeStale(ctx, d, a.Name, objs); err != nil {
 		return interrupted(err)
 	}
 
@@ -333,7 +354,13 @@ func roll(t *Txn, change Change, opts Options, start time.Time) (*Result, error)
 		}
 		res := resultOf(app.StatusDeployed)
 		res.ReleasePhase = phaseResult
-		return res, nil
+		res.URLs = app.URLs(a)
+		var rerr error
+		if !opts.NoWait {
+			res.Routing, rerr = confirmRouted(ctx, d, a, got.routes, opts.Probe, nil)
+		}
+		res.DurationMS = time.Since(start).Milliseconds()
+		return res, t.Explain(rerr)
 	}
 
 	// The rollout failed: record why, then put back what ran before.
@@ -383,7 +410,7 @@ func idleTimeout(given time.Duration, r *app.Release) time.Duration {
 func restore(ctx context.Context, d Deps, store *app.Store, a *app.App, v int, timeout time.Duration) (int, error) {
 	if v == 0 {
 		d.Progress.Update("removing the failed release's units")
-		return 0, removeStale(ctx, d.Client, d.Namespace, a.Name, Objects{})
+		return 0, removeStale(ctx, d, a.Name, Objects{})
 	}
 	d.Progress.Update(fmt.Sprintf("rolling back to v%d", v))
 	prev, config, err := store.GetRelease(ctx, a.Name, v)
@@ -392,17 +419,17 @@ func restore(ctx context.Context, d Deps, store *app.Store, a *app.App, v int, t
 	}
 	withProcesses(a, prev)
 	objs := Render(a, prev, config)
-	got, err := applyObjects(ctx, d.Client, d.Namespace, objs, false)
+	got, err := applyObjects(ctx, d, objs, false)
 	if err != nil {
 		return 0, err
 	}
-	if err := removeStale(ctx, d.Client, d.Namespace, a.Name, objs); err != nil {
+	if err := removeStale(ctx, d, a.Name, objs); err != nil {
 		return 0, err
 	}
 	if _, err := store.UpdateApp(ctx, a.Name, func(x *app.App) error { x.Processes = a.Processes; return nil }); err != nil {
 		return 0, err
 	}
-	err = (&rollout.Watch{Client: d.Client, Namespace: d.Namespace, App: a.Name, Release: v,
+	err = (&rollout.Watch{Client: d.Client, Namespace: d.Namespace, App: a.Name, Release: v, Purpose: rollout.PurposeRestore,
 		Generations: generations(got), Idle: idleTimeout(timeout, prev), Progress: d.Progress}).Wait(ctx)
 	if err != nil {
 		return 0, err
@@ -559,10 +586,10 @@ func dryRun(ctx context.Context, d Deps, store *app.Store, a *app.App, base *app
 		return res, nil
 	}
 	objs := Render(a, next, config)
-	if err := guardOwned(ctx, d.Client, d.Namespace, objs); err != nil {
+	if err := guardOwned(ctx, d, objs); err != nil {
 		return nil, err
 	}
-	if _, err := applyObjects(ctx, d.Client, d.Namespace, objs, true); err != nil {
+	if _, err := applyObjects(ctx, d, objs, true); err != nil {
 		return nil, err
 	}
 	// The plan compares with what runs, which a release staged since

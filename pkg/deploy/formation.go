@@ -136,7 +136,12 @@ func reshape(ctx context.Context, d Deps, appName string, c RecordChange, opts O
 		if r, config, err = store.GetRelease(ctx, appName, a.Release); err != nil {
 			return nil, err
 		}
-		if err := guardOwned(ctx, d.Client, d.Namespace, Render(a, r, config)); err != nil {
+		changed := a.Copy()
+		changed.Route = wantRoute(ctx, d, a, r.Pool)
+		if err := change(changed); err != nil {
+			return nil, err
+		}
+		if err := guardOwned(ctx, d, Render(changed, r, config)); err != nil {
 			return nil, err
 		}
 	}
@@ -146,9 +151,19 @@ func reshape(ctx context.Context, d Deps, appName string, c RecordChange, opts O
 			return nil, err
 		}
 	}
+	// the route as the cluster settings give it now, re-resolved with the
+	// change like with every rollout
+	var route *app.Route
+	if r != nil {
+		route = wantRoute(ctx, d, a, r.Pool)
+	}
 	var formationBefore map[string]app.Process // the formation the change started from
+	routedBefore := a.Copy()                   // what the router served before the change
 	a, err = store.UpdateApp(ctx, appName, func(x *app.App) error {
 		formationBefore = maps.Clone(x.Processes)
+		if r != nil {
+			x.Route = route
+		}
 		return change(x)
 	})
 	if err != nil {
@@ -172,22 +187,27 @@ func reshape(ctx context.Context, d Deps, appName string, c RecordChange, opts O
 		return nil, err
 	}
 	objs := Render(a, r, config)
-	got, err := applyObjects(ctx, d.Client, d.Namespace, objs, false)
+	got, err := applyObjects(ctx, d, objs, false)
 	if err != nil {
 		return nil, t.Explain(err)
 	}
-	if err := removeStale(ctx, d.Client, d.Namespace, a.Name, objs); err != nil {
+	if err := removeStale(ctx, d, a.Name, objs); err != nil {
 		return nil, t.Explain(err)
 	}
 	res := result(a, r, app.StatusDeployed, start)
+	res.URLs = app.URLs(a)
 	if opts.NoWait {
 		return res, nil
 	}
-	err = (&rollout.Watch{Client: d.Client, Namespace: d.Namespace, App: a.Name, Release: a.Release,
+	err = (&rollout.Watch{Client: d.Client, Namespace: d.Namespace, App: a.Name, Release: a.Release, Purpose: rollout.PurposeScale,
 		Generations: generations(got), Idle: opts.Timeout, Progress: d.Progress}).Wait(ctx)
 	res.DurationMS = time.Since(start).Milliseconds()
 	f, ok := err.(*rollout.Failure)
 	if !ok {
+		if err == nil {
+			res.Routing, err = confirmRouted(ctx, d, a, got.routes, opts.Probe, goneURLs(routedBefore, a))
+			res.DurationMS = time.Since(start).Milliseconds()
+		}
 		return res, t.Explain(err)
 	}
 	res.Failure = f
@@ -219,14 +239,14 @@ func restoreFormation(ctx context.Context, d Deps, store *app.Store, appName str
 		return nil, err
 	}
 	objs := Render(a, r, config)
-	got, err := applyObjects(ctx, d.Client, d.Namespace, objs, false)
+	got, err := applyObjects(ctx, d, objs, false)
 	if err != nil {
 		return nil, err
 	}
-	if err := removeStale(ctx, d.Client, d.Namespace, a.Name, objs); err != nil {
+	if err := removeStale(ctx, d, a.Name, objs); err != nil {
 		return nil, err
 	}
-	err = (&rollout.Watch{Client: d.Client, Namespace: d.Namespace, App: a.Name, Release: a.Release,
+	err = (&rollout.Watch{Client: d.Client, Namespace: d.Namespace, App: a.Name, Release: a.Release, Purpose: rollout.PurposeScale,
 		Generations: generations(got), Idle: timeout, Progress: d.Progress, CountsOnly: true}).Wait(ctx)
 	return a, err
 }

@@ -24,13 +24,9 @@ var (
 	done            = deploytest.Done
 	pod             = deploytest.Pod
 	crashPod        = deploytest.CrashPod
-	waiting         = deploytest.Waiting
-	terminated      = deploytest.Terminated
-	running         = deploytest.Running
 	imagePod        = deploytest.ImagePod
 )
 
 type (
-	recorder     = deploytest.Recorder
-	chanProgress = deploytest.ChanProgress
+	recorder = deploytest.Recorder
 )

@@ -93,3 +93,33 @@ func metaOf(c interface {
 	}
 	return got.(metav1.Object), nil
 }
+
+// A traffic change is checked as changed: a domain that needs an Ingress
+// where one that is not tug's stands is refused before any write (the check
+// once ran on the record before the change, which had no Ingress, and the
+// apply took the foreign one over).
+func TestConfigureRefusesObjectsTheChangeWouldTakeOver(t *testing.T) {
+	theirs := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: ns, Labels: map[string]string{"team": "ops"}}}
+	c, s := newFake(theirs)
+	seedApp(t, s, &app.App{Name: "shop"})
+	if _, err := Roll(context.Background(), deps(c), "shop", DeployChange("shop:1", map[string]string{"web": ""}, ""), Options{NoWait: true}); err != nil {
+		t.Fatal(err)
+	}
+	c.ClearActions()
+	_, err := Configure(context.Background(), deps(c), "shop", func(a *app.App) error {
+		a.Domains = append(a.Domains, app.Domain{Host: "shop.example.com"})
+		return nil
+	}, Options{NoWait: true})
+	var notOurs *kube.NotOwnedError
+	if !errors.As(err, &notOurs) || notOurs.Kind != "Ingress" {
+		t.Fatalf("Configure = %v, want a NotOwnedError for the Ingress", err)
+	}
+	for _, a := range c.Actions() {
+		if p, ok := a.(k8stesting.PatchAction); ok {
+			t.Errorf("refused change applied %s %s", p.GetResource().Resource, p.GetName())
+		}
+	}
+	if got := getApp(t, s, "shop"); len(got.Domains) != 0 {
+		t.Errorf("the record took the domain: %+v", got.Domains)
+	}
+}

@@ -30,19 +30,38 @@ func interruptedReason(why string) string {
 func settle(ctx context.Context, store *app.Store, appName string, v int, cause error) app.Status {
 	ctx, cancel := detached(ctx)
 	defer cancel()
-	r, _, err := store.GetRelease(ctx, appName, v)
+	var st app.Status
+	// through a short outage (the API server restarting), try again
+	// until the deadline rather than leave the release pending
+	err := kube.Retry(ctx, func(ctx context.Context) error {
+		var err error
+		st, err = settleOnce(ctx, store, appName, v, cause)
+		return err
+	})
 	if err != nil {
 		return ""
 	}
+	return st
+}
+
+func settleOnce(ctx context.Context, store *app.Store, appName string, v int, cause error) (app.Status, error) {
+	r, _, err := store.GetRelease(ctx, appName, v)
+	if err != nil {
+		return "", err
+	}
 	if r.Status != app.StatusPending {
-		return r.Status
+		return r.Status, nil
 	}
 	fresh := &app.Store{Client: store.Client, Namespace: store.Namespace}
-	if a, err := fresh.GetApp(ctx, appName); err == nil && a.Release == v {
+	a, err := fresh.GetApp(ctx, appName)
+	if err != nil {
+		return "", err
+	}
+	if a.Release == v {
 		if err := store.SetReleaseStatus(ctx, appName, v, app.StatusDeployed, ""); err != nil {
-			return ""
+			return "", err
 		}
-		return app.StatusDeployed
+		return app.StatusDeployed, nil
 	}
 	why := "tug stopped"
 	switch {
@@ -55,9 +74,9 @@ func settle(ctx context.Context, store *app.Store, appName string, v int, cause 
 		why = cause.Error()
 	}
 	if err := store.SetReleaseStatus(ctx, appName, v, app.StatusInterrupted, interruptedReason(why)); err != nil {
-		return ""
+		return "", err
 	}
-	return app.StatusInterrupted
+	return app.StatusInterrupted, nil
 }
 
 // Reconcile settles the releases a stopped tug left behind, so no release

@@ -15,6 +15,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"tug.dev/tug/pkg/app"
@@ -35,9 +36,12 @@ type Objects struct {
 	// Autoscalers are the HorizontalPodAutoscalers of autoscaled processes.
 	Autoscalers []*autoscalingv2.HorizontalPodAutoscaler
 	// Traffic to the web process (traffic.go); each nil when unused.
-	Ingress       *networkingv1.Ingress
+	// Ingresses: one per IngressClass the app's domains use (traffic.go).
+	Ingresses     []*networkingv1.Ingress
 	NetworkPolicy *networkingv1.NetworkPolicy
 	Maintenance   *appsv1.Deployment
+	// Routes are the HTTPRoutes through the cluster's Gateway (route.go).
+	Routes []*unstructured.Unstructured
 }
 
 // Render builds the objects that run release r of app a. It is pure: the
@@ -53,7 +57,8 @@ func Render(a *app.App, r *app.Release, config app.ConfigMap) Objects {
 	}
 	if _, ok := r.Processes[app.WebProcess]; ok {
 		objs.Service = renderService(a)
-		objs.Ingress = renderIngress(a)
+		objs.Ingresses = renderIngresses(a)
+		objs.Routes = renderRoutes(a)
 		objs.NetworkPolicy = renderNetworkPolicy(a)
 		objs.Maintenance = renderMaintenance(a)
 	}
@@ -366,8 +371,6 @@ func describeCommand(cmd string) string {
 	}
 	return fmt.Sprintf("%q", cmd)
 }
-
-func sortProcs(names []string) { app.SortProcesses(names) }
 
 // PullPolicy is Kubernetes' default for an image reference: Always for
 // :latest or no tag (the tag may move), IfNotPresent for any other tag or

@@ -437,7 +437,7 @@ func TestAllowListKeepsClientAddresses(t *testing.T) {
 	if svc.Spec.ExternalTrafficPolicy != corev1.ServiceExternalTrafficPolicyLocal {
 		t.Errorf("external traffic policy = %q, want Local", svc.Spec.ExternalTrafficPolicy)
 	}
-	ing := renderIngress(a)
+	ing := renderIngresses(a)[0]
 	for _, k := range AllowAnnotations {
 		if ing.Annotations[k] != "10.0.0.0/8,192.168.1.0/24" {
 			t.Errorf("ingress annotation %s = %q", k, ing.Annotations[k])
@@ -447,7 +447,7 @@ func TestAllowListKeepsClientAddresses(t *testing.T) {
 	if p := renderService(a).Spec.ExternalTrafficPolicy; p != "" {
 		t.Errorf("without an allow list the policy is %q, want the default", p)
 	}
-	if len(renderIngress(a).Annotations) != 0 {
+	if len(renderIngresses(a)[0].Annotations) != 0 {
 		t.Error("without an allow list the ingress has source filters")
 	}
 }

@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"os"
+	"sort"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -83,15 +84,58 @@ func renderService(a *app.App) *corev1.Service {
 // (newer) source-range.
 var AllowAnnotations = []string{"nginx.ingress.kubernetes.io/whitelist-source-range", "nginx.ingress.kubernetes.io/allowlist-source-range"}
 
-// renderIngress routes every domain of the app to its Service; hosts with a
-// certificate get TLS.
-func renderIngress(a *app.App) *networkingv1.Ingress {
-	if len(a.Domains) == 0 {
-		return nil
+// renderIngresses route the app's domains to its Service; hosts with a
+// certificate get TLS. Through a Gateway (a.Route), only the domains
+// throughIngress names are the Ingresses'. One Ingress carries one
+// IngressClass, so domains of other classes (domain add --ingress-class)
+// get an Ingress of their own: APP for the default class, APP-CLASS for
+// the others.
+func renderIngresses(a *app.App) []*networkingv1.Ingress {
+	var def string // the class of domains that name none
+	gateway := false
+	if r := a.Route; r != nil {
+		def, gateway = r.IngressClass, r.Gateway != ""
 	}
+	byClass := map[string][]app.Domain{}
+	var classes []string
+	for _, d := range a.Domains {
+		if gateway && !throughIngress(d) {
+			continue
+		}
+		class := d.IngressClass
+		if class == "" {
+			class = def
+		}
+		if _, ok := byClass[class]; !ok {
+			classes = append(classes, class)
+		}
+		byClass[class] = append(byClass[class], d)
+	}
+	sort.Strings(classes)
+	var out []*networkingv1.Ingress
+	for _, class := range classes {
+		name := ServiceName(a.Name)
+		if class != def {
+			name = IngressName(a.Name, class)
+		}
+		out = append(out, renderIngress(a, name, class, byClass[class]))
+	}
+	return out
+}
+
+// IngressName is the Ingress of an app's domains of IngressClass class,
+// when that is not the cluster's default.
+func IngressName(appName, class string) string {
+	return appName + "-" + strings.ReplaceAll(class, ".", "-")
+}
+
+func renderIngress(a *app.App, name, class string, domains []app.Domain) *networkingv1.Ingress {
 	ing := &networkingv1.Ingress{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "Ingress"},
-		ObjectMeta: metav1.ObjectMeta{Name: ServiceName(a.Name), Namespace: a.Namespace, Labels: processLabels(a.Name, app.WebProcess)},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: a.Namespace, Labels: processLabels(a.Name, app.WebProcess)},
+	}
+	if class != "" {
+		ing.Spec.IngressClassName = new(class)
 	}
 	if len(a.Allow) > 0 {
 		ing.Annotations = map[string]string{}
@@ -104,10 +148,8 @@ func renderIngress(a *app.App) *networkingv1.Ingress {
 		Name: ServiceName(a.Name), Port: networkingv1.ServiceBackendPort{Name: "http"},
 	}}
 	rules := map[string]int{} // host -> index in ing.Spec.Rules
-	for _, d := range a.Domains {
-		if d.IngressClass != "" && ing.Spec.IngressClassName == nil {
-			ing.Spec.IngressClassName = new(d.IngressClass)
-		}
+	tls := map[string]bool{}
+	for _, d := range domains {
 		path := d.Path
 		if path == "" {
 			path = "/"
@@ -121,7 +163,8 @@ func renderIngress(a *app.App) *networkingv1.Ingress {
 		}
 		http := ing.Spec.Rules[i].HTTP
 		http.Paths = append(http.Paths, networkingv1.HTTPIngressPath{Path: path, PathType: &pathType, Backend: backend})
-		if d.TLSSecret != "" {
+		if d.TLSSecret != "" && !tls[d.Host] {
+			tls[d.Host] = true
 			ing.Spec.TLS = append(ing.Spec.TLS, networkingv1.IngressTLS{Hosts: []string{d.Host}, SecretName: d.TLSSecret})
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,11 +32,24 @@ func loseLockOn(t *testing.T, c *fake.Clientset) {
 	}
 }
 
-func refuseLeaseRenewals(c *fake.Clientset) {
+// refuseLeaseRenewals returns a switch: from when it is set, every lease
+// write but carol's is refused with a conflict, as the API server refuses
+// a holder's stale resourceVersion once carol took the lease (the fake
+// tracker does not check it). Install it before the lock is taken: the
+// fake's reactor chain is not safe to change while the renewing goroutine
+// uses it. Set it before loseLockOn, so no renewal in between writes over
+// carol's lease.
+func refuseLeaseRenewals(c *fake.Clientset) *atomic.Bool {
+	var on atomic.Bool
 	gvr := schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}
 	c.PrependReactor("update", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		l, _ := a.(k8stesting.UpdateAction).GetObject().(*coordinationv1.Lease)
+		if !on.Load() || l != nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == "carol" {
+			return false, nil, nil
+		}
 		return true, nil, apierrors.NewConflict(gvr.GroupResource(), lock.Name("shop"), errors.New("changed"))
 	})
+	return &on
 }
 
 // The release phase runs under the lock: when the lock is lost while it
@@ -48,9 +62,10 @@ func TestReleasePhaseStopsWhenTheLockIsLost(t *testing.T) {
 	d := deps(c)
 	fastRenewals(&d)
 	var cancelled atomic.Bool
+	refuse := refuseLeaseRenewals(c)
 	d.ReleasePhase = func(ctx context.Context, _ ReleasePhaseSpec) (int, error) {
+		refuse.Store(true)
 		loseLockOn(t, c)
-		refuseLeaseRenewals(c)
 		select {
 		case <-ctx.Done():
 			cancelled.Store(true)
@@ -81,9 +96,10 @@ func TestNothingAppliedAfterTheLockIsLost(t *testing.T) {
 	seedApp(t, s, &app.App{Name: "shop"})
 	d := deps(c)
 	fastRenewals(&d)
+	refuse := refuseLeaseRenewals(c)
 	d.ReleasePhase = func(ctx context.Context, _ ReleasePhaseSpec) (int, error) {
+		refuse.Store(true)
 		loseLockOn(t, c)
-		refuseLeaseRenewals(c)
 		select {
 		case <-ctx.Done():
 		case <-time.After(5 * time.Second):

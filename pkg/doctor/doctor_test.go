@@ -331,7 +331,7 @@ func TestRolesCoverTheTable(t *testing.T) {
 // and deletes one by one (no deletecollection), and watch is granted only
 // on the kinds tug watches (grep .Watch( and kube.WaitPods).
 func TestRoleGrantsOnlyTheVerbsTugUses(t *testing.T) {
-	watched := map[string]bool{"pods": true, "deployments": true, "leases": true}
+	watched := map[string]bool{"pods": true, "deployments": true, "leases": true, "httproutes": true}
 	listDelete := map[string]bool{}
 	for _, r := range Role("tug-developer", "dev").Rules {
 		for _, res := range r.Resources {

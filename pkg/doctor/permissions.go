@@ -202,8 +202,14 @@ func CommandGroups() []CommandGroup {
 		},
 		{
 			Name:        "domain",
-			Description: "route domains to the web process",
-			Permissions: ns("ingresses.networking.k8s.io", manage...),
+			Description: "route the app's URL and domains to the web process",
+			Permissions: slices.Concat(
+				ns("ingresses.networking.k8s.io", manage...),
+				// Through the cluster's Gateway (its settings name one):
+				// one HTTPRoute per app, whose status tug watches for the
+				// router's verdict.
+				ns("httproutes.gateway.networking.k8s.io", "get", "list", "watch", "create", "update", "patch", "delete"),
+			),
 		},
 		{
 			Name:        "autoscale",

@@ -16,6 +16,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -141,6 +142,9 @@ func statusMessage(s metav1.Status) string {
 		return msg
 	case s.Code == 401 || s.Reason == metav1.StatusReasonUnauthorized:
 		return "the cluster rejected your credentials (401 unauthorized); log in again or check --context and --user"
+	case s.Code == 404 && s.Details != nil && s.Details.Kind == "namespaces" && s.Details.Group == "":
+		// Creating anything in a namespace that is not there.
+		return NamespaceMissingMessage(s.Details.Name)
 	case s.Code == 404 && s.Details == nil:
 		return fmt.Sprintf("not found: %s; the cluster may not serve this API", msg)
 	case s.Code == 404:
@@ -151,6 +155,24 @@ func statusMessage(s metav1.Status) string {
 		return fmt.Sprintf("the cluster is busy: %s; try again", msg)
 	}
 	return msg
+}
+
+// NamespaceMissingMessage is the sentence for a namespace that does not
+// exist.
+func NamespaceMissingMessage(ns string) string {
+	return fmt.Sprintf("namespace %q does not exist; create it with 'kubectl create namespace %s', or pick another with -n", ns, ns)
+}
+
+// CheckNamespace says, as a translated NotFound error, when namespace does
+// not exist; nil when it does or when asking is not allowed (a user with a
+// namespace Role may not read namespaces) or fails: it explains an empty
+// answer, it is never what fails a command.
+func CheckNamespace(ctx context.Context, client kubernetes.Interface, namespace string) error {
+	_, err := client.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return TranslateError(err)
+	}
+	return nil
 }
 
 // ForbiddenMessage is the sentence for a missing permission; namespace ""

@@ -63,6 +63,11 @@ func TestTranslateError(t *testing.T) {
 			want: `pods "web-1" is forbidden: exceeded quota: compute, requested: pods=1, used: pods=10, limited: pods=10`,
 		},
 		{
+			name: "the namespace is missing",
+			err:  apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, "ux-a1"),
+			want: `namespace "ux-a1" does not exist; create it with 'kubectl create namespace ux-a1', or pick another with -n`,
+		},
+		{
 			name: "not found",
 			err:  apierrors.NewNotFound(schema.GroupResource{Group: "apps", Resource: "deployments"}, "web-web"),
 			want: `deployments.apps "web-web" not found`,

@@ -12,9 +12,12 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -362,4 +365,36 @@ func retryable(err error) bool {
 func isAPIStatus(err error) bool {
 	var status apierrors.APIStatus
 	return errors.As(err, &status)
+}
+
+// Unstructured lists and watches objects of any resource through the
+// dynamic client (the Gateway API's, which tug has no typed client for).
+func Unstructured(client dynamic.Interface, gvr schema.GroupVersionResource, ns string, opts metav1.ListOptions) ListWatch[*unstructured.Unstructured] {
+	c := client.Resource(gvr).Namespace(ns)
+	return ListWatch[*unstructured.Unstructured]{Options: opts, Watch: c.Watch,
+		List: func(ctx context.Context, opts metav1.ListOptions) ([]*unstructured.Unstructured, string, error) {
+			l, err := c.List(ctx, opts)
+			if err != nil {
+				return nil, "", err
+			}
+			return pointers(l.Items), l.GetResourceVersion(), nil
+		}}
+}
+
+// Retry calls fn until it succeeds, fails with an error that waiting will
+// not fix, or ctx ends, pausing between tries (200 ms, doubling, at most
+// 2 s): for the few writes that must land through a short outage, such as
+// recording how a rollout ended.
+func Retry(ctx context.Context, fn func(context.Context) error) error {
+	pause := 200 * time.Millisecond
+	for {
+		err := fn(ctx)
+		if err == nil || !retryable(err) {
+			return err
+		}
+		if perr := Pause(ctx, pause); perr != nil {
+			return err
+		}
+		pause = min(2*pause, 2*time.Second)
+	}
 }

@@ -449,3 +449,31 @@ func TestUntilChange(t *testing.T) {
 		t.Errorf("changes\n %q\nwant\n %q", got, want)
 	}
 }
+
+// Retry tries again through errors waiting may fix and stops at the first
+// that it will not.
+func TestRetry(t *testing.T) {
+	calls := 0
+	err := Retry(testCtx(t), func(context.Context) error {
+		calls++
+		if calls < 3 {
+			return apierrors.NewServiceUnavailable("restarting")
+		}
+		return nil
+	})
+	if err != nil || calls != 3 {
+		t.Fatalf("Retry = %v after %d calls, want nil after 3", err, calls)
+	}
+	calls = 0
+	forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "x", errors.New("no"))
+	err = Retry(testCtx(t), func(context.Context) error { calls++; return forbidden })
+	if err != forbidden || calls != 1 {
+		t.Fatalf("Retry = %v after %d calls, want the forbidden error after 1", err, calls)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err = Retry(ctx, func(context.Context) error { return apierrors.NewServiceUnavailable("down") })
+	if !apierrors.IsServiceUnavailable(err) {
+		t.Fatalf("Retry after ctx ended = %v, want the last error", err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/deploy"
@@ -91,13 +92,19 @@ func Export(ctx context.Context, s *app.Store, appName string, includeConfig boo
 		m.Namespace = ""
 		out = append(out, m)
 	}
-	if ing := objs.Ingress; ing != nil {
+	for _, ing := range objs.Ingresses {
 		ing.Namespace = ""
 		out = append(out, ing)
 	}
 	if np := objs.NetworkPolicy; np != nil {
 		np.Namespace = ""
 		out = append(out, np)
+	}
+	for _, r := range objs.Routes {
+		// attached to the Gateway the record names; a cluster without it
+		// needs its own parentRefs
+		unstructured.RemoveNestedField(r.Object, "metadata", "namespace")
+		out = append(out, r.Object)
 	}
 	return out, nil
 }

@@ -15,8 +15,6 @@ var (
 	seedApp       = deploytest.SeedApp
 	seedRelease   = deploytest.SeedRelease
 	lease         = deploytest.Lease
-	waiting       = deploytest.Waiting
-	pod           = deploytest.Pod
 	assertNoLease = deploytest.AssertNoLease
 )
 

@@ -99,6 +99,7 @@ func RemoveHeld(ctx context.Context, d deploy.Deps, appName string, o RemoveOpti
 	// records that let remove run again go last.
 	steps := []removeStep{
 		{"autoscalers", func() (runtime.Object, error) { return c.AutoscalingV2().HorizontalPodAutoscalers(ns).List(ctx, sel) }, func(n string) error { return c.AutoscalingV2().HorizontalPodAutoscalers(ns).Delete(ctx, n, del) }},
+		{"routes", nil, nil}, // HTTPRoutes, through the dynamic client: see below
 		{"deployments", func() (runtime.Object, error) { return c.AppsV1().Deployments(ns).List(ctx, sel) }, func(n string) error { return c.AppsV1().Deployments(ns).Delete(ctx, n, del) }},
 		{"ingresses", func() (runtime.Object, error) { return c.NetworkingV1().Ingresses(ns).List(ctx, sel) }, func(n string) error { return c.NetworkingV1().Ingresses(ns).Delete(ctx, n, del) }},
 		{"network policies", func() (runtime.Object, error) { return c.NetworkingV1().NetworkPolicies(ns).List(ctx, sel) }, func(n string) error { return c.NetworkingV1().NetworkPolicies(ns).Delete(ctx, n, del) }},
@@ -116,9 +117,12 @@ func RemoveHeld(ctx context.Context, d deploy.Deps, appName string, o RemoveOpti
 		case "release records":
 			d.Progress.Update("removing release records")
 		}
-		if s.list == nil {
+		switch {
+		case s.what == "routes":
+			err = deploy.RemoveRoutes(ctx, d, appName)
+		case s.list == nil:
 			err = removeUnits(ctx, d, appName, o, &stuck)
-		} else {
+		default:
 			err = s.run()
 		}
 		if err != nil {

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
@@ -366,6 +367,21 @@ func (recorder) Fail(string) {}
 // and takes it once it is released; the lease then names the waiter.
 func TestAcquireWaitsForTheHolder(t *testing.T) {
 	c := fakeClient()
+	// The lock is released only once the waiting Acquire watches the
+	// lease: the fake's watch starts from now, not from the
+	// resourceVersion it is given as the API server's does, so a release
+	// just before the watch started would be missed (and Acquire would
+	// look again only when the lease could have expired: a flake under
+	// -race).
+	watching := make(chan struct{}, 1)
+	c.PrependWatchReactor("leases", func(a k8stesting.Action) (bool, watch.Interface, error) {
+		w, err := c.Tracker().Watch(a.GetResource(), a.GetNamespace())
+		select {
+		case watching <- struct{}{}:
+		default:
+		}
+		return true, w, err
+	})
 	first := acquire(t, req(c, Holder{User: "alice", PID: 1, Host: "laptop"}))
 	r := req(c, Holder{User: "bob", PID: 2, Host: "ci"})
 	r.Wait = time.Minute
@@ -387,6 +403,11 @@ func TestAcquireWaitsForTheHolder(t *testing.T) {
 		t.Fatalf("Acquire ended while the lock was held: %v", err)
 	case <-time.After(10 * time.Second):
 		t.Fatal("no progress line says Acquire waits")
+	}
+	select {
+	case <-watching:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiting Acquire never watched the lease")
 	}
 	first.Unlock()
 	select {

@@ -98,18 +98,35 @@ func Show(ctx context.Context, d Deps, o Options) error {
 		fmt.Fprintf(d.IO.Stderr(), "%s\n", noUnits(a, o.Process, d.CommandName))
 		return nil
 	}
-	for _, p := range pods {
-		out.width(p.Name)
-	}
+	// With --previous for every unit, the units that never restarted are
+	// counted in one line, not given a line each.
+	countUnrestarted := o.Previous && o.Unit == ""
 	backlog := make([]*corev1.Pod, 0, len(pods))
+	var noted []string
+	unrestarted := 0
 	for _, p := range pods {
 		if why := notStarted(p, o.Previous); why != "" {
-			if !o.Follow || o.Previous {
-				out.note(p.Name, why)
+			switch {
+			case countUnrestarted:
+				unrestarted++
+			case !o.Follow || o.Previous:
+				noted = append(noted, p.Name, why)
 			}
 			continue
 		}
 		backlog = append(backlog, p)
+	}
+	for _, p := range backlog {
+		out.width(p.Name)
+	}
+	for i := 0; i < len(noted); i += 2 {
+		out.width(noted[i])
+	}
+	for i := 0; i < len(noted); i += 2 {
+		out.note(noted[i], noted[i+1])
+	}
+	if unrestarted > 0 {
+		out.say(unrestartedNote(a, o.Process, unrestarted, len(pods)))
 	}
 	last, failed := showBacklog(ctx, d, o, out, backlog)
 	if !o.Follow {
@@ -163,6 +180,19 @@ func noUnits(a *app.App, proc, cmdName string) string {
 		what = fmt.Sprintf("process %q of app %q", proc, a.Name)
 	}
 	return what + " has no units"
+}
+
+// unrestartedNote says that n of the total units have no previous
+// container to show the log of.
+func unrestartedNote(a *app.App, proc string, n, total int) string {
+	what := fmt.Sprintf("app %q", a.Name)
+	if proc != "" {
+		what = fmt.Sprintf("process %q of app %q", proc, a.Name)
+	}
+	if n == total {
+		return fmt.Sprintf("no unit of %s has restarted, so none has a previous log", what)
+	}
+	return fmt.Sprintf("%d of the %d units of %s have not restarted: no previous log for them", n, total, what)
 }
 
 func status(p *corev1.Pod) *corev1.ContainerStatus {

@@ -147,8 +147,30 @@ func TestShowTimestampsUnitAndProcess(t *testing.T) {
 		t.Fatalf("unknown process: %v", err)
 	}
 	_, errOut, err := show(t, c, Options{Previous: true})
-	if err != nil || strings.Count(errOut, "has not restarted") != 3 {
-		t.Fatalf("--previous without restarts: %v %q", err, errOut)
+	if want := "no unit of app \"shop\" has restarted, so none has a previous log\n"; err != nil || errOut != want {
+		t.Fatalf("--previous without restarts: %v %q, want the one line %q", err, errOut, want)
+	}
+}
+
+// --previous prints the previous logs of the units that restarted and one
+// line for all the others (it printed a line for each).
+func TestShowPreviousCountsUnitsThatNeverRestarted(t *testing.T) {
+	crashed := pod("shop-web-b", "web")
+	crashed.Status.ContainerStatuses[0].RestartCount = 2
+	crashed.Status.ContainerStatuses[0].LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: 3}
+	c, _ := newFake(t, map[string]string{"shop-web-b": stamp(1, "panic: boom")},
+		pod("shop-web-a", "web"), crashed, pod("shop-worker-1", "worker"), pod("shop-worker-2", "worker"))
+	out, errOut, err := show(t, c, Options{Previous: true, Tail: -1})
+	if err != nil || out != "shop-web-b | panic: boom\n" {
+		t.Fatalf("previous logs: %v %q", err, out)
+	}
+	if want := "3 of the 4 units of app \"shop\" have not restarted: no previous log for them\n"; errOut != want {
+		t.Errorf("stderr %q, want %q", errOut, want)
+	}
+	// One unit asked for by name still gets its own note.
+	_, errOut, _ = show(t, c, Options{Previous: true, Unit: "shop-web-a"})
+	if !strings.Contains(errOut, "shop-web-a: (no previous container: it has not restarted)") {
+		t.Errorf("--unit: stderr %q", errOut)
 	}
 }
 

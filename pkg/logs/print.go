@@ -110,6 +110,13 @@ func (p *printer) note(unit, msg string) {
 	fmt.Fprintf(p.errOut, "%s(%s)\n", pre, msg)
 }
 
+// say writes a line about the logs, not about one unit, on stderr.
+func (p *printer) say(msg string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fmt.Fprintln(p.errOut, msg)
+}
+
 // close prints what is left and stops the printer. No print may follow.
 func (p *printer) close() {
 	close(p.lines)

@@ -263,11 +263,18 @@ func (d *drainer) acquire(ctx context.Context, proc process) (*lock.Lock, error)
 
 // surge adds one unit to the process's Deployment through its scale
 // subresource. It returns nil when the process has no Deployment tug knows
-// (its pods are then simply evicted).
+// (its pods are then simply evicted). The node records the surge first
+// (AnnotationSurges), so a removal killed before it puts the count back
+// leaves what the next one needs to.
 func (d *drainer) surge(ctx context.Context, proc process) (*Surge, error) {
 	name := deploy.DeploymentName(proc.app, proc.name)
+	// the lock this drain holds, as the lease names it
+	holder, err := d.lockHolder(ctx, proc)
+	if err != nil {
+		return nil, fmt.Errorf("%s: reading the app's deploy lock: %w", proc, kube.TranslateError(err))
+	}
 	var s *Surge
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		sc, err := d.client.AppsV1().Deployments(proc.namespace).GetScale(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -276,11 +283,19 @@ func (d *drainer) surge(ctx context.Context, proc process) (*Surge, error) {
 		if from == 0 {
 			return nil // being stopped: its units are going away anyway
 		}
-		sc.Spec.Replicas = from + 1
-		if _, err := d.client.AppsV1().Deployments(proc.namespace).UpdateScale(ctx, name, sc, metav1.UpdateOptions{FieldManager: kube.FieldManager}); err != nil {
+		m := surgeMark{Namespace: proc.namespace, App: proc.app, Process: proc.name, From: from, To: from + 1, Lock: holder}
+		if err := d.setMark(ctx, m, true); err != nil {
 			return err
 		}
-		s = &Surge{Namespace: proc.namespace, App: proc.app, Process: proc.name, From: from, To: from + 1}
+		sc.Spec.Replicas = from + 1
+		if _, err := d.client.AppsV1().Deployments(proc.namespace).UpdateScale(ctx, name, sc, metav1.UpdateOptions{FieldManager: kube.FieldManager}); err != nil {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+			_ = d.setMark(cctx, m, false)
+			cancel()
+			return err
+		}
+		s = m.surge()
+		s.mark = &m
 		return nil
 	})
 	if apierrors.IsNotFound(err) {
@@ -299,6 +314,18 @@ func (d *drainer) surge(ctx context.Context, proc process) (*Surge, error) {
 // restore puts the unit count back, unless someone changed it meanwhile.
 // It runs on the way out, after Ctrl-C too, so it has its own deadline.
 func (d *drainer) restore(s *Surge) {
+	if err := d.putBack(s); err != nil {
+		d.o.Progress.Update(err.Error())
+	}
+}
+
+// putBack sets the count from s.To back to s.From, unless someone changed
+// it meanwhile (theirs wins), records s in the result, and clears the
+// node's mark of it. When the count cannot be written the mark stays, for
+// the next removal of the node to finish, without its lock (this run
+// releases the lock, so the lease can no longer tell): that one puts the
+// count back if it is still s.To.
+func (d *drainer) putBack(s *Surge) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	name := deploy.DeploymentName(s.App, s.Process)
@@ -317,12 +344,32 @@ func (d *drainer) restore(s *Surge) {
 		s.Restored = true
 		return nil
 	})
-	if err != nil {
-		d.o.Progress.Update(fmt.Sprintf("%s/%s (%s): could not restore %d units: %v", s.Namespace, s.App, s.Process, s.From, kube.TranslateError(err)))
+	if apierrors.IsNotFound(err) {
+		err = nil // the process is gone: nothing to put back
 	}
+	out := *s
+	out.mark = nil
 	d.mu.Lock()
-	d.res.Surges = append(d.res.Surges, *s)
+	d.res.Surges = append(d.res.Surges, out)
 	d.mu.Unlock()
+	if err != nil {
+		if m := s.mark; m != nil && m.Lock != "" {
+			mctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			unlocked := *m
+			unlocked.Lock = ""
+			if d.setMark(mctx, unlocked, true) == nil {
+				_ = d.setMark(mctx, *m, false)
+			}
+			cancel()
+		}
+		return fmt.Errorf("%s/%s (%s): could not restore %d units: %v", s.Namespace, s.App, s.Process, s.From, kube.TranslateError(err))
+	}
+	if s.mark != nil {
+		if err := d.setMark(ctx, *s.mark, false); err != nil {
+			return fmt.Errorf("%s/%s (%s): clearing node %s's record of the raised unit count: %w", s.Namespace, s.App, s.Process, d.node.Name, err)
+		}
+	}
+	return nil
 }
 
 // waitReadyElsewhere waits until the process has a ready unit on another

@@ -84,6 +84,11 @@ type Surge struct {
 	// Restored: the unit count is back to From. False when someone else
 	// changed the count meanwhile (theirs is kept) or restoring failed.
 	Restored bool `json:"restored"`
+	// Earlier: an earlier removal of this node raised the count and
+	// stopped (killed) before it put it back; this run did.
+	Earlier bool `json:"earlier,omitempty"`
+
+	mark *surgeMark // the node's record of it, cleared once put back
 }
 
 // RemoveResult says what `node remove` did (or, with DryRun, would do).
@@ -337,7 +342,10 @@ func Remove(ctx context.Context, f *Found, o RemoveOptions) (*RemoveResult, erro
 	}
 	res.Skipped = append(res.Skipped, pl.skipped...)
 
-	errs := d.run(dctx, pl.evict)
+	// what an earlier, stopped removal of the node left raised
+	earlier, errs := d.claimEarlier(dctx, surgeMarks(node))
+	errs = append(errs, d.run(dctx, pl.evict)...)
+	errs = append(errs, d.finishEarlier(earlier)...)
 	res.sort()
 	if len(errs) > 0 {
 		if ctx.Err() != nil {

@@ -48,6 +48,8 @@ type Watch struct {
 	// putting back fewer units, when the failed extra ones are still on
 	// their way out.
 	CountsOnly bool
+	// Purpose names the units in the progress line.
+	Purpose Purpose
 
 	deployments map[string]*appsv1.Deployment
 	pods        map[string]*corev1.Pod // by name
@@ -256,8 +258,9 @@ func rolledOut(d *appsv1.Deployment, gen int64) bool {
 	return s.ObservedGeneration >= gen && s.UpdatedReplicas == want && s.Replicas == want && s.AvailableReplicas == want
 }
 
-// explain adds what the unit itself says: the last log lines of a crash,
-// the probe's message for a unit that never gets ready.
+// explain adds what the unit itself says: the last log lines of a crash or
+// of a unit that never gets ready (why it does not listen is often there),
+// and the probe's message for the latter.
 func (r *Watch) explain(ctx context.Context, p *corev1.Pod, f *Failure) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -268,6 +271,7 @@ func (r *Watch) explain(ctx context.Context, p *corev1.Pod, f *Failure) {
 		if msg := r.lastEvent(ctx, p, "Unhealthy"); msg != "" {
 			f.Message += ": " + text.Excerpt(msg)
 		}
+		f.Logs = r.lastLogs(ctx, p)
 	}
 }
 
@@ -401,8 +405,31 @@ func (r *Watch) count(k unitKind, n int) {
 	}
 }
 
-// summary is the progress line: per process, new units ready out of wanted,
-// and old units still running or terminating.
+// Purpose is what a rollout is for, which says what its units are called:
+// a deploy's are new and old; a scale's are the release's own units (none
+// is new: scaling 1 -> 3 is not "1 of 3 new units ready"); a rollback
+// after a failure restores units and replaces the failed release's.
+type Purpose int
+
+const (
+	PurposeDeploy Purpose = iota
+	PurposeScale
+	PurposeRestore
+)
+
+// words are the adjectives for the release's units and the others.
+func (p Purpose) words() (ours, others string) {
+	switch p {
+	case PurposeScale:
+		return "", "old "
+	case PurposeRestore:
+		return "restored ", "failed "
+	}
+	return "new ", "old "
+}
+
+// summary is the progress line: per process, units of the release ready
+// out of wanted, and other units still running or terminating.
 func (r *Watch) summary() string {
 	var procs []string
 	want := map[string]int{}
@@ -419,18 +446,19 @@ func (r *Watch) summary() string {
 		procs = append(procs, proc)
 	}
 	app.SortProcesses(procs)
+	ours, others := r.Purpose.words()
 	parts := make([]string, 0, len(procs))
 	for _, proc := range procs {
 		c := r.counts[proc]
 		if c == nil {
 			c = &unitCount{}
 		}
-		s := fmt.Sprintf("%s: %d of %d new %s ready", proc, c.ready, want[proc], text.Plural(want[proc], "unit", "units"))
+		s := fmt.Sprintf("%s: %d of %d %s%s ready", proc, c.ready, want[proc], ours, text.Plural(want[proc], "unit", "units"))
 		if c.old > 0 {
-			s += fmt.Sprintf(", %d old %s running", c.old, text.Plural(c.old, "unit", "units"))
+			s += fmt.Sprintf(", %d %s%s running", c.old, others, text.Plural(c.old, "unit", "units"))
 		}
 		if c.terminating > 0 {
-			s += fmt.Sprintf(", %d old %s terminating", c.terminating, text.Plural(c.terminating, "unit", "units"))
+			s += fmt.Sprintf(", %d %s%s terminating", c.terminating, others, text.Plural(c.terminating, "unit", "units"))
 		}
 		parts = append(parts, s)
 	}

@@ -29,9 +29,9 @@ type DomainAddOptions struct {
 	IngressClass string
 }
 
-// Validate checks the input; host is compared in lower case.
+// Validate checks the input; host is kept in lower case (an error quotes
+// it as given).
 func (o *DomainAddOptions) Validate() error {
-	o.Host = strings.ToLower(o.Host)
 	if o.Path == "" {
 		o.Path = "/"
 	}
@@ -41,6 +41,7 @@ func (o *DomainAddOptions) Validate() error {
 	if err := ValidateHost(o.Host); err != nil {
 		return usage.Wrap(err)
 	}
+	o.Host = strings.ToLower(o.Host)
 	return usage.Wrap(ValidatePath(o.Path))
 }
 
@@ -214,6 +215,13 @@ func Set(ctx context.Context, d deploy.Deps, appName string, s Setting, on bool,
 	if s != Routable && s != Maintenance {
 		return nil, fmt.Errorf("unknown setting %q", s)
 	}
+	// what a request through the router gets once the change is served
+	switch {
+	case s == Maintenance && on:
+		opts.Probe = deploy.ProbeMaintenance
+	case s == Routable && !on:
+		opts.Probe = deploy.ProbeNone // nothing answers
+	}
 	return deploy.Configure(ctx, d, appName, func(a *app.App) error {
 		if s == Routable {
 			a.Unroutable = !on
@@ -257,6 +265,7 @@ func Allow(ctx context.Context, d deploy.Deps, o AllowOptions, opts deploy.Optio
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
+	opts.Probe = deploy.ProbeNone // tug's own address may be one the list leaves out
 	return deploy.Configure(ctx, d, o.App, func(a *app.App) error {
 		for _, c := range o.cidrs {
 			has := slices.Contains(a.Allow, c)

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/kube"
 )
 
@@ -114,4 +115,18 @@ func nodeAddress(n corev1.Node) string {
 		}
 	}
 	return ""
+}
+
+// URLAddresses are an app's URLs (app.URLs) as addresses: kind url, through
+// the cluster's router.
+func URLAddresses(a *app.App) []Address {
+	var out []Address
+	for i, u := range app.URLs(a) {
+		note := "a domain"
+		if i == 0 && a.Route != nil && a.Route.Host != "" && a.Route.Gateway != "" {
+			note = "the app's own, through Gateway " + a.Route.Gateway
+		}
+		out = append(out, Address{Kind: "url", URL: u, Note: note})
+	}
+	return out
 }

@@ -20,7 +20,9 @@ import (
 )
 
 // ValidateHost checks a domain: a DNS name, optionally with a leading "*."
-// wildcard, not an IP address.
+// wildcard, not an IP address. Case does not matter (tug stores hosts in
+// lower case); an error quotes the host as given and says what is wrong
+// in words.
 func ValidateHost(host string) error {
 	if host == "" {
 		return fmt.Errorf("host is empty")
@@ -28,14 +30,44 @@ func ValidateHost(host string) error {
 	if net.ParseIP(host) != nil {
 		return fmt.Errorf("invalid host %q: an Ingress routes names, not IP addresses", host)
 	}
-	name := strings.TrimPrefix(host, "*.")
+	name := strings.ToLower(strings.TrimPrefix(host, "*."))
+	if why := hostProblem(name); why != "" {
+		return fmt.Errorf("invalid host %q: %s", host, why)
+	}
 	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
-		return fmt.Errorf("invalid host %q: %s", host, errs[0])
+		return fmt.Errorf("invalid host %q: not a DNS name such as shop.example.com", host) // what hostProblem missed
 	}
 	if !strings.Contains(name, ".") && name != "localhost" {
 		return fmt.Errorf("invalid host %q: a domain needs at least one dot, e.g. shop.example.com", host)
 	}
 	return nil
+}
+
+// hostProblem says what keeps a lower-case name from being a DNS name,
+// "" when nothing does.
+func hostProblem(name string) string {
+	if len(name) > validation.DNS1123SubdomainMaxLength {
+		return fmt.Sprintf("it is %d characters long; the limit is %d", len(name), validation.DNS1123SubdomainMaxLength)
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '.') {
+			if r == '*' {
+				return "a wildcard is allowed only as the first label, as in *.example.com"
+			}
+			return fmt.Sprintf("%q is not allowed: a host has letters, digits, '-' and '.'", r)
+		}
+	}
+	for _, label := range strings.Split(name, ".") {
+		switch {
+		case label == "":
+			return "it has an empty label (two dots in a row, or a dot at either end)"
+		case len(label) > validation.DNS1123LabelMaxLength:
+			return fmt.Sprintf("the label %q is %d characters long; the limit is %d", label, len(label), validation.DNS1123LabelMaxLength)
+		case label[0] == '-' || label[len(label)-1] == '-':
+			return fmt.Sprintf("the label %q starts or ends with '-'; labels start and end with a letter or digit", label)
+		}
+	}
+	return ""
 }
 
 // ValidatePath checks an Ingress path: absolute, no spaces.
@@ -61,6 +93,22 @@ func HostOwner(ctx context.Context, client kubernetes.Interface, namespace, appN
 		for _, r := range ing.Spec.Rules {
 			if strings.EqualFold(r.Host, host) {
 				return owner, nil
+			}
+		}
+	}
+	// Through a Gateway a domain is in an HTTPRoute, not an Ingress: the
+	// records say which app has it, whichever way it routes.
+	apps, err := (&app.Store{Client: client, Namespace: namespace}).ListApps(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, a := range apps {
+		if a.Name == appName {
+			continue
+		}
+		for _, d := range a.Domains {
+			if strings.EqualFold(d.Host, host) {
+				return a.Name, nil
 			}
 		}
 	}

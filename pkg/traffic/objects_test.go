@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/kube"
 )
 
@@ -186,6 +187,9 @@ func TestHostOwner(t *testing.T) {
 		ingress("blog", "blog", nil, map[string][]string{"Blog.Example.com": {"/"}, "example.com": {"/blog"}}),
 	)
 	ctx := context.Background()
+	if err := (&app.Store{Client: c, Namespace: ns}).CreateApp(ctx, &app.App{Name: "cart", Namespace: ns, Domains: []app.Domain{{Host: "Routed.example.com"}}}); err != nil {
+		t.Fatal(err)
+	}
 	for _, tt := range []struct{ app, host, want string }{
 		{"shop", "blog.example.com", "blog"}, // case does not matter in host names
 		{"shop", "example.com", "blog"},
@@ -193,6 +197,7 @@ func TestHostOwner(t *testing.T) {
 		{"shop", "shop.example.com", ""},
 		{"blog", "shop.example.com", "shop"},
 		{"shop", "new.example.com", ""},
+		{"shop", "routed.example.com", "cart"}, // through a Gateway: only its record says so
 	} {
 		got, err := HostOwner(ctx, c, ns, tt.app, tt.host)
 		if err != nil || got != tt.want {

@@ -23,11 +23,14 @@ func TestValidateHost(t *testing.T) {
 		"":                   "empty",
 		"10.1.2.3":           "not IP addresses",
 		"nodot":              "at least one dot",
-		"bad_host.example":   "invalid host",
-		"UPPER.example.com":  "invalid host",
-		"a..b.example.com":   "invalid host",
+		"bad_host.example":   `invalid host "bad_host.example": '_' is not allowed: a host has letters, digits, '-' and '.'`,
+		"UPPER.example.com":  "",
+		"Shop_X.Example.com": `invalid host "Shop_X.Example.com": '_' is not allowed`, // as typed, not lower-cased
+		"a..b.example.com":   `invalid host "a..b.example.com": it has an empty label (two dots in a row, or a dot at either end)`,
+		"a.*.example.com":    "a wildcard is allowed only as the first label",
+		"shop-.example.com":  `the label "shop-" starts or ends with '-'`,
 		"*.*.example.com":    "invalid host",
-		"shop.example.com.":  "invalid host",
+		"shop.example.com.":  "it has an empty label",
 		"-shop.example.com":  "invalid host",
 		"shop.example.com/x": "invalid host",
 	} {
@@ -35,6 +38,13 @@ func TestValidateHost(t *testing.T) {
 		if (wantErr == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), wantErr)) {
 			t.Errorf("ValidateHost(%q) = %v, want %q", host, err, wantErr)
 		}
+		if err != nil && strings.Contains(err.Error(), "regex") {
+			t.Errorf("ValidateHost(%q) prints a regular expression: %v", host, err)
+		}
+	}
+	long := strings.Repeat("a", 64) + ".example.com"
+	if err := ValidateHost(long); err == nil || !strings.Contains(err.Error(), "is 64 characters long; the limit is 63") {
+		t.Errorf("a 64-character label: %v", err)
 	}
 }
 

@@ -2,8 +2,8 @@
 # The local Kubernetes cluster tug's end-to-end tests and demo run against:
 # etcd, kube-apiserver, kube-controller-manager, kube-scheduler, one kube-proxy
 # and one or two real nodes (each a kubelet with its own containerd), all on
-# this machine, with no internet, and an image registry on the host-only
-# address. See README.md, "Local cluster".
+# this machine, with no internet, an image registry and a router (Traefik)
+# on host-only addresses. See README.md, "Local cluster".
 #
 #   cluster.sh up [NODES]   start (NODES=1 or 2); says so when already up
 #                           (restarts one with fewer nodes or another Kubernetes version)
@@ -11,9 +11,15 @@
 #   cluster.sh status       exit 0 when the cluster answers and nodes are Ready
 #   cluster.sh kubeconfig   print the admin kubeconfig's path
 #   cluster.sh registry     print the local registry's HOST:PORT
+#   cluster.sh router       print the router's address (HTTP :80, HTTPS :443)
 #   cluster.sh ensure-registry  on a running cluster: start the registry,
 #                           push and import test images it lacks (no restart)
+#   cluster.sh ensure-router    the same (one step adds both): also start the
+#                           router and write the cluster settings
 #   cluster.sh check-clean  exit 1 listing anything a cluster left behind
+#   cluster.sh apiserver start|stop|kill PORT  on a running cluster: a second
+#                           kube-apiserver on 127.0.0.1:PORT (same etcd, certificates
+#                           and flags), for tests that restart an API server
 #
 # K8S_VERSION picks the Kubernetes release (default: build-localk8s.sh's, the
 # newest tug is tested against; docs/compatibility.md lists the others).
@@ -51,6 +57,27 @@ kubeconfig=$dir/admin.kubeconfig
 registry_port=15000
 registry_addr=$(node_ip 1):$registry_port
 fw_chain=TUG-LOCAL-ONLY
+# The router (Traefik, built by build-router.sh): a host process on a host-only
+# address of its own, HTTP on :80 and HTTPS on :443, serving the Gateway API
+# (GatewayClass traefik, Gateway tug-system/router) and Ingress (IngressClass
+# traefik). App URLs are names under the apps domain; nothing resolves them
+# (.test is reserved for testing, RFC 6761, and no resolver asks the network
+# for it by multicast as for .local): clients dial the router's address with
+# the name as Host and SNI (curl --resolve).
+router_ip=$(node_ip 100)
+apps_domain=apps.tug.test
+router_ns=tug-system
+gateway_name=router
+gateway_class=traefik
+ingress_class=traefik
+# The router's process runs in this cgroup (v2 hierarchy); an OUTPUT rule for
+# it lets it open connections only to loopback (the apiserver) and the pod
+# and service ranges, so no Service or EndpointSlice can make it send a
+# packet off the machine.
+router_cgroup=tug-router
+router_chain=TUG-ROUTER-OUT
+# and only this machine (loopback) and its pods reach the router's address
+router_in_chain=TUG-ROUTER-IN
 
 say() { printf 'cluster: %s\n' "$*" >&2; }
 die() { say "$*"; exit 1; }
@@ -487,6 +514,273 @@ ensure_registry() {
   for n in $(seq 1 "$(cat "$dir/nodes" 2>/dev/null || echo 1)"); do write_registry_hosts "$n"; done
 }
 
+# ---------------------------------------------------------------- router
+
+# cgroup2_root: where the cgroup v2 hierarchy is mounted (the whole tree on
+# a v2 machine, /sys/fs/cgroup/unified on a hybrid v1 one).
+cgroup2_root() { awk '$3 == "cgroup2" {print $2; exit}' /proc/self/mounts; }
+
+router_up() { curl -s -o /dev/null --max-time 2 --noproxy '*' "http://$router_ip/"; }
+
+# gateway_programmed: the router says the Gateway's current spec is served.
+gateway_programmed() {
+  local gen seen status
+  read -r gen seen status < <(kctl -n "$router_ns" get gateway "$gateway_name" \
+    -o jsonpath='{.metadata.generation} {.status.conditions[?(@.type=="Programmed")].observedGeneration} {.status.conditions[?(@.type=="Programmed")].status}{"\n"}' 2>/dev/null) || return 1
+  [ -n "$gen" ] && [ "$gen" = "$seen" ] && [ "$status" = True ]
+}
+
+# router_firewall: the router's cgroup exists, and its packets may only go
+# to loopback and the pod and service ranges (kube-proxy's DNAT of a service
+# address comes before this filter), apart from replies to its clients; its
+# address takes packets only from loopback and the pods' bridges, never from
+# a packet that came in from the network.
+router_firewall() {
+  local root
+  root=$(cgroup2_root)
+  [ -n "$root" ] || die "no cgroup v2 hierarchy is mounted: the router's egress rule needs one"
+  mkdir -p "$root/$router_cgroup"
+  iptables -N "$router_chain" 2>/dev/null || iptables -F "$router_chain"
+  iptables -A "$router_chain" -m conntrack --ctstate ESTABLISHED,RELATED -j RETURN
+  iptables -A "$router_chain" -d 127.0.0.0/8 -j RETURN
+  iptables -A "$router_chain" -d "$pod_range" -j RETURN
+  iptables -A "$router_chain" -d "$service_range" -j RETURN
+  iptables -A "$router_chain" -p tcp -j REJECT --reject-with tcp-reset
+  iptables -A "$router_chain" -j REJECT
+  iptables -N "$router_in_chain" 2>/dev/null || iptables -F "$router_in_chain"
+  iptables -A "$router_in_chain" -i lo -j RETURN
+  iptables -A "$router_in_chain" -i "tugcni+" -j RETURN
+  iptables -A "$router_in_chain" -j DROP
+  remove_router_jumps
+  iptables -I OUTPUT 1 -m cgroup --path "$router_cgroup" -j "$router_chain"
+  iptables -I INPUT 1 -d "$router_ip" -j "$router_in_chain"
+}
+
+# remove_router_jumps: delete the jumps to the router's chains by number:
+# one left by an earlier cluster may name a cgroup since removed, which a
+# delete by match could not name.
+remove_router_jumps() {
+  local n builtin target
+  for builtin in OUTPUT:$router_chain INPUT:$router_in_chain; do
+    target=${builtin#*:} builtin=${builtin%%:*}
+    while n=$(iptables -S "$builtin" 2>/dev/null | grep -n -- "-j $target\$" | head -1 | cut -d: -f1) && [ -n "$n" ]; do
+      iptables -D "$builtin" $((n - 1)) || break # line 1 of -S is the policy
+    done
+  done
+}
+
+# remove_router_firewall: the rule goes, then its chain and cgroup.
+remove_router_firewall() {
+  local root
+  root=$(cgroup2_root)
+  remove_router_jumps
+  iptables -F "$router_chain" 2>/dev/null || true
+  iptables -X "$router_chain" 2>/dev/null || true
+  iptables -F "$router_in_chain" 2>/dev/null || true
+  iptables -X "$router_in_chain" 2>/dev/null || true
+  [ -n "$root" ] && [ -d "$root/$router_cgroup" ] && { rmdir "$root/$router_cgroup" 2>/dev/null || true; }
+}
+
+kapply() { kctl apply --server-side --force-conflicts --field-manager tug-cluster "$@" >/dev/null; }
+
+# router_crds: the Gateway API CRDs of the release Traefik speaks, applied
+# server-side unless this cluster already has these exact files (applying
+# them unchanged still costs seconds).
+router_crds() {
+  local crds sum
+  crds=$("$here/build-router.sh" --crds) || die "finding the Gateway API CRDs failed"
+  sum=$(cat "$crds"/*.yaml | sha256sum | cut -c1-16)
+  if [ "$(cat "$dir/gateway-crds" 2>/dev/null)" = "$sum" ] &&
+    kctl get -f "$crds" -o name >/dev/null 2>&1; then
+    return 0
+  fi
+  kapply -f "$crds" || die "applying the Gateway API CRDs from $crds failed"
+  kctl wait --for condition=Established --timeout 60s -f "$crds" >/dev/null ||
+    die "the Gateway API CRDs are not established"
+  echo "$sum" > "$dir/gateway-crds"
+}
+
+# apps_cert: the wildcard certificate of the apps domain, signed by the
+# cluster CA; made again when the domain changed or it expires within a day.
+apps_cert() {
+  if ! openssl x509 -in "$pki/apps.crt" -noout -checkend 86400 >/dev/null 2>&1 ||
+    ! openssl x509 -in "$pki/apps.crt" -noout -ext subjectAltName 2>/dev/null | grep -qF "DNS:*.$apps_domain"; then
+    cert apps "*.$apps_domain" "" "DNS:*.$apps_domain"
+  fi
+}
+
+# router_yaml: what the router serves from: the GatewayClass, the
+# IngressClass, and the Gateway with the apps certificate.
+router_yaml() {
+  # Each listener's port equals its entry point's: Traefik gives a listener
+  # the entry point whose address ends in the listener's port.
+  cat <<EOF
+apiVersion: v1
+kind: Namespace
+metadata: {name: $router_ns, labels: {tug.dev/local-cluster: "true"}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: $gateway_class, labels: {tug.dev/local-cluster: "true"}}
+spec:
+  controllerName: traefik.io/gateway-controller
+---
+apiVersion: networking.k8s.io/v1
+kind: IngressClass
+metadata: {name: $ingress_class, labels: {tug.dev/local-cluster: "true"}}
+spec:
+  controller: traefik.io/ingress-controller
+---
+apiVersion: v1
+kind: Secret
+type: kubernetes.io/tls
+metadata: {name: apps-tls, namespace: $router_ns, labels: {tug.dev/local-cluster: "true"}}
+data:
+  tls.crt: $(base64 -w0 "$pki/apps.crt")
+  tls.key: $(base64 -w0 "$pki/apps.key")
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: $gateway_name, namespace: $router_ns, labels: {tug.dev/local-cluster: "true"}}
+spec:
+  gatewayClassName: $gateway_class
+  listeners:
+  - name: http
+    protocol: HTTP
+    port: 80
+    hostname: "*.$apps_domain"
+    allowedRoutes: {namespaces: {from: All}}
+  # domains added with 'tug domain add': any host, over HTTP (a host with
+  # a certificate of its own is served by an Ingress's TLS: a Gateway
+  # takes no listener from an app)
+  - name: domains
+    protocol: HTTP
+    port: 80
+    allowedRoutes: {namespaces: {from: All}}
+  - name: https
+    protocol: HTTPS
+    port: 443
+    hostname: "*.$apps_domain"
+    tls:
+      mode: Terminate
+      certificateRefs: [{kind: Secret, name: apps-tls}]
+    allowedRoutes: {namespaces: {from: All}}
+EOF
+}
+
+# router_args BIN: the router's command line, one argument a line. No entry
+# point listens beyond the router's host-only address; without the two
+# --global flags Traefik calls out to the internet.
+router_args() {
+  printf '%s\n' "$1" \
+    --global.checknewversion=false --global.sendanonymoususage=false \
+    "--entryPoints.web.address=$router_ip:80" "--entryPoints.websecure.address=$router_ip:443" --entryPoints.websecure.http.tls=true \
+    --entryPoints.web.transport.lifeCycle.graceTimeOut=2s --entryPoints.websecure.transport.lifeCycle.graceTimeOut=2s \
+    --providers.kubernetesgateway=true "--providers.kubernetesgateway.statusAddress.ip=$router_ip" \
+    --providers.kubernetesingress=true "--providers.kubernetesingress.ingressEndpoint.ip=$router_ip" \
+    --log.level=INFO --log.nocolor=true --accesslog=true "--accesslog.filepath=$logs/router-access.log"
+}
+
+# start_router BIN: (re)start the router unless it already runs with these
+# arguments.
+start_router() {
+  local args root argv=()
+  args=$(router_args "$1")
+  if alive router && [ "$(cat "$dir/router.args" 2>/dev/null)" = "$args" ]; then return 0; fi
+  if alive router; then
+    say "restarting the router: its command line changed"
+    stop_router
+  fi
+  ip addr replace "$router_ip/32" dev "$host_bridge"
+  router_firewall
+  root=$(cgroup2_root)
+  echo "$args" > "$dir/router.args"
+  mapfile -t argv <<<"$args"
+  # The shell joins the cgroup, then becomes Traefik, so every socket the
+  # router opens is under the egress rule. Proxy variables are dropped: the
+  # router dials its backends itself.
+  start router env -u KUBERNETES_SERVICE_HOST -u HTTP_PROXY -u HTTPS_PROXY -u ALL_PROXY \
+    -u http_proxy -u https_proxy -u all_proxy KUBECONFIG="$kubeconfig" \
+    sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$root/$router_cgroup" "${argv[@]}"
+}
+
+stop_router() {
+  local pid deadline
+  pid=$(cat "$pids/router.pid" 2>/dev/null) || return 0
+  kill -TERM "$pid" 2>/dev/null || true
+  deadline=$(( $(date +%s) + 10 ))
+  while kill -0 "$pid" 2>/dev/null && [ "$(date +%s)" -lt "$deadline" ]; do sleep 0.1; done
+  kill -KILL "$pid" 2>/dev/null || true
+  rm -f "$pids/router.pid"
+}
+
+# check_router_listeners: the router listens on its host-only address only.
+check_router_listeners() {
+  local pid bad
+  pid=$(cat "$pids/router.pid")
+  bad=$(ss -Hltnp 2>/dev/null | grep "pid=$pid," | awk '{print $4}' | grep -v "^$router_ip:" || true)
+  [ -z "$bad" ] || fail router "the router listens beyond $router_ip: $bad"
+}
+
+# image_path NAME: the name of test image NAME.tar without its host, as the
+# local registry holds it (localhost/tug/buildkit:v1 -> tug/buildkit:v1).
+image_path() {
+  local ref
+  ref=$(tar -xOf "$images/$1.tar" index.json | grep -o '"io.containerd.image.name":"[^"]*"' | head -1 | cut -d'"' -f4)
+  case "${ref%%/*}" in
+    localhost | *.* | *:*) echo "${ref#*/}" ;;
+    *) echo "$ref" ;;
+  esac
+}
+
+# settings_yaml: what this cluster offers every app, where every user of it
+# reads it (kube-public, readable by any authenticated user): the Gateway,
+# the apps domain, and the build images in the local registry.
+settings_yaml() {
+  cat <<EOF
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: tug-cluster-settings, namespace: kube-public, labels: {tug.dev/local-cluster: "true"}}
+data:
+  gateway: $router_ns/$gateway_name
+  appsDomain: $apps_domain
+  ingressClass: $ingress_class
+  buildkitImage: $registry_addr/$(image_path buildkit)
+  buildAgentImage: $registry_addr/$(image_path tug-build)
+  defaultBuilder: $registry_addr/$(image_path builder)
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: tug-cluster-settings-reader, namespace: kube-public, labels: {tug.dev/local-cluster: "true"}}
+rules:
+- apiGroups: [""]
+  resources: [configmaps]
+  resourceNames: [tug-cluster-settings]
+  verbs: [get, list, watch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: tug-cluster-settings-reader, namespace: kube-public, labels: {tug.dev/local-cluster: "true"}}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: tug-cluster-settings-reader}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: Group, name: "system:authenticated"}
+EOF
+}
+
+# ensure_router BIN: the router's objects and the cluster settings exist,
+# the router runs, its Gateway is programmed and it answers on its address.
+# Idempotent: `up` on a running cluster calls it.
+ensure_router() {
+  router_crds
+  apps_cert
+  { router_yaml; echo ---; settings_yaml; } | kapply -f - ||
+    die "applying the router's objects and the cluster settings failed"
+  start_router "$1"
+  wait_for router 60 gateway_programmed
+  wait_for router 30 router_up
+  check_router_listeners
+}
+
 # ---------------------------------------------------------------- up
 
 is_up() {
@@ -522,9 +816,17 @@ up() {
   local t0
   t0=$(date +%s.%N)
   need_packages
-  local new_k8s
+  local new_k8s router_out router_build router_bin
+  # The router builds alongside Kubernetes: on a cold machine both are
+  # minutes of compiling, and each build leaves cores idle while it links.
+  router_out=$(mktemp)
+  "$here/build-router.sh" >"$router_out" &
+  router_build=$!
   new_k8s=$("$here/build-localk8s.sh") || die "building the Kubernetes $k8s_version binary failed"
   build_images
+  wait "$router_build" || die "building the router failed"
+  router_bin=$(cat "$router_out")
+  rm -f "$router_out"
   # Whatever an earlier, killed cluster left behind goes first (torn down
   # with its own binary: kube-proxy --cleanup of its version).
   down quiet
@@ -553,15 +855,18 @@ up() {
   wait_for kube-controller-manager 60 kctl -n default get serviceaccount default
   alive kube-scheduler || fail kube-scheduler "kube-scheduler exited"
   alive kube-proxy || fail kube-proxy "kube-proxy exited"
+  ensure_router "$router_bin"
   say "up: $nodes node(s) Ready in $(awk "BEGIN{printf \"%.1f\", $(date +%s.%N) - $t0}")s; logs in $logs"
   say "kubeconfig: $kubeconfig"
   say "registry: $registry_addr"
+  say "router: $router_ip (HTTP :80, HTTPS :443; apps under *.$apps_domain)"
 }
 
 # ensure_additions: on a running cluster, what later versions of this
-# script add without a restart: new test images, the registry.
+# script add without a restart: new test images, the registry, the router
+# and the cluster settings.
 ensure_additions() {
-  local have n
+  local have n router_bin
   have=$(cat "$dir/nodes" 2>/dev/null || echo 1)
   build_images
   for n in $(seq 1 "$have"); do ensure_images "$n"; done
@@ -569,6 +874,9 @@ ensure_additions() {
   grep -q config_path "$dir/node1/containerd.toml" ||
     say "the nodes' containerd predates the registry setting: restart the cluster (down, up) so the kubelets pull from $registry_addr"
   say "registry: $registry_addr"
+  router_bin=$("$here/build-router.sh") || die "building the router failed"
+  ensure_router "$router_bin"
+  say "router: $router_ip (HTTP :80, HTTPS :443; apps under *.$apps_domain)"
 }
 
 # running_version: the Kubernetes version of the running cluster (recorded by
@@ -626,8 +934,14 @@ kill_leftovers() {
       find "$h" -name cgroup.procs -exec cat {} + 2>/dev/null | while read -r pid; do kill -KILL "$pid" 2>/dev/null || true; done
     done
   done
-  # the kube-proxy and kubelets of a cluster whose pid files are gone
-  for pid in $(pgrep -f "(localk8s|kubelet|kube-proxy|kube-apiserver|kube-controller-manager|kube-scheduler).*$dir/" 2>/dev/null); do
+  # the router's cgroup holds only the router
+  local root
+  root=$(cgroup2_root)
+  if [ -n "$root" ] && [ -f "$root/$router_cgroup/cgroup.procs" ]; then
+    while read -r pid; do kill -KILL "$pid" 2>/dev/null || true; done < "$root/$router_cgroup/cgroup.procs"
+  fi
+  # the kube-proxy, kubelets and router of a cluster whose pid files are gone
+  for pid in $(pgrep -f "(localk8s|kubelet|kube-proxy|kube-apiserver|kube-controller-manager|kube-scheduler|traefik).*$dir/" 2>/dev/null); do
     kill -KILL "$pid" 2>/dev/null || true
   done
   for pid in $(pgrep -f "etcd --name tug-local" 2>/dev/null) $(pgrep -f "containerd --config $dir/" 2>/dev/null); do
@@ -672,6 +986,8 @@ teardown_network() {
   if [ -n "${k8s:-}" ] && [ -x "$k8s" ]; then
     "$k8s" kube-proxy --cleanup >/dev/null 2>&1 || "$k8s" kube-proxy --cleanup >/dev/null 2>&1 || true
   fi
+  ip addr delete "$router_ip/32" dev "$host_bridge" 2>/dev/null || true
+  remove_router_firewall
   iptables -D FORWARD -j "$fw_chain" 2>/dev/null || true
   iptables -F "$fw_chain" 2>/dev/null || true
   iptables -X "$fw_chain" 2>/dev/null || true
@@ -720,13 +1036,82 @@ down() {
   [ -n "$quiet" ] || say "down in $(( $(date +%s) - t0 ))s"
 }
 
+# ---------------------------------------------------------------- extra apiservers
+
+# An extra kube-apiserver on 127.0.0.1:PORT against the same etcd, with the
+# running apiserver's own command line (its binary, certificates and flags)
+# but for the port: a second control-plane instance, as in an HA setup
+# (--endpoint-reconciler-type none keeps it from touching the kubernetes
+# Service) and its own host name. A test points one tug at it and stops and
+# starts it, so an API server restart hits that tug and nothing else. Its
+# PID file is in pids/ and its flags name $dir, so down and check-clean
+# cover it.
+
+extra_name() { echo "kube-apiserver-$1"; }
+
+extra_port() {
+  case "${1:-}" in '' | *[!0-9]*) die "PORT must be a number, not '${1:-}'" ;; esac
+  { [ "$1" -ge 1024 ] && [ "$1" -le 65535 ] && [ "$1" -ne "$api_port" ]; } ||
+    die "PORT must be in 1024-65535 and not the cluster's own apiserver port $api_port"
+}
+
+extra_apiserver_start() {
+  local port=$1 name pid arg argv=() flags=() port_next=
+  extra_port "$port"
+  is_up || die "the cluster is not up"
+  name=$(extra_name "$port")
+  if ! alive "$name"; then
+    ss -Hltn "sport = :$port" 2>/dev/null | grep -q . && die "port $port is taken"
+    pid=$(cat "$pids/kube-apiserver.pid")
+    mapfile -d '' -t argv < "/proc/$pid/cmdline"
+    [ "${argv[1]:-}" = kube-apiserver ] || die "PID $pid is not the cluster's kube-apiserver"
+    for arg in "${argv[@]:1}"; do
+      if [ -n "$port_next" ]; then
+        arg=$port port_next=
+      elif [ "$arg" = --secure-port ]; then
+        port_next=1
+      elif [[ $arg == --secure-port=* ]]; then
+        arg=--secure-port=$port
+      fi
+      flags+=("$arg")
+    done
+    # Its own host name (a UTS namespace of its own): an apiserver's identity
+    # Lease is named after the host, and two instances must not share one.
+    start "$name" unshare --uts sh -c 'hostname "$0" && exec "$@"' "tug-$name" "${argv[0]}" "${flags[@]}"
+  fi
+  wait_for "$name" 120 curl -sf --max-time 3 --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" "https://127.0.0.1:$port/readyz"
+  say "extra apiserver ready: https://127.0.0.1:$port (log $logs/$name.log)"
+}
+
+# extra_apiserver_stop PORT SIGNAL: signal it and wait until it is gone.
+extra_apiserver_stop() {
+  local port=$1 sig=$2 name pid deadline
+  extra_port "$port"
+  name=$(extra_name "$port")
+  pid=$(cat "$pids/$name.pid" 2>/dev/null) || { say "no extra apiserver on port $port"; return 0; }
+  kill "-$sig" "$pid" 2>/dev/null || true
+  deadline=$(( $(date +%s) + 30 ))
+  while kill -0 "$pid" 2>/dev/null; do
+    [ "$(date +%s)" -lt "$deadline" ] || { kill -KILL "$pid" 2>/dev/null || true; }
+    sleep 0.05
+  done
+  rm -f "$pids/$name.pid"
+  say "extra apiserver on port $port stopped ($sig)"
+}
+
 # ---------------------------------------------------------------- checks
 
 check_clean() {
   local left=()
   pgrep -f "$dir/" >/dev/null 2>&1 && left+=("processes: $(pgrep -af "$dir/" | cut -c1-120 | tr '\n' ';')")
   pgrep -f "etcd --name tug-local" >/dev/null 2>&1 && left+=("etcd still running")
+  pgrep -f "kube-apiserver .*$dir/" >/dev/null 2>&1 && left+=("kube-apiserver still running (extra ones included): $(pgrep -f "kube-apiserver .*$dir/" | tr '\n' ' ')")
   ss -Hltn "sport = :$registry_port" 2>/dev/null | grep -q . && left+=("a listener on the registry port $registry_port")
+  ss -Hltn "src $router_ip" 2>/dev/null | grep -q . && left+=("a listener on the router's address $router_ip")
+  ip -o addr show 2>/dev/null | grep -qF " $router_ip/" && left+=("the router's address $router_ip")
+  local cg2
+  cg2=$(cgroup2_root)
+  [ -n "$cg2" ] && [ -d "$cg2/$router_cgroup" ] && left+=("the router's cgroup $cg2/$router_cgroup")
   awk -v d="$dir/" 'index($5, d) == 1' /proc/self/mountinfo | grep -q . && left+=("mounts under $dir")
   ip netns list 2>/dev/null | grep -q '^cni-' && left+=("network namespaces: $(ip netns list | awk '/^cni-/ {print $1}' | tr '\n' ' ')")
   local i
@@ -736,8 +1121,8 @@ check_clean() {
   local ipt
   for ipt in iptables ip6tables; do
     command -v "$ipt-save" >/dev/null || continue
-    "$ipt-save" 2>/dev/null | grep -qE "KUBE-|CNI-|$fw_chain" &&
-      left+=("$ipt: $("$ipt-save" | grep -E "KUBE-|CNI-|$fw_chain" | head -3 | tr '\n' ' ')")
+    "$ipt-save" 2>/dev/null | grep -qE "KUBE-|CNI-|$fw_chain|$router_chain|$router_in_chain" &&
+      left+=("$ipt: $("$ipt-save" | grep -E "KUBE-|CNI-|$fw_chain|$router_chain|$router_in_chain" | head -3 | tr '\n' ' ')")
   done
   ls -d /sys/fs/cgroup/*/node[12] >/dev/null 2>&1 && left+=("cgroups node1/node2")
   [ -d "$dir" ] && left+=("state folder $dir")
@@ -763,9 +1148,19 @@ case "${1:-}" in
     say "up" ;;
   kubeconfig) echo "$kubeconfig" ;;
   registry) echo "$registry_addr" ;;
-  ensure-registry) # the additive part of up, on a running cluster only
+  router) echo "$router_ip" ;;
+  ensure-registry | ensure-router) # the additive part of up, on a running cluster only
     is_up || die "the cluster is not up"
+    k8s=$(running_bin)
+    [ -n "$k8s" ] || die "up, but no built Kubernetes binary to apply objects with"
     ensure_additions ;;
   check-clean) check_clean ;;
-  *) echo "usage: $0 up [NODES]|down|status|kubeconfig|registry|ensure-registry|check-clean" >&2; exit 2 ;;
+  apiserver) # an extra kube-apiserver of the running cluster (see extra_apiserver_start)
+    case "${2:-}" in
+      start) extra_apiserver_start "${3:-}" ;;
+      stop) extra_apiserver_stop "${3:-}" TERM ;;
+      kill) extra_apiserver_stop "${3:-}" KILL ;;
+      *) echo "usage: $0 apiserver start|stop|kill PORT" >&2; exit 2 ;;
+    esac ;;
+  *) echo "usage: $0 up [NODES]|down|status|kubeconfig|registry|router|ensure-registry|ensure-router|check-clean|apiserver start|stop|kill PORT" >&2; exit 2 ;;
 esac

@@ -148,33 +148,53 @@ func (c *clusterContexts) viaProxy() *proxiedContexts {
 // sleep. It fails the test if tug ends by itself first, and returns what
 // the killed tug printed on stderr.
 func (p *proxiedContexts) killAt(what string, rule faultproxy.Rule, args ...string) string {
-	t := p.c.h.t
+	p.c.h.t.Helper()
+	return p.c.h.killAt(p.Proxy, p.c.Env(p.Kubeconfig), what, rule, args...)
+}
+
+// killAt is proxiedContexts.killAt for any proxy: tug runs with extra
+// added to the test's environment (the kubeconfig that reaches proxy).
+func (h *H) killAt(proxy *faultproxy.Proxy, extra []string, what string, rule faultproxy.Rule, args ...string) string {
+	t := h.t
 	t.Helper()
-	p.Proxy.Clear()
-	p.Proxy.Add(rule)
-	before := p.Proxy.Injected(rule.Fault)
-	cmd := exec.Command(env.tug, args...)
-	cmd.Env = p.c.h.tugEnv(p.c.Env(p.Kubeconfig))
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	proxy.Clear()
+	proxy.Add(rule)
+	cmd, exited, stderr := h.startThrough(proxy, extra, rule, what, args...)
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	<-exited
+	proxy.Clear()
+	t.Logf("killed tug %s after %s; its stderr:\n%s", strings.Join(args, " "), what, stderr.String())
+	return stderr.String()
+}
+
+// startThrough starts tug with args (extra added to the test's
+// environment) and waits
+// until proxy has injected rule's fault once more (what names that
+// point); it fails the test if tug ends by itself first. The caller ends
+// tug; exited gets its Wait's error.
+func (h *H) startThrough(proxy *faultproxy.Proxy, extra []string, rule faultproxy.Rule, what string, args ...string) (cmd *exec.Cmd, exited chan error, stderr *bytes.Buffer) {
+	t := h.t
+	t.Helper()
+	before := proxy.Injected(rule.Fault)
+	cmd = exec.Command(env.tug, args...)
+	cmd.Env = h.tugEnv(extra)
+	stderr = &bytes.Buffer{}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
+	exited = make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	p.c.h.Eventually(3*time.Minute, "tug "+strings.Join(args, " ")+" reaches: "+what, func() (bool, error) {
+	t.Cleanup(func() { _ = cmd.Process.Kill() }) // a test that fails midway leaves no tug running
+	h.Eventually(3*time.Minute, "tug "+strings.Join(args, " ")+" reaches: "+what, func() (bool, error) {
 		select {
 		case err := <-exited:
 			t.Fatalf("tug %s ended by itself (%v) before %s; stderr:\n%s", strings.Join(args, " "), err, what, stderr.String())
 		default:
 		}
-		return p.Proxy.Injected(rule.Fault) > before, nil
+		return proxy.Injected(rule.Fault) > before, nil
 	})
-	_ = cmd.Process.Signal(syscall.SIGKILL)
-	<-exited
-	p.Proxy.Clear()
-	t.Logf("killed tug %s after %s; its stderr:\n%s", strings.Join(args, " "), what, stderr.String())
-	return stderr.String()
+	return cmd, exited, stderr
 }
 
 // poolClusters are the move tests' clusters: contexts alpha (the test's

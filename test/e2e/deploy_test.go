@@ -239,6 +239,9 @@ func TestDeployUnreadyFails(t *testing.T) {
 	if !strings.Contains(r.Stderr, "readiness") {
 		t.Fatalf("want the readiness failure explained:\n%s", r.Stderr)
 	}
+	if !strings.Contains(r.Stderr, " log line") || !strings.Contains(r.Stderr, "started mode=unready") {
+		t.Errorf("want the unready unit's last log lines, as a crash has:\n%s", r.Stderr)
+	}
 	// first deploy: nothing to roll back to, so its units are removed
 	h.WaitPods("tug.dev/app=slow", 60*time.Second, "failed first release's units removed", func(p []corev1.Pod) bool { return len(p) == 0 })
 }

@@ -243,6 +243,10 @@ func (h *H) tugEnv(extra []string) []string {
 		"PATH=" + os.Getenv("PATH"),
 		"NO_COLOR=1",
 	}
+	// a build agent under test, for every build (an image in the local registry)
+	if a := os.Getenv("TUG_BUILD_AGENT_IMAGE"); a != "" {
+		e = append(e, "TUG_BUILD_AGENT_IMAGE="+a)
+	}
 	return append(e, extra...)
 }
 

@@ -42,6 +42,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/util/retry"
+
+	"tug.dev/tug/pkg/node"
 )
 
 // nodeLock is held exclusively by tests that change nodes (one at a time),
@@ -101,9 +103,10 @@ func (h *H) realNodes() []string {
 }
 
 // keepNodeState restores, when the test ends, what node tests change on a
-// real node: the pool label, tug's disabled taint and the cordon. Other
-// taints and labels are left alone (the node controller may have changed
-// them meanwhile).
+// real node: the pool label, tug's disabled taint, the cordon and the
+// record of surges a killed removal left. Other taints, labels and
+// annotations are left alone (the node controller may have changed them
+// meanwhile).
 func (h *H) keepNodeState(name string) {
 	h.t.Helper()
 	n, err := h.Client.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
@@ -119,6 +122,7 @@ func (h *H) keepNodeState(name string) {
 		}
 	}
 	unschedulable := n.Spec.Unschedulable
+	surges, hadSurges := n.Annotations[node.AnnotationSurges]
 	h.t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -137,6 +141,11 @@ func (h *H) keepNodeState(name string) {
 				cur.Spec.Taints = append(cur.Spec.Taints, disabledTaint)
 			}
 			cur.Spec.Unschedulable = unschedulable
+			if hadSurges {
+				cur.Annotations[node.AnnotationSurges] = surges
+			} else {
+				delete(cur.Annotations, node.AnnotationSurges)
+			}
 			_, err = h.Client.CoreV1().Nodes().Update(ctx, cur, metav1.UpdateOptions{})
 			return err
 		})

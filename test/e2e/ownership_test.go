@@ -8,11 +8,14 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 )
 
-// An Ingress and an autoscaler that kubectl made, named like the app's, are
-// not taken over: domain add and autoscale set refuse, naming the object,
-// and it stays as it was (server-side apply with force would relabel it).
+// An Ingress, an HTTPRoute and an autoscaler that kubectl made, named like
+// the app's, are not taken over: domain add (through an Ingress), a deploy
+// (whose route goes through the cluster's Gateway) and autoscale set
+// refuse, naming the object, and it stays as it was (server-side apply with
+// force would relabel it).
 func TestObjectsThatAreNotTugsBlockAndStay(t *testing.T) {
 	h := New(t)
 	ctx := context.Background()
@@ -39,9 +42,30 @@ func TestObjectsThatAreNotTugsBlockAndStay(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	r := h.Tug("domain", "add", "shop", "shop.example.com")
+	// through the Gateway the domain needs no Ingress; one that names the
+	// router's IngressClass does
+	class := h.routerIngressClass()
+	r := h.Tug("domain", "add", "shop", "shop.example.com", "--ingress-class", class)
 	if r.Code != 1 || !strings.Contains(r.Stderr, `Ingress "shop"`) || !strings.Contains(r.Stderr, "not tug's") {
 		t.Fatalf("domain add over a foreign Ingress: %s", r)
+	}
+	// an HTTPRoute named like a new app's
+	rt := h.localRouter()
+	dyn := dynamic.NewForConfigOrDie(h.Config)
+	foreign := httpRoute(rt, "blog", "blog-ops.example.com", "ops")
+	foreign.SetLabels(theirs)
+	if _, err := dyn.Resource(httpRoutes).Namespace(h.NS).Create(ctx, foreign, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.mustTug("app", "create", "blog")
+	if r := h.Tug("app", "deploy", "blog", "--image", sampleV1); r.Code != 1 || !strings.Contains(r.Stderr, `HTTPRoute "blog"`) || !strings.Contains(r.Stderr, "not tug's") {
+		t.Fatalf("a deploy over a foreign HTTPRoute: %s", r)
+	}
+	if gotR, err := dyn.Resource(httpRoutes).Namespace(h.NS).Get(ctx, "blog", metav1.GetOptions{}); err != nil || gotR.GetLabels()["app.kubernetes.io/managed-by"] != "" {
+		t.Errorf("the HTTPRoute changed: %v %v", gotR, err)
+	}
+	if rows := h.releases("blog"); len(rows) != 0 {
+		t.Errorf("a refused deploy stored releases: %+v", rows)
 	}
 	r = h.Tug("app", "autoscale", "set", "shop", "-p", "web", "--min", "1", "--max", "3", "--cpu", "60%")
 	if r.Code != 1 || !strings.Contains(r.Stderr, `HorizontalPodAutoscaler "shop-web"`) {
@@ -66,7 +90,11 @@ func TestObjectsThatAreNotTugsBlockAndStay(t *testing.T) {
 	if r := h.Tug("domain", "list", "shop", "-o", "json"); r.Code != 0 || strings.Contains(r.Stdout, "shop.example.com") {
 		t.Errorf("domain list after the refusal: %s", r)
 	}
-	// remove leaves both alone
+	// remove leaves them alone
+	h.mustTug("app", "remove", "blog", "--yes")
+	if _, err := dyn.Resource(httpRoutes).Namespace(h.NS).Get(ctx, "blog", metav1.GetOptions{}); err != nil {
+		t.Errorf("app remove deleted the foreign HTTPRoute: %v", err)
+	}
 	h.mustTug("app", "remove", "shop", "--yes")
 	if _, err := h.Client.NetworkingV1().Ingresses(h.NS).Get(ctx, "shop", metav1.GetOptions{}); err != nil {
 		t.Errorf("app remove deleted the foreign Ingress: %v", err)

@@ -26,9 +26,25 @@ func TestScaleIsAllOrNothing(t *testing.T) {
 	h.mustTug("app", "create", "shop")
 	h.mustTug("app", "deploy", "shop", "--image", sampleV1, "--process", "web=sample")
 	h.waitUnits("shop", "web", 1, sampleV1)
-	// two nodes of 2 CPUs each hold one unit of 1500m, never 50; the
-	// 500m left on each keeps room for other tests running beside this one
-	h.mustTug("app", "limit", "set", "shop", "-p", "web", "--cpu-request", "1500m")
+	// A unit asks for half of the CPU the freest node has left (the nodes
+	// may run the demo's apps and other tests' units): two fit there (the
+	// deploy at the end surges one beside the running one), at most two per
+	// node do, so 50 never fit.
+	free := h.freeCapacity()
+	most := int64(0)
+	for _, n := range free {
+		most = max(most, n.CPU.MilliValue())
+	}
+	per := most / 2 / 10 * 10
+	fit := int64(0)
+	for _, n := range free {
+		fit += n.CPU.MilliValue() / max(per, 1)
+	}
+	if per < 100 || fit >= 50 {
+		t.Fatalf("the nodes have too little CPU free for this test (a unit of %dm, %d fit): %v", per, fit, free)
+	}
+	t.Logf("free: %v; a unit asks for %dm, %d fit", free, per, fit)
+	h.mustTug("app", "limit", "set", "shop", "-p", "web", "--cpu-request", fmt.Sprintf("%dm", per))
 	h.waitUnits("shop", "web", 1, sampleV1)
 
 	r := h.Tug("app", "scale", "shop", "web=50")

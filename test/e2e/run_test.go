@@ -183,6 +183,7 @@ func TestRunTimeoutAndDetach(t *testing.T) {
 	if r.Code != 124 || !strings.Contains(r.Stderr, "--timeout 4s") {
 		t.Fatalf("run past its --timeout: want exit 124, got %s", r)
 	}
+	h.waitNoRunPods(60 * time.Second) // the timed-out run's pod, on its way out
 
 	r = h.Tug("run", "shop", "--detach", "--", "sh", "-c", "echo detached-output; sleep 300")
 	name := strings.TrimSpace(r.Stdout)
@@ -196,16 +197,32 @@ func TestRunTimeoutAndDetach(t *testing.T) {
 	if pod.Labels["tug.dev/kind"] != "run" || pod.Labels["tug.dev/process"] != "" || pod.Spec.RestartPolicy != corev1.RestartPolicyNever {
 		t.Fatalf("run pod labels/policy: %v %s", pod.Labels, pod.Spec.RestartPolicy)
 	}
-	// run pods never count as units
-	if units := h.units("shop"); len(units) != 1 {
-		t.Fatalf("unit list counts the run pod: %+v", units)
+	if !strings.Contains(r.Stderr, "tug unit kill shop "+name) || strings.Contains(r.Stderr, "kubectl") {
+		t.Errorf("run --detach should say how tug stops it: %s", r)
+	}
+	// unit list shows it after the units, as process run; -p run alone
+	units := h.units("shop")
+	if len(units) != 2 || units[0].Process != "web" || units[1].Name != name || units[1].Process != "run" || units[1].Release != 1 {
+		t.Fatalf("unit list with a detached run: %+v", units)
+	}
+	if runs := h.units("shop", "-p", "run"); len(runs) != 1 || runs[0].Name != name {
+		t.Fatalf("unit list -p run: %+v", runs)
+	}
+	if web := h.units("shop", "-p", "web"); len(web) != 1 || web[0].Process != "web" {
+		t.Fatalf("unit list -p web lists the run: %+v", web)
 	}
 	h.Eventually(30*time.Second, "the detached run's output in tug logs --unit", func() (bool, error) {
 		r := h.Tug("logs", "shop", "--unit", name)
 		return strings.Contains(r.Stdout, "detached-output"), nil
 	})
-	if err := h.Client.CoreV1().Pods(h.NS).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
+	// tug stops it: no replacement, nothing left
+	r = h.mustTug("unit", "kill", "shop", name)
+	if !strings.Contains(r.Stderr, "run "+name+" stopped and removed") {
+		t.Errorf("unit kill of a run: %s", r)
+	}
+	h.waitNoRunPods(60 * time.Second)
+	if units := h.units("shop"); len(units) != 1 || units[0].Process != "web" {
+		t.Errorf("units after the run was stopped: %+v", units)
 	}
 }
 
@@ -275,5 +292,26 @@ func TestPlatformVariables(t *testing.T) {
 	}
 	if r := h.Tug("env", "set", "shop", "TUG_APP=other"); r.Code != 2 || !strings.Contains(r.Stderr, "set by tug") {
 		t.Errorf("env set TUG_APP: %s", r)
+	}
+	// PORT is the port the app listens on: not a port is refused with
+	// nothing changed; a port moves the container port, probe and Service.
+	for _, bad := range []string{"PORT=http", "PORT=0", "PORT=70000"} {
+		if r := h.Tug("env", "set", "shop", bad); r.Code != 2 || !strings.Contains(r.Stderr, "invalid PORT") {
+			t.Errorf("env set %s: %s", bad, r)
+		}
+	}
+	if rels := h.mustTug("release", "list", "shop", "-o", "json").Stdout; strings.Count(rels, `"version"`) != 1 {
+		t.Errorf("a refused PORT made a release: %s", rels)
+	}
+	h.mustTug("env", "set", "shop", "PORT=8081")
+	dep, err := h.Client.AppsV1().Deployments(h.NS).Get(context.Background(), "shop-web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ports := dep.Spec.Template.Spec.Containers[0].Ports; len(ports) != 1 || ports[0].ContainerPort != 8081 {
+		t.Errorf("container ports after PORT=8081: %+v", ports)
+	}
+	if r := h.mustTug("run", "shop", "--", "sh", "-c", "echo port=$PORT"); !strings.Contains(r.Stdout, "port=8081") {
+		t.Errorf("PORT in a run after PORT=8081: %s", r.Stdout)
 	}
 }

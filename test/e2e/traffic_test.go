@@ -20,9 +20,10 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
 )
 
 type address struct {
@@ -127,48 +128,86 @@ func selfSigned(t *testing.T, hosts []string, notBefore, notAfter time.Time) (st
 	return certFile, keyFile
 }
 
+// Domains, certificates and the app's own URL, through the local router:
+// each answers right after the command that routes it returns (tug waits
+// until the router serves it), over the Gateway (HTTPRoutes) and over an
+// Ingress (a host with a certificate of its own, or one that names an
+// IngressClass).
 func TestDomainsAndCertificates(t *testing.T) {
 	h := New(t)
+	r := h.localRouter()
 	ctx := context.Background()
 	h.mustTug("app", "create", "front")
 	h.mustTug("app", "create", "other")
-	h.mustTug("app", "deploy", "front", "--image", sampleV1)
-	h.mustTug("domain", "add", "front", "shop.example.com")
-	h.mustTug("domain", "add", "front", "example.com", "--path", "/shop", "--ingress-class", "nginx")
-	ing, err := h.Client.NetworkingV1().Ingresses(h.NS).Get(ctx, "front", metav1.GetOptions{})
+	dep := h.mustTug("app", "deploy", "front", "--image", sampleV1)
+	// the Gateway serves the apps domain over HTTPS (the cluster CA's
+	// wildcard certificate), so that is the app's URL
+	url := "https://front-" + h.NS + "." + r.appsDomain + "/"
+	if !strings.Contains(dep.Stderr, " at "+url) {
+		t.Errorf("the deploy does not end with the app's URL %s:\n%s", url, dep.Stderr)
+	}
+	// right after the deploy: no waiting here
+	ca := clusterCA(t, h.Config)
+	if code, body, _, err := r.get(ca, url+"version"); err != nil || code != 200 || !strings.Contains(body, "v1") {
+		t.Fatalf("the app's URL right after its first deploy: %d %q %v", code, body, err)
+	}
+	var info struct {
+		URLs []string `json:"urls"`
+	}
+	if err := json.Unmarshal([]byte(h.mustTug("app", "info", "front", "-o", "json").Stdout), &info); err != nil || len(info.URLs) != 1 || info.URLs[0] != url {
+		t.Fatalf("app info urls %q, %v", info.URLs, err)
+	}
+
+	host := "shop-" + h.NS + ".example.test"
+	h.mustTug("domain", "add", "front", host)
+	if code, body, _, err := r.get(nil, "http://"+host+"/version"); err != nil || code != 200 || !strings.Contains(body, "v1") {
+		t.Fatalf("%s right after domain add: %d %q %v", host, code, body, err)
+	}
+	route, err := dynamic.NewForConfigOrDie(h.Config).Resource(httpRoutes).Namespace(h.NS).Get(ctx, "front", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ing.Spec.Rules) != 2 || ing.Spec.Rules[0].Host != "shop.example.com" || ing.Spec.Rules[1].HTTP.Paths[0].Path != "/shop" ||
-		ing.Spec.Rules[0].HTTP.Paths[0].Backend.Service.Name != "front" || ing.Spec.IngressClassName == nil || *ing.Spec.IngressClassName != "nginx" {
-		t.Fatalf("ingress: %+v", ing.Spec)
+	if hosts, _, _ := unstructured.NestedStringSlice(route.Object, "spec", "hostnames"); !slices.Equal(hosts, []string{"front-" + h.NS + "." + r.appsDomain, host}) {
+		t.Fatalf("HTTPRoute hostnames %q", hosts)
 	}
-	if r := h.Tug("domain", "add", "other", "shop.example.com"); r.Code != 1 || !strings.Contains(r.Stderr, `app "front"`) {
+	h.mustTug("domain", "add", "front", "example.test", "--path", "/shop", "--ingress-class", "nginx")
+	ing, err := h.Client.NetworkingV1().Ingresses(h.NS).Get(ctx, "front-nginx", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ing.Spec.Rules) != 1 || ing.Spec.Rules[0].Host != "example.test" || ing.Spec.Rules[0].HTTP.Paths[0].Path != "/shop" ||
+		ing.Spec.IngressClassName == nil || *ing.Spec.IngressClassName != "nginx" {
+		t.Fatalf("a domain with --ingress-class is the Ingress's: %+v", ing.Spec)
+	}
+	if r := h.Tug("domain", "add", "other", host); r.Code != 1 || !strings.Contains(r.Stderr, `app "front"`) {
 		t.Fatalf("a host of another app must be refused naming it: %s", r)
 	}
 
+	// HTTPS with the app's own certificate, on SNI: through the Ingress's TLS
 	now := time.Now()
-	certFile, keyFile := selfSigned(t, []string{"shop.example.com"}, now.Add(-time.Hour), now.Add(90*24*time.Hour))
+	certFile, keyFile := selfSigned(t, []string{host}, now.Add(-time.Hour), now.Add(90*24*time.Hour))
 	keyPEM, _ := os.ReadFile(keyFile)
-	h.mustTug("cert", "add", "front", "shop.example.com", "--cert", certFile, "--key", keyFile)
-	sec, err := h.Client.CoreV1().Secrets(h.NS).Get(ctx, "front-tls-shop-example-com", metav1.GetOptions{})
-	if err != nil || sec.Type != corev1.SecretTypeTLS {
-		t.Fatalf("TLS secret: %v %v", sec, err)
+	certPEM, _ := os.ReadFile(certFile)
+	h.mustTug("cert", "add", "front", host, "--cert", certFile, "--key", keyFile)
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(certPEM)
+	code, body, chain, err := r.get(roots, "https://"+host+"/version")
+	if err != nil || code != 200 || !strings.Contains(body, "v1") || len(chain) == 0 || !slices.Contains(chain[0].DNSNames, host) {
+		t.Fatalf("HTTPS for %s right after cert add: %d %q %v", host, code, body, err)
 	}
+	secName := "front-tls-" + strings.ReplaceAll(host, ".", "-")
 	ing, _ = h.Client.NetworkingV1().Ingresses(h.NS).Get(ctx, "front", metav1.GetOptions{})
-	if len(ing.Spec.TLS) != 1 || ing.Spec.TLS[0].SecretName != sec.Name || !slices.Equal(ing.Spec.TLS[0].Hosts, []string{"shop.example.com"}) {
+	if len(ing.Spec.TLS) != 1 || ing.Spec.TLS[0].SecretName != secName || !slices.Equal(ing.Spec.TLS[0].Hosts, []string{host}) {
 		t.Fatalf("ingress tls: %+v", ing.Spec.TLS)
 	}
 	var certs []struct {
-		Host     string   `json:"host"`
-		SANs     []string `json:"sans"`
-		DaysLeft int      `json:"daysLeft"`
+		Host     string `json:"host"`
+		DaysLeft int    `json:"daysLeft"`
 	}
-	out := h.mustTug("cert", "list", "front", "-o", "json")
-	if err := json.Unmarshal([]byte(out.Stdout), &certs); err != nil {
+	if err := json.Unmarshal([]byte(h.mustTug("cert", "list", "front", "-o", "json").Stdout), &certs); err != nil {
 		t.Fatal(err)
 	}
-	if len(certs) != 1 || certs[0].Host != "shop.example.com" || certs[0].DaysLeft < 88 || certs[0].DaysLeft > 90 {
+	if len(certs) != 1 || certs[0].Host != host || certs[0].DaysLeft < 88 || certs[0].DaysLeft > 90 {
 		t.Fatalf("cert list: %+v", certs)
 	}
 	for _, args := range [][]string{{"cert", "list", "front"}, {"app", "info", "front", "-o", "yaml"}, {"app", "export", "front"}, {"domain", "list", "front", "-o", "json"}} {
@@ -178,30 +217,40 @@ func TestDomainsAndCertificates(t *testing.T) {
 	}
 
 	// pairs that must be refused
-	otherCert, otherKey := selfSigned(t, []string{"shop.example.com"}, now.Add(-time.Hour), now.Add(time.Hour))
+	_, otherKey := selfSigned(t, []string{host}, now.Add(-time.Hour), now.Add(time.Hour))
 	wrongHost, wrongHostKey := selfSigned(t, []string{"evil.example.org"}, now.Add(-time.Hour), now.Add(time.Hour))
-	expired, expiredKey := selfSigned(t, []string{"shop.example.com"}, now.Add(-48*time.Hour), now.Add(-24*time.Hour))
+	expired, expiredKey := selfSigned(t, []string{host}, now.Add(-48*time.Hour), now.Add(-24*time.Hour))
 	for _, c := range []struct{ cert, key, want string }{
 		{certFile, otherKey, "does not match"},
-		{wrongHost, wrongHostKey, "not for shop.example.com"},
+		{wrongHost, wrongHostKey, "not for " + host},
 		{expired, expiredKey, "expired"},
 		{"/nonexistent.crt", otherKey, "no such file"},
 	} {
-		r := h.Tug("cert", "add", "front", "shop.example.com", "--cert", c.cert, "--key", c.key)
+		r := h.Tug("cert", "add", "front", host, "--cert", c.cert, "--key", c.key)
 		if r.Code != 2 || !strings.Contains(r.Stderr, c.want) {
 			t.Errorf("cert add %s: want exit 2 with %q, got %s", filepath.Base(c.cert), c.want, r)
 		}
 	}
-	_ = otherCert
 
-	h.mustTug("cert", "remove", "front", "shop.example.com")
-	if _, err := h.Client.CoreV1().Secrets(h.NS).Get(ctx, sec.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	h.mustTug("cert", "remove", "front", host)
+	if _, err := h.Client.CoreV1().Secrets(h.NS).Get(ctx, secName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("TLS secret after cert remove: %v", err)
 	}
-	h.mustTug("domain", "remove", "front", "shop.example.com")
-	h.mustTug("domain", "remove", "front", "example.com")
-	if _, err := h.Client.NetworkingV1().Ingresses(h.NS).Get(ctx, "front", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Fatalf("ingress after its last domain went: %v", err)
+	// without its certificate the host is the Gateway's again
+	if code, _, _, err := r.get(nil, "http://"+host+"/version"); err != nil || code != 200 {
+		t.Fatalf("%s right after cert remove: %d %v", host, code, err)
+	}
+	h.mustTug("domain", "remove", "front", host)
+	if code, _, _, err := r.get(nil, "http://"+host+"/version"); err != nil || code != 404 {
+		t.Fatalf("%s right after domain remove: %d %v; want the router's 404", host, code, err)
+	}
+	h.mustTug("domain", "remove", "front", "example.test")
+	if ings, err := h.Client.NetworkingV1().Ingresses(h.NS).List(ctx, metav1.ListOptions{}); err != nil || len(ings.Items) != 0 {
+		t.Fatalf("ingresses after the last domain went: %v %v", ings, err)
+	}
+	// the app's own URL stays
+	if code, _, _, err := r.get(ca, url+"version"); err != nil || code != 200 {
+		t.Fatalf("the app's URL after its domains went: %d %v", code, err)
 	}
 }
 

@@ -59,10 +59,17 @@ const (
 	// server has answered, so a test can kill the client at exactly the
 	// point after that write.
 	Lost
+	// Hold passes the request on and holds the server's answer (its
+	// status and headers have come; a watch's events keep coming behind
+	// them) until Release, then passes it on. It counts as injected once
+	// the server has answered: a test can act at the exact moment the
+	// server has done the request and the client does not know yet (stop
+	// the server, say), then let the answer go.
+	Hold
 )
 
 func (f Fault) String() string {
-	return [...]string{"429", "503", "500", "reset", "close-early", "410-gone", "stall", "lost"}[f]
+	return [...]string{"429", "503", "500", "reset", "close-early", "410-gone", "stall", "lost", "hold"}[f]
 }
 
 // Rule matches requests and applies its fault to the first Count of them
@@ -107,6 +114,11 @@ type Proxy struct {
 	injected map[Fault]int
 	log      []string
 	stalls   chan struct{} // closed by Close: releases stalled requests
+	released chan struct{} // closed by Release or Drop: lets held requests end
+	dropped  bool          // Drop: held answers are lost, not passed on
+	down     bool          // between Down and Up
+	conns    map[net.Conn]http.ConnState
+	held     map[net.Conn]bool // connections whose answer a Hold keeps
 }
 
 // Start proxies to the API server cfg reaches, with cfg's credentials
@@ -144,7 +156,8 @@ func Start(cfg *rest.Config) (*Proxy, error) {
 		return nil, err
 	}
 	p := &Proxy{URL: "http://" + ln.Addr().String(), upstream: up, rt: rt, ln: ln,
-		injected: map[Fault]int{}, stalls: make(chan struct{})}
+		injected: map[Fault]int{}, stalls: make(chan struct{}), released: make(chan struct{}),
+		conns: map[net.Conn]http.ConnState{}, held: map[net.Conn]bool{}}
 	p.rp = &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.SetURL(up)
@@ -154,9 +167,95 @@ func Start(cfg *rest.Config) (*Proxy, error) {
 		FlushInterval: -1,                         // watches and logs stream
 		ErrorLog:      log.New(io.Discard, "", 0), // a client that gives up is no news
 	}
-	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second}
+	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second,
+		ConnState: p.connState,
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return context.WithValue(ctx, connKey{}, c)
+		}}
 	go func() { _ = p.srv.Serve(ln) }()
 	return p, nil
+}
+
+type connKey struct{}
+
+// connState tracks the client connections, so Down can close them; one
+// that goes idle while the proxy is down is closed then.
+func (p *Proxy) connState(c net.Conn, st http.ConnState) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch st {
+	case http.StateClosed, http.StateHijacked:
+		delete(p.conns, c)
+		delete(p.held, c)
+		return
+	case http.StateIdle:
+		if p.down {
+			delete(p.conns, c)
+			_ = c.Close()
+			return
+		}
+	}
+	p.conns[c] = st
+}
+
+// Down makes the proxy look like an API server that stopped: it stops
+// listening (new connections are refused) and closes every client
+// connection but those whose answer a Hold keeps, which close once that
+// answer has gone (Release). Requests already passed on to the server end
+// as the server ends them.
+func (p *Proxy) Down() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.down {
+		return
+	}
+	p.down = true
+	_ = p.ln.Close()
+	for c := range p.conns {
+		if !p.held[c] {
+			_ = c.Close()
+			delete(p.conns, c)
+		}
+	}
+}
+
+// Up listens again, on the same address, after Down: an API server that
+// started again. Connections to the server made before are dropped.
+func (p *Proxy) Up() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.down {
+		return nil
+	}
+	ln, err := net.Listen("tcp", strings.TrimPrefix(p.URL, "http://"))
+	if err != nil {
+		return err
+	}
+	if ci, ok := p.rt.(interface{ CloseIdleConnections() }); ok {
+		ci.CloseIdleConnections()
+	}
+	p.ln, p.down = ln, false
+	go func() { _ = p.srv.Serve(ln) }()
+	return nil
+}
+
+// Release lets every held answer go, and every later Hold pass at once.
+func (p *Proxy) Release() { p.release(false) }
+
+// Drop ends every held request without its answer (the connection is
+// reset): a server that did the work and died before it could say so.
+// Later Holds end the same way, until Clear.
+func (p *Proxy) Drop() { p.release(true) }
+
+func (p *Proxy) release(drop bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	select {
+	case <-p.released:
+	default:
+		p.dropped = drop
+		close(p.released)
+	}
 }
 
 // Close stops the proxy, releasing stalled requests.
@@ -182,11 +281,16 @@ func (p *Proxy) Add(r Rule) {
 	p.rules = append(p.rules, &rr)
 }
 
-// Clear removes every rule.
+// Clear removes every rule, and arms Hold again after a Release.
 func (p *Proxy) Clear() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.rules = nil
+	select {
+	case <-p.released:
+		p.released, p.dropped = make(chan struct{}), false
+	default:
+	}
 }
 
 // Injected is how many requests got fault f so far.
@@ -265,7 +369,7 @@ func (p *Proxy) match(r *http.Request, body []byte) *Rule {
 			return nil
 		default:
 			rule.hits++
-			if rule.Fault != Lost { // counted once the server has it
+			if rule.Fault != Lost && rule.Fault != Hold { // counted once the server has it
 				p.record(rule.Fault, r)
 			}
 			c := *rule
@@ -276,6 +380,13 @@ func (p *Proxy) match(r *http.Request, body []byte) *Rule {
 }
 
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p.mu.Lock()
+	down := p.down
+	p.mu.Unlock()
+	if down { // a request on a connection made before Down: it dies
+		abort(w)
+		return
+	}
 	rule := p.match(r, p.readBody(r))
 	if rule == nil {
 		p.rp.ServeHTTP(w, r)
@@ -297,17 +408,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case ServerError:
 		status(w, http.StatusInternalServerError, "InternalError", "the fault proxy says: an error on the server has prevented the request from succeeding")
 	case Reset:
-		hj, ok := w.(http.Hijacker)
-		if !ok {
-			panic(http.ErrAbortHandler)
-		}
-		conn, _, err := hj.Hijack()
-		if err == nil {
-			if tc, ok := conn.(*net.TCPConn); ok {
-				_ = tc.SetLinger(0) // RST, not FIN
-			}
-			_ = conn.Close()
-		}
+		abort(w)
 	case Gone:
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusOK)
@@ -330,6 +431,90 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.stall(r)
 	case CloseEarly:
 		p.closeEarly(w, r, rule)
+	case Hold:
+		p.hold(w, r)
+	}
+}
+
+// abort takes the connection and resets it without an answer.
+func abort(w http.ResponseWriter) {
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		panic(http.ErrAbortHandler)
+	}
+	conn, _, err := hj.Hijack()
+	if err == nil {
+		if tc, ok := conn.(*net.TCPConn); ok {
+			_ = tc.SetLinger(0) // RST, not FIN
+		}
+		_ = conn.Close()
+	}
+}
+
+// hold passes r on, counts it injected once the server has answered, and
+// passes the answer on after Release (or ends with the client or the proxy).
+func (p *Proxy) hold(w http.ResponseWriter, r *http.Request) {
+	c, _ := r.Context().Value(connKey{}).(net.Conn)
+	p.mu.Lock()
+	if c != nil {
+		p.held[c] = true
+	}
+	released := p.released
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		delete(p.held, c)
+		p.mu.Unlock()
+	}()
+	// The client going away must not stop the request on its way to the server.
+	out := r.Clone(context.WithoutCancel(r.Context()))
+	out.RequestURI = ""
+	out.URL.Scheme, out.URL.Host, out.Host = p.upstream.Scheme, p.upstream.Host, p.upstream.Host
+	resp, err := p.rt.RoundTrip(out)
+	p.mu.Lock()
+	p.record(Hold, r)
+	p.mu.Unlock()
+	select {
+	case <-released:
+	case <-r.Context().Done():
+	case <-p.stalls:
+	}
+	p.mu.Lock()
+	drop := p.dropped
+	p.mu.Unlock()
+	if err != nil || drop {
+		if err == nil {
+			resp.Body.Close()
+		}
+		abort(w) // the answer is lost: the client hears nothing
+		return
+	}
+	defer resp.Body.Close()
+	if r.Context().Err() != nil {
+		return
+	}
+	for k, vs := range resp.Header {
+		w.Header()[k] = vs
+	}
+	w.WriteHeader(resp.StatusCode)
+	flusher, _ := w.(http.Flusher)
+	buf := make([]byte, 4096)
+	for {
+		n, err := resp.Body.Read(buf)
+		if n > 0 {
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return
+			}
+			if flusher != nil {
+				flusher.Flush()
+			}
+		}
+		if err == io.EOF {
+			return
+		}
+		if err != nil { // the server died mid-answer: so does this one
+			panic(http.ErrAbortHandler)
+		}
 	}
 }
 

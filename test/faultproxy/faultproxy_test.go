@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 )
 
@@ -149,5 +151,100 @@ func TestLostAndBody(t *testing.T) {
 	}
 	if p.Injected(Lost) != 1 {
 		t.Errorf("injected: %v", p.Log())
+	}
+}
+
+// Hold: the server answers, the client hears only after Release. Down
+// refuses new connections and drops kept-alive ones, keeping a held
+// answer's; Up serves again at the same address.
+func TestHoldDownUp(t *testing.T) {
+	got := make(chan string, 10)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Method + " " + r.URL.Path
+		fmt.Fprint(w, "upstream "+r.URL.Path)
+	}))
+	t.Cleanup(up.Close)
+	p, err := Start(&rest.Config{Host: up.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	client := &http.Client{Transport: &http.Transport{}, Timeout: 5 * time.Second}
+	fetch := func(path string) (string, error) {
+		resp, err := client.Get(p.URL + path)
+		if err != nil {
+			return "", err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return string(b), err
+	}
+	// a kept-alive connection, for Down to drop
+	if body, err := fetch("/before"); err != nil || body != "upstream /before" {
+		t.Fatalf("before: %q %v", body, err)
+	}
+	<-got
+	p.Add(Rule{Path: "/held", Fault: Hold, Count: 1})
+	answer := make(chan string, 1)
+	go func() {
+		body, err := (&http.Client{Transport: &http.Transport{}, Timeout: 5 * time.Second}).Get(p.URL + "/held")
+		if err != nil {
+			answer <- err.Error()
+			return
+		}
+		b, _ := io.ReadAll(body.Body)
+		body.Body.Close()
+		answer <- string(b)
+	}()
+	if s := <-got; s != "GET /held" {
+		t.Fatalf("the server got %q", s)
+	}
+	if err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		return p.Injected(Hold) == 1, nil
+	}); err != nil {
+		t.Fatalf("the held request never counted: %v", p.Log())
+	}
+	select {
+	case a := <-answer:
+		t.Fatalf("the client heard %q before Release", a)
+	default:
+	}
+	p.Down()
+	if _, err := fetch("/while-down"); err == nil {
+		t.Error("a request while down got an answer")
+	}
+	if _, err := net.DialTimeout("tcp", strings.TrimPrefix(p.URL, "http://"), time.Second); err == nil {
+		t.Error("a new connection while down was accepted")
+	}
+	p.Release()
+	if a := <-answer; a != "upstream /held" {
+		t.Errorf("the held answer after Release: %q", a)
+	}
+	if err := p.Up(); err != nil {
+		t.Fatal(err)
+	}
+	if body, err := fetch("/after"); err != nil || body != "upstream /after" {
+		t.Errorf("after Up: %q %v", body, err)
+	}
+	if s := <-got; s != "GET /after" {
+		t.Errorf("the server got %q, want only the request after Up", s)
+	}
+
+	// Drop: the server does it, the client never hears of it.
+	p.Clear()
+	p.Add(Rule{Path: "/dropped", Fault: Hold, Count: 1})
+	go func() { // a new connection: a GET reset on a reused one is retried
+		resp, err := (&http.Client{Transport: &http.Transport{}, Timeout: 5 * time.Second}).Get(p.URL + "/dropped")
+		if err == nil {
+			resp.Body.Close()
+		}
+		answer <- fmt.Sprint(err)
+	}()
+	if s := <-got; s != "GET /dropped" {
+		t.Fatalf("the server got %q", s)
+	}
+	p.Drop()
+	if a := <-answer; a == "<nil>" {
+		t.Error("a dropped answer reached the client")
 	}
 }

@@ -9,7 +9,7 @@
 // DIR/maintenance.tar (tug's maintenance page, under its published name),
 // DIR/builder.tar (localhost/tug/builder-static:v1, the static-site builder
 // of docs/builders.md), DIR/tug-build.tar (tug's build agent, under its
-// published name), DIR/busybox.tar (localhost/tug/busybox:v1, the base of
+// published names v1 and v2), DIR/busybox.tar (localhost/tug/busybox:v1, the base of
 // test Dockerfiles) and, with -buildkit DIR, DIR/buildkit.tar
 // (localhost/tug/buildkit:v1: rootless BuildKit for Dockerfile builds, from
 // test/images/buildkit/build.sh's binaries and the machine's runc). Output is
@@ -132,7 +132,9 @@ func run(out, busybox, buildkit, runc string) error {
 		{out: "maintenance.tar", files: []file{{name: "tug-maintenance", mode: 0o755, data: maintenance}},
 			tags: []tag{{ref: "ghcr.io/tug-dev/tug-maintenance:v1", cmd: []string{"/tug-maintenance"}}}},
 		{out: "tug-build.tar", files: []file{{name: "tug-build", mode: 0o755, data: agent}},
-			tags: []tag{{ref: "ghcr.io/tug-dev/tug-build:v1", cmd: []string{"/tug-build"}}}},
+			// v2 speaks pkg/build/protocol's job header; the same agent
+			// serves clients of v1
+			tags: []tag{{ref: "ghcr.io/tug-dev/tug-build:v1", cmd: []string{"/tug-build"}}, {ref: "ghcr.io/tug-dev/tug-build:v2", cmd: []string{"/tug-build"}}}},
 		{out: "builder.tar", files: builderFiles,
 			tags: []tag{{ref: "localhost/tug/builder-static:v1", env: []string{path}, cmd: []string{"/bin/sh"}}}},
 		// the base image of the test Dockerfiles (FROM REGISTRY/tug/busybox:v1)

@@ -1,0 +1,321 @@
+package deploy
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/clustersettings"
+	"tug.dev/tug/pkg/kube"
+)
+
+// Routes through the Gateway API. When the cluster has a Gateway for the app
+// (a.Route, resolved from the cluster settings), its web process gets one
+// HTTPRoute: the app's URL host and its domains, to the web Service. The
+// Gateway is the admin's: tug only attaches to it, never changes it.
+// HTTPRoutes are written with the dynamic client (unstructured): a typed
+// Gateway API client would cost megabytes of binary for five fields.
+
+// HTTPRoutes is the Gateway API's HTTPRoute resource.
+var HTTPRoutes = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "httproutes"}
+
+// RouteName is the HTTPRoute of an app.
+func RouteName(appName string) string { return appName }
+
+// routedHosts are the hosts the app's HTTPRoutes carry, and the paths of
+// each: its URL host, and every domain that goes through the Gateway (see
+// throughIngress for those that do not).
+func routedHosts(a *app.App) (hosts []string, paths map[string][]string) {
+	paths = map[string][]string{}
+	add := func(host, path string) {
+		if path == "" {
+			path = "/"
+		}
+		if _, ok := paths[host]; !ok {
+			hosts = append(hosts, host)
+		}
+		for _, p := range paths[host] {
+			if p == path {
+				return
+			}
+		}
+		paths[host] = append(paths[host], path)
+	}
+	if a.Route.Host != "" {
+		add(a.Route.Host, "/")
+	}
+	for _, d := range a.Domains {
+		if !throughIngress(d) {
+			add(d.Host, d.Path)
+		}
+	}
+	return hosts, paths
+}
+
+// throughIngress says whether a domain of an app routed through a Gateway
+// is the Ingress's instead: one with a certificate of its own (a Gateway
+// takes no listener, and so no certificate, from an app: its admin owns
+// it, and Traefik 3.6 serves no ListenerSet), or one that names an
+// IngressClass (domain add --ingress-class asks for that controller).
+func throughIngress(d app.Domain) bool { return d.TLSSecret != "" || d.IngressClass != "" }
+
+// renderRoutes are the app's HTTPRoutes, none when it routes through no
+// Gateway. Every host whose only path is / (the app's URL, most domains)
+// is in one route named after the app; an HTTPRoute's rules apply to all
+// its hostnames, so hosts with other paths get a route per set of paths
+// (APP-HASH), and a path of one domain never routes on another.
+func renderRoutes(a *app.App) []*unstructured.Unstructured {
+	if a.Route == nil || a.Route.Gateway == "" {
+		return nil
+	}
+	gwNS, gwName, _ := strings.Cut(a.Route.Gateway, "/")
+	hosts, paths := routedHosts(a)
+	groups := map[string][]string{} // path set -> hosts
+	var sets []string
+	for _, h := range hosts {
+		ps := append([]string(nil), paths[h]...)
+		sort.Strings(ps)
+		k := strings.Join(ps, " ")
+		if _, ok := groups[k]; !ok {
+			sets = append(sets, k)
+		}
+		groups[k] = append(groups[k], h)
+	}
+	sort.Strings(sets)
+	var routes []*unstructured.Unstructured
+	for _, set := range sets {
+		name := RouteName(a.Name)
+		if set != "/" {
+			sum := sha256.Sum256([]byte(set))
+			name = fmt.Sprintf("%s-%x", a.Name, sum[:4])
+		}
+		var rules, hostnames []any
+		for _, p := range strings.Split(set, " ") {
+			rules = append(rules, map[string]any{
+				"matches":     []any{map[string]any{"path": map[string]any{"type": "PathPrefix", "value": p}}},
+				"backendRefs": []any{map[string]any{"name": ServiceName(a.Name), "port": int64(80)}},
+			})
+		}
+		for _, h := range groups[set] {
+			hostnames = append(hostnames, h)
+		}
+		routes = append(routes, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": HTTPRoutes.GroupVersion().String(),
+			"kind":       "HTTPRoute",
+			"metadata": map[string]any{
+				"name":      name,
+				"namespace": a.Namespace,
+				"labels":    toAny(processLabels(a.Name, app.WebProcess)),
+			},
+			"spec": map[string]any{
+				"parentRefs": []any{map[string]any{"group": "gateway.networking.k8s.io", "kind": "Gateway", "namespace": gwNS, "name": gwName}},
+				"hostnames":  hostnames,
+				"rules":      rules,
+			},
+		}})
+	}
+	return routes
+}
+
+func toAny(m map[string]string) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// applyRoute server-side-applies the HTTPRoute.
+func applyRoute(ctx context.Context, d Deps, r *unstructured.Unstructured, opts metav1.PatchOptions) (*unstructured.Unstructured, error) {
+	if d.Dynamic == nil {
+		return nil, fmt.Errorf("applying httproute %s: no client for the Gateway API", r.GetName())
+	}
+	data, err := json.Marshal(r.Object)
+	if err != nil {
+		return nil, err
+	}
+	got, err := d.Dynamic.Resource(HTTPRoutes).Namespace(d.Namespace).Patch(ctx, r.GetName(), types.ApplyPatchType, data, opts)
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("applying httproute %s: this cluster does not serve the Gateway API (no HTTPRoute resource), though its settings name a Gateway; ask its admin ('tug cluster settings show')", r.GetName())
+		}
+		return nil, fmt.Errorf("applying httproute %s: %w", r.GetName(), kube.TranslateError(err))
+	}
+	return got, nil
+}
+
+// getRoute reads the app's HTTPRoute; a cluster that does not serve the
+// Gateway API has none (NotFound).
+func getRoute(ctx context.Context, d Deps, name string) (metav1.Object, error) {
+	if d.Dynamic == nil {
+		return nil, apierrors.NewNotFound(HTTPRoutes.GroupResource(), name)
+	}
+	u, err := d.Dynamic.Resource(HTTPRoutes).Namespace(d.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// removeStaleRoutes deletes the app's HTTPRoutes that keep does not name:
+// one LIST by the app's labels. A cluster that does not serve the Gateway
+// API has none.
+func removeStaleRoutes(ctx context.Context, d Deps, appName string, keep []*unstructured.Unstructured) error {
+	if d.Dynamic == nil {
+		return nil
+	}
+	res := d.Dynamic.Resource(HTTPRoutes).Namespace(d.Namespace)
+	list, err := res.List(ctx, metav1.ListOptions{LabelSelector: kube.AppSelector(appName)})
+	if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
+		return nil // no Gateway API here, or none the user may have made
+	}
+	if err != nil {
+		return kube.TranslateError(err)
+	}
+	names := map[string]bool{}
+	for _, r := range keep {
+		names[r.GetName()] = true
+	}
+	for _, r := range list.Items {
+		if names[r.GetName()] || !kube.Owned(r.GetLabels(), appName) {
+			continue
+		}
+		if err := res.Delete(ctx, r.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return kube.TranslateError(err)
+		}
+	}
+	return nil
+}
+
+// Gateways is the Gateway API's Gateway resource.
+var Gateways = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "gateways"}
+
+// AppHost is an app's own host under the cluster's apps domain:
+// APP-NAMESPACE.DOMAIN, one DNS label under it so one wildcard
+// certificate and listener (*.DOMAIN) cover every app, and two apps of
+// the same name in two namespaces never share a host. A label longer than
+// 63 characters keeps the app's name and a hash of the namespace.
+func AppHost(appName, namespace, domain string) string {
+	label := appName + "-" + namespace
+	if len(label) > 63 {
+		sum := sha256.Sum256([]byte(namespace))
+		keep := 63 - len(appName) - 1 - 9
+		label = fmt.Sprintf("%s-%s-%x", appName, strings.TrimRight(namespace[:keep], "-"), sum[:4])
+	}
+	return label + "." + domain
+}
+
+// gatewayView is what a command reads of the app's Gateway, when the user
+// may: where it listens, and which hosts its listeners serve over TLS.
+type gatewayView struct {
+	address   string // its first status address ("" when none)
+	httpPort  int64
+	httpsPort int64
+	tlsHosts  []string // listener hostnames of HTTPS listeners ("" for any)
+}
+
+// readGateway reads Gateway NAMESPACE/NAME; nil when it cannot be read (a
+// developer often may not read the Gateway of another namespace): tug then
+// routes without knowing its address or listeners.
+func readGateway(ctx context.Context, d Deps, ref string) *gatewayView {
+	ns, name, ok := strings.Cut(ref, "/")
+	if !ok || d.Dynamic == nil {
+		return nil
+	}
+	u, err := d.Dynamic.Resource(Gateways).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil
+	}
+	v := &gatewayView{}
+	listeners, _, _ := unstructured.NestedSlice(u.Object, "spec", "listeners")
+	for _, l := range listeners {
+		m, _ := l.(map[string]any)
+		proto, _, _ := unstructured.NestedString(m, "protocol")
+		port, _, _ := unstructured.NestedInt64(m, "port")
+		host, _, _ := unstructured.NestedString(m, "hostname")
+		switch proto {
+		case "HTTP":
+			if v.httpPort == 0 {
+				v.httpPort = port
+			}
+		case "HTTPS":
+			if v.httpsPort == 0 {
+				v.httpsPort = port
+			}
+			v.tlsHosts = append(v.tlsHosts, host)
+		}
+	}
+	addrs, _, _ := unstructured.NestedSlice(u.Object, "status", "addresses")
+	for _, a := range addrs {
+		m, _ := a.(map[string]any)
+		if s, _, _ := unstructured.NestedString(m, "value"); s != "" {
+			v.address = s
+			break
+		}
+	}
+	return v
+}
+
+// servesTLS says whether one of the Gateway's HTTPS listeners covers host.
+func (v *gatewayView) servesTLS(host string) bool {
+	if v == nil {
+		return false
+	}
+	for _, h := range v.tlsHosts {
+		if hostMatches(h, host) {
+			return true
+		}
+	}
+	return false
+}
+
+// hostMatches applies a listener hostname ("" for any, "*.d" for one label
+// under d) to host.
+func hostMatches(listener, host string) bool {
+	switch {
+	case listener == "":
+		return true
+	case strings.HasPrefix(listener, "*."):
+		rest, ok := strings.CutPrefix(host, strings.SplitN(host, ".", 2)[0])
+		return ok && rest == listener[1:]
+	}
+	return listener == host
+}
+
+// wantRoute is the app's route as the cluster settings give it now for its
+// pool: the Gateway to attach to, the app's own host and whether the
+// Gateway serves it over TLS, the class of the Ingress that serves domains
+// with a certificate. nil when the settings name neither a Gateway nor an
+// ingress class. Without settings (d.Settings nil: a library caller that
+// read none) the record's route stays as it is.
+func wantRoute(ctx context.Context, d Deps, a *app.App, pool string) *app.Route {
+	if d.Settings == nil {
+		return a.Route
+	}
+	s := d.Settings.For(pool)
+	gw, domain, class := s.Get(clustersettings.Gateway), s.Get(clustersettings.AppsDomain), s.Get(clustersettings.IngressClass)
+	if gw == "" && class == "" {
+		return nil
+	}
+	r := &app.Route{Gateway: gw, IngressClass: class}
+	if gw != "" && domain != "" {
+		r.Host = AppHost(a.Name, a.Namespace, domain)
+		r.HTTPS = readGateway(ctx, d, gw).servesTLS(r.Host)
+	}
+	return r
+}
+
+// RemoveRoutes deletes every HTTPRoute the app owns: for removing the app.
+func RemoveRoutes(ctx context.Context, d Deps, appName string) error {
+	return removeStaleRoutes(ctx, d, appName, nil)
+}

@@ -1,0 +1,312 @@
+package deploy
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+
+	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/kube"
+)
+
+// "Routed" is what the router says and serves, not what was applied: after
+// its routes are applied, a change waits (bounded) for the router to accept
+// them (the route status its controller writes), then, where tug can reach
+// the Gateway's address, for a request through it to be answered for the
+// app's host.
+
+// Routing says how far a change's routes got (Result.Routing).
+const (
+	// RoutingServed: a request through the router was answered for the host.
+	RoutingServed = "served"
+	// RoutingAccepted: the router accepted the route; tug could not send a
+	// request through it (the Gateway's address is unknown or unreachable).
+	RoutingAccepted = "accepted"
+	// RoutingPending: applied, not yet confirmed by the router in time.
+	RoutingPending = "pending"
+)
+
+// CodeRouteRefused is the exit code of a change whose route the router
+// refused (docs/exit-codes.md).
+const CodeRouteRefused = 18
+
+// RouteError is a route the router refused: its controller's reason and
+// message, from the route's status.
+type RouteError struct {
+	App, Route, Gateway string
+	Condition, Reason   string
+	Message             string
+}
+
+func (e *RouteError) Error() string {
+	msg := fmt.Sprintf("the router refused route %s of app %q on Gateway %s: %s %s", e.Route, e.App, e.Gateway, e.Condition, e.Reason)
+	if e.Message != "" {
+		msg += ": " + e.Message
+	}
+	return msg
+}
+
+// ExitCode is CodeRouteRefused.
+func (e *RouteError) ExitCode() int { return CodeRouteRefused }
+
+// Probe says what a request through the router must get for the change to
+// count as served.
+type Probe string
+
+const (
+	// ProbeServe (the default): the app answers (no router error).
+	ProbeServe Probe = ""
+	// ProbeMaintenance: the maintenance page answers (503, Retry-After).
+	ProbeMaintenance Probe = "maintenance"
+	// ProbeNone: nothing to ask (routable off, an allow list that may
+	// exclude tug's own address).
+	ProbeNone Probe = "none"
+	// probeGone: the router no longer routes the host (its 404).
+	probeGone Probe = "gone"
+)
+
+// How long a change waits for the router: its verdict on the routes, then
+// an answer through it.
+var (
+	routeVerdictTimeout = 30 * time.Second
+	routeServeTimeout   = 15 * time.Second
+)
+
+// confirmRouted waits for the router to accept the routes got (as applied)
+// and then to serve every URL of the app (servedURLs), and to stop serving
+// the hosts of gone (URLs the change took away).
+func confirmRouted(ctx context.Context, d Deps, a *app.App, got []*unstructured.Unstructured, probe Probe, gone []*url.URL) (string, error) {
+	if a.Route == nil || a.Route.Gateway == "" || len(got) == 0 && len(gone) == 0 {
+		return "", nil
+	}
+	d.Progress.Update("waiting for the router to accept the app's route")
+	for _, r := range got {
+		ok, err := awaitVerdict(ctx, d, a, r)
+		if err != nil {
+			return "", err
+		}
+		if !ok {
+			return RoutingPending, nil
+		}
+	}
+	if probe == ProbeNone {
+		return RoutingAccepted, nil
+	}
+	gw := readGateway(ctx, d, a.Route.Gateway)
+	if gw == nil || gw.address == "" || gw.httpPort == 0 {
+		return RoutingAccepted, nil
+	}
+	for _, u := range servedURLs(a) {
+		port := gw.httpPort
+		if u.Scheme == "https" {
+			if port = gw.httpsPort; port == 0 {
+				port = 443 // a host with its own certificate: the Ingress's TLS
+			}
+		}
+		d.Progress.Update(fmt.Sprintf("waiting for the router to serve %s", u.Redacted()))
+		if !served(ctx, net.JoinHostPort(gw.address, strconv.FormatInt(port, 10)), u, probe) {
+			return RoutingAccepted, nil
+		}
+	}
+	for _, u := range gone {
+		d.Progress.Update(fmt.Sprintf("waiting for the router to stop serving %s", u.Hostname()))
+		http := &url.URL{Scheme: "http", Host: u.Host, Path: u.Path}
+		if !served(ctx, net.JoinHostPort(gw.address, strconv.FormatInt(gw.httpPort, 10)), http, probeGone) {
+			return RoutingAccepted, nil
+		}
+	}
+	return RoutingServed, nil
+}
+
+// goneURLs are the URLs of before that after no longer has.
+func goneURLs(before, after *app.App) []*url.URL {
+	now := map[string]bool{}
+	for _, u := range app.URLs(after) {
+		now[hostOf(u)] = true
+	}
+	var out []*url.URL
+	for _, s := range app.URLs(before) {
+		if u, err := url.Parse(s); err == nil && !now[u.Hostname()] {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+func hostOf(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return ""
+	}
+	return u.Hostname()
+}
+
+// servedURLs are what a request through the router must reach: the app's
+// URL and each of its domains the router serves (through the Gateway, or
+// through the router's own Ingress class; one that names another class is
+// another controller's), each as its URL says (https with a certificate).
+func servedURLs(a *app.App) []*url.URL {
+	var out []*url.URL
+	for _, s := range app.URLs(a) {
+		u, err := url.Parse(s)
+		if err != nil {
+			continue
+		}
+		for _, d := range a.Domains {
+			if d.Host == u.Hostname() && d.IngressClass != "" && d.IngressClass != a.Route.IngressClass {
+				u = nil
+				break
+			}
+		}
+		if u != nil {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// awaitVerdict watches route r until its status, for the generation
+// applied, says whether the Gateway accepted it: true when accepted with
+// its references resolved, a *RouteError when refused, false when the
+// router said nothing within routeVerdictTimeout.
+func awaitVerdict(ctx context.Context, d Deps, a *app.App, r *unstructured.Unstructured) (bool, error) {
+	wctx, cancel := context.WithTimeout(ctx, routeVerdictTimeout)
+	defer cancel()
+	lw := kube.Unstructured(d.Dynamic, HTTPRoutes, d.Namespace, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", r.GetName()).String()})
+	var refused *RouteError
+	err := kube.Until(wctx, lw, func(routes map[string]*unstructured.Unstructured) (bool, error) {
+		cur := routes[kube.Key(r)]
+		if cur == nil {
+			return false, nil
+		}
+		accepted, refusal := verdict(cur, a.Route.Gateway, r.GetGeneration())
+		if refusal != nil {
+			refusal.App, refusal.Route = a.Name, r.GetName()
+			refused = refusal
+			return true, nil
+		}
+		return accepted, nil
+	})
+	switch {
+	case refused != nil:
+		return false, refused
+	case err == nil:
+		return true, nil
+	case ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
+		return false, nil
+	}
+	return false, err
+}
+
+// verdict reads an HTTPRoute's status for its Gateway parent at generation
+// gen (0: any): accepted when Accepted and ResolvedRefs are True; a
+// RouteError when either is False.
+func verdict(u *unstructured.Unstructured, gateway string, gen int64) (bool, *RouteError) {
+	gwNS, gwName, _ := strings.Cut(gateway, "/")
+	parents, _, _ := unstructured.NestedSlice(u.Object, "status", "parents")
+	for _, p := range parents {
+		pm, _ := p.(map[string]any)
+		name, _, _ := unstructured.NestedString(pm, "parentRef", "name")
+		ns, _, _ := unstructured.NestedString(pm, "parentRef", "namespace")
+		if name != gwName || (ns != "" && ns != gwNS) {
+			continue
+		}
+		conds, _, _ := unstructured.NestedSlice(pm, "conditions")
+		state := map[string]string{}
+		for _, c := range conds {
+			cm, _ := c.(map[string]any)
+			typ, _, _ := unstructured.NestedString(cm, "type")
+			status, _, _ := unstructured.NestedString(cm, "status")
+			observed, _, _ := unstructured.NestedInt64(cm, "observedGeneration")
+			if gen > 0 && observed > 0 && observed < gen {
+				continue // about an earlier spec
+			}
+			state[typ] = status
+			if (typ == "Accepted" || typ == "ResolvedRefs") && status == "False" {
+				reason, _, _ := unstructured.NestedString(cm, "reason")
+				msg, _, _ := unstructured.NestedString(cm, "message")
+				return false, &RouteError{Gateway: gateway, Condition: typ, Reason: reason, Message: msg}
+			}
+		}
+		return state["Accepted"] == "True" && state["ResolvedRefs"] == "True", nil
+	}
+	return false, nil
+}
+
+// served sends requests for u through the router at addr until one gets
+// what probe wants, for at most routeServeTimeout. Over HTTPS it checks
+// that the router shows a certificate for the host, not who signed it
+// (tug's machine may not trust the issuer): the request carries nothing
+// secret.
+func served(ctx context.Context, addr string, u *url.URL, probe Probe) bool {
+	ctx, cancel := context.WithTimeout(ctx, routeServeTimeout)
+	defer cancel()
+	client := &http.Client{
+		Timeout: 2 * time.Second,
+		Transport: &http.Transport{
+			DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+				return (&net.Dialer{}).DialContext(ctx, network, addr)
+			},
+			DisableKeepAlives: true,
+			Proxy:             nil,
+			TLSClientConfig:   &tls.Config{ServerName: u.Hostname(), InsecureSkipVerify: true}, //nolint:gosec // a reachability check, nothing secret sent
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if answered(ctx, client, u, probe) {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-tick.C:
+		}
+	}
+}
+
+func answered(ctx context.Context, client *http.Client, u *url.URL, probe Probe) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return false
+	}
+	req.Header.Set("User-Agent", "tug (route check)")
+	resp, err := client.Do(req)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+	if probe == probeGone {
+		return resp.StatusCode == http.StatusNotFound
+	}
+	// over HTTPS, the router must show a certificate for the host (a new
+	// one takes a moment to load; until then it shows a default one)
+	if resp.TLS != nil && (len(resp.TLS.PeerCertificates) == 0 || resp.TLS.PeerCertificates[0].VerifyHostname(u.Hostname()) != nil) {
+		return false
+	}
+	if probe == ProbeMaintenance {
+		return resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get("Retry-After") != ""
+	}
+	// the router's own answers: no route for the host (404), no backend
+	// (500, 502), no ready unit or still the maintenance page (503)
+	switch resp.StatusCode {
+	case http.StatusNotFound, http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable:
+		return false
+	}
+	return true
+}
