@@ -227,7 +227,16 @@ func TestMoveStagedOrphanAdopt(t *testing.T) {
 	if in, _ := info(); in.Namespace != alpha.NS || in.Move == nil || in.Move.Role != "target" {
 		t.Errorf("the refused --adopt changed the copy: %+v", in)
 	}
-	must("app", "remove", "shop", "--context", "alpha", "--yes")
+	// with --context, tug cannot see that the old copy is gone: the new
+	// copy of a move is removed only when the user says it is one
+	r = tug("app", "remove", "shop", "--context", "alpha", "--yes")
+	if r.Code != 2 || !strings.Contains(r.Stderr, "is the new copy of an unfinished move") || !strings.Contains(r.Stderr, "--move-copy") {
+		t.Errorf("app remove of a move's new copy without --move-copy: want exit 2 naming --move-copy; got %s", r)
+	}
+	if in, _ := info(); in.Namespace != alpha.NS || in.Move == nil || in.Move.Role != "target" {
+		t.Errorf("the refused remove changed the copy: %+v", in)
+	}
+	must("app", "remove", "shop", "--context", "alpha", "--yes", "--move-copy")
 	for _, ns := range []string{alpha.NS, beta.NS} {
 		if left := alpha.appLeftovers(ns, "shop"); len(left) != 0 {
 			t.Errorf("left in %s: %v", ns, left)
