@@ -13,6 +13,7 @@ import (
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
 	tugexec "tug.dev/tug/pkg/exec"
+	"tug.dev/tug/pkg/route"
 	"tug.dev/tug/pkg/usage"
 )
 
@@ -180,9 +181,9 @@ func whereLine(res *deploy.Result) string {
 		return ""
 	}
 	switch res.Routing {
-	case deploy.RoutingPending:
+	case route.RoutingPending:
 		return fmt.Sprintf("; %s: route applied, not yet confirmed by the router", res.URLs[0])
-	case deploy.RoutingServed, deploy.RoutingAccepted:
+	case route.RoutingServed, route.RoutingAccepted:
 		return " at " + res.URLs[0]
 	}
 	return ""

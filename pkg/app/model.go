@@ -39,6 +39,9 @@ type App struct {
 	Domains     []Domain `json:"domains,omitempty"`
 	Unroutable  bool     `json:"unroutable,omitempty"`  // routable off: no traffic reaches the units
 	Maintenance bool     `json:"maintenance,omitempty"` // traffic gets a 503 page instead of the units
+	// MaintenanceImage is the image of the page that answers in maintenance,
+	// as the command that turned it on was given it ("": the default).
+	MaintenanceImage string `json:"maintenanceImage,omitempty"`
 	// Allow lists the CIDRs that may reach the web units; empty admits all.
 	Allow []string `json:"allow,omitempty"`
 	// RegistrySecret names the kubernetes.io/dockerconfigjson Secret that

@@ -112,7 +112,7 @@ func applyObjects(ctx context.Context, d Deps, objs Objects, dryRun bool) (*appl
 		}
 	}
 	for _, r := range objs.Routes {
-		got, err := applyRoute(ctx, d, r, opts)
+		got, err := d.routes().Apply(ctx, r, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -162,7 +162,7 @@ func guardOwned(ctx context.Context, d Deps, objs Objects) error {
 	}
 	for _, r := range objs.Routes {
 		targets = append(targets, target{"HTTPRoute", r.GetName(), r.GetLabels()[kube.LabelApp], func(n string) (metav1.Object, error) {
-			return getRoute(ctx, d, n)
+			return d.routes().Get(ctx, n)
 		}})
 	}
 	for _, t := range targets {
@@ -244,7 +244,7 @@ func removeStale(ctx context.Context, d Deps, appName string, objs Objects) erro
 			return err
 		}
 	}
-	if err := removeStaleRoutes(ctx, d, appName, objs.Routes); err != nil {
+	if err := d.routes().RemoveStale(ctx, appName, objs.Routes); err != nil {
 		return err
 	}
 	if objs.Service == nil {

@@ -18,6 +18,7 @@ import (
 	"tug.dev/tug/pkg/lock"
 	"tug.dev/tug/pkg/progress"
 	"tug.dev/tug/pkg/rollout"
+	"tug.dev/tug/pkg/route"
 	"tug.dev/tug/pkg/text"
 )
 
@@ -39,14 +40,10 @@ type Deps struct {
 	// defaults (tests shorten it).
 	LockTiming lock.Timing
 	// MaintenanceImage is the image of the page that answers while the app
-	// is in maintenance; "" is MaintenanceImage. cmd sets it from
-	// $TUG_MAINTENANCE_IMAGE.
-	//
-	// TODO(lead): traffic.go's maintenanceImage still reads that variable
-	// itself; render the page from this field (Render's callers outside a
-	// change, such as export, keep the default) and drop the os.Getenv.
+	// is in maintenance, recorded when it is turned on; "" is
+	// MaintenanceImage. cmd sets it from $TUG_MAINTENANCE_IMAGE.
 	MaintenanceImage string
-	// Dynamic reaches the Gateway API's HTTPRoutes (route.go); nil on a
+	// Dynamic reaches the Gateway API's HTTPRoutes (pkg/route); nil on a
 	// client that routes only through Ingresses.
 	Dynamic dynamic.Interface
 	// Settings are the cluster's settings (pkg/clustersettings) as read by
@@ -71,7 +68,7 @@ type Options struct {
 	SkipReleasePhase bool
 	// Probe is what a request through the router must get for the change
 	// to count as served (routed.go); the default: the app answers.
-	Probe Probe
+	Probe route.Probe
 }
 
 // Change builds the next release from the app and its base release (the
@@ -210,14 +207,14 @@ func roll(t *Txn, change Change, opts Options, start time.Time) (*Result, error)
 	}
 	unitsBefore := maps.Clone(a.Processes)
 	withProcesses(a, next)
-	route := wantRoute(ctx, d, a, next.Pool)
+	want := d.routes().Want(ctx, d.Settings, a, next.Pool)
 	// A restore after a failure waits by the restored release's own
 	// deploy-timeout, unless the command gave one.
 	givenTimeout := opts.Timeout
 	withTimeout(&opts, next)
 
 	if opts.DryRun {
-		a.Route = route
+		a.Route = want
 		return dryRun(ctx, d, store, a, base, baseConfig, next, config, opts, start)
 	}
 	if opts.NoRestart || next.Image == "" {
@@ -234,7 +231,7 @@ func roll(t *Txn, change Change, opts Options, start time.Time) (*Result, error)
 
 	previous := a.Release
 	next.Status = app.StatusPending
-	a.Route = route
+	a.Route = want
 	phase := runsReleasePhase(a, base, next)
 	if phase && !opts.SkipReleasePhase && d.ReleasePhase == nil {
 		return nil, fmt.Errorf("release v%d of app %q has a release-phase command but nothing can run it", next.Version, a.Name)
@@ -259,7 +256,7 @@ func roll(t *Txn, change Change, opts Options, start time.Time) (*Result, error)
 	a, err = store.UpdateApp(ctx, a.Name, func(x *app.App) error {
 		x.LastRelease = next.Version
 		x.Processes = a.Processes
-		x.Route = route
+		x.Route = want
 		return nil
 	})
 	if err != nil {
@@ -357,7 +354,7 @@ func roll(t *Txn, change Change, opts Options, start time.Time) (*Result, error)
 		res.URLs = app.URLs(a)
 		var rerr error
 		if !opts.NoWait {
-			res.Routing, rerr = confirmRouted(ctx, d, a, got.routes, opts.Probe, nil)
+			res.Routing, rerr = d.routes().Confirm(ctx, d.Progress, a, got.routes, opts.Probe, nil)
 		}
 		res.DurationMS = time.Since(start).Milliseconds()
 		return res, t.Explain(rerr)
@@ -693,3 +690,6 @@ func configDiff(old, cur app.ConfigMap) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// routes is the app's routes through the Gateway API in d's namespace.
+func (d Deps) routes() route.Client { return route.Client{Dynamic: d.Dynamic, Namespace: d.Namespace} }

@@ -12,6 +12,7 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/rollout"
+	"tug.dev/tug/pkg/route"
 )
 
 // Reshape changes an app's formation — unit counts, stop and start,
@@ -137,7 +138,7 @@ func reshape(ctx context.Context, d Deps, appName string, c RecordChange, opts O
 			return nil, err
 		}
 		changed := a.Copy()
-		changed.Route = wantRoute(ctx, d, a, r.Pool)
+		changed.Route = d.routes().Want(ctx, d.Settings, a, r.Pool)
 		if err := change(changed); err != nil {
 			return nil, err
 		}
@@ -153,16 +154,16 @@ func reshape(ctx context.Context, d Deps, appName string, c RecordChange, opts O
 	}
 	// the route as the cluster settings give it now, re-resolved with the
 	// change like with every rollout
-	var route *app.Route
+	var want *app.Route
 	if r != nil {
-		route = wantRoute(ctx, d, a, r.Pool)
+		want = d.routes().Want(ctx, d.Settings, a, r.Pool)
 	}
 	var formationBefore map[string]app.Process // the formation the change started from
 	routedBefore := a.Copy()                   // what the router served before the change
 	a, err = store.UpdateApp(ctx, appName, func(x *app.App) error {
 		formationBefore = maps.Clone(x.Processes)
 		if r != nil {
-			x.Route = route
+			x.Route = want
 		}
 		return change(x)
 	})
@@ -205,7 +206,7 @@ func reshape(ctx context.Context, d Deps, appName string, c RecordChange, opts O
 	f, ok := err.(*rollout.Failure)
 	if !ok {
 		if err == nil {
-			res.Routing, err = confirmRouted(ctx, d, a, got.routes, opts.Probe, goneURLs(routedBefore, a))
+			res.Routing, err = d.routes().Confirm(ctx, d.Progress, a, got.routes, opts.Probe, route.GoneURLs(routedBefore, a))
 			res.DurationMS = time.Since(start).Milliseconds()
 		}
 		return res, t.Explain(err)

@@ -20,6 +20,7 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/route"
 )
 
 // DeploymentName is the Deployment of one process type of an app.
@@ -40,7 +41,7 @@ type Objects struct {
 	Ingresses     []*networkingv1.Ingress
 	NetworkPolicy *networkingv1.NetworkPolicy
 	Maintenance   *appsv1.Deployment
-	// Routes are the HTTPRoutes through the cluster's Gateway (route.go).
+	// Routes are the HTTPRoutes through the cluster's Gateway (pkg/route).
 	Routes []*unstructured.Unstructured
 }
 
@@ -58,7 +59,7 @@ func Render(a *app.App, r *app.Release, config app.ConfigMap) Objects {
 	if _, ok := r.Processes[app.WebProcess]; ok {
 		objs.Service = renderService(a)
 		objs.Ingresses = renderIngresses(a)
-		objs.Routes = renderRoutes(a)
+		objs.Routes = route.Render(a, ServiceName(a.Name), processLabels(a.Name, app.WebProcess))
 		objs.NetworkPolicy = renderNetworkPolicy(a)
 		objs.Maintenance = renderMaintenance(a)
 	}

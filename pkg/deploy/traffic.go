@@ -1,7 +1,6 @@
 package deploy
 
 import (
-	"os"
 	"sort"
 	"strings"
 
@@ -13,6 +12,7 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/route"
 )
 
 // How traffic reaches an app (docs/guide.md, "Traffic"): the web process's
@@ -39,9 +39,11 @@ const (
 	labelUnroutable = "tug.dev/unroutable"
 )
 
-func maintenanceImage() string {
-	if img := os.Getenv("TUG_MAINTENANCE_IMAGE"); img != "" {
-		return img
+// maintenanceImage is the page's image for the app: the one recorded when
+// maintenance was turned on (Deps.MaintenanceImage), else the default.
+func maintenanceImage(a *app.App) string {
+	if a.MaintenanceImage != "" {
+		return a.MaintenanceImage
 	}
 	return MaintenanceImage
 }
@@ -99,7 +101,7 @@ func renderIngresses(a *app.App) []*networkingv1.Ingress {
 	byClass := map[string][]app.Domain{}
 	var classes []string
 	for _, d := range a.Domains {
-		if gateway && !throughIngress(d) {
+		if gateway && !route.ThroughIngress(d) {
 			continue
 		}
 		class := d.IngressClass
@@ -213,7 +215,7 @@ func renderMaintenance(a *app.App) *appsv1.Deployment {
 					EnableServiceLinks: new(bool),
 					Containers: []corev1.Container{{
 						Name:            kindMaintenance,
-						Image:           maintenanceImage(),
+						Image:           maintenanceImage(a),
 						ImagePullPolicy: corev1.PullIfNotPresent,
 						Env:             []corev1.EnvVar{{Name: "PORT", Value: "8080"}, {Name: "TUG_APP", Value: a.Name}},
 						Ports:           []corev1.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}},

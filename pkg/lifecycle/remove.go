@@ -18,6 +18,7 @@ import (
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/progress"
+	"tug.dev/tug/pkg/route"
 	"tug.dev/tug/pkg/text"
 	"tug.dev/tug/pkg/usage"
 )
@@ -119,7 +120,7 @@ func RemoveHeld(ctx context.Context, d deploy.Deps, appName string, o RemoveOpti
 		}
 		switch {
 		case s.what == "routes":
-			err = deploy.RemoveRoutes(ctx, d, appName)
+			err = route.Client{Dynamic: d.Dynamic, Namespace: d.Namespace}.RemoveAll(ctx, appName)
 		case s.list == nil:
 			err = removeUnits(ctx, d, appName, o, &stuck)
 		default:

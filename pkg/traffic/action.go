@@ -9,6 +9,7 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/deploy"
+	"tug.dev/tug/pkg/route"
 	"tug.dev/tug/pkg/usage"
 )
 
@@ -218,15 +219,18 @@ func Set(ctx context.Context, d deploy.Deps, appName string, s Setting, on bool,
 	// what a request through the router gets once the change is served
 	switch {
 	case s == Maintenance && on:
-		opts.Probe = deploy.ProbeMaintenance
+		opts.Probe = route.ProbeMaintenance
 	case s == Routable && !on:
-		opts.Probe = deploy.ProbeNone // nothing answers
+		opts.Probe = route.ProbeNone // nothing answers
 	}
 	return deploy.Configure(ctx, d, appName, func(a *app.App) error {
 		if s == Routable {
 			a.Unroutable = !on
 		} else {
-			a.Maintenance = on
+			a.Maintenance, a.MaintenanceImage = on, ""
+			if on {
+				a.MaintenanceImage = d.MaintenanceImage
+			}
 		}
 		return nil
 	}, opts)
@@ -265,7 +269,7 @@ func Allow(ctx context.Context, d deploy.Deps, o AllowOptions, opts deploy.Optio
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	opts.Probe = deploy.ProbeNone // tug's own address may be one the list leaves out
+	opts.Probe = route.ProbeNone // tug's own address may be one the list leaves out
 	return deploy.Configure(ctx, d, o.App, func(a *app.App) error {
 		for _, c := range o.cidrs {
 			has := slices.Contains(a.Allow, c)

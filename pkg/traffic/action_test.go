@@ -309,8 +309,17 @@ func TestSetAndAllow(t *testing.T) {
 	if _, err := Set(ctx, d, "shop", Routable, false, deploy.Options{}); err != nil {
 		t.Fatal(err)
 	}
+	d.MaintenanceImage = "mirror.example/maintenance:v1"
 	if _, err := Set(ctx, d, "shop", Maintenance, true, deploy.Options{}); err != nil {
 		t.Fatal(err)
+	}
+	// the page's image is the one the command was given, recorded so every
+	// later render (any command, export) keeps it
+	if a := record(t, c); a.MaintenanceImage != d.MaintenanceImage {
+		t.Errorf("record's maintenance image %q, want %q", a.MaintenanceImage, d.MaintenanceImage)
+	}
+	if m := deploy.Render(record(t, c), &app.Release{Version: 1, Image: "shop:1", Processes: map[string]string{"web": ""}}, nil).Maintenance; m == nil || m.Spec.Template.Spec.Containers[0].Image != d.MaintenanceImage {
+		t.Errorf("maintenance Deployment %+v, want image %s", m, d.MaintenanceImage)
 	}
 	if _, err := Allow(ctx, d, AllowOptions{App: "shop", Sources: []string{"10.0.0.0/8", "192.168.1.5"}}, deploy.Options{}); err != nil {
 		t.Fatal(err)

@@ -1,4 +1,15 @@
-package deploy
+// Package route holds an app's routes through the Gateway API: the
+// HTTPRoutes its web process gets (Render), writing and removing them
+// (Client), the app's route as the cluster settings give it (Want), and
+// what the router says and serves once they are applied (Confirm).
+//
+// When the cluster has a Gateway for the app (a.Route, resolved from the
+// cluster settings), its web process gets one HTTPRoute per set of paths:
+// the app's URL host and its domains, to the web Service. The Gateway is
+// the admin's: tug only attaches to it, never changes it. HTTPRoutes are
+// written with the dynamic client (unstructured): a typed Gateway API
+// client would cost megabytes of binary for five fields.
+package route
 
 import (
 	"context"
@@ -13,28 +24,29 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/clustersettings"
 	"tug.dev/tug/pkg/kube"
 )
 
-// Routes through the Gateway API. When the cluster has a Gateway for the app
-// (a.Route, resolved from the cluster settings), its web process gets one
-// HTTPRoute: the app's URL host and its domains, to the web Service. The
-// Gateway is the admin's: tug only attaches to it, never changes it.
-// HTTPRoutes are written with the dynamic client (unstructured): a typed
-// Gateway API client would cost megabytes of binary for five fields.
-
 // HTTPRoutes is the Gateway API's HTTPRoute resource.
 var HTTPRoutes = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "httproutes"}
 
-// RouteName is the HTTPRoute of an app.
-func RouteName(appName string) string { return appName }
+// Name is the HTTPRoute of an app whose hosts all route every path.
+func Name(appName string) string { return appName }
+
+// Client writes and reads an app's routes in one namespace. A nil Dynamic
+// is a cluster reached without the Gateway API: it has no routes.
+type Client struct {
+	Dynamic   dynamic.Interface
+	Namespace string
+}
 
 // routedHosts are the hosts the app's HTTPRoutes carry, and the paths of
 // each: its URL host, and every domain that goes through the Gateway (see
-// throughIngress for those that do not).
+// ThroughIngress for those that do not).
 func routedHosts(a *app.App) (hosts []string, paths map[string][]string) {
 	paths = map[string][]string{}
 	add := func(host, path string) {
@@ -55,26 +67,26 @@ func routedHosts(a *app.App) (hosts []string, paths map[string][]string) {
 		add(a.Route.Host, "/")
 	}
 	for _, d := range a.Domains {
-		if !throughIngress(d) {
+		if !ThroughIngress(d) {
 			add(d.Host, d.Path)
 		}
 	}
 	return hosts, paths
 }
 
-// throughIngress says whether a domain of an app routed through a Gateway
+// ThroughIngress says whether a domain of an app routed through a Gateway
 // is the Ingress's instead: one with a certificate of its own (a Gateway
 // takes no listener, and so no certificate, from an app: its admin owns
 // it, and Traefik 3.6 serves no ListenerSet), or one that names an
 // IngressClass (domain add --ingress-class asks for that controller).
-func throughIngress(d app.Domain) bool { return d.TLSSecret != "" || d.IngressClass != "" }
+func ThroughIngress(d app.Domain) bool { return d.TLSSecret != "" || d.IngressClass != "" }
 
-// renderRoutes are the app's HTTPRoutes, none when it routes through no
-// Gateway. Every host whose only path is / (the app's URL, most domains)
+// Render is the app's HTTPRoutes, none when it routes through no
+// Gateway: to backend (the web Service, port 80), with labels. Every host whose only path is / (the app's URL, most domains)
 // is in one route named after the app; an HTTPRoute's rules apply to all
 // its hostnames, so hosts with other paths get a route per set of paths
 // (APP-HASH), and a path of one domain never routes on another.
-func renderRoutes(a *app.App) []*unstructured.Unstructured {
+func Render(a *app.App, backend string, labels map[string]string) []*unstructured.Unstructured {
 	if a.Route == nil || a.Route.Gateway == "" {
 		return nil
 	}
@@ -94,7 +106,7 @@ func renderRoutes(a *app.App) []*unstructured.Unstructured {
 	sort.Strings(sets)
 	var routes []*unstructured.Unstructured
 	for _, set := range sets {
-		name := RouteName(a.Name)
+		name := Name(a.Name)
 		if set != "/" {
 			sum := sha256.Sum256([]byte(set))
 			name = fmt.Sprintf("%s-%x", a.Name, sum[:4])
@@ -103,7 +115,7 @@ func renderRoutes(a *app.App) []*unstructured.Unstructured {
 		for _, p := range strings.Split(set, " ") {
 			rules = append(rules, map[string]any{
 				"matches":     []any{map[string]any{"path": map[string]any{"type": "PathPrefix", "value": p}}},
-				"backendRefs": []any{map[string]any{"name": ServiceName(a.Name), "port": int64(80)}},
+				"backendRefs": []any{map[string]any{"name": backend, "port": int64(80)}},
 			})
 		}
 		for _, h := range groups[set] {
@@ -115,7 +127,7 @@ func renderRoutes(a *app.App) []*unstructured.Unstructured {
 			"metadata": map[string]any{
 				"name":      name,
 				"namespace": a.Namespace,
-				"labels":    toAny(processLabels(a.Name, app.WebProcess)),
+				"labels":    toAny(labels),
 			},
 			"spec": map[string]any{
 				"parentRefs": []any{map[string]any{"group": "gateway.networking.k8s.io", "kind": "Gateway", "namespace": gwNS, "name": gwName}},
@@ -135,16 +147,16 @@ func toAny(m map[string]string) map[string]any {
 	return out
 }
 
-// applyRoute server-side-applies the HTTPRoute.
-func applyRoute(ctx context.Context, d Deps, r *unstructured.Unstructured, opts metav1.PatchOptions) (*unstructured.Unstructured, error) {
-	if d.Dynamic == nil {
+// Apply server-side-applies the HTTPRoute.
+func (c Client) Apply(ctx context.Context, r *unstructured.Unstructured, opts metav1.PatchOptions) (*unstructured.Unstructured, error) {
+	if c.Dynamic == nil {
 		return nil, fmt.Errorf("applying httproute %s: no client for the Gateway API", r.GetName())
 	}
 	data, err := json.Marshal(r.Object)
 	if err != nil {
 		return nil, err
 	}
-	got, err := d.Dynamic.Resource(HTTPRoutes).Namespace(d.Namespace).Patch(ctx, r.GetName(), types.ApplyPatchType, data, opts)
+	got, err := c.Dynamic.Resource(HTTPRoutes).Namespace(c.Namespace).Patch(ctx, r.GetName(), types.ApplyPatchType, data, opts)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, fmt.Errorf("applying httproute %s: this cluster does not serve the Gateway API (no HTTPRoute resource), though its settings name a Gateway; ask its admin ('tug cluster settings show')", r.GetName())
@@ -154,27 +166,27 @@ func applyRoute(ctx context.Context, d Deps, r *unstructured.Unstructured, opts 
 	return got, nil
 }
 
-// getRoute reads the app's HTTPRoute; a cluster that does not serve the
-// Gateway API has none (NotFound).
-func getRoute(ctx context.Context, d Deps, name string) (metav1.Object, error) {
-	if d.Dynamic == nil {
+// Get reads an HTTPRoute; a cluster that does not serve the Gateway API
+// has none (NotFound).
+func (c Client) Get(ctx context.Context, name string) (metav1.Object, error) {
+	if c.Dynamic == nil {
 		return nil, apierrors.NewNotFound(HTTPRoutes.GroupResource(), name)
 	}
-	u, err := d.Dynamic.Resource(HTTPRoutes).Namespace(d.Namespace).Get(ctx, name, metav1.GetOptions{})
+	u, err := c.Dynamic.Resource(HTTPRoutes).Namespace(c.Namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return nil, err
 	}
 	return u, nil
 }
 
-// removeStaleRoutes deletes the app's HTTPRoutes that keep does not name:
-// one LIST by the app's labels. A cluster that does not serve the Gateway
-// API has none.
-func removeStaleRoutes(ctx context.Context, d Deps, appName string, keep []*unstructured.Unstructured) error {
-	if d.Dynamic == nil {
+// RemoveStale deletes the app's HTTPRoutes that keep does not name: one
+// LIST by the app's labels. A cluster that does not serve the Gateway API
+// has none.
+func (c Client) RemoveStale(ctx context.Context, appName string, keep []*unstructured.Unstructured) error {
+	if c.Dynamic == nil {
 		return nil
 	}
-	res := d.Dynamic.Resource(HTTPRoutes).Namespace(d.Namespace)
+	res := c.Dynamic.Resource(HTTPRoutes).Namespace(c.Namespace)
 	list, err := res.List(ctx, metav1.ListOptions{LabelSelector: kube.AppSelector(appName)})
 	if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
 		return nil // no Gateway API here, or none the user may have made
@@ -227,12 +239,12 @@ type gatewayView struct {
 // readGateway reads Gateway NAMESPACE/NAME; nil when it cannot be read (a
 // developer often may not read the Gateway of another namespace): tug then
 // routes without knowing its address or listeners.
-func readGateway(ctx context.Context, d Deps, ref string) *gatewayView {
+func (c Client) readGateway(ctx context.Context, ref string) *gatewayView {
 	ns, name, ok := strings.Cut(ref, "/")
-	if !ok || d.Dynamic == nil {
+	if !ok || c.Dynamic == nil {
 		return nil
 	}
-	u, err := d.Dynamic.Resource(Gateways).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	u, err := c.Dynamic.Resource(Gateways).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return nil
 	}
@@ -292,17 +304,17 @@ func hostMatches(listener, host string) bool {
 	return listener == host
 }
 
-// wantRoute is the app's route as the cluster settings give it now for its
+// Want is the app's route as the cluster settings give it now for its
 // pool: the Gateway to attach to, the app's own host and whether the
 // Gateway serves it over TLS, the class of the Ingress that serves domains
 // with a certificate. nil when the settings name neither a Gateway nor an
-// ingress class. Without settings (d.Settings nil: a library caller that
-// read none) the record's route stays as it is.
-func wantRoute(ctx context.Context, d Deps, a *app.App, pool string) *app.Route {
-	if d.Settings == nil {
+// ingress class. Without settings (nil: a library caller that read none)
+// the record's route stays as it is.
+func (c Client) Want(ctx context.Context, settings *clustersettings.Stored, a *app.App, pool string) *app.Route {
+	if settings == nil {
 		return a.Route
 	}
-	s := d.Settings.For(pool)
+	s := settings.For(pool)
 	gw, domain, class := s.Get(clustersettings.Gateway), s.Get(clustersettings.AppsDomain), s.Get(clustersettings.IngressClass)
 	if gw == "" && class == "" {
 		return nil
@@ -310,12 +322,12 @@ func wantRoute(ctx context.Context, d Deps, a *app.App, pool string) *app.Route 
 	r := &app.Route{Gateway: gw, IngressClass: class}
 	if gw != "" && domain != "" {
 		r.Host = AppHost(a.Name, a.Namespace, domain)
-		r.HTTPS = readGateway(ctx, d, gw).servesTLS(r.Host)
+		r.HTTPS = c.readGateway(ctx, gw).servesTLS(r.Host)
 	}
 	return r
 }
 
-// RemoveRoutes deletes every HTTPRoute the app owns: for removing the app.
-func RemoveRoutes(ctx context.Context, d Deps, appName string) error {
-	return removeStaleRoutes(ctx, d, appName, nil)
+// RemoveAll deletes every HTTPRoute the app owns: for removing the app.
+func (c Client) RemoveAll(ctx context.Context, appName string) error {
+	return c.RemoveStale(ctx, appName, nil)
 }

@@ -1,4 +1,4 @@
-package deploy
+package route
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/progress"
 )
 
 // "Routed" is what the router says and serves, not what was applied: after
@@ -27,7 +28,7 @@ import (
 // the Gateway's address, for a request through it to be answered for the
 // app's host.
 
-// Routing says how far a change's routes got (Result.Routing).
+// Routing says how far a change's routes got (deploy's Result.Routing).
 const (
 	// RoutingServed: a request through the router was answered for the host.
 	RoutingServed = "served"
@@ -84,16 +85,17 @@ var (
 	routeServeTimeout   = 15 * time.Second
 )
 
-// confirmRouted waits for the router to accept the routes got (as applied)
-// and then to serve every URL of the app (servedURLs), and to stop serving
-// the hosts of gone (URLs the change took away).
-func confirmRouted(ctx context.Context, d Deps, a *app.App, got []*unstructured.Unstructured, probe Probe, gone []*url.URL) (string, error) {
+// Confirm waits for the router to accept the routes got (as applied) and
+// then to serve every URL of the app (servedURLs), and to stop serving the
+// hosts of gone (URLs the change took away), saying so to p. It returns
+// one of the Routing values ("" when the app routes through no Gateway).
+func (c Client) Confirm(ctx context.Context, p progress.Reporter, a *app.App, got []*unstructured.Unstructured, probe Probe, gone []*url.URL) (string, error) {
 	if a.Route == nil || a.Route.Gateway == "" || len(got) == 0 && len(gone) == 0 {
 		return "", nil
 	}
-	d.Progress.Update("waiting for the router to accept the app's route")
+	p.Update("waiting for the router to accept the app's route")
 	for _, r := range got {
-		ok, err := awaitVerdict(ctx, d, a, r)
+		ok, err := c.awaitVerdict(ctx, a, r)
 		if err != nil {
 			return "", err
 		}
@@ -104,7 +106,7 @@ func confirmRouted(ctx context.Context, d Deps, a *app.App, got []*unstructured.
 	if probe == ProbeNone {
 		return RoutingAccepted, nil
 	}
-	gw := readGateway(ctx, d, a.Route.Gateway)
+	gw := c.readGateway(ctx, a.Route.Gateway)
 	if gw == nil || gw.address == "" || gw.httpPort == 0 {
 		return RoutingAccepted, nil
 	}
@@ -115,13 +117,13 @@ func confirmRouted(ctx context.Context, d Deps, a *app.App, got []*unstructured.
 				port = 443 // a host with its own certificate: the Ingress's TLS
 			}
 		}
-		d.Progress.Update(fmt.Sprintf("waiting for the router to serve %s", u.Redacted()))
+		p.Update(fmt.Sprintf("waiting for the router to serve %s", u.Redacted()))
 		if !served(ctx, net.JoinHostPort(gw.address, strconv.FormatInt(port, 10)), u, probe) {
 			return RoutingAccepted, nil
 		}
 	}
 	for _, u := range gone {
-		d.Progress.Update(fmt.Sprintf("waiting for the router to stop serving %s", u.Hostname()))
+		p.Update(fmt.Sprintf("waiting for the router to stop serving %s", u.Hostname()))
 		http := &url.URL{Scheme: "http", Host: u.Host, Path: u.Path}
 		if !served(ctx, net.JoinHostPort(gw.address, strconv.FormatInt(gw.httpPort, 10)), http, probeGone) {
 			return RoutingAccepted, nil
@@ -130,8 +132,8 @@ func confirmRouted(ctx context.Context, d Deps, a *app.App, got []*unstructured.
 	return RoutingServed, nil
 }
 
-// goneURLs are the URLs of before that after no longer has.
-func goneURLs(before, after *app.App) []*url.URL {
+// GoneURLs are the URLs of before that after no longer has.
+func GoneURLs(before, after *app.App) []*url.URL {
 	now := map[string]bool{}
 	for _, u := range app.URLs(after) {
 		now[hostOf(u)] = true
@@ -181,10 +183,10 @@ func servedURLs(a *app.App) []*url.URL {
 // applied, says whether the Gateway accepted it: true when accepted with
 // its references resolved, a *RouteError when refused, false when the
 // router said nothing within routeVerdictTimeout.
-func awaitVerdict(ctx context.Context, d Deps, a *app.App, r *unstructured.Unstructured) (bool, error) {
+func (c Client) awaitVerdict(ctx context.Context, a *app.App, r *unstructured.Unstructured) (bool, error) {
 	wctx, cancel := context.WithTimeout(ctx, routeVerdictTimeout)
 	defer cancel()
-	lw := kube.Unstructured(d.Dynamic, HTTPRoutes, d.Namespace, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", r.GetName()).String()})
+	lw := kube.Unstructured(c.Dynamic, HTTPRoutes, c.Namespace, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", r.GetName()).String()})
 	var refused *RouteError
 	err := kube.Until(wctx, lw, func(routes map[string]*unstructured.Unstructured) (bool, error) {
 		cur := routes[kube.Key(r)]
