@@ -9,7 +9,7 @@
 // (tug, kubectl, tug, ...) after one unmeasured warm-up of each; every
 // round routes a host of its own.
 //
-//	go run ./bench/route -tug bin/tug -kubectl PATH -kubeconfig FILE -router 10.200.0.100 [-rounds 3]
+//	go run ./bench/route -tug bin/tug -kubectl PATH -kubeconfig FILE -router 10.200.0.100 [-rounds 5]
 package main
 
 import (
@@ -34,7 +34,7 @@ import (
 )
 
 var (
-	rounds = flag.Int("rounds", 3, "measured rounds of each")
+	rounds = flag.Int("rounds", 5, "measured rounds of each")
 	router = flag.String("router", "10.200.0.100", "the local router's address (make -s cluster-router); HTTP on port 80")
 	env    *benchkit.Env
 )
