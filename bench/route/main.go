@@ -7,9 +7,17 @@
 // of the same HTTPRoute (the one tug wrote for the app, with HOST as its
 // only hostname) followed by a request loop until 200. Rounds interleave
 // (tug, kubectl, tug, ...) after one unmeasured warm-up of each; every
-// round routes a host of its own.
+// round routes a host of its own, removed again (untimed) before the next.
 //
-//	go run ./bench/route -tug bin/tug -kubectl PATH -kubeconfig FILE -router 10.200.0.100 [-rounds 5]
+// The router applies configuration changes at most once per throttle
+// period (Traefik's providers.providersThrottleDuration, 2 s by default):
+// a change that comes soon after the previous one waits for the rest of
+// the period. So that neither tool starts in a period the other's last
+// change opened, each measured change starts -settle after the router was
+// seen applying the previous change of this benchmark (other users of the
+// shared cluster still change routes at random moments, for both alike).
+//
+//	go run ./bench/route -tug bin/tug -kubectl PATH -kubeconfig FILE -router 10.200.0.100 [-rounds 3]
 package main
 
 import (
@@ -34,8 +42,9 @@ import (
 )
 
 var (
-	rounds = flag.Int("rounds", 5, "measured rounds of each")
+	rounds = flag.Int("rounds", 3, "measured rounds of each")
 	router = flag.String("router", "10.200.0.100", "the local router's address (make -s cluster-router); HTTP on port 80")
+	settle = flag.Duration("settle", 2500*time.Millisecond, "how long after the router applied a change the next one starts: longer than its configuration throttle (Traefik's default 2 s)")
 	env    *benchkit.Env
 )
 
@@ -93,7 +102,7 @@ func run() error {
 			return err
 		}
 		returned := time.Since(start)
-		if err := firstOK(ctx, host); err != nil {
+		if err := await(ctx, host, http.StatusOK); err != nil {
 			return fmt.Errorf("after tug domain add %s: %w", host, err)
 		}
 		total := time.Since(start)
@@ -104,6 +113,9 @@ func run() error {
 			tugTotal, tugReturn = append(tugTotal, total), append(tugReturn, returned)
 		}
 		env.MustTug(ns, "domain", "remove", app, host)
+		if err := quiet(ctx, host); err != nil {
+			return err
+		}
 
 		host = fmt.Sprintf("kubectl-%d.%s.bench.test", i, ns)
 		file, err := routeFile(dir, tugRoute, fmt.Sprintf("kubectl-%d", i), host)
@@ -114,13 +126,16 @@ func run() error {
 		if _, err := benchkit.Run(env.KubectlCmd(ns, "apply", "-f", file)); err != nil {
 			return err
 		}
-		if err := firstOK(ctx, host); err != nil {
+		if err := await(ctx, host, http.StatusOK); err != nil {
 			return fmt.Errorf("after kubectl apply of %s: %w", host, err)
 		}
 		if i > 0 {
 			kubectlTotal = append(kubectlTotal, time.Since(start))
 		}
 		env.MustKubectl(ns, "delete", "-f", file)
+		if err := quiet(ctx, host); err != nil {
+			return err
+		}
 	}
 	t, k := median(tugTotal), median(kubectlTotal)
 	ratio, rs := benchkit.Ratio(t.Seconds(), k.Seconds())
@@ -152,9 +167,20 @@ func routeFile(dir string, tugRoute *unstructured.Unstructured, name, host strin
 	return file, os.WriteFile(file, b, 0o644)
 }
 
-// firstOK asks the router for host every pollEvery until it answers 200,
+// quiet waits until the router no longer routes host (its 404), then
+// -settle, so that the next change starts with the router's throttle
+// period over.
+func quiet(ctx context.Context, host string) error {
+	if err := await(ctx, host, http.StatusNotFound); err != nil {
+		return fmt.Errorf("after removing %s: %w", host, err)
+	}
+	time.Sleep(*settle)
+	return nil
+}
+
+// await asks the router for host every pollEvery until it answers want,
 // each request on a new connection, as a curl loop would.
-func firstOK(ctx context.Context, host string) error {
+func await(ctx context.Context, host string, want int) error {
 	addr := net.JoinHostPort(*router, "80")
 	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
 		DisableKeepAlives: true,
@@ -172,7 +198,7 @@ func firstOK(ctx context.Context, host string) error {
 		resp, err := client.Do(req)
 		if err == nil {
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
+			if resp.StatusCode == want {
 				return nil
 			}
 			last = resp.Status
@@ -181,7 +207,7 @@ func firstOK(ctx context.Context, host string) error {
 		}
 		time.Sleep(pollEvery)
 	}
-	return fmt.Errorf("no 200 for %s through %s within %s (last: %s)", host, addr, pollFor, last)
+	return fmt.Errorf("no %d for %s through %s within %s (last: %s)", want, host, addr, pollFor, last)
 }
 
 func median(ds []time.Duration) time.Duration { return benchkit.Median(ds).Round(time.Millisecond) }
