@@ -14,6 +14,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -182,6 +183,15 @@ func Run(ctx context.Context, env Env, opts Options) (*Report, error) {
 	// in each namespace that holds tug apps.
 	opts.Progress.Update("reviewing permissions")
 	r.Groups = reviewGroups(ctx, client, r.Namespace, appNamespaces(ctx, client, r.Namespace, opts.Groups), opts)
+
+	// 5. The Gateway the namespace's apps route through, once the review
+	// says whether the user may write their routes.
+	opts.Progress.Update("checking the Gateway")
+	var missing []Permission
+	for _, g := range r.Groups {
+		missing = append(missing, g.Missing...)
+	}
+	r.Checks = append(r.Checks, gatewayChecks(ctx, client, dynamicClient(env, cfg), r.Namespace, missing)...)
 	r.OK = r.Problems() == 0
 	if err := ctx.Err(); err != nil {
 		return r, err
@@ -192,6 +202,15 @@ func Run(ctx context.Context, env Env, opts Options) (*Report, error) {
 		opts.Progress.Fail(fmt.Sprintf("%d problem(s) found", r.Problems()))
 	}
 	return r, nil
+}
+
+// dynamicClient is the Env's dynamic client, or one made from cfg, on
+// first use.
+func dynamicClient(env Env, cfg *rest.Config) func() (dynamic.Interface, error) {
+	if de, ok := env.(DynamicEnv); ok {
+		return de.DynamicClient
+	}
+	return sync.OnceValues(func() (dynamic.Interface, error) { return dynamic.NewForConfig(cfg) })
 }
 
 // skewCheck follows Kubernetes' version skew policy: a client is supported
