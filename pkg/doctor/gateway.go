@@ -17,8 +17,8 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/clustersettings"
-	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/route"
 )
 
 // The gateway check: whether the Gateway that the cluster settings give
@@ -170,7 +170,7 @@ func checkGateway(ctx context.Context, client kubernetes.Interface, dyn func() (
 		c.Message = fmt.Sprintf("cannot check %s: %s", gw, kube.TranslateError(err))
 		return c
 	}
-	u, err := d.Resource(deploy.Gateways).Namespace(gwNS).Get(ctx, gwName, metav1.GetOptions{})
+	u, err := d.Resource(route.Gateways).Namespace(gwNS).Get(ctx, gwName, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		c.Message = fmt.Sprintf("%s, which the cluster settings name, does not exist: app routes attach to it and are never served; create it, or an admin points the setting at one that does: '%s' ('kubectl get gateways -A' lists them)", gw, t.setCommand())
@@ -207,7 +207,7 @@ func checkGateway(ctx context.Context, client kubernetes.Interface, dyn func() (
 	c.Status = StatusOK
 	c.Message = fmt.Sprintf("%s is accepted and programmed and admits HTTPRoutes from namespace %s (listeners %s)", gw, namespace, strings.Join(names, ", "))
 	if t.domain != "" {
-		host := deploy.AppHost("app", namespace, t.domain)
+		host := route.AppHost("app", namespace, t.domain)
 		if !slices.ContainsFunc(admitting, func(l listener) bool { return hostnameCovers(l.hostname, host) }) {
 			c.Status = StatusFailed
 			c.Message = fmt.Sprintf("%s admits HTTPRoutes from namespace %s, but none of those listeners (%s) serves names under the apps domain %s: app URLs such as %s would be refused; its admin adds a listener for *.%s, or the apps domain is changed ('tug cluster settings set appsDomain=DOMAIN')", gw, namespace, strings.Join(names, ", "), t.domain, host, t.domain)
@@ -232,7 +232,7 @@ func gatewayAPIServed(client kubernetes.Interface) (bool, error) {
 	for _, r := range list.APIResources {
 		found[r.Name] = true
 	}
-	return found[deploy.Gateways.Resource] && found[deploy.HTTPRoutes.Resource], nil
+	return found[route.Gateways.Resource] && found[route.HTTPRoutes.Resource], nil
 }
 
 // missingRouteVerbs are the verbs of routeVerbs on httproutes in the
@@ -240,7 +240,7 @@ func gatewayAPIServed(client kubernetes.Interface) (bool, error) {
 func missingRouteVerbs(missing []Permission) []string {
 	var out []string
 	for _, p := range missing {
-		if p.Group == gatewayGroup && p.Resource == deploy.HTTPRoutes.Resource && p.Subresource == "" && p.Scope == ScopeNamespace &&
+		if p.Group == gatewayGroup && p.Resource == route.HTTPRoutes.Resource && p.Subresource == "" && p.Scope == ScopeNamespace &&
 			slices.Contains(routeVerbs, p.Verb) && !slices.Contains(out, p.Verb) {
 			out = append(out, p.Verb)
 		}

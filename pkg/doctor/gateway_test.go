@@ -20,7 +20,7 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/clustersettings"
-	"tug.dev/tug/pkg/deploy"
+	"tug.dev/tug/pkg/route"
 )
 
 // gatewayEnv is fakeEnv with a dynamic client for the Gateway API.
@@ -103,9 +103,9 @@ var (
 func newDyn(t *testing.T, objs ...*unstructured.Unstructured) *dynamicfake.FakeDynamicClient {
 	t.Helper()
 	d := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{deploy.Gateways: "GatewayList"})
+		map[schema.GroupVersionResource]string{route.Gateways: "GatewayList"})
 	for _, o := range objs {
-		if err := d.Tracker().Create(deploy.Gateways, o, o.GetNamespace()); err != nil {
+		if err := d.Tracker().Create(route.Gateways, o, o.GetNamespace()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -133,7 +133,7 @@ func runGatewayChecks(t *testing.T, settings map[string]string, api bool, missin
 func TestGatewayCheck(t *testing.T) {
 	forbidGet := func(_ *fake.Clientset, d *dynamicfake.FakeDynamicClient) {
 		d.PrependReactor("get", "gateways", func(k8stesting.Action) (bool, runtime.Object, error) {
-			return true, nil, apierrors.NewForbidden(deploy.Gateways.GroupResource(), "router", nil)
+			return true, nil, apierrors.NewForbidden(route.Gateways.GroupResource(), "router", nil)
 		})
 	}
 	sameNS := []listenerSpec{{name: "http", proto: "HTTP", host: "*.apps.example.com"}}
