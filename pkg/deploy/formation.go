@@ -173,7 +173,13 @@ func (s *reshaping) guard() error {
 	if err := s.c.Edit(changed); err != nil {
 		return err
 	}
-	return guardOwned(ctx, d, Render(changed, s.r, s.config))
+	if err := guardOwned(ctx, d, Render(changed, s.r, s.config)); err != nil {
+		return err
+	}
+	if leavesPage(a, changed, s.r) && !s.opts.NoWait {
+		return s.t.Explain(awaitServing(ctx, d, changed, s.r, idleTimeout(s.opts.Timeout, s.r)))
+	}
+	return nil
 }
 
 // write runs the change's side effect, then writes the changed record
@@ -232,13 +238,25 @@ func (s *reshaping) roll(a *app.App) (*Result, error) {
 	if err != nil {
 		return nil, t.Explain(err)
 	}
-	if err := removeStale(ctx, d, a.Name, objs); err != nil {
+	stale := objs
+	leaving := leavesPage(s.routedBefore, a, r)
+	if leaving {
+		// the page answers until the router serves the units (unpage.go)
+		stale.Maintenance = renderMaintenance(s.routedBefore)
+	}
+	if err := removeStale(ctx, d, a.Name, stale); err != nil {
 		return nil, t.Explain(err)
+	}
+	dropPage := func() error {
+		if !leaving {
+			return nil
+		}
+		return pageDrop(ctx, d, a.Name)
 	}
 	res := result(a, r, app.StatusDeployed, s.start)
 	res.URLs = app.URLs(a)
 	if opts.NoWait {
-		return res, nil
+		return res, t.Explain(dropPage())
 	}
 	err = (&rollout.Watch{Client: d.Client, Namespace: d.Namespace, App: a.Name, Release: a.Release, Purpose: rollout.PurposeScale,
 		Generations: generations(got), Idle: opts.Timeout, Progress: d.Progress}).Wait(ctx)
@@ -247,12 +265,16 @@ func (s *reshaping) roll(a *app.App) (*Result, error) {
 	if !ok {
 		if err == nil {
 			res.Routing, err = d.routes().Confirm(ctx, d.Progress, a, got.routes, opts.Probe, route.GoneURLs(s.routedBefore, a))
+			if err == nil {
+				err = dropPage()
+			}
 			res.DurationMS = time.Since(s.start).Milliseconds()
 		}
 		return res, t.Explain(err)
 	}
 	res.Failure = f
 	if s.storeOnly || opts.NoRollback {
+		_ = dropPage() // the record says the page is gone; the failure is what to report
 		return res, f
 	}
 	// all or nothing: put the previous formation back, still under the
