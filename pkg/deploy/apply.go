@@ -84,6 +84,9 @@ func applyObjects(ctx context.Context, d Deps, objs Objects, dryRun bool) (*appl
 			return nil, fmt.Errorf("applying service %s: %w", objs.Service.Name, kube.TranslateError(err))
 		}
 	}
+	if err := applyCertificates(ctx, d, objs.Certificates, opts); err != nil {
+		return nil, err
+	}
 	for _, ing := range objs.Ingresses {
 		data, err := json.Marshal(ing)
 		if err != nil {
@@ -171,7 +174,7 @@ func guardOwned(ctx context.Context, d Deps, objs Objects) error {
 			return err
 		}
 	}
-	return nil
+	return guardCertificates(ctx, d, objs.Certificates)
 }
 
 // liveReplicas is an autoscaled Deployment's current unit count, or its
@@ -245,6 +248,9 @@ func removeStale(ctx context.Context, d Deps, appName string, objs Objects) erro
 		}
 	}
 	if err := d.routes().RemoveStale(ctx, appName, objs.Routes); err != nil {
+		return err
+	}
+	if err := removeStaleCertificates(ctx, d, appName, objs.Certificates); err != nil {
 		return err
 	}
 	if objs.Service == nil {
