@@ -43,7 +43,7 @@ const (
 	Gateway         = "gateway"         // NAMESPACE/NAME of the Gateway app routes attach to
 	AppsDomain      = "appsDomain"      // each web app gets APP-NAMESPACE.<appsDomain>
 	IngressClass    = "ingressClass"    // the IngressClass of the Ingresses tug makes
-	CertIssuer      = "certIssuer"      // a cert-manager ClusterIssuer for domains' certificates
+	CertIssuer      = "certIssuer"      // ClusterIssuer/NAME or Issuer/NAME: cert-manager issues domains' certificates
 	BuildkitImage   = "buildkitImage"   // the BuildKit image of Dockerfile builds
 	BuildAgentImage = "buildAgentImage" // the image of tug's build agent
 	DefaultBuilder  = "defaultBuilder"  // the builder of a deploy from source that names none
@@ -54,7 +54,7 @@ var Keys = []struct{ Key, About string }{
 	{Gateway, "the Gateway (NAMESPACE/NAME) that app routes attach to; without one, domains route through an Ingress"},
 	{AppsDomain, "the domain app URLs live under: APP-NAMESPACE.DOMAIN"},
 	{IngressClass, "the IngressClass of the Ingresses tug makes (default: the cluster's default class)"},
-	{CertIssuer, "a cert-manager ClusterIssuer that issues domains' certificates"},
+	{CertIssuer, "the cert-manager issuer of domains' certificates: ClusterIssuer/NAME, or Issuer/NAME in each app's namespace"},
 	{BuildkitImage, "the BuildKit image of Dockerfile builds"},
 	{BuildAgentImage, "the image of tug's build agent"},
 	{DefaultBuilder, "the builder image of a deploy from source that names none"},
@@ -71,6 +71,35 @@ func (s Settings) Get(key string) string { return s[key] }
 func (s Settings) GatewayRef() (namespace, name string, ok bool) {
 	namespace, name, ok = strings.Cut(s[Gateway], "/")
 	return namespace, name, ok && namespace != "" && name != ""
+}
+
+// Issuer is a cert-manager issuer as the certIssuer setting names it.
+type Issuer struct {
+	Kind string // "ClusterIssuer" or "Issuer" (of the app's namespace)
+	Name string
+}
+
+func (i Issuer) String() string { return i.Kind + "/" + i.Name }
+
+// ParseIssuer reads a certIssuer value: ClusterIssuer/NAME or Issuer/NAME.
+func ParseIssuer(value string) (Issuer, error) {
+	kind, name, ok := strings.Cut(value, "/")
+	if !ok || (kind != "ClusterIssuer" && kind != "Issuer") || len(validation.IsDNS1123Subdomain(name)) > 0 {
+		return Issuer{}, fmt.Errorf("invalid %s %q: want ClusterIssuer/NAME or Issuer/NAME of a cert-manager issuer", CertIssuer, value)
+	}
+	return Issuer{Kind: kind, Name: name}, nil
+}
+
+// CertIssuer is the issuer these settings name: ok false when they name
+// none; an error when the value is not one (a setting written by hand, or
+// by a tug that took a bare name).
+func (s Settings) CertIssuer() (i Issuer, ok bool, err error) {
+	v := s[CertIssuer]
+	if v == "" {
+		return Issuer{}, false, nil
+	}
+	i, err = ParseIssuer(v)
+	return i, err == nil, err
 }
 
 // Stored is the settings ConfigMap as read: the cluster's values and each
@@ -227,7 +256,11 @@ func validate(key, value string) error {
 		if net.ParseIP(value) != nil || len(validation.IsDNS1123Subdomain(value)) > 0 || !strings.Contains(value, ".") {
 			return bad("want a DNS domain such as apps.example.com")
 		}
-	case IngressClass, CertIssuer:
+	case CertIssuer:
+		if _, err := ParseIssuer(value); err != nil {
+			return usage.Wrap(err)
+		}
+	case IngressClass:
 		if len(validation.IsDNS1123Subdomain(value)) > 0 {
 			return bad("want the name of a Kubernetes object")
 		}

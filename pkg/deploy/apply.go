@@ -51,6 +51,9 @@ func applyObjects(ctx context.Context, d Deps, objs Objects, dryRun bool) (*appl
 			return err
 		}})
 	}
+	if err := applyCertificates(ctx, d, objs.Certificates, opts); err != nil {
+		return nil, err
+	}
 	for _, ing := range objs.Ingresses {
 		writes = append(writes, write{"ingress", ing.Name, ing, func(n string, b []byte, o metav1.PatchOptions) error {
 			_, err := client.NetworkingV1().Ingresses(ns).Patch(ctx, n, types.ApplyPatchType, b, o)
@@ -199,7 +202,7 @@ func guardOwned(ctx context.Context, d Deps, objs Objects) error {
 			return err
 		}
 	}
-	return nil
+	return guardCertificates(ctx, d, objs.Certificates)
 }
 
 // liveReplicas is an autoscaled Deployment's current unit count, or its
@@ -273,6 +276,9 @@ func removeStale(ctx context.Context, d Deps, appName string, objs Objects) erro
 		}
 	}
 	if err := d.routes().RemoveStale(ctx, appName, objs.Routes); err != nil {
+		return err
+	}
+	if err := removeStaleCertificates(ctx, d, appName, objs.Certificates); err != nil {
 		return err
 	}
 	if objs.Service == nil {

@@ -43,6 +43,9 @@ type Objects struct {
 	Maintenance   *appsv1.Deployment
 	// Routes are the HTTPRoutes through the cluster's Gateway (pkg/route).
 	Routes []*unstructured.Unstructured
+	// Certificates are cert-manager's, of domains whose certificate comes
+	// from an issuer (certificate.go).
+	Certificates []*unstructured.Unstructured
 }
 
 // Render builds the objects that run release r of app a. It is pure: the
@@ -62,6 +65,7 @@ func Render(a *app.App, r *app.Release, config app.ConfigMap) Objects {
 		objs.Routes = route.Render(a, ServiceName(a.Name), processLabels(a.Name, app.WebProcess))
 		objs.NetworkPolicy = renderNetworkPolicy(a)
 		objs.Maintenance = renderMaintenance(a)
+		objs.Certificates = renderCertificates(a)
 	}
 	for _, proc := range sortedProcesses(r.Processes) {
 		if as := a.Processes[proc].Autoscale; as != nil {

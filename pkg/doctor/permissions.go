@@ -209,6 +209,9 @@ func CommandGroups() []CommandGroup {
 				// one HTTPRoute per app, whose status tug watches for the
 				// router's verdict.
 				ns("httproutes.gateway.networking.k8s.io", "get", "list", "watch", "create", "update", "patch", "delete"),
+				// Where the cluster settings name a certificate issuer: one
+				// cert-manager Certificate per host, whose status cert list reads.
+				ns("certificates.cert-manager.io", "get", "list", "create", "update", "patch", "delete"),
 			),
 		},
 		{

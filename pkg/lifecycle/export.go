@@ -70,6 +70,11 @@ func Export(ctx context.Context, s *app.Store, appName string, includeConfig boo
 		np.Namespace = ""
 		out = append(out, np)
 	}
+	for _, c := range objs.Certificates {
+		// the issuer it names must exist where it is applied
+		unstructured.RemoveNestedField(c.Object, "metadata", "namespace")
+		out = append(out, c.Object)
+	}
 	for _, r := range objs.Routes {
 		// attached to the Gateway the record names; a cluster without it
 		// needs its own parentRefs
