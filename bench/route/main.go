@@ -88,55 +88,16 @@ func run() error {
 	}
 	defer os.RemoveAll(dir)
 
-	var tugTotal, tugReturn, kubectlTotal []time.Duration
-	requests := "-"
+	m := &measured{requests: "-"}
 	for i := 0; i <= *rounds; i++ {
-		host := fmt.Sprintf("tug-%d.%s.bench.test", i, ns)
-		args := []string{"domain", "add", app, host}
-		if i == 0 { // the warm-up counts tug's requests
-			args = append(args, "-v", "6")
-		}
-		start := time.Now()
-		r, err := benchkit.Run(env.TugCmd(ns, args...))
-		if err != nil {
+		if err := m.tugRound(ctx, i); err != nil {
 			return err
 		}
-		returned := time.Since(start)
-		if err := await(ctx, host, http.StatusOK); err != nil {
-			return fmt.Errorf("after tug domain add %s: %w", host, err)
-		}
-		total := time.Since(start)
-		if i == 0 {
-			n, _ := benchkit.Requests(r.Stderr)
-			requests = fmt.Sprint(n)
-		} else {
-			tugTotal, tugReturn = append(tugTotal, total), append(tugReturn, returned)
-		}
-		env.MustTug(ns, "domain", "remove", app, host)
-		if err := quiet(ctx, host); err != nil {
-			return err
-		}
-
-		host = fmt.Sprintf("kubectl-%d.%s.bench.test", i, ns)
-		file, err := routeFile(dir, tugRoute, fmt.Sprintf("kubectl-%d", i), host)
-		if err != nil {
-			return err
-		}
-		start = time.Now()
-		if _, err := benchkit.Run(env.KubectlCmd(ns, "apply", "-f", file)); err != nil {
-			return err
-		}
-		if err := await(ctx, host, http.StatusOK); err != nil {
-			return fmt.Errorf("after kubectl apply of %s: %w", host, err)
-		}
-		if i > 0 {
-			kubectlTotal = append(kubectlTotal, time.Since(start))
-		}
-		env.MustKubectl(ns, "delete", "-f", file)
-		if err := quiet(ctx, host); err != nil {
+		if err := m.kubectlRound(ctx, dir, tugRoute, i); err != nil {
 			return err
 		}
 	}
+	tugTotal, tugReturn, kubectlTotal, requests := m.tugTotal, m.tugReturn, m.kubectlTotal, m.requests
 	t, k := median(tugTotal), median(kubectlTotal)
 	ratio, rs := benchkit.Ratio(t.Seconds(), k.Seconds())
 	fmt.Printf("domain add to the first 200 through the router (median of %d): tug %s (returns at %s), kubectl apply + request loop %s: %s\n",
@@ -148,6 +109,61 @@ func run() error {
 		Note: fmt.Sprintf("tug also takes the app's lock, records the domain and waits for the route's status and a request through the router before it returns; each round in turn: tug %s, kubectl %s",
 			msList(tugTotal), msList(kubectlTotal))})
 	return nil
+}
+
+// measured is what the rounds measured; round 0 is the warm-up.
+type measured struct {
+	tugTotal, tugReturn, kubectlTotal []time.Duration
+	requests                          string // tug's requests, counted in the warm-up
+}
+
+// tugRound adds a host with tug domain add and waits for its first 200.
+func (m *measured) tugRound(ctx context.Context, i int) error {
+	host := fmt.Sprintf("tug-%d.%s.bench.test", i, ns)
+	args := []string{"domain", "add", app, host}
+	if i == 0 { // the warm-up counts tug's requests
+		args = append(args, "-v", "6")
+	}
+	start := time.Now()
+	r, err := benchkit.Run(env.TugCmd(ns, args...))
+	if err != nil {
+		return err
+	}
+	returned := time.Since(start)
+	if err := await(ctx, host, http.StatusOK); err != nil {
+		return fmt.Errorf("after tug domain add %s: %w", host, err)
+	}
+	total := time.Since(start)
+	if i == 0 {
+		n, _ := benchkit.Requests(r.Stderr)
+		m.requests = fmt.Sprint(n)
+	} else {
+		m.tugTotal, m.tugReturn = append(m.tugTotal, total), append(m.tugReturn, returned)
+	}
+	env.MustTug(ns, "domain", "remove", app, host)
+	return quiet(ctx, host)
+}
+
+// kubectlRound applies the same route with kubectl and waits for its
+// first 200.
+func (m *measured) kubectlRound(ctx context.Context, dir string, tugRoute *unstructured.Unstructured, i int) error {
+	host := fmt.Sprintf("kubectl-%d.%s.bench.test", i, ns)
+	file, err := routeFile(dir, tugRoute, fmt.Sprintf("kubectl-%d", i), host)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	if _, err := benchkit.Run(env.KubectlCmd(ns, "apply", "-f", file)); err != nil {
+		return err
+	}
+	if err := await(ctx, host, http.StatusOK); err != nil {
+		return fmt.Errorf("after kubectl apply of %s: %w", host, err)
+	}
+	if i > 0 {
+		m.kubectlTotal = append(m.kubectlTotal, time.Since(start))
+	}
+	env.MustKubectl(ns, "delete", "-f", file)
+	return quiet(ctx, host)
 }
 
 // routeFile writes tug's route as kubectl's: named name, for host only.

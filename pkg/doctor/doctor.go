@@ -114,23 +114,28 @@ func (r *Report) Problems() int {
 
 const versionTimeout = 10 * time.Second
 
+// defaults fills in what the caller left zero.
+func (o *Options) defaults() {
+	if o.Progress == nil {
+		o.Progress = progress.Nop{}
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = 8
+	}
+	if o.ClientMinor == 0 {
+		o.ClientMinor = clientGoMinor
+	}
+	if o.Groups == nil {
+		o.Groups = CommandGroups()
+	}
+}
+
 // Run checks the kubeconfig, the cluster and every permission in the
 // permission table. Problems found are in the report (OK false), not in the
 // error; the error is for doctor itself failing, which only a cancelled
 // context does.
 func Run(ctx context.Context, env Env, opts Options) (*Report, error) {
-	if opts.Progress == nil {
-		opts.Progress = progress.Nop{}
-	}
-	if opts.Concurrency <= 0 {
-		opts.Concurrency = 8
-	}
-	if opts.ClientMinor == 0 {
-		opts.ClientMinor = clientGoMinor
-	}
-	if opts.Groups == nil {
-		opts.Groups = CommandGroups()
-	}
+	opts.defaults()
 	r := &Report{Checks: []Check{}, Groups: []GroupResult{}}
 	if opts.ClientMinor > 0 {
 		r.ClientVersion = fmt.Sprintf("1.%d", opts.ClientMinor)

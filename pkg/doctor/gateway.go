@@ -185,6 +185,14 @@ func checkGateway(ctx context.Context, client kubernetes.Interface, dyn func() (
 		return c
 	}
 
+	return checkGatewayAdmits(ctx, client, namespace, t, u, gw)
+}
+
+// checkGatewayAdmits checks that Gateway u, read, is ready and admits the
+// namespace's routes for names under the apps domain.
+func checkGatewayAdmits(ctx context.Context, client kubernetes.Interface, namespace string, t gatewayTarget, u *unstructured.Unstructured, gw string) Check {
+	c := Check{Name: gatewayCheckName, Status: StatusFailed}
+	gwNS, _, _ := strings.Cut(t.ref, "/")
 	if msg, status := gatewayReady(u, gw); msg != "" {
 		c.Status, c.Message = status, msg
 		return c

@@ -106,6 +106,8 @@ func ns(resource string, verbs ...string) []Permission {
 // all follow.
 //
 // It is a function so callers get their own copy to sort or filter.
+//
+//tug:table
 func CommandGroups() []CommandGroup {
 	return []CommandGroup{
 		{
