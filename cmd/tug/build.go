@@ -14,6 +14,7 @@ import (
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/build"
 	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/clustersettings"
 	"tug.dev/tug/pkg/deploy"
 	tugexec "tug.dev/tug/pkg/exec"
 	"tug.dev/tug/pkg/text"
@@ -140,8 +141,14 @@ func (b *buildFlags) image(cmd *cobra.Command, f *cli.Factory, appName, message 
 	if b.Timeout > 0 {
 		want.Timeout = b.Timeout.String()
 	}
+	// what the cluster offers its builds, unless the environment overrides it
+	settings, err := clustersettings.Read(ctx, client)
+	if err != nil {
+		return "", err
+	}
 	plan, err := build.FromSource{App: appName, Want: want, Source: b.source, AgentImage: os.Getenv(agentImageEnv),
-		Dockerfile: b.dockerfile, BuildArgs: b.BuildArgs, Target: b.Target, BuildKitImage: os.Getenv(buildkitImageEnv)}.Plan(ctx, store)
+		Dockerfile: b.dockerfile, BuildArgs: b.BuildArgs, Target: b.Target, BuildKitImage: os.Getenv(buildkitImageEnv),
+		Cluster: settings}.Plan(ctx, store)
 	if err != nil {
 		return "", err
 	}

@@ -1,6 +1,7 @@
 package build
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/clustersettings"
 	"tug.dev/tug/pkg/usage"
 )
 
@@ -26,6 +28,10 @@ type FromSource struct {
 	BuildArgs     []string // K=V, for a Dockerfile build
 	Target        string   // the stage of a Dockerfile build
 	BuildKitImage string   // "" for BuildKitImage
+	// Cluster is what the cluster's settings give the app's pool when the
+	// command names nothing (pkg/clustersettings: buildAgentImage,
+	// buildkitImage, defaultBuilder); nil for none.
+	Cluster *clustersettings.Stored
 }
 
 // Plan is a build ready to run: the app and its settings resolved.
@@ -51,6 +57,14 @@ func (f FromSource) Plan(ctx context.Context, store *app.Store) (*Plan, error) {
 
 func (f FromSource) plan(a *app.App) (*Plan, error) {
 	s := f.Want.Merge(a.Build)
+	if f.Cluster != nil {
+		cs := f.Cluster.For(a.Pool)
+		f.AgentImage = cmp.Or(f.AgentImage, cs.Get(clustersettings.BuildAgentImage))
+		f.BuildKitImage = cmp.Or(f.BuildKitImage, cs.Get(clustersettings.BuildkitImage))
+		if s.Builder == "" && f.Dockerfile == "" {
+			s.Builder = cs.Get(clustersettings.DefaultBuilder)
+		}
+	}
 	dockerfile := ""
 	if s.Builder == "" && f.Dockerfile != "" {
 		dockerfile = f.Dockerfile

@@ -17,6 +17,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/clustersettings"
 )
 
 func dockerfileOpts() Options {
@@ -212,5 +213,34 @@ func TestPlanPicksBuildKitWithoutABuilder(t *testing.T) {
 	// no repository: say so
 	if _, err := (FromSource{App: "shop", Dockerfile: "Dockerfile"}).plan(&app.App{Name: "shop"}); err == nil || !strings.Contains(err.Error(), "--repository") {
 		t.Errorf("no repository: %v", err)
+	}
+}
+
+// The cluster's settings for the app's pool give the build images and the
+// builder a command does not name; the environment (the command's own
+// AgentImage and BuildKitImage) and the app's remembered builder win.
+func TestPlanTakesTheClustersBuildSettings(t *testing.T) {
+	cluster := &clustersettings.Stored{Found: true,
+		Cluster: clustersettings.Settings{clustersettings.BuildAgentImage: "reg/agent:1", clustersettings.BuildkitImage: "reg/buildkit:1", clustersettings.DefaultBuilder: "reg/builder:1"},
+		Pools:   map[string]clustersettings.Settings{"gpu": {clustersettings.DefaultBuilder: "reg/gpu-builder:1"}}}
+	a := &app.App{Name: "shop", Namespace: "apps"}
+	f := FromSource{App: "shop", Want: app.BuildSettings{Repository: "reg/shop"}, Cluster: cluster}
+	p, err := f.plan(a)
+	if err != nil || p.Settings.Builder != "reg/builder:1" || p.from.AgentImage != "reg/agent:1" || p.from.BuildKitImage != "reg/buildkit:1" {
+		t.Fatalf("plan = %+v (%+v), %v; want the cluster's builder and images", p, p.from, err)
+	}
+	a.Pool = "gpu"
+	if p, err := f.plan(a); err != nil || p.Settings.Builder != "reg/gpu-builder:1" {
+		t.Errorf("an app of pool gpu: %+v, %v; want the pool's builder", p, err)
+	}
+	f.AgentImage, f.BuildKitImage = "env/agent:2", "env/buildkit:2"
+	a.Build = &app.BuildSettings{Builder: "mine:1"}
+	if p, err := f.plan(a); err != nil || p.Settings.Builder != "mine:1" || p.from.AgentImage != "env/agent:2" || p.from.BuildKitImage != "env/buildkit:2" {
+		t.Errorf("with the environment's images and a remembered builder: %+v (%+v), %v", p, p.from, err)
+	}
+	// a Dockerfile build takes no default builder
+	f.Dockerfile, a.Build = "Dockerfile", nil
+	if p, err := f.plan(a); err != nil || p.Dockerfile != "Dockerfile" || p.Settings.Builder != "" {
+		t.Errorf("a Dockerfile build: %+v, %v; want BuildKit, no builder", p, err)
 	}
 }
