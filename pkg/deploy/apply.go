@@ -37,6 +37,7 @@ func applyObjects(ctx context.Context, d Deps, objs Objects, dryRun bool) (*appl
 	if dryRun {
 		opts.DryRun = []string{metav1.DryRunAll}
 	}
+	warnUnenforced(d, objs)
 	out := &applied{deployments: map[string]*appsv1.Deployment{}}
 	for _, d := range objs.Deployments {
 		if d.Spec.Replicas == nil {
@@ -82,6 +83,13 @@ func applyObjects(ctx context.Context, d Deps, objs Objects, dryRun bool) (*appl
 		}
 		if _, err := client.CoreV1().Services(ns).Patch(ctx, objs.Service.Name, types.ApplyPatchType, data, opts); err != nil {
 			return nil, fmt.Errorf("applying service %s: %w", objs.Service.Name, kube.TranslateError(err))
+		}
+	}
+	if m := objs.Middleware; m != nil {
+		// before the routes and Ingresses that name it: a route naming a
+		// Middleware the router does not have is not served
+		if err := d.routes().ApplyMiddleware(ctx, m, opts); err != nil {
+			return nil, err
 		}
 	}
 	for _, ing := range objs.Ingresses {
@@ -158,6 +166,11 @@ func guardOwned(ctx context.Context, d Deps, objs Objects) error {
 	for _, h := range objs.Autoscalers {
 		targets = append(targets, target{"HorizontalPodAutoscaler", h.Name, h.Labels[kube.LabelApp], func(n string) (metav1.Object, error) {
 			return client.AutoscalingV2().HorizontalPodAutoscalers(ns).Get(ctx, n, get)
+		}})
+	}
+	if m := objs.Middleware; m != nil {
+		targets = append(targets, target{"Middleware", m.GetName(), m.GetLabels()[kube.LabelApp], func(n string) (metav1.Object, error) {
+			return d.routes().GetMiddleware(ctx, n)
 		}})
 	}
 	for _, r := range objs.Routes {
@@ -245,6 +258,10 @@ func removeStale(ctx context.Context, d Deps, appName string, objs Objects) erro
 		}
 	}
 	if err := d.routes().RemoveStale(ctx, appName, objs.Routes); err != nil {
+		return err
+	}
+	// after the routes and Ingresses no longer name it
+	if err := d.routes().RemoveStaleMiddlewares(ctx, appName, objs.Middleware); err != nil {
 		return err
 	}
 	if objs.Service == nil {

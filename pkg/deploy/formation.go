@@ -12,7 +12,6 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/rollout"
-	"tug.dev/tug/pkg/route"
 )
 
 // Reshape changes an app's formation — unit counts, stop and start,
@@ -206,7 +205,7 @@ func reshape(ctx context.Context, d Deps, appName string, c RecordChange, opts O
 	f, ok := err.(*rollout.Failure)
 	if !ok {
 		if err == nil {
-			res.Routing, err = d.routes().Confirm(ctx, d.Progress, a, got.routes, opts.Probe, route.GoneURLs(routedBefore, a))
+			res.Routing, err = d.routes().Confirm(ctx, d.Progress, routedBefore, a, got.routes, opts.Probe)
 			res.DurationMS = time.Since(start).Milliseconds()
 		}
 		return res, t.Explain(err)

@@ -43,6 +43,8 @@ type Objects struct {
 	Maintenance   *appsv1.Deployment
 	// Routes are the HTTPRoutes through the cluster's Gateway (pkg/route).
 	Routes []*unstructured.Unstructured
+	// Middleware is the allow list at a Traefik router (traffic.go).
+	Middleware *unstructured.Unstructured
 }
 
 // Render builds the objects that run release r of app a. It is pure: the
@@ -61,6 +63,7 @@ func Render(a *app.App, r *app.Release, config app.ConfigMap) Objects {
 		objs.Ingresses = renderIngresses(a)
 		objs.Routes = route.Render(a, ServiceName(a.Name), processLabels(a.Name, app.WebProcess))
 		objs.NetworkPolicy = renderNetworkPolicy(a)
+		objs.Middleware = renderAllowMiddleware(a)
 		objs.Maintenance = renderMaintenance(a)
 	}
 	for _, proc := range sortedProcesses(r.Processes) {

@@ -1,6 +1,6 @@
 // Package routetest is a fake Gateway API for tests of what tug routes:
-// a dynamic client that server-side-applies HTTPRoutes and writes the
-// router's verdict on them.
+// a dynamic client that server-side-applies HTTPRoutes (and Traefik's
+// Middlewares) and writes the router's verdict on the routes.
 package routetest
 
 import (
@@ -24,7 +24,23 @@ import (
 func NewDynamic(t *testing.T, verdict func(u *unstructured.Unstructured)) *dynamicfake.FakeDynamicClient {
 	t.Helper()
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
-		route.HTTPRoutes: "HTTPRouteList", route.Gateways: "GatewayList",
+		route.HTTPRoutes: "HTTPRouteList", route.Gateways: "GatewayList", route.Middlewares: "MiddlewareList",
+	})
+	// Traefik's Middlewares: applied as they come (no router status)
+	dyn.PrependReactor("patch", "middlewares", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		p := a.(k8stesting.PatchAction)
+		if p.GetPatchType() != types.ApplyPatchType {
+			return false, nil, nil
+		}
+		u := &unstructured.Unstructured{}
+		if err := json.Unmarshal(p.GetPatch(), &u.Object); err != nil {
+			return true, nil, err
+		}
+		tr := dyn.Tracker()
+		if _, err := tr.Get(route.Middlewares, p.GetNamespace(), p.GetName()); err == nil {
+			return true, u, tr.Update(route.Middlewares, u, p.GetNamespace())
+		}
+		return true, u, tr.Create(route.Middlewares, u, p.GetNamespace())
 	})
 	dyn.PrependReactor("patch", "httproutes", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		p := a.(k8stesting.PatchAction)
