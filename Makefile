@@ -31,6 +31,13 @@ lint:
 	go vet ./... && go vet -tags gendocs ./cmd/tug
 	go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 	go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 -tags gendocs ./cmd/tug
+	@$(call shape,go run ./hack/funcsize .)
+	@$(call shape,go run github.com/fzipp/gocyclo/cmd/gocyclo@v0.6.0 -over 25 -ignore '_test\.go' .)
+
+# shape CHECK: issue 23's limits, no function over 80 lines (a data table
+# marked //tug:table aside) or with a cyclomatic complexity over 25. CHECK
+# prints the functions over them and exits non-zero.
+shape = echo "$(1)"; $(1)
 
 docs: ## regenerate the command reference in docs/
 	go run ./hack/gendocs docs

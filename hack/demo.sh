@@ -42,6 +42,53 @@ show_site() { # show_site TEXT: what the site answers once the Service routes to
 }
 (cd "$site" && step app deploy site --builder "$registry/tug/builder-static:v1" --repository "$registry/demo/site" -m "from source")
 show_site "Hello from a build"
+
+# As users reach it: through the cluster's router. Every web app gets a URL
+# under the cluster's apps domain, served by its Gateway over HTTP and over
+# HTTPS (the local cluster's wildcard certificate, signed by its CA); nothing
+# resolves these names, so curl dials the router (--resolve).
+router=$(test/cluster/cluster.sh router)
+step app address site
+url=$(tug app info site -o 'jsonpath={.urls[0]}')
+host=${url#*://}
+host=${host%%/*}
+if [ -z "$host" ]; then
+  echo "demo: app site has no URL: the cluster settings name no Gateway and apps domain ('tug cluster settings show')" >&2
+  exit 1
+fi
+ca=$(mktemp)
+"$k8s" kubectl config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority-data}' | base64 -d >"$ca"
+if [ ! -s "$ca" ]; then
+  cp "$("$k8s" kubectl config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority}')" "$ca"
+fi
+show_routed() { # show_routed URL TEXT [CURL ARGS...]: what the router answers for URL; fails the demo unless TEXT
+  local u=$1 text=$2 h port body i
+  shift 2
+  h=${u#*://}; h=${h%%/*}
+  port=80; case $u in https:*) port=443 ;; esac
+  printf '\033[1m$ curl --resolve %s:%s:%s %s%s\033[0m\n' "$h" "$port" "$router" "${*:+$* }" "$u"
+  for i in $(seq 25); do # tug returned once the router served it: this is for a slow machine only
+    if body=$(curl -sS --fail --max-time 3 --resolve "$h:$port:$router" "$@" "$u" 2>&1); then
+      case $body in *"$text"*) echo "$body"; return 0 ;; esac
+    fi
+    sleep 0.2
+  done
+  echo "demo: $u did not answer with \"$text\" through the router at $router: $body" >&2
+  exit 1
+}
+show_routed "http://$host/" "Hello from a build"
+show_routed "https://$host/" "Hello from a build" --cacert "$ca"
+# A domain of its own, with its own certificate (self-signed here): tug
+# serves it through the router's TLS on SNI.
+domain=site.demo.test
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 -subj "/CN=$domain" \
+  -addext "subjectAltName=DNS:$domain" -keyout "$site.key" -out "$site.crt" 2>/dev/null
+step domain add site "$domain"
+show_routed "http://$domain/" "Hello from a build"
+step cert add site "$domain" --cert "$site.crt" --key "$site.key"
+show_routed "https://$domain/" "Hello from a build" --cacert "$site.crt"
+step cert list site
+rm -f "$ca" "$site.key" "$site.crt"
 echo "Second edition" > "$site/message.txt"
 (cd "$site" && step app deploy site -m "new message")
 show_site "Second edition"

@@ -22,6 +22,7 @@ targets=(
   ./pkg/traffic:FuzzParseCIDR
   ./pkg/traffic:FuzzDomain
   ./pkg/volume:FuzzValidateMountPath
+  ./pkg/text:FuzzWriter
 )
 start=$(date +%s)
 for t in "${targets[@]}"; do

@@ -31,53 +31,68 @@ func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 // dockerfile builds the source's Dockerfile with BuildKit and pushes the
 // result; its last line is the same result line as run's.
 func dockerfile(args []string) int {
+	return dockerfileFlags(args).run()
+}
+
+// dockerfileBuild is one run of the dockerfile subcommand: its flags and
+// its result, which its steps fill in.
+type dockerfileBuild struct {
+	repo, tag string
+	file      string // the Dockerfile, slash-separated, inside appDir
+	appDir    string
+	target    string
+	job       string
+	daemon    string // buildkitd's address; "" to start one here
+	tlsDir    string
+	buildArgs multiFlag
+	res       Result
+}
+
+// dockerfileFlags parses the subcommand's flags, exiting with the usage
+// on bad ones.
+func dockerfileFlags(args []string) *dockerfileBuild {
+	b := &dockerfileBuild{}
 	fs := flag.NewFlagSet("dockerfile", flag.ExitOnError)
-	repo := fs.String("repository", "", "repository to push the image to, HOST/PATH")
-	file := fs.String("dockerfile", "Dockerfile", "the Dockerfile, a slash-separated path inside the source")
-	appDir := fs.String("app", "/app", "folder the source is unpacked into")
-	tag := fs.String("tag", "latest", "tag to push besides the digest")
-	target := fs.String("target", "", "the stage to build (older clients; newer ones send it in the job)")
-	job := fs.String("job", "", `"stdin": a job header comes on stdin before the source`)
-	daemon := fs.String("buildkitd", "", "buildkitd's address (tcp://HOST:PORT) in the pod's other container; empty: start one here")
-	tlsDir := fs.String("tls-dir", "", "with -buildkitd: the folder with ca.pem, cert.pem and key.pem")
-	var buildArgs multiFlag
-	fs.Var(&buildArgs, "build-arg", "K=V, repeatable (older clients; newer ones send them in the job)")
+	fs.StringVar(&b.repo, "repository", "", "repository to push the image to, HOST/PATH")
+	fs.StringVar(&b.file, "dockerfile", "Dockerfile", "the Dockerfile, a slash-separated path inside the source")
+	fs.StringVar(&b.appDir, "app", "/app", "folder the source is unpacked into")
+	fs.StringVar(&b.tag, "tag", "latest", "tag to push besides the digest")
+	fs.StringVar(&b.target, "target", "", "the stage to build (older clients; newer ones send it in the job)")
+	fs.StringVar(&b.job, "job", "", `"stdin": a job header comes on stdin before the source`)
+	fs.StringVar(&b.daemon, "buildkitd", "", "buildkitd's address (tcp://HOST:PORT) in the pod's other container; empty: start one here")
+	fs.StringVar(&b.tlsDir, "tls-dir", "", "with -buildkitd: the folder with ca.pem, cert.pem and key.pem")
+	fs.Var(&b.buildArgs, "build-arg", "K=V, repeatable (older clients; newer ones send them in the job)")
 	_ = fs.Parse(args)
-	if *repo == "" || *daemon != "" && *tlsDir == "" {
+	if b.repo == "" || b.daemon != "" && b.tlsDir == "" {
 		usage()
 	}
-	var res Result
-	finish := res.finish
+	return b
+}
+
+// run is the subcommand's steps in order; each failure is reported with
+// the stage the CLI names to the user.
+func (b *dockerfileBuild) run() int {
+	finish := b.res.finish
 	in := bufio.NewReaderSize(os.Stdin, 64<<10)
-	if *job == "stdin" {
-		j, err := protocol.ReadJob(in)
-		if err != nil {
-			_, _ = io.Copy(io.Discard, in)
-			return finish("unpack", 0, err)
-		}
-		buildArgs = append(buildArgs, j.BuildArgs...)
-		if j.Target != "" {
-			*target = j.Target
-		}
-	}
-	if err := res.unpackSource(in, *appDir); err != nil {
+	if err := b.readJob(in); err != nil {
 		return finish("unpack", 0, err)
 	}
-
-	ref, err := name.ParseReference(*repo + ":" + *tag)
-	if err != nil {
-		return finish("push", 0, fmt.Errorf("--repository %s: %w", *repo, err))
+	if err := b.res.unpackSource(in, b.appDir); err != nil {
+		return finish("unpack", 0, err)
 	}
-	df := filepath.Join(*appDir, filepath.FromSlash(path.Clean("/"+*file)))
-	content, err := readInside(*appDir, path.Clean("/" + *file)[1:])
+	ref, err := name.ParseReference(b.repo + ":" + b.tag)
+	if err != nil {
+		return finish("push", 0, fmt.Errorf("--repository %s: %w", b.repo, err))
+	}
+	content, err := readInside(b.appDir, path.Clean("/" + b.file)[1:])
 	if err != nil {
 		return finish("build", 0, fmt.Errorf("reading the Dockerfile: %w", err))
 	}
 
 	t := time.Now()
 	var conn []string // buildctl's options to reach buildkitd
-	if *daemon != "" {
-		conn = []string{"--addr", *daemon, "--tlsdir", *tlsDir, "--tlsservername", buildkitServerName}
+	if b.daemon != "" {
+		conn = []string{"--addr", b.daemon, "--tlsdir", b.tlsDir, "--tlsservername", buildkitServerName}
 		fmt.Println("-----> waiting for buildkitd (rootless, in the pod's buildkitd container)")
 		if err := waitBuildkitd(conn, 90*time.Second); err != nil {
 			return finish("buildkitd", 0, err)
@@ -87,21 +102,56 @@ func dockerfile(args []string) int {
 		if err != nil {
 			return finish("build", 0, err)
 		}
-		defer bk.stop()
+		defer bk.stop() // after finish: the result line comes first
 		conn = []string{"--addr", bk.addr}
 	}
-
 	meta := filepath.Join(os.TempDir(), "tug-buildctl-metadata.json")
+	if code, err := b.buildctl(conn, ref, meta); err != nil {
+		return finish("build", code, err)
+	}
+	b.res.Seconds.Build = time.Since(t).Seconds()
+	digest, err := metadataDigest(meta)
+	if err != nil {
+		return finish("push", 0, err)
+	}
+	b.res.Image = ref.Context().Name() + "@" + digest
+	fmt.Printf("-----> pushed %s\n", b.res.Image)
+	return finish("", 0, nil)
+}
+
+// readJob reads the job header when the client sends one: its build
+// arguments come after the flag's, and its target wins. On an error it
+// reads stdin to its end, so the client finishes its upload and reads why.
+func (b *dockerfileBuild) readJob(in *bufio.Reader) error {
+	if b.job != "stdin" {
+		return nil
+	}
+	j, err := protocol.ReadJob(in)
+	if err != nil {
+		_, _ = io.Copy(io.Discard, in)
+		return err
+	}
+	b.buildArgs = append(b.buildArgs, j.BuildArgs...)
+	if j.Target != "" {
+		b.target = j.Target
+	}
+	return nil
+}
+
+// buildctl builds and pushes with buildctl through conn, writing the
+// image's digest to meta, and returns buildctl's exit code on a failure.
+// The build arguments are on buildctl's command line, which only this
+// container sees (RUN steps run in buildkitd's, another PID namespace).
+func (b *dockerfileBuild) buildctl(conn []string, ref name.Reference, meta string) (int, error) {
+	df := filepath.Join(b.appDir, filepath.FromSlash(path.Clean("/"+b.file)))
 	cache := ref.Context().Name() + ":buildcache"
 	insecure := ""
 	if plainHTTP(ref.Context().RegistryStr()) {
 		insecure = ",registry.insecure=true"
 	}
-	// The build arguments are on buildctl's command line, which only this
-	// container sees (RUN steps run in buildkitd's, another PID namespace).
 	cmdArgs := append(conn, "build", "--progress", "plain",
 		"--frontend", "dockerfile.v0",
-		"--local", "context="+*appDir,
+		"--local", "context="+b.appDir,
 		"--local", "dockerfile="+filepath.Dir(df),
 		"--opt", "filename="+filepath.Base(df),
 		"--opt", "platform=linux/"+runtime.GOARCH,
@@ -110,30 +160,23 @@ func dockerfile(args []string) int {
 		"--import-cache", "type=registry,ref="+cache+insecure,
 		"--metadata-file", meta,
 	)
-	if *target != "" {
-		cmdArgs = append(cmdArgs, "--opt", "target="+*target)
+	if b.target != "" {
+		cmdArgs = append(cmdArgs, "--opt", "target="+b.target)
 	}
-	for _, a := range buildArgs {
+	for _, a := range b.buildArgs {
 		cmdArgs = append(cmdArgs, "--opt", "build-arg:"+a)
 	}
-	fmt.Printf("-----> building %s with BuildKit (cache %s)\n", *file, cache)
+	fmt.Printf("-----> building %s with BuildKit (cache %s)\n", b.file, cache)
 	cmd := exec.Command("buildctl", cmdArgs...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stdout
 	if err := cmd.Run(); err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
-			return finish("build", ee.ExitCode(), fmt.Errorf("buildctl build failed (exit %d)", ee.ExitCode()))
+			return ee.ExitCode(), fmt.Errorf("buildctl build failed (exit %d)", ee.ExitCode())
 		}
-		return finish("build", 0, fmt.Errorf("buildctl could not run: %w", err))
+		return 0, fmt.Errorf("buildctl could not run: %w", err)
 	}
-	res.Seconds.Build = time.Since(t).Seconds()
-	digest, err := metadataDigest(meta)
-	if err != nil {
-		return finish("push", 0, err)
-	}
-	res.Image = ref.Context().Name() + "@" + digest
-	fmt.Printf("-----> pushed %s\n", res.Image)
-	return finish("", 0, nil)
+	return 0, nil
 }
 
 // readInside reads a file of the unpacked source, following its links

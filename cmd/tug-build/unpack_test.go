@@ -186,3 +186,60 @@ func TestUnpackKeepsAGoodTree(t *testing.T) {
 	}
 	untouched(t, top)
 }
+
+// TestUnpackSkipsWhatABuildDoesNotRead pins the entries unpack passes
+// over (a global PAX header, the folder itself, a fifo, whose name a later
+// entry may then take) and what it says of an archive it cannot read.
+func TestUnpackSkipsWhatABuildDoesNotRead(t *testing.T) {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	for _, h := range []*tar.Header{
+		{Typeflag: tar.TypeXGlobalHeader, Name: "global", PAXRecords: map[string]string{"comment": "x"}},
+		{Typeflag: tar.TypeDir, Name: "./", Mode: 0o755},
+		{Typeflag: tar.TypeFifo, Name: "pipe", Mode: 0o644},
+		{Typeflag: tar.TypeReg, Name: "pipe", Mode: 0o640, Size: 2},
+	} {
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := tw.Write([]byte("ok")); err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	top, app := sandbox(t)
+	files, size, err := unpack(&buf, app, small)
+	if err != nil || files != 1 || size != 2 {
+		t.Fatalf("unpack = %d, %d, %v; want the one file", files, size, err)
+	}
+	fi, err := os.Lstat(filepath.Join(app, "pipe"))
+	if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o640 {
+		t.Errorf("pipe: %v %v, want a 0640 file", fi, err)
+	}
+	ents, _ := os.ReadDir(app)
+	if len(ents) != 1 {
+		t.Errorf("unpacked %d entries, want 1", len(ents))
+	}
+	untouched(t, top)
+
+	for _, c := range []struct {
+		name string
+		in   []byte
+		want string
+	}{
+		{"not gzip", []byte("plain text"), "reading the source: gzip: invalid header"},
+		{"cut short", archive(t, entry{name: "a", data: "abc"})[:30], "reading the source: unexpected EOF"},
+		{"an empty name", archive(t, entry{name: "", data: "x"}), `the source has an entry with a bad name ""`},
+	} {
+		_, app := sandbox(t)
+		if _, _, err := unpack(bytes.NewReader(c.in), app, small); err == nil || err.Error() != c.want {
+			t.Errorf("%s: unpack = %v, want %q", c.name, err, c.want)
+		}
+	}
+}

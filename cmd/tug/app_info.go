@@ -45,29 +45,39 @@ func printAppInfo(ios *cli.IOStreams, in *app.Info) error {
 	// write the app's namespace: the lines go out sanitized, as the table's
 	// cells do.
 	var b strings.Builder
-	w := &b
-	fmt.Fprintf(w, "App:        %s\n", in.Name)
-	fmt.Fprintf(w, "Namespace:  %s\n", in.Namespace)
-	if in.Description != "" {
-		fmt.Fprintf(w, "About:      %s\n", in.Description)
+	printAppRecord(&b, ios, in)
+	printAppTraffic(&b, in)
+	printAppState(&b, in)
+	if _, err := io.WriteString(ios.Out, cli.Sanitize(b.String())); err != nil || len(in.Processes) == 0 {
+		return err
 	}
-	if in.Team != "" {
-		fmt.Fprintf(w, "Team:       %s\n", in.Team)
+	return processTable(in.Processes).Render(ios, false)
+}
+
+// infoLine writes "Label:  value" when value is not empty, values aligned.
+func infoLine(w io.Writer, label, value string) {
+	if value != "" {
+		fmt.Fprintf(w, "%-11s %s\n", label+":", value)
 	}
-	if in.Pool != "" {
-		fmt.Fprintf(w, "Pool:       %s\n", in.Pool)
-	}
+}
+
+// printAppRecord writes what the app is: its names, pool, move, release,
+// image, what runs, build settings and config.
+func printAppRecord(w io.Writer, ios *cli.IOStreams, in *app.Info) {
+	infoLine(w, "App", in.Name)
+	infoLine(w, "Namespace", in.Namespace)
+	infoLine(w, "About", in.Description)
+	infoLine(w, "Team", in.Team)
+	infoLine(w, "Pool", in.Pool)
 	if m := in.Move; m != nil {
-		fmt.Fprintf(w, "Move:       %s; %s\n", m.Describe(), moveHint(in.Name, in.Pool, m))
+		infoLine(w, "Move", fmt.Sprintf("%s; %s", m.Describe(), moveHint(in.Name, in.Pool, m)))
 	}
-	fmt.Fprintf(w, "Release:    %s\n", releaseCell(in.Release))
-	if in.Image != "" {
-		image := in.Image
-		if ios.IsStdoutTTY() {
-			image = cli.ShortDigests(image) // as in the tables; whole with -o json or piped
-		}
-		fmt.Fprintf(w, "Image:      %s\n", image)
+	infoLine(w, "Release", releaseCell(in.Release))
+	image := in.Image
+	if ios.IsStdoutTTY() {
+		image = cli.ShortDigests(image) // as in the tables; whole with -o json or piped
 	}
+	infoLine(w, "Image", image)
 	if r := in.Running; r != nil {
 		vs := make([]string, len(r.Releases))
 		for i, v := range r.Releases {
@@ -77,28 +87,28 @@ func printAppInfo(ios *cli.IOStreams, in *app.Info) error {
 		if r.RollingOut {
 			line += ", rolling out"
 		}
-		fmt.Fprintf(w, "Running:    %s (%s)\n", line, r.Note)
+		infoLine(w, "Running", fmt.Sprintf("%s (%s)", line, r.Note))
 	}
 	printBuildSettings(w, in.Build)
-	fmt.Fprintf(w, "Config:     %d %s (values: tug env get %s --show-values)\n", in.ConfigKeys, text.Plural(in.ConfigKeys, "key", "keys"), in.Name)
-	if len(in.URLs) > 0 {
-		fmt.Fprintf(w, "URLs:       %s\n", strings.Join(in.URLs, ", "))
-	}
-	if len(in.Addresses) > 0 {
-		fmt.Fprintf(w, "Addresses:  %s\n", strings.Join(in.Addresses, ", "))
-	}
-	if len(in.Domains) > 0 {
-		fmt.Fprintf(w, "Domains:    %s\n", strings.Join(in.Domains, ", "))
-	}
+	infoLine(w, "Config", fmt.Sprintf("%d %s (values: tug env get %s --show-values)", in.ConfigKeys, text.Plural(in.ConfigKeys, "key", "keys"), in.Name))
+}
+
+// printAppTraffic writes how requests reach the app.
+func printAppTraffic(w io.Writer, in *app.Info) {
+	infoLine(w, "URLs", strings.Join(in.URLs, ", "))
+	infoLine(w, "Addresses", strings.Join(in.Addresses, ", "))
+	infoLine(w, "Domains", strings.Join(in.Domains, ", "))
 	switch {
 	case in.Maintenance:
-		fmt.Fprintln(w, "Traffic:    maintenance: requests get a 503 page (tug app maintenance APP off)")
+		infoLine(w, "Traffic", "maintenance: requests get a 503 page (tug app maintenance APP off)")
 	case !in.Routable:
-		fmt.Fprintln(w, "Traffic:    not routable: no requests reach the units (tug app routable APP on)")
+		infoLine(w, "Traffic", "not routable: no requests reach the units (tug app routable APP on)")
 	}
-	if len(in.Allow) > 0 {
-		fmt.Fprintf(w, "Allowed:    %s\n", strings.Join(in.Allow, ", "))
-	}
+	infoLine(w, "Allowed", strings.Join(in.Allow, ", "))
+}
+
+// printAppState writes the last change and, when nothing runs, why.
+func printAppState(w io.Writer, in *app.Info) {
 	if lc := in.LastChange; lc != nil {
 		line := fmt.Sprintf("v%d %s, %s by %s, %s ago", lc.Version, lc.Kind, lc.Status, lc.Author, text.Age(lc.CreatedAt))
 		if lc.FailReason != "" {
@@ -114,11 +124,12 @@ func printAppInfo(ios *cli.IOStreams, in *app.Info) error {
 	default:
 		fmt.Fprintln(w)
 	}
-	if _, err := io.WriteString(ios.Out, cli.Sanitize(b.String())); err != nil || len(in.Processes) == 0 {
-		return err
-	}
+}
+
+// processTable is the app's processes with their units.
+func processTable(procs []app.ProcessSummary) *cli.Table {
 	t := cli.NewTable("process", "units", "ready", "command")
-	for _, p := range in.Processes {
+	for _, p := range procs {
 		cmd := p.Command
 		if cmd == "" {
 			cmd = "(image default)"
@@ -132,7 +143,7 @@ func printAppInfo(ios *cli.IOStreams, in *app.Info) error {
 		}
 		t.AddRow(p.Name, units, fmt.Sprint(p.Ready), cmd)
 	}
-	return t.Render(ios, false)
+	return t
 }
 
 // moveHint says what settles an unfinished move, from the side of the copy

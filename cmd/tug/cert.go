@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/dynamic"
 
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
@@ -78,22 +79,43 @@ func newCertListCmd(f *cli.Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "list APP",
 		Aliases: []string{"ls"},
-		Short:   "List the app's certificates: names, issuer, expiry",
-		Example: `  tug cert list shop`,
-		Args:    cli.ExactArgs("APP"),
+		Short:   "List the app's certificates: hosts, status, expiry",
+		Example: `  tug cert list shop
+  tug cert list shop -o json`,
+		Long: `List the app's certificates: each one's host, where it comes from (a
+certificate of your own, 'cert add', or cert-manager with the issuer the
+cluster settings named when the domain was added), its status, and its expiry
+from the certificate in its Secret. A user's certificate is valid, expired or
+not yet valid. One from cert-manager shows its Certificate's Ready condition
+as cert-manager wrote it: ready, not ready (with cert-manager's reason), or
+pending while cert-manager has said nothing yet.`,
+		Args: cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, _, err := loadApp(cmd, f, args[0])
+			s, a, err := loadApp(cmd, f, args[0])
 			if err != nil {
 				return err
 			}
-			certs, err := traffic.ListCerts(cmd.Context(), s.Client, s.Namespace, args[0], time.Now())
+			var dyn dynamic.Interface
+			if cfg, err := f.RESTConfig(); err == nil {
+				if dyn, err = dynamic.NewForConfig(cfg); err != nil {
+					return err
+				}
+			}
+			certs, err := traffic.ListCerts(cmd.Context(), s.Client, dyn, s.Namespace, a, time.Now())
 			if err != nil {
 				return err
 			}
 			return o.Print(f.IOStreams, certs, func() error {
-				t := cli.NewTable("host", "subject", "sans", "issuer", "expires", "days-left")
+				t := cli.NewTable("host", "status", "source", "sans", "issuer", "expires", "days-left", "reason")
 				for _, c := range certs {
-					t.AddRow(c.Host, c.Subject, strings.Join(c.SANs, ","), c.Issuer, c.NotAfter.UTC().Format("2006-01-02"), fmt.Sprint(c.DaysLeft))
+					source, expires, days := "cert add", "-", "-"
+					if c.Source == "cert-manager" {
+						source = c.IssuerRef
+					}
+					if c.NotAfter != nil {
+						expires, days = c.NotAfter.UTC().Format("2006-01-02"), fmt.Sprint(*c.DaysLeft)
+					}
+					t.AddRow(c.Host, c.Status, source, dash(strings.Join(c.SANs, ",")), dash(c.Issuer), expires, days, dash(certReason(c)))
 				}
 				return t.Render(f.IOStreams, o.NoHeaders)
 			})
@@ -101,4 +123,20 @@ func newCertListCmd(f *cli.Factory) *cobra.Command {
 	}
 	cli.AddOutputFlags(cmd, o)
 	return cmd
+}
+
+// certReason is what the table says of why a certificate is in its state:
+// cert-manager's reason and message, or tug's note.
+func certReason(c traffic.Cert) string {
+	if r := c.Ready; r != nil {
+		msg := r.Reason
+		if r.Message != "" {
+			msg += ": " + r.Message
+		}
+		if r.Stale {
+			msg += " (about an older spec)"
+		}
+		return msg
+	}
+	return c.Message
 }

@@ -75,36 +75,7 @@ and the new one is marked failed. --skip-release-phase skips it.`,
   tug app deploy shop --image shop:1.4 --process web='shop serve' --process worker='shop work'
   tug app deploy shop --image shop:1.5 --dry-run`,
 		Args: cli.ExactArgs("APP"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			name := args[0]
-			if o.Image == "" {
-				if err := o.build.prepare(cmd, o); err != nil {
-					return err
-				}
-			}
-			if err := o.validate(name); err != nil {
-				return err
-			}
-			for _, w := range o.warnings {
-				fmt.Fprintln(f.IOStreams.ErrOut, "warning: "+w)
-			}
-			if line := o.procs.Describe(); line != "" {
-				fmt.Fprintln(f.IOStreams.ErrOut, line)
-			}
-			allowed, err := o.confirmRemovals(cmd, f, name)
-			if err != nil {
-				return err
-			}
-			opts := o.rollout.options()
-			opts.SkipReleasePhase = o.SkipReleasePhase
-			if o.build.active {
-				if o.Image, err = o.build.image(cmd, f, name, o.Message, o.rollout.DryRun); err != nil || o.Image == "" {
-					return err
-				}
-			}
-			change := deploy.DeployProcesses(o.Image, o.procs, allowed, o.Yes || o.rollout.DryRun, o.Message)
-			return roll(cmd, f, name, deploy.WithReleaseCommand(change, o.release), opts, o.rollout.Output, rollVerb{"deployed", "deploying"})
-		},
+		RunE: func(cmd *cobra.Command, args []string) error { return runAppDeploy(cmd, f, o, args[0]) },
 	}
 	cmd.Flags().StringVar(&o.Image, "image", "", "Image to deploy; without it, build from --source (see docs/builders.md)")
 	cmd.Flags().StringArrayVar(&o.Processes, "process", nil, "Add or change a process type, TYPE='command args' (TYPE= for the image's own command; repeatable; other types carry over)")
@@ -117,6 +88,38 @@ and the new one is marked failed. --skip-release-phase skips it.`,
 	o.rollout.addDryRun(cmd, "")
 	o.build.add(cmd)
 	return cmd
+}
+
+// runAppDeploy deploys o's image to app name, building it from source
+// first when no --image is given.
+func runAppDeploy(cmd *cobra.Command, f *cli.Factory, o *appDeployOptions, name string) error {
+	if o.Image == "" {
+		if err := o.build.prepare(cmd, o); err != nil {
+			return err
+		}
+	}
+	if err := o.validate(name); err != nil {
+		return err
+	}
+	for _, w := range o.warnings {
+		fmt.Fprintln(f.IOStreams.ErrOut, "warning: "+w)
+	}
+	if line := o.procs.Describe(); line != "" {
+		fmt.Fprintln(f.IOStreams.ErrOut, line)
+	}
+	allowed, err := o.confirmRemovals(cmd, f, name)
+	if err != nil {
+		return err
+	}
+	opts := o.rollout.options()
+	opts.SkipReleasePhase = o.SkipReleasePhase
+	if o.build.active {
+		if o.Image, err = o.build.image(cmd, f, name, o.Message, o.rollout.DryRun); err != nil || o.Image == "" {
+			return err
+		}
+	}
+	change := deploy.DeployProcesses(o.Image, o.procs, allowed, o.Yes || o.rollout.DryRun, o.Message)
+	return roll(cmd, f, name, deploy.WithReleaseCommand(change, o.release), opts, o.rollout.Output, rollVerb{"deployed", "deploying"})
 }
 
 // validate checks everything that needs no cluster and resolves the

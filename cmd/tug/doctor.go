@@ -30,6 +30,14 @@ across the cluster for the node and pool commands, and, for what node remove
 does to apps (tug-cluster-admin-apps), in each namespace that holds tug's
 Deployments (the namespace checked when they cannot be listed).
 
+It then checks the Gateway that app routes attach to, as the cluster
+settings name it for the namespace's apps (the cluster's, and each of their
+pools'): that it exists, that its controller accepted and programmed it, that
+a listener admits HTTPRoutes from the namespace (allowedRoutes) and serves
+names under the apps domain, and that you may create, patch and delete
+httproutes there. Without a Gateway in the settings, routes go through an
+Ingress, and doctor says so.
+
 Each permission is asked of the API server with a SelfSubjectAccessReview, so
 the answer is exact whatever authorizer the cluster uses. doctor exits 1 when
 anything is missing and lists exactly what. The cluster admin commands (node,

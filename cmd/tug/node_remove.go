@@ -60,42 +60,7 @@ the kubelet restarts: stop it first.`,
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			found, err := findNode(cmd, f, args[0], o.Cluster)
-			if err != nil {
-				return err
-			}
-			if !o.DryRun {
-				action := fmt.Sprintf("remove node %q from cluster %s", found.Node.Name, found.Target.Name)
-				if o.NoRebalance {
-					action = fmt.Sprintf("delete node %q from cluster %s without moving its pods", found.Node.Name, found.Target.Name)
-				} else if o.KeepNode {
-					action = fmt.Sprintf("move every pod off node %q (cluster %s)", found.Node.Name, found.Target.Name)
-				}
-				if err := cli.ConfirmOrFlag(cmd.Context(), f.IOStreams, f.Prompter(), o.Yes, cli.Confirmation{Action: action}); err != nil {
-					return err
-				}
-				o.User = kube.WhoAmI(cmd.Context(), found.Target.Client, "")
-				o.Holder = lock.Self(o.User)
-			}
-			p := f.Progress()
-			o.Progress = p
-			res, err := node.Remove(cmd.Context(), found, o.RemoveOptions)
-			if err != nil {
-				if res != nil && cmd.Context().Err() == nil {
-					p.Fail(fmt.Sprintf("node %s not removed", found.Node.Name))
-				} else if res != nil {
-					p.Fail(fmt.Sprintf("interrupted: node %s stays cordoned and was not deleted; 'tug node update %s --enable' puts it back in service", found.Node.Name, found.Node.Name))
-				}
-				return err
-			}
-			switch {
-			case o.DryRun:
-			case res.Deleted:
-				p.Done(fmt.Sprintf("node %s removed", res.Node))
-			default:
-				p.Done(fmt.Sprintf("node %s drained; it stays cordoned", res.Node))
-			}
-			return cli.OutputOptions{Format: o.Output}.Print(f.IOStreams, res, func() error { return printRemoveResult(f.IOStreams, res) })
+			return runNodeRemove(cmd, f, o, args[0])
 		},
 	}
 	fl := cmd.Flags()
@@ -116,6 +81,53 @@ the kubelet restarts: stop it first.`,
 	addClusterFlag(cmd, &o.Cluster)
 	cli.AddFormatFlag(cmd, &o.Output)
 	return cmd
+}
+
+// runNodeRemove removes node name as o says, after asking (unless --yes
+// or --dry-run).
+func runNodeRemove(cmd *cobra.Command, f *cli.Factory, o *nodeRemoveOptions, name string) error {
+	ctx := cmd.Context()
+	found, err := findNode(cmd, f, name, o.Cluster)
+	if err != nil {
+		return err
+	}
+	if !o.DryRun {
+		if err := cli.ConfirmOrFlag(ctx, f.IOStreams, f.Prompter(), o.Yes, cli.Confirmation{Action: o.action(found)}); err != nil {
+			return err
+		}
+		o.User = kube.WhoAmI(ctx, found.Target.Client, "")
+		o.Holder = lock.Self(o.User)
+	}
+	p := f.Progress()
+	o.Progress = p
+	res, err := node.Remove(ctx, found, o.RemoveOptions)
+	if err != nil {
+		if res != nil && ctx.Err() == nil {
+			p.Fail(fmt.Sprintf("node %s not removed", found.Node.Name))
+		} else if res != nil {
+			p.Fail(fmt.Sprintf("interrupted: node %s stays cordoned and was not deleted; 'tug node update %s --enable' puts it back in service", found.Node.Name, found.Node.Name))
+		}
+		return err
+	}
+	switch {
+	case o.DryRun:
+	case res.Deleted:
+		p.Done(fmt.Sprintf("node %s removed", res.Node))
+	default:
+		p.Done(fmt.Sprintf("node %s drained; it stays cordoned", res.Node))
+	}
+	return cli.OutputOptions{Format: o.Output}.Print(f.IOStreams, res, func() error { return printRemoveResult(f.IOStreams, res) })
+}
+
+// action is what the confirmation asks to do.
+func (o *nodeRemoveOptions) action(found *node.Found) string {
+	switch {
+	case o.NoRebalance:
+		return fmt.Sprintf("delete node %q from cluster %s without moving its pods", found.Node.Name, found.Target.Name)
+	case o.KeepNode:
+		return fmt.Sprintf("move every pod off node %q (cluster %s)", found.Node.Name, found.Target.Name)
+	}
+	return fmt.Sprintf("remove node %q from cluster %s", found.Node.Name, found.Target.Name)
 }
 
 func printRemoveResult(ios *cli.IOStreams, r *node.RemoveResult) error {

@@ -46,18 +46,7 @@ Start with 'tug doctor' to check that your kubeconfig works and what you may do.
 			DisableDefaultCmd: true, // we have our own `completion` command
 		},
 	}
-	if f.CommandName != "tug" {
-		cmd.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: f.CommandName}
-		// Examples and hints are written as 'tug ...'; as a kubectl plugin
-		// they should read 'kubectl tug ...'. Rendered when help is shown, so
-		// the docs generated from the tree keep the canonical name.
-		help := cmd.HelpFunc()
-		cmd.SetHelpFunc(func(c *cobra.Command, args []string) {
-			c.Example = cli.ExampleWithCommandName(c.Example, f.CommandName)
-			c.Long = cli.WithCommandName(c.Long, f.CommandName)
-			help(c, args)
-		})
-	}
+	asPlugin(cmd, f.CommandName)
 	cmd.SuggestionsMinimumDistance = 2
 	cmd.SetFlagErrorFunc(cli.FlagErrorFunc)
 	cmd.SetIn(f.IOStreams.In)
@@ -108,6 +97,24 @@ Start with 'tug doctor' to check that your kubeconfig works and what you may do.
 	addDynamicCompletion(cmd, f)
 	routeAppCommands(cmd, f)
 	return cmd
+}
+
+// asPlugin names the root command as it was invoked ("kubectl tug" as a
+// kubectl plugin); "tug" changes nothing.
+func asPlugin(cmd *cobra.Command, name string) {
+	if name == "tug" {
+		return
+	}
+	cmd.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: name}
+	// Examples and hints are written as 'tug ...'; as a kubectl plugin
+	// they should read 'kubectl tug ...'. Rendered when help is shown, so
+	// the docs generated from the tree keep the canonical name.
+	help := cmd.HelpFunc()
+	cmd.SetHelpFunc(func(c *cobra.Command, args []string) {
+		c.Example = cli.ExampleWithCommandName(c.Example, name)
+		c.Long = cli.WithCommandName(c.Long, name)
+		help(c, args)
+	})
 }
 
 // herokuVerbs are the top-level words of Heroku's CLI (and tsuru's, Deis's)

@@ -56,34 +56,7 @@ Every run records a Kubernetes Event on its pod naming you and the command.`,
 		Args:    commandArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.App, o.Command = args[0], args[cmd.ArgsLenAtDash():]
-			if err := validateProcess(o.Process); err != nil {
-				return err
-			}
-			if o.Timeout < 0 {
-				return usage.Errorf("--timeout must not be negative, got %s", o.Timeout)
-			}
-			if o.Detach && (o.Stdin || o.TTY) {
-				return usage.Errorf("--detach cannot be combined with -i or -t: a detached run has no one to read input from")
-			}
-			env, err := parseRunEnv(o.env, lookupEnv)
-			if err != nil {
-				return err
-			}
-			o.Env = env
-			d, err := execDeps(cmd, f)
-			if err != nil {
-				return err
-			}
-			res, err := tugexec.Run(cmd.Context(), d, o.RunOptions)
-			if err != nil {
-				return err
-			}
-			if o.Detach {
-				fmt.Fprintln(f.IOStreams.Out, res.Pod)
-				fmt.Fprintf(f.IOStreams.ErrOut, "run %s started; follow it with '%s logs %s --unit %s -f'; it stays, listed by '%s unit list %s', until '%s unit kill %s %s'\n",
-					res.Pod, f.CommandName, o.App, res.Pod, f.CommandName, o.App, f.CommandName, o.App, res.Pod)
-			}
-			return nil
+			return runRun(cmd, f, o)
 		},
 	}
 	commandFlagErrors(cmd)
@@ -95,4 +68,36 @@ Every run records a Kubernetes Event on its pod naming you and the command.`,
 	fl.DurationVar(&o.Timeout, "timeout", 0, "Stop the run after this long (0: no limit); exit code 124")
 	fl.BoolVarP(&o.Detach, "detach", "d", false, "Leave the pod running and print its name")
 	return cmd
+}
+
+// runRun runs o's command in a one-off unit of o.App.
+func runRun(cmd *cobra.Command, f *cli.Factory, o *runOptions) error {
+	if err := validateProcess(o.Process); err != nil {
+		return err
+	}
+	if o.Timeout < 0 {
+		return usage.Errorf("--timeout must not be negative, got %s", o.Timeout)
+	}
+	if o.Detach && (o.Stdin || o.TTY) {
+		return usage.Errorf("--detach cannot be combined with -i or -t: a detached run has no one to read input from")
+	}
+	env, err := parseRunEnv(o.env, lookupEnv)
+	if err != nil {
+		return err
+	}
+	o.Env = env
+	d, err := execDeps(cmd, f)
+	if err != nil {
+		return err
+	}
+	res, err := tugexec.Run(cmd.Context(), d, o.RunOptions)
+	if err != nil {
+		return err
+	}
+	if o.Detach {
+		fmt.Fprintln(f.IOStreams.Out, res.Pod)
+		fmt.Fprintf(f.IOStreams.ErrOut, "run %s started; follow it with '%s logs %s --unit %s -f'; it stays, listed by '%s unit list %s', until '%s unit kill %s %s'\n",
+			res.Pod, f.CommandName, o.App, res.Pod, f.CommandName, o.App, f.CommandName, o.App, res.Pod)
+	}
+	return nil
 }

@@ -127,6 +127,8 @@ func newAppMaintenanceCmd(f *cli.Factory) *cobra.Command {
 		`On: a small maintenance backend starts and the app's Service switches to it,
 so every request (through domains, NodePorts or the cluster IP) gets a 503
 "down for maintenance" answer with Retry-After, whatever ingress controller
-runs; the app's units keep running. Off: the Service switches back. The page's
+runs; the app's units keep running. Off: once every web unit is ready, the
+Service switches back, and the page goes once the router serves the units;
+with no web unit, or units that fail, the app stays in maintenance. The page's
 image is `+deploy.MaintenanceImage+` (TUG_MAINTENANCE_IMAGE overrides it).`)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 
@@ -42,12 +43,15 @@ func (u *unitFormat) Set(s string) error {
 	return fmt.Errorf("must be one of table, wide, json, yaml, name, jsonpath=TEMPLATE, go-template=TEMPLATE")
 }
 
+// unitListOptions are `tug unit list`'s.
+type unitListOptions struct {
+	app.ListUnitsOptions
+	format    unitFormat
+	noHeaders bool
+}
+
 func newUnitListCmd(f *cli.Factory) *cobra.Command {
-	var (
-		o         app.ListUnitsOptions
-		format    = unitFormat("table")
-		noHeaders bool
-	)
+	o := &unitListOptions{format: unitFormat("table")}
 	cmd := &cobra.Command{
 		Use:     "list [APP]",
 		Aliases: []string{"ls"},
@@ -72,64 +76,75 @@ process "run" (-p run lists them alone); 'tug unit kill APP NAME' stops one.`,
   tug unit list --all -o json`,
 		Args: cli.Args("[APP]"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			switch {
-			case o.All && len(args) == 1:
-				return usage.Errorf("give an APP or --all, not both")
-			case !o.All && len(args) == 0:
-				return usage.Errorf("which app? give APP, or --all for every app in the namespace")
-			case o.All && o.Process != "":
-				return usage.Errorf("-p needs an APP; it cannot be used with --all")
-			}
-			if !o.All {
-				proc := o.Process
-				if proc == app.RunProcess {
-					proc = "" // not a process type: the one-off runs
-				}
-				if err := app.ValidateAppProcess(args[0], proc, false); err != nil {
-					return err
-				}
-			}
-			o.Runs = true
-			s, err := appStore(f)
-			if err != nil {
+			if err := o.validate(args); err != nil {
 				return err
 			}
-			if !o.All {
-				o.App = args[0]
-				a, err := s.GetApp(cmd.Context(), o.App)
-				if err != nil {
-					return err
-				}
-				if o.Process != "" && o.Process != app.RunProcess {
-					if _, err := a.Process(o.Process); err != nil {
-						return err
-					}
-				}
-			}
-			units, err := app.ListUnits(cmd.Context(), s.Client, s.Namespace, o)
-			if err != nil {
-				return err
-			}
-			out := cli.OutputOptions{Format: cli.OutputFormat(format), NoHeaders: noHeaders, NameKind: "unit"}
-			if format == "wide" {
-				out.Format = cli.OutputTable
-			}
-			return out.Print(f.IOStreams, units, func() error {
-				if len(units) == 0 {
-					fmt.Fprintln(f.IOStreams.ErrOut, "no units")
-					return nil
-				}
-				return unitTable(units, format == "wide", o.All).Render(f.IOStreams, noHeaders)
-			})
+			return runUnitList(cmd.Context(), f, o)
 		},
 	}
 	cmd.Flags().StringVarP(&o.Process, "process", "p", "", "Only units of this process type (run: the one-off runs)")
 	cmd.Flags().BoolVar(&o.All, "all", false, "Units of every app in the namespace")
-	cmd.Flags().VarP(&format, "output", "o", "Output format: table, wide, json, yaml, name, jsonpath=TEMPLATE or go-template=TEMPLATE")
+	cmd.Flags().VarP(&o.format, "output", "o", "Output format: table, wide, json, yaml, name, jsonpath=TEMPLATE or go-template=TEMPLATE")
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(
 		[]cobra.Completion{"table", "wide", "json", "yaml", "name", "jsonpath=", "go-template="}, cobra.ShellCompDirectiveNoFileComp|cobra.ShellCompDirectiveNoSpace))
-	cmd.Flags().BoolVar(&noHeaders, "no-headers", false, "Omit the header row of tables")
+	cmd.Flags().BoolVar(&o.noHeaders, "no-headers", false, "Omit the header row of tables")
 	return cmd
+}
+
+// validate checks the command line before anything is asked of the cluster.
+func (o *unitListOptions) validate(args []string) error {
+	switch {
+	case o.All && len(args) == 1:
+		return usage.Errorf("give an APP or --all, not both")
+	case !o.All && len(args) == 0:
+		return usage.Errorf("which app? give APP, or --all for every app in the namespace")
+	case o.All && o.Process != "":
+		return usage.Errorf("-p needs an APP; it cannot be used with --all")
+	}
+	if o.All {
+		return nil
+	}
+	proc := o.Process
+	if proc == app.RunProcess {
+		proc = "" // not a process type: the one-off runs
+	}
+	o.App = args[0]
+	return app.ValidateAppProcess(o.App, proc, false)
+}
+
+// runUnitList lists the units o selects, as o.format says.
+func runUnitList(ctx context.Context, f *cli.Factory, o *unitListOptions) error {
+	o.Runs = true
+	s, err := appStore(f)
+	if err != nil {
+		return err
+	}
+	if !o.All {
+		a, err := s.GetApp(ctx, o.App)
+		if err != nil {
+			return err
+		}
+		if o.Process != "" && o.Process != app.RunProcess {
+			if _, err := a.Process(o.Process); err != nil {
+				return err
+			}
+		}
+	}
+	units, err := app.ListUnits(ctx, s.Client, s.Namespace, o.ListUnitsOptions)
+	if err != nil {
+		return err
+	}
+	out := cli.OutputOptions{Format: cli.OutputFormat(o.format), NoHeaders: o.noHeaders, NameKind: "unit"}
+	if o.format == "wide" {
+		out.Format = cli.OutputTable
+	}
+	return out.Print(f.IOStreams, units, func() error {
+		if len(units) == 0 {
+			fmt.Fprintln(f.IOStreams.ErrOut, "no units")
+			return nil
+		}
+		return unitTable(units, o.format == "wide", o.All).Render(f.IOStreams, o.noHeaders)
+	})
 }
 
 func unitTable(units []app.Unit, wide, withApp bool) *cli.Table {

@@ -99,6 +99,11 @@ type Domain struct {
 	IngressClass string `json:"ingressClass,omitempty"` // default: the cluster's
 	// TLSSecret names the kubernetes.io/tls Secret serving the host ("" for none).
 	TLSSecret string `json:"tlsSecret,omitempty"`
+	// CertIssuer, when set, is the cert-manager issuer (ClusterIssuer/NAME
+	// or Issuer/NAME) whose Certificate fills TLSSecret, as the cluster
+	// settings named it when the domain was added; "" for a certificate of
+	// the user's own (cert add) or none.
+	CertIssuer string `json:"certIssuer,omitempty"`
 }
 
 // VolumeBinding mounts a volume into a process's units ("" Process: every process).

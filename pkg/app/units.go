@@ -163,6 +163,10 @@ var errorReasons = map[string]bool{
 	"PreStartHookError": true, "PostStartHookError": true,
 }
 
+// unitStatus is the unit's status as users think of it, and why. Each
+// step below decides it or, with status "", leaves it to the next, in the
+// order they win: a lost node, a deletion, the pod's end, its placement,
+// then its containers in order.
 func unitStatus(p *corev1.Pod, now time.Time) (status, reason string) {
 	if lost, why := nodeLost(p); lost {
 		return UnitLost, why
@@ -170,6 +174,28 @@ func unitStatus(p *corev1.Pod, now time.Time) (status, reason string) {
 	if p.DeletionTimestamp != nil {
 		return UnitStopping, ""
 	}
+	if status, reason := endedStatus(p); status != "" {
+		return status, reason
+	}
+	if why, waiting := unscheduled(p); waiting {
+		return UnitPending, why
+	}
+	for i, c := range p.Status.ContainerStatuses {
+		if status, reason := containerStatus(p, i, c, now); status != "" {
+			return status, reason
+		}
+	}
+	if len(p.Status.ContainerStatuses) == 0 {
+		return UnitCreated, ""
+	}
+	if kube.PodReady(p) {
+		return UnitStarted, ""
+	}
+	return UnitStarting, ""
+}
+
+// endedStatus is the status of a pod that ran to its end.
+func endedStatus(p *corev1.Pod) (status, reason string) {
 	switch p.Status.Phase {
 	case corev1.PodSucceeded:
 		return UnitStopped, "exited 0"
@@ -185,46 +211,57 @@ func unitStatus(p *corev1.Pod, now time.Time) (status, reason string) {
 		}
 		return UnitError, firstNonEmpty(p.Status.Reason, p.Status.Message, "failed")
 	}
+	return "", ""
+}
+
+// unscheduled says why a pod has no node yet: the scheduler's word when
+// it has said it cannot place it.
+func unscheduled(p *corev1.Pod) (why string, waiting bool) {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
-			return UnitPending, firstNonEmpty(c.Message, c.Reason)
+			return firstNonEmpty(c.Message, c.Reason), true
 		}
 	}
 	if p.Spec.NodeName == "" {
-		return UnitPending, "waiting for the scheduler"
+		return "waiting for the scheduler", true
 	}
-	for i, c := range p.Status.ContainerStatuses {
-		if w := c.State.Waiting; w != nil {
-			switch {
-			case w.Reason == "CrashLoopBackOff":
-				return UnitCrashed, crashReason(c)
-			case errorReasons[w.Reason]:
-				return UnitError, w.Reason
-			}
-			if c.RestartCount > 0 {
-				return UnitCrashed, crashReason(c)
-			}
-			return UnitCreated, w.Reason
-		}
-		if t := c.State.Terminated; t != nil {
-			return UnitCrashed, fmt.Sprintf("exit code %d", t.ExitCode)
-		}
-		if c.State.Running != nil && !c.Ready {
-			if i < len(p.Spec.Containers) {
-				if probe := p.Spec.Containers[i].ReadinessProbe; probe != nil && now.Sub(c.State.Running.StartedAt.Time) > readinessWindow(probe) {
-					return UnitUnready, "readiness check failing"
-				}
-			}
-			return UnitStarting, ""
-		}
+	return "", false
+}
+
+// containerStatus is the status container status c (the i-th) gives the
+// unit, "" for a container running and ready.
+func containerStatus(p *corev1.Pod, i int, c corev1.ContainerStatus, now time.Time) (status, reason string) {
+	if w := c.State.Waiting; w != nil {
+		return waitingStatus(c, w)
 	}
-	if len(p.Status.ContainerStatuses) == 0 {
-		return UnitCreated, ""
+	if t := c.State.Terminated; t != nil {
+		return UnitCrashed, fmt.Sprintf("exit code %d", t.ExitCode)
 	}
-	if kube.PodReady(p) {
-		return UnitStarted, ""
+	if c.State.Running == nil || c.Ready {
+		return "", ""
+	}
+	// unready: failing its probe once the probe has had its first run
+	// of checks, else still starting
+	if i < len(p.Spec.Containers) {
+		if probe := p.Spec.Containers[i].ReadinessProbe; probe != nil && now.Sub(c.State.Running.StartedAt.Time) > readinessWindow(probe) {
+			return UnitUnready, "readiness check failing"
+		}
 	}
 	return UnitStarting, ""
+}
+
+// waitingStatus: a container waiting to start again after a crash has
+// crashed; one waiting on what waiting will not fix is in error.
+func waitingStatus(c corev1.ContainerStatus, w *corev1.ContainerStateWaiting) (status, reason string) {
+	switch {
+	case w.Reason == "CrashLoopBackOff":
+		return UnitCrashed, crashReason(c)
+	case errorReasons[w.Reason]:
+		return UnitError, w.Reason
+	case c.RestartCount > 0:
+		return UnitCrashed, crashReason(c)
+	}
+	return UnitCreated, w.Reason
 }
 
 // nodeLost says whether a unit's node stopped reporting. The node

@@ -79,6 +79,31 @@ func TestUnitStatus(t *testing.T) {
 			p.Status = corev1.PodStatus{Phase: corev1.PodFailed, Message: "node shut down"}
 		}), UnitError, "node shut down"},
 		{"failed with nothing said", podWith(func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed }), UnitError, "failed"},
+		{"a run that exited non-zero", podWith(func(p *corev1.Pod) {
+			p.Status.Phase = corev1.PodFailed
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{
+				{Name: "web", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}}},
+				{Name: "side", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 3}}},
+			}
+		}), UnitStopped, "exit code 3"},
+		{"failed with a reason, whatever the exit code", podWith(func(p *corev1.Pod) {
+			p.Status = corev1.PodStatus{Phase: corev1.PodFailed, Reason: "DeadlineExceeded", ContainerStatuses: []corev1.ContainerStatus{
+				{Name: "web", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 3}}},
+			}}
+		}), UnitError, "DeadlineExceeded"},
+		{"the first container that is not running says why", podWith(func(p *corev1.Pod) {
+			p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "side"})
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{
+				{Name: "web", Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}},
+				{Name: "side", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull"}}},
+			}
+		}), UnitError, "ErrImagePull"},
+		{"a status past the spec's containers has no probe", podWith(func(p *corev1.Pod) {
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{
+				{Name: "web", Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}},
+				{Name: "extra", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(unitNow.Add(-time.Hour))}}},
+			}
+		}), UnitStarting, ""},
 		{"image pull backoff", podWith(waiting("ImagePullBackOff", 0, nil)), UnitError, "ImagePullBackOff"},
 		{"image pull error", podWith(waiting("ErrImagePull", 0, nil)), UnitError, "ErrImagePull"},
 		{"bad image name", podWith(waiting("InvalidImageName", 0, nil)), UnitError, "InvalidImageName"},

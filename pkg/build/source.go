@@ -61,6 +61,33 @@ func pack(dir string, lim Limits) (*Source, error) {
 	if lim.Compressed <= 0 {
 		lim.Compressed = DefaultSourceLimit
 	}
+	p, err := openSource(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer p.root.Close()
+	paths, err := p.list(lim)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.archive(paths, lim.Compressed); err != nil {
+		return nil, err
+	}
+	return p.src, nil
+}
+
+// packer is one folder being packed: the steps of pack share it.
+type packer struct {
+	dir  string // as the user named it, for messages
+	abs  string
+	ig   ignore
+	root *os.Root // the folder, for judging where its links lead
+	src  *Source
+}
+
+// openSource checks that dir is a folder and reads its ignore file. The
+// caller closes the packer's root.
+func openSource(dir string) (*packer, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, usage.Wrap(err)
@@ -72,33 +99,33 @@ func pack(dir string, lim Limits) (*Source, error) {
 	if !fi.IsDir() {
 		return nil, usage.Errorf("--source %s is not a folder", dir)
 	}
-	src := &Source{Dir: abs}
 	ig, name, err := readIgnore(abs)
 	if err != nil {
 		return nil, usage.Errorf("%s: %w", name, err)
 	}
-	src.Ignore = name
 	root, err := os.OpenRoot(abs)
 	if err != nil {
 		return nil, usage.Errorf("--source %s: %w", dir, unwrapPath(err))
 	}
-	defer root.Close()
+	return &packer{dir: dir, abs: abs, ig: ig, root: root, src: &Source{Dir: abs, Ignore: name}}, nil
+}
 
-	// What the agent would unpack is counted first, from the folder's
-	// listing, so a tree over the limits is refused before a byte of it
-	// is read.
+// list is what gets packed, as slash-separated paths in order. What the
+// agent would unpack is counted here, from the folder's listing, so a
+// tree over the limits is refused before a byte of it is read.
+func (p *packer) list(lim Limits) ([]string, error) {
 	var paths []string
 	var unpacked int64
-	err = filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(p.abs, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
-			return usage.Errorf("cannot read %s: %w", p, unwrapPath(err))
+			return usage.Errorf("cannot read %s: %w", path, unwrapPath(err))
 		}
-		rel, _ := filepath.Rel(abs, p)
+		rel, _ := filepath.Rel(p.abs, path)
 		if rel == "." {
 			return nil
 		}
 		rel = filepath.ToSlash(rel)
-		if rel == ".git" || ig.ignored(rel) {
+		if rel == ".git" || p.ig.ignored(rel) {
 			if d.IsDir() {
 				return filepath.SkipDir
 			}
@@ -106,16 +133,17 @@ func pack(dir string, lim Limits) (*Source, error) {
 		}
 		paths = append(paths, rel)
 		if len(paths) > lim.Entries {
-			return usage.Errorf("the source in %s has more than %d files, folders and links, the limit (docs/builders.md); leave build output and dependencies out with a .tugignore", dir, lim.Entries)
+			return usage.Errorf("the source in %s has more than %d files, folders and links, the limit (docs/builders.md); leave build output and dependencies out with a .tugignore", p.dir, lim.Entries)
 		}
-		if d.Type().IsRegular() {
-			info, err := d.Info()
-			if err != nil {
-				return usage.Errorf("cannot read %s: %w", p, unwrapPath(err))
-			}
-			if unpacked += info.Size(); unpacked > lim.Unpacked {
-				return usage.Errorf("the source in %s is over the %s limit unpacked (docs/builders.md); leave build output and data out with a .tugignore", dir, text.Size(lim.Unpacked))
-			}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return usage.Errorf("cannot read %s: %w", path, unwrapPath(err))
+		}
+		if unpacked += info.Size(); unpacked > lim.Unpacked {
+			return usage.Errorf("the source in %s is over the %s limit unpacked (docs/builders.md); leave build output and data out with a .tugignore", p.dir, text.Size(lim.Unpacked))
 		}
 		return nil
 	})
@@ -123,72 +151,103 @@ func pack(dir string, lim Limits) (*Source, error) {
 		return nil, err
 	}
 	sort.Strings(paths)
+	return paths, nil
+}
 
+// archive writes paths as a gzipped tar into the Source, stopping as soon
+// as the archive is over limit rather than compressing the rest.
+func (p *packer) archive(paths []string, limit int64) error {
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
 	tw := tar.NewWriter(zw)
 	for _, rel := range paths {
-		p := filepath.Join(abs, filepath.FromSlash(rel))
-		fi, err := os.Lstat(p)
-		if err != nil {
-			return nil, usage.Errorf("cannot read %s: %w", p, unwrapPath(err))
+		if err := p.add(tw, rel); err != nil {
+			return err
 		}
-		link := ""
-		if fi.Mode()&fs.ModeSymlink != 0 {
-			if link, err = os.Readlink(p); err != nil {
-				return nil, usage.Errorf("cannot read %s: %w", p, unwrapPath(err))
-			}
-			out, err := protocol.Escapes(slashTree{root}, rel)
-			if err != nil {
-				return nil, usage.Errorf("symlink %s: %w", rel, err)
-			}
-			if out {
-				return nil, usage.Errorf("%s is a symlink to %s, which leads outside %s once its links are followed: the build would not see it; copy what it points at into the folder or add it to .tugignore", rel, link, dir)
-			}
-			link = filepath.ToSlash(link)
-		}
-		h, err := tar.FileInfoHeader(fi, link)
-		if err != nil {
-			continue // sockets, devices: nothing a build reads
-		}
-		h.Name = rel
-		if fi.IsDir() {
-			h.Name += "/"
-		}
-		h.Uid, h.Gid, h.Uname, h.Gname = 0, 0, "", ""
-		h.Format = tar.FormatPAX
-		if err := tw.WriteHeader(h); err != nil {
-			return nil, err
-		}
-		if fi.Mode().IsRegular() {
-			f, err := os.Open(p)
-			if err != nil {
-				return nil, usage.Errorf("cannot read %s: %w", p, unwrapPath(err))
-			}
-			// the size the header promised: a file that grew since is cut
-			n, err := io.Copy(tw, io.LimitReader(f, h.Size))
-			f.Close()
-			if err != nil {
-				return nil, usage.Errorf("cannot read %s: %w", p, unwrapPath(err))
-			}
-			src.Files++
-			src.Size += n
-		}
-		if int64(buf.Len()) > lim.Compressed {
-			return nil, tooBig(dir, lim.Compressed)
+		if int64(buf.Len()) > limit {
+			return tooBig(p.dir, limit)
 		}
 	}
 	if err := tw.Close(); err != nil {
-		return nil, err
+		return err
 	}
 	if err := zw.Close(); err != nil {
-		return nil, err
+		return err
 	}
-	if int64(buf.Len()) > lim.Compressed {
-		return nil, tooBig(dir, lim.Compressed)
+	if int64(buf.Len()) > limit {
+		return tooBig(p.dir, limit)
 	}
-	src.Data = buf.Bytes()
-	return src, nil
+	p.src.Data = buf.Bytes()
+	return nil
+}
+
+// add writes one entry: a folder, a file or a symlink that stays inside
+// the folder, owned by root so the tree unpacks the same for anyone.
+// Sockets and devices are left out: nothing a build reads.
+func (p *packer) add(tw *tar.Writer, rel string) error {
+	path := filepath.Join(p.abs, filepath.FromSlash(rel))
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return usage.Errorf("cannot read %s: %w", path, unwrapPath(err))
+	}
+	link := ""
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		if link, err = p.linkInside(rel, path); err != nil {
+			return err
+		}
+	}
+	h, err := tar.FileInfoHeader(fi, link)
+	if err != nil {
+		return nil
+	}
+	h.Name = rel
+	if fi.IsDir() {
+		h.Name += "/"
+	}
+	h.Uid, h.Gid, h.Uname, h.Gname = 0, 0, "", ""
+	h.Format = tar.FormatPAX
+	if err := tw.WriteHeader(h); err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil
+	}
+	return p.copyFile(tw, path, h.Size)
+}
+
+// linkInside is the target of the symlink rel, with slashes, or a usage
+// error when following it (and the links it goes through) leaves the
+// folder: the build would not see what it points at.
+func (p *packer) linkInside(rel, path string) (string, error) {
+	link, err := os.Readlink(path)
+	if err != nil {
+		return "", usage.Errorf("cannot read %s: %w", path, unwrapPath(err))
+	}
+	out, err := protocol.Escapes(slashTree{p.root}, rel)
+	if err != nil {
+		return "", usage.Errorf("symlink %s: %w", rel, err)
+	}
+	if out {
+		return "", usage.Errorf("%s is a symlink to %s, which leads outside %s once its links are followed: the build would not see it; copy what it points at into the folder or add it to .tugignore", rel, link, p.dir)
+	}
+	return filepath.ToSlash(link), nil
+}
+
+// copyFile writes the file's contents after its header and counts it.
+func (p *packer) copyFile(tw *tar.Writer, path string, size int64) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return usage.Errorf("cannot read %s: %w", path, unwrapPath(err))
+	}
+	// the size the header promised: a file that grew since is cut
+	n, err := io.Copy(tw, io.LimitReader(f, size))
+	f.Close()
+	if err != nil {
+		return usage.Errorf("cannot read %s: %w", path, unwrapPath(err))
+	}
+	p.src.Files++
+	p.src.Size += n
+	return nil
 }
 
 func tooBig(dir string, limit int64) error {

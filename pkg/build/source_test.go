@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"os"
 	"path/filepath"
 	"sort"
@@ -203,5 +204,99 @@ func TestPackRefusesWhatTheAgentWouldNotUnpack(t *testing.T) {
 	}
 	if _, err := pack(many, Limits{Unpacked: 1 << 20, Entries: 10}); err == nil || !usage.Is(err) || !strings.Contains(err.Error(), "more than 10 files") {
 		t.Fatalf("want a usage error about the entry limit, got %v", err)
+	}
+}
+
+// TestPackWritesWhatTheAgentUnpacks pins each entry of the archive: names
+// relative to the folder in order (folders with a trailing slash),
+// permission bits kept, owners cleared, links as symlinks with their
+// target as written, contents whole; sockets left out; and the counts.
+func TestPackWritesWhatTheAgentUnpacks(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "bin/run", "#!/bin/sh\n")
+	if err := os.Chmod(filepath.Join(dir, "bin", "run"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, dir, "index.html", "<h1>hi")
+	if err := os.Symlink("bin/run", filepath.Join(dir, "start")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "empty"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	// a socket: nothing a build reads (its path must stay short)
+	sock, err := os.MkdirTemp("", "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(sock)
+	write(t, sock, "index.html", "x")
+	if l, err := net.Listen("unix", filepath.Join(sock, "sock")); err == nil {
+		defer l.Close()
+	} else {
+		t.Fatal(err)
+	}
+
+	for _, c := range []struct {
+		dir, want string
+		files     int
+		size      int64
+	}{
+		{dir, "bin/ dir 755 | bin/run reg 755 #!/bin/sh\n | empty/ dir 750 | index.html reg 644 <h1>hi | start symlink 777 -> bin/run", 2, 16},
+		{sock, "index.html reg 644 x", 1, 1},
+	} {
+		src, err := Pack(c.dir, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(src.Data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := tar.NewReader(zr)
+		var got []string
+		for {
+			h, err := tr.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.Uid != 0 || h.Gid != 0 || h.Uname != "" || h.Gname != "" {
+				t.Errorf("%s: owner %d:%d %q:%q, want root with no names", h.Name, h.Uid, h.Gid, h.Uname, h.Gname)
+			}
+			data, _ := io.ReadAll(tr)
+			kind := map[byte]string{tar.TypeDir: "dir", tar.TypeReg: "reg", tar.TypeSymlink: "symlink"}[h.Typeflag]
+			e := fmt.Sprintf("%s %s %o", h.Name, kind, h.Mode&0o7777)
+			if len(data) > 0 {
+				e += " " + string(data)
+			}
+			if h.Linkname != "" {
+				e += " -> " + h.Linkname
+			}
+			got = append(got, e)
+		}
+		if g := strings.Join(got, " | "); g != c.want {
+			t.Errorf("entries\n%q\nwant\n%q", g, c.want)
+		}
+		if src.Files != c.files || src.Size != c.size || src.Dir != c.dir || src.Ignore != "" {
+			t.Errorf("Source %+v", *src)
+		}
+	}
+}
+
+// TestPackRefusesWhatIsNotASourceFolder pins the messages of a file
+// given as the folder and of a bad ignore pattern.
+func TestPackRefusesWhatIsNotASourceFolder(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "f", "x")
+	f := filepath.Join(dir, "f")
+	if _, err := Pack(f, 0); err == nil || !usage.Is(err) || err.Error() != "--source "+f+" is not a folder" {
+		t.Errorf("a file: %v", err)
+	}
+	write(t, dir, ".tugignore", "a[\n")
+	if _, err := Pack(dir, 0); err == nil || !usage.Is(err) || err.Error() != `.tugignore: bad pattern "a[": syntax error in pattern` {
+		t.Errorf("a bad pattern: %v", err)
 	}
 }

@@ -44,7 +44,7 @@ const (
 	AppsDomain      = "appsDomain"      // each web app gets APP-NAMESPACE.<appsDomain>
 	IngressClass    = "ingressClass"    // the IngressClass of the Ingresses tug makes
 	Router          = "router"          // the controller behind the Gateway and the IngressClass: RouterTraefik, ...
-	CertIssuer      = "certIssuer"      // a cert-manager ClusterIssuer for domains' certificates
+	CertIssuer      = "certIssuer"      // ClusterIssuer/NAME or Issuer/NAME: cert-manager issues domains' certificates
 	BuildkitImage   = "buildkitImage"   // the BuildKit image of Dockerfile builds
 	BuildAgentImage = "buildAgentImage" // the image of tug's build agent
 	DefaultBuilder  = "defaultBuilder"  // the builder of a deploy from source that names none
@@ -66,7 +66,7 @@ var Keys = []struct{ Key, About string }{
 	{AppsDomain, "the domain app URLs live under: APP-NAMESPACE.DOMAIN"},
 	{IngressClass, "the IngressClass of the Ingresses tug makes (default: the cluster's default class)"},
 	{Router, "the router behind the Gateway and the IngressClass: traefik, ingress-nginx or other; says where an app's allow list is enforced"},
-	{CertIssuer, "a cert-manager ClusterIssuer that issues domains' certificates"},
+	{CertIssuer, "the cert-manager issuer of domains' certificates: ClusterIssuer/NAME, or Issuer/NAME in each app's namespace"},
 	{BuildkitImage, "the BuildKit image of Dockerfile builds"},
 	{BuildAgentImage, "the image of tug's build agent"},
 	{DefaultBuilder, "the builder image of a deploy from source that names none"},
@@ -83,6 +83,35 @@ func (s Settings) Get(key string) string { return s[key] }
 func (s Settings) GatewayRef() (namespace, name string, ok bool) {
 	namespace, name, ok = strings.Cut(s[Gateway], "/")
 	return namespace, name, ok && namespace != "" && name != ""
+}
+
+// Issuer is a cert-manager issuer as the certIssuer setting names it.
+type Issuer struct {
+	Kind string // "ClusterIssuer" or "Issuer" (of the app's namespace)
+	Name string
+}
+
+func (i Issuer) String() string { return i.Kind + "/" + i.Name }
+
+// ParseIssuer reads a certIssuer value: ClusterIssuer/NAME or Issuer/NAME.
+func ParseIssuer(value string) (Issuer, error) {
+	kind, name, ok := strings.Cut(value, "/")
+	if !ok || (kind != "ClusterIssuer" && kind != "Issuer") || len(validation.IsDNS1123Subdomain(name)) > 0 {
+		return Issuer{}, fmt.Errorf("invalid %s %q: want ClusterIssuer/NAME or Issuer/NAME of a cert-manager issuer", CertIssuer, value)
+	}
+	return Issuer{Kind: kind, Name: name}, nil
+}
+
+// CertIssuer is the issuer these settings name: ok false when they name
+// none; an error when the value is not one (a setting written by hand, or
+// by a tug that took a bare name).
+func (s Settings) CertIssuer() (i Issuer, ok bool, err error) {
+	v := s[CertIssuer]
+	if v == "" {
+		return Issuer{}, false, nil
+	}
+	i, err = ParseIssuer(v)
+	return i, err == nil, err
 }
 
 // Stored is the settings ConfigMap as read: the cluster's values and each
@@ -253,7 +282,11 @@ func validate(key, value string) error {
 		if value != RouterTraefik && value != RouterIngressNginx && value != RouterOther {
 			return bad("want traefik, ingress-nginx or other")
 		}
-	case IngressClass, CertIssuer:
+	case CertIssuer:
+		if _, err := ParseIssuer(value); err != nil {
+			return usage.Wrap(err)
+		}
+	case IngressClass:
 		if len(validation.IsDNS1123Subdomain(value)) > 0 {
 			return bad("want the name of a Kubernetes object")
 		}

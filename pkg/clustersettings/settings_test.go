@@ -1,47 +1,51 @@
 package clustersettings
 
 import (
-	"context"
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/fake"
+	"tug.dev/tug/pkg/usage"
 )
 
-// The router key takes the routers tug knows how to give an allow list to,
-// and "other"; anything else is a usage error before anything is written.
-func TestRouterValues(t *testing.T) {
-	for _, v := range []string{RouterTraefik, RouterIngressNginx, RouterOther} {
-		if err := (Change{Set: map[string]string{Router: v}}).Validate(); err != nil {
-			t.Errorf("router=%s: %v", v, err)
+func TestCertIssuerSetting(t *testing.T) {
+	for _, tt := range []struct {
+		value string
+		want  Issuer
+		ok    bool
+	}{
+		{"ClusterIssuer/letsencrypt", Issuer{"ClusterIssuer", "letsencrypt"}, true},
+		{"Issuer/team-ca", Issuer{"Issuer", "team-ca"}, true},
+		{"letsencrypt", Issuer{}, false}, // a bare name: which kind?
+		{"clusterissuer/letsencrypt", Issuer{}, false},
+		{"Vault/ca", Issuer{}, false},
+		{"ClusterIssuer/", Issuer{}, false},
+		{"ClusterIssuer/Bad_Name", Issuer{}, false},
+		{"ClusterIssuer/a/b", Issuer{}, false},
+	} {
+		got, err := ParseIssuer(tt.value)
+		if (err == nil) != tt.ok || got != tt.want {
+			t.Errorf("ParseIssuer(%q) = %+v, %v", tt.value, got, err)
+		}
+		err = Change{Set: map[string]string{CertIssuer: tt.value}}.Validate()
+		if (err == nil) != tt.ok {
+			t.Errorf("set certIssuer=%q: %v", tt.value, err)
+		}
+		if err != nil && (!usage.Is(err) || !strings.Contains(err.Error(), "ClusterIssuer/NAME or Issuer/NAME")) {
+			t.Errorf("set certIssuer=%q: want a usage error saying the shape, got %v", tt.value, err)
+		}
+		if tt.ok && got.String() != tt.value {
+			t.Errorf("String() = %q, want %q", got.String(), tt.value)
 		}
 	}
-	for _, v := range []string{"", "nginx", "Traefik", "haproxy"} {
-		err := (Change{Set: map[string]string{Router: v}}).Validate()
-		if err == nil || !strings.Contains(err.Error(), "want traefik, ingress-nginx or other") {
-			t.Errorf("router=%q: %v", v, err)
-		}
+	// the pool's value wins; a bad stored value is an error, not ignored
+	s := &Stored{Cluster: Settings{CertIssuer: "ClusterIssuer/le"}, Pools: map[string]Settings{"edge": {CertIssuer: "letsencrypt"}}}
+	if i, ok, err := s.For("").CertIssuer(); !ok || err != nil || i.Name != "le" {
+		t.Errorf("cluster issuer %+v %v %v", i, ok, err)
 	}
-	if s := fromData(map[string]string{"router": "traefik", "pool.edge.router": "other"}); s.For("").Get(Router) != RouterTraefik || s.For("edge").Get(Router) != RouterOther {
-		t.Errorf("stored router setting read as %+v", s)
+	if _, ok, err := s.For("edge").CertIssuer(); ok || err == nil {
+		t.Errorf("a bad pool value: ok %v, err %v", ok, err)
 	}
-}
-
-// A key this tug does not know (written by a newer tug or cluster-up) is
-// kept by a change of the others, not dropped.
-func TestWriteKeepsKeysItDoesNotKnow(t *testing.T) {
-	client := fake.NewSimpleClientset(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: Name, Namespace: Namespace},
-		Data: map[string]string{"gateway": "infra/router", "fromTheFuture": "x", "pool.edge.fromTheFuture": "y"}})
-	if _, err := Write(context.Background(), client, Change{Set: map[string]string{AppsDomain: "apps.example.com"}}); err != nil {
-		t.Fatal(err)
-	}
-	cm, err := client.CoreV1().ConfigMaps(Namespace).Get(context.Background(), Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cm.Data["fromTheFuture"] != "x" || cm.Data["pool.edge.fromTheFuture"] != "y" || cm.Data["gateway"] != "infra/router" || cm.Data["appsDomain"] != "apps.example.com" {
-		t.Errorf("data after the write: %v", cm.Data)
+	if _, ok, err := (&Stored{}).For("").CertIssuer(); ok || err != nil {
+		t.Errorf("no issuer: ok %v, err %v", ok, err)
 	}
 }

@@ -32,58 +32,28 @@ type applied struct {
 // first, before they store anything. With dryRun the server validates and
 // defaults them (admission included) but stores nothing.
 func applyObjects(ctx context.Context, d Deps, objs Objects, dryRun bool) (*applied, error) {
-	client, ns := d.Client, d.Namespace
 	opts := metav1.PatchOptions{FieldManager: kube.FieldManager, Force: new(true)}
 	if dryRun {
 		opts.DryRun = []string{metav1.DryRunAll}
 	}
 	warnUnenforced(d, objs)
 	out := &applied{deployments: map[string]*appsv1.Deployment{}}
-	for _, d := range objs.Deployments {
-		if d.Spec.Replicas == nil {
-			// Autoscaled: keep the count the autoscaler chose, so a deploy
-			// never resets it (and tug keeps owning the field, so server-side
-			// apply never drops it to the default of 1).
-			n, err := liveReplicas(ctx, client, ns, d.Name, objs)
-			if err != nil {
-				return nil, err
-			}
-			d = d.DeepCopy()
-			d.Spec.Replicas = &n
-		}
-		data, err := json.Marshal(d)
-		if err != nil {
-			return nil, err
-		}
-		got, err := client.AppsV1().Deployments(ns).Patch(ctx, d.Name, types.ApplyPatchType, data, opts)
-		if err != nil {
-			return nil, fmt.Errorf("applying deployment %s: %w", d.Name, kube.TranslateError(err))
-		}
-		out.deployments[got.Name] = got
+	if err := applyDeployments(ctx, d, objs, opts, out); err != nil {
+		return nil, err
 	}
-	if m := objs.Maintenance; m != nil {
-		// the page must answer before the Service switches to it
-		data, err := json.Marshal(m)
-		if err != nil {
-			return nil, err
-		}
-		if _, err := client.AppsV1().Deployments(ns).Patch(ctx, m.Name, types.ApplyPatchType, data, opts); err != nil {
-			return nil, fmt.Errorf("applying deployment %s: %w", m.Name, kube.TranslateError(err))
-		}
-		if !dryRun {
-			if err := waitAvailable(ctx, client, ns, m.Name, m.Spec.Template.Spec.Containers[0].Image); err != nil {
-				return nil, err
-			}
-		}
+	if err := applyMaintenance(ctx, d, objs.Maintenance, opts, dryRun); err != nil {
+		return nil, err
 	}
-	if objs.Service != nil {
-		data, err := json.Marshal(objs.Service)
-		if err != nil {
-			return nil, err
-		}
-		if _, err := client.CoreV1().Services(ns).Patch(ctx, objs.Service.Name, types.ApplyPatchType, data, opts); err != nil {
-			return nil, fmt.Errorf("applying service %s: %w", objs.Service.Name, kube.TranslateError(err))
-		}
+	client, ns := d.Client, d.Namespace
+	var writes []write
+	if svc := objs.Service; svc != nil {
+		writes = append(writes, write{"service", svc.Name, svc, func(n string, b []byte, o metav1.PatchOptions) error {
+			_, err := client.CoreV1().Services(ns).Patch(ctx, n, types.ApplyPatchType, b, o)
+			return err
+		}})
+	}
+	if err := applyCertificates(ctx, d, objs.Certificates, opts); err != nil {
+		return nil, err
 	}
 	if m := objs.Middleware; m != nil {
 		// before the routes and Ingresses that name it: a route naming a
@@ -93,30 +63,26 @@ func applyObjects(ctx context.Context, d Deps, objs Objects, dryRun bool) (*appl
 		}
 	}
 	for _, ing := range objs.Ingresses {
-		data, err := json.Marshal(ing)
-		if err != nil {
-			return nil, err
-		}
-		if _, err := client.NetworkingV1().Ingresses(ns).Patch(ctx, ing.Name, types.ApplyPatchType, data, opts); err != nil {
-			return nil, fmt.Errorf("applying ingress %s: %w", ing.Name, kube.TranslateError(err))
-		}
+		writes = append(writes, write{"ingress", ing.Name, ing, func(n string, b []byte, o metav1.PatchOptions) error {
+			_, err := client.NetworkingV1().Ingresses(ns).Patch(ctx, n, types.ApplyPatchType, b, o)
+			return err
+		}})
 	}
 	if np := objs.NetworkPolicy; np != nil {
-		data, err := json.Marshal(np)
-		if err != nil {
-			return nil, err
-		}
-		if _, err := client.NetworkingV1().NetworkPolicies(ns).Patch(ctx, np.Name, types.ApplyPatchType, data, opts); err != nil {
-			return nil, fmt.Errorf("applying network policy %s: %w", np.Name, kube.TranslateError(err))
-		}
+		writes = append(writes, write{"network policy", np.Name, np, func(n string, b []byte, o metav1.PatchOptions) error {
+			_, err := client.NetworkingV1().NetworkPolicies(ns).Patch(ctx, n, types.ApplyPatchType, b, o)
+			return err
+		}})
 	}
 	for _, h := range objs.Autoscalers {
-		data, err := json.Marshal(h)
-		if err != nil {
+		writes = append(writes, write{"autoscaler", h.Name, h, func(n string, b []byte, o metav1.PatchOptions) error {
+			_, err := client.AutoscalingV2().HorizontalPodAutoscalers(ns).Patch(ctx, n, types.ApplyPatchType, b, o)
+			return err
+		}})
+	}
+	for _, w := range writes {
+		if err := w.apply(opts); err != nil {
 			return nil, err
-		}
-		if _, err := client.AutoscalingV2().HorizontalPodAutoscalers(ns).Patch(ctx, h.Name, types.ApplyPatchType, data, opts); err != nil {
-			return nil, fmt.Errorf("applying autoscaler %s: %w", h.Name, kube.TranslateError(err))
 		}
 	}
 	for _, r := range objs.Routes {
@@ -127,6 +93,71 @@ func applyObjects(ctx context.Context, d Deps, objs Objects, dryRun bool) (*appl
 		out.routes = append(out.routes, got)
 	}
 	return out, nil
+}
+
+// write is one object to server-side-apply through patch.
+type write struct {
+	kind, name string
+	obj        any
+	patch      func(name string, data []byte, opts metav1.PatchOptions) error
+}
+
+func (w write) apply(opts metav1.PatchOptions) error {
+	data, err := json.Marshal(w.obj)
+	if err != nil {
+		return err
+	}
+	if err := w.patch(w.name, data, opts); err != nil {
+		return fmt.Errorf("applying %s %s: %w", w.kind, w.name, kube.TranslateError(err))
+	}
+	return nil
+}
+
+// applyDeployments applies the processes' Deployments, keeping the count
+// an autoscaler chose, and keeps what the server returned in out.
+func applyDeployments(ctx context.Context, d Deps, objs Objects, opts metav1.PatchOptions, out *applied) error {
+	client, ns := d.Client, d.Namespace
+	for _, dep := range objs.Deployments {
+		if dep.Spec.Replicas == nil {
+			// Autoscaled: keep the count the autoscaler chose, so a deploy
+			// never resets it (and tug keeps owning the field, so server-side
+			// apply never drops it to the default of 1).
+			n, err := liveReplicas(ctx, client, ns, dep.Name, objs)
+			if err != nil {
+				return err
+			}
+			dep = dep.DeepCopy()
+			dep.Spec.Replicas = &n
+		}
+		err := write{"deployment", dep.Name, dep, func(n string, b []byte, o metav1.PatchOptions) error {
+			got, err := client.AppsV1().Deployments(ns).Patch(ctx, n, types.ApplyPatchType, b, o)
+			if err == nil {
+				out.deployments[got.Name] = got
+			}
+			return err
+		}}.apply(opts)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// applyMaintenance applies the maintenance page's Deployment and waits
+// for it to answer: the page must answer before the Service switches to it.
+func applyMaintenance(ctx context.Context, d Deps, m *appsv1.Deployment, opts metav1.PatchOptions, dryRun bool) error {
+	if m == nil {
+		return nil
+	}
+	client, ns := d.Client, d.Namespace
+	err := write{"deployment", m.Name, m, func(n string, b []byte, o metav1.PatchOptions) error {
+		_, err := client.AppsV1().Deployments(ns).Patch(ctx, n, types.ApplyPatchType, b, o)
+		return err
+	}}.apply(opts)
+	if err != nil || dryRun {
+		return err
+	}
+	return waitAvailable(ctx, client, ns, m.Name, m.Spec.Template.Spec.Containers[0].Image)
 }
 
 // guardOwned checks, before anything is written, that no object of the
@@ -184,7 +215,7 @@ func guardOwned(ctx context.Context, d Deps, objs Objects) error {
 			return err
 		}
 	}
-	return nil
+	return guardCertificates(ctx, d, objs.Certificates)
 }
 
 // liveReplicas is an autoscaled Deployment's current unit count, or its
@@ -262,6 +293,9 @@ func removeStale(ctx context.Context, d Deps, appName string, objs Objects) erro
 	}
 	// after the routes and Ingresses no longer name it
 	if err := d.routes().RemoveStaleMiddlewares(ctx, appName, objs.Middleware); err != nil {
+		return err
+	}
+	if err := removeStaleCertificates(ctx, d, appName, objs.Certificates); err != nil {
 		return err
 	}
 	if objs.Service == nil {

@@ -192,10 +192,80 @@ func Roll(ctx context.Context, d Deps, appName string, change Change, opts Optio
 // roll is Roll in txn t: the app's lock is held (none for a dry run) and
 // t.app was read and reconciled under it. Everything it asks of the
 // cluster runs on t.ctx, so a lost lock stops it at the next request;
-// what records how it ended runs on a detached context.
+// what records how it ended runs on a detached context. Its steps are
+// rolling's methods, in the order below.
 func roll(t *Txn, change Change, opts Options, start time.Time) (*Result, error) {
-	ctx, d, store, a := t.ctx, t.d, t.store, t.app
-	base, baseConfig, err := BaseRelease(ctx, store, a)
+	r, err := newRolling(t, change, opts, start)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case r.opts.DryRun:
+		r.a.Route = r.want
+		return dryRun(t.ctx, t.d, t.store, r.a, r.base, r.baseConfig, r.next, r.config, r.opts, start)
+	case r.opts.NoRestart || r.next.Image == "":
+		return r.stage()
+	}
+	if err := r.store(); err != nil {
+		return nil, err
+	}
+	// From here every way out records how the rollout ended: a release is
+	// never left pending by a tug that is still running.
+	if out := r.count(); out != nil {
+		return out.res, out.err
+	}
+	if out := r.releasePhase(); out != nil {
+		return out.res, out.err
+	}
+	// The phase may have run for minutes: the lock must still be ours
+	// before anything of the release is applied.
+	if err := t.Lost(); err != nil {
+		return r.interrupted(err)
+	}
+	got, out := r.apply()
+	if out != nil {
+		return out.res, out.err
+	}
+	failure, out := r.wait(got)
+	if out != nil {
+		return out.res, out.err
+	}
+	if failure == nil {
+		return r.deployed(got)
+	}
+	return r.failed(failure)
+}
+
+// rolling is one release's rollout under way.
+type rolling struct {
+	t     *Txn
+	opts  Options
+	start time.Time
+	// a is the record as the rollout last wrote it.
+	a            *app.App
+	base, next   *app.Release
+	baseConfig   app.ConfigMap
+	config       app.ConfigMap
+	removed      []string
+	unitsBefore  map[string]app.Process
+	givenTimeout time.Duration
+	previous     int
+	runsPhase    bool
+	phase        *ReleasePhaseResult
+	// want is the app's route as the cluster settings give it now.
+	want *app.Route
+}
+
+// ended is how a step ended the rollout; nil: it goes on.
+type ended struct {
+	res *Result
+	err error
+}
+
+// newRolling builds the next release with change from the base release.
+func newRolling(t *Txn, change Change, opts Options, start time.Time) (*rolling, error) {
+	a := t.app
+	base, baseConfig, err := BaseRelease(t.ctx, t.store, a)
 	if err != nil {
 		return nil, err
 	}
@@ -203,187 +273,227 @@ func roll(t *Txn, change Change, opts Options, start time.Time) (*Result, error)
 	if err != nil {
 		return nil, err
 	}
-	next.App, next.Version, next.CreatedAt, next.Author = a.Name, a.LastRelease+1, time.Now().UTC(), d.Holder.User
-	removed := RemovedProcesses(base, next)
-	resultOf := func(st app.Status) *Result {
-		res := result(a, next, st, start)
-		res.RemovedProcesses = removed
-		return res
-	}
-	unitsBefore := maps.Clone(a.Processes)
+	next.App, next.Version, next.CreatedAt, next.Author = a.Name, a.LastRelease+1, time.Now().UTC(), t.d.Holder.User
+	r := &rolling{t: t, start: start, a: a, base: base, baseConfig: baseConfig, next: next, config: config,
+		removed: RemovedProcesses(base, next), unitsBefore: maps.Clone(a.Processes)}
 	withProcesses(a, next)
-	want := d.routes().Want(ctx, d.Settings, a, next.Pool)
+	r.want = t.d.routes().Want(t.ctx, t.d.Settings, a, next.Pool)
 	// A restore after a failure waits by the restored release's own
 	// deploy-timeout, unless the command gave one.
-	givenTimeout := opts.Timeout
+	r.givenTimeout = opts.Timeout
 	withTimeout(&opts, next)
+	r.opts = opts
+	return r, nil
+}
 
-	if opts.DryRun {
-		a.Route = want
-		return dryRun(ctx, d, store, a, base, baseConfig, next, config, opts, start)
-	}
-	if opts.NoRestart || next.Image == "" {
-		// store only: the config waits for the next rollout
-		next.Status = app.StatusStaged
-		if err := store.CreateRelease(ctx, next, config); err != nil {
-			return nil, t.Explain(err)
-		}
-		if _, err := store.UpdateApp(ctx, a.Name, func(x *app.App) error { x.LastRelease = next.Version; return nil }); err != nil {
-			return nil, t.Explain(err)
-		}
-		return resultOf(app.StatusStaged), nil
-	}
+// result is the rollout's result with status st.
+func (r *rolling) result(st app.Status) *Result {
+	res := result(r.a, r.next, st, r.start)
+	res.RemovedProcesses = r.removed
+	return res
+}
 
-	previous := a.Release
+// stage stores the release only: its config waits for the next rollout.
+func (r *rolling) stage() (*Result, error) {
+	ctx, store, next := r.t.ctx, r.t.store, r.next
+	next.Status = app.StatusStaged
+	if err := store.CreateRelease(ctx, next, r.config); err != nil {
+		return nil, r.t.Explain(err)
+	}
+	if _, err := store.UpdateApp(ctx, r.a.Name, func(x *app.App) error { x.LastRelease = next.Version; return nil }); err != nil {
+		return nil, r.t.Explain(err)
+	}
+	return r.result(app.StatusStaged), nil
+}
+
+// store stores the release, pending, once nothing is in the way: an
+// object that is not the app's leaves no trace.
+func (r *rolling) store() error {
+	t, a, next := r.t, r.a, r.next
+	r.previous = a.Release
 	next.Status = app.StatusPending
-	a.Route = want
-	phase := runsReleasePhase(a, base, next)
-	if phase && !opts.SkipReleasePhase && d.ReleasePhase == nil {
-		return nil, fmt.Errorf("release v%d of app %q has a release-phase command but nothing can run it", next.Version, a.Name)
+	a.Route = r.want
+	r.runsPhase = runsReleasePhase(a, r.base, next)
+	if r.runsPhase && !r.opts.SkipReleasePhase && t.d.ReleasePhase == nil {
+		return fmt.Errorf("release v%d of app %q has a release-phase command but nothing can run it", next.Version, a.Name)
 	}
-	// before the release is stored: an object in the way leaves no trace
-	if err := guardOwned(ctx, d, Render(a, next, config)); err != nil {
-		return nil, t.Explain(err)
+	if err := guardOwned(t.ctx, t.d, Render(a, next, r.config)); err != nil {
+		return t.Explain(err)
 	}
-	if err := store.CreateRelease(ctx, next, config); err != nil {
-		return nil, t.Explain(err)
+	return t.Explain(t.store.CreateRelease(t.ctx, next, r.config))
+}
+
+// interrupted records how a rollout cut short ended and says what runs.
+func (r *rolling) interrupted(err error) (*Result, error) {
+	t, name, v := r.t, r.next.App, r.next.Version
+	err = t.Explain(err)
+	if settle(t.ctx, t.store, name, v, err) == app.StatusDeployed {
+		return nil, err
 	}
-	// From here every way out records how the rollout ended: a release is
-	// never left pending by a tug that is still running.
-	name, v := a.Name, next.Version
-	interrupted := func(err error) (*Result, error) {
-		err = t.Explain(err)
-		if settle(ctx, store, name, v, err) == app.StatusDeployed {
-			return nil, err
-		}
-		return nil, &InterruptedError{App: name, Release: v, Previous: previous, Units: unitsByRelease(ctx, d, name), Err: err}
-	}
-	a, err = store.UpdateApp(ctx, a.Name, func(x *app.App) error {
-		x.LastRelease = next.Version
-		x.Processes = a.Processes
+	return nil, &InterruptedError{App: name, Release: v, Previous: r.previous, Units: unitsByRelease(t.ctx, t.d, name), Err: err}
+}
+
+// count records the release in the app's record, with its unit counts.
+func (r *rolling) count() *ended {
+	procs, v, want := r.a.Processes, r.next.Version, r.want
+	a, err := r.t.store.UpdateApp(r.t.ctx, r.a.Name, func(x *app.App) error {
+		x.LastRelease = v
+		x.Processes = procs
 		x.Route = want
 		return nil
 	})
 	if err != nil {
-		return interrupted(err)
+		res, err := r.interrupted(err)
+		return &ended{res, err}
 	}
-	var phaseResult *ReleasePhaseResult
+	r.a = a
+	return nil
+}
+
+// releasePhase runs the release's release phase, before anything of the
+// release is applied: a failing phase (a migration, say) leaves what runs
+// untouched, config included.
+func (r *rolling) releasePhase() *ended {
 	switch {
-	case phase && opts.SkipReleasePhase:
-		phaseResult = &ReleasePhaseResult{Command: SanitizeCommand(next.ReleaseCommand), Status: PhaseSkipped}
-	case phase:
-		// Before anything of the new release is applied: a failing phase
-		// (a migration, say) leaves what runs untouched, config included.
-		pr, err := releasePhase(ctx, d, a, next, config, previous)
-		phaseResult = pr
-		if err != nil {
-			if t.cause() != nil {
-				return interrupted(err)
-			}
-			wctx, cancel := detached(ctx)
-			defer cancel()
-			_, _ = store.UpdateApp(wctx, a.Name, func(x *app.App) error { x.Processes = unitsBefore; return nil })
-			reason := "release phase: " + err.Error()
-			failed := (*ReleasePhaseError)(nil)
-			if errors.As(err, &failed) {
-				reason = failed.Reason()
-			}
-			_ = store.SetReleaseStatus(wctx, a.Name, next.Version, app.StatusFailed, reason)
-			_ = prune(wctx, store, a, previous)
-			if failed == nil {
-				return nil, err
-			}
-			a.Processes = unitsBefore
-			res := resultOf(app.StatusFailed)
-			res.ReleasePhase = pr
-			res.Failure = releasePhaseFailure(failed)
-			failed.Result = res
-			return res, err
-		}
+	case !r.runsPhase:
+		return nil
+	case r.opts.SkipReleasePhase:
+		r.phase = &ReleasePhaseResult{Command: SanitizeCommand(r.next.ReleaseCommand), Status: PhaseSkipped}
+		return nil
 	}
-	// The phase may have run for minutes: the lock must still be ours
-	// before anything of the release is applied.
-	if err := t.Lost(); err != nil {
-		return interrupted(err)
+	t, a, next := r.t, r.a, r.next
+	pr, err := releasePhase(t.ctx, t.d, a, next, r.config, r.previous)
+	r.phase = pr
+	if err == nil {
+		return nil
 	}
-	objs := Render(a, next, config)
-	d.Progress.Update(fmt.Sprintf("applying release v%d", next.Version))
-	got, err := applyObjects(ctx, d, objs, false)
+	if t.cause() != nil {
+		res, err := r.interrupted(err)
+		return &ended{res, err}
+	}
+	wctx, cancel := detached(t.ctx)
+	defer cancel()
+	_, _ = t.store.UpdateApp(wctx, a.Name, func(x *app.App) error { x.Processes = r.unitsBefore; return nil })
+	reason := "release phase: " + err.Error()
+	failed := (*ReleasePhaseError)(nil)
+	if errors.As(err, &failed) {
+		reason = failed.Reason()
+	}
+	_ = t.store.SetReleaseStatus(wctx, a.Name, next.Version, app.StatusFailed, reason)
+	_ = prune(wctx, t.store, a, r.previous)
+	if failed == nil {
+		return &ended{nil, err}
+	}
+	a.Processes = r.unitsBefore
+	res := r.result(app.StatusFailed)
+	res.ReleasePhase = pr
+	res.Failure = releasePhaseFailure(failed)
+	failed.Result = res
+	return &ended{res, err}
+}
+
+// apply applies the release's objects and removes what it no longer has.
+func (r *rolling) apply() (*applied, *ended) {
+	t, a, next := r.t, r.a, r.next
+	objs := Render(a, next, r.config)
+	t.d.Progress.Update(fmt.Sprintf("applying release v%d", next.Version))
+	got, err := applyObjects(t.ctx, t.d, objs, false)
 	if err != nil {
 		if t.cause() != nil {
-			return interrupted(err)
+			res, err := r.interrupted(err)
+			return nil, &ended{res, err}
 		}
 		// the API server refused the objects: the release failed
-		wctx, cancel := detached(ctx)
-		_ = store.SetReleaseStatus(wctx, a.Name, next.Version, app.StatusFailed, err.Error())
+		wctx, cancel := detached(t.ctx)
+		_ = t.store.SetReleaseStatus(wctx, a.Name, next.Version, app.StatusFailed, err.Error())
 		cancel()
-		return nil, err
+		return nil, &ended{nil, err}
 	}
-	if err := removeStale(ctx, d, a.Name, objs); err != nil {
-		return interrupted(err)
+	if err := removeStale(t.ctx, t.d, a.Name, objs); err != nil {
+		res, err := r.interrupted(err)
+		return nil, &ended{res, err}
 	}
+	return got, nil
+}
 
+// wait waits for the release's units (unless --no-wait): nil when they
+// run, their failure when they cannot.
+func (r *rolling) wait(got *applied) (*rollout.Failure, *ended) {
+	t, next := r.t, r.next
+	interrupted := func(err error) *ended {
+		res, err := r.interrupted(err)
+		return &ended{res, err}
+	}
 	var failure *rollout.Failure
-	if !opts.NoWait {
-		ro := &rollout.Watch{Client: d.Client, Namespace: d.Namespace, App: a.Name, Release: next.Version,
-			Generations: generations(got), Idle: opts.Timeout, Progress: d.Progress}
-		err := ro.Wait(ctx)
+	if !r.opts.NoWait {
+		ro := &rollout.Watch{Client: t.d.Client, Namespace: t.d.Namespace, App: r.a.Name, Release: next.Version,
+			Generations: generations(got), Idle: r.opts.Timeout, Progress: t.d.Progress}
+		err := ro.Wait(t.ctx)
 		if err == nil {
-			recordImageID(ctx, d, store, next, ro.ImageID())
+			recordImageID(t.ctx, t.d, t.store, next, ro.ImageID())
 		}
 		if lost := t.Lost(); lost != nil {
-			return interrupted(lost)
+			return nil, interrupted(lost)
 		}
 		if err != nil && !errors.As(err, &failure) {
-			return interrupted(err) // Ctrl-C, SIGTERM, or the API failed
+			return nil, interrupted(err) // Ctrl-C, SIGTERM, or the API failed
 		}
 	}
 	if err := t.Lost(); err != nil {
-		return interrupted(err)
+		return nil, interrupted(err)
 	}
-	if failure == nil {
-		if err := markDeployed(ctx, store, a, next, previous, opts.HistoryMax); err != nil {
-			// The units run the release: record that once more with a
-			// fresh deadline (the command's may be gone, or one request
-			// timed out). Once the record names the release it is
-			// deployed, even if a status write after that failed.
-			wctx, cancel := detached(ctx)
-			again := markDeployed(wctx, store, a, next, previous, opts.HistoryMax)
-			cancel()
-			if again != nil && settle(ctx, store, name, v, err) != app.StatusDeployed {
-				return nil, t.Explain(err)
-			}
-		}
-		res := resultOf(app.StatusDeployed)
-		res.ReleasePhase = phaseResult
-		res.URLs = app.URLs(a)
-		var rerr error
-		if !opts.NoWait {
-			res.Routing, rerr = d.routes().Confirm(ctx, d.Progress, nil, a, got.routes, opts.Probe)
-		}
-		res.DurationMS = time.Since(start).Milliseconds()
-		return res, t.Explain(rerr)
-	}
+	return failure, nil
+}
 
-	// The rollout failed: record why, then put back what ran before.
-	wctx, cancel := detached(ctx)
-	_ = store.SetReleaseStatus(wctx, a.Name, next.Version, app.StatusFailed, failure.Message)
+// deployed records that the units run the release, then waits for the
+// router to serve it (unless --no-wait).
+func (r *rolling) deployed(got *applied) (*Result, error) {
+	t, a, next := r.t, r.a, r.next
+	if err := markDeployed(t.ctx, t.store, a, next, r.previous, r.opts.HistoryMax); err != nil {
+		// The units run the release: record that once more with a
+		// fresh deadline (the command's may be gone, or one request
+		// timed out). Once the record names the release it is
+		// deployed, even if a status write after that failed.
+		wctx, cancel := detached(t.ctx)
+		again := markDeployed(wctx, t.store, a, next, r.previous, r.opts.HistoryMax)
+		cancel()
+		if again != nil && settle(t.ctx, t.store, next.App, next.Version, err) != app.StatusDeployed {
+			return nil, t.Explain(err)
+		}
+	}
+	res := r.result(app.StatusDeployed)
+	res.ReleasePhase = r.phase
+	res.URLs = app.URLs(a)
+	var rerr error
+	if !r.opts.NoWait {
+		res.Routing, rerr = t.d.routes().Confirm(t.ctx, t.d.Progress, nil, a, got.routes, r.opts.Probe)
+	}
+	res.DurationMS = time.Since(r.start).Milliseconds()
+	return res, t.Explain(rerr)
+}
+
+// failed records why the rollout failed, then puts back what ran before
+// (unless --no-rollback).
+func (r *rolling) failed(failure *rollout.Failure) (*Result, error) {
+	t, a, next := r.t, r.a, r.next
+	wctx, cancel := detached(t.ctx)
+	_ = t.store.SetReleaseStatus(wctx, a.Name, next.Version, app.StatusFailed, failure.Message)
 	cancel()
 	// failed releases count against the history cap too
-	_ = prune(ctx, store, a, previous)
-	res := resultOf(app.StatusFailed)
+	_ = prune(t.ctx, t.store, a, r.previous)
+	res := r.result(app.StatusFailed)
 	res.Failure = failure
-	res.ReleasePhase = phaseResult
-	if !opts.NoRollback {
-		back, err := restore(ctx, d, store, a, previous, givenTimeout)
+	res.ReleasePhase = r.phase
+	if !r.opts.NoRollback {
+		back, err := restore(t.ctx, t.d, t.store, a, r.previous, r.givenTimeout)
 		if err != nil {
-			res.DurationMS = time.Since(start).Milliseconds()
-			return res, &Error{Result: res, RollbackErr: t.Explain(err), RollbackTo: previous}
+			res.DurationMS = time.Since(r.start).Milliseconds()
+			return res, &Error{Result: res, RollbackErr: t.Explain(err), RollbackTo: r.previous}
 		}
 		res.RolledBackTo = back
 	}
-	res.DurationMS = time.Since(start).Milliseconds()
-	return res, &Error{Result: res, Kept: opts.NoRollback, Previous: previous}
+	res.DurationMS = time.Since(r.start).Milliseconds()
+	return res, &Error{Result: res, Kept: r.opts.NoRollback, Previous: r.previous}
 }
 
 // withTimeout makes the rollout's idle timeout, when the command did not

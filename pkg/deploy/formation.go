@@ -101,13 +101,12 @@ func ConfigureChange(ctx context.Context, d Deps, appName string, c RecordChange
 }
 
 func reshape(ctx context.Context, d Deps, appName string, c RecordChange, opts Options, storeOnlyBeforeDeploy bool) (*Result, error) {
-	change := c.Edit
 	start := time.Now()
 	// Check the change on the record as it is before taking the lock, so
 	// bad input fails fast and leaves no trace; the same checks run again
 	// on the record read under the lock, the only copy written back.
 	check := func(a *app.App) error {
-		if err := change(a.Copy()); err != nil {
+		if err := c.Edit(a.Copy()); err != nil {
 			return err
 		}
 		if a.Release == 0 && !storeOnlyBeforeDeploy {
@@ -127,58 +126,105 @@ func reshape(ctx context.Context, d Deps, appName string, c RecordChange, opts O
 		return nil, err
 	}
 	defer t.End()
-	ctx, d, store, a := t.ctx, t.d, t.store, t.app
-	// Objects of the changed record that exist and are not the app's stop
-	// the change before anything is written (see guardOwned).
-	var r *app.Release
-	var config app.ConfigMap
-	if a.Release != 0 {
-		if r, config, err = store.GetRelease(ctx, appName, a.Release); err != nil {
-			return nil, err
-		}
-		changed := a.Copy()
-		changed.Route = d.routes().Want(ctx, d.Settings, a, r.Pool)
-		if err := change(changed); err != nil {
-			return nil, err
-		}
-		if err := guardOwned(ctx, d, Render(changed, r, config)); err != nil {
-			return nil, err
-		}
+	s := &reshaping{t: t, c: c, opts: opts, start: start, storeOnly: storeOnlyBeforeDeploy}
+	if err := s.guard(); err != nil {
+		return nil, err
 	}
+	a, err := s.write()
+	if err != nil {
+		return nil, err
+	}
+	if a.Release == 0 {
+		return &Result{App: a.Name, Namespace: a.Namespace, Status: app.StatusStaged, Processes: []ProcessResult{}}, nil
+	}
+	return s.roll(a)
+}
+
+// reshaping is a change of the app's record under way in txn t: it rolls
+// out with the release the app runs. Its methods are its steps in order.
+type reshaping struct {
+	t         *Txn
+	c         RecordChange
+	opts      Options
+	start     time.Time
+	storeOnly bool // before the first deploy the change is only stored
+	// the release the app runs (nil before its first deploy) and its config
+	r      *app.Release
+	config app.ConfigMap
+	// the formation the change started from, and what the router served
+	formationBefore map[string]app.Process
+	routedBefore    *app.App
+}
+
+// guard stops the change before anything is written when objects of the
+// changed record exist and are not the app's (see guardOwned).
+func (s *reshaping) guard() error {
+	ctx, d, a := s.t.ctx, s.t.d, s.t.app
+	if a.Release == 0 {
+		return nil
+	}
+	var err error
+	if s.r, s.config, err = s.t.store.GetRelease(ctx, a.Name, a.Release); err != nil {
+		return err
+	}
+	changed := a.Copy()
+	changed.Route = d.routes().Want(ctx, d.Settings, a, s.r.Pool)
+	if err := s.c.Edit(changed); err != nil {
+		return err
+	}
+	if err := guardOwned(ctx, d, Render(changed, s.r, s.config)); err != nil {
+		return err
+	}
+	if leavesPage(a, changed, s.r) && !s.opts.NoWait {
+		return s.t.Explain(awaitServing(ctx, d, changed, s.r, idleTimeout(s.opts.Timeout, s.r)))
+	}
+	return nil
+}
+
+// write runs the change's side effect, then writes the changed record
+// with the route as the cluster settings give it now (re-resolved like
+// with every rollout); a record not written undoes the side effect.
+func (s *reshaping) write() (*app.App, error) {
+	t, ctx, d, a := s.t, s.t.ctx, s.t.d, s.t.app
 	var undo func(context.Context)
-	if c.Locked != nil {
-		if undo, err = c.Locked(ctx, a); err != nil {
+	if s.c.Locked != nil {
+		var err error
+		if undo, err = s.c.Locked(ctx, a); err != nil {
 			return nil, err
 		}
 	}
-	// the route as the cluster settings give it now, re-resolved with the
-	// change like with every rollout
 	var want *app.Route
-	if r != nil {
-		want = d.routes().Want(ctx, d.Settings, a, r.Pool)
+	if s.r != nil {
+		want = d.routes().Want(ctx, d.Settings, a, s.r.Pool)
 	}
-	var formationBefore map[string]app.Process // the formation the change started from
-	routedBefore := a.Copy()                   // what the router served before the change
-	a, err = store.UpdateApp(ctx, appName, func(x *app.App) error {
-		formationBefore = maps.Clone(x.Processes)
-		if r != nil {
+	s.routedBefore = a.Copy()
+	changed, err := t.store.UpdateApp(ctx, a.Name, func(x *app.App) error {
+		s.formationBefore = maps.Clone(x.Processes)
+		if s.r != nil {
 			x.Route = want
 		}
-		return change(x)
+		return s.c.Edit(x)
 	})
 	if err != nil {
-		if undo != nil { // the record was not written: neither is the side effect
+		if undo != nil {
 			uctx, cancel := detached(ctx)
 			undo(uctx)
 			cancel()
 		}
 		return nil, t.Explain(err)
 	}
-	if a.Release == 0 {
-		return &Result{App: a.Name, Namespace: a.Namespace, Status: app.StatusStaged, Processes: []ProcessResult{}}, nil
-	}
+	return changed, nil
+}
+
+// roll applies the changed record with the release the app runs and waits
+// for its units and then the router; a formation that cannot run is put
+// back (all or nothing) unless --no-rollback.
+func (s *reshaping) roll(a *app.App) (*Result, error) {
+	t, ctx, d, opts := s.t, s.t.ctx, s.t.d, s.opts
+	r, config := s.r, s.config
 	if r == nil || r.Version != a.Release {
-		if r, config, err = store.GetRelease(ctx, appName, a.Release); err != nil {
+		var err error
+		if r, config, err = t.store.GetRelease(ctx, a.Name, a.Release); err != nil {
 			return nil, t.Explain(err)
 		}
 	}
@@ -191,27 +237,43 @@ func reshape(ctx context.Context, d Deps, appName string, c RecordChange, opts O
 	if err != nil {
 		return nil, t.Explain(err)
 	}
-	if err := removeStale(ctx, d, a.Name, objs); err != nil {
+	stale := objs
+	leaving := leavesPage(s.routedBefore, a, r)
+	if leaving {
+		// the page answers until the router serves the units (unpage.go)
+		stale.Maintenance = renderMaintenance(s.routedBefore)
+	}
+	if err := removeStale(ctx, d, a.Name, stale); err != nil {
 		return nil, t.Explain(err)
 	}
-	res := result(a, r, app.StatusDeployed, start)
+	dropPage := func() error {
+		if !leaving {
+			return nil
+		}
+		return pageDrop(ctx, d, a.Name)
+	}
+	res := result(a, r, app.StatusDeployed, s.start)
 	res.URLs = app.URLs(a)
 	if opts.NoWait {
-		return res, nil
+		return res, t.Explain(dropPage())
 	}
 	err = (&rollout.Watch{Client: d.Client, Namespace: d.Namespace, App: a.Name, Release: a.Release, Purpose: rollout.PurposeScale,
 		Generations: generations(got), Idle: opts.Timeout, Progress: d.Progress}).Wait(ctx)
-	res.DurationMS = time.Since(start).Milliseconds()
+	res.DurationMS = time.Since(s.start).Milliseconds()
 	f, ok := err.(*rollout.Failure)
 	if !ok {
 		if err == nil {
-			res.Routing, err = d.routes().Confirm(ctx, d.Progress, routedBefore, a, got.routes, opts.Probe)
-			res.DurationMS = time.Since(start).Milliseconds()
+			res.Routing, err = d.routes().Confirm(ctx, d.Progress, s.routedBefore, a, got.routes, opts.Probe)
+			if err == nil {
+				err = dropPage()
+			}
+			res.DurationMS = time.Since(s.start).Milliseconds()
 		}
 		return res, t.Explain(err)
 	}
 	res.Failure = f
-	if storeOnlyBeforeDeploy || opts.NoRollback {
+	if s.storeOnly || opts.NoRollback {
+		_ = dropPage() // the record says the page is gone; the failure is what to report
 		return res, f
 	}
 	// all or nothing: put the previous formation back, still under the
@@ -219,14 +281,14 @@ func reshape(ctx context.Context, d Deps, appName string, c RecordChange, opts O
 	rerr := &ReshapeError{App: a.Name, Failure: f}
 	rctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
-	prev, err := restoreFormation(rctx, d, store, a.Name, r, config, formationBefore, opts.Timeout)
+	prev, err := restoreFormation(rctx, d, t.store, a.Name, r, config, s.formationBefore, opts.Timeout)
 	if err != nil {
 		rerr.RestoreErr = t.Explain(err)
 	} else {
 		rerr.Restored = formation(prev)
-		res.Processes = result(prev, r, app.StatusDeployed, start).Processes
+		res.Processes = result(prev, r, app.StatusDeployed, s.start).Processes
 	}
-	res.DurationMS = time.Since(start).Milliseconds()
+	res.DurationMS = time.Since(s.start).Milliseconds()
 	return res, rerr
 }
 

@@ -108,9 +108,33 @@ func Reconcile(ctx context.Context, client kubernetes.Interface, store *app.Stor
 			return nil, err
 		}
 	}
-	var candidate *app.Release // newest unfinished release after the record's
-	stale := false
-	for _, r := range rels { // newest first
+	candidate, stale := unsettled(a, rels)
+	if !stale && candidate == nil {
+		return a, nil
+	}
+	if candidate != nil {
+		finished, err := finishedByCluster(ctx, client, store, a, candidate)
+		if err != nil {
+			return nil, err
+		}
+		if finished {
+			if a, err = store.GetApp(ctx, a.Name); err != nil {
+				return nil, err
+			}
+			// older pending releases are still to settle
+			if rels, err = store.ListReleases(ctx, a.Name); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return a, settleAll(ctx, store, a, rels)
+}
+
+// unsettled finds, in rels (newest first), the newest unfinished release
+// after the record's (pending or interrupted), and whether any release's
+// status is stale (pending, or deployed but not the record's).
+func unsettled(a *app.App, rels []*app.Release) (candidate *app.Release, stale bool) {
+	for _, r := range rels {
 		switch {
 		case r.Status == app.StatusPending:
 			stale = true
@@ -121,27 +145,27 @@ func Reconcile(ctx context.Context, client kubernetes.Interface, store *app.Stor
 			candidate = r
 		}
 	}
-	if !stale && candidate == nil {
-		return a, nil
+	return candidate, stale
+}
+
+// finishedByCluster records candidate as deployed when every one of its
+// processes' Deployments runs it and has rolled out: the cluster finished
+// what a stopped tug started.
+func finishedByCluster(ctx context.Context, client kubernetes.Interface, store *app.Store, a *app.App, candidate *app.Release) (bool, error) {
+	deps, err := client.AppsV1().Deployments(store.Namespace).List(ctx, metav1.ListOptions{LabelSelector: kube.AppSelector(a.Name)})
+	if err != nil {
+		return false, kube.TranslateError(err)
 	}
-	if candidate != nil {
-		deps, err := client.AppsV1().Deployments(store.Namespace).List(ctx, metav1.ListOptions{LabelSelector: kube.AppSelector(a.Name)})
-		if err != nil {
-			return nil, kube.TranslateError(err)
-		}
-		if runsFully(deps.Items, candidate) {
-			if err := markDeployed(ctx, store, a, candidate, a.Release, 0); err != nil {
-				return nil, err
-			}
-			if a, err = store.GetApp(ctx, a.Name); err != nil {
-				return nil, err
-			}
-			// older pending releases are still to settle
-			if rels, err = store.ListReleases(ctx, a.Name); err != nil {
-				return nil, err
-			}
-		}
+	if !runsFully(deps.Items, candidate) {
+		return false, nil
 	}
+	return true, markDeployed(ctx, store, a, candidate, a.Release, 0)
+}
+
+// settleAll gives every release left pending or deployed its status as
+// the record a now says: the record's release is deployed, another
+// pending one interrupted, another deployed one superseded.
+func settleAll(ctx context.Context, store *app.Store, a *app.App, rels []*app.Release) error {
 	for _, r := range rels {
 		var err error
 		switch {
@@ -154,10 +178,10 @@ func Reconcile(ctx context.Context, client kubernetes.Interface, store *app.Stor
 			err = store.SetReleaseStatus(ctx, a.Name, r.Version, app.StatusSuperseded, "")
 		}
 		if err != nil && !app.IsNotFound(err) {
-			return nil, err
+			return err
 		}
 	}
-	return a, nil
+	return nil
 }
 
 func runningOf(a *app.App) string {

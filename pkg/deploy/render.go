@@ -45,6 +45,9 @@ type Objects struct {
 	Routes []*unstructured.Unstructured
 	// Middleware is the allow list at a Traefik router (traffic.go).
 	Middleware *unstructured.Unstructured
+	// Certificates are cert-manager's, of domains whose certificate comes
+	// from an issuer (certificate.go).
+	Certificates []*unstructured.Unstructured
 }
 
 // Render builds the objects that run release r of app a. It is pure: the
@@ -65,6 +68,7 @@ func Render(a *app.App, r *app.Release, config app.ConfigMap) Objects {
 		objs.NetworkPolicy = renderNetworkPolicy(a)
 		objs.Middleware = renderAllowMiddleware(a)
 		objs.Maintenance = renderMaintenance(a)
+		objs.Certificates = renderCertificates(a)
 	}
 	for _, proc := range sortedProcesses(r.Processes) {
 		if as := a.Processes[proc].Autoscale; as != nil {
@@ -112,39 +116,7 @@ func renderDeployment(a *app.App, r *app.Release, proc, command string, port int
 		replicas = new(p.Units())
 	}
 	maxSurge, maxUnavailable := strategyPace(r.Rollout)
-	c := corev1.Container{
-		Name:            proc,
-		Image:           r.RunImage(),
-		ImagePullPolicy: PullPolicy(r.RunImage()),
-		EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{
-			LocalObjectReference: corev1.LocalObjectReference{Name: app.ReleaseSecretName(a.Name, r.Version)},
-		}}},
-	}
-	c.Command, c.Args = commandLine(command)
-	for _, k := range []string{app.EnvApp, app.EnvProcess, app.EnvRelease} {
-		c.Env = append(c.Env, corev1.EnvVar{Name: k, Value: app.PlatformEnv(a.Name, proc, r.Version)[k]})
-	}
-	c.Resources = resources(r.Limits[proc])
-	if proc == app.WebProcess {
-		// Always explicit, even when the config sets PORT (same value):
-		// the port is part of the spec (containerPort) anyway, and an
-		// export without the config must still listen where it is probed.
-		c.Env = append(c.Env, corev1.EnvVar{Name: "PORT", Value: strconv.Itoa(int(port))})
-		c.Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: port, Protocol: corev1.ProtocolTCP}}
-		// A web unit is ready when it accepts connections on $PORT; without
-		// a probe a unit that never listens would count as ready.
-		c.ReadinessProbe = &corev1.Probe{
-			ProbeHandler:     corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("http")}},
-			PeriodSeconds:    2,
-			FailureThreshold: 3,
-			TimeoutSeconds:   1,
-		}
-		// A unit being stopped (rollout, scale down, node removal) leaves
-		// the Service's endpoints at the moment it gets SIGTERM, but
-		// kube-proxies and ingresses take a moment to notice: keep serving
-		// that long, or those requests are refused. (tsuru does the same.)
-		c.Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: WebStopDelaySeconds}}}
-	}
+	c := renderContainer(a, r, proc, command, port)
 	applyHealthcheck(&c, r.Healthchecks[proc])
 	spec := corev1.PodSpec{
 		Containers: []corev1.Container{c},
@@ -185,6 +157,46 @@ func renderDeployment(a *app.App, r *app.Release, proc, command string, port int
 			},
 		},
 	}
+}
+
+// renderContainer is the process's container: the release's image and
+// command, its config and platform variables, its limits and, for web,
+// its port, readiness and stop delay.
+func renderContainer(a *app.App, r *app.Release, proc, command string, port int32) corev1.Container {
+	c := corev1.Container{
+		Name:            proc,
+		Image:           r.RunImage(),
+		ImagePullPolicy: PullPolicy(r.RunImage()),
+		EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: app.ReleaseSecretName(a.Name, r.Version)},
+		}}},
+	}
+	c.Command, c.Args = commandLine(command)
+	for _, k := range []string{app.EnvApp, app.EnvProcess, app.EnvRelease} {
+		c.Env = append(c.Env, corev1.EnvVar{Name: k, Value: app.PlatformEnv(a.Name, proc, r.Version)[k]})
+	}
+	c.Resources = resources(r.Limits[proc])
+	if proc == app.WebProcess {
+		// Always explicit, even when the config sets PORT (same value):
+		// the port is part of the spec (containerPort) anyway, and an
+		// export without the config must still listen where it is probed.
+		c.Env = append(c.Env, corev1.EnvVar{Name: "PORT", Value: strconv.Itoa(int(port))})
+		c.Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: port, Protocol: corev1.ProtocolTCP}}
+		// A web unit is ready when it accepts connections on $PORT; without
+		// a probe a unit that never listens would count as ready.
+		c.ReadinessProbe = &corev1.Probe{
+			ProbeHandler:     corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("http")}},
+			PeriodSeconds:    2,
+			FailureThreshold: 3,
+			TimeoutSeconds:   1,
+		}
+		// A unit being stopped (rollout, scale down, node removal) leaves
+		// the Service's endpoints at the moment it gets SIGTERM, but
+		// kube-proxies and ingresses take a moment to notice: keep serving
+		// that long, or those requests are refused. (tsuru does the same.)
+		c.Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: WebStopDelaySeconds}}}
+	}
+	return c
 }
 
 // strategyPace is the rolling update's maxSurge and maxUnavailable: the

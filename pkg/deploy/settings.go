@@ -82,10 +82,29 @@ func ChangeRollout(ctx context.Context, d Deps, appName, message string, edit fu
 	}
 
 	d.Progress.Update(fmt.Sprintf("changing the settings of v%d in place", serving.Version))
-	change := app.RolloutChange{At: time.Now().UTC(), Author: d.Holder.User, Message: message}
 	// The records first: they are what a later rollout, reshape or export
 	// renders, so a Deployment left unpatched below (a failed request, a
 	// killed tug) gets the new strategy from the next of them.
+	if serving, err = recordRollout(ctx, store, a, targets, changed, edit, app.RolloutChange{At: time.Now().UTC(), Author: d.Holder.User, Message: message}); err != nil {
+		return nil, err
+	}
+	if err := patchStrategy(ctx, d, live, serving.Rollout); err != nil {
+		return nil, fmt.Errorf("the settings of v%d are recorded, but its Deployments still have the previous strategy (the next rollout or 'tug app restart' applies it): %w", serving.Version, err)
+	}
+	// a lowered cap applies now, not at the next deploy
+	if err := prune(ctx, store, a, serving.Version); err != nil {
+		return nil, err
+	}
+	res := result(a, serving, app.StatusDeployed, start)
+	res.UnitsRestarted = new(false)
+	return res, nil
+}
+
+// recordRollout writes the edited settings, and the change, into each
+// changed release of targets (targets[0] is the deployed one); it returns
+// the deployed release as written.
+func recordRollout(ctx context.Context, store *app.Store, a *app.App, targets []*app.Release, changed map[int]bool, edit func(*app.App, *app.Release) error, change app.RolloutChange) (*app.Release, error) {
+	serving := targets[0]
 	for _, t := range targets {
 		if !changed[t.Version] {
 			continue
@@ -110,16 +129,7 @@ func ChangeRollout(ctx context.Context, d Deps, appName, message string, edit fu
 			serving = updated
 		}
 	}
-	if err := patchStrategy(ctx, d, live, serving.Rollout); err != nil {
-		return nil, fmt.Errorf("the settings of v%d are recorded, but its Deployments still have the previous strategy (the next rollout or 'tug app restart' applies it): %w", serving.Version, err)
-	}
-	// a lowered cap applies now, not at the next deploy
-	if err := prune(ctx, store, a, serving.Version); err != nil {
-		return nil, err
-	}
-	res := result(a, serving, app.StatusDeployed, start)
-	res.UnitsRestarted = new(false)
-	return res, nil
+	return serving, nil
 }
 
 // inPlaceTargets are the releases whose settings a change in place edits:

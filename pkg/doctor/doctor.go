@@ -14,6 +14,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -113,23 +114,28 @@ func (r *Report) Problems() int {
 
 const versionTimeout = 10 * time.Second
 
+// defaults fills in what the caller left zero.
+func (o *Options) defaults() {
+	if o.Progress == nil {
+		o.Progress = progress.Nop{}
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = 8
+	}
+	if o.ClientMinor == 0 {
+		o.ClientMinor = clientGoMinor
+	}
+	if o.Groups == nil {
+		o.Groups = CommandGroups()
+	}
+}
+
 // Run checks the kubeconfig, the cluster and every permission in the
 // permission table. Problems found are in the report (OK false), not in the
 // error; the error is for doctor itself failing, which only a cancelled
 // context does.
 func Run(ctx context.Context, env Env, opts Options) (*Report, error) {
-	if opts.Progress == nil {
-		opts.Progress = progress.Nop{}
-	}
-	if opts.Concurrency <= 0 {
-		opts.Concurrency = 8
-	}
-	if opts.ClientMinor == 0 {
-		opts.ClientMinor = clientGoMinor
-	}
-	if opts.Groups == nil {
-		opts.Groups = CommandGroups()
-	}
+	opts.defaults()
 	r := &Report{Checks: []Check{}, Groups: []GroupResult{}}
 	if opts.ClientMinor > 0 {
 		r.ClientVersion = fmt.Sprintf("1.%d", opts.ClientMinor)
@@ -182,6 +188,15 @@ func Run(ctx context.Context, env Env, opts Options) (*Report, error) {
 	// in each namespace that holds tug apps.
 	opts.Progress.Update("reviewing permissions")
 	r.Groups = reviewGroups(ctx, client, r.Namespace, appNamespaces(ctx, client, r.Namespace, opts.Groups), opts)
+
+	// 5. The Gateway the namespace's apps route through, once the review
+	// says whether the user may write their routes.
+	opts.Progress.Update("checking the Gateway")
+	var missing []Permission
+	for _, g := range r.Groups {
+		missing = append(missing, g.Missing...)
+	}
+	r.Checks = append(r.Checks, gatewayChecks(ctx, client, dynamicClient(env, cfg), r.Namespace, missing)...)
 	r.OK = r.Problems() == 0
 	if err := ctx.Err(); err != nil {
 		return r, err
@@ -192,6 +207,15 @@ func Run(ctx context.Context, env Env, opts Options) (*Report, error) {
 		opts.Progress.Fail(fmt.Sprintf("%d problem(s) found", r.Problems()))
 	}
 	return r, nil
+}
+
+// dynamicClient is the Env's dynamic client, or one made from cfg, on
+// first use.
+func dynamicClient(env Env, cfg *rest.Config) func() (dynamic.Interface, error) {
+	if de, ok := env.(DynamicEnv); ok {
+		return de.DynamicClient
+	}
+	return sync.OnceValues(func() (dynamic.Interface, error) { return dynamic.NewForConfig(cfg) })
 }
 
 // skewCheck follows Kubernetes' version skew policy: a client is supported

@@ -115,7 +115,7 @@ func TestAllAllowed(t *testing.T) {
 			t.Errorf("check %s: %s %s", ch.Name, ch.Status, ch.Message)
 		}
 	}
-	if want := []string{"kubeconfig", "cluster", "version skew", "identity", "dockerfile builds"}; !reflect.DeepEqual(names, want) {
+	if want := []string{"kubeconfig", "cluster", "version skew", "identity", "dockerfile builds", "gateway"}; !reflect.DeepEqual(names, want) {
 		t.Errorf("checks %q, want %q", names, want)
 	}
 }

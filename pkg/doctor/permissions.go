@@ -106,6 +106,8 @@ func ns(resource string, verbs ...string) []Permission {
 // all follow.
 //
 // It is a function so callers get their own copy to sort or filter.
+//
+//tug:table
 func CommandGroups() []CommandGroup {
 	return []CommandGroup{
 		{
@@ -210,6 +212,9 @@ func CommandGroups() []CommandGroup {
 				// one HTTPRoute per app, whose status tug watches for the
 				// router's verdict.
 				ns("httproutes.gateway.networking.k8s.io", "get", "list", "watch", "create", "update", "patch", "delete"),
+				// Where the cluster settings name a certificate issuer: one
+				// cert-manager Certificate per host, whose status cert list reads.
+				ns("certificates.cert-manager.io", "get", "list", "create", "update", "patch", "delete"),
 			),
 		},
 		{

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -35,48 +36,17 @@ func Export(ctx context.Context, s *app.Store, appName string, includeConfig boo
 		return nil, err
 	}
 	objs := deploy.Render(a, r, config)
-	var out []any
-	seen := map[string]bool{}
-	for _, b := range r.Volumes {
-		if seen[b.Volume] {
-			continue
-		}
-		seen[b.Volume] = true
-		pvc, err := s.Client.CoreV1().PersistentVolumeClaims(s.Namespace).Get(ctx, deploy.VolumeClaimName(b.Volume), metav1.GetOptions{})
-		if err != nil {
-			return nil, kube.TranslateError(err)
-		}
-		out = append(out, &corev1.PersistentVolumeClaim{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
-			ObjectMeta: metav1.ObjectMeta{Name: pvc.Name, Labels: pvc.Labels},
-			Spec: corev1.PersistentVolumeClaimSpec{
-				AccessModes: pvc.Spec.AccessModes, Resources: pvc.Spec.Resources,
-				StorageClassName: pvc.Spec.StorageClassName, VolumeMode: pvc.Spec.VolumeMode,
-			},
-		})
+	out, err := exportClaims(ctx, s, r)
+	if err != nil {
+		return nil, err
 	}
 	if includeConfig {
-		data := map[string][]byte{}
-		for k, v := range config {
-			data[k] = []byte(v)
-		}
-		out = append(out, &corev1.Secret{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-			ObjectMeta: metav1.ObjectMeta{Name: app.ReleaseSecretName(a.Name, r.Version), Labels: kube.AppLabels(a.Name)},
-			Type:       corev1.SecretTypeOpaque,
-			Data:       data,
-		})
+		out = append(out, configSecret(a.Name, r.Version, config))
 	}
 	for _, d := range objs.Deployments {
 		d.Namespace = ""
 		if !includeConfig {
-			for i := range d.Spec.Template.Spec.Containers {
-				for _, ef := range d.Spec.Template.Spec.Containers[i].EnvFrom {
-					if ef.SecretRef != nil {
-						ef.SecretRef.Optional = new(true)
-					}
-				}
-			}
+			configOptional(d)
 		}
 		out = append(out, d)
 	}
@@ -106,6 +76,11 @@ func Export(ctx context.Context, s *app.Store, appName string, includeConfig boo
 		unstructured.RemoveNestedField(m.Object, "metadata", "namespace")
 		out = append(out, m.Object)
 	}
+	for _, c := range objs.Certificates {
+		// the issuer it names must exist where it is applied
+		unstructured.RemoveNestedField(c.Object, "metadata", "namespace")
+		out = append(out, c.Object)
+	}
 	for _, r := range objs.Routes {
 		// attached to the Gateway the record names; a cluster without it
 		// needs its own parentRefs
@@ -113,4 +88,56 @@ func Export(ctx context.Context, s *app.Store, appName string, includeConfig boo
 		out = append(out, r.Object)
 	}
 	return out, nil
+}
+
+// exportClaims are the claims of r's volumes, as a cluster without them
+// needs them made.
+func exportClaims(ctx context.Context, s *app.Store, r *app.Release) ([]any, error) {
+	var out []any
+	seen := map[string]bool{}
+	for _, b := range r.Volumes {
+		if seen[b.Volume] {
+			continue
+		}
+		seen[b.Volume] = true
+		pvc, err := s.Client.CoreV1().PersistentVolumeClaims(s.Namespace).Get(ctx, deploy.VolumeClaimName(b.Volume), metav1.GetOptions{})
+		if err != nil {
+			return nil, kube.TranslateError(err)
+		}
+		out = append(out, &corev1.PersistentVolumeClaim{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
+			ObjectMeta: metav1.ObjectMeta{Name: pvc.Name, Labels: pvc.Labels},
+			Spec: corev1.PersistentVolumeClaimSpec{
+				AccessModes: pvc.Spec.AccessModes, Resources: pvc.Spec.Resources,
+				StorageClassName: pvc.Spec.StorageClassName, VolumeMode: pvc.Spec.VolumeMode,
+			},
+		})
+	}
+	return out, nil
+}
+
+// configSecret is release v's config as the Secret its units read.
+func configSecret(appName string, v int, config app.ConfigMap) *corev1.Secret {
+	data := map[string][]byte{}
+	for k, val := range config {
+		data[k] = []byte(val)
+	}
+	return &corev1.Secret{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{Name: app.ReleaseSecretName(appName, v), Labels: kube.AppLabels(appName)},
+		Type:       corev1.SecretTypeOpaque,
+		Data:       data,
+	}
+}
+
+// configOptional makes the config Secret optional for d's containers: an
+// export without config starts without it rather than not at all.
+func configOptional(d *appsv1.Deployment) {
+	for i := range d.Spec.Template.Spec.Containers {
+		for _, ef := range d.Spec.Template.Spec.Containers[i].EnvFrom {
+			if ef.SecretRef != nil {
+				ef.SecretRef.Optional = new(true)
+			}
+		}
+	}
 }

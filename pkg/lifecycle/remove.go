@@ -47,12 +47,12 @@ var ErrNotThatCopy = errors.New("the copy is not the one that move made")
 // stopSlack is how long past its grace period a unit may take to go.
 const stopSlack = 30 * time.Second
 
-// Remove deletes every object of an app (autoscalers, HTTPRoutes,
-// Deployments and their units, Ingresses, Traefik Middleware,
-// NetworkPolicy, Services, one-off run pods, release records) and waits,
-// bounded, until its units are gone. The app's record goes last, so an
-// interrupted or refused remove can be run again; the error then says what
-// is left.
+// Remove deletes every object of an app (autoscalers, routes, cert-manager
+// Certificates, Deployments and their units, Ingresses, Traefik Middleware,
+// NetworkPolicy, Services, one-off run pods, release records and TLS
+// Secrets) and waits, bounded, until its units are gone. The app's record
+// goes last, so an interrupted or refused remove can be run again; the
+// error then says what is left.
 //
 // It lists each kind by the app's labels and deletes what it found one by
 // one: that needs only the list and delete verbs of the developer Role (not
@@ -101,7 +101,8 @@ func RemoveHeld(ctx context.Context, d deploy.Deps, appName string, o RemoveOpti
 	// records that let remove run again go last.
 	steps := []removeStep{
 		{"autoscalers", func() (runtime.Object, error) { return c.AutoscalingV2().HorizontalPodAutoscalers(ns).List(ctx, sel) }, func(n string) error { return c.AutoscalingV2().HorizontalPodAutoscalers(ns).Delete(ctx, n, del) }},
-		{"routes", nil, nil}, // HTTPRoutes, through the dynamic client: see below
+		{"routes", nil, nil},       // HTTPRoutes, through the dynamic client: see below
+		{"certificates", nil, nil}, // cert-manager's, before the Secrets it writes
 		{"deployments", func() (runtime.Object, error) { return c.AppsV1().Deployments(ns).List(ctx, sel) }, func(n string) error { return c.AppsV1().Deployments(ns).Delete(ctx, n, del) }},
 		{"ingresses", func() (runtime.Object, error) { return c.NetworkingV1().Ingresses(ns).List(ctx, sel) }, func(n string) error { return c.NetworkingV1().Ingresses(ns).Delete(ctx, n, del) }},
 		{"middlewares", nil, nil}, // Traefik's, through the dynamic client: see below
@@ -125,6 +126,8 @@ func RemoveHeld(ctx context.Context, d deploy.Deps, appName string, o RemoveOpti
 			err = route.Client{Dynamic: d.Dynamic, Namespace: d.Namespace}.RemoveAll(ctx, appName)
 		case s.what == "middlewares":
 			err = route.Client{Dynamic: d.Dynamic, Namespace: d.Namespace}.RemoveStaleMiddlewares(ctx, appName, nil)
+		case s.what == "certificates":
+			err = deploy.RemoveCertificates(ctx, d, appName)
 		case s.list == nil:
 			err = removeUnits(ctx, d, appName, o, &stuck)
 		default:

@@ -68,18 +68,58 @@ func Show(ctx context.Context, d Deps, o Options) error {
 	if err != nil {
 		return err
 	}
-	if o.Process != "" {
-		if _, ok := a.Processes[o.Process]; !ok {
-			known := a.ProcessNames()
-			if len(known) == 0 {
-				return usage.Errorf("unknown process %q: app %q has no processes yet", o.Process, a.Name)
-			}
-			return usage.Errorf("unknown process %q: app %q has %s", o.Process, a.Name, strings.Join(known, ", "))
-		}
+	if err := knownProcess(a, o.Process); err != nil {
+		return err
 	}
+	pods, rv, err := unitsToShow(ctx, d, o, a)
+	if err != nil {
+		return err
+	}
+
+	out := newPrinter(d.IO, o)
+	defer out.close()
+	if len(pods) == 0 && !o.Follow {
+		fmt.Fprintf(d.IO.Stderr(), "%s\n", noUnits(a, o.Process, d.CommandName))
+		return nil
+	}
+	backlog := noteUnstarted(out, a, o, pods)
+	last, failed := showBacklog(ctx, d, o, out, backlog)
+	if !o.Follow {
+		// Ctrl-C is how a long backlog is cut short, not a failure
+		if ctx.Err() == nil && failed > 0 && failed == len(backlog) {
+			return fmt.Errorf("could not read the logs of any unit of app %q", a.Name)
+		}
+		return nil
+	}
+	if len(pods) == 0 {
+		fmt.Fprintf(d.IO.Stderr(), "%s; waiting for units to start (Ctrl-C to stop)\n", noUnits(a, o.Process, d.CommandName))
+	}
+	f := &follower{d: d, o: o, out: out, app: a.Name, rv: rv}
+	return f.run(ctx, pods, last)
+}
+
+// knownProcess refuses, as a usage error, a process the app does not have.
+func knownProcess(a *app.App, proc string) error {
+	if proc == "" {
+		return nil
+	}
+	if _, ok := a.Processes[proc]; ok {
+		return nil
+	}
+	known := a.ProcessNames()
+	if len(known) == 0 {
+		return usage.Errorf("unknown process %q: app %q has no processes yet", proc, a.Name)
+	}
+	return usage.Errorf("unknown process %q: app %q has %s", proc, a.Name, strings.Join(known, ", "))
+}
+
+// unitsToShow lists the app's pods that o selects, in name order, and the
+// list's resourceVersion, which following watches from. A --unit that
+// names none is an error that lists the units there are.
+func unitsToShow(ctx context.Context, d Deps, o Options, a *app.App) ([]*corev1.Pod, string, error) {
 	list, err := d.Client.CoreV1().Pods(d.Namespace).List(ctx, metav1.ListOptions{LabelSelector: kube.AppSelector(a.Name)})
 	if err != nil {
-		return kube.TranslateError(err)
+		return nil, "", kube.TranslateError(err)
 	}
 	var pods []*corev1.Pod
 	for i := range list.Items {
@@ -88,21 +128,21 @@ func Show(ctx context.Context, d Deps, o Options) error {
 		}
 	}
 	if o.Unit != "" && len(pods) == 0 {
-		return unknownUnit(a, o.Unit, list.Items)
+		return nil, "", unknownUnit(a, o.Unit, list.Items)
 	}
 	sort.Slice(pods, func(i, j int) bool { return pods[i].Name < pods[j].Name })
+	return pods, list.ResourceVersion, nil
+}
 
-	out := newPrinter(d.IO, o)
-	defer out.close()
-	if len(pods) == 0 && !o.Follow {
-		fmt.Fprintf(d.IO.Stderr(), "%s\n", noUnits(a, o.Process, d.CommandName))
-		return nil
-	}
-	// With --previous for every unit, the units that never restarted are
-	// counted in one line, not given a line each.
+// noteUnstarted says which units have no log to show yet (or, with
+// --previous, no previous one) and returns those that have. With
+// --previous for every unit, the units that never restarted are counted in
+// one line, not given a line each; while following, a unit that has not
+// started gets no note: its lines come when it starts.
+func noteUnstarted(out *printer, a *app.App, o Options, pods []*corev1.Pod) []*corev1.Pod {
 	countUnrestarted := o.Previous && o.Unit == ""
 	backlog := make([]*corev1.Pod, 0, len(pods))
-	var noted []string
+	var noted []string // unit, why, unit, why...
 	unrestarted := 0
 	for _, p := range pods {
 		if why := notStarted(p, o.Previous); why != "" {
@@ -116,6 +156,7 @@ func Show(ctx context.Context, d Deps, o Options) error {
 		}
 		backlog = append(backlog, p)
 	}
+	// every name is known before the first line, so the column is set once
 	for _, p := range backlog {
 		out.width(p.Name)
 	}
@@ -128,21 +169,7 @@ func Show(ctx context.Context, d Deps, o Options) error {
 	if unrestarted > 0 {
 		out.say(unrestartedNote(a, o.Process, unrestarted, len(pods)))
 	}
-	last, failed := showBacklog(ctx, d, o, out, backlog)
-	if !o.Follow {
-		if ctx.Err() != nil {
-			return nil
-		}
-		if failed > 0 && failed == len(backlog) {
-			return fmt.Errorf("could not read the logs of any unit of app %q", a.Name)
-		}
-		return nil
-	}
-	if len(pods) == 0 {
-		fmt.Fprintf(d.IO.Stderr(), "%s; waiting for units to start (Ctrl-C to stop)\n", noUnits(a, o.Process, d.CommandName))
-	}
-	f := &follower{d: d, o: o, out: out, app: a.Name, rv: list.ResourceVersion}
-	return f.run(ctx, pods, last)
+	return backlog
 }
 
 // selects reports whether p's lines are shown.

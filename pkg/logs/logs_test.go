@@ -363,3 +363,58 @@ func TestShowMakesLinesSafeForATerminal(t *testing.T) {
 		t.Fatalf("a note quoting the cluster's reason = %q", errOut)
 	}
 }
+
+// TestShowSaysWhatItCouldNotShow pins Show's answers where no line comes:
+// an app that is not there, a process of an app that has none, units
+// whose logs all fail (one that works is enough), and -f with no unit yet.
+func TestShowSaysWhatItCouldNotShow(t *testing.T) {
+	c, _ := newFake(t, nil)
+	err := Show(context.Background(), Deps{Client: c, Namespace: ns, IO: &testStreams{out: io.Discard}}, Options{App: "nope"})
+	if err == nil || err.Error() != `app "nope" not found in namespace "dev"; see 'tug app list'` {
+		t.Errorf("a missing app: %v", err)
+	}
+	s := &app.Store{Client: c, Namespace: ns}
+	if err := s.CreateApp(context.Background(), &app.App{Name: "empty", Namespace: ns}); err != nil {
+		t.Fatal(err)
+	}
+	err = Show(context.Background(), Deps{Client: c, Namespace: ns, IO: &testStreams{out: io.Discard}}, Options{App: "empty", Process: "web"})
+	if !usage.Is(err) || err.Error() != `unknown process "web": app "empty" has no processes yet` {
+		t.Errorf("a process of an app with none: %v", err)
+	}
+
+	c, _ = newFake(t, map[string]string{"shop-web-b": stamp(1, "b1")}, pod("shop-web-a", "web"), pod("shop-web-b", "web"))
+	c.PrependReactor("get", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() == "log" && a.(k8stesting.GenericAction).GetValue().(*corev1.PodLogOptions).Container == "c-shop-web-a" {
+			return true, nil, apierrors.NewInternalError(fmt.Errorf("kubelet down"))
+		}
+		return false, nil, nil
+	})
+	out, errOut, err := show(t, c, Options{Tail: -1})
+	if err != nil || out != "shop-web-b | b1\n" || !strings.Contains(errOut, "shop-web-a") {
+		t.Errorf("one unit of two unreadable: %v %q %q", err, out, errOut)
+	}
+	_, errOut, err = show(t, c, Options{Tail: -1, Process: "web", Unit: "shop-web-a"})
+	if err == nil || err.Error() != `could not read the logs of any unit of app "shop"` || !strings.Contains(errOut, "kubelet down") {
+		t.Errorf("every unit unreadable: %v %q", err, errOut)
+	}
+
+	c, _ = newFake(t, nil)
+	watching := make(chan struct{}, 1)
+	c.PrependWatchReactor("pods", func(a k8stesting.Action) (bool, watch.Interface, error) {
+		watching <- struct{}{}
+		return true, watch.NewRaceFreeFake(), nil
+	})
+	ios := &testStreams{out: io.Discard}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Show(ctx, Deps{Client: c, Namespace: ns, IO: ios}, Options{App: "shop", Follow: true}) }()
+	select {
+	case <-watching:
+	case <-time.After(10 * time.Second):
+		t.Fatal("logs -f does not watch the app's pods")
+	}
+	cancel()
+	if err := <-done; err != nil || ios.errOut.String() != "app \"shop\" has no units; waiting for units to start (Ctrl-C to stop)\n" {
+		t.Errorf("-f with no units: %v %q", err, ios.errOut.String())
+	}
+}

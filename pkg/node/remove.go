@@ -275,17 +275,14 @@ func Remove(ctx context.Context, f *Found, o RemoveOptions) (*RemoveResult, erro
 	}
 	res := &RemoveResult{Node: node.Name, Cluster: f.Target.Name, DryRun: o.DryRun, Evicted: []PodRef{}, Skipped: []SkippedPod{}, Surges: []Surge{}}
 	if o.NoRebalance {
-		if o.DryRun {
-			res.Deleted = true // would be
-			return res, nil
+		if !o.DryRun {
+			if err := deleteNode(ctx, f); err != nil {
+				return res, err
+			}
 		}
-		if err := deleteNode(ctx, f); err != nil {
-			return res, err
-		}
-		res.Deleted = true
+		res.Deleted = true // or would be, with --dry-run
 		return res, nil
 	}
-
 	pl, err := makePlan(ctx, f, o)
 	if err != nil {
 		return nil, err
@@ -294,11 +291,6 @@ func Remove(ctx context.Context, f *Found, o RemoveOptions) (*RemoveResult, erro
 		return nil, &BlockedError{Node: node.Name, Pods: pl.blocked}
 	}
 	d := &drainer{client: f.Target.Client, node: node, nodeReady: IsReady(node), o: o, res: res}
-	if !o.DryRun {
-		if err := d.lockPreflight(ctx, pl.evict); err != nil {
-			return nil, err
-		}
-	}
 	if o.DryRun {
 		res.Skipped = append(res.Skipped, pl.skipped...)
 		for i := range pl.evict {
@@ -308,28 +300,38 @@ func Remove(ctx context.Context, f *Found, o RemoveOptions) (*RemoveResult, erro
 		res.Deleted = !o.KeepNode
 		return res, nil
 	}
+	if err := d.lockPreflight(ctx, pl.evict); err != nil {
+		return nil, err
+	}
+	if res, err := d.drain(ctx, f); err != nil {
+		return res, err
+	}
+	if o.KeepNode {
+		return res, nil
+	}
+	o.Progress.Update(fmt.Sprintf("deleting node %s", node.Name))
+	if err := deleteNode(ctx, f); err != nil {
+		return res, err
+	}
+	res.Deleted = true
+	return res, nil
+}
 
+// drain cordons the node and moves its pods off, within --timeout: the
+// plan is made again once the node is cordoned, so pods scheduled in
+// between are caught; a plan that is blocked then uncordons it and
+// returns no result (nothing was moved).
+func (d *drainer) drain(ctx context.Context, f *Found) (*RemoveResult, error) {
+	o, res, node := d.o, d.res, d.node
 	dctx, cancel := ctx, context.CancelFunc(func() {})
 	if o.Timeout > 0 {
 		dctx, cancel = context.WithTimeout(ctx, o.Timeout)
 	}
 	defer cancel()
-
-	if !node.Spec.Unschedulable {
-		o.Progress.Update(fmt.Sprintf("cordoning node %s", node.Name))
-		if _, err := modify(dctx, d.client, node.Name, func(n *corev1.Node) bool {
-			if n.Spec.Unschedulable {
-				return false
-			}
-			n.Spec.Unschedulable = true
-			return true
-		}); err != nil {
-			return res, err
-		}
-		res.Cordoned = true
+	if err := d.cordon(dctx); err != nil {
+		return res, err
 	}
-	// Pods scheduled between the first look and the cordon are caught here.
-	pl, err = makePlan(dctx, f, o)
+	pl, err := makePlan(dctx, f, o)
 	if err == nil && len(pl.blocked) > 0 {
 		err = &BlockedError{Node: node.Name, Pods: pl.blocked}
 	}
@@ -341,31 +343,41 @@ func Remove(ctx context.Context, f *Found, o RemoveOptions) (*RemoveResult, erro
 		return nil, err
 	}
 	res.Skipped = append(res.Skipped, pl.skipped...)
-
 	// what an earlier, stopped removal of the node left raised
 	earlier, errs := d.claimEarlier(dctx, surgeMarks(node))
 	errs = append(errs, d.run(dctx, pl.evict)...)
 	errs = append(errs, d.finishEarlier(earlier)...)
 	res.sort()
-	if len(errs) > 0 {
-		if ctx.Err() != nil {
-			return res, ctx.Err() // interrupted: the caller says so
-		}
-		de := &DrainError{Node: node.Name, Errs: errs}
-		if errors.Is(dctx.Err(), context.DeadlineExceeded) {
-			de.Timeout = o.Timeout
-		}
-		return res, de
-	}
-	if o.KeepNode {
+	if len(errs) == 0 {
 		return res, nil
 	}
-	o.Progress.Update(fmt.Sprintf("deleting node %s", node.Name))
-	if err := deleteNode(ctx, f); err != nil {
-		return res, err
+	if ctx.Err() != nil {
+		return res, ctx.Err() // interrupted: the caller says so
 	}
-	res.Deleted = true
-	return res, nil
+	de := &DrainError{Node: node.Name, Errs: errs}
+	if errors.Is(dctx.Err(), context.DeadlineExceeded) {
+		de.Timeout = o.Timeout
+	}
+	return res, de
+}
+
+// cordon marks the node unschedulable unless it already is.
+func (d *drainer) cordon(ctx context.Context) error {
+	if d.node.Spec.Unschedulable {
+		return nil
+	}
+	d.o.Progress.Update(fmt.Sprintf("cordoning node %s", d.node.Name))
+	if _, err := modify(ctx, d.client, d.node.Name, func(n *corev1.Node) bool {
+		if n.Spec.Unschedulable {
+			return false
+		}
+		n.Spec.Unschedulable = true
+		return true
+	}); err != nil {
+		return err
+	}
+	d.res.Cordoned = true
+	return nil
 }
 
 // sort orders what the goroutines appended, for stable output.

@@ -129,6 +129,11 @@ type filter struct {
 
 // feed appends to dst what p (after what was held) becomes. With final,
 // nothing more follows, so nothing is held.
+//
+// The filter is a state machine: its state is what it carries between
+// bytes and between feeds (held, skipLF); each step reads what starts
+// the rest of the input, appends what that becomes and says how many
+// bytes it used, or 0 to hold the rest until more comes.
 func (f *filter) feed(dst, p []byte, final bool) []byte {
 	in := p
 	if len(f.held) > 0 {
@@ -136,62 +141,91 @@ func (f *filter) feed(dst, p []byte, final bool) []byte {
 		f.held = f.held[:0]
 	}
 	for i := 0; i < len(in); {
-		c := in[i]
 		if f.skipLF {
 			f.skipLF = false
-			if c == '\n' {
+			if in[i] == '\n' {
 				i++
 				continue
 			}
 		}
-		switch {
-		case c == '\t' || c == '\n' || (c >= 0x20 && c < 0x7f):
-			j := i + 1
-			for j < len(in) && (in[j] == '\t' || in[j] == '\n' || (in[j] >= 0x20 && in[j] < 0x7f)) {
-				j++
-			}
-			dst = append(dst, in[i:j]...)
-			i = j
-		case c == '\r' && f.stream:
-			dst = append(dst, '\n')
-			f.skipLF = true
-			i++
-		case c == 0x1b && f.sgr != sgrShow:
-			n, complete := sgrLen(in[i:])
-			switch {
-			case complete:
-				if f.sgr == sgrKeep {
-					dst = append(dst, in[i:i+n]...)
-				}
-				i += n
-			case n > 0 && !final:
-				f.held = append(f.held, in[i:]...)
-				return dst
-			default:
-				dst = append(dst, '^', '[')
-				i++
-			}
-		case c < 0x20:
-			dst = append(dst, '^', c+'@')
-			i++
-		case c == 0x7f:
-			dst = append(dst, '^', '?')
-			i++
-		default:
-			if !final && !utf8.FullRune(in[i:]) {
-				f.held = append(f.held, in[i:]...)
-				return dst
-			}
-			r, size := utf8.DecodeRune(in[i:])
-			if r == utf8.RuneError || (r >= 0x80 && r <= 0x9f) {
-				dst = fmt.Appendf(dst, "\\u%04x", r)
-			} else {
-				dst = append(dst, in[i:i+size]...)
-			}
-			i += size
+		var n int
+		if plain(in[i]) { // most text: no call for it
+			dst, n = appendPlain(dst, in[i:])
+		} else {
+			dst, n = f.step(dst, in[i:], final)
 		}
+		if n == 0 {
+			f.held = append(f.held, in[i:]...)
+			return dst
+		}
+		i += n
 	}
 	return dst
+}
+
+// step handles what starts b (never empty, and not plain) by the kind of
+// its first byte.
+func (f *filter) step(dst, b []byte, final bool) ([]byte, int) {
+	switch c := b[0]; {
+	case c == '\r' && f.stream:
+		f.skipLF = true // a CR LF is one line end
+		return append(dst, '\n'), 1
+	case c == 0x1b && f.sgr != sgrShow:
+		return f.escape(dst, b, final)
+	case c < 0x20:
+		return append(dst, '^', c+'@'), 1
+	case c == 0x7f:
+		return append(dst, '^', '?'), 1
+	default:
+		return appendRune(dst, b, final)
+	}
+}
+
+// plain: the bytes that pass as they are.
+func plain(c byte) bool {
+	return c == '\t' || c == '\n' || (c >= 0x20 && c < 0x7f)
+}
+
+// appendPlain passes the run of plain bytes b starts with, in one append.
+func appendPlain(dst, b []byte) ([]byte, int) {
+	j := 1
+	for j < len(b) && plain(b[j]) {
+		j++
+	}
+	return append(dst, b[:j]...), j
+}
+
+// escape handles an ESC where SGR colour may pass: a whole SGR sequence is
+// kept or dropped by the mode, the start of one is held (unless final),
+// and any other ESC is shown as ^[, which leaves the rest of the sequence
+// as plain text.
+func (f *filter) escape(dst, b []byte, final bool) ([]byte, int) {
+	n, complete := sgrLen(b)
+	switch {
+	case complete:
+		if f.sgr == sgrKeep {
+			dst = append(dst, b[:n]...)
+		}
+		return dst, n
+	case n > 0 && !final:
+		return dst, 0
+	default:
+		return append(dst, '^', '['), 1
+	}
+}
+
+// appendRune passes one UTF-8 rune, or shows it in \u notation when it is
+// invalid or a C1 control (which some terminals obey like ESC sequences).
+// A rune cut at the end of b is held, unless final.
+func appendRune(dst, b []byte, final bool) ([]byte, int) {
+	if !final && !utf8.FullRune(b) {
+		return dst, 0
+	}
+	r, size := utf8.DecodeRune(b)
+	if r == utf8.RuneError || (r >= 0x80 && r <= 0x9f) {
+		return fmt.Appendf(dst, "\\u%04x", r), size
+	}
+	return append(dst, b[:size]...), size
 }
 
 // sgrLen looks at b, which starts with ESC, for an SGR sequence: ESC [,

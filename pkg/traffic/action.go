@@ -2,6 +2,7 @@ package traffic
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/deploy"
+	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/route"
 	"tug.dev/tug/pkg/usage"
 )
@@ -48,16 +50,32 @@ func (o *DomainAddOptions) Validate() error {
 
 // DomainAdd routes a host (and path) to the app. A host another app of the
 // namespace routes is refused: that takes one LIST of Ingresses, made once
-// under the lock.
+// under the lock. When the cluster settings of the app's pool name a
+// certificate issuer, a new host takes its certificate from cert-manager
+// (see issueFrom); a host that already has a certificate keeps it.
 func DomainAdd(ctx context.Context, d deploy.Deps, o DomainAddOptions, opts deploy.Options) (*deploy.Result, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
+	edit := func(a *app.App) error {
+		if err := AddDomain(a, app.Domain{Host: o.Host, Path: o.Path, IngressClass: o.IngressClass}); err != nil {
+			return err
+		}
+		return issueFrom(a, d.Settings, o.Host)
+	}
 	return deploy.ConfigureChange(ctx, d, o.App, deploy.RecordChange{
-		Edit: func(a *app.App) error {
-			return AddDomain(a, app.Domain{Host: o.Host, Path: o.Path, IngressClass: o.IngressClass})
-		},
+		Edit: edit,
 		Locked: func(ctx context.Context, a *app.App) (func(context.Context), error) {
+			// an issuer the cluster cannot use changes nothing
+			changed := a.Copy()
+			if err := edit(changed); err != nil {
+				return nil, err
+			}
+			if iss := hostIssuer(changed, o.Host); iss != "" {
+				if err := deploy.CertificatesServed(ctx, d, iss); err != nil {
+					return nil, err
+				}
+			}
 			owner, err := HostOwner(ctx, d.Client, d.Namespace, a.Name, o.Host)
 			if err != nil {
 				return nil, err
@@ -78,21 +96,30 @@ func DomainRemove(ctx context.Context, d deploy.Deps, appName, host string, opts
 		return nil, err
 	}
 	var secret string
+	var issued bool
 	res, err := deploy.Configure(ctx, d, appName, func(a *app.App) error {
 		var err error
+		issued = hostIssuer(a, host) != ""
 		secret, err = RemoveDomain(a, host)
 		return err
 	}, opts)
-	return deleteAfter(ctx, d, appName, res, err, secret)
+	return deleteAfter(ctx, d, appName, res, err, secret, issued)
 }
 
 // deleteAfter removes a host's TLS Secret once the record no longer names
-// it (err is the outcome of that change).
-func deleteAfter(ctx context.Context, d deploy.Deps, appName string, res *deploy.Result, err error, secret string) (*deploy.Result, error) {
+// it (err is the outcome of that change); by then its Certificate, if it
+// came from an issuer, is gone too, so cert-manager writes it no more. A
+// Secret that cert-manager wrote without tug's labels is left to its owner.
+func deleteAfter(ctx context.Context, d deploy.Deps, appName string, res *deploy.Result, err error, secret string, issued bool) (*deploy.Result, error) {
 	if err != nil || secret == "" {
 		return res, err
 	}
-	return res, DeleteSecret(ctx, d.Client, d.Namespace, appName, secret)
+	err = DeleteSecret(ctx, d.Client, d.Namespace, appName, secret)
+	var notOurs *kube.NotOwnedError
+	if issued && errors.As(err, &notOurs) {
+		err = nil
+	}
+	return res, err
 }
 
 // CertAddOptions are `tug cert add`: a certificate and its key, in PEM
@@ -141,7 +168,9 @@ func readFile(flag, path string) ([]byte, error) {
 // CertAdd serves a domain of the app over TLS with a certificate. The pair
 // is checked first; its kubernetes.io/tls Secret is written once the app's
 // lock is held, and taken back when the record cannot be changed, so a
-// failed change leaves no Secret behind.
+// failed change leaves no Secret behind. A host whose certificate came
+// from an issuer takes the user's instead: its Certificate is deleted
+// before the Secret is written, so cert-manager does not write over it.
 func CertAdd(ctx context.Context, d deploy.Deps, o CertAddOptions, opts deploy.Options) (*deploy.Result, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
@@ -153,7 +182,7 @@ func CertAdd(ctx context.Context, d deploy.Deps, o CertAddOptions, opts deploy.O
 			for i := range a.Domains {
 				if a.Domains[i].Host == o.Host {
 					found = true
-					a.Domains[i].TLSSecret = secret
+					a.Domains[i].TLSSecret, a.Domains[i].CertIssuer = secret, ""
 				}
 			}
 			if !found {
@@ -162,7 +191,26 @@ func CertAdd(ctx context.Context, d deploy.Deps, o CertAddOptions, opts deploy.O
 			return nil
 		},
 		Locked: func(ctx context.Context, a *app.App) (func(context.Context), error) {
-			return putCert(ctx, d.Client, d.Namespace, a.Name, secret, o.Host, o.certPEM, o.keyPEM)
+			var restore func(context.Context)
+			if hostIssuer(a, o.Host) != "" {
+				var err error
+				if restore, err = deleteCertificate(ctx, d, a.Name, deploy.CertificateName(a.Name, o.Host)); err != nil {
+					return nil, err
+				}
+			}
+			undo, err := putCert(ctx, d.Client, d.Namespace, a.Name, secret, o.Host, o.certPEM, o.keyPEM)
+			if err != nil {
+				if restore != nil {
+					restore(ctx)
+				}
+				return nil, err
+			}
+			return func(ctx context.Context) {
+				undo(ctx)
+				if restore != nil {
+					restore(ctx)
+				}
+			}, nil
 		},
 	}, opts)
 }
@@ -174,12 +222,13 @@ func CertRemove(ctx context.Context, d deploy.Deps, appName, host string, opts d
 		return nil, err
 	}
 	var secret string
+	var issued bool
 	res, err := deploy.Configure(ctx, d, appName, func(a *app.App) error {
-		secret = ""
+		secret, issued = "", hostIssuer(a, host) != ""
 		for i := range a.Domains {
 			if a.Domains[i].Host == host && a.Domains[i].TLSSecret != "" {
 				secret = a.Domains[i].TLSSecret
-				a.Domains[i].TLSSecret = ""
+				a.Domains[i].TLSSecret, a.Domains[i].CertIssuer = "", ""
 			}
 		}
 		if secret == "" {
@@ -187,7 +236,7 @@ func CertRemove(ctx context.Context, d deploy.Deps, appName, host string, opts d
 		}
 		return nil
 	}, opts)
-	return deleteAfter(ctx, d, appName, res, err, secret)
+	return deleteAfter(ctx, d, appName, res, err, secret, issued)
 }
 
 // Setting is an on/off switch of an app's traffic.

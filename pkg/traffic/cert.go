@@ -4,28 +4,47 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/kube"
 )
 
 // Cert describes a certificate for `tug cert list`; never its key. Its JSON
 // shape is documented in docs/output.md.
 type Cert struct {
-	Host     string    `json:"host"`
-	Secret   string    `json:"secret"`
-	Subject  string    `json:"subject"`
-	SANs     []string  `json:"sans"`
-	Issuer   string    `json:"issuer"`
-	NotAfter time.Time `json:"notAfter"`
-	DaysLeft int       `json:"daysLeft"`
+	Host   string `json:"host"`
+	Secret string `json:"secret"`
+	// Source is "user" (tug cert add) or "cert-manager" (an issuer of the
+	// cluster settings); IssuerRef names that issuer, ClusterIssuer/NAME.
+	Source    string `json:"source"`
+	IssuerRef string `json:"issuerRef,omitempty"`
+	// Status is one of the Status* states: for a user's certificate its
+	// validity now, for cert-manager's what its Ready condition says.
+	Status string `json:"status"`
+	// Ready is the Certificate's Ready condition (cert-manager only;
+	// omitted while it has none); Message explains a state that has no
+	// condition to show (a Certificate not made or not readable).
+	Ready   *Condition `json:"ready,omitempty"`
+	Message string     `json:"message,omitempty"`
+	// From the certificate in the Secret (tls.crt), when there is one.
+	Subject  string     `json:"subject"`
+	SANs     []string   `json:"sans"`
+	Issuer   string     `json:"issuer"`
+	NotAfter *time.Time `json:"notAfter,omitempty"`
+	DaysLeft *int       `json:"daysLeft,omitempty"`
 }
 
 // CheckPair verifies a PEM certificate and key for host: they match, the
@@ -66,10 +85,8 @@ func names(c *x509.Certificate) []string {
 }
 
 func certSecret(namespace, appName, name, host string, certPEM, keyPEM []byte) *corev1.Secret {
-	labels := kube.AppLabels(appName)
-	labels[kube.LabelKind] = "tls"
 	return &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels, Annotations: map[string]string{"tug.dev/host": host}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: deploy.TLSLabels(appName), Annotations: map[string]string{deploy.AnnotationHost: host}},
 		Type:       corev1.SecretTypeTLS,
 		Data:       map[string][]byte{corev1.TLSCertKey: certPEM, corev1.TLSPrivateKeyKey: keyPEM},
 	}
@@ -105,22 +122,123 @@ func putCert(ctx context.Context, client kubernetes.Interface, namespace, appNam
 	}, nil
 }
 
-// ListCerts describes the app's certificates: one LIST of its TLS Secrets.
-func ListCerts(ctx context.Context, client kubernetes.Interface, namespace, appName string, now time.Time) ([]Cert, error) {
-	list, err := client.CoreV1().Secrets(namespace).List(ctx, metav1.ListOptions{LabelSelector: kube.KindSelector("tls", appName)})
+// ListCerts describes the certificates of app a: its TLS Secrets (one
+// LIST), and, when dyn reaches cert-manager's API, its Certificates (one
+// LIST) with their Ready condition. A host whose record says its
+// certificate comes from an issuer is listed even before cert-manager has
+// written anything, as pending. A cluster without cert-manager's API, or a
+// user who may not read Certificates, lists the Secrets; the record's
+// cert-manager hosts then say why their status is unknown.
+func ListCerts(ctx context.Context, client kubernetes.Interface, dyn dynamic.Interface, namespace string, a *app.App, now time.Time) ([]Cert, error) {
+	list, err := client.CoreV1().Secrets(namespace).List(ctx, metav1.ListOptions{LabelSelector: kube.KindSelector("tls", a.Name)})
 	if err != nil {
 		return nil, kube.TranslateError(err)
 	}
-	out := []Cert{}
+	bySecret := map[string]*Cert{}
+	var order []string
+	entry := func(secret, host string) *Cert {
+		c, ok := bySecret[secret]
+		if !ok {
+			c = &Cert{Host: host, Secret: secret, Source: "user"}
+			bySecret[secret] = c
+			order = append(order, secret)
+		}
+		if c.Host == "" {
+			c.Host = host
+		}
+		return c
+	}
 	for _, s := range list.Items {
-		c := Cert{Host: s.Annotations["tug.dev/host"], Secret: s.Name}
-		if pair, err := tls.X509KeyPair(s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey]); err == nil {
-			if leaf, err := x509.ParseCertificate(pair.Certificate[0]); err == nil {
-				c.Subject, c.Issuer, c.SANs, c.NotAfter = leaf.Subject.String(), leaf.Issuer.String(), names(leaf), leaf.NotAfter
-				c.DaysLeft = int(leaf.NotAfter.Sub(now).Hours() / 24)
+		c := entry(s.Name, s.Annotations[deploy.AnnotationHost])
+		c.Status = StatusUnreadable
+		if leaf := leafOf(s.Data[corev1.TLSCertKey]); leaf != nil {
+			c.Subject, c.Issuer, c.SANs = leaf.Subject.String(), leaf.Issuer.String(), names(leaf)
+			notAfter, days := leaf.NotAfter, int(leaf.NotAfter.Sub(now).Hours()/24)
+			c.NotAfter, c.DaysLeft = &notAfter, &days
+			switch {
+			case now.After(leaf.NotAfter):
+				c.Status = StatusExpired
+			case now.Before(leaf.NotBefore):
+				c.Status = StatusNotYetValid
+			default:
+				c.Status = StatusValid
 			}
 		}
-		out = append(out, c)
+	}
+	certs, readErr := listCertificates(ctx, dyn, namespace, a.Name)
+	for _, u := range certs {
+		host, secret, issuer := certificateOf(u)
+		if secret == "" {
+			continue
+		}
+		c := entry(secret, host)
+		c.Source, c.IssuerRef, c.Ready = "cert-manager", issuer, ReadyCondition(u)
+		c.Status = issuedStatus(c.Ready)
+	}
+	// the record's cert-manager hosts that no Certificate answered for
+	for _, d := range a.Domains {
+		if d.CertIssuer == "" || d.TLSSecret == "" {
+			continue
+		}
+		c := entry(d.TLSSecret, d.Host)
+		if c.Source == "cert-manager" {
+			continue
+		}
+		c.Source, c.IssuerRef, c.Status = "cert-manager", d.CertIssuer, StatusPending
+		switch {
+		case readErr != nil:
+			c.Status, c.Message = StatusUnknown, "its Certificate could not be read: "+readErr.Error()
+		case a.Release == 0:
+			c.Message = "its Certificate is made at the app's first deploy"
+		default:
+			c.Message = "no Certificate " + deploy.CertificateName(a.Name, d.Host) + " yet"
+		}
+	}
+	out := make([]Cert, 0, len(order))
+	for _, s := range order {
+		out = append(out, *bySecret[s])
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Host < out[j].Host })
+	return out, nil
+}
+
+// leafOf is the first certificate of a PEM chain; nil when there is none.
+func leafOf(chain []byte) *x509.Certificate {
+	for {
+		var b *pem.Block
+		b, chain = pem.Decode(chain)
+		if b == nil {
+			return nil
+		}
+		if b.Type == "CERTIFICATE" {
+			leaf, err := x509.ParseCertificate(b.Bytes)
+			if err != nil {
+				return nil
+			}
+			return leaf
+		}
+	}
+}
+
+// listCertificates is the app's Certificates: none where the cluster does
+// not serve cert-manager's API (or dyn is nil); an error when they cannot
+// be read.
+func listCertificates(ctx context.Context, dyn dynamic.Interface, namespace, appName string) ([]*unstructured.Unstructured, error) {
+	if dyn == nil {
+		return nil, nil
+	}
+	list, err := dyn.Resource(deploy.Certificates).Namespace(namespace).List(ctx, metav1.ListOptions{LabelSelector: kube.AppSelector(appName)})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, kube.TranslateError(err)
+	}
+	var out []*unstructured.Unstructured
+	for i := range list.Items {
+		if kube.Owned(list.Items[i].GetLabels(), appName) {
+			out = append(out, &list.Items[i])
+		}
 	}
 	return out, nil
 }

@@ -123,7 +123,7 @@ func AddDomain(a *app.App, d app.Domain) error {
 			return fmt.Errorf("app %q already has domain %s%s", a.Name, d.Host, d.Path)
 		}
 		if strings.EqualFold(cur.Host, d.Host) && cur.TLSSecret != "" {
-			d.TLSSecret = cur.TLSSecret
+			d.TLSSecret, d.CertIssuer = cur.TLSSecret, cur.CertIssuer
 		}
 	}
 	a.Domains = append(a.Domains, d)

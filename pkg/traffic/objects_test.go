@@ -212,6 +212,7 @@ func TestHostOwner(t *testing.T) {
 
 func TestStoreListDeleteCerts(t *testing.T) {
 	ctx := context.Background()
+	shopApp := &app.App{Name: "shop", Namespace: ns, Release: 1}
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	c := fake.NewClientset()
 	cert1, key1 := pair(t, []string{"shop.example.com", "www.shop.example.com"}, now.Add(-24*time.Hour), now.Add(30*24*time.Hour+time.Hour))
@@ -239,7 +240,7 @@ func TestStoreListDeleteCerts(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	certs, err := ListCerts(ctx, c, ns, "shop", now)
+	certs, err := ListCerts(ctx, c, nil, ns, shopApp, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,10 +250,11 @@ func TestStoreListDeleteCerts(t *testing.T) {
 	slices.SortFunc(certs, func(a, b Cert) int { return strings.Compare(a.Secret, b.Secret) })
 	got := certs[0]
 	if got.Host != "shop.example.com" || got.Secret != "shop-tls-a" || got.Subject != "CN=shop.example.com" || got.Issuer != "CN=shop.example.com" ||
-		!slices.Equal(got.SANs, []string{"shop.example.com"}) || got.DaysLeft != 10 || !got.NotAfter.Equal(now.Add(10*24*time.Hour+time.Hour)) {
+		!slices.Equal(got.SANs, []string{"shop.example.com"}) || got.DaysLeft == nil || *got.DaysLeft != 10 || got.NotAfter == nil || !got.NotAfter.Equal(now.Add(10*24*time.Hour+time.Hour)) ||
+		got.Source != "user" || got.Status != StatusValid || got.Ready != nil {
 		t.Errorf("replaced cert = %+v", got)
 	}
-	if d := certs[1]; d.Host != "api.example.com" || d.Secret != "shop-tls-b" || d.Subject != "" || d.SANs != nil || d.DaysLeft != 0 {
+	if d := certs[1]; d.Host != "api.example.com" || d.Secret != "shop-tls-b" || d.Subject != "" || d.SANs != nil || d.DaysLeft != nil || d.NotAfter != nil || d.Status != StatusUnreadable {
 		t.Errorf("damaged cert = %+v", d)
 	}
 
@@ -262,7 +264,7 @@ func TestStoreListDeleteCerts(t *testing.T) {
 	if err := DeleteSecret(ctx, c, ns, "shop", "shop-tls-a"); err != nil {
 		t.Errorf("deleting a missing secret = %v, want nil", err)
 	}
-	if certs, _ := ListCerts(ctx, c, ns, "shop", now); len(certs) != 1 || certs[0].Secret != "shop-tls-b" {
+	if certs, _ := ListCerts(ctx, c, nil, ns, shopApp, now); len(certs) != 1 || certs[0].Secret != "shop-tls-b" {
 		t.Errorf("after delete: %+v", certs)
 	}
 
@@ -272,7 +274,7 @@ func TestStoreListDeleteCerts(t *testing.T) {
 	if err := DeleteSecret(ctx, c, ns, "shop", "shop-tls-b"); !apierrors.IsForbidden(err) {
 		t.Errorf("DeleteSecret = %v, want the permission error", err)
 	}
-	if _, err := ListCerts(ctx, c, ns, "shop", now); !apierrors.IsForbidden(err) {
+	if _, err := ListCerts(ctx, c, nil, ns, shopApp, now); !apierrors.IsForbidden(err) {
 		t.Errorf("ListCerts = %v, want the permission error", err)
 	}
 	if err := storeCert(ctx, c, ns, "shop", "x", "x.example.com", cert1, key1); !apierrors.IsForbidden(err) {

@@ -15,7 +15,10 @@
 #   cluster.sh ensure-registry  on a running cluster: start the registry,
 #                           push and import test images it lacks (no restart)
 #   cluster.sh ensure-router    the same (one step adds both): also start the
-#                           router and write the cluster settings
+#                           router, write the cluster settings and apply
+#                           cert-manager's CRDs (no cert-manager controller)
+#   cluster.sh ensure-cert-manager-crds  on a running cluster: only apply
+#                           cert-manager's CRDs (part of ensure-router too)
 #   cluster.sh check-clean  exit 1 listing anything a cluster left behind
 #   cluster.sh apiserver start|stop|kill PORT  on a running cluster: a second
 #                           kube-apiserver on 127.0.0.1:PORT (same etcd, certificates
@@ -617,6 +620,39 @@ router_crds() {
   echo "$sum" > "$dir/gateway-crds"
 }
 
+# cert-manager's CRDs (Certificate, CertificateRequest, Issuer,
+# ClusterIssuer), from the main module of the release pinned here (its
+# deploy/crds are the Helm chart's CRDs without the templating), checked
+# against the pinned module hash. Only the CRDs: cert-manager's controller,
+# webhook and cainjector are separate modules the proxy does not serve, so
+# nothing here issues a certificate; tug's Certificates stay without status
+# unless a test writes one.
+certmanager_version=v1.21.2
+certmanager_sum=h1:UWgoYM+KLNtRlqmoWOKjKBOBUPVHeepQ6/ac3ERJW68=
+certmanager_crds() {
+  local tmp json mod sum files=() f
+  tmp=$(mktemp -d)
+  json=$(cd "$tmp" && GOFLAGS= GOTOOLCHAIN=local go mod download -json "github.com/cert-manager/cert-manager@$certmanager_version") ||
+    { rm -rf "$tmp"; die "downloading github.com/cert-manager/cert-manager@$certmanager_version failed"; }
+  rm -rf "$tmp"
+  mod=$(sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p' <<<"$json")
+  [ "$(sed -n 's/^[[:space:]]*"Sum": "\(.*\)",$/\1/p' <<<"$json")" = "$certmanager_sum" ] ||
+    die "github.com/cert-manager/cert-manager@$certmanager_version: its hash is not the pinned $certmanager_sum"
+  for f in certificates certificaterequests issuers clusterissuers; do
+    [ -f "$mod/deploy/crds/cert-manager.io_$f.yaml" ] || die "no deploy/crds/cert-manager.io_$f.yaml in $mod"
+    files+=(-f "$mod/deploy/crds/cert-manager.io_$f.yaml")
+  done
+  sum=$(echo "$certmanager_version $certmanager_sum" | sha256sum | cut -c1-16)
+  if [ "$(cat "$dir/certmanager-crds" 2>/dev/null)" = "$sum" ] &&
+    kctl get "${files[@]}" -o name >/dev/null 2>&1; then
+    return 0
+  fi
+  kapply "${files[@]}" || die "applying cert-manager's CRDs from $mod/deploy/crds failed"
+  kctl wait --for condition=Established --timeout 60s "${files[@]}" >/dev/null ||
+    die "cert-manager's CRDs are not established"
+  echo "$sum" > "$dir/certmanager-crds"
+}
+
 # apps_cert: the wildcard certificate of the apps domain, signed by the
 # cluster CA; made again when the domain changed or it expires within a day.
 apps_cert() {
@@ -793,6 +829,7 @@ EOF
 # Idempotent: `up` on a running cluster calls it.
 ensure_router() {
   router_crds
+  certmanager_crds
   apps_cert
   { router_yaml; echo ---; settings_yaml; } | kapply -f - ||
     die "applying the router's objects and the cluster settings failed"
@@ -1175,6 +1212,12 @@ case "${1:-}" in
     k8s=$(running_bin)
     [ -n "$k8s" ] || die "up, but no built Kubernetes binary to apply objects with"
     ensure_additions ;;
+  ensure-cert-manager-crds)
+    is_up || die "the cluster is not up"
+    k8s=$(running_bin)
+    [ -n "$k8s" ] || die "up, but no built Kubernetes binary to apply objects with"
+    certmanager_crds
+    say "cert-manager's CRDs ($certmanager_version) are served" ;;
   check-clean) check_clean ;;
   apiserver) # an extra kube-apiserver of the running cluster (see extra_apiserver_start)
     case "${2:-}" in
@@ -1183,5 +1226,5 @@ case "${1:-}" in
       kill) extra_apiserver_stop "${3:-}" KILL ;;
       *) echo "usage: $0 apiserver start|stop|kill PORT" >&2; exit 2 ;;
     esac ;;
-  *) echo "usage: $0 up [NODES]|down|status|kubeconfig|registry|router|ensure-registry|ensure-router|check-clean|apiserver start|stop|kill PORT" >&2; exit 2 ;;
+  *) echo "usage: $0 up [NODES]|down|status|kubeconfig|registry|router|ensure-registry|ensure-router|ensure-cert-manager-crds|check-clean|apiserver start|stop|kill PORT" >&2; exit 2 ;;
 esac

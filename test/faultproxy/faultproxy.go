@@ -66,10 +66,13 @@ const (
 	// server has done the request and the client does not know yet (stop
 	// the server, say), then let the answer go.
 	Hold
+	// NotFound answers 404 NotFound, as the API server does for a resource
+	// it does not serve (a CRD that is not installed).
+	NotFound
 )
 
 func (f Fault) String() string {
-	return [...]string{"429", "503", "500", "reset", "close-early", "410-gone", "stall", "lost", "hold"}[f]
+	return [...]string{"429", "503", "500", "reset", "close-early", "410-gone", "stall", "lost", "hold", "404"}[f]
 }
 
 // Rule matches requests and applies its fault to the first Count of them
@@ -407,6 +410,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		status(w, http.StatusServiceUnavailable, "ServiceUnavailable", "the fault proxy says: the server is currently unable to handle the request")
 	case ServerError:
 		status(w, http.StatusInternalServerError, "InternalError", "the fault proxy says: an error on the server has prevented the request from succeeding")
+	case NotFound:
+		status(w, http.StatusNotFound, "NotFound", "the fault proxy says: the server could not find the requested resource")
 	case Reset:
 		abort(w)
 	case Gone:

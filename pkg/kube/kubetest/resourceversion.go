@@ -24,88 +24,124 @@ import (
 // Dry-run writes are left to HonorDryRun: call HonorResourceVersion first,
 // so that HonorDryRun's reactor runs before this one.
 func HonorResourceVersion(c *fake.Clientset) {
-	var mu sync.Mutex
-	var last int64
-	next := func() string {
-		last++
-		return strconv.FormatInt(last, 10)
-	}
-	tracker := c.Tracker()
-	perform := k8stesting.ObjectReaction(tracker)
-	current := func(a k8stesting.Action, name string) (string, bool) {
-		obj, err := tracker.Get(a.GetResource(), a.GetNamespace(), name)
-		if err != nil {
-			return "", false
-		}
-		m, err := meta.Accessor(obj)
-		if err != nil {
-			return "", false
-		}
-		return m.GetResourceVersion(), true
-	}
-	conflict := func(a k8stesting.Action, name string) error {
-		return apierrors.NewConflict(a.GetResource().GroupResource(), name, errors.New("the object has been modified; please apply your changes to the latest version and try again"))
-	}
-	// stamped is obj (a copy) with a new resourceVersion, and its name.
-	stamped := func(obj runtime.Object) (runtime.Object, string, bool) {
-		obj = obj.DeepCopyObject()
-		m, err := meta.Accessor(obj)
-		if err != nil {
-			return nil, "", false
-		}
-		m.SetResourceVersion(next())
-		return obj, m.GetName(), true
-	}
-	c.PrependReactor("*", "*", func(action k8stesting.Action) (bool, runtime.Object, error) {
-		if action.GetSubresource() != "" {
-			return false, nil, nil
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		switch a := action.(type) {
-		case k8stesting.CreateActionImpl:
-			obj, _, ok := stamped(a.GetObject())
-			if !ok {
-				return false, nil, nil
-			}
-			return perform(k8stesting.NewCreateAction(a.GetResource(), a.GetNamespace(), obj))
-		case k8stesting.UpdateActionImpl:
-			m, err := meta.Accessor(a.GetObject())
-			if err != nil {
-				return false, nil, nil
-			}
-			if cur, ok := current(a, m.GetName()); ok && m.GetResourceVersion() != "" && m.GetResourceVersion() != cur {
-				return true, nil, conflict(a, m.GetName())
-			}
-			obj, _, _ := stamped(a.GetObject())
-			return perform(k8stesting.NewUpdateAction(a.GetResource(), a.GetNamespace(), obj))
-		case k8stesting.PatchActionImpl:
-			if rv := patchResourceVersion(a.GetPatch()); rv != "" {
-				if cur, ok := current(a, a.GetName()); ok && rv != cur {
-					return true, nil, conflict(a, a.GetName())
-				}
-			}
-			handled, got, err := perform(a)
-			if err != nil || got == nil {
-				return handled, got, err
-			}
-			obj, _, ok := stamped(got)
-			if !ok {
-				return handled, got, err
-			}
-			if err := tracker.Update(a.GetResource(), obj, a.GetNamespace()); err != nil {
-				return true, nil, err
-			}
-			return true, obj, nil
-		case k8stesting.DeleteActionImpl:
-			if p := a.DeleteOptions.Preconditions; p != nil && p.ResourceVersion != nil {
-				if cur, ok := current(a, a.GetName()); ok && *p.ResourceVersion != cur {
-					return true, nil, conflict(a, a.GetName())
-				}
-			}
-		}
+	v := &versions{tracker: c.Tracker()}
+	v.perform = k8stesting.ObjectReaction(v.tracker)
+	c.PrependReactor("*", "*", v.react)
+}
+
+// versions is the one resourceVersion counter of a clientset, as an API
+// server has (etcd's revision), and the store it checks writes against.
+type versions struct {
+	mu      sync.Mutex // a check and its write are one step, as on a server
+	last    int64
+	tracker k8stesting.ObjectTracker
+	perform k8stesting.ReactionFunc // the fake's own handling
+}
+
+// react handles writes to objects; reads and subresources go on to the
+// fake's own reactors.
+func (v *versions) react(action k8stesting.Action) (bool, runtime.Object, error) {
+	if action.GetSubresource() != "" {
 		return false, nil, nil
-	})
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	switch a := action.(type) {
+	case k8stesting.CreateActionImpl:
+		return v.create(a)
+	case k8stesting.UpdateActionImpl:
+		return v.update(a)
+	case k8stesting.PatchActionImpl:
+		return v.patch(a)
+	case k8stesting.DeleteActionImpl:
+		return v.delete(a)
+	}
+	return false, nil, nil
+}
+
+func (v *versions) create(a k8stesting.CreateActionImpl) (bool, runtime.Object, error) {
+	obj, ok := v.stamped(a.GetObject())
+	if !ok {
+		return false, nil, nil
+	}
+	return v.perform(k8stesting.NewCreateAction(a.GetResource(), a.GetNamespace(), obj))
+}
+
+// update conflicts when it names a version that is not the stored one; one
+// that names none replaces whatever is there.
+func (v *versions) update(a k8stesting.UpdateActionImpl) (bool, runtime.Object, error) {
+	m, err := meta.Accessor(a.GetObject())
+	if err != nil {
+		return false, nil, nil
+	}
+	if cur, ok := v.current(a, m.GetName()); ok && m.GetResourceVersion() != "" && m.GetResourceVersion() != cur {
+		return true, nil, conflict(a, m.GetName())
+	}
+	obj, _ := v.stamped(a.GetObject())
+	return v.perform(k8stesting.NewUpdateAction(a.GetResource(), a.GetNamespace(), obj))
+}
+
+// patch conflicts as update does when the patch names a version; the
+// fake applies it, then the result is stored again with the next version.
+func (v *versions) patch(a k8stesting.PatchActionImpl) (bool, runtime.Object, error) {
+	if rv := patchResourceVersion(a.GetPatch()); rv != "" {
+		if cur, ok := v.current(a, a.GetName()); ok && rv != cur {
+			return true, nil, conflict(a, a.GetName())
+		}
+	}
+	handled, got, err := v.perform(a)
+	if err != nil || got == nil {
+		return handled, got, err
+	}
+	obj, ok := v.stamped(got)
+	if !ok {
+		return handled, got, err
+	}
+	if err := v.tracker.Update(a.GetResource(), obj, a.GetNamespace()); err != nil {
+		return true, nil, err
+	}
+	return true, obj, nil
+}
+
+// delete conflicts when its precondition names a version that is not
+// the stored one; otherwise the fake deletes.
+func (v *versions) delete(a k8stesting.DeleteActionImpl) (bool, runtime.Object, error) {
+	if p := a.DeleteOptions.Preconditions; p != nil && p.ResourceVersion != nil {
+		if cur, ok := v.current(a, a.GetName()); ok && *p.ResourceVersion != cur {
+			return true, nil, conflict(a, a.GetName())
+		}
+	}
+	return false, nil, nil
+}
+
+// current is the stored object's resourceVersion, false when there is none.
+func (v *versions) current(a k8stesting.Action, name string) (string, bool) {
+	obj, err := v.tracker.Get(a.GetResource(), a.GetNamespace(), name)
+	if err != nil {
+		return "", false
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return "", false
+	}
+	return m.GetResourceVersion(), true
+}
+
+// stamped is obj (a copy) with the next resourceVersion.
+func (v *versions) stamped(obj runtime.Object) (runtime.Object, bool) {
+	obj = obj.DeepCopyObject()
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, false
+	}
+	v.last++
+	m.SetResourceVersion(strconv.FormatInt(v.last, 10))
+	return obj, true
+}
+
+// conflict is the API server's answer to a write on a stale read.
+func conflict(a k8stesting.Action, name string) error {
+	return apierrors.NewConflict(a.GetResource().GroupResource(), name, errors.New("the object has been modified; please apply your changes to the latest version and try again"))
 }
 
 // patchResourceVersion is the metadata.resourceVersion a JSON merge,

@@ -17,50 +17,44 @@ import (
 	"tug.dev/tug/pkg/route"
 )
 
-// NewDynamic is a fake dynamic client for the Gateway API. Its tracker
-// cannot server-side-apply an object that does not exist, so an apply
-// here creates or replaces the object; verdict, when not nil, is the
-// status the router writes on every route applied.
+// Certificates is cert-manager's Certificate resource, which tug also
+// writes through the dynamic client (pkg/deploy).
+var Certificates = schema.GroupVersionResource{Group: "cert-manager.io", Version: "v1", Resource: "certificates"}
+
+// NewDynamic is a fake dynamic client for the Gateway API (and
+// cert-manager's Certificates). Its tracker cannot server-side-apply an
+// object that does not exist, so an apply here creates or replaces the
+// object; verdict, when not nil, is the status the router writes on every
+// route applied.
 func NewDynamic(t *testing.T, verdict func(u *unstructured.Unstructured)) *dynamicfake.FakeDynamicClient {
 	t.Helper()
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
-		route.HTTPRoutes: "HTTPRouteList", route.Gateways: "GatewayList", route.Middlewares: "MiddlewareList",
+		route.HTTPRoutes: "HTTPRouteList", route.Gateways: "GatewayList", Certificates: "CertificateList", route.Middlewares: "MiddlewareList",
 	})
-	// Traefik's Middlewares: applied as they come (no router status)
-	dyn.PrependReactor("patch", "middlewares", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		p := a.(k8stesting.PatchAction)
-		if p.GetPatchType() != types.ApplyPatchType {
-			return false, nil, nil
+	applies := func(gvr schema.GroupVersionResource, verdict func(u *unstructured.Unstructured)) k8stesting.ReactionFunc {
+		return func(a k8stesting.Action) (bool, runtime.Object, error) {
+			p := a.(k8stesting.PatchAction)
+			if p.GetPatchType() != types.ApplyPatchType {
+				return false, nil, nil
+			}
+			u := &unstructured.Unstructured{}
+			if err := json.Unmarshal(p.GetPatch(), &u.Object); err != nil {
+				return true, nil, err
+			}
+			u.SetGeneration(1)
+			if verdict != nil {
+				verdict(u)
+			}
+			tr := dyn.Tracker()
+			if _, err := tr.Get(gvr, p.GetNamespace(), p.GetName()); err == nil {
+				return true, u, tr.Update(gvr, u, p.GetNamespace())
+			}
+			return true, u, tr.Create(gvr, u, p.GetNamespace())
 		}
-		u := &unstructured.Unstructured{}
-		if err := json.Unmarshal(p.GetPatch(), &u.Object); err != nil {
-			return true, nil, err
-		}
-		tr := dyn.Tracker()
-		if _, err := tr.Get(route.Middlewares, p.GetNamespace(), p.GetName()); err == nil {
-			return true, u, tr.Update(route.Middlewares, u, p.GetNamespace())
-		}
-		return true, u, tr.Create(route.Middlewares, u, p.GetNamespace())
-	})
-	dyn.PrependReactor("patch", "httproutes", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		p := a.(k8stesting.PatchAction)
-		if p.GetPatchType() != types.ApplyPatchType {
-			return false, nil, nil
-		}
-		u := &unstructured.Unstructured{}
-		if err := json.Unmarshal(p.GetPatch(), &u.Object); err != nil {
-			return true, nil, err
-		}
-		u.SetGeneration(1)
-		if verdict != nil {
-			verdict(u)
-		}
-		tr := dyn.Tracker()
-		if _, err := tr.Get(route.HTTPRoutes, p.GetNamespace(), p.GetName()); err == nil {
-			return true, u, tr.Update(route.HTTPRoutes, u, p.GetNamespace())
-		}
-		return true, u, tr.Create(route.HTTPRoutes, u, p.GetNamespace())
-	})
+	}
+	dyn.PrependReactor("patch", "httproutes", applies(route.HTTPRoutes, verdict))
+	dyn.PrependReactor("patch", "certificates", applies(Certificates, nil))
+	dyn.PrependReactor("patch", "middlewares", applies(route.Middlewares, nil)) // Traefik's: no status
 	return dyn
 }
 

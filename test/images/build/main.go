@@ -79,21 +79,7 @@ func run(out, busybox, buildkit, runc string) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
-	pause, err := goBuild(filepath.Join(here, "pause"))
-	if err != nil {
-		return err
-	}
-	sample, err := goBuild(filepath.Join(here, "sample"))
-	if err != nil {
-		return err
-	}
-	// tug's own maintenance page, imported under the name tug deploys it
-	// by, so the local cluster needs no registry for it either
-	maintenance, err := goBuild(filepath.Join(here, "..", "..", "cmd", "tug-maintenance"))
-	if err != nil {
-		return err
-	}
-	agent, err := goBuild(filepath.Join(here, "..", "..", "cmd", "tug-build"))
+	bins, err := buildBinaries(here)
 	if err != nil {
 		return err
 	}
@@ -101,14 +87,63 @@ func run(out, busybox, buildkit, runc string) error {
 	if err != nil {
 		return err
 	}
-	system := func(extra ...file) []file {
+	sys := system(bb)
+	images := testImages(bins, sys)
+	if buildkit != "" {
+		img, err := buildkitImage(buildkit, runc, sys)
+		if err != nil {
+			return err
+		}
+		images = append(images, img)
+	}
+	for _, img := range images {
+		if err := writeLayout(filepath.Join(out, img.out), img); err != nil {
+			return fmt.Errorf("%s: %w", img.out, err)
+		}
+	}
+	return nil
+}
+
+// binaries are the Go programs the images hold, built from this
+// repository.
+type binaries struct {
+	pause, sample, maintenance, agent []byte
+}
+
+// buildBinaries builds them; here is test/images. tug's own maintenance
+// page and build agent are imported under the names tug deploys them by,
+// so the local cluster needs no registry for them either.
+func buildBinaries(here string) (binaries, error) {
+	var b binaries
+	for _, p := range []struct {
+		bin *[]byte
+		dir string
+	}{
+		{&b.pause, filepath.Join(here, "pause")},
+		{&b.sample, filepath.Join(here, "sample")},
+		{&b.maintenance, filepath.Join(here, "..", "..", "cmd", "tug-maintenance")},
+		{&b.agent, filepath.Join(here, "..", "..", "cmd", "tug-build")},
+	} {
+		data, err := goBuild(p.dir)
+		if err != nil {
+			return binaries{}, err
+		}
+		*p.bin = data
+	}
+	return b, nil
+}
+
+// system is a base system for images that need a shell: busybox (bb),
+// /tmp, /etc, /root and, unless extra brings its own users, root and
+// nobody; then extra.
+func system(bb []file) func(extra ...file) []file {
+	return func(extra ...file) []file {
 		fs := append([]file(nil), bb...)
 		fs = append(fs,
 			file{name: "tmp", mode: 0o1777, dir: true},
 			file{name: "etc", mode: 0o755, dir: true},
 			file{name: "root", mode: 0o700, dir: true},
 		)
-		// extra may bring its own users
 		if !slices.ContainsFunc(extra, func(f file) bool { return f.name == "etc/passwd" }) {
 			fs = append(fs,
 				file{name: "etc/passwd", mode: 0o644, data: []byte("root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n")},
@@ -117,7 +152,11 @@ func run(out, busybox, buildkit, runc string) error {
 		}
 		return append(fs, extra...)
 	}
-	sampleFiles := system(file{name: "bin/sample", mode: 0o755, data: sample})
+}
+
+// testImages are every image but BuildKit's: what each tar holds and the
+// tags it is imported under.
+func testImages(bins binaries, system func(extra ...file) []file) []image {
 	// The static-site builder: busybox (sh, httpd) and a /tug/build that
 	// runs the app's build.sh, as docs/builders.md describes.
 	builderFiles := system(
@@ -125,13 +164,14 @@ func run(out, busybox, buildkit, runc string) error {
 		file{name: "tug", mode: 0o755, dir: true},
 		file{name: "tug/build", mode: 0o755, data: []byte(builderScript)},
 	)
+	sampleFiles := system(file{name: "bin/sample", mode: 0o755, data: bins.sample})
 	path := "PATH=/bin"
-	images := []image{
-		{out: "pause.tar", files: []file{{name: "pause", mode: 0o755, data: pause}},
+	return []image{
+		{out: "pause.tar", files: []file{{name: "pause", mode: 0o755, data: bins.pause}},
 			tags: []tag{{ref: "localhost/tug/pause:v1", cmd: []string{"/pause"}}}},
-		{out: "maintenance.tar", files: []file{{name: "tug-maintenance", mode: 0o755, data: maintenance}},
+		{out: "maintenance.tar", files: []file{{name: "tug-maintenance", mode: 0o755, data: bins.maintenance}},
 			tags: []tag{{ref: "ghcr.io/tug-dev/tug-maintenance:v1", cmd: []string{"/tug-maintenance"}}}},
-		{out: "tug-build.tar", files: []file{{name: "tug-build", mode: 0o755, data: agent}},
+		{out: "tug-build.tar", files: []file{{name: "tug-build", mode: 0o755, data: bins.agent}},
 			// v2 speaks pkg/build/protocol's job header; the same agent
 			// serves clients of v1
 			tags: []tag{{ref: "ghcr.io/tug-dev/tug-build:v1", cmd: []string{"/tug-build"}}, {ref: "ghcr.io/tug-dev/tug-build:v2", cmd: []string{"/tug-build"}}}},
@@ -146,22 +186,19 @@ func run(out, busybox, buildkit, runc string) error {
 			{ref: "localhost/tug/sample:unready", env: []string{path, "VERSION=unready", "SAMPLE_MODE=unready"}, cmd: []string{"/bin/sample"}},
 		}},
 	}
-	if buildkit != "" {
-		files, err := buildkitFiles(buildkit, runc)
-		if err != nil {
-			return fmt.Errorf("the BuildKit image: %w", err)
-		}
-		images = append(images, image{out: "buildkit.tar", files: system(files...), tags: []tag{{
-			ref: "localhost/tug/buildkit:v1",
-			env: []string{"PATH=/usr/local/bin:/usr/bin:/bin"}, cmd: []string{"/usr/local/bin/buildkitd"},
-		}}})
+}
+
+// buildkitImage is rootless BuildKit for Dockerfile builds, from the
+// binaries in dir and runc.
+func buildkitImage(dir, runc string, system func(extra ...file) []file) (image, error) {
+	files, err := buildkitFiles(dir, runc)
+	if err != nil {
+		return image{}, fmt.Errorf("the BuildKit image: %w", err)
 	}
-	for _, img := range images {
-		if err := writeLayout(filepath.Join(out, img.out), img); err != nil {
-			return fmt.Errorf("%s: %w", img.out, err)
-		}
-	}
-	return nil
+	return image{out: "buildkit.tar", files: system(files...), tags: []tag{{
+		ref: "localhost/tug/buildkit:v1",
+		env: []string{"PATH=/usr/local/bin:/usr/bin:/bin"}, cmd: []string{"/usr/local/bin/buildkitd"},
+	}}}, nil
 }
 
 // buildkitFiles are BuildKit's daemon and client (built from Go modules
