@@ -19,9 +19,17 @@ only from those CIDRs; with none, all sources are admitted. The cluster's
 network plugin enforces NetworkPolicies (not every plugin does).
 
 The node port then keeps the client's address (externalTrafficPolicy Local:
-a node answers only if it runs a web unit). Behind an ingress the units see
-the controller's address: tug sets ingress-nginx's source-range annotations,
-and the controller's own pods must be in the list (see docs/guide.md).`,
+a node answers only if it runs a web unit). Behind a router the units see the
+router's address, so the router enforces the list, as the cluster setting
+router names it: through Traefik an ipAllowList Middleware on the app's
+routes and Ingresses (refused requests get 403), through ingress-nginx its
+source-range annotations on the app's Ingresses; through any other router the
+list is not enforced there, and tug warns. Where the NetworkPolicy is
+enforced, the router's own pods must be in the list too (see docs/guide.md).
+
+The command returns once the router serves the change, where a request from
+tug's own address can tell: refused when the list leaves it out, answered
+when it lets it in.`,
 		Args: cli.GroupArgs,
 		RunE: cli.GroupRunE,
 	}

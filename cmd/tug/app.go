@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/dynamic"
@@ -105,7 +106,7 @@ func deployDeps(cmd *cobra.Command, f *cli.Factory) (deploy.Deps, error) {
 	}
 	user := kube.WhoAmI(cmd.Context(), client, fallback)
 	d := deploy.Deps{Client: client, Namespace: ns, Progress: f.Progress(), Holder: lock.Self(user),
-		MaintenanceImage: os.Getenv("TUG_MAINTENANCE_IMAGE")}
+		MaintenanceImage: os.Getenv("TUG_MAINTENANCE_IMAGE"), Warn: warnOnce(f.IOStreams)}
 	// what the cluster offers its apps (its Gateway, apps domain), read
 	// from the cluster itself, and the client for the Gateway API
 	if d.Settings, err = clustersettings.Read(cmd.Context(), client); err != nil {
@@ -125,6 +126,27 @@ func deployDeps(cmd *cobra.Command, f *cli.Factory) (deploy.Deps, error) {
 		}
 	}
 	return d, nil
+}
+
+// warnOnce prints each warning a change gives once per command on stderr
+// (a rollout and its restore render the same objects twice), on a line of
+// its own: a spinner's line is erased first and redrawn below it.
+func warnOnce(ios *cli.IOStreams) func(string) {
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	return func(msg string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if seen[msg] {
+			return
+		}
+		seen[msg] = true
+		erase := ""
+		if ios.IsStderrTTY() {
+			erase = "\r\x1b[K"
+		}
+		fmt.Fprintf(ios.ErrOut, "%swarning: %s\n", erase, text.Sanitize(text.OneLine(msg)))
+	}
 }
 
 // ---------------------------------------------------------------- create

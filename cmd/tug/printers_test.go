@@ -179,6 +179,7 @@ func shopFixture(t *testing.T) *printerFixture {
 		Domains:     []app.Domain{{Host: "shop.example.com"}, {Host: "example.com", Path: "/shop"}},
 		Maintenance: true,
 		Allow:       []string{"10.0.0.0/8", "192.168.1.0/24"},
+		Route:       &app.Route{Router: "traefik"}, // the allow list is a Middleware
 	})
 	p.mustCreateRelease(t, &app.Release{App: "shop", Version: 1, Image: "registry.example/shop:1", Kind: app.KindDeploy,
 		Status: app.StatusSuperseded, Author: "alice", CreatedAt: p.ago("v1-created", 4*24*time.Hour+12*time.Hour),

@@ -395,4 +395,8 @@ type Route struct {
 	// with a certificate of their own (the Gateway takes no listener from
 	// an app), "" for the cluster's default.
 	IngressClass string `json:"ingressClass,omitempty"`
+	// Router is the controller behind the Gateway and that IngressClass,
+	// as the cluster settings name it (clustersettings.Router): where the
+	// app's allow list is enforced for routed traffic. "" when unnamed.
+	Router string `json:"router,omitempty"`
 }

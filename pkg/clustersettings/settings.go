@@ -43,10 +43,21 @@ const (
 	Gateway         = "gateway"         // NAMESPACE/NAME of the Gateway app routes attach to
 	AppsDomain      = "appsDomain"      // each web app gets APP-NAMESPACE.<appsDomain>
 	IngressClass    = "ingressClass"    // the IngressClass of the Ingresses tug makes
+	Router          = "router"          // the controller behind the Gateway and the IngressClass: RouterTraefik, ...
 	CertIssuer      = "certIssuer"      // ClusterIssuer/NAME or Issuer/NAME: cert-manager issues domains' certificates
 	BuildkitImage   = "buildkitImage"   // the BuildKit image of Dockerfile builds
 	BuildAgentImage = "buildAgentImage" // the image of tug's build agent
 	DefaultBuilder  = "defaultBuilder"  // the builder of a deploy from source that names none
+)
+
+// The values of Router. Through Traefik an allow list is an ipAllowList
+// Middleware on the app's routes; through ingress-nginx, its source-range
+// annotations on the app's Ingresses; through any other router (or none
+// named) it is not enforced at the router, only by the NetworkPolicy.
+const (
+	RouterTraefik      = "traefik"
+	RouterIngressNginx = "ingress-nginx"
+	RouterOther        = "other"
 )
 
 // Keys lists every key with what it is for, in the order 'show' prints them.
@@ -54,6 +65,7 @@ var Keys = []struct{ Key, About string }{
 	{Gateway, "the Gateway (NAMESPACE/NAME) that app routes attach to; without one, domains route through an Ingress"},
 	{AppsDomain, "the domain app URLs live under: APP-NAMESPACE.DOMAIN"},
 	{IngressClass, "the IngressClass of the Ingresses tug makes (default: the cluster's default class)"},
+	{Router, "the router behind the Gateway and the IngressClass: traefik, ingress-nginx or other; says where an app's allow list is enforced"},
 	{CertIssuer, "the cert-manager issuer of domains' certificates: ClusterIssuer/NAME, or Issuer/NAME in each app's namespace"},
 	{BuildkitImage, "the BuildKit image of Dockerfile builds"},
 	{BuildAgentImage, "the image of tug's build agent"},
@@ -179,6 +191,16 @@ func (s *Stored) data() map[string]string {
 	return data
 }
 
+// knownKey says whether fromData reads stored key k (a key, or
+// pool.NAME.KEY).
+func knownKey(k string) bool {
+	if rest, ok := strings.CutPrefix(k, poolPrefix); ok {
+		_, key, ok := strings.Cut(rest, ".")
+		return ok && known(key)
+	}
+	return known(k)
+}
+
 func known(key string) bool {
 	return slices.ContainsFunc(Keys, func(k struct{ Key, About string }) bool { return k.Key == key })
 }
@@ -256,6 +278,10 @@ func validate(key, value string) error {
 		if net.ParseIP(value) != nil || len(validation.IsDNS1123Subdomain(value)) > 0 || !strings.Contains(value, ".") {
 			return bad("want a DNS domain such as apps.example.com")
 		}
+	case Router:
+		if value != RouterTraefik && value != RouterIngressNginx && value != RouterOther {
+			return bad("want traefik, ingress-nginx or other")
+		}
 	case CertIssuer:
 		if _, err := ParseIssuer(value); err != nil {
 			return usage.Wrap(err)
@@ -317,7 +343,14 @@ func Write(ctx context.Context, client kubernetes.Interface, c Change) (*Stored,
 		} else if err == nil {
 			s := fromData(cm.Data)
 			c.Apply(s)
-			cm.Data = s.data()
+			data := s.data()
+			// keys this tug does not know (a newer one's) stay as they are
+			for k, v := range cm.Data {
+				if !knownKey(k) {
+					data[k] = v
+				}
+			}
+			cm.Data = data
 			if _, err = cms.Update(ctx, cm, metav1.UpdateOptions{FieldManager: kube.FieldManager}); err == nil {
 				return s, ensureReaders(ctx, client)
 			}

@@ -36,6 +36,7 @@ func applyObjects(ctx context.Context, d Deps, objs Objects, dryRun bool) (*appl
 	if dryRun {
 		opts.DryRun = []string{metav1.DryRunAll}
 	}
+	warnUnenforced(d, objs)
 	out := &applied{deployments: map[string]*appsv1.Deployment{}}
 	if err := applyDeployments(ctx, d, objs, opts, out); err != nil {
 		return nil, err
@@ -53,6 +54,13 @@ func applyObjects(ctx context.Context, d Deps, objs Objects, dryRun bool) (*appl
 	}
 	if err := applyCertificates(ctx, d, objs.Certificates, opts); err != nil {
 		return nil, err
+	}
+	if m := objs.Middleware; m != nil {
+		// before the routes and Ingresses that name it: a route naming a
+		// Middleware the router does not have is not served
+		if err := d.routes().ApplyMiddleware(ctx, m, opts); err != nil {
+			return nil, err
+		}
 	}
 	for _, ing := range objs.Ingresses {
 		writes = append(writes, write{"ingress", ing.Name, ing, func(n string, b []byte, o metav1.PatchOptions) error {
@@ -191,6 +199,11 @@ func guardOwned(ctx context.Context, d Deps, objs Objects) error {
 			return client.AutoscalingV2().HorizontalPodAutoscalers(ns).Get(ctx, n, get)
 		}})
 	}
+	if m := objs.Middleware; m != nil {
+		targets = append(targets, target{"Middleware", m.GetName(), m.GetLabels()[kube.LabelApp], func(n string) (metav1.Object, error) {
+			return d.routes().GetMiddleware(ctx, n)
+		}})
+	}
 	for _, r := range objs.Routes {
 		targets = append(targets, target{"HTTPRoute", r.GetName(), r.GetLabels()[kube.LabelApp], func(n string) (metav1.Object, error) {
 			return d.routes().Get(ctx, n)
@@ -276,6 +289,10 @@ func removeStale(ctx context.Context, d Deps, appName string, objs Objects) erro
 		}
 	}
 	if err := d.routes().RemoveStale(ctx, appName, objs.Routes); err != nil {
+		return err
+	}
+	// after the routes and Ingresses no longer name it
+	if err := d.routes().RemoveStaleMiddlewares(ctx, appName, objs.Middleware); err != nil {
 		return err
 	}
 	if err := removeStaleCertificates(ctx, d, appName, objs.Certificates); err != nil {

@@ -49,6 +49,11 @@ type Deps struct {
 	// Settings are the cluster's settings (pkg/clustersettings) as read by
 	// the command; nil leaves the app's route as its record has it.
 	Settings *clustersettings.Stored
+	// Warn tells the user something that is not an error (an allow list
+	// the router does not enforce); nil says nothing. A change may say the
+	// same more than once (a rollout and its restore): cmd prints each
+	// message once per command.
+	Warn func(msg string)
 }
 
 // Options tune one rollout.
@@ -461,7 +466,7 @@ func (r *rolling) deployed(got *applied) (*Result, error) {
 	res.URLs = app.URLs(a)
 	var rerr error
 	if !r.opts.NoWait {
-		res.Routing, rerr = t.d.routes().Confirm(t.ctx, t.d.Progress, a, got.routes, r.opts.Probe, nil)
+		res.Routing, rerr = t.d.routes().Confirm(t.ctx, t.d.Progress, nil, a, got.routes, r.opts.Probe)
 	}
 	res.DurationMS = time.Since(r.start).Milliseconds()
 	return res, t.Explain(rerr)

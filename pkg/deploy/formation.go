@@ -12,7 +12,6 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/rollout"
-	"tug.dev/tug/pkg/route"
 )
 
 // Reshape changes an app's formation — unit counts, stop and start,
@@ -264,7 +263,7 @@ func (s *reshaping) roll(a *app.App) (*Result, error) {
 	f, ok := err.(*rollout.Failure)
 	if !ok {
 		if err == nil {
-			res.Routing, err = d.routes().Confirm(ctx, d.Progress, a, got.routes, opts.Probe, route.GoneURLs(s.routedBefore, a))
+			res.Routing, err = d.routes().Confirm(ctx, d.Progress, s.routedBefore, a, got.routes, opts.Probe)
 			if err == nil {
 				err = dropPage()
 			}

@@ -43,6 +43,8 @@ type Objects struct {
 	Maintenance   *appsv1.Deployment
 	// Routes are the HTTPRoutes through the cluster's Gateway (pkg/route).
 	Routes []*unstructured.Unstructured
+	// Middleware is the allow list at a Traefik router (traffic.go).
+	Middleware *unstructured.Unstructured
 	// Certificates are cert-manager's, of domains whose certificate comes
 	// from an issuer (certificate.go).
 	Certificates []*unstructured.Unstructured
@@ -64,6 +66,7 @@ func Render(a *app.App, r *app.Release, config app.ConfigMap) Objects {
 		objs.Ingresses = renderIngresses(a)
 		objs.Routes = route.Render(a, ServiceName(a.Name), processLabels(a.Name, app.WebProcess))
 		objs.NetworkPolicy = renderNetworkPolicy(a)
+		objs.Middleware = renderAllowMiddleware(a)
 		objs.Maintenance = renderMaintenance(a)
 		objs.Certificates = renderCertificates(a)
 	}

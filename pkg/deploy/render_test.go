@@ -430,9 +430,11 @@ func TestPullPolicyFollowsKubernetes(t *testing.T) {
 }
 
 // Allowed sources must reach the units as the client's address: the node
-// port keeps it (Local), and an ingress controller filters itself.
+// port keeps it (Local), and an ingress controller (ingress-nginx here)
+// filters itself.
 func TestAllowListKeepsClientAddresses(t *testing.T) {
-	a := &app.App{Name: "shop", Namespace: "dev", Allow: []string{"10.0.0.0/8", "192.168.1.0/24"}, Domains: []app.Domain{{Host: "shop.example.com"}}}
+	a := &app.App{Name: "shop", Namespace: "dev", Allow: []string{"10.0.0.0/8", "192.168.1.0/24"}, Domains: []app.Domain{{Host: "shop.example.com"}},
+		Route: &app.Route{Router: "ingress-nginx"}}
 	svc := renderService(a)
 	if svc.Spec.ExternalTrafficPolicy != corev1.ServiceExternalTrafficPolicyLocal {
 		t.Errorf("external traffic policy = %q, want Local", svc.Spec.ExternalTrafficPolicy)

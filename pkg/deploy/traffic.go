@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 
@@ -8,9 +9,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/clustersettings"
 	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/route"
 )
@@ -80,10 +83,11 @@ func renderService(a *app.App) *corev1.Service {
 	return svc
 }
 
-// AllowAnnotations are the ingress controllers' own source filters: behind
-// an ingress the units see the controller's address, so the filter must
+// AllowAnnotations are ingress-nginx's own source filters: behind an
+// ingress the units see the controller's address, so the filter must
 // happen there. ingress-nginx reads whitelist- (older) or allowlist-
-// (newer) source-range.
+// (newer) source-range. Only Ingresses of a cluster whose router is
+// ingress-nginx (clustersettings.Router) get them.
 var AllowAnnotations = []string{"nginx.ingress.kubernetes.io/whitelist-source-range", "nginx.ingress.kubernetes.io/allowlist-source-range"}
 
 // renderIngresses route the app's domains to its Service; hosts with a
@@ -120,7 +124,7 @@ func renderIngresses(a *app.App) []*networkingv1.Ingress {
 		if class != def {
 			name = IngressName(a.Name, class)
 		}
-		out = append(out, renderIngress(a, name, class, byClass[class]))
+		out = append(out, renderIngress(a, name, class, class == def, byClass[class]))
 	}
 	return out
 }
@@ -131,7 +135,10 @@ func IngressName(appName, class string) string {
 	return appName + "-" + strings.ReplaceAll(class, ".", "-")
 }
 
-func renderIngress(a *app.App, name, class string, domains []app.Domain) *networkingv1.Ingress {
+// renderIngress is one Ingress of the app's domains of IngressClass class;
+// routerClass says it is the class of the router the cluster settings name
+// (the default class), whose controller enforces the allow list.
+func renderIngress(a *app.App, name, class string, routerClass bool, domains []app.Domain) *networkingv1.Ingress {
 	ing := &networkingv1.Ingress{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "Ingress"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: a.Namespace, Labels: processLabels(a.Name, app.WebProcess)},
@@ -139,10 +146,15 @@ func renderIngress(a *app.App, name, class string, domains []app.Domain) *networ
 	if class != "" {
 		ing.Spec.IngressClassName = new(class)
 	}
-	if len(a.Allow) > 0 {
-		ing.Annotations = map[string]string{}
-		for _, k := range AllowAnnotations {
-			ing.Annotations[k] = strings.Join(a.Allow, ",")
+	if len(a.Allow) > 0 && routerClass {
+		switch route.Router(a) {
+		case clustersettings.RouterTraefik:
+			ing.Annotations = map[string]string{route.TraefikMiddlewareAnnotation: route.TraefikMiddlewareRef(a)}
+		case clustersettings.RouterIngressNginx:
+			ing.Annotations = map[string]string{}
+			for _, k := range AllowAnnotations {
+				ing.Annotations[k] = strings.Join(a.Allow, ",")
+			}
 		}
 	}
 	pathType := networkingv1.PathTypePrefix
@@ -192,6 +204,65 @@ func renderNetworkPolicy(a *app.App) *networkingv1.NetworkPolicy {
 			Ingress:     []networkingv1.NetworkPolicyIngressRule{{From: peers}},
 		},
 	}
+}
+
+// renderAllowMiddleware is Traefik's ipAllowList Middleware of the app,
+// which its HTTPRoutes and Ingresses name when the cluster's router is
+// Traefik and the app has an allow list (pkg/route, allow.go): nil
+// otherwise. It filters on the connection's source address; no ipStrategy,
+// so an X-Forwarded-For header, which any client can send, is not trusted.
+func renderAllowMiddleware(a *app.App) *unstructured.Unstructured {
+	if len(a.Allow) == 0 || route.Router(a) != clustersettings.RouterTraefik {
+		return nil
+	}
+	ranges := make([]any, len(a.Allow))
+	for i, c := range a.Allow {
+		ranges[i] = c
+	}
+	labels := map[string]any{}
+	for k, v := range processLabels(a.Name, app.WebProcess) {
+		labels[k] = v
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": route.Middlewares.GroupVersion().String(),
+		"kind":       "Middleware",
+		"metadata":   map[string]any{"name": route.AllowMiddlewareName(a.Name), "namespace": a.Namespace, "labels": labels},
+		"spec":       map[string]any{"ipAllowList": map[string]any{"sourceRange": ranges}},
+	}}
+}
+
+// unenforced names the routed objects of objs (HTTPRoutes, Ingresses)
+// whose router does not enforce the app's allow list: none when the app
+// has no list (no NetworkPolicy). Through them the units see the router's
+// address, so only the NetworkPolicy filters, and only direct traffic.
+func unenforced(objs Objects) []string {
+	if objs.NetworkPolicy == nil {
+		return nil
+	}
+	var out []string
+	for _, r := range objs.Routes {
+		if !route.RendersAllowFilter(r) {
+			out = append(out, "HTTPRoute "+r.GetName())
+		}
+	}
+	for _, ing := range objs.Ingresses {
+		if ing.Annotations[route.TraefikMiddlewareAnnotation] == "" && ing.Annotations[AllowAnnotations[0]] == "" {
+			out = append(out, "Ingress "+ing.Name)
+		}
+	}
+	return out
+}
+
+// warnUnenforced tells the user, through d.Warn, that the app's allow list
+// is not enforced at the router for objs' routed objects.
+func warnUnenforced(d Deps, objs Objects) {
+	names := unenforced(objs)
+	if len(names) == 0 || d.Warn == nil {
+		return
+	}
+	appName := objs.NetworkPolicy.Labels[kube.LabelApp]
+	d.Warn(fmt.Sprintf("app %q: the allow list is not enforced at the router for %s, only by the NetworkPolicy, for traffic straight to the units; tug enforces it at a router the cluster settings name (key router: traefik or ingress-nginx; docs/guide.md, \"Traffic\")",
+		appName, strings.Join(names, ", ")))
 }
 
 // renderMaintenance is the small backend the Service switches to while the

@@ -129,6 +129,7 @@ func CommandGroups() []CommandGroup {
 				ns("horizontalpodautoscalers.autoscaling", "list", "delete"),
 				ns("ingresses.networking.k8s.io", "list", "delete"),
 				ns("networkpolicies.networking.k8s.io", "list", "delete"),
+				ns("middlewares.traefik.io", "list", "delete"),
 			),
 		},
 		{
@@ -224,7 +225,12 @@ func CommandGroups() []CommandGroup {
 		{
 			Name:        "network",
 			Description: "restrict which units may talk to an app",
-			Permissions: ns("networkpolicies.networking.k8s.io", "get", "list", "create", "update", "patch", "delete"),
+			Permissions: slices.Concat(
+				ns("networkpolicies.networking.k8s.io", "get", "list", "create", "update", "patch", "delete"),
+				// Through a Traefik router (cluster setting router): the
+				// allow list is the app's ipAllowList Middleware.
+				ns("middlewares.traefik.io", manage...),
+			),
 		},
 		{
 			Name:        "volume",

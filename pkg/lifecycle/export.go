@@ -70,6 +70,12 @@ func Export(ctx context.Context, s *app.Store, appName string, includeConfig boo
 		np.Namespace = ""
 		out = append(out, np)
 	}
+	if m := objs.Middleware; m != nil {
+		// the Ingresses name it with its namespace (Traefik's
+		// NAMESPACE-NAME@kubernetescrd): applied elsewhere, fix that too
+		unstructured.RemoveNestedField(m.Object, "metadata", "namespace")
+		out = append(out, m.Object)
+	}
 	for _, c := range objs.Certificates {
 		// the issuer it names must exist where it is applied
 		unstructured.RemoveNestedField(c.Object, "metadata", "namespace")

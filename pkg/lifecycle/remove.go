@@ -48,11 +48,11 @@ var ErrNotThatCopy = errors.New("the copy is not the one that move made")
 const stopSlack = 30 * time.Second
 
 // Remove deletes every object of an app (autoscalers, routes, cert-manager
-// Certificates, Deployments and their units, Ingress, NetworkPolicy,
-// Services, one-off run pods, release records and TLS Secrets)
-// and waits, bounded, until its units are gone. The app's record goes last,
-// so an interrupted or refused remove can be run again; the error then says
-// what is left.
+// Certificates, Deployments and their units, Ingresses, Traefik Middleware,
+// NetworkPolicy, Services, one-off run pods, release records and TLS
+// Secrets) and waits, bounded, until its units are gone. The app's record
+// goes last, so an interrupted or refused remove can be run again; the
+// error then says what is left.
 //
 // It lists each kind by the app's labels and deletes what it found one by
 // one: that needs only the list and delete verbs of the developer Role (not
@@ -105,6 +105,7 @@ func RemoveHeld(ctx context.Context, d deploy.Deps, appName string, o RemoveOpti
 		{"certificates", nil, nil}, // cert-manager's, before the Secrets it writes
 		{"deployments", func() (runtime.Object, error) { return c.AppsV1().Deployments(ns).List(ctx, sel) }, func(n string) error { return c.AppsV1().Deployments(ns).Delete(ctx, n, del) }},
 		{"ingresses", func() (runtime.Object, error) { return c.NetworkingV1().Ingresses(ns).List(ctx, sel) }, func(n string) error { return c.NetworkingV1().Ingresses(ns).Delete(ctx, n, del) }},
+		{"middlewares", nil, nil}, // Traefik's, through the dynamic client: see below
 		{"network policies", func() (runtime.Object, error) { return c.NetworkingV1().NetworkPolicies(ns).List(ctx, sel) }, func(n string) error { return c.NetworkingV1().NetworkPolicies(ns).Delete(ctx, n, del) }},
 		{"services", func() (runtime.Object, error) { return c.CoreV1().Services(ns).List(ctx, sel) }, func(n string) error { return c.CoreV1().Services(ns).Delete(ctx, n, del) }},
 		{"units", nil, nil}, // pods: see below
@@ -123,6 +124,8 @@ func RemoveHeld(ctx context.Context, d deploy.Deps, appName string, o RemoveOpti
 		switch {
 		case s.what == "routes":
 			err = route.Client{Dynamic: d.Dynamic, Namespace: d.Namespace}.RemoveAll(ctx, appName)
+		case s.what == "middlewares":
+			err = route.Client{Dynamic: d.Dynamic, Namespace: d.Namespace}.RemoveStaleMiddlewares(ctx, appName, nil)
 		case s.what == "certificates":
 			err = deploy.RemoveCertificates(ctx, d, appName)
 		case s.list == nil:

@@ -71,9 +71,19 @@ const (
 	ProbeServe Probe = ""
 	// ProbeMaintenance: the maintenance page answers (503, Retry-After).
 	ProbeMaintenance Probe = "maintenance"
-	// ProbeNone: nothing to ask (routable off, an allow list that may
-	// exclude tug's own address).
+	// ProbeNone: nothing to ask (routable off).
 	ProbeNone Probe = "none"
+	// ProbeAllow: the allow list changed. Where the router enforces it,
+	// a request from tug's own address is refused (403) when the new list
+	// leaves that address out and answered as the app's state says when
+	// it admits it; a change that does not change that verdict cannot be
+	// seen from here (accepted, not served).
+	ProbeAllow Probe = "allow"
+	// probeForbidden: the router refuses the request (its allow list).
+	probeForbidden Probe = "forbidden"
+	// probeAdmitted: the app answers, and not with a 403 (the router's
+	// refusal, until it has the list that admits tug).
+	probeAdmitted Probe = "admitted"
 	// probeGone: the router no longer routes the host (its 404).
 	probeGone Probe = "gone"
 )
@@ -87,9 +97,14 @@ var (
 
 // Confirm waits for the router to accept the routes got (as applied) and
 // then to serve every URL of the app (servedURLs), and to stop serving the
-// hosts of gone (URLs the change took away), saying so to p. It returns
-// one of the Routing values ("" when the app routes through no Gateway).
-func (c Client) Confirm(ctx context.Context, p progress.Reporter, a *app.App, got []*unstructured.Unstructured, probe Probe, gone []*url.URL) (string, error) {
+// hosts that before (the app as the router served it before the change;
+// nil for a rollout) had and a has not, saying so to p. It returns one of
+// the Routing values ("" when the app routes through no Gateway).
+func (c Client) Confirm(ctx context.Context, p progress.Reporter, before, a *app.App, got []*unstructured.Unstructured, probe Probe) (string, error) {
+	var gone []*url.URL
+	if before != nil {
+		gone = GoneURLs(before, a)
+	}
 	if a.Route == nil || a.Route.Gateway == "" || len(got) == 0 && len(gone) == 0 {
 		return "", nil
 	}
@@ -110,7 +125,14 @@ func (c Client) Confirm(ctx context.Context, p progress.Reporter, a *app.App, go
 	if gw == nil || gw.address == "" || gw.httpPort == 0 {
 		return RoutingAccepted, nil
 	}
+	src := sourceTowards(net.JoinHostPort(gw.address, strconv.FormatInt(gw.httpPort, 10)))
+	confirmed := true
 	for _, u := range servedURLs(a) {
+		want := expect(before, a, u.Hostname(), src, probe)
+		if want == ProbeNone {
+			confirmed = false // nothing tug can ask tells this change apart
+			continue
+		}
 		port := gw.httpPort
 		if u.Scheme == "https" {
 			if port = gw.httpsPort; port == 0 {
@@ -118,7 +140,7 @@ func (c Client) Confirm(ctx context.Context, p progress.Reporter, a *app.App, go
 			}
 		}
 		p.Update(fmt.Sprintf("waiting for the router to serve %s", u.Redacted()))
-		if !served(ctx, net.JoinHostPort(gw.address, strconv.FormatInt(port, 10)), u, probe) {
+		if !served(ctx, net.JoinHostPort(gw.address, strconv.FormatInt(port, 10)), u, want) {
 			return RoutingAccepted, nil
 		}
 	}
@@ -129,7 +151,58 @@ func (c Client) Confirm(ctx context.Context, p progress.Reporter, a *app.App, go
 			return RoutingAccepted, nil
 		}
 	}
+	if !confirmed {
+		return RoutingAccepted, nil
+	}
 	return RoutingServed, nil
+}
+
+// expect is what a request from src for host through the router must get
+// once the change (probe) is served; ProbeNone when no answer would tell
+// the change apart. The router is taken to see src, the address tug's
+// packets leave from, as the client: where a NAT or a load balancer stands
+// between, it sees another, a request gets what was not predicted, and the
+// change ends "accepted" (not confirmed), never served by mistake.
+func expect(before, a *app.App, host string, src net.IP, probe Probe) Probe {
+	refused := func(x *app.App) bool { return src != nil && enforcedAt(x, host) && !admits(x.Allow, src) }
+	switch probe {
+	case ProbeAllow:
+		if src == nil || before == nil || refused(a) == refused(before) {
+			return ProbeNone // tug's own verdict is the same before and after
+		}
+		switch {
+		case refused(a):
+			return probeForbidden
+		case a.Unroutable:
+			return ProbeNone
+		case a.Maintenance:
+			return ProbeMaintenance
+		}
+		return probeAdmitted
+	case ProbeServe:
+		if !refused(a) {
+			return ProbeServe
+		}
+		// behind the router's 403 only a new host shows: routed at all
+		if before != nil && hasHost(before, host) {
+			return ProbeNone
+		}
+		return probeForbidden
+	case ProbeMaintenance:
+		if refused(a) {
+			return ProbeNone
+		}
+	}
+	return probe
+}
+
+func hasHost(a *app.App, host string) bool {
+	for _, u := range app.URLs(a) {
+		if hostOf(u) == host {
+			return true
+		}
+	}
+	return false
 }
 
 // GoneURLs are the URLs of before that after no longer has.
@@ -301,14 +374,19 @@ func answered(ctx context.Context, client *http.Client, u *url.URL, probe Probe)
 	if resp.TLS != nil && (len(resp.TLS.PeerCertificates) == 0 || resp.TLS.PeerCertificates[0].VerifyHostname(u.Hostname()) != nil) {
 		return false
 	}
-	if probe == ProbeMaintenance {
+	switch probe {
+	case ProbeMaintenance:
 		return resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get("Retry-After") != ""
+	case probeForbidden:
+		return resp.StatusCode == http.StatusForbidden
 	}
 	// the router's own answers: no route for the host (404), no backend
 	// (500, 502), no ready unit or still the maintenance page (503)
 	switch resp.StatusCode {
 	case http.StatusNotFound, http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable:
 		return false
+	case http.StatusForbidden:
+		return probe != probeAdmitted
 	}
 	return true
 }

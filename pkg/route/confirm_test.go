@@ -27,7 +27,7 @@ func TestRefusedRouteIsReported(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.Confirm(context.Background(), progress.Nop{}, a, []*unstructured.Unstructured{got}, route.ProbeServe, nil)
+	_, err = c.Confirm(context.Background(), progress.Nop{}, nil, a, []*unstructured.Unstructured{got}, route.ProbeServe)
 	var refused *route.RouteError
 	if !errors.As(err, &refused) || refused.ExitCode() != 18 || !strings.Contains(err.Error(), "NotAllowedByListeners: no listener admits routes from namespace dev") {
 		t.Fatalf("Confirm = %v", err)

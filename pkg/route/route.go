@@ -113,10 +113,14 @@ func Render(a *app.App, backend string, labels map[string]string) []*unstructure
 		}
 		var rules, hostnames []any
 		for _, p := range strings.Split(set, " ") {
-			rules = append(rules, map[string]any{
+			rule := map[string]any{
 				"matches":     []any{map[string]any{"path": map[string]any{"type": "PathPrefix", "value": p}}},
 				"backendRefs": []any{map[string]any{"name": backend, "port": int64(80)}},
-			})
+			}
+			if f := allowFilters(a); f != nil {
+				rule["filters"] = f // the router enforces the allow list (allow.go)
+			}
+			rules = append(rules, rule)
 		}
 		for _, h := range groups[set] {
 			hostnames = append(hostnames, h)
@@ -307,19 +311,19 @@ func hostMatches(listener, host string) bool {
 // Want is the app's route as the cluster settings give it now for its
 // pool: the Gateway to attach to, the app's own host and whether the
 // Gateway serves it over TLS, the class of the Ingress that serves domains
-// with a certificate. nil when the settings name neither a Gateway nor an
-// ingress class. Without settings (nil: a library caller that read none)
+// with a certificate, the router behind them. nil when the settings name
+// no Gateway, ingress class or router. Without settings (nil: a library caller that read none)
 // the record's route stays as it is.
 func (c Client) Want(ctx context.Context, settings *clustersettings.Stored, a *app.App, pool string) *app.Route {
 	if settings == nil {
 		return a.Route
 	}
 	s := settings.For(pool)
-	gw, domain, class := s.Get(clustersettings.Gateway), s.Get(clustersettings.AppsDomain), s.Get(clustersettings.IngressClass)
-	if gw == "" && class == "" {
+	gw, domain, class, router := s.Get(clustersettings.Gateway), s.Get(clustersettings.AppsDomain), s.Get(clustersettings.IngressClass), s.Get(clustersettings.Router)
+	if gw == "" && class == "" && router == "" {
 		return nil
 	}
-	r := &app.Route{Gateway: gw, IngressClass: class}
+	r := &app.Route{Gateway: gw, IngressClass: class, Router: router}
 	if gw != "" && domain != "" {
 		r.Host = AppHost(a.Name, a.Namespace, domain)
 		r.HTTPS = c.readGateway(ctx, gw).servesTLS(r.Host)

@@ -318,7 +318,7 @@ func Allow(ctx context.Context, d deploy.Deps, o AllowOptions, opts deploy.Optio
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	opts.Probe = route.ProbeNone // tug's own address may be one the list leaves out
+	opts.Probe = route.ProbeAllow // what tug gets depends on whether the list admits its own address
 	return deploy.Configure(ctx, d, o.App, func(a *app.App) error {
 		for _, c := range o.cidrs {
 			has := slices.Contains(a.Allow, c)

@@ -586,20 +586,37 @@ remove_router_firewall() {
 
 kapply() { kctl apply --server-side --force-conflicts --field-manager tug-cluster "$@" >/dev/null; }
 
-# router_crds: the Gateway API CRDs of the release Traefik speaks, applied
-# server-side unless this cluster already has these exact files (applying
-# them unchanged still costs seconds).
+# traefik_crds: the file of Traefik's own CRDs (traefik.io: Middleware,
+# IngressRoute, ...) in the module of the Traefik that build-router.sh
+# builds (already in the module cache). tug makes Middlewares (an app's
+# allow list); Traefik's kubernetescrd provider waits until it can list
+# every one of these kinds, so all of them are installed.
+traefik_crds() {
+  local v d f
+  v=$("$here/build-router.sh" --version) || return 1
+  d=$(cd "$here/router" && GOTOOLCHAIN=local GOFLAGS=-mod=readonly go mod download -json "github.com/traefik/traefik/v3@$v" |
+    sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  f=$d/docs/content/reference/dynamic-configuration/kubernetes-crd-definition-v1.yml
+  [ -f "$f" ] || { say "github.com/traefik/traefik/v3@$v: no $f in the module"; return 1; }
+  echo "$f"
+}
+
+# router_crds: the Gateway API CRDs of the release Traefik speaks, and
+# Traefik's own, applied server-side unless this cluster already has these
+# exact files (applying them unchanged still costs seconds).
 router_crds() {
-  local crds sum
+  local crds traefik sum
   crds=$("$here/build-router.sh" --crds) || die "finding the Gateway API CRDs failed"
-  sum=$(cat "$crds"/*.yaml | sha256sum | cut -c1-16)
+  traefik=$(traefik_crds) || die "finding Traefik's CRDs failed"
+  sum=$(cat "$crds"/*.yaml "$traefik" | sha256sum | cut -c1-16)
   if [ "$(cat "$dir/gateway-crds" 2>/dev/null)" = "$sum" ] &&
-    kctl get -f "$crds" -o name >/dev/null 2>&1; then
+    kctl get -f "$crds" -o name >/dev/null 2>&1 && kctl get -f "$traefik" -o name >/dev/null 2>&1; then
     return 0
   fi
   kapply -f "$crds" || die "applying the Gateway API CRDs from $crds failed"
-  kctl wait --for condition=Established --timeout 60s -f "$crds" >/dev/null ||
-    die "the Gateway API CRDs are not established"
+  kapply -f "$traefik" || die "applying Traefik's CRDs from $traefik failed"
+  kctl wait --for condition=Established --timeout 60s -f "$crds" -f "$traefik" >/dev/null ||
+    die "the Gateway API and Traefik CRDs are not established"
   echo "$sum" > "$dir/gateway-crds"
 }
 
@@ -706,13 +723,16 @@ EOF
 
 # router_args BIN: the router's command line, one argument a line. No entry
 # point listens beyond the router's host-only address; without the two
-# --global flags Traefik calls out to the internet.
+# --global flags Traefik calls out to the internet. The kubernetescrd
+# provider serves Traefik's Middlewares (an app's allow list), which
+# HTTPRoutes name in ExtensionRef filters and Ingresses in an annotation.
 router_args() {
   printf '%s\n' "$1" \
     --global.checknewversion=false --global.sendanonymoususage=false \
     "--entryPoints.web.address=$router_ip:80" "--entryPoints.websecure.address=$router_ip:443" --entryPoints.websecure.http.tls=true \
     --entryPoints.web.transport.lifeCycle.graceTimeOut=2s --entryPoints.websecure.transport.lifeCycle.graceTimeOut=2s \
     --providers.kubernetesgateway=true "--providers.kubernetesgateway.statusAddress.ip=$router_ip" \
+    --providers.kubernetescrd=true \
     --providers.kubernetesingress=true "--providers.kubernetesingress.ingressEndpoint.ip=$router_ip" \
     --log.level=INFO --log.nocolor=true --accesslog=true "--accesslog.filepath=$logs/router-access.log"
 }
@@ -781,6 +801,7 @@ data:
   gateway: $router_ns/$gateway_name
   appsDomain: $apps_domain
   ingressClass: $ingress_class
+  router: traefik
   buildkitImage: $registry_addr/$(image_path buildkit)
   buildAgentImage: $registry_addr/$(image_path tug-build)
   defaultBuilder: $registry_addr/$(image_path builder)

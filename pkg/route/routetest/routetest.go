@@ -1,6 +1,6 @@
 // Package routetest is a fake Gateway API for tests of what tug routes:
-// a dynamic client that server-side-applies HTTPRoutes and writes the
-// router's verdict on them.
+// a dynamic client that server-side-applies HTTPRoutes (and Traefik's
+// Middlewares) and writes the router's verdict on the routes.
 package routetest
 
 import (
@@ -29,7 +29,7 @@ var Certificates = schema.GroupVersionResource{Group: "cert-manager.io", Version
 func NewDynamic(t *testing.T, verdict func(u *unstructured.Unstructured)) *dynamicfake.FakeDynamicClient {
 	t.Helper()
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
-		route.HTTPRoutes: "HTTPRouteList", route.Gateways: "GatewayList", Certificates: "CertificateList",
+		route.HTTPRoutes: "HTTPRouteList", route.Gateways: "GatewayList", Certificates: "CertificateList", route.Middlewares: "MiddlewareList",
 	})
 	applies := func(gvr schema.GroupVersionResource, verdict func(u *unstructured.Unstructured)) k8stesting.ReactionFunc {
 		return func(a k8stesting.Action) (bool, runtime.Object, error) {
@@ -54,6 +54,7 @@ func NewDynamic(t *testing.T, verdict func(u *unstructured.Unstructured)) *dynam
 	}
 	dyn.PrependReactor("patch", "httproutes", applies(route.HTTPRoutes, verdict))
 	dyn.PrependReactor("patch", "certificates", applies(Certificates, nil))
+	dyn.PrependReactor("patch", "middlewares", applies(route.Middlewares, nil)) // Traefik's: no status
 	return dyn
 }
 

@@ -1,0 +1,193 @@
+package route
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/clustersettings"
+	"tug.dev/tug/pkg/kube"
+)
+
+// An app's allow list is enforced where routed traffic enters: the units
+// behind a router see the router's address, not the client's, so the
+// NetworkPolicy cannot tell clients apart there. Which router it is comes
+// from the cluster settings (clustersettings.Router, recorded in
+// a.Route.Router):
+//
+//   - traefik: an ipAllowList Middleware (traefik.io/v1alpha1) of the app,
+//     referenced from every rule of its HTTPRoutes (an ExtensionRef filter)
+//     and from its Ingresses of the router's class (an annotation). It
+//     filters on the connection's source address (no ipStrategy: an
+//     X-Forwarded-For header, which any client can write, is not trusted).
+//   - ingress-nginx: its source-range annotations on those Ingresses.
+//   - anything else: nothing at the router; tug warns.
+
+// Middlewares is Traefik's Middleware resource.
+var Middlewares = schema.GroupVersionResource{Group: "traefik.io", Version: "v1alpha1", Resource: "middlewares"}
+
+// AllowMiddlewareName is the app's ipAllowList Middleware.
+func AllowMiddlewareName(appName string) string { return appName + "-allow" }
+
+// TraefikMiddlewareAnnotation is how an Ingress names Traefik Middlewares
+// (NAMESPACE-NAME@kubernetescrd).
+const TraefikMiddlewareAnnotation = "traefik.ingress.kubernetes.io/router.middlewares"
+
+// TraefikMiddlewareRef is the app's allow-list Middleware as Traefik's
+// Ingress provider names it.
+func TraefikMiddlewareRef(a *app.App) string {
+	return a.Namespace + "-" + AllowMiddlewareName(a.Name) + "@kubernetescrd"
+}
+
+// Router is the router the app's route records ("" when none is named).
+func Router(a *app.App) string {
+	if a.Route == nil {
+		return ""
+	}
+	return a.Route.Router
+}
+
+// allowFilters are the filters of every rule of the app's HTTPRoutes: the
+// allow-list Middleware, through Traefik with a list set; none otherwise.
+func allowFilters(a *app.App) []any {
+	if len(a.Allow) == 0 || Router(a) != clustersettings.RouterTraefik {
+		return nil
+	}
+	return []any{map[string]any{
+		"type":         "ExtensionRef",
+		"extensionRef": map[string]any{"group": Middlewares.Group, "kind": "Middleware", "name": AllowMiddlewareName(a.Name)},
+	}}
+}
+
+// RendersAllowFilter says whether route r carries the allow-list filter on
+// every rule: whether the router enforces the list for its hosts.
+func RendersAllowFilter(r *unstructured.Unstructured) bool {
+	rules, _, _ := unstructured.NestedSlice(r.Object, "spec", "rules")
+	for _, rule := range rules {
+		m, _ := rule.(map[string]any)
+		filters, _, _ := unstructured.NestedSlice(m, "filters")
+		found := false
+		for _, f := range filters {
+			fm, _ := f.(map[string]any)
+			if kind, _, _ := unstructured.NestedString(fm, "extensionRef", "kind"); kind == "Middleware" {
+				found = true
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return len(rules) > 0
+}
+
+// ApplyMiddleware server-side-applies Traefik Middleware m.
+func (c Client) ApplyMiddleware(ctx context.Context, m *unstructured.Unstructured, opts metav1.PatchOptions) error {
+	if c.Dynamic == nil {
+		return fmt.Errorf("applying middleware %s: no client for Traefik's resources", m.GetName())
+	}
+	data, err := json.Marshal(m.Object)
+	if err != nil {
+		return err
+	}
+	if _, err := c.Dynamic.Resource(Middlewares).Namespace(c.Namespace).Patch(ctx, m.GetName(), types.ApplyPatchType, data, opts); err != nil {
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("applying middleware %s: this cluster does not serve Traefik's Middleware resource (middlewares.traefik.io), though its settings say its router is traefik; ask its admin ('tug cluster settings show')", m.GetName())
+		}
+		return fmt.Errorf("applying middleware %s: %w", m.GetName(), kube.TranslateError(err))
+	}
+	return nil
+}
+
+// GetMiddleware reads a Middleware; a cluster without Traefik's resources
+// has none (NotFound).
+func (c Client) GetMiddleware(ctx context.Context, name string) (metav1.Object, error) {
+	if c.Dynamic == nil {
+		return nil, apierrors.NewNotFound(Middlewares.GroupResource(), name)
+	}
+	u, err := c.Dynamic.Resource(Middlewares).Namespace(c.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// RemoveStaleMiddlewares deletes the app's Middlewares other than keep
+// (nil: all of them): one LIST by the app's labels. A cluster without
+// Traefik's resources, or whose user may not list them, has none of the
+// app's.
+func (c Client) RemoveStaleMiddlewares(ctx context.Context, appName string, keep *unstructured.Unstructured) error {
+	if c.Dynamic == nil {
+		return nil
+	}
+	res := c.Dynamic.Resource(Middlewares).Namespace(c.Namespace)
+	list, err := res.List(ctx, metav1.ListOptions{LabelSelector: kube.AppSelector(appName)})
+	if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
+		return nil
+	}
+	if err != nil {
+		return kube.TranslateError(err)
+	}
+	for _, m := range list.Items {
+		if (keep != nil && m.GetName() == keep.GetName()) || !kube.Owned(m.GetLabels(), appName) {
+			continue
+		}
+		if err := res.Delete(ctx, m.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return kube.TranslateError(err)
+		}
+	}
+	return nil
+}
+
+// admits says whether allow (CIDRs; empty admits everyone) admits ip.
+func admits(allow []string, ip net.IP) bool {
+	if len(allow) == 0 {
+		return true
+	}
+	for _, c := range allow {
+		if _, n, err := net.ParseCIDR(c); err == nil && n.Contains(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// enforcedAt says whether the router that serves u filters by the app's
+// allow list: through the Gateway, Traefik only; through an Ingress of the
+// router's class (a host with a certificate of its own), Traefik and
+// ingress-nginx. servedURLs holds only URLs of the router's class.
+func enforcedAt(a *app.App, host string) bool {
+	switch Router(a) {
+	case clustersettings.RouterTraefik:
+		return true
+	case clustersettings.RouterIngressNginx:
+		for _, d := range a.Domains {
+			if d.Host == host && ThroughIngress(d) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// sourceTowards is the address this machine's packets to addr leave from:
+// what a router reached directly sees as the client. A UDP "connection"
+// only picks the route; it sends nothing. nil when unknown.
+func sourceTowards(addr string) net.IP {
+	c, err := net.Dial("udp", addr)
+	if err != nil {
+		return nil
+	}
+	defer c.Close()
+	if u, ok := c.LocalAddr().(*net.UDPAddr); ok {
+		return u.IP
+	}
+	return nil
+}
