@@ -116,6 +116,23 @@ func findDockerfile(dir, flag string) (string, error) {
 	return filepath.ToSlash(rel), nil
 }
 
+// plan resolves the build of appName: the flags, the app's remembered
+// settings, and what the cluster offers its builds, unless the
+// environment overrides it.
+func (b *buildFlags) plan(ctx context.Context, store *app.Store, appName string) (*build.Plan, error) {
+	want := app.BuildSettings{Builder: b.Builder, Repository: b.Repository, RunImage: b.RunImage}
+	if b.Timeout > 0 {
+		want.Timeout = b.Timeout.String()
+	}
+	settings, err := clustersettings.Read(ctx, store.Client)
+	if err != nil {
+		return nil, err
+	}
+	return build.FromSource{App: appName, Want: want, Source: b.source, AgentImage: os.Getenv(agentImageEnv),
+		Dockerfile: b.dockerfile, BuildArgs: b.BuildArgs, Target: b.Target, BuildKitImage: os.Getenv(buildkitImageEnv),
+		Cluster: settings}.Plan(ctx, store)
+}
+
 // image builds the app from source and returns the pushed
 // repository@sha256:... (with --dry-run: "" after saying what it would build).
 func (b *buildFlags) image(cmd *cobra.Command, f *cli.Factory, appName, message string, dryRun bool) (string, error) {
@@ -137,18 +154,7 @@ func (b *buildFlags) image(cmd *cobra.Command, f *cli.Factory, appName, message 
 	}
 	ctx := cmd.Context()
 	store := &app.Store{Client: client, Namespace: ns}
-	want := app.BuildSettings{Builder: b.Builder, Repository: b.Repository, RunImage: b.RunImage}
-	if b.Timeout > 0 {
-		want.Timeout = b.Timeout.String()
-	}
-	// what the cluster offers its builds, unless the environment overrides it
-	settings, err := clustersettings.Read(ctx, client)
-	if err != nil {
-		return "", err
-	}
-	plan, err := build.FromSource{App: appName, Want: want, Source: b.source, AgentImage: os.Getenv(agentImageEnv),
-		Dockerfile: b.dockerfile, BuildArgs: b.BuildArgs, Target: b.Target, BuildKitImage: os.Getenv(buildkitImageEnv),
-		Cluster: settings}.Plan(ctx, store)
+	plan, err := b.plan(ctx, store, appName)
 	if err != nil {
 		return "", err
 	}

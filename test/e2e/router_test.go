@@ -206,12 +206,13 @@ func TestRouterServesGatewayAndIngress(t *testing.T) {
 	h.mustTug("app", "create", "web")
 	h.mustTug("app", "deploy", "web", "--image", sampleV1)
 
-	// The Gateway API: an HTTPRoute for a name under the apps domain.
+	// The Gateway API: an HTTPRoute made by hand for a name under the apps
+	// domain (not "web": that is the route tug made for the app's own URL).
 	host := h.NS + "." + r.appsDomain
-	if _, err := dyn.Resource(httpRoutes).Namespace(h.NS).Create(ctx, httpRoute(r, "web", host, "web"), metav1.CreateOptions{}); err != nil {
+	if _, err := dyn.Resource(httpRoutes).Namespace(h.NS).Create(ctx, httpRoute(r, "by-hand", host, "web"), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating the HTTPRoute: %v", err)
 	}
-	h.waitRouteAccepted(dyn, r, "web")
+	h.waitRouteAccepted(dyn, r, "by-hand")
 	h.waitThroughRouter(r, "http://"+host+"/version", 200, "v1")
 
 	// HTTPS on the Gateway's wildcard listener: SNI picks the certificate,
