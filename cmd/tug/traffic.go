@@ -9,6 +9,7 @@ import (
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
+	"tug.dev/tug/pkg/route"
 	"tug.dev/tug/pkg/traffic"
 	"tug.dev/tug/pkg/usage"
 )
@@ -34,11 +35,21 @@ func configure(cmd *cobra.Command, f *cli.Factory, appName, done string, action 
 		p.Fail("changing app " + appName)
 		return err
 	}
-	if res.Status == app.StatusStaged {
-		done += "; it applies at the first deploy"
-	}
-	p.Done(done)
+	p.Done(changeDone(done, res))
 	return nil
+}
+
+// changeDone is the done line of a traffic change: a change staged for the
+// first deploy says so, and one the router has not confirmed it serves
+// says that, never that it is served.
+func changeDone(done string, res *deploy.Result) string {
+	switch {
+	case res.Status == app.StatusStaged:
+		return done + "; it applies at the first deploy"
+	case res.Routing == route.RoutingPending:
+		return done + "; applied, not yet confirmed by the router"
+	}
+	return done
 }
 
 func checkApp(name string) error {

@@ -11,6 +11,7 @@ import (
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/rollout"
+	"tug.dev/tug/pkg/route"
 )
 
 // TestMissingNamespace: a namespace that does not exist is said once,
@@ -185,5 +186,23 @@ func TestBadDomainSaysWhatIsWrong(t *testing.T) {
 	want := "error: invalid host \"Shop_X.Example.com\": '_' is not allowed: a host has letters, digits, '-' and '.'\nrun 'tug domain add --help' for usage\n"
 	if r.code != 2 || r.stderr != want {
 		t.Errorf("exit %d, stderr %q; want 2 and %q", r.code, r.stderr, want)
+	}
+}
+
+// A traffic change the router has not confirmed says so, never that it is
+// served; a staged one says when it applies.
+func TestTrafficChangeDoneLine(t *testing.T) {
+	for _, tt := range []struct {
+		res  deploy.Result
+		want string
+	}{
+		{deploy.Result{Status: app.StatusDeployed, Routing: route.RoutingServed}, "domain added"},
+		{deploy.Result{Status: app.StatusDeployed, Routing: route.RoutingAccepted}, "domain added"},
+		{deploy.Result{Status: app.StatusDeployed, Routing: route.RoutingPending}, "domain added; applied, not yet confirmed by the router"},
+		{deploy.Result{Status: app.StatusStaged}, "domain added; it applies at the first deploy"},
+	} {
+		if got := changeDone("domain added", &tt.res); got != tt.want {
+			t.Errorf("routing %q, status %s: %q, want %q", tt.res.Routing, tt.res.Status, got, tt.want)
+		}
 	}
 }
