@@ -43,7 +43,10 @@ type Plan struct {
 	Source   *Source
 	// Dockerfile is set for a BuildKit build of it (no builder).
 	Dockerfile string
-	from       FromSource
+	// remember is what the app's record keeps of Settings once a build
+	// worked: all of it but a builder that was the cluster's default.
+	remember app.BuildSettings
+	from     FromSource
 }
 
 // Plan reads the app and resolves its build settings; it builds nothing.
@@ -57,12 +60,14 @@ func (f FromSource) Plan(ctx context.Context, store *app.Store) (*Plan, error) {
 
 func (f FromSource) plan(a *app.App) (*Plan, error) {
 	s := f.Want.Merge(a.Build)
+	defaulted := false // the builder is the cluster's default, not the app's own
 	if f.Cluster != nil {
 		cs := f.Cluster.For(a.Pool)
 		f.AgentImage = cmp.Or(f.AgentImage, cs.Get(clustersettings.BuildAgentImage))
 		f.BuildKitImage = cmp.Or(f.BuildKitImage, cs.Get(clustersettings.BuildkitImage))
 		if s.Builder == "" && f.Dockerfile == "" {
 			s.Builder = cs.Get(clustersettings.DefaultBuilder)
+			defaulted = s.Builder != ""
 		}
 	}
 	dockerfile := ""
@@ -97,7 +102,11 @@ func (f FromSource) plan(a *app.App) (*Plan, error) {
 	if dockerfile != "" {
 		run = ""
 	}
-	return &Plan{App: a, Settings: s, Timeout: timeout, RunImage: run, Source: f.Source, Dockerfile: dockerfile, from: f}, nil
+	remember := s
+	if defaulted {
+		remember.Builder = "" // a later change of the default reaches the app
+	}
+	return &Plan{App: a, Settings: s, remember: remember, Timeout: timeout, RunImage: run, Source: f.Source, Dockerfile: dockerfile, from: f}, nil
 }
 
 // Run builds and pushes the image, and remembers the settings in the app's
@@ -114,9 +123,9 @@ func (p *Plan) Run(ctx context.Context, d Deps, store *app.Store) (*Result, erro
 	if err != nil {
 		return nil, err
 	}
-	if a.Build == nil || *a.Build != p.Settings {
+	if a.Build == nil || *a.Build != p.remember {
 		if _, err := store.UpdateApp(ctx, a.Name, func(x *app.App) error {
-			s := p.Settings
+			s := p.remember
 			x.Build = &s
 			return nil
 		}); err != nil {

@@ -229,13 +229,18 @@ func TestPlanTakesTheClustersBuildSettings(t *testing.T) {
 	if err != nil || p.Settings.Builder != "reg/builder:1" || p.from.AgentImage != "reg/agent:1" || p.from.BuildKitImage != "reg/buildkit:1" {
 		t.Fatalf("plan = %+v (%+v), %v; want the cluster's builder and images", p, p.from, err)
 	}
+	// the record keeps the app's own settings, not the cluster's default
+	// builder: a later change of the default reaches the app
+	if p.remember.Builder != "" || p.remember.Repository != "reg/shop" {
+		t.Errorf("remembered %+v, want the repository without the default builder", p.remember)
+	}
 	a.Pool = "gpu"
 	if p, err := f.plan(a); err != nil || p.Settings.Builder != "reg/gpu-builder:1" {
 		t.Errorf("an app of pool gpu: %+v, %v; want the pool's builder", p, err)
 	}
 	f.AgentImage, f.BuildKitImage = "env/agent:2", "env/buildkit:2"
 	a.Build = &app.BuildSettings{Builder: "mine:1"}
-	if p, err := f.plan(a); err != nil || p.Settings.Builder != "mine:1" || p.from.AgentImage != "env/agent:2" || p.from.BuildKitImage != "env/buildkit:2" {
+	if p, err := f.plan(a); err != nil || p.Settings.Builder != "mine:1" || p.remember.Builder != "mine:1" || p.from.AgentImage != "env/agent:2" || p.from.BuildKitImage != "env/buildkit:2" {
 		t.Errorf("with the environment's images and a remembered builder: %+v (%+v), %v", p, p.from, err)
 	}
 	// a Dockerfile build takes no default builder

@@ -45,12 +45,14 @@ func applyObjects(ctx context.Context, d Deps, objs Objects, dryRun bool) (*appl
 		return nil, err
 	}
 	client, ns := d.Client, d.Namespace
-	var writes []write
 	if svc := objs.Service; svc != nil {
-		writes = append(writes, write{"service", svc.Name, svc, func(n string, b []byte, o metav1.PatchOptions) error {
+		err := write{"service", svc.Name, svc, func(n string, b []byte, o metav1.PatchOptions) error {
 			_, err := client.CoreV1().Services(ns).Patch(ctx, n, types.ApplyPatchType, b, o)
 			return err
-		}})
+		}}.apply(opts)
+		if err != nil {
+			return nil, err
+		}
 	}
 	if err := applyCertificates(ctx, d, objs.Certificates, opts); err != nil {
 		return nil, err
@@ -62,6 +64,7 @@ func applyObjects(ctx context.Context, d Deps, objs Objects, dryRun bool) (*appl
 			return nil, err
 		}
 	}
+	var writes []write
 	for _, ing := range objs.Ingresses {
 		writes = append(writes, write{"ingress", ing.Name, ing, func(n string, b []byte, o metav1.PatchOptions) error {
 			_, err := client.NetworkingV1().Ingresses(ns).Patch(ctx, n, types.ApplyPatchType, b, o)

@@ -54,10 +54,12 @@ func settleOnce(ctx context.Context, store *app.Store, appName string, v int, ca
 	}
 	fresh := &app.Store{Client: store.Client, Namespace: store.Namespace}
 	a, err := fresh.GetApp(ctx, appName)
-	if err != nil {
-		return "", err
+	if err != nil && kube.Retryable(err) {
+		return "", err // settle tries again
 	}
-	if a.Release == v {
+	// a record that cannot be read (gone, forbidden) does not name v: the
+	// release is interrupted, as a pending one must never stay
+	if err == nil && a.Release == v {
 		if err := store.SetReleaseStatus(ctx, appName, v, app.StatusDeployed, ""); err != nil {
 			return "", err
 		}

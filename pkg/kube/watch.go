@@ -337,6 +337,10 @@ func gone(err error) bool {
 	return apierrors.IsGone(err) || apierrors.IsResourceExpired(err)
 }
 
+// Retryable reports whether trying again later may fix err (see
+// retryable).
+func Retryable(err error) bool { return retryable(err) }
+
 // retryable is an error from a server that is busy, failing for now, or
 // unreachable for a moment: trying again later may work.
 func retryable(err error) bool {
