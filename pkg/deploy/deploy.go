@@ -135,12 +135,16 @@ type Error struct {
 	// is the release that ran before it (0: none).
 	Kept     bool
 	Previous int
+	// Moved says the failed release was the new copy of a move, which
+	// removes it and says where the app serves: nothing is added here.
+	Moved bool
 }
 
 func (e *Error) Error() string {
 	r := e.Result
 	msg := fmt.Sprintf("release v%d of app %q failed: %s", r.Release, r.App, r.Failure.Message)
 	switch {
+	case e.Moved:
 	case e.RollbackErr != nil:
 		msg += fmt.Sprintf("; rolling back to v%d also failed: %v", e.RollbackTo, e.RollbackErr)
 	case r.RolledBackTo > 0:

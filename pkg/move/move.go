@@ -302,6 +302,13 @@ func (m *mover) copyAndRoll() error {
 		// starts from the deployed release, so nothing changes but where
 		// the units run.
 		rolled, err := m.tt.Roll(change, deploy.Options{Timeout: o.Timeout, NoRollback: true, SkipReleasePhase: true})
+		var failed *deploy.Error
+		if errors.As(err, &failed) {
+			// the move removes the copy and says where the app serves:
+			// the rollout's own advice (units left for inspection, a
+			// rollback) is not for a copy that goes
+			failed.Moved = true
+		}
 		if err != nil {
 			return err
 		}

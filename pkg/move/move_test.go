@@ -104,6 +104,11 @@ func TestMoveFailureLeavesTheAppWhereItWas(t *testing.T) {
 	if res == nil || !errors.As(err, &me) || !errors.As(err, &rollErr) || rollErr.ExitCode() != 11 || me.CleanupErr != nil {
 		t.Fatalf("Move = %+v, %v; want a Error carrying the crash, and a result", res, err)
 	}
+	// the message says where the app serves, not the rollout's advice for
+	// units left in place (the copy is removed)
+	if msg := err.Error(); strings.Contains(msg, "rolled back") || strings.Contains(msg, "left for inspection") || !strings.Contains(msg, `it still serves in cluster "beta"`) {
+		t.Errorf("a failed move says %q", msg)
+	}
 	// the result says so: failed, the crash's diagnosis, serving in the source
 	if res.Status != "failed" || res.Failure == nil || res.Failure.Class != rollout.ClassCrash || res.Serving != res.From || res.From.Cluster != "beta" {
 		t.Errorf("result of a failed move: %+v failure %+v", res, res.Failure)
