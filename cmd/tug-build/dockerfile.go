@@ -269,13 +269,15 @@ func plainHTTPHosts(repoHost, dockerfile string) []string {
 type buildkitd struct {
 	cmd  *exec.Cmd
 	addr string
+	// exited gets cmd.Wait's result: one goroutine waits, and only it
+	// (a second Wait is a data race in os/exec)
+	exited <-chan error
 }
 
+// stop kills the daemon and waits until it has exited.
 func (b *buildkitd) stop() {
-	if b.cmd.Process != nil {
-		_ = b.cmd.Process.Kill()
-		_ = b.cmd.Wait()
-	}
+	_ = b.cmd.Process.Kill()
+	<-b.exited
 }
 
 // startBuildkitd starts the daemon (through rootlesskit when not root)
@@ -328,12 +330,11 @@ func startBuildkitd(plainHosts []string) (*buildkitd, error) {
 	log.Close()
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	b := &buildkitd{cmd: cmd, addr: addr}
+	b := &buildkitd{cmd: cmd, addr: addr, exited: exited}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		select {
 		case err := <-exited:
-			b.cmd.Process = nil
 			return nil, fmt.Errorf("buildkitd exited (%v): %s", err, lastLines(logPath, 8))
 		default:
 		}
