@@ -83,7 +83,7 @@ func TestAllowListIsTheRoutersOwn(t *testing.T) {
 				}
 				want = []string{"Ingress shop-nginx"}
 			case clustersettings.RouterIngressNginx:
-				if len(own) != 2 || own[AllowAnnotations[0]] != "10.0.0.0/8,192.0.2.7/32" || own[AllowAnnotations[1]] != "10.0.0.0/8,192.0.2.7/32" {
+				if len(own) != 2 || own[route.AllowAnnotations[0]] != "10.0.0.0/8,192.0.2.7/32" || own[route.AllowAnnotations[1]] != "10.0.0.0/8,192.0.2.7/32" {
 					t.Errorf("the router's Ingress annotations %v", own)
 				}
 				want = []string{"HTTPRoute shop", "Ingress shop-nginx"}

@@ -54,13 +54,13 @@ func applyObjects(ctx context.Context, d Deps, objs Objects, dryRun bool) (*appl
 			return nil, err
 		}
 	}
-	if err := applyCertificates(ctx, d, objs.Certificates, opts); err != nil {
+	if err := d.Routes().ApplyCertificates(ctx, objs.Certificates, opts); err != nil {
 		return nil, err
 	}
 	if m := objs.Middleware; m != nil {
 		// before the routes and Ingresses that name it: a route naming a
 		// Middleware the router does not have is not served
-		if err := d.routes().ApplyMiddleware(ctx, m, opts); err != nil {
+		if err := d.Routes().ApplyMiddleware(ctx, m, opts); err != nil {
 			return nil, err
 		}
 	}
@@ -89,7 +89,7 @@ func applyObjects(ctx context.Context, d Deps, objs Objects, dryRun bool) (*appl
 		}
 	}
 	for _, r := range objs.Routes {
-		got, err := d.routes().Apply(ctx, r, opts)
+		got, err := d.Routes().Apply(ctx, r, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -204,12 +204,12 @@ func guardOwned(ctx context.Context, d Deps, objs Objects) error {
 	}
 	if m := objs.Middleware; m != nil {
 		targets = append(targets, target{"Middleware", m.GetName(), m.GetLabels()[kube.LabelApp], func(n string) (metav1.Object, error) {
-			return d.routes().GetMiddleware(ctx, n)
+			return d.Routes().GetMiddleware(ctx, n)
 		}})
 	}
 	for _, r := range objs.Routes {
 		targets = append(targets, target{"HTTPRoute", r.GetName(), r.GetLabels()[kube.LabelApp], func(n string) (metav1.Object, error) {
-			return d.routes().Get(ctx, n)
+			return d.Routes().Get(ctx, n)
 		}})
 	}
 	for _, t := range targets {
@@ -218,7 +218,7 @@ func guardOwned(ctx context.Context, d Deps, objs Objects) error {
 			return err
 		}
 	}
-	return guardCertificates(ctx, d, objs.Certificates)
+	return d.Routes().GuardCertificates(ctx, objs.Certificates)
 }
 
 // liveReplicas is an autoscaled Deployment's current unit count, or its
@@ -291,14 +291,14 @@ func removeStale(ctx context.Context, d Deps, appName string, objs Objects) erro
 			return err
 		}
 	}
-	if err := d.routes().RemoveStale(ctx, appName, objs.Routes); err != nil {
+	if err := d.Routes().RemoveStale(ctx, appName, objs.Routes); err != nil {
 		return err
 	}
 	// after the routes and Ingresses no longer name it
-	if err := d.routes().RemoveStaleMiddlewares(ctx, appName, objs.Middleware); err != nil {
+	if err := d.Routes().RemoveStaleMiddlewares(ctx, appName, objs.Middleware); err != nil {
 		return err
 	}
-	if err := removeStaleCertificates(ctx, d, appName, objs.Certificates); err != nil {
+	if err := d.Routes().RemoveStaleCertificates(ctx, appName, objs.Certificates); err != nil {
 		return err
 	}
 	if objs.Service == nil {

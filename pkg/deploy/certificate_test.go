@@ -16,19 +16,20 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/route"
 	"tug.dev/tug/pkg/route/routetest"
 )
 
 // A domain whose certificate comes from an issuer renders one cert-manager
 // Certificate per host, filling the Secret the Ingress serves it with.
 func TestRenderCertificates(t *testing.T) {
-	secret := TLSSecretName("shop", "shop.example.com")
+	secret := route.TLSSecretName("shop", "shop.example.com")
 	a := &app.App{Name: "shop", Namespace: ns, Domains: []app.Domain{
 		{Host: "shop.example.com", Path: "/", TLSSecret: secret, CertIssuer: "ClusterIssuer/letsencrypt"},
 		{Host: "shop.example.com", Path: "/api", TLSSecret: secret, CertIssuer: "ClusterIssuer/letsencrypt"},
-		{Host: "own.example.com", Path: "/", TLSSecret: TLSSecretName("shop", "own.example.com")}, // cert add: no Certificate
+		{Host: "own.example.com", Path: "/", TLSSecret: route.TLSSecretName("shop", "own.example.com")}, // cert add: no Certificate
 		{Host: "plain.example.com", Path: "/"},
-		{Host: "*.team.example.com", Path: "/", TLSSecret: TLSSecretName("shop", "*.team.example.com"), CertIssuer: "Issuer/team-ca"},
+		{Host: "*.team.example.com", Path: "/", TLSSecret: route.TLSSecretName("shop", "*.team.example.com"), CertIssuer: "Issuer/team-ca"},
 	}}
 	r := &app.Release{Version: 1, Image: "shop:1", Processes: map[string]string{"web": ""}}
 	objs := Render(a, r, nil)
@@ -60,8 +61,9 @@ func TestRenderCertificates(t *testing.T) {
 	// it must survive a deep copy (what the dynamic client does with it)
 	_ = c.DeepCopy()
 	w := objs.Certificates[1]
-	if w.GetName() != "shop-tls-wildcard-team-example-com" || issuerOf(w) != "Issuer/team-ca" {
-		t.Errorf("wildcard Certificate %s issuer %s", w.GetName(), issuerOf(w))
+	issuer, _, _ := unstructured.NestedString(w.Object, "spec", "issuerRef", "name")
+	if w.GetName() != "shop-tls-wildcard-team-example-com" || issuer != "team-ca" {
+		t.Errorf("wildcard Certificate %s issuer %s", w.GetName(), issuer)
 	}
 	// the Ingress serves the host with that Secret, once cert-manager has written it
 	var tls []string
@@ -81,7 +83,7 @@ func TestRenderCertificates(t *testing.T) {
 
 func listCertificates(t *testing.T, d Deps) []unstructured.Unstructured {
 	t.Helper()
-	l, err := d.Dynamic.Resource(Certificates).Namespace(ns).List(context.Background(), metav1.ListOptions{})
+	l, err := d.Dynamic.Resource(route.Certificates).Namespace(ns).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +101,7 @@ func TestCertificatesAppliedAndRemoved(t *testing.T) {
 	if _, err := Roll(ctx, d, "shop", DeployChange("shop:1", map[string]string{"web": ""}, ""), Options{NoWait: true}); err != nil {
 		t.Fatal(err)
 	}
-	secret := TLSSecretName("shop", "shop.example.com")
+	secret := route.TLSSecretName("shop", "shop.example.com")
 	addIssued := func(a *app.App) error {
 		a.Domains = append(a.Domains, app.Domain{Host: "shop.example.com", Path: "/", TLSSecret: secret, CertIssuer: "ClusterIssuer/letsencrypt"})
 		return nil
@@ -119,8 +121,8 @@ func TestCertificatesAppliedAndRemoved(t *testing.T) {
 	}
 	// another app's Certificate is left alone when this one's go
 	other := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "cert-manager.io/v1", "kind": "Certificate",
-		"metadata": map[string]any{"name": "blog-tls", "namespace": ns, "labels": anyMap(TLSLabels("blog"))}}}
-	if _, err := d.Dynamic.Resource(Certificates).Namespace(ns).Create(ctx, other, metav1.CreateOptions{}); err != nil {
+		"metadata": map[string]any{"name": "blog-tls", "namespace": ns, "labels": map[string]any{kube.LabelManagedBy: kube.ManagedBy, kube.LabelApp: "blog", kube.LabelKind: "tls"}}}}
+	if _, err := d.Dynamic.Resource(route.Certificates).Namespace(ns).Create(ctx, other, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Configure(ctx, d, "shop", func(a *app.App) error { a.Domains = nil; return nil }, Options{NoWait: true}); err != nil {
@@ -134,7 +136,7 @@ func TestCertificatesAppliedAndRemoved(t *testing.T) {
 	theirs := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "cert-manager.io/v1", "kind": "Certificate",
 		"metadata": map[string]any{"name": secret, "namespace": ns, "labels": map[string]any{"owner": "helm"}},
 		"spec":     map[string]any{"secretName": "theirs"}}}
-	if _, err := d.Dynamic.Resource(Certificates).Namespace(ns).Create(ctx, theirs, metav1.CreateOptions{}); err != nil {
+	if _, err := d.Dynamic.Resource(route.Certificates).Namespace(ns).Create(ctx, theirs, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	_, err := Configure(ctx, d, "shop", addIssued, Options{NoWait: true})
@@ -145,7 +147,7 @@ func TestCertificatesAppliedAndRemoved(t *testing.T) {
 	if a := getApp(t, s, "shop"); len(a.Domains) != 0 {
 		t.Errorf("the refused change was recorded: %+v", a.Domains)
 	}
-	got, _ := d.Dynamic.Resource(Certificates).Namespace(ns).Get(ctx, secret, metav1.GetOptions{})
+	got, _ := d.Dynamic.Resource(route.Certificates).Namespace(ns).Get(ctx, secret, metav1.GetOptions{})
 	if sn, _, _ := unstructured.NestedString(got.Object, "spec", "secretName"); sn != "theirs" || got.GetLabels()[kube.LabelApp] != "" {
 		t.Errorf("their Certificate was changed: %v", got.Object)
 	}
@@ -164,7 +166,7 @@ func TestCertificatesWithoutCertManager(t *testing.T) {
 		t.Fatal(err)
 	}
 	notServed := func(k8stesting.Action) (bool, runtime.Object, error) {
-		return true, nil, apierrors.NewNotFound(Certificates.GroupResource(), "")
+		return true, nil, apierrors.NewNotFound(route.Certificates.GroupResource(), "")
 	}
 	dyn.PrependReactor("list", "certificates", notServed)
 	dyn.PrependReactor("get", "certificates", notServed)

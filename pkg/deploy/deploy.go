@@ -281,7 +281,7 @@ func newRolling(t *Txn, change Change, opts Options, start time.Time) (*rolling,
 	r := &rolling{t: t, start: start, a: a, base: base, baseConfig: baseConfig, next: next, config: config,
 		removed: RemovedProcesses(base, next), unitsBefore: maps.Clone(a.Processes)}
 	withProcesses(a, next)
-	r.want = t.d.routes().Want(t.ctx, t.d.Settings, a, next.Pool)
+	r.want = t.d.Routes().Want(t.ctx, t.d.Settings, a, next.Pool)
 	// A restore after a failure waits by the restored release's own
 	// deploy-timeout, unless the command gave one.
 	r.givenTimeout = opts.Timeout
@@ -470,7 +470,7 @@ func (r *rolling) deployed(got *applied) (*Result, error) {
 	res.URLs = app.URLs(a)
 	var rerr error
 	if !r.opts.NoWait {
-		res.Routing, rerr = t.d.routes().Confirm(t.ctx, t.d.Progress, nil, a, got.routes, r.opts.Probe)
+		res.Routing, rerr = t.d.Routes().Confirm(t.ctx, t.d.Progress, nil, a, got.routes, r.opts.Probe)
 	}
 	res.DurationMS = time.Since(r.start).Milliseconds()
 	return res, t.Explain(rerr)
@@ -810,5 +810,6 @@ func configDiff(old, cur app.ConfigMap) string {
 	return strings.Join(parts, ", ")
 }
 
-// routes is the app's routes through the Gateway API in d's namespace.
-func (d Deps) routes() route.Client { return route.Client{Dynamic: d.Dynamic, Namespace: d.Namespace} }
+// Routes writes and reads the app's routes, Middlewares and Certificates
+// with d's clients.
+func (d Deps) Routes() route.Client { return route.Client{Dynamic: d.Dynamic, Namespace: d.Namespace} }

@@ -168,7 +168,7 @@ func (s *reshaping) guard() error {
 		return err
 	}
 	changed := a.Copy()
-	changed.Route = d.routes().Want(ctx, d.Settings, a, s.r.Pool)
+	changed.Route = d.Routes().Want(ctx, d.Settings, a, s.r.Pool)
 	if err := s.c.Edit(changed); err != nil {
 		return err
 	}
@@ -195,7 +195,7 @@ func (s *reshaping) write() (*app.App, error) {
 	}
 	var want *app.Route
 	if s.r != nil {
-		want = d.routes().Want(ctx, d.Settings, a, s.r.Pool)
+		want = d.Routes().Want(ctx, d.Settings, a, s.r.Pool)
 	}
 	s.routedBefore = a.Copy()
 	changed, err := t.store.UpdateApp(ctx, a.Name, func(x *app.App) error {
@@ -263,7 +263,7 @@ func (s *reshaping) roll(a *app.App) (*Result, error) {
 	f, ok := err.(*rollout.Failure)
 	if !ok {
 		if err == nil {
-			res.Routing, err = d.routes().Confirm(ctx, d.Progress, s.routedBefore, a, got.routes, opts.Probe)
+			res.Routing, err = d.Routes().Confirm(ctx, d.Progress, s.routedBefore, a, got.routes, opts.Probe)
 			if err == nil {
 				err = dropPage()
 			}

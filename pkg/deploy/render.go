@@ -37,16 +37,16 @@ type Objects struct {
 	// Autoscalers are the HorizontalPodAutoscalers of autoscaled processes.
 	Autoscalers []*autoscalingv2.HorizontalPodAutoscaler
 	// Traffic to the web process (traffic.go); each nil when unused.
-	// Ingresses: one per IngressClass the app's domains use (traffic.go).
+	// Ingresses: one per IngressClass the app's domains use (pkg/route).
 	Ingresses     []*networkingv1.Ingress
 	NetworkPolicy *networkingv1.NetworkPolicy
 	Maintenance   *appsv1.Deployment
 	// Routes are the HTTPRoutes through the cluster's Gateway (pkg/route).
 	Routes []*unstructured.Unstructured
-	// Middleware is the allow list at a Traefik router (traffic.go).
+	// Middleware is the allow list at a Traefik router (pkg/route).
 	Middleware *unstructured.Unstructured
 	// Certificates are cert-manager's, of domains whose certificate comes
-	// from an issuer (certificate.go).
+	// from an issuer (pkg/route).
 	Certificates []*unstructured.Unstructured
 }
 
@@ -63,12 +63,12 @@ func Render(a *app.App, r *app.Release, config app.ConfigMap) Objects {
 	}
 	if _, ok := r.Processes[app.WebProcess]; ok {
 		objs.Service = renderService(a)
-		objs.Ingresses = renderIngresses(a)
+		objs.Ingresses = route.RenderIngresses(a, ServiceName(a.Name), processLabels(a.Name, app.WebProcess))
 		objs.Routes = route.Render(a, ServiceName(a.Name), processLabels(a.Name, app.WebProcess))
 		objs.NetworkPolicy = renderNetworkPolicy(a)
-		objs.Middleware = renderAllowMiddleware(a)
+		objs.Middleware = route.RenderAllowMiddleware(a, processLabels(a.Name, app.WebProcess))
 		objs.Maintenance = renderMaintenance(a)
-		objs.Certificates = renderCertificates(a)
+		objs.Certificates = route.RenderCertificates(a)
 	}
 	for _, proc := range sortedProcesses(r.Processes) {
 		if as := a.Processes[proc].Autoscale; as != nil {

@@ -13,6 +13,7 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/route"
 )
 
 func renderFixture() (*app.App, *app.Release, app.ConfigMap) {
@@ -439,8 +440,8 @@ func TestAllowListKeepsClientAddresses(t *testing.T) {
 	if svc.Spec.ExternalTrafficPolicy != corev1.ServiceExternalTrafficPolicyLocal {
 		t.Errorf("external traffic policy = %q, want Local", svc.Spec.ExternalTrafficPolicy)
 	}
-	ing := renderIngresses(a)[0]
-	for _, k := range AllowAnnotations {
+	ing := route.RenderIngresses(a, ServiceName(a.Name), processLabels(a.Name, app.WebProcess))[0]
+	for _, k := range route.AllowAnnotations {
 		if ing.Annotations[k] != "10.0.0.0/8,192.168.1.0/24" {
 			t.Errorf("ingress annotation %s = %q", k, ing.Annotations[k])
 		}
@@ -449,7 +450,7 @@ func TestAllowListKeepsClientAddresses(t *testing.T) {
 	if p := renderService(a).Spec.ExternalTrafficPolicy; p != "" {
 		t.Errorf("without an allow list the policy is %q, want the default", p)
 	}
-	if len(renderIngresses(a)[0].Annotations) != 0 {
+	if len(route.RenderIngresses(a, ServiceName(a.Name), processLabels(a.Name, app.WebProcess))[0].Annotations) != 0 {
 		t.Error("without an allow list the ingress has source filters")
 	}
 }

@@ -2,18 +2,15 @@ package deploy
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"tug.dev/tug/pkg/app"
-	"tug.dev/tug/pkg/clustersettings"
 	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/route"
 )
@@ -83,108 +80,6 @@ func renderService(a *app.App) *corev1.Service {
 	return svc
 }
 
-// AllowAnnotations are ingress-nginx's own source filters: behind an
-// ingress the units see the controller's address, so the filter must
-// happen there. ingress-nginx reads whitelist- (older) or allowlist-
-// (newer) source-range. Only Ingresses of a cluster whose router is
-// ingress-nginx (clustersettings.Router) get them.
-var AllowAnnotations = []string{"nginx.ingress.kubernetes.io/whitelist-source-range", "nginx.ingress.kubernetes.io/allowlist-source-range"}
-
-// renderIngresses route the app's domains to its Service; hosts with a
-// certificate get TLS. Through a Gateway (a.Route), only the domains
-// throughIngress names are the Ingresses'. One Ingress carries one
-// IngressClass, so domains of other classes (domain add --ingress-class)
-// get an Ingress of their own: APP for the default class, APP-CLASS for
-// the others.
-func renderIngresses(a *app.App) []*networkingv1.Ingress {
-	var def string // the class of domains that name none
-	gateway := false
-	if r := a.Route; r != nil {
-		def, gateway = r.IngressClass, r.Gateway != ""
-	}
-	byClass := map[string][]app.Domain{}
-	var classes []string
-	for _, d := range a.Domains {
-		if gateway && !route.ThroughIngress(d) {
-			continue
-		}
-		class := d.IngressClass
-		if class == "" {
-			class = def
-		}
-		if _, ok := byClass[class]; !ok {
-			classes = append(classes, class)
-		}
-		byClass[class] = append(byClass[class], d)
-	}
-	sort.Strings(classes)
-	var out []*networkingv1.Ingress
-	for _, class := range classes {
-		name := ServiceName(a.Name)
-		if class != def {
-			name = IngressName(a.Name, class)
-		}
-		out = append(out, renderIngress(a, name, class, class == def, byClass[class]))
-	}
-	return out
-}
-
-// IngressName is the Ingress of an app's domains of IngressClass class,
-// when that is not the cluster's default.
-func IngressName(appName, class string) string {
-	return appName + "-" + strings.ReplaceAll(class, ".", "-")
-}
-
-// renderIngress is one Ingress of the app's domains of IngressClass class;
-// routerClass says it is the class of the router the cluster settings name
-// (the default class), whose controller enforces the allow list.
-func renderIngress(a *app.App, name, class string, routerClass bool, domains []app.Domain) *networkingv1.Ingress {
-	ing := &networkingv1.Ingress{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "Ingress"},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: a.Namespace, Labels: processLabels(a.Name, app.WebProcess)},
-	}
-	if class != "" {
-		ing.Spec.IngressClassName = new(class)
-	}
-	if len(a.Allow) > 0 && routerClass {
-		switch route.Router(a) {
-		case clustersettings.RouterTraefik:
-			ing.Annotations = map[string]string{route.TraefikMiddlewareAnnotation: route.TraefikMiddlewareRef(a)}
-		case clustersettings.RouterIngressNginx:
-			ing.Annotations = map[string]string{}
-			for _, k := range AllowAnnotations {
-				ing.Annotations[k] = strings.Join(a.Allow, ",")
-			}
-		}
-	}
-	pathType := networkingv1.PathTypePrefix
-	backend := networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{
-		Name: ServiceName(a.Name), Port: networkingv1.ServiceBackendPort{Name: "http"},
-	}}
-	rules := map[string]int{} // host -> index in ing.Spec.Rules
-	tls := map[string]bool{}
-	for _, d := range domains {
-		path := d.Path
-		if path == "" {
-			path = "/"
-		}
-		i, ok := rules[d.Host]
-		if !ok {
-			i = len(ing.Spec.Rules)
-			rules[d.Host] = i
-			ing.Spec.Rules = append(ing.Spec.Rules, networkingv1.IngressRule{Host: d.Host,
-				IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{}}})
-		}
-		http := ing.Spec.Rules[i].HTTP
-		http.Paths = append(http.Paths, networkingv1.HTTPIngressPath{Path: path, PathType: &pathType, Backend: backend})
-		if d.TLSSecret != "" && !tls[d.Host] {
-			tls[d.Host] = true
-			ing.Spec.TLS = append(ing.Spec.TLS, networkingv1.IngressTLS{Hosts: []string{d.Host}, SecretName: d.TLSSecret})
-		}
-	}
-	return ing
-}
-
 // renderNetworkPolicy admits traffic to the web units only from the allowed
 // CIDRs (Deis's whitelist). Enforcement is the network plugin's job.
 func renderNetworkPolicy(a *app.App) *networkingv1.NetworkPolicy {
@@ -206,31 +101,6 @@ func renderNetworkPolicy(a *app.App) *networkingv1.NetworkPolicy {
 	}
 }
 
-// renderAllowMiddleware is Traefik's ipAllowList Middleware of the app,
-// which its HTTPRoutes and Ingresses name when the cluster's router is
-// Traefik and the app has an allow list (pkg/route, allow.go): nil
-// otherwise. It filters on the connection's source address; no ipStrategy,
-// so an X-Forwarded-For header, which any client can send, is not trusted.
-func renderAllowMiddleware(a *app.App) *unstructured.Unstructured {
-	if len(a.Allow) == 0 || route.Router(a) != clustersettings.RouterTraefik {
-		return nil
-	}
-	ranges := make([]any, len(a.Allow))
-	for i, c := range a.Allow {
-		ranges[i] = c
-	}
-	labels := map[string]any{}
-	for k, v := range processLabels(a.Name, app.WebProcess) {
-		labels[k] = v
-	}
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": route.Middlewares.GroupVersion().String(),
-		"kind":       "Middleware",
-		"metadata":   map[string]any{"name": route.AllowMiddlewareName(a.Name), "namespace": a.Namespace, "labels": labels},
-		"spec":       map[string]any{"ipAllowList": map[string]any{"sourceRange": ranges}},
-	}}
-}
-
 // unenforced names the routed objects of objs (HTTPRoutes, Ingresses)
 // whose router does not enforce the app's allow list: none when the app
 // has no list (no NetworkPolicy). Through them the units see the router's
@@ -246,7 +116,7 @@ func unenforced(objs Objects) []string {
 		}
 	}
 	for _, ing := range objs.Ingresses {
-		if ing.Annotations[route.TraefikMiddlewareAnnotation] == "" && ing.Annotations[AllowAnnotations[0]] == "" {
+		if ing.Annotations[route.TraefikMiddlewareAnnotation] == "" && ing.Annotations[route.AllowAnnotations[0]] == "" {
 			out = append(out, "Ingress "+ing.Name)
 		}
 	}
@@ -303,11 +173,3 @@ func renderMaintenance(a *app.App) *appsv1.Deployment {
 		},
 	}
 }
-
-// hostSlug makes a host name fit in an object name: "*.example.com" -> "wildcard-example-com".
-func hostSlug(host string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(host, "*", "wildcard"), ".", "-")
-}
-
-// TLSSecretName is the kubernetes.io/tls Secret holding a host's certificate.
-func TLSSecretName(appName, host string) string { return appName + "-tls-" + hostSlug(host) }

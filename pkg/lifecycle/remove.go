@@ -18,7 +18,6 @@ import (
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/progress"
-	"tug.dev/tug/pkg/route"
 	"tug.dev/tug/pkg/text"
 	"tug.dev/tug/pkg/usage"
 )
@@ -123,11 +122,11 @@ func RemoveHeld(ctx context.Context, d deploy.Deps, appName string, o RemoveOpti
 		}
 		switch {
 		case s.what == "routes":
-			err = route.Client{Dynamic: d.Dynamic, Namespace: d.Namespace}.RemoveAll(ctx, appName)
+			err = d.Routes().RemoveAll(ctx, appName)
 		case s.what == "middlewares":
-			err = route.Client{Dynamic: d.Dynamic, Namespace: d.Namespace}.RemoveStaleMiddlewares(ctx, appName, nil)
+			err = d.Routes().RemoveStaleMiddlewares(ctx, appName, nil)
 		case s.what == "certificates":
-			err = deploy.RemoveCertificates(ctx, d, appName)
+			err = d.Routes().RemoveCertificates(ctx, appName)
 		case s.list == nil:
 			err = removeUnits(ctx, d, appName, o, &stuck)
 		default:

@@ -2,19 +2,14 @@ package route
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"net"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/clustersettings"
-	"tug.dev/tug/pkg/kube"
 )
 
 // An app's allow list is enforced where routed traffic enters: the units
@@ -88,62 +83,47 @@ func RendersAllowFilter(r *unstructured.Unstructured) bool {
 	return len(rules) > 0
 }
 
+// RenderAllowMiddleware is Traefik's ipAllowList Middleware of the app,
+// with labels, which its HTTPRoutes and Ingresses name when the cluster's
+// router is Traefik and the app has an allow list: nil otherwise. It
+// filters on the connection's source address; no ipStrategy, so an
+// X-Forwarded-For header, which any client can send, is not trusted.
+func RenderAllowMiddleware(a *app.App, labels map[string]string) *unstructured.Unstructured {
+	if len(a.Allow) == 0 || Router(a) != clustersettings.RouterTraefik {
+		return nil
+	}
+	ranges := make([]any, len(a.Allow))
+	for i, c := range a.Allow {
+		ranges[i] = c
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": Middlewares.GroupVersion().String(),
+		"kind":       "Middleware",
+		"metadata":   map[string]any{"name": AllowMiddlewareName(a.Name), "namespace": a.Namespace, "labels": toAny(labels)},
+		"spec":       map[string]any{"ipAllowList": map[string]any{"sourceRange": ranges}},
+	}}
+}
+
 // ApplyMiddleware server-side-applies Traefik Middleware m.
 func (c Client) ApplyMiddleware(ctx context.Context, m *unstructured.Unstructured, opts metav1.PatchOptions) error {
-	if c.Dynamic == nil {
-		return fmt.Errorf("applying middleware %s: no client for Traefik's resources", m.GetName())
-	}
-	data, err := json.Marshal(m.Object)
-	if err != nil {
-		return err
-	}
-	if _, err := c.Dynamic.Resource(Middlewares).Namespace(c.Namespace).Patch(ctx, m.GetName(), types.ApplyPatchType, data, opts); err != nil {
-		if apierrors.IsNotFound(err) {
-			return fmt.Errorf("applying middleware %s: this cluster does not serve Traefik's Middleware resource (middlewares.traefik.io), though its settings say its router is traefik; ask its admin ('tug cluster settings show')", m.GetName())
-		}
-		return fmt.Errorf("applying middleware %s: %w", m.GetName(), kube.TranslateError(err))
-	}
-	return nil
+	_, err := c.apply(ctx, middlewareKind, m, opts)
+	return err
 }
 
 // GetMiddleware reads a Middleware; a cluster without Traefik's resources
 // has none (NotFound).
 func (c Client) GetMiddleware(ctx context.Context, name string) (metav1.Object, error) {
-	if c.Dynamic == nil {
-		return nil, apierrors.NewNotFound(Middlewares.GroupResource(), name)
-	}
-	u, err := c.Dynamic.Resource(Middlewares).Namespace(c.Namespace).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return nil, err
-	}
-	return u, nil
+	return c.get(ctx, middlewareKind, name)
 }
 
 // RemoveStaleMiddlewares deletes the app's Middlewares other than keep
-// (nil: all of them): one LIST by the app's labels. A cluster without
-// Traefik's resources, or whose user may not list them, has none of the
-// app's.
+// (nil: all of them).
 func (c Client) RemoveStaleMiddlewares(ctx context.Context, appName string, keep *unstructured.Unstructured) error {
-	if c.Dynamic == nil {
-		return nil
+	var k []*unstructured.Unstructured
+	if keep != nil {
+		k = append(k, keep)
 	}
-	res := c.Dynamic.Resource(Middlewares).Namespace(c.Namespace)
-	list, err := res.List(ctx, metav1.ListOptions{LabelSelector: kube.AppSelector(appName)})
-	if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
-		return nil
-	}
-	if err != nil {
-		return kube.TranslateError(err)
-	}
-	for _, m := range list.Items {
-		if (keep != nil && m.GetName() == keep.GetName()) || !kube.Owned(m.GetLabels(), appName) {
-			continue
-		}
-		if err := res.Delete(ctx, m.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return kube.TranslateError(err)
-		}
-	}
-	return nil
+	return c.removeStale(ctx, middlewareKind, appName, k)
 }
 
 // admits says whether allow (CIDRs; empty admits everyone) admits ip.

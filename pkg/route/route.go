@@ -1,7 +1,11 @@
-// Package route holds an app's routes through the Gateway API: the
-// HTTPRoutes its web process gets (Render), writing and removing them
-// (Client), the app's route as the cluster settings give it (Want), and
-// what the router says and serves once they are applied (Confirm).
+// Package route holds how requests reach an app's web units: the
+// HTTPRoutes its web process gets through the Gateway API (Render), the
+// Ingresses of domains that do not go through a Gateway (RenderIngresses),
+// the router's allow-list Middleware (allow.go), cert-manager Certificates
+// (certificate.go), writing and removing them (Client, owned.go), the
+// app's route as the cluster settings give it (Want), and what the router
+// says and serves once they are applied (Confirm). pkg/deploy renders them
+// with the rest of a release and applies them in its order.
 //
 // When the cluster has a Gateway for the app (a.Route, resolved from the
 // cluster settings), its web process gets one HTTPRoute per set of paths:
@@ -14,21 +18,17 @@ package route
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/clustersettings"
-	"tug.dev/tug/pkg/kube"
 )
 
 // HTTPRoutes is the Gateway API's HTTPRoute resource.
@@ -143,74 +143,20 @@ func Render(a *app.App, backend string, labels map[string]string) []*unstructure
 	return routes
 }
 
-func toAny(m map[string]string) map[string]any {
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
-
 // Apply server-side-applies the HTTPRoute.
 func (c Client) Apply(ctx context.Context, r *unstructured.Unstructured, opts metav1.PatchOptions) (*unstructured.Unstructured, error) {
-	if c.Dynamic == nil {
-		return nil, fmt.Errorf("applying httproute %s: no client for the Gateway API", r.GetName())
-	}
-	data, err := json.Marshal(r.Object)
-	if err != nil {
-		return nil, err
-	}
-	got, err := c.Dynamic.Resource(HTTPRoutes).Namespace(c.Namespace).Patch(ctx, r.GetName(), types.ApplyPatchType, data, opts)
-	if err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("applying httproute %s: this cluster does not serve the Gateway API (no HTTPRoute resource), though its settings name a Gateway; ask its admin ('tug cluster settings show')", r.GetName())
-		}
-		return nil, fmt.Errorf("applying httproute %s: %w", r.GetName(), kube.TranslateError(err))
-	}
-	return got, nil
+	return c.apply(ctx, httpRouteKind, r, opts)
 }
 
 // Get reads an HTTPRoute; a cluster that does not serve the Gateway API
 // has none (NotFound).
 func (c Client) Get(ctx context.Context, name string) (metav1.Object, error) {
-	if c.Dynamic == nil {
-		return nil, apierrors.NewNotFound(HTTPRoutes.GroupResource(), name)
-	}
-	u, err := c.Dynamic.Resource(HTTPRoutes).Namespace(c.Namespace).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return nil, err
-	}
-	return u, nil
+	return c.get(ctx, httpRouteKind, name)
 }
 
-// RemoveStale deletes the app's HTTPRoutes that keep does not name: one
-// LIST by the app's labels. A cluster that does not serve the Gateway API
-// has none.
+// RemoveStale deletes the app's HTTPRoutes that keep does not name.
 func (c Client) RemoveStale(ctx context.Context, appName string, keep []*unstructured.Unstructured) error {
-	if c.Dynamic == nil {
-		return nil
-	}
-	res := c.Dynamic.Resource(HTTPRoutes).Namespace(c.Namespace)
-	list, err := res.List(ctx, metav1.ListOptions{LabelSelector: kube.AppSelector(appName)})
-	if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
-		return nil // no Gateway API here, or none the user may have made
-	}
-	if err != nil {
-		return kube.TranslateError(err)
-	}
-	names := map[string]bool{}
-	for _, r := range keep {
-		names[r.GetName()] = true
-	}
-	for _, r := range list.Items {
-		if names[r.GetName()] || !kube.Owned(r.GetLabels(), appName) {
-			continue
-		}
-		if err := res.Delete(ctx, r.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return kube.TranslateError(err)
-		}
-	}
-	return nil
+	return c.removeStale(ctx, httpRouteKind, appName, keep)
 }
 
 // Gateways is the Gateway API's Gateway resource.

@@ -72,7 +72,7 @@ func DomainAdd(ctx context.Context, d deploy.Deps, o DomainAddOptions, opts depl
 				return nil, err
 			}
 			if iss := hostIssuer(changed, o.Host); iss != "" {
-				if err := deploy.CertificatesServed(ctx, d, iss); err != nil {
+				if err := d.Routes().CertificatesServed(ctx, iss); err != nil {
 					return nil, err
 				}
 			}
@@ -175,7 +175,7 @@ func CertAdd(ctx context.Context, d deploy.Deps, o CertAddOptions, opts deploy.O
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	secret := deploy.TLSSecretName(o.App, o.Host)
+	secret := route.TLSSecretName(o.App, o.Host)
 	return deploy.ConfigureChange(ctx, d, o.App, deploy.RecordChange{
 		Edit: func(a *app.App) error {
 			found := false
@@ -194,7 +194,7 @@ func CertAdd(ctx context.Context, d deploy.Deps, o CertAddOptions, opts deploy.O
 			var restore func(context.Context)
 			if hostIssuer(a, o.Host) != "" {
 				var err error
-				if restore, err = deleteCertificate(ctx, d, a.Name, deploy.CertificateName(a.Name, o.Host)); err != nil {
+				if restore, err = deleteCertificate(ctx, d, a.Name, route.CertificateName(a.Name, o.Host)); err != nil {
 					return nil, err
 				}
 			}

@@ -23,6 +23,7 @@ import (
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/lock"
+	"tug.dev/tug/pkg/route"
 	"tug.dev/tug/pkg/usage"
 )
 
@@ -83,7 +84,7 @@ func TestCertAdd(t *testing.T) {
 	if res.Status != app.StatusStaged {
 		t.Errorf("status %s, want staged (the app was never deployed)", res.Status)
 	}
-	name := deploy.TLSSecretName("shop", "shop.example.com")
+	name := route.TLSSecretName("shop", "shop.example.com")
 	if got := record(t, c).Domains[0].TLSSecret; got != name {
 		t.Errorf("record's TLS secret %q, want %q", got, name)
 	}
@@ -151,7 +152,7 @@ func TestCertAddRecordFailsRemovesSecret(t *testing.T) {
 
 // Replacing a certificate whose record change fails puts the old one back.
 func TestCertAddRecordFailsRestoresOldSecret(t *testing.T) {
-	name := deploy.TLSSecretName("shop", "shop.example.com")
+	name := route.TLSSecretName("shop", "shop.example.com")
 	c, d := newApp(t, app.Domain{Host: "shop.example.com", Path: "/", TLSSecret: name})
 	old := certSecret(ns, "shop", name, "shop.example.com", []byte("old cert"), []byte("old key"))
 	if _, err := c.CoreV1().Secrets(ns).Create(context.Background(), old, metav1.CreateOptions{}); err != nil {
@@ -195,7 +196,7 @@ func TestCertAddInput(t *testing.T) {
 }
 
 func TestCertRemove(t *testing.T) {
-	name := deploy.TLSSecretName("shop", "shop.example.com")
+	name := route.TLSSecretName("shop", "shop.example.com")
 	c, d := newApp(t, app.Domain{Host: "shop.example.com", Path: "/", TLSSecret: name})
 	if _, err := c.CoreV1().Secrets(ns).Create(context.Background(), certSecret(ns, "shop", name, "shop.example.com", nil, nil), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -287,7 +288,7 @@ func TestDomainAddRefused(t *testing.T) {
 }
 
 func TestDomainRemoveDeletesItsSecret(t *testing.T) {
-	name := deploy.TLSSecretName("shop", "shop.example.com")
+	name := route.TLSSecretName("shop", "shop.example.com")
 	c, d := newApp(t, app.Domain{Host: "shop.example.com", Path: "/", TLSSecret: name}, app.Domain{Host: "shop.example.com", Path: "/api", TLSSecret: name})
 	if _, err := c.CoreV1().Secrets(ns).Create(context.Background(), certSecret(ns, "shop", name, "shop.example.com", nil, nil), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -353,7 +354,7 @@ func TestSetAndAllow(t *testing.T) {
 // app is neither overwritten by cert add nor deleted by domain remove, and
 // the error names it.
 func TestCertSecretNotTugsIsLeftAlone(t *testing.T) {
-	name := deploy.TLSSecretName("shop", "shop.example.com")
+	name := route.TLSSecretName("shop", "shop.example.com")
 	foreign := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"owner": "ops"}},
 		Type:       corev1.SecretTypeTLS,

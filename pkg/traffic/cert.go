@@ -18,8 +18,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"tug.dev/tug/pkg/app"
-	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/route"
 )
 
 // Cert describes a certificate for `tug cert list`; never its key. Its JSON
@@ -86,7 +86,7 @@ func names(c *x509.Certificate) []string {
 
 func certSecret(namespace, appName, name, host string, certPEM, keyPEM []byte) *corev1.Secret {
 	return &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: deploy.TLSLabels(appName), Annotations: map[string]string{deploy.AnnotationHost: host}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: route.TLSLabels(appName), Annotations: map[string]string{route.AnnotationHost: host}},
 		Type:       corev1.SecretTypeTLS,
 		Data:       map[string][]byte{corev1.TLSCertKey: certPEM, corev1.TLSPrivateKeyKey: keyPEM},
 	}
@@ -149,7 +149,7 @@ func ListCerts(ctx context.Context, client kubernetes.Interface, dyn dynamic.Int
 		return c
 	}
 	for _, s := range list.Items {
-		c := entry(s.Name, s.Annotations[deploy.AnnotationHost])
+		c := entry(s.Name, s.Annotations[route.AnnotationHost])
 		c.Status = StatusUnreadable
 		if leaf := leafOf(s.Data[corev1.TLSCertKey]); leaf != nil {
 			c.Subject, c.Issuer, c.SANs = leaf.Subject.String(), leaf.Issuer.String(), names(leaf)
@@ -191,7 +191,7 @@ func ListCerts(ctx context.Context, client kubernetes.Interface, dyn dynamic.Int
 		case a.Release == 0:
 			c.Message = "its Certificate is made at the app's first deploy"
 		default:
-			c.Message = "no Certificate " + deploy.CertificateName(a.Name, d.Host) + " yet"
+			c.Message = "no Certificate " + route.CertificateName(a.Name, d.Host) + " yet"
 		}
 	}
 	out := make([]Cert, 0, len(order))
@@ -227,7 +227,7 @@ func listCertificates(ctx context.Context, dyn dynamic.Interface, namespace, app
 	if dyn == nil {
 		return nil, nil
 	}
-	list, err := dyn.Resource(deploy.Certificates).Namespace(namespace).List(ctx, metav1.ListOptions{LabelSelector: kube.AppSelector(appName)})
+	list, err := dyn.Resource(route.Certificates).Namespace(namespace).List(ctx, metav1.ListOptions{LabelSelector: kube.AppSelector(appName)})
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}

@@ -13,6 +13,7 @@ import (
 	"tug.dev/tug/pkg/clustersettings"
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/route"
 )
 
 // Certificates from cert-manager (docs/guide.md, "Traffic"): a host added
@@ -42,7 +43,7 @@ func issueFrom(a *app.App, settings *clustersettings.Stored, host string) error 
 	}
 	for i := range a.Domains {
 		if d := &a.Domains[i]; strings.EqualFold(d.Host, host) && d.TLSSecret == "" {
-			d.TLSSecret, d.CertIssuer = deploy.TLSSecretName(a.Name, d.Host), iss.String()
+			d.TLSSecret, d.CertIssuer = route.TLSSecretName(a.Name, d.Host), iss.String()
 		}
 	}
 	return nil
@@ -65,7 +66,7 @@ func deleteCertificate(ctx context.Context, d deploy.Deps, appName, name string)
 	if d.Dynamic == nil {
 		return nil, nil
 	}
-	res := d.Dynamic.Resource(deploy.Certificates).Namespace(d.Namespace)
+	res := d.Dynamic.Resource(route.Certificates).Namespace(d.Namespace)
 	cur, err := res.Get(ctx, name, metav1.GetOptions{})
 	var obj metav1.Object
 	if err == nil {

@@ -16,6 +16,7 @@ import (
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/clustersettings"
 	"tug.dev/tug/pkg/deploy"
+	"tug.dev/tug/pkg/route"
 	"tug.dev/tug/pkg/route/routetest"
 )
 
@@ -32,7 +33,7 @@ func issuerSettings(cluster, pool string) *clustersettings.Stored {
 
 func certificates(t *testing.T, dyn *dynamicfake.FakeDynamicClient) []unstructured.Unstructured {
 	t.Helper()
-	l, err := dyn.Resource(deploy.Certificates).Namespace(ns).List(context.Background(), metav1.ListOptions{})
+	l, err := dyn.Resource(route.Certificates).Namespace(ns).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +52,7 @@ func TestDomainAddTakesTheIssuer(t *testing.T) {
 	if _, err := DomainAdd(context.Background(), d, DomainAddOptions{App: "shop", Host: "shop.example.com", Path: "/api"}, deploy.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	want := app.Domain{Host: "shop.example.com", Path: "/", TLSSecret: deploy.TLSSecretName("shop", "shop.example.com"), CertIssuer: "ClusterIssuer/letsencrypt"}
+	want := app.Domain{Host: "shop.example.com", Path: "/", TLSSecret: route.TLSSecretName("shop", "shop.example.com"), CertIssuer: "ClusterIssuer/letsencrypt"}
 	doms := record(t, c).Domains
 	if len(doms) != 2 || doms[0] != want || doms[1].TLSSecret != want.TLSSecret || doms[1].CertIssuer != want.CertIssuer {
 		t.Fatalf("domains %+v, want both paths with %+v's certificate", doms, want)
@@ -73,7 +74,7 @@ func TestDomainAddTakesTheIssuer(t *testing.T) {
 
 // A host with a certificate of the user's own keeps it: the user's wins.
 func TestDomainAddKeepsTheUsersCertificate(t *testing.T) {
-	name := deploy.TLSSecretName("shop", "shop.example.com")
+	name := route.TLSSecretName("shop", "shop.example.com")
 	c, d := newApp(t, app.Domain{Host: "shop.example.com", Path: "/", TLSSecret: name})
 	d.Dynamic, d.Settings = routetest.NewDynamic(t, nil), issuerSettings("ClusterIssuer/letsencrypt", "")
 	if _, err := DomainAdd(context.Background(), d, DomainAddOptions{App: "shop", Host: "shop.example.com", Path: "/api"}, deploy.Options{}); err != nil {
@@ -102,7 +103,7 @@ func TestDomainAddUnusableIssuerChangesNothing(t *testing.T) {
 			dyn := routetest.NewDynamic(t, nil)
 			if tt.notServed {
 				dyn.PrependReactor("list", "certificates", func(k8stesting.Action) (bool, runtime.Object, error) {
-					return true, nil, apierrors.NewNotFound(deploy.Certificates.GroupResource(), "")
+					return true, nil, apierrors.NewNotFound(route.Certificates.GroupResource(), "")
 				})
 			}
 			d.Dynamic, d.Settings = dyn, issuerSettings(tt.setting, "")
@@ -122,14 +123,14 @@ func TestDomainAddUnusableIssuerChangesNothing(t *testing.T) {
 // user's Secret is written; cert remove of an issued one clears both.
 func TestCertAddWinsOverTheIssuer(t *testing.T) {
 	ctx := context.Background()
-	name := deploy.TLSSecretName("shop", "shop.example.com")
+	name := route.TLSSecretName("shop", "shop.example.com")
 	c, d := newApp(t, app.Domain{Host: "shop.example.com", Path: "/", TLSSecret: name, CertIssuer: "ClusterIssuer/letsencrypt"})
 	dyn := routetest.NewDynamic(t, nil)
 	d.Dynamic = dyn
 	cert := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "cert-manager.io/v1", "kind": "Certificate",
-		"metadata": map[string]any{"name": name, "namespace": ns, "labels": anyMap(deploy.TLSLabels("shop"))},
+		"metadata": map[string]any{"name": name, "namespace": ns, "labels": anyMap(route.TLSLabels("shop"))},
 		"spec":     map[string]any{"secretName": name}}}
-	if _, err := dyn.Resource(deploy.Certificates).Namespace(ns).Create(ctx, cert, metav1.CreateOptions{}); err != nil {
+	if _, err := dyn.Resource(route.Certificates).Namespace(ns).Create(ctx, cert, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var order []string
@@ -163,7 +164,7 @@ func TestCertAddWinsOverTheIssuer(t *testing.T) {
 
 func certificate(name, host string, generation int64, conds ...map[string]any) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "cert-manager.io/v1", "kind": "Certificate",
-		"metadata": map[string]any{"name": name, "namespace": ns, "labels": anyMap(deploy.TLSLabels("shop"))},
+		"metadata": map[string]any{"name": name, "namespace": ns, "labels": anyMap(route.TLSLabels("shop"))},
 		"spec": map[string]any{"secretName": name, "dnsNames": []any{host},
 			"issuerRef": map[string]any{"kind": "ClusterIssuer", "name": "letsencrypt"}}}}
 	u.SetGeneration(generation)
@@ -214,16 +215,16 @@ func TestListCertsWithCertManager(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	c, _ := newApp(t)
 	dyn := routetest.NewDynamic(t, nil)
-	ready := deploy.TLSSecretName("shop", "ready.example.com")
-	pending := deploy.TLSSecretName("shop", "pending.example.com")
-	failing := deploy.TLSSecretName("shop", "failing.example.com")
-	unmade := deploy.TLSSecretName("shop", "unmade.example.com")
+	ready := route.TLSSecretName("shop", "ready.example.com")
+	pending := route.TLSSecretName("shop", "pending.example.com")
+	failing := route.TLSSecretName("shop", "failing.example.com")
+	unmade := route.TLSSecretName("shop", "unmade.example.com")
 	for _, u := range []*unstructured.Unstructured{
 		certificate(ready, "ready.example.com", 1, map[string]any{"type": "Ready", "status": "True", "reason": "Ready", "message": "up to date", "observedGeneration": int64(1)}),
 		certificate(pending, "pending.example.com", 1),
 		certificate(failing, "failing.example.com", 1, map[string]any{"type": "Ready", "status": "False", "reason": "Failed", "message": "the issuer refused", "observedGeneration": int64(1)}),
 	} {
-		if _, err := dyn.Resource(deploy.Certificates).Namespace(ns).Create(ctx, u, metav1.CreateOptions{}); err != nil {
+		if _, err := dyn.Resource(route.Certificates).Namespace(ns).Create(ctx, u, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}

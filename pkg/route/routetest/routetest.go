@@ -17,10 +17,6 @@ import (
 	"tug.dev/tug/pkg/route"
 )
 
-// Certificates is cert-manager's Certificate resource, which tug also
-// writes through the dynamic client (pkg/deploy).
-var Certificates = schema.GroupVersionResource{Group: "cert-manager.io", Version: "v1", Resource: "certificates"}
-
 // NewDynamic is a fake dynamic client for the Gateway API (and
 // cert-manager's Certificates). Its tracker cannot server-side-apply an
 // object that does not exist, so an apply here creates or replaces the
@@ -29,7 +25,7 @@ var Certificates = schema.GroupVersionResource{Group: "cert-manager.io", Version
 func NewDynamic(t *testing.T, verdict func(u *unstructured.Unstructured)) *dynamicfake.FakeDynamicClient {
 	t.Helper()
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
-		route.HTTPRoutes: "HTTPRouteList", route.Gateways: "GatewayList", Certificates: "CertificateList", route.Middlewares: "MiddlewareList",
+		route.HTTPRoutes: "HTTPRouteList", route.Gateways: "GatewayList", route.Certificates: "CertificateList", route.Middlewares: "MiddlewareList",
 	})
 	applies := func(gvr schema.GroupVersionResource, verdict func(u *unstructured.Unstructured)) k8stesting.ReactionFunc {
 		return func(a k8stesting.Action) (bool, runtime.Object, error) {
@@ -53,7 +49,7 @@ func NewDynamic(t *testing.T, verdict func(u *unstructured.Unstructured)) *dynam
 		}
 	}
 	dyn.PrependReactor("patch", "httproutes", applies(route.HTTPRoutes, verdict))
-	dyn.PrependReactor("patch", "certificates", applies(Certificates, nil))
+	dyn.PrependReactor("patch", "certificates", applies(route.Certificates, nil))
 	dyn.PrependReactor("patch", "middlewares", applies(route.Middlewares, nil)) // Traefik's: no status
 	return dyn
 }

@@ -1,0 +1,125 @@
+package route
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+
+	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/clustersettings"
+	"tug.dev/tug/pkg/progress"
+)
+
+// fakeRouter is a Gateway "infra/router" whose address and HTTP listener
+// are an httptest server that answers Host hosts with 200 and everything
+// else with the router's 404, and a dynamic client holding it.
+func fakeRouter(t *testing.T, hosts *atomic.Value) (*dynamicfake.FakeDynamicClient, *httptest.Server) {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h, _, _ := net.SplitHostPort(r.Host)
+		if h == "" {
+			h = r.Host
+		}
+		if served, _ := hosts.Load().(map[string]bool); served[h] {
+			_, _ = w.Write([]byte("hello"))
+			return
+		}
+		http.NotFound(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	host, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	p, _ := strconv.ParseInt(port, 10, 64)
+	gw := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
+		"metadata": map[string]any{"name": "router", "namespace": "infra"},
+		"spec":     map[string]any{"listeners": []any{map[string]any{"name": "http", "protocol": "HTTP", "port": p, "hostname": "*.apps.example.com"}}},
+		"status":   map[string]any{"addresses": []any{map[string]any{"value": host}}},
+	}}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+		HTTPRoutes: "HTTPRouteList", Gateways: "GatewayList",
+	})
+	if _, err := dyn.Resource(Gateways).Namespace("infra").Create(context.Background(), gw, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return dyn, srv
+}
+
+// acceptedRoute is route NAME in namespace dev, accepted by infra/router.
+func acceptedRoute(t *testing.T, c Client, name string) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
+		"metadata": map[string]any{"name": name, "namespace": c.Namespace, "generation": int64(1)},
+		"status": map[string]any{"parents": []any{map[string]any{
+			"parentRef": map[string]any{"name": "router", "namespace": "infra"},
+			"conditions": []any{
+				map[string]any{"type": "Accepted", "status": "True", "observedGeneration": int64(1)},
+				map[string]any{"type": "ResolvedRefs", "status": "True", "observedGeneration": int64(1)},
+			},
+		}}},
+	}}
+	got, err := c.Dynamic.Resource(HTTPRoutes).Namespace(c.Namespace).Create(context.Background(), u, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// A route the router accepted counts as served once a request for each of
+// the app's URLs reaches the app through the Gateway's address, and a
+// removed domain once the router answers it with its 404; until then (a
+// host the router does not serve) it is only accepted.
+func TestConfirmAsksTheRouter(t *testing.T) {
+	defer func(v, s time.Duration) { routeVerdictTimeout, routeServeTimeout = v, s }(routeVerdictTimeout, routeServeTimeout)
+	routeVerdictTimeout, routeServeTimeout = 5*time.Second, 2*time.Second
+	var hosts atomic.Value
+	hosts.Store(map[string]bool{"shop-dev.apps.example.com": true, "shop.example.com": true})
+	dyn, _ := fakeRouter(t, &hosts)
+	c := Client{Dynamic: dyn, Namespace: "dev"}
+	ctx := context.Background()
+	settings := &clustersettings.Stored{Found: true, Cluster: clustersettings.Settings{
+		clustersettings.Gateway: "infra/router", clustersettings.AppsDomain: "apps.example.com",
+	}}
+	a := &app.App{Name: "shop", Namespace: "dev", Domains: []app.Domain{{Host: "shop.example.com", Path: "/"}}}
+	a.Route = c.Want(ctx, settings, a, "")
+	if a.Route == nil || a.Route.Host != "shop-dev.apps.example.com" || a.Route.HTTPS {
+		t.Fatalf("route %+v", a.Route)
+	}
+	got := []*unstructured.Unstructured{acceptedRoute(t, c, "shop")}
+	state, err := c.Confirm(ctx, progress.Nop{}, nil, a, got, ProbeServe)
+	if err != nil || state != RoutingServed {
+		t.Fatalf("served app: %q, %v", state, err)
+	}
+
+	// a domain the router does not serve yet: accepted, not served
+	b := a.Copy()
+	b.Domains = append(b.Domains, app.Domain{Host: "new.example.com", Path: "/"})
+	if state, err := c.Confirm(ctx, progress.Nop{}, a, b, got, ProbeServe); err != nil || state != RoutingAccepted {
+		t.Errorf("unserved domain: %q, %v", state, err)
+	}
+
+	// domain remove: served once the router stops answering the host
+	after := a.Copy()
+	after.Domains = nil
+	if state, _ := c.Confirm(ctx, progress.Nop{}, a, after, got, ProbeServe); state != RoutingAccepted {
+		t.Errorf("removed domain still answered: %q", state)
+	}
+	hosts.Store(map[string]bool{"shop-dev.apps.example.com": true})
+	if state, err := c.Confirm(ctx, progress.Nop{}, a, after, got, ProbeServe); err != nil || state != RoutingServed {
+		t.Errorf("removed domain gone: %q, %v", state, err)
+	}
+	if state, _ := c.Confirm(ctx, progress.Nop{}, a, after, got, ProbeNone); state != RoutingAccepted {
+		t.Errorf("nothing to ask: %q", state)
+	}
+}
