@@ -40,15 +40,17 @@ when it lets it in.`,
 
 func newAllowEditCmd(f *cli.Factory, use, short string, remove bool) *cobra.Command {
 	var aliases []string
+	annotations := argsAre(argApp)
 	if remove {
-		aliases = []string{"rm", "delete"}
+		aliases, annotations = []string{"rm", "delete"}, deleting(argApp)
 	}
 	return &cobra.Command{
-		Use:     use + " APP CIDR...",
-		Aliases: aliases,
-		Short:   short,
-		Example: "  tug app allow " + use + " shop 10.0.0.0/8 192.168.1.7",
-		Args:    cli.Args("APP", "CIDR..."),
+		Use:         use + " APP CIDR...",
+		Annotations: annotations,
+		Aliases:     aliases,
+		Short:       short,
+		Example:     "  tug app allow " + use + " shop 10.0.0.0/8 192.168.1.7",
+		Args:        cli.Args("APP", "CIDR..."),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o := traffic.AllowOptions{App: args[0], Sources: args[1:], Remove: remove}
 			if err := o.Validate(); err != nil {
@@ -64,11 +66,12 @@ func newAllowEditCmd(f *cli.Factory, use, short string, remove bool) *cobra.Comm
 func newAllowListCmd(f *cli.Factory) *cobra.Command {
 	o := &cli.OutputOptions{}
 	cmd := &cobra.Command{
-		Use:     "list APP",
-		Aliases: []string{"ls"},
-		Short:   "List the allowed sources (none: everyone is admitted)",
-		Example: "  tug app allow list shop",
-		Args:    cli.ExactArgs("APP"),
+		Use:         "list APP",
+		Annotations: argsAre(argApp),
+		Aliases:     []string{"ls"},
+		Short:       "List the allowed sources (none: everyone is admitted)",
+		Example:     "  tug app allow list shop",
+		Args:        cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			_, a, err := loadApp(cmd, f, args[0])
 			if err != nil {

@@ -159,8 +159,9 @@ type appCreateOptions struct {
 func newAppCreateCmd(f *cli.Factory) *cobra.Command {
 	o := &appCreateOptions{}
 	cmd := &cobra.Command{
-		Use:   "create NAME",
-		Short: "Create an app",
+		Use:         "create NAME",
+		Annotations: argsAre(argNewName),
+		Short:       "Create an app",
 		Long: `Create an app in the namespace. Nothing runs until its first deploy.
 
 Names are lower-case letters, digits and '-', at most 30 characters, so that

@@ -36,8 +36,9 @@ func newAutoscaleSetCmd(f *cli.Factory) *cobra.Command {
 	o := &app.SetAutoscaleOptions{}
 	r := &rolloutFlags{}
 	cmd := &cobra.Command{
-		Use:   "set APP -p PROCESS --min N --max N --cpu P%",
-		Short: "Autoscale a process on CPU use",
+		Use:         "set APP -p PROCESS --min N --max N --cpu P%",
+		Annotations: argsAre(argApp),
+		Short:       "Autoscale a process on CPU use",
 		Long: `Autoscale a process between --min and --max units, aiming at --cpu percent of
 its CPU request (set one with 'tug app limit set --cpu-request'). While a
 process autoscales, 'tug app scale' refuses it and deploys keep its count.`,
@@ -63,10 +64,11 @@ func newAutoscaleUnsetCmd(f *cli.Factory) *cobra.Command {
 	var proc string
 	r := &rolloutFlags{}
 	cmd := &cobra.Command{
-		Use:     "unset APP -p PROCESS",
-		Short:   "Stop autoscaling a process; it keeps its current units",
-		Example: `  tug app autoscale unset shop -p web`,
-		Args:    cli.ExactArgs("APP"),
+		Use:         "unset APP -p PROCESS",
+		Annotations: deleting(argApp),
+		Short:       "Stop autoscaling a process; it keeps its current units",
+		Example:     `  tug app autoscale unset shop -p web`,
+		Args:        cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := app.ValidateAppProcess(args[0], proc, true); err != nil {
 				return err

@@ -12,8 +12,9 @@ import (
 func newAppExecCmd(f *cli.Factory) *cobra.Command {
 	o := &tugexec.ExecOptions{}
 	cmd := &cobra.Command{
-		Use:   "exec APP -- COMMAND [ARGS...]",
-		Short: "Run a command in one running unit, or in all of them",
+		Use:         "exec APP -- COMMAND [ARGS...]",
+		Annotations: argsAre(argApp, argCommandLine),
+		Short:       "Run a command in one running unit, or in all of them",
 		Long: `Run a command in the app's running units, as they are.
 
 By default it runs in one unit: --unit names it, else the first ready unit of

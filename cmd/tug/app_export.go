@@ -14,8 +14,9 @@ func newAppExportCmd(f *cli.Factory) *cobra.Command {
 	var includeConfig bool
 	format := cli.OutputYAML
 	cmd := &cobra.Command{
-		Use:   "export APP",
-		Short: "Print the app's deployed release as plain Kubernetes manifests",
+		Use:         "export APP",
+		Annotations: argsAre(argApp),
+		Short:       "Print the app's deployed release as plain Kubernetes manifests",
 		Long: `Print the objects that run the app's deployed release as manifests that
 'kubectl apply' accepts without tug: no lock-in. They carry no namespace, so
 'kubectl apply -n NS -f -' puts them anywhere.

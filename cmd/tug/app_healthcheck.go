@@ -43,8 +43,9 @@ func newHealthcheckSetCmd(f *cli.Factory) *cobra.Command {
 	o := &app.SetHealthcheckOptions{}
 	r := &rolloutFlags{}
 	cmd := &cobra.Command{
-		Use:   "set APP -p PROCESS [--readiness SPEC] [--liveness SPEC] [--startup SPEC]",
-		Short: "Set checks (http:PORT/PATH, tcp:PORT, exec:COMMAND): a new release, rolled out",
+		Use:         "set APP -p PROCESS [--readiness SPEC] [--liveness SPEC] [--startup SPEC]",
+		Annotations: argsAre(argApp),
+		Short:       "Set checks (http:PORT/PATH, tcp:PORT, exec:COMMAND): a new release, rolled out",
 		Long: `Set a process's checks. Each SPEC is http:PORT/PATH (an HTTP GET that must
 answer 2xx or 3xx), tcp:PORT (a connection must open) or exec:COMMAND (must exit
 0). A readiness check replaces the web process's default (a TCP check on $PORT).`,
@@ -76,10 +77,11 @@ func newHealthcheckUnsetCmd(f *cli.Factory) *cobra.Command {
 	o := &app.UnsetHealthcheckOptions{}
 	r := &rolloutFlags{}
 	cmd := &cobra.Command{
-		Use:     "unset APP -p PROCESS",
-		Short:   "Remove a process's checks: a new release, rolled out",
-		Example: `  tug app healthcheck unset shop -p web`,
-		Args:    cli.ExactArgs("APP"),
+		Use:         "unset APP -p PROCESS",
+		Annotations: deleting(argApp),
+		Short:       "Remove a process's checks: a new release, rolled out",
+		Example:     `  tug app healthcheck unset shop -p web`,
+		Args:        cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.App = args[0]
 			if err := o.Validate(); err != nil {

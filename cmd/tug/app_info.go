@@ -15,8 +15,9 @@ import (
 func newAppInfoCmd(f *cli.Factory) *cobra.Command {
 	o := &cli.OutputOptions{}
 	cmd := &cobra.Command{
-		Use:   "info APP",
-		Short: "Show an app: processes and units, release, image, addresses, config",
+		Use:         "info APP",
+		Annotations: argsAre(argApp),
+		Short:       "Show an app: processes and units, release, image, addresses, config",
 		Example: `  tug app info shop
   tug app info shop -o json`,
 		Args: cli.ExactArgs("APP"),

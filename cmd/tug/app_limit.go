@@ -30,10 +30,11 @@ func newLimitSetCmd(f *cli.Factory) *cobra.Command {
 	o := &app.SetLimitsOptions{}
 	r := &rolloutFlags{}
 	cmd := &cobra.Command{
-		Use:     "set APP -p PROCESS [--cpu Q] [--memory Q] [--cpu-request Q] [--memory-request Q]",
-		Short:   "Set limits and requests: a new release, rolled out",
-		Example: `  tug app limit set shop -p web --cpu 500m --memory 256Mi --memory-request 128Mi`,
-		Args:    cli.ExactArgs("APP"),
+		Use:         "set APP -p PROCESS [--cpu Q] [--memory Q] [--cpu-request Q] [--memory-request Q]",
+		Annotations: argsAre(argApp),
+		Short:       "Set limits and requests: a new release, rolled out",
+		Example:     `  tug app limit set shop -p web --cpu 500m --memory 256Mi --memory-request 128Mi`,
+		Args:        cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.App = args[0]
 			if err := o.Validate(); err != nil {
@@ -55,8 +56,9 @@ func newLimitUnsetCmd(f *cli.Factory) *cobra.Command {
 	o := &app.UnsetLimitsOptions{}
 	r := &rolloutFlags{}
 	cmd := &cobra.Command{
-		Use:   "unset APP -p PROCESS [--cpu] [--memory]",
-		Short: "Remove limits (and their requests): a new release, rolled out",
+		Use:         "unset APP -p PROCESS [--cpu] [--memory]",
+		Annotations: deleting(argApp),
+		Short:       "Remove limits (and their requests): a new release, rolled out",
 		Example: `  tug app limit unset shop -p web
   tug app limit unset shop -p worker --memory`,
 		Args: cli.ExactArgs("APP"),

@@ -24,8 +24,9 @@ func newPoolSetCmd(f *cli.Factory) *cobra.Command {
 	r := &rolloutFlags{}
 	var adopt bool
 	set := &cobra.Command{
-		Use:   "set APP POOL",
-		Short: "Move an app's units to the nodes of a pool: a new release, rolled out",
+		Use:         "set APP POOL",
+		Annotations: argsAre(argApp, argPool),
+		Short:       "Move an app's units to the nodes of a pool: a new release, rolled out",
 		Example: `  tug app pool set shop gpu
   tug app pool set shop edge --dry-run`,
 		Long: `Pools are the node label tug.dev/pool (see 'tug node update --pool').

@@ -13,10 +13,11 @@ import (
 func newAppRemoveCmd(f *cli.Factory) *cobra.Command {
 	var yes, moveCopy bool
 	cmd := &cobra.Command{
-		Use:     "remove APP",
-		Aliases: []string{"rm", "delete"},
-		Short:   "Remove an app and everything it runs",
-		Example: `  tug app remove shop --yes`,
+		Use:         "remove APP",
+		Annotations: deleting(argApp),
+		Aliases:     []string{"rm", "delete"},
+		Short:       "Remove an app and everything it runs",
+		Example:     `  tug app remove shop --yes`,
 		Long: `Remove an app: its units, Deployments, Service, release history and config.
 Waits until its units are gone. Asks first on a terminal; elsewhere needs --yes.`,
 		Args: cli.ExactArgs("APP"),

@@ -15,8 +15,9 @@ import (
 func newAppScaleCmd(f *cli.Factory) *cobra.Command {
 	r := &rolloutFlags{}
 	cmd := &cobra.Command{
-		Use:   "scale APP PROCESS=N|PROCESS+N|PROCESS-N...",
-		Short: "Set how many units each process runs",
+		Use:         "scale APP PROCESS=N|PROCESS+N|PROCESS-N...",
+		Annotations: argsAre(argApp),
+		Short:       "Set how many units each process runs",
 		Long: `Set how many units each process runs, and wait until they do.
 
 A scale is all or nothing: when the new units cannot start (no node has room
@@ -54,10 +55,11 @@ func newAppLifecycleCmd(f *cli.Factory, verb string) *cobra.Command {
 		"start":   "Start stopped units again with their remembered count",
 	}[verb]
 	cmd := &cobra.Command{
-		Use:     verb + " APP",
-		Short:   short,
-		Example: "  tug app " + verb + " shop\n  tug app " + verb + " shop -p worker",
-		Args:    cli.ExactArgs("APP"),
+		Use:         verb + " APP",
+		Annotations: argsAre(argApp),
+		Short:       short,
+		Example:     "  tug app " + verb + " shop\n  tug app " + verb + " shop -p worker",
+		Args:        cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := app.ValidateAppProcess(args[0], proc, false); err != nil {
 				return err

@@ -83,9 +83,10 @@ func newSettingsSetCmd(f *cli.Factory) *cobra.Command {
 	o := &app.SetRolloutOptions{}
 	r := &rolloutFlags{}
 	cmd := &cobra.Command{
-		Use:   "set APP [--max-surge N|P%] [--max-unavailable N|P%] [--grace-period D] [--history N] [--deploy-timeout D]",
-		Short: "Change rollout settings: in place, or a rollout when the grace period changes",
-		Long:  settingsLong() + "\n\n" + settingsInPlace,
+		Use:         "set APP [--max-surge N|P%] [--max-unavailable N|P%] [--grace-period D] [--history N] [--deploy-timeout D]",
+		Annotations: argsAre(argApp),
+		Short:       "Change rollout settings: in place, or a rollout when the grace period changes",
+		Long:        settingsLong() + "\n\n" + settingsInPlace,
 		Example: `  # in place: no unit restarts
   tug app settings set shop --max-surge 50% --max-unavailable 0 --history 20 --deploy-timeout 15m
   # a settings release: the units restart with the new grace period
@@ -135,9 +136,10 @@ func newSettingsUnsetCmd(f *cli.Factory) *cobra.Command {
 	o := &app.UnsetRolloutOptions{}
 	r := &rolloutFlags{}
 	cmd := &cobra.Command{
-		Use:   "unset APP [--max-surge] [--max-unavailable] [--grace-period] [--history] [--deploy-timeout]",
-		Short: "Put rollout settings back to tug's defaults: in place, or a rollout for the grace period",
-		Long:  settingsLong() + "\n\n" + settingsInPlace,
+		Use:         "unset APP [--max-surge] [--max-unavailable] [--grace-period] [--history] [--deploy-timeout]",
+		Annotations: deleting(argApp),
+		Short:       "Put rollout settings back to tug's defaults: in place, or a rollout for the grace period",
+		Long:        settingsLong() + "\n\n" + settingsInPlace,
 		Example: `  tug app settings unset shop --max-surge --max-unavailable
   tug app settings unset shop --grace-period`,
 		Args: cli.ExactArgs("APP"),

@@ -11,10 +11,11 @@ func newTagCmd(f *cli.Factory) *cobra.Command {
 	cmd := &cobra.Command{Use: "tag", Short: "Place an app's units on nodes with given labels", Args: cli.GroupArgs, RunE: cli.GroupRunE}
 	r := &rolloutFlags{}
 	set := &cobra.Command{
-		Use:     "set APP KEY=VALUE...",
-		Short:   "Require node labels for the app's units: a new release, rolled out",
-		Example: `  tug app tag set shop disk=ssd zone=a`,
-		Args:    cli.Args("APP", "KEY=VALUE..."),
+		Use:         "set APP KEY=VALUE...",
+		Annotations: argsAre(argApp),
+		Short:       "Require node labels for the app's units: a new release, rolled out",
+		Example:     `  tug app tag set shop disk=ssd zone=a`,
+		Args:        cli.Args("APP", "KEY=VALUE..."),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := app.ValidateName(args[0]); err != nil {
 				return err
@@ -32,10 +33,11 @@ func newTagCmd(f *cli.Factory) *cobra.Command {
 	r.add(set, true)
 	ru := &rolloutFlags{}
 	unset := &cobra.Command{
-		Use:     "unset APP KEY...",
-		Short:   "Drop node label requirements: a new release, rolled out",
-		Example: `  tug app tag unset shop zone`,
-		Args:    cli.Args("APP", "KEY..."),
+		Use:         "unset APP KEY...",
+		Annotations: deleting(argApp),
+		Short:       "Drop node label requirements: a new release, rolled out",
+		Example:     `  tug app tag unset shop zone`,
+		Args:        cli.Args("APP", "KEY..."),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := app.ValidateName(args[0]); err != nil {
 				return err

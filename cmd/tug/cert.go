@@ -29,9 +29,10 @@ func newCertCmd(f *cli.Factory) *cobra.Command {
 func newCertAddCmd(f *cli.Factory) *cobra.Command {
 	o := traffic.CertAddOptions{}
 	cmd := &cobra.Command{
-		Use:     "add APP HOST --cert FILE --key FILE",
-		Short:   "Add a certificate for one of the app's domains",
-		Example: `  tug cert add shop shop.example.com --cert shop.crt --key shop.key`,
+		Use:         "add APP HOST --cert FILE --key FILE",
+		Annotations: argsAre(argApp, argHost),
+		Short:       "Add a certificate for one of the app's domains",
+		Example:     `  tug cert add shop shop.example.com --cert shop.crt --key shop.key`,
 		Long: `Add a certificate and its key for a domain of the app. The pair is checked
 first: the key matches the certificate, the certificate names the host, and it
 is valid today. It is stored as a kubernetes.io/tls Secret and served through
@@ -54,11 +55,12 @@ the Ingress. The key is never printed.`,
 
 func newCertRemoveCmd(f *cli.Factory) *cobra.Command {
 	return &cobra.Command{
-		Use:     "remove APP HOST",
-		Aliases: []string{"rm", "delete"},
-		Short:   "Stop serving a domain over TLS",
-		Example: `  tug cert remove shop shop.example.com`,
-		Args:    cli.ExactArgs("APP", "HOST"),
+		Use:         "remove APP HOST",
+		Annotations: deleting(argApp, argHost),
+		Aliases:     []string{"rm", "delete"},
+		Short:       "Stop serving a domain over TLS",
+		Example:     `  tug cert remove shop shop.example.com`,
+		Args:        cli.ExactArgs("APP", "HOST"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name, host := args[0], args[1]
 			if err := checkApp(name); err != nil {
@@ -77,9 +79,10 @@ func newCertRemoveCmd(f *cli.Factory) *cobra.Command {
 func newCertListCmd(f *cli.Factory) *cobra.Command {
 	o := &cli.OutputOptions{}
 	cmd := &cobra.Command{
-		Use:     "list APP",
-		Aliases: []string{"ls"},
-		Short:   "List the app's certificates: hosts, status, expiry",
+		Use:         "list APP",
+		Annotations: argsAre(argApp),
+		Aliases:     []string{"ls"},
+		Short:       "List the app's certificates: hosts, status, expiry",
 		Example: `  tug cert list shop
   tug cert list shop -o json`,
 		Long: `List the app's certificates: each one's host, where it comes from (a

@@ -39,8 +39,9 @@ type clusterAddOptions struct {
 func newClusterAddCmd(f *cli.Factory) *cobra.Command {
 	o := &clusterAddOptions{}
 	cmd := &cobra.Command{
-		Use:   "add NAME --context CONTEXT",
-		Short: "Add a cluster, or change one: which kubeconfig context holds which pools",
+		Use:         "add NAME --context CONTEXT",
+		Annotations: argsAre(argNewName),
+		Short:       "Add a cluster, or change one: which kubeconfig context holds which pools",
 		Long: `Add a cluster to tug's map: a name, the kubeconfig context that reaches it,
 and the pools it holds. Adding a name again replaces its entry. A pool
 belongs to one cluster; the --default cluster holds the pools no cluster
@@ -83,6 +84,8 @@ that the context exists.`,
 	}
 	cmd.Flags().StringVar(&o.Context, "context", "", "Kubeconfig context that reaches the cluster (required)")
 	cmd.Flags().StringSliceVar(&o.Pools, "pool", nil, "Pools the cluster holds (comma-separated, or repeat the flag)")
+	// the pools of the cluster being added, not of the current one
+	_ = cmd.RegisterFlagCompletionFunc("pool", cobra.NoFileCompletions)
 	cmd.Flags().BoolVar(&o.Default, "default", false, "Hold the pools no cluster names")
 	cli.AddFormatFlag(cmd, &o.Output)
 	return cmd
@@ -158,11 +161,12 @@ func newClusterListCmd(f *cli.Factory) *cobra.Command {
 
 func newClusterRemoveCmd(f *cli.Factory) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:     "remove NAME",
-		Aliases: []string{"rm", "delete"},
-		Short:   "Remove a cluster from tug's map (the cluster itself is untouched)",
-		Example: `  tug cluster remove edge`,
-		Args:    cli.ExactArgs("NAME"),
+		Use:         "remove NAME",
+		Annotations: argsAre(argCluster),
+		Aliases:     []string{"rm", "delete"},
+		Short:       "Remove a cluster from tug's map (the cluster itself is untouched)",
+		Example:     `  tug cluster remove edge`,
+		Args:        cli.ExactArgs("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := loadClusters()
 			if err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -15,8 +14,9 @@ import (
 func newCompletionCmd(f *cli.Factory) *cobra.Command {
 	shells := []string{"bash", "zsh", "fish", "powershell"}
 	return &cobra.Command{
-		Use:   "completion SHELL",
-		Short: "Print a shell completion script (bash, zsh, fish, powershell)",
+		Use:         "completion SHELL",
+		Annotations: argsAre(argShell),
+		Short:       "Print a shell completion script (bash, zsh, fish, powershell)",
 		Long: `Print a completion script for the given shell. Load it into the current
 shell, or install it where your shell looks for completions.`,
 		Example: `  source <(tug completion bash)
@@ -66,9 +66,10 @@ func completeWith(list lister) cobra.CompletionFunc {
 }
 
 // addDynamicCompletion teaches every command to complete its arguments and
-// flags from the cluster. Arguments are recognised by the words of each
-// command's Use line (APP, UNIT, vN, NODE, POOL, a volume's or cluster's
-// NAME), so a new command completes without wiring of its own.
+// flags from the cluster. Arguments complete by the kinds each command
+// declares (argsAre, traits.go: an app, unit, release, node, pool, volume
+// or cluster), so a new command completes without wiring of its own; a
+// flag that registered its own completion keeps it.
 func addDynamicCompletion(root *cobra.Command, f *cli.Factory) {
 	_ = root.RegisterFlagCompletionFunc("context", completeWith(func(context.Context, *cobra.Command, []string) ([]string, error) {
 		raw, err := f.ConfigFlags.ToRawKubeConfigLoader().RawConfig()
@@ -93,25 +94,25 @@ func addDynamicCompletion(root *cobra.Command, f *cli.Factory) {
 		if cmd.HasSubCommands() {
 			return
 		}
-		words := positionalWords(cmd.Use)
-		if cmd.ValidArgsFunction == nil && len(cmd.ValidArgs) == 0 && !hasArgLister(cmd, words) && !strings.Contains(cmd.Use, " -- ") {
+		kinds := argKinds(cmd)
+		if cmd.ValidArgsFunction == nil && len(cmd.ValidArgs) == 0 && !hasArgLister(kinds) && !passesCommandLine(cmd) {
 			// Positional arguments are identifiers, never files; only run
 			// and exec pass a command line on.
 			cmd.ValidArgsFunction = cobra.NoFileCompletions
 		}
-		if cmd.ValidArgsFunction == nil && len(cmd.ValidArgs) == 0 && hasArgLister(cmd, words) {
+		if cmd.ValidArgsFunction == nil && len(cmd.ValidArgs) == 0 && hasArgLister(kinds) {
 			cmd.ValidArgsFunction = func(c *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
-				if len(args) >= len(words) {
+				if len(args) >= len(kinds) {
 					return nil, cobra.ShellCompDirectiveNoFileComp
 				}
-				list := argLister(f, c, words[len(args)])
+				list := argLister(f, kinds[len(args)])
 				if list == nil {
 					return nil, cobra.ShellCompDirectiveNoFileComp
 				}
 				return completeWith(list)(c, args, toComplete)
 			}
 		}
-		appFirst := len(words) > 0 && words[0] == "APP"
+		appFirst := takesApp(cmd)
 		local := cmd.LocalNonPersistentFlags()
 		if appFirst && local.Lookup("process") != nil {
 			_ = cmd.RegisterFlagCompletionFunc("process", completeWith(func(ctx context.Context, _ *cobra.Command, args []string) ([]string, error) {
@@ -125,7 +126,7 @@ func addDynamicCompletion(root *cobra.Command, f *cli.Factory) {
 		if appFirst && local.Lookup("unit") != nil {
 			_ = cmd.RegisterFlagCompletionFunc("unit", completeWith(unitLister(f)))
 		}
-		if local.Lookup("pool") != nil && cmd.Parent().Name() != "cluster" {
+		if _, own := cmd.GetFlagCompletionFunc("pool"); local.Lookup("pool") != nil && !own {
 			_ = cmd.RegisterFlagCompletionFunc("pool", completeWith(poolLister(f)))
 		}
 		if local.Lookup("cluster") != nil {
@@ -141,38 +142,20 @@ func addDynamicCompletion(root *cobra.Command, f *cli.Factory) {
 	walk(root)
 }
 
-// positionalWords are the argument words of a Use line: "kill APP UNIT" ->
-// APP UNIT; "rollback APP [vN]" -> APP vN. They end at the first flag or
-// "--", and a repeated word ("KEY...") is not completed.
-func positionalWords(use string) []string {
-	var words []string
-	for _, w := range strings.Fields(use)[1:] {
-		if strings.HasPrefix(w, "-") || strings.HasPrefix(w, "[-") || strings.Contains(w, "...") {
-			break
-		}
-		words = append(words, strings.Trim(w, "[]"))
-	}
-	return words
-}
-
-func hasArgLister(cmd *cobra.Command, words []string) bool {
-	for _, w := range words {
-		if argLister(nil, cmd, w) != nil {
+func hasArgLister(kinds []argKind) bool {
+	for _, k := range kinds {
+		if argLister(nil, k) != nil {
 			return true
 		}
 	}
 	return false
 }
 
-// argLister lists the candidates for one argument word of cmd, or nil when
-// the word names something new (app create NAME) or not listable.
-func argLister(f *cli.Factory, cmd *cobra.Command, word string) lister {
-	group := ""
-	if cmd.HasParent() {
-		group = cmd.Parent().Name()
-	}
-	switch {
-	case word == "APP" && !(group == "app" && cmd.Name() == "create"):
+// argLister lists the candidates for one kind of argument, or nil when it
+// is not listable (a new name, a host, a key).
+func argLister(f *cli.Factory, kind argKind) lister {
+	switch kind {
+	case argApp:
 		return func(ctx context.Context, _ *cobra.Command, _ []string) ([]string, error) {
 			if cls := appClusters(f); len(cls) > 0 {
 				return complete.AppsOfClusters(ctx, cls, func(kubeContext string) (*app.Store, error) {
@@ -185,9 +168,9 @@ func argLister(f *cli.Factory, cmd *cobra.Command, word string) lister {
 			}
 			return complete.Apps(ctx, s)
 		}
-	case word == "UNIT":
+	case argUnit:
 		return unitLister(f)
-	case word == "vN":
+	case argRelease:
 		return func(ctx context.Context, _ *cobra.Command, args []string) ([]string, error) {
 			s, err := storeForApp(ctx, f, args)
 			if err != nil {
@@ -195,7 +178,7 @@ func argLister(f *cli.Factory, cmd *cobra.Command, word string) lister {
 			}
 			return complete.Releases(ctx, s, args[0])
 		}
-	case word == "NODE":
+	case argNode:
 		return func(ctx context.Context, c *cobra.Command, _ []string) ([]string, error) {
 			ts, err := clusterTargets(f, tugCluster(c))
 			if err != nil {
@@ -203,11 +186,11 @@ func argLister(f *cli.Factory, cmd *cobra.Command, word string) lister {
 			}
 			return complete.Nodes(ctx, ts)
 		}
-	case word == "POOL":
+	case argPool:
 		return poolLister(f)
-	case word == "on|off":
+	case argOnOff:
 		return func(context.Context, *cobra.Command, []string) ([]string, error) { return []string{"on", "off"}, nil }
-	case word == "NAME" && group == "volume" && cmd.Name() != "create":
+	case argVolume:
 		return func(ctx context.Context, _ *cobra.Command, _ []string) ([]string, error) {
 			s, err := appStore(f)
 			if err != nil {
@@ -215,7 +198,7 @@ func argLister(f *cli.Factory, cmd *cobra.Command, word string) lister {
 			}
 			return complete.Volumes(ctx, s)
 		}
-	case word == "NAME" && group == "cluster" && cmd.Name() != "add":
+	case argCluster:
 		return func(context.Context, *cobra.Command, []string) ([]string, error) {
 			cfg, err := loadClusters()
 			if err != nil {

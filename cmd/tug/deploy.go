@@ -37,8 +37,9 @@ type appDeployOptions struct {
 func newAppDeployCmd(f *cli.Factory) *cobra.Command {
 	o := &appDeployOptions{}
 	cmd := &cobra.Command{
-		Use:   "deploy APP [--image IMAGE | --source DIR --builder IMAGE --repository REPO]",
-		Short: "Deploy an image, or build one from source: a new release, rolled out and watched",
+		Use:         "deploy APP [--image IMAGE | --source DIR --builder IMAGE --repository REPO]",
+		Annotations: argsAre(argApp),
+		Short:       "Deploy an image, or build one from source: a new release, rolled out and watched",
 		Long: `Deploy an image as a new release of the app and wait until its units run.
 
 Without --image, build it from source first: the folder (--source, default

@@ -31,10 +31,11 @@ tug needs none to manage them.`,
 func newDomainAddCmd(f *cli.Factory) *cobra.Command {
 	o := traffic.DomainAddOptions{}
 	cmd := &cobra.Command{
-		Use:     "add APP HOST",
-		Short:   "Route a host (and path) to the app",
-		Example: "  tug domain add shop shop.example.com\n  tug domain add shop example.com --path /shop --ingress-class nginx",
-		Args:    cli.ExactArgs("APP", "HOST"),
+		Use:         "add APP HOST",
+		Annotations: argsAre(argApp, argHost),
+		Short:       "Route a host (and path) to the app",
+		Example:     "  tug domain add shop shop.example.com\n  tug domain add shop example.com --path /shop --ingress-class nginx",
+		Args:        cli.ExactArgs("APP", "HOST"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.App, o.Host = args[0], args[1]
 			if err := o.Validate(); err != nil {
@@ -52,11 +53,12 @@ func newDomainAddCmd(f *cli.Factory) *cobra.Command {
 
 func newDomainRemoveCmd(f *cli.Factory) *cobra.Command {
 	return &cobra.Command{
-		Use:     "remove APP HOST",
-		Aliases: []string{"rm", "delete"},
-		Short:   "Stop routing a host to the app (its certificate goes too)",
-		Example: `  tug domain remove shop shop.example.com`,
-		Args:    cli.ExactArgs("APP", "HOST"),
+		Use:         "remove APP HOST",
+		Annotations: deleting(argApp, argHost),
+		Aliases:     []string{"rm", "delete"},
+		Short:       "Stop routing a host to the app (its certificate goes too)",
+		Example:     `  tug domain remove shop shop.example.com`,
+		Args:        cli.ExactArgs("APP", "HOST"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name, host := args[0], args[1]
 			if err := checkApp(name); err != nil {
@@ -75,11 +77,12 @@ func newDomainRemoveCmd(f *cli.Factory) *cobra.Command {
 func newDomainListCmd(f *cli.Factory) *cobra.Command {
 	o := &cli.OutputOptions{}
 	cmd := &cobra.Command{
-		Use:     "list APP",
-		Aliases: []string{"ls"},
-		Short:   "List the app's domains",
-		Example: `  tug domain list shop`,
-		Args:    cli.ExactArgs("APP"),
+		Use:         "list APP",
+		Annotations: argsAre(argApp),
+		Aliases:     []string{"ls"},
+		Short:       "List the app's domains",
+		Example:     `  tug domain list shop`,
+		Args:        cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			_, a, err := loadApp(cmd, f, args[0])
 			if err != nil {

@@ -60,8 +60,9 @@ func (o *envSetOptions) addFlags(cmd *cobra.Command) {
 func newEnvSetCmd(f *cli.Factory) *cobra.Command {
 	o := &envSetOptions{}
 	cmd := &cobra.Command{
-		Use:   "set APP KEY=VALUE...",
-		Short: "Set config variables: a new release, rolled out",
+		Use:         "set APP KEY=VALUE...",
+		Annotations: argsAre(argApp),
+		Short:       "Set config variables: a new release, rolled out",
 		Long: `Set config variables. KEY=@FILE reads the value from a file and KEY=@- from
 standard input, and --from-env-file reads KEY=VALUE lines (- for standard
 input), so secrets stay out of shell history.
@@ -107,8 +108,9 @@ deploy, it says the release would be stored for the next deploy.`,
 func newEnvUnsetCmd(f *cli.Factory) *cobra.Command {
 	o := &envSetOptions{}
 	cmd := &cobra.Command{
-		Use:   "unset APP KEY...",
-		Short: "Remove config variables: a new release, rolled out",
+		Use:         "unset APP KEY...",
+		Annotations: deleting(argApp),
+		Short:       "Remove config variables: a new release, rolled out",
 		Long: `Remove config variables: a new release without them, rolled out like a
 deploy, unless --no-restart. --dry-run lists what would change and changes
 nothing.`,
@@ -144,8 +146,9 @@ func newEnvGetCmd(f *cli.Factory) *cobra.Command {
 	var show bool
 	o := &cli.OutputOptions{}
 	cmd := &cobra.Command{
-		Use:   "get APP [KEY]",
-		Short: "Show an app's config names (values with --show-values)",
+		Use:         "get APP [KEY]",
+		Annotations: argsAre(argApp, argKey),
+		Short:       "Show an app's config names (values with --show-values)",
 		Long: `Show the names of an app's config variables. Values are printed only with
 --show-values; with a KEY and --show-values, just that value is printed, for
 scripts. A KEY without --show-values is listed with its value hidden, and

@@ -14,10 +14,11 @@ import (
 // its Markdown parser never reach the tug binary.
 func addDevCommands(root *cobra.Command, _ *cli.Factory) {
 	root.AddCommand(&cobra.Command{
-		Use:    "__gendocs DIR",
-		Short:  "Write the command reference, man pages and RBAC roles under DIR",
-		Hidden: true,
-		Args:   cli.ExactArgs("DIR"),
+		Use:         "__gendocs DIR",
+		Annotations: argsAre(argDir),
+		Short:       "Write the command reference, man pages and RBAC roles under DIR",
+		Hidden:      true,
+		Args:        cli.ExactArgs("DIR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return docgen.Generate(cmd.Root(), args[0])
 		},

@@ -24,8 +24,9 @@ type logsOptions struct {
 func newLogsCmd(f *cli.Factory) *cobra.Command {
 	o := &logsOptions{}
 	cmd := &cobra.Command{
-		Use:   "logs APP",
-		Short: "Show the app's logs, from every unit, merged",
+		Use:         "logs APP",
+		Annotations: argsAre(argApp),
+		Short:       "Show the app's logs, from every unit, merged",
 		Long: `Show the lines the app's units have written, merged in time order, each
 prefixed with its unit's name (coloured per unit on a terminal). One-off runs
 that still exist are included unless -p is given; --unit shows one unit (or

@@ -122,8 +122,9 @@ func newNodeInfoCmd(f *cli.Factory) *cobra.Command {
 		cluster string
 	)
 	cmd := &cobra.Command{
-		Use:   "info NODE",
-		Short: "Show a node: addresses, pool, capacity, conditions, taints and its units",
+		Use:         "info NODE",
+		Annotations: argsAre(argNode),
+		Short:       "Show a node: addresses, pool, capacity, conditions, taints and its units",
 		Example: `  tug node info worker-1
   tug node info worker-1 --cluster edge -o yaml`,
 		Long: "NODE is a node's name or one of its addresses.",

@@ -23,8 +23,9 @@ type nodeAddOptions struct {
 func newNodeAddCmd(f *cli.Factory) *cobra.Command {
 	o := &nodeAddOptions{}
 	cmd := &cobra.Command{
-		Use:   "add ADDRESS --pool POOL",
-		Short: "Put a node in a pool, or register a node whose kubelet will join",
+		Use:         "add ADDRESS --pool POOL",
+		Annotations: argsAre(argAddress),
+		Short:       "Put a node in a pool, or register a node whose kubelet will join",
 		Long: `Put a node in a pool. ADDRESS is the node's name or one of its addresses.
 
 When a Node has that name or address, tug adopts it: it sets the pool label
@@ -97,8 +98,9 @@ type nodeUpdateOptions struct {
 func newNodeUpdateCmd(f *cli.Factory) *cobra.Command {
 	o := &nodeUpdateOptions{}
 	cmd := &cobra.Command{
-		Use:   "update NODE",
-		Short: "Change a node's pool or metadata, or disable and enable it",
+		Use:         "update NODE",
+		Annotations: argsAre(argNode),
+		Short:       "Change a node's pool or metadata, or disable and enable it",
 		Long: `Change a node. --disable adds the NoSchedule taint tug.dev/disabled: new
 units go elsewhere, units already there keep running. --enable removes it, and
 also undoes the cordon an interrupted 'tug node remove' leaves behind, so the

@@ -27,9 +27,10 @@ type nodeRemoveOptions struct {
 func newNodeRemoveCmd(f *cli.Factory) *cobra.Command {
 	o := &nodeRemoveOptions{}
 	cmd := &cobra.Command{
-		Use:     "remove NODE",
-		Aliases: []string{"rm", "delete"},
-		Short:   "Move a node's units elsewhere and remove it from its cluster",
+		Use:         "remove NODE",
+		Annotations: argsAre(argNode),
+		Aliases:     []string{"rm", "delete"},
+		Short:       "Move a node's units elsewhere and remove it from its cluster",
 		Long: `Remove a node. First it is cordoned and its pods are evicted through the
 Eviction API, so PodDisruptionBudgets are respected: while a budget refuses,
 tug retries and says which budget blocks. Units move app-aware: before the

@@ -86,8 +86,9 @@ type ncAddOptions struct {
 func newNodeContainerAddCmd(f *cli.Factory) *cobra.Command {
 	o := &ncAddOptions{}
 	cmd := &cobra.Command{
-		Use:   "add NAME --image IMAGE",
-		Short: "Run a container on every node of a pool, or change one",
+		Use:         "add NAME --image IMAGE",
+		Annotations: argsAre(argNewName),
+		Short:       "Run a container on every node of a pool, or change one",
 		Long: `Run a container on every node of --pool (or, without it, of every pool that
 has no version of its own), and wait until it runs on each. Adding again
 updates it, rolling node by node.`,
@@ -189,8 +190,9 @@ func newNodeContainerUpgradeCmd(f *cli.Factory) *cobra.Command {
 		format               cli.OutputFormat
 	)
 	cmd := &cobra.Command{
-		Use:   "upgrade NAME",
-		Short: "Roll a node container onto a new image, or restart it, node by node",
+		Use:         "upgrade NAME",
+		Annotations: argsAre(argNodeContainer),
+		Short:       "Roll a node container onto a new image, or restart it, node by node",
 		Long: `Roll a node container's pods, one node at a time, and wait until every node
 runs the new one. With --image, onto that image; without, onto the same spec
 again, which pulls a moving tag (:latest, or no tag) afresh.`,
@@ -228,9 +230,10 @@ func newNodeContainerRemoveCmd(f *cli.Factory) *cobra.Command {
 		yes           bool
 	)
 	cmd := &cobra.Command{
-		Use:     "remove NAME",
-		Aliases: []string{"rm", "delete"},
-		Short:   "Stop a node container on every node (only a pool's version with --pool)",
+		Use:         "remove NAME",
+		Annotations: argsAre(argNodeContainer),
+		Aliases:     []string{"rm", "delete"},
+		Short:       "Stop a node container on every node (only a pool's version with --pool)",
 		Example: `  tug node-container remove log-shipper --yes
   tug node-container remove log-shipper --pool gpu --yes`,
 		Args: cli.ExactArgs("NAME"),

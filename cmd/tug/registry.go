@@ -40,8 +40,9 @@ type registrySetOptions struct {
 func newRegistrySetCmd(f *cli.Factory) *cobra.Command {
 	o := &registrySetOptions{}
 	cmd := &cobra.Command{
-		Use:   "set APP --server HOST --username USER --password-stdin",
-		Short: "Pull the app's image with these credentials; the password comes from stdin",
+		Use:         "set APP --server HOST --username USER --password-stdin",
+		Annotations: argsAre(argApp),
+		Short:       "Pull the app's image with these credentials; the password comes from stdin",
 		Long: `Store credentials for a private registry and make every unit pull with them.
 The password (or token) is read from stdin, as 'docker login --password-stdin'
 does: a password on the command line would show in shell history and process
@@ -138,10 +139,11 @@ func (o *registrySetOptions) complete(f *cli.Factory, appName string) (registry.
 func newRegistryUnsetCmd(f *cli.Factory) *cobra.Command {
 	r := &rolloutFlags{}
 	cmd := &cobra.Command{
-		Use:     "unset APP",
-		Short:   "Pull the app's image without credentials again, and delete them",
-		Example: `  tug registry unset shop`,
-		Args:    cli.ExactArgs("APP"),
+		Use:         "unset APP",
+		Annotations: deleting(argApp),
+		Short:       "Pull the app's image without credentials again, and delete them",
+		Example:     `  tug registry unset shop`,
+		Args:        cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := app.ValidateName(args[0]); err != nil {
 				return err
@@ -184,11 +186,12 @@ func printRegistryResult(f *cli.Factory, format cli.OutputFormat, info *registry
 func newRegistryInfoCmd(f *cli.Factory) *cobra.Command {
 	o := &cli.OutputOptions{}
 	cmd := &cobra.Command{
-		Use:     "info APP",
-		Short:   "Show the registry server and user an app pulls with, and which units do",
-		Example: `  tug registry info shop`,
-		Long:    "Show the registry credentials of an app: server, user, Secret and the units that pull with it. The password is never shown.",
-		Args:    cli.ExactArgs("APP"),
+		Use:         "info APP",
+		Annotations: argsAre(argApp),
+		Short:       "Show the registry server and user an app pulls with, and which units do",
+		Example:     `  tug registry info shop`,
+		Long:        "Show the registry credentials of an app: server, user, Secret and the units that pull with it. The password is never shown.",
+		Args:        cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := app.ValidateName(args[0]); err != nil {
 				return err

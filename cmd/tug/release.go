@@ -27,9 +27,10 @@ func newReleaseCmd(f *cli.Factory) *cobra.Command {
 func newReleaseListCmd(f *cli.Factory) *cobra.Command {
 	o := &cli.OutputOptions{}
 	cmd := &cobra.Command{
-		Use:     "list APP",
-		Aliases: []string{"ls"},
-		Short:   "List an app's releases, newest first",
+		Use:         "list APP",
+		Annotations: argsAre(argApp),
+		Aliases:     []string{"ls"},
+		Short:       "List an app's releases, newest first",
 		Example: `  tug release list shop
   tug release list shop -o name`,
 		Args: cli.ExactArgs("APP"),
@@ -77,8 +78,9 @@ func dash(s string) string {
 func newReleaseInfoCmd(f *cli.Factory) *cobra.Command {
 	o := &cli.OutputOptions{}
 	cmd := &cobra.Command{
-		Use:   "info APP vN",
-		Short: "Show one release: image and digest, processes, config names, status",
+		Use:         "info APP vN",
+		Annotations: argsAre(argApp, argRelease),
+		Short:       "Show one release: image and digest, processes, config names, status",
 		Example: `  tug release info shop v3
   tug release info shop v3 -o jsonpath='{.image}'`,
 		Args: cli.ExactArgs("APP", "RELEASE"),
@@ -156,8 +158,9 @@ func newReleaseRollbackCmd(f *cli.Factory) *cobra.Command {
 	r := &rolloutFlags{}
 	var skipReleasePhase bool
 	cmd := &cobra.Command{
-		Use:   "rollback APP [vN]",
-		Short: "Roll back to an earlier release's image and config",
+		Use:         "rollback APP [vN]",
+		Annotations: argsAre(argApp, argRelease),
+		Short:       "Roll back to an earlier release's image and config",
 		Long: `Roll back to an earlier release: a new release with that release's image,
 process commands and config, rolled out and watched like a deploy. Without vN,
 the release that ran before the current one.

@@ -254,11 +254,12 @@ func rolloutSettingsChange(cmd *cobra.Command, f *cli.Factory, appName, message 
 func newSettingsListCmd(f *cli.Factory, use, short, example string, data func(*app.App, *app.Release) any, table func(*app.App, *app.Release) *cli.Table) *cobra.Command {
 	o := &cli.OutputOptions{}
 	cmd := &cobra.Command{
-		Use:     use,
-		Aliases: []string{"ls"},
-		Short:   short,
-		Example: example,
-		Args:    cli.ExactArgs("APP"),
+		Use:         use,
+		Annotations: argsAre(argApp),
+		Aliases:     []string{"ls"},
+		Short:       short,
+		Example:     example,
+		Args:        cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := app.ValidateName(args[0]); err != nil {
 				return err

@@ -15,10 +15,10 @@ import (
 	"tug.dev/tug/pkg/text"
 )
 
-// Every command whose first argument is an app (its Use line says APP or
-// [APP]) goes to the cluster that holds the app, found by
+// Every command whose first argument is an app (it declares argApp first,
+// traits.go) goes to the cluster that holds the app, found by
 // cluster.Locate, before the command builds any client. This is the one
-// place that routes: commands added later are covered by their Use line
+// place that routes: commands added later are covered by their declaration
 // (TestEveryAppCommandIsRouted). With no cluster configured nothing is
 // asked and nothing changes; --context is used as given, and so is a
 // cluster or identity named by hand (--cluster, --server, --user, --token,
@@ -28,12 +28,6 @@ import (
 
 // annotationRouted marks the commands routeAppCommands wrapped.
 const annotationRouted = "tug.dev/routed"
-
-// takesApp reports whether c's first argument is an app's name.
-func takesApp(c *cobra.Command) bool {
-	f := strings.Fields(c.Use)
-	return len(f) > 1 && (f[1] == "APP" || f[1] == "[APP]")
-}
 
 // routeAppCommands wraps the RunE of every app command under root.
 func routeAppCommands(root *cobra.Command, f *cli.Factory) {
@@ -150,18 +144,6 @@ func movePool(loc *cluster.Location, o cluster.Searched) string {
 		}
 	}
 	return "POOL"
-}
-
-// deletes reports whether cmd deletes something of an app: app remove, and
-// every app command named remove, unset, unbind or kill (cert remove,
-// env unset, registry unset, volume unbind, unit kill, ...). Routing refuses
-// them while a configured cluster does not answer (silentClusterError).
-func deletes(cmd *cobra.Command) bool {
-	switch cmd.Name() {
-	case "remove", "unset", "unbind", "kill":
-		return true
-	}
-	return false
 }
 
 // silentClusterError refuses a command that deletes while a configured

@@ -18,8 +18,9 @@ type runOptions struct {
 func newRunCmd(f *cli.Factory) *cobra.Command {
 	o := &runOptions{}
 	cmd := &cobra.Command{
-		Use:   "run APP -- COMMAND [ARGS...]",
-		Short: "Run a one-off command in a new pod from the app's current release",
+		Use:         "run APP -- COMMAND [ARGS...]",
+		Annotations: argsAre(argApp, argCommandLine),
+		Short:       "Run a one-off command in a new pod from the app's current release",
 		Long: `Run a one-off command (a migration, a console, a script) in a new pod made
 from the app's current release: the same image, config, limits, pool and pull
 secret as the process's units (web, else the first; -p picks another). The pod

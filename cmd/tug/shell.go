@@ -12,8 +12,9 @@ import (
 func newShellCmd(f *cli.Factory) *cobra.Command {
 	o := &tugexec.ShellOptions{}
 	cmd := &cobra.Command{
-		Use:   "shell APP [UNIT]",
-		Short: "Open a shell in one of the app's units",
+		Use:         "shell APP [UNIT]",
+		Annotations: argsAre(argApp, argUnit),
+		Short:       "Open a shell in one of the app's units",
 		Long: `Open an interactive shell in a running unit of the app: bash when the image
 has it, else sh (--command runs something else).
 

@@ -64,8 +64,9 @@ func checkApp(name string) error {
 func newAppAddressCmd(f *cli.Factory) *cobra.Command {
 	o := &cli.OutputOptions{}
 	cmd := &cobra.Command{
-		Use:   "address APP",
-		Short: "List where the app can be reached",
+		Use:         "address APP",
+		Annotations: argsAre(argApp),
+		Short:       "List where the app can be reached",
 		Example: `  tug app address shop
   tug app address shop -o json`,
 		Long: `List the addresses of the app's web process: its Service's cluster IP and
@@ -107,11 +108,12 @@ cluster's Gateway, and its domains.`,
 
 func newOnOffCmd(f *cli.Factory, s traffic.Setting, short, long string) *cobra.Command {
 	return takesLock(&cobra.Command{
-		Use:     string(s) + " APP on|off",
-		Short:   short,
-		Example: "  tug app " + string(s) + " shop off\n  tug app " + string(s) + " shop on",
-		Long:    long,
-		Args:    cli.ExactArgs("APP", "on|off"),
+		Use:         string(s) + " APP on|off",
+		Annotations: argsAre(argApp, argOnOff),
+		Short:       short,
+		Example:     "  tug app " + string(s) + " shop off\n  tug app " + string(s) + " shop on",
+		Long:        long,
+		Args:        cli.ExactArgs("APP", "on|off"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkApp(args[0]); err != nil {
 				return err

@@ -179,18 +179,79 @@ func TestDynamicCompletion(t *testing.T) {
 	}
 }
 
-// TestEveryAppArgumentCompletes: a command that takes an APP, UNIT, vN or
-// NODE completes it.
+// TestEveryAppArgumentCompletes: a command that takes an app, unit,
+// release, node or pool completes it.
 func TestEveryAppArgumentCompletes(t *testing.T) {
 	for _, c := range commandTree(t) {
-		if !isLeaf(c) || (c.Parent().Name() == "app" && c.Name() == "create") {
+		if !isLeaf(c) {
 			continue
 		}
-		for _, w := range positionalWords(c.Use) {
-			if w == "APP" || w == "UNIT" || w == "vN" || w == "NODE" || w == "POOL" {
+		for _, k := range argKinds(c) {
+			switch k {
+			case argApp, argUnit, argRelease, argNode, argPool, argVolume, argCluster:
 				if c.ValidArgsFunction == nil {
-					t.Errorf("%q takes %s but completes nothing", c.CommandPath(), w)
+					t.Errorf("%q takes a %s but completes nothing", c.CommandPath(), k)
 				}
+			}
+		}
+	}
+}
+
+// useWords are the argument words of a Use line, for checking what a
+// command declares against its help: "kill APP UNIT" -> APP UNIT;
+// "rollback APP [vN]" -> APP vN. They end at the first flag, "--" or a
+// repeated word ("KEY...").
+func useWords(use string) []string {
+	var words []string
+	for _, w := range strings.Fields(use)[1:] {
+		if strings.HasPrefix(w, "-") || strings.HasPrefix(w, "[-") || strings.Contains(w, "...") {
+			break
+		}
+		words = append(words, strings.Trim(w, "[]"))
+	}
+	return words
+}
+
+// What each command declares about its arguments (traits.go), which
+// routing, deletion safety and completion read, says what its help says:
+// one declared kind per argument word of its Use line, of a kind the word
+// can name; a command line after "--" declared last. And a command that
+// takes an app and removes, unsets, unbinds or kills declares that it
+// deletes, so routing refuses it while a cluster does not answer.
+func TestCommandsDeclareTheirArguments(t *testing.T) {
+	words := map[string][]argKind{
+		"APP": {argApp}, "UNIT": {argUnit}, "vN": {argRelease}, "NODE": {argNode}, "POOL": {argPool},
+		"NAME": {argNewName, argVolume, argCluster, argNodeContainer}, "HOST": {argHost}, "KEY": {argKey},
+		"ADDRESS": {argAddress}, "N": {argCount}, "on|off": {argOnOff}, "SHELL": {argShell}, "DIR": {argDir},
+	}
+	for _, c := range commandTree(t) {
+		if !isLeaf(c) {
+			continue
+		}
+		kinds := argKinds(c)
+		if strings.Contains(c.Use, " -- ") {
+			if !passesCommandLine(c) {
+				t.Errorf("%q takes a command line (%q) but does not declare argCommandLine", c.CommandPath(), c.Use)
+				continue
+			}
+			kinds = kinds[:len(kinds)-1]
+		} else if passesCommandLine(c) {
+			t.Errorf("%q declares a command line its help does not show", c.CommandPath())
+		}
+		w := useWords(c.Use)
+		if len(w) != len(kinds) {
+			t.Errorf("%q: Use %q has arguments %v, declared %v (argsAre)", c.CommandPath(), c.Use, w, kinds)
+			continue
+		}
+		for i, word := range w {
+			if !slices.Contains(words[word], kinds[i]) {
+				t.Errorf("%q: argument %s declared as %q", c.CommandPath(), word, kinds[i])
+			}
+		}
+		switch c.Name() {
+		case "remove", "unset", "unbind", "kill":
+			if takesApp(c) && !deletes(c) {
+				t.Errorf("%q takes an app and %ss, but is not declared deleting", c.CommandPath(), c.Name())
 			}
 		}
 	}

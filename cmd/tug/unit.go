@@ -53,9 +53,10 @@ type unitListOptions struct {
 func newUnitListCmd(f *cli.Factory) *cobra.Command {
 	o := &unitListOptions{format: unitFormat("table")}
 	cmd := &cobra.Command{
-		Use:     "list [APP]",
-		Aliases: []string{"ls"},
-		Short:   "List an app's units (or every app's, with --all)",
+		Use:         "list [APP]",
+		Annotations: argsAre(argApp),
+		Aliases:     []string{"ls"},
+		Short:       "List an app's units (or every app's, with --all)",
 		Long: `List units with their status as people think of it:
 
   pending   not placed on a node yet (the scheduler's reason)
@@ -191,12 +192,17 @@ func newUnitAddCmd(f *cli.Factory, add bool) *cobra.Command {
 		verb, use, short, op = "remove", "remove APP N", "Remove N units from a process", '-'
 		aliases = []string{"rm", "delete"}
 	}
+	annotations := argsAre(argApp, argCount)
+	if !add {
+		annotations = deleting(argApp, argCount)
+	}
 	cmd := &cobra.Command{
-		Use:     use,
-		Aliases: aliases,
-		Short:   short,
-		Example: "  tug unit " + verb + " shop 2 -p worker",
-		Args:    cli.ExactArgs("APP", "N"),
+		Use:         use,
+		Annotations: annotations,
+		Aliases:     aliases,
+		Short:       short,
+		Example:     "  tug unit " + verb + " shop 2 -p worker",
+		Args:        cli.ExactArgs("APP", "N"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
 			if err := app.ValidateName(name); err != nil {
@@ -234,8 +240,9 @@ func newUnitAddCmd(f *cli.Factory, add bool) *cobra.Command {
 func newUnitKillCmd(f *cli.Factory) *cobra.Command {
 	var force bool
 	cmd := &cobra.Command{
-		Use:   "kill APP UNIT",
-		Short: "Kill a unit; its process starts a replacement (a one-off run just stops)",
+		Use:         "kill APP UNIT",
+		Annotations: deleting(argApp, argUnit),
+		Short:       "Kill a unit; its process starts a replacement (a one-off run just stops)",
 		Long: `Kill a unit: its process starts a replacement. A one-off run's pod (process
 "run" in 'tug unit list', such as one left by 'tug run --detach') is stopped
 and removed for good, with the Secret of its --env.`,

@@ -30,8 +30,9 @@ func newVolumeCreateCmd(f *cli.Factory) *cobra.Command {
 	o := volume.CreateOptions{}
 	var out cli.OutputOptions
 	cmd := &cobra.Command{
-		Use:   "create NAME --size SIZE [--storage-class SC] [--access-mode RWO|RWX|ROX]",
-		Short: "Create a volume",
+		Use:         "create NAME --size SIZE [--storage-class SC] [--access-mode RWO|RWX|ROX]",
+		Annotations: argsAre(argNewName),
+		Short:       "Create a volume",
 		Long: `Create a volume of at least --size (a quantity: 500Mi, 1Gi, 10G). Its storage
 comes from --storage-class (the cluster's default when not given): a
 provisioner makes it, or it waits (Pending) for a PersistentVolume an admin
@@ -70,8 +71,9 @@ func newVolumeBindCmd(f *cli.Factory) *cobra.Command {
 	var b app.VolumeBinding
 	r := &rolloutFlags{}
 	cmd := &cobra.Command{
-		Use:   "bind APP NAME --mount-path PATH [-p PROCESS] [--read-only]",
-		Short: "Mount a volume into an app's units: a new release, rolled out",
+		Use:         "bind APP NAME --mount-path PATH [-p PROCESS] [--read-only]",
+		Annotations: argsAre(argApp, argVolume),
+		Short:       "Mount a volume into an app's units: a new release, rolled out",
 		Long: `Mount a volume at --mount-path in the units of every process of the app, or
 of one with -p. This makes a new release, rolled out and watched like a
 deploy; a rollback to an earlier release restores that release's volumes.
@@ -106,11 +108,12 @@ units on one node, or use an RWX volume.`,
 func newVolumeUnbindCmd(f *cli.Factory) *cobra.Command {
 	r := &rolloutFlags{}
 	cmd := &cobra.Command{
-		Use:     "unbind APP NAME",
-		Short:   "Unmount a volume from an app's units: a new release, rolled out",
-		Example: `  tug volume unbind shop uploads`,
-		Long:    "Unmount a volume from an app's units. Its data stays in the volume.",
-		Args:    cli.ExactArgs("APP", "NAME"),
+		Use:         "unbind APP NAME",
+		Annotations: deleting(argApp, argVolume),
+		Short:       "Unmount a volume from an app's units: a new release, rolled out",
+		Example:     `  tug volume unbind shop uploads`,
+		Long:        "Unmount a volume from an app's units. Its data stays in the volume.",
+		Args:        cli.ExactArgs("APP", "NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := app.ValidateName(args[0]); err != nil {
 				return err
@@ -172,10 +175,11 @@ for the volume (a provisioner, or a PersistentVolume an admin made), then Bound.
 func newVolumeRemoveCmd(f *cli.Factory) *cobra.Command {
 	var yes bool
 	cmd := &cobra.Command{
-		Use:     "remove NAME",
-		Aliases: []string{"rm", "delete"},
-		Short:   "Remove a volume and its data (refused while an app mounts it)",
-		Example: `  tug volume remove uploads --yes`,
+		Use:         "remove NAME",
+		Annotations: argsAre(argVolume),
+		Aliases:     []string{"rm", "delete"},
+		Short:       "Remove a volume and its data (refused while an app mounts it)",
+		Example:     `  tug volume remove uploads --yes`,
 		Long: `Remove a volume. Its data is deleted or kept as its StorageClass's reclaim
 policy says. Refused while an app's deployed release mounts it: unbind it
 first. Asks first on a terminal; elsewhere needs --yes.`,
