@@ -71,14 +71,7 @@ the kubelet restarts: stop it first.`,
 	fl.BoolVar(&o.DeleteEmptyDirData, "delete-emptydir-data", false, "Also evict pods with emptyDir volumes (their data is lost)")
 	fl.BoolVar(&o.DryRun, "dry-run", false, "Show what would be moved, surged and skipped; change nothing")
 	fl.BoolVarP(&o.Yes, "yes", "y", false, "Do not ask for confirmation")
-	// A drain that keeps the Node, optionally limited to some pods: what
-	// the end-to-end tests use on a shared cluster's real nodes.
-	fl.BoolVar(&o.KeepNode, "keep-node", false, "Move the pods but keep the Node object, cordoned")
-	fl.StringVar(&o.PodSelector, "pod-selector", "", "With --keep-node: only move pods matching this label selector")
-	fl.StringVar(&o.PodNamespace, "pod-namespace", "", "With --keep-node: only move pods of this namespace")
-	_ = fl.MarkHidden("keep-node")
-	_ = fl.MarkHidden("pod-selector")
-	_ = fl.MarkHidden("pod-namespace")
+	addDrainTestFlags(fl, &o.RemoveOptions)
 	addClusterFlag(cmd, &o.Cluster)
 	cli.AddFormatFlag(cmd, &o.Output)
 	return cmd

@@ -100,7 +100,8 @@ func repoRoot() string {
 
 func buildTug(dir string) error {
 	env.tug = filepath.Join(dir, "tug")
-	cmd := exec.Command("go", "build", "-o", env.tug, "./cmd/tug")
+	// -tags e2e: the test-only flags (drainflags_e2e.go in cmd/tug)
+	cmd := exec.Command("go", "build", "-tags", "e2e", "-o", env.tug, "./cmd/tug")
 	cmd.Dir = repoRoot()
 	out, err := cmd.CombinedOutput()
 	if err != nil {

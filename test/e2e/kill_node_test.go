@@ -29,7 +29,7 @@ import (
 // cluster, and `node remove` run again must finish the removal: the unit
 // runs on another node, the app's unit count is the record's again, and
 // (for a whole removal) the Node is gone. The real nodes are drained with
-// the hidden --keep-node/--pod-namespace/--pod-selector flags (only this
+// the e2e build's --keep-node/--pod-namespace/--pod-selector flags (only this
 // test's unit moves, see node_test.go); the Node deletion is proven on
 // registered-only Nodes, with a pod bound to each (--force).
 func TestKill9DuringNodeRemove(t *testing.T) {

@@ -8,7 +8,8 @@ package e2e
 //     name no kubelet uses: the Node stays not-ready and tainted, so nothing
 //     is scheduled on it). Removal's rebalance — cordon, app-aware surge,
 //     eviction under PodDisruptionBudgets — is proven on real nodes with the
-//     hidden --keep-node, --pod-namespace and --pod-selector flags: only this
+//     e2e build's --keep-node, --pod-namespace and --pod-selector flags
+//     (-tags e2e; users' binaries lack them): only this
 //     test's pods move, and the Node stays.
 //   - Every real node a test touches is restored in t.Cleanup (pool label,
 //     the disabled taint, the cordon), and the window in which a real node
