@@ -85,7 +85,9 @@ func TestClusterSettingsSet(t *testing.T) {
 	if asked.Pool != "gpu" || out.String() != "pool gpu: appsDomain unset\npool gpu: router=traefik\n" || !strings.Contains(errOut.String(), "next deploy") {
 		t.Errorf("stdout %q stderr %q", out, errOut)
 	}
-	o.Write = func(context.Context, clustersettings.Change) (*clustersettings.Stored, error) { return nil, errors.New("forbidden") }
+	o.Write = func(context.Context, clustersettings.Change) (*clustersettings.Stored, error) {
+		return nil, errors.New("forbidden")
+	}
 	ios, out, _ = bufferIO()
 	o.IO = ios
 	if err := runClusterSettingsSet(context.Background(), o); err == nil || out.Len() != 0 {
