@@ -43,6 +43,10 @@ type Job struct {
 	Version   int      `json:"version"`
 	BuildArgs []string `json:"buildArgs,omitempty"` // K=V
 	Target    string   `json:"target,omitempty"`
+	// BuildEnv (K=V) reaches a CNB build's buildpacks as platform env
+	// files; Buildpacks (ID[@VERSION]) replace the builder's order.
+	BuildEnv   []string `json:"buildEnv,omitempty"`
+	Buildpacks []string `json:"buildpacks,omitempty"`
 }
 
 // WriteJob writes the header line.
