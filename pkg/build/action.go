@@ -3,6 +3,7 @@ package build
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -148,11 +149,17 @@ func (p *Plan) Run(ctx context.Context, d Deps, store *app.Store) (*Result, erro
 // its lifecycle (o.CNB), at a Platform API both speak, with buildpacks it
 // has; --buildpack and --build-env need one.
 func (p *Plan) inspect(ctx context.Context, d Deps, o *Options) error {
+	s := p.Settings
 	c, err := Inspect(ctx, d, *o)
+	var unreadable *UnreadableError
+	if errors.As(err, &unreadable) && len(s.Buildpacks) == 0 && len(s.BuildEnv) == 0 {
+		// not a registry's image: it can only be a builder of tug's contract
+		d.Progress.Done(unreadable.Error() + "; building with tug's builder contract")
+		return nil
+	}
 	if err != nil {
 		return err
 	}
-	s := p.Settings
 	if c == nil {
 		if len(s.Buildpacks) > 0 || len(s.BuildEnv) > 0 {
 			return usage.Errorf("--buildpack and --build-env are for Cloud Native Buildpacks builders; %s is not one (its config has no io.buildpacks.builder.metadata label)", s.Builder)

@@ -155,7 +155,7 @@ func parseInspect(log, builder, state string) (*CNB, error) {
 			return nil, fmt.Errorf("the build agent's answer about %s: %w", builder, err)
 		}
 		if r.Error != "" {
-			return nil, &Error{Stage: "start", Message: r.Error}
+			return nil, &UnreadableError{Builder: builder, Reason: r.Error}
 		}
 		if !r.IsCNB {
 			return nil, nil
@@ -172,6 +172,17 @@ func parseInspect(log, builder, state string) (*CNB, error) {
 		return nil, nil
 	}
 	return nil, &Error{Stage: "agent", Message: fmt.Sprintf("reading the builder %s: the build agent gave no answer (%s)", builder, state)}
+}
+
+// UnreadableError is a builder whose config the agent could not read from
+// a registry (an image only the nodes have, say): it can still be a
+// builder of tug's own contract.
+type UnreadableError struct {
+	Builder, Reason string
+}
+
+func (e *UnreadableError) Error() string {
+	return fmt.Sprintf("cannot read the builder %s's config: %s", e.Builder, e.Reason)
 }
 
 // restricted is a container security context that Pod Security's
