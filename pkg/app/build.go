@@ -13,12 +13,45 @@ type BuildSettings struct {
 	// Buildpacks builder's builds: --buildpack and --build-env.
 	Buildpacks []string `json:"buildpacks,omitempty"`
 	BuildEnv   []string `json:"buildEnv,omitempty"`
+	// Inspected is what a build read of a builder pinned by digest (so it
+	// cannot change): later builds with it skip reading it again.
+	Inspected *InspectedBuilder `json:"inspected,omitempty"`
+}
+
+// InspectedBuilder is what tug read of a builder image's config.
+type InspectedBuilder struct {
+	Image        string   `json:"image"` // NAME@sha256:...
+	CNB          bool     `json:"cnb"`
+	UID          int      `json:"uid,omitempty"`
+	GID          int      `json:"gid,omitempty"`
+	RunImage     string   `json:"runImage,omitempty"`
+	PlatformAPIs []string `json:"platformAPIs,omitempty"`
+	Lifecycle    string   `json:"lifecycle,omitempty"`
+	Buildpacks   []string `json:"buildpacks,omitempty"`
+}
+
+func (b *InspectedBuilder) equal(o *InspectedBuilder) bool {
+	if b == nil || o == nil {
+		return b == o
+	}
+	return b.Image == o.Image && b.CNB == o.CNB && b.UID == o.UID && b.GID == o.GID && b.RunImage == o.RunImage &&
+		b.Lifecycle == o.Lifecycle && slices.Equal(b.PlatformAPIs, o.PlatformAPIs) && slices.Equal(b.Buildpacks, o.Buildpacks)
+}
+
+// Clone is a deep copy.
+func (b *InspectedBuilder) Clone() *InspectedBuilder {
+	if b == nil {
+		return nil
+	}
+	c := *b
+	c.PlatformAPIs, c.Buildpacks = slices.Clone(b.PlatformAPIs), slices.Clone(b.Buildpacks)
+	return &c
 }
 
 // Equal says whether s and o are the same settings.
 func (s BuildSettings) Equal(o BuildSettings) bool {
 	return s.Builder == o.Builder && s.Repository == o.Repository && s.RunImage == o.RunImage && s.Timeout == o.Timeout &&
-		slices.Equal(s.Buildpacks, o.Buildpacks) && slices.Equal(s.BuildEnv, o.BuildEnv)
+		slices.Equal(s.Buildpacks, o.Buildpacks) && slices.Equal(s.BuildEnv, o.BuildEnv) && s.Inspected.equal(o.Inspected)
 }
 
 // Merge fills what s leaves empty from the remembered settings.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"tug.dev/tug/pkg/app"
@@ -150,7 +151,7 @@ func (p *Plan) Run(ctx context.Context, d Deps, store *app.Store) (*Result, erro
 // has; --buildpack and --build-env need one.
 func (p *Plan) inspect(ctx context.Context, d Deps, o *Options) error {
 	s := p.Settings
-	c, err := Inspect(ctx, d, *o)
+	c, err := p.inspected(ctx, d, *o)
 	var unreadable *UnreadableError
 	if errors.As(err, &unreadable) && len(s.Buildpacks) == 0 && len(s.BuildEnv) == 0 {
 		// not a registry's image: it can only be a builder of tug's contract
@@ -174,6 +175,22 @@ func (p *Plan) inspect(ctx context.Context, d Deps, o *Options) error {
 	}
 	o.CNB, o.BuildEnv, o.Buildpacks = c, s.BuildEnv, s.Buildpacks
 	return nil
+}
+
+// inspected is what the builder is: remembered for a builder pinned by
+// digest (it cannot change), else read by Inspect, and remembered once
+// the build has worked when it is pinned.
+func (p *Plan) inspected(ctx context.Context, d Deps, o Options) (*CNB, error) {
+	pinned := strings.Contains(o.Builder, "@sha256:")
+	if known := p.App.Build; pinned && known != nil && known.Inspected != nil && known.Inspected.Image == o.Builder {
+		p.remember.Inspected = known.Inspected.Clone()
+		return fromInspected(known.Inspected), nil
+	}
+	c, err := Inspect(ctx, d, o)
+	if err == nil && pinned {
+		p.remember.Inspected = toInspected(o.Builder, c)
+	}
+	return c, err
 }
 
 // plainHTTP are the registries a Dockerfile build speaks plain HTTP to,

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/exec"
 	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/text"
@@ -50,6 +51,21 @@ const (
 )
 
 var cnbVolume = resource.MustParse("4Gi")
+
+func toInspected(image string, c *CNB) *app.InspectedBuilder {
+	if c == nil {
+		return &app.InspectedBuilder{Image: image}
+	}
+	return &app.InspectedBuilder{Image: image, CNB: true, UID: c.UID, GID: c.GID, RunImage: c.RunImage,
+		PlatformAPIs: slices.Clone(c.PlatformAPIs), Lifecycle: c.Lifecycle, Buildpacks: slices.Clone(c.Buildpacks)}
+}
+
+func fromInspected(b *app.InspectedBuilder) *CNB {
+	if !b.CNB {
+		return nil
+	}
+	return &CNB{UID: b.UID, GID: b.GID, RunImage: b.RunImage, PlatformAPIs: slices.Clone(b.PlatformAPIs), Lifecycle: b.Lifecycle, Buildpacks: slices.Clone(b.Buildpacks)}
+}
 
 // Negotiate picks the newest Platform API that the lifecycle and tug both
 // speak; none is a usage error naming both sides' versions.

@@ -1,6 +1,7 @@
 package build
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"slices"
@@ -8,7 +9,10 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes/fake"
 
+	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/progress"
 	"tug.dev/tug/pkg/usage"
 )
 
@@ -172,5 +176,34 @@ func TestParseInspect(t *testing.T) {
 	}
 	if _, err := parseInspect("killed\n", "b", "exit 137 OOMKilled"); err == nil || !strings.Contains(err.Error(), "OOMKilled") {
 		t.Errorf("no answer: %v", err)
+	}
+}
+
+// A builder pinned by digest is read once: its answer is remembered with
+// the app's build settings and later builds make no pod to read it again;
+// one named by a tag is read every time.
+func TestPinnedBuilderIsInspectedOnce(t *testing.T) {
+	pinned := "10.0.0.5:5000/b/cnb@sha256:" + strings.Repeat("a", 64)
+	known := &app.InspectedBuilder{Image: pinned, CNB: true, UID: 1000, GID: 1000, RunImage: "r:1", PlatformAPIs: []string{"0.15"}, Buildpacks: []string{"x/y@1"}}
+	a := &app.App{Name: "shop", Namespace: "dev", Build: &app.BuildSettings{Builder: pinned, Repository: "10.0.0.5:5000/apps/shop", Inspected: known}}
+	p, err := FromSource{App: "shop"}.plan(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := fake.NewClientset()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // a pod made to read the builder fails at once
+	c, err := p.inspected(ctx, Deps{Client: client, Progress: progress.Nop{}}, Options{App: "shop", Namespace: "dev", Builder: pinned})
+	if err != nil || c == nil || c.UID != 1000 || !slices.Equal(c.Buildpacks, []string{"x/y@1"}) || len(client.Actions()) != 0 {
+		t.Errorf("a remembered pinned builder: %+v %v, %d requests", c, err, len(client.Actions()))
+	}
+	if !p.remember.Equal(*a.Build) {
+		t.Errorf("the remembered answer would be dropped: %+v", p.remember)
+	}
+	for _, other := range []string{"10.0.0.5:5000/b/cnb:v1", "10.0.0.5:5000/b/cnb@sha256:" + strings.Repeat("b", 64)} {
+		client := fake.NewClientset()
+		if _, err := p.inspected(ctx, Deps{Client: client, Progress: progress.Nop{}}, Options{App: "shop", Namespace: "dev", Builder: other}); err == nil || len(client.Actions()) == 0 {
+			t.Errorf("%s: read without a pod (%v)", other, err)
+		}
 	}
 }

@@ -150,6 +150,9 @@ func TestCNBBuildDeploysProcessesAndCaches(t *testing.T) {
 		t.Errorf("the rebuild deployed no new digest:\n%s", r.Stderr)
 	}
 	serves("Second edition")
+	if n := len(specs()); n != len(seen)+1 {
+		t.Errorf("the rebuild made %d pods, want the build alone: a builder pinned by digest is read once", n-len(seen))
+	}
 	assertNoBuildPods(t, h)
 }
 
