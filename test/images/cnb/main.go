@@ -29,7 +29,6 @@
 package main
 
 import (
-	"archive/tar"
 	"bytes"
 	"encoding/json"
 	"flag"
@@ -37,9 +36,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
+	"tug.dev/tug/test/images/layer"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -61,14 +60,7 @@ const (
 	version    = "0.1.0"
 )
 
-type file struct {
-	name string
-	mode int64
-	data []byte
-	link string
-	dir  bool
-	uid  int
-}
+type file = layer.File
 
 func main() {
 	reg := flag.String("registry", "", "the local registry, HOST:PORT")
@@ -141,7 +133,7 @@ func pushAgent(reg, path string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	img, err := appendLayer(empty.Image, []file{{name: "tug-build", mode: 0o755, data: data}})
+	img, err := appendLayer(empty.Image, []file{{Name: "tug-build", Mode: 0o755, Data: data}})
 	if err != nil {
 		return "", err
 	}
@@ -177,37 +169,15 @@ var epoch = time.Unix(0, 0).UTC()
 // appendLayer adds one layer of files, in name order with times zeroed,
 // so the same inputs give the same digest.
 func appendLayer(base v1.Image, files []file) (v1.Image, error) {
-	sort.Slice(files, func(i, j int) bool { return files[i].name < files[j].name })
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, f := range files {
-		h := &tar.Header{Name: f.name, Mode: f.mode, ModTime: epoch, Format: tar.FormatPAX, Uid: f.uid, Gid: f.uid}
-		switch {
-		case f.dir:
-			h.Typeflag, h.Name = tar.TypeDir, f.name+"/"
-		case f.link != "":
-			h.Typeflag, h.Linkname = tar.TypeSymlink, f.link
-		default:
-			h.Typeflag, h.Size = tar.TypeReg, int64(len(f.data))
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			return nil, err
-		}
-		if h.Typeflag == tar.TypeReg {
-			if _, err := tw.Write(f.data); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if err := tw.Close(); err != nil {
-		return nil, err
-	}
-	data := buf.Bytes()
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil })
+	data, err := layer.Tar(files)
 	if err != nil {
 		return nil, err
 	}
-	return mutate.Append(base, mutate.Addendum{Layer: layer, History: v1.History{CreatedBy: "tug test/images/cnb", Created: v1.Time{Time: epoch}}})
+	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil })
+	if err != nil {
+		return nil, err
+	}
+	return mutate.Append(base, mutate.Addendum{Layer: l, History: v1.History{CreatedBy: "tug test/images/cnb", Created: v1.Time{Time: epoch}}})
 }
 
 func builderFiles(lc, lcVersion, runImage string) ([]file, error) {
@@ -220,25 +190,25 @@ func builderFiles(lc, lcVersion, runImage string) ([]file, error) {
 		return nil, err
 	}
 	files := []file{
-		{name: "cnb", mode: 0o755, dir: true},
-		{name: "cnb/lifecycle", mode: 0o755, dir: true},
-		{name: "cnb/lifecycle/lifecycle", mode: 0o755, data: lifecycle},
-		{name: "cnb/lifecycle/launcher", mode: 0o755, data: launcher},
-		{name: "cnb/lifecycle/lifecycle.toml", mode: 0o644, data: []byte(lifecycleDescriptor(lcVersion))},
-		{name: "cnb/buildpacks", mode: 0o755, dir: true},
-		{name: "cnb/order.toml", mode: 0o644, data: []byte("[[order]]\n  [[order.group]]\n    id = \"tug.test/shell\"\n    version = \"" + version + "\"\n")},
-		{name: "cnb/run.toml", mode: 0o644, data: []byte("[[images]]\n  image = \"" + runImage + "\"\n")},
-		{name: "etc", mode: 0o755, dir: true},
-		{name: "etc/passwd", mode: 0o644, data: []byte("root:x:0:0:root:/root:/bin/sh\ncnb:x:1000:1000:cnb:/home/cnb:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n")},
-		{name: "etc/group", mode: 0o644, data: []byte("root:x:0:\ncnb:x:1000:\nnogroup:x:65534:\n")},
-		{name: "home", mode: 0o755, dir: true},
-		{name: "home/cnb", mode: 0o755, dir: true, uid: uid},
-		{name: "layers", mode: 0o755, dir: true, uid: uid},
-		{name: "workspace", mode: 0o755, dir: true, uid: uid},
-		{name: "platform", mode: 0o755, dir: true},
+		{Name: "cnb", Mode: 0o755, Dir: true},
+		{Name: "cnb/lifecycle", Mode: 0o755, Dir: true},
+		{Name: "cnb/lifecycle/lifecycle", Mode: 0o755, Data: lifecycle},
+		{Name: "cnb/lifecycle/launcher", Mode: 0o755, Data: launcher},
+		{Name: "cnb/lifecycle/lifecycle.toml", Mode: 0o644, Data: []byte(lifecycleDescriptor(lcVersion))},
+		{Name: "cnb/buildpacks", Mode: 0o755, Dir: true},
+		{Name: "cnb/order.toml", Mode: 0o644, Data: []byte("[[order]]\n  [[order.group]]\n    id = \"tug.test/shell\"\n    version = \"" + version + "\"\n")},
+		{Name: "cnb/run.toml", Mode: 0o644, Data: []byte("[[images]]\n  image = \"" + runImage + "\"\n")},
+		{Name: "etc", Mode: 0o755, Dir: true},
+		{Name: "etc/passwd", Mode: 0o644, Data: []byte("root:x:0:0:root:/root:/bin/sh\ncnb:x:1000:1000:cnb:/home/cnb:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n")},
+		{Name: "etc/group", Mode: 0o644, Data: []byte("root:x:0:\ncnb:x:1000:\nnogroup:x:65534:\n")},
+		{Name: "home", Mode: 0o755, Dir: true},
+		{Name: "home/cnb", Mode: 0o755, Dir: true, UID: uid},
+		{Name: "layers", Mode: 0o755, Dir: true, UID: uid},
+		{Name: "workspace", Mode: 0o755, Dir: true, UID: uid},
+		{Name: "platform", Mode: 0o755, Dir: true},
 	}
 	for _, phase := range []string{"analyzer", "builder", "creator", "detector", "exporter", "rebaser", "restorer"} {
-		files = append(files, file{name: "cnb/lifecycle/" + phase, mode: 0o777, link: "lifecycle"})
+		files = append(files, file{Name: "cnb/lifecycle/" + phase, Mode: 0o777, Link: "lifecycle"})
 	}
 	files = append(files, buildpack("tug.test/shell", "a shell buildpack of tug's tests", shellDetect, shellBuild)...)
 	files = append(files, buildpack("tug.test/extra", "adds extra.txt to the app", "#!/bin/sh\nexit 0\n", extraBuild)...)
@@ -250,12 +220,12 @@ func buildpack(id, desc, detect, build string) []file {
 	d := strings.TrimPrefix(dir, "/")
 	toml := fmt.Sprintf("api = \"0.10\"\n\n[buildpack]\n  id = %q\n  version = %q\n  name = %q\n", id, version, desc)
 	return []file{
-		{name: d, mode: 0o755, dir: true},
-		{name: d + "/" + version, mode: 0o755, dir: true},
-		{name: d + "/" + version + "/bin", mode: 0o755, dir: true},
-		{name: d + "/" + version + "/buildpack.toml", mode: 0o644, data: []byte(toml)},
-		{name: d + "/" + version + "/bin/detect", mode: 0o755, data: []byte(detect)},
-		{name: d + "/" + version + "/bin/build", mode: 0o755, data: []byte(build)},
+		{Name: d, Mode: 0o755, Dir: true},
+		{Name: d + "/" + version, Mode: 0o755, Dir: true},
+		{Name: d + "/" + version + "/bin", Mode: 0o755, Dir: true},
+		{Name: d + "/" + version + "/buildpack.toml", Mode: 0o644, Data: []byte(toml)},
+		{Name: d + "/" + version + "/bin/detect", Mode: 0o755, Data: []byte(detect)},
+		{Name: d + "/" + version + "/bin/build", Mode: 0o755, Data: []byte(build)},
 	}
 }
 
