@@ -37,16 +37,7 @@ const (
 )
 
 // Builder is what `inspect` says of a builder image.
-type Builder struct {
-	CNB          bool     `json:"cnb"`
-	UID          int      `json:"uid,omitempty"`
-	GID          int      `json:"gid,omitempty"`
-	RunImage     string   `json:"runImage,omitempty"`
-	PlatformAPIs []string `json:"platformAPIs,omitempty"`
-	Lifecycle    string   `json:"lifecycle,omitempty"`
-	Buildpacks   []string `json:"buildpacks,omitempty"` // ID@VERSION
-	Error        string   `json:"error,omitempty"`
-}
+type Builder = protocol.Builder
 
 type builderMetadata struct {
 	Stack struct {

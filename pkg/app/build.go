@@ -1,6 +1,10 @@
 package app
 
-import "slices"
+import (
+	"slices"
+
+	"tug.dev/tug/pkg/build/protocol"
+)
 
 // BuildSettings are how an app is built from source (tug app deploy
 // without --image): remembered from the last deploy that set them.
@@ -20,22 +24,17 @@ type BuildSettings struct {
 
 // InspectedBuilder is what tug read of a builder image's config.
 type InspectedBuilder struct {
-	Image        string   `json:"image"` // NAME@sha256:...
-	CNB          bool     `json:"cnb"`
-	UID          int      `json:"uid,omitempty"`
-	GID          int      `json:"gid,omitempty"`
-	RunImage     string   `json:"runImage,omitempty"`
-	PlatformAPIs []string `json:"platformAPIs,omitempty"`
-	Lifecycle    string   `json:"lifecycle,omitempty"`
-	Buildpacks   []string `json:"buildpacks,omitempty"`
+	Image string `json:"image"` // NAME@sha256:...
+	protocol.Builder
 }
 
 func (b *InspectedBuilder) equal(o *InspectedBuilder) bool {
 	if b == nil || o == nil {
 		return b == o
 	}
-	return b.Image == o.Image && b.CNB == o.CNB && b.UID == o.UID && b.GID == o.GID && b.RunImage == o.RunImage &&
-		b.Lifecycle == o.Lifecycle && slices.Equal(b.PlatformAPIs, o.PlatformAPIs) && slices.Equal(b.Buildpacks, o.Buildpacks)
+	x, y := b.Builder, o.Builder
+	return b.Image == o.Image && x.CNB == y.CNB && x.UID == y.UID && x.GID == y.GID && x.RunImage == y.RunImage &&
+		x.Lifecycle == y.Lifecycle && x.Error == y.Error && slices.Equal(x.PlatformAPIs, y.PlatformAPIs) && slices.Equal(x.Buildpacks, y.Buildpacks)
 }
 
 // Clone is a deep copy.

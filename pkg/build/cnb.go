@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/build/protocol"
 	"tug.dev/tug/pkg/exec"
 	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/text"
@@ -28,12 +29,7 @@ var PlatformAPIs = []string{"0.13", "0.14", "0.15"}
 // CNB is what a Cloud Native Buildpacks builder tells a platform (its
 // config's io.buildpacks.builder.metadata label and environment).
 type CNB struct {
-	UID          int      `json:"uid"`
-	GID          int      `json:"gid"`
-	RunImage     string   `json:"runImage"`
-	PlatformAPIs []string `json:"platformAPIs"`
-	Lifecycle    string   `json:"lifecycle"`
-	Buildpacks   []string `json:"buildpacks"` // ID@VERSION
+	protocol.Builder
 	// PlatformAPI is the version the build speaks: the newest both sides
 	// support (Negotiate).
 	PlatformAPI string `json:"-"`
@@ -53,18 +49,18 @@ const (
 var cnbVolume = resource.MustParse("4Gi")
 
 func toInspected(image string, c *CNB) *app.InspectedBuilder {
-	if c == nil {
-		return &app.InspectedBuilder{Image: image}
+	b := &app.InspectedBuilder{Image: image}
+	if c != nil {
+		b.Builder = c.Builder
 	}
-	return &app.InspectedBuilder{Image: image, CNB: true, UID: c.UID, GID: c.GID, RunImage: c.RunImage,
-		PlatformAPIs: slices.Clone(c.PlatformAPIs), Lifecycle: c.Lifecycle, Buildpacks: slices.Clone(c.Buildpacks)}
+	return b.Clone()
 }
 
 func fromInspected(b *app.InspectedBuilder) *CNB {
 	if !b.CNB {
 		return nil
 	}
-	return &CNB{UID: b.UID, GID: b.GID, RunImage: b.RunImage, PlatformAPIs: slices.Clone(b.PlatformAPIs), Lifecycle: b.Lifecycle, Buildpacks: slices.Clone(b.Buildpacks)}
+	return &CNB{Builder: b.Clone().Builder}
 }
 
 // Negotiate picks the newest Platform API that the lifecycle and tug both
@@ -162,25 +158,20 @@ func parseInspect(log, builder, state string) (*CNB, error) {
 		if !ok {
 			continue
 		}
-		var r struct {
-			CNB
-			IsCNB bool   `json:"cnb"`
-			Error string `json:"error"`
-		}
+		var r protocol.Builder
 		if err := json.Unmarshal([]byte(rest), &r); err != nil {
 			return nil, fmt.Errorf("the build agent's answer about %s: %w", builder, err)
 		}
 		if r.Error != "" {
 			return nil, &UnreadableError{Builder: builder, Reason: r.Error}
 		}
-		if !r.IsCNB {
+		if !r.CNB {
 			return nil, nil
 		}
-		c := r.CNB
-		if c.UID == 0 {
+		if r.UID == 0 {
 			return nil, &Error{Stage: "start", Message: fmt.Sprintf("the CNB builder %s runs its buildpacks as root (CNB_USER_ID=0); tug runs builds as an ordinary user", builder)}
 		}
-		return &c, nil
+		return &CNB{Builder: r}, nil
 	}
 	// an agent older than inspect prints its usage: it builds with tug's
 	// own contract, as before

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/build/protocol"
 	"tug.dev/tug/pkg/progress"
 	"tug.dev/tug/pkg/usage"
 )
@@ -20,7 +21,7 @@ func cnbOptions() Options {
 	return Options{
 		App: "shop", Namespace: "dev", PullSecret: "shop-registry", Builder: "10.0.0.5:5000/b/cnb@sha256:aa",
 		Repository: "10.0.0.5:5000/apps/shop", Source: &Source{},
-		CNB:      &CNB{UID: 1002, GID: 1003, RunImage: "registry.example.com/run:1", PlatformAPI: "0.14", Lifecycle: "0.20.5"},
+		CNB:      &CNB{Builder: protocol.Builder{CNB: true, UID: 1002, GID: 1003, RunImage: "registry.example.com/run:1", Lifecycle: "0.20.5"}, PlatformAPI: "0.14"},
 		BuildEnv: []string{"TOKEN=s3cret-value"}, Buildpacks: []string{"heroku/nodejs"},
 	}
 }
@@ -112,12 +113,12 @@ func TestNegotiatePicksTheNewestCommonPlatformAPI(t *testing.T) {
 		{[]string{"0.12", "0.13", "0.14"}, "0.14"},
 		{[]string{"0.13", "0.16"}, "0.13"},
 	} {
-		b := &CNB{PlatformAPIs: c.have}
+		b := &CNB{Builder: protocol.Builder{PlatformAPIs: c.have}}
 		if err := b.Negotiate(); err != nil || b.PlatformAPI != c.want {
 			t.Errorf("%v: got %q, %v; want %s", c.have, b.PlatformAPI, err, c.want)
 		}
 	}
-	b := &CNB{PlatformAPIs: []string{"0.9", "0.12"}, Lifecycle: "0.17.0"}
+	b := &CNB{Builder: protocol.Builder{PlatformAPIs: []string{"0.9", "0.12"}, Lifecycle: "0.17.0"}}
 	err := b.Negotiate()
 	if !usage.Is(err) || !strings.Contains(err.Error(), "0.9, 0.12") || !strings.Contains(err.Error(), "0.13, 0.14, 0.15") {
 		t.Errorf("no common version: want a usage error naming both sides, got %v", err)
@@ -125,7 +126,7 @@ func TestNegotiatePicksTheNewestCommonPlatformAPI(t *testing.T) {
 }
 
 func TestBuildpackAndBuildEnvInput(t *testing.T) {
-	c := &CNB{Buildpacks: []string{"heroku/nodejs@3.2.1", "heroku/procfile@4.0.0"}}
+	c := &CNB{Builder: protocol.Builder{Buildpacks: []string{"heroku/nodejs@3.2.1", "heroku/procfile@4.0.0"}}}
 	if err := c.CheckBuildpacks([]string{"heroku/nodejs", "heroku/procfile@4.0.0"}); err != nil {
 		t.Errorf("buildpacks the builder has: %v", err)
 	}
@@ -184,7 +185,7 @@ func TestParseInspect(t *testing.T) {
 // one named by a tag is read every time.
 func TestPinnedBuilderIsInspectedOnce(t *testing.T) {
 	pinned := "10.0.0.5:5000/b/cnb@sha256:" + strings.Repeat("a", 64)
-	known := &app.InspectedBuilder{Image: pinned, CNB: true, UID: 1000, GID: 1000, RunImage: "r:1", PlatformAPIs: []string{"0.15"}, Buildpacks: []string{"x/y@1"}}
+	known := &app.InspectedBuilder{Image: pinned, Builder: protocol.Builder{CNB: true, UID: 1000, GID: 1000, RunImage: "r:1", PlatformAPIs: []string{"0.15"}, Buildpacks: []string{"x/y@1"}}}
 	a := &app.App{Name: "shop", Namespace: "dev", Build: &app.BuildSettings{Builder: pinned, Repository: "10.0.0.5:5000/apps/shop", Inspected: known}}
 	p, err := FromSource{App: "shop"}.plan(a)
 	if err != nil {

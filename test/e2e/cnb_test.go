@@ -71,6 +71,19 @@ func (h *H) buildPodSpecs() func() []string {
 	}
 }
 
+// servesEventually waits until the app's web Service answers with want.
+func (h *H) servesEventually(appName, want string) {
+	h.t.Helper()
+	svc, err := h.Client.CoreV1().Services(h.NS).Get(context.Background(), appName, metav1.GetOptions{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.Eventually(60*time.Second, appName+" serves "+want, func() (bool, error) {
+		body, err := tryGet(fmt.Sprintf("http://%s/", svc.Spec.ClusterIP))
+		return strings.Contains(body, want), err
+	})
+}
+
 var builtByDigest = regexp.MustCompile(`built (\S+/e2e/\S+@sha256:[0-9a-f]{64}) with buildpacks`)
 
 // A CNB builder's own lifecycle builds the app: deployed by digest, its
@@ -106,17 +119,7 @@ func TestCNBBuildDeploysProcessesAndCaches(t *testing.T) {
 			t.Errorf("%s runs %s %v, want %s by digest through /cnb/process/%s", proc, c.Image, c.Command, m[1], proc)
 		}
 	}
-	svc, err := h.Client.CoreV1().Services(h.NS).Get(context.Background(), "cnb", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	serves := func(want string) {
-		t.Helper()
-		h.Eventually(60*time.Second, "the app serves "+want, func() (bool, error) {
-			body, err := tryGet(fmt.Sprintf("http://%s/", svc.Spec.ClusterIP))
-			return strings.Contains(body, want), err
-		})
-	}
+	serves := func(want string) { t.Helper(); h.servesEventually("cnb", want) }
 	serves("greeting: psst-4217")
 	serves("Built by buildpacks")
 	h.Eventually(60*time.Second, "the worker process works", func() (bool, error) {
@@ -190,14 +193,7 @@ func TestCNBBuildpacksAndBadInput(t *testing.T) {
 	if r.Code != 0 || !strings.Contains(r.Stderr, "tug.test/extra: wrote extra.txt") || !strings.Contains(r.Stderr, "with buildpacks tug.test/extra@0.1.0, tug.test/shell@0.1.0") {
 		t.Fatalf("--buildpack: %s", r)
 	}
-	svc, err := h.Client.CoreV1().Services(h.NS).Get(context.Background(), "bp", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.Eventually(60*time.Second, "the page of both buildpacks", func() (bool, error) {
-		body, err := tryGet(fmt.Sprintf("http://%s/", svc.Spec.ClusterIP))
-		return strings.Contains(body, "extra buildpack was here"), err
-	})
+	h.servesEventually("bp", "extra buildpack was here")
 	if info := h.Tug("app", "info", "bp"); !strings.Contains(info.Stdout, "buildpacks tug.test/extra@0.1.0 tug.test/shell") {
 		t.Errorf("app info does not show the remembered buildpacks:\n%s", info)
 	}

@@ -104,25 +104,18 @@ func pushBuilder(reg, lc, lcVersion string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	img, err := appendLayer(base, files)
+	img, err := image(base, files, func(cfg *v1.Config) {
+		cfg.Env = []string{"PATH=/cnb/process:/cnb/lifecycle:/bin", fmt.Sprintf("CNB_USER_ID=%d", uid), fmt.Sprintf("CNB_GROUP_ID=%d", uid)}
+		cfg.User = fmt.Sprintf("%d:%d", uid, uid)
+		cfg.WorkingDir = "/layers"
+		cfg.Cmd, cfg.Entrypoint = []string{"/bin/sh"}, nil
+		cfg.Labels = map[string]string{
+			"io.buildpacks.builder.metadata": builderMetadata(lcVersion, runImage),
+			"io.buildpacks.buildpack.order":  `[{"group":[{"id":"tug.test/shell","version":"` + version + `"}]}]`,
+			"io.buildpacks.buildpack.layers": "{}",
+		}
+	})
 	if err != nil {
-		return "", err
-	}
-	cf, err := img.ConfigFile()
-	if err != nil {
-		return "", err
-	}
-	cfg := cf.Config.DeepCopy()
-	cfg.Env = []string{"PATH=/cnb/process:/cnb/lifecycle:/bin", fmt.Sprintf("CNB_USER_ID=%d", uid), fmt.Sprintf("CNB_GROUP_ID=%d", uid)}
-	cfg.User = fmt.Sprintf("%d:%d", uid, uid)
-	cfg.WorkingDir = "/layers"
-	cfg.Cmd, cfg.Entrypoint = []string{"/bin/sh"}, nil
-	cfg.Labels = map[string]string{
-		"io.buildpacks.builder.metadata": builderMetadata(lcVersion, runImage),
-		"io.buildpacks.buildpack.order":  `[{"group":[{"id":"tug.test/shell","version":"` + version + `"}]}]`,
-		"io.buildpacks.buildpack.layers": "{}",
-	}
-	if img, err = mutate.Config(img, *cfg); err != nil {
 		return "", err
 	}
 	return push(reg+"/tug/cnb-builder:v1", img)
@@ -133,20 +126,26 @@ func pushAgent(reg, path string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	img, err := appendLayer(empty.Image, []file{{Name: "tug-build", Mode: 0o755, Data: data}})
+	img, err := image(empty.Image, []file{{Name: "tug-build", Mode: 0o755, Data: data}}, func(cfg *v1.Config) { cfg.Cmd = []string{"/tug-build"} })
 	if err != nil {
-		return "", err
-	}
-	cf, err := img.ConfigFile()
-	if err != nil {
-		return "", err
-	}
-	cfg := cf.Config.DeepCopy()
-	cfg.Cmd = []string{"/tug-build"}
-	if img, err = mutate.Config(img, *cfg); err != nil {
 		return "", err
 	}
 	return push(reg+"/tug/cnb-agent:dev", img)
+}
+
+// image is base plus a layer of files, its config changed by edit.
+func image(base v1.Image, files []file, edit func(*v1.Config)) (v1.Image, error) {
+	img, err := appendLayer(base, files)
+	if err != nil {
+		return nil, err
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cfg := cf.Config.DeepCopy()
+	edit(cfg)
+	return mutate.Config(img, *cfg)
 }
 
 func push(ref string, img v1.Image) (string, error) {
