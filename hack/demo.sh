@@ -97,6 +97,18 @@ step release rollback site
 show_site "Hello from a build"
 rm -rf "$site"
 
+# A Cloud Native Buildpacks builder builds with its own lifecycle (the local
+# cluster's test builder: the real lifecycle, shell buildpacks), rootless;
+# the image's process types, web and worker, become the app's processes.
+hello=$(mktemp -d)
+echo "Hello from buildpacks" >"$hello/message.txt"
+cnb=$(curl -sfI --max-time 5 -H 'Accept: application/vnd.oci.image.manifest.v1+json' "http://$registry/v2/tug/cnb-builder/manifests/v1" |
+  tr -d '\r' | awk -F': ' 'tolower($1) == "docker-content-digest" {print $2}')
+step app create hello --description "built by Cloud Native Buildpacks"
+(cd "$hello" && step app deploy hello --builder "$registry/tug/cnb-builder@$cnb" --repository "$registry/demo/hello" --build-env GREETING=hi -m "CNB build")
+step unit list hello
+rm -rf "$hello"
+
 step app create shop --description "the demo shop"
 # A Procfile with a release phase: it runs once per deploy and config change,
 # in a one-off unit of the new release, before any unit is replaced.

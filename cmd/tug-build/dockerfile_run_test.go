@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
@@ -138,7 +139,7 @@ func TestDockerfileBuildsWithBuildctl(t *testing.T) {
 		"-----> pushed 10.0.0.1:5000/shop@sha256:feed",
 	}
 	wantCalls := []string{tls + " --timeout 5 debug workers", buildArgs(tls, r.tmp)}
-	if r.code != 0 || r.result != want || strings.Join(r.out, "\n") != strings.Join(wantOut, "\n") || strings.Join(r.calls, "\n") != strings.Join(wantCalls, "\n") {
+	if r.code != 0 || !reflect.DeepEqual(r.result, want) || strings.Join(r.out, "\n") != strings.Join(wantOut, "\n") || strings.Join(r.calls, "\n") != strings.Join(wantCalls, "\n") {
 		t.Errorf("with -buildkitd: exit %d, result %+v\nout:\n%s\nwant:\n%s\nbuildctl:\n%s\nwant:\n%s",
 			r.code, r.result, strings.Join(r.out, "\n"), strings.Join(wantOut, "\n"), strings.Join(r.calls, "\n"), strings.Join(wantCalls, "\n"))
 	}
@@ -154,7 +155,7 @@ func TestDockerfileBuildsWithBuildctl(t *testing.T) {
 	}
 	wantOut[0], wantOut[1] = "-----> source: 2 files, "+size+" unpacked into "+app, started
 	wantCalls = []string{"--addr " + addr + " debug workers", buildArgs("--addr "+addr, r.tmp)}
-	if r.code != 0 || r.result != want || strings.Join(r.out, "\n") != strings.Join(wantOut, "\n") || strings.Join(r.calls, "\n") != strings.Join(wantCalls, "\n") {
+	if r.code != 0 || !reflect.DeepEqual(r.result, want) || strings.Join(r.out, "\n") != strings.Join(wantOut, "\n") || strings.Join(r.calls, "\n") != strings.Join(wantCalls, "\n") {
 		t.Errorf("its own buildkitd: exit %d, result %+v\nout:\n%s\nwant:\n%s\nbuildctl:\n%s\nwant:\n%s",
 			r.code, r.result, strings.Join(r.out, "\n"), strings.Join(wantOut, "\n"), strings.Join(r.calls, "\n"), strings.Join(wantCalls, "\n"))
 	}
@@ -194,7 +195,7 @@ func TestDockerfileSaysWhichStageFailed(t *testing.T) {
 			args := append([]string{"-repository", "10.0.0.1:5000/shop", "-app", filepath.Join(t.TempDir(), "app"),
 				"-buildkitd", "tcp://127.0.0.1:1234", "-tls-dir", "/tls"}, c.args...)
 			r := runDockerfile(t, c.stdin, c.env, args...)
-			if r.code != 1 || r.result != c.want {
+			if r.code != 1 || !reflect.DeepEqual(r.result, c.want) {
 				t.Errorf("exit %d, result %+v; want 1, %+v", r.code, r.result, c.want)
 			}
 			if l := r.out[len(r.out)-1]; l != "tug-build: "+c.want.Stage+": "+c.want.Message {

@@ -6,6 +6,8 @@
 //	tug-build run -repository REPO -run-image IMAGE
 //	tug-build dockerfile -repository REPO -dockerfile PATH -job stdin -buildkitd ADDR -tls-dir DIR
 //	tug-build buildkit-setup [-install DEST] -daemon DIR -client DIR [-plain-http HOST,...]
+//	tug-build inspect -image BUILDER
+//	tug-build cnb -repository REPO -run-image IMAGE -platform-api VERSION [-cache-image REPO:TAG]
 //
 // run reads a gzipped tar of the app's source on stdin, unpacks it into
 // /app (through an os.Root, within the limits of pkg/build/protocol), runs
@@ -26,6 +28,15 @@
 // REPO:buildcache. The push credentials (DOCKER_CONFIG) are this
 // container's alone: buildkitd gets them through buildctl's session, and
 // RUN steps, which run beside buildkitd, see neither.
+//
+// inspect reads a builder image's config from its registry and says
+// whether it is a Cloud Native Buildpacks builder (and its user, run image,
+// Platform APIs and buildpacks). cnb runs in such a builder: it reads the
+// job header (build environment, buildpacks) and the source, writes the
+// build environment as platform env files and runs the builder's own
+// /cnb/lifecycle/creator, which pushes to REPO with a cache image; the
+// digest comes from the lifecycle's report, the process types from the
+// image's io.buildpacks.build.metadata label.
 //
 // Without -buildkitd (older clients) it starts buildkitd itself, in the
 // same container, as before.
@@ -74,7 +85,14 @@ type Result struct {
 	Image       string `json:"image,omitempty"` // REPO@sha256:...
 	LayerBytes  int64  `json:"layerBytes,omitempty"`
 	PushedBytes int64  `json:"pushedBytes,omitempty"`
-	Seconds     struct {
+	// A CNB build's (cnb): the image's process types and buildpacks, and
+	// the layers the lifecycle added, reused and restored from the cache.
+	Processes      []string `json:"processes,omitempty"`
+	Buildpacks     []string `json:"buildpacks,omitempty"`
+	LayersAdded    int      `json:"layersAdded,omitempty"`
+	LayersReused   int      `json:"layersReused,omitempty"`
+	LayersRestored int      `json:"layersRestored,omitempty"`
+	Seconds        struct {
 		Unpack float64 `json:"unpack"`
 		Build  float64 `json:"build"`
 		Push   float64 `json:"push"`
@@ -132,6 +150,10 @@ func main() {
 		os.Exit(dockerfile(os.Args[2:]))
 	case "buildkit-setup":
 		os.Exit(buildkitSetup(os.Args[2:]))
+	case "inspect":
+		os.Exit(inspect(os.Args[2:]))
+	case "cnb":
+		os.Exit(cnb(os.Args[2:]))
 	default:
 		usage()
 	}
@@ -140,7 +162,9 @@ func main() {
 func usage() {
 	fmt.Fprintln(os.Stderr, "usage: tug-build install DEST | tug-build run -repository REPO -run-image IMAGE [-app DIR] [-tag TAG] |\n"+
 		"  tug-build dockerfile -repository REPO -dockerfile PATH [-app DIR] [-job stdin] [-buildkitd ADDR -tls-dir DIR] [-build-arg K=V]... [-target STAGE] |\n"+
-		"  tug-build buildkit-setup [-install DEST] -daemon DIR -client DIR [-plain-http HOST,...]")
+		"  tug-build buildkit-setup [-install DEST] -daemon DIR -client DIR [-plain-http HOST,...] |\n"+
+		"  tug-build inspect -image BUILDER |\n"+
+		"  tug-build cnb -repository REPO -run-image IMAGE -platform-api VERSION [-cache-image REPO:TAG] [-insecure-registry HOST]...")
 	os.Exit(2)
 }
 

@@ -37,10 +37,14 @@ type buildFlags struct {
 	Dockerfile string
 	BuildArgs  []string
 	Target     string
+	Buildpacks []string
+	BuildEnv   []string
 
-	active     bool
-	source     *build.Source
-	dockerfile string // the Dockerfile inside the source, slash-separated
+	active       bool
+	autoProcfile bool          // the Procfile is the source's, not named by a flag
+	result       *build.Result // the finished build
+	source       *build.Source
+	dockerfile   string // the Dockerfile inside the source, slash-separated
 }
 
 func (b *buildFlags) add(cmd *cobra.Command) {
@@ -52,6 +56,8 @@ func (b *buildFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&b.Dockerfile, "dockerfile", "", "Without --image and --builder: the Dockerfile to build with BuildKit (default SOURCE/Dockerfile when present)")
 	cmd.Flags().StringArrayVar(&b.BuildArgs, "build-arg", nil, "A Dockerfile build argument, K=V (repeatable; nothing else becomes one)")
 	cmd.Flags().StringVar(&b.Target, "target", "", "The Dockerfile stage to build (default the last)")
+	cmd.Flags().StringArrayVar(&b.Buildpacks, "buildpack", nil, "With a Cloud Native Buildpacks builder: a buildpack of the builder to use, ID[@VERSION] (repeatable, in order; remembered by the app)")
+	cmd.Flags().StringArrayVar(&b.BuildEnv, "build-env", nil, "With a Cloud Native Buildpacks builder: K=V for the buildpacks, as a platform env file, never in the pod spec (repeatable; remembered by the app)")
 }
 
 // prepare checks a deploy from source and packs its folder, before anything
@@ -80,12 +86,23 @@ func (b *buildFlags) prepare(cmd *cobra.Command, o *appDeployOptions) error {
 			return usage.Errorf("invalid --build-arg %q: want K=V", a)
 		}
 	}
+	for _, bp := range b.Buildpacks {
+		if err := build.ValidateBuildpack(bp); err != nil {
+			return err
+		}
+	}
+	for _, e := range b.BuildEnv {
+		if err := build.ValidateBuildEnv(e); err != nil {
+			return err
+		}
+	}
 	if b.dockerfile == "" && (len(b.BuildArgs) > 0 || b.Target != "") {
 		return usage.Errorf("--build-arg and --target need a Dockerfile in %s (or --dockerfile PATH)", src.Dir)
 	}
 	if o.Procfile == "" && len(o.Processes) == 0 {
 		if _, err := os.Stat(filepath.Join(src.Dir, "Procfile")); err == nil {
 			o.Procfile = filepath.Join(src.Dir, "Procfile")
+			b.autoProcfile = true
 		}
 	}
 	return nil
@@ -120,7 +137,7 @@ func findDockerfile(dir, flag string) (string, error) {
 // settings, and what the cluster offers its builds, unless the
 // environment overrides it.
 func (b *buildFlags) plan(ctx context.Context, store *app.Store, appName string) (*build.Plan, error) {
-	want := app.BuildSettings{Builder: b.Builder, Repository: b.Repository, RunImage: b.RunImage}
+	want := app.BuildSettings{Builder: b.Builder, Repository: b.Repository, RunImage: b.RunImage, Buildpacks: b.Buildpacks, BuildEnv: b.BuildEnv}
 	if b.Timeout > 0 {
 		want.Timeout = b.Timeout.String()
 	}
@@ -206,7 +223,24 @@ func (b *buildFlags) image(cmd *cobra.Command, f *cli.Factory, appName, message 
 		return "", err
 	}
 	progress.Done(builtLine(res))
+	b.result = res
 	return res.Image, nil
+}
+
+// cnbProcesses makes a CNB build's process types (the image's
+// io.buildpacks.build.metadata) the deploy's, run through the launcher
+// (/cnb/process/TYPE), unless --process or --procfile named them: the
+// source's Procfile is the buildpacks' to read.
+func (b *buildFlags) cnbProcesses(o *appDeployOptions) {
+	if b.result == nil || !b.result.CNB || len(b.result.Processes) == 0 || len(o.Processes) > 0 || o.Procfile != "" && !b.autoProcfile {
+		return
+	}
+	set := map[string]string{}
+	for _, t := range b.result.Processes {
+		set[t] = "/cnb/process/" + t
+	}
+	o.procs = app.ProcessChange{Set: set, Complete: true, Remove: o.RemoveProcesses, From: "the image's buildpacks"}
+	o.release = ""
 }
 
 // printBuildSettings adds an app's build settings to `app info`.
@@ -223,6 +257,16 @@ func printBuildSettings(w interface{ Write([]byte) (int, error) }, s *app.BuildS
 	}
 	if s.Timeout != "" {
 		line += ", timeout " + s.Timeout
+	}
+	if len(s.Buildpacks) > 0 {
+		line += ", buildpacks " + strings.Join(s.Buildpacks, " ")
+	}
+	if len(s.BuildEnv) > 0 {
+		names := make([]string, len(s.BuildEnv))
+		for i, kv := range s.BuildEnv {
+			names[i], _, _ = strings.Cut(kv, "=")
+		}
+		line += ", build env " + strings.Join(names, " ")
 	}
 	fmt.Fprintf(w, "Build:      %s\n", line)
 }

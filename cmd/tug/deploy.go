@@ -118,6 +118,7 @@ func runAppDeploy(cmd *cobra.Command, f *cli.Factory, o *appDeployOptions, name 
 		if o.Image, err = o.build.image(cmd, f, name, o.Message, o.rollout.DryRun); err != nil || o.Image == "" {
 			return err
 		}
+		o.build.cnbProcesses(o)
 	}
 	change := deploy.DeployProcesses(o.Image, o.procs, allowed, o.Yes || o.rollout.DryRun, o.Message)
 	return roll(cmd, f, name, deploy.WithReleaseCommand(change, o.release), opts, o.rollout.Output, rollVerb{"deployed", "deploying"})

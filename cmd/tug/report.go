@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"strings"
 
 	"tug.dev/tug/pkg/build"
 	"tug.dev/tug/pkg/text"
@@ -23,6 +24,10 @@ func lastLogLines(n int) string {
 // knows its layer's size); BuildKit and a CNB lifecycle push on their own
 // and report no count, which read as "(0 B uploaded)".
 func builtLine(res *build.Result) string {
+	if res.CNB {
+		return fmt.Sprintf("built %s with buildpacks %s (layers: %d added, %d reused, %d restored from the cache)",
+			res.Image, strings.Join(res.Buildpacks, ", "), res.LayersAdded, res.LayersReused, res.LayersRestored)
+	}
 	if res.LayerBytes == 0 && res.PushedBytes == 0 {
 		return "built " + res.Image
 	}

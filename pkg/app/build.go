@@ -1,5 +1,11 @@
 package app
 
+import (
+	"slices"
+
+	"tug.dev/tug/pkg/build/protocol"
+)
+
 // BuildSettings are how an app is built from source (tug app deploy
 // without --image): remembered from the last deploy that set them.
 type BuildSettings struct {
@@ -7,6 +13,44 @@ type BuildSettings struct {
 	Repository string `json:"repository,omitempty"`
 	RunImage   string `json:"runImage,omitempty"` // "" for the builder image
 	Timeout    string `json:"timeout,omitempty"`  // a Go duration, "" for the default
+	// Buildpacks (ID[@VERSION]) and BuildEnv (K=V) of a Cloud Native
+	// Buildpacks builder's builds: --buildpack and --build-env.
+	Buildpacks []string `json:"buildpacks,omitempty"`
+	BuildEnv   []string `json:"buildEnv,omitempty"`
+	// Inspected is what a build read of a builder pinned by digest (so it
+	// cannot change): later builds with it skip reading it again.
+	Inspected *InspectedBuilder `json:"inspected,omitempty"`
+}
+
+// InspectedBuilder is what tug read of a builder image's config.
+type InspectedBuilder struct {
+	Image string `json:"image"` // NAME@sha256:...
+	protocol.Builder
+}
+
+func (b *InspectedBuilder) equal(o *InspectedBuilder) bool {
+	if b == nil || o == nil {
+		return b == o
+	}
+	x, y := b.Builder, o.Builder
+	return b.Image == o.Image && x.CNB == y.CNB && x.UID == y.UID && x.GID == y.GID && x.RunImage == y.RunImage &&
+		x.Lifecycle == y.Lifecycle && x.Error == y.Error && slices.Equal(x.PlatformAPIs, y.PlatformAPIs) && slices.Equal(x.Buildpacks, y.Buildpacks)
+}
+
+// Clone is a deep copy.
+func (b *InspectedBuilder) Clone() *InspectedBuilder {
+	if b == nil {
+		return nil
+	}
+	c := *b
+	c.PlatformAPIs, c.Buildpacks = slices.Clone(b.PlatformAPIs), slices.Clone(b.Buildpacks)
+	return &c
+}
+
+// Equal says whether s and o are the same settings.
+func (s BuildSettings) Equal(o BuildSettings) bool {
+	return s.Builder == o.Builder && s.Repository == o.Repository && s.RunImage == o.RunImage && s.Timeout == o.Timeout &&
+		slices.Equal(s.Buildpacks, o.Buildpacks) && slices.Equal(s.BuildEnv, o.BuildEnv) && s.Inspected.equal(o.Inspected)
 }
 
 // Merge fills what s leaves empty from the remembered settings.
@@ -25,6 +69,12 @@ func (s BuildSettings) Merge(remembered *BuildSettings) BuildSettings {
 	}
 	if s.Timeout == "" {
 		s.Timeout = remembered.Timeout
+	}
+	if len(s.Buildpacks) == 0 {
+		s.Buildpacks = slices.Clone(remembered.Buildpacks)
+	}
+	if len(s.BuildEnv) == 0 {
+		s.BuildEnv = slices.Clone(remembered.BuildEnv)
 	}
 	return s
 }

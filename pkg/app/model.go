@@ -369,6 +369,7 @@ func (a *App) Copy() *App {
 	c.Volumes = slices.Clone(a.Volumes)
 	if a.Build != nil {
 		b := *a.Build
+		b.Buildpacks, b.BuildEnv, b.Inspected = slices.Clone(b.Buildpacks), slices.Clone(b.BuildEnv), b.Inspected.Clone()
 		c.Build = &b
 	}
 	if a.Move != nil {

@@ -3,9 +3,11 @@ package build
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"tug.dev/tug/pkg/app"
@@ -85,6 +87,9 @@ func (f FromSource) plan(a *app.App) (*Plan, error) {
 		}
 		return nil, usage.Errorf("app %s's remembered repository %q is invalid: %v; deploy with --repository HOST[:PORT]/PATH to replace it", a.Name, s.Repository, err)
 	}
+	if dockerfile != "" && (len(f.Want.Buildpacks) > 0 || len(f.Want.BuildEnv) > 0) {
+		return nil, usage.Errorf("--buildpack and --build-env are for Cloud Native Buildpacks builders; app %s builds %s with BuildKit (name a CNB builder with --builder)", a.Name, dockerfile)
+	}
 	if dockerfile == "" && (len(f.BuildArgs) > 0 || f.Target != "") {
 		return nil, usage.Errorf("--build-arg and --target are for Dockerfile builds; app %s builds with the builder %s", a.Name, s.Builder)
 	}
@@ -113,17 +118,23 @@ func (f FromSource) plan(a *app.App) (*Plan, error) {
 // record once a build has worked with them.
 func (p *Plan) Run(ctx context.Context, d Deps, store *app.Store) (*Result, error) {
 	a := p.App
-	res, err := Build(ctx, d, Options{
+	o := Options{
 		App: a.Name, Namespace: a.Namespace, Pool: a.Pool, PullSecret: a.RegistrySecret,
 		Builder: p.Settings.Builder, RunImage: p.Settings.RunImage, Repository: p.Settings.Repository,
 		Timeout: p.Timeout, AgentImage: p.from.AgentImage, Source: p.Source,
 		Dockerfile: p.Dockerfile, BuildArgs: p.from.BuildArgs, Target: p.from.Target, BuildKitImage: p.from.BuildKitImage,
 		PlainHTTP: p.plainHTTP(),
-	})
+	}
+	if p.Dockerfile == "" {
+		if err := p.inspect(ctx, d, &o); err != nil {
+			return nil, err
+		}
+	}
+	res, err := Build(ctx, d, o)
 	if err != nil {
 		return nil, err
 	}
-	if a.Build == nil || *a.Build != p.remember {
+	if a.Build == nil || !a.Build.Equal(p.remember) {
 		if _, err := store.UpdateApp(ctx, a.Name, func(x *app.App) error {
 			s := p.remember
 			x.Build = &s
@@ -133,6 +144,53 @@ func (p *Plan) Run(ctx context.Context, d Deps, store *app.Store) (*Result, erro
 		}
 	}
 	return res, nil
+}
+
+// inspect reads the builder: a Cloud Native Buildpacks builder's build runs
+// its lifecycle (o.CNB), at a Platform API both speak, with buildpacks it
+// has; --buildpack and --build-env need one.
+func (p *Plan) inspect(ctx context.Context, d Deps, o *Options) error {
+	s := p.Settings
+	c, err := p.inspected(ctx, d, *o)
+	var unreadable *UnreadableError
+	if errors.As(err, &unreadable) && len(s.Buildpacks) == 0 && len(s.BuildEnv) == 0 {
+		// not a registry's image: it can only be a builder of tug's contract
+		d.Progress.Done(unreadable.Error() + "; building with tug's builder contract")
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if c == nil {
+		if len(s.Buildpacks) > 0 || len(s.BuildEnv) > 0 {
+			return usage.Errorf("--buildpack and --build-env are for Cloud Native Buildpacks builders; %s is not one (its config has no io.buildpacks.builder.metadata label)", s.Builder)
+		}
+		return nil
+	}
+	if err := c.Negotiate(); err != nil {
+		return err
+	}
+	if err := c.CheckBuildpacks(s.Buildpacks); err != nil {
+		return err
+	}
+	o.CNB, o.BuildEnv, o.Buildpacks = c, s.BuildEnv, s.Buildpacks
+	return nil
+}
+
+// inspected is what the builder is: remembered for a builder pinned by
+// digest (it cannot change), else read by Inspect, and remembered once
+// the build has worked when it is pinned.
+func (p *Plan) inspected(ctx context.Context, d Deps, o Options) (*CNB, error) {
+	pinned := strings.Contains(o.Builder, "@sha256:")
+	if known := p.App.Build; pinned && known != nil && known.Inspected != nil && known.Inspected.Image == o.Builder {
+		p.remember.Inspected = known.Inspected.Clone()
+		return fromInspected(known.Inspected), nil
+	}
+	c, err := Inspect(ctx, d, o)
+	if err == nil && pinned {
+		p.remember.Inspected = toInspected(o.Builder, c)
+	}
+	return c, err
 }
 
 // plainHTTP are the registries a Dockerfile build speaks plain HTTP to,

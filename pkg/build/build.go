@@ -107,6 +107,12 @@ type Options struct {
 	Target        string   // the stage to build, "" for the last
 	BuildKitImage string   // "" for BuildKitImage
 	PlainHTTP     []string // registries BuildKit speaks plain HTTP to (PlainHTTPRegistries)
+
+	// CNB, when set, runs the builder's own Cloud Native Buildpacks
+	// lifecycle (what Inspect read of it, Negotiate done).
+	CNB        *CNB
+	BuildEnv   []string // K=V for the buildpacks: sent on stdin, never in the pod
+	Buildpacks []string // ID[@VERSION]: replace the builder's order
 }
 
 // Result is a finished build.
@@ -117,6 +123,15 @@ type Result struct {
 	LayerBytes  int64   `json:"layerBytes"`
 	PushedBytes int64   `json:"pushedBytes"`
 	Seconds     Seconds `json:"seconds"`
+	// A CNB build's: the image's process types (io.buildpacks.build.metadata),
+	// the buildpacks that built it, and the layers the lifecycle added,
+	// reused from the previous image and restored from the cache image.
+	CNB            bool     `json:"cnb,omitempty"`
+	Processes      []string `json:"processes,omitempty"`
+	Buildpacks     []string `json:"buildpacks,omitempty"`
+	LayersAdded    int      `json:"layersAdded,omitempty"`
+	LayersReused   int      `json:"layersReused,omitempty"`
+	LayersRestored int      `json:"layersRestored,omitempty"`
 }
 
 // Seconds split a build's time.
@@ -150,6 +165,12 @@ type agentResult struct {
 	LayerBytes  int64   `json:"layerBytes"`
 	PushedBytes int64   `json:"pushedBytes"`
 	Seconds     Seconds `json:"seconds"`
+
+	Processes      []string `json:"processes"`
+	Buildpacks     []string `json:"buildpacks"`
+	LayersAdded    int      `json:"layersAdded"`
+	LayersReused   int      `json:"layersReused"`
+	LayersRestored int      `json:"layersRestored"`
 }
 
 // PodName is a new name for a build pod of app, chosen here so the pod can
@@ -223,6 +244,8 @@ func Pod(o Options, name string) *corev1.Pod {
 	}
 	if o.Dockerfile != "" {
 		dockerfilePod(pod, &pod.Spec.Containers[0], o)
+	} else if o.CNB != nil {
+		cnbPod(pod, &pod.Spec.Containers[0], o)
 	}
 	return pod
 }
@@ -246,6 +269,8 @@ func Build(ctx context.Context, d Deps, o Options) (res *Result, err error) {
 	}
 	if o.Dockerfile != "" {
 		b.d.Progress.Update(fmt.Sprintf("starting build pod %s (BuildKit, %s)", b.name, o.Dockerfile))
+	} else if o.CNB != nil {
+		b.d.Progress.Update(fmt.Sprintf("starting build pod %s (CNB builder %s, lifecycle %s, Platform API %s, user %d:%d)", b.name, o.Builder, o.CNB.Lifecycle, o.CNB.PlatformAPI, o.CNB.UID, o.CNB.GID))
 	} else {
 		b.d.Progress.Update(fmt.Sprintf("starting build pod %s (builder %s)", b.name, o.Builder))
 	}
@@ -272,7 +297,9 @@ func Build(ctx context.Context, d Deps, o Options) (res *Result, err error) {
 	if s.Upload < 0 {
 		s.Upload = 0
 	}
-	return &Result{Image: ar.Image, Pod: b.name, SourceBytes: len(o.Source.Data), LayerBytes: ar.LayerBytes, PushedBytes: ar.PushedBytes, Seconds: s}, nil
+	return &Result{Image: ar.Image, Pod: b.name, SourceBytes: len(o.Source.Data), LayerBytes: ar.LayerBytes, PushedBytes: ar.PushedBytes, Seconds: s,
+		CNB: o.CNB != nil, Processes: ar.Processes, Buildpacks: ar.Buildpacks,
+		LayersAdded: ar.LayersAdded, LayersReused: ar.LayersReused, LayersRestored: ar.LayersRestored}, nil
 }
 
 type builder struct {
@@ -297,21 +324,8 @@ func (b *builder) lines() []string {
 	return b.out.last()
 }
 
-// create makes the pod; the request is not cancelled by Ctrl-C (an answer
-// lost half-way would leave a pod that cleanup does not know was made).
-func (b *builder) create(parent context.Context) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), createTimeout)
-	defer cancel()
-	b.created = true // deleting a pod that was never made is harmless
-	if _, err := b.d.Client.CoreV1().Pods(b.o.Namespace).Create(ctx, Pod(b.o, b.name), metav1.CreateOptions{FieldManager: kube.FieldManager}); err != nil {
-		b.created = false
-		if msg, ok := podSecurityRefusal(err); ok {
-			return &Error{Stage: "start", Message: fmt.Sprintf("the namespace %s refuses the build pod: %s; %s", b.o.Namespace, msg, podSecurityHint(b.o))}
-		}
-		return fmt.Errorf("creating the build pod: %w", kube.TranslateError(err))
-	}
-	return parent.Err()
-}
+// create makes the build pod.
+func (b *builder) create(ctx context.Context) error { return b.createPod(ctx, Pod(b.o, b.name)) }
 
 func (b *builder) waitRunning(ctx context.Context) error {
 	_, err := exec.WatchPod(ctx, b.d.Client, b.o.Namespace, b.name, time.Second, func(p *corev1.Pod) (bool, error) {
@@ -343,9 +357,9 @@ func (b *builder) stream(ctx context.Context) (*agentResult, error) {
 	b.out = &logWriter{w: b.d.Out}
 	target := exec.Target{Namespace: b.o.Namespace, Pod: b.name, Container: "build"}
 	payload := b.o.Source.Data
-	if b.o.Dockerfile != "" {
+	if b.o.Dockerfile != "" || b.o.CNB != nil {
 		// what the pod spec must not show comes first on stdin
-		job := protocol.EncodeJob(protocol.Job{BuildArgs: b.o.BuildArgs, Target: b.o.Target})
+		job := protocol.EncodeJob(protocol.Job{BuildArgs: b.o.BuildArgs, Target: b.o.Target, BuildEnv: b.o.BuildEnv, Buildpacks: b.o.Buildpacks})
 		payload = append(job, payload...)
 	}
 	in := &countingReader{r: bytes.NewReader(payload)}

@@ -17,6 +17,8 @@
 #   cluster.sh ensure-router    the same (one step adds both): also start the
 #                           router, write the cluster settings and apply
 #                           cert-manager's CRDs (no cert-manager controller)
+#   cluster.sh ensure-cnb-builder  on a running cluster: push the CNB test
+#                           builder (tug/cnb-builder:v1; part of ensure-registry too)
 #   cluster.sh ensure-cert-manager-crds  on a running cluster: only apply
 #                           cert-manager's CRDs (part of ensure-router too)
 #   cluster.sh check-clean  exit 1 listing anything a cluster left behind
@@ -517,6 +519,36 @@ ensure_registry() {
   for n in $(seq 1 "$(cat "$dir/nodes" 2>/dev/null || echo 1)"); do write_registry_hosts "$n"; done
 }
 
+# ---------------------------------------------------------------- CNB builder
+
+# cnb_prebuild: start building the CNB lifecycle (test/images/lifecycle, a
+# Go module of its own: ~3 min cold) in the background, beside the other
+# builds of up; ensure_cnb_builder waits for it.
+cnb_prebuild() {
+  cnb_build_out=$(mktemp)
+  "$repo/test/images/lifecycle/build.sh" >"$cnb_build_out" 2>"$cnb_build_out.log" &
+  cnb_build_pid=$!
+}
+
+# ensure_cnb_builder: the registry holds tug/cnb-builder:v1, the CNB test
+# builder (test/images/cnb: the real lifecycle, shell buildpacks, on
+# tug/busybox:v1). Idempotent: the same inputs push the same digest, and
+# the registry skips the blobs it has.
+ensure_cnb_builder() {
+  local lc ref
+  if [ -n "${cnb_build_pid:-}" ]; then
+    wait "$cnb_build_pid" || { cat "$cnb_build_out.log" >&2; die "building the CNB lifecycle failed"; }
+    lc=$(cat "$cnb_build_out")
+    rm -f "$cnb_build_out" "$cnb_build_out.log"
+  else
+    lc=$("$repo/test/images/lifecycle/build.sh") || die "building the CNB lifecycle failed"
+  fi
+  ref=$(cd "$repo" && GOTOOLCHAIN=local go run ./test/images/cnb -registry "$registry_addr" -lifecycle "$lc" \
+    -lifecycle-version "$("$repo/test/images/lifecycle/build.sh" --version | sed 's/^v//')") ||
+    die "making the CNB test builder failed"
+  say "CNB builder: $ref"
+}
+
 # ---------------------------------------------------------------- router
 
 # cgroup2_root: where the cgroup v2 hierarchy is mounted (the whole tree on
@@ -880,6 +912,7 @@ up() {
   router_out=$(mktemp)
   "$here/build-router.sh" >"$router_out" &
   router_build=$!
+  cnb_prebuild
   new_k8s=$("$here/build-localk8s.sh") || die "building the Kubernetes $k8s_version binary failed"
   build_images
   wait "$router_build" || die "building the router failed"
@@ -914,6 +947,7 @@ up() {
   alive kube-scheduler || fail kube-scheduler "kube-scheduler exited"
   alive kube-proxy || fail kube-proxy "kube-proxy exited"
   ensure_router "$router_bin"
+  ensure_cnb_builder
   say "up: $nodes node(s) Ready in $(awk "BEGIN{printf \"%.1f\", $(date +%s.%N) - $t0}")s; logs in $logs"
   say "kubeconfig: $kubeconfig"
   say "registry: $registry_addr"
@@ -935,6 +969,7 @@ ensure_additions() {
   router_bin=$("$here/build-router.sh") || die "building the router failed"
   ensure_router "$router_bin"
   say "router: $router_ip (HTTP :80, HTTPS :443; apps under *.$apps_domain)"
+  ensure_cnb_builder
 }
 
 # running_version: the Kubernetes version of the running cluster (recorded by
@@ -1212,6 +1247,10 @@ case "${1:-}" in
     k8s=$(running_bin)
     [ -n "$k8s" ] || die "up, but no built Kubernetes binary to apply objects with"
     ensure_additions ;;
+  ensure-cnb-builder) # only the CNB test builder, on a running cluster
+    is_up || die "the cluster is not up"
+    registry_up || die "the registry does not answer: cluster.sh ensure-registry first"
+    ensure_cnb_builder ;;
   ensure-cert-manager-crds)
     is_up || die "the cluster is not up"
     k8s=$(running_bin)
@@ -1226,5 +1265,5 @@ case "${1:-}" in
       kill) extra_apiserver_stop "${3:-}" KILL ;;
       *) echo "usage: $0 apiserver start|stop|kill PORT" >&2; exit 2 ;;
     esac ;;
-  *) echo "usage: $0 up [NODES]|down|status|kubeconfig|registry|router|ensure-registry|ensure-router|ensure-cert-manager-crds|check-clean|apiserver start|stop|kill PORT" >&2; exit 2 ;;
+  *) echo "usage: $0 up [NODES]|down|status|kubeconfig|registry|router|ensure-registry|ensure-router|ensure-cnb-builder|ensure-cert-manager-crds|check-clean|apiserver start|stop|kill PORT" >&2; exit 2 ;;
 esac

@@ -43,6 +43,25 @@ type Job struct {
 	Version   int      `json:"version"`
 	BuildArgs []string `json:"buildArgs,omitempty"` // K=V
 	Target    string   `json:"target,omitempty"`
+	// BuildEnv (K=V) reaches a CNB build's buildpacks as platform env
+	// files; Buildpacks (ID[@VERSION]) replace the builder's order.
+	BuildEnv   []string `json:"buildEnv,omitempty"`
+	Buildpacks []string `json:"buildpacks,omitempty"`
+}
+
+// Builder is the agent's answer about a builder image (tug-build
+// inspect): whether it is a Cloud Native Buildpacks builder (its config
+// has the io.buildpacks.builder.metadata label), and what a platform
+// needs of one.
+type Builder struct {
+	CNB          bool     `json:"cnb"`
+	UID          int      `json:"uid,omitempty"` // CNB_USER_ID
+	GID          int      `json:"gid,omitempty"` // CNB_GROUP_ID
+	RunImage     string   `json:"runImage,omitempty"`
+	PlatformAPIs []string `json:"platformAPIs,omitempty"` // the lifecycle's
+	Lifecycle    string   `json:"lifecycle,omitempty"`    // its version
+	Buildpacks   []string `json:"buildpacks,omitempty"`   // ID@VERSION
+	Error        string   `json:"error,omitempty"`        // why the builder could not be read
 }
 
 // WriteJob writes the header line.

@@ -17,8 +17,6 @@
 package main
 
 import (
-	"archive/tar"
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -32,16 +30,10 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"tug.dev/tug/test/images/layer"
 )
 
-type file struct {
-	name string // path inside the image, without a leading slash
-	mode int64
-	data []byte
-	link string // symlink target, when set
-	dir  bool
-	uid  int
-}
+type file = layer.File
 
 type tag struct {
 	ref string
@@ -140,14 +132,14 @@ func system(bb []file) func(extra ...file) []file {
 	return func(extra ...file) []file {
 		fs := append([]file(nil), bb...)
 		fs = append(fs,
-			file{name: "tmp", mode: 0o1777, dir: true},
-			file{name: "etc", mode: 0o755, dir: true},
-			file{name: "root", mode: 0o700, dir: true},
+			file{Name: "tmp", Mode: 0o1777, Dir: true},
+			file{Name: "etc", Mode: 0o755, Dir: true},
+			file{Name: "root", Mode: 0o700, Dir: true},
 		)
-		if !slices.ContainsFunc(extra, func(f file) bool { return f.name == "etc/passwd" }) {
+		if !slices.ContainsFunc(extra, func(f file) bool { return f.Name == "etc/passwd" }) {
 			fs = append(fs,
-				file{name: "etc/passwd", mode: 0o644, data: []byte("root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n")},
-				file{name: "etc/group", mode: 0o644, data: []byte("root:x:0:\nnogroup:x:65534:\n")},
+				file{Name: "etc/passwd", Mode: 0o644, Data: []byte("root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n")},
+				file{Name: "etc/group", Mode: 0o644, Data: []byte("root:x:0:\nnogroup:x:65534:\n")},
 			)
 		}
 		return append(fs, extra...)
@@ -160,18 +152,18 @@ func testImages(bins binaries, system func(extra ...file) []file) []image {
 	// The static-site builder: busybox (sh, httpd) and a /tug/build that
 	// runs the app's build.sh, as docs/builders.md describes.
 	builderFiles := system(
-		file{name: "app", mode: 0o755, dir: true},
-		file{name: "tug", mode: 0o755, dir: true},
-		file{name: "tug/build", mode: 0o755, data: []byte(builderScript)},
+		file{Name: "app", Mode: 0o755, Dir: true},
+		file{Name: "tug", Mode: 0o755, Dir: true},
+		file{Name: "tug/build", Mode: 0o755, Data: []byte(builderScript)},
 	)
-	sampleFiles := system(file{name: "bin/sample", mode: 0o755, data: bins.sample})
+	sampleFiles := system(file{Name: "bin/sample", Mode: 0o755, Data: bins.sample})
 	path := "PATH=/bin"
 	return []image{
-		{out: "pause.tar", files: []file{{name: "pause", mode: 0o755, data: bins.pause}},
+		{out: "pause.tar", files: []file{{Name: "pause", Mode: 0o755, Data: bins.pause}},
 			tags: []tag{{ref: "localhost/tug/pause:v1", cmd: []string{"/pause"}}}},
-		{out: "maintenance.tar", files: []file{{name: "tug-maintenance", mode: 0o755, data: bins.maintenance}},
+		{out: "maintenance.tar", files: []file{{Name: "tug-maintenance", Mode: 0o755, Data: bins.maintenance}},
 			tags: []tag{{ref: "ghcr.io/tug-dev/tug-maintenance:v1", cmd: []string{"/tug-maintenance"}}}},
-		{out: "tug-build.tar", files: []file{{name: "tug-build", mode: 0o755, data: bins.agent}},
+		{out: "tug-build.tar", files: []file{{Name: "tug-build", Mode: 0o755, Data: bins.agent}},
 			// v2 speaks pkg/build/protocol's job header; the same agent
 			// serves clients of v1
 			tags: []tag{{ref: "ghcr.io/tug-dev/tug-build:v1", cmd: []string{"/tug-build"}}, {ref: "ghcr.io/tug-dev/tug-build:v2", cmd: []string{"/tug-build"}}}},
@@ -207,41 +199,41 @@ func buildkitImage(dir, runc string, system func(extra ...file) []file) (image, 
 // is linked against libseccomp and glibc).
 func buildkitFiles(dir, runc string) ([]file, error) {
 	files := []file{
-		{name: "usr", mode: 0o755, dir: true},
-		{name: "usr/local", mode: 0o755, dir: true},
-		{name: "usr/local/bin", mode: 0o755, dir: true},
-		{name: "usr/bin", mode: 0o755, dir: true},
-		{name: "var", mode: 0o755, dir: true},
-		{name: "var/lib", mode: 0o755, dir: true},
+		{Name: "usr", Mode: 0o755, Dir: true},
+		{Name: "usr/local", Mode: 0o755, Dir: true},
+		{Name: "usr/local/bin", Mode: 0o755, Dir: true},
+		{Name: "usr/bin", Mode: 0o755, Dir: true},
+		{Name: "var", Mode: 0o755, Dir: true},
+		{Name: "var/lib", Mode: 0o755, Dir: true},
 		// owned by "user", root in rootlesskit's user namespace
-		{name: "var/lib/buildkit", mode: 0o700, dir: true, uid: 1000},
-		{name: "run", mode: 0o755, dir: true},
-		{name: "run/buildkit", mode: 0o700, dir: true, uid: 1000},
+		{Name: "var/lib/buildkit", Mode: 0o700, Dir: true, UID: 1000},
+		{Name: "run", Mode: 0o755, Dir: true},
+		{Name: "run/buildkit", Mode: 0o700, Dir: true, UID: 1000},
 	}
 	for _, b := range []string{"buildkitd", "buildctl"} {
 		data, err := os.ReadFile(filepath.Join(dir, b))
 		if err != nil {
 			return nil, err
 		}
-		files = append(files, file{name: "usr/local/bin/" + b, mode: 0o755, data: data})
+		files = append(files, file{Name: "usr/local/bin/" + b, Mode: 0o755, Data: data})
 	}
 	// rootless: rootlesskit, and newuidmap/newgidmap (setuid) with a
 	// subordinate ID range for the user "user" (1000)
 	bins := map[string]int64{runc: 0o755}
 	if data, err := os.ReadFile(filepath.Join(dir, "rootlesskit")); err == nil {
-		files = append(files, file{name: "usr/local/bin/rootlesskit", mode: 0o755, data: data})
+		files = append(files, file{Name: "usr/local/bin/rootlesskit", Mode: 0o755, Data: data})
 		for _, b := range []string{"/usr/bin/newuidmap", "/usr/bin/newgidmap"} {
 			bins[filepath.Join(dir, filepath.Base(b))] = 0o4755
 		}
 		files = append(files,
-			file{name: "etc/passwd", mode: 0o644, data: []byte("root:x:0:0:root:/root:/bin/sh\nuser:x:1000:1000:user:/home/user:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n")},
-			file{name: "etc/group", mode: 0o644, data: []byte("root:x:0:\nuser:x:1000:\nnogroup:x:65534:\n")},
-			file{name: "etc/subuid", mode: 0o644, data: []byte("user:100000:65536\n")},
-			file{name: "etc/subgid", mode: 0o644, data: []byte("user:100000:65536\n")},
-			file{name: "home", mode: 0o755, dir: true},
-			file{name: "home/user", mode: 0o700, dir: true, uid: 1000},
-			file{name: "run/user", mode: 0o755, dir: true},
-			file{name: "run/user/1000", mode: 0o700, dir: true, uid: 1000},
+			file{Name: "etc/passwd", Mode: 0o644, Data: []byte("root:x:0:0:root:/root:/bin/sh\nuser:x:1000:1000:user:/home/user:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n")},
+			file{Name: "etc/group", Mode: 0o644, Data: []byte("root:x:0:\nuser:x:1000:\nnogroup:x:65534:\n")},
+			file{Name: "etc/subuid", Mode: 0o644, Data: []byte("user:100000:65536\n")},
+			file{Name: "etc/subgid", Mode: 0o644, Data: []byte("user:100000:65536\n")},
+			file{Name: "home", Mode: 0o755, Dir: true},
+			file{Name: "home/user", Mode: 0o700, Dir: true, UID: 1000},
+			file{Name: "run/user", Mode: 0o755, Dir: true},
+			file{Name: "run/user/1000", Mode: 0o700, Dir: true, UID: 1000},
 		)
 	}
 	var libs []string
@@ -250,7 +242,7 @@ func buildkitFiles(dir, runc string) ([]file, error) {
 		if err != nil {
 			return nil, err
 		}
-		files = append(files, file{name: "usr/bin/" + filepath.Base(b), mode: mode, data: data})
+		files = append(files, file{Name: "usr/bin/" + filepath.Base(b), Mode: mode, Data: data})
 		l, err := sharedLibs(b)
 		if err != nil {
 			return nil, err
@@ -267,9 +259,9 @@ func buildkitFiles(dir, runc string) ([]file, error) {
 		name := strings.TrimPrefix(l, "/")
 		for d := filepath.Dir(name); d != "." && !dirs[d]; d = filepath.Dir(d) {
 			dirs[d] = true
-			files = append(files, file{name: d, mode: 0o755, dir: true})
+			files = append(files, file{Name: d, Mode: 0o755, Dir: true})
 		}
-		files = append(files, file{name: name, mode: 0o755, data: data})
+		files = append(files, file{Name: name, Mode: 0o755, Data: data})
 	}
 	return files, nil
 }
@@ -344,46 +336,17 @@ func busyboxFiles(path string) ([]file, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s --list: %w", path, err)
 	}
-	files := []file{{name: "bin", mode: 0o755, dir: true}, {name: "bin/busybox", mode: 0o755, data: data}}
+	files := []file{{Name: "bin", Mode: 0o755, Dir: true}, {Name: "bin/busybox", Mode: 0o755, Data: data}}
 	for _, applet := range strings.Fields(string(list)) {
 		if applet == "busybox" || strings.Contains(applet, "/") {
 			continue
 		}
-		files = append(files, file{name: "bin/" + applet, mode: 0o777, link: "busybox"})
+		files = append(files, file{Name: "bin/" + applet, Mode: 0o777, Link: "busybox"})
 	}
 	return files, nil
 }
 
 var epoch = time.Unix(0, 0).UTC()
-
-func layerTar(files []file) ([]byte, error) {
-	sort.Slice(files, func(i, j int) bool { return files[i].name < files[j].name })
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, f := range files {
-		h := &tar.Header{Name: f.name, Mode: f.mode, ModTime: epoch, Format: tar.FormatPAX, Uid: f.uid, Gid: f.uid}
-		switch {
-		case f.dir:
-			h.Typeflag, h.Name = tar.TypeDir, f.name+"/"
-		case f.link != "":
-			h.Typeflag, h.Linkname = tar.TypeSymlink, f.link
-		default:
-			h.Typeflag, h.Size = tar.TypeReg, int64(len(f.data))
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			return nil, err
-		}
-		if h.Typeflag == tar.TypeReg {
-			if _, err := tw.Write(f.data); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if err := tw.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
 
 type descriptor struct {
 	MediaType   string            `json:"mediaType"`
@@ -403,11 +366,11 @@ func writeLayout(path string, img image) error {
 		blobs[d] = data
 		return descriptor{MediaType: mediaType, Digest: d, Size: len(data)}
 	}
-	layerData, err := layerTar(img.files)
+	layerData, err := layer.Tar(img.files)
 	if err != nil {
 		return err
 	}
-	layer := add("application/vnd.oci.image.layer.v1.tar", layerData)
+	layerDesc := add("application/vnd.oci.image.layer.v1.tar", layerData)
 	var manifests []descriptor
 	for _, t := range img.tags {
 		cfg, _ := json.Marshal(map[string]any{
@@ -415,14 +378,14 @@ func writeLayout(path string, img image) error {
 			"architecture": runtime.GOARCH,
 			"os":           "linux",
 			"config":       map[string]any{"Env": t.env, "Cmd": t.cmd, "WorkingDir": "/"},
-			"rootfs":       map[string]any{"type": "layers", "diff_ids": []string{layer.Digest}},
+			"rootfs":       map[string]any{"type": "layers", "diff_ids": []string{layerDesc.Digest}},
 		})
 		config := add("application/vnd.oci.image.config.v1+json", cfg)
 		man, _ := json.Marshal(map[string]any{
 			"schemaVersion": 2,
 			"mediaType":     "application/vnd.oci.image.manifest.v1+json",
 			"config":        config,
-			"layers":        []descriptor{layer},
+			"layers":        []descriptor{layerDesc},
 		})
 		d := add("application/vnd.oci.image.manifest.v1+json", man)
 		d.Platform = map[string]string{"architecture": runtime.GOARCH, "os": "linux"}
@@ -435,15 +398,15 @@ func writeLayout(path string, img image) error {
 	index, _ := json.Marshal(map[string]any{"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json", "manifests": manifests})
 
 	files := []file{
-		{name: "oci-layout", mode: 0o644, data: []byte(`{"imageLayoutVersion":"1.0.0"}`)},
-		{name: "index.json", mode: 0o644, data: index},
-		{name: "blobs", mode: 0o755, dir: true},
-		{name: "blobs/sha256", mode: 0o755, dir: true},
+		{Name: "oci-layout", Mode: 0o644, Data: []byte(`{"imageLayoutVersion":"1.0.0"}`)},
+		{Name: "index.json", Mode: 0o644, Data: index},
+		{Name: "blobs", Mode: 0o755, Dir: true},
+		{Name: "blobs/sha256", Mode: 0o755, Dir: true},
 	}
 	for d, data := range blobs {
-		files = append(files, file{name: "blobs/sha256/" + strings.TrimPrefix(d, "sha256:"), mode: 0o644, data: data})
+		files = append(files, file{Name: "blobs/sha256/" + strings.TrimPrefix(d, "sha256:"), Mode: 0o644, Data: data})
 	}
-	out, err := layerTar(files)
+	out, err := layer.Tar(files)
 	if err != nil {
 		return err
 	}

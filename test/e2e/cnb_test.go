@@ -1,0 +1,248 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// cnbBuilder is the local cluster's CNB test builder (test/images/cnb,
+// pushed by cluster.sh ensure-cnb-builder), by digest: a builder pushed
+// again under its tag would not be pulled again by a node that has it.
+func cnbBuilder(t *testing.T, reg string) string {
+	t.Helper()
+	skip := t.Skipf
+	if os.Getenv("TUG_E2E_REQUIRED") == "1" {
+		skip = t.Fatalf
+	}
+	req, _ := http.NewRequest(http.MethodHead, "http://"+reg+"/v2/tug/cnb-builder/manifests/v1", nil)
+	req.Header.Set("Accept", "application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json")
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
+	if err != nil {
+		skip("the local registry: %v", err)
+		return ""
+	}
+	resp.Body.Close()
+	d := resp.Header.Get("Docker-Content-Digest")
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(d, "sha256:") {
+		skip("no CNB test builder in %s (%s): run test/cluster/cluster.sh ensure-cnb-builder", reg, resp.Status)
+	}
+	return reg + "/tug/cnb-builder@" + d
+}
+
+// buildPodSpecs records the spec of every build pod made in the
+// namespace while the test runs, so it can say what they held.
+func (h *H) buildPodSpecs() func() []string {
+	w, err := h.Client.CoreV1().Pods(h.NS).Watch(context.Background(), metav1.ListOptions{LabelSelector: "tug.dev/kind=build"})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var specs []string
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			if p, ok := ev.Object.(*corev1.Pod); ok && ev.Type == watch.Added {
+				b, _ := json.Marshal(p.Spec)
+				mu.Lock()
+				specs = append(specs, string(b))
+				mu.Unlock()
+			}
+		}
+	}()
+	h.t.Cleanup(w.Stop)
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), specs...)
+	}
+}
+
+// servesEventually waits until the app's web Service answers with want.
+func (h *H) servesEventually(appName, want string) {
+	h.t.Helper()
+	svc, err := h.Client.CoreV1().Services(h.NS).Get(context.Background(), appName, metav1.GetOptions{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.Eventually(60*time.Second, appName+" serves "+want, func() (bool, error) {
+		body, err := tryGet(fmt.Sprintf("http://%s/", svc.Spec.ClusterIP))
+		return strings.Contains(body, want), err
+	})
+}
+
+var builtByDigest = regexp.MustCompile(`built (\S+/e2e/\S+@sha256:[0-9a-f]{64}) with buildpacks`)
+
+// A CNB builder's own lifecycle builds the app: deployed by digest, its
+// web and worker process types are the app's processes, the build
+// environment reaches the buildpack but no pod spec, and a rebuild after
+// one changed file restores the cache and reuses the unchanged layers.
+func TestCNBBuildDeploysProcessesAndCaches(t *testing.T) {
+	h := New(t)
+	reg := registryForBuilds(t, true)
+	builder := cnbBuilder(t, reg)
+	src := t.TempDir()
+	writeFiles(t, src, map[string]string{"message.txt": "Built by buildpacks\n"})
+	h.mustTug("app", "create", "cnb")
+	specs := h.buildPodSpecs()
+	deploy := func(extra ...string) Result {
+		return h.TugRun(Run{Args: append([]string{"app", "deploy", "cnb", "--timeout", "2m"}, extra...), Dir: src})
+	}
+	r := deploy("--builder", builder, "--repository", reg+"/e2e/"+h.NS+"/cnb", "--build-env", "GREETING=psst-4217")
+	if r.Code != 0 {
+		t.Fatalf("CNB deploy: %s", r)
+	}
+	m := builtByDigest.FindStringSubmatch(r.Stderr)
+	if m == nil || !strings.Contains(r.Stderr, "/cnb/lifecycle/creator") || !strings.Contains(r.Stderr, "GREETING is psst-4217") {
+		t.Fatalf("the lifecycle's build is not shown, or the buildpack did not see the build env:\n%s", r.Stderr)
+	}
+	for _, proc := range []string{"web", "worker"} {
+		d, err := h.Client.AppsV1().Deployments(h.NS).Get(context.Background(), "cnb-"+proc, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("the image's %s process type is not a process of the app: %v", proc, err)
+		}
+		c := d.Spec.Template.Spec.Containers[0]
+		if c.Image != m[1] || strings.Join(c.Command, " ") != "/cnb/process/"+proc {
+			t.Errorf("%s runs %s %v, want %s by digest through /cnb/process/%s", proc, c.Image, c.Command, m[1], proc)
+		}
+	}
+	serves := func(want string) { t.Helper(); h.servesEventually("cnb", want) }
+	serves("greeting: psst-4217")
+	serves("Built by buildpacks")
+	h.Eventually(60*time.Second, "the worker process works", func() (bool, error) {
+		out := h.Tug("logs", "cnb", "-p", "worker")
+		return strings.Contains(out.Stdout, "worker is working"), nil
+	})
+	seen := specs()
+	if len(seen) < 2 { // the builder's inspection and the build
+		t.Fatalf("saw %d build pods, want the inspection and the build", len(seen))
+	}
+	for _, s := range seen {
+		if strings.Contains(s, "psst-4217") {
+			t.Errorf("the build env is in a build pod's spec: %s", s)
+		}
+	}
+
+	// one changed file: the remembered builder and env; the cache restores
+	// the tools layer, the previous image's unchanged layers are reused
+	writeFiles(t, src, map[string]string{"message.txt": "Second edition\n"})
+	r = deploy()
+	if r.Code != 0 {
+		t.Fatalf("second CNB deploy: %s", r)
+	}
+	for _, want := range []string{"Restoring data for \"tug.test/shell:tools\" from cache", "reusing the cached tools layer",
+		"Reusing layer 'tug.test/shell:tools'", "Adding layer 'tug.test/shell:web'", "GREETING is psst-4217"} {
+		if !strings.Contains(r.Stderr, want) {
+			t.Errorf("the rebuild's log lacks %q:\n%s", want, r.Stderr)
+		}
+	}
+	if m2 := builtByDigest.FindStringSubmatch(r.Stderr); m2 == nil || m2[1] == m[1] {
+		t.Errorf("the rebuild deployed no new digest:\n%s", r.Stderr)
+	}
+	serves("Second edition")
+	if n := len(specs()); n != len(seen)+1 {
+		t.Errorf("the rebuild made %d pods, want the build alone: a builder pinned by digest is read once", n-len(seen))
+	}
+	assertNoBuildPods(t, h)
+}
+
+// --buildpack picks the builder's buildpacks in order; bad input exits 2
+// before any request (tug is pointed at a server that does not exist), a
+// buildpack the builder lacks exits 2 before the build, and an app no
+// buildpack detects exits 16 with nothing deployed.
+func TestCNBBuildpacksAndBadInput(t *testing.T) {
+	h := New(t)
+	reg := registryForBuilds(t, true)
+	builder := cnbBuilder(t, reg)
+	src := t.TempDir()
+	writeFiles(t, src, map[string]string{"message.txt": "Picked buildpacks\n"})
+	repo := reg + "/e2e/" + h.NS + "/bp"
+
+	nowhere := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(nowhere, []byte("apiVersion: v1\nkind: Config\nclusters: [{name: x, cluster: {server: 'https://127.0.0.1:1'}}]\ncontexts: [{name: x, context: {cluster: x, namespace: x}}]\ncurrent-context: x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range [][]string{{"--build-env", "NOEQUALS"}, {"--build-env", "=v"}, {"--buildpack", "bad id"}, {"--buildpack", "x@"}} {
+		r := h.TugRun(Run{Args: append([]string{"app", "deploy", "bp", "--builder", builder, "--repository", repo}, bad...), Dir: src, Env: []string{"KUBECONFIG=" + nowhere}})
+		if r.Code != 2 || !strings.Contains(r.Stderr, "invalid --"+strings.TrimPrefix(bad[0], "--")) {
+			t.Errorf("%v: want exit 2 before any request, got %s", bad, r)
+		}
+	}
+
+	h.mustTug("app", "create", "bp")
+	r := h.TugRun(Run{Args: []string{"app", "deploy", "bp", "--builder", builder, "--repository", repo, "--buildpack", "tug.test/nope"}, Dir: src})
+	if r.Code != 2 || !strings.Contains(r.Stderr, "no such buildpack") || !strings.Contains(r.Stderr, "tug.test/shell@0.1.0") {
+		t.Errorf("a buildpack the builder lacks: want exit 2 naming those it has, got %s", r)
+	}
+
+	r = h.TugRun(Run{Args: []string{"app", "deploy", "bp", "--timeout", "2m", "--builder", builder, "--repository", repo,
+		"--buildpack", "tug.test/extra@0.1.0", "--buildpack", "tug.test/shell"}, Dir: src})
+	if r.Code != 0 || !strings.Contains(r.Stderr, "tug.test/extra: wrote extra.txt") || !strings.Contains(r.Stderr, "with buildpacks tug.test/extra@0.1.0, tug.test/shell@0.1.0") {
+		t.Fatalf("--buildpack: %s", r)
+	}
+	h.servesEventually("bp", "extra buildpack was here")
+	if info := h.Tug("app", "info", "bp"); !strings.Contains(info.Stdout, "buildpacks tug.test/extra@0.1.0 tug.test/shell") {
+		t.Errorf("app info does not show the remembered buildpacks:\n%s", info)
+	}
+
+	// no message.txt: nothing detects it (the remembered buildpacks are
+	// replaced by the builder's order)
+	empty := t.TempDir()
+	writeFiles(t, empty, map[string]string{"README": "nothing to build\n"})
+	r = h.TugRun(Run{Args: []string{"app", "deploy", "bp", "--timeout", "2m", "--buildpack", "tug.test/shell"}, Dir: empty})
+	if r.Code != 16 || !strings.Contains(r.Stderr, "no buildpack detected the app") || !strings.Contains(r.Stderr, "tug.test/shell: no message.txt") {
+		t.Errorf("an app no buildpack detects: want exit 16 with the detect output, got %s", r)
+	}
+	d, err := h.Client.AppsV1().Deployments(h.NS).Get(context.Background(), "bp-web", metav1.GetOptions{})
+	if err != nil || d.Spec.Template.Labels["tug.dev/release"] != "1" {
+		t.Errorf("a failed detection changed what runs: %v %v", err, d.Spec.Template.Labels)
+	}
+	assertNoBuildPods(t, h)
+}
+
+// The CNB build pod (and the pod that reads the builder) is admitted
+// where Pod Security enforces "restricted"; a Dockerfile build's is not.
+func TestCNBBuildPodPassesRestricted(t *testing.T) {
+	h := New(t)
+	reg := registryForBuilds(t, true)
+	builder := cnbBuilder(t, reg)
+	ctx := context.Background()
+	ns, err := h.Client.CoreV1().Namespaces().Get(ctx, h.NS, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns.Labels["pod-security.kubernetes.io/enforce"] = "restricted"
+	if _, err := h.Client.CoreV1().Namespaces().Update(ctx, ns, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	src := t.TempDir()
+	writeFiles(t, src, map[string]string{"message.txt": "Restricted\n"})
+	h.mustTug("app", "create", "strict")
+	// tug's app pods themselves are not "restricted" yet: the rollout is
+	// refused; the build before it is the point
+	r := h.TugRun(Run{Args: []string{"app", "deploy", "strict", "--timeout", "20s", "--builder", builder, "--repository", reg + "/e2e/" + h.NS + "/strict"}, Dir: src})
+	if builtByDigest.FindString(r.Stderr) == "" || strings.Contains(r.Stderr, "refuses the build pod") {
+		t.Fatalf("the CNB build in a restricted namespace: %s", r)
+	}
+	// the label is enforced: a Dockerfile build pod is refused there
+	writeFiles(t, src, map[string]string{"Dockerfile": "FROM " + reg + "/tug/busybox:v1\n"})
+	h.mustTug("app", "create", "docker")
+	r = h.TugRun(Run{Args: []string{"app", "deploy", "docker", "--repository", reg + "/e2e/" + h.NS + "/docker"}, Dir: src, Env: dockerfileEnv(reg)})
+	if r.Code != 16 || !strings.Contains(r.Stderr, "refuses the build pod") {
+		t.Errorf("a Dockerfile build in a restricted namespace: want it refused, got %s", r)
+	}
+	assertNoBuildPods(t, h)
+}
