@@ -381,3 +381,19 @@ func isNoChange(err error) bool { return errors.Is(err, deploy.ErrNoChange) }
 // optionsNoWait are the rollout options of a job change: the app's own
 // deploy timeout, --no-wait as given.
 func optionsNoWait(noWait bool) deploy.Options { return deploy.Options{NoWait: noWait} }
+
+// jobsLine is app info's line of jobs: "report (0 6 * * *), ping (@hourly, suspended)".
+func jobsLine(jobs []app.JobSummary) string {
+	parts := make([]string, len(jobs))
+	for i, j := range jobs {
+		what := j.Schedule
+		if j.TimeZone != "" {
+			what += " " + j.TimeZone
+		}
+		if j.Suspended {
+			what += ", suspended"
+		}
+		parts[i] = fmt.Sprintf("%s (%s)", j.Name, what)
+	}
+	return strings.Join(parts, ", ")
+}

@@ -220,3 +220,20 @@ func FormatJobTimeout(secs int64) string {
 	}
 	return b.String()
 }
+
+// JobSummary is a job as 'tug app info' lists it.
+type JobSummary struct {
+	Name      string `json:"name"`
+	Schedule  string `json:"schedule"`
+	TimeZone  string `json:"timeZone,omitempty"`
+	Suspended bool   `json:"suspended"`
+}
+
+func jobSummaries(a *App, r *Release) []JobSummary {
+	var out []JobSummary
+	for _, n := range r.JobNames() {
+		j := r.Jobs[n]
+		out = append(out, JobSummary{Name: n, Schedule: j.Schedule, TimeZone: j.TimeZone, Suspended: a.JobSuspended(n)})
+	}
+	return out
+}

@@ -2,6 +2,9 @@ package deploy
 
 import (
 	"context"
+	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -223,4 +226,32 @@ func SetJobSuspended(ctx context.Context, d Deps, appName, job string, suspended
 	}
 	opts := metav1.PatchOptions{FieldManager: kube.FieldManager, Force: new(true)}
 	return t.Explain(applyCronJobs(t.ctx, t.d, []*batchv1.CronJob{RenderCronJob(updated, rel, job)}, opts))
+}
+
+// planJobs says what a release changes of the jobs: "job report: new",
+// "job report: schedule @daily -> @hourly", "job ping: removed"; nothing
+// for a job that only takes the release's new image or config.
+func planJobs(base, next *app.Release) []string {
+	var old map[string]app.Job
+	if base != nil {
+		old = base.Jobs
+	}
+	var lines []string
+	for _, name := range next.JobNames() {
+		j, was := next.Jobs[name], old[name]
+		switch _, existed := old[name]; {
+		case !existed:
+			lines = append(lines, fmt.Sprintf("job %s: new, schedule %s", name, j.Schedule))
+		case j.Schedule != was.Schedule:
+			lines = append(lines, fmt.Sprintf("job %s: schedule %s -> %s", name, was.Schedule, j.Schedule))
+		case j != was:
+			lines = append(lines, fmt.Sprintf("job %s: changed", name))
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(old)) {
+		if _, ok := next.Jobs[name]; !ok {
+			lines = append(lines, fmt.Sprintf("job %s: removed", name))
+		}
+	}
+	return lines
 }

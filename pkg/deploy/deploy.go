@@ -725,7 +725,7 @@ func dryRun(ctx context.Context, d Deps, store *app.Store, a *app.App, base *app
 		}
 		cur, curConfig = r, cfg
 	}
-	res.Plan = plan(a, cur, curConfig, next, config)
+	res.Plan = append(plan(a, cur, curConfig, next, config), planJobs(cur, next)...)
 	if line, phase := plannedReleasePhase(a, base, next, opts); phase != nil {
 		res.Plan = append([]string{line}, res.Plan...)
 		res.ReleasePhase = phase
