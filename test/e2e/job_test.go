@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -163,13 +164,24 @@ func TestJobScheduleRunDeployRollback(t *testing.T) {
 	})
 }
 
-// A 'job run' killed outright (SIGKILL: no cleanup runs) leaves its run to
+// An interrupted 'job run' deletes its run. One killed outright (SIGKILL:
+// no cleanup runs) leaves its run to
 // the cluster, which stops it at the job's timeout: no pod of it runs past
 // the deadline.
 func TestJobRunKilledStopsAtItsDeadline(t *testing.T) {
 	h := New(t)
 	h.deployShop("shop", 1)
 	h.mustTug("job", "add", "shop", "slow", "--schedule", "@yearly", "--timeout", "15s", "--", "sleep", "300")
+	// Ctrl-C removes the run, pods and all
+	h.interrupt(0, Interrupt{Args: []string{"job", "run", "shop", "slow"}, WaitFor: "running", Timeout: 60 * time.Second, Signal: os.Interrupt})
+	h.Eventually(60*time.Second, "an interrupted job run leaves no Job and no pod", func() (bool, error) {
+		jobs, err := h.Client.BatchV1().Jobs(h.NS).List(context.Background(), metav1.ListOptions{LabelSelector: "tug.dev/job=slow"})
+		if err != nil {
+			return false, err
+		}
+		pods, err := h.Client.CoreV1().Pods(h.NS).List(context.Background(), metav1.ListOptions{LabelSelector: "tug.dev/job=slow"})
+		return len(jobs.Items) == 0 && len(pods.Items) == 0, err
+	})
 	cmd := exec.Command(env.tug, "job", "run", "shop", "slow")
 	cmd.Env = h.tugEnv(nil)
 	stderr, err := cmd.StderrPipe()
