@@ -11,7 +11,7 @@ import (
 )
 
 func newAppExportCmd(f *cli.Factory) *cobra.Command {
-	var includeConfig bool
+	var includeConfig, asManifest bool
 	format := cli.OutputYAML
 	cmd := &cobra.Command{
 		Use:         "export APP",
@@ -22,9 +22,15 @@ func newAppExportCmd(f *cli.Factory) *cobra.Command {
 'kubectl apply -n NS -f -' puts them anywhere.
 
 Config values are left out unless --include-config; the Deployments then
-treat the config Secret as optional, and run without it until it is copied.`,
+treat the config Secret as optional, and run without it until it is copied.
+
+--manifest prints the app's processes (command, units, limits, healthcheck),
+release-phase command, rollout settings and jobs as a tug.yaml instead: 'tug
+app deploy APP --image IMAGE' with that file beside it changes none of them
+(docs/manifest.md). Config is never part of it.`,
 		Example: `  tug app export shop | kubectl apply -n staging -f -
-  tug app export shop --include-config -o json`,
+  tug app export shop --include-config -o json
+  tug app export shop --manifest > tug.yaml`,
 		Args: cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := app.ValidateName(args[0]); err != nil {
@@ -33,6 +39,9 @@ treat the config Secret as optional, and run without it until it is copied.`,
 			s, err := appStore(f)
 			if err != nil {
 				return err
+			}
+			if asManifest {
+				return exportManifest(cmd, f, s, args[0], includeConfig)
 			}
 			objs, err := lifecycle.Export(cmd.Context(), s, args[0], includeConfig)
 			if err != nil {
@@ -54,6 +63,7 @@ treat the config Secret as optional, and run without it until it is copied.`,
 		},
 	}
 	cmd.Flags().BoolVar(&includeConfig, "include-config", false, "Include the config Secret, with its values")
+	cmd.Flags().BoolVar(&asManifest, "manifest", false, "Print the app's settings as a tug.yaml instead (docs/manifest.md)")
 	cli.AddFormatFlag(cmd, &format)
 	return cmd
 }

@@ -32,6 +32,7 @@ type appDeployOptions struct {
 	rollout          rolloutFlags
 	warnings         []string
 	build            buildFlags // without --image (build.go)
+	manifest         manifestFlag
 }
 
 func newAppDeployCmd(f *cli.Factory) *cobra.Command {
@@ -88,6 +89,7 @@ and the new one is marked failed. --skip-release-phase skips it.`,
 	o.rollout.add(cmd, true)
 	o.rollout.addDryRun(cmd, "")
 	o.build.add(cmd)
+	o.manifest.add(cmd)
 	return cmd
 }
 
@@ -108,6 +110,9 @@ func runAppDeploy(cmd *cobra.Command, f *cli.Factory, o *appDeployOptions, name 
 	if line := o.procs.Describe(); line != "" {
 		fmt.Fprintln(f.IOStreams.ErrOut, line)
 	}
+	if line := o.manifest.m.Describe(); line != "" {
+		fmt.Fprintln(f.IOStreams.ErrOut, line)
+	}
 	allowed, err := o.confirmRemovals(cmd, f, name)
 	if err != nil {
 		return err
@@ -121,7 +126,8 @@ func runAppDeploy(cmd *cobra.Command, f *cli.Factory, o *appDeployOptions, name 
 		o.build.cnbProcesses(o)
 	}
 	change := deploy.DeployProcesses(o.Image, o.procs, allowed, o.Yes || o.rollout.DryRun, o.Message)
-	return roll(cmd, f, name, deploy.WithReleaseCommand(change, o.release), opts, o.rollout.Output, rollVerb{"deployed", "deploying"})
+	change = o.manifest.m.Change(deploy.WithReleaseCommand(change, o.release))
+	return roll(cmd, f, name, change, opts, o.rollout.Output, rollVerb{"deployed", "deploying"})
 }
 
 // validate checks everything that needs no cluster and resolves the
@@ -141,7 +147,10 @@ func (o *appDeployOptions) validate(name string) error {
 	src := app.ProcessSource{Flags: o.Processes, Remove: o.RemoveProcesses, Procfile: o.Procfile}
 	procs, release, warnings, err := src.Resolve()
 	o.procs, o.warnings, o.release = procs, warnings, release
-	return err
+	if err != nil {
+		return err
+	}
+	return o.manifest.resolve(o)
 }
 
 // confirmRemovals asks, before anything is written, about the process

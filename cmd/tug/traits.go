@@ -40,6 +40,7 @@ const (
 	argCluster       argKind = "cluster"
 	argNodeContainer argKind = "node-container"
 	argHost          argKind = "host"
+	argJob           argKind = "job"
 	argKey           argKind = "key"
 	argAddress       argKind = "address"
 	argCount         argKind = "count"

@@ -152,6 +152,9 @@ type Info struct {
 	// Running is what the units run when that is not the record's release
 	// (a deploy that stopped midway); nil when they agree.
 	Running *Running `json:"running,omitempty"`
+
+	// Jobs are the deployed release's scheduled jobs (job.go).
+	Jobs []JobSummary `json:"jobs,omitempty"`
 }
 
 // Running is what an app's Deployments run when it differs from the app's
@@ -249,6 +252,7 @@ func GetInfo(ctx context.Context, s *Store, name string) (*Info, error) {
 	}
 	if current != nil {
 		info.ConfigKeys = len(current.ConfigKeys)
+		info.Jobs = jobSummaries(a, current)
 	}
 	svc, err := s.Client.CoreV1().Services(s.Namespace).Get(ctx, name, metav1.GetOptions{})
 	switch {

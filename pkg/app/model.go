@@ -59,6 +59,8 @@ type App struct {
 	// Gateway, as the cluster settings gave it when the app was last
 	// deployed or routed (nil: no Gateway; domains use an Ingress).
 	Route *Route `json:"route,omitempty"`
+	// SuspendedJobs names the jobs that are suspended (tug job suspend).
+	SuspendedJobs []string `json:"suspendedJobs,omitempty"`
 
 	// resourceVersion of the stored record, for optimistic concurrency.
 	resourceVersion string
@@ -213,6 +215,8 @@ type Release struct {
 	// ConfigKeys names the config variables; values stay in the Secret and
 	// are never part of this record or its JSON.
 	ConfigKeys []string `json:"configKeys"`
+	// Jobs are the release's scheduled jobs (job.go), by name.
+	Jobs map[string]Job `json:"jobs,omitempty"`
 }
 
 // RolloutChange is a change of a release's Rollout made in place: when, by
@@ -270,6 +274,7 @@ func Next(a *App, base *Release, kind, message string) *Release {
 	r.Tags = maps.Clone(base.Tags)
 	r.Volumes = slices.Clone(base.Volumes)
 	r.Rollout = base.Rollout
+	r.Jobs = maps.Clone(base.Jobs)
 	return r
 }
 
@@ -367,6 +372,7 @@ func (a *App) Copy() *App {
 	c.Domains = slices.Clone(a.Domains)
 	c.Allow = slices.Clone(a.Allow)
 	c.Volumes = slices.Clone(a.Volumes)
+	c.SuspendedJobs = slices.Clone(a.SuspendedJobs)
 	if a.Build != nil {
 		b := *a.Build
 		b.Buildpacks, b.BuildEnv, b.Inspected = slices.Clone(b.Buildpacks), slices.Clone(b.BuildEnv), b.Inspected.Clone()

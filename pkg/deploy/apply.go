@@ -88,6 +88,9 @@ func applyObjects(ctx context.Context, d Deps, objs Objects, dryRun bool) (*appl
 			return nil, err
 		}
 	}
+	if err := applyCronJobs(ctx, d, objs.CronJobs, opts); err != nil {
+		return nil, err
+	}
 	for _, r := range objs.Routes {
 		got, err := d.Routes().Apply(ctx, r, opts)
 		if err != nil {
@@ -218,6 +221,9 @@ func guardOwned(ctx context.Context, d Deps, objs Objects) error {
 			return err
 		}
 	}
+	if err := guardCronJobs(ctx, d, objs.CronJobs); err != nil {
+		return err
+	}
 	return d.Routes().GuardCertificates(ctx, objs.Certificates)
 }
 
@@ -278,6 +284,9 @@ func removeStale(ctx context.Context, d Deps, appName string, objs Objects) erro
 		if err := client.AutoscalingV2().HorizontalPodAutoscalers(ns).Delete(ctx, h.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return kube.TranslateError(err)
 		}
+	}
+	if err := removeStaleCronJobs(ctx, d, appName, objs.CronJobs); err != nil {
+		return err
 	}
 	if err := removeStaleIngresses(ctx, d, appName, objs.Ingresses); err != nil {
 		return err

@@ -273,13 +273,15 @@ func newRolling(t *Txn, change Change, opts Options, start time.Time) (*rolling,
 	if err != nil {
 		return nil, err
 	}
+	// before the change, which may set unit counts (tug.yaml's units)
+	unitsBefore := maps.Clone(a.Processes)
 	next, config, err := change(a, base, baseConfig)
 	if err != nil {
 		return nil, err
 	}
 	next.App, next.Version, next.CreatedAt, next.Author = a.Name, a.LastRelease+1, time.Now().UTC(), t.d.Holder.User
 	r := &rolling{t: t, start: start, a: a, base: base, baseConfig: baseConfig, next: next, config: config,
-		removed: RemovedProcesses(base, next), unitsBefore: maps.Clone(a.Processes)}
+		removed: RemovedProcesses(base, next), unitsBefore: unitsBefore}
 	withProcesses(a, next)
 	r.want = t.d.Routes().Want(t.ctx, t.d.Settings, a, next.Pool)
 	// A restore after a failure waits by the restored release's own
@@ -489,6 +491,8 @@ func (r *rolling) failed(failure *rollout.Failure) (*Result, error) {
 	res.Failure = failure
 	res.ReleasePhase = r.phase
 	if !r.opts.NoRollback {
+		// what ran before runs as many units as before
+		a.Processes = r.unitsBefore
 		back, err := restore(t.ctx, t.d, t.store, a, r.previous, r.givenTimeout)
 		if err != nil {
 			res.DurationMS = time.Since(r.start).Milliseconds()
@@ -721,7 +725,7 @@ func dryRun(ctx context.Context, d Deps, store *app.Store, a *app.App, base *app
 		}
 		cur, curConfig = r, cfg
 	}
-	res.Plan = plan(a, cur, curConfig, next, config)
+	res.Plan = append(plan(a, cur, curConfig, next, config), planJobs(cur, next)...)
 	if line, phase := plannedReleasePhase(a, base, next, opts); phase != nil {
 		res.Plan = append([]string{line}, res.Plan...)
 		res.ReleasePhase = phase

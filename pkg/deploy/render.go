@@ -11,6 +11,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -48,6 +49,8 @@ type Objects struct {
 	// Certificates are cert-manager's, of domains whose certificate comes
 	// from an issuer (pkg/route).
 	Certificates []*unstructured.Unstructured
+	// CronJobs are the release's jobs (cronjob.go).
+	CronJobs []*batchv1.CronJob
 }
 
 // Render builds the objects that run release r of app a. It is pure: the
@@ -75,6 +78,7 @@ func Render(a *app.App, r *app.Release, config app.ConfigMap) Objects {
 			objs.Autoscalers = append(objs.Autoscalers, renderAutoscaler(a, proc, *as))
 		}
 	}
+	objs.CronJobs = renderCronJobs(a, r)
 	return objs
 }
 

@@ -130,6 +130,8 @@ func CommandGroups() []CommandGroup {
 				ns("ingresses.networking.k8s.io", "list", "delete"),
 				ns("networkpolicies.networking.k8s.io", "list", "delete"),
 				ns("middlewares.traefik.io", "list", "delete"),
+				ns("cronjobs.batch", "list", "delete"),
+				ns("jobs.batch", "list", "delete"),
 			),
 		},
 		{
@@ -215,6 +217,19 @@ func CommandGroups() []CommandGroup {
 				// Where the cluster settings name a certificate issuer: one
 				// cert-manager Certificate per host, whose status cert list reads.
 				ns("certificates.cert-manager.io", "get", "list", "create", "update", "patch", "delete"),
+				// The jobs of a release (tug job), applied with it.
+				ns("cronjobs.batch", "get", "list", "create", "update", "patch", "delete"),
+			),
+		},
+		{
+			Name:        "job",
+			Description: "run commands on a schedule, and now (job run, logs)",
+			Permissions: slices.Concat(
+				// One CronJob per job, rendered with every release.
+				ns("cronjobs.batch", "get", "list", "create", "update", "patch", "delete"),
+				// job run makes a Job from it, and deletes it on Ctrl-C.
+				ns("jobs.batch", "get", "list", "create", "delete"),
+				ns("pods/log", "get"),
 			),
 		},
 		{

@@ -81,6 +81,7 @@ func Export(ctx context.Context, s *app.Store, appName string, includeConfig boo
 		unstructured.RemoveNestedField(c.Object, "metadata", "namespace")
 		out = append(out, c.Object)
 	}
+	out = append(out, exportCronJobs(objs.CronJobs, includeConfig)...)
 	for _, r := range objs.Routes {
 		// attached to the Gateway the record names; a cluster without it
 		// needs its own parentRefs

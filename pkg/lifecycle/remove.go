@@ -102,6 +102,8 @@ func RemoveHeld(ctx context.Context, d deploy.Deps, appName string, o RemoveOpti
 		{"autoscalers", func() (runtime.Object, error) { return c.AutoscalingV2().HorizontalPodAutoscalers(ns).List(ctx, sel) }, func(n string) error { return c.AutoscalingV2().HorizontalPodAutoscalers(ns).Delete(ctx, n, del) }},
 		{"routes", nil, nil},       // HTTPRoutes, through the dynamic client: see below
 		{"certificates", nil, nil}, // cert-manager's, before the Secrets it writes
+		{"jobs", func() (runtime.Object, error) { return c.BatchV1().CronJobs(ns).List(ctx, sel) }, func(n string) error { return c.BatchV1().CronJobs(ns).Delete(ctx, n, del) }},
+		{"job runs", func() (runtime.Object, error) { return c.BatchV1().Jobs(ns).List(ctx, sel) }, func(n string) error { return c.BatchV1().Jobs(ns).Delete(ctx, n, del) }},
 		{"deployments", func() (runtime.Object, error) { return c.AppsV1().Deployments(ns).List(ctx, sel) }, func(n string) error { return c.AppsV1().Deployments(ns).Delete(ctx, n, del) }},
 		{"ingresses", func() (runtime.Object, error) { return c.NetworkingV1().Ingresses(ns).List(ctx, sel) }, func(n string) error { return c.NetworkingV1().Ingresses(ns).Delete(ctx, n, del) }},
 		{"middlewares", nil, nil}, // Traefik's, through the dynamic client: see below

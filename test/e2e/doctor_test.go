@@ -202,6 +202,16 @@ func TestDoctorAsNamespaceUserNamesMissingNodePermissions(t *testing.T) {
 	if r := run("app", "deploy", "mine", "--image", sampleV1); r.Code != 0 {
 		t.Fatalf("app deploy as the namespace user: %s", r)
 	}
+	// jobs too: a CronJob of the release, a run now, and their removal
+	if r := run("job", "add", "mine", "hello", "--schedule", "@yearly", "--", "echo", "hello-from-job"); r.Code != 0 {
+		t.Fatalf("job add as the namespace user: %s", r)
+	}
+	if r := run("job", "run", "mine", "hello"); r.Code != 0 || !strings.Contains(r.Stdout, "hello-from-job") {
+		t.Fatalf("job run as the namespace user: %s", r)
+	}
+	if r := run("app", "remove", "mine", "--yes"); r.Code != 0 {
+		t.Fatalf("app remove of an app with a job as the namespace user: %s", r)
+	}
 	// outside its namespace, a 403 says which permission is missing
 	r = run("app", "list", "-n", "default")
 	if r.Code != 1 || !strings.Contains(r.Stderr, "cannot list configmaps") || !strings.Contains(r.Stderr, `"default"`) {

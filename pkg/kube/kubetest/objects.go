@@ -62,6 +62,10 @@ func Objects(t *testing.T, c kubernetes.Interface, ns string) map[string]string 
 	add("Ingress", l7, err)
 	l8, err := c.AutoscalingV2().HorizontalPodAutoscalers(ns).List(ctx, all)
 	add("HorizontalPodAutoscaler", l8, err)
+	l9, err := c.BatchV1().CronJobs(ns).List(ctx, all)
+	add("CronJob", l9, err)
+	l10, err := c.BatchV1().Jobs(ns).List(ctx, all)
+	add("Job", l10, err)
 	return out
 }
 

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/manifest"
+	"tug.dev/tug/pkg/usage"
+)
+
+// manifestFlag is app deploy's --manifest: tug.yaml (docs/manifest.md).
+type manifestFlag struct {
+	Path string
+	m    *manifest.Manifest
+}
+
+func (f *manifestFlag) add(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.Path, "manifest", "", "tug.yaml to read the app's processes, units, limits, healthchecks, settings and jobs from (default ./tug.yaml, or the source folder's, when present; see docs/manifest.md)")
+}
+
+// resolve reads the manifest (the source folder's when building from one)
+// and merges its processes into o's, before any request: a bad key or value
+// exits 2 naming its line.
+func (f *manifestFlag) resolve(o *appDeployOptions) error {
+	dir := ""
+	if o.build.active && o.build.source != nil {
+		dir = o.build.source.Dir
+	}
+	m, err := manifest.Find(f.Path, dir)
+	if err != nil || m == nil {
+		return err
+	}
+	f.m = m
+	o.procs, o.release, err = m.MergeProcesses(o.procs, o.release)
+	return err
+}
+
+// exportManifest prints app name's deployed release as a tug.yaml.
+func exportManifest(cmd *cobra.Command, f *cli.Factory, s *app.Store, name string, includeConfig bool) error {
+	if includeConfig {
+		return usage.Errorf("--manifest and --include-config cannot be used together: a tug.yaml holds no config (see 'tug env')")
+	}
+	a, err := s.GetApp(cmd.Context(), name)
+	if err != nil {
+		return err
+	}
+	if a.Release == 0 {
+		return fmt.Errorf("app %q has no deployed release to export; deploy it first", name)
+	}
+	r, _, err := s.GetRelease(cmd.Context(), name, a.Release)
+	if err != nil {
+		return err
+	}
+	b, err := manifest.Export(a, r)
+	if err != nil {
+		return err
+	}
+	_, err = f.IOStreams.Out.Write(b)
+	return err
+}

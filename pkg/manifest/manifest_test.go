@@ -1,0 +1,175 @@
+package manifest
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/deploy"
+	"tug.dev/tug/pkg/usage"
+)
+
+const full = `processes:
+  web:
+    command: sample --port $PORT
+    units: 2
+    limits: {cpu: 500m, memory: 256Mi}
+    healthcheck:
+      readiness: http:8080/health
+      period: 5
+  worker:
+    command: ./work
+    units: 3
+release: ./migrate
+settings:
+  max-surge: 50%
+  history: 4
+  deploy-timeout: 5m
+jobs:
+  report:
+    command: ./report --all
+    schedule: "0 6 * * *"
+    time-zone: Europe/Paris
+    concurrency: forbid
+    timeout: 10m
+    retries: 2
+`
+
+func TestParseReadsEverySection(t *testing.T) {
+	m, err := Parse("tug.yaml", []byte(full))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := *m.Processes["web"].Command; got != "sample --port $PORT" {
+		t.Errorf("web command %q", got)
+	}
+	if *m.Processes["worker"].Units != 3 || m.Processes["web"].Limits.CPU != "500m" || m.Processes["web"].Healthcheck.Period != 5 {
+		t.Errorf("processes: %+v", m.Processes)
+	}
+	if *m.Release != "./migrate" || m.Settings.MaxSurge != "50%" || m.Settings.History != 4 || m.Settings.DeployTimeout != 300 {
+		t.Errorf("release %q settings %+v", *m.Release, m.Settings)
+	}
+	want := app.Job{Command: "./report --all", Schedule: "0 6 * * *", TimeZone: "Europe/Paris", Concurrency: "forbid", TimeoutSeconds: 600, Retries: 2}
+	if !reflect.DeepEqual(m.Jobs["report"], want) {
+		t.Errorf("job %+v, want %+v", m.Jobs["report"], want)
+	}
+}
+
+// Every bad key or value is an input error (exit 2) naming the file, the
+// line and the key.
+func TestParseErrorsNameKeyAndLine(t *testing.T) {
+	for _, c := range []struct{ doc, want string }{
+		{"proceses:\n  web: {}\n", "tug.yaml:1: proceses: unknown key"},
+		{"processes:\n  web:\n    comand: x\n", "tug.yaml:3: processes.web.comand: unknown key"},
+		{"processes:\n  web:\n    units: many\n", "tug.yaml:3: processes.web.units: want a whole number"},
+		{"processes:\n  web:\n    units: 50000\n", "tug.yaml:3: processes.web.units: must be from 0 to"},
+		{"processes:\n  web:\n    limits:\n      cpu: lots\n", "tug.yaml:4: processes.web.limits: invalid --cpu"},
+		{"processes:\n  web:\n    limits:\n      gpu: 1\n", "tug.yaml:4: processes.web.limits.gpu: unknown key"},
+		{"processes:\n  Web-1: {}\n", "tug.yaml:2: processes.Web-1: invalid process name"},
+		{"processes:\n  web:\n    healthcheck:\n      readiness: ftp:21\n", "tug.yaml:4: processes.web.healthcheck.readiness:"},
+		{"settings:\n  max-surge: 300%\n", "tug.yaml:2: settings.max-surge:"},
+		{"settings:\n  speed: 3\n", "tug.yaml:2: settings.speed: unknown key"},
+		{"jobs:\n  report:\n    command: x\n    schedule: '61 * * * *'\n", "tug.yaml:4: jobs.report.schedule: invalid schedule"},
+		{"jobs:\n  report:\n    command: x\n    schedule: '@daily'\n    time-zone: Mars/Base\n", "tug.yaml:5: jobs.report.time-zone: unknown time zone"},
+		{"jobs:\n  report:\n    command: x\n", "tug.yaml:2: jobs.report: schedule is required"},
+		{"jobs:\n  report:\n    command: x\n    schedule: '@daily'\n    every: 1h\n", "tug.yaml:5: jobs.report.every: unknown key"},
+		{"jobs:\n  report:\n    command: x\n    schedule: '@daily'\n    timeout: 1.5s\n", "tug.yaml:5: jobs.report.timeout:"},
+		{"processes:\n  web: {}\nprocesses:\n  worker: {}\n", "tug.yaml:3: processes: given twice"},
+		{"- web\n", "tug.yaml:1: the file must be a mapping"},
+		{"processes: [web]\n", "tug.yaml:1: processes must be a mapping"},
+		{"release: {a: b}\n", "tug.yaml:1: release: want a single value"},
+	} {
+		_, err := Parse("tug.yaml", []byte(c.doc))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: error %v, want it to contain %q", c.doc, err, c.want)
+			continue
+		}
+		if !usage.Is(err) {
+			t.Errorf("%q: %v is not an input error (exit 2)", c.doc, err)
+		}
+	}
+}
+
+func TestMergeProcessesWithFlagsAndProcfile(t *testing.T) {
+	m, err := Parse("tug.yaml", []byte("processes:\n  web:\n    command: serve\n  worker: {}\n  clock:\n    command: tick\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// a Procfile gives what tug.yaml leaves out and adds its own types
+	pc, _, err := m.MergeProcesses(app.ProcessChange{Set: map[string]string{"worker": "work", "extra": "x"}, Complete: true, From: "Procfile ./Procfile"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"web": "serve", "worker": "work", "clock": "tick", "extra": "x"}
+	if !reflect.DeepEqual(pc.Set, want) || !pc.Complete {
+		t.Errorf("with a Procfile: %+v, want %v", pc, want)
+	}
+	// both giving a type different commands is refused
+	if _, _, err := m.MergeProcesses(app.ProcessChange{Set: map[string]string{"web": "other"}, Complete: true, From: "Procfile ./Procfile"}, ""); err == nil || !usage.Is(err) || !strings.Contains(err.Error(), "tug.yaml:3: processes.web.command") {
+		t.Errorf("conflicting Procfile: %v", err)
+	}
+	// flags win, and --remove-process drops a type the file lists
+	pc, _, err = m.MergeProcesses(app.ProcessChange{Set: map[string]string{"web": "flagged"}, Remove: []string{"clock"}, From: "--process"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]string{"web": "flagged", "worker": ""}; !reflect.DeepEqual(pc.Set, want) || len(pc.Remove) != 0 {
+		t.Errorf("with flags: %+v, want %v", pc, want)
+	}
+}
+
+// An exported manifest, read back and applied to a deploy of the same
+// image, makes a release with the same settings and the same units.
+func TestExportRoundTripChangesNothing(t *testing.T) {
+	m, err := Parse("tug.yaml", []byte(full))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &app.App{Name: "shop", Processes: map[string]app.Process{"web": {Replicas: 1}}}
+	pc, release, err := m.MergeProcesses(app.ProcessChange{}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _, err := m.Change(deploy.WithReleaseCommand(deploy.DeployProcesses("shop:1", pc, nil, true, ""), release))(a, nil, app.ConfigMap{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Version = 1
+	out, err := Export(a, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := Parse("exported", out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	units := map[string]app.Process{}
+	for k, v := range a.Processes {
+		units[k] = v
+	}
+	pc, release, err = again.MergeProcesses(app.ProcessChange{}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, _, err := again.Change(deploy.WithReleaseCommand(deploy.DeployProcesses("shop:1", pc, nil, true, ""), release))(a, first, app.ConfigMap{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second.Version = 1
+	for _, f := range []struct {
+		name       string
+		got, wantV any
+	}{
+		{"processes", second.Processes, first.Processes}, {"limits", second.Limits, first.Limits},
+		{"healthchecks", second.Healthchecks, first.Healthchecks}, {"rollout", second.Rollout, first.Rollout},
+		{"jobs", second.Jobs, first.Jobs}, {"release", second.ReleaseCommand, first.ReleaseCommand}, {"units", a.Processes, units},
+	} {
+		if !reflect.DeepEqual(f.got, f.wantV) {
+			t.Errorf("round trip changed %s: %+v, was %+v\n%s", f.name, f.got, f.wantV, out)
+		}
+	}
+	if out2, _ := Export(a, second); string(out2) != string(out) {
+		t.Errorf("a second export differs:\n%s\nfirst:\n%s", out2, out)
+	}
+}
