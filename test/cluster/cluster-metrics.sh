@@ -90,7 +90,7 @@ metrics_bin() {
 # verifies the kubelets' serving certificates with the cluster CA and
 # authenticates to them with its own certificate. The discovery paths are
 # open to anyone the apiserver lets through (they name the resources, no
-# data), so an apiserver that proxies without a client certificate still
+# data; the OpenAPI schemas alike), so an apiserver that proxies without a client certificate still
 # sees the group served instead of failing its discovery (which would hold
 # namespace deletion); the data itself needs a user the front proxy asserts.
 metrics_args() {
@@ -103,7 +103,7 @@ metrics_args() {
     --kubelet-client-certificate "$pki/metrics-server.crt" --kubelet-client-key "$pki/metrics-server.key" \
     --kubelet-preferred-address-types InternalIP --kubelet-use-node-status-port \
     --metric-resolution 15s --profiling=false \
-    --authorization-always-allow-paths /healthz,/livez,/readyz,/apis,/apis/metrics.k8s.io,/apis/metrics.k8s.io/v1beta1 \
+    --authorization-always-allow-paths /healthz,/livez,/readyz,/apis,/apis/metrics.k8s.io,/apis/metrics.k8s.io/v1beta1,/openapi/* \
     --v 1
 }
 
@@ -113,9 +113,9 @@ metrics_server_up() {
 }
 
 # metrics_yaml: the RBAC metrics-server needs (read pods and nodes and the
-# kubelets' metrics, delegate authentication and authorization), the
+# kubelets' metrics, delegate authentication and authorization) and the
 # aggregated reader role (view, edit and admin include it, as upstream's
-# manifest has it), and its registration.
+# manifest has it).
 metrics_yaml() {
   cat <<EOF
 apiVersion: rbac.authorization.k8s.io/v1
@@ -160,7 +160,14 @@ rules:
 - apiGroups: [metrics.k8s.io]
   resources: [pods, nodes]
   verbs: [get, list, watch]
----
+EOF
+}
+
+# metrics_registration_yaml: the Service (no selector) whose EndpointSlice
+# points at metrics-server's host address, and the APIService that makes
+# the apiserver proxy metrics.k8s.io to it.
+metrics_registration_yaml() {
+  cat <<EOF
 apiVersion: v1
 kind: Service
 metadata: {name: metrics-server, namespace: kube-system, labels: {tug.dev/local-cluster: "true"}}
@@ -238,13 +245,14 @@ ensure_metrics() {
   local bin
   bin=$(metrics_bin)
   metrics_pki
+  metrics_yaml | kapply -f - || die "applying metrics-server's RBAC failed"
   start_metrics_server "$bin"
   wait_for metrics-server 60 metrics_server_up
   if ! apiserver_aggregates && [ "${1:-}" != --register ]; then
     say "metrics-server runs, but the kube-apiserver was started without the aggregation layer's flags: restart the cluster (down, up) to serve the metrics API"
     return 0
   fi
-  metrics_yaml | kapply -f - || die "applying metrics-server's registration failed"
+  metrics_registration_yaml | kapply -f - || die "applying metrics-server's registration failed"
   wait_for metrics-server 60 metrics_available
   if apiserver_aggregates; then
     wait_for metrics-server 60 metrics_served
