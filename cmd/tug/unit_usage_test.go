@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/cli/clitest"
 	"tug.dev/tug/pkg/metrics/metricstest"
@@ -143,5 +144,31 @@ func TestUnitTopRefusals(t *testing.T) {
 		if r.code != tc.code || !strings.Contains(r.stderr, tc.want) {
 			t.Errorf("%v: exit %d, stderr %q; want %d and %q", tc.args, r.code, r.stderr, tc.code, tc.want)
 		}
+	}
+}
+
+func TestAppInfoShowsProcessTotals(t *testing.T) {
+	p, c := usageFixture(t, servedUsage)
+	r := p.runWith(t, c, false, "app", "info", "shop")
+	// web: a1 (limited) and b2 (unlimited): the total is unbounded
+	if r.code != 0 || !strings.Contains(r.stdout, "PROCESS\tCPU\tMEMORY\nweb\t128m\t364Mi\nworker\t40m\t12Mi\n") {
+		t.Errorf("app info: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	r = p.runWith(t, c, false, "app", "info", "shop", "-o", "json")
+	if !strings.Contains(r.stdout, `"usage": {`) || !strings.Contains(r.stdout, `"cpu": 128,`) {
+		t.Errorf("app info -o json lacks the usage:\n%s", r.stdout)
+	}
+	// with limits on every unit: the share
+	units := []app.Unit{{Process: "web", UnitUsage: app.UnitUsage{CPULimit: 200, MemoryLimit: 64 << 20}}, {Process: "web", UnitUsage: app.UnitUsage{CPULimit: 200, MemoryLimit: 64 << 20}}}
+	units[0].SetUsage(50, 16<<20)
+	units[1].SetUsage(30, 16<<20)
+	got := sumByProcess(units)["web"]
+	if got.CPULimit != 400 || ofLimit("80m", "400m", got.CPU, got.CPULimit) != "80m of 400m (20%)" {
+		t.Errorf("totals: %+v", got)
+	}
+	p2, c2 := usageFixture(t, func(*http.Request) (int, string) { return 404, metricstest.Status(404, "NotFound", "no") })
+	r = p2.runWith(t, c2, false, "app", "info", "shop")
+	if r.code != 0 || !strings.Contains(r.stderr, "does not serve the metrics API") {
+		t.Errorf("app info without metrics: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
