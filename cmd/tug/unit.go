@@ -120,6 +120,7 @@ func runUnitList(ctx context.Context, f *cli.Factory, o *unitListOptions) error 
 	if err != nil {
 		return err
 	}
+	usage := startUnitUsage(ctx, s, o) // alongside the reads below: the aggregated API answers slower
 	if !o.All {
 		a, err := s.GetApp(ctx, o.App)
 		if err != nil {
@@ -131,7 +132,6 @@ func runUnitList(ctx context.Context, f *cli.Factory, o *unitListOptions) error 
 			}
 		}
 	}
-	usage := startUnitUsage(ctx, s, o)
 	units, err := app.ListUnits(ctx, s.Client, s.Namespace, o.ListUnitsOptions)
 	if err != nil {
 		return err
