@@ -99,15 +99,15 @@ func sumByProcess(units []app.Unit) map[string]*processUsage {
 	return out
 }
 
-// print writes app info's human form, then the processes' usage (or the
-// hint saying why it is unknown).
+// print writes app info's human form, then the processes' usage when the
+// metrics API answers.
 func (u *appUsage) print(ios *cli.IOStreams, info *app.Info, base func(*cli.IOStreams, *app.Info) error) error {
 	if err := base(ios, info); err != nil || len(info.Processes) == 0 {
 		return err
 	}
 	w := u.with(info)
 	if u.missing != nil {
-		usageHint(ios, u.missing)
+		// no hint here: app info is about the app, and unit list says why
 		return nil
 	}
 	fmt.Fprintln(ios.Out)

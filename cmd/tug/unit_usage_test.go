@@ -168,7 +168,7 @@ func TestAppInfoShowsProcessTotals(t *testing.T) {
 	}
 	p2, c2 := usageFixture(t, func(*http.Request) (int, string) { return 404, metricstest.Status(404, "NotFound", "no") })
 	r = p2.runWith(t, c2, false, "app", "info", "shop")
-	if r.code != 0 || !strings.Contains(r.stderr, "does not serve the metrics API") {
-		t.Errorf("app info without metrics: exit %d, stderr %q", r.code, r.stderr)
+	if r.code != 0 || r.stderr != "" || strings.Contains(r.stdout, "MEMORY") {
+		t.Errorf("app info without metrics: no usage and no hint; exit %d, stderr %q\n%s", r.code, r.stderr, r.stdout)
 	}
 }

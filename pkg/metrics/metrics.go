@@ -13,9 +13,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
@@ -94,7 +96,7 @@ func (s restSource) PodUsage(ctx context.Context, namespace, selector string) (m
 	raw, err := s.rc.Get().AbsPath("/apis/metrics.k8s.io/v1beta1", "namespaces", namespace, "pods").
 		Param("labelSelector", selector).Do(ctx).Raw()
 	if err != nil {
-		return nil, classify(err)
+		return nil, classify(err, raw)
 	}
 	return decode(raw)
 }
@@ -123,21 +125,32 @@ func decode(raw []byte) (map[string]Usage, error) {
 
 // classify maps the API's answer to why the usage is unknown: no APIService
 // (404), one whose server is down or not ready (503), no permission (403).
-// A context's end stays what it is.
-func classify(err error) error {
+// A context's end stays what it is. body is the answer's: the REST client
+// without a group version cannot decode a Status of its own, so its message
+// is read here.
+func classify(err error, body []byte) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
+	}
+	msg := err.Error()
+	var status metav1.Status
+	if json.Unmarshal(body, &status) == nil && status.Message != "" {
+		msg = status.Message
 	}
 	var st apierrors.APIStatus
 	if errors.As(err, &st) {
 		switch code := st.Status().Code; {
 		case code == http.StatusNotFound, code == http.StatusServiceUnavailable:
-			return &Unavailable{Reason: NotServed, Detail: err.Error()}
+			return &Unavailable{Reason: NotServed, Detail: msg}
+		case code == http.StatusForbidden && strings.Contains(msg, `"system:anonymous"`):
+			// metrics-server saw no user: the API server proxied without
+			// its front-proxy certificate
+			return &Unavailable{Reason: Failed, Detail: "the API server's aggregation layer is not set up (kube-apiserver --proxy-client-cert-file, --requestheader-client-ca-file): " + msg}
 		case code == http.StatusForbidden, code == http.StatusUnauthorized:
-			return &Unavailable{Reason: Forbidden, Detail: err.Error()}
+			return &Unavailable{Reason: Forbidden, Detail: msg}
 		}
 	}
-	return &Unavailable{Reason: Failed, Detail: err.Error()}
+	return &Unavailable{Reason: Failed, Detail: msg}
 }
 
 // AsUnavailable reports whether err says the usage is unknown (and why).

@@ -55,6 +55,13 @@ func TestPodUsageSaysWhyUnknown(t *testing.T) {
 			t.Errorf("%d: %v (%+v), want reason %s", c.code, err, u, c.want)
 		}
 	}
+	// metrics-server refusing the API server's proxied request as anonymous
+	cl := metricstest.New(fake.NewClientset(), func(*http.Request) (int, string) {
+		return 403, metricstest.Status(403, "Forbidden", `pods.metrics.k8s.io is forbidden: User \"system:anonymous\" cannot list`)
+	})
+	if _, err := FromClient(cl).PodUsage(context.Background(), "dev", ""); !strings.Contains(err.Error(), "aggregation layer is not set up") {
+		t.Errorf("anonymous at metrics-server: %v", err)
+	}
 	// a fake clientset has no REST client: not served, not a panic
 	if _, err := FromClient(fake.NewClientset()).PodUsage(context.Background(), "dev", ""); err == nil {
 		t.Error("no REST client: want an error")
