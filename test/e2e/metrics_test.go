@@ -94,21 +94,28 @@ func TestUnitListWithoutMetricsPermission(t *testing.T) {
 	}
 }
 
-// roleKubeconfig binds a service account of h's namespace to a Role of
-// rules and returns a kubeconfig for it.
+// roleKubeconfig makes a Role of rules in h's namespace and returns a
+// kubeconfig for a service account bound to it.
 func roleKubeconfig(t *testing.T, h *H, rules []rbacv1.PolicyRule) string {
 	t.Helper()
-	ctx := context.Background()
-	name := "limited"
-	if _, err := h.Client.RbacV1().Roles(h.NS).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}, metav1.CreateOptions{}); err != nil {
+	if _, err := h.Client.RbacV1().Roles(h.NS).Create(context.Background(), &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "limited"}, Rules: rules}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	return serviceAccountKubeconfig(t, h, "limited", "limited")
+}
+
+// serviceAccountKubeconfig binds a new service account name of h's
+// namespace to the Role role and returns a kubeconfig for it, with the
+// test's namespace.
+func serviceAccountKubeconfig(t *testing.T, h *H, name, role string) string {
+	t.Helper()
+	ctx := context.Background()
 	if _, err := h.Client.CoreV1().ServiceAccounts(h.NS).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := h.Client.RbacV1().RoleBindings(h.NS).Create(ctx, &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: role},
 		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: h.NS}},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
