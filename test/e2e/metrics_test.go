@@ -221,3 +221,19 @@ func TestAppEventsShowCrashAndOOMKill(t *testing.T) {
 		t.Errorf("--since -5m: want exit 2, got %s", r)
 	}
 }
+
+// withoutUsage is app info's JSON without what the units use, which
+// changes from one sample to the next.
+func withoutUsage(t *testing.T, info string) string {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(info), &m); err != nil {
+		t.Fatalf("app info -o json: %v\n%s", err, info)
+	}
+	delete(m, "usage")
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
