@@ -39,8 +39,19 @@ func (h *H) usage(args ...string) []usageRow {
 	return rows
 }
 
+// requireMetricsAPI fails the test at once, saying what to do, when the
+// cluster does not serve the metrics API to its admin.
+func (h *H) requireMetricsAPI() {
+	h.t.Helper()
+	err := h.Client.Discovery().RESTClient().Get().AbsPath("/apis/metrics.k8s.io/v1beta1/namespaces", h.NS, "pods").Do(context.Background()).Error()
+	if err != nil {
+		h.t.Fatalf("the cluster does not serve the metrics API (%v): test/cluster/cluster.sh ensure-metrics says why; a cluster started before the apiserver's aggregation flags needs a restart (down, up)", err)
+	}
+}
+
 func TestUnitListShowsUsageAfterDeploy(t *testing.T) {
 	h := New(t)
+	h.requireMetricsAPI()
 	h.mustTug("app", "create", "shop")
 	h.mustTug("app", "deploy", "shop", "--image", sampleV1)
 	h.mustTug("app", "limit", "set", "shop", "-p", "web", "--cpu", "200m", "--memory", "64Mi")
@@ -140,6 +151,7 @@ func serviceAccountKubeconfig(t *testing.T, h *H, name, role string) string {
 
 func TestAutoscalerAddsUnitUnderLoad(t *testing.T) {
 	h := New(t)
+	h.requireMetricsAPI()
 	h.mustTug("app", "create", "busy")
 	// a CPU loop held at its limit: 100% of its request
 	h.mustTug("app", "deploy", "busy", "--image", sampleV1, "--process", "worker=sh -c 'while :; do :; done'")
