@@ -32,6 +32,7 @@ func newAppCmd(f *cli.Factory) *cobra.Command {
 		newAppCreateCmd(f),
 		newAppListCmd(f),
 		newAppInfoCmd(f),
+		newAppEventsCmd(f),
 		newAppDeployCmd(f),
 		newAppRemoveCmd(f),
 		newAppExportCmd(f),

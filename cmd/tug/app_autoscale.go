@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/spf13/cobra"
 
 	"tug.dev/tug/pkg/app"
@@ -12,23 +10,7 @@ import (
 
 func newAutoscaleCmd(f *cli.Factory) *cobra.Command {
 	cmd := &cobra.Command{Use: "autoscale", Short: "Let a HorizontalPodAutoscaler set a process's units", Args: cli.GroupArgs, RunE: cli.GroupRunE}
-	cmd.AddCommand(newAutoscaleSetCmd(f), newAutoscaleUnsetCmd(f), newSettingsListCmd(f, "list APP", "List autoscaled processes", "  tug app autoscale list shop", func(a *app.App, _ *app.Release) any {
-		out := map[string]*app.Autoscale{}
-		for _, p := range a.ProcessNames() {
-			out[p] = a.Processes[p].Autoscale
-		}
-		return out
-	}, func(a *app.App, _ *app.Release) *cli.Table {
-		t := cli.NewTable("process", "min", "max", "cpu", "units")
-		for _, p := range a.ProcessNames() {
-			if as := a.Processes[p].Autoscale; as != nil {
-				t.AddRow(p, fmt.Sprint(as.Min), fmt.Sprint(as.Max), fmt.Sprintf("%d%%", as.CPUPercent), fmt.Sprint(a.Processes[p].Replicas))
-			} else {
-				t.AddRow(p, "-", "-", "-", fmt.Sprintf("%d (fixed)", a.Processes[p].Units()))
-			}
-		}
-		return t
-	}))
+	cmd.AddCommand(newAutoscaleSetCmd(f), newAutoscaleUnsetCmd(f), newAutoscaleListCmd(f))
 	return cmd
 }
 

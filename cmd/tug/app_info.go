@@ -29,11 +29,12 @@ func newAppInfoCmd(f *cli.Factory) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			usage := startAppUsage(cmd.Context(), s, args[0])
 			info, err := app.GetInfo(cmd.Context(), s, args[0])
 			if err != nil {
 				return err
 			}
-			return o.Print(f.IOStreams, info, func() error { return printAppInfo(f.IOStreams, info) })
+			return o.Print(f.IOStreams, usage.with(info), func() error { return usage.print(f.IOStreams, info, printAppInfo) })
 		},
 	}
 	cli.AddFormatFlag(cmd, &o.Format)

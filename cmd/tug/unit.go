@@ -9,6 +9,7 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/metrics"
 	"tug.dev/tug/pkg/text"
 	"tug.dev/tug/pkg/usage"
 )
@@ -22,7 +23,7 @@ func newUnitCmd(f *cli.Factory) *cobra.Command {
 		RunE:    cli.GroupRunE,
 		GroupID: "apps",
 	}
-	cmd.AddCommand(newUnitListCmd(f), newUnitAddCmd(f, true), newUnitAddCmd(f, false), newUnitKillCmd(f))
+	cmd.AddCommand(newUnitListCmd(f), newUnitTopCmd(f), newUnitAddCmd(f, true), newUnitAddCmd(f, false), newUnitKillCmd(f))
 	return cmd
 }
 
@@ -120,6 +121,7 @@ func runUnitList(ctx context.Context, f *cli.Factory, o *unitListOptions) error 
 	if err != nil {
 		return err
 	}
+	usage := startUnitUsage(ctx, s, o) // alongside the reads below: the aggregated API answers slower
 	if !o.All {
 		a, err := s.GetApp(ctx, o.App)
 		if err != nil {
@@ -135,6 +137,7 @@ func runUnitList(ctx context.Context, f *cli.Factory, o *unitListOptions) error 
 	if err != nil {
 		return err
 	}
+	missing := usage(units)
 	out := cli.OutputOptions{Format: cli.OutputFormat(o.format), NoHeaders: o.noHeaders, NameKind: "unit"}
 	if o.format == "wide" {
 		out.Format = cli.OutputTable
@@ -144,12 +147,16 @@ func runUnitList(ctx context.Context, f *cli.Factory, o *unitListOptions) error 
 			fmt.Fprintln(f.IOStreams.ErrOut, "no units")
 			return nil
 		}
-		return unitTable(units, o.format == "wide", o.All).Render(f.IOStreams, o.noHeaders)
+		if err := unitTable(units, o.format == "wide", o.All).Render(f.IOStreams, o.noHeaders); err != nil {
+			return err
+		}
+		usageHint(f.IOStreams, missing)
+		return nil
 	})
 }
 
 func unitTable(units []app.Unit, wide, withApp bool) *cli.Table {
-	cols := []string{"unit", "process", "release", "status", "ready", "restarts", "age"}
+	cols := []string{"unit", "process", "release", "status", "ready", "restarts", "age", "cpu", "memory"}
 	if withApp {
 		cols = append([]string{"app"}, cols...)
 	}
@@ -169,7 +176,8 @@ func unitTable(units []app.Unit, wide, withApp bool) *cli.Table {
 		if u.Ready {
 			ready = "yes"
 		}
-		row := []string{u.Name, u.Process, releaseCell(u.Release), status, ready, strconv.Itoa(int(u.Restarts)), text.Age(u.CreatedAt)}
+		row := []string{u.Name, u.Process, releaseCell(u.Release), status, ready, strconv.Itoa(int(u.Restarts)), text.Age(u.CreatedAt),
+			metrics.CPUCell(u.UnitUsage), metrics.MemoryCell(u.UnitUsage)}
 		if withApp {
 			row = append([]string{u.App}, row...)
 		}

@@ -33,6 +33,7 @@ type Unit struct {
 	Address      string    `json:"address,omitempty"` // host:port, for web units
 	Image        string    `json:"image"`
 	CreatedAt    time.Time `json:"createdAt"`
+	UnitUsage
 }
 
 // Unit statuses, as people think of them rather than pod phases.
@@ -132,6 +133,7 @@ func UnitOf(p *corev1.Pod, now time.Time) Unit {
 		u.Process = RunProcess
 		u.Release, _ = strconv.Atoi(p.Annotations[kube.LabelRelease])
 	}
+	u.CPULimit, u.MemoryLimit = podLimits(p)
 	if len(p.Spec.Containers) > 0 {
 		u.Image = p.Spec.Containers[0].Image
 		for _, port := range p.Spec.Containers[0].Ports {

@@ -183,6 +183,7 @@ func Run(ctx context.Context, env Env, opts Options) (*Report, error) {
 	// 3. Who the cluster thinks we are: RBAC answers depend on it.
 	r.Checks = append(r.Checks, identityCheck(ctx, client, r))
 	r.Checks = append(r.Checks, dockerfileBuildsCheck(ctx, client, r.Namespace))
+	r.Checks = append(r.Checks, metricsCheck(ctx, client, r.Namespace))
 
 	// 4. Every permission of every command group; the app-namespace ones
 	// in each namespace that holds tug apps.

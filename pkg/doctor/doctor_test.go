@@ -24,6 +24,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
+
+	"tug.dev/tug/pkg/metrics/metricstest"
 )
 
 type fakeEnv struct {
@@ -92,7 +94,7 @@ func uniquePermissions() int {
 
 func TestAllAllowed(t *testing.T) {
 	c := newFakeCluster("37", allowAll)
-	r, err := Run(context.Background(), fakeEnv{client: c}, Options{ClientMinor: 37})
+	r, err := Run(context.Background(), fakeEnv{client: metricstest.New(c, servedMetrics)}, Options{ClientMinor: 37})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +117,7 @@ func TestAllAllowed(t *testing.T) {
 			t.Errorf("check %s: %s %s", ch.Name, ch.Status, ch.Message)
 		}
 	}
-	if want := []string{"kubeconfig", "cluster", "version skew", "identity", "dockerfile builds", "gateway"}; !reflect.DeepEqual(names, want) {
+	if want := []string{"kubeconfig", "cluster", "version skew", "identity", "dockerfile builds", "metrics API", "gateway"}; !reflect.DeepEqual(names, want) {
 		t.Errorf("checks %q, want %q", names, want)
 	}
 }
@@ -329,9 +331,10 @@ func TestRolesCoverTheTable(t *testing.T) {
 
 // The developer Role grants what tug's calls use and no more: remove lists
 // and deletes one by one (no deletecollection), and watch is granted only
-// on the kinds tug watches (grep .Watch( and kube.WaitPods).
+// on the kinds tug watches (grep .Watch( and kube.WaitPods; app events -f
+// watches Events).
 func TestRoleGrantsOnlyTheVerbsTugUses(t *testing.T) {
-	watched := map[string]bool{"pods": true, "deployments": true, "leases": true, "httproutes": true}
+	watched := map[string]bool{"pods": true, "deployments": true, "leases": true, "httproutes": true, "events": true}
 	listDelete := map[string]bool{}
 	for _, r := range Role("tug-developer", "dev").Rules {
 		for _, res := range r.Resources {

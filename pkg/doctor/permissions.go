@@ -180,6 +180,23 @@ func CommandGroups() []CommandGroup {
 			),
 		},
 		{
+			Name:        "metrics",
+			Description: "CPU and memory of units (unit list, unit top, app info) from the metrics API",
+			// One LIST of PodMetrics by the app's labels; the cluster must
+			// serve metrics.k8s.io (metrics-server), which doctor checks.
+			Permissions: ns("pods.metrics.k8s.io", "list"),
+		},
+		{
+			Name:        "events",
+			Description: "what happened to an app (app events), followed with -f",
+			Permissions: slices.Concat(
+				ns("events", "list", "watch"),
+				ns("pods", "list", "watch"),
+				// its releases, tug's own records
+				ns("secrets", "list"),
+			),
+		},
+		{
 			Name:        "log",
 			Description: "show and follow app logs",
 			Permissions: slices.Concat(

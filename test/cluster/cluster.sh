@@ -21,6 +21,9 @@
 #                           builder (tug/cnb-builder:v1; part of ensure-registry too)
 #   cluster.sh ensure-cert-manager-crds  on a running cluster: only apply
 #                           cert-manager's CRDs (part of ensure-router too)
+#   cluster.sh ensure-metrics [--register]  on a running cluster: start
+#                           metrics-server and register the metrics API (see
+#                           cluster-metrics.sh; part of ensure-router too)
 #   cluster.sh check-clean  exit 1 listing anything a cluster left behind
 #   cluster.sh apiserver start|stop|kill PORT  on a running cluster: a second
 #                           kube-apiserver on 127.0.0.1:PORT (same etcd, certificates
@@ -86,6 +89,8 @@ router_in_chain=TUG-ROUTER-IN
 
 say() { printf 'cluster: %s\n' "$*" >&2; }
 die() { say "$*"; exit 1; }
+# shellcheck source=cluster-metrics.sh
+. "$here/cluster-metrics.sh"
 
 # ---------------------------------------------------------------- processes
 
@@ -221,6 +226,7 @@ make_pki() {
     cert "node$n-serving" "node$n" "" "DNS:node$n,IP:$(node_ip "$n")"
     write_kubeconfig "$dir/node$n.kubeconfig" "node$n"
   done
+  metrics_pki
 }
 
 # ---------------------------------------------------------------- network
@@ -268,6 +274,7 @@ start_etcd() {
 }
 
 start_control_plane() {
+  # shellcheck disable=SC2046 # the aggregation flags are words to pass on
   start kube-apiserver "$k8s" kube-apiserver \
     --etcd-servers "http://127.0.0.1:$etcd_port" --bind-address 127.0.0.1 --secure-port "$api_port" \
     --advertise-address "$(node_ip 1)" --endpoint-reconciler-type none \
@@ -278,7 +285,7 @@ start_control_plane() {
     --authorization-mode Node,RBAC --allow-privileged \
     --kubelet-client-certificate "$pki/apiserver-kubelet-client.crt" --kubelet-client-key "$pki/apiserver-kubelet-client.key" \
     --kubelet-certificate-authority "$pki/ca.crt" --kubelet-preferred-address-types InternalIP \
-    --profiling=false --v 1
+    --profiling=false --v 1 $(aggregation_flags)
   wait_for kube-apiserver 60 curl -sfk --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" "$apiserver/readyz"
 
   start kube-controller-manager "$k8s" kube-controller-manager \
@@ -913,6 +920,7 @@ up() {
   "$here/build-router.sh" >"$router_out" &
   router_build=$!
   cnb_prebuild
+  metrics_build_start
   new_k8s=$("$here/build-localk8s.sh") || die "building the Kubernetes $k8s_version binary failed"
   build_images
   wait "$router_build" || die "building the router failed"
@@ -948,6 +956,7 @@ up() {
   alive kube-proxy || fail kube-proxy "kube-proxy exited"
   ensure_router "$router_bin"
   ensure_cnb_builder
+  ensure_metrics
   say "up: $nodes node(s) Ready in $(awk "BEGIN{printf \"%.1f\", $(date +%s.%N) - $t0}")s; logs in $logs"
   say "kubeconfig: $kubeconfig"
   say "registry: $registry_addr"
@@ -970,6 +979,7 @@ ensure_additions() {
   ensure_router "$router_bin"
   say "router: $router_ip (HTTP :80, HTTPS :443; apps under *.$apps_domain)"
   ensure_cnb_builder
+  ensure_metrics
 }
 
 # running_version: the Kubernetes version of the running cluster (recorded by
@@ -1034,7 +1044,7 @@ kill_leftovers() {
     while read -r pid; do kill -KILL "$pid" 2>/dev/null || true; done < "$root/$router_cgroup/cgroup.procs"
   fi
   # the kube-proxy, kubelets and router of a cluster whose pid files are gone
-  for pid in $(pgrep -f "(localk8s|kubelet|kube-proxy|kube-apiserver|kube-controller-manager|kube-scheduler|traefik).*$dir/" 2>/dev/null); do
+  for pid in $(pgrep -f "(localk8s|kubelet|kube-proxy|kube-apiserver|kube-controller-manager|kube-scheduler|traefik|metrics-server).*$dir/" 2>/dev/null); do
     kill -KILL "$pid" 2>/dev/null || true
   done
   for pid in $(pgrep -f "etcd --name tug-local" 2>/dev/null) $(pgrep -f "containerd --config $dir/" 2>/dev/null); do
@@ -1168,6 +1178,7 @@ extra_apiserver_start() {
       fi
       flags+=("$arg")
     done
+    has_aggregation_flags "${flags[@]}" || mapfile -t -O "${#flags[@]}" flags < <(aggregation_flags)
     # Its own host name (a UTS namespace of its own): an apiserver's identity
     # Lease is named after the host, and two instances must not share one.
     start "$name" unshare --uts sh -c 'hostname "$0" && exec "$@"' "tug-$name" "${argv[0]}" "${flags[@]}"
@@ -1200,6 +1211,7 @@ check_clean() {
   pgrep -f "etcd --name tug-local" >/dev/null 2>&1 && left+=("etcd still running")
   pgrep -f "kube-apiserver .*$dir/" >/dev/null 2>&1 && left+=("kube-apiserver still running (extra ones included): $(pgrep -f "kube-apiserver .*$dir/" | tr '\n' ' ')")
   ss -Hltn "sport = :$registry_port" 2>/dev/null | grep -q . && left+=("a listener on the registry port $registry_port")
+  [ -z "$(check_metrics_clean)" ] || left+=("$(check_metrics_clean)")
   ss -Hltn "src $router_ip" 2>/dev/null | grep -q . && left+=("a listener on the router's address $router_ip")
   ip -o addr show 2>/dev/null | grep -qF " $router_ip/" && left+=("the router's address $router_ip")
   local cg2
@@ -1257,6 +1269,11 @@ case "${1:-}" in
     [ -n "$k8s" ] || die "up, but no built Kubernetes binary to apply objects with"
     certmanager_crds
     say "cert-manager's CRDs ($certmanager_version) are served" ;;
+  ensure-metrics)
+    is_up || die "the cluster is not up"
+    k8s=$(running_bin)
+    [ -n "$k8s" ] || die "up, but no built Kubernetes binary to apply objects with"
+    ensure_metrics "${2:-}" ;;
   check-clean) check_clean ;;
   apiserver) # an extra kube-apiserver of the running cluster (see extra_apiserver_start)
     case "${2:-}" in
@@ -1265,5 +1282,5 @@ case "${1:-}" in
       kill) extra_apiserver_stop "${3:-}" KILL ;;
       *) echo "usage: $0 apiserver start|stop|kill PORT" >&2; exit 2 ;;
     esac ;;
-  *) echo "usage: $0 up [NODES]|down|status|kubeconfig|registry|router|ensure-registry|ensure-router|ensure-cnb-builder|ensure-cert-manager-crds|check-clean|apiserver start|stop|kill PORT" >&2; exit 2 ;;
+  *) echo "usage: $0 up [NODES]|down|status|kubeconfig|registry|router|ensure-registry|ensure-router|ensure-cnb-builder|ensure-cert-manager-crds|ensure-metrics|check-clean|apiserver start|stop|kill PORT" >&2; exit 2 ;;
 esac

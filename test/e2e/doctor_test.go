@@ -10,14 +10,10 @@ import (
 	"strings"
 	"testing"
 
-	authv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 var gateways = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "gateways"}
@@ -224,37 +220,9 @@ func TestDoctorAsNamespaceUserNamesMissingNodePermissions(t *testing.T) {
 // generated developer Role and returns a kubeconfig for it.
 func developerKubeconfig(t *testing.T, h *H) string {
 	t.Helper()
-	ctx := context.Background()
 	apply := exec.Command(kubectlPath(t), "--kubeconfig", env.kubeconfig, "apply", "-n", h.NS, "-f", filepath.Join(repoRoot(), "docs/rbac/tug-developer-role.yaml"))
 	if out, err := apply.CombinedOutput(); err != nil {
 		t.Fatalf("applying the developer Role: %v\n%s", err, out)
 	}
-	if _, err := h.Client.CoreV1().ServiceAccounts(h.NS).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "dev"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.Client.RbacV1().RoleBindings(h.NS).Create(ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "dev"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "tug-developer"},
-		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "dev", Namespace: h.NS}},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	tok, err := h.Client.CoreV1().ServiceAccounts(h.NS).CreateToken(ctx, "dev", &authv1.TokenRequest{}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// a kubeconfig for that user, with the test's namespace
-	raw, err := clientcmd.LoadFromFile(h.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctxName := raw.CurrentContext
-	user := raw.Contexts[ctxName].AuthInfo
-	raw.AuthInfos[user].ClientCertificate, raw.AuthInfos[user].ClientKey = "", ""
-	raw.AuthInfos[user].Token = tok.Status.Token
-	devConfig := filepath.Join(t.TempDir(), "dev.kubeconfig")
-	if err := clientcmd.WriteToFile(*raw, devConfig); err != nil {
-		t.Fatal(err)
-	}
-	return devConfig
+	return serviceAccountKubeconfig(t, h, "dev", "tug-developer")
 }

@@ -26,7 +26,7 @@ func (h *H) dryRunState(appName string) dryRunState {
 	ctx := context.Background()
 	s := dryRunState{
 		releases: h.mustTug("release", "list", appName, "-o", "json").Stdout,
-		info:     h.mustTug("app", "info", appName, "-o", "json").Stdout,
+		info:     withoutUsage(h.t, h.mustTug("app", "info", appName, "-o", "json").Stdout),
 	}
 	pods, err := h.Client.CoreV1().Pods(h.NS).List(ctx, metav1.ListOptions{LabelSelector: "tug.dev/app=" + appName})
 	if err != nil {

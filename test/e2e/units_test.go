@@ -100,7 +100,7 @@ func TestScaleAndUnitList(t *testing.T) {
 	}
 	// the table has the columns people look for
 	table := h.mustTug("unit", "list", "shop", "-o", "wide").Stdout
-	if !strings.HasPrefix(table, "UNIT\tPROCESS\tRELEASE\tSTATUS\tREADY\tRESTARTS\tAGE\tNODE\tIP\tADDRESS\tIMAGE\n") {
+	if !strings.HasPrefix(table, "UNIT\tPROCESS\tRELEASE\tSTATUS\tREADY\tRESTARTS\tAGE\tCPU\tMEMORY\tNODE\tIP\tADDRESS\tIMAGE\n") {
 		t.Fatalf("wide table header: %q", strings.SplitN(table, "\n", 2)[0])
 	}
 }

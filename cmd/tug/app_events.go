@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/events"
+	"tug.dev/tug/pkg/text"
+	"tug.dev/tug/pkg/usage"
+)
+
+// appEventsOptions are `tug app events`'s.
+type appEventsOptions struct {
+	events.Options
+	follow bool
+	out    cli.OutputOptions
+}
+
+func newAppEventsCmd(f *cli.Factory) *cobra.Command {
+	o := &appEventsOptions{}
+	cmd := &cobra.Command{
+		Use:         "events APP",
+		Annotations: argsAre(argApp),
+		Short:       "Show what happened to an app: its objects' events and tug's records, oldest first",
+		Long: `Show what happened to an app, oldest first: the Kubernetes Events of its
+objects (units, Deployments and ReplicaSets, the autoscaler, the Service and
+routes, one-off runs) merged with tug's own records: its releases (deploys,
+config changes, rollbacks, with their author and how they ended) and what
+its units' status tells (a crash's exit code, an OOM kill past the memory
+limit, an eviction).
+
+History is short: Kubernetes keeps Events for an hour by default (the API
+server's --event-ttl) and a unit only its containers' last exit.
+
+-f keeps printing new events as they happen until Ctrl-C.`,
+		Example: `  tug app events shop
+  tug app events shop --since 10m
+  tug app events shop -f
+  tug app events shop -o json`,
+		Args: cli.ExactArgs("APP"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.Since < 0 {
+				return usage.Errorf("--since must be positive, got %s", o.Since)
+			}
+			if o.follow && o.out.Format != "" && o.out.Format != cli.OutputTable && o.out.Format != cli.OutputJSON {
+				return usage.Errorf("-f prints a table or JSON lines (-o json), not %s", o.out.Format)
+			}
+			s, a, err := loadApp(cmd, f, args[0])
+			if err != nil {
+				return err
+			}
+			o.App, o.Processes = a.Name, a.ProcessNames()
+			return runAppEvents(cmd.Context(), f, s, o)
+		},
+	}
+	cmd.Flags().BoolVarP(&o.follow, "follow", "f", false, "Keep printing new events")
+	cmd.Flags().DurationVar(&o.Since, "since", 0, "Only events of the last duration (10m, 2h)")
+	cli.AddOutputFlags(cmd, &o.out)
+	return cmd
+}
+
+func runAppEvents(ctx context.Context, f *cli.Factory, s *app.Store, o *appEventsOptions) error {
+	releases, err := s.ListReleases(ctx, o.App)
+	if err != nil {
+		return err
+	}
+	evs, err := events.List(ctx, s.Client, s.Namespace, o.Options, releases)
+	if err != nil {
+		return err
+	}
+	ios := f.IOStreams
+	if !o.follow {
+		return o.out.Print(ios, evs, func() error {
+			if len(evs) == 0 {
+				fmt.Fprintf(ios.ErrOut, "no events (%s)\n", events.Expiry)
+				return nil
+			}
+			if err := eventsTable(evs).Render(ios, o.out.NoHeaders); err != nil {
+				return err
+			}
+			if o.Since == 0 || o.Since > time.Hour {
+				fmt.Fprintln(ios.ErrOut, events.Expiry)
+			}
+			return nil
+		})
+	}
+	// Following: one line per event as it comes (JSON lines with -o json),
+	// without the table's alignment, which would need every row first.
+	var werr error
+	emit := func(e events.Event) {
+		if werr != nil {
+			return
+		}
+		if o.out.Format == cli.OutputJSON {
+			b, _ := json.Marshal(e) // an Event always encodes
+			_, werr = ios.Out.Write(append(b, '\n'))
+			return
+		}
+		_, werr = io.WriteString(ios.Out, eventLine(e))
+	}
+	for _, e := range evs {
+		emit(e)
+	}
+	if err := events.Follow(ctx, s.Client, s.Namespace, o.Options, evs, emit); err != nil {
+		return err
+	}
+	return werr
+}
+
+func eventsTable(evs []events.Event) *cli.Table {
+	t := cli.NewTable("time", "type", "object", "reason", "message")
+	for _, e := range evs {
+		t.AddRow(e.Time.Local().Format("15:04:05"), e.Type, e.Object, e.Reason, eventMessage(e))
+	}
+	return t
+}
+
+func eventLine(e events.Event) string {
+	return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\n", e.Time.Local().Format("15:04:05"), e.Type, e.Object, e.Reason, text.Sanitize(eventMessage(e)))
+}
+
+func eventMessage(e events.Event) string {
+	if e.Count > 1 {
+		return fmt.Sprintf("%s (x%d)", e.Message, e.Count)
+	}
+	return e.Message
+}
