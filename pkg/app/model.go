@@ -59,6 +59,9 @@ type App struct {
 	// Gateway, as the cluster settings gave it when the app was last
 	// deployed or routed (nil: no Gateway; domains use an Ingress).
 	Route *Route `json:"route,omitempty"`
+	// Canary is the release running beside Release (canary.go); nil when
+	// one release runs.
+	Canary *Canary `json:"canary,omitempty"`
 
 	// resourceVersion of the stored record, for optimistic concurrency.
 	resourceVersion string

@@ -48,6 +48,11 @@ type Objects struct {
 	// Certificates are cert-manager's, of domains whose certificate comes
 	// from an issuer (certificate.go).
 	Certificates []*unstructured.Unstructured
+	// While a canary runs (canary_render.go): the Services of each side
+	// of a split route, and the Deployments to keep though no release
+	// renders them (the canary's units).
+	TrackServices []*corev1.Service
+	Keep          []string
 }
 
 // Render builds the objects that run release r of app a. It is pure: the
@@ -64,12 +69,14 @@ func Render(a *app.App, r *app.Release, config app.ConfigMap) Objects {
 	if _, ok := r.Processes[app.WebProcess]; ok {
 		objs.Service = renderService(a)
 		objs.Ingresses = renderIngresses(a)
-		objs.Routes = route.Render(a, ServiceName(a.Name), processLabels(a.Name, app.WebProcess))
+		objs.Routes = route.RenderSplit(a, webBackends(a), processLabels(a.Name, app.WebProcess))
+		objs.TrackServices = renderTrackServices(a)
 		objs.NetworkPolicy = renderNetworkPolicy(a)
 		objs.Middleware = renderAllowMiddleware(a)
 		objs.Maintenance = renderMaintenance(a)
 		objs.Certificates = renderCertificates(a)
 	}
+	objs.Keep = keptDeployments(a)
 	for _, proc := range sortedProcesses(r.Processes) {
 		if as := a.Processes[proc].Autoscale; as != nil {
 			objs.Autoscalers = append(objs.Autoscalers, renderAutoscaler(a, proc, *as))
