@@ -3,8 +3,11 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -175,4 +178,101 @@ func TestCanaryAbortedByItselfAndByHand(t *testing.T) {
 	if rr := h.Tug("release", "abort", name); rr.Code != 1 || !strings.Contains(rr.Stderr, "nothing to abort") {
 		t.Fatalf("abort with no canary: %s", rr)
 	}
+}
+
+// Blue-green through the router: the new release at full size, every
+// request switched to it once its units are ready with none lost, the
+// previous release's units kept, and a rollback that switches back to
+// them without starting a unit.
+func TestBlueGreenSwitchAndInstantRollback(t *testing.T) {
+	h := New(t)
+	r := h.localRouter()
+	const name = "blugr"
+	url := "http://" + name + "-" + h.NS + "." + r.appsDomain + "/"
+	h.mustTug("app", "create", name)
+	h.mustTug("app", "deploy", name, "--image", sampleV1)
+	h.mustTug("app", "scale", name, "web=2")
+	l := startLoad(r, "gateway", url, false)
+	defer func() {
+		if l != nil {
+			l.halt()
+		}
+	}()
+	enough := func(phase string) tally {
+		t.Helper()
+		h.Eventually(2*time.Minute, fmt.Sprintf("%d requests in phase %s", phaseMinimum, phase), func() (bool, error) {
+			c := l.counted(phase)
+			return c.total >= phaseMinimum, fmt.Errorf("%d", c.total)
+		})
+		return l.counted(phase)
+	}
+
+	l.enter("switch")
+	res := h.mustTug("app", "deploy", name, "--image", sampleV2, "--strategy", "blue-green", "-o", "json")
+	if !strings.Contains(res.Stdout, `"strategy": "blue-green"`) || !strings.Contains(res.Stdout, `"weight": 100`) {
+		t.Fatalf("deploy --strategy blue-green -o json: %s", res)
+	}
+	if got := versions(t, r, url, 50); got["v2"] != 50 {
+		t.Fatalf("after the switch every request should reach v2: %v", got)
+	}
+	if c := enough("switch"); c.failures() > 0 {
+		t.Fatalf("blue-green switch: %s", c)
+	} else {
+		t.Logf("blue-green switch: %s", c)
+	}
+	kept, err := h.Client.CoreV1().Pods(h.NS).List(context.Background(), metav1.ListOptions{LabelSelector: "tug.dev/app=" + name + ",tug.dev/release=1"})
+	if err != nil || len(kept.Items) != 2 {
+		t.Fatalf("v1's 2 units should be kept: %v %v", kept, err)
+	}
+	before := h.podNames(name)
+
+	// the rollback: the first answer from the kept units, measured from
+	// the command's start (logged, not asserted: a timing)
+	l.enter("rollback")
+	start := time.Now()
+	back := make(chan time.Duration, 1)
+	go func() {
+		for time.Since(start) < time.Minute {
+			if code, body, _, err := r.get(nil, url); err == nil && code == 200 && strings.Contains(body, "sample v1") {
+				back <- time.Since(start)
+				return
+			}
+		}
+		back <- -1
+	}()
+	h.mustTug("release", "rollback", name)
+	t.Logf("release rollback after blue-green: first answer from v1's kept units %v after the command started", <-back)
+	if got := versions(t, r, url, 50); got["v1"] != 50 {
+		t.Fatalf("after the rollback every request should reach v1: %v", got)
+	}
+	if c := enough("rollback"); c.failures() > 0 {
+		t.Fatalf("rollback to the kept units: %s", c)
+	} else {
+		t.Logf("rollback: %s", c)
+	}
+	l.halt()
+	l = nil
+	for _, p := range h.podNames(name) {
+		if !slices.Contains(before, p) {
+			t.Fatalf("the rollback started unit %s; the kept units were %v", p, before)
+		}
+	}
+	h.noCanaryLeft(name)
+	if rels := h.releasesByVersion(name); rels[2].Status != "aborted" || rels[1].Status != "deployed" {
+		t.Fatalf("release list after the rollback: %+v", rels)
+	}
+}
+
+// podNames are the names of the app's pods now.
+func (h *H) podNames(appName string) []string {
+	h.t.Helper()
+	pods, err := h.Client.CoreV1().Pods(h.NS).List(context.Background(), metav1.ListOptions{LabelSelector: "tug.dev/app=" + appName})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var out []string
+	for _, p := range pods.Items {
+		out = append(out, p.Name)
+	}
+	return out
 }
