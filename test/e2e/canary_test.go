@@ -276,3 +276,30 @@ func (h *H) podNames(appName string) []string {
 	}
 	return out
 }
+
+// --canary-steps: the canary moves through its shares by itself, one
+// every --step-interval while healthy, then is promoted.
+func TestCanaryStepsPromoteByThemselves(t *testing.T) {
+	h := New(t)
+	r := h.localRouter()
+	const name = "canst"
+	url := "http://" + name + "-" + h.NS + "." + r.appsDomain + "/"
+	h.mustTug("app", "create", name)
+	h.mustTug("app", "deploy", name, "--image", sampleV1)
+	if rr := h.Tug("app", "deploy", name, "--image", sampleV2, "--canary-steps", "50,20"); rr.Code != 2 || !strings.Contains(rr.Stderr, "must go up") {
+		t.Fatalf("steps that go down: want exit 2, got %s", rr)
+	}
+	res := h.mustTug("app", "deploy", name, "--image", sampleV2, "--canary-steps", "20,60", "--step-interval", "2s")
+	for _, want := range []string{"v2 gets 20% of requests", "v2 gets 60% of requests", "every request to v2"} {
+		if !strings.Contains(res.Stderr, want) {
+			t.Fatalf("the steps should say %q:\n%s", want, res.Stderr)
+		}
+	}
+	if got := versions(t, r, url, 100); got["v2"] != 100 {
+		t.Fatalf("after the last step every request should reach v2: %v", got)
+	}
+	h.noCanaryLeft(name)
+	if rels := h.releasesByVersion(name); rels[2].Status != "deployed" {
+		t.Fatalf("release list after the steps: %+v", rels)
+	}
+}
