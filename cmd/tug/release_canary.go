@@ -126,48 +126,42 @@ func plural(n int) string {
 }
 
 func newReleasePromoteCmd(f *cli.Factory) *cobra.Command {
-	var format cli.OutputFormat
-	cmd := &cobra.Command{
-		Use:   "promote APP",
-		Short: "Give the canary (or blue-green) release every request and make it the deployed one",
-		Long: `Promote the release that runs beside the deployed one (started by
+	return canaryEndCmd(f, "promote", "Give the canary (or blue-green) release every request and make it the deployed one",
+		`Promote the release that runs beside the deployed one (started by
 'tug app deploy --canary' or '--strategy blue-green'): every request goes to
 its units at once, the deployed release's units are rolled out to it (other
 processes, workers, too), and once they run it the canary's own units go.`,
-		Example: `  tug release promote shop`,
-		Args:    cli.ExactArgs("APP"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := app.ValidateName(args[0]); err != nil {
-				return err
-			}
-			return rollWith(cmd, f, args[0], func(ctx context.Context, d deploy.Deps) (*deploy.Result, error) {
-				return deploy.Promote(ctx, d, args[0], deploy.Options{})
-			}, format, rollVerb{"promoted", "promoting the canary of"})
-		},
-	}
-	takesLock(cmd)
-	cli.AddFormatFlag(cmd, &format)
-	return cmd
+		func(ctx context.Context, d deploy.Deps, name string) (*deploy.Result, error) {
+			return deploy.Promote(ctx, d, name, deploy.Options{})
+		}, rollVerb{"promoted", "promoting the canary of"})
 }
 
 func newReleaseAbortCmd(f *cli.Factory) *cobra.Command {
-	var format cli.OutputFormat
-	cmd := &cobra.Command{
-		Use:   "abort APP",
-		Short: "Send every request back to the deployed release and remove the canary's units",
-		Long: `Abort the release that runs beside the deployed one (a canary, or a
+	return canaryEndCmd(f, "abort", "Send every request back to the deployed release and remove the canary's units",
+		`Abort the release that runs beside the deployed one (a canary, or a
 blue-green release with its previous units kept): every request goes back
 to the deployed release's units, which never stopped, then the canary's
 units are removed and its release is marked aborted.`,
-		Example: `  tug release abort shop`,
+		deploy.Abort, rollVerb{"aborted", "aborting the canary of"})
+}
+
+// canaryEndCmd is release promote or release abort: one app, the app's
+// lock, a rollout's result.
+func canaryEndCmd(f *cli.Factory, verb, short, long string, run func(context.Context, deploy.Deps, string) (*deploy.Result, error), words rollVerb) *cobra.Command {
+	var format cli.OutputFormat
+	cmd := &cobra.Command{
+		Use:     verb + " APP",
+		Short:   short,
+		Long:    long,
+		Example: "  tug release " + verb + " shop",
 		Args:    cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := app.ValidateName(args[0]); err != nil {
 				return err
 			}
 			return rollWith(cmd, f, args[0], func(ctx context.Context, d deploy.Deps) (*deploy.Result, error) {
-				return deploy.Abort(ctx, d, args[0])
-			}, format, rollVerb{"aborted", "aborting the canary of"})
+				return run(ctx, d, args[0])
+			}, format, words)
 		},
 	}
 	takesLock(cmd)
