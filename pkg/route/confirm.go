@@ -276,9 +276,8 @@ func (c Client) awaitVerdict(ctx context.Context, a *app.App, r *unstructured.Un
 		if refusal != nil {
 			refusal.App, refusal.Route = a.Name, r.GetName()
 			if noSliceYet(refusal) {
-				// a Service made just before the route: its controller
-				// has not made its EndpointSlice yet, and the router
-				// says so until it has (a canary's split)
+				// a Service made just before the route, which the
+				// router has not seen yet (a canary's split)
 				unsliced = refusal
 				return false, nil
 			}
@@ -300,10 +299,14 @@ func (c Client) awaitVerdict(ctx context.Context, a *app.App, r *unstructured.Un
 	return false, err
 }
 
-// noSliceYet says whether the router refused a route only because a
-// backend Service has no EndpointSlice yet (Traefik's words).
+// noSliceYet says whether the router refused a route only because it has
+// not seen a backend Service, or its EndpointSlice, yet (Traefik's
+// words): tug routes only to Services it applied just before, so the
+// router's cache lags; a backend that stays missing is refused at the
+// verdict's deadline.
 func noSliceYet(e *RouteError) bool {
-	return e.Reason == "BackendNotFound" && strings.Contains(e.Message, "endpointslices not found")
+	return e.Reason == "BackendNotFound" && (strings.Contains(e.Message, "endpointslices not found") ||
+		strings.Contains(e.Message, "getting service: service") && strings.Contains(e.Message, "not found"))
 }
 
 // verdict reads an HTTPRoute's status for its Gateway parent at generation
