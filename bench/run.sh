@@ -52,7 +52,7 @@ if [ -n "${BENCH_QUICK:-}" ]; then
   scale=(-pods 1000 -nodes 100 -rounds 1); apps=(-apps 60 -rounds 1); many=(-units 20); remote=(-units 10 -rounds 1)
   quick=(-quick)
 fi
-for b in deploy source apps scale many remote route latency usage; do go build -o "$tmp/$b" "./bench/$b"; done
+for b in deploy source apps scale many remote route latency usage bluegreen; do go build -o "$tmp/$b" "./bench/$b"; done
 
 echo "== start-up";            bench/version.sh 15
 echo "== deploy";              "$tmp/deploy" "${common[@]}" -rounds 9
@@ -62,6 +62,7 @@ echo "== unit and node list";  "$tmp/scale" "${common[@]}" "${before[@]}" "${sca
 echo "== many units";          "$tmp/many" "${common[@]}" "${before[@]}" "${many[@]}"
 echo "== logs and shell";      "$tmp/remote" "${common[@]}" "${remote[@]}"
 echo "== routes";              "$tmp/route" "${common[@]}" -router "$($cluster router)"
+echo "== blue-green rollback";  "$tmp/bluegreen" "${common[@]}" -router "$($cluster router)"
 echo "== request latency";     "$tmp/latency" "${common[@]}" -router "$($cluster router)"
 echo "== metrics";             "$tmp/usage" "${common[@]}"
 

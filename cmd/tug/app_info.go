@@ -30,6 +30,7 @@ func newAppInfoCmd(f *cli.Factory) *cobra.Command {
 				return err
 			}
 			usage := startAppUsage(cmd.Context(), s, args[0])
+			defer usage.stop()
 			info, err := app.GetInfo(cmd.Context(), s, args[0])
 			if err != nil {
 				return err
@@ -75,6 +76,9 @@ func printAppRecord(w io.Writer, ios *cli.IOStreams, in *app.Info) {
 		infoLine(w, "Move", fmt.Sprintf("%s; %s", m.Describe(), moveHint(in.Name, in.Pool, m)))
 	}
 	infoLine(w, "Release", releaseCell(in.Release))
+	if c := in.Canary; c != nil {
+		infoLine(w, "Canary", c.Describe()+fmt.Sprintf("; 'tug release promote %s' or 'tug release abort %s'", in.Name, in.Name))
+	}
 	image := in.Image
 	if ios.IsStdoutTTY() {
 		image = cli.ShortDigests(image) // as in the tables; whole with -o json or piped

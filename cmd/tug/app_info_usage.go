@@ -29,15 +29,19 @@ type infoWithUsage struct {
 // appUsage is the units' LIST and the PodMetrics' LIST that app info
 // makes alongside reading the app.
 type appUsage struct {
-	units   func() ([]app.Unit, error)
+	units func() ([]app.Unit, error)
+	// stop cancels both LISTs and waits for them: no request of the
+	// command's outlives it (an app that is not there returns early).
+	stop    func()
 	missing *metrics.Unavailable
 	usage   map[string]*processUsage
 }
 
 // startAppUsage starts both LISTs now; with and print wait for them.
 func startAppUsage(ctx context.Context, s *app.Store, name string) *appUsage {
+	ctx, cancel := context.WithCancel(ctx)
 	o := app.ListUnitsOptions{App: name}
-	use := metrics.Fetch(ctx, metrics.FromClient(s.Client), s.Namespace, metrics.Selector(o))
+	use, stopUse := metrics.Fetch(ctx, metrics.FromClient(s.Client), s.Namespace, metrics.Selector(o))
 	done := make(chan struct{})
 	var units []app.Unit
 	var err error
@@ -45,7 +49,7 @@ func startAppUsage(ctx context.Context, s *app.Store, name string) *appUsage {
 		defer close(done)
 		units, err = app.ListUnits(ctx, s.Client, s.Namespace, o)
 	}()
-	return &appUsage{units: func() ([]app.Unit, error) {
+	return &appUsage{stop: func() { cancel(); <-done; stopUse() }, units: func() ([]app.Unit, error) {
 		<-done
 		if err == nil {
 			// the metrics' wait, once: a later call finds units with usage

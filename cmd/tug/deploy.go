@@ -10,6 +10,7 @@ import (
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/text"
+	"tug.dev/tug/pkg/usage"
 )
 
 // ---------------------------------------------------------------- app deploy
@@ -33,6 +34,8 @@ type appDeployOptions struct {
 	warnings         []string
 	build            buildFlags // without --image (build.go)
 	manifest         manifestFlag
+	canary           canaryFlags
+	canaryOpts       *deploy.CanaryOptions
 }
 
 func newAppDeployCmd(f *cli.Factory) *cobra.Command {
@@ -90,6 +93,7 @@ and the new one is marked failed. --skip-release-phase skips it.`,
 	o.rollout.addDryRun(cmd, "")
 	o.build.add(cmd)
 	o.manifest.add(cmd)
+	o.canary.add(cmd)
 	return cmd
 }
 
@@ -119,6 +123,7 @@ func runAppDeploy(cmd *cobra.Command, f *cli.Factory, o *appDeployOptions, name 
 	}
 	opts := o.rollout.options()
 	opts.SkipReleasePhase = o.SkipReleasePhase
+	opts.Canary = o.canaryOpts
 	if o.build.active {
 		if o.Image, err = o.build.image(cmd, f, name, o.Message, o.rollout.DryRun); err != nil || o.Image == "" {
 			return err
@@ -143,6 +148,13 @@ func (o *appDeployOptions) validate(name string) error {
 	}
 	if err := o.rollout.validate(); err != nil {
 		return err
+	}
+	var err error
+	if o.canaryOpts, err = o.canary.options(); err != nil {
+		return err
+	}
+	if o.canaryOpts != nil && (o.rollout.NoWait || o.rollout.NoRollback) {
+		return usage.Errorf("--strategy %s waits for the new units and aborts them when they fail: --no-wait and --no-rollback do not apply", o.canaryOpts.Strategy)
 	}
 	src := app.ProcessSource{Flags: o.Processes, Remove: o.RemoveProcesses, Procfile: o.Procfile}
 	procs, release, warnings, err := src.Resolve()

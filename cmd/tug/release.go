@@ -20,7 +20,7 @@ func newReleaseCmd(f *cli.Factory) *cobra.Command {
 		RunE:    cli.GroupRunE,
 		GroupID: "apps",
 	}
-	cmd.AddCommand(newReleaseListCmd(f), newReleaseInfoCmd(f), newReleaseRollbackCmd(f))
+	cmd.AddCommand(newReleaseListCmd(f), newReleaseInfoCmd(f), newReleaseRollbackCmd(f), newReleasePromoteCmd(f), newReleaseAbortCmd(f))
 	return cmd
 }
 
@@ -46,6 +46,7 @@ func newReleaseListCmd(f *cli.Factory) *cobra.Command {
 			out := make([]app.ReleaseSummary, len(rels))
 			for i, r := range rels {
 				out[i] = app.SummarizeRelease(r)
+				out[i].Traffic = app.TrafficShare(a, r.Version)
 			}
 			return o.Print(f.IOStreams, out, func() error {
 				t := cli.NewTable("release", "kind", "status", "image", "author", "age", "message")
@@ -58,7 +59,11 @@ func newReleaseListCmd(f *cli.Factory) *cobra.Command {
 					if r.FailReason != "" {
 						msg = r.FailReason
 					}
-					t.AddRow(fmt.Sprintf("v%d%s", r.Version, mark), r.Kind, string(r.Status), dash(r.Image), r.Author, text.Age(r.CreatedAt), msg)
+					status := string(r.Status)
+					if r.Traffic != nil {
+						status += fmt.Sprintf(" (%d%%)", *r.Traffic)
+					}
+					t.AddRow(fmt.Sprintf("v%d%s", r.Version, mark), r.Kind, status, dash(r.Image), r.Author, text.Age(r.CreatedAt), msg)
 				}
 				return t.Render(f.IOStreams, o.NoHeaders)
 			})
@@ -211,6 +216,7 @@ lock.`,
 			store := &app.Store{Client: client, Namespace: ns}
 			opts := r.options()
 			opts.SkipReleasePhase = skipReleasePhase
+			opts.Rollback, opts.RollbackTo = true, target
 			return roll(cmd, f, args[0], deploy.RollbackChange(cmd.Context(), store, target), opts, r.Output, rollVerb{"rolled back", "rolling back"})
 		},
 	}

@@ -135,6 +135,8 @@ func rollWith(cmd *cobra.Command, f *cli.Factory, appName string, run func(conte
 	if err != nil {
 		p.Fail(fmt.Sprintf("release v%d failed", res.Release))
 		printFailure(f.IOStreams, res)
+	} else if res.Canary != nil {
+		p.Done(canaryLine(res))
 	} else {
 		p.Done(doneLine(res, verb.Done))
 	}

@@ -121,7 +121,8 @@ func runUnitList(ctx context.Context, f *cli.Factory, o *unitListOptions) error 
 	if err != nil {
 		return err
 	}
-	usage := startUnitUsage(ctx, s, o) // alongside the reads below: the aggregated API answers slower
+	usage, stopUsage := startUnitUsage(ctx, s, o) // alongside the reads below: the aggregated API answers slower
+	defer stopUsage()
 	if !o.All {
 		a, err := s.GetApp(ctx, o.App)
 		if err != nil {

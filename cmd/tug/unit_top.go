@@ -113,7 +113,8 @@ func runUnitTop(ctx context.Context, f *cli.Factory, o *unitTopOptions) error {
 // units' LIST and the PodMetrics' LIST run at once. Without the metrics API
 // there is nothing to show: that is the error.
 func topUnits(ctx context.Context, s *app.Store, o *unitTopOptions) ([]app.Unit, error) {
-	use := metrics.Fetch(ctx, metrics.FromClient(s.Client), s.Namespace, metrics.Selector(o.ListUnitsOptions))
+	use, stop := metrics.Fetch(ctx, metrics.FromClient(s.Client), s.Namespace, metrics.Selector(o.ListUnitsOptions))
+	defer stop()
 	a, err := s.GetApp(ctx, o.App)
 	if err != nil {
 		return nil, err

@@ -10,10 +10,10 @@ import (
 )
 
 // startUnitUsage starts the one LIST of PodMetrics a unit listing makes,
-// alongside its LIST of pods; -o name needs none.
-func startUnitUsage(ctx context.Context, s *app.Store, o *unitListOptions) func([]app.Unit) *metrics.Unavailable {
+// alongside its LIST of pods; -o name needs none. The caller defers stop.
+func startUnitUsage(ctx context.Context, s *app.Store, o *unitListOptions) (use func([]app.Unit) *metrics.Unavailable, stop func()) {
 	if o.format == unitFormat(cli.OutputName) {
-		return func([]app.Unit) *metrics.Unavailable { return nil }
+		return func([]app.Unit) *metrics.Unavailable { return nil }, func() {}
 	}
 	return metrics.Fetch(ctx, metrics.FromClient(s.Client), s.Namespace, metrics.Selector(o.ListUnitsOptions))
 }

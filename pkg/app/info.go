@@ -107,6 +107,9 @@ func processSummaries(a *App, r *Release, deps []appsv1.Deployment) []ProcessSum
 	ready := map[string]int32{}
 	applied := map[string]bool{}
 	for _, d := range deps {
+		if d.Labels[kube.LabelTrack] != "" {
+			continue // a canary's units: Info.Canary
+		}
 		ready[d.Labels[kube.LabelProcess]] = d.Status.ReadyReplicas
 		applied[d.Labels[kube.LabelProcess]] = true
 	}
@@ -149,6 +152,10 @@ type Info struct {
 	// Move is set while a move between clusters is unfinished (app.Move).
 	Move *Move `json:"move,omitempty"`
 
+	// Canary is the release running beside Release, while one does
+	// (canary.go).
+	Canary *CanaryInfo `json:"canary,omitempty"`
+
 	// Running is what the units run when that is not the record's release
 	// (a deploy that stopped midway); nil when they agree.
 	Running *Running `json:"running,omitempty"`
@@ -186,6 +193,9 @@ type ReleaseSummary struct {
 	FailReason  string    `json:"failReason,omitempty"`
 	ConfigKeys  []string  `json:"configKeys"`
 	Processes   []string  `json:"processes"`
+	// Traffic is the release's share of requests in percent while a
+	// canary runs beside the deployed release (both have one).
+	Traffic *int `json:"traffic,omitempty"`
 }
 
 // SummarizeRelease drops nothing secret (a Release holds none) but shapes
@@ -241,6 +251,7 @@ func GetInfo(ctx context.Context, s *Store, name string) (*Info, error) {
 		Move:        a.Move,
 	}
 	info.Running = running(a, rels, deps.Items)
+	info.Canary = canaryInfo(a, deps.Items)
 	for _, d := range a.Domains {
 		info.Domains = append(info.Domains, d.Host+d.Path)
 	}
@@ -283,7 +294,7 @@ func running(a *App, rels []*Release, deps []appsv1.Deployment) *Running {
 	for i := range deps {
 		d := &deps[i]
 		v, err := strconv.Atoi(d.Spec.Template.Labels[kube.LabelRelease])
-		if err != nil {
+		if err != nil || d.Labels[kube.LabelTrack] != "" {
 			continue
 		}
 		if !slices.Contains(versions, v) {

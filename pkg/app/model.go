@@ -61,6 +61,9 @@ type App struct {
 	Route *Route `json:"route,omitempty"`
 	// SuspendedJobs names the jobs that are suspended (tug job suspend).
 	SuspendedJobs []string `json:"suspendedJobs,omitempty"`
+	// Canary is the release running beside Release (canary.go); nil when
+	// one release runs.
+	Canary *Canary `json:"canary,omitempty"`
 
 	// resourceVersion of the stored record, for optimistic concurrency.
 	resourceVersion string

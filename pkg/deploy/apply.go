@@ -54,6 +54,9 @@ func applyObjects(ctx context.Context, d Deps, objs Objects, dryRun bool) (*appl
 			return nil, err
 		}
 	}
+	if err := applyTrackServices(ctx, d, objs.TrackServices, opts); err != nil {
+		return nil, err
+	}
 	if err := d.Routes().ApplyCertificates(ctx, objs.Certificates, opts); err != nil {
 		return nil, err
 	}
@@ -190,6 +193,11 @@ func guardOwned(ctx context.Context, d Deps, objs Objects) error {
 			return client.CoreV1().Services(ns).Get(ctx, n, get)
 		}})
 	}
+	for _, s := range objs.TrackServices {
+		targets = append(targets, target{"Service", s.Name, s.Labels[kube.LabelApp], func(n string) (metav1.Object, error) {
+			return client.CoreV1().Services(ns).Get(ctx, n, get)
+		}})
+	}
 	for _, i := range objs.Ingresses {
 		targets = append(targets, target{"Ingress", i.Name, i.Labels[kube.LabelApp], func(n string) (metav1.Object, error) {
 			return client.NetworkingV1().Ingresses(ns).Get(ctx, n, get)
@@ -256,6 +264,9 @@ func removeStale(ctx context.Context, d Deps, appName string, objs Objects) erro
 	if objs.Maintenance != nil {
 		keep[objs.Maintenance.Name] = true
 	}
+	for _, name := range objs.Keep {
+		keep[name] = true
+	}
 	list, err := client.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{LabelSelector: kube.AppSelector(appName)})
 	if err != nil {
 		return kube.TranslateError(err)
@@ -308,6 +319,9 @@ func removeStale(ctx context.Context, d Deps, appName string, objs Objects) erro
 		return err
 	}
 	if err := d.Routes().RemoveStaleCertificates(ctx, appName, objs.Certificates); err != nil {
+		return err
+	}
+	if err := removeStaleTrackServices(ctx, d, appName, objs.TrackServices); err != nil {
 		return err
 	}
 	if objs.Service == nil {

@@ -74,6 +74,13 @@ type Options struct {
 	// Probe is what a request through the router must get for the change
 	// to count as served (routed.go); the default: the app answers.
 	Probe route.Probe
+	// Canary runs the release beside the deployed one (canary.go); nil:
+	// a rolling update of every unit.
+	Canary *CanaryOptions
+	// Rollback is set by a rollback to release RollbackTo (0: the one
+	// before): while a canary runs, it aborts the canary instead.
+	Rollback   bool
+	RollbackTo int
 }
 
 // Change builds the next release from the app and its base release (the
@@ -113,7 +120,10 @@ type Result struct {
 	// only, says whether the change replaced the units (a new release) or
 	// took effect on the running release in place, units untouched.
 	UnitsRestarted *bool `json:"unitsRestarted,omitempty"`
-	DurationMS     int64 `json:"durationMs"`
+	// Canary is the release running beside the deployed one, while one
+	// runs (canary.go).
+	Canary     *CanaryResult `json:"canary,omitempty"`
+	DurationMS int64         `json:"durationMs"`
 }
 
 // ProcessResult is one process of the release.
@@ -138,6 +148,10 @@ type Error struct {
 	// Moved says the failed release was the new copy of a move, which
 	// removes it and says where the app serves: nothing is added here.
 	Moved bool
+	// CanaryAborted: the failed release was a canary, aborted, and
+	// Previous keeps every request; CanaryKept: a promote failed and the
+	// canary runs beside Previous again.
+	CanaryAborted, CanaryKept bool
 }
 
 func (e *Error) Error() string {
@@ -145,6 +159,10 @@ func (e *Error) Error() string {
 	msg := fmt.Sprintf("release v%d of app %q failed: %s", r.Release, r.App, r.Failure.Message)
 	switch {
 	case e.Moved:
+	case e.CanaryAborted:
+		msg += fmt.Sprintf("; the canary was aborted: v%d keeps every request", e.Previous)
+	case e.CanaryKept && e.RollbackErr == nil:
+		msg += fmt.Sprintf("; the promote was undone: v%d's units are back and the canary runs beside them", e.Previous)
 	case e.RollbackErr != nil:
 		msg += fmt.Sprintf("; rolling back to v%d also failed: %v", e.RollbackTo, e.RollbackErr)
 	case r.RolledBackTo > 0:
@@ -199,6 +217,14 @@ func Roll(ctx context.Context, d Deps, appName string, change Change, opts Optio
 // what records how it ended runs on a detached context. Its steps are
 // rolling's methods, in the order below.
 func roll(t *Txn, change Change, opts Options, start time.Time) (*Result, error) {
+	if t.app.Canary != nil && !opts.DryRun {
+		if opts.Rollback && (opts.RollbackTo == 0 || opts.RollbackTo == t.app.Release) {
+			return abort(t, start, "rolled back")
+		}
+		if err := canaryGate(t, "this change"); err != nil {
+			return nil, err
+		}
+	}
 	r, err := newRolling(t, change, opts, start)
 	if err != nil {
 		return nil, err
@@ -209,6 +235,14 @@ func roll(t *Txn, change Change, opts Options, start time.Time) (*Result, error)
 		return dryRun(t.ctx, t.d, t.store, r.a, r.base, r.baseConfig, r.next, r.config, r.opts, start)
 	case r.opts.NoRestart || r.next.Image == "":
 		return r.stage()
+	}
+	if c := r.opts.Canary; c != nil {
+		if err := checkCanaryStart(r.a, r.next, c); err != nil {
+			return nil, err
+		}
+		// the record's formation stays the deployed release's until a
+		// promote: only web units start beside it
+		r.a.Processes = maps.Clone(r.unitsBefore)
 	}
 	if err := r.store(); err != nil {
 		return nil, err
@@ -225,6 +259,9 @@ func roll(t *Txn, change Change, opts Options, start time.Time) (*Result, error)
 	// before anything of the release is applied.
 	if err := t.Lost(); err != nil {
 		return r.interrupted(err)
+	}
+	if r.opts.Canary != nil {
+		return r.startCanary()
 	}
 	got, out := r.apply()
 	if out != nil {

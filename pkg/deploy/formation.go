@@ -126,6 +126,12 @@ func reshape(ctx context.Context, d Deps, appName string, c RecordChange, opts O
 		return nil, err
 	}
 	defer t.End()
+	if !storeOnlyBeforeDeploy {
+		// a change of units; traffic changes keep the split (Render)
+		if err := canaryGate(t, "changing the units"); err != nil {
+			return nil, err
+		}
+	}
 	s := &reshaping{t: t, c: c, opts: opts, start: start, storeOnly: storeOnlyBeforeDeploy}
 	if err := s.guard(); err != nil {
 		return nil, err

@@ -198,6 +198,9 @@ func runningOf(a *app.App) string {
 func runsFully(deps []appsv1.Deployment, r *app.Release) bool {
 	byProc := map[string]*appsv1.Deployment{}
 	for i := range deps {
+		if IsCanary(deps[i].Labels) {
+			continue // a canary's units say nothing of what the process runs
+		}
 		byProc[deps[i].Labels[kube.LabelProcess]] = &deps[i]
 	}
 	for proc := range r.Processes {

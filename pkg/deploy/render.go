@@ -51,6 +51,11 @@ type Objects struct {
 	Certificates []*unstructured.Unstructured
 	// CronJobs are the release's jobs (cronjob.go).
 	CronJobs []*batchv1.CronJob
+	// While a canary runs (canary_render.go): the Services of each side
+	// of a split route, and the Deployments to keep though no release
+	// renders them (the canary's units).
+	TrackServices []*corev1.Service
+	Keep          []string
 }
 
 // Render builds the objects that run release r of app a. It is pure: the
@@ -67,12 +72,14 @@ func Render(a *app.App, r *app.Release, config app.ConfigMap) Objects {
 	if _, ok := r.Processes[app.WebProcess]; ok {
 		objs.Service = renderService(a)
 		objs.Ingresses = route.RenderIngresses(a, ServiceName(a.Name), processLabels(a.Name, app.WebProcess))
-		objs.Routes = route.Render(a, ServiceName(a.Name), processLabels(a.Name, app.WebProcess))
+		objs.Routes = route.RenderSplit(a, webBackends(a), processLabels(a.Name, app.WebProcess))
+		objs.TrackServices = renderTrackServices(a)
 		objs.NetworkPolicy = renderNetworkPolicy(a)
 		objs.Middleware = route.RenderAllowMiddleware(a, processLabels(a.Name, app.WebProcess))
 		objs.Maintenance = renderMaintenance(a)
 		objs.Certificates = route.RenderCertificates(a)
 	}
+	objs.Keep = keptDeployments(a)
 	for _, proc := range sortedProcesses(r.Processes) {
 		if as := a.Processes[proc].Autoscale; as != nil {
 			objs.Autoscalers = append(objs.Autoscalers, renderAutoscaler(a, proc, *as))

@@ -55,6 +55,8 @@ func renderService(a *app.App) *corev1.Service {
 		selector[labelUnroutable] = "true"
 	case a.Maintenance:
 		selector = map[string]string{kube.LabelManagedBy: kube.ManagedBy, kube.LabelApp: a.Name, kube.LabelKind: kindMaintenance}
+	default:
+		canarySelector(a, selector)
 	}
 	svc := &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},

@@ -110,6 +110,12 @@ func (t *Txn) Read(appName string, check func(*app.App) error) error {
 	if err == nil {
 		a, err = Reconcile(t.ctx, t.d.Client, t.store, a)
 	}
+	if err == nil && a.Canary != nil {
+		// what a stopped tug left of a canary (canary.go)
+		t.app = a
+		err = settleCanary(t)
+		a = t.app
+	}
 	if err == nil && check != nil {
 		err = check(a)
 	}

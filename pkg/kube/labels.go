@@ -18,6 +18,9 @@ const (
 	LabelPool      = "tug.dev/pool"
 	// LabelKind tells tug's own records apart: app, release, env, run.
 	LabelKind = "tug.dev/kind"
+	// LabelTrack marks a canary's web units and their Deployment
+	// ("canary"), and the Services of each side of a split.
+	LabelTrack = "tug.dev/track"
 
 	ManagedBy    = "tug"
 	FieldManager = "tug"

@@ -75,7 +75,9 @@ func TestFetchAttachesByName(t *testing.T) {
 		return 200, metricstest.PodMetrics(map[string][2]string{"u1": {"30m", "64Mi"}})
 	})
 	units := []app.Unit{{Name: "u1", UnitUsage: app.UnitUsage{CPULimit: 200, MemoryLimit: 256 << 20}}, {Name: "u2"}}
-	if miss := Fetch(context.Background(), FromClient(c), "dev", "x")(units); miss != nil {
+	use, stop := Fetch(context.Background(), FromClient(c), "dev", "x")
+	defer stop()
+	if miss := use(units); miss != nil {
 		t.Fatal(miss)
 	}
 	if CPUCell(units[0].UnitUsage) != "30m (15%)" || MemoryCell(units[0].UnitUsage) != "64Mi (25%)" {

@@ -25,8 +25,10 @@ func Selector(o app.ListUnitsOptions) string {
 // for it and records the usage on units: run it alongside the LIST of pods,
 // so a listing costs one more request but no more time. The function
 // returns why the usage is unknown (nil when it is known), never failing
-// the listing.
-func Fetch(ctx context.Context, src Source, namespace, selector string) func(units []app.Unit) *Unavailable {
+// the listing. stop cancels the LIST and waits for it: a caller that
+// returns early (no such app) defers it, so no request outlives the call.
+func Fetch(ctx context.Context, src Source, namespace, selector string) (use func(units []app.Unit) *Unavailable, stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	var usage map[string]Usage
 	var err error
@@ -34,6 +36,7 @@ func Fetch(ctx context.Context, src Source, namespace, selector string) func(uni
 		defer close(done)
 		usage, err = src.PodUsage(ctx, namespace, selector)
 	}()
+	stop = func() { cancel(); <-done }
 	return func(units []app.Unit) *Unavailable {
 		<-done
 		if err != nil {
@@ -44,7 +47,7 @@ func Fetch(ctx context.Context, src Source, namespace, selector string) func(uni
 		}
 		Attach(units, usage)
 		return nil
-	}
+	}, stop
 }
 
 // Attach records usage on the units it names. A unit the metrics API does

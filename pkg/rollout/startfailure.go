@@ -23,3 +23,8 @@ func StartFailure(p *corev1.Pod, now time.Time) *Failure {
 	}
 	return nil
 }
+
+// Diagnose is a rollout's whole diagnosis of one unit, for a unit watched
+// after it started (a canary between its steps): why it failed in a way
+// that waiting will not fix, nil while it may still run.
+func Diagnose(p *corev1.Pod, now time.Time) *Failure { return diagnosePod(p, now) }

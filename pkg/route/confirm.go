@@ -86,7 +86,13 @@ const (
 	probeAdmitted Probe = "admitted"
 	// probeGone: the router no longer routes the host (its 404).
 	probeGone Probe = "gone"
+	// probeSplit prefixes ProbeSplit's.
+	probeSplit = "split:"
 )
+
+// ProbeSplit: the app answers through a split route, with SplitHeader
+// saying marker (the router runs that split, not only accepted it).
+func ProbeSplit(marker string) Probe { return Probe(probeSplit + marker) }
 
 // How long a change waits for the router: its verdict on the routes, then
 // an answer through it.
@@ -260,7 +266,7 @@ func (c Client) awaitVerdict(ctx context.Context, a *app.App, r *unstructured.Un
 	wctx, cancel := context.WithTimeout(ctx, routeVerdictTimeout)
 	defer cancel()
 	lw := kube.Unstructured(c.Dynamic, HTTPRoutes, c.Namespace, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", r.GetName()).String()})
-	var refused *RouteError
+	var refused, unsliced *RouteError
 	err := kube.Until(wctx, lw, func(routes map[string]*unstructured.Unstructured) (bool, error) {
 		cur := routes[kube.Key(r)]
 		if cur == nil {
@@ -269,6 +275,12 @@ func (c Client) awaitVerdict(ctx context.Context, a *app.App, r *unstructured.Un
 		accepted, refusal := verdict(cur, a.Route.Gateway, r.GetGeneration())
 		if refusal != nil {
 			refusal.App, refusal.Route = a.Name, r.GetName()
+			if noSliceYet(refusal) {
+				// a Service made just before the route, which the
+				// router has not seen yet (a canary's split)
+				unsliced = refusal
+				return false, nil
+			}
 			refused = refusal
 			return true, nil
 		}
@@ -277,12 +289,24 @@ func (c Client) awaitVerdict(ctx context.Context, a *app.App, r *unstructured.Un
 	switch {
 	case refused != nil:
 		return false, refused
+	case err != nil && unsliced != nil && ctx.Err() == nil:
+		return false, unsliced
 	case err == nil:
 		return true, nil
 	case ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
 		return false, nil
 	}
 	return false, err
+}
+
+// noSliceYet says whether the router refused a route only because it has
+// not seen a backend Service, or its EndpointSlice, yet (Traefik's
+// words): tug routes only to Services it applied just before, so the
+// router's cache lags; a backend that stays missing is refused at the
+// verdict's deadline.
+func noSliceYet(e *RouteError) bool {
+	return e.Reason == "BackendNotFound" && (strings.Contains(e.Message, "endpointslices not found") ||
+		strings.Contains(e.Message, "getting service: service") && strings.Contains(e.Message, "not found"))
 }
 
 // verdict reads an HTTPRoute's status for its Gateway parent at generation
@@ -372,6 +396,9 @@ func answered(ctx context.Context, client *http.Client, u *url.URL, probe Probe)
 	// over HTTPS, the router must show a certificate for the host (a new
 	// one takes a moment to load; until then it shows a default one)
 	if resp.TLS != nil && (len(resp.TLS.PeerCertificates) == 0 || resp.TLS.PeerCertificates[0].VerifyHostname(u.Hostname()) != nil) {
+		return false
+	}
+	if marker, ok := strings.CutPrefix(string(probe), probeSplit); ok && resp.Header.Get(SplitHeader) != marker {
 		return false
 	}
 	switch probe {

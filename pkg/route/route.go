@@ -87,6 +87,38 @@ func ThroughIngress(d app.Domain) bool { return d.TLSSecret != "" || d.IngressCl
 // its hostnames, so hosts with other paths get a route per set of paths
 // (APP-HASH), and a path of one domain never routes on another.
 func Render(a *app.App, backend string, labels map[string]string) []*unstructured.Unstructured {
+	return RenderSplit(a, []Backend{{Name: backend}}, labels)
+}
+
+// Backend is a Service a route sends requests to, with its share of them
+// (Weight, 0-100) when the route splits them (a canary); a route with one
+// backend gives it every request whatever its weight.
+type Backend struct {
+	Name   string
+	Weight int
+	// Label names the backend in SplitHeader ("v3").
+	Label string
+}
+
+// SplitHeader is the response header a split route adds to every answer:
+// its shares ("v3=75% v4=25%"), so an answer shows which split the router
+// runs (Confirm waits for it: a router may take a moment to load what it
+// already accepted) and a user can see a canary is on.
+const SplitHeader = "Tug-Split"
+
+// SplitMarker is SplitHeader's value for backends.
+func SplitMarker(backends []Backend) string {
+	parts := make([]string, len(backends))
+	for i, b := range backends {
+		parts[i] = fmt.Sprintf("%s=%d%%", b.Label, b.Weight)
+	}
+	return strings.Join(parts, " ")
+}
+
+// RenderSplit is Render with requests split between backends by their
+// weights: the router sends each the exact share (weighted backendRefs).
+// Labelled backends make every answer carry SplitHeader.
+func RenderSplit(a *app.App, backends []Backend, labels map[string]string) []*unstructured.Unstructured {
 	if a.Route == nil || a.Route.Gateway == "" {
 		return nil
 	}
@@ -115,10 +147,15 @@ func Render(a *app.App, backend string, labels map[string]string) []*unstructure
 		for _, p := range strings.Split(set, " ") {
 			rule := map[string]any{
 				"matches":     []any{map[string]any{"path": map[string]any{"type": "PathPrefix", "value": p}}},
-				"backendRefs": []any{map[string]any{"name": backend, "port": int64(80)}},
+				"backendRefs": backendRefs(backends),
 			}
-			if f := allowFilters(a); f != nil {
-				rule["filters"] = f // the router enforces the allow list (allow.go)
+			filters := allowFilters(a) // the router enforces the allow list (allow.go)
+			if backends[0].Label != "" {
+				filters = append(filters, map[string]any{"type": "ResponseHeaderModifier",
+					"responseHeaderModifier": map[string]any{"set": []any{map[string]any{"name": SplitHeader, "value": SplitMarker(backends)}}}})
+			}
+			if filters != nil {
+				rule["filters"] = filters
 			}
 			rules = append(rules, rule)
 		}
@@ -141,6 +178,18 @@ func Render(a *app.App, backend string, labels map[string]string) []*unstructure
 		}})
 	}
 	return routes
+}
+
+func backendRefs(backends []Backend) []any {
+	refs := make([]any, 0, len(backends))
+	for _, b := range backends {
+		ref := map[string]any{"name": b.Name, "port": int64(80)}
+		if len(backends) > 1 {
+			ref["weight"] = int64(b.Weight)
+		}
+		refs = append(refs, ref)
+	}
+	return refs
 }
 
 // Apply server-side-applies the HTTPRoute.

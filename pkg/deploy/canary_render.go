@@ -1,0 +1,162 @@
+package deploy
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/route"
+)
+
+// A canary's objects (canary.go has its steps). Its web units are a
+// Deployment of their own, APP-web-canary, whose pods carry the web
+// Service's labels too: without a Gateway the Service spreads requests
+// over both releases' units (a split by unit ratio). Through a Gateway
+// the app's HTTPRoute sends each side its exact share instead, by two
+// weighted backendRefs to two Services that select one release each
+// (APP-track-stable, APP-track-canary).
+
+// Track values: which side of a split an object serves.
+const (
+	trackCanary = "canary"
+	trackStable = "stable"
+)
+
+// CanaryDeploymentName is the Deployment of a canary's web units.
+func CanaryDeploymentName(appName string) string {
+	return DeploymentName(appName, app.WebProcess) + "-" + trackCanary
+}
+
+// TrackServiceName is the Service of one side of a split route.
+func TrackServiceName(appName, track string) string { return appName + "-track-" + track }
+
+// splitRoute says whether the app's route splits requests by weight: a
+// canary runs, the app routes through a Gateway, and its web units take
+// requests (not in maintenance, routable).
+func splitRoute(a *app.App) bool {
+	return a.Canary != nil && a.Canary.Exact && a.Route != nil && a.Route.Gateway != "" && !a.Maintenance && !a.Unroutable
+}
+
+// gatewayed says whether a canary of a would split exactly, by the
+// router's weights.
+func gatewayed(a *app.App) bool { return a.Route != nil && a.Route.Gateway != "" }
+
+// webBackends are the Services the app's route sends requests to: the web
+// Service, or, while a canary splits them, each release's with its weight.
+func webBackends(a *app.App) []route.Backend {
+	if !splitRoute(a) {
+		return []route.Backend{{Name: ServiceName(a.Name)}}
+	}
+	w := a.Canary.Weight
+	stable := route.Backend{Name: TrackServiceName(a.Name, trackStable), Weight: 100 - w, Label: fmt.Sprintf("v%d", a.Release)}
+	canary := route.Backend{Name: TrackServiceName(a.Name, trackCanary), Weight: w, Label: fmt.Sprintf("v%d", a.Canary.Release)}
+	// a side with no share is left out: its Service may have no units
+	// yet (or none any more), which a router takes for a broken route
+	switch w {
+	case 0:
+		return []route.Backend{stable}
+	case 100:
+		return []route.Backend{canary}
+	}
+	return []route.Backend{stable, canary}
+}
+
+// renderTrackServices are the two Services of a split route, one per
+// release (by its pods' release label); none when the route does not split.
+func renderTrackServices(a *app.App) []*corev1.Service {
+	if !splitRoute(a) {
+		return nil
+	}
+	svc := func(track string, release int) *corev1.Service {
+		labels := processLabels(a.Name, app.WebProcess)
+		labels[kube.LabelTrack] = track
+		sel := map[string]string{kube.LabelManagedBy: kube.ManagedBy, kube.LabelApp: a.Name, kube.LabelProcess: app.WebProcess,
+			kube.LabelRelease: strconv.Itoa(release)}
+		return &corev1.Service{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+			ObjectMeta: metav1.ObjectMeta{Name: TrackServiceName(a.Name, track), Namespace: a.Namespace, Labels: labels},
+			Spec: corev1.ServiceSpec{
+				Selector: sel,
+				Ports:    []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromString("http"), Protocol: corev1.ProtocolTCP}},
+			},
+		}
+	}
+	return []*corev1.Service{svc(trackStable, a.Release), svc(trackCanary, a.Canary.Release)}
+}
+
+// renderCanary is the Deployment of the canary's web units: release r's
+// web process, a.Canary.Units of it, its pods told apart by their track.
+func renderCanary(a *app.App, r *app.Release, config app.ConfigMap) *appsv1.Deployment {
+	d := renderDeployment(a, r, app.WebProcess, r.Processes[app.WebProcess], webPort(config), config)
+	d.Name = CanaryDeploymentName(a.Name)
+	d.Labels[kube.LabelTrack] = trackCanary
+	d.Spec.Selector.MatchLabels[kube.LabelTrack] = trackCanary
+	d.Spec.Template.Labels[kube.LabelTrack] = trackCanary
+	d.Spec.Replicas = new(a.Canary.Units)
+	return d
+}
+
+// keptDeployments are the Deployments no release renders that a change
+// must leave in place: a canary's.
+func keptDeployments(a *app.App) []string {
+	if a.Canary == nil {
+		return nil
+	}
+	return []string{CanaryDeploymentName(a.Name)}
+}
+
+// IsCanary says whether a Deployment or pod is a canary's.
+func IsCanary(labels map[string]string) bool { return labels[kube.LabelTrack] == trackCanary }
+
+// applyTrackServices applies the Services of a split route, before the
+// route that names them.
+func applyTrackServices(ctx context.Context, d Deps, svcs []*corev1.Service, opts metav1.PatchOptions) error {
+	for _, svc := range svcs {
+		err := write{"service", svc.Name, svc, func(n string, b []byte, o metav1.PatchOptions) error {
+			_, err := d.Client.CoreV1().Services(d.Namespace).Patch(ctx, n, types.ApplyPatchType, b, o)
+			return err
+		}}.apply(opts)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// removeStaleTrackServices deletes the Services of a split that keep does
+// not name (after the routes no longer name them): one LIST.
+func removeStaleTrackServices(ctx context.Context, d Deps, appName string, keep []*corev1.Service) error {
+	svcs := d.Client.CoreV1().Services(d.Namespace)
+	list, err := svcs.List(ctx, metav1.ListOptions{LabelSelector: kube.AppSelector(appName) + "," + kube.LabelTrack})
+	if err != nil {
+		return kube.TranslateError(err)
+	}
+	for _, s := range list.Items {
+		if !kube.Owned(s.Labels, appName) || slices.ContainsFunc(keep, func(k *corev1.Service) bool { return k.Name == s.Name }) {
+			continue
+		}
+		if err := svcs.Delete(ctx, s.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return kube.TranslateError(err)
+		}
+	}
+	return nil
+}
+
+// splitProbe is what a request through the router must get once the
+// split as a says is served: the answer carries its marker.
+func splitProbe(a *app.App) route.Probe {
+	if !splitRoute(a) {
+		return route.ProbeServe
+	}
+	return route.ProbeSplit(route.SplitMarker(webBackends(a)))
+}
