@@ -88,7 +88,7 @@ show_routed "http://$domain/" "Hello from a build"
 step cert add site "$domain" --cert "$site.crt" --key "$site.key"
 show_routed "https://$domain/" "Hello from a build" --cacert "$site.crt"
 step cert list site
-rm -f "$ca" "$site.key" "$site.crt"
+rm -f "$site.key" "$site.crt"
 echo "Second edition" > "$site/message.txt"
 (cd "$site" && step app deploy site -m "new message")
 show_site "Second edition"
@@ -134,6 +134,35 @@ step app stop shop -p worker
 step app settings set shop --max-surge 50% --max-unavailable 0 --history 5
 step app settings show shop
 step app info shop
+
+# A canary: the new release's web units start beside the deployed ones and
+# get a quarter of the requests through the router (a weighted HTTPRoute,
+# exact), then all of them once promoted; workers keep the deployed release
+# until then.
+shop_url=$(tug app info shop -o 'jsonpath={.urls[0]}')version
+show_split() { # show_split N: which release answers N requests for the shop's URL through the router
+  local h=${shop_url#*://} i
+  h=${h%%/*}
+  printf '\033[1m$ for i in $(seq %s); do curl -s --resolve %s:443:%s --cacert CA %s; done | sort | uniq -c\033[0m\n' "$1" "$h" "$router" "$shop_url"
+  for i in $(seq "$1"); do curl -s --max-time 3 --resolve "$h:443:$router" --cacert "$ca" "$shop_url" || echo "(no answer)"; done | sort | uniq -c
+}
+step app deploy shop --image localhost/tug/sample:v2 --canary 25% -m "canary of v2"
+step release list shop
+show_split 40
+step release promote shop
+show_split 20
+
+# Jobs: a CronJob whose pod is the release's (image, config, limits), made
+# again with every release; job run starts one now and streams it.
+step job add shop report --schedule "0 3 * * *" -- sh -c 'echo "report of $TUG_APP, release $TUG_RELEASE, GREETING=$GREETING"'
+step job run shop report
+step job list shop
+# What the units use (the local cluster runs metrics-server) and what
+# happened to the app, Kubernetes' Events merged with tug's records.
+step unit top shop --once
+printf '\n\033[1m$ tug app events shop --since 3m | tail -n 12\033[0m\n'
+tug app events shop --since 3m | tail -n 12
+rm -f "$ca"
 cd - >/dev/null
 rm -rf "$shop"
 

@@ -13,11 +13,11 @@ import (
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/clustersettings"
 	"tug.dev/tug/pkg/deploy"
+	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/lifecycle"
 	"tug.dev/tug/pkg/lock"
 	"tug.dev/tug/pkg/text"
-	"tug.dev/tug/pkg/usage"
 )
 
 func newAppCmd(f *cli.Factory) *cobra.Command {
@@ -123,7 +123,7 @@ func deployDeps(cmd *cobra.Command, f *cli.Factory) (deploy.Deps, error) {
 			return deploy.Deps{}, err
 		}
 		if d.WaitLock < 0 {
-			return deploy.Deps{}, usage.Errorf("--wait-lock must not be negative, not %s", d.WaitLock)
+			return deploy.Deps{}, inputerr.Errorf("--wait-lock must not be negative, not %s", d.WaitLock)
 		}
 	}
 	return d, nil
@@ -177,7 +177,7 @@ every object derived from them stays valid.`,
 			}
 			if o.Pool != "" {
 				if err := kube.ValidateLabelValue("pool", o.Pool); err != nil {
-					return usage.Wrap(err)
+					return inputerr.Wrap(err)
 				}
 				// The app lives in its pool's cluster (see 'tug cluster').
 				if err := routeToPool(f, o.Pool); err != nil {

@@ -12,8 +12,8 @@ import (
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/events"
+	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/text"
-	"tug.dev/tug/pkg/usage"
 )
 
 // appEventsOptions are `tug app events`'s.
@@ -47,10 +47,10 @@ server's --event-ttl) and a unit only its containers' last exit.
 		Args: cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.Since < 0 {
-				return usage.Errorf("--since must be positive, got %s", o.Since)
+				return inputerr.Errorf("--since must be positive, got %s", o.Since)
 			}
 			if o.follow && o.out.Format != "" && o.out.Format != cli.OutputTable && o.out.Format != cli.OutputJSON {
-				return usage.Errorf("-f prints a table or JSON lines (-o json), not %s", o.out.Format)
+				return inputerr.Errorf("-f prints a table or JSON lines (-o json), not %s", o.out.Format)
 			}
 			s, a, err := loadApp(cmd, f, args[0])
 			if err != nil {

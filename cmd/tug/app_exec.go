@@ -5,12 +5,12 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
-	tugexec "tug.dev/tug/pkg/exec"
-	"tug.dev/tug/pkg/usage"
+	"tug.dev/tug/pkg/inputerr"
+	"tug.dev/tug/pkg/session"
 )
 
 func newAppExecCmd(f *cli.Factory) *cobra.Command {
-	o := &tugexec.ExecOptions{}
+	o := &session.ExecOptions{}
 	cmd := &cobra.Command{
 		Use:         "exec APP -- COMMAND [ARGS...]",
 		Annotations: argsAre(argApp, argCommandLine),
@@ -43,7 +43,7 @@ Every run records a Kubernetes Event on each unit naming you and the command.`,
 				return err
 			}
 			if o.All && o.Unit != "" {
-				return usage.Errorf("--all and --unit exclude each other")
+				return inputerr.Errorf("--all and --unit exclude each other")
 			}
 			if o.Unit != "" {
 				if err := app.ValidateUnitName(o.Unit); err != nil {
@@ -51,13 +51,13 @@ Every run records a Kubernetes Event on each unit naming you and the command.`,
 				}
 			}
 			if o.All && (o.Stdin || o.TTY) {
-				return usage.Errorf("-i and -t work with one unit only, not with --all")
+				return inputerr.Errorf("-i and -t work with one unit only, not with --all")
 			}
 			d, err := execDeps(cmd, f)
 			if err != nil {
 				return err
 			}
-			return tugexec.Exec(cmd.Context(), d, *o)
+			return session.Exec(cmd.Context(), d, *o)
 		},
 	}
 	commandFlagErrors(cmd)

@@ -10,10 +10,10 @@ import (
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
+	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/move"
 	"tug.dev/tug/pkg/progress"
-	"tug.dev/tug/pkg/usage"
 )
 
 // `tug app pool` chooses the node pool an app runs on (node pools
@@ -68,7 +68,7 @@ that server's is refused.`,
 				return err
 			}
 			if err := kube.ValidateLabelValue("pool", args[1]); err != nil {
-				return usage.Wrap(err)
+				return inputerr.Wrap(err)
 			}
 			if err := r.validate(); err != nil {
 				return err

@@ -10,7 +10,7 @@ import (
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
-	"tug.dev/tug/pkg/usage"
+	"tug.dev/tug/pkg/inputerr"
 )
 
 // settingsLong explains the settings with their defaults and bounds, as
@@ -98,7 +98,7 @@ func newSettingsSetCmd(f *cli.Factory) *cobra.Command {
 				"grace-period": o.GracePeriod, "history": o.History, "deploy-timeout": o.DeployTimeout})
 			for _, g := range given {
 				if strings.HasSuffix(g, " ") {
-					return usage.Errorf("--%s needs a value", strings.TrimSpace(g))
+					return inputerr.Errorf("--%s needs a value", strings.TrimSpace(g))
 				}
 			}
 			if err := o.Validate(); err != nil {

@@ -16,9 +16,9 @@ import (
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/clustersettings"
 	"tug.dev/tug/pkg/deploy"
-	tugexec "tug.dev/tug/pkg/exec"
+	"tug.dev/tug/pkg/inputerr"
+	"tug.dev/tug/pkg/session"
 	"tug.dev/tug/pkg/text"
-	"tug.dev/tug/pkg/usage"
 )
 
 // agentImageEnv overrides the build agent's image (tests, mirrors).
@@ -67,11 +67,11 @@ func (b *buildFlags) prepare(cmd *cobra.Command, o *appDeployOptions) error {
 	b.active = true
 	for _, name := range []string{"source", "builder", "repository", "run-image"} {
 		if v := cmd.Flags().Lookup(name).Value.String(); strings.ContainsAny(v, " \t\n") {
-			return usage.Errorf("invalid --%s %q: no spaces", name, v)
+			return inputerr.Errorf("invalid --%s %q: no spaces", name, v)
 		}
 	}
 	if b.Timeout < 0 {
-		return usage.Errorf("--build-timeout must be positive, not %s", b.Timeout)
+		return inputerr.Errorf("--build-timeout must be positive, not %s", b.Timeout)
 	}
 	src, err := build.Pack(b.Source, build.DefaultSourceLimit)
 	if err != nil {
@@ -83,7 +83,7 @@ func (b *buildFlags) prepare(cmd *cobra.Command, o *appDeployOptions) error {
 	}
 	for _, a := range b.BuildArgs {
 		if k, _, ok := strings.Cut(a, "="); !ok || k == "" {
-			return usage.Errorf("invalid --build-arg %q: want K=V", a)
+			return inputerr.Errorf("invalid --build-arg %q: want K=V", a)
 		}
 	}
 	for _, bp := range b.Buildpacks {
@@ -97,7 +97,7 @@ func (b *buildFlags) prepare(cmd *cobra.Command, o *appDeployOptions) error {
 		}
 	}
 	if b.dockerfile == "" && (len(b.BuildArgs) > 0 || b.Target != "") {
-		return usage.Errorf("--build-arg and --target need a Dockerfile in %s (or --dockerfile PATH)", src.Dir)
+		return inputerr.Errorf("--build-arg and --target need a Dockerfile in %s (or --dockerfile PATH)", src.Dir)
 	}
 	if o.Procfile == "" && len(o.Processes) == 0 {
 		if _, err := os.Stat(filepath.Join(src.Dir, "Procfile")); err == nil {
@@ -120,15 +120,15 @@ func findDockerfile(dir, flag string) (string, error) {
 	}
 	abs, err := filepath.Abs(flag)
 	if err != nil {
-		return "", usage.Wrap(err)
+		return "", inputerr.Wrap(err)
 	}
 	fi, err := os.Stat(abs)
 	if err != nil || !fi.Mode().IsRegular() {
-		return "", usage.Errorf("--dockerfile %s: not a file", flag)
+		return "", inputerr.Errorf("--dockerfile %s: not a file", flag)
 	}
 	rel, err := filepath.Rel(dir, abs)
 	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return "", usage.Errorf("--dockerfile %s is not inside the source %s: it is uploaded with it", flag, dir)
+		return "", inputerr.Errorf("--dockerfile %s is not inside the source %s: it is uploaded with it", flag, dir)
 	}
 	return filepath.ToSlash(rel), nil
 }
@@ -153,9 +153,9 @@ func (b *buildFlags) plan(ctx context.Context, store *app.Store, appName string)
 // image builds the app from source and returns the pushed
 // repository@sha256:... (with --dry-run: "" after saying what it would build).
 func (b *buildFlags) image(cmd *cobra.Command, f *cli.Factory, appName, message string, dryRun bool) (string, error) {
-	proto, err := tugexec.ParseProtocol(os.Getenv(tugexec.ProtocolEnv))
+	proto, err := session.ParseProtocol(os.Getenv(session.ProtocolEnv))
 	if err != nil {
-		return "", usage.Wrap(err)
+		return "", inputerr.Wrap(err)
 	}
 	client, err := f.KubeClient()
 	if err != nil {
@@ -197,7 +197,7 @@ func (b *buildFlags) image(cmd *cobra.Command, f *cli.Factory, appName, message 
 		return "", nil
 	}
 	progress := f.Progress()
-	res, err := plan.Run(ctx, build.Deps{Client: client, Executor: &tugexec.Remote{Config: cfg, Client: client, Protocol: proto}, Out: cacheMissNote{errOut}, Progress: progress}, store)
+	res, err := plan.Run(ctx, build.Deps{Client: client, Executor: &session.Remote{Config: cfg, Client: client, Protocol: proto}, Out: cacheMissNote{errOut}, Progress: progress}, store)
 	var failed *build.Error
 	if errors.As(err, &failed) {
 		fmt.Fprintf(errOut, "build failed (%s): %s\n", failed.Stage, failed.Message)

@@ -10,8 +10,8 @@ import (
 
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
+	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/traffic"
-	"tug.dev/tug/pkg/usage"
 )
 
 func newCertCmd(f *cli.Factory) *cobra.Command {
@@ -67,7 +67,7 @@ func newCertRemoveCmd(f *cli.Factory) *cobra.Command {
 				return err
 			}
 			if err := traffic.ValidateHost(host); err != nil {
-				return usage.Wrap(err)
+				return inputerr.Wrap(err)
 			}
 			return configure(cmd, f, name, "certificate for "+strings.ToLower(host)+" removed", func(d deploy.Deps) (*deploy.Result, error) {
 				return traffic.CertRemove(cmd.Context(), d, name, host, trafficOptions)

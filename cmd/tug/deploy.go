@@ -9,8 +9,8 @@ import (
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
+	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/text"
-	"tug.dev/tug/pkg/usage"
 )
 
 // ---------------------------------------------------------------- app deploy
@@ -154,7 +154,7 @@ func (o *appDeployOptions) validate(name string) error {
 		return err
 	}
 	if o.canaryOpts != nil && (o.rollout.NoWait || o.rollout.NoRollback) {
-		return usage.Errorf("--strategy %s waits for the new units and aborts them when they fail: --no-wait and --no-rollback do not apply", o.canaryOpts.Strategy)
+		return inputerr.Errorf("--strategy %s waits for the new units and aborts them when they fail: --no-wait and --no-rollback do not apply", o.canaryOpts.Strategy)
 	}
 	src := app.ProcessSource{Flags: o.Processes, Remove: o.RemoveProcesses, Procfile: o.Procfile}
 	procs, release, warnings, err := src.Resolve()

@@ -9,8 +9,8 @@ import (
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
+	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/traffic"
-	"tug.dev/tug/pkg/usage"
 )
 
 func newDomainCmd(f *cli.Factory) *cobra.Command {
@@ -65,7 +65,7 @@ func newDomainRemoveCmd(f *cli.Factory) *cobra.Command {
 				return err
 			}
 			if err := traffic.ValidateHost(host); err != nil {
-				return usage.Wrap(err)
+				return inputerr.Wrap(err)
 			}
 			return configure(cmd, f, name, strings.ToLower(host)+" removed", func(d deploy.Deps) (*deploy.Result, error) {
 				return traffic.DomainRemove(cmd.Context(), d, name, host, trafficOptions)

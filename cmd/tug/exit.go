@@ -10,10 +10,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"tug.dev/tug/pkg/cli"
-	tugexec "tug.dev/tug/pkg/exec"
+	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/session"
 	"tug.dev/tug/pkg/text"
-	"tug.dev/tug/pkg/usage"
 )
 
 // exitCode is the one place where errors become exit codes and the final
@@ -32,7 +32,7 @@ func exitCode(ctx context.Context, stderr io.Writer, cmd *cobra.Command, err err
 	if err == nil {
 		return cli.ExitOK
 	}
-	var exitErr *tugexec.ExitError
+	var exitErr *session.ExitError
 	if errors.As(err, &exitErr) {
 		return exitErr.Code
 	}
@@ -54,9 +54,9 @@ func exitCode(ctx context.Context, stderr io.Writer, cmd *cobra.Command, err err
 		fmt.Fprintf(stderr, "error: %s\n", cli.Sanitize(cli.WithCommandName(text.OneLine(err.Error()), name)))
 		return coded.ExitCode()
 	}
-	if usage.Is(err) {
+	if inputerr.Is(err) {
 		fmt.Fprintf(stderr, "error: %s\n", cli.Sanitize(cli.WithCommandName(text.OneLine(err.Error()), name)))
-		if s := usage.Suggest(err); len(s) > 0 {
+		if s := inputerr.Suggest(err); len(s) > 0 {
 			fmt.Fprintf(stderr, "did you mean %s?\n", quoteJoin(s))
 		}
 		if cmd != nil {

@@ -11,10 +11,10 @@ import (
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
-	tugexec "tug.dev/tug/pkg/exec"
+	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/job"
+	"tug.dev/tug/pkg/session"
 	"tug.dev/tug/pkg/text"
-	"tug.dev/tug/pkg/usage"
 )
 
 func newJobCmd(f *cli.Factory) *cobra.Command {
@@ -96,11 +96,11 @@ func runJobAdd(cmd *cobra.Command, f *cli.Factory, o *jobAddFlags, appName, name
 		return err
 	}
 	if o.timeout < 0 || o.timeout%time.Second != 0 {
-		return usage.Errorf("--timeout must be a positive number of seconds (10m, 1h30m), not %s", o.timeout)
+		return inputerr.Errorf("--timeout must be a positive number of seconds (10m, 1h30m), not %s", o.timeout)
 	}
 	j := o.job
 	j.TimeoutSeconds = int64(o.timeout / time.Second)
-	j.Command = tugexec.ShellJoin(command)
+	j.Command = session.ShellJoin(command)
 	if err := j.Validate(); err != nil {
 		return err
 	}
@@ -117,13 +117,13 @@ func jobCommandArgs(cmd *cobra.Command, args []string) error {
 	synopsis := cmd.CommandPath() + " APP NAME --schedule CRON -- COMMAND [ARGS...]"
 	switch {
 	case len(args) < 2 || dash >= 0 && dash < 2:
-		return usage.Errorf("missing APP and NAME: %s", synopsis)
+		return inputerr.Errorf("missing APP and NAME: %s", synopsis)
 	case dash < 0 && len(args) == 2:
-		return usage.Errorf("missing command: put it after '--': %s", synopsis)
+		return inputerr.Errorf("missing command: put it after '--': %s", synopsis)
 	case dash < 0 || dash > 2:
-		return usage.Errorf("put the command after '--': %s", synopsis)
+		return inputerr.Errorf("put the command after '--': %s", synopsis)
 	case len(args) == dash:
-		return usage.Errorf("no command after '--': %s", synopsis)
+		return inputerr.Errorf("no command after '--': %s", synopsis)
 	}
 	return app.ValidateName(args[0])
 }

@@ -9,8 +9,8 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/logs"
-	"tug.dev/tug/pkg/usage"
 )
 
 // defaultTail is how many lines of each unit `tug logs` shows unless told.
@@ -47,7 +47,7 @@ Ctrl-C ends it (exit code 0).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.App = args[0]
 			if err := app.ValidateName(o.App); err != nil {
-				return usage.Wrap(err)
+				return inputerr.Wrap(err)
 			}
 			if err := validateProcess(o.Process); err != nil {
 				return err
@@ -58,7 +58,7 @@ Ctrl-C ends it (exit code 0).`,
 				}
 			}
 			if o.Follow && o.Previous {
-				return usage.Errorf("--previous shows a container that has ended: it cannot be followed (-f)")
+				return inputerr.Errorf("--previous shows a container that has ended: it cannot be followed (-f)")
 			}
 			if o.since != "" {
 				if err := parseSince(o.since, &o.Options, time.Now()); err != nil {
@@ -69,7 +69,7 @@ Ctrl-C ends it (exit code 0).`,
 				}
 			}
 			if o.Tail < -1 {
-				return usage.Errorf("--tail must be -1 (all) or more, got %d", o.Tail)
+				return inputerr.Errorf("--tail must be -1 (all) or more, got %d", o.Tail)
 			}
 			client, err := logsClient(f)
 			if err != nil {
@@ -97,17 +97,17 @@ Ctrl-C ends it (exit code 0).`,
 func parseSince(v string, o *logs.Options, now time.Time) error {
 	if d, err := time.ParseDuration(v); err == nil {
 		if d <= 0 {
-			return usage.Errorf("--since must be positive, got %s", v)
+			return inputerr.Errorf("--since must be positive, got %s", v)
 		}
 		o.Since = d
 		return nil
 	}
 	t, err := time.Parse(time.RFC3339, v)
 	if err != nil {
-		return usage.Errorf("--since %q: give a duration (10m, 2h) or a time (2024-05-01T10:00:00Z)", v)
+		return inputerr.Errorf("--since %q: give a duration (10m, 2h) or a time (2024-05-01T10:00:00Z)", v)
 	}
 	if t.After(now) {
-		return usage.Errorf("--since %s is in the future", v)
+		return inputerr.Errorf("--since %s is in the future", v)
 	}
 	o.SinceTime = t
 	return nil

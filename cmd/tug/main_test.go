@@ -12,7 +12,7 @@ import (
 
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/cli/clitest"
-	tugexec "tug.dev/tug/pkg/exec"
+	"tug.dev/tug/pkg/session"
 )
 
 type result struct {
@@ -108,8 +108,8 @@ func TestExitCode(t *testing.T) {
 	}{
 		{"success", context.Background(), nil, 0, ""},
 		{"failure is one line", context.Background(), errors.New("deploy failed:\n  image not found"), 1, "error: deploy failed: image not found\n"},
-		{"remote exit code passes through", context.Background(), &tugexec.ExitError{Code: 42}, 42, ""},
-		{"wrapped remote exit code", context.Background(), errors.Join(errors.New("x"), &tugexec.ExitError{Code: 7}), 7, ""},
+		{"remote exit code passes through", context.Background(), &session.ExitError{Code: 42}, 42, ""},
+		{"wrapped remote exit code", context.Background(), errors.Join(errors.New("x"), &session.ExitError{Code: 7}), 7, ""},
 		{"ctrl-c", cancelled, errors.New("watch ended"), 130, "\n"},
 		{"prompt interrupted", context.Background(), cli.ErrInterrupted, 130, "\n"},
 		{"no prompt is a usage error", context.Background(), cli.NoPromptError("refusing to remove app \"web\" without confirmation", "--yes"), 2,

@@ -7,8 +7,8 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/manifest"
-	"tug.dev/tug/pkg/usage"
 )
 
 // manifestFlag is app deploy's --manifest: tug.yaml (docs/manifest.md).
@@ -41,7 +41,7 @@ func (f *manifestFlag) resolve(o *appDeployOptions) error {
 // exportManifest prints app name's deployed release as a tug.yaml.
 func exportManifest(cmd *cobra.Command, f *cli.Factory, s *app.Store, name string, includeConfig bool) error {
 	if includeConfig {
-		return usage.Errorf("--manifest and --include-config cannot be used together: a tug.yaml holds no config (see 'tug env')")
+		return inputerr.Errorf("--manifest and --include-config cannot be used together: a tug.yaml holds no config (see 'tug env')")
 	}
 	a, err := s.GetApp(cmd.Context(), name)
 	if err != nil {

@@ -8,9 +8,9 @@ import (
 
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/cluster"
+	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/nodecontainer"
-	"tug.dev/tug/pkg/usage"
 )
 
 func newNodeContainerCmd(f *cli.Factory) *cobra.Command {
@@ -35,7 +35,7 @@ It also runs on disabled nodes: disabling keeps only app units away.`,
 func ncTargets(f *cli.Factory, pool, only string) ([]cluster.Target, error) {
 	if pool != "" {
 		if err := kube.ValidateLabelValue("pool", pool); err != nil {
-			return nil, usage.Wrap(err)
+			return nil, inputerr.Wrap(err)
 		}
 		t, err := poolTarget(f, pool, only)
 		if err != nil {
@@ -98,11 +98,11 @@ updates it, rolling node by node.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
 			if o.Image == "" {
-				return usage.Errorf("missing --image: the image to run on every node")
+				return inputerr.Errorf("missing --image: the image to run on every node")
 			}
 			env, err := nodecontainer.ParseEnv(o.Env)
 			if err != nil {
-				return usage.Wrap(err)
+				return inputerr.Wrap(err)
 			}
 			o.AddOptions.Env = env
 			if err := o.Validate(); err != nil {

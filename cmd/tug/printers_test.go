@@ -281,7 +281,7 @@ func unitPod(appName, proc, name string, release int, created time.Time) *corev1
 	}
 }
 
-// runPod makes a unit's pod a one-off run's, as pkg/exec does: kind run,
+// runPod makes a unit's pod a one-off run's, as pkg/session does: kind run,
 // no process or release label (the release in an annotation), no ports.
 func runPod(p *corev1.Pod) *corev1.Pod {
 	p.Annotations = map[string]string{kube.LabelRelease: p.Labels[kube.LabelRelease]}

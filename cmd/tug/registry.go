@@ -8,8 +8,8 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/registry"
-	"tug.dev/tug/pkg/usage"
 )
 
 func newRegistryCmd(f *cli.Factory) *cobra.Command {
@@ -95,9 +95,9 @@ new credentials replaces the old ones.`,
 func registrySetArgs(cmd *cobra.Command, args []string) error {
 	switch {
 	case len(args) == 0:
-		return usage.Errorf("missing APP: %q takes APP --server HOST --username USER --password-stdin", cmd.CommandPath())
+		return inputerr.Errorf("missing APP: %q takes APP --server HOST --username USER --password-stdin", cmd.CommandPath())
 	case len(args) > 1:
-		return usage.Errorf("%q takes only APP (got %d arguments); the password goes on stdin with --password-stdin", cmd.CommandPath(), len(args))
+		return inputerr.Errorf("%q takes only APP (got %d arguments); the password goes on stdin with --password-stdin", cmd.CommandPath(), len(args))
 	}
 	return nil
 }
@@ -106,7 +106,7 @@ func registrySetArgs(cmd *cobra.Command, args []string) error {
 // it returns quotes the password.
 func (o *registrySetOptions) complete(f *cli.Factory, appName string) (registry.Credentials, error) {
 	if o.passwordGiven {
-		return registry.Credentials{}, usage.Errorf("--password is not accepted: a password on the command line shows in shell history and process lists; pipe it in with --password-stdin")
+		return registry.Credentials{}, inputerr.Errorf("--password is not accepted: a password on the command line shows in shell history and process lists; pipe it in with --password-stdin")
 	}
 	if err := app.ValidateName(appName); err != nil {
 		return registry.Credentials{}, err
@@ -119,14 +119,14 @@ func (o *registrySetOptions) complete(f *cli.Factory, appName string) (registry.
 		return registry.Credentials{}, err
 	}
 	if !o.PasswordStdin {
-		return registry.Credentials{}, usage.Errorf("--password-stdin is required: pipe the password in, e.g. 'printf %%s \"$TOKEN\" | %s registry set %s --server %s --username %s --password-stdin'", f.CommandName, appName, c.Server, c.Username)
+		return registry.Credentials{}, inputerr.Errorf("--password-stdin is required: pipe the password in, e.g. 'printf %%s \"$TOKEN\" | %s registry set %s --server %s --username %s --password-stdin'", f.CommandName, appName, c.Server, c.Username)
 	}
 	if err := o.rollout.validate(); err != nil {
 		return registry.Credentials{}, err
 	}
 	// Reading a terminal would show the password as it is typed.
 	if f.IOStreams.IsStdinTTY() {
-		return registry.Credentials{}, usage.Errorf("--password-stdin reads a pipe or a file, and stdin is a terminal: pipe the password in, e.g. 'printf %%s \"$TOKEN\" | %s registry set ...'", f.CommandName)
+		return registry.Credentials{}, inputerr.Errorf("--password-stdin reads a pipe or a file, and stdin is a terminal: pipe the password in, e.g. 'printf %%s \"$TOKEN\" | %s registry set ...'", f.CommandName)
 	}
 	pw, err := registry.ReadPassword(f.IOStreams.In)
 	if err != nil {

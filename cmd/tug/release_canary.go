@@ -11,7 +11,7 @@ import (
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
-	"tug.dev/tug/pkg/usage"
+	"tug.dev/tug/pkg/inputerr"
 )
 
 // Two releases side by side: app deploy's --strategy, --canary,
@@ -46,51 +46,51 @@ func (c *canaryFlags) options() (*deploy.CanaryOptions, error) {
 	case "rolling":
 		for _, f := range []string{"step-interval", "keep"} {
 			if c.changed(f) {
-				return nil, usage.Errorf("--%s needs --canary or --strategy blue-green", f)
+				return nil, inputerr.Errorf("--%s needs --canary or --strategy blue-green", f)
 			}
 		}
 		return nil, nil
 	case app.StrategyBlueGreen:
 		if c.Canary != "" || c.Steps != "" || c.changed("step-interval") {
-			return nil, usage.Errorf("--strategy blue-green switches every request at once: --canary, --canary-steps and --step-interval are for --strategy canary")
+			return nil, inputerr.Errorf("--strategy blue-green switches every request at once: --canary, --canary-steps and --step-interval are for --strategy canary")
 		}
 		if c.Keep < 0 {
-			return nil, usage.Errorf("--keep must be positive, not %s", c.Keep)
+			return nil, inputerr.Errorf("--keep must be positive, not %s", c.Keep)
 		}
 		return &deploy.CanaryOptions{Strategy: strategy, Keep: c.Keep}, nil
 	case app.StrategyCanary:
 	default:
-		return nil, usage.Errorf("unknown --strategy %q: rolling, canary or blue-green", c.Strategy)
+		return nil, inputerr.Errorf("unknown --strategy %q: rolling, canary or blue-green", c.Strategy)
 	}
 	if c.changed("keep") {
-		return nil, usage.Errorf("--keep is for --strategy blue-green")
+		return nil, inputerr.Errorf("--keep is for --strategy blue-green")
 	}
 	o := &deploy.CanaryOptions{Strategy: app.StrategyCanary}
 	if c.Steps != "" {
 		steps, err := app.ParseSteps(c.Steps)
 		if err != nil {
-			return nil, usage.Wrap(err)
+			return nil, inputerr.Wrap(err)
 		}
 		o.Steps, o.Weight, o.StepInterval = steps, steps[0], time.Minute
 		if c.changed("step-interval") {
 			o.StepInterval = c.StepInterval
 		}
 		if o.StepInterval <= 0 {
-			return nil, usage.Errorf("--step-interval must be positive, not %s", c.StepInterval)
+			return nil, inputerr.Errorf("--step-interval must be positive, not %s", c.StepInterval)
 		}
 	} else if c.changed("step-interval") {
-		return nil, usage.Errorf("--step-interval needs --canary-steps")
+		return nil, inputerr.Errorf("--step-interval needs --canary-steps")
 	}
 	if c.Canary == "" && c.Steps == "" {
-		return nil, usage.Errorf("--strategy canary needs --canary P%% (the share of requests to start with) or --canary-steps")
+		return nil, inputerr.Errorf("--strategy canary needs --canary P%% (the share of requests to start with) or --canary-steps")
 	}
 	if c.Canary != "" {
 		w, err := app.ParsePercent(c.Canary)
 		if err != nil {
-			return nil, usage.Errorf("--canary: %v", err)
+			return nil, inputerr.Errorf("--canary: %v", err)
 		}
 		if len(o.Steps) > 0 && w >= o.Steps[len(o.Steps)-1] {
-			return nil, usage.Errorf("--canary %d%% must be below the last of --canary-steps", w)
+			return nil, inputerr.Errorf("--canary %d%% must be below the last of --canary-steps", w)
 		}
 		o.Weight = w
 	}

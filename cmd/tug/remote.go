@@ -10,30 +10,30 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
-	tugexec "tug.dev/tug/pkg/exec"
+	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/kube"
-	"tug.dev/tug/pkg/usage"
+	"tug.dev/tug/pkg/session"
 )
 
 // execDeps is what the remote commands (run, shell, app exec) hand to
-// pkg/exec. Asking the API server who the user is starts at once and is
+// pkg/session. Asking the API server who the user is starts at once and is
 // waited for only when an audit event or a run pod needs the answer.
-func execDeps(cmd *cobra.Command, f *cli.Factory) (tugexec.Deps, error) {
-	proto, err := tugexec.ParseProtocol(os.Getenv(tugexec.ProtocolEnv))
+func execDeps(cmd *cobra.Command, f *cli.Factory) (session.Deps, error) {
+	proto, err := session.ParseProtocol(os.Getenv(session.ProtocolEnv))
 	if err != nil {
-		return tugexec.Deps{}, usage.Wrap(err)
+		return session.Deps{}, inputerr.Wrap(err)
 	}
 	client, err := f.KubeClient()
 	if err != nil {
-		return tugexec.Deps{}, err
+		return session.Deps{}, err
 	}
 	cfg, err := f.RESTConfig()
 	if err != nil {
-		return tugexec.Deps{}, err
+		return session.Deps{}, err
 	}
 	ns, err := f.Namespace()
 	if err != nil {
-		return tugexec.Deps{}, err
+		return session.Deps{}, err
 	}
 	fallback := ""
 	if raw, err := f.ConfigFlags.ToRawKubeConfigLoader().RawConfig(); err == nil {
@@ -44,10 +44,10 @@ func execDeps(cmd *cobra.Command, f *cli.Factory) (tugexec.Deps, error) {
 	ctx := cmd.Context()
 	user := sync.OnceValue(func() string { return kube.WhoAmI(ctx, client, fallback) })
 	go user()
-	return tugexec.Deps{
+	return session.Deps{
 		Client:      client,
 		Namespace:   ns,
-		Executor:    &tugexec.Remote{Config: cfg, Client: client, Protocol: proto},
+		Executor:    &session.Remote{Config: cfg, Client: client, Protocol: proto},
 		IO:          f.IOStreams,
 		Prompter:    f.Prompter(),
 		Progress:    f.Progress(),
@@ -63,18 +63,18 @@ func commandArgs(cmd *cobra.Command, args []string) error {
 	synopsis := fmt.Sprintf("%s APP -- COMMAND [ARGS...]", cmd.CommandPath())
 	switch {
 	case len(args) == 0 || dash == 0:
-		return usage.Errorf("missing APP: %s", synopsis)
+		return inputerr.Errorf("missing APP: %s", synopsis)
 	case dash < 0 && len(args) == 1:
-		return usage.Errorf("missing command: put it after '--': %s", synopsis)
+		return inputerr.Errorf("missing command: put it after '--': %s", synopsis)
 	case dash < 0:
-		return usage.Errorf("put the command after '--': %s %s -- %s", cmd.CommandPath(), args[0], strings.Join(args[1:], " "))
+		return inputerr.Errorf("put the command after '--': %s %s -- %s", cmd.CommandPath(), args[0], strings.Join(args[1:], " "))
 	case dash > 1:
-		return usage.Errorf("unexpected argument %q before '--': %s", args[1], synopsis)
+		return inputerr.Errorf("unexpected argument %q before '--': %s", args[1], synopsis)
 	case len(args) == dash:
-		return usage.Errorf("no command after '--': %s", synopsis)
+		return inputerr.Errorf("no command after '--': %s", synopsis)
 	}
 	if err := app.ValidateName(args[0]); err != nil {
-		return usage.Wrap(err)
+		return inputerr.Wrap(err)
 	}
 	return nil
 }
@@ -85,7 +85,7 @@ func validateProcess(proc string) error {
 		return nil
 	}
 	if err := app.ValidateProcessName(proc); err != nil {
-		return usage.Wrap(err)
+		return inputerr.Wrap(err)
 	}
 	return nil
 }
@@ -98,11 +98,11 @@ func parseRunEnv(flags []string, getenv func(string) (string, bool)) (app.Config
 	for _, kv := range flags {
 		k, v, ok := strings.Cut(kv, "=")
 		if err := app.ValidateEnvName(k); err != nil {
-			return nil, usage.Errorf("--env %s: %w", k, err)
+			return nil, inputerr.Errorf("--env %s: %w", k, err)
 		}
 		if !ok {
 			if v, ok = getenv(k); !ok {
-				return nil, usage.Errorf("--env %s: %s is not set in this environment; give a value with --env %s=VALUE", k, k, k)
+				return nil, inputerr.Errorf("--env %s: %s is not set in this environment; give a value with --env %s=VALUE", k, k, k)
 			}
 		}
 		env[k] = v
@@ -117,9 +117,9 @@ func appAndOptionalArg(name string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		switch {
 		case len(args) == 0:
-			return usage.Errorf("missing APP: %q takes APP [%s]", cmd.CommandPath(), name)
+			return inputerr.Errorf("missing APP: %q takes APP [%s]", cmd.CommandPath(), name)
 		case len(args) > 2:
-			return usage.Errorf("unexpected argument %q: %q takes APP [%s]", args[2], cmd.CommandPath(), name)
+			return inputerr.Errorf("unexpected argument %q: %q takes APP [%s]", args[2], cmd.CommandPath(), name)
 		}
 		return nil
 	}
@@ -132,7 +132,7 @@ func commandFlagErrors(cmd *cobra.Command) {
 	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		err = cli.FlagErrorFunc(c, err)
 		if strings.Contains(err.Error(), "unknown") {
-			return usage.Errorf("%v; the command and its own flags go after '--': %s APP -- COMMAND [ARGS...]", err, c.CommandPath())
+			return inputerr.Errorf("%v; the command and its own flags go after '--': %s APP -- COMMAND [ARGS...]", err, c.CommandPath())
 		}
 		return err
 	})

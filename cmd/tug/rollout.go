@@ -12,9 +12,9 @@ import (
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
-	tugexec "tug.dev/tug/pkg/exec"
+	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/route"
-	"tug.dev/tug/pkg/usage"
+	"tug.dev/tug/pkg/session"
 )
 
 // What every command that changes what runs shares: the rollout flags, and
@@ -82,11 +82,11 @@ func (r *rolloutFlags) options() deploy.Options {
 // validate checks the rollout flags before anything asks the cluster.
 func (r *rolloutFlags) validate() error {
 	if r.Timeout < 0 || r.Timeout == 0 && r.timeoutGiven != nil && r.timeoutGiven() {
-		return usage.Errorf("--timeout must be positive, not %s", r.Timeout)
+		return inputerr.Errorf("--timeout must be positive, not %s", r.Timeout)
 	}
 	if r.DryRun && r.NoWait {
 		// a dry run waits for nothing: --no-wait there means a mistake
-		return usage.Errorf("--dry-run and --no-wait cannot be used together")
+		return inputerr.Errorf("--dry-run and --no-wait cannot be used together")
 	}
 	return nil
 }
@@ -115,7 +115,7 @@ func rollWith(cmd *cobra.Command, f *cli.Factory, appName string, run func(conte
 	d.Progress = p
 	d.ReleasePhase = func(ctx context.Context, s deploy.ReleasePhaseSpec) (int, error) {
 		user := d.Holder.User
-		return tugexec.RunReleasePhase(ctx, tugexec.Deps{Client: d.Client, Namespace: d.Namespace, IO: f.IOStreams,
+		return session.RunReleasePhase(ctx, session.Deps{Client: d.Client, Namespace: d.Namespace, IO: f.IOStreams,
 			Progress: p, User: func() string { return user }}, s)
 	}
 	res, err := run(cmd.Context(), d)

@@ -6,12 +6,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"tug.dev/tug/pkg/cli"
-	tugexec "tug.dev/tug/pkg/exec"
-	"tug.dev/tug/pkg/usage"
+	"tug.dev/tug/pkg/inputerr"
+	"tug.dev/tug/pkg/session"
 )
 
 type runOptions struct {
-	tugexec.RunOptions
+	session.RunOptions
 	env []string
 }
 
@@ -77,10 +77,10 @@ func runRun(cmd *cobra.Command, f *cli.Factory, o *runOptions) error {
 		return err
 	}
 	if o.Timeout < 0 {
-		return usage.Errorf("--timeout must not be negative, got %s", o.Timeout)
+		return inputerr.Errorf("--timeout must not be negative, got %s", o.Timeout)
 	}
 	if o.Detach && (o.Stdin || o.TTY) {
-		return usage.Errorf("--detach cannot be combined with -i or -t: a detached run has no one to read input from")
+		return inputerr.Errorf("--detach cannot be combined with -i or -t: a detached run has no one to read input from")
 	}
 	env, err := parseRunEnv(o.env, lookupEnv)
 	if err != nil {
@@ -91,7 +91,7 @@ func runRun(cmd *cobra.Command, f *cli.Factory, o *runOptions) error {
 	if err != nil {
 		return err
 	}
-	res, err := tugexec.Run(cmd.Context(), d, o.RunOptions)
+	res, err := session.Run(cmd.Context(), d, o.RunOptions)
 	if err != nil {
 		return err
 	}

@@ -5,12 +5,12 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
-	tugexec "tug.dev/tug/pkg/exec"
-	"tug.dev/tug/pkg/usage"
+	"tug.dev/tug/pkg/inputerr"
+	"tug.dev/tug/pkg/session"
 )
 
 func newShellCmd(f *cli.Factory) *cobra.Command {
-	o := &tugexec.ShellOptions{}
+	o := &session.ShellOptions{}
 	cmd := &cobra.Command{
 		Use:         "shell APP [UNIT]",
 		Annotations: argsAre(argApp, argUnit),
@@ -42,7 +42,7 @@ naming you and the command.`,
 				o.Unit = args[1]
 			}
 			if err := app.ValidateName(o.App); err != nil {
-				return usage.Wrap(err)
+				return inputerr.Wrap(err)
 			}
 			if err := validateProcess(o.Process); err != nil {
 				return err
@@ -51,7 +51,7 @@ naming you and the command.`,
 			if err != nil {
 				return err
 			}
-			return tugexec.Shell(cmd.Context(), d, *o)
+			return session.Shell(cmd.Context(), d, *o)
 		},
 	}
 	cmd.Flags().StringVarP(&o.Process, "process", "p", "", "Choose among this process's units")

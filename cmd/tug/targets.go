@@ -16,7 +16,7 @@ import (
 
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/cluster"
-	"tug.dev/tug/pkg/usage"
+	"tug.dev/tug/pkg/inputerr"
 )
 
 // loadClusters reads tug's config file ($TUG_CONFIG names another).
@@ -126,7 +126,7 @@ func pinnedPoolContext(f *cli.Factory, cfg *cluster.Config, pool string) (string
 		return owner.Context, nil
 	}
 	pins := strings.Join(f.ConfigFlags.Pins(), ", ")
-	return "", usage.Errorf("pool %q belongs to cluster %q (context %q), but %s pins this command to the API server at %s, which is not that cluster's, and tug does not carry a connection given on the command line to another cluster; nothing changed: leave out %s and pass --context %s, or pick a pool of that server's cluster (see 'tug cluster list')",
+	return "", inputerr.Errorf("pool %q belongs to cluster %q (context %q), but %s pins this command to the API server at %s, which is not that cluster's, and tug does not carry a connection given on the command line to another cluster; nothing changed: leave out %s and pass --context %s, or pick a pool of that server's cluster (see 'tug cluster list')",
 		pool, owner.Name, owner.Context, pins, pinned.Host, pins, owner.Context)
 }
 

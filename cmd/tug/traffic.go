@@ -9,9 +9,9 @@ import (
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
+	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/route"
 	"tug.dev/tug/pkg/traffic"
-	"tug.dev/tug/pkg/usage"
 )
 
 // Traffic commands: addresses (here), routable and maintenance (here),
@@ -54,7 +54,7 @@ func changeDone(done string, res *deploy.Result) string {
 
 func checkApp(name string) error {
 	if err := app.ValidateName(name); err != nil {
-		return usage.Wrap(err)
+		return inputerr.Wrap(err)
 	}
 	return nil
 }

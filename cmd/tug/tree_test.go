@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"tug.dev/tug/pkg/cli"
-	"tug.dev/tug/pkg/usage"
+	"tug.dev/tug/pkg/inputerr"
 )
 
 // Tests over the whole command tree: rules every command keeps, so a new
@@ -86,8 +86,8 @@ func TestArgumentErrorsInTugsWords(t *testing.T) {
 			if err == nil {
 				continue
 			}
-			if !usage.Is(err) || strings.Contains(err.Error(), "arg(s)") {
-				t.Errorf("%q with %d arguments: %v (usage error: %v)", c.CommandPath(), len(args), err, usage.Is(err))
+			if !inputerr.Is(err) || strings.Contains(err.Error(), "arg(s)") {
+				t.Errorf("%q with %d arguments: %v (usage error: %v)", c.CommandPath(), len(args), err, inputerr.Is(err))
 			}
 		}
 	}
@@ -103,8 +103,8 @@ func TestDidYouMeanAtEveryLevel(t *testing.T) {
 			}
 			typo := sub.Name()[:1] + sub.Name()[2:] // "list" -> "lst"
 			err := group.Args(group, []string{typo})
-			if !slices.Contains(usage.Suggest(err), sub.Name()) {
-				t.Errorf("%s %s: suggestions %q, want %q", group.CommandPath(), typo, usage.Suggest(err), sub.Name())
+			if !slices.Contains(inputerr.Suggest(err), sub.Name()) {
+				t.Errorf("%s %s: suggestions %q, want %q", group.CommandPath(), typo, inputerr.Suggest(err), sub.Name())
 			}
 		}
 	}

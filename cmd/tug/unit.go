@@ -9,9 +9,9 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/metrics"
 	"tug.dev/tug/pkg/text"
-	"tug.dev/tug/pkg/usage"
 )
 
 func newUnitCmd(f *cli.Factory) *cobra.Command {
@@ -97,11 +97,11 @@ process "run" (-p run lists them alone); 'tug unit kill APP NAME' stops one.`,
 func (o *unitListOptions) validate(args []string) error {
 	switch {
 	case o.All && len(args) == 1:
-		return usage.Errorf("give an APP or --all, not both")
+		return inputerr.Errorf("give an APP or --all, not both")
 	case !o.All && len(args) == 0:
-		return usage.Errorf("which app? give APP, or --all for every app in the namespace")
+		return inputerr.Errorf("which app? give APP, or --all for every app in the namespace")
 	case o.All && o.Process != "":
-		return usage.Errorf("-p needs an APP; it cannot be used with --all")
+		return inputerr.Errorf("-p needs an APP; it cannot be used with --all")
 	}
 	if o.All {
 		return nil

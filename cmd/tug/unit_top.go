@@ -12,8 +12,8 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/metrics"
-	"tug.dev/tug/pkg/usage"
 )
 
 // unitTopOptions are `tug unit top`'s.
@@ -60,13 +60,13 @@ piped, with --once or with -o json|yaml it prints once.`,
 
 func (o *unitTopOptions) validate() error {
 	if o.sort != "cpu" && o.sort != "memory" {
-		return usage.Errorf("--sort must be cpu or memory, not %q", o.sort)
+		return inputerr.Errorf("--sort must be cpu or memory, not %q", o.sort)
 	}
 	if o.interval < time.Second {
-		return usage.Errorf("--interval must be at least 1s, not %s", o.interval)
+		return inputerr.Errorf("--interval must be at least 1s, not %s", o.interval)
 	}
 	if o.Process == app.RunProcess {
-		return usage.Errorf("-p run: one-off runs are not units; 'tug unit top' shows a process's units")
+		return inputerr.Errorf("-p run: one-off runs are not units; 'tug unit top' shows a process's units")
 	}
 	return app.ValidateAppProcess(o.App, o.Process, false)
 }

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/kube"
-	"tug.dev/tug/pkg/usage"
 )
 
 // The edits below are what the process settings commands change: each
@@ -29,7 +29,7 @@ func (o SetLimitsOptions) Validate() error {
 		return err
 	}
 	if o.Limits.IsZero() {
-		return usage.Errorf("nothing to set: give --cpu, --memory, --cpu-request or --memory-request")
+		return inputerr.Errorf("nothing to set: give --cpu, --memory, --cpu-request or --memory-request")
 	}
 	return o.Limits.Validate()
 }
@@ -190,10 +190,10 @@ func (o SetAutoscaleOptions) Autoscale() (Autoscale, error) {
 	// 32 bits, so that a number beyond int32 is refused, not wrapped
 	n, err := strconv.ParseInt(strings.TrimSuffix(o.CPU, "%"), 10, 32)
 	if errors.Is(err, strconv.ErrRange) {
-		return Autoscale{}, usage.Errorf("--cpu must be a percentage from 1%% to 1000%%, not %s", o.CPU)
+		return Autoscale{}, inputerr.Errorf("--cpu must be a percentage from 1%% to 1000%%, not %s", o.CPU)
 	}
 	if err != nil {
-		return Autoscale{}, usage.Errorf("invalid --cpu %q: want a percentage such as 70%%", o.CPU)
+		return Autoscale{}, inputerr.Errorf("invalid --cpu %q: want a percentage such as 70%%", o.CPU)
 	}
 	as := Autoscale{Min: o.Min, Max: o.Max, CPUPercent: int32(n)}
 	if err := as.Validate(); err != nil {
@@ -251,16 +251,16 @@ func ParseTags(args []string) (map[string]string, error) {
 	for _, kv := range args {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok {
-			return nil, usage.Errorf("%q is not KEY=VALUE", kv)
+			return nil, inputerr.Errorf("%q is not KEY=VALUE", kv)
 		}
 		if err := kube.ValidateLabelKey(k); err != nil {
-			return nil, usage.Wrap(err)
+			return nil, inputerr.Wrap(err)
 		}
 		if err := kube.ValidateLabelValue("tag value", v); err != nil {
-			return nil, usage.Wrap(err)
+			return nil, inputerr.Wrap(err)
 		}
 		if k == kube.LabelPool {
-			return nil, usage.Errorf("set the pool with 'tug app pool set', not a tag")
+			return nil, inputerr.Errorf("set the pool with 'tug app pool set', not a tag")
 		}
 		tags[k] = v
 	}
@@ -272,10 +272,10 @@ func ParseTags(args []string) (map[string]string, error) {
 func ValidateTagKeys(keys []string) error {
 	for _, k := range keys {
 		if strings.Contains(k, "=") {
-			return usage.Errorf("%q: unset takes keys only, not KEY=VALUE", k)
+			return inputerr.Errorf("%q: unset takes keys only, not KEY=VALUE", k)
 		}
 		if err := kube.ValidateLabelKey(k); err != nil {
-			return usage.Wrap(err)
+			return inputerr.Wrap(err)
 		}
 	}
 	return nil
@@ -331,7 +331,7 @@ func (a *App) eachProcess(proc string, edit func(p *Process)) error {
 		names = []string{proc}
 	}
 	if len(names) == 0 {
-		return usage.Wrap(&UnknownProcessError{App: a.Name})
+		return inputerr.Wrap(&UnknownProcessError{App: a.Name})
 	}
 	for _, n := range names {
 		p := a.Processes[n]

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"tug.dev/tug/pkg/usage"
+	"tug.dev/tug/pkg/inputerr"
 )
 
 func shopApp() *App {
@@ -29,8 +29,8 @@ func wantErr(t *testing.T, err error, want string, isUsage bool) {
 		t.Fatalf("no error, want %q", want)
 	case !strings.Contains(err.Error(), want):
 		t.Fatalf("error %q, want it to contain %q", err, want)
-	case usage.Is(err) != isUsage:
-		t.Fatalf("usage.Is(%v) = %v, want %v", err, usage.Is(err), isUsage)
+	case inputerr.Is(err) != isUsage:
+		t.Fatalf("inputerr.Is(%v) = %v, want %v", err, inputerr.Is(err), isUsage)
 	}
 }
 
@@ -352,7 +352,7 @@ func TestValidateAppProcess(t *testing.T) {
 func TestPlatformVariablesCannotBeConfigured(t *testing.T) {
 	for _, name := range []string{"TUG_APP", "TUG_PROCESS", "TUG_RELEASE"} {
 		err := ValidateEnvName(name)
-		if !usage.Is(err) || !strings.Contains(err.Error(), "set by tug in every unit") {
+		if !inputerr.Is(err) || !strings.Contains(err.Error(), "set by tug in every unit") {
 			t.Errorf("ValidateEnvName(%s) = %v, want an input error", name, err)
 		}
 	}

@@ -5,8 +5,8 @@ import (
 	"io"
 	"strings"
 
+	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/text"
-	"tug.dev/tug/pkg/usage"
 )
 
 // ParseEnvArgs reads `tug env set` input: KEY=VALUE arguments, where VALUE
@@ -20,7 +20,7 @@ func ParseEnvArgs(args []string, fromFile string, stdin io.Reader) (ConfigMap, e
 	stdinUsed := false
 	readStdin := func(what string) ([]byte, error) {
 		if stdinUsed {
-			return nil, usage.Errorf("%s: standard input can be read only once", what)
+			return nil, inputerr.Errorf("%s: standard input can be read only once", what)
 		}
 		stdinUsed = true
 		return ReadLimited(stdin, what, MaxConfigBytes)
@@ -38,7 +38,7 @@ func ParseEnvArgs(args []string, fromFile string, stdin io.Reader) (ConfigMap, e
 		}
 		cfg, err := ParseEnvFile(bytes.NewReader(b))
 		if err != nil {
-			return nil, usage.Errorf("--from-env-file %s: %v", fromFile, err)
+			return nil, inputerr.Errorf("--from-env-file %s: %v", fromFile, err)
 		}
 		for k, v := range cfg {
 			set[k] = v
@@ -47,7 +47,7 @@ func ParseEnvArgs(args []string, fromFile string, stdin io.Reader) (ConfigMap, e
 	for _, arg := range args {
 		k, v, ok := strings.Cut(arg, "=")
 		if !ok {
-			return nil, usage.Errorf("%q is not KEY=VALUE; to remove a variable use 'tug env unset'", arg)
+			return nil, inputerr.Errorf("%q is not KEY=VALUE; to remove a variable use 'tug env unset'", arg)
 		}
 		if err := ValidateEnvName(k); err != nil {
 			return nil, err
@@ -69,7 +69,7 @@ func ParseEnvArgs(args []string, fromFile string, stdin io.Reader) (ConfigMap, e
 		set[k] = v
 	}
 	if len(set) == 0 {
-		return nil, usage.Errorf("nothing to set: give KEY=VALUE arguments or --from-env-file")
+		return nil, inputerr.Errorf("nothing to set: give KEY=VALUE arguments or --from-env-file")
 	}
 	for _, k := range set.Keys() {
 		if err := ValidateEnvValue(k, set[k]); err != nil {
@@ -77,7 +77,7 @@ func ParseEnvArgs(args []string, fromFile string, stdin io.Reader) (ConfigMap, e
 		}
 	}
 	if n := set.Size(); n > MaxConfigBytes {
-		return nil, usage.Errorf("the config to set is %d bytes; the limit is %s (an app's config lives in one Secret)", n, text.Size(MaxConfigBytes))
+		return nil, inputerr.Errorf("the config to set is %d bytes; the limit is %s (an app's config lives in one Secret)", n, text.Size(MaxConfigBytes))
 	}
 	return set, nil
 }
@@ -86,7 +86,7 @@ func ParseEnvArgs(args []string, fromFile string, stdin io.Reader) (ConfigMap, e
 func ValidateEnvUnset(keys []string) error {
 	for _, k := range keys {
 		if strings.Contains(k, "=") {
-			return usage.Errorf("%q: unset takes names only, not KEY=VALUE", k)
+			return inputerr.Errorf("%q: unset takes names only, not KEY=VALUE", k)
 		}
 		if err := ValidateEnvName(k); err != nil {
 			return err

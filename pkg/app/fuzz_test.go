@@ -9,8 +9,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/kube"
-	"tug.dev/tug/pkg/usage"
 )
 
 // The fuzz targets below check properties of the parsers of user input:
@@ -100,7 +100,7 @@ func FuzzParseEnvArgs(f *testing.F) {
 		}
 		set, err := ParseEnvArgs([]string{arg}, "", strings.NewReader(string(stdin)))
 		if err != nil {
-			if !usage.Is(err) {
+			if !inputerr.Is(err) {
 				t.Fatalf("a refusal that is not an input error: %v", err)
 			}
 			return
@@ -135,7 +135,7 @@ func FuzzParseScale(f *testing.F) {
 		}
 		ops, err := ParseScale(args)
 		if err != nil {
-			if !usage.Is(err) {
+			if !inputerr.Is(err) {
 				t.Fatalf("a refusal that is not an input error: %v", err)
 			}
 			return
@@ -174,7 +174,7 @@ func FuzzLimits(f *testing.F) {
 	f.Fuzz(func(t *testing.T, cpu, mem, cpuReq, memReq string) {
 		l := Limits{CPU: cpu, Memory: mem, CPURequest: cpuReq, MemoryRequest: memReq}
 		if err := l.Validate(); err != nil {
-			if !usage.Is(err) {
+			if !inputerr.Is(err) {
 				t.Fatalf("a refusal that is not an input error: %v", err)
 			}
 			return
@@ -200,7 +200,7 @@ func FuzzParseProbe(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, spec string) {
 		p, err := ParseProbe(spec)
-		if herr := (Healthcheck{Readiness: spec}).Validate(); (err == nil) != (herr == nil) || (herr != nil && !usage.Is(herr)) {
+		if herr := (Healthcheck{Readiness: spec}).Validate(); (err == nil) != (herr == nil) || (herr != nil && !inputerr.Is(herr)) {
 			t.Fatalf("ParseProbe: %v; Validate: %v", err, herr)
 		}
 		if err != nil {
@@ -237,7 +237,7 @@ func FuzzAutoscaleCPU(f *testing.F) {
 		o := SetAutoscaleOptions{App: "shop", Process: "web", Min: lo, Max: hi, CPU: cpu}
 		as, err := o.Autoscale()
 		if err != nil {
-			if !usage.Is(err) {
+			if !inputerr.Is(err) {
 				t.Fatalf("a refusal that is not an input error: %v", err)
 			}
 			return
@@ -259,7 +259,7 @@ func FuzzParseTags(f *testing.F) {
 	f.Fuzz(func(t *testing.T, arg string) {
 		tags, err := ParseTags([]string{arg})
 		if err != nil {
-			if !usage.Is(err) {
+			if !inputerr.Is(err) {
 				t.Fatalf("a refusal that is not an input error: %v", err)
 			}
 			return

@@ -5,8 +5,8 @@ import (
 	"os"
 	"strings"
 
+	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/text"
-	"tug.dev/tug/pkg/usage"
 )
 
 // Limits on what tug reads from files and standard input. An app's config
@@ -32,10 +32,10 @@ const (
 func ReadLimited(r io.Reader, what string, limit int64) ([]byte, error) {
 	b, err := io.ReadAll(io.LimitReader(r, limit+1))
 	if err != nil {
-		return nil, usage.Errorf("%s: %w", what, err)
+		return nil, inputerr.Errorf("%s: %w", what, err)
 	}
 	if int64(len(b)) > limit {
-		return nil, usage.Errorf("%s: larger than the %s limit", what, text.Size(limit))
+		return nil, inputerr.Errorf("%s: larger than the %s limit", what, text.Size(limit))
 	}
 	return b, nil
 }
@@ -54,7 +54,7 @@ func ReadFileArgLimit(flag, path string, limit int64) ([]byte, error) {
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, usage.Errorf("%s: %w", what, err)
+		return nil, inputerr.Errorf("%s: %w", what, err)
 	}
 	defer f.Close()
 	return ReadLimited(f, what, limit)

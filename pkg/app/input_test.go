@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"tug.dev/tug/pkg/usage"
+	"tug.dev/tug/pkg/inputerr"
 )
 
 // endless is a stream that never ends, like /dev/zero or `yes`.
@@ -47,7 +47,7 @@ func TestEnvInputIsBounded(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			in := &endless{}
 			_, err := ParseEnvArgs(c.args, c.fromFile, in)
-			if err == nil || !usage.Is(err) || !strings.Contains(err.Error(), c.want) {
+			if err == nil || !inputerr.Is(err) || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("err = %v, want a usage error with %q", err, c.want)
 			}
 			if in.read > MaxConfigBytes+64*1024 {
@@ -57,7 +57,7 @@ func TestEnvInputIsBounded(t *testing.T) {
 	}
 	if _, err := os.Stat("/dev/zero"); err == nil {
 		_, err := ParseEnvArgs([]string{"K=@/dev/zero"}, "", nil)
-		if !usage.Is(err) || !strings.Contains(err.Error(), "K=@/dev/zero: larger than the 1 MiB limit") {
+		if !inputerr.Is(err) || !strings.Contains(err.Error(), "K=@/dev/zero: larger than the 1 MiB limit") {
 			t.Errorf("K=@/dev/zero: %v", err)
 		}
 	}
@@ -76,10 +76,10 @@ func TestReadLimited(t *testing.T) {
 	if err != nil || string(b) != "12345" {
 		t.Errorf("at the limit: %q, %v", b, err)
 	}
-	if _, err := ReadLimited(strings.NewReader("123456"), "--flag f", 5); !usage.Is(err) || err.Error() != "--flag f: larger than the 5 B limit" {
+	if _, err := ReadLimited(strings.NewReader("123456"), "--flag f", 5); !inputerr.Is(err) || err.Error() != "--flag f: larger than the 5 B limit" {
 		t.Errorf("over the limit: %v", err)
 	}
-	if _, err := ReadLimited(io.MultiReader(strings.NewReader("a"), iotestErr{}), "x", 5); !usage.Is(err) {
+	if _, err := ReadLimited(io.MultiReader(strings.NewReader("a"), iotestErr{}), "x", 5); !inputerr.Is(err) {
 		t.Errorf("a read error: %v, want a usage error", err)
 	}
 }
@@ -102,14 +102,14 @@ func TestProcfileLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _, _, err = ProcessSource{Procfile: file}.Resolve()
-	if !usage.Is(err) || !strings.Contains(err.Error(), "--procfile "+file+": larger than the 256 KiB limit") {
+	if !inputerr.Is(err) || !strings.Contains(err.Error(), "--procfile "+file+": larger than the 256 KiB limit") {
 		t.Errorf("huge Procfile: %v", err)
 	}
 	if err := os.WriteFile(file, []byte(long), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	_, _, _, err = ProcessSource{Procfile: file}.Resolve()
-	if !usage.Is(err) || !strings.Contains(err.Error(), "line 2 is longer than 64 KiB") {
+	if !inputerr.Is(err) || !strings.Contains(err.Error(), "line 2 is longer than 64 KiB") {
 		t.Errorf("long line through Resolve: %v", err)
 	}
 	// env files take lines up to the whole config limit

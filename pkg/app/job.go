@@ -10,7 +10,7 @@ import (
 
 	"github.com/robfig/cron/v3"
 
-	"tug.dev/tug/pkg/usage"
+	"tug.dev/tug/pkg/inputerr"
 )
 
 // Job is a scheduled command of a release: a CronJob whose pod template is
@@ -59,13 +59,13 @@ const MaxJobRetries = 10
 func ValidateJobName(name string) error {
 	switch {
 	case name == "":
-		return usage.Errorf("job name is empty")
+		return inputerr.Errorf("job name is empty")
 	case len(name) > MaxJobNameLen:
-		return usage.Errorf("job name %q is %d characters; the limit is %d", name, len(name), MaxJobNameLen)
+		return inputerr.Errorf("job name %q is %d characters; the limit is %d", name, len(name), MaxJobNameLen)
 	case !processNameRE.MatchString(name):
-		return usage.Errorf("invalid job name %q: use lower-case letters and digits, starting with a letter", name)
+		return inputerr.Errorf("invalid job name %q: use lower-case letters and digits, starting with a letter", name)
 	case name == WebProcess:
-		return usage.Errorf("job name %q is reserved for the web process; choose another", name)
+		return inputerr.Errorf("job name %q is reserved for the web process; choose another", name)
 	}
 	return nil
 }
@@ -75,13 +75,13 @@ func ValidateJobName(name string) error {
 // which Kubernetes refuses too: the time zone is a field of its own.
 func ValidateSchedule(s string) error {
 	if strings.TrimSpace(s) == "" {
-		return usage.Errorf("the schedule is empty: give a cron line such as '*/5 * * * *' or @hourly")
+		return inputerr.Errorf("the schedule is empty: give a cron line such as '*/5 * * * *' or @hourly")
 	}
 	if strings.Contains(s, "TZ") {
-		return usage.Errorf("invalid schedule %q: give the time zone with --time-zone (timeZone in tug.yaml), not TZ= in the schedule", s)
+		return inputerr.Errorf("invalid schedule %q: give the time zone with --time-zone (timeZone in tug.yaml), not TZ= in the schedule", s)
 	}
 	if _, err := cron.ParseStandard(s); err != nil {
-		return usage.Errorf("invalid schedule %q: %v (want five fields, minute hour day-of-month month day-of-week, or @hourly, @daily, @every 1h...)", s, err)
+		return inputerr.Errorf("invalid schedule %q: %v (want five fields, minute hour day-of-month month day-of-week, or @hourly, @daily, @every 1h...)", s, err)
 	}
 	return nil
 }
@@ -93,10 +93,10 @@ func ValidateTimeZone(tz string) error {
 		return nil
 	}
 	if strings.EqualFold(tz, "local") {
-		return usage.Errorf("invalid time zone %q: name a zone such as Europe/Paris or UTC", tz)
+		return inputerr.Errorf("invalid time zone %q: name a zone such as Europe/Paris or UTC", tz)
 	}
 	if _, err := time.LoadLocation(tz); err != nil {
-		return usage.Errorf("unknown time zone %q: name one of the IANA database, such as Europe/Paris, America/New_York or UTC", tz)
+		return inputerr.Errorf("unknown time zone %q: name one of the IANA database, such as Europe/Paris, America/New_York or UTC", tz)
 	}
 	return nil
 }
@@ -104,7 +104,7 @@ func ValidateTimeZone(tz string) error {
 // Validate checks every field of a job.
 func (j Job) Validate() error {
 	if strings.TrimSpace(j.Command) == "" {
-		return usage.Errorf("the job has no command: give it after --, e.g. -- ./report")
+		return inputerr.Errorf("the job has no command: give it after --, e.g. -- ./report")
 	}
 	if err := ValidateSchedule(j.Schedule); err != nil {
 		return err
@@ -115,13 +115,13 @@ func (j Job) Validate() error {
 	switch j.Concurrency {
 	case "", ConcurrencyAllow, ConcurrencyForbid, ConcurrencyReplace:
 	default:
-		return usage.Errorf("invalid concurrency %q: want allow, forbid or replace", j.Concurrency)
+		return inputerr.Errorf("invalid concurrency %q: want allow, forbid or replace", j.Concurrency)
 	}
 	if j.TimeoutSeconds < 0 {
-		return usage.Errorf("the timeout must not be negative")
+		return inputerr.Errorf("the timeout must not be negative")
 	}
 	if j.Retries < 0 || j.Retries > MaxJobRetries {
-		return usage.Errorf("retries must be from 0 to %d, not %d", MaxJobRetries, j.Retries)
+		return inputerr.Errorf("retries must be from 0 to %d, not %d", MaxJobRetries, j.Retries)
 	}
 	return j.Limits.Validate()
 }
@@ -176,7 +176,7 @@ func NoJobError(appName, name string, r *Release) error {
 	if r != nil && len(r.Jobs) > 0 {
 		have = "jobs " + strings.Join(r.JobNames(), ", ")
 	}
-	return usage.Errorf("app %q has no job %q (it has %s); see 'tug job list %s'", appName, name, have, appName)
+	return inputerr.Errorf("app %q has no job %q (it has %s); see 'tug job list %s'", appName, name, have, appName)
 }
 
 // JobSuspended says whether the app's job is suspended (tug job suspend):

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"tug.dev/tug/pkg/usage"
+	"tug.dev/tug/pkg/inputerr"
 )
 
 // Schedules are read as the API server reads them; what it refuses is an
@@ -18,7 +18,7 @@ func TestValidateScheduleAsKubernetes(t *testing.T) {
 	}
 	for _, bad := range []string{"", "* * *", "61 * * * *", "* * * * * *", "@fortnightly", "TZ=UTC * * * * *", "CRON_TZ=Europe/Paris @daily"} {
 		err := ValidateSchedule(bad)
-		if err == nil || !usage.Is(err) {
+		if err == nil || !inputerr.Is(err) {
 			t.Errorf("%q: %v, want an input error", bad, err)
 		}
 	}
@@ -31,7 +31,7 @@ func TestValidateTimeZone(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"Local", "Mars/Olympus", "Europe/Pariss", "+02:00"} {
-		if err := ValidateTimeZone(bad); err == nil || !usage.Is(err) {
+		if err := ValidateTimeZone(bad); err == nil || !inputerr.Is(err) {
 			t.Errorf("%q: %v, want an input error", bad, err)
 		}
 	}

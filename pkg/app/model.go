@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"tug.dev/tug/pkg/usage"
+	"tug.dev/tug/pkg/inputerr"
 )
 
 // App is an app's record: what tug knows about it beyond its releases. It is
@@ -285,7 +285,7 @@ func Next(a *App, base *Release, kind, message string) *Release {
 func ParseVersion(s string) (int, error) {
 	n, err := strconv.Atoi(strings.TrimPrefix(strings.ToLower(s), "v"))
 	if err != nil || n <= 0 {
-		return 0, usage.Errorf("invalid release %q: want a release number such as v3", s)
+		return 0, inputerr.Errorf("invalid release %q: want a release number such as v3", s)
 	}
 	return n, nil
 }

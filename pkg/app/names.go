@@ -8,7 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"tug.dev/tug/pkg/usage"
+	"tug.dev/tug/pkg/inputerr"
 )
 
 // Length limits keep every derived name valid: a process's Deployment is
@@ -34,13 +34,13 @@ var reserved = map[string]bool{"tug": true, "kubernetes": true, "default": true,
 func ValidateName(name string) error {
 	switch {
 	case name == "":
-		return usage.Errorf("app name is empty")
+		return inputerr.Errorf("app name is empty")
 	case len(name) > MaxAppNameLen:
-		return usage.Errorf("app name %q is %d characters; the limit is %d", name, len(name), MaxAppNameLen)
+		return inputerr.Errorf("app name %q is %d characters; the limit is %d", name, len(name), MaxAppNameLen)
 	case !appNameRE.MatchString(name):
-		return usage.Errorf("invalid app name %q: use lower-case letters, digits and '-', starting with a letter and ending with a letter or digit", name)
+		return inputerr.Errorf("invalid app name %q: use lower-case letters, digits and '-', starting with a letter and ending with a letter or digit", name)
 	case reserved[name] || strings.HasPrefix(name, "kube-"):
-		return usage.Errorf("app name %q is reserved; choose another", name)
+		return inputerr.Errorf("app name %q is reserved; choose another", name)
 	}
 	return nil
 }
@@ -49,7 +49,7 @@ func ValidateName(name string) error {
 // app's units; no process may take the name.
 const RunProcess = "run"
 
-// kindRun is run pods' tug.dev/kind (pkg/exec.KindRun, which imports this
+// kindRun is run pods' tug.dev/kind (pkg/session.KindRun, which imports this
 // package).
 const kindRun = "run"
 
@@ -57,13 +57,13 @@ const kindRun = "run"
 func ValidateProcessName(name string) error {
 	switch {
 	case name == "":
-		return usage.Errorf("process name is empty")
+		return inputerr.Errorf("process name is empty")
 	case len(name) > MaxProcessNameLen:
-		return usage.Errorf("process name %q is %d characters; the limit is %d", name, len(name), MaxProcessNameLen)
+		return inputerr.Errorf("process name %q is %d characters; the limit is %d", name, len(name), MaxProcessNameLen)
 	case !processNameRE.MatchString(name):
-		return usage.Errorf("invalid process name %q: use lower-case letters and digits, starting with a letter", name)
+		return inputerr.Errorf("invalid process name %q: use lower-case letters and digits, starting with a letter", name)
 	case name == RunProcess:
-		return usage.Errorf("process name %q is reserved for one-off runs", name)
+		return inputerr.Errorf("process name %q is reserved for one-off runs", name)
 	}
 	return nil
 }
@@ -76,7 +76,7 @@ func ValidateAppProcess(appName, proc string, required bool) error {
 	}
 	if proc == "" {
 		if required {
-			return usage.Errorf("which process? give -p PROCESS")
+			return inputerr.Errorf("which process? give -p PROCESS")
 		}
 		return nil
 	}
@@ -86,10 +86,10 @@ func ValidateAppProcess(appName, proc string, required bool) error {
 // ValidateUnitName checks a unit named on the command line: a pod's name.
 func ValidateUnitName(name string) error {
 	if name == "" {
-		return usage.Errorf("unit name is empty")
+		return inputerr.Errorf("unit name is empty")
 	}
 	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
-		return usage.Errorf("invalid unit name %q: a unit is a pod such as shop-web-6d9c7b8f5-x2k9q; see 'tug unit list'", name)
+		return inputerr.Errorf("invalid unit name %q: a unit is a pod such as shop-web-6d9c7b8f5-x2k9q; see 'tug unit list'", name)
 	}
 	return nil
 }

@@ -3,8 +3,8 @@ package app
 import (
 	"strconv"
 
+	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/text"
-	"tug.dev/tug/pkg/usage"
 )
 
 // The platform's variables: every unit gets them from tug, like Heroku's
@@ -41,7 +41,7 @@ func PlatformEnv(appName, proc string, release int) map[string]string {
 // checkNotPlatform refuses a config name that tug sets itself.
 func checkNotPlatform(name string) error {
 	if what, ok := platformEnv[name]; ok {
-		return usage.Errorf("%s is set by tug in every unit (%s) and cannot be configured; choose another name", name, what)
+		return inputerr.Errorf("%s is set by tug in every unit (%s) and cannot be configured; choose another name", name, what)
 	}
 	return nil
 }
@@ -53,7 +53,7 @@ func ValidateEnvValue(name, value string) error {
 		return nil
 	}
 	if p, err := strconv.Atoi(value); err != nil || p < 1 || p > 65535 {
-		return usage.Errorf("invalid PORT %q: PORT is the port the web process listens on (tug points its container port, readiness check and Service at it); give a number from 1 to 65535, or unset it for the default %d", text.Excerpt(value), DefaultPort)
+		return inputerr.Errorf("invalid PORT %q: PORT is the port the web process listens on (tug points its container port, readiness check and Service at it); give a number from 1 to 65535, or unset it for the default %d", text.Excerpt(value), DefaultPort)
 	}
 	return nil
 }

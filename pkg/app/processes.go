@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"tug.dev/tug/pkg/usage"
+	"tug.dev/tug/pkg/inputerr"
 )
 
 // ProcessChange is what a deploy says about the app's process types. A
@@ -46,15 +46,15 @@ func (c ProcessChange) Apply(base map[string]string) (procs map[string]string, r
 	}
 	for _, name := range c.Remove {
 		if _, set := c.Set[name]; set {
-			return nil, nil, usage.Errorf("process %q is both set (%s) and removed (--remove-process)", name, c.From)
+			return nil, nil, inputerr.Errorf("process %q is both set (%s) and removed (--remove-process)", name, c.From)
 		}
 		if _, ok := procs[name]; !ok {
-			return nil, nil, usage.Errorf("--remove-process %s: the app has no process %q (it has %s)", name, name, describeProcesses(procs))
+			return nil, nil, inputerr.Errorf("--remove-process %s: the app has no process %q (it has %s)", name, name, describeProcesses(procs))
 		}
 		delete(procs, name)
 	}
 	if len(procs) == 0 {
-		return nil, nil, usage.Errorf("the deploy would leave the app no process to run; keep one (--process TYPE=CMD)")
+		return nil, nil, inputerr.Errorf("the deploy would leave the app no process to run; keep one (--process TYPE=CMD)")
 	}
 	for name := range base {
 		if _, ok := procs[name]; !ok {

@@ -11,8 +11,8 @@ import (
 	"regexp"
 	"strings"
 
+	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/text"
-	"tug.dev/tug/pkg/usage"
 )
 
 // ParseProcfile reads a Heroku-style Procfile: "type: command" per line,
@@ -52,13 +52,13 @@ func ParseProcessFlags(values []string) (map[string]string, error) {
 	for _, v := range values {
 		name, cmd, ok := strings.Cut(v, "=")
 		if !ok {
-			return nil, usage.Errorf("--process %q: want TYPE='command args' (TYPE= for the image's own command)", v)
+			return nil, inputerr.Errorf("--process %q: want TYPE='command args' (TYPE= for the image's own command)", v)
 		}
 		if err := ValidateProcessName(name); err != nil {
-			return nil, usage.Errorf("--process %q: %w", v, err)
+			return nil, inputerr.Errorf("--process %q: %w", v, err)
 		}
 		if _, dup := procs[name]; dup {
-			return nil, usage.Errorf("--process %q: process %q is declared twice", v, name)
+			return nil, inputerr.Errorf("--process %q: process %q is declared twice", v, name)
 		}
 		procs[name] = strings.TrimSpace(cmd)
 	}
@@ -85,7 +85,7 @@ var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // not starting with a digit, as every shell accepts.
 func ValidateEnvName(name string) error {
 	if !envNameRE.MatchString(name) {
-		return usage.Errorf("invalid config name %q: use letters, digits and '_', not starting with a digit", name)
+		return inputerr.Errorf("invalid config name %q: use letters, digits and '_', not starting with a digit", name)
 	}
 	return checkNotPlatform(name)
 }
@@ -149,15 +149,15 @@ type ProcessSource struct {
 // Validate checks that the sources do not contradict each other.
 func (s ProcessSource) Validate() error {
 	if len(s.Flags) > 0 && s.Procfile != "" {
-		return usage.Errorf("--process and --procfile cannot be used together")
+		return inputerr.Errorf("--process and --procfile cannot be used together")
 	}
 	seen := map[string]bool{}
 	for _, name := range s.Remove {
 		if err := ValidateProcessName(name); err != nil {
-			return usage.Errorf("--remove-process %q: %w", name, err)
+			return inputerr.Errorf("--remove-process %q: %w", name, err)
 		}
 		if seen[name] {
-			return usage.Errorf("--remove-process %s is given twice", name)
+			return inputerr.Errorf("--remove-process %s is given twice", name)
 		}
 		seen[name] = true
 	}
@@ -196,22 +196,22 @@ func (s ProcessSource) Resolve() (change ProcessChange, release string, warnings
 	}
 	procs, err := ParseProcfile(bytes.NewReader(b))
 	if err != nil {
-		return ProcessChange{}, "", nil, usage.Errorf("%s: %w", path, err)
+		return ProcessChange{}, "", nil, inputerr.Errorf("%s: %w", path, err)
 	}
 	// build: is the build step of a deploy from source (docs/builders.md),
 	// run by the build agent, never a process.
 	delete(procs, "build")
 	if len(procs) == 0 {
-		return ProcessChange{}, "", nil, usage.Errorf("%s declares only a build step; add a process such as web", path)
+		return ProcessChange{}, "", nil, inputerr.Errorf("%s declares only a build step; add a process such as web", path)
 	}
 	if cmd, ok := procs[ReleasePhase]; ok {
 		delete(procs, ReleasePhase)
 		release = cmd
 		if strings.TrimSpace(cmd) == "" {
-			return ProcessChange{}, "", nil, usage.Errorf("%s: the release-phase command is empty", path)
+			return ProcessChange{}, "", nil, inputerr.Errorf("%s: the release-phase command is empty", path)
 		}
 		if len(procs) == 0 {
-			return ProcessChange{}, "", nil, usage.Errorf("%s declares only a release-phase command; add a process such as web", path)
+			return ProcessChange{}, "", nil, inputerr.Errorf("%s declares only a release-phase command; add a process such as web", path)
 		}
 	}
 	change.Set, change.Complete, change.From = procs, true, "Procfile "+path
@@ -221,10 +221,10 @@ func (s ProcessSource) Resolve() (change ProcessChange, release string, warnings
 // ValidateImage checks --image: given, and with no spaces.
 func ValidateImage(image string) error {
 	if strings.TrimSpace(image) == "" {
-		return usage.Errorf("--image is required: the image to deploy")
+		return inputerr.Errorf("--image is required: the image to deploy")
 	}
 	if strings.ContainsAny(image, " \t\n") {
-		return usage.Errorf("invalid --image %q: an image reference has no spaces", image)
+		return inputerr.Errorf("invalid --image %q: an image reference has no spaces", image)
 	}
 	return nil
 }

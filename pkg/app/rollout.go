@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"tug.dev/tug/pkg/usage"
+	"tug.dev/tug/pkg/inputerr"
 )
 
 // Rollout is how an app's releases roll out: the pace of a rolling update,
@@ -100,16 +100,16 @@ func (r Rollout) Validate() error {
 		return err
 	}
 	if surgeZero && unavailZero {
-		return usage.Errorf("--max-surge and --max-unavailable cannot both be 0: a rolling update could then neither start a unit nor stop one")
+		return inputerr.Errorf("--max-surge and --max-unavailable cannot both be 0: a rolling update could then neither start a unit nor stop one")
 	}
 	if g := time.Duration(eff.GracePeriod) * time.Second; g < MinGracePeriod || g > MaxGracePeriod {
-		return usage.Errorf("--grace-period must be from %s to %s, not %s", fmtDuration(MinGracePeriod), fmtDuration(MaxGracePeriod), fmtDuration(g))
+		return inputerr.Errorf("--grace-period must be from %s to %s, not %s", fmtDuration(MinGracePeriod), fmtDuration(MaxGracePeriod), fmtDuration(g))
 	}
 	if eff.History < 1 || eff.History > MaxHistory {
-		return usage.Errorf("--history must be from 1 to %d, not %d", MaxHistory, eff.History)
+		return inputerr.Errorf("--history must be from 1 to %d, not %d", MaxHistory, eff.History)
 	}
 	if t := time.Duration(eff.DeployTimeout) * time.Second; t < MinDeployTimeout || t > MaxDeployTimeout {
-		return usage.Errorf("--deploy-timeout must be from %s to %s, not %s", fmtDuration(MinDeployTimeout), fmtDuration(MaxDeployTimeout), fmtDuration(t))
+		return inputerr.Errorf("--deploy-timeout must be from %s to %s, not %s", fmtDuration(MinDeployTimeout), fmtDuration(MaxDeployTimeout), fmtDuration(t))
 	}
 	return nil
 }
@@ -128,13 +128,13 @@ func ParsePace(flag, s string) (string, error) {
 	switch {
 	case errors.Is(err, strconv.ErrRange) || err == nil && n > limit:
 		if pct {
-			return "", usage.Errorf("invalid %s %q: a percentage must be from 0%% to %d%%", flag, s, maxPercent)
+			return "", inputerr.Errorf("invalid %s %q: a percentage must be from 0%% to %d%%", flag, s, maxPercent)
 		}
-		return "", usage.Errorf("invalid %s %q: a number of units must be from 0 to %d", flag, s, MaxUnits)
+		return "", inputerr.Errorf("invalid %s %q: a number of units must be from 0 to %d", flag, s, MaxUnits)
 	case err != nil || strings.HasPrefix(num, "+"):
-		return "", usage.Errorf("invalid %s %q: want %s, or a number of units", flag, s, what)
+		return "", inputerr.Errorf("invalid %s %q: want %s, or a number of units", flag, s, what)
 	case n < 0:
-		return "", usage.Errorf("invalid %s %q: must not be negative", flag, s)
+		return "", inputerr.Errorf("invalid %s %q: must not be negative", flag, s)
 	}
 	if pct {
 		return strconv.FormatInt(n, 10) + "%", nil
@@ -156,13 +156,13 @@ func checkPace(flag, s string) (bool, error) {
 func parseSeconds(flag, s string) (int64, error) {
 	d, err := time.ParseDuration(strings.TrimSpace(s))
 	if err != nil {
-		return 0, usage.Errorf("invalid %s %q: want a duration such as 60s or 15m", flag, s)
+		return 0, inputerr.Errorf("invalid %s %q: want a duration such as 60s or 15m", flag, s)
 	}
 	if d <= 0 {
-		return 0, usage.Errorf("invalid %s %q: must be more than zero", flag, s)
+		return 0, inputerr.Errorf("invalid %s %q: must be more than zero", flag, s)
 	}
 	if d%time.Second != 0 {
-		return 0, usage.Errorf("invalid %s %q: must be whole seconds", flag, s)
+		return 0, inputerr.Errorf("invalid %s %q: must be whole seconds", flag, s)
 	}
 	return int64(d / time.Second), nil
 }
@@ -211,10 +211,10 @@ func (o SetRolloutOptions) Settings() (Rollout, error) {
 	if o.History != "" {
 		n, err := strconv.ParseInt(strings.TrimSpace(o.History), 10, 32)
 		if errors.Is(err, strconv.ErrRange) || err == nil && (n < 1 || n > MaxHistory) {
-			return Rollout{}, usage.Errorf("--history must be from 1 to %d, not %s", MaxHistory, o.History)
+			return Rollout{}, inputerr.Errorf("--history must be from 1 to %d, not %s", MaxHistory, o.History)
 		}
 		if err != nil {
-			return Rollout{}, usage.Errorf("invalid --history %q: want a number of releases such as 20", o.History)
+			return Rollout{}, inputerr.Errorf("invalid --history %q: want a number of releases such as 20", o.History)
 		}
 		r.History = int(n)
 	}
@@ -236,7 +236,7 @@ func (o SetRolloutOptions) Validate() error {
 		return err
 	}
 	if r.IsZero() {
-		return usage.Errorf("nothing to set: give --max-surge, --max-unavailable, --grace-period, --history or --deploy-timeout")
+		return inputerr.Errorf("nothing to set: give --max-surge, --max-unavailable, --grace-period, --history or --deploy-timeout")
 	}
 	// Each value on its own; the pair surge/unavailable is checked against
 	// the release's in Apply.
@@ -291,7 +291,7 @@ func (o UnsetRolloutOptions) Validate() error {
 		return err
 	}
 	if !o.MaxSurge && !o.MaxUnavailable && !o.GracePeriod && !o.History && !o.DeployTimeout {
-		return usage.Errorf("nothing to unset: give --max-surge, --max-unavailable, --grace-period, --history or --deploy-timeout")
+		return inputerr.Errorf("nothing to unset: give --max-surge, --max-unavailable, --grace-period, --history or --deploy-timeout")
 	}
 	return nil
 }

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"tug.dev/tug/pkg/usage"
+	"tug.dev/tug/pkg/inputerr"
 )
 
 func TestParsePace(t *testing.T) {
@@ -33,7 +33,7 @@ func TestParsePace(t *testing.T) {
 		t.Run(tt.in, func(t *testing.T) {
 			got, err := ParsePace("--max-surge", tt.in)
 			if tt.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.err) || !usage.Is(err) {
+				if err == nil || !strings.Contains(err.Error(), tt.err) || !inputerr.Is(err) {
 					t.Fatalf("ParsePace(%q) = %q, %v; want usage error containing %q", tt.in, got, err, tt.err)
 				}
 				return
@@ -88,7 +88,7 @@ func TestSetRolloutOptions(t *testing.T) {
 			}
 			err := tt.o.Validate()
 			if tt.err != "" && !tt.applyErr {
-				if err == nil || !strings.Contains(err.Error(), tt.err) || !usage.Is(err) {
+				if err == nil || !strings.Contains(err.Error(), tt.err) || !inputerr.Is(err) {
 					t.Fatalf("Validate = %v; want usage error containing %q", err, tt.err)
 				}
 				return
@@ -99,7 +99,7 @@ func TestSetRolloutOptions(t *testing.T) {
 			r := &Release{Rollout: tt.base}
 			err = tt.o.Apply(&App{Name: "shop"}, r)
 			if tt.applyErr {
-				if err == nil || !strings.Contains(err.Error(), tt.err) || !usage.Is(err) {
+				if err == nil || !strings.Contains(err.Error(), tt.err) || !inputerr.Is(err) {
 					t.Fatalf("Apply = %v; want usage error containing %q", err, tt.err)
 				}
 				if r.Rollout != tt.base {
@@ -125,10 +125,10 @@ func TestUnsetRolloutOptions(t *testing.T) {
 	}
 	// unavailable back to its default 0 with a surge of 0 cannot roll
 	err := (UnsetRolloutOptions{App: "shop", MaxUnavailable: true}).Apply(nil, r)
-	if err == nil || !usage.Is(err) || r.Rollout.MaxUnavailable != "1" {
+	if err == nil || !inputerr.Is(err) || r.Rollout.MaxUnavailable != "1" {
 		t.Errorf("unset of unavailable under surge 0: %v, %+v", err, r.Rollout)
 	}
-	if err := (UnsetRolloutOptions{App: "shop"}).Validate(); err == nil || !usage.Is(err) {
+	if err := (UnsetRolloutOptions{App: "shop"}).Validate(); err == nil || !inputerr.Is(err) {
 		t.Errorf("unset of nothing: %v", err)
 	}
 }

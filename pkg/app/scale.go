@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"tug.dev/tug/pkg/usage"
+	"tug.dev/tug/pkg/inputerr"
 )
 
 // MaxUnits is the most units one process may have: what scale, unit add
@@ -22,28 +22,28 @@ type ScaleOp struct {
 // ParseScale reads Deis-style scale arguments.
 func ParseScale(args []string) ([]ScaleOp, error) {
 	if len(args) == 0 {
-		return nil, usage.Errorf("nothing to scale: give PROCESS=N, PROCESS+N or PROCESS-N")
+		return nil, inputerr.Errorf("nothing to scale: give PROCESS=N, PROCESS+N or PROCESS-N")
 	}
 	seen := map[string]bool{}
 	ops := make([]ScaleOp, 0, len(args))
 	for _, arg := range args {
 		i := strings.IndexAny(arg, "=+-") // process names have none of these
 		if i <= 0 || i == len(arg)-1 {
-			return nil, usage.Errorf("invalid scale %q: want PROCESS=N, PROCESS+N or PROCESS-N", arg)
+			return nil, inputerr.Errorf("invalid scale %q: want PROCESS=N, PROCESS+N or PROCESS-N", arg)
 		}
 		name, op, num := arg[:i], arg[i], arg[i+1:]
 		if op == '=' && strings.HasPrefix(num, "-") {
-			return nil, usage.Errorf("invalid scale %q: a unit count cannot be negative", arg)
+			return nil, inputerr.Errorf("invalid scale %q: a unit count cannot be negative", arg)
 		}
 		if err := ValidateProcessName(name); err != nil {
-			return nil, usage.Errorf("invalid scale %q: %w", arg, err)
+			return nil, inputerr.Errorf("invalid scale %q: %w", arg, err)
 		}
 		n, err := strconv.Atoi(num)
 		if err != nil || n < 0 || n > MaxUnits {
-			return nil, usage.Errorf("invalid scale %q: %q is not a unit count from 0 to %d", arg, num, MaxUnits)
+			return nil, inputerr.Errorf("invalid scale %q: %q is not a unit count from 0 to %d", arg, num, MaxUnits)
 		}
 		if seen[name] {
-			return nil, usage.Errorf("process %q is scaled twice", name)
+			return nil, inputerr.Errorf("process %q is scaled twice", name)
 		}
 		seen[name] = true
 		ops = append(ops, ScaleOp{Process: name, Op: op, N: int32(n)})
@@ -55,7 +55,7 @@ func ParseScale(args []string) ([]ScaleOp, error) {
 func ParseUnitCount(s string) (int32, error) {
 	n, err := strconv.Atoi(s)
 	if err != nil || n < 1 || n > MaxUnits {
-		return 0, usage.Errorf("invalid unit count %q: want a whole number from 1 to %d", s, MaxUnits)
+		return 0, inputerr.Errorf("invalid unit count %q: want a whole number from 1 to %d", s, MaxUnits)
 	}
 	return int32(n), nil
 }
@@ -77,7 +77,7 @@ func (e *UnknownProcessError) Error() string {
 func (a *App) Process(name string) (Process, error) {
 	p, ok := a.Processes[name]
 	if !ok {
-		return Process{}, usage.Wrap(&UnknownProcessError{App: a.Name, Process: name, Known: a.ProcessNames()})
+		return Process{}, inputerr.Wrap(&UnknownProcessError{App: a.Name, Process: name, Known: a.ProcessNames()})
 	}
 	return p, nil
 }
@@ -90,7 +90,7 @@ func (a *App) DefaultProcess() (string, error) {
 	case len(names) == 1:
 		return names[0], nil
 	case len(names) == 0:
-		return "", usage.Wrap(&UnknownProcessError{App: a.Name})
+		return "", inputerr.Wrap(&UnknownProcessError{App: a.Name})
 	}
 	if _, ok := a.Processes[WebProcess]; ok {
 		return WebProcess, nil
@@ -117,7 +117,7 @@ func (a *App) ApplyScale(ops []ScaleOp) error {
 			p.Replicas = op.N
 		case '+':
 			if int64(p.Replicas)+int64(op.N) > MaxUnits {
-				return usage.Errorf("process %q has %d units; adding %d would make %d, more than the limit of %d", op.Process, p.Replicas, op.N, int64(p.Replicas)+int64(op.N), MaxUnits)
+				return inputerr.Errorf("process %q has %d units; adding %d would make %d, more than the limit of %d", op.Process, p.Replicas, op.N, int64(p.Replicas)+int64(op.N), MaxUnits)
 			}
 			p.Replicas += op.N
 		case '-':

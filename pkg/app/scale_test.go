@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"tug.dev/tug/pkg/usage"
+	"tug.dev/tug/pkg/inputerr"
 )
 
 func TestParseScale(t *testing.T) {
@@ -79,7 +79,7 @@ func TestApplyScale(t *testing.T) {
 
 	var unknown *UnknownProcessError
 	err := (&App{Name: "shop"}).ApplyScale([]ScaleOp{{"web", '=', 1}})
-	if !errors.As(err, &unknown) || !usage.Is(err) || err.Error() != `app "shop" has no processes yet; deploy it first` {
+	if !errors.As(err, &unknown) || !inputerr.Is(err) || err.Error() != `app "shop" has no processes yet; deploy it first` {
 		t.Errorf("scale of an undeployed app = %v", err)
 	}
 }
@@ -128,7 +128,7 @@ func TestApplyScaleCapsRelativeScale(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = a.ApplyScale(ops)
-	if !usage.Is(err) || !strings.Contains(err.Error(), "would make 10002, more than the limit of 10000") {
+	if !inputerr.Is(err) || !strings.Contains(err.Error(), "would make 10002, more than the limit of 10000") {
 		t.Errorf("web+10000 from 2: %v", err)
 	}
 	if a.Processes["web"].Replicas != 2 {

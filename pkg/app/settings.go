@@ -7,7 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"tug.dev/tug/pkg/usage"
+	"tug.dev/tug/pkg/inputerr"
 )
 
 // Probe is a parsed healthcheck: one of HTTP GET, TCP connect or a command.
@@ -104,16 +104,16 @@ func (h Healthcheck) Validate() error {
 			continue
 		}
 		if _, err := ParseProbe(spec); err != nil {
-			return usage.Wrap(err)
+			return inputerr.Wrap(err)
 		}
 	}
 	for name, v := range map[string]int32{"--initial-delay": h.InitialDelay, "--period": h.Period, "--timeout-seconds": h.Timeout, "--failure-threshold": h.FailureThreshold} {
 		if v < 0 {
-			return usage.Errorf("%s must not be negative", name)
+			return inputerr.Errorf("%s must not be negative", name)
 		}
 	}
 	if h.Readiness == "" && h.Liveness == "" && h.Startup == "" {
-		return usage.Errorf("no probe given: set --readiness, --liveness or --startup")
+		return inputerr.Errorf("no probe given: set --readiness, --liveness or --startup")
 	}
 	return nil
 }
@@ -128,10 +128,10 @@ func (l Limits) Validate() error {
 		}
 		parsed, err := resource.ParseQuantity(v)
 		if err != nil {
-			return usage.Errorf("invalid %s %q: not a quantity (examples: 500m, 1, 256Mi, 1Gi)", name, v)
+			return inputerr.Errorf("invalid %s %q: not a quantity (examples: 500m, 1, 256Mi, 1Gi)", name, v)
 		}
 		if parsed.Sign() <= 0 {
-			return usage.Errorf("invalid %s %q: must be more than zero", name, v)
+			return inputerr.Errorf("invalid %s %q: must be more than zero", name, v)
 		}
 		q[name] = parsed
 	}
@@ -139,7 +139,7 @@ func (l Limits) Validate() error {
 		req, hasReq := q[pair[0]]
 		lim, hasLim := q[pair[1]]
 		if hasReq && hasLim && req.Cmp(lim) > 0 {
-			return usage.Errorf("%s %s is more than %s %s", pair[0], req.String(), pair[1], lim.String())
+			return inputerr.Errorf("%s %s is more than %s %s", pair[0], req.String(), pair[1], lim.String())
 		}
 	}
 	return nil
@@ -149,13 +149,13 @@ func (l Limits) Validate() error {
 func (a Autoscale) Validate() error {
 	switch {
 	case a.Min < 1:
-		return usage.Errorf("--min must be at least 1, not %d", a.Min)
+		return inputerr.Errorf("--min must be at least 1, not %d", a.Min)
 	case a.Max < a.Min:
-		return usage.Errorf("--max %d is less than --min %d", a.Max, a.Min)
+		return inputerr.Errorf("--max %d is less than --min %d", a.Max, a.Min)
 	case a.Max > MaxUnits:
-		return usage.Errorf("--max must be at most %d, not %d", MaxUnits, a.Max)
+		return inputerr.Errorf("--max must be at most %d, not %d", MaxUnits, a.Max)
 	case a.CPUPercent < 1 || a.CPUPercent > 1000:
-		return usage.Errorf("--cpu must be a percentage from 1%% to 1000%%, not %d%%", a.CPUPercent)
+		return inputerr.Errorf("--cpu must be a percentage from 1%% to 1000%%, not %d%%", a.CPUPercent)
 	}
 	return nil
 }

@@ -272,7 +272,7 @@ func unitNames(us []Unit) []string {
 	return out
 }
 
-// runPod is a one-off run pod as pkg/exec makes it: kind run, no process
+// runPod is a one-off run pod as pkg/session makes it: kind run, no process
 // or release label, its release in an annotation.
 func runPod(appName, name string) *corev1.Pod {
 	p := unitPod(appName, "web", name)

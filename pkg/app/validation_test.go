@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"tug.dev/tug/pkg/usage"
+	"tug.dev/tug/pkg/inputerr"
 )
 
 // TestAutoscaleCPUDoesNotWrap (issue 12 item 8): a percentage beyond int32
@@ -18,7 +18,7 @@ func TestAutoscaleCPUDoesNotWrap(t *testing.T) {
 		"70%%":         `invalid --cpu "70%%"`,
 	} {
 		_, err := SetAutoscaleOptions{App: "shop", Process: "web", Min: 1, Max: 2, CPU: cpu}.Autoscale()
-		if !usage.Is(err) || !strings.Contains(err.Error(), want) {
+		if !inputerr.Is(err) || !strings.Contains(err.Error(), want) {
 			t.Errorf("--cpu %s: %v, want %q", cpu, err, want)
 		}
 	}
@@ -26,7 +26,7 @@ func TestAutoscaleCPUDoesNotWrap(t *testing.T) {
 	if err != nil || as.CPUPercent != 1000 {
 		t.Errorf("1000%%: %+v, %v", as, err)
 	}
-	if _, err := (SetAutoscaleOptions{App: "shop", Process: "web", Min: 1, Max: MaxUnits + 1, CPU: "70%"}).Autoscale(); !usage.Is(err) {
+	if _, err := (SetAutoscaleOptions{App: "shop", Process: "web", Min: 1, Max: MaxUnits + 1, CPU: "70%"}).Autoscale(); !inputerr.Is(err) {
 		t.Errorf("--max beyond MaxUnits: %v", err)
 	}
 }
@@ -46,7 +46,7 @@ func TestProbePathIsARequestPath(t *testing.T) {
 		}
 	}
 	err := Healthcheck{Readiness: "http:80/a b"}.Validate()
-	if !usage.Is(err) || !strings.Contains(err.Error(), `path "/a b" has " "; escape it as %20`) {
+	if !inputerr.Is(err) || !strings.Contains(err.Error(), `path "/a b" has " "; escape it as %20`) {
 		t.Errorf("Validate: %v", err)
 	}
 }
@@ -67,7 +67,7 @@ func TestValidateUnitName(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"", "Bad_Name!", "web-1 x", "a/b", strings.Repeat("a", 254)} {
-		if err := ValidateUnitName(bad); !usage.Is(err) {
+		if err := ValidateUnitName(bad); !inputerr.Is(err) {
 			t.Errorf("%q: %v, want a usage error", bad, err)
 		}
 	}
@@ -78,7 +78,7 @@ func TestValidateTagKeys(t *testing.T) {
 		t.Error(err)
 	}
 	for _, bad := range []string{"bad key!", "disk=ssd", ""} {
-		if err := ValidateTagKeys([]string{"disk", bad}); !usage.Is(err) {
+		if err := ValidateTagKeys([]string{"disk", bad}); !inputerr.Is(err) {
 			t.Errorf("%q: %v, want a usage error", bad, err)
 		}
 	}

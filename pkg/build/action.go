@@ -12,7 +12,7 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/clustersettings"
-	"tug.dev/tug/pkg/usage"
+	"tug.dev/tug/pkg/inputerr"
 )
 
 // FromSource is `tug app deploy` without --image: build the app from a
@@ -76,22 +76,22 @@ func (f FromSource) plan(a *app.App) (*Plan, error) {
 	if s.Builder == "" && f.Dockerfile != "" {
 		dockerfile = f.Dockerfile
 		if s.Repository == "" {
-			return nil, usage.Errorf("app %s has no repository yet: deploy from source once with --repository HOST/PATH for the image built from %s, or deploy an image with --image", a.Name, dockerfile)
+			return nil, inputerr.Errorf("app %s has no repository yet: deploy from source once with --repository HOST/PATH for the image built from %s, or deploy an image with --image", a.Name, dockerfile)
 		}
 	} else if s.Builder == "" || s.Repository == "" {
-		return nil, usage.Errorf("app %s has no builder or repository yet: deploy from source once with --builder IMAGE --repository HOST/PATH (or from a folder with a Dockerfile and --repository), or deploy an image with --image", a.Name)
+		return nil, inputerr.Errorf("app %s has no builder or repository yet: deploy from source once with --builder IMAGE --repository HOST/PATH (or from a folder with a Dockerfile and --repository), or deploy an image with --image", a.Name)
 	}
 	if _, err := ParseRepository(s.Repository); err != nil {
 		if f.Want.Repository != "" {
-			return nil, usage.Errorf("invalid --repository %q: %v; want HOST[:PORT]/PATH in lower case, without a tag or digest (tug pushes the tag latest and deploys by digest)", s.Repository, err)
+			return nil, inputerr.Errorf("invalid --repository %q: %v; want HOST[:PORT]/PATH in lower case, without a tag or digest (tug pushes the tag latest and deploys by digest)", s.Repository, err)
 		}
-		return nil, usage.Errorf("app %s's remembered repository %q is invalid: %v; deploy with --repository HOST[:PORT]/PATH to replace it", a.Name, s.Repository, err)
+		return nil, inputerr.Errorf("app %s's remembered repository %q is invalid: %v; deploy with --repository HOST[:PORT]/PATH to replace it", a.Name, s.Repository, err)
 	}
 	if dockerfile != "" && (len(f.Want.Buildpacks) > 0 || len(f.Want.BuildEnv) > 0) {
-		return nil, usage.Errorf("--buildpack and --build-env are for Cloud Native Buildpacks builders; app %s builds %s with BuildKit (name a CNB builder with --builder)", a.Name, dockerfile)
+		return nil, inputerr.Errorf("--buildpack and --build-env are for Cloud Native Buildpacks builders; app %s builds %s with BuildKit (name a CNB builder with --builder)", a.Name, dockerfile)
 	}
 	if dockerfile == "" && (len(f.BuildArgs) > 0 || f.Target != "") {
-		return nil, usage.Errorf("--build-arg and --target are for Dockerfile builds; app %s builds with the builder %s", a.Name, s.Builder)
+		return nil, inputerr.Errorf("--build-arg and --target are for Dockerfile builds; app %s builds with the builder %s", a.Name, s.Builder)
 	}
 	timeout := DefaultTimeout
 	if s.Timeout != "" {
@@ -163,7 +163,7 @@ func (p *Plan) inspect(ctx context.Context, d Deps, o *Options) error {
 	}
 	if c == nil {
 		if len(s.Buildpacks) > 0 || len(s.BuildEnv) > 0 {
-			return usage.Errorf("--buildpack and --build-env are for Cloud Native Buildpacks builders; %s is not one (its config has no io.buildpacks.builder.metadata label)", s.Builder)
+			return inputerr.Errorf("--buildpack and --build-env are for Cloud Native Buildpacks builders; %s is not one (its config has no io.buildpacks.builder.metadata label)", s.Builder)
 		}
 		return nil
 	}

@@ -22,9 +22,9 @@ import (
 
 	"tug.dev/tug/pkg/build/protocol"
 	"tug.dev/tug/pkg/deploy"
-	"tug.dev/tug/pkg/exec"
 	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/progress"
+	"tug.dev/tug/pkg/session"
 	"tug.dev/tug/pkg/text"
 )
 
@@ -82,8 +82,8 @@ type Progress = progress.Reporter
 // Deps are what a build needs from the outside world.
 type Deps struct {
 	Client   kubernetes.Interface
-	Executor exec.Executor // the attach that streams the source in
-	Out      io.Writer     // the build's log, live
+	Executor session.Executor // the attach that streams the source in
+	Out      io.Writer        // the build's log, live
 	Progress Progress
 }
 
@@ -254,7 +254,7 @@ func Pod(o Options, name string) *corev1.Pod {
 // on every way out: success, failure, Ctrl-C, a lost connection (the
 // cluster also stops it at its deadline should tug be gone).
 func Build(ctx context.Context, d Deps, o Options) (res *Result, err error) {
-	ctx, cancel := exec.WithHangup(ctx)
+	ctx, cancel := session.WithHangup(ctx)
 	defer cancel()
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
@@ -328,7 +328,7 @@ func (b *builder) lines() []string {
 func (b *builder) create(ctx context.Context) error { return b.createPod(ctx, Pod(b.o, b.name)) }
 
 func (b *builder) waitRunning(ctx context.Context) error {
-	_, err := exec.WatchPod(ctx, b.d.Client, b.o.Namespace, b.name, time.Second, func(p *corev1.Pod) (bool, error) {
+	_, err := session.WatchPod(ctx, b.d.Client, b.o.Namespace, b.name, time.Second, func(p *corev1.Pod) (bool, error) {
 		for _, cs := range p.Status.ContainerStatuses {
 			if cs.Name == "build" && (cs.State.Running != nil || cs.State.Terminated != nil) {
 				return true, nil
@@ -355,7 +355,7 @@ func (b *builder) waitRunning(ctx context.Context) error {
 // container's log from where it was.
 func (b *builder) stream(ctx context.Context) (*agentResult, error) {
 	b.out = &logWriter{w: b.d.Out}
-	target := exec.Target{Namespace: b.o.Namespace, Pod: b.name, Container: "build"}
+	target := session.Target{Namespace: b.o.Namespace, Pod: b.name, Container: "build"}
 	payload := b.o.Source.Data
 	if b.o.Dockerfile != "" || b.o.CNB != nil {
 		// what the pod spec must not show comes first on stdin
@@ -363,7 +363,7 @@ func (b *builder) stream(ctx context.Context) (*agentResult, error) {
 		payload = append(job, payload...)
 	}
 	in := &countingReader{r: bytes.NewReader(payload)}
-	err := b.d.Executor.Attach(ctx, target, exec.Streams{Stdin: in, Stdout: b.out, Stderr: b.out})
+	err := b.d.Executor.Attach(ctx, target, session.Streams{Stdin: in, Stdout: b.out, Stderr: b.out})
 	if err != nil && ctx.Err() == nil {
 		if in.n < len(payload) {
 			return nil, fmt.Errorf("lost the connection to build pod %s while uploading the source: %w", b.name, kube.TranslateError(err))
@@ -379,7 +379,7 @@ func (b *builder) stream(ctx context.Context) (*agentResult, error) {
 		return r, nil
 	}
 	// no result line: the agent died; the pod's state says why
-	p, werr := exec.WatchPod(ctx, b.d.Client, b.o.Namespace, b.name, 0, func(p *corev1.Pod) (bool, error) {
+	p, werr := session.WatchPod(ctx, b.d.Client, b.o.Namespace, b.name, 0, func(p *corev1.Pod) (bool, error) {
 		return terminated(p) != nil || p.Status.Phase == corev1.PodFailed, nil
 	})
 	if werr != nil {

@@ -20,8 +20,8 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"tug.dev/tug/pkg/build/protocol"
-	"tug.dev/tug/pkg/exec"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/session"
 )
 
 type noProgress struct{}
@@ -39,11 +39,11 @@ type fakeAgent struct {
 	err    error
 }
 
-func (f *fakeAgent) Exec(context.Context, exec.Target, []string, exec.Streams) error {
+func (f *fakeAgent) Exec(context.Context, session.Target, []string, session.Streams) error {
 	return errors.New("not used")
 }
 
-func (f *fakeAgent) Attach(_ context.Context, _ exec.Target, s exec.Streams) error {
+func (f *fakeAgent) Attach(_ context.Context, _ session.Target, s session.Streams) error {
 	b, _ := io.ReadAll(s.Stdin)
 	f.got, f.stdin = len(b), b
 	fmt.Fprint(s.Stdout, f.output)
@@ -184,7 +184,7 @@ type cancellingAgent struct {
 	cancel func()
 }
 
-func (c *cancellingAgent) Attach(ctx context.Context, t exec.Target, s exec.Streams) error {
+func (c *cancellingAgent) Attach(ctx context.Context, t session.Target, s session.Streams) error {
 	c.cancel()
 	<-ctx.Done()
 	return ctx.Err()

@@ -14,10 +14,10 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/build/protocol"
-	"tug.dev/tug/pkg/exec"
+	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/session"
 	"tug.dev/tug/pkg/text"
-	"tug.dev/tug/pkg/usage"
 )
 
 // PlatformAPIs are the Cloud Native Buildpacks Platform API versions tug
@@ -72,7 +72,7 @@ func (c *CNB) Negotiate() error {
 			return nil
 		}
 	}
-	return usage.Errorf("the builder's lifecycle %s speaks Platform API %s; tug speaks %s: use a builder with a newer lifecycle",
+	return inputerr.Errorf("the builder's lifecycle %s speaks Platform API %s; tug speaks %s: use a builder with a newer lifecycle",
 		c.Lifecycle, strings.Join(c.PlatformAPIs, ", "), strings.Join(PlatformAPIs, ", "))
 }
 
@@ -89,7 +89,7 @@ func (c *CNB) CheckBuildpacks(want []string) error {
 			}
 		}
 		if !found {
-			return usage.Errorf("--buildpack %s: the builder has no such buildpack (it has %s)", w, strings.Join(c.Buildpacks, ", "))
+			return inputerr.Errorf("--buildpack %s: the builder has no such buildpack (it has %s)", w, strings.Join(c.Buildpacks, ", "))
 		}
 	}
 	return nil
@@ -100,7 +100,7 @@ func ValidateBuildpack(s string) error {
 	id, version, hasVersion := strings.Cut(s, "@")
 	if id == "" || strings.ContainsAny(id, " \t\n=\"\\") || strings.HasPrefix(id, "/") || strings.Contains(id, "..") ||
 		hasVersion && (version == "" || strings.ContainsAny(version, " \t\n@/\"\\")) {
-		return usage.Errorf("invalid --buildpack %q: want ID[@VERSION], an ID the builder has (e.g. heroku/nodejs)", s)
+		return inputerr.Errorf("invalid --buildpack %q: want ID[@VERSION], an ID the builder has (e.g. heroku/nodejs)", s)
 	}
 	return nil
 }
@@ -109,7 +109,7 @@ func ValidateBuildpack(s string) error {
 func ValidateBuildEnv(s string) error {
 	k, _, ok := strings.Cut(s, "=")
 	if !ok || k == "" || strings.ContainsAny(k, "/\x00 \t\n") || k == "." || k == ".." {
-		return usage.Errorf("invalid --build-env %q: want K=V", s)
+		return inputerr.Errorf("invalid --build-env %q: want K=V", s)
 	}
 	return nil
 }
@@ -127,7 +127,7 @@ func Inspect(ctx context.Context, d Deps, o Options) (*CNB, error) {
 	if err := b.createPod(ctx, InspectPod(o, b.name)); err != nil {
 		return nil, err
 	}
-	p, err := exec.WatchPod(ctx, d.Client, o.Namespace, b.name, time.Second, func(p *corev1.Pod) (bool, error) {
+	p, err := session.WatchPod(ctx, d.Client, o.Namespace, b.name, time.Second, func(p *corev1.Pod) (bool, error) {
 		if terminated(p) != nil || p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
 			return true, nil
 		}

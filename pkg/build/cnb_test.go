@@ -13,8 +13,8 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/build/protocol"
+	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/progress"
-	"tug.dev/tug/pkg/usage"
 )
 
 func cnbOptions() Options {
@@ -120,7 +120,7 @@ func TestNegotiatePicksTheNewestCommonPlatformAPI(t *testing.T) {
 	}
 	b := &CNB{Builder: protocol.Builder{PlatformAPIs: []string{"0.9", "0.12"}, Lifecycle: "0.17.0"}}
 	err := b.Negotiate()
-	if !usage.Is(err) || !strings.Contains(err.Error(), "0.9, 0.12") || !strings.Contains(err.Error(), "0.13, 0.14, 0.15") {
+	if !inputerr.Is(err) || !strings.Contains(err.Error(), "0.9, 0.12") || !strings.Contains(err.Error(), "0.13, 0.14, 0.15") {
 		t.Errorf("no common version: want a usage error naming both sides, got %v", err)
 	}
 }
@@ -131,7 +131,7 @@ func TestBuildpackAndBuildEnvInput(t *testing.T) {
 		t.Errorf("buildpacks the builder has: %v", err)
 	}
 	for _, bad := range []string{"heroku/python", "heroku/nodejs@1.0.0"} {
-		if err := c.CheckBuildpacks([]string{bad}); !usage.Is(err) || !strings.Contains(err.Error(), "heroku/procfile@4.0.0") {
+		if err := c.CheckBuildpacks([]string{bad}); !inputerr.Is(err) || !strings.Contains(err.Error(), "heroku/procfile@4.0.0") {
 			t.Errorf("%s: want a usage error listing the builder's buildpacks, got %v", bad, err)
 		}
 	}
@@ -141,7 +141,7 @@ func TestBuildpackAndBuildEnvInput(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"", "a b", "x@", "@1", "/abs", "a/../b", "x@1@2", "a=b"} {
-		if err := ValidateBuildpack(bad); !usage.Is(err) {
+		if err := ValidateBuildpack(bad); !inputerr.Is(err) {
 			t.Errorf("--buildpack %q: want a usage error, got %v", bad, err)
 		}
 	}
@@ -151,7 +151,7 @@ func TestBuildpackAndBuildEnvInput(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"K", "=v", "a/b=1", "..=x", "A B=1"} {
-		if err := ValidateBuildEnv(bad); !usage.Is(err) {
+		if err := ValidateBuildEnv(bad); !inputerr.Is(err) {
 			t.Errorf("--build-env %q: want a usage error, got %v", bad, err)
 		}
 	}

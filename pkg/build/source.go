@@ -21,8 +21,8 @@ import (
 	"strings"
 
 	"tug.dev/tug/pkg/build/protocol"
+	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/text"
-	"tug.dev/tug/pkg/usage"
 )
 
 // DefaultSourceLimit is the largest compressed source tug uploads (see
@@ -90,22 +90,22 @@ type packer struct {
 func openSource(dir string) (*packer, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return nil, usage.Wrap(err)
+		return nil, inputerr.Wrap(err)
 	}
 	fi, err := os.Stat(abs)
 	if err != nil {
-		return nil, usage.Errorf("--source %s: %w", dir, unwrapPath(err))
+		return nil, inputerr.Errorf("--source %s: %w", dir, unwrapPath(err))
 	}
 	if !fi.IsDir() {
-		return nil, usage.Errorf("--source %s is not a folder", dir)
+		return nil, inputerr.Errorf("--source %s is not a folder", dir)
 	}
 	ig, name, err := readIgnore(abs)
 	if err != nil {
-		return nil, usage.Errorf("%s: %w", name, err)
+		return nil, inputerr.Errorf("%s: %w", name, err)
 	}
 	root, err := os.OpenRoot(abs)
 	if err != nil {
-		return nil, usage.Errorf("--source %s: %w", dir, unwrapPath(err))
+		return nil, inputerr.Errorf("--source %s: %w", dir, unwrapPath(err))
 	}
 	return &packer{dir: dir, abs: abs, ig: ig, root: root, src: &Source{Dir: abs, Ignore: name}}, nil
 }
@@ -118,7 +118,7 @@ func (p *packer) list(lim Limits) ([]string, error) {
 	var unpacked int64
 	err := filepath.WalkDir(p.abs, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
-			return usage.Errorf("cannot read %s: %w", path, unwrapPath(err))
+			return inputerr.Errorf("cannot read %s: %w", path, unwrapPath(err))
 		}
 		rel, _ := filepath.Rel(p.abs, path)
 		if rel == "." {
@@ -133,17 +133,17 @@ func (p *packer) list(lim Limits) ([]string, error) {
 		}
 		paths = append(paths, rel)
 		if len(paths) > lim.Entries {
-			return usage.Errorf("the source in %s has more than %d files, folders and links, the limit (docs/builders.md); leave build output and dependencies out with a .tugignore", p.dir, lim.Entries)
+			return inputerr.Errorf("the source in %s has more than %d files, folders and links, the limit (docs/builders.md); leave build output and dependencies out with a .tugignore", p.dir, lim.Entries)
 		}
 		if !d.Type().IsRegular() {
 			return nil
 		}
 		info, err := d.Info()
 		if err != nil {
-			return usage.Errorf("cannot read %s: %w", path, unwrapPath(err))
+			return inputerr.Errorf("cannot read %s: %w", path, unwrapPath(err))
 		}
 		if unpacked += info.Size(); unpacked > lim.Unpacked {
-			return usage.Errorf("the source in %s is over the %s limit unpacked (docs/builders.md); leave build output and data out with a .tugignore", p.dir, text.Size(lim.Unpacked))
+			return inputerr.Errorf("the source in %s is over the %s limit unpacked (docs/builders.md); leave build output and data out with a .tugignore", p.dir, text.Size(lim.Unpacked))
 		}
 		return nil
 	})
@@ -188,7 +188,7 @@ func (p *packer) add(tw *tar.Writer, rel string) error {
 	path := filepath.Join(p.abs, filepath.FromSlash(rel))
 	fi, err := os.Lstat(path)
 	if err != nil {
-		return usage.Errorf("cannot read %s: %w", path, unwrapPath(err))
+		return inputerr.Errorf("cannot read %s: %w", path, unwrapPath(err))
 	}
 	link := ""
 	if fi.Mode()&fs.ModeSymlink != 0 {
@@ -221,14 +221,14 @@ func (p *packer) add(tw *tar.Writer, rel string) error {
 func (p *packer) linkInside(rel, path string) (string, error) {
 	link, err := os.Readlink(path)
 	if err != nil {
-		return "", usage.Errorf("cannot read %s: %w", path, unwrapPath(err))
+		return "", inputerr.Errorf("cannot read %s: %w", path, unwrapPath(err))
 	}
 	out, err := protocol.Escapes(slashTree{p.root}, rel)
 	if err != nil {
-		return "", usage.Errorf("symlink %s: %w", rel, err)
+		return "", inputerr.Errorf("symlink %s: %w", rel, err)
 	}
 	if out {
-		return "", usage.Errorf("%s is a symlink to %s, which leads outside %s once its links are followed: the build would not see it; copy what it points at into the folder or add it to .tugignore", rel, link, p.dir)
+		return "", inputerr.Errorf("%s is a symlink to %s, which leads outside %s once its links are followed: the build would not see it; copy what it points at into the folder or add it to .tugignore", rel, link, p.dir)
 	}
 	return filepath.ToSlash(link), nil
 }
@@ -237,13 +237,13 @@ func (p *packer) linkInside(rel, path string) (string, error) {
 func (p *packer) copyFile(tw *tar.Writer, path string, size int64) error {
 	f, err := os.Open(path)
 	if err != nil {
-		return usage.Errorf("cannot read %s: %w", path, unwrapPath(err))
+		return inputerr.Errorf("cannot read %s: %w", path, unwrapPath(err))
 	}
 	// the size the header promised: a file that grew since is cut
 	n, err := io.Copy(tw, io.LimitReader(f, size))
 	f.Close()
 	if err != nil {
-		return usage.Errorf("cannot read %s: %w", path, unwrapPath(err))
+		return inputerr.Errorf("cannot read %s: %w", path, unwrapPath(err))
 	}
 	p.src.Files++
 	p.src.Size += n
@@ -251,7 +251,7 @@ func (p *packer) copyFile(tw *tar.Writer, path string, size int64) error {
 }
 
 func tooBig(dir string, limit int64) error {
-	return usage.Errorf("the source in %s is over the %d MiB limit once compressed; leave build output and data out with a .tugignore", dir, limit>>20)
+	return inputerr.Errorf("the source in %s is over the %d MiB limit once compressed; leave build output and data out with a .tugignore", dir, limit>>20)
 }
 
 // slashTree is the source folder as protocol.Escapes reads it: names

@@ -15,7 +15,7 @@ import (
 	"testing"
 
 	"tug.dev/tug/pkg/build/protocol"
-	"tug.dev/tug/pkg/usage"
+	"tug.dev/tug/pkg/inputerr"
 )
 
 func write(t *testing.T, dir, name, data string) {
@@ -103,7 +103,7 @@ func TestPackRefusesSymlinkLeavingTheFolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := Pack(dir, 0)
-	if err == nil || !usage.Is(err) || !strings.Contains(err.Error(), "outside") {
+	if err == nil || !inputerr.Is(err) || !strings.Contains(err.Error(), "outside") {
 		t.Fatalf("want a usage error naming the symlink, got %v", err)
 	}
 }
@@ -117,7 +117,7 @@ func TestPackRefusesOverLimitAndUnreadable(t *testing.T) {
 	}
 	write(t, dir, "big.bin", string(big))
 	_, err := Pack(dir, 64<<10)
-	if err == nil || !usage.Is(err) || !strings.Contains(err.Error(), "limit") {
+	if err == nil || !inputerr.Is(err) || !strings.Contains(err.Error(), "limit") {
 		t.Fatalf("want a usage error about the limit, got %v", err)
 	}
 	if os.Getuid() == 0 {
@@ -127,13 +127,13 @@ func TestPackRefusesOverLimitAndUnreadable(t *testing.T) {
 	if err := os.Chmod(filepath.Join(dir, "secret"), 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Pack(dir, 0); err == nil || !usage.Is(err) {
+	if _, err := Pack(dir, 0); err == nil || !inputerr.Is(err) {
 		t.Fatalf("want a usage error for an unreadable file, got %v", err)
 	}
 }
 
 func TestPackRefusesAMissingFolder(t *testing.T) {
-	if _, err := Pack(filepath.Join(t.TempDir(), "nope"), 0); err == nil || !usage.Is(err) {
+	if _, err := Pack(filepath.Join(t.TempDir(), "nope"), 0); err == nil || !inputerr.Is(err) {
 		t.Fatalf("got %v", err)
 	}
 }
@@ -162,7 +162,7 @@ func TestPackResolvesLinksForReal(t *testing.T) {
 				}
 			}
 			_, err := Pack(dir, 0)
-			if c.out && (err == nil || !usage.Is(err) || !strings.Contains(err.Error(), "outside")) {
+			if c.out && (err == nil || !inputerr.Is(err) || !strings.Contains(err.Error(), "outside")) {
 				t.Fatalf("want a usage error naming the link, got %v", err)
 			}
 			if !c.out && err != nil {
@@ -185,7 +185,7 @@ func TestPackRefusesWhatTheAgentWouldNotUnpack(t *testing.T) {
 	}
 	f.Close()
 	_, err = Pack(dir, 0)
-	if err == nil || !usage.Is(err) || !strings.Contains(err.Error(), "over the 512 MiB limit unpacked") {
+	if err == nil || !inputerr.Is(err) || !strings.Contains(err.Error(), "over the 512 MiB limit unpacked") {
 		t.Fatalf("want a usage error about the unpacked limit, got %v", err)
 	}
 	at := t.TempDir()
@@ -202,7 +202,7 @@ func TestPackRefusesWhatTheAgentWouldNotUnpack(t *testing.T) {
 	for i := range 11 {
 		write(t, many, fmt.Sprintf("f%d", i), "")
 	}
-	if _, err := pack(many, Limits{Unpacked: 1 << 20, Entries: 10}); err == nil || !usage.Is(err) || !strings.Contains(err.Error(), "more than 10 files") {
+	if _, err := pack(many, Limits{Unpacked: 1 << 20, Entries: 10}); err == nil || !inputerr.Is(err) || !strings.Contains(err.Error(), "more than 10 files") {
 		t.Fatalf("want a usage error about the entry limit, got %v", err)
 	}
 }
@@ -292,11 +292,11 @@ func TestPackRefusesWhatIsNotASourceFolder(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, "f", "x")
 	f := filepath.Join(dir, "f")
-	if _, err := Pack(f, 0); err == nil || !usage.Is(err) || err.Error() != "--source "+f+" is not a folder" {
+	if _, err := Pack(f, 0); err == nil || !inputerr.Is(err) || err.Error() != "--source "+f+" is not a folder" {
 		t.Errorf("a file: %v", err)
 	}
 	write(t, dir, ".tugignore", "a[\n")
-	if _, err := Pack(dir, 0); err == nil || !usage.Is(err) || err.Error() != `.tugignore: bad pattern "a[": syntax error in pattern` {
+	if _, err := Pack(dir, 0); err == nil || !inputerr.Is(err) || err.Error() != `.tugignore: bad pattern "a[": syntax error in pattern` {
 		t.Errorf("a bad pattern: %v", err)
 	}
 }

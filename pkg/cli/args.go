@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"tug.dev/tug/pkg/usage"
+	"tug.dev/tug/pkg/inputerr"
 )
 
 // The validators below replace cobra's so that wrong arguments are usage
@@ -19,7 +19,7 @@ import (
 // NoArgs rejects positional arguments.
 func NoArgs(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
-		return usage.Errorf("%q takes no arguments, got %q", cmd.CommandPath(), args[0])
+		return inputerr.Errorf("%q takes no arguments, got %q", cmd.CommandPath(), args[0])
 	}
 	return nil
 }
@@ -29,9 +29,9 @@ func ExactArgs(names ...string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		switch {
 		case len(args) < len(names):
-			return usage.Errorf("missing %s: %q takes %s", names[len(args)], cmd.CommandPath(), strings.Join(names, " "))
+			return inputerr.Errorf("missing %s: %q takes %s", names[len(args)], cmd.CommandPath(), strings.Join(names, " "))
 		case len(args) > len(names):
-			return usage.Errorf("unexpected argument %q: %q takes %s", args[len(names)], cmd.CommandPath(), argList(names))
+			return inputerr.Errorf("unexpected argument %q: %q takes %s", args[len(names)], cmd.CommandPath(), argList(names))
 		}
 		return nil
 	}
@@ -57,9 +57,9 @@ func Args(spec ...string) cobra.PositionalArgs {
 		switch {
 		case len(args) < required:
 			missing := strings.TrimSuffix(strings.Trim(spec[len(args)], "[]"), "...")
-			return usage.Errorf("missing %s: %q takes %s", missing, cmd.CommandPath(), strings.Join(spec, " "))
+			return inputerr.Errorf("missing %s: %q takes %s", missing, cmd.CommandPath(), strings.Join(spec, " "))
 		case maxArgs >= 0 && len(args) > maxArgs:
-			return usage.Errorf("unexpected argument %q: %q takes %s", args[maxArgs], cmd.CommandPath(), argList(spec))
+			return inputerr.Errorf("unexpected argument %q: %q takes %s", args[maxArgs], cmd.CommandPath(), argList(spec))
 		}
 		return nil
 	}
@@ -76,7 +76,7 @@ func OneOfArgs(name string, valid ...string) cobra.PositionalArgs {
 				return nil
 			}
 		}
-		return usage.Errorf("unknown %s %q: must be one of %s", strings.ToLower(name), args[0], strings.Join(valid, ", "))
+		return inputerr.Errorf("unknown %s %q: must be one of %s", strings.ToLower(name), args[0], strings.Join(valid, ", "))
 	}
 }
 
@@ -104,7 +104,7 @@ func GroupArgs(cmd *cobra.Command, args []string) error {
 	if len(suggestions) == 0 {
 		suggestions = cmd.SuggestionsFor(args[0])
 	}
-	return &usage.Error{
+	return &inputerr.Error{
 		Err:         fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath()),
 		Suggestions: suggestions,
 	}
@@ -161,9 +161,9 @@ func FlagErrorFunc(cmd *cobra.Command, err error) error {
 	}
 	var notExist *pflag.NotExistError
 	if errors.As(err, &notExist) && notExist.GetSpecifiedShortnames() == "" {
-		return &usage.Error{Err: err, Suggestions: suggestFlags(cmd, notExist.GetSpecifiedName())}
+		return &inputerr.Error{Err: err, Suggestions: suggestFlags(cmd, notExist.GetSpecifiedName())}
 	}
-	return &usage.Error{Err: err}
+	return &inputerr.Error{Err: err}
 }
 
 // suggestFlags finds flags within an edit distance of 2 of name, or that

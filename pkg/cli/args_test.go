@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"tug.dev/tug/pkg/usage"
+	"tug.dev/tug/pkg/inputerr"
 )
 
 func TestExactArgs(t *testing.T) {
@@ -22,7 +22,7 @@ func TestExactArgs(t *testing.T) {
 		{"web", "api"}: `unexpected argument "api": "info" takes APP`,
 	} {
 		err := v(cmd, *args)
-		if !usage.Is(err) || err.Error() != want {
+		if !inputerr.Is(err) || err.Error() != want {
 			t.Errorf("%q: got %v, want usage error %q", *args, err, want)
 		}
 	}
@@ -35,7 +35,7 @@ func TestOneOfArgs(t *testing.T) {
 		t.Errorf("zsh: %v", err)
 	}
 	err := v(cmd, []string{"tcsh"})
-	if !usage.Is(err) || err.Error() != `unknown shell "tcsh": must be one of bash, zsh` {
+	if !inputerr.Is(err) || err.Error() != `unknown shell "tcsh": must be one of bash, zsh` {
 		t.Errorf("tcsh: got %v", err)
 	}
 }
@@ -46,7 +46,7 @@ func TestGroupArgsSuggestsCommands(t *testing.T) {
 	root.AddCommand(&cobra.Command{Use: "version", Run: func(*cobra.Command, []string) {}})
 	root.AddCommand(&cobra.Command{Use: "doctor", Run: func(*cobra.Command, []string) {}})
 	err := GroupArgs(root, []string{"verison"})
-	var ue *usage.Error
+	var ue *inputerr.Error
 	if !errors.As(err, &ue) {
 		t.Fatalf("got %v, want usage error", err)
 	}
@@ -71,7 +71,7 @@ func TestFlagErrorFuncSuggestsFlags(t *testing.T) {
 	if !errors.As(err, &ne) {
 		t.Fatalf("parse: %v", err)
 	}
-	var ue *usage.Error
+	var ue *inputerr.Error
 	if !errors.As(FlagErrorFunc(cmd, err), &ue) {
 		t.Fatal("not a usage error")
 	}
@@ -123,7 +123,7 @@ func TestArgsNameWhatIsMissing(t *testing.T) {
 			}
 			continue
 		}
-		if err == nil || err.Error() != c.want || !usage.Is(err) {
+		if err == nil || err.Error() != c.want || !inputerr.Is(err) {
 			t.Errorf("%q %q: got %v, want usage error %q", c.spec, c.args, err, c.want)
 		}
 	}
@@ -134,7 +134,7 @@ func TestGroupArgsSuggestsBelowTheRoot(t *testing.T) {
 	app := &cobra.Command{Use: "app", Args: GroupArgs, RunE: GroupRunE}
 	root.AddCommand(app)
 	app.AddCommand(&cobra.Command{Use: "list", Run: func(*cobra.Command, []string) {}})
-	var ue *usage.Error
+	var ue *inputerr.Error
 	if !errors.As(GroupArgs(app, []string{"lst"}), &ue) || !reflect.DeepEqual(ue.Suggestions, []string{"list"}) {
 		t.Errorf("got %v, want a usage error suggesting list", ue)
 	}
@@ -159,7 +159,7 @@ func TestGroupSuggestsDeepCommands(t *testing.T) {
 	app := &cobra.Command{Use: "app", Args: GroupArgs, RunE: GroupRunE}
 	app.AddCommand(&cobra.Command{Use: "deploy APP", SuggestFor: []string{"deploy", "push"}, Run: func(*cobra.Command, []string) {}})
 	root.AddCommand(app)
-	var ue *usage.Error
+	var ue *inputerr.Error
 	if err := GroupArgs(root, []string{"push", "shop"}); !errors.As(err, &ue) || !reflect.DeepEqual(ue.Suggestions, []string{"tug app deploy"}) {
 		t.Errorf("push: got %v (suggestions %q), want tug app deploy", err, ue.Suggestions)
 	}

@@ -8,7 +8,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"tug.dev/tug/pkg/usage"
+	"tug.dev/tug/pkg/inputerr"
 )
 
 // ConfigFlags are kubectl's flags for choosing a cluster, user and
@@ -127,7 +127,7 @@ func parseUserExtra(pairs []string) (map[string][]string, error) {
 	for _, p := range pairs {
 		k, v, ok := strings.Cut(p, "=")
 		if !ok || k == "" {
-			return nil, usage.Errorf("invalid --as-user-extra %q: want KEY=VALUE", p)
+			return nil, inputerr.Errorf("invalid --as-user-extra %q: want KEY=VALUE", p)
 		}
 		extra[k] = append(extra[k], v)
 	}
@@ -143,7 +143,7 @@ func (c *ConfigFlags) Validate() error {
 		return err
 	}
 	if c.Insecure && c.CAFile != "" {
-		return usage.Errorf("--insecure-skip-tls-verify and --certificate-authority contradict each other; pass one")
+		return inputerr.Errorf("--insecure-skip-tls-verify and --certificate-authority contradict each other; pass one")
 	}
 	return nil
 }

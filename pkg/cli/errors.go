@@ -5,7 +5,7 @@ import (
 	"regexp"
 	"strings"
 
-	"tug.dev/tug/pkg/usage"
+	"tug.dev/tug/pkg/inputerr"
 )
 
 // Exit codes, documented in docs/exit-codes.md. main maps errors to them in
@@ -24,9 +24,9 @@ var ErrNoPrompt = errors.New("cannot prompt: not a terminal")
 
 // NoPromptError says which flag supplies the answer a prompt would have
 // asked for, e.g. NoPromptError("refusing to remove without confirmation",
-// "--yes"). The result is a usage.Error and matches errors.Is(err, ErrNoPrompt).
+// "--yes"). The result is a inputerr.Error and matches errors.Is(err, ErrNoPrompt).
 func NoPromptError(what, flag string) error {
-	return &usage.Error{Err: &noPromptError{what: what, flag: flag}}
+	return &inputerr.Error{Err: &noPromptError{what: what, flag: flag}}
 }
 
 type noPromptError struct{ what, flag string }

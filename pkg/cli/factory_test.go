@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"tug.dev/tug/pkg/usage"
+	"tug.dev/tug/pkg/inputerr"
 )
 
 const testKubeconfig = `apiVersion: v1
@@ -153,7 +153,7 @@ func TestFactoryFlagOverrides(t *testing.T) {
 
 func TestFactoryBadUserExtraIsUsageError(t *testing.T) {
 	f := newTestFactory(t, testKubeconfig, "--as-user-extra", "novalue")
-	if _, err := f.RESTConfig(); !usage.Is(err) {
+	if _, err := f.RESTConfig(); !inputerr.Is(err) {
 		t.Errorf("got %v, want a usage error", err)
 	}
 }

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"tug.dev/tug/pkg/usage"
+	"tug.dev/tug/pkg/inputerr"
 )
 
 type sample struct {
@@ -45,7 +45,7 @@ func TestOutputFlagAcceptsKnownFormats(t *testing.T) {
 
 func TestOutputFlagRejectsUnknownFormatAsUsageError(t *testing.T) {
 	_, err := parseOutputFlags(t, "-o", "xml")
-	if !usage.Is(err) {
+	if !inputerr.Is(err) {
 		t.Fatalf("got %v, want a usage error", err)
 	}
 	if want := `invalid argument "xml" for "-o, --output" flag: must be one of table, json, yaml, jsonpath=TEMPLATE, go-template=TEMPLATE`; err.Error() != want {

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"tug.dev/tug/pkg/usage"
+	"tug.dev/tug/pkg/inputerr"
 )
 
 func yes() *bool { b := true; return &b }
@@ -39,8 +39,8 @@ func TestConfirmOrFlag(t *testing.T) {
 			if !errors.Is(err, tc.wantErr) || (tc.wantErr == nil && err != nil) {
 				t.Fatalf("got error %v, want %v", err, tc.wantErr)
 			}
-			if usage.Is(err) != tc.wantUsage {
-				t.Errorf("usage error = %v, want %v", usage.Is(err), tc.wantUsage)
+			if inputerr.Is(err) != tc.wantUsage {
+				t.Errorf("usage error = %v, want %v", inputerr.Is(err), tc.wantUsage)
 			}
 			if len(p.Asked) != len(tc.wantAsked) || (len(p.Asked) > 0 && p.Asked[0] != tc.wantAsked[0]) {
 				t.Errorf("asked %q, want %q", p.Asked, tc.wantAsked)

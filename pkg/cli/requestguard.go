@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/kube"
-	"tug.dev/tug/pkg/usage"
 )
 
 // DefaultRequestTimeout bounds each request to the API server that is not a
@@ -242,7 +242,7 @@ func parseRequestTimeout(v string) (time.Duration, error) {
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil || d < 0 {
-		return 0, usage.Errorf("invalid --request-timeout %q: want a duration such as 10s or 1m, or 0 for none", v)
+		return 0, inputerr.Errorf("invalid --request-timeout %q: want a duration such as 10s or 1m, or 0 for none", v)
 	}
 	return d, nil
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"tug.dev/tug/pkg/usage"
+	"tug.dev/tug/pkg/inputerr"
 )
 
 type release struct {
@@ -65,7 +65,7 @@ func TestTemplateFiles(t *testing.T) {
 	if got := printWith(t, o, sample{Name: "web"}); got != "web\n" {
 		t.Errorf("got %q", got)
 	}
-	if _, err := parseOutputFlags(t, "-o", "jsonpath-file="+filepath.Join(dir, "none")); err == nil || !usage.Is(err) {
+	if _, err := parseOutputFlags(t, "-o", "jsonpath-file="+filepath.Join(dir, "none")); err == nil || !inputerr.Is(err) {
 		t.Errorf("a missing template file: %v, want a usage error", err)
 	}
 }
@@ -73,7 +73,7 @@ func TestTemplateFiles(t *testing.T) {
 func TestBadTemplatesAreUsageErrors(t *testing.T) {
 	for _, flag := range []string{"jsonpath={.name", "go-template={{.name", "xpath=/a", "name"} {
 		_, err := parseOutputFlags(t, "-o", flag)
-		if err == nil || !usage.Is(err) {
+		if err == nil || !inputerr.Is(err) {
 			t.Errorf("-o %s: %v, want a usage error", flag, err)
 		}
 	}

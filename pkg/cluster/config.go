@@ -17,8 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
+	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/kube"
-	"tug.dev/tug/pkg/usage"
 )
 
 // EnvConfig names a config file to use instead of the one in the user's
@@ -194,7 +194,7 @@ func (c *Config) OwnerOfPool(pool string) (Cluster, bool) {
 	return Cluster{}, false
 }
 
-func invalid(format string, a ...any) error { return usage.Errorf(format, a...) }
+func invalid(format string, a ...any) error { return inputerr.Errorf(format, a...) }
 
 // ValidateName checks a cluster name: a DNS label, as it shows in tables
 // and flags.
@@ -238,7 +238,7 @@ func (c *Config) Add(cl Cluster) (replaced bool, err error) {
 	pools := make([]string, 0, len(cl.Pools))
 	for _, p := range cl.Pools {
 		if err := kube.ValidateLabelValue("pool", p); err != nil {
-			return false, usage.Wrap(err)
+			return false, inputerr.Wrap(err)
 		}
 		if seen[p] {
 			continue
@@ -288,5 +288,5 @@ func (c *Config) Remove(name string) (Cluster, error) {
 			return cl, nil
 		}
 	}
-	return Cluster{}, usage.Wrap(&NotFoundError{Name: name, Known: c.Names()})
+	return Cluster{}, inputerr.Wrap(&NotFoundError{Name: name, Known: c.Names()})
 }

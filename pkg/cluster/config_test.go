@@ -10,7 +10,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"tug.dev/tug/pkg/usage"
+	"tug.dev/tug/pkg/inputerr"
 )
 
 func TestPathHonoursTheOverride(t *testing.T) {
@@ -89,7 +89,7 @@ func TestAddValidates(t *testing.T) {
 		{Name: "b", Context: "x", Pools: []string{"web"}}, // a's
 	} {
 		_, err := c.Add(bad)
-		if !usage.Is(err) {
+		if !inputerr.Is(err) {
 			t.Errorf("Add(%+v) = %v; want an input error", bad, err)
 		}
 	}

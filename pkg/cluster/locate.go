@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"tug.dev/tug/pkg/usage"
+	"tug.dev/tug/pkg/inputerr"
 )
 
 // Finding an app: with clusters configured, an app command goes to the
@@ -179,7 +179,7 @@ func Locate(ctx context.Context, cfg *Config, appName string, find Finder) (*Loc
 		loc.Found, loc.Cluster, loc.Copy = true, at[0].Cluster, at[0].Copy
 		return loc, nil
 	}
-	return loc, usage.Wrap(&AmbiguousError{App: appName, In: at})
+	return loc, inputerr.Wrap(&AmbiguousError{App: appName, In: at})
 }
 
 // byContext groups clusters by kubeconfig context, in the config's order

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"tug.dev/tug/pkg/usage"
+	"tug.dev/tug/pkg/inputerr"
 )
 
 // fakeFinder answers per context: a copy, or an error (unreachable).
@@ -76,7 +76,7 @@ func TestLocate(t *testing.T) {
 		}
 		if tc.ambiguous {
 			var amb *AmbiguousError
-			if !usage.Is(err) || !errors.As(err, &amb) || !strings.Contains(err.Error(), "--context") {
+			if !inputerr.Is(err) || !errors.As(err, &amb) || !strings.Contains(err.Error(), "--context") {
 				t.Errorf("%s: %v; want a usage error asking for --context", tc.name, err)
 			}
 			continue

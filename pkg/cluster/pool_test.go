@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"tug.dev/tug/pkg/usage"
+	"tug.dev/tug/pkg/inputerr"
 )
 
 func poolConfig() *Config {
@@ -23,7 +23,7 @@ func checkErr(t *testing.T, what string, err error, wantErr string) {
 		t.Errorf("%s: %v, want no error", what, err)
 	case wantErr != "" && (err == nil || !strings.Contains(err.Error(), wantErr)):
 		t.Errorf("%s: %v, want %q", what, err, wantErr)
-	case wantErr != "" && !usage.Is(err):
+	case wantErr != "" && !inputerr.Is(err):
 		t.Errorf("%s: %v is not a usage error", what, err)
 	}
 }

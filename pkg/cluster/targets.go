@@ -7,7 +7,7 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
-	"tug.dev/tug/pkg/usage"
+	"tug.dev/tug/pkg/inputerr"
 )
 
 // Target is a cluster a command acts on, with a client for it.
@@ -50,7 +50,7 @@ func Resolve(cfg *Config, connect Connector, sel Selection) ([]Target, error) {
 	case sel.Only != "":
 		cl, ok := cfg.Get(sel.Only)
 		if !ok {
-			return nil, usage.Wrap(&NotFoundError{Name: sel.Only, Known: cfg.Names()})
+			return nil, inputerr.Wrap(&NotFoundError{Name: sel.Only, Known: cfg.Names()})
 		}
 		if sel.ExplicitContext != "" && sel.ExplicitContext != cl.Context {
 			return nil, invalid("--cluster %s is context %q, but --context says %q; pass one of them", cl.Name, cl.Context, sel.ExplicitContext)

@@ -25,8 +25,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 
+	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/kube"
-	"tug.dev/tug/pkg/usage"
 )
 
 // Where the settings live.
@@ -219,10 +219,10 @@ func ParseAssignments(args []string) (map[string]string, error) {
 	for _, a := range args {
 		k, v, ok := strings.Cut(a, "=")
 		if !ok || k == "" {
-			return nil, usage.Errorf("%q: want KEY=VALUE (keys: %s)", a, keyNames())
+			return nil, inputerr.Errorf("%q: want KEY=VALUE (keys: %s)", a, keyNames())
 		}
 		if _, dup := out[k]; dup {
-			return nil, usage.Errorf("%s is given twice", k)
+			return nil, inputerr.Errorf("%s is given twice", k)
 		}
 		out[k] = v
 	}
@@ -241,11 +241,11 @@ func keyNames() string {
 func (c Change) Validate() error {
 	if c.Pool != "" {
 		if err := kube.ValidateLabelValue("pool", c.Pool); err != nil {
-			return usage.Wrap(err)
+			return inputerr.Wrap(err)
 		}
 	}
 	if len(c.Set) == 0 && len(c.Unset) == 0 {
-		return usage.Errorf("nothing to change: give KEY=VALUE to set, or KEY to unset")
+		return inputerr.Errorf("nothing to change: give KEY=VALUE to set, or KEY to unset")
 	}
 	for k, v := range c.Set {
 		if err := validate(k, v); err != nil {
@@ -254,10 +254,10 @@ func (c Change) Validate() error {
 	}
 	for _, k := range c.Unset {
 		if !known(k) {
-			return usage.Errorf("unknown setting %q (keys: %s)", k, keyNames())
+			return inputerr.Errorf("unknown setting %q (keys: %s)", k, keyNames())
 		}
 		if _, set := c.Set[k]; set {
-			return usage.Errorf("%s is both set and unset", k)
+			return inputerr.Errorf("%s is both set and unset", k)
 		}
 	}
 	return nil
@@ -265,9 +265,9 @@ func (c Change) Validate() error {
 
 func validate(key, value string) error {
 	if !known(key) {
-		return usage.Errorf("unknown setting %q (keys: %s)", key, keyNames())
+		return inputerr.Errorf("unknown setting %q (keys: %s)", key, keyNames())
 	}
-	bad := func(why string) error { return usage.Errorf("invalid %s %q: %s", key, value, why) }
+	bad := func(why string) error { return inputerr.Errorf("invalid %s %q: %s", key, value, why) }
 	switch key {
 	case Gateway:
 		ns, name, ok := strings.Cut(value, "/")
@@ -284,7 +284,7 @@ func validate(key, value string) error {
 		}
 	case CertIssuer:
 		if _, err := ParseIssuer(value); err != nil {
-			return usage.Wrap(err)
+			return inputerr.Wrap(err)
 		}
 	case IngressClass:
 		if len(validation.IsDNS1123Subdomain(value)) > 0 {

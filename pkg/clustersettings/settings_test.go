@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"tug.dev/tug/pkg/usage"
+	"tug.dev/tug/pkg/inputerr"
 )
 
 func TestCertIssuerSetting(t *testing.T) {
@@ -30,7 +30,7 @@ func TestCertIssuerSetting(t *testing.T) {
 		if (err == nil) != tt.ok {
 			t.Errorf("set certIssuer=%q: %v", tt.value, err)
 		}
-		if err != nil && (!usage.Is(err) || !strings.Contains(err.Error(), "ClusterIssuer/NAME or Issuer/NAME")) {
+		if err != nil && (!inputerr.Is(err) || !strings.Contains(err.Error(), "ClusterIssuer/NAME or Issuer/NAME")) {
 			t.Errorf("set certIssuer=%q: want a usage error saying the shape, got %v", tt.value, err)
 		}
 		if tt.ok && got.String() != tt.value {

@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"tug.dev/tug/pkg/usage"
+	"tug.dev/tug/pkg/inputerr"
 )
 
 // Settings written once are read back for the cluster and per pool; a
@@ -142,7 +142,7 @@ func TestChangeValidation(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			err := tt.c.Validate()
-			if err == nil || !usage.Is(err) || !strings.Contains(err.Error(), tt.want) {
+			if err == nil || !inputerr.Is(err) || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("Validate() = %v, want a usage error with %q", err, tt.want)
 			}
 			client := fake.NewClientset()
@@ -165,7 +165,7 @@ func TestParseAssignments(t *testing.T) {
 		t.Errorf("%v, %v", got, err)
 	}
 	for _, bad := range [][]string{{"router"}, {"=x"}, {"router=a", "router=b"}} {
-		if _, err := ParseAssignments(bad); err == nil || !usage.Is(err) {
+		if _, err := ParseAssignments(bad); err == nil || !inputerr.Is(err) {
 			t.Errorf("%v: %v", bad, err)
 		}
 	}

@@ -11,10 +11,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/rollout"
 	"tug.dev/tug/pkg/route"
-	"tug.dev/tug/pkg/usage"
 )
 
 // Two releases side by side: a canary (the new release's web units beside
@@ -110,13 +110,13 @@ func canaryGate(t *Txn, what string) error {
 func checkCanaryStart(a *app.App, next *app.Release, c *CanaryOptions) error {
 	switch {
 	case a.Release == 0:
-		return usage.Errorf("app %q has no deployed release for a %s to run beside; deploy it once without --strategy or --canary", a.Name, c.Strategy)
+		return inputerr.Errorf("app %q has no deployed release for a %s to run beside; deploy it once without --strategy or --canary", a.Name, c.Strategy)
 	case next.Processes[app.WebProcess] == "" && !hasProcess(next, app.WebProcess):
-		return usage.Errorf("release v%d of app %q has no web process: a %s splits web requests", next.Version, a.Name, c.Strategy)
+		return inputerr.Errorf("release v%d of app %q has no web process: a %s splits web requests", next.Version, a.Name, c.Strategy)
 	case a.Processes[app.WebProcess].Units() == 0:
-		return usage.Errorf("app %q runs no web unit: 'tug app scale %s web=1' first", a.Name, a.Name)
+		return inputerr.Errorf("app %q runs no web unit: 'tug app scale %s web=1' first", a.Name, a.Name)
 	case a.Maintenance || a.Unroutable:
-		return usage.Errorf("app %q takes no requests now (maintenance or routable off): a %s needs them", a.Name, c.Strategy)
+		return inputerr.Errorf("app %q takes no requests now (maintenance or routable off): a %s needs them", a.Name, c.Strategy)
 	}
 	return nil
 }

@@ -13,8 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/rollout"
-	"tug.dev/tug/pkg/usage"
 )
 
 func TestReshape(t *testing.T) {
@@ -136,7 +136,7 @@ func TestUnsetAutoscaleKeepsTheCountReached(t *testing.T) {
 	if err := UnsetAutoscale(ctx, c, ns, "worker")(a); err == nil || !strings.Contains(err.Error(), "does not autoscale") {
 		t.Errorf("unset twice: %v", err)
 	}
-	if err := UnsetAutoscale(ctx, c, ns, "cron")(a); !usage.Is(err) {
+	if err := UnsetAutoscale(ctx, c, ns, "cron")(a); !inputerr.Is(err) {
 		t.Errorf("unknown process: %v, want an input error", err)
 	}
 }

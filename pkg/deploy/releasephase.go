@@ -43,7 +43,7 @@ type ReleasePhaseSpec struct {
 
 // ReleasePhaseRunner runs a release phase to completion, streaming its
 // output, and returns the command's exit code. An error means it could not
-// be run or watched to its end (the unit is removed either way). pkg/exec
+// be run or watched to its end (the unit is removed either way). pkg/session
 // provides it (RunReleasePhase); cmd/tug wires it into Deps.
 type ReleasePhaseRunner func(ctx context.Context, spec ReleasePhaseSpec) (int, error)
 

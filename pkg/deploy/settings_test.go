@@ -11,8 +11,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/lock"
-	"tug.dev/tug/pkg/usage"
 )
 
 // settingsFixture is an app "shop" with web and worker, deployed as v1 and
@@ -192,11 +192,11 @@ func TestChangeRolloutNothingChanges(t *testing.T) {
 	}
 	// max-unavailable 0 with the release's surge of 0 could not roll out
 	_, err := changeRollout(c, app.SetRolloutOptions{MaxUnavailable: "0"})
-	if !usage.Is(err) || !strings.Contains(err.Error(), "cannot both be 0") {
+	if !inputerr.Is(err) || !strings.Contains(err.Error(), "cannot both be 0") {
 		t.Errorf("surge and unavailable both 0: %v, want a usage error", err)
 	}
 	_, err = ChangeRollout(context.Background(), deps(c), "shop", "unset", app.UnsetRolloutOptions{App: "shop", MaxUnavailable: true}.Apply, Options{NoWait: true})
-	if !usage.Is(err) {
+	if !inputerr.Is(err) {
 		t.Errorf("unset max-unavailable with surge 0: %v, want a usage error", err)
 	}
 	if after := versions(); !equalJSON(before, after) {

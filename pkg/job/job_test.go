@@ -13,7 +13,7 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/deploy"
-	"tug.dev/tug/pkg/usage"
+	"tug.dev/tug/pkg/inputerr"
 )
 
 // A run now copies the CronJob's template, is tried once whatever the
@@ -68,7 +68,7 @@ func TestListRunsNewestFirstWithStatus(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"0", "4", "nope"} {
-		if _, err := pickRun(j, bad); err == nil || !usage.Is(err) {
+		if _, err := pickRun(j, bad); err == nil || !inputerr.Is(err) {
 			t.Errorf("--run %q: %v, want an input error", bad, err)
 		}
 	}

@@ -12,8 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/kube"
-	"tug.dev/tug/pkg/usage"
 )
 
 // LogsOptions are 'tug job logs”s.
@@ -69,7 +69,7 @@ func pickRun(j *Job, which string) (*RunInfo, error) {
 	}
 	if n, err := strconv.Atoi(which); err == nil {
 		if n < 1 || n > len(j.Runs) {
-			return nil, usage.Errorf("--run %d: job %q has %d runs kept (1 is the newest); see 'tug job info %s %s'", n, j.Name, len(j.Runs), j.App, j.Name)
+			return nil, inputerr.Errorf("--run %d: job %q has %d runs kept (1 is the newest); see 'tug job info %s %s'", n, j.Name, len(j.Runs), j.App, j.Name)
 		}
 		return &j.Runs[n-1], nil
 	}
@@ -78,7 +78,7 @@ func pickRun(j *Job, which string) (*RunInfo, error) {
 			return &j.Runs[i], nil
 		}
 	}
-	return nil, usage.Errorf("--run %s: job %q has no such run; see 'tug job info %s %s'", which, j.Name, j.App, j.Name)
+	return nil, inputerr.Errorf("--run %s: job %q has no such run; see 'tug job info %s %s'", which, j.Name, j.App, j.Name)
 }
 
 // timeNow is when "next run" is counted from.

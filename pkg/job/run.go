@@ -14,8 +14,8 @@ import (
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 
 	"tug.dev/tug/pkg/app"
-	tugexec "tug.dev/tug/pkg/exec"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/session"
 )
 
 // RunOptions are 'tug job run”s.
@@ -53,19 +53,19 @@ func (e *TimeoutError) Error() string {
 }
 
 // ExitCode is 124, as a timed-out 'tug run'.
-func (e *TimeoutError) ExitCode() int { return tugexec.CodeTimeout }
+func (e *TimeoutError) ExitCode() int { return session.CodeTimeout }
 
 // Run starts a run of job o.Name now, from its CronJob's template (what the
 // schedule runs: the deployed release's image and config), once: a failed
 // run is not retried, so its exit code is the command's. It follows the
-// run's pod as 'tug run' does (tugexec.FollowPod: progress while it
+// run's pod as 'tug run' does (session.FollowPod: progress while it
 // starts, its log on stdout) and returns its exit code as an
-// *tugexec.ExitError. A finished run is kept for 'tug job logs'; one cut
+// *session.ExitError. A finished run is kept for 'tug job logs'; one cut
 // short (Ctrl-C, SIGTERM, SIGHUP, a lost connection) is deleted, pods
 // included. A tug killed outright leaves the run to the cluster, which
 // stops it at the job's timeout.
-func Run(ctx context.Context, d tugexec.Deps, o RunOptions) (*RunResult, error) {
-	ctx, cancel := tugexec.WithHangup(ctx)
+func Run(ctx context.Context, d session.Deps, o RunOptions) (*RunResult, error) {
+	ctx, cancel := session.WithHangup(ctx)
 	defer cancel()
 	s := &app.Store{Client: d.Client, Namespace: d.Namespace}
 	a, rel, err := deployed(ctx, s, o.App)
@@ -96,7 +96,7 @@ func Run(ctx context.Context, d tugexec.Deps, o RunOptions) (*RunResult, error) 
 	case err != nil:
 		return nil, err
 	case code != 0:
-		return &RunResult{Run: job.Name}, &tugexec.ExitError{Code: code}
+		return &RunResult{Run: job.Name}, &session.ExitError{Code: code}
 	}
 	return &RunResult{Run: job.Name}, nil
 }
@@ -129,7 +129,7 @@ func manualJob(cj *batchv1.CronJob, user string) *batchv1.Job {
 
 // manualRun is one 'tug job run' under way.
 type manualRun struct {
-	d                 tugexec.Deps
+	d                 session.Deps
 	job               *batchv1.Job
 	created, finished bool
 }
@@ -154,7 +154,7 @@ func (r *manualRun) follow(ctx context.Context, what string) (int, error) {
 		return 0, err
 	}
 	c := r.job.Spec.Template.Spec.Containers[0]
-	code, err := tugexec.FollowPod(ctx, r.d, pod, c.Name, append(append([]string{}, c.Command...), c.Args...), what)
+	code, err := session.FollowPod(ctx, r.d, pod, c.Name, append(append([]string{}, c.Command...), c.Args...), what)
 	if err != nil && ctx.Err() == nil {
 		// a pod stopped at the Job's deadline is deleted by the Job
 		// controller: the Job says why

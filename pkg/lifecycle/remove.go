@@ -16,10 +16,10 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/deploy"
+	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/progress"
 	"tug.dev/tug/pkg/text"
-	"tug.dev/tug/pkg/usage"
 )
 
 // RemoveOptions tune Remove.
@@ -80,7 +80,7 @@ func removable(a *app.App, o RemoveOptions) error {
 			return ErrNotThatCopy
 		}
 	case target && !o.MoveCopy:
-		return usage.Errorf("app %q here is the new copy of an unfinished move from cluster %q (started %s), and its old copy may still serve, or be about to be removed: 'tug app pool set %s %s' (without --context) finishes the move, and 'tug app pool set %s POOL' to a pool of cluster %q gives it up, removing this copy; if no cluster holds the old copy any more, 'tug app remove %s --move-copy' removes this one",
+		return inputerr.Errorf("app %q here is the new copy of an unfinished move from cluster %q (started %s), and its old copy may still serve, or be about to be removed: 'tug app pool set %s %s' (without --context) finishes the move, and 'tug app pool set %s POOL' to a pool of cluster %q gives it up, removing this copy; if no cluster holds the old copy any more, 'tug app remove %s --move-copy' removes this one",
 			a.Name, m.From, m.StartedAt.Format(time.RFC3339), a.Name, m.Pool, a.Name, m.From, a.Name)
 	}
 	return nil

@@ -106,6 +106,13 @@ func awaitLeaseChange(ctx context.Context, r Request, timeout time.Duration) err
 		return nil // the watch could not start: try the lock again
 	}
 	defer w.Stop()
+	// A change between the GET and the watch's start is in the watch only
+	// where the server replays from the resourceVersion; a watch that
+	// cannot (the fake clientset, some proxies) would miss a release and
+	// wait until the lease expires. One more GET closes that window.
+	if now, err := leases.Get(wctx, cur.Name, metav1.GetOptions{}); apierrors.IsNotFound(err) || (err == nil && now.ResourceVersion != cur.ResourceVersion) {
+		return nil
+	}
 	select {
 	case <-w.ResultChan():
 	case <-wctx.Done():

@@ -496,3 +496,45 @@ func TestSelf(t *testing.T) {
 		t.Errorf("Self = %+v (%q), want %q", got, got, want)
 	}
 }
+
+// A release between the waiter's GET of the lease and the start of its
+// watch is not lost where the watch does not replay from the
+// resourceVersion (the fake's, some proxies'): the waiter looks once more
+// after its watch starts, instead of sleeping until the lease could have
+// expired.
+func TestAcquireWaitSeesAReleaseBeforeItsWatch(t *testing.T) {
+	c := fakeClient()
+	first := acquire(t, Request{Client: c, Namespace: ns, App: "shop", Holder: Holder{User: "alice"}, Timing: Timing{LeaseDuration: 5 * time.Minute}})
+	defer first.Unlock()
+	released := false
+	c.PrependWatchReactor("leases", func(a k8stesting.Action) (bool, watch.Interface, error) {
+		if !released {
+			released = true
+			// the holder lets go before the watch exists, so the watch
+			// never sees it (the tracker: a reactor may not call the client)
+			if err := c.Tracker().Delete(a.GetResource(), a.GetNamespace(), Name("shop")); err != nil {
+				t.Error(err)
+			}
+		}
+		w, err := c.Tracker().Watch(a.GetResource(), a.GetNamespace())
+		return true, w, err
+	})
+	r := req(c, Holder{User: "bob"})
+	r.Wait = 10 * time.Minute
+	got := make(chan error, 1)
+	go func() {
+		l, err := Acquire(context.Background(), r)
+		if err == nil {
+			l.Unlock()
+		}
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatalf("Acquire after the lock came free: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Acquire missed the release and waits for the lease to expire")
+	}
+}

@@ -19,9 +19,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"tug.dev/tug/pkg/app"
-	tugexec "tug.dev/tug/pkg/exec"
+	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/kube"
-	"tug.dev/tug/pkg/usage"
+	"tug.dev/tug/pkg/session"
 )
 
 // Options are `tug logs`'s.
@@ -108,9 +108,9 @@ func knownProcess(a *app.App, proc string) error {
 	}
 	known := a.ProcessNames()
 	if len(known) == 0 {
-		return usage.Errorf("unknown process %q: app %q has no processes yet", proc, a.Name)
+		return inputerr.Errorf("unknown process %q: app %q has no processes yet", proc, a.Name)
 	}
-	return usage.Errorf("unknown process %q: app %q has %s", proc, a.Name, strings.Join(known, ", "))
+	return inputerr.Errorf("unknown process %q: app %q has %s", proc, a.Name, strings.Join(known, ", "))
 }
 
 // unitsToShow lists the app's pods that o selects, in name order, and the
@@ -179,15 +179,15 @@ func (o Options) selects(p *corev1.Pod) bool {
 	}
 	proc := p.Labels[kube.LabelProcess]
 	if o.Process != "" {
-		return proc == o.Process && p.Labels[kube.LabelKind] != tugexec.KindRun
+		return proc == o.Process && p.Labels[kube.LabelKind] != session.KindRun
 	}
-	return proc != "" || p.Labels[kube.LabelKind] == tugexec.KindRun
+	return proc != "" || p.Labels[kube.LabelKind] == session.KindRun
 }
 
 func unknownUnit(a *app.App, name string, pods []corev1.Pod) error {
 	var names []string
 	for _, p := range pods {
-		if p.Labels[kube.LabelProcess] != "" || p.Labels[kube.LabelKind] == tugexec.KindRun {
+		if p.Labels[kube.LabelProcess] != "" || p.Labels[kube.LabelKind] == session.KindRun {
 			names = append(names, p.Name)
 		}
 	}

@@ -20,8 +20,8 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/kube"
-	"tug.dev/tug/pkg/usage"
 )
 
 const ns = "dev"
@@ -143,7 +143,7 @@ func TestShowTimestampsUnitAndProcess(t *testing.T) {
 	if _, _, err := show(t, c, Options{Unit: "nope"}); err == nil || !strings.Contains(err.Error(), "shop-run-x, shop-web-a, shop-worker-1") {
 		t.Fatalf("unknown unit: %v", err)
 	}
-	if _, _, err := show(t, c, Options{Process: "db"}); !usage.Is(err) || !strings.Contains(err.Error(), "web, worker") {
+	if _, _, err := show(t, c, Options{Process: "db"}); !inputerr.Is(err) || !strings.Contains(err.Error(), "web, worker") {
 		t.Fatalf("unknown process: %v", err)
 	}
 	_, errOut, err := show(t, c, Options{Previous: true})
@@ -378,7 +378,7 @@ func TestShowSaysWhatItCouldNotShow(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = Show(context.Background(), Deps{Client: c, Namespace: ns, IO: &testStreams{out: io.Discard}}, Options{App: "empty", Process: "web"})
-	if !usage.Is(err) || err.Error() != `unknown process "web": app "empty" has no processes yet` {
+	if !inputerr.Is(err) || err.Error() != `unknown process "web": app "empty" has no processes yet` {
 		t.Errorf("a process of an app with none: %v", err)
 	}
 

@@ -6,7 +6,7 @@ import (
 	"io"
 	"sync"
 
-	tugexec "tug.dev/tug/pkg/exec"
+	"tug.dev/tug/pkg/session"
 	"tug.dev/tug/pkg/text"
 )
 
@@ -18,8 +18,8 @@ type printer struct {
 	done   chan struct{}
 	w      *bufio.Writer
 	errOut io.Writer
-	colors *tugexec.Colorizer
-	errCol *tugexec.Colorizer
+	colors *session.Colorizer
+	errCol *session.Colorizer
 	prefix bool // false with --unit: one unit needs no name on each line
 	stamps bool
 
@@ -36,8 +36,8 @@ func newPrinter(ios Streams, o Options) *printer {
 		done:   make(chan struct{}),
 		w:      bufio.NewWriterSize(out, 64<<10),
 		errOut: text.NewWriter(ios.Stderr(), ios.ErrColorEnabled()), // a note quotes the cluster's reasons
-		colors: tugexec.NewColorizer(ios.ColorEnabled()),
-		errCol: tugexec.NewColorizer(ios.ErrColorEnabled()),
+		colors: session.NewColorizer(ios.ColorEnabled()),
+		errCol: session.NewColorizer(ios.ErrColorEnabled()),
 		prefix: o.Unit == "",
 		stamps: o.Timestamps,
 	}
@@ -52,7 +52,7 @@ func (p *printer) width(unit string) {
 	p.mu.Unlock()
 }
 
-func (p *printer) prefixOf(c *tugexec.Colorizer, unit string) string {
+func (p *printer) prefixOf(c *session.Colorizer, unit string) string {
 	if !p.prefix {
 		return ""
 	}

@@ -7,7 +7,7 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/deploy"
-	"tug.dev/tug/pkg/usage"
+	"tug.dev/tug/pkg/inputerr"
 )
 
 // MergeProcesses merges the manifest's process types into what the deploy's
@@ -37,7 +37,7 @@ func (m *Manifest) MergeProcesses(pc app.ProcessChange, release string) (app.Pro
 		case p.Command == nil:
 			set[name] = "" // the image's own command
 		case procfile && named && theirs != *p.Command:
-			return pc, "", usage.Errorf("%s:%d: processes.%s.command %q differs from %s's %q: give the command in one of them", m.Path, m.lines[name], name, *p.Command, pc.From, theirs)
+			return pc, "", inputerr.Errorf("%s:%d: processes.%s.command %q differs from %s's %q: give the command in one of them", m.Path, m.lines[name], name, *p.Command, pc.From, theirs)
 		default:
 			set[name] = *p.Command
 		}
@@ -66,7 +66,7 @@ func (m *Manifest) release(pc app.ProcessChange, release string) (string, error)
 		return release, nil
 	}
 	if release != "" && release != *m.Release {
-		return "", usage.Errorf("%s: release %q differs from %s's release: %q; give it in one of them", m.Path, *m.Release, pc.From, release)
+		return "", inputerr.Errorf("%s: release %q differs from %s's release: %q; give it in one of them", m.Path, *m.Release, pc.From, release)
 	}
 	return *m.Release, nil
 }
@@ -131,7 +131,7 @@ func (m *Manifest) applyProcesses(a *app.App, r *app.Release) error {
 		}
 		cur := a.Processes[name]
 		if cur.Autoscale != nil {
-			return usage.Errorf("%s: processes.%s.units: the process is autoscaled (%d-%d units); remove units from the file or the autoscaler ('tug app autoscale unset %s %s')", m.Path, name, cur.Autoscale.Min, cur.Autoscale.Max, a.Name, name)
+			return inputerr.Errorf("%s: processes.%s.units: the process is autoscaled (%d-%d units); remove units from the file or the autoscaler ('tug app autoscale unset %s %s')", m.Path, name, cur.Autoscale.Min, cur.Autoscale.Max, a.Name, name)
 		}
 		cur.Replicas = *p.Units
 		if a.Processes == nil {

@@ -15,7 +15,7 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 
 	"tug.dev/tug/pkg/app"
-	"tug.dev/tug/pkg/usage"
+	"tug.dev/tug/pkg/inputerr"
 )
 
 // FileName is the manifest 'tug app deploy' looks for in the app's folder.
@@ -84,7 +84,7 @@ func Parse(path string, data []byte) (*Manifest, error) {
 		if err.Error() == "EOF" {
 			return &Manifest{Path: path}, nil
 		}
-		return nil, usage.Errorf("%s: %v", path, err)
+		return nil, inputerr.Errorf("%s: %v", path, err)
 	}
 	m := &Manifest{Path: path, lines: map[string]int{}}
 	p := parser{path: path}
@@ -114,7 +114,7 @@ type parser struct{ path string }
 
 // errAt is an input error at node n's line, naming the key.
 func (p parser) errAt(n *yaml.Node, key, format string, a ...any) error {
-	return usage.Errorf("%s:%d: %s: %s", p.path, n.Line, key, fmt.Sprintf(format, a...))
+	return inputerr.Errorf("%s:%d: %s: %s", p.path, n.Line, key, fmt.Sprintf(format, a...))
 }
 
 func (p parser) unknown(k *yaml.Node, parent, known string) error {
@@ -136,7 +136,7 @@ func (p parser) each(n *yaml.Node, where string, f func(key string, k, v *yaml.N
 		if what == "" {
 			what = "the file"
 		}
-		return usage.Errorf("%s:%d: %s must be a mapping of keys to values", p.path, n.Line, what)
+		return inputerr.Errorf("%s:%d: %s must be a mapping of keys to values", p.path, n.Line, what)
 	}
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {

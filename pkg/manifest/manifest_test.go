@@ -7,7 +7,7 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/deploy"
-	"tug.dev/tug/pkg/usage"
+	"tug.dev/tug/pkg/inputerr"
 )
 
 const full = `processes:
@@ -85,7 +85,7 @@ func TestParseErrorsNameKeyAndLine(t *testing.T) {
 			t.Errorf("%q: error %v, want it to contain %q", c.doc, err, c.want)
 			continue
 		}
-		if !usage.Is(err) {
+		if !inputerr.Is(err) {
 			t.Errorf("%q: %v is not an input error (exit 2)", c.doc, err)
 		}
 	}
@@ -106,7 +106,7 @@ func TestMergeProcessesWithFlagsAndProcfile(t *testing.T) {
 		t.Errorf("with a Procfile: %+v, want %v", pc, want)
 	}
 	// both giving a type different commands is refused
-	if _, _, err := m.MergeProcesses(app.ProcessChange{Set: map[string]string{"web": "other"}, Complete: true, From: "Procfile ./Procfile"}, ""); err == nil || !usage.Is(err) || !strings.Contains(err.Error(), "tug.yaml:3: processes.web.command") {
+	if _, _, err := m.MergeProcesses(app.ProcessChange{Set: map[string]string{"web": "other"}, Complete: true, From: "Procfile ./Procfile"}, ""); err == nil || !inputerr.Is(err) || !strings.Contains(err.Error(), "tug.yaml:3: processes.web.command") {
 		t.Errorf("conflicting Procfile: %v", err)
 	}
 	// flags win, and --remove-process drops a type the file lists

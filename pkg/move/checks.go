@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"tug.dev/tug/pkg/app"
-	"tug.dev/tug/pkg/usage"
+	"tug.dev/tug/pkg/inputerr"
 )
 
 // movableSource refuses a copy that a move to o.To must not start from: a
@@ -23,11 +23,11 @@ func movableSource(a *app.App, o Options) error {
 	case m == nil:
 		return nil
 	case m.Superseded:
-		return usage.Errorf("this copy of app %q is superseded: it moved to cluster %q (%s); 'tug app pool set %s %s' (without --context) finishes that move, or, if no configured cluster holds the new copy any more, 'tug app pool set %s %s' makes this copy the app again", a.Name, m.To, m.Describe(), a.Name, m.Pool, a.Name, a.Pool)
+		return inputerr.Errorf("this copy of app %q is superseded: it moved to cluster %q (%s); 'tug app pool set %s %s' (without --context) finishes that move, or, if no configured cluster holds the new copy any more, 'tug app pool set %s %s' makes this copy the app again", a.Name, m.To, m.Describe(), a.Name, m.Pool, a.Name, a.Pool)
 	case m.Role == app.MoveTarget:
-		return usage.Errorf("this copy of app %q is the new copy of an unfinished move from cluster %q (started %s), and moves only once that move is finished: 'tug app pool set %s %s' (without --context) finishes it", a.Name, m.From, m.StartedAt.Format(time.RFC3339), a.Name, m.Pool)
+		return inputerr.Errorf("this copy of app %q is the new copy of an unfinished move from cluster %q (started %s), and moves only once that move is finished: 'tug app pool set %s %s' (without --context) finishes it", a.Name, m.From, m.StartedAt.Format(time.RFC3339), a.Name, m.Pool)
 	case m.To != o.To && !o.GiveUpEarlier:
-		return usage.Errorf("app %q records an unfinished move to cluster %q (started %s), whose half-made copy there only that record names; give that move up first, then move the app: 'tug app pool set %s %s' (without --context) removes that copy and keeps the app where it is, nothing restarted", a.Name, m.To, m.StartedAt.Format(time.RFC3339), a.Name, a.Pool)
+		return inputerr.Errorf("app %q records an unfinished move to cluster %q (started %s), whose half-made copy there only that record names; give that move up first, then move the app: 'tug app pool set %s %s' (without --context) removes that copy and keeps the app where it is, nothing restarted", a.Name, m.To, m.StartedAt.Format(time.RFC3339), a.Name, a.Pool)
 	}
 	return nil
 }
@@ -47,7 +47,7 @@ func refuseStaged(ctx context.Context, store *app.Store, a *app.App) error {
 	}
 	for _, r := range rels {
 		if r.Status == app.StatusStaged && r.Version > a.Release {
-			return usage.Errorf("app %q has config staged with 'env set --no-restart' (release v%d) that does not run yet, and a move moves what runs; roll it out first ('tug app deploy', or 'tug env set' without --no-restart), then move the app", a.Name, r.Version)
+			return inputerr.Errorf("app %q has config staged with 'env set --no-restart' (release v%d) that does not run yet, and a move moves what runs; roll it out first ('tug app deploy', or 'tug env set' without --no-restart), then move the app", a.Name, r.Version)
 		}
 	}
 	return nil
@@ -69,9 +69,9 @@ func staleTarget(ctx context.Context, to *app.Store, appName string, own *app.Mo
 			return true, nil
 		}
 		m := there.Move
-		return false, usage.Errorf("app %q in cluster %q (namespace %q) is the copy of a move from cluster %q started %s, which this copy of the app did not start; tug will not remove it: if it is a leftover, remove it ('tug app remove %s --move-copy --context ...')", appName, o.To, to.Namespace, m.From, m.StartedAt.Format(time.RFC3339), appName)
+		return false, inputerr.Errorf("app %q in cluster %q (namespace %q) is the copy of a move from cluster %q started %s, which this copy of the app did not start; tug will not remove it: if it is a leftover, remove it ('tug app remove %s --move-copy --context ...')", appName, o.To, to.Namespace, m.From, m.StartedAt.Format(time.RFC3339), appName)
 	}
-	return false, usage.Errorf("an app %q already exists in cluster %q (namespace %q); tug will not overwrite it: remove one of the two ('tug app remove %s --context ...')", appName, o.To, to.Namespace, appName)
+	return false, inputerr.Errorf("an app %q already exists in cluster %q (namespace %q); tug will not overwrite it: remove one of the two ('tug app remove %s --context ...')", appName, o.To, to.Namespace, appName)
 }
 
 // wholeCopy checks, under the target's lock, that the copy a move made is

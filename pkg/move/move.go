@@ -35,10 +35,10 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/deploy"
+	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/lifecycle"
 	"tug.dev/tug/pkg/progress"
 	"tug.dev/tug/pkg/rollout"
-	"tug.dev/tug/pkg/usage"
 )
 
 // cleanupTimeout bounds the undo of a failed move, which runs after the
@@ -175,7 +175,7 @@ func (m *mover) check(ctx context.Context, from *app.Store, a *app.App) error {
 		return err
 	}
 	if len(a.Volumes) > 0 {
-		return usage.Errorf("app %q binds volumes (%s), whose data cannot move between clusters; unbind them first ('tug volume unbind')", m.app, strings.Join(a.Volumes, ", "))
+		return inputerr.Errorf("app %q binds volumes (%s), whose data cannot move between clusters; unbind them first ('tug volume unbind')", m.app, strings.Join(a.Volumes, ", "))
 	}
 	return refuseStaged(ctx, from, a)
 }

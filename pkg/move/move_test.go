@@ -19,11 +19,11 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/deploy"
+	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/lifecycle"
 	"tug.dev/tug/pkg/lock"
 	"tug.dev/tug/pkg/rollout"
-	"tug.dev/tug/pkg/usage"
 )
 
 // deployedSource is a cluster where shop runs release v1 with some config.
@@ -136,7 +136,7 @@ func TestMoveRefusals(t *testing.T) {
 	// an app of the same name, not a move's copy, is in the way
 	dst, to := newFake()
 	seedApp(t, to, &app.App{Name: "shop"})
-	if _, err := App(context.Background(), deps(src), deps(dst), "shop", moveOpts()); !usage.Is(err) {
+	if _, err := App(context.Background(), deps(src), deps(dst), "shop", moveOpts()); !inputerr.Is(err) {
 		t.Errorf("foreign app in the target: %v; want a usage error", err)
 	}
 	if a := getApp(t, to, "shop"); a.Release != 0 {
@@ -145,7 +145,7 @@ func TestMoveRefusals(t *testing.T) {
 	// volumes hold data that does not move
 	c, s := newFake()
 	seedApp(t, s, &app.App{Name: "shop", Volumes: []string{"data"}})
-	if _, err := App(context.Background(), deps(c), deps(fakeClient()), "shop", moveOpts()); !usage.Is(err) {
+	if _, err := App(context.Background(), deps(c), deps(fakeClient()), "shop", moveOpts()); !inputerr.Is(err) {
 		t.Errorf("app with volumes: %v; want a usage error", err)
 	}
 }
@@ -188,13 +188,13 @@ func TestMoveRedoesAnUnfinishedCopy(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := App(ctx, deps(src), deps(dst), "shop", moveOpts()); !usage.Is(err) {
+	if _, err := App(ctx, deps(src), deps(dst), "shop", moveOpts()); !inputerr.Is(err) {
 		t.Fatalf("Move over another move's copy: %v; want a usage error", err)
 	}
 	if a := getApp(t, to, "shop"); a.Move == nil || !a.Move.StartedAt.Equal(started.Add(-time.Hour)) {
 		t.Fatalf("another move's copy was touched: %+v", a.Move)
 	}
-	if err := lifecycle.Remove(ctx, deps(dst), "shop", lifecycle.RemoveOptions{}); !usage.Is(err) {
+	if err := lifecycle.Remove(ctx, deps(dst), "shop", lifecycle.RemoveOptions{}); !inputerr.Is(err) {
 		t.Fatalf("Remove of a move's new copy: %v; want a refusal", err)
 	}
 	if err := lifecycle.Remove(ctx, deps(dst), "shop", lifecycle.RemoveOptions{MoveCopy: true}); err != nil {
@@ -420,7 +420,7 @@ func TestMoveRefusesStagedConfig(t *testing.T) {
 		o := moveOpts()
 		o.DryRun = dry
 		_, err := App(ctx, deps(src), deps(dst), "shop", o)
-		if !usage.Is(err) || !strings.Contains(err.Error(), "staged") {
+		if !inputerr.Is(err) || !strings.Contains(err.Error(), "staged") {
 			t.Errorf("dry run %v: Move = %v; want a usage error about staged config", dry, err)
 		}
 		if cms, _ := dst.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{}); len(cms.Items) != 0 {
@@ -535,7 +535,7 @@ func TestRemoveRefusesAMovesNewCopy(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := lifecycle.Remove(context.Background(), deps(dst), "shop", lifecycle.RemoveOptions{})
-	if !usage.Is(err) || !strings.Contains(err.Error(), "'tug app pool set shop POOL' to a pool of cluster \"beta\" gives it up") {
+	if !inputerr.Is(err) || !strings.Contains(err.Error(), "'tug app pool set shop POOL' to a pool of cluster \"beta\" gives it up") {
 		t.Fatalf("Remove = %v", err)
 	}
 	getApp(t, to, "shop")

@@ -16,10 +16,10 @@ import (
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cluster"
 	"tug.dev/tug/pkg/deploy"
+	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/lock"
 	"tug.dev/tug/pkg/progress"
-	"tug.dev/tug/pkg/usage"
 )
 
 // Three clusters for the tests of what moves leave: alpha (pool pa), beta
@@ -152,7 +152,7 @@ func TestMoveRefusesASourceMarkedForAnotherCluster(t *testing.T) {
 	o := moveOpts()
 	o.Pool, o.To = "pc", "gamma"
 	_, err := App(context.Background(), deps(beta), deps(gamma), "shop", o)
-	if !usage.Is(err) || !strings.Contains(err.Error(), "alpha") {
+	if !inputerr.Is(err) || !strings.Contains(err.Error(), "alpha") {
 		t.Fatalf("Move = %v; want a usage error naming the earlier move's cluster", err)
 	}
 	if a := getApp(t, store(beta), "shop"); a.Move == nil || !a.Move.StartedAt.Equal(started) {
@@ -200,7 +200,7 @@ func TestMoveRefusesAMoveTargetAsSource(t *testing.T) {
 	o := moveOpts()
 	o.Pool, o.From, o.To = "pc", "alpha", "gamma"
 	_, err := App(context.Background(), deps(alpha), deps(gamma), "shop", o)
-	if !usage.Is(err) || !strings.Contains(err.Error(), "new copy") {
+	if !inputerr.Is(err) || !strings.Contains(err.Error(), "new copy") {
 		t.Fatalf("Move of a move's new copy = %v; want a usage error", err)
 	}
 	if a := getApp(t, store(alpha), "shop"); a.Move == nil || a.Move.Role != app.MoveTarget || !a.Move.StartedAt.Equal(started) {
@@ -232,7 +232,7 @@ func TestMoveChecksTheMarkUnderTheLock(t *testing.T) {
 		return false, nil, nil
 	})
 	_, err = App(context.Background(), deps(src), deps(runningTarget(t)), "shop", moveOpts())
-	if !usage.Is(err) {
+	if !inputerr.Is(err) {
 		t.Fatalf("Move = %v; want a refusal found under the lock", err)
 	}
 	if a := getApp(t, from, "shop"); a.Move == nil || a.Move.Role != app.MoveTarget || a.Move.From != "gamma" {

@@ -9,7 +9,7 @@ import (
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cluster"
 	"tug.dev/tug/pkg/deploy"
-	"tug.dev/tug/pkg/usage"
+	"tug.dev/tug/pkg/inputerr"
 )
 
 // 'tug app pool set APP POOL' with clusters configured: before it changes
@@ -106,7 +106,7 @@ func PlanPoolSet(r PoolSetRequest) (*PoolSetPlan, error) {
 	// a superseded copy alone: its new copy is gone (every cluster answered)
 	if settle && !finished && loc.Copy.Move == cluster.MoveSuperseded && len(loc.Others()) == 0 && len(loc.Unreachable()) == 0 {
 		if moves {
-			return nil, usage.Errorf("app %q in cluster %q is the old copy of a move to cluster %q that switched over (%s), and no configured cluster holds the new copy any more, so there is no move to finish; 'tug app pool set %s %s' makes this copy the app again, then move it", r.App, loc.Name, loc.Copy.MoveTo, loc.Copy.Describe, r.App, r.Config.HomePool(loc))
+			return nil, inputerr.Errorf("app %q in cluster %q is the old copy of a move to cluster %q that switched over (%s), and no configured cluster holds the new copy any more, so there is no move to finish; 'tug app pool set %s %s' makes this copy the app again, then move it", r.App, loc.Name, loc.Copy.MoveTo, loc.Copy.Describe, r.App, r.Config.HomePool(loc))
 		}
 		p.Steps = append(p.Steps, StepReclaim, StepRollout)
 		return p, nil
@@ -127,15 +127,15 @@ func PlanPoolSet(r PoolSetRequest) (*PoolSetPlan, error) {
 // refusedFlags refuses the flags a pool set cannot honour.
 func refusedFlags(r PoolSetRequest, target cluster.Cluster, moves bool) error {
 	if moves && (r.NoWait || r.NoRollback) {
-		return usage.Errorf("--no-wait and --no-rollback do not apply when the app moves to another cluster (cluster %q holds pool %s): a move always waits until the new copy runs, and always removes a copy that fails", target.Name, r.Pool)
+		return inputerr.Errorf("--no-wait and --no-rollback do not apply when the app moves to another cluster (cluster %q holds pool %s): a move always waits until the new copy runs, and always removes a copy that fails", target.Name, r.Pool)
 	}
 	if r.Adopt && r.Loc == nil && len(r.Config.Clusters) > 0 {
 		// Only the lookup across every configured cluster can tell that
 		// no cluster holds the move's old copy any more.
-		return usage.Errorf("--adopt needs tug to look for the move's old copy in every configured cluster, which a command pinned to one connection (--context, --server, --token, ...) does not do: run it without them")
+		return inputerr.Errorf("--adopt needs tug to look for the move's old copy in every configured cluster, which a command pinned to one connection (--context, --server, --token, ...) does not do: run it without them")
 	}
 	if r.Adopt && (r.Loc == nil || !r.Loc.Found || !r.Loc.Orphaned()) {
-		return usage.Errorf("--adopt is only for the new copy of a move whose old copy is gone, and app %q is not one", r.App)
+		return inputerr.Errorf("--adopt is only for the new copy of a move whose old copy is gone, and app %q is not one", r.App)
 	}
 	return nil
 }
@@ -400,10 +400,10 @@ func adoptStep(ctx context.Context, r PoolSetRequest, connect Connect) error {
 	loc := r.Loc
 	what := fmt.Sprintf("app %q in cluster %q is the new copy of a move that never finished (%s), and no configured cluster holds its old copy any more (removed, or its cluster is no longer in tug's map)", r.App, loc.Name, loc.Copy.Describe)
 	if !done {
-		return usage.Errorf("%s; its rollout there never completed, so tug will not make it the app: remove it ('tug app remove %s') and deploy the app anew", what, r.App)
+		return inputerr.Errorf("%s; its rollout there never completed, so tug will not make it the app: remove it ('tug app remove %s') and deploy the app anew", what, r.App)
 	}
 	if !r.Adopt {
-		return usage.Errorf("%s; its rollout there had completed: pass --adopt to make it the app, or remove it ('tug app remove %s')", what, r.App)
+		return inputerr.Errorf("%s; its rollout there had completed: pass --adopt to make it the app, or remove it ('tug app remove %s')", what, r.App)
 	}
 	d.Progress.Update(fmt.Sprintf("making the copy of %s in cluster %q the app", r.App, loc.Name))
 	return Adopt(ctx, d, r.App)

@@ -10,7 +10,7 @@ import (
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cluster"
 	"tug.dev/tug/pkg/deploy"
-	"tug.dev/tug/pkg/usage"
+	"tug.dev/tug/pkg/inputerr"
 )
 
 func TestPlanPoolSet(t *testing.T) {
@@ -74,7 +74,7 @@ func TestPlanPoolSet(t *testing.T) {
 		c.req.App, c.req.Config = "shop", cfg
 		p, err := PlanPoolSet(c.req)
 		if c.usage {
-			if !usage.Is(err) {
+			if !inputerr.Is(err) {
 				t.Errorf("%s: %v; want a usage error", c.name, err)
 			}
 			continue
@@ -96,7 +96,7 @@ func TestPlanPoolSet(t *testing.T) {
 func TestPlanPoolSetAdoptPinned(t *testing.T) {
 	cfg := &cluster.Config{Clusters: []cluster.Cluster{{Name: "alpha", Context: "ctx-a", Pools: []string{"pa"}}}}
 	_, err := PlanPoolSet(PoolSetRequest{App: "shop", Pool: "pa", Here: "ctx-a", Config: cfg, Adopt: true})
-	if !usage.Is(err) || !strings.Contains(err.Error(), "run it without them") {
+	if !inputerr.Is(err) || !strings.Contains(err.Error(), "run it without them") {
 		t.Errorf("--adopt with --context: %v", err)
 	}
 }
@@ -117,7 +117,7 @@ func TestPoolSetOrphanedCopy(t *testing.T) {
 	for _, adopt := range []bool{false, true} {
 		req := PoolSetRequest{App: "shop", Pool: "pb", Here: "ctx-a", Config: cfg, Loc: loc, Adopt: adopt}
 		_, err := PoolSet(ctx, req, connect, Options{})
-		if !usage.Is(err) || !strings.Contains(err.Error(), "never completed") {
+		if !inputerr.Is(err) || !strings.Contains(err.Error(), "never completed") {
 			t.Errorf("adopt %v: %v; want a usage error saying its rollout never completed", adopt, err)
 		}
 		if a := getApp(t, to, "shop"); a.Move == nil {

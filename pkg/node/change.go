@@ -14,11 +14,11 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"tug.dev/tug/pkg/cluster"
+	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/kube"
-	"tug.dev/tug/pkg/usage"
 )
 
-func badInput(format string, a ...any) error { return usage.Errorf(format, a...) }
+func badInput(format string, a ...any) error { return inputerr.Errorf(format, a...) }
 
 // ParseMetadata parses k=v pairs; an empty value ("k=") means delete the
 // key when allowDelete, and is refused otherwise.
@@ -81,7 +81,7 @@ func (o AddOptions) Validate() error {
 		return badInput("missing --pool: the pool the node joins")
 	}
 	if err := kube.ValidateLabelValue("pool", o.Pool); err != nil {
-		return usage.Wrap(err)
+		return inputerr.Wrap(err)
 	}
 	_, err := NodeName(o.Address)
 	return err
@@ -207,7 +207,7 @@ func (o UpdateOptions) Validate() error {
 	}
 	if o.Pool != "" {
 		if err := kube.ValidateLabelValue("pool", o.Pool); err != nil {
-			return usage.Wrap(err)
+			return inputerr.Wrap(err)
 		}
 	}
 	if o.Pool == "" && !o.Enable && !o.Disable && len(o.Metadata) == 0 {

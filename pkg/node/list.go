@@ -18,8 +18,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"tug.dev/tug/pkg/cluster"
+	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/kube"
-	"tug.dev/tug/pkg/usage"
 )
 
 // ClusterTimeout bounds how long one cluster may take to answer a listing,
@@ -44,7 +44,7 @@ func (o ListOptions) Validate() error {
 	if o.Pool == "" {
 		return nil
 	}
-	return usage.Wrap(kube.ValidateLabelValue("pool", o.Pool))
+	return inputerr.Wrap(kube.ValidateLabelValue("pool", o.Pool))
 }
 
 // ListResult is `tug node list`: the nodes of every cluster that answered,
@@ -209,13 +209,13 @@ func podFinished(p *corev1.Pod) bool {
 // typo is reported as one even when no cluster answers.
 func ValidateRef(nameOrAddress string) error {
 	if nameOrAddress == "" {
-		return usage.Errorf("node name is empty")
+		return inputerr.Errorf("node name is empty")
 	}
 	if _, err := netip.ParseAddr(nameOrAddress); err == nil {
 		return nil
 	}
 	if errs := validation.IsDNS1123Subdomain(nameOrAddress); len(errs) > 0 {
-		return usage.Errorf("invalid node %q: give a node's name (lower-case letters, digits, '-' and '.') or one of its IP addresses; see 'tug node list'", nameOrAddress)
+		return inputerr.Errorf("invalid node %q: give a node's name (lower-case letters, digits, '-' and '.') or one of its IP addresses; see 'tug node list'", nameOrAddress)
 	}
 	return nil
 }
@@ -256,13 +256,13 @@ func Find(ctx context.Context, targets []cluster.Target, nameOrAddress string) (
 		for j, i := range found {
 			names[j] = targets[i].Name
 		}
-		return nil, usage.Wrap(&AmbiguousError{Name: nameOrAddress, Clusters: names})
+		return nil, inputerr.Wrap(&AmbiguousError{Name: nameOrAddress, Clusters: names})
 	case len(failed) == 1 && len(targets) == 1:
 		return nil, kube.TranslateError(hits[0].err)
 	case len(failed) > 0:
 		return nil, fmt.Errorf("node %q not found in the clusters that answered, and %w", nameOrAddress, errors.Join(failed...))
 	}
-	return nil, usage.Wrap(&NotFoundError{Name: nameOrAddress, Clusters: cluster.Names(targets)})
+	return nil, inputerr.Wrap(&NotFoundError{Name: nameOrAddress, Clusters: cluster.Names(targets)})
 }
 
 // findIn gets the node by name, else looks for it among the nodes'

@@ -18,8 +18,8 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cluster"
+	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/kube"
-	"tug.dev/tug/pkg/usage"
 )
 
 func TestListSpansClustersAndReportsUnreachable(t *testing.T) {
@@ -133,7 +133,7 @@ func TestValidateRef(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"", "Bad_Name!", "a b", "node7/x"} {
-		if err := ValidateRef(bad); !usage.Is(err) {
+		if err := ValidateRef(bad); !inputerr.Is(err) {
 			t.Errorf("%q: %v, want a usage error", bad, err)
 		}
 	}

@@ -25,9 +25,9 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"tug.dev/tug/pkg/cluster"
+	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/lock"
-	"tug.dev/tug/pkg/usage"
 )
 
 var (
@@ -415,7 +415,7 @@ func TestRemoveDryRunChangesNothing(t *testing.T) {
 func TestRemovePodSelectorNeedsKeepNode(t *testing.T) {
 	fc := newFakeCluster(t, readyNode("n1", true))
 	_, err := Remove(context.Background(), fc.found(t, "n1"), RemoveOptions{PodSelector: "a=b"})
-	if !usage.Is(err) {
+	if !inputerr.Is(err) {
 		t.Fatalf("want an input error, got %v", err)
 	}
 }
@@ -460,7 +460,7 @@ func TestRemoveOptionsValidate(t *testing.T) {
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%s: %v, want valid", tc.name, err)
-		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !usage.Is(err)):
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !inputerr.Is(err)):
 			t.Errorf("%s: %v, want a usage error with %q", tc.name, err, tc.want)
 		}
 	}

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"tug.dev/tug/pkg/cluster"
+	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/progress"
-	"tug.dev/tug/pkg/usage"
 )
 
 // Fleet runs a node container command on each of its clusters in turn: the
@@ -140,7 +140,7 @@ func (f Fleet) eachHaving(name string, do func(cluster.Target) error) error {
 		}
 	}
 	if len(f.Targets) > 1 && notFound == len(f.Targets) {
-		return usage.Errorf("node container %q not found in any cluster; see 'tug node-container list'", name)
+		return inputerr.Errorf("node container %q not found in any cluster; see 'tug node-container list'", name)
 	}
 	return nil
 }

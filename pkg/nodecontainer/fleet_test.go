@@ -8,7 +8,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"tug.dev/tug/pkg/cluster"
-	"tug.dev/tug/pkg/usage"
+	"tug.dev/tug/pkg/inputerr"
 )
 
 func target(name string) cluster.Target {
@@ -41,10 +41,10 @@ func TestFleetAddUpgradeRemoveAcrossClusters(t *testing.T) {
 		t.Fatal(err)
 	}
 	// now no cluster has it
-	if _, err := fl.Upgrade(ctx, "agent", "", "agent:3"); !usage.Is(err) {
+	if _, err := fl.Upgrade(ctx, "agent", "", "agent:3"); !inputerr.Is(err) {
 		t.Fatalf("Upgrade of a node container no cluster has = %v, want an input error", err)
 	}
-	if err := fl.Remove(ctx, "agent", ""); !usage.Is(err) {
+	if err := fl.Remove(ctx, "agent", ""); !inputerr.Is(err) {
 		t.Fatalf("Remove of a node container no cluster has = %v, want an input error", err)
 	}
 	all, warnings, err := fl.List(ctx)
@@ -71,10 +71,10 @@ func TestFleetUnreachableCluster(t *testing.T) {
 
 func TestFleetRefusesBadInput(t *testing.T) {
 	fl := Fleet{Targets: []cluster.Target{target("a")}}
-	if _, err := fl.Add(context.Background(), AddOptions{Name: "Bad_Name", Image: "agent:1"}); !usage.Is(err) {
+	if _, err := fl.Add(context.Background(), AddOptions{Name: "Bad_Name", Image: "agent:1"}); !inputerr.Is(err) {
 		t.Fatalf("Add of a bad name = %v", err)
 	}
-	if _, err := fl.Upgrade(context.Background(), "Bad_Name", "", ""); !usage.Is(err) {
+	if _, err := fl.Upgrade(context.Background(), "Bad_Name", "", ""); !inputerr.Is(err) {
 		t.Fatalf("Upgrade of a bad name = %v", err)
 	}
 }

@@ -24,9 +24,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 
+	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/node"
-	"tug.dev/tug/pkg/usage"
 )
 
 const (
@@ -42,7 +42,7 @@ const (
 // that every DaemonSet and pod name made from it stays valid.
 func ValidateName(name string) error {
 	if errs := validation.IsDNS1123Label(name); len(errs) > 0 || len(name) > maxNameLen {
-		return usage.Errorf("invalid node container name %q: use at most %d lower-case letters, digits and '-', starting and ending with a letter or digit", name, maxNameLen)
+		return inputerr.Errorf("invalid node container name %q: use at most %d lower-case letters, digits and '-', starting and ending with a letter or digit", name, maxNameLen)
 	}
 	return nil
 }
@@ -96,11 +96,11 @@ func (o AddOptions) Validate() error {
 		return err
 	}
 	if strings.TrimSpace(o.Image) == "" || strings.ContainsAny(o.Image, " \t\n") {
-		return usage.Errorf("invalid image %q: give an image reference such as registry.example.com/agent:1.2", o.Image)
+		return inputerr.Errorf("invalid image %q: give an image reference such as registry.example.com/agent:1.2", o.Image)
 	}
 	if o.Pool != "" {
 		if err := kube.ValidateLabelValue("pool", o.Pool); err != nil {
-			return usage.Wrap(err)
+			return inputerr.Wrap(err)
 		}
 	}
 	return nil
@@ -113,10 +113,10 @@ func ParseEnv(pairs []string) ([]corev1.EnvVar, error) {
 	for _, p := range pairs {
 		k, v, ok := strings.Cut(p, "=")
 		if !ok || k == "" {
-			return nil, usage.Errorf("invalid --env %q: want NAME=VALUE", p)
+			return nil, inputerr.Errorf("invalid --env %q: want NAME=VALUE", p)
 		}
 		if errs := validation.IsEnvVarName(k); len(errs) > 0 {
-			return nil, usage.Errorf("invalid variable name %q in --env: %s", k, strings.Join(errs, "; "))
+			return nil, inputerr.Errorf("invalid variable name %q in --env: %s", k, strings.Join(errs, "; "))
 		}
 		if i, dup := seen[k]; dup {
 			out[i].Value = v
@@ -352,7 +352,7 @@ func (c *Client) selected(ctx context.Context, name, pool string) ([]appsv1.Daem
 		}
 	}
 	if len(out) == 0 {
-		return nil, usage.Wrap(&NotFoundError{Name: name, Pool: pool, Namespace: c.Namespace})
+		return nil, inputerr.Wrap(&NotFoundError{Name: name, Pool: pool, Namespace: c.Namespace})
 	}
 	return out, nil
 }

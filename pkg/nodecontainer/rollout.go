@@ -16,9 +16,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 
+	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/progress"
-	"tug.dev/tug/pkg/usage"
 )
 
 func applyDaemonSet(ctx context.Context, client kubernetes.Interface, ds *appsv1.DaemonSet) (*appsv1.DaemonSet, error) {
@@ -38,7 +38,7 @@ func (c *Client) Upgrade(ctx context.Context, name, pool, image string) ([]Conta
 		return nil, err
 	}
 	if image != "" && strings.ContainsAny(image, " \t\n") {
-		return nil, usage.Errorf("invalid image %q", image)
+		return nil, inputerr.Errorf("invalid image %q", image)
 	}
 	list, err := c.selected(ctx, name, pool)
 	if err != nil {

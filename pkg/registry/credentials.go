@@ -19,7 +19,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"tug.dev/tug/pkg/usage"
+	"tug.dev/tug/pkg/inputerr"
 )
 
 // Credentials log in to one registry server.
@@ -48,7 +48,7 @@ func (c Credentials) Validate() error {
 		return err
 	}
 	if c.Password == "" {
-		return usage.Errorf("the password is empty")
+		return inputerr.Errorf("the password is empty")
 	}
 	return nil
 }
@@ -57,7 +57,7 @@ func (c Credentials) Validate() error {
 // HOST or HOST:PORT, optionally with a path (gcr.io/project) or an http(s)://
 // scheme (https://index.docker.io/v1/). Its error is an input error.
 func ValidateServer(s string) error {
-	return usage.Wrap(validateServer(s))
+	return inputerr.Wrap(validateServer(s))
 }
 
 func validateServer(s string) error {
@@ -100,7 +100,7 @@ func validateServer(s string) error {
 // from the separator in the auth field, so it is refused. Its error is an
 // input error.
 func ValidateUsername(u string) error {
-	return usage.Wrap(validateUsername(u))
+	return inputerr.Wrap(validateUsername(u))
 }
 
 func validateUsername(u string) error {
@@ -124,7 +124,7 @@ const maxPassword = 64 << 10
 // are input errors, and never contain what was read.
 func ReadPassword(r io.Reader) (string, error) {
 	p, err := readPassword(r)
-	return p, usage.Wrap(err)
+	return p, inputerr.Wrap(err)
 }
 
 func readPassword(r io.Reader) (string, error) {

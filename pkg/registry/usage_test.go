@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"tug.dev/tug/pkg/usage"
+	"tug.dev/tug/pkg/inputerr"
 )
 
 // Every check of what the user typed or piped in fails with an input error
@@ -17,7 +17,7 @@ func TestValidationErrorsAreInputErrors(t *testing.T) {
 		"password":    pwErr,
 		"credentials": Credentials{Server: "registry.example.com", Username: "ci"}.Validate(),
 	} {
-		if !usage.Is(err) {
+		if !inputerr.Is(err) {
 			t.Errorf("%s: %v is not an input error", name, err)
 		}
 	}

@@ -10,9 +10,9 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/deploy"
+	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/route"
-	"tug.dev/tug/pkg/usage"
 )
 
 // The traffic actions: each checks its input (a usage error when it cannot
@@ -22,7 +22,7 @@ import (
 // effects (a certificate's Secret) and costly checks (a LIST) run once, under
 // the app's lock (deploy.RecordChange).
 
-func checkApp(name string) error { return usage.Wrap(app.ValidateName(name)) }
+func checkApp(name string) error { return inputerr.Wrap(app.ValidateName(name)) }
 
 // DomainAddOptions are `tug domain add`.
 type DomainAddOptions struct {
@@ -42,10 +42,10 @@ func (o *DomainAddOptions) Validate() error {
 		return err
 	}
 	if err := ValidateHost(o.Host); err != nil {
-		return usage.Wrap(err)
+		return inputerr.Wrap(err)
 	}
 	o.Host = strings.ToLower(o.Host)
-	return usage.Wrap(ValidatePath(o.Path))
+	return inputerr.Wrap(ValidatePath(o.Path))
 }
 
 // DomainAdd routes a host (and path) to the app. A host another app of the
@@ -141,7 +141,7 @@ func (o *CertAddOptions) Validate() error {
 		return err
 	}
 	if o.CertFile == "" || o.KeyFile == "" {
-		return usage.Errorf("give both --cert FILE and --key FILE")
+		return inputerr.Errorf("give both --cert FILE and --key FILE")
 	}
 	var err error
 	if o.certPEM, err = readFile("--cert", o.CertFile); err != nil {
@@ -154,7 +154,7 @@ func (o *CertAddOptions) Validate() error {
 		o.Now = time.Now()
 	}
 	_, err = CheckPair(o.certPEM, o.keyPEM, o.Host, o.Now)
-	return usage.Wrap(err)
+	return inputerr.Wrap(err)
 }
 
 // MaxPEMBytes bounds --cert and --key: a certificate chain and its key
@@ -252,7 +252,7 @@ const (
 // ParseOnOff reads "on" or "off".
 func ParseOnOff(s string) (bool, error) {
 	if s != "on" && s != "off" {
-		return false, usage.Errorf("want on or off, not %q", s)
+		return false, inputerr.Errorf("want on or off, not %q", s)
 	}
 	return s == "on", nil
 }
@@ -305,7 +305,7 @@ func (o *AllowOptions) Validate() error {
 	for _, s := range o.Sources {
 		c, err := ParseCIDR(s)
 		if err != nil {
-			return usage.Wrap(err)
+			return inputerr.Wrap(err)
 		}
 		o.cidrs = append(o.cidrs, c)
 	}

@@ -21,10 +21,10 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/deploy"
+	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/lock"
 	"tug.dev/tug/pkg/route"
-	"tug.dev/tug/pkg/usage"
 )
 
 const ns = "team"
@@ -186,8 +186,8 @@ func TestCertAddInput(t *testing.T) {
 		{"no such domain", certFiles(t, "api.example.com"), `app "shop" has no domain api.example.com`, false},
 	} {
 		_, err := CertAdd(context.Background(), d, tc.o, deploy.Options{})
-		if err == nil || !strings.Contains(err.Error(), tc.want) || usage.Is(err) != tc.usage {
-			t.Errorf("%s: CertAdd = %v (usage %v), want %q (usage %v)", tc.name, err, usage.Is(err), tc.want, tc.usage)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || inputerr.Is(err) != tc.usage {
+			t.Errorf("%s: CertAdd = %v (usage %v), want %q (usage %v)", tc.name, err, inputerr.Is(err), tc.want, tc.usage)
 		}
 	}
 	if sec := secrets(t, c); len(sec) != 0 {
@@ -278,8 +278,8 @@ func TestDomainAddRefused(t *testing.T) {
 		{DomainAddOptions{App: "-shop", Host: "api.example.com"}, "", true},
 	} {
 		_, err := DomainAdd(context.Background(), d, tc.o, deploy.Options{})
-		if err == nil || !strings.Contains(err.Error(), tc.want) || usage.Is(err) != tc.usage {
-			t.Errorf("%+v: DomainAdd = %v (usage %v), want %q (usage %v)", tc.o, err, usage.Is(err), tc.want, tc.usage)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || inputerr.Is(err) != tc.usage {
+			t.Errorf("%+v: DomainAdd = %v (usage %v), want %q (usage %v)", tc.o, err, inputerr.Is(err), tc.want, tc.usage)
 		}
 	}
 	if got := record(t, c).Domains; len(got) != 1 {
@@ -335,13 +335,13 @@ func TestSetAndAllow(t *testing.T) {
 	if _, err := Allow(ctx, d, AllowOptions{App: "shop", Sources: []string{"10.0.0.0/8"}, Remove: true}, deploy.Options{}); err == nil || !strings.Contains(err.Error(), "does not allow 10.0.0.0/8") {
 		t.Errorf("removing a source not allowed: %v", err)
 	}
-	if _, err := Allow(ctx, d, AllowOptions{App: "shop", Sources: []string{"10.0.0.1/8"}}, deploy.Options{}); !usage.Is(err) {
+	if _, err := Allow(ctx, d, AllowOptions{App: "shop", Sources: []string{"10.0.0.1/8"}}, deploy.Options{}); !inputerr.Is(err) {
 		t.Errorf("a CIDR with host bits: %v, want a usage error", err)
 	}
 	for in, want := range map[string]string{"on": "true", "off": "false", "yes": "error"} {
 		on, err := ParseOnOff(in)
 		if got := map[bool]string{true: "true", false: "false"}[on]; err != nil {
-			if want != "error" || !usage.Is(err) {
+			if want != "error" || !inputerr.Is(err) {
 				t.Errorf("ParseOnOff(%q) = %v", in, err)
 			}
 		} else if got != want {

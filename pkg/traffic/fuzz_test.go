@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"tug.dev/tug/pkg/usage"
+	"tug.dev/tug/pkg/inputerr"
 )
 
 // Fuzz targets for allowed sources and domains: nothing panics, a refusal
@@ -20,7 +20,7 @@ func FuzzParseCIDR(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		err := (&AllowOptions{App: "shop", Sources: []string{s}}).Validate()
 		c, perr := ParseCIDR(s)
-		if (err == nil) != (perr == nil) || (err != nil && !usage.Is(err)) {
+		if (err == nil) != (perr == nil) || (err != nil && !inputerr.Is(err)) {
 			t.Fatalf("ParseCIDR: %v; Validate: %v", perr, err)
 		}
 		if perr != nil {
@@ -44,7 +44,7 @@ func FuzzDomain(f *testing.F) {
 	f.Fuzz(func(t *testing.T, host, path string) {
 		o := DomainAddOptions{App: "shop", Host: host, Path: path}
 		if err := o.Validate(); err != nil {
-			if !usage.Is(err) {
+			if !inputerr.Is(err) {
 				t.Fatalf("a refusal that is not an input error: %v", err)
 			}
 			return

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"tug.dev/tug/pkg/usage"
+	"tug.dev/tug/pkg/inputerr"
 )
 
 // FuzzValidateMountPath: nothing panics, a refusal is an input error, and
@@ -17,7 +17,7 @@ func FuzzValidateMountPath(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, p string) {
 		if err := ValidateMountPath(p); err != nil {
-			if !usage.Is(err) {
+			if !inputerr.Is(err) {
 				t.Fatalf("a refusal that is not an input error: %v", err)
 			}
 			return

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"tug.dev/tug/pkg/app"
-	"tug.dev/tug/pkg/usage"
+	"tug.dev/tug/pkg/inputerr"
 )
 
 // Every check that needs no cluster fails with an input error (exit 2), so
@@ -22,7 +22,7 @@ func TestValidationErrorsAreInputErrors(t *testing.T) {
 		"bind path":    ValidateBind("shop", app.VolumeBinding{Volume: "v", MountPath: "/proc/x"}),
 		"bind process": ValidateBind("shop", app.VolumeBinding{Volume: "v", MountPath: "/data", Process: "my-web"}),
 	} {
-		if !usage.Is(err) {
+		if !inputerr.Is(err) {
 			t.Errorf("%s: %v is not an input error", name, err)
 		}
 	}

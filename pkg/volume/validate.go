@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"tug.dev/tug/pkg/usage"
+	"tug.dev/tug/pkg/inputerr"
 )
 
 // MaxNameLen keeps every name derived from a volume valid: the pod volume
@@ -22,7 +22,7 @@ var nameRE = regexp.MustCompile(`^[a-z]([-a-z0-9]*[a-z0-9])?$`)
 
 // ValidateName checks a volume name; the error says what a valid one is. Its error is an input error.
 func ValidateName(name string) error {
-	return usage.Wrap(validateName(name))
+	return inputerr.Wrap(validateName(name))
 }
 
 func validateName(name string) error {
@@ -102,7 +102,7 @@ var reservedMounts = []string{"/proc", "/sys", "/dev"}
 // canonical form (no '.', '..' or '//'; a trailing '/' is allowed), not
 // the root and not over /proc, /sys or /dev. Its error is an input error.
 func ValidateMountPath(p string) error {
-	return usage.Wrap(validateMountPath(p))
+	return inputerr.Wrap(validateMountPath(p))
 }
 
 func validateMountPath(p string) error {

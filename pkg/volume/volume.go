@@ -20,8 +20,8 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/deploy"
+	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/kube"
-	"tug.dev/tug/pkg/usage"
 )
 
 const (
@@ -60,7 +60,7 @@ type CreateOptions struct {
 // Validate checks everything that needs no cluster; its error is an input
 // error.
 func (o CreateOptions) Validate() error {
-	return usage.Wrap(o.validate())
+	return inputerr.Wrap(o.validate())
 }
 
 func (o CreateOptions) validate() error {
