@@ -26,4 +26,4 @@ finish() {
 }
 trap finish EXIT
 export TUG_E2E_KUBECONFIG=$($cluster kubeconfig) TUG_E2E_REQUIRED=1
-go test -count=1 -timeout 30m ./... "$@"
+go test -count=1 -timeout 45m ./... "$@"

@@ -151,7 +151,7 @@ func canaryEndCmd(f *cli.Factory, verb, short, long string, run func(context.Con
 	var format cli.OutputFormat
 	cmd := &cobra.Command{
 		Use:         verb + " APP",
-		Annotations: argsAre(argApp),
+		Annotations: deleting(argApp), // removes the units of one of the two releases,
 		Short:       short,
 		Long:        long,
 		Example:     "  tug release " + verb + " shop",

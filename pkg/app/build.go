@@ -2,6 +2,7 @@ package app
 
 import (
 	"slices"
+	"strings"
 
 	"tug.dev/tug/pkg/build/protocol"
 )
@@ -77,4 +78,23 @@ func (s BuildSettings) Merge(remembered *BuildSettings) BuildSettings {
 		s.BuildEnv = slices.Clone(remembered.BuildEnv)
 	}
 	return s
+}
+
+// Shown is s as app info shows it: the build env's names, never its values
+// (a build env is not for secrets, but a value can still be one someone
+// typed). nil for nil.
+func (s *BuildSettings) Shown() *BuildSettings {
+	if s == nil {
+		return nil
+	}
+	c := *s
+	c.BuildEnv = make([]string, 0, len(s.BuildEnv))
+	for _, kv := range s.BuildEnv {
+		k, _, _ := strings.Cut(kv, "=")
+		c.BuildEnv = append(c.BuildEnv, k)
+	}
+	if len(c.BuildEnv) == 0 {
+		c.BuildEnv = nil
+	}
+	return &c
 }

@@ -247,7 +247,7 @@ func GetInfo(ctx context.Context, s *Store, name string) (*Info, error) {
 		Domains:     []string{},
 		Allow:       append([]string{}, a.Allow...),
 		Registry:    a.RegistrySecret,
-		Build:       a.Build,
+		Build:       a.Build.Shown(),
 		Move:        a.Move,
 	}
 	info.Running = running(a, rels, deps.Items)

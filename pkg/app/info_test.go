@@ -199,3 +199,23 @@ func TestSummarizeRelease(t *testing.T) {
 		t.Errorf("summary = %+v", got)
 	}
 }
+
+// app info shows a build env's names, never its values; the record keeps
+// them for the next build.
+func TestGetInfoHidesBuildEnvValues(t *testing.T) {
+	s, _ := newStore(t)
+	ctx := context.Background()
+	mustCreateApp(t, s, &App{Name: "shop", Build: &BuildSettings{Builder: "b", BuildEnv: []string{"NPM_TOKEN=s3cret", "MODE=prod"}}})
+	info, err := GetInfo(ctx, s, "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(info)
+	if strings.Contains(string(b), "s3cret") || strings.Contains(string(b), "prod") || !strings.Contains(string(b), `"buildEnv":["NPM_TOKEN","MODE"]`) {
+		t.Errorf("info %s", b)
+	}
+	a, err := s.GetApp(ctx, "shop")
+	if err != nil || a.Build.BuildEnv[0] != "NPM_TOKEN=s3cret" {
+		t.Errorf("the record lost its build env: %+v, %v", a.Build, err)
+	}
+}

@@ -102,8 +102,8 @@ func RemoveHeld(ctx context.Context, d deploy.Deps, appName string, o RemoveOpti
 		{"autoscalers", func() (runtime.Object, error) { return c.AutoscalingV2().HorizontalPodAutoscalers(ns).List(ctx, sel) }, func(n string) error { return c.AutoscalingV2().HorizontalPodAutoscalers(ns).Delete(ctx, n, del) }},
 		{"routes", nil, nil},       // HTTPRoutes, through the dynamic client: see below
 		{"certificates", nil, nil}, // cert-manager's, before the Secrets it writes
-		{"jobs", func() (runtime.Object, error) { return c.BatchV1().CronJobs(ns).List(ctx, sel) }, func(n string) error { return c.BatchV1().CronJobs(ns).Delete(ctx, n, del) }},
-		{"job runs", func() (runtime.Object, error) { return c.BatchV1().Jobs(ns).List(ctx, sel) }, func(n string) error { return c.BatchV1().Jobs(ns).Delete(ctx, n, del) }},
+		{"jobs", func() (runtime.Object, error) { return batchNoneIfForbidden(c.BatchV1().CronJobs(ns).List(ctx, sel)) }, func(n string) error { return c.BatchV1().CronJobs(ns).Delete(ctx, n, del) }},
+		{"job runs", func() (runtime.Object, error) { return batchNoneIfForbidden(c.BatchV1().Jobs(ns).List(ctx, sel)) }, func(n string) error { return c.BatchV1().Jobs(ns).Delete(ctx, n, del) }},
 		{"deployments", func() (runtime.Object, error) { return c.AppsV1().Deployments(ns).List(ctx, sel) }, func(n string) error { return c.AppsV1().Deployments(ns).Delete(ctx, n, del) }},
 		{"ingresses", func() (runtime.Object, error) { return c.NetworkingV1().Ingresses(ns).List(ctx, sel) }, func(n string) error { return c.NetworkingV1().Ingresses(ns).Delete(ctx, n, del) }},
 		{"middlewares", nil, nil}, // Traefik's, through the dynamic client: see below
@@ -252,4 +252,14 @@ func (e *StuckUnitsError) Error() string {
 	return fmt.Sprintf("app %q is removed, but %s %s %s still terminating after %s; tug leaves %s terminating: a finalizer or a node that does not answer holds %s (see 'kubectl get pod -n %s %s -o yaml')",
 		e.App, text.Plural(len(e.Units), "unit", "units"), strings.Join(e.Units, ", "), text.Plural(len(e.Units), "is", "are"), e.Waited.Round(time.Second),
 		text.Plural(len(e.Units), "it", "them"), text.Plural(len(e.Units), "it", "them"), e.Namespace, e.Units[0])
+}
+
+// batchNoneIfForbidden is a LIST of CronJobs or Jobs for removal; a user
+// whose Role predates jobs may not list them, and so cannot have made any:
+// the app has none to remove (removal goes on instead of stopping half-way).
+func batchNoneIfForbidden[L runtime.Object](list L, err error) (runtime.Object, error) {
+	if apierrors.IsForbidden(err) {
+		return &metav1.List{}, nil
+	}
+	return list, err
 }

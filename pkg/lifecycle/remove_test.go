@@ -276,3 +276,21 @@ func TestRemoveStuckUnitIsBounded(t *testing.T) {
 	}
 	assertNoLease(t, c)
 }
+
+// A user whose Role predates jobs may not list CronJobs or Jobs: remove
+// goes on (such a user cannot have made any) instead of stopping after
+// the routes went, with the app still running.
+func TestRemoveWithARoleThatPredatesJobs(t *testing.T) {
+	c, s := removeFixture(t)
+	for _, r := range []string{"cronjobs", "jobs"} {
+		c.PrependReactor("list", r, func(a k8stesting.Action) (bool, runtime.Object, error) {
+			return true, nil, apierrors.NewForbidden(a.GetResource().GroupResource(), "", errors.New("no batch verbs"))
+		})
+	}
+	if err := Remove(context.Background(), deps(c), "shop", RemoveOptions{}); err != nil {
+		t.Fatalf("Remove: %v", err)
+	}
+	if _, err := s.GetApp(context.Background(), "shop"); !app.IsNotFound(err) {
+		t.Errorf("GetApp after Remove = %v", err)
+	}
+}

@@ -18,6 +18,11 @@ import (
 // mark records (PoolSet gives that move up first). The serving source of
 // an unfinished move to o.To itself is that move run again (staleTarget).
 func movableSource(a *app.App, o Options) error {
+	if c := a.Canary; c != nil {
+		// a move copies one release; the other's units and the split
+		// route would be left behind, or promoted there unseen
+		return inputerr.Errorf("app %q runs v%d as a %s beside v%d, and moves only with one release: first 'tug release promote %s' or 'tug release abort %s'", a.Name, c.Release, c.Strategy, a.Release, a.Name, a.Name)
+	}
 	m := a.Move
 	switch {
 	case m == nil:
