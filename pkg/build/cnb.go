@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/build/protocol"
@@ -278,6 +279,7 @@ func cnbPod(p *corev1.Pod, build *corev1.Container, o Options) {
 func (b *builder) createPod(parent context.Context, pod *corev1.Pod) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), createTimeout)
 	defer cancel()
+	b.sweep(ctx)
 	b.created = true // deleting a pod that was never made is harmless
 	if _, err := b.d.Client.CoreV1().Pods(b.o.Namespace).Create(ctx, pod, metav1.CreateOptions{FieldManager: kube.FieldManager}); err != nil {
 		b.created = false
@@ -287,4 +289,49 @@ func (b *builder) createPod(parent context.Context, pod *corev1.Pod) error {
 		return fmt.Errorf("creating the build pod: %w", kube.TranslateError(err))
 	}
 	return parent.Err()
+}
+
+// leftoverGrace is how long a finished build pod is left to the tug that
+// made it (reading its log, its result) before another build of the app
+// may delete it.
+const leftoverGrace = 30 * time.Second
+
+// Leftover says whether build pod p is one no tug will use again: it
+// ended at least leftoverGrace before now (its containers' end, else its
+// deadline). A tug killed outright (kill -9) cannot delete its pods, and
+// nothing in the cluster deletes a finished bare pod; the next build of
+// the app does (sweep).
+func Leftover(p *corev1.Pod, now time.Time) bool {
+	if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+		return false
+	}
+	var end time.Time
+	for _, cs := range append(append([]corev1.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+		if t := cs.State.Terminated; t != nil && t.FinishedAt.After(end) {
+			end = t.FinishedAt.Time
+		}
+	}
+	if end.IsZero() {
+		end = p.CreationTimestamp.Time
+		if d := p.Spec.ActiveDeadlineSeconds; d != nil {
+			end = end.Add(time.Duration(*d) * time.Second)
+		}
+	}
+	return now.Sub(end) >= leftoverGrace
+}
+
+// sweep deletes the app's leftover build pods (Leftover), best effort:
+// a build goes on whatever it finds.
+func (b *builder) sweep(ctx context.Context) {
+	sel := labels.SelectorFromSet(labels.Set{kube.LabelApp: b.o.App, kube.LabelKind: KindBuild}).String()
+	l, err := b.d.Client.CoreV1().Pods(b.o.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return
+	}
+	zero := int64(0)
+	for i := range l.Items {
+		if p := &l.Items[i]; p.DeletionTimestamp == nil && Leftover(p, time.Now()) {
+			_ = b.d.Client.CoreV1().Pods(b.o.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero, Preconditions: &metav1.Preconditions{UID: &p.UID}})
+		}
+	}
 }

@@ -6,16 +6,20 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"tug.dev/tug/pkg/build"
 )
 
 // cnbBuilder is the local cluster's CNB test builder (test/images/cnb,
@@ -245,4 +249,137 @@ func TestCNBBuildPodPassesRestricted(t *testing.T) {
 		t.Errorf("a Dockerfile build in a restricted namespace: want it refused, got %s", r)
 	}
 	assertNoBuildPods(t, h)
+}
+
+// Ten CNB builds stopped at different moments, by Ctrl-C and by kill -9,
+// deploy nothing; then no pod of theirs is left: Ctrl-C deletes its own,
+// and the pods of a killed tug (which no cluster controller deletes: a
+// finished bare pod stays) are swept by the app's next build once they
+// have ended (their deadline is the build timeout). The release list and
+// app info agree with what runs.
+func TestCNBBuildInterruptedLeavesNoPods(t *testing.T) {
+	h := New(t)
+	reg := registryForBuilds(t, true)
+	builder := cnbBuilder(t, reg)
+	src := t.TempDir()
+	writeFiles(t, src, map[string]string{"message.txt": "Interrupted\n"})
+	h.mustTug("app", "create", "stop")
+	args := []string{"app", "deploy", "stop", "--builder", builder, "--repository", reg + "/e2e/" + h.NS + "/stop"}
+	// the moments: the pod that reads the builder exists, the build pod
+	// exists, the upload starts, the lifecycle runs, a buildpack runs
+	inspecting := func(p corev1.Pod) bool {
+		return strings.Contains(strings.Join(p.Spec.Containers[0].Command, " "), " inspect ")
+	}
+	moments := []struct {
+		line string
+		pod  func(corev1.Pod) bool
+	}{
+		{pod: inspecting},
+		{pod: func(p corev1.Pod) bool { return !inspecting(p) }},
+		{line: "running; uploading"},
+		{line: "/cnb/lifecycle/creator"},
+		{line: "tug.test/shell:"},
+	}
+	allPods := func() []corev1.Pod {
+		return h.WaitPods("tug.dev/kind=build", time.Second, "build pods", func([]corev1.Pod) bool { return true })
+	}
+	killed := 0
+	for i := 0; i < 10; i++ {
+		m := moments[i%len(moments)]
+		sig := os.Signal(os.Interrupt)
+		if i%2 == 1 {
+			sig = syscall.SIGKILL
+		}
+		cmd := exec.Command(env.tug, append(args, "--build-timeout", "45s")...)
+		cmd.Dir = src
+		cmd.Env = h.tugEnv(nil)
+		stderr, err := cmd.StderrPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, p := range allPods() { // not this round's
+			seen[p.Name] = true
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		s := NewStream(stderr)
+		if m.pod != nil {
+			h.WaitPods("tug.dev/kind=build", 90*time.Second, fmt.Sprintf("round %d: its pod", i), func(pods []corev1.Pod) bool {
+				for _, p := range pods {
+					if !seen[p.Name] && m.pod(p) {
+						return true
+					}
+				}
+				return false
+			})
+		} else {
+			s.WaitFor(t, m.line, 90*time.Second)
+		}
+		if err := cmd.Process.Signal(sig); err != nil {
+			t.Fatal(err)
+		}
+		err = cmd.Wait()
+		if code := cmd.ProcessState.ExitCode(); sig == os.Interrupt && code != 130 {
+			t.Fatalf("round %d: Ctrl-C: exited %d (%v), want 130; stderr:\n%s", i, code, err, s.String())
+		}
+		if sig == syscall.SIGKILL {
+			for _, p := range allPods() {
+				if !seen[p.Name] && p.DeletionTimestamp == nil {
+					killed++
+					break
+				}
+			}
+		}
+	}
+	if killed == 0 {
+		t.Errorf("no kill -9 left a pod behind: the sweep below is not tested")
+	}
+	deps, err := h.Client.AppsV1().Deployments(h.NS).List(context.Background(), metav1.ListOptions{})
+	if err != nil || len(deps.Items) != 0 {
+		t.Fatalf("an interrupted build deployed something: %v %d Deployments", err, len(deps.Items))
+	}
+	type release struct {
+		Version int    `json:"version"`
+		Status  string `json:"status"`
+	}
+	releases := func() []release {
+		var rels []release
+		if err := json.Unmarshal([]byte(h.mustTug("release", "list", "stop", "-o", "json").Stdout), &rels); err != nil {
+			t.Fatal(err)
+		}
+		return rels
+	}
+	for _, r := range releases() {
+		if r.Status == "deployed" {
+			t.Errorf("release list says v%d is deployed, but nothing runs", r.Version)
+		}
+	}
+	// the killed tugs' pods end by their deadline; the next build sweeps
+	// those that have
+	h.Eventually(2*time.Minute, "the killed builds' pods have ended", func() (bool, error) {
+		for _, p := range allPods() {
+			if p.DeletionTimestamp == nil && !build.Leftover(&p, time.Now()) {
+				return false, fmt.Errorf("pod %s is %s", p.Name, p.Status.Phase)
+			}
+		}
+		return true, nil
+	})
+	if r := h.TugRun(Run{Args: append(args, "--build-timeout", "3m"), Dir: src}); r.Code != 0 {
+		t.Fatalf("the deploy after the interrupted ones: %s", r)
+	}
+	assertNoBuildPods(t, h)
+	rels := releases()
+	d, err := h.Client.AppsV1().Deployments(h.NS).Get(context.Background(), "stop-web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := d.Spec.Template.Labels["tug.dev/release"]
+	if len(rels) == 0 || rels[0].Status != "deployed" || fmt.Sprint(rels[0].Version) != runs {
+		t.Errorf("release list %+v does not agree with what runs (v%s)", rels, runs)
+	}
+	if info := h.mustTug("app", "info", "stop").Stdout; !strings.Contains(info, "v"+runs) {
+		t.Errorf("app info does not name v%s, which runs:\n%s", runs, info)
+	}
 }
