@@ -57,6 +57,11 @@ server's --event-ttl) and a unit only its containers' last exit.
 				return err
 			}
 			o.App, o.Processes = a.Name, a.ProcessNames()
+			apps, err := s.ListApps(cmd.Context())
+			if err != nil {
+				return err
+			}
+			o.Others = events.OthersLike(a.Name, apps)
 			return runAppEvents(cmd.Context(), f, s, o)
 		},
 	}

@@ -57,6 +57,10 @@ type Options struct {
 	Processes []string
 	// Since keeps only what happened in the last Since (0: everything kept).
 	Since time.Duration
+	// Others are the namespace's other apps whose names start with App's
+	// and a dash ("shop-web" beside "shop"), with their process types:
+	// their objects' names start like App's, and they are not App's.
+	Others map[string][]string
 }
 
 // Owns reports whether an object named name is one of the app's: the app
@@ -66,6 +70,11 @@ type Options struct {
 func (o Options) Owns(name string) bool {
 	if name == o.App {
 		return true
+	}
+	for other, procs := range o.Others {
+		if (Options{App: other, Processes: procs}).Owns(name) {
+			return false
+		}
 	}
 	for _, p := range append(o.Processes, app.RunProcess) {
 		base := o.App + "-" + p
@@ -249,3 +258,15 @@ func Sorted(evs []Event) []Event {
 // clean is cluster text made safe for a terminal and one line: anyone who
 // can write the namespace writes Events.
 func clean(s string) string { return text.OneLine(text.Sanitize(s)) }
+
+// OthersLike are the apps among apps whose names begin with appName and a
+// dash, with their process types: Options.Others.
+func OthersLike(appName string, apps []*app.App) map[string][]string {
+	out := map[string][]string{}
+	for _, a := range apps {
+		if strings.HasPrefix(a.Name, appName+"-") {
+			out[a.Name] = a.ProcessNames()
+		}
+	}
+	return out
+}

@@ -28,6 +28,25 @@ func TestOwns(t *testing.T) {
 	}
 }
 
+// An app named like one of shop's processes ("shop-web") is another app:
+// its Service, Deployments and units are not shop's.
+func TestOwnsLeavesOutAnAppNamedLikeAProcess(t *testing.T) {
+	o := Options{App: "shop", Processes: []string{"web"}}
+	o.Others = OthersLike("shop", []*app.App{{Name: "shop"}, {Name: "shop-web", Processes: map[string]app.Process{"web": {}}}, {Name: "blog"}, {Name: "shopping"}})
+	if len(o.Others) != 1 || o.Others["shop-web"][0] != "web" {
+		t.Fatalf("others %v", o.Others)
+	}
+	for name, want := range map[string]bool{
+		"shop": true, "shop-web-7d9f-x1": true, "shop-web-7d9f": true, // shop's web units and ReplicaSet
+		"shop-web-web": false, "shop-web-web-7d9f-a": false, "shop-web-run-x": false, // shop-web's
+		"shop-run-abcde": true,
+	} {
+		if got := o.Owns(name); got != want {
+			t.Errorf("Owns(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
 func TestListMergesOldestFirstAndSanitizes(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	ev := func(name, obj, reason, msg string, at time.Time) *corev1.Event {
