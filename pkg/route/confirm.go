@@ -86,6 +86,9 @@ const (
 	probeAdmitted Probe = "admitted"
 	// probeGone: the router no longer routes the host (its 404).
 	probeGone Probe = "gone"
+	// probeRouted: ProbeServe through the Gateway, the answer carrying
+	// RouteHeader (not an Ingress's answer for the same host).
+	probeRouted Probe = "routed"
 	// probeSplit prefixes ProbeSplit's.
 	probeSplit = "split:"
 )
@@ -135,6 +138,9 @@ func (c Client) Confirm(ctx context.Context, p progress.Reporter, before, a *app
 	confirmed := true
 	for _, u := range servedURLs(a) {
 		want := expect(before, a, u.Hostname(), src, probe)
+		if want == ProbeServe && throughGateway(a, u.Hostname()) {
+			want = probeRouted
+		}
 		if want == ProbeNone {
 			confirmed = false // nothing tug can ask tells this change apart
 			continue
@@ -401,6 +407,9 @@ func answered(ctx context.Context, client *http.Client, u *url.URL, probe Probe)
 	if marker, ok := strings.CutPrefix(string(probe), probeSplit); ok && resp.Header.Get(SplitHeader) != marker {
 		return false
 	}
+	if probe == probeRouted && resp.Header.Get(RouteHeader) == "" {
+		return false
+	}
 	switch probe {
 	case ProbeMaintenance:
 		return resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get("Retry-After") != ""
@@ -416,4 +425,24 @@ func answered(ctx context.Context, client *http.Client, u *url.URL, probe Probe)
 		return probe != probeAdmitted
 	}
 	return true
+}
+
+// throughGateway says whether the app's HTTPRoutes carry host (its own
+// URL, or a domain that needs no Ingress of its own).
+func throughGateway(a *app.App, host string) bool {
+	if a.Route != nil && host == a.Route.Host {
+		return true
+	}
+	for _, d := range a.Domains {
+		if d.Host == host && ThroughIngress(d) {
+			return false
+		}
+	}
+	hosts, _ := routedHosts(a)
+	for _, h := range hosts {
+		if h == host {
+			return true
+		}
+	}
+	return false
 }

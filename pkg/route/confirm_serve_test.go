@@ -32,6 +32,7 @@ func fakeRouter(t *testing.T, hosts *atomic.Value) (*dynamicfake.FakeDynamicClie
 			h = r.Host
 		}
 		if served, _ := hosts.Load().(map[string]bool); served[h] {
+			w.Header().Set(RouteHeader, "shop") // what the route's filter adds
 			_, _ = w.Write([]byte("hello"))
 			return
 		}

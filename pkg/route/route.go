@@ -106,6 +106,14 @@ type Backend struct {
 // already accepted) and a user can see a canary is on.
 const SplitHeader = "Tug-Split"
 
+// RouteHeader is the response header every rule of the app's HTTPRoutes
+// adds (the app's name): an answer with it came through the Gateway, not
+// through an Ingress the router still serves the host by (a host moving
+// between the two when its certificate comes or goes: the router loads
+// its Ingress and Gateway configuration separately), so Confirm waits
+// for it.
+const RouteHeader = "Tug-Route"
+
 // SplitMarker is SplitHeader's value for backends.
 func SplitMarker(backends []Backend) string {
 	parts := make([]string, len(backends))
@@ -150,10 +158,12 @@ func RenderSplit(a *app.App, backends []Backend, labels map[string]string) []*un
 				"backendRefs": backendRefs(backends),
 			}
 			filters := allowFilters(a) // the router enforces the allow list (allow.go)
+			set := []any{map[string]any{"name": RouteHeader, "value": a.Name}}
 			if backends[0].Label != "" {
-				filters = append(filters, map[string]any{"type": "ResponseHeaderModifier",
-					"responseHeaderModifier": map[string]any{"set": []any{map[string]any{"name": SplitHeader, "value": SplitMarker(backends)}}}})
+				set = append(set, map[string]any{"name": SplitHeader, "value": SplitMarker(backends)})
 			}
+			filters = append(filters, map[string]any{"type": "ResponseHeaderModifier",
+				"responseHeaderModifier": map[string]any{"set": set}})
 			if filters != nil {
 				rule["filters"] = filters
 			}
