@@ -24,6 +24,10 @@ import (
 // fakeRouter is a Gateway "infra/router" whose address and HTTP listener
 // are an httptest server that answers Host hosts with 200 and everything
 // else with the router's 404, and a dynamic client holding it.
+// ingressHosts are answered (200) as an Ingress's rule would be: without
+// the route's header.
+var ingressHosts atomic.Value
+
 func fakeRouter(t *testing.T, hosts *atomic.Value) (*dynamicfake.FakeDynamicClient, *httptest.Server) {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -34,6 +38,10 @@ func fakeRouter(t *testing.T, hosts *atomic.Value) (*dynamicfake.FakeDynamicClie
 		if served, _ := hosts.Load().(map[string]bool); served[h] {
 			w.Header().Set(RouteHeader, "shop") // what the route's filter adds
 			_, _ = w.Write([]byte("hello"))
+			return
+		}
+		if byIngress, _ := ingressHosts.Load().(map[string]bool); byIngress[h] {
+			_, _ = w.Write([]byte("hello from the old Ingress rule")) // no route header
 			return
 		}
 		http.NotFound(w, r)
@@ -122,5 +130,19 @@ func TestConfirmAsksTheRouter(t *testing.T) {
 	}
 	if state, _ := c.Confirm(ctx, progress.Nop{}, a, after, got, ProbeNone); state != RoutingAccepted {
 		t.Errorf("nothing to ask: %q", state)
+	}
+
+	// cert remove: the host moves from the Ingress to the Gateway; the
+	// old Ingress rule answering it is not the route serving it
+	withCert := a.Copy()
+	withCert.Domains = []app.Domain{{Host: "shop.example.com", Path: "/", TLSSecret: "shop-tls"}}
+	ingressHosts.Store(map[string]bool{"shop.example.com": true})
+	defer ingressHosts.Store(map[string]bool{})
+	if state, _ := c.Confirm(ctx, progress.Nop{}, withCert, a, got, ProbeServe); state != RoutingAccepted {
+		t.Errorf("answered by the old Ingress only: %q, want accepted", state)
+	}
+	hosts.Store(map[string]bool{"shop-dev.apps.example.com": true, "shop.example.com": true})
+	if state, err := c.Confirm(ctx, progress.Nop{}, withCert, a, got, ProbeServe); err != nil || state != RoutingServed {
+		t.Errorf("answered through the route: %q, %v", state, err)
 	}
 }
