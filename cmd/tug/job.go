@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -306,6 +307,10 @@ name. -f follows a run that still runs.`,
 		Args: jobArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.App, o.Name = args[0], args[1]
+			if n, err := strconv.Atoi(o.Run); err == nil && n < 1 {
+				// before any request: no run is numbered below 1
+				return inputerr.Errorf("--run %d: runs are numbered from 1, the newest; see 'tug job info %s %s'", n, o.App, o.Name)
+			}
 			s, err := appStore(f)
 			if err != nil {
 				return err
