@@ -155,17 +155,35 @@ func (r *manualRun) follow(ctx context.Context, what string) (int, error) {
 	}
 	c := r.job.Spec.Template.Spec.Containers[0]
 	code, err := session.FollowPod(ctx, r.d, pod, c.Name, append(append([]string{}, c.Command...), c.Args...), what)
-	if err != nil && ctx.Err() == nil {
-		// a pod stopped at the Job's deadline is deleted by the Job
-		// controller: the Job says why
-		if j, gerr := r.d.Client.BatchV1().Jobs(r.job.Namespace).Get(ctx, r.job.Name, metav1.GetOptions{}); gerr == nil && runOf(j).Reason == "DeadlineExceeded" {
+	if (err != nil || code != 0) && ctx.Err() == nil {
+		// a pod stopped at the Job's deadline is killed (its exit code a
+		// signal's, 137 or 143) or deleted by the Job controller: the Job
+		// says why, and the run ends as a timeout either way
+		if j, gerr := r.d.Client.BatchV1().Jobs(r.job.Namespace).Get(ctx, r.job.Name, metav1.GetOptions{}); gerr == nil && pastDeadline(j) {
 			r.finished = true
 			return 0, &TimeoutError{Run: r.job.Name, Timeout: app.FormatJobTimeout(deref(r.job.Spec.ActiveDeadlineSeconds))}
 		}
-		return 0, err
+		if err != nil {
+			return 0, err
+		}
 	}
 	r.finished = err == nil
 	return code, err
+}
+
+// pastDeadline says whether the Job was stopped at its deadline: the
+// controller marks it FailureTarget, then Failed once its pod is gone,
+// with reason DeadlineExceeded; a pod it killed may exit before either,
+// so a Job older than its deadline (on the server's clock of its start
+// and ours, a second of slack) counts too.
+func pastDeadline(j *batchv1.Job) bool {
+	for _, c := range j.Status.Conditions {
+		if (c.Type == batchv1.JobFailed || c.Type == batchv1.JobFailureTarget) && c.Status == corev1.ConditionTrue && c.Reason == batchv1.JobReasonDeadlineExceeded {
+			return true
+		}
+	}
+	d := deref(j.Spec.ActiveDeadlineSeconds)
+	return d > 0 && j.Status.StartTime != nil && time.Since(j.Status.StartTime.Time) >= time.Duration(d)*time.Second-time.Second
 }
 
 func deref(p *int64) int64 {

@@ -218,3 +218,16 @@ func TestJobRunKilledStopsAtItsDeadline(t *testing.T) {
 		return failed && running == 0, err
 	})
 }
+
+// A run that reaches its timeout while tug follows it ends as a timeout
+// (exit 124, saying so), whether the Job controller deleted its pod or
+// only killed the command (then its exit code is a signal's).
+func TestJobRunTimeoutExits124(t *testing.T) {
+	h := New(t)
+	h.deployShop("shop", 1)
+	h.mustTug("job", "add", "shop", "slow", "--schedule", "@yearly", "--timeout", "15s", "--", "sleep", "300")
+	r := h.Tug("job", "run", "shop", "slow")
+	if r.Code != 124 || !strings.Contains(r.Stderr, "15s") {
+		t.Fatalf("job run past its timeout: %s; want exit 124 naming the timeout", r)
+	}
+}
