@@ -17,9 +17,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"tug.dev/tug/pkg/build"
+	"tug.dev/tug/pkg/kube"
 )
 
 // cnbBuilder is the local cluster's CNB test builder (test/images/cnb,
@@ -47,32 +49,65 @@ func cnbBuilder(t *testing.T, reg string) string {
 }
 
 // buildPodSpecs records the spec of every build pod made in the
-// namespace while the test runs, so it can say what they held.
+// namespace while the test runs, so it can say what they held. It lists
+// and watches through kube.UntilChange, which resumes a watch the server
+// or a busy connection closes (a bare watch that closed early once made
+// the test see no pod at all), and counts each pod once by its UID.
 func (h *H) buildPodSpecs() func() []string {
-	w, err := h.Client.CoreV1().Pods(h.NS).Watch(context.Background(), metav1.ListOptions{LabelSelector: "tug.dev/kind=build"})
-	if err != nil {
-		h.t.Fatal(err)
-	}
+	ctx, cancel := context.WithCancel(context.Background())
 	var mu sync.Mutex
+	seen := map[types.UID]bool{}
 	var specs []string
+	record := func(p *corev1.Pod) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !seen[p.UID] {
+			seen[p.UID] = true
+			b, _ := json.Marshal(p.Spec)
+			specs = append(specs, string(b))
+		}
+	}
+	listed := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for ev := range w.ResultChan() {
-			if p, ok := ev.Object.(*corev1.Pod); ok && ev.Type == watch.Added {
-				b, _ := json.Marshal(p.Spec)
-				mu.Lock()
-				specs = append(specs, string(b))
-				mu.Unlock()
+		lw := kube.Pods(h.Client, h.NS, metav1.ListOptions{LabelSelector: "tug.dev/kind=build"})
+		first := true
+		_ = kube.UntilChange(ctx, lw, func(c kube.Change[*corev1.Pod]) (bool, error) {
+			if c.Listed {
+				for _, p := range c.Objects {
+					record(p)
+				}
+				if first {
+					first = false
+					close(listed)
+				}
+			} else if c.Type == watch.Added {
+				record(c.Object)
 			}
-		}
+			return false, nil
+		})
 	}()
-	h.t.Cleanup(w.Stop)
+	h.t.Cleanup(func() { cancel(); <-done })
+	select {
+	case <-listed:
+	case <-time.After(30 * time.Second):
+		h.t.Fatal("could not list the namespace's build pods in 30s")
+	}
 	return func() []string {
 		mu.Lock()
 		defer mu.Unlock()
 		return append([]string(nil), specs...)
 	}
+}
+
+// atLeast waits until specs has seen n build pods (a watch delivers an
+// event a moment after the command that caused it returns) and returns
+// them.
+func (h *H) atLeast(specs func() []string, n int, what string) []string {
+	h.t.Helper()
+	h.Eventually(30*time.Second, what, func() (bool, error) { return len(specs()) >= n, nil })
+	return specs()
 }
 
 // servesEventually waits until the app's web Service answers with want.
@@ -130,10 +165,7 @@ func TestCNBBuildDeploysProcessesAndCaches(t *testing.T) {
 		out := h.Tug("logs", "cnb", "-p", "worker")
 		return strings.Contains(out.Stdout, "worker is working"), nil
 	})
-	seen := specs()
-	if len(seen) < 2 { // the builder's inspection and the build
-		t.Fatalf("saw %d build pods, want the inspection and the build", len(seen))
-	}
+	seen := h.atLeast(specs, 2, "two build pods: the builder's inspection and the build")
 	for _, s := range seen {
 		if strings.Contains(s, "psst-4217") {
 			t.Errorf("the build env is in a build pod's spec: %s", s)
@@ -157,7 +189,7 @@ func TestCNBBuildDeploysProcessesAndCaches(t *testing.T) {
 		t.Errorf("the rebuild deployed no new digest:\n%s", r.Stderr)
 	}
 	serves("Second edition")
-	if n := len(specs()); n != len(seen)+1 {
+	if n := len(h.atLeast(specs, len(seen)+1, "the rebuild's build pod")); n != len(seen)+1 {
 		t.Errorf("the rebuild made %d pods, want the build alone: a builder pinned by digest is read once", n-len(seen))
 	}
 	assertNoBuildPods(t, h)
