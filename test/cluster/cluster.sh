@@ -427,15 +427,21 @@ EOF
 
 # write_registry_hosts N: node N's containerd pulls from the local registry
 # over plain HTTP (read per pull, so no restart is needed to change it).
+# Every other registry name (docker.io, ghcr.io, ...) is answered by the
+# local registry too (containerd's _default host, 1.6.12+), so a pull of a
+# public image never asks DNS or leaves the machine: it is served when the
+# local registry holds that path, and fails at once with "not found" else.
 write_registry_hosts() {
-  local d=$dir/node$1/certs.d/$registry_addr
-  mkdir -p "$d"
-  cat > "$d/hosts.toml" <<EOF
+  local d
+  for d in "$dir/node$1/certs.d/$registry_addr" "$dir/node$1/certs.d/_default"; do
+    mkdir -p "$d"
+    cat > "$d/hosts.toml" <<EOF
 server = "http://$registry_addr"
 
 [host."http://$registry_addr"]
   capabilities = ["pull", "resolve"]
 EOF
+  done
 }
 
 start_proxy() {

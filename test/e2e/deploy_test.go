@@ -169,6 +169,31 @@ func TestAppDeployEnvRollback(t *testing.T) {
 	}
 }
 
+// The local cluster never looks outside the machine for an image: a
+// public registry's name (docker.io, ghcr.io) is answered by the local
+// registry, so an image it holds is served under that name and one it
+// lacks fails at once as not found, with no DNS lookup of the real host.
+func TestPublicImageNamesStayOnTheMachine(t *testing.T) {
+	h := New(t)
+	h.mustTug("app", "create", "pub")
+	r := h.Tug("app", "deploy", "pub", "--image", "docker.io/tug/sample:v1")
+	if r.Code != 0 {
+		t.Fatalf("docker.io/tug/sample:v1 is the local registry's tug/sample:v1: %s", r)
+	}
+	h.waitUnits("pub", "web", 1, "docker.io/tug/sample:v1")
+	for _, image := range []string{"docker.io/library/tug-nowhere:1", "ghcr.io/tug-e2e/nowhere:1"} {
+		r = h.Tug("app", "deploy", "pub", "--image", image)
+		if r.Code != 10 || !strings.Contains(r.Stderr, image+": not found") {
+			t.Errorf("%s: want exit 10 saying the local registry has no such image, got %s", image, r)
+		}
+		for _, outside := range []string{"registry-1.docker.io", "lookup", "dial tcp"} {
+			if strings.Contains(r.Stderr, outside) {
+				t.Errorf("%s: the node tried to reach another host (%q):\n%s", image, outside, r.Stderr)
+			}
+		}
+	}
+}
+
 func TestDeployBadImageRollsBack(t *testing.T) {
 	h := New(t)
 	h.mustTug("app", "create", "web1")
