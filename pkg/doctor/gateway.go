@@ -143,7 +143,10 @@ func checkGateway(ctx context.Context, client kubernetes.Interface, dyn func() (
 		if ref == "" {
 			return found
 		}
-		t.ref, t.found = ref, true
+		// the app's URL through a found Gateway is under whatever domain
+		// its listeners cover (route.Discovery.AppHost), not a domain of
+		// the settings that must be covered
+		t.ref, t.found, t.domain = ref, true, ""
 	}
 	gwNS, gwName, ok := strings.Cut(t.ref, "/")
 	if !ok || gwNS == "" || gwName == "" {

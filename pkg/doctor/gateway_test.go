@@ -205,7 +205,9 @@ func TestGatewayCheck(t *testing.T) {
 		// the settings name no Gateway: the one that admits the
 		// namespace's routes is found and checked like a named one
 		{name: "found", settings: map[string]string{"appsDomain": "apps.example.com"}, api: true, gw: gateway(openToAll, ready, 2), status: StatusOK,
-			want: []string{"Gateway infra/router (the cluster settings name none; it is the one Gateway that admits routes from namespace dev) is accepted and programmed", "app URLs under apps.example.com"}},
+			want: []string{"Gateway infra/router (the cluster settings name none; it is the one Gateway that admits routes from namespace dev) is accepted and programmed and admits HTTPRoutes from namespace dev"}},
+		{name: "found, apps domain not covered", settings: map[string]string{"appsDomain": "other.example.com"}, api: true, gw: gateway(openToAll, ready, 2), status: StatusOK,
+			want: []string{"the one Gateway that admits routes from namespace dev) is accepted and programmed"}},
 		{name: "found, not programmed", api: true, gw: gateway(openToAll, map[string]string{"Accepted": "True", "Programmed": "False"}, 2), status: StatusFailed,
 			want: []string{"the one Gateway that admits routes from namespace dev) is not programmed"}},
 		{name: "none admits", api: true, gw: gateway(sameNS, ready, 2), status: StatusOK,
