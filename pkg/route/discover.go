@@ -3,6 +3,7 @@ package route
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -108,7 +109,7 @@ func (d Discovery) AppHost(appName, domain string) (host string, https bool) {
 	if host == "" {
 		var wild []string
 		for _, l := range d.Listeners {
-			if w, ok := strings.CutPrefix(l.Hostname, "*."); ok && !contains(wild, w) {
+			if w, ok := strings.CutPrefix(l.Hostname, "*."); ok && !slices.Contains(wild, w) {
 				wild = append(wild, w)
 			}
 		}
@@ -125,15 +126,6 @@ func (d Discovery) AppHost(appName, domain string) (host string, https bool) {
 func (d Discovery) covers(host, proto string) bool {
 	for _, l := range d.Listeners {
 		if (proto == "" || l.Protocol == proto) && hostMatches(l.Hostname, host) {
-			return true
-		}
-	}
-	return false
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
 			return true
 		}
 	}
