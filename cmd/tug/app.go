@@ -17,6 +17,7 @@ import (
 	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/lifecycle"
 	"tug.dev/tug/pkg/lock"
+	"tug.dev/tug/pkg/route"
 	"tug.dev/tug/pkg/text"
 )
 
@@ -107,7 +108,10 @@ func deployDeps(cmd *cobra.Command, f *cli.Factory) (deploy.Deps, error) {
 	}
 	user := kube.WhoAmI(cmd.Context(), client, fallback)
 	d := deploy.Deps{Client: client, Namespace: ns, Progress: f.Progress(), Holder: lock.Self(user),
-		MaintenanceImage: os.Getenv("TUG_MAINTENANCE_IMAGE"), Warn: warnOnce(f.IOStreams)}
+		MaintenanceImage: os.Getenv("TUG_MAINTENANCE_IMAGE"), Warn: warnOnce(f.IOStreams), Gateways: &route.Finder{}}
+	if f.Verbosity > 0 {
+		d.Note = sayOnce(f.IOStreams, "note: ")
+	}
 	// what the cluster offers its apps (its Gateway, apps domain), read
 	// from the cluster itself, and the client for the Gateway API
 	if d.Settings, err = clustersettings.Read(cmd.Context(), client); err != nil {
@@ -132,7 +136,10 @@ func deployDeps(cmd *cobra.Command, f *cli.Factory) (deploy.Deps, error) {
 // warnOnce prints each warning a change gives once per command on stderr
 // (a rollout and its restore render the same objects twice), on a line of
 // its own: a spinner's line is erased first and redrawn below it.
-func warnOnce(ios *cli.IOStreams) func(string) {
+func warnOnce(ios *cli.IOStreams) func(string) { return sayOnce(ios, "warning: ") }
+
+// sayOnce is warnOnce with another prefix.
+func sayOnce(ios *cli.IOStreams, prefix string) func(string) {
 	var mu sync.Mutex
 	seen := map[string]bool{}
 	return func(msg string) {
@@ -146,7 +153,7 @@ func warnOnce(ios *cli.IOStreams) func(string) {
 		if ios.IsStderrTTY() {
 			erase = "\r\x1b[K"
 		}
-		fmt.Fprintf(ios.ErrOut, "%swarning: %s\n", erase, text.Sanitize(text.OneLine(msg)))
+		fmt.Fprintf(ios.ErrOut, "%s%s%s\n", erase, prefix, text.Sanitize(text.OneLine(msg)))
 	}
 }
 

@@ -16,10 +16,12 @@ import (
 func newDomainCmd(f *cli.Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "domain",
-		Short: "Route host names to an app (one Ingress per app)",
-		Long: `Domains are rules of one Ingress per app, all sending traffic to the app's
-web Service. An ingress controller must run in the cluster for them to answer;
-tug needs none to manage them.`,
+		Short: "Route host names to an app",
+		Long: `Domains send traffic for a host (and path) to the app's web Service: through
+the app's HTTPRoute where the cluster has a Gateway for the app (named by the
+cluster settings, or the one Gateway that admits routes from the namespace),
+else through one Ingress per app, which an ingress controller in the cluster
+serves. A domain with a certificate of its own always goes through the Ingress.`,
 		Args:    cli.GroupArgs,
 		RunE:    cli.GroupRunE,
 		GroupID: "apps",
@@ -30,29 +32,32 @@ tug needs none to manage them.`,
 
 func newDomainAddCmd(f *cli.Factory) *cobra.Command {
 	o := traffic.DomainAddOptions{}
+	var format cli.OutputFormat
 	cmd := &cobra.Command{
 		Use:         "add APP HOST",
 		Annotations: argsAre(argApp, argHost),
 		Short:       "Route a host (and path) to the app",
-		Example:     "  tug domain add shop shop.example.com\n  tug domain add shop example.com --path /shop --ingress-class nginx",
+		Example:     "  tug domain add shop shop.example.com\n  tug domain add shop example.com --path /shop --ingress-class nginx\n  tug domain add shop shop.example.com -o json",
 		Args:        cli.ExactArgs("APP", "HOST"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.App, o.Host = args[0], args[1]
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			return configure(cmd, f, o.App, fmt.Sprintf("%s%s routes to %s", o.Host, o.Path, o.App), func(d deploy.Deps) (*deploy.Result, error) {
+			return configureDomain(cmd, f, o.App, fmt.Sprintf("%s%s routes to %s", o.Host, o.Path, o.App), format, func(d deploy.Deps) (*traffic.DomainResult, error) {
 				return traffic.DomainAdd(cmd.Context(), d, o, trafficOptions)
 			})
 		},
 	}
+	cli.AddFormatFlag(cmd, &format)
 	cmd.Flags().StringVar(&o.IngressClass, "ingress-class", "", "IngressClass to use (default: the cluster's default class)")
 	cmd.Flags().StringVar(&o.Path, "path", "/", "URL path prefix that routes to the app")
 	return cmd
 }
 
 func newDomainRemoveCmd(f *cli.Factory) *cobra.Command {
-	return &cobra.Command{
+	var format cli.OutputFormat
+	cmd := &cobra.Command{
 		Use:         "remove APP HOST",
 		Annotations: deleting(argApp, argHost),
 		Aliases:     []string{"rm", "delete"},
@@ -67,11 +72,30 @@ func newDomainRemoveCmd(f *cli.Factory) *cobra.Command {
 			if err := traffic.ValidateHost(host); err != nil {
 				return inputerr.Wrap(err)
 			}
-			return configure(cmd, f, name, strings.ToLower(host)+" removed", func(d deploy.Deps) (*deploy.Result, error) {
+			return configureDomain(cmd, f, name, strings.ToLower(host)+" removed", format, func(d deploy.Deps) (*traffic.DomainResult, error) {
 				return traffic.DomainRemove(cmd.Context(), d, name, host, trafficOptions)
 			})
 		},
 	}
+	cli.AddFormatFlag(cmd, &format)
+	return cmd
+}
+
+// configureDomain is configure for a domain change: with -o json|yaml its
+// result goes to stdout (docs/output.md), the done line to stderr as ever.
+func configureDomain(cmd *cobra.Command, f *cli.Factory, appName, done string, format cli.OutputFormat, action func(d deploy.Deps) (*traffic.DomainResult, error)) error {
+	var out *traffic.DomainResult
+	err := configure(cmd, f, appName, done, func(d deploy.Deps) (*deploy.Result, error) {
+		var err error
+		if out, err = action(d); err != nil {
+			return nil, err
+		}
+		return out.Rollout, nil
+	})
+	if err != nil || format == cli.OutputTable {
+		return err
+	}
+	return (cli.OutputOptions{Format: format}).Print(f.IOStreams, out, nil)
 }
 
 func newDomainListCmd(f *cli.Factory) *cobra.Command {

@@ -409,4 +409,9 @@ type Route struct {
 	// as the cluster settings name it (clustersettings.Router): where the
 	// app's allow list is enforced for routed traffic. "" when unnamed.
 	Router string `json:"router,omitempty"`
+	// Discovered says Gateway was found, not named by the cluster
+	// settings: the one Gateway that admits routes from the app's
+	// namespace (pkg/route discover.go). A user who may not look for it
+	// keeps it.
+	Discovered bool `json:"discovered,omitempty"`
 }

@@ -72,7 +72,7 @@ const TraceVerbosity = 6
 
 // AddFlags adds the Factory's own global flags: -v.
 func (f *Factory) AddFlags(fs *pflag.FlagSet) {
-	fs.IntVarP(&f.Verbosity, "v", "v", 0, "Log level: 6 or more logs every API request (method, URL, status, latency; never a body or a header value) to stderr")
+	fs.IntVarP(&f.Verbosity, "v", "v", 0, "Log level: 1 or more notes how the app's Gateway was found; 6 or more logs every API request (method, URL, status, latency; never a body or a header value) to stderr")
 }
 
 // RESTConfig is the client configuration for the selected cluster and user.

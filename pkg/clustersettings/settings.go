@@ -62,7 +62,7 @@ const (
 
 // Keys lists every key with what it is for, in the order 'show' prints them.
 var Keys = []struct{ Key, About string }{
-	{Gateway, "the Gateway (NAMESPACE/NAME) that app routes attach to; without one, domains route through an Ingress"},
+	{Gateway, "the Gateway (NAMESPACE/NAME) that app routes attach to; without one, the one Gateway that admits routes from the app's namespace, else an Ingress"},
 	{AppsDomain, "the domain app URLs live under: APP-NAMESPACE.DOMAIN"},
 	{IngressClass, "the IngressClass of the Ingresses tug makes (default: the cluster's default class)"},
 	{Router, "the router behind the Gateway and the IngressClass: traefik, ingress-nginx or other; says where an app's allow list is enforced"},

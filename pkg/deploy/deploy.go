@@ -54,6 +54,13 @@ type Deps struct {
 	// same more than once (a rollout and its restore): cmd prints each
 	// message once per command.
 	Warn func(msg string)
+	// Note tells what only -v shows (how the app's Gateway was found, or
+	// why none was); nil says nothing.
+	Note func(msg string)
+	// Gateways remembers the Gateway found for the namespace's apps when
+	// the cluster settings name none (route.Finder), for the whole
+	// command; nil looks again each time the route is resolved.
+	Gateways *route.Finder
 }
 
 // Options tune one rollout.
@@ -853,4 +860,6 @@ func configDiff(old, cur app.ConfigMap) string {
 
 // Routes writes and reads the app's routes, Middlewares and Certificates
 // with d's clients.
-func (d Deps) Routes() route.Client { return route.Client{Dynamic: d.Dynamic, Namespace: d.Namespace} }
+func (d Deps) Routes() route.Client {
+	return route.Client{Dynamic: d.Dynamic, Namespace: d.Namespace, Kube: d.Client, Finder: d.Gateways, Warn: d.Warn, Note: d.Note}
+}

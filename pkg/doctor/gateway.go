@@ -10,8 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -49,6 +47,9 @@ type gatewayTarget struct {
 	domain string // the apps domain of the first scope
 	scopes []string
 	pools  []string // the pools among scopes, for the set command to suggest
+	// found: the settings name none and ref is the Gateway tug found
+	// for the namespace (route.Discover)
+	found bool
 }
 
 // gatewayChecks reads the settings that apply to the namespace's apps and
@@ -138,9 +139,14 @@ func (t gatewayTarget) setCommand() string {
 func checkGateway(ctx context.Context, client kubernetes.Interface, dyn func() (dynamic.Interface, error), namespace string, t gatewayTarget, missing []Permission) Check {
 	c := Check{Name: gatewayCheckName, Status: StatusFailed}
 	if t.ref == "" {
-		c.Status = StatusOK
-		c.Message = "the cluster settings name no Gateway" + t.forScopes() + ": domains route through an Ingress, and apps get no URL of their own; an admin routes them through one with 'tug cluster settings set gateway=NAMESPACE/NAME'"
-		return c
+		ref, found := checkFound(ctx, dyn, client, namespace, t)
+		if ref == "" {
+			return found
+		}
+		// the app's URL through a found Gateway is under whatever domain
+		// its listeners cover (route.Discovery.AppHost), not a domain of
+		// the settings that must be covered
+		t.ref, t.found, t.domain = ref, true, ""
 	}
 	gwNS, gwName, ok := strings.Cut(t.ref, "/")
 	if !ok || gwNS == "" || gwName == "" {
@@ -148,6 +154,9 @@ func checkGateway(ctx context.Context, client kubernetes.Interface, dyn func() (
 		return c
 	}
 	gw := "Gateway " + t.ref + t.forScopes()
+	if t.found {
+		gw = fmt.Sprintf("Gateway %s (the cluster settings name none%s; it is the one Gateway that admits routes from namespace %s)", t.ref, t.forScopes(), namespace)
+	}
 
 	// The Gateway API must be served for tug to write HTTPRoutes at all.
 	if served, err := gatewayAPIServed(client); err != nil {
@@ -188,11 +197,49 @@ func checkGateway(ctx context.Context, client kubernetes.Interface, dyn func() (
 	return checkGatewayAdmits(ctx, client, namespace, t, u, gw)
 }
 
+// checkFound is the check where the settings name no Gateway: the one
+// Gateway that admits the namespace's routes is what tug routes them
+// through (route.Discover): its ref, for the usual check, or "" and the
+// check when there is none to check.
+func checkFound(ctx context.Context, dyn func() (dynamic.Interface, error), client kubernetes.Interface, namespace string, t gatewayTarget) (ref string, c Check) {
+	c = Check{Name: gatewayCheckName, Status: StatusOK}
+	none := "the cluster settings name no Gateway" + t.forScopes()
+	var found route.Discovery
+	served, err := gatewayAPIServed(client)
+	if err == nil && served {
+		var d dynamic.Interface
+		if d, err = dyn(); err == nil {
+			found, err = route.Client{Dynamic: d, Namespace: namespace, Kube: client}.Discover(ctx)
+		}
+	}
+	switch {
+	case err != nil:
+		c.Status = StatusWarning
+		c.Message = fmt.Sprintf("%s, and doctor cannot look for one that admits routes from namespace %s: %s", none, namespace, kube.TranslateError(err))
+	case found.Gateway != "":
+		return found.Gateway, c
+	case len(found.Candidates) > 1:
+		c.Status = StatusWarning
+		c.Message = fmt.Sprintf("%s and %d Gateways admit routes from namespace %s (%s): tug will not pick one, so domains route through an Ingress and apps get no URL of their own; an admin names one with '%s'",
+			none, len(found.Candidates), namespace, strings.Join(found.Candidates, ", "), t.setCommand())
+	case found.Forbidden:
+		c.Status = StatusWarning
+		c.Message = fmt.Sprintf("%s, and you may not list Gateways in every namespace, so tug cannot look for one that admits routes from namespace %s: domains route through an Ingress (an app that found a Gateway in an earlier deploy keeps it); an admin names one with '%s'", none, namespace, t.setCommand())
+	case !served || found.NotServed:
+		c.Message = fmt.Sprintf("%s and the cluster does not serve the Gateway API: domains route through an Ingress, and apps get no URL of their own; an admin routes them through a Gateway with '%s'", none, t.setCommand())
+	default:
+		c.Message = fmt.Sprintf("%s and no Gateway admits routes from namespace %s: domains route through an Ingress, and apps get no URL of their own; an admin routes them through one with '%s'", none, namespace, t.setCommand())
+		if found.LabelsUnread {
+			c.Message += " (you may not read the namespace's labels: a listener that selects namespaces by label was matched on its name alone)"
+		}
+	}
+	return "", c
+}
+
 // checkGatewayAdmits checks that Gateway u, read, is ready and admits the
 // namespace's routes for names under the apps domain.
 func checkGatewayAdmits(ctx context.Context, client kubernetes.Interface, namespace string, t gatewayTarget, u *unstructured.Unstructured, gw string) Check {
 	c := Check{Name: gatewayCheckName, Status: StatusFailed}
-	gwNS, _, _ := strings.Cut(t.ref, "/")
 	if msg, status := gatewayReady(u, gw); msg != "" {
 		c.Status, c.Message = status, msg
 		return c
@@ -203,20 +250,20 @@ func checkGatewayAdmits(ctx context.Context, client kubernetes.Interface, namesp
 		c.Message = fmt.Sprintf("%s is programmed, but doctor cannot tell whether it admits routes from namespace %s: reading the namespace's labels (its listeners select namespaces by label): %s", gw, namespace, kube.TranslateError(err))
 		return c
 	}
-	admitting, all := admittingListeners(u, namespace, gwNS, nsLabels)
+	admitting, all := route.Admitting(u, namespace, nsLabels)
 	if len(admitting) == 0 {
 		c.Message = fmt.Sprintf("%s admits no HTTPRoute from namespace %s (its listeners' allowedRoutes: %s): app routes here are refused with NotAllowedByListeners; its admin allows them (allowedRoutes.namespaces.from: All, or a Selector that matches %s)", gw, namespace, strings.Join(all, "; "), namespace)
 		return c
 	}
 	names := make([]string, len(admitting))
 	for i, l := range admitting {
-		names[i] = l.name
+		names[i] = l.Name
 	}
 	c.Status = StatusOK
 	c.Message = fmt.Sprintf("%s is accepted and programmed and admits HTTPRoutes from namespace %s (listeners %s)", gw, namespace, strings.Join(names, ", "))
 	if t.domain != "" {
 		host := route.AppHost("app", namespace, t.domain)
-		if !slices.ContainsFunc(admitting, func(l listener) bool { return hostnameCovers(l.hostname, host) }) {
+		if !slices.ContainsFunc(admitting, func(l route.Listener) bool { return hostnameCovers(l.Hostname, host) }) {
 			c.Status = StatusFailed
 			c.Message = fmt.Sprintf("%s admits HTTPRoutes from namespace %s, but none of those listeners (%s) serves names under the apps domain %s: app URLs such as %s would be refused; its admin adds a listener for *.%s, or the apps domain is changed ('tug cluster settings set appsDomain=DOMAIN')", gw, namespace, strings.Join(names, ", "), t.domain, host, t.domain)
 			return c
@@ -299,97 +346,14 @@ func gatewayReady(u *unstructured.Unstructured, gw string) (string, Status) {
 // Gateway's listeners selects namespaces by label (a developer may not be
 // allowed to read namespaces).
 func namespaceLabels(ctx context.Context, client kubernetes.Interface, namespace string, u *unstructured.Unstructured) (map[string]string, error) {
-	listeners, _, _ := unstructured.NestedSlice(u.Object, "spec", "listeners")
-	for _, l := range listeners {
-		m, _ := l.(map[string]any)
-		if from, _, _ := unstructured.NestedString(m, "allowedRoutes", "namespaces", "from"); from == "Selector" {
-			ns, err := client.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
-			if err != nil {
-				return nil, err
-			}
-			return ns.Labels, nil
-		}
+	if !route.SelectsByLabel(u) {
+		return nil, nil
 	}
-	return nil, nil
-}
-
-// listener is what the check reads of one listener.
-type listener struct{ name, hostname string }
-
-// admittingListeners are the Gateway's listeners that take an HTTPRoute
-// from namespace; all describes every listener's allowedRoutes, for the
-// message when none does.
-func admittingListeners(u *unstructured.Unstructured, namespace, gwNS string, nsLabels map[string]string) (admitting []listener, all []string) {
-	listeners, _, _ := unstructured.NestedSlice(u.Object, "spec", "listeners")
-	for _, l := range listeners {
-		m, _ := l.(map[string]any)
-		name, _, _ := unstructured.NestedString(m, "name")
-		host, _, _ := unstructured.NestedString(m, "hostname")
-		proto, _, _ := unstructured.NestedString(m, "protocol")
-		from, _, _ := unstructured.NestedString(m, "allowedRoutes", "namespaces", "from")
-		if from == "" {
-			from = "Same"
-		}
-		kindOK := takesHTTPRoutes(m, proto)
-		nsOK := false
-		switch from {
-		case "All":
-			nsOK = true
-		case "Same":
-			nsOK = namespace == gwNS
-		case "Selector":
-			nsOK = selects(m, nsLabels)
-		}
-		desc := fmt.Sprintf("%s: from %s", name, from)
-		if from == "Same" {
-			desc += " (" + gwNS + " only)"
-		}
-		if !kindOK {
-			desc += ", no HTTPRoute"
-		}
-		all = append(all, desc)
-		if kindOK && nsOK {
-			admitting = append(admitting, listener{name: name, hostname: host})
-		}
-	}
-	return admitting, all
-}
-
-// takesHTTPRoutes: a listener's allowedRoutes.kinds names HTTPRoute, or
-// names no kind and its protocol is HTTP or HTTPS (whose default kinds
-// include HTTPRoute).
-func takesHTTPRoutes(m map[string]any, proto string) bool {
-	kinds, found, _ := unstructured.NestedSlice(m, "allowedRoutes", "kinds")
-	if !found || len(kinds) == 0 {
-		return proto == "HTTP" || proto == "HTTPS"
-	}
-	for _, k := range kinds {
-		km, _ := k.(map[string]any)
-		kind, _, _ := unstructured.NestedString(km, "kind")
-		group, found, _ := unstructured.NestedString(km, "group")
-		if kind == "HTTPRoute" && (!found || group == gatewayGroup) {
-			return true
-		}
-	}
-	return false
-}
-
-// selects applies a listener's namespace selector to the namespace's
-// labels (which always carry kubernetes.io/metadata.name).
-func selects(m map[string]any, nsLabels map[string]string) bool {
-	raw, found, _ := unstructured.NestedMap(m, "allowedRoutes", "namespaces", "selector")
-	if !found {
-		return false
-	}
-	var ls metav1.LabelSelector
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &ls); err != nil {
-		return false
-	}
-	sel, err := metav1.LabelSelectorAsSelector(&ls)
+	ns, err := client.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
 	if err != nil {
-		return false
+		return nil, err
 	}
-	return sel.Matches(labels.Set(nsLabels))
+	return ns.Labels, nil
 }
 
 // hostnameCovers applies a listener hostname ("" for any, "*.d" for names

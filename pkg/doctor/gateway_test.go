@@ -136,6 +136,18 @@ func TestGatewayCheck(t *testing.T) {
 			return true, nil, apierrors.NewForbidden(route.Gateways.GroupResource(), "router", nil)
 		})
 	}
+	forbidList := func(_ *fake.Clientset, d *dynamicfake.FakeDynamicClient) {
+		d.PrependReactor("list", "gateways", func(k8stesting.Action) (bool, runtime.Object, error) {
+			return true, nil, apierrors.NewForbidden(route.Gateways.GroupResource(), "", nil)
+		})
+	}
+	secondGateway := func(_ *fake.Clientset, d *dynamicfake.FakeDynamicClient) {
+		other := gateway(openToAll, ready, 2)
+		other.SetName("other")
+		if err := d.Tracker().Create(route.Gateways, other, "infra"); err != nil {
+			t.Fatal(err)
+		}
+	}
 	sameNS := []listenerSpec{{name: "http", proto: "HTTP", host: "*.apps.example.com"}}
 	byTeam := func(team string) []listenerSpec {
 		return []listenerSpec{{name: "http", proto: "HTTP", from: "Selector", selector: map[string]any{"matchLabels": map[string]any{"team": team}}}}
@@ -190,6 +202,20 @@ func TestGatewayCheck(t *testing.T) {
 			want: []string{"none of those listeners (shop) serves names under the apps domain apps.example.com", "app-dev.apps.example.com", "*.apps.example.com"}},
 		{name: "listener without hostname serves every name", settings: gwSettings, api: true, status: StatusOK,
 			gw: gateway([]listenerSpec{{name: "any", proto: "HTTP", from: "All"}}, ready, 2), want: []string{"app URLs under apps.example.com"}},
+		// the settings name no Gateway: the one that admits the
+		// namespace's routes is found and checked like a named one
+		{name: "found", settings: map[string]string{"appsDomain": "apps.example.com"}, api: true, gw: gateway(openToAll, ready, 2), status: StatusOK,
+			want: []string{"Gateway infra/router (the cluster settings name none; it is the one Gateway that admits routes from namespace dev) is accepted and programmed and admits HTTPRoutes from namespace dev"}},
+		{name: "found, apps domain not covered", settings: map[string]string{"appsDomain": "other.example.com"}, api: true, gw: gateway(openToAll, ready, 2), status: StatusOK,
+			want: []string{"the one Gateway that admits routes from namespace dev) is accepted and programmed"}},
+		{name: "found, not programmed", api: true, gw: gateway(openToAll, map[string]string{"Accepted": "True", "Programmed": "False"}, 2), status: StatusFailed,
+			want: []string{"the one Gateway that admits routes from namespace dev) is not programmed"}},
+		{name: "none admits", api: true, gw: gateway(sameNS, ready, 2), status: StatusOK,
+			want: []string{"name no Gateway and no Gateway admits routes from namespace dev", "route through an Ingress", "tug cluster settings set gateway="}},
+		{name: "several admit", api: true, setup: secondGateway, gw: gateway(openToAll, ready, 2), status: StatusWarning,
+			want: []string{"2 Gateways admit routes from namespace dev (infra/other, infra/router)", "tug will not pick one", "tug cluster settings set gateway="}},
+		{name: "may not list Gateways", api: true, setup: forbidList, gw: gateway(openToAll, ready, 2), status: StatusWarning,
+			want: []string{"you may not list Gateways in every namespace", "route through an Ingress"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var objs []*unstructured.Unstructured

@@ -26,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/clustersettings"
@@ -42,6 +43,17 @@ func Name(appName string) string { return appName }
 type Client struct {
 	Dynamic   dynamic.Interface
 	Namespace string
+	// Kube reads the namespace's labels for a Gateway listener that
+	// selects namespaces by label (discover.go); nil matches on the
+	// namespace's name alone.
+	Kube kubernetes.Interface
+	// Finder remembers the look for the namespace's Gateway for the
+	// command; nil looks at each Want.
+	Finder *Finder
+	// Warn tells what an admin should act on (several Gateways admit the
+	// namespace's routes); Note, what only -v shows (how the Gateway was
+	// found, or why none was). nil says nothing.
+	Warn, Note func(msg string)
 }
 
 // routedHosts are the hosts the app's HTTPRoutes carry, and the paths of
@@ -314,26 +326,72 @@ func hostMatches(listener, host string) bool {
 }
 
 // Want is the app's route as the cluster settings give it now for its
-// pool: the Gateway to attach to, the app's own host and whether the
-// Gateway serves it over TLS, the class of the Ingress that serves domains
-// with a certificate, the router behind them. nil when the settings name
-// no Gateway, ingress class or router. Without settings (nil: a library caller that read none)
-// the record's route stays as it is.
+// pool: the Gateway to attach to (the settings', else the one found for
+// the namespace: discover.go), the app's own host and whether the Gateway
+// serves it over TLS, the class of the Ingress that serves domains with a
+// certificate, the router behind them. nil when there is no Gateway and
+// the settings name no ingress class or router. Without settings (nil: a
+// library caller that read none) the record's route stays as it is.
 func (c Client) Want(ctx context.Context, settings *clustersettings.Stored, a *app.App, pool string) *app.Route {
 	if settings == nil {
 		return a.Route
 	}
 	s := settings.For(pool)
 	gw, domain, class, router := s.Get(clustersettings.Gateway), s.Get(clustersettings.AppsDomain), s.Get(clustersettings.IngressClass), s.Get(clustersettings.Router)
-	if gw == "" && class == "" && router == "" {
-		return nil
-	}
 	r := &app.Route{Gateway: gw, IngressClass: class, Router: router}
-	if gw != "" && domain != "" {
+	switch {
+	case gw != "" && domain != "":
 		r.Host = AppHost(a.Name, a.Namespace, domain)
 		r.HTTPS = c.readGateway(ctx, gw).servesTLS(r.Host)
+	case gw == "" && !settings.Unreadable:
+		// settings that could not be read may name a Gateway: no guess
+		c.wantFound(ctx, a, domain, r)
+	}
+	if r.Gateway == "" && class == "" && router == "" {
+		return nil
 	}
 	return r
+}
+
+// wantFound routes r through the Gateway found for the namespace, if one
+// is. A look that could not be made (Forbidden, an error) keeps the
+// Gateway the app found before: a deploy by a user who may not list
+// Gateways must not move the app off the route that a deploy by one who
+// may found, nor must a passing error.
+func (c Client) wantFound(ctx context.Context, a *app.App, domain string, r *app.Route) {
+	d, err := c.Finder.find(ctx, c)
+	if err != nil || d.Forbidden {
+		if a.Route != nil && a.Route.Discovered {
+			r.Gateway, r.Host, r.HTTPS, r.Discovered = a.Route.Gateway, a.Route.Host, a.Route.HTTPS, true
+		}
+		switch {
+		case err != nil && r.Gateway != "":
+			say(c.Warn, fmt.Sprintf("cannot look for the Gateway of namespace %s (%v): app %s keeps Gateway %s, found before", c.Namespace, err, a.Name, r.Gateway))
+		case err != nil:
+			say(c.Warn, fmt.Sprintf("cannot look for the Gateway of namespace %s (%v): domains route through an Ingress", c.Namespace, err))
+		case r.Gateway != "":
+			say(c.Note, fmt.Sprintf("you may not list Gateways in every namespace: app %s keeps Gateway %s, found before", a.Name, r.Gateway))
+		default:
+			msg, _ := d.Message()
+			say(c.Note, msg)
+		}
+		return
+	}
+	if d.Gateway != "" {
+		r.Gateway, r.Discovered = d.Gateway, true
+		r.Host, r.HTTPS = d.AppHost(a.Name, domain)
+	}
+	if msg, loud := d.Message(); loud {
+		say(c.Warn, msg)
+	} else {
+		say(c.Note, msg)
+	}
+}
+
+func say(to func(string), msg string) {
+	if to != nil {
+		to(msg)
+	}
 }
 
 // RemoveAll deletes every HTTPRoute the app owns: for removing the app.

@@ -53,17 +53,20 @@ func (o *DomainAddOptions) Validate() error {
 // under the lock. When the cluster settings of the app's pool name a
 // certificate issuer, a new host takes its certificate from cert-manager
 // (see issueFrom); a host that already has a certificate keeps it.
-func DomainAdd(ctx context.Context, d deploy.Deps, o DomainAddOptions, opts deploy.Options) (*deploy.Result, error) {
+func DomainAdd(ctx context.Context, d deploy.Deps, o DomainAddOptions, opts deploy.Options) (*DomainResult, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
+	var written recorded
 	edit := func(a *app.App) error {
 		if err := AddDomain(a, app.Domain{Host: o.Host, Path: o.Path, IngressClass: o.IngressClass}); err != nil {
 			return err
 		}
-		return issueFrom(a, d.Settings, o.Host)
+		err := issueFrom(a, d.Settings, o.Host)
+		written.keep(a)
+		return err
 	}
-	return deploy.ConfigureChange(ctx, d, o.App, deploy.RecordChange{
+	res, err := deploy.ConfigureChange(ctx, d, o.App, deploy.RecordChange{
 		Edit: edit,
 		Locked: func(ctx context.Context, a *app.App) (func(context.Context), error) {
 			// an issuer the cluster cannot use changes nothing
@@ -86,24 +89,40 @@ func DomainAdd(ctx context.Context, d deploy.Deps, o DomainAddOptions, opts depl
 			return nil, nil
 		},
 	}, opts)
+	if err != nil {
+		return nil, err
+	}
+	var added []app.Domain
+	if written.a != nil {
+		added = slices.DeleteFunc(hostDomains(written.a, o.Host), func(x app.Domain) bool { return x.Path != o.Path })
+	}
+	return domainResult(res, &written, o.Host, DomainAdded, added), nil
 }
 
 // DomainRemove stops routing every path of host to the app, then deletes
 // the host's certificate Secret, if it had one.
-func DomainRemove(ctx context.Context, d deploy.Deps, appName, host string, opts deploy.Options) (*deploy.Result, error) {
+func DomainRemove(ctx context.Context, d deploy.Deps, appName, host string, opts deploy.Options) (*DomainResult, error) {
 	host = strings.ToLower(host)
 	if err := checkApp(appName); err != nil {
 		return nil, err
 	}
 	var secret string
 	var issued bool
+	var removed []app.Domain
+	var written recorded
 	res, err := deploy.Configure(ctx, d, appName, func(a *app.App) error {
 		var err error
 		issued = hostIssuer(a, host) != ""
+		removed = hostDomains(a, host)
 		secret, err = RemoveDomain(a, host)
+		written.keep(a)
 		return err
 	}, opts)
-	return deleteAfter(ctx, d, appName, res, err, secret, issued)
+	res, err = deleteAfter(ctx, d, appName, res, err, secret, issued)
+	if err != nil {
+		return nil, err
+	}
+	return domainResult(res, &written, host, DomainRemoved, removed), nil
 }
 
 // deleteAfter removes a host's TLS Secret once the record no longer names

@@ -159,9 +159,18 @@ func TestDomainsAndCertificates(t *testing.T) {
 	}
 
 	host := "shop-" + h.NS + ".example.test"
-	h.mustTug("domain", "add", "front", host)
+	added := h.domainChange("add", "front", host)
 	if code, body, _, err := r.get(nil, "http://"+host+"/version"); err != nil || code != 200 || !strings.Contains(body, "v1") {
 		t.Fatalf("%s right after domain add: %d %q %v", host, code, body, err)
+	}
+	// the domain joins the app's URLs, in domain add's result, app info
+	// and app address alike, and the router says it serves them
+	withDomain := []string{url, "http://" + host + "/"}
+	if added.Change != "added" || added.Status != "deployed" || added.Routing != "served" || !slices.Equal(added.URLs, withDomain) {
+		t.Errorf("domain add -o json: %+v, want urls %q, served", added, withDomain)
+	}
+	if got := h.appURLs("front"); !slices.Equal(got, withDomain) {
+		t.Errorf("urls after domain add: %q, want %q", got, withDomain)
 	}
 	route, err := dynamic.NewForConfigOrDie(h.Config).Resource(httpRoutes).Namespace(h.NS).Get(ctx, "front", metav1.GetOptions{})
 	if err != nil {
@@ -240,9 +249,17 @@ func TestDomainsAndCertificates(t *testing.T) {
 	if code, _, _, err := r.get(nil, "http://"+host+"/version"); err != nil || code != 200 {
 		t.Fatalf("%s right after cert remove: %d %v", host, code, err)
 	}
-	h.mustTug("domain", "remove", "front", host)
+	removed := h.domainChange("remove", "front", host)
 	if code, _, _, err := r.get(nil, "http://"+host+"/version"); err != nil || code != 404 {
 		t.Fatalf("%s right after domain remove: %d %v; want the router's 404", host, code, err)
+	}
+	// the host leaves the URLs; the Ingress's domain stays
+	without := []string{url, "http://example.test/shop"}
+	if removed.Change != "removed" || len(removed.Domains) != 1 || removed.Domains[0].Host != "example.test" || !slices.Equal(removed.URLs, without) {
+		t.Errorf("domain remove -o json: %+v, want urls %q", removed, without)
+	}
+	if got := h.appURLs("front"); !slices.Equal(got, without) {
+		t.Errorf("urls after domain remove: %q, want %q", got, without)
 	}
 	h.mustTug("domain", "remove", "front", "example.test")
 	if ings, err := h.Client.NetworkingV1().Ingresses(h.NS).List(ctx, metav1.ListOptions{}); err != nil || len(ings.Items) != 0 {
@@ -252,6 +269,60 @@ func TestDomainsAndCertificates(t *testing.T) {
 	if code, _, _, err := r.get(ca, url+"version"); err != nil || code != 200 {
 		t.Fatalf("the app's URL after its domains went: %d %v", code, err)
 	}
+	if got := h.appURLs("front"); !slices.Equal(got, []string{url}) {
+		t.Errorf("urls after the last domain went: %q, want %q", got, url)
+	}
+}
+
+// domainResult is what domain add|remove -o json prints (docs/output.md).
+type domainResult struct {
+	Change  string `json:"change"`
+	Status  string `json:"status"`
+	Routing string `json:"routing"`
+	Domains []struct {
+		Host string `json:"host"`
+	} `json:"domains"`
+	URLs []string `json:"urls"`
+}
+
+// domainChange runs 'domain VERB APP HOST -o json' and reads its result.
+func (h *H) domainChange(verb, appName, host string) domainResult {
+	h.t.Helper()
+	var res domainResult
+	out := h.mustTug("domain", verb, appName, host, "-o", "json").Stdout
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		h.t.Fatalf("domain %s -o json: %v\n%s", verb, err, out)
+	}
+	return res
+}
+
+// appURLs are the app's URLs as app info -o json gives them, which must
+// be the url entries of app address -o json, in the same order.
+func (h *H) appURLs(appName string) []string {
+	h.t.Helper()
+	var info struct {
+		URLs []string `json:"urls"`
+	}
+	if err := json.Unmarshal([]byte(h.mustTug("app", "info", appName, "-o", "json").Stdout), &info); err != nil {
+		h.t.Fatalf("app info -o json: %v", err)
+	}
+	var addrs []struct {
+		Kind string `json:"kind"`
+		URL  string `json:"url"`
+	}
+	if err := json.Unmarshal([]byte(h.mustTug("app", "address", appName, "-o", "json").Stdout), &addrs); err != nil {
+		h.t.Fatalf("app address -o json: %v", err)
+	}
+	var fromAddress []string
+	for _, a := range addrs {
+		if a.Kind == "url" {
+			fromAddress = append(fromAddress, a.URL)
+		}
+	}
+	if !slices.Equal(info.URLs, fromAddress) {
+		h.t.Errorf("app info urls %q, app address urls %q: they must agree", info.URLs, fromAddress)
+	}
+	return info.URLs
 }
 
 func TestAllowListMakesANetworkPolicy(t *testing.T) {

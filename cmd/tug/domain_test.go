@@ -1,0 +1,67 @@
+package main
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/traffic"
+)
+
+// domain add and domain remove print their result with -o json|yaml on
+// stdout (docs/output.md), the done line on stderr; on an app never
+// deployed the change is staged.
+func TestDomainChangesPrintTheirResult(t *testing.T) {
+	p := newPrinterFixture(t)
+	p.mustCreateApp(t, &app.App{Name: "shop", Domains: []app.Domain{{Host: "old.example.com"}}})
+
+	r := p.run(t, false, "domain", "add", "shop", "Shop.Example.com", "--path", "/api", "-o", "json")
+	if r.code != 0 {
+		t.Fatalf("domain add: exit %d, stderr %q", r.code, r.stderr)
+	}
+	var added traffic.DomainResult
+	if err := json.Unmarshal([]byte(r.stdout), &added); err != nil {
+		t.Fatalf("domain add -o json printed no result: %v\n%s", err, r.stdout)
+	}
+	want := traffic.DomainResult{App: "shop", Namespace: "dev", Host: "shop.example.com", Change: "added",
+		Changed: []app.Domain{{Host: "shop.example.com", Path: "/api"}},
+		Domains: []app.Domain{{Host: "old.example.com"}, {Host: "shop.example.com", Path: "/api"}},
+		Status:  app.StatusStaged, URLs: []string{"http://old.example.com/", "http://shop.example.com/api"}}
+	added.DurationMS = 0
+	if !reflect.DeepEqual(added, want) {
+		t.Errorf("domain add -o json:\n got %+v\nwant %+v", added, want)
+	}
+	if !strings.Contains(r.stderr, "shop.example.com/api routes to shop; it applies at the first deploy") {
+		t.Errorf("done line not on stderr: %q", r.stderr)
+	}
+	for _, field := range []string{`"changed":`, `"domains":`, `"urls":`, `"status": "staged"`} {
+		if !strings.Contains(r.stdout, field) {
+			t.Errorf("domain add -o json lacks %s:\n%s", field, r.stdout)
+		}
+	}
+
+	r = p.run(t, false, "domain", "remove", "shop", "shop.example.com", "-o", "yaml")
+	if r.code != 0 {
+		t.Fatalf("domain remove: exit %d, stderr %q", r.code, r.stderr)
+	}
+	var removed traffic.DomainResult
+	if err := yaml.Unmarshal([]byte(r.stdout), &removed); err != nil {
+		t.Fatalf("domain remove -o yaml: %v\n%s", err, r.stdout)
+	}
+	if removed.Change != "removed" || !reflect.DeepEqual(removed.Changed, []app.Domain{{Host: "shop.example.com", Path: "/api"}}) ||
+		!reflect.DeepEqual(removed.Domains, []app.Domain{{Host: "old.example.com"}}) || !reflect.DeepEqual(removed.URLs, []string{"http://old.example.com/"}) {
+		t.Errorf("domain remove -o yaml: %+v", removed)
+	}
+
+	// without -o: nothing on stdout; a refused change prints no result
+	if r := p.run(t, false, "domain", "add", "shop", "new.example.com"); r.code != 0 || r.stdout != "" {
+		t.Errorf("domain add without -o: exit %d, stdout %q", r.code, r.stdout)
+	}
+	if r := p.run(t, false, "domain", "remove", "shop", "gone.example.com", "-o", "json"); r.code == 0 || r.stdout != "" {
+		t.Errorf("domain remove of a host the app lacks: exit %d, stdout %q", r.code, r.stdout)
+	}
+}
