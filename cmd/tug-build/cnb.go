@@ -2,11 +2,13 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,8 +21,10 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
 	"tug.dev/tug/pkg/build/protocol"
+	"tug.dev/tug/pkg/text"
 )
 
 // InspectPrefix starts the last line of `tug-build inspect`.
@@ -189,6 +193,7 @@ func (b *cnbBuild) run() int {
 			return finish("buildpack", 0, err)
 		}
 	}
+	prev := b.readPrevious()
 	t := time.Now()
 	code, counts, err := b.creator(order)
 	b.res.Seconds.Build = time.Since(t).Seconds()
@@ -210,8 +215,13 @@ func (b *cnbBuild) run() int {
 		return finish("push", 0, err)
 	}
 	b.res.Image = ref.Context().Name() + "@" + digest
-	if err := b.readProcesses(b.res.Image); err != nil {
+	layers, err := b.readProcesses(b.res.Image)
+	if err != nil {
 		return finish("image", 0, err)
+	}
+	if prev.known && layers != nil {
+		u := protocol.CompareLayers(prev.image, prev.layers, layers)
+		b.res.Upload = &u
 	}
 	fmt.Printf("-----> pushed %s (process types %s)\n", b.res.Image, strings.Join(b.res.Processes, ", "))
 	return finish("", 0, nil)
@@ -379,23 +389,25 @@ type buildMetadata struct {
 }
 
 // readProcesses reads the process types and the buildpacks that built
-// the image from its io.buildpacks.build.metadata label.
-func (b *cnbBuild) readProcesses(image string) error {
+// the image from its io.buildpacks.build.metadata label, and hands back
+// the layers of its manifest (read by the same request; nil when the
+// manifest cannot be parsed: the layer counts are then unknown).
+func (b *cnbBuild) readProcesses(image string) ([]protocol.Layer, error) {
 	ref, err := parseRef(image)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	img, err := remote.Image(ref, remote.WithAuthFromKeychain(authn.DefaultKeychain))
 	if err != nil {
-		return fmt.Errorf("reading the built image %s: %w", image, err)
+		return nil, fmt.Errorf("reading the built image %s: %w", image, err)
 	}
 	cf, err := img.ConfigFile()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var md buildMetadata
 	if err := json.Unmarshal([]byte(cf.Config.Labels[labelBuild]), &md); err != nil {
-		return fmt.Errorf("the built image's %s label: %w", labelBuild, err)
+		return nil, fmt.Errorf("the built image's %s label: %w", labelBuild, err)
 	}
 	for _, p := range md.Processes {
 		b.res.Processes = append(b.res.Processes, p.Type)
@@ -403,5 +415,52 @@ func (b *cnbBuild) readProcesses(image string) error {
 	for _, bp := range md.Buildpacks {
 		b.res.Buildpacks = append(b.res.Buildpacks, bp.ID+"@"+bp.Version)
 	}
-	return nil
+	m, err := img.Manifest()
+	if err != nil {
+		return nil, nil
+	}
+	return manifestLayers(m), nil
+}
+
+// previousImage is the image the build's tag named before the lifecycle
+// exported over it: the image whose layers the exporter reuses (and so
+// the registry already holds).
+type previousImage struct {
+	known  bool   // false: the registry could not say; no counts then
+	image  string // REPO@sha256:...; "" when the tag named nothing
+	layers []protocol.Layer
+}
+
+// readPrevious reads the tag's manifest (one GET) before the lifecycle
+// moves the tag. A tag that names nothing yet is a first build: every
+// layer is new. Any other failure leaves the counts unknown, so tug says
+// nothing rather than a wrong number.
+func (b *cnbBuild) readPrevious() previousImage {
+	ref, err := parseRef(b.repo + ":" + b.tag)
+	if err != nil {
+		return previousImage{}
+	}
+	desc, err := remote.Get(ref, remote.WithAuthFromKeychain(authn.DefaultKeychain))
+	var te *transport.Error
+	if errors.As(err, &te) && te.StatusCode == http.StatusNotFound {
+		return previousImage{known: true}
+	}
+	if err != nil {
+		fmt.Printf("-----> cannot read the previous image %s (%s): the layers pushed are not counted\n", ref, text.OneLine(err.Error()))
+		return previousImage{}
+	}
+	m, err := v1.ParseManifest(bytes.NewReader(desc.Manifest))
+	if err != nil || desc.MediaType.IsIndex() {
+		fmt.Printf("-----> the previous image %s is not one image's manifest (%s): the layers pushed are not counted\n", ref, desc.MediaType)
+		return previousImage{}
+	}
+	return previousImage{known: true, image: ref.Context().Name() + "@" + desc.Digest.String(), layers: manifestLayers(m)}
+}
+
+func manifestLayers(m *v1.Manifest) []protocol.Layer {
+	layers := make([]protocol.Layer, len(m.Layers))
+	for i, l := range m.Layers {
+		layers[i] = protocol.Layer{Digest: l.Digest.String(), Size: l.Size}
+	}
+	return layers
 }

@@ -70,6 +70,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
+	"tug.dev/tug/pkg/build/protocol"
 	"tug.dev/tug/pkg/text"
 )
 
@@ -92,7 +93,10 @@ type Result struct {
 	LayersAdded    int      `json:"layersAdded,omitempty"`
 	LayersReused   int      `json:"layersReused,omitempty"`
 	LayersRestored int      `json:"layersRestored,omitempty"`
-	Seconds        struct {
+	// Upload is what the pushed image cost the registry against the
+	// image its tag named before (cnb); omitted when unknown.
+	Upload  *protocol.Upload `json:"upload,omitempty"`
+	Seconds struct {
 		Unpack float64 `json:"unpack"`
 		Build  float64 `json:"build"`
 		Push   float64 `json:"push"`

@@ -96,6 +96,11 @@ func printAppRecord(w io.Writer, ios *cli.IOStreams, in *app.Info) {
 		infoLine(w, "Running", fmt.Sprintf("%s (%s)", line, r.Note))
 	}
 	printBuildSettings(w, in.Build)
+	built := builtWithLine(in.BuiltWith)
+	if ios.IsStdoutTTY() {
+		built = cli.ShortDigests(built)
+	}
+	infoLine(w, "Built with", built)
 	infoLine(w, "Jobs", jobsLine(in.Jobs))
 	infoLine(w, "Config", fmt.Sprintf("%d %s (values: tug env get %s --show-values)", in.ConfigKeys, text.Plural(in.ConfigKeys, "key", "keys"), in.Name))
 }

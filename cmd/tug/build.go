@@ -223,6 +223,9 @@ func (b *buildFlags) image(cmd *cobra.Command, f *cli.Factory, appName, message 
 		return "", err
 	}
 	progress.Done(builtLine(res))
+	if line := uploadLine(res); line != "" {
+		progress.Done(line)
+	}
 	b.result = res
 	return res.Image, nil
 }
@@ -241,6 +244,20 @@ func (b *buildFlags) cnbProcesses(o *appDeployOptions) {
 	}
 	o.procs = app.ProcessChange{Set: set, Complete: true, Remove: o.RemoveProcesses, From: "the image's buildpacks"}
 	o.release = ""
+}
+
+// roll is the deploy's rollout: the release records what built its image
+// (a CNB build's builder and buildpacks) and the result shows the build.
+func (b *buildFlags) roll(appName string, change deploy.Change, opts deploy.Options) func(context.Context, deploy.Deps) (*deploy.Result, error) {
+	change = deploy.WithBuiltWith(change, b.result.BuiltWith())
+	built := b.result.Summary()
+	return func(ctx context.Context, d deploy.Deps) (*deploy.Result, error) {
+		res, err := deploy.Roll(ctx, d, appName, change, opts)
+		if res != nil {
+			res.Build = built
+		}
+		return res, err
+	}
 }
 
 // printBuildSettings adds an app's build settings to `app info`.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/build"
 	"tug.dev/tug/pkg/text"
 )
@@ -32,6 +33,33 @@ func builtLine(res *build.Result) string {
 		return "built " + res.Image
 	}
 	return fmt.Sprintf("built %s (%s uploaded)", res.Image, text.Size(res.PushedBytes))
+}
+
+// uploadLine says what a CNB build's push sent the registry and what it
+// already held of the previous image, from the two images' manifests; ""
+// when the registry could not say (no number rather than a wrong one).
+func uploadLine(res *build.Result) string {
+	u := res.Upload
+	if u == nil {
+		return ""
+	}
+	line := fmt.Sprintf("pushed %d new %s (%s)", u.NewLayers, text.Plural(u.NewLayers, "layer", "layers"), text.Size(u.NewBytes))
+	if u.PreviousImage == "" {
+		return line + "; the repository had no previous image to reuse layers of"
+	}
+	return line + fmt.Sprintf(", reused %d %s (%s) of the previous image", u.ReusedLayers, text.Plural(u.ReusedLayers, "layer", "layers"), text.Size(u.ReusedBytes))
+}
+
+// builtWithLine is what built the release's image, for app info.
+func builtWithLine(b *app.BuiltWith) string {
+	if b == nil {
+		return ""
+	}
+	line := "builder " + b.Builder
+	if len(b.Buildpacks) > 0 {
+		line += ", buildpacks " + strings.Join(b.Buildpacks, ", ")
+	}
+	return line
 }
 
 // cacheMissNote passes a build's log through and, after BuildKit's report

@@ -23,6 +23,24 @@ type BuildSettings struct {
 	Inspected *InspectedBuilder `json:"inspected,omitempty"`
 }
 
+// BuiltWith is what built a release's image from source with a Cloud
+// Native Buildpacks builder: the builder as the deploy named it and the
+// buildpacks (ID@VERSION) the image's io.buildpacks.build.metadata label
+// lists. It travels with the image (a config change or a rollback keeps
+// it); a release whose image came any other way has none.
+type BuiltWith struct {
+	Builder    string   `json:"builder"`
+	Buildpacks []string `json:"buildpacks"`
+}
+
+// Clone is a deep copy.
+func (b *BuiltWith) Clone() *BuiltWith {
+	if b == nil {
+		return nil
+	}
+	return &BuiltWith{Builder: b.Builder, Buildpacks: slices.Clone(b.Buildpacks)}
+}
+
 // InspectedBuilder is what tug read of a builder image's config.
 type InspectedBuilder struct {
 	Image string `json:"image"` // NAME@sha256:...

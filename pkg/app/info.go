@@ -148,6 +148,9 @@ type Info struct {
 
 	// Build is how the app builds from source, when it does.
 	Build *BuildSettings `json:"build,omitempty"`
+	// BuiltWith is the CNB builder and buildpacks that built the image
+	// of the app's release; nil when no such build made it.
+	BuiltWith *BuiltWith `json:"builtWith,omitempty"`
 
 	// Move is set while a move between clusters is unfinished (app.Move).
 	Move *Move `json:"move,omitempty"`
@@ -249,6 +252,9 @@ func GetInfo(ctx context.Context, s *Store, name string) (*Info, error) {
 		Registry:    a.RegistrySecret,
 		Build:       a.Build.Shown(),
 		Move:        a.Move,
+	}
+	if current != nil {
+		info.BuiltWith = current.BuiltWith.Clone()
 	}
 	info.Running = running(a, rels, deps.Items)
 	info.Canary = canaryInfo(a, deps.Items)

@@ -184,6 +184,9 @@ type Release struct {
 	// this release (rollback, config change) to the same bytes; a bare
 	// image ID is only shown; see RunImage.
 	ImageID string `json:"imageID,omitempty"`
+	// BuiltWith is the CNB builder and buildpacks that built Image; nil
+	// for an image not built by tug from source with one.
+	BuiltWith *BuiltWith `json:"builtWith,omitempty"`
 	// Processes maps each process type to its command, as a shell command
 	// line; "" runs the image's own command.
 	Processes map[string]string `json:"processes"`
@@ -271,6 +274,7 @@ func Next(a *App, base *Release, kind, message string) *Release {
 		return r
 	}
 	r.Image, r.ImageID, r.Pool = base.Image, base.ImageID, base.Pool
+	r.BuiltWith = base.BuiltWith.Clone()
 	r.Processes = maps.Clone(base.Processes)
 	r.Limits = maps.Clone(base.Limits)
 	r.Healthchecks = maps.Clone(base.Healthchecks)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
+	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/build/protocol"
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/kube"
@@ -132,6 +134,29 @@ type Result struct {
 	LayersAdded    int      `json:"layersAdded,omitempty"`
 	LayersReused   int      `json:"layersReused,omitempty"`
 	LayersRestored int      `json:"layersRestored,omitempty"`
+	// Builder is the CNB builder image that built it, as named.
+	Builder string `json:"builder,omitempty"`
+	// Upload is what the push cost the registry, from the manifests of
+	// the new image and of the one the tag named before (a CNB build's;
+	// nil when the registry could not say, or an older agent built it).
+	Upload *protocol.Upload `json:"upload,omitempty"`
+}
+
+// BuiltWith is the builder and buildpacks of a CNB build, for its
+// release's record; nil for any other build.
+func (r *Result) BuiltWith() *app.BuiltWith {
+	if r == nil || !r.CNB {
+		return nil
+	}
+	return &app.BuiltWith{Builder: r.Builder, Buildpacks: slices.Clone(r.Buildpacks)}
+}
+
+// Summary is the build as a deploy's result shows it.
+func (r *Result) Summary() *deploy.BuildSummary {
+	if r == nil {
+		return nil
+	}
+	return &deploy.BuildSummary{Image: r.Image, BuiltWith: r.BuiltWith(), Upload: r.Upload}
 }
 
 // Seconds split a build's time.
@@ -171,6 +196,8 @@ type agentResult struct {
 	LayersAdded    int      `json:"layersAdded"`
 	LayersReused   int      `json:"layersReused"`
 	LayersRestored int      `json:"layersRestored"`
+
+	Upload *protocol.Upload `json:"upload"`
 }
 
 // PodName is a new name for a build pod of app, chosen here so the pod can
@@ -297,9 +324,18 @@ func Build(ctx context.Context, d Deps, o Options) (res *Result, err error) {
 	if s.Upload < 0 {
 		s.Upload = 0
 	}
-	return &Result{Image: ar.Image, Pod: b.name, SourceBytes: len(o.Source.Data), LayerBytes: ar.LayerBytes, PushedBytes: ar.PushedBytes, Seconds: s,
-		CNB: o.CNB != nil, Processes: ar.Processes, Buildpacks: ar.Buildpacks,
-		LayersAdded: ar.LayersAdded, LayersReused: ar.LayersReused, LayersRestored: ar.LayersRestored}, nil
+	return b.result(ar, s), nil
+}
+
+// result is the finished build the agent reported.
+func (b *builder) result(ar *agentResult, s Seconds) *Result {
+	res := &Result{Image: ar.Image, Pod: b.name, SourceBytes: len(b.o.Source.Data), LayerBytes: ar.LayerBytes, PushedBytes: ar.PushedBytes, Seconds: s,
+		CNB: b.o.CNB != nil, Processes: ar.Processes, Buildpacks: ar.Buildpacks,
+		LayersAdded: ar.LayersAdded, LayersReused: ar.LayersReused, LayersRestored: ar.LayersRestored}
+	if res.CNB {
+		res.Builder, res.Upload = b.o.Builder, ar.Upload
+	}
+	return res
 }
 
 type builder struct {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes/fake"
@@ -206,5 +208,40 @@ func TestPinnedBuilderIsInspectedOnce(t *testing.T) {
 		if _, err := p.inspected(ctx, Deps{Client: client, Progress: progress.Nop{}}, Options{App: "shop", Namespace: "dev", Builder: other}); err == nil || len(client.Actions()) == 0 {
 			t.Errorf("%s: read without a pod (%v)", other, err)
 		}
+	}
+}
+
+// A CNB build's result carries what the agent read of the registry's
+// manifests, and the builder and buildpacks its release records; an older
+// agent's result (no upload) gives no counts, and other builds record no
+// builder.
+func TestCNBBuildReportsTheUploadAndWhatBuiltIt(t *testing.T) {
+	line := resultPrefix + `{"ok":true,"image":"10.0.0.5:5000/apps/shop@sha256:bb","processes":["web"],"buildpacks":["tug.test/shell@0.1.0"],` +
+		`"upload":{"previousImage":"10.0.0.5:5000/apps/shop@sha256:aa","newLayers":1,"newBytes":1229,"reusedLayers":3,"reusedBytes":4096}}` + "\n"
+	o := cnbOptions()
+	o.Timeout = time.Minute
+	res, err := Build(context.Background(), Deps{Client: runningClient(), Executor: &fakeAgent{output: line}, Out: io.Discard, Progress: noProgress{}}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := protocol.Upload{PreviousImage: "10.0.0.5:5000/apps/shop@sha256:aa", NewLayers: 1, NewBytes: 1229, ReusedLayers: 3, ReusedBytes: 4096}
+	if res.Upload == nil || *res.Upload != want {
+		t.Errorf("upload %+v, want %+v", res.Upload, want)
+	}
+	s := res.Summary()
+	if s.Image != res.Image || s.Upload != res.Upload || s.BuiltWith == nil || s.BuiltWith.Builder != o.Builder ||
+		!slices.Equal(s.BuiltWith.Buildpacks, []string{"tug.test/shell@0.1.0"}) {
+		t.Errorf("summary %+v, built with %+v", s, s.BuiltWith)
+	}
+
+	old := resultPrefix + `{"ok":true,"image":"10.0.0.5:5000/apps/shop@sha256:bb","processes":["web"]}` + "\n"
+	res, err = Build(context.Background(), Deps{Client: runningClient(), Executor: &fakeAgent{output: old}, Out: io.Discard, Progress: noProgress{}}, o)
+	if err != nil || res.Upload != nil || res.BuiltWith() == nil {
+		t.Errorf("an agent that sent no upload: %+v, %v", res, err)
+	}
+	o = opts()
+	res, err = Build(context.Background(), Deps{Client: runningClient(), Executor: &fakeAgent{output: old}, Out: io.Discard, Progress: noProgress{}}, o)
+	if err != nil || res.BuiltWith() != nil || res.Summary().BuiltWith != nil {
+		t.Errorf("a build with tug's builder contract records what built it: %+v, %v", res.BuiltWith(), err)
 	}
 }

@@ -24,7 +24,7 @@ var ErrNoChange = errors.New("nothing to change")
 func DeployChange(image string, processes map[string]string, message string) Change {
 	return func(a *app.App, base *app.Release, config app.ConfigMap) (*app.Release, app.ConfigMap, error) {
 		r := app.Next(a, base, app.KindDeploy, message)
-		r.Image, r.ImageID, r.Processes = image, "", maps.Clone(processes)
+		r.Image, r.ImageID, r.BuiltWith, r.Processes = image, "", nil, maps.Clone(processes)
 		return r, maps.Clone(config), nil
 	}
 }
@@ -54,8 +54,24 @@ func DeployProcesses(image string, pc app.ProcessChange, allowed []string, all b
 			}
 		}
 		r := app.Next(a, base, app.KindDeploy, message)
-		r.Image, r.ImageID, r.Processes = image, "", procs
+		// a new image: how it was built is WithBuiltWith's to say
+		r.Image, r.ImageID, r.BuiltWith, r.Processes = image, "", nil, procs
 		return r, maps.Clone(config), nil
+	}
+}
+
+// WithBuiltWith records in the release change makes what built its image
+// from source (nil: nothing known, the change's release is kept as made).
+func WithBuiltWith(change Change, built *app.BuiltWith) Change {
+	if built == nil {
+		return change
+	}
+	return func(a *app.App, base *app.Release, config app.ConfigMap) (*app.Release, app.ConfigMap, error) {
+		r, c, err := change(a, base, config)
+		if r != nil {
+			r.BuiltWith = built.Clone()
+		}
+		return r, c, err
 	}
 }
 

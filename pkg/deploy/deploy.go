@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/build/protocol"
 	"tug.dev/tug/pkg/clustersettings"
 	"tug.dev/tug/pkg/lock"
 	"tug.dev/tug/pkg/progress"
@@ -129,8 +130,22 @@ type Result struct {
 	UnitsRestarted *bool `json:"unitsRestarted,omitempty"`
 	// Canary is the release running beside the deployed one, while one
 	// runs (canary.go).
-	Canary     *CanaryResult `json:"canary,omitempty"`
+	Canary *CanaryResult `json:"canary,omitempty"`
+	// Build is the build from source that made the release's image, set
+	// by the caller that ran it (pkg/build: Result.Summary); omitted for
+	// a deploy of an image.
+	Build      *BuildSummary `json:"build,omitempty"`
 	DurationMS int64         `json:"durationMs"`
+}
+
+// BuildSummary is a build from source as a deploy's result shows it.
+type BuildSummary struct {
+	Image string `json:"image"`
+	// BuiltWith and Upload are a Cloud Native Buildpacks build's: its
+	// builder and buildpacks, and the layers its push sent against those
+	// the registry held in the previous image (nil when unknown).
+	BuiltWith *app.BuiltWith   `json:"builtWith,omitempty"`
+	Upload    *protocol.Upload `json:"upload,omitempty"`
 }
 
 // ProcessResult is one process of the release.

@@ -23,7 +23,7 @@ func RecordFailed(ctx context.Context, d Deps, appName, message, reason string) 
 		return nil, err
 	}
 	next := app.Next(a, base, app.KindDeploy, message)
-	next.Image, next.ImageID = "", ""
+	next.Image, next.ImageID, next.BuiltWith = "", "", nil
 	next.App, next.Version, next.CreatedAt, next.Author = a.Name, a.LastRelease+1, time.Now().UTC(), d.Holder.User
 	next.Status, next.FailReason = app.StatusFailed, reason
 	if err := store.CreateRelease(ctx, next, config); err != nil {

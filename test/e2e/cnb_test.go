@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -21,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"tug.dev/tug/pkg/build"
+	"tug.dev/tug/pkg/build/protocol"
 	"tug.dev/tug/pkg/kube"
 )
 
@@ -138,7 +140,7 @@ func TestCNBBuildDeploysProcessesAndCaches(t *testing.T) {
 	h.mustTug("app", "create", "cnb")
 	specs := h.buildPodSpecs()
 	deploy := func(extra ...string) Result {
-		return h.TugRun(Run{Args: append([]string{"app", "deploy", "cnb", "--timeout", "2m"}, extra...), Dir: src})
+		return h.TugRun(Run{Args: append([]string{"app", "deploy", "cnb", "--timeout", "2m", "-o", "json"}, extra...), Dir: src})
 	}
 	r := deploy("--builder", builder, "--repository", reg+"/e2e/"+h.NS+"/cnb", "--build-env", "GREETING=psst-4217")
 	if r.Code != 0 {
@@ -147,6 +149,12 @@ func TestCNBBuildDeploysProcessesAndCaches(t *testing.T) {
 	m := builtByDigest.FindStringSubmatch(r.Stderr)
 	if m == nil || !strings.Contains(r.Stderr, "/cnb/lifecycle/creator") || !strings.Contains(r.Stderr, "GREETING is psst-4217") {
 		t.Fatalf("the lifecycle's build is not shown, or the buildpack did not see the build env:\n%s", r.Stderr)
+	}
+	// a new repository: every layer is new, and the line says so
+	first := cnbUpload(t, r, m[1], "")
+	if first.NewLayers == 0 || first.NewBytes == 0 || first.ReusedLayers != 0 ||
+		!strings.Contains(r.Stderr, fmt.Sprintf("pushed %d new layer", first.NewLayers)) {
+		t.Errorf("the first build's upload %+v is not every layer new, or not shown:\n%s", first, r.Stderr)
 	}
 	for _, proc := range []string{"web", "worker"} {
 		d, err := h.Client.AppsV1().Deployments(h.NS).Get(context.Background(), "cnb-"+proc, metav1.GetOptions{})
@@ -185,14 +193,66 @@ func TestCNBBuildDeploysProcessesAndCaches(t *testing.T) {
 			t.Errorf("the rebuild's log lacks %q:\n%s", want, r.Stderr)
 		}
 	}
-	if m2 := builtByDigest.FindStringSubmatch(r.Stderr); m2 == nil || m2[1] == m[1] {
-		t.Errorf("the rebuild deployed no new digest:\n%s", r.Stderr)
+	m2 := builtByDigest.FindStringSubmatch(r.Stderr)
+	if m2 == nil || m2[1] == m[1] {
+		t.Fatalf("the rebuild deployed no new digest:\n%s", r.Stderr)
 	}
+	// the registry got only the changed layers: counted against the
+	// first image, from the two manifests
+	second := cnbUpload(t, r, m2[1], m[1])
+	if second.ReusedLayers == 0 || second.NewLayers == 0 || second.NewBytes >= first.NewBytes ||
+		!strings.Contains(r.Stderr, fmt.Sprintf("pushed %d new layer", second.NewLayers)) ||
+		!strings.Contains(r.Stderr, fmt.Sprintf("reused %d layer", second.ReusedLayers)) {
+		t.Errorf("the rebuild's upload %+v against the first build's %+v: want fewer new bytes and reused layers, shown:\n%s", second, first, r.Stderr)
+	}
+	t.Logf("the first build pushed %+v; the rebuild %+v", first, second)
 	serves("Second edition")
+	cnbBuiltWith(t, h, builder)
 	if n := len(h.atLeast(specs, len(seen)+1, "the rebuild's build pod")); n != len(seen)+1 {
 		t.Errorf("the rebuild made %d pods, want the build alone: a builder pinned by digest is read once", n-len(seen))
 	}
 	assertNoBuildPods(t, h)
+}
+
+// cnbUpload is the upload of a CNB deploy's -o json result, checked to
+// be the build of image, counted against previous ("" for none).
+func cnbUpload(t *testing.T, r Result, image, previous string) protocol.Upload {
+	t.Helper()
+	var res struct {
+		Build struct {
+			Image  string           `json:"image"`
+			Upload *protocol.Upload `json:"upload"`
+		} `json:"build"`
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &res); err != nil {
+		t.Fatalf("the deploy's -o json: %v\n%s", err, r.Stdout)
+	}
+	u := res.Build.Upload
+	if res.Build.Image != image || u == nil || u.PreviousImage != previous {
+		t.Fatalf("the deploy's build %+v (upload %+v): want image %s, counted against %q\n%s", res.Build, u, image, previous, r.Stdout)
+	}
+	return *u
+}
+
+// cnbBuiltWith checks that app info names the builder and the buildpack
+// that built the running release, in its table and its -o json.
+func cnbBuiltWith(t *testing.T, h *H, builder string) {
+	t.Helper()
+	var info struct {
+		BuiltWith *struct {
+			Builder    string   `json:"builder"`
+			Buildpacks []string `json:"buildpacks"`
+		} `json:"builtWith"`
+	}
+	if err := json.Unmarshal([]byte(h.mustTug("app", "info", "cnb", "-o", "json").Stdout), &info); err != nil {
+		t.Fatal(err)
+	}
+	if b := info.BuiltWith; b == nil || b.Builder != builder || !slices.Contains(b.Buildpacks, "tug.test/shell@0.1.0") {
+		t.Errorf("app info -o json: built with %+v, want %s and tug.test/shell@0.1.0", b, builder)
+	}
+	if out := h.mustTug("app", "info", "cnb").Stdout; !strings.Contains(out, "Built with: builder "+builder+", buildpacks tug.test/shell@0.1.0") {
+		t.Errorf("app info does not say what built the release:\n%s", out)
+	}
 }
 
 // --buildpack picks the builder's buildpacks in order; bad input exits 2
