@@ -77,8 +77,12 @@ type CanaryRunningError struct {
 }
 
 func (e *CanaryRunningError) Error() string {
-	return fmt.Sprintf("%s refused: v%d of app %q runs as a %s beside v%d (%d%% of requests); first 'tug release promote %s' (v%d gets every request) or 'tug release abort %s' (v%d keeps them)",
-		e.What, e.Canary.Release, e.App, e.Canary.Strategy, e.Stable, e.Canary.Weight, e.App, e.Canary.Release, e.App, e.Stable)
+	halted := ""
+	if e.Canary.StepsHalted() {
+		halted = fmt.Sprintf(", its steps stopped at %d%%", e.Canary.Weight)
+	}
+	return fmt.Sprintf("%s refused: v%d of app %q runs as a %s beside v%d (%d%% of requests%s); first 'tug release promote %s' (v%d gets every request) or 'tug release abort %s' (v%d keeps them)",
+		e.What, e.Canary.Release, e.App, e.Canary.Strategy, e.Stable, e.Canary.Weight, halted, e.App, e.Canary.Release, e.App, e.Stable)
 }
 
 // NoCanaryError is a promote or abort of an app that runs one release.
@@ -86,6 +90,19 @@ type NoCanaryError struct{ App, Verb string }
 
 func (e *NoCanaryError) Error() string {
 	return fmt.Sprintf("nothing to %s: app %q runs no canary or blue-green release ('tug app deploy %s --canary 10%%' starts one)", e.Verb, e.App, e.App)
+}
+
+// PromotedError is an abort that came too late: the promote a stopped tug
+// left had already made the canary's release the deployed one, so taking
+// the lock finished it.
+type PromotedError struct {
+	App     string
+	Release int
+}
+
+func (e *PromotedError) Error() string {
+	return fmt.Sprintf("nothing to abort: a stopped tug had already made v%d the deployed release of app %q, so its promote was finished; 'tug release rollback %s' goes back to the release before it",
+		e.Release, e.App, e.App)
 }
 
 // canaryGate is what a change that rolls or reshapes the app does while
@@ -319,16 +336,25 @@ func abortCanary(t *Txn, st app.Status, reason string) error {
 	return endSplit(t, stable, cfg)
 }
 
-// endSplit records that one release runs again (a.Canary gone), applies
-// its objects (one Service, one backend per route) and removes the
-// canary's Services and Deployment.
+// endSplit makes one release, r (the record's), run alone again: the
+// record says the split is ending, its objects (one Service, one backend
+// per route) are applied and the canary's Services and Deployment
+// removed, and only then does the record drop the canary. A tug stopped
+// in between leaves a record that still names the canary (ending), which
+// the next command that takes the lock ends the same way (settleCanary),
+// never units the record does not name.
 func endSplit(t *Txn, r *app.Release, cfg app.ConfigMap) error {
-	a, err := t.store.UpdateApp(t.ctx, t.app.Name, func(x *app.App) error { x.Canary = nil; return nil })
+	a, err := t.store.UpdateApp(t.ctx, t.app.Name, func(x *app.App) error {
+		if x.Canary != nil {
+			x.Canary.Phase = app.CanaryEnding
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
 	t.app = a
-	objs := Render(a, r, cfg)
+	objs := Render(a, r, cfg) // an ending canary renders as one release
 	got, err := applyObjects(t.ctx, t.d, objs, false)
 	if err != nil {
 		return err
@@ -336,6 +362,11 @@ func endSplit(t *Txn, r *app.Release, cfg app.ConfigMap) error {
 	if err := removeStale(t.ctx, t.d, a.Name, objs); err != nil {
 		return err
 	}
+	a, err = t.store.UpdateApp(t.ctx, a.Name, func(x *app.App) error { x.Canary = nil; return nil })
+	if err != nil {
+		return err
+	}
+	t.app = a
 	_, err = t.d.Routes().Confirm(t.ctx, t.d.Progress, nil, a, got.routes, route.ProbeServe)
 	return err
 }
@@ -389,9 +420,13 @@ func Promote(ctx context.Context, d Deps, appName string, opts Options) (*Result
 
 // Abort ends the canary (or blue-green) release of appName: every request
 // goes back to the deployed release, and the canary's units go.
+//
+// A promote a stopped tug left is undone, not finished, unless it had
+// already made the canary's release the deployed one (*PromotedError); an
+// abort it left is finished.
 func Abort(ctx context.Context, d Deps, appName string) (*Result, error) {
 	start := time.Now()
-	t, err := Begin(ctx, d, appName, nil)
+	t, err := begin(ctx, d, appName, nil, true)
 	if err != nil {
 		return nil, err
 	}
@@ -401,11 +436,24 @@ func Abort(ctx context.Context, d Deps, appName string) (*Result, error) {
 
 func abort(t *Txn, start time.Time, why string) (*Result, error) {
 	if t.app.Canary == nil {
+		switch s := t.settled; {
+		case s.action == settleFinishPromote || s.action == settleEnd && s.release == t.app.Release:
+			return nil, &PromotedError{App: t.app.Name, Release: s.release}
+		case s.action != settleNone:
+			// the abort a stopped tug left (or its start, never served) is done
+			return deployedResult(t, start)
+		}
 		return nil, &NoCanaryError{App: t.app.Name, Verb: "abort"}
 	}
 	if err := abortCanary(t, app.StatusAborted, why); err != nil {
 		return nil, t.Explain(err)
 	}
+	return deployedResult(t, start)
+}
+
+// deployedResult is the Result of a change that leaves the record's
+// release deployed alone.
+func deployedResult(t *Txn, start time.Time) (*Result, error) {
 	r, _, err := t.store.GetRelease(t.ctx, t.app.Name, t.app.Release)
 	if err != nil {
 		return nil, t.Explain(err)
@@ -430,8 +478,12 @@ func promote(t *Txn, start time.Time) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	weight := c.Weight
 	a, err = t.store.UpdateApp(t.ctx, a.Name, func(x *app.App) error {
+		if x.Canary.Phase != app.CanaryPromoting {
+			// a resumed promote finds 100 in Weight: the share to give
+			// back if it fails is the one recorded when it began
+			x.Canary.WeightBefore = x.Canary.Weight
+		}
 		x.Canary.Phase, x.Canary.Weight = app.CanaryPromoting, 100
 		return nil
 	})
@@ -439,6 +491,7 @@ func promote(t *Txn, start time.Time) (*Result, error) {
 		return nil, err
 	}
 	t.app = a
+	weight := a.Canary.WeightBefore
 	t.d.Progress.Update(fmt.Sprintf("every request to v%d", c.Release))
 	if _, err := applySplit(t, a, stable, stableCfg, true); err != nil {
 		return nil, err
@@ -518,38 +571,144 @@ func finishPromote(t *Txn, next *app.Release, cfg app.ConfigMap, start time.Time
 	return res, nil
 }
 
-// settleCanary finishes, under the lock, what a stopped tug left of a
-// canary, so the record, the weights and the units agree: a start is
-// aborted (its release interrupted), an abort or a promote finished, a
-// blue-green past its --keep promoted, and a running canary gets the
-// weights its record says once more.
-func settleCanary(t *Txn) error {
-	a := t.app
+// settling is what settleCanary does with a canary a stopped tug left.
+type settling int
+
+const (
+	settleNone settling = iota
+	// settleReapply gives a running canary the weights its record says.
+	settleReapply
+	// settleHaltSteps records that a running canary's steps stopped (the
+	// tug taking them holds the lock no more), then reapplies.
+	settleHaltSteps
+	settleFinishPromote
+	// settleUndoPromote puts the deployed release's units back and aborts:
+	// an abort asked for after a promote that had not yet made the
+	// canary's release the deployed one.
+	settleUndoPromote
+	settleAbortStart
+	settleFinishAbort
+	// settleEnd finishes endSplit: one release runs, what the split left goes.
+	settleEnd
+	// settleKeepExpired promotes a blue-green release past its --keep.
+	settleKeepExpired
+)
+
+// settleFor decides what settleCanary does with a's canary, now, for a
+// command that wants it aborted (aborting) or not. The phase is recorded
+// before each step acts, so it says what the stopped tug was doing.
+func settleFor(a *app.App, now time.Time, aborting bool) settling {
 	c := a.Canary
 	switch {
 	case c == nil:
-		return nil
+		return settleNone
+	case c.Phase == app.CanaryEnding:
+		return settleEnd
+	case c.Phase == app.CanaryPromoting && aborting && c.Release != a.Release:
+		return settleUndoPromote
 	case c.Release == a.Release || c.Phase == app.CanaryPromoting:
+		return settleFinishPromote
+	case c.Phase == app.CanaryStarting:
+		return settleAbortStart
+	case c.Phase == app.CanaryAborting:
+		return settleFinishAbort
+	case c.Strategy == app.StrategyBlueGreen && !c.KeepUntil.IsZero() && now.After(c.KeepUntil) && !aborting:
+		return settleKeepExpired
+	case len(c.Steps) > 0 && !c.StepsStopped:
+		return settleHaltSteps
+	}
+	return settleReapply
+}
+
+// settled is what settleCanary did, for the command that took the lock:
+// an abort tells a promote it finished from one it undid.
+type settled struct {
+	action  settling
+	release int // the canary's
+}
+
+// settleCanary finishes, under the lock, what a stopped tug left of a
+// canary, so the record, the weights and the units agree (settleFor
+// decides how; docs/reliability.md, "kill -9 during a canary").
+func settleCanary(t *Txn) error {
+	a := t.app
+	c := a.Canary
+	what := settleFor(a, time.Now(), t.aborting)
+	t.settled = settled{action: what, release: c.Release}
+	switch what {
+	case settleEnd:
+		t.d.Progress.Update(fmt.Sprintf("ending the split between v%d and v%d that a stopped tug left", a.Release, c.Release))
+		r, cfg, err := t.store.GetRelease(t.ctx, a.Name, a.Release)
+		if err != nil {
+			return err
+		}
+		return endSplit(t, r, cfg)
+	case settleUndoPromote:
+		return undoPromote(t)
+	case settleFinishPromote:
 		t.d.Progress.Update(fmt.Sprintf("finishing the promote of v%d that a stopped tug left", c.Release))
 		_, err := promote(t, time.Now())
 		return err
-	case c.Phase == app.CanaryStarting:
+	case settleAbortStart:
 		t.d.Progress.Update(fmt.Sprintf("aborting the canary v%d that a stopped tug left starting", c.Release))
 		return abortCanary(t, app.StatusInterrupted, interruptedReason(fmt.Sprintf("the tug starting it as a %s stopped; v%d kept every request", c.Strategy, a.Release)))
-	case c.Phase == app.CanaryAborting:
+	case settleFinishAbort:
 		t.d.Progress.Update(fmt.Sprintf("finishing the abort of v%d that a stopped tug left", c.Release))
 		return abortCanary(t, app.StatusAborted, "aborted")
-	case c.Strategy == app.StrategyBlueGreen && !c.KeepUntil.IsZero() && time.Now().After(c.KeepUntil):
+	case settleKeepExpired:
 		t.d.Progress.Update(fmt.Sprintf("v%d's units were kept until %s: v%d becomes the deployed release", a.Release, c.KeepUntil.Local().Format(time.TimeOnly), c.Release))
 		_, err := promote(t, time.Now())
 		return err
+	case settleHaltSteps:
+		t.d.Progress.Update(fmt.Sprintf("the tug taking v%d's steps (%v) stopped at %d%%: it keeps that share until 'tug release promote %s' or 'tug release abort %s'",
+			c.Release, c.Steps, c.Weight, a.Name, a.Name))
+		if err := haltSteps(t); err != nil {
+			return err
+		}
 	}
 	stable, cfg, err := t.store.GetRelease(t.ctx, a.Name, a.Release)
 	if err != nil {
 		return err
 	}
-	_, err = applySplit(t, a, stable, cfg, false)
+	_, err = applySplit(t, t.app, stable, cfg, false)
 	return err
+}
+
+// haltSteps records that nothing moves the canary through its steps any
+// more: the tug that did held the lock until it stopped. Resuming them
+// here would make whatever command came next (a scale, an env change)
+// sit through minutes of steps it was not asked for and promote without
+// anyone watching; the canary keeps its share and says so until 'release
+// promote' or 'release abort'.
+func haltSteps(t *Txn) error {
+	a, err := t.store.UpdateApp(t.ctx, t.app.Name, func(x *app.App) error {
+		if x.Canary != nil {
+			x.Canary.StepsStopped = true
+		}
+		return nil
+	})
+	if err == nil {
+		t.app = a
+	}
+	return err
+}
+
+// undoPromote is an abort asked for while a stopped tug's promote had not
+// yet made the canary's release the deployed one: the deployed release's
+// units are put back (every request still goes to the canary's units
+// meanwhile), then the canary is aborted.
+func undoPromote(t *Txn) error {
+	a := t.app
+	t.d.Progress.Update(fmt.Sprintf("undoing the promote of v%d that a stopped tug left: v%d's units back", a.Canary.Release, a.Release))
+	if _, err := restore(t.ctx, t.d, t.store, a, a.Release, 0); err != nil {
+		return err
+	}
+	a, err := t.store.GetApp(t.ctx, a.Name)
+	if err != nil {
+		return err
+	}
+	t.app = a
+	return abortCanary(t, app.StatusAborted, "aborted by hand during a promote a stopped tug left")
 }
 
 // canarySelector narrows the web Service while a canary runs without
@@ -558,7 +717,7 @@ func settleCanary(t *Txn) error {
 // between, both (without a Gateway, the split by units).
 func canarySelector(a *app.App, sel map[string]string) {
 	switch {
-	case a.Canary == nil:
+	case !a.Canary.SideBySide():
 	case a.Canary.Weight == 0:
 		sel[kube.LabelRelease] = fmt.Sprint(a.Release)
 	case a.Canary.Weight == 100:
@@ -576,6 +735,7 @@ func (r *rolling) canarySteps(stable *app.Release, cfg app.ConfigMap) (*Result, 
 		t.d.Progress.Update(fmt.Sprintf("v%d gets %d%% of requests; next step in %s", t.app.Canary.Release, t.app.Canary.Weight, interval))
 		failure, err := watchCanary(t, interval)
 		if err != nil {
+			haltStepsCutShort(t)
 			c := t.app.Canary
 			return nil, fmt.Errorf("%w; the canary v%d keeps %d%% of requests: 'tug release promote %s' or 'tug release abort %s' ends it", t.Explain(err), c.Release, c.Weight, t.app.Name, t.app.Name)
 		}
@@ -592,6 +752,18 @@ func (r *rolling) canarySteps(stable *app.Release, cfg app.ConfigMap) (*Result, 
 	}
 	res, err := promote(t, r.start)
 	return res, t.Explain(err)
+}
+
+// haltStepsCutShort records, when it still can, that the steps a cut
+// short tug was taking stopped (the next command that takes the lock
+// does otherwise).
+func haltStepsCutShort(t *Txn) {
+	if t.Lost() != nil {
+		return
+	}
+	wctx, cancel := detached(t.ctx)
+	defer cancel()
+	_ = haltSteps(t.within(wctx))
 }
 
 // watchCanary watches the canary's units for d: the failure of one that

@@ -44,7 +44,7 @@ func TrackServiceName(appName, track string) string { return appName + "-track-"
 // canary runs, the app routes through a Gateway, and its web units take
 // requests (not in maintenance, routable).
 func splitRoute(a *app.App) bool {
-	return a.Canary != nil && a.Canary.Exact && a.Route != nil && a.Route.Gateway != "" && !a.Maintenance && !a.Unroutable
+	return a.Canary.SideBySide() && a.Canary.Exact && a.Route != nil && a.Route.Gateway != "" && !a.Maintenance && !a.Unroutable
 }
 
 // gatewayed says whether a canary of a would split exactly, by the
@@ -109,7 +109,7 @@ func renderCanary(a *app.App, r *app.Release, config app.ConfigMap) *appsv1.Depl
 // keptDeployments are the Deployments no release renders that a change
 // must leave in place: a canary's.
 func keptDeployments(a *app.App) []string {
-	if a.Canary == nil {
+	if !a.Canary.SideBySide() {
 		return nil
 	}
 	return []string{CanaryDeploymentName(a.Name)}
