@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/canary"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/clustersettings"
 	"tug.dev/tug/pkg/deploy"
@@ -107,7 +108,7 @@ func deployDeps(cmd *cobra.Command, f *cli.Factory) (deploy.Deps, error) {
 	}
 	user := kube.WhoAmI(cmd.Context(), client, fallback)
 	d := deploy.Deps{Client: client, Namespace: ns, Progress: f.Progress(), Holder: lock.Self(user),
-		MaintenanceImage: os.Getenv("TUG_MAINTENANCE_IMAGE"), Warn: warnOnce(f.IOStreams)}
+		MaintenanceImage: os.Getenv("TUG_MAINTENANCE_IMAGE"), Warn: warnOnce(f.IOStreams), SideBySide: canary.Runner{}}
 	// what the cluster offers its apps (its Gateway, apps domain), read
 	// from the cluster itself, and the client for the Gateway API
 	if d.Settings, err = clustersettings.Read(cmd.Context(), client); err != nil {

@@ -99,7 +99,7 @@ func TestRenderSplitsByUnitsWithoutAGateway(t *testing.T) {
 	if _, ok := objs.Service.Spec.Selector[kube.LabelRelease]; ok {
 		t.Errorf("between 0%% and 100%% the web Service selects both releases' units: %v", objs.Service.Spec.Selector)
 	}
-	d := renderCanary(a, &app.Release{App: "shop", Version: 8, Image: "shop:8", Processes: map[string]string{"web": "serve"}}, cfg)
+	d := RenderCanary(a, &app.Release{App: "shop", Version: 8, Image: "shop:8", Processes: map[string]string{"web": "serve"}}, cfg)
 	if d.Name != "shop-web-canary" || *d.Spec.Replicas != 1 || d.Spec.Template.Labels[kube.LabelRelease] != "8" || !IsCanary(d.Spec.Template.Labels) {
 		t.Fatalf("canary Deployment: %s %d %v", d.Name, *d.Spec.Replicas, d.Spec.Template.Labels)
 	}

@@ -38,11 +38,6 @@ type Txn struct {
 	// error is context.Cause(ctx)).
 	ctx  context.Context
 	stop context.CancelCauseFunc
-	// aborting: the change is an abort, so a promote a stopped tug left
-	// is undone rather than finished (settleFor); settled is what Read
-	// found to settle.
-	aborting bool
-	settled  settled
 }
 
 // Begin takes appName's deploy lock (waiting up to d.WaitLock) and reads
@@ -51,11 +46,6 @@ type Txn struct {
 // that does not exist fails before the lock is taken. The caller ends the
 // Txn; on an error the lock is released here.
 func Begin(ctx context.Context, d Deps, appName string, check func(*app.App) error) (*Txn, error) {
-	return begin(ctx, d, appName, check, false)
-}
-
-// begin is Begin for a change that aborts a canary (aborting) or not.
-func begin(ctx context.Context, d Deps, appName string, check func(*app.App) error, aborting bool) (*Txn, error) {
 	if _, err := (&app.Store{Client: d.Client, Namespace: d.Namespace}).GetApp(ctx, appName); err != nil {
 		return nil, err
 	}
@@ -64,7 +54,6 @@ func begin(ctx context.Context, d Deps, appName string, check func(*app.App) err
 		return nil, err
 	}
 	t := hold(ctx, d, l)
-	t.aborting = aborting
 	if err := t.Read(appName, check); err != nil {
 		t.End()
 		return nil, err
@@ -122,9 +111,12 @@ func (t *Txn) Read(appName string, check func(*app.App) error) error {
 		a, err = Reconcile(t.ctx, t.d.Client, t.store, a)
 	}
 	if err == nil && a.Canary != nil {
-		// what a stopped tug left of a canary (canary.go)
+		// what a stopped tug left of a canary (pkg/canary)
 		t.app = a
-		err = settleCanary(t)
+		var s SideBySide
+		if s, err = t.d.sideBySide(appName); err == nil {
+			err = s.Settle(t)
+		}
 		a = t.app
 	}
 	if err == nil && check != nil {

@@ -1,4 +1,4 @@
-package deploy
+package canary
 
 import (
 	"context"
@@ -13,7 +13,22 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/deploy"
+	"tug.dev/tug/pkg/deploy/deploytest"
+	"tug.dev/tug/pkg/lock"
 )
+
+const ns = deploytest.Namespace
+
+var (
+	getApp          = deploytest.GetApp
+	getRelease      = deploytest.GetRelease
+	listDeployments = deploytest.ListDeployments
+)
+
+func deps(c *fake.Clientset) deploy.Deps {
+	return deploy.Deps{Client: c, Namespace: ns, Holder: lock.Holder{User: "alice", PID: 42, Host: "laptop"}, SideBySide: Runner{}}
+}
 
 // What the next command that takes the lock does with each canary a
 // stopped tug can leave (docs/reliability.md, "kill -9 during a canary").
@@ -60,12 +75,12 @@ func TestSettleForDecidesFromThePhase(t *testing.T) {
 
 // splitApp seeds shop at release v (1 or 2; one web unit, running) with
 // v2's canary beside it, phase and weight as given, its Deployment made.
-func splitApp(t *testing.T, v int, c *app.Canary) (*app.Store, Deps, *fake.Clientset) {
+func splitApp(t *testing.T, v int, c *app.Canary) (*app.Store, deploy.Deps, *fake.Clientset) {
 	t.Helper()
-	cl, s := newFake()
-	seedApp(t, s, &app.App{Name: "shop"})
-	seedRelease(t, s, &app.Release{Version: 1, Image: "shop:1", Processes: map[string]string{"web": "./v1"}, Status: app.StatusDeployed}, nil)
-	seedRelease(t, s, &app.Release{Version: 2, Image: "shop:2", Processes: map[string]string{"web": "./v2"}, Status: app.StatusCanary}, nil)
+	cl, s := deploytest.NewFake()
+	deploytest.SeedApp(t, s, &app.App{Name: "shop"})
+	deploytest.SeedRelease(t, s, &app.Release{Version: 1, Image: "shop:1", Processes: map[string]string{"web": "./v1"}, Status: app.StatusDeployed}, nil)
+	deploytest.SeedRelease(t, s, &app.Release{Version: 2, Image: "shop:2", Processes: map[string]string{"web": "./v2"}, Status: app.StatusCanary}, nil)
 	ctx := context.Background()
 	a, err := s.UpdateApp(ctx, "shop", func(x *app.App) error {
 		x.Release, x.LastRelease, x.Image = v, 2, fmt.Sprintf("shop:%d", v)
@@ -78,12 +93,25 @@ func splitApp(t *testing.T, v int, c *app.Canary) (*app.Store, Deps, *fake.Clien
 	r, cfg := getRelease(t, s, v)
 	r2, _ := getRelease(t, s, 2)
 	a.Canary = c
-	objs := Render(a, r, cfg)
-	objs.Deployments = append(objs.Deployments, renderCanary(a, r2, cfg))
-	if _, err := applyObjects(ctx, deps(cl), objs, false); err != nil {
+	objs := deploy.Render(a, r, cfg)
+	objs.Deployments = append(objs.Deployments, deploy.RenderCanary(a, r2, cfg))
+	txn, err := deploy.Begin(ctx, deps(cl), "shop", nil) // the record names no canary yet
+	if err != nil {
 		t.Fatal(err)
 	}
-	seedRunning(t, cl, "shop-web", 1)
+	_, err = txn.Apply(objs)
+	txn.End()
+	if err != nil {
+		t.Fatal(err)
+	}
+	web, err := cl.AppsV1().Deployments(ns).Get(ctx, "shop-web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	web.Status = deploytest.Done(1, 0)
+	if _, err := cl.AppsV1().Deployments(ns).UpdateStatus(ctx, web, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := s.UpdateApp(ctx, "shop", func(x *app.App) error { x.Canary = c; return nil }); err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +132,7 @@ func TestEndSplitNamesTheCanaryUntilItsUnitsAreGone(t *testing.T) {
 		return false, nil, nil
 	})
 	ctx := context.Background()
-	if _, err := Promote(ctx, d, "shop", Options{}); err == nil {
+	if _, err := Promote(ctx, d, "shop"); err == nil {
 		t.Fatal("Promote with the canary's Deployment undeletable should fail")
 	}
 	if a := getApp(t, s, "shop"); a.Canary == nil || a.Canary.Phase != app.CanaryEnding {
@@ -129,11 +157,11 @@ func TestEndSplitNamesTheCanaryUntilItsUnitsAreGone(t *testing.T) {
 func TestResumedPromoteThatFailsRestoresTheShareBefore(t *testing.T) {
 	s, d, _ := splitApp(t, 1, &app.Canary{Release: 2, Phase: app.CanaryPromoting, Weight: 100, WeightBefore: 25, Units: 1, Strategy: app.StrategyCanary})
 	ctx := context.Background()
-	if _, err := d.Client.CoreV1().Pods(ns).Create(ctx, crashPod("2"), metav1.CreateOptions{}); err != nil {
+	if _, err := d.Client.CoreV1().Pods(ns).Create(ctx, deploytest.CrashPod("2"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Begin(ctx, d, "shop", nil)
-	var rollErr *Error
+	_, err := deploy.Begin(ctx, d, "shop", nil)
+	var rollErr *deploy.Error
 	if !errors.As(err, &rollErr) || !rollErr.CanaryKept {
 		t.Fatalf("Begin = %v; want the failed promote, the canary kept", err)
 	}
