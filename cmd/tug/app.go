@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/canary"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/clustersettings"
 	"tug.dev/tug/pkg/deploy"
@@ -108,7 +109,8 @@ func deployDeps(cmd *cobra.Command, f *cli.Factory) (deploy.Deps, error) {
 	}
 	user := kube.WhoAmI(cmd.Context(), client, fallback)
 	d := deploy.Deps{Client: client, Namespace: ns, Progress: f.Progress(), Holder: lock.Self(user),
-		MaintenanceImage: os.Getenv("TUG_MAINTENANCE_IMAGE"), Warn: warnOnce(f.IOStreams), Gateways: &route.Finder{}}
+		MaintenanceImage: os.Getenv("TUG_MAINTENANCE_IMAGE"), Warn: warnOnce(f.IOStreams), Gateways: &route.Finder{},
+		SideBySide: canary.Runner{}}
 	if f.Verbosity > 0 {
 		d.Note = sayOnce(f.IOStreams, "note: ")
 	}

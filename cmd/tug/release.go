@@ -63,6 +63,9 @@ func newReleaseListCmd(f *cli.Factory) *cobra.Command {
 					if r.Traffic != nil {
 						status += fmt.Sprintf(" (%d%%)", *r.Traffic)
 					}
+					if a.Canary.StepsHalted() && r.Version == a.Canary.Release {
+						status += ", steps stopped: promote or abort"
+					}
 					t.AddRow(fmt.Sprintf("v%d%s", r.Version, mark), r.Kind, status, dash(r.Image), r.Author, text.Age(r.CreatedAt), msg)
 				}
 				return t.Render(f.IOStreams, o.NoHeaders)

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/canary"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/inputerr"
@@ -131,9 +132,7 @@ func newReleasePromoteCmd(f *cli.Factory) *cobra.Command {
 'tug app deploy --canary' or '--strategy blue-green'): every request goes to
 its units at once, the deployed release's units are rolled out to it (other
 processes, workers, too), and once they run it the canary's own units go.`,
-		func(ctx context.Context, d deploy.Deps, name string) (*deploy.Result, error) {
-			return deploy.Promote(ctx, d, name, deploy.Options{})
-		}, rollVerb{"promoted", "promoting the canary of"})
+		canary.Promote, rollVerb{"promoted", "promoting the canary of"})
 }
 
 func newReleaseAbortCmd(f *cli.Factory) *cobra.Command {
@@ -142,7 +141,7 @@ func newReleaseAbortCmd(f *cli.Factory) *cobra.Command {
 blue-green release with its previous units kept): every request goes back
 to the deployed release's units, which never stopped, then the canary's
 units are removed and its release is marked aborted.`,
-		deploy.Abort, rollVerb{"aborted", "aborting the canary of"})
+		canary.Abort, rollVerb{"aborted", "aborting the canary of"})
 }
 
 // canaryEndCmd is release promote or release abort: one app, the app's

@@ -41,6 +41,11 @@ const (
 	// CanaryAborting: every request goes back to the deployed release
 	// while the canary's units are removed.
 	CanaryAborting = "aborting"
+	// CanaryEnding: one release (App.Release) runs again; what the split
+	// left (the canary's Deployment, the two sides' Services) is being
+	// removed. The record names the canary until they are gone, so a tug
+	// stopped meanwhile never leaves units the record does not name.
+	CanaryEnding = "ending"
 )
 
 // Canary is a release running beside the deployed one (App.Release): its
@@ -55,8 +60,16 @@ type Canary struct {
 	Units int32 `json:"units"`
 	// Steps are the weights still to reach by themselves (--canary-steps),
 	// one every StepInterval; the last step is followed by a promote.
-	Steps        []int     `json:"steps,omitempty"`
-	StepInterval string    `json:"stepInterval,omitempty"`
+	Steps        []int  `json:"steps,omitempty"`
+	StepInterval string `json:"stepInterval,omitempty"`
+	// StepsStopped: the tug moving the canary through Steps stopped (a
+	// kill, Ctrl-C, a lost lock) and nothing moves it on: it keeps Weight
+	// until 'release promote' or 'release abort' (docs/reliability.md).
+	StepsStopped bool `json:"stepsStopped,omitempty"`
+	// WeightBefore is the share the canary had when its promote began,
+	// which a promote whose rollout fails gives it back (Weight is 100
+	// while it promotes, and a resumed promote must not take that for it).
+	WeightBefore int       `json:"weightBefore,omitempty"`
 	StartedAt    time.Time `json:"startedAt"`
 	// Exact says the weights are the router's (weighted backendRefs on the
 	// app's HTTPRoute); false: the split follows the ratio of units on
@@ -66,6 +79,13 @@ type Canary struct {
 	// units may go (--keep); zero keeps them until the next deploy.
 	KeepUntil time.Time `json:"keepUntil,omitzero"`
 }
+
+// SideBySide says whether c still splits the app's requests: a canary that
+// is ending is rendered as the one release it leaves.
+func (c *Canary) SideBySide() bool { return c != nil && c.Phase != CanaryEnding }
+
+// StepsHalted says whether c has steps left that nothing will take.
+func (c *Canary) StepsHalted() bool { return c != nil && c.StepsStopped && len(c.Steps) > 0 }
 
 // CanaryUnits is how many web units a canary of weight percent gets
 // beside units: ceil(units x weight/100), at least 1.
@@ -130,8 +150,12 @@ func (c *CanaryInfo) Describe() string {
 	if !c.Exact {
 		how = "approximate, by units on the Service"
 	}
-	return fmt.Sprintf("v%d (%s, %s): %d%% of requests (%s), %d/%d web units ready; v%d %d%%",
+	line := fmt.Sprintf("v%d (%s, %s): %d%% of requests (%s), %d/%d web units ready; v%d %d%%",
 		c.Release, c.Strategy, c.Phase, c.Weight, how, c.Ready, c.Units, c.Stable, 100-c.Weight)
+	if c.StepsHalted() {
+		line += fmt.Sprintf("; steps stopped at %d%% (the tug taking them was stopped)", c.Weight)
+	}
+	return line
 }
 
 // TrafficShare is the share of requests release v gets while a canary

@@ -18,7 +18,7 @@ import (
 	"tug.dev/tug/pkg/route"
 )
 
-// A canary's objects (canary.go has its steps). Its web units are a
+// A canary's objects (pkg/canary has its steps). Its web units are a
 // Deployment of their own, APP-web-canary, whose pods carry the web
 // Service's labels too: without a Gateway the Service spreads requests
 // over both releases' units (a split by unit ratio). Through a Gateway
@@ -28,13 +28,14 @@ import (
 
 // Track values: which side of a split an object serves.
 const (
-	trackCanary = "canary"
+	// TrackCanary is the tug.dev/track of a canary's Deployment and units.
+	TrackCanary = "canary"
 	trackStable = "stable"
 )
 
 // CanaryDeploymentName is the Deployment of a canary's web units.
 func CanaryDeploymentName(appName string) string {
-	return DeploymentName(appName, app.WebProcess) + "-" + trackCanary
+	return DeploymentName(appName, app.WebProcess) + "-" + TrackCanary
 }
 
 // TrackServiceName is the Service of one side of a split route.
@@ -44,12 +45,12 @@ func TrackServiceName(appName, track string) string { return appName + "-track-"
 // canary runs, the app routes through a Gateway, and its web units take
 // requests (not in maintenance, routable).
 func splitRoute(a *app.App) bool {
-	return a.Canary != nil && a.Canary.Exact && a.Route != nil && a.Route.Gateway != "" && !a.Maintenance && !a.Unroutable
+	return a.Canary.SideBySide() && a.Canary.Exact && a.Route != nil && a.Route.Gateway != "" && !a.Maintenance && !a.Unroutable
 }
 
-// gatewayed says whether a canary of a would split exactly, by the
+// Gatewayed says whether a canary of a would split exactly, by the
 // router's weights.
-func gatewayed(a *app.App) bool { return a.Route != nil && a.Route.Gateway != "" }
+func Gatewayed(a *app.App) bool { return a.Route != nil && a.Route.Gateway != "" }
 
 // webBackends are the Services the app's route sends requests to: the web
 // Service, or, while a canary splits them, each release's with its weight.
@@ -59,7 +60,7 @@ func webBackends(a *app.App) []route.Backend {
 	}
 	w := a.Canary.Weight
 	stable := route.Backend{Name: TrackServiceName(a.Name, trackStable), Weight: 100 - w, Label: fmt.Sprintf("v%d", a.Release)}
-	canary := route.Backend{Name: TrackServiceName(a.Name, trackCanary), Weight: w, Label: fmt.Sprintf("v%d", a.Canary.Release)}
+	canary := route.Backend{Name: TrackServiceName(a.Name, TrackCanary), Weight: w, Label: fmt.Sprintf("v%d", a.Canary.Release)}
 	// a side with no share is left out: its Service may have no units
 	// yet (or none any more), which a router takes for a broken route
 	switch w {
@@ -91,17 +92,17 @@ func renderTrackServices(a *app.App) []*corev1.Service {
 			},
 		}
 	}
-	return []*corev1.Service{svc(trackStable, a.Release), svc(trackCanary, a.Canary.Release)}
+	return []*corev1.Service{svc(trackStable, a.Release), svc(TrackCanary, a.Canary.Release)}
 }
 
-// renderCanary is the Deployment of the canary's web units: release r's
+// RenderCanary is the Deployment of the canary's web units: release r's
 // web process, a.Canary.Units of it, its pods told apart by their track.
-func renderCanary(a *app.App, r *app.Release, config app.ConfigMap) *appsv1.Deployment {
+func RenderCanary(a *app.App, r *app.Release, config app.ConfigMap) *appsv1.Deployment {
 	d := renderDeployment(a, r, app.WebProcess, r.Processes[app.WebProcess], webPort(config), config)
 	d.Name = CanaryDeploymentName(a.Name)
-	d.Labels[kube.LabelTrack] = trackCanary
-	d.Spec.Selector.MatchLabels[kube.LabelTrack] = trackCanary
-	d.Spec.Template.Labels[kube.LabelTrack] = trackCanary
+	d.Labels[kube.LabelTrack] = TrackCanary
+	d.Spec.Selector.MatchLabels[kube.LabelTrack] = TrackCanary
+	d.Spec.Template.Labels[kube.LabelTrack] = TrackCanary
 	d.Spec.Replicas = new(a.Canary.Units)
 	return d
 }
@@ -109,14 +110,14 @@ func renderCanary(a *app.App, r *app.Release, config app.ConfigMap) *appsv1.Depl
 // keptDeployments are the Deployments no release renders that a change
 // must leave in place: a canary's.
 func keptDeployments(a *app.App) []string {
-	if a.Canary == nil {
+	if !a.Canary.SideBySide() {
 		return nil
 	}
 	return []string{CanaryDeploymentName(a.Name)}
 }
 
 // IsCanary says whether a Deployment or pod is a canary's.
-func IsCanary(labels map[string]string) bool { return labels[kube.LabelTrack] == trackCanary }
+func IsCanary(labels map[string]string) bool { return labels[kube.LabelTrack] == TrackCanary }
 
 // applyTrackServices applies the Services of a split route, before the
 // route that names them.
@@ -152,11 +153,25 @@ func removeStaleTrackServices(ctx context.Context, d Deps, appName string, keep 
 	return nil
 }
 
-// splitProbe is what a request through the router must get once the
+// SplitProbe is what a request through the router must get once the
 // split as a says is served: the answer carries its marker.
-func splitProbe(a *app.App) route.Probe {
+func SplitProbe(a *app.App) route.Probe {
 	if !splitRoute(a) {
 		return route.ProbeServe
 	}
 	return route.ProbeSplit(route.SplitMarker(webBackends(a)))
+}
+
+// canarySelector narrows the web Service while a canary runs without
+// the whole share: at 0% (starting, aborting) it selects the deployed
+// release's units only, at 100% (promoting, blue-green) the canary's;
+// between, both (without a Gateway, the split by units).
+func canarySelector(a *app.App, sel map[string]string) {
+	switch {
+	case !a.Canary.SideBySide():
+	case a.Canary.Weight == 0:
+		sel[kube.LabelRelease] = fmt.Sprint(a.Release)
+	case a.Canary.Weight == 100:
+		sel[kube.LabelRelease] = fmt.Sprint(a.Canary.Release)
+	}
 }

@@ -1,6 +1,8 @@
 package deploy
 
 import (
+	"context"
+	"errors"
 	"maps"
 	"slices"
 	"testing"
@@ -99,7 +101,7 @@ func TestRenderSplitsByUnitsWithoutAGateway(t *testing.T) {
 	if _, ok := objs.Service.Spec.Selector[kube.LabelRelease]; ok {
 		t.Errorf("between 0%% and 100%% the web Service selects both releases' units: %v", objs.Service.Spec.Selector)
 	}
-	d := renderCanary(a, &app.Release{App: "shop", Version: 8, Image: "shop:8", Processes: map[string]string{"web": "serve"}}, cfg)
+	d := RenderCanary(a, &app.Release{App: "shop", Version: 8, Image: "shop:8", Processes: map[string]string{"web": "serve"}}, cfg)
 	if d.Name != "shop-web-canary" || *d.Spec.Replicas != 1 || d.Spec.Template.Labels[kube.LabelRelease] != "8" || !IsCanary(d.Spec.Template.Labels) {
 		t.Fatalf("canary Deployment: %s %d %v", d.Name, *d.Spec.Replicas, d.Spec.Template.Labels)
 	}
@@ -114,4 +116,21 @@ func TestRenderSplitsByUnitsWithoutAGateway(t *testing.T) {
 	if _, ok := d.Spec.Selector.MatchLabels[kube.LabelTrack]; !ok {
 		t.Error("the canary's selector should name its track")
 	}
+}
+
+// A caller whose Deps cannot settle a canary (no SideBySide) is refused
+// under the lock, before anything is written, rather than left to change
+// an app whose record, weights and units it does not understand.
+func TestNoSideBySideRefusesAnAppWithACanary(t *testing.T) {
+	c, s := newFake()
+	seedApp(t, s, &app.App{Name: "shop", Release: 1, Canary: &app.Canary{Release: 2, Phase: app.CanaryRunning, Weight: 25}})
+	_, err := Begin(context.Background(), deps(c), "shop", nil)
+	var refused *NoSideBySideError
+	if !errors.As(err, &refused) || refused.App != "shop" {
+		t.Fatalf("Begin = %v; want a *NoSideBySideError", err)
+	}
+	if a := getApp(t, s, "shop"); a.Canary == nil || a.Canary.Weight != 25 {
+		t.Errorf("the record changed: %+v", a.Canary)
+	}
+	assertNoLease(t, c)
 }

@@ -62,6 +62,10 @@ type Deps struct {
 	// the cluster settings name none (route.Finder), for the whole
 	// command; nil looks again each time the route is resolved.
 	Gateways *route.Finder
+	// SideBySide runs a release beside the deployed one (pkg/canary's
+	// Runner); nil refuses every change to an app that runs a canary
+	// (*NoSideBySideError).
+	SideBySide SideBySide
 }
 
 // Options tune one rollout.
@@ -82,7 +86,7 @@ type Options struct {
 	// Probe is what a request through the router must get for the change
 	// to count as served (routed.go); the default: the app answers.
 	Probe route.Probe
-	// Canary runs the release beside the deployed one (canary.go); nil:
+	// Canary runs the release beside the deployed one (pkg/canary); nil:
 	// a rolling update of every unit.
 	Canary *CanaryOptions
 	// Rollback is set by a rollback to release RollbackTo (0: the one
@@ -129,7 +133,7 @@ type Result struct {
 	// took effect on the running release in place, units untouched.
 	UnitsRestarted *bool `json:"unitsRestarted,omitempty"`
 	// Canary is the release running beside the deployed one, while one
-	// runs (canary.go).
+	// runs (pkg/canary).
 	Canary *CanaryResult `json:"canary,omitempty"`
 	// Build is the build from source that made the release's image, set
 	// by the caller that ran it (pkg/build: Result.Summary); omitted for
@@ -240,10 +244,14 @@ func Roll(ctx context.Context, d Deps, appName string, change Change, opts Optio
 // rolling's methods, in the order below.
 func roll(t *Txn, change Change, opts Options, start time.Time) (*Result, error) {
 	if t.app.Canary != nil && !opts.DryRun {
-		if opts.Rollback && (opts.RollbackTo == 0 || opts.RollbackTo == t.app.Release) {
-			return abort(t, start, "rolled back")
+		s, err := t.d.sideBySide(t.app.Name)
+		if err != nil {
+			return nil, err
 		}
-		if err := canaryGate(t, "this change"); err != nil {
+		if opts.Rollback && (opts.RollbackTo == 0 || opts.RollbackTo == t.app.Release) {
+			return s.Abort(t, start, "rolled back")
+		}
+		if err := s.Gate(t, "this change"); err != nil {
 			return nil, err
 		}
 	}
@@ -259,7 +267,7 @@ func roll(t *Txn, change Change, opts Options, start time.Time) (*Result, error)
 		return r.stage()
 	}
 	if c := r.opts.Canary; c != nil {
-		if err := checkCanaryStart(r.a, r.next, c); err != nil {
+		if err := checkCanaryStart(t.d, r.a, r.next, c); err != nil {
 			return nil, err
 		}
 		// the record's formation stays the deployed release's until a
@@ -283,7 +291,7 @@ func roll(t *Txn, change Change, opts Options, start time.Time) (*Result, error)
 		return r.interrupted(err)
 	}
 	if r.opts.Canary != nil {
-		return r.startCanary()
+		return t.d.SideBySide.Start(t, r.started())
 	}
 	got, out := r.apply()
 	if out != nil {

@@ -128,7 +128,7 @@ func reshape(ctx context.Context, d Deps, appName string, c RecordChange, opts O
 	defer t.End()
 	if !storeOnlyBeforeDeploy {
 		// a change of units; traffic changes keep the split (Render)
-		if err := canaryGate(t, "changing the units"); err != nil {
+		if err := gate(t, "changing the units"); err != nil {
 			return nil, err
 		}
 	}

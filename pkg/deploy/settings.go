@@ -43,7 +43,7 @@ func ChangeRollout(ctx context.Context, d Deps, appName, message string, edit fu
 		return nil, err
 	}
 	defer t.End()
-	if err := canaryGate(t, "changing the rollout settings"); err != nil {
+	if err := gate(t, "changing the rollout settings"); err != nil {
 		return nil, err
 	}
 	ctx, d, store, a := t.ctx, t.d, t.store, t.app

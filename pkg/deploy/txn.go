@@ -111,9 +111,12 @@ func (t *Txn) Read(appName string, check func(*app.App) error) error {
 		a, err = Reconcile(t.ctx, t.d.Client, t.store, a)
 	}
 	if err == nil && a.Canary != nil {
-		// what a stopped tug left of a canary (canary.go)
+		// what a stopped tug left of a canary (pkg/canary)
 		t.app = a
-		err = settleCanary(t)
+		var s SideBySide
+		if s, err = t.d.sideBySide(appName); err == nil {
+			err = s.Settle(t)
+		}
 		a = t.app
 	}
 	if err == nil && check != nil {

@@ -15,11 +15,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
+
+	"tug.dev/tug/test/faultproxy"
 )
 
-// kill -9 at five points of a canary's life (start, promote, abort): the
+// kill -9 at seven points of a canary's life (start, promote, abort): the
 // next command that takes the app's lock makes the record, the route's
-// weights and the units agree (docs/reliability.md, "Canary").
+// weights and the units agree (docs/reliability.md, "Canary"); at no
+// point does the record say one release runs while the canary's units do.
 
 // canaryRecord is what the app record says of its canary.
 type canaryRecord struct {
@@ -65,6 +68,13 @@ func (h *H) kill9At(appName, at string, cond func() bool, args ...string) {
 	})
 	_ = cmd.Process.Signal(syscall.SIGKILL)
 	<-exited
+	h.dropLease(appName)
+}
+
+// dropLease deletes the app's lease, standing in for a killed tug's
+// expiry.
+func (h *H) dropLease(appName string) {
+	h.t.Helper()
 	err := h.Client.CoordinationV1().Leases(h.NS).Delete(context.Background(), "tug-lock-"+appName, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		h.t.Fatal(err)
@@ -124,29 +134,52 @@ func TestKill9DuringCanary(t *testing.T) {
 		return sampleV1
 	}
 	startCanary := func() { h.mustTug("app", "deploy", name, "--image", other(), "--canary", "50%") }
+	f := h.faulty()
+	// exact kill points, through the fault proxy: once the server has the
+	// request (Lost), or before it gets it (Stall)
+	webRolled := &faultproxy.Rule{Method: "PATCH", Path: "/deployments/" + name + "-web", Fault: faultproxy.Lost}
+	canaryGoing := &faultproxy.Rule{Method: "DELETE", Path: "/deployments/" + name + "-web-canary", Fault: faultproxy.Stall}
 	var table []string
 	for _, p := range []struct {
 		point  string
 		before func()
 		cond   func() bool
+		rule   *faultproxy.Rule // kill there instead of at cond
 		args   []string
+		next   []string // the next command; tug app scale APP web=1 when nil
 	}{
-		{"deploy --canary: its Deployment made, no unit ready", nil, canaryDeployment, []string{"app", "deploy", name, "--image", sampleV2, "--canary", "50%"}},
-		{"deploy --canary: a canary unit ready", nil, canaryReady, []string{"app", "deploy", name, "--image", sampleV2, "--canary", "50%"}},
-		{"release promote: every request to the canary", startCanary, phase("promoting"), []string{"release", "promote", name}},
-		{"release promote: the web Deployment rolling to the canary's release", startCanary, func() bool { return webRunsCanary(h, name) }, []string{"release", "promote", name}},
-		{"release abort: every request back", startCanary, phase("aborting"), []string{"release", "abort", name}},
+		{"deploy --canary: its Deployment made, no unit ready", nil, canaryDeployment, nil, []string{"app", "deploy", name, "--image", sampleV2, "--canary", "50%"}, nil},
+		{"deploy --canary: a canary unit ready", nil, canaryReady, nil, []string{"app", "deploy", name, "--image", sampleV2, "--canary", "50%"}, nil},
+		{"release promote: every request to the canary", startCanary, phase("promoting"), nil, []string{"release", "promote", name}, nil},
+		{"release promote: the web Deployment rolling to the canary's release", startCanary, func() bool { return webRunsCanary(h, name) }, nil, []string{"release", "promote", name}, nil},
+		{"release abort: every request back", startCanary, phase("aborting"), nil, []string{"release", "abort", name}, nil},
+		{"release promote: the split ending, the canary's Deployment not yet removed", startCanary, nil, canaryGoing, []string{"release", "promote", name}, nil},
+		{"release promote: the web Deployment sent to the canary's release; then release abort", startCanary, nil, webRolled, []string{"release", "promote", name}, []string{"release", "abort", name}},
 	} {
 		if p.before != nil {
 			p.before()
 		}
-		h.kill9At(name, p.point, p.cond, p.args...)
+		if p.rule != nil {
+			h.killAt(f.p, []string{"KUBECONFIG=" + f.kubeconfig}, p.point, *p.rule, p.args...)
+			h.dropLease(name)
+		} else {
+			h.kill9At(name, p.point, p.cond, p.args...)
+		}
 		killed := h.canaryRecord(name)
+		if canaryDeployment() && killed.Canary == nil {
+			t.Fatalf("%s: the canary's Deployment runs while the record (v%d) names no canary", p.point, killed.Release)
+		}
 		// the next command that takes the lock settles it: a canary that
 		// was running stays, at the weights its record says (and the
 		// scale is refused); anything else ends in one release
 		settled := "no canary"
-		if next := h.Tug("app", "scale", name, "web=1"); next.Code != 0 {
+		nextArgs := p.next
+		if nextArgs == nil {
+			nextArgs = []string{"app", "scale", name, "web=1"}
+		} else {
+			settled = "tug " + strings.Join(nextArgs, " ") + ": no canary"
+		}
+		if next := h.Tug(nextArgs...); next.Code != 0 {
 			c := h.canaryRecord(name).Canary
 			if !strings.Contains(next.Stderr, "refused") || c == nil || c.Phase != "running" || !canaryReady() {
 				t.Fatalf("%s: the next command: %s (record %+v)", p.point, next, c)
@@ -161,6 +194,9 @@ func TestKill9DuringCanary(t *testing.T) {
 		rec := h.canaryRecord(name)
 		if rec.Canary != nil {
 			t.Fatalf("%s: after the next command the record still names a canary: %+v", p.point, rec.Canary)
+		}
+		if p.next != nil && rec.Release != killed.Release {
+			t.Fatalf("%s: the abort should undo the promote: record v%d, v%d before it", p.point, rec.Release, killed.Release)
 		}
 		if canaryDeployment() {
 			t.Fatalf("%s: the canary's Deployment is left", p.point)

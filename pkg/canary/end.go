@@ -1,0 +1,280 @@
+package canary
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/deploy"
+	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/rollout"
+	"tug.dev/tug/pkg/route"
+)
+
+// setWeight records the canary's new share, then gives it: the record
+// first, so a tug stopped in between leaves a weight the next command
+// applies.
+func setWeight(t *deploy.Txn, weight int, stable *app.Release, cfg app.ConfigMap) (string, error) {
+	a, err := t.Update(func(x *app.App) error {
+		if x.Canary == nil {
+			return fmt.Errorf("the canary of app %q was ended by another command", x.Name)
+		}
+		x.Canary.Phase, x.Canary.Weight = app.CanaryRunning, weight
+		if len(x.Canary.Steps) > 0 && x.Canary.Steps[0] <= weight {
+			x.Canary.Steps = x.Canary.Steps[1:]
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	t.Deps().Progress.Update(fmt.Sprintf("v%d gets %d%% of requests, v%d %d%%", a.Canary.Release, weight, a.Release, 100-weight))
+	return applySplit(t, stable, cfg, true)
+}
+
+// applySplit applies what splits the app's requests as t's record says
+// (its Service, the two sides' Services, its routes), and, with confirm,
+// waits for the router to take the routes.
+func applySplit(t *deploy.Txn, stable *app.Release, cfg app.ConfigMap, confirm bool) (string, error) {
+	a, d := t.App(), t.Deps()
+	full := deploy.Render(a, stable, cfg)
+	got, err := t.Apply(deploy.Objects{Service: full.Service, TrackServices: full.TrackServices, Routes: full.Routes, Middleware: full.Middleware})
+	if err != nil || !confirm {
+		return "", err
+	}
+	return d.Routes().Confirm(t.Ctx(), d.Progress, nil, a, got.Routes(), deploy.SplitProbe(a))
+}
+
+// abortCanary sends every request back to the deployed release, removes
+// the canary's units, and marks its release st (aborted, failed,
+// interrupted) with reason.
+func abortCanary(t *deploy.Txn, st app.Status, reason string) error {
+	a := t.App()
+	if a.Canary == nil {
+		return nil
+	}
+	v := a.Canary.Release
+	stable, cfg, err := t.Store().GetRelease(t.Ctx(), a.Name, a.Release)
+	if err != nil {
+		return err
+	}
+	a, err = t.Update(func(x *app.App) error {
+		if x.Canary != nil {
+			x.Canary.Phase, x.Canary.Weight = app.CanaryAborting, 0
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	t.Deps().Progress.Update(fmt.Sprintf("every request back to v%d", a.Release))
+	if _, err := applySplit(t, stable, cfg, true); err != nil {
+		return err
+	}
+	t.Deps().Progress.Update(fmt.Sprintf("removing the units of v%d", v))
+	if err := removeCanaryUnits(t); err != nil {
+		return err
+	}
+	if err := t.Store().SetReleaseStatus(t.Ctx(), a.Name, v, st, reason); err != nil && !app.IsNotFound(err) {
+		return err
+	}
+	return endSplit(t, stable, cfg)
+}
+
+// endSplit makes one release, r (the record's), run alone again: the
+// record says the split is ending, its objects (one Service, one backend
+// per route) are applied and the canary's Services and Deployment
+// removed, and only then does the record drop the canary. A tug stopped
+// in between leaves a record that still names the canary (ending), which
+// the next command that takes the lock ends the same way (settleCanary),
+// never units the record does not name.
+func endSplit(t *deploy.Txn, r *app.Release, cfg app.ConfigMap) error {
+	a, err := t.Update(func(x *app.App) error {
+		if x.Canary != nil {
+			x.Canary.Phase = app.CanaryEnding
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	objs := deploy.Render(a, r, cfg) // an ending canary renders as one release
+	got, err := t.Apply(objs)
+	if err != nil {
+		return err
+	}
+	if err := t.RemoveStale(objs); err != nil {
+		return err
+	}
+	a, err = t.Update(func(x *app.App) error { x.Canary = nil; return nil })
+	if err != nil {
+		return err
+	}
+	_, err = t.Deps().Routes().Confirm(t.Ctx(), t.Deps().Progress, nil, a, got.Routes(), route.ProbeServe)
+	return err
+}
+
+// removeCanaryUnits deletes the canary's Deployment and waits (up to
+// canaryGoneTimeout) until its units are gone, so no route that names
+// the web Service again can reach one that is still stopping.
+func removeCanaryUnits(t *deploy.Txn) error {
+	appName, d := t.App().Name, t.Deps()
+	name := deploy.CanaryDeploymentName(appName)
+	deps := d.Client.AppsV1().Deployments(d.Namespace)
+	err := deploy.DeleteOwned(t.Ctx(), appName, func() (metav1.Object, error) {
+		return deps.Get(t.Ctx(), name, metav1.GetOptions{})
+	}, func() error {
+		return deps.Delete(t.Ctx(), name, metav1.DeleteOptions{PropagationPolicy: new(metav1.DeletePropagationBackground)})
+	})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(t.Ctx(), canaryGoneTimeout)
+	defer cancel()
+	err = kube.Until(ctx, kube.Pods(d.Client, d.Namespace, canaryUnits(appName)), func(pods map[string]*corev1.Pod) (bool, error) {
+		return len(pods) == 0, nil
+	})
+	if err != nil && t.Ctx().Err() == nil && ctx.Err() != nil {
+		return nil // still stopping: they left the Services' endpoints when they got SIGTERM
+	}
+	return kube.TranslateError(err)
+}
+
+// canaryGoneTimeout bounds the wait for a canary's units to stop.
+const canaryGoneTimeout = 90 * time.Second
+
+// abort is Abort in t; did is what settling the record did first (an
+// abort a stopped tug left may already be finished, or a promote).
+func abort(t *deploy.Txn, start time.Time, why string, did settled) (*deploy.Result, error) {
+	a := t.App()
+	if a.Canary == nil {
+		switch {
+		case did.action == settleFinishPromote || did.action == settleEnd && did.release == a.Release:
+			return nil, &PromotedError{App: a.Name, Release: did.release}
+		case did.action != settleNone:
+			// the abort a stopped tug left (or its start, never served) is done
+			return deployedResult(t, start)
+		}
+		return nil, &NoCanaryError{App: a.Name, Verb: "abort"}
+	}
+	if err := abortCanary(t, app.StatusAborted, why); err != nil {
+		return nil, t.Explain(err)
+	}
+	return deployedResult(t, start)
+}
+
+// deployedResult is the Result of a change that leaves the record's
+// release deployed alone.
+func deployedResult(t *deploy.Txn, start time.Time) (*deploy.Result, error) {
+	a := t.App()
+	r, _, err := t.Store().GetRelease(t.Ctx(), a.Name, a.Release)
+	if err != nil {
+		return nil, t.Explain(err)
+	}
+	res := deploy.NewResult(a, r, app.StatusDeployed, start)
+	res.URLs = app.URLs(a)
+	return res, nil
+}
+
+// promote is Promote in t, from whatever phase the canary is in.
+func promote(t *deploy.Txn, start time.Time) (*deploy.Result, error) {
+	a := t.App()
+	c := a.Canary
+	next, cfg, err := t.Store().GetRelease(t.Ctx(), a.Name, c.Release)
+	if err != nil {
+		return nil, err
+	}
+	if a.Release == c.Release {
+		return finishPromote(t, next, cfg, start)
+	}
+	stable, stableCfg, err := t.Store().GetRelease(t.Ctx(), a.Name, a.Release)
+	if err != nil {
+		return nil, err
+	}
+	a, err = t.Update(func(x *app.App) error {
+		if x.Canary.Phase != app.CanaryPromoting {
+			// a resumed promote finds 100 in Weight: the share to give
+			// back if it fails is the one recorded when it began
+			x.Canary.WeightBefore = x.Canary.Weight
+		}
+		x.Canary.Phase, x.Canary.Weight = app.CanaryPromoting, 100
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	weight := a.Canary.WeightBefore
+	t.Deps().Progress.Update(fmt.Sprintf("every request to v%d", c.Release))
+	if _, err := applySplit(t, stable, stableCfg, true); err != nil {
+		return nil, err
+	}
+	if failure, err := rollToCanary(t, next, cfg); err != nil || failure != nil {
+		return promoteFailed(t, next, stable, weight, failure, err, start)
+	}
+	if err := t.MarkDeployed(next, stable.Version); err != nil {
+		return nil, err
+	}
+	return finishPromote(t, next, cfg, start)
+}
+
+// rollToCanary rolls the deployed release's Deployments out to the
+// canary's release next, keeping the canary's units (they take every
+// request meanwhile).
+func rollToCanary(t *deploy.Txn, next *app.Release, cfg app.ConfigMap) (*rollout.Failure, error) {
+	a, d := t.App(), t.Deps()
+	deploy.WithProcesses(a, next)
+	objs := deploy.Render(a, next, cfg)
+	d.Progress.Update(fmt.Sprintf("rolling the units of v%d out to v%d", a.Release, next.Version))
+	got, err := t.Apply(objs)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.RemoveStale(objs); err != nil {
+		return nil, err
+	}
+	if _, err := t.Store().UpdateApp(t.Ctx(), a.Name, func(x *app.App) error { x.Processes = a.Processes; return nil }); err != nil {
+		return nil, err
+	}
+	err = (&rollout.Watch{Client: d.Client, Namespace: d.Namespace, App: a.Name, Release: next.Version,
+		Generations: got.Generations(), Idle: deploy.IdleTimeout(next), Progress: d.Progress}).Wait(t.Ctx())
+	var failure *rollout.Failure
+	if errors.As(err, &failure) {
+		return failure, nil
+	}
+	return nil, err
+}
+
+// promoteFailed puts the deployed release's units back after a promote
+// whose rollout failed, and the canary back at its share.
+func promoteFailed(t *deploy.Txn, next, stable *app.Release, weight int, failure *rollout.Failure, err error, start time.Time) (*deploy.Result, error) {
+	if failure == nil {
+		return nil, err
+	}
+	res := deploy.NewResult(t.App(), next, app.StatusCanary, start)
+	res.Failure = failure
+	if rerr := t.Restore(stable.Version); rerr != nil {
+		return res, &deploy.Error{Result: res, RollbackErr: t.Explain(rerr), RollbackTo: stable.Version}
+	}
+	_, cfg, rerr := t.Store().GetRelease(t.Ctx(), t.App().Name, stable.Version)
+	if rerr == nil {
+		_, rerr = setWeight(t, weight, stable, cfg)
+	}
+	res.RolledBackTo = stable.Version
+	res.Canary = resultOf(t.App())
+	return res, &deploy.Error{Result: res, RollbackErr: rerr, RollbackTo: stable.Version, CanaryKept: true, Previous: stable.Version}
+}
+
+// finishPromote ends the split once the deployed release is the canary's.
+func finishPromote(t *deploy.Txn, next *app.Release, cfg app.ConfigMap, start time.Time) (*deploy.Result, error) {
+	if err := endSplit(t, next, cfg); err != nil {
+		return nil, err
+	}
+	res := deploy.NewResult(t.App(), next, app.StatusDeployed, start)
+	res.URLs = app.URLs(t.App())
+	return res, nil
+}
