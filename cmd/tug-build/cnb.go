@@ -146,7 +146,10 @@ type cnbBuild struct {
 	appDir, layersDir, platformDir  string
 	work                            string
 	insecure                        multiFlag
-	res                             Result
+	// the builder's lifecycle and buildpacks folders: lifecycleDir and
+	// buildpacksDir in a builder image, a fake lifecycle's in tests
+	lifecycle, buildpacks string
+	res                   Result
 }
 
 // cnb runs the builder's own lifecycle: the job header (build env,
@@ -154,7 +157,7 @@ type cnbBuild struct {
 // exports to REPO and keeps a cache image; the digest comes from its
 // report and the process types from the image's build metadata.
 func cnb(args []string) int {
-	b := &cnbBuild{}
+	b := &cnbBuild{lifecycle: lifecycleDir, buildpacks: buildpacksDir}
 	fs := flag.NewFlagSet("cnb", flag.ExitOnError)
 	fs.StringVar(&b.repo, "repository", "", "repository to push the image to, HOST/PATH")
 	fs.StringVar(&b.tag, "tag", "latest", "tag to push besides the digest")
@@ -189,7 +192,7 @@ func (b *cnbBuild) run() int {
 	}
 	order := ""
 	if len(j.Buildpacks) > 0 {
-		if order, err = writeOrder(b.work, buildpacksDir, j.Buildpacks); err != nil {
+		if order, err = writeOrder(b.work, b.buildpacks, j.Buildpacks); err != nil {
 			return finish("buildpack", 0, err)
 		}
 	}
@@ -202,7 +205,7 @@ func (b *cnbBuild) run() int {
 		stage := "build"
 		if code == exitFailedDetect {
 			stage = "detect"
-			err = fmt.Errorf("no buildpack detected the app (the builder has %s)", strings.Join(installedBuildpacks(buildpacksDir), ", "))
+			err = fmt.Errorf("no buildpack detected the app (the builder has %s)", strings.Join(installedBuildpacks(b.buildpacks), ", "))
 		}
 		return finish(stage, code, err)
 	}
@@ -242,8 +245,8 @@ func (b *cnbBuild) creator(order string) (int, [3]int, error) {
 		args = append(args, "-insecure-registry", r)
 	}
 	args = append(args, b.repo+":"+b.tag)
-	fmt.Printf("-----> running the builder's lifecycle: %s/creator (Platform API %s)\n", lifecycleDir, b.platformAPI)
-	cmd := exec.Command(filepath.Join(lifecycleDir, "creator"), args...)
+	fmt.Printf("-----> running the builder's lifecycle: %s/creator (Platform API %s)\n", b.lifecycle, b.platformAPI)
+	cmd := exec.Command(filepath.Join(b.lifecycle, "creator"), args...)
 	cmd.Env = append(os.Environ(), "CNB_PLATFORM_API="+b.platformAPI)
 	out, err := cmd.StdoutPipe()
 	if err != nil {

@@ -62,34 +62,21 @@ func runDockerfile(t *testing.T, stdin []byte, env map[string]string, args ...st
 	for k, v := range env {
 		t.Setenv(k, v)
 	}
-	in := filepath.Join(tmp, "stdin")
-	if err := os.WriteFile(in, stdin, 0o600); err != nil {
-		t.Fatal(err)
+	r := runAgent(t, stdin, func() int { return dockerfile(args) })
+	r.tmp = tmp
+	if c, err := os.ReadFile(calls); err == nil {
+		r.calls = strings.Split(strings.TrimSuffix(string(c), "\n"), "\n")
 	}
-	stdinFile, err := os.Open(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stdinFile.Close()
-	stdoutFile, err := os.Create(filepath.Join(tmp, "stdout"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stdoutFile.Close()
-	oldIn, oldOut := os.Stdin, os.Stdout
-	os.Stdin, os.Stdout = stdinFile, stdoutFile
-	code := dockerfile(args)
-	os.Stdin, os.Stdout = oldIn, oldOut
+	return r
+}
 
-	r := agentRun{code: code, tmp: tmp}
-	if rest, _ := stdinFile.Seek(0, 1); rest != int64(len(stdin)) {
-		t.Errorf("read %d of stdin's %d bytes, want all of it", rest, len(stdin))
-	}
-	b, err := os.ReadFile(stdoutFile.Name())
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+// runAgent runs one subcommand in the test's process (agentIO), checks
+// that its last line is the result, and returns the rest.
+func runAgent(t *testing.T, stdin []byte, subcommand func() int) agentRun {
+	t.Helper()
+	code, b := agentIO(t, stdin, subcommand)
+	r := agentRun{code: code}
+	lines := strings.Split(strings.TrimSuffix(b, "\n"), "\n")
 	last, ok := strings.CutPrefix(lines[len(lines)-1], ResultPrefix)
 	if !ok {
 		t.Fatalf("the last line is not the result:\n%s", b)
@@ -99,10 +86,42 @@ func runDockerfile(t *testing.T, stdin []byte, env map[string]string, args ...st
 	}
 	r.result.Seconds.Unpack, r.result.Seconds.Build, r.result.Seconds.Push = 0, 0, 0
 	r.out = lines[:len(lines)-1]
-	if c, err := os.ReadFile(calls); err == nil {
-		r.calls = strings.Split(strings.TrimSuffix(string(c), "\n"), "\n")
-	}
 	return r
+}
+
+// agentIO runs one subcommand with stdin as given and stdout captured,
+// and checks that it read stdin to its end.
+func agentIO(t *testing.T, stdin []byte, subcommand func() int) (int, string) {
+	t.Helper()
+	dir := t.TempDir()
+	in := filepath.Join(dir, "stdin")
+	if err := os.WriteFile(in, stdin, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stdinFile, err := os.Open(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdinFile.Close()
+	stdoutFile, err := os.Create(filepath.Join(dir, "stdout"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdoutFile.Close()
+	oldIn, oldOut := os.Stdin, os.Stdout
+	os.Stdin, os.Stdout = stdinFile, stdoutFile
+	code := func() int {
+		defer func() { os.Stdin, os.Stdout = oldIn, oldOut }()
+		return subcommand()
+	}()
+	if rest, _ := stdinFile.Seek(0, 1); rest != int64(len(stdin)) {
+		t.Errorf("read %d of stdin's %d bytes, want all of it", rest, len(stdin))
+	}
+	b, err := os.ReadFile(stdoutFile.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return code, string(b)
 }
 
 // TestDockerfileBuildsWithBuildctl pins what the dockerfile subcommand

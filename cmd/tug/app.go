@@ -75,10 +75,7 @@ func appStore(f *cli.Factory) (*app.Store, error) {
 // commands do first. A bad name is a usage error; a missing app says how
 // to find the right one.
 func loadApp(cmd *cobra.Command, f *cli.Factory, name string) (*app.Store, *app.App, error) {
-	if err := app.ValidateName(name); err != nil {
-		return nil, nil, err
-	}
-	s, err := appStore(f)
+	s, err := namedAppStore(f, name)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -87,6 +84,15 @@ func loadApp(cmd *cobra.Command, f *cli.Factory, name string) (*app.Store, *app.
 		return nil, nil, err
 	}
 	return s, a, nil
+}
+
+// namedAppStore checks an app name, then makes the store to read it from:
+// a bad name is a usage error before any kubeconfig is read.
+func namedAppStore(f *cli.Factory, name string) (*app.Store, error) {
+	if err := app.ValidateName(name); err != nil {
+		return nil, err
+	}
+	return appStore(f)
 }
 
 // deployDeps is what commands that change what runs (deploy, env, rollback,

@@ -52,15 +52,17 @@ server's --event-ttl) and a unit only its containers' last exit.
 			if o.follow && o.out.Format != "" && o.out.Format != cli.OutputTable && o.out.Format != cli.OutputJSON {
 				return inputerr.Errorf("-f prints a table or JSON lines (-o json), not %s", o.out.Format)
 			}
-			s, a, err := loadApp(cmd, f, args[0])
+			s, err := namedAppStore(f, args[0])
+			if err != nil {
+				return err
+			}
+			// The app and the apps named like its objects (shop-web's
+			// units would pass for shop's web), in one LIST.
+			a, apps, err := s.GetAppAndList(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
 			o.App, o.Processes = a.Name, a.ProcessNames()
-			apps, err := s.ListApps(cmd.Context())
-			if err != nil {
-				return err
-			}
 			o.Others = events.OthersLike(a.Name, apps)
 			return runAppEvents(cmd.Context(), f, s, o)
 		},

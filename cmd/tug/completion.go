@@ -67,8 +67,8 @@ func completeWith(list lister) cobra.CompletionFunc {
 
 // addDynamicCompletion teaches every command to complete its arguments and
 // flags from the cluster. Arguments complete by the kinds each command
-// declares (argsAre, traits.go: an app, unit, release, node, pool, volume
-// or cluster), so a new command completes without wiring of its own; a
+// declares (argsAre, traits.go: an app, unit, release, job, node, pool,
+// volume or cluster), so a new command completes without wiring of its own; a
 // flag that registered its own completion keeps it.
 func addDynamicCompletion(root *cobra.Command, f *cli.Factory) {
 	_ = root.RegisterFlagCompletionFunc("context", completeWith(func(context.Context, *cobra.Command, []string) ([]string, error) {
@@ -170,6 +170,8 @@ func argLister(f *cli.Factory, kind argKind) lister {
 		}
 	case argUnit:
 		return unitLister(f)
+	case argJob:
+		return jobLister(f)
 	case argRelease:
 		return func(ctx context.Context, _ *cobra.Command, args []string) ([]string, error) {
 			s, err := storeForApp(ctx, f, args)

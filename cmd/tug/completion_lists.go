@@ -84,6 +84,18 @@ func unitLister(f *cli.Factory) lister {
 	}
 }
 
+// jobLister lists the typed app's jobs, from where the command will find
+// the app.
+func jobLister(f *cli.Factory) lister {
+	return func(ctx context.Context, _ *cobra.Command, args []string) ([]string, error) {
+		s, err := storeForApp(ctx, f, args)
+		if err != nil {
+			return nil, err
+		}
+		return complete.Jobs(ctx, s.Client, s.Namespace, args[0])
+	}
+}
+
 func poolLister(f *cli.Factory) lister {
 	return func(ctx context.Context, c *cobra.Command, _ []string) ([]string, error) {
 		ts, err := clusterTargets(f, tugCluster(c))

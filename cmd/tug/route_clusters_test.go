@@ -23,8 +23,8 @@ import (
 )
 
 // Routing against several clusters, each an API server that holds app
-// records and answers nothing else (or no server at all): what routing
-// asks is one GET of an app's record per cluster.
+// records (GET one, LIST them) and answers nothing else (or no server at
+// all): what routing asks is one GET of an app's record per cluster.
 
 // appServer is an API server holding the app records of one namespace. It
 // records every request it gets, as "METHOD PATH".
@@ -57,6 +57,14 @@ func newAppServer(t *testing.T, ns string, apps map[string]func(*app.App)) *appS
 		as.reqs = append(as.reqs, r.Method+" "+r.URL.Path)
 		as.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
+		if r.Method == http.MethodGet && r.URL.Path+"/" == prefix {
+			list, err := cs.CoreV1().ConfigMaps(ns).List(r.Context(), metav1.ListOptions{LabelSelector: r.URL.Query().Get("labelSelector")})
+			if err == nil {
+				list.APIVersion, list.Kind = "v1", "ConfigMapList"
+				_ = json.NewEncoder(w).Encode(list)
+				return
+			}
+		}
 		name, ok := strings.CutPrefix(r.URL.Path, prefix)
 		if r.Method == http.MethodGet && ok && !strings.Contains(name, "/") {
 			cm, err := cs.CoreV1().ConfigMaps(ns).Get(r.Context(), name, metav1.GetOptions{})

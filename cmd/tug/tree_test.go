@@ -6,8 +6,11 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/inputerr"
 )
 
@@ -155,6 +158,12 @@ func TestOutputNameAndTemplates(t *testing.T) {
 // scripts do, against the fake cluster.
 func TestDynamicCompletion(t *testing.T) {
 	p := unitsFixture(t)
+	for _, j := range []struct{ app, name, schedule string }{{"shop", "report", "0 3 * * *"}, {"shop", "rotate", "@daily"}, {"blog", "digest", "@weekly"}} {
+		p.add(t, &batchv1.CronJob{
+			ObjectMeta: metav1.ObjectMeta{Name: deploy.CronJobName(j.app, j.name), Namespace: "dev", Labels: deploy.JobLabels(j.app, j.name)},
+			Spec:       batchv1.CronJobSpec{Schedule: j.schedule},
+		})
+	}
 	for _, c := range []struct {
 		args []string
 		want string
@@ -165,6 +174,10 @@ func TestDynamicCompletion(t *testing.T) {
 		{[]string{"unit", "list", "shop", "-p", ""}, "web\t2 units\nworker\t2 units\n:4\n"},
 		{[]string{"logs", "shop", "-p", "worker", "-u", ""}, "shop-worker-5c4-x1\tworker pending\nshop-worker-5c4-x2\tworker error\n:4\n"},
 		{[]string{"app", "maintenance", "shop", ""}, "on\noff\n:4\n"},
+		{[]string{"job", "run", "shop", ""}, "report\t0 3 * * *\nrotate\t@daily\n:4\n"},
+		{[]string{"job", "logs", "shop", "ro"}, "rotate\t@daily\n:4\n"},
+		{[]string{"job", "remove", "blog", ""}, "digest\t@weekly\n:4\n"},
+		{[]string{"job", "info", "nope", ""}, ":4\n"},
 		{[]string{"app", "create", ""}, ":4\n"},
 		{[]string{"unit", "kill", "shop", "x", ""}, ":4\n"},
 		// An app that is not there: nothing, and no error.
@@ -180,7 +193,7 @@ func TestDynamicCompletion(t *testing.T) {
 }
 
 // TestEveryAppArgumentCompletes: a command that takes an app, unit,
-// release, node or pool completes it.
+// release, job, node, pool, volume or cluster completes it.
 func TestEveryAppArgumentCompletes(t *testing.T) {
 	for _, c := range commandTree(t) {
 		if !isLeaf(c) {
@@ -188,7 +201,7 @@ func TestEveryAppArgumentCompletes(t *testing.T) {
 		}
 		for _, k := range argKinds(c) {
 			switch k {
-			case argApp, argUnit, argRelease, argNode, argPool, argVolume, argCluster:
+			case argApp, argUnit, argRelease, argJob, argNode, argPool, argVolume, argCluster:
 				if c.ValidArgsFunction == nil {
 					t.Errorf("%q takes a %s but completes nothing", c.CommandPath(), k)
 				}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -182,6 +183,50 @@ func (s *Store) ListApps(ctx context.Context) ([]*App, error) {
 	}
 	sort.Slice(apps, func(i, j int) bool { return apps[i].Name < apps[j].Name })
 	return apps, nil
+}
+
+// GetAppAndList is GetApp and ListApps in one request when the LIST holds
+// the app's own record (the ConfigMap of its record's name, owned by the
+// app): that record, and every app record sorted by name. When it does not,
+// the app's GET answers as GetApp does: why it is not there (not found, or
+// a ConfigMap of its name that tug did not make), or the record when the
+// LIST cannot select it.
+func (s *Store) GetAppAndList(ctx context.Context, name string) (*App, []*App, error) {
+	if err := ValidateName(name); err != nil {
+		return nil, nil, err
+	}
+	list, err := s.Client.CoreV1().ConfigMaps(s.Namespace).List(ctx, metav1.ListOptions{LabelSelector: kube.KindSelector(kindApp, "")})
+	if err != nil {
+		return nil, nil, kube.TranslateError(err)
+	}
+	own := slices.IndexFunc(list.Items, func(cm corev1.ConfigMap) bool {
+		return cm.Name == AppRecordName(name) && kube.Owned(cm.Labels, name)
+	})
+	var a *App
+	if own < 0 {
+		a, err = s.GetApp(ctx, name)
+	} else {
+		// its own record first, so that a damaged one says so, as GetApp would
+		a, err = decodeApp(&list.Items[own])
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	s.remember(a)
+	apps := make([]*App, 0, len(list.Items))
+	for i := range list.Items {
+		if i == own {
+			apps = append(apps, a)
+			continue
+		}
+		other, err := decodeApp(&list.Items[i])
+		if err != nil {
+			return nil, nil, err
+		}
+		apps = append(apps, other)
+	}
+	sort.Slice(apps, func(i, j int) bool { return apps[i].Name < apps[j].Name })
+	return a, apps, nil
 }
 
 // UpdateApp applies change to the current record and stores it, retrying

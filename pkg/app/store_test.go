@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -523,5 +525,61 @@ func TestUpdateReleaseRollout(t *testing.T) {
 	}
 	if _, err := s.UpdateReleaseRollout(ctx, "web", 4, func(*Release) error { return nil }); !IsNotFound(err) {
 		t.Errorf("a missing release: %v", err)
+	}
+}
+
+// GetAppAndList answers as GetApp and then ListApps would, record for
+// record and error for error, in one LIST when that holds the app's record.
+func TestGetAppAndListAnswersAsGetAndList(t *testing.T) {
+	record := func(name, data string, labels map[string]string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "tug-app-" + name, Namespace: testNS, Labels: labels},
+			Data: map[string]string{"app.json": data}}
+	}
+	kindApp := func(name string) map[string]string {
+		l := kube.AppLabels(name)
+		l[kube.LabelKind] = "app"
+		return l
+	}
+	for _, c := range []struct {
+		name     string
+		app      string
+		objs     []runtime.Object
+		requests int
+	}{
+		{"the app and others", "shop", nil, 1},
+		{"no such app", "nope", nil, 2},
+		{"a bad name", "Bad_Name", nil, 0},
+		{"a ConfigMap of the record's name tug did not make", "web", []runtime.Object{record("web", `{"name":"web"}`, map[string]string{"owner": "ops"})}, 2},
+		{"another app's record under the app's name", "web", []runtime.Object{record("web", `{"name":"blog"}`, kindApp("blog"))}, 2},
+		{"a record the LIST cannot select", "web", []runtime.Object{record("web", `{"name":"web"}`, kube.AppLabels("web"))}, 2},
+		{"its record damaged, and one listed before it", "web", []runtime.Object{record("web", "{", kindApp("web")), record("api", "{", kindApp("api"))}, 1},
+		{"another record damaged", "shop", []runtime.Object{record("api", "{", kindApp("api"))}, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, cs := newStore(t, c.objs...)
+			for _, name := range []string{"shop", "shop-api", "blog"} {
+				mustCreateApp(t, s, &App{Name: name, Processes: map[string]Process{"web": {Replicas: 1}}})
+			}
+			ctx := context.Background()
+			wantApp, wantErr := s.GetApp(ctx, c.app)
+			var wantList []*App
+			if wantErr == nil {
+				wantList, wantErr = s.ListApps(ctx)
+			}
+			cs.ClearActions()
+			a, list, err := (&Store{Client: cs, Namespace: testNS}).GetAppAndList(ctx, c.app)
+			if fmt.Sprint(err) != fmt.Sprint(wantErr) {
+				t.Fatalf("error %v, want %v", err, wantErr)
+			}
+			if wantErr == nil && (!reflect.DeepEqual(a, wantApp) || !reflect.DeepEqual(list, wantList)) {
+				t.Errorf("got %+v and %d apps, want %+v and %d", a, len(list), wantApp, len(wantList))
+			}
+			if wantErr != nil && (a != nil || list != nil) {
+				t.Errorf("an error with %v, %v", a, list)
+			}
+			if n := len(cs.Actions()); n != c.requests {
+				t.Errorf("%d requests (%v), want %d", n, cs.Actions(), c.requests)
+			}
+		})
 	}
 }

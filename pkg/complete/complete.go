@@ -1,5 +1,5 @@
 // Package complete lists the names a shell completes on tug's command line:
-// apps, processes, units, releases, volumes, nodes, pools, clusters,
+// apps, processes, units, releases, jobs, volumes, nodes, pools, clusters,
 // kubeconfig contexts and namespaces. Each list comes from the package that
 // owns the object (pkg/app, pkg/node, ...); this package only turns results
 // into candidates, "value" or "value\tdescription", filtered by the prefix
@@ -24,6 +24,7 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cluster"
+	"tug.dev/tug/pkg/job"
 	"tug.dev/tug/pkg/node"
 	"tug.dev/tug/pkg/volume"
 )
@@ -159,6 +160,24 @@ func Releases(ctx context.Context, s *app.Store, appName string) ([]string, erro
 	out := make([]string, 0, len(rels))
 	for _, r := range rels {
 		out = append(out, describe(fmt.Sprintf("v%d", r.Version), fmt.Sprintf("%s, %s", r.Kind, r.Status)))
+	}
+	return out, nil
+}
+
+// Jobs are an app's jobs, described by schedule, from their CronJobs
+// (one LIST).
+func Jobs(ctx context.Context, client kubernetes.Interface, namespace, appName string) ([]string, error) {
+	jobs, err := job.ListScheduled(ctx, client, namespace, appName)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(jobs))
+	for _, j := range jobs {
+		desc := j.Schedule
+		if j.Suspended {
+			desc += ", suspended"
+		}
+		out = append(out, describe(j.Name, desc))
 	}
 	return out, nil
 }

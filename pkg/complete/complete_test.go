@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -17,6 +18,7 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cluster"
+	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/kube"
 )
 
@@ -223,5 +225,45 @@ func TestAppsOfClusters(t *testing.T) {
 	got, err = AppsOfClusters(ctx, clusters[:1], func(string) (*app.Store, error) { return nil, errors.New("no such context") })
 	if err == nil || got != nil {
 		t.Errorf("no store: got %q, %v", got, err)
+	}
+}
+
+func cronJob(appName, job, schedule string, suspended bool) *batchv1.CronJob {
+	return &batchv1.CronJob{
+		ObjectMeta: metav1.ObjectMeta{Name: deploy.CronJobName(appName, job), Namespace: ns, Labels: deploy.JobLabels(appName, job)},
+		Spec:       batchv1.CronJobSpec{Schedule: schedule, Suspend: &suspended},
+	}
+}
+
+// An app's jobs come from its CronJobs, named without "APP-job-", in one
+// LIST; another app's jobs and CronJobs tug did not make are left out.
+func TestJobs(t *testing.T) {
+	foreign := cronJob("shop", "backup", "@daily", false)
+	foreign.Name = "backup"
+	delete(foreign.Labels, kube.LabelManagedBy)
+	_, cs := fixture(t,
+		cronJob("shop", "report", "0 3 * * *", false),
+		cronJob("shop", "cleanup", "*/5 * * * *", true),
+		cronJob("shop-job", "x", "@hourly", false),
+		cronJob("blog", "digest", "@weekly", false),
+		foreign,
+	)
+	cs.ClearActions()
+	got, err := Jobs(context.Background(), cs, ns, "shop")
+	want := []string{"cleanup\t*/5 * * * *, suspended", "report\t0 3 * * *"}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("got %q, %v; want %q", got, err, want)
+	}
+	if a := cs.Actions(); len(a) != 1 || a[0].GetVerb() != "list" || a[0].GetResource().Resource != "cronjobs" {
+		t.Errorf("requests %v, want one LIST of cronjobs", a)
+	}
+	if got, err := Jobs(context.Background(), cs, ns, "nope"); err != nil || len(got) != 0 {
+		t.Errorf("an app without jobs: %q, %v", got, err)
+	}
+	cs.PrependReactor("list", "cronjobs", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("forbidden")
+	})
+	if got, err := Jobs(context.Background(), cs, ns, "shop"); err == nil || got != nil {
+		t.Errorf("a failing LIST: got %q, %v; want the error and no candidates", got, err)
 	}
 }

@@ -159,6 +159,35 @@ func listRuns(ctx context.Context, client kubernetes.Interface, ns, appName, job
 	return out, nil
 }
 
+// Scheduled is a job as its CronJob says it, without the app's record or
+// release: what shell completion offers.
+type Scheduled struct {
+	Name      string
+	Schedule  string
+	Suspended bool
+}
+
+// ListScheduled lists the app's jobs from their CronJobs, by name: one
+// LIST, no read of the record or release (List reads both). A job's name is
+// its tug.dev/job label, the CronJob's name without the app's "APP-job-"
+// (deploy.CronJobName).
+func ListScheduled(ctx context.Context, client kubernetes.Interface, ns, appName string) ([]Scheduled, error) {
+	list, err := client.BatchV1().CronJobs(ns).List(ctx, metav1.ListOptions{LabelSelector: deploy.JobSelector(appName, "")})
+	if err != nil {
+		return nil, kube.TranslateError(err)
+	}
+	out := []Scheduled{}
+	for _, cj := range list.Items {
+		name := cj.Labels[deploy.LabelJob]
+		if name == "" || !kube.Owned(cj.Labels, appName) {
+			continue
+		}
+		out = append(out, Scheduled{Name: name, Schedule: cj.Spec.Schedule, Suspended: cj.Spec.Suspend != nil && *cj.Spec.Suspend})
+	}
+	sort.Slice(out, func(i, k int) bool { return out[i].Name < out[k].Name })
+	return out, nil
+}
+
 // runOf is a Job as a run: failed or succeeded once its condition says so.
 func runOf(j *batchv1.Job) RunInfo {
 	r := RunInfo{Name: j.Name, Manual: j.Annotations[annotationManual] == "manual", Status: StatusRunning, StartedAt: j.CreationTimestamp.UTC()}

@@ -86,6 +86,9 @@ func TestJobScheduleRunDeployRollback(t *testing.T) {
 	if img := h.cronJobImage("shop", "tick"); img != sampleV1 {
 		t.Fatalf("tick's CronJob runs %q, want %s", img, sampleV1)
 	}
+	if jobs, directive := h.completions("job", "run", "shop", ""); strings.Join(jobs, " ") != "fail tick" || directive != ":4" {
+		t.Errorf("job names complete to %q %s, want fail tick and no file completion", jobs, directive)
+	}
 	// the scheduled run, within 110 s, with the release's config
 	var done *batchv1.Job
 	h.Eventually(110*time.Second, "a scheduled run of tick completes", func() (bool, error) {
