@@ -71,15 +71,23 @@ func (Runner) Abort(t *deploy.Txn, start time.Time, why string) (*deploy.Result,
 // deployed one: every request goes to its units, the deployed release's
 // units are replaced by the canary's release and, once they run it, the
 // canary's own units go.
+//
+// A promote a stopped tug left is finished when the lock is taken; this
+// promote then succeeds with it (a script that runs promote again after
+// a kill gets what it asked for, not "nothing to promote").
 func Promote(ctx context.Context, d deploy.Deps, appName string) (*deploy.Result, error) {
 	start := time.Now()
-	d.SideBySide = Runner{}
+	var did settled
+	d.SideBySide = Runner{settled: &did}
 	t, err := deploy.Begin(ctx, d, appName, nil)
 	if err != nil {
 		return nil, err
 	}
 	defer t.End()
-	if t.App().Canary == nil {
+	if a := t.App(); a.Canary == nil {
+		if did.action == settleFinishPromote || did.action == settleEnd && did.release == a.Release {
+			return deployedResult(t, start)
+		}
 		return nil, &NoCanaryError{App: appName, Verb: "promote"}
 	}
 	res, err := promote(t, start)

@@ -190,3 +190,17 @@ func TestAbortUndoesAPromoteAStoppedTugLeft(t *testing.T) {
 		t.Errorf("web runs v%s, want v1", got)
 	}
 }
+
+// promote again after a stopped promote: the settling finishes it, and
+// this promote reports the deployed release instead of "nothing to
+// promote" (a CI script that retries promote after a kill must not fail).
+func TestPromoteAfterAStoppedPromoteSucceeds(t *testing.T) {
+	s, d, _ := splitApp(t, 2, &app.Canary{Release: 2, Phase: app.CanaryEnding, Weight: 100, Units: 1, Strategy: app.StrategyCanary})
+	res, err := Promote(context.Background(), d, "shop")
+	if err != nil {
+		t.Fatalf("Promote = %v; want the finished promote", err)
+	}
+	if a := getApp(t, s, "shop"); res.Release != 2 || a.Release != 2 || a.Canary != nil {
+		t.Errorf("result v%d, record v%d, canary %+v; want v2 alone", res.Release, a.Release, a.Canary)
+	}
+}
