@@ -35,19 +35,21 @@ func builtLine(res *build.Result) string {
 	return fmt.Sprintf("built %s (%s uploaded)", res.Image, text.Size(res.PushedBytes))
 }
 
-// uploadLine says what a CNB build's push sent the registry and what it
-// already held of the previous image, from the two images' manifests; ""
-// when the registry could not say (no number rather than a wrong one).
+// uploadLine says which of a CNB build's layers are new and which it
+// reused of the previous image, from the two images' manifests ("new" is
+// at most what the push sent: the registry may already hold a new layer's
+// blob, a run image's say); "" when the registry could not say (no number
+// rather than a wrong one).
 func uploadLine(res *build.Result) string {
 	u := res.Upload
 	if u == nil {
 		return ""
 	}
-	line := fmt.Sprintf("pushed %d new %s (%s)", u.NewLayers, text.Plural(u.NewLayers, "layer", "layers"), text.Size(u.NewBytes))
+	line := fmt.Sprintf("image: %d new %s (%s)", u.NewLayers, text.Plural(u.NewLayers, "layer", "layers"), text.Size(u.NewBytes))
 	if u.PreviousImage == "" {
 		return line + "; the repository had no previous image to reuse layers of"
 	}
-	return line + fmt.Sprintf(", reused %d %s (%s) of the previous image", u.ReusedLayers, text.Plural(u.ReusedLayers, "layer", "layers"), text.Size(u.ReusedBytes))
+	return line + fmt.Sprintf(", %d reused of the previous image (%s)", u.ReusedLayers, text.Size(u.ReusedBytes))
 }
 
 // builtWithLine is what built the release's image, for app info.

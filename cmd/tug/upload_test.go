@@ -19,11 +19,11 @@ func TestUploadLine(t *testing.T) {
 	}{
 		{nil, ""},
 		{&protocol.Upload{PreviousImage: "reg/shop@sha256:1", NewLayers: 1, NewBytes: 1229, ReusedLayers: 3, ReusedBytes: 4299161},
-			"pushed 1 new layer (1.2 KiB), reused 3 layers (4.1 MiB) of the previous image"},
+			"image: 1 new layer (1.2 KiB), 3 reused of the previous image (4.1 MiB)"},
 		{&protocol.Upload{PreviousImage: "reg/shop@sha256:1", ReusedLayers: 1, ReusedBytes: 10},
-			"pushed 0 new layers (0 B), reused 1 layer (10 B) of the previous image"},
+			"image: 0 new layers (0 B), 1 reused of the previous image (10 B)"},
 		{&protocol.Upload{NewLayers: 4, NewBytes: 3 << 20},
-			"pushed 4 new layers (3 MiB); the repository had no previous image to reuse layers of"},
+			"image: 4 new layers (3 MiB); the repository had no previous image to reuse layers of"},
 	} {
 		if got := uploadLine(&build.Result{CNB: true, Upload: tc.up}); got != tc.want {
 			t.Errorf("%+v: %q, want %q", tc.up, got, tc.want)

@@ -153,7 +153,7 @@ func TestCNBBuildDeploysProcessesAndCaches(t *testing.T) {
 	// a new repository: every layer is new, and the line says so
 	first := cnbUpload(t, r, m[1], "")
 	if first.NewLayers == 0 || first.NewBytes == 0 || first.ReusedLayers != 0 ||
-		!strings.Contains(r.Stderr, fmt.Sprintf("pushed %d new layer", first.NewLayers)) {
+		!strings.Contains(r.Stderr, fmt.Sprintf("image: %d new layer", first.NewLayers)) {
 		t.Errorf("the first build's upload %+v is not every layer new, or not shown:\n%s", first, r.Stderr)
 	}
 	for _, proc := range []string{"web", "worker"} {
@@ -201,8 +201,8 @@ func TestCNBBuildDeploysProcessesAndCaches(t *testing.T) {
 	// first image, from the two manifests
 	second := cnbUpload(t, r, m2[1], m[1])
 	if second.ReusedLayers == 0 || second.NewLayers == 0 || second.NewBytes >= first.NewBytes ||
-		!strings.Contains(r.Stderr, fmt.Sprintf("pushed %d new layer", second.NewLayers)) ||
-		!strings.Contains(r.Stderr, fmt.Sprintf("reused %d layer", second.ReusedLayers)) {
+		!strings.Contains(r.Stderr, fmt.Sprintf("image: %d new layer", second.NewLayers)) ||
+		!strings.Contains(r.Stderr, fmt.Sprintf("%d reused of the previous image", second.ReusedLayers)) {
 		t.Errorf("the rebuild's upload %+v against the first build's %+v: want fewer new bytes and reused layers, shown:\n%s", second, first, r.Stderr)
 	}
 	t.Logf("the first build pushed %+v; the rebuild %+v", first, second)

@@ -10,8 +10,11 @@ type Layer struct {
 // Upload is what a pushed image's layers cost the registry, from two
 // manifests: the new image's and the one its tag named before the push
 // (what a CNB lifecycle reuses layers of). A layer the previous image has
-// was not sent again; any other was. Sizes are the manifests' layer sizes;
-// the config and the manifests themselves are not counted.
+// was not sent again; any other is new, and was sent unless the registry
+// already held its blob (the exporter skips those: a run image's layers
+// from the same registry), so NewBytes is at most what the push sent.
+// Sizes are the manifests' layer sizes; the config and the manifests
+// themselves are not counted.
 type Upload struct {
 	// PreviousImage is REPO@sha256:... of the image compared with; "" when
 	// the tag named none (a first build), and then every layer is new.
