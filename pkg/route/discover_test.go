@@ -297,3 +297,34 @@ func TestWantWhenTheLookCannotDecide(t *testing.T) {
 		t.Errorf("several: warnings %q", warns)
 	}
 }
+
+// An app that found its Gateway keeps it when a second Gateway that also
+// admits the namespace appears, and when the namespace's labels cannot be
+// read to check a selector; one that found none still gets an Ingress.
+func TestWantKeepsTheFoundGatewayWhenTheLookIsAmbiguous(t *testing.T) {
+	ctx := context.Background()
+	none := settings(map[string]string{clustersettings.AppsDomain: "apps.example.com"})
+	found := &app.Route{Gateway: "infra/a", Host: "shop-dev.apps.example.com", Discovered: true}
+	c := Client{Namespace: "dev", Dynamic: gatewayDyn(t, testGateway("infra", "a", gl{name: "http", proto: "HTTP", from: "All"}),
+		testGateway("infra", "b", gl{name: "http", proto: "HTTP", from: "All"}))}
+	if r := c.Want(ctx, none, &app.App{Name: "shop", Namespace: "dev", Route: found}, ""); r == nil || *r != *found {
+		t.Errorf("several, the found one among them: %+v, want %+v kept", r, found)
+	}
+	other := &app.Route{Gateway: "infra/gone", Host: "shop-dev.apps.example.com", Discovered: true}
+	if r := c.Want(ctx, none, &app.App{Name: "shop", Namespace: "dev", Route: other}, ""); r != nil {
+		t.Errorf("several, the found one no longer admits the namespace: %+v, want an Ingress", r)
+	}
+
+	kube := devNS()
+	kube.PrependReactor("get", "namespaces", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(corev1.Resource("namespaces"), "dev", nil)
+	})
+	c = Client{Namespace: "dev", Kube: kube, Dynamic: gatewayDyn(t, testGateway("infra", "a", gl{name: "http", proto: "HTTP", from: "Selector",
+		selector: map[string]any{"matchLabels": map[string]any{"team": "blue"}}}))}
+	if r := c.Want(ctx, none, &app.App{Name: "shop", Namespace: "dev", Route: found}, ""); r == nil || *r != *found {
+		t.Errorf("labels unread: %+v, want %+v kept", r, found)
+	}
+	if r := c.Want(ctx, none, &app.App{Name: "shop", Namespace: "dev"}, ""); r != nil {
+		t.Errorf("labels unread, nothing found before: %+v, want an Ingress", r)
+	}
+}

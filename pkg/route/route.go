@@ -19,6 +19,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -358,12 +359,28 @@ func (c Client) Want(ctx context.Context, settings *clustersettings.Stored, a *a
 // Gateway the app found before: a deploy by a user who may not list
 // Gateways must not move the app off the route that a deploy by one who
 // may found, nor must a passing error.
+//
+// A look that found no single Gateway keeps the app's found one too when
+// it is still among those that admit the namespace (a second Gateway added
+// later does not move the apps already routed), and when namespace labels
+// could not be read (a user who may not read them cannot tell whether a
+// selector still admits the app).
 func (c Client) wantFound(ctx context.Context, a *app.App, domain string, r *app.Route) {
 	d, err := c.Finder.find(ctx, c)
-	if err != nil || d.Forbidden {
-		if a.Route != nil && a.Route.Discovered {
+	found := a.Route != nil && a.Route.Discovered
+	keep := func() {
+		if found {
 			r.Gateway, r.Host, r.HTTPS, r.Discovered = a.Route.Gateway, a.Route.Host, a.Route.HTTPS, true
 		}
+	}
+	if err == nil && !d.Forbidden && d.Gateway == "" && found && (d.LabelsUnread || slices.Contains(d.Candidates, a.Route.Gateway)) {
+		keep()
+		say(c.Note, fmt.Sprintf("app %s keeps Gateway %s, found before (%d Gateways admit namespace %s now; labels unread: %v)",
+			a.Name, r.Gateway, len(d.Candidates), c.Namespace, d.LabelsUnread))
+		return
+	}
+	if err != nil || d.Forbidden {
+		keep()
 		switch {
 		case err != nil && r.Gateway != "":
 			say(c.Warn, fmt.Sprintf("cannot look for the Gateway of namespace %s (%v): app %s keeps Gateway %s, found before", c.Namespace, err, a.Name, r.Gateway))
