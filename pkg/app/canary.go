@@ -69,8 +69,12 @@ type Canary struct {
 	// WeightBefore is the share the canary had when its promote began,
 	// which a promote whose rollout fails gives it back (Weight is 100
 	// while it promotes, and a resumed promote must not take that for it).
-	WeightBefore int       `json:"weightBefore,omitempty"`
-	StartedAt    time.Time `json:"startedAt"`
+	WeightBefore int `json:"weightBefore,omitempty"`
+	// Undoing: an abort began undoing a promote a stopped tug left (its
+	// old units coming back). Whatever command comes next undoes it too:
+	// the user's last word was abort.
+	Undoing   bool      `json:"undoing,omitempty"`
+	StartedAt time.Time `json:"startedAt"`
 	// Exact says the weights are the router's (weighted backendRefs on the
 	// app's HTTPRoute); false: the split follows the ratio of units on
 	// the shared Service.

@@ -41,7 +41,7 @@ func settleFor(a *app.App, now time.Time, aborting bool) settling {
 		return settleNone
 	case c.Phase == app.CanaryEnding:
 		return settleEnd
-	case c.Phase == app.CanaryPromoting && aborting && c.Release != a.Release:
+	case c.Phase == app.CanaryPromoting && (aborting || c.Undoing) && c.Release != a.Release:
 		return settleUndoPromote
 	case c.Release == a.Release || c.Phase == app.CanaryPromoting:
 		return settleFinishPromote
@@ -137,8 +137,20 @@ func haltSteps(t *deploy.Txn) error {
 // yet made the canary's release the deployed one: the deployed release's
 // units are put back (every request still goes to the canary's units
 // meanwhile), then the canary is aborted.
+//
+// The record says so first (Undoing): if this tug is stopped while the
+// units come back, the next command finishes the undo rather than the
+// promote the user aborted.
 func undoPromote(t *deploy.Txn) error {
-	a := t.App()
+	a, err := t.Update(func(x *app.App) error {
+		if x.Canary != nil {
+			x.Canary.Undoing = true
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
 	t.Deps().Progress.Update(fmt.Sprintf("undoing the promote of v%d that a stopped tug left: v%d's units back", a.Canary.Release, a.Release))
 	if err := t.Restore(a.Release); err != nil {
 		return err

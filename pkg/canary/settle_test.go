@@ -42,6 +42,8 @@ func TestSettleForDecidesFromThePhase(t *testing.T) {
 	halted := *steps
 	halted.StepsStopped = true
 	kept := canary(app.CanaryRunning, 2, 100)
+	undoing := canary(app.CanaryPromoting, 2, 100)
+	undoing.Undoing = true
 	kept.Strategy, kept.KeepUntil = app.StrategyBlueGreen, now.Add(-time.Minute)
 	for _, tt := range []struct {
 		name     string
@@ -58,6 +60,7 @@ func TestSettleForDecidesFromThePhase(t *testing.T) {
 		{"running with steps already halted", 1, &halted, false, settleReapply},
 		{"promoting", 1, canary(app.CanaryPromoting, 2, 100), false, settleFinishPromote},
 		{"promoting, an abort: undone", 1, canary(app.CanaryPromoting, 2, 100), true, settleUndoPromote},
+		{"promoting, an undo begun: undone by any command", 1, undoing, false, settleUndoPromote},
 		{"promoting past the deployed release", 2, canary(app.CanaryPromoting, 2, 100), false, settleFinishPromote},
 		{"promoting past the deployed release, an abort: too late", 2, canary(app.CanaryPromoting, 2, 100), true, settleFinishPromote},
 		{"aborting", 1, canary(app.CanaryAborting, 2, 0), false, settleFinishAbort},
@@ -202,5 +205,38 @@ func TestPromoteAfterAStoppedPromoteSucceeds(t *testing.T) {
 	}
 	if a := getApp(t, s, "shop"); res.Release != 2 || a.Release != 2 || a.Canary != nil {
 		t.Errorf("result v%d, record v%d, canary %+v; want v2 alone", res.Release, a.Release, a.Canary)
+	}
+}
+
+// An abort that undoes a stopped promote and is itself stopped while the
+// old units come back leaves the record saying so: the next command of
+// any kind finishes the undo, not the promote the user aborted.
+func TestAnUndoStoppedMidwayIsFinishedByTheNextCommand(t *testing.T) {
+	s, d, cl := splitApp(t, 1, &app.Canary{Release: 2, Phase: app.CanaryPromoting, Weight: 100, WeightBefore: 25, Units: 1, Strategy: app.StrategyCanary})
+	failing := true
+	cl.PrependReactor("patch", "deployments", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if failing {
+			return true, nil, errors.New("the API server went away")
+		}
+		return false, nil, nil
+	})
+	ctx := context.Background()
+	if _, err := Abort(ctx, d, "shop"); err == nil {
+		t.Fatal("Abort with Deployments unpatchable should fail")
+	}
+	if a := getApp(t, s, "shop"); a.Canary == nil || !a.Canary.Undoing {
+		t.Fatalf("the stopped undo left canary %+v; want it recorded (undoing)", a.Canary)
+	}
+	failing = false
+	txn, err := deploy.Begin(ctx, d, "shop", nil)
+	if err != nil {
+		t.Fatalf("the next command: %v", err)
+	}
+	txn.End()
+	if a := getApp(t, s, "shop"); a.Release != 1 || a.Canary != nil {
+		t.Errorf("the next command left record v%d, canary %+v; want v1 alone (the promote undone)", a.Release, a.Canary)
+	}
+	if r, _ := getRelease(t, s, 2); r.Status != app.StatusAborted {
+		t.Errorf("v2 is %s, want aborted", r.Status)
 	}
 }
