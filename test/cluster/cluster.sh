@@ -834,6 +834,17 @@ image_path() {
   esac
 }
 
+# image_ref NAME: test image NAME in the local registry by digest (the
+# registry keeps the digest the image has in its tar). By digest, not by
+# tag: a node that pulled an earlier build under the same tag (a changed
+# build agent, `up` on a running cluster) would run that one again.
+image_ref() {
+  local path digest
+  path=$(image_path "$1")
+  digest=$(tar -xOf "$images/$1.tar" index.json | grep -o '"digest":"sha256:[0-9a-f]*"' | head -1 | cut -d'"' -f4)
+  echo "$registry_addr/${path%:*}@$digest"
+}
+
 # settings_yaml: what this cluster offers every app, where every user of it
 # reads it (kube-public, readable by any authenticated user): the Gateway,
 # the apps domain, and the build images in the local registry.
@@ -847,9 +858,9 @@ data:
   appsDomain: $apps_domain
   ingressClass: $ingress_class
   router: traefik
-  buildkitImage: $registry_addr/$(image_path buildkit)
-  buildAgentImage: $registry_addr/$(image_path tug-build)
-  defaultBuilder: $registry_addr/$(image_path builder)
+  buildkitImage: $(image_ref buildkit)
+  buildAgentImage: $(image_ref tug-build)
+  defaultBuilder: $(image_ref builder)
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
