@@ -251,6 +251,8 @@ func (b *buildFlags) cnbProcesses(o *appDeployOptions) {
 func (b *buildFlags) roll(appName string, change deploy.Change, opts deploy.Options) func(context.Context, deploy.Deps) (*deploy.Result, error) {
 	change = deploy.WithBuiltWith(change, b.result.BuiltWith())
 	built := b.result.Summary()
+	// a build of unchanged source makes the image that runs: no release
+	opts.SkipUnchanged = b.active && b.result != nil
 	return func(ctx context.Context, d deploy.Deps) (*deploy.Result, error) {
 		res, err := deploy.Roll(ctx, d, appName, change, opts)
 		if res != nil {

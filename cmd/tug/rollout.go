@@ -164,6 +164,9 @@ func doneLine(res *deploy.Result, verb string) string {
 	for _, p := range res.Processes {
 		units = append(units, fmt.Sprintf("%s %d", p.Name, p.Units))
 	}
+	if res.Unchanged {
+		return fmt.Sprintf("nothing new to deploy: the build made the image %s v%d runs, which keeps running (%s)", res.App, res.Release, strings.Join(units, ", "))
+	}
 	if len(res.RemovedProcesses) > 0 {
 		verb += "; removed " + strings.Join(res.RemovedProcesses, ", ")
 	}

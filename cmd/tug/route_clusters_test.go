@@ -159,15 +159,26 @@ func TestRouteTwoNamesOnOneContext(t *testing.T) {
 // other cluster is asked, over a connection the user weakened, with that
 // cluster's credentials.
 func TestRouteWeakenedConnectionStaysHome(t *testing.T) {
-	dev := newAppServer(t, "ns-dev", nil)
-	prod := newAppServer(t, "ns-prod", map[string]func(*app.App){"shop": nil})
-	run := clusterRunner(t, kubeconfigServers(t, "dev", dev.url, "prod", prod.url), "dev dev dev", "prod prod web")
+	// Fresh servers for each command: a request the command before
+	// cancelled (app info's usage LISTs once it has its answer) may reach
+	// its server after that command returned.
+	servers := func() (dev, prod *appServer, run func(args ...string) result) {
+		dev = newAppServer(t, "ns-dev", nil)
+		prod = newAppServer(t, "ns-prod", map[string]func(*app.App){"shop": nil})
+		return dev, prod, clusterRunner(t, kubeconfigServers(t, "dev", dev.url, "prod", prod.url), "dev dev dev", "prod prod web")
+	}
+	_, prod, run := servers()
 	run("app", "info", "shop")
 	if len(prod.requests()) == 0 {
 		t.Fatal("without the flag, prod was not asked: the test proves nothing")
 	}
-	for _, flag := range [][]string{{"--insecure-skip-tls-verify"}, {"--proxy-url", dev.url}} {
-		r := run(append([]string{"app", "info", "shop"}, flag...)...)
+	for _, flag := range []string{"--insecure-skip-tls-verify", "--proxy-url"} {
+		dev, prod, run := servers()
+		args := []string{"app", "info", "shop", flag}
+		if flag == "--proxy-url" {
+			args = append(args, dev.url)
+		}
+		r := run(args...)
 		if reqs := prod.requests(); len(reqs) != 0 {
 			t.Errorf("%v: prod was asked %v (%+v)", flag, reqs, r)
 		}

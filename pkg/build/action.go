@@ -126,7 +126,7 @@ func (p *Plan) Run(ctx context.Context, d Deps, store *app.Store) (*Result, erro
 		PlainHTTP: p.plainHTTP(),
 	}
 	if p.Dockerfile == "" {
-		if err := p.inspect(ctx, d, &o); err != nil {
+		if err := p.inspect(ctx, d, store, &o); err != nil {
 			return nil, err
 		}
 	}
@@ -149,9 +149,9 @@ func (p *Plan) Run(ctx context.Context, d Deps, store *app.Store) (*Result, erro
 // inspect reads the builder: a Cloud Native Buildpacks builder's build runs
 // its lifecycle (o.CNB), at a Platform API both speak, with buildpacks it
 // has; --buildpack and --build-env need one.
-func (p *Plan) inspect(ctx context.Context, d Deps, o *Options) error {
+func (p *Plan) inspect(ctx context.Context, d Deps, store *app.Store, o *Options) error {
 	s := p.Settings
-	c, err := p.inspected(ctx, d, *o)
+	c, err := p.inspected(ctx, d, store, *o)
 	var unreadable *UnreadableError
 	if errors.As(err, &unreadable) && len(s.Buildpacks) == 0 && len(s.BuildEnv) == 0 {
 		// not a registry's image: it can only be a builder of tug's contract
@@ -177,20 +177,45 @@ func (p *Plan) inspect(ctx context.Context, d Deps, o *Options) error {
 	return nil
 }
 
-// inspected is what the builder is: remembered for a builder pinned by
-// digest (it cannot change), else read by Inspect, and remembered once
-// the build has worked when it is pinned.
-func (p *Plan) inspected(ctx context.Context, d Deps, o Options) (*CNB, error) {
+// inspected is what the builder is: for a builder pinned by digest (it
+// cannot change), what the app's record, or else another app's in the
+// namespace, remembers of it; otherwise read by Inspect (a pod), and
+// remembered once the build has worked when it is pinned. So the builder
+// a namespace's apps share is read once, not once per app.
+func (p *Plan) inspected(ctx context.Context, d Deps, store *app.Store, o Options) (*CNB, error) {
 	pinned := strings.Contains(o.Builder, "@sha256:")
 	if known := p.App.Build; pinned && known != nil && known.Inspected != nil && known.Inspected.Image == o.Builder {
 		p.remember.Inspected = known.Inspected.Clone()
 		return fromInspected(known.Inspected), nil
+	}
+	if known := inspectedByAnother(ctx, store, o.Builder); known != nil {
+		p.remember.Inspected = known
+		return fromInspected(known), nil
 	}
 	c, err := Inspect(ctx, d, o)
 	if err == nil && pinned {
 		p.remember.Inspected = toInspected(o.Builder, c)
 	}
 	return c, err
+}
+
+// inspectedByAnother is what another app of the namespace remembers of
+// builder (pinned by digest), nil when none does or the apps cannot be
+// listed (the pod reads it then).
+func inspectedByAnother(ctx context.Context, store *app.Store, builder string) *app.InspectedBuilder {
+	if store == nil || !strings.Contains(builder, "@sha256:") {
+		return nil
+	}
+	apps, err := store.ListApps(ctx)
+	if err != nil {
+		return nil
+	}
+	for _, a := range apps {
+		if b := a.Build; b != nil && b.Inspected != nil && b.Inspected.Image == builder {
+			return b.Inspected.Clone()
+		}
+	}
+	return nil
 }
 
 // plainHTTP are the registries a Dockerfile build speaks plain HTTP to,

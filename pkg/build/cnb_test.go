@@ -183,8 +183,8 @@ func TestParseInspect(t *testing.T) {
 }
 
 // A builder pinned by digest is read once: its answer is remembered with
-// the app's build settings and later builds make no pod to read it again;
-// one named by a tag is read every time.
+// the app's build settings and later builds, or another app's first, make
+// no pod to read it again; one named by a tag is read every time.
 func TestPinnedBuilderIsInspectedOnce(t *testing.T) {
 	pinned := "10.0.0.5:5000/b/cnb@sha256:" + strings.Repeat("a", 64)
 	known := &app.InspectedBuilder{Image: pinned, Builder: protocol.Builder{CNB: true, UID: 1000, GID: 1000, RunImage: "r:1", PlatformAPIs: []string{"0.15"}, Buildpacks: []string{"x/y@1"}}}
@@ -196,16 +196,30 @@ func TestPinnedBuilderIsInspectedOnce(t *testing.T) {
 	client := fake.NewClientset()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // a pod made to read the builder fails at once
-	c, err := p.inspected(ctx, Deps{Client: client, Progress: progress.Nop{}}, Options{App: "shop", Namespace: "dev", Builder: pinned})
+	c, err := p.inspected(ctx, Deps{Client: client, Progress: progress.Nop{}}, nil, Options{App: "shop", Namespace: "dev", Builder: pinned})
 	if err != nil || c == nil || c.UID != 1000 || !slices.Equal(c.Buildpacks, []string{"x/y@1"}) || len(client.Actions()) != 0 {
 		t.Errorf("a remembered pinned builder: %+v %v, %d requests", c, err, len(client.Actions()))
 	}
 	if !p.remember.Equal(*a.Build) {
 		t.Errorf("the remembered answer would be dropped: %+v", p.remember)
 	}
+	// another app of the namespace remembers it: no pod either
+	store := &app.Store{Client: fake.NewClientset(), Namespace: "dev"}
+	if err := store.CreateApp(context.Background(), a); err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := FromSource{App: "blog"}.plan(&app.App{Name: "blog", Namespace: "dev", Build: &app.BuildSettings{Builder: pinned, Repository: "10.0.0.5:5000/apps/blog"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client = fake.NewClientset()
+	c, err = fresh.inspected(ctx, Deps{Client: client, Progress: progress.Nop{}}, store, Options{App: "blog", Namespace: "dev", Builder: pinned})
+	if err != nil || c == nil || c.UID != 1000 || len(client.Actions()) != 0 || fresh.remember.Inspected == nil || fresh.remember.Inspected.Image != pinned {
+		t.Errorf("a pinned builder another app remembers: %+v %v, %d requests, remembered %+v", c, err, len(client.Actions()), fresh.remember.Inspected)
+	}
 	for _, other := range []string{"10.0.0.5:5000/b/cnb:v1", "10.0.0.5:5000/b/cnb@sha256:" + strings.Repeat("b", 64)} {
 		client := fake.NewClientset()
-		if _, err := p.inspected(ctx, Deps{Client: client, Progress: progress.Nop{}}, Options{App: "shop", Namespace: "dev", Builder: other}); err == nil || len(client.Actions()) == 0 {
+		if _, err := p.inspected(ctx, Deps{Client: client, Progress: progress.Nop{}}, store, Options{App: "shop", Namespace: "dev", Builder: other}); err == nil || len(client.Actions()) == 0 {
 			t.Errorf("%s: read without a pod (%v)", other, err)
 		}
 	}

@@ -93,6 +93,11 @@ type Options struct {
 	// before): while a canary runs, it aborts the canary instead.
 	Rollback   bool
 	RollbackTo int
+	// SkipUnchanged makes no release when the next one would run exactly
+	// what runs (rolling.unchanged): a deploy of a build from source, whose
+	// unchanged source builds the same image digest. The result is the
+	// running release with Unchanged set.
+	SkipUnchanged bool
 }
 
 // Change builds the next release from the app and its base release (the
@@ -138,8 +143,11 @@ type Result struct {
 	// Build is the build from source that made the release's image, set
 	// by the caller that ran it (pkg/build: Result.Summary); omitted for
 	// a deploy of an image.
-	Build      *BuildSummary `json:"build,omitempty"`
-	DurationMS int64         `json:"durationMs"`
+	Build *BuildSummary `json:"build,omitempty"`
+	// Unchanged says the change would have run exactly what runs, so no
+	// release was made: Release is the running one (Options.SkipUnchanged).
+	Unchanged  bool  `json:"unchanged,omitempty"`
+	DurationMS int64 `json:"durationMs"`
 }
 
 // BuildSummary is a build from source as a deploy's result shows it.
@@ -265,6 +273,10 @@ func roll(t *Txn, change Change, opts Options, start time.Time) (*Result, error)
 		return dryRun(t.ctx, t.d, t.store, r.a, r.base, r.baseConfig, r.next, r.config, r.opts, start)
 	case r.opts.NoRestart || r.next.Image == "":
 		return r.stage()
+	case r.opts.SkipUnchanged && r.opts.Canary == nil && r.unchanged():
+		res := result(r.a, r.base, app.StatusDeployed, start)
+		res.Unchanged, res.URLs = true, app.URLs(r.a)
+		return res, nil
 	}
 	if c := r.opts.Canary; c != nil {
 		if err := checkCanaryStart(t.d, r.a, r.next, c); err != nil {

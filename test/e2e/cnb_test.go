@@ -211,6 +211,46 @@ func TestCNBBuildDeploysProcessesAndCaches(t *testing.T) {
 	if n := len(h.atLeast(specs, len(seen)+1, "the rebuild's build pod")); n != len(seen)+1 {
 		t.Errorf("the rebuild made %d pods, want the build alone: a builder pinned by digest is read once", n-len(seen))
 	}
+
+	// unchanged source builds the same digest: no release, no unit restarts
+	units := func() string {
+		t.Helper()
+		pods, err := h.Client.CoreV1().Pods(h.NS).List(context.Background(), metav1.ListOptions{LabelSelector: "tug.dev/app=cnb,tug.dev/process"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var uids []string
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp == nil {
+				uids = append(uids, string(p.UID))
+			}
+		}
+		slices.Sort(uids)
+		return strings.Join(uids, ",")
+	}
+	before := units()
+	releases := h.releasesByVersion("cnb")
+	r = deploy()
+	var res struct {
+		Release   int  `json:"release"`
+		Unchanged bool `json:"unchanged"`
+	}
+	if r.Code != 0 || json.Unmarshal([]byte(r.Stdout), &res) != nil {
+		t.Fatalf("a deploy of unchanged source: %s", r)
+	}
+	if m3 := builtByDigest.FindStringSubmatch(r.Stderr); m3 == nil || m3[1] != m2[1] {
+		t.Fatalf("unchanged source built another image (want %s):\n%s", m2[1], r.Stderr)
+	}
+	if !res.Unchanged || res.Release != len(releases) || !strings.Contains(r.Stderr, "nothing new to deploy: the build made the image cnb v") {
+		t.Errorf("unchanged source: result %+v (want the running v%d, unchanged), stderr:\n%s", res, len(releases), r.Stderr)
+	}
+	if n := len(h.releasesByVersion("cnb")); n != len(releases) {
+		t.Errorf("unchanged source made a release: %d releases, had %d", n, len(releases))
+	}
+	if after := units(); after != before {
+		t.Errorf("unchanged source restarted units: %s, then %s", before, after)
+	}
+	serves("Second edition")
 	assertNoBuildPods(t, h)
 }
 
