@@ -2,7 +2,7 @@
 // maintenance APP on`: every request gets 503 Service Unavailable with a
 // Retry-After header and a short message naming the app ($TUG_APP). It
 // listens on $PORT (8080 when unset) and exits on SIGTERM. Its image is
-// deploy.MaintenanceImage; it has no shell and needs nothing else.
+// render.MaintenanceImage; it has no shell and needs nothing else.
 package main
 
 import (

@@ -9,8 +9,8 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
-	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/inputerr"
+	"tug.dev/tug/pkg/render"
 )
 
 // settingsLong explains the settings with their defaults and bounds, as
@@ -31,7 +31,7 @@ them; a setting never set is tug's default:
   deploy-timeout   %-5s how long a rollout may go without progress (%s to %s);
                          a command's --timeout wins over it`,
 		d.MaxSurge, d.MaxUnavailable, app.FormatSeconds(d.GracePeriod), app.FormatSeconds(int64(app.MinGracePeriod.Seconds())), app.FormatSeconds(int64(app.MaxGracePeriod.Seconds())),
-		deploy.WebStopDelaySeconds, d.History, app.MaxHistory, app.FormatSeconds(d.DeployTimeout),
+		render.WebStopDelaySeconds, d.History, app.MaxHistory, app.FormatSeconds(d.DeployTimeout),
 		app.FormatSeconds(int64(app.MinDeployTimeout.Seconds())), app.FormatSeconds(int64(app.MaxDeployTimeout.Seconds())))
 }
 

@@ -69,3 +69,28 @@ func TestLibraryPackagesDoNotImportCLI(t *testing.T) {
 		}
 	}
 }
+
+// TestRenderMakesNoCalls keeps pkg/render pure: it computes objects from an
+// app record and a release, so it imports no client (client-go) and none
+// of the packages that apply what it renders (pkg/deploy and those above
+// it); dry-run and export depend on the same inputs giving the same objects.
+func TestRenderMakesNoCalls(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	out, err := exec.Command("go", "list", "-f", `{{join .Imports " "}}`, "tug.dev/tug/pkg/render").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	imports := strings.Fields(string(out))
+	if len(imports) < 3 {
+		t.Fatalf("suspiciously few imports (%d): is go list listing pkg/render?", len(imports))
+	}
+	for _, imp := range imports {
+		for _, banned := range []string{"k8s.io/client-go/", "tug.dev/tug/pkg/deploy", "tug.dev/tug/pkg/canary", "tug.dev/tug/pkg/cli"} {
+			if strings.HasPrefix(imp, banned) {
+				t.Errorf("pkg/render imports %s; rendering makes no API calls and does not depend on what applies it", imp)
+			}
+		}
+	}
+}

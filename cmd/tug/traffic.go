@@ -10,6 +10,7 @@ import (
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/inputerr"
+	"tug.dev/tug/pkg/render"
 	"tug.dev/tug/pkg/route"
 	"tug.dev/tug/pkg/traffic"
 )
@@ -143,5 +144,5 @@ so every request (through domains, NodePorts or the cluster IP) gets a 503
 runs; the app's units keep running. Off: once every web unit is ready, the
 Service switches back, and the page goes once the router serves the units;
 with no web unit, or units that fail, the app stays in maintenance. The page's
-image is `+deploy.MaintenanceImage+` (TUG_MAINTENANCE_IMAGE overrides it).`)
+image is `+render.MaintenanceImage+` (TUG_MAINTENANCE_IMAGE overrides it).`)
 }

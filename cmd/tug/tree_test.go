@@ -10,8 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"tug.dev/tug/pkg/cli"
-	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/inputerr"
+	"tug.dev/tug/pkg/render"
 )
 
 // Tests over the whole command tree: rules every command keeps, so a new
@@ -160,7 +160,7 @@ func TestDynamicCompletion(t *testing.T) {
 	p := unitsFixture(t)
 	for _, j := range []struct{ app, name, schedule string }{{"shop", "report", "0 3 * * *"}, {"shop", "rotate", "@daily"}, {"blog", "digest", "@weekly"}} {
 		p.add(t, &batchv1.CronJob{
-			ObjectMeta: metav1.ObjectMeta{Name: deploy.CronJobName(j.app, j.name), Namespace: "dev", Labels: deploy.JobLabels(j.app, j.name)},
+			ObjectMeta: metav1.ObjectMeta{Name: render.CronJobName(j.app, j.name), Namespace: "dev", Labels: render.JobLabels(j.app, j.name)},
 			Spec:       batchv1.CronJobSpec{Schedule: j.schedule},
 		})
 	}

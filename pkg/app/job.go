@@ -14,7 +14,7 @@ import (
 )
 
 // Job is a scheduled command of a release: a CronJob whose pod template is
-// the release's (pkg/deploy renders it with the processes), so a deploy
+// the release's (pkg/render renders it with the processes), so a deploy
 // changes its image and config and a rollback restores them.
 type Job struct {
 	// Command is a shell command line, as a process's is.

@@ -155,6 +155,16 @@ func (a *App) ProcessNames() []string {
 	return names
 }
 
+// ProcessNames lists the release's process types, web first, then by name.
+func (r *Release) ProcessNames() []string {
+	names := make([]string, 0, len(r.Processes))
+	for n := range r.Processes {
+		names = append(names, n)
+	}
+	SortProcesses(names)
+	return names
+}
+
 // SortProcesses orders process names the way people expect: web first.
 func SortProcesses(names []string) {
 	sort.Slice(names, func(i, j int) bool {

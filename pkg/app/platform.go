@@ -17,7 +17,7 @@ import (
 // config may set it to say where the app listens, as a Heroku app reads
 // the PORT its platform picks but here the app picks it. tug then uses it
 // for the container's port, its readiness check and the Service's target
-// (pkg/deploy webPort), so it must be a port number.
+// (pkg/render webPort), so it must be a port number.
 const (
 	EnvApp     = "TUG_APP"     // the app's name
 	EnvProcess = "TUG_PROCESS" // the process type: web, worker, ...

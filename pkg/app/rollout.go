@@ -23,7 +23,7 @@ type Rollout struct {
 	MaxUnavailable string `json:"maxUnavailable,omitempty"`
 	// GracePeriod is how long, in seconds, a stopping unit has between
 	// SIGTERM and SIGKILL (the pod's terminationGracePeriodSeconds). A web
-	// unit's stop delay (deploy.WebStopDelaySeconds) is part of it.
+	// unit's stop delay (render.WebStopDelaySeconds) is part of it.
 	GracePeriod int64 `json:"gracePeriodSeconds,omitempty"`
 	// History is how many release records the app keeps.
 	History int `json:"history,omitempty"`
@@ -51,7 +51,7 @@ const (
 	// MaxHistory caps --history: each kept release is a Secret that every
 	// deploy lists, and a few hundred is more than any rollback needs.
 	MaxHistory = 200
-	// MinGracePeriod is the web units' stop delay (deploy.WebStopDelaySeconds,
+	// MinGracePeriod is the web units' stop delay (render.WebStopDelaySeconds,
 	// a preStop sleep): the API server refuses a pod whose sleep outlasts
 	// its grace period, so a shorter one could never be applied.
 	MinGracePeriod   = 5 * time.Second

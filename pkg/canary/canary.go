@@ -11,7 +11,8 @@
 // abort undoes a promote that had not yet made the canary's release the
 // deployed one), an ending split ended, a running canary gets its recorded
 // weights again (docs/reliability.md, "kill -9 during a canary").
-// Rendering a record that names a canary is pkg/deploy's (Render).
+// Rendering a record that names a canary is pkg/render's (render.Release,
+// render.Canary).
 package canary
 
 import (

@@ -12,6 +12,7 @@ import (
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/render"
 	"tug.dev/tug/pkg/rollout"
 	"tug.dev/tug/pkg/route"
 )
@@ -42,12 +43,12 @@ func setWeight(t *deploy.Txn, weight int, stable *app.Release, cfg app.ConfigMap
 // waits for the router to take the routes.
 func applySplit(t *deploy.Txn, stable *app.Release, cfg app.ConfigMap, confirm bool) (string, error) {
 	a, d := t.App(), t.Deps()
-	full := deploy.Render(a, stable, cfg)
-	got, err := t.Apply(deploy.Objects{Service: full.Service, TrackServices: full.TrackServices, Routes: full.Routes, Middleware: full.Middleware})
+	full := render.Release(a, stable, cfg)
+	got, err := t.Apply(render.Objects{Service: full.Service, TrackServices: full.TrackServices, Routes: full.Routes, Middleware: full.Middleware})
 	if err != nil || !confirm {
 		return "", err
 	}
-	return d.Routes().Confirm(t.Ctx(), d.Progress, nil, a, got.Routes(), deploy.SplitProbe(a))
+	return d.Routes().Confirm(t.Ctx(), d.Progress, nil, a, got.Routes(), render.SplitProbe(a))
 }
 
 // abortCanary sends every request back to the deployed release, removes
@@ -103,7 +104,7 @@ func endSplit(t *deploy.Txn, r *app.Release, cfg app.ConfigMap) error {
 	if err != nil {
 		return err
 	}
-	objs := deploy.Render(a, r, cfg) // an ending canary renders as one release
+	objs := render.Release(a, r, cfg) // an ending canary renders as one release
 	got, err := t.Apply(objs)
 	if err != nil {
 		return err
@@ -124,7 +125,7 @@ func endSplit(t *deploy.Txn, r *app.Release, cfg app.ConfigMap) error {
 // the web Service again can reach one that is still stopping.
 func removeCanaryUnits(t *deploy.Txn) error {
 	appName, d := t.App().Name, t.Deps()
-	name := deploy.CanaryDeploymentName(appName)
+	name := render.CanaryDeploymentName(appName)
 	deps := d.Client.AppsV1().Deployments(d.Namespace)
 	err := deploy.DeleteOwned(t.Ctx(), appName, func() (metav1.Object, error) {
 		return deps.Get(t.Ctx(), name, metav1.GetOptions{})
@@ -228,7 +229,7 @@ func promote(t *deploy.Txn, start time.Time) (*deploy.Result, error) {
 func rollToCanary(t *deploy.Txn, next *app.Release, cfg app.ConfigMap) (*rollout.Failure, error) {
 	a, d := t.App(), t.Deps()
 	deploy.WithProcesses(a, next)
-	objs := deploy.Render(a, next, cfg)
+	objs := render.Release(a, next, cfg)
 	d.Progress.Update(fmt.Sprintf("rolling the units of v%d out to v%d", a.Release, next.Version))
 	got, err := t.Apply(objs)
 	if err != nil {

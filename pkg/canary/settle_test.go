@@ -16,6 +16,7 @@ import (
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/deploy/deploytest"
 	"tug.dev/tug/pkg/lock"
+	"tug.dev/tug/pkg/render"
 )
 
 const ns = deploytest.Namespace
@@ -96,8 +97,8 @@ func splitApp(t *testing.T, v int, c *app.Canary) (*app.Store, deploy.Deps, *fak
 	r, cfg := getRelease(t, s, v)
 	r2, _ := getRelease(t, s, 2)
 	a.Canary = c
-	objs := deploy.Render(a, r, cfg)
-	objs.Deployments = append(objs.Deployments, deploy.RenderCanary(a, r2, cfg))
+	objs := render.Release(a, r, cfg)
+	objs.Deployments = append(objs.Deployments, render.Canary(a, r2, cfg))
 	txn, err := deploy.Begin(ctx, deps(cl), "shop", nil) // the record names no canary yet
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/render"
 	"tug.dev/tug/pkg/rollout"
 )
 
@@ -34,7 +35,7 @@ func (r *starting) run() (*deploy.Result, error) {
 		return r.s.Interrupted(err)
 	}
 	rec := &app.Canary{Release: next.Version, Strategy: c.Strategy, Phase: app.CanaryStarting, Steps: c.Steps,
-		StartedAt: time.Now().UTC(), Exact: deploy.Gatewayed(a)}
+		StartedAt: time.Now().UTC(), Exact: render.Gatewayed(a)}
 	units := a.Processes[app.WebProcess].Units()
 	rec.Units = app.CanaryUnits(units, c.Weight)
 	if c.Strategy == app.StrategyBlueGreen {
@@ -85,7 +86,7 @@ func (r *starting) startUnits(units int32) (*rollout.Failure, error) {
 	t, next := r.t, r.s.Next
 	a, d := t.App(), t.Deps()
 	d.Progress.Update(fmt.Sprintf("starting %d web %s of v%d beside v%d", units, plural(units), next.Version, a.Release))
-	got, err := t.Apply(deploy.Objects{Deployments: []*appsv1.Deployment{deploy.RenderCanary(a, next, r.s.Config)}})
+	got, err := t.Apply(render.Objects{Deployments: []*appsv1.Deployment{render.Canary(a, next, r.s.Config)}})
 	if err != nil {
 		return nil, err
 	}
@@ -218,5 +219,5 @@ func watchCanary(t *deploy.Txn, d time.Duration) (*rollout.Failure, error) {
 
 // canaryUnits selects the pods of appName's canary.
 func canaryUnits(appName string) metav1.ListOptions {
-	return metav1.ListOptions{LabelSelector: kube.AppSelector(appName) + "," + kube.LabelTrack + "=" + deploy.TrackCanary}
+	return metav1.ListOptions{LabelSelector: kube.AppSelector(appName) + "," + kube.LabelTrack + "=" + render.TrackCanary}
 }

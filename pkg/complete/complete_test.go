@@ -18,8 +18,8 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cluster"
-	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/render"
 )
 
 const ns = "dev"
@@ -230,7 +230,7 @@ func TestAppsOfClusters(t *testing.T) {
 
 func cronJob(appName, job, schedule string, suspended bool) *batchv1.CronJob {
 	return &batchv1.CronJob{
-		ObjectMeta: metav1.ObjectMeta{Name: deploy.CronJobName(appName, job), Namespace: ns, Labels: deploy.JobLabels(appName, job)},
+		ObjectMeta: metav1.ObjectMeta{Name: render.CronJobName(appName, job), Namespace: ns, Labels: render.JobLabels(appName, job)},
 		Spec:       batchv1.CronJobSpec{Schedule: schedule, Suspend: &suspended},
 	}
 }

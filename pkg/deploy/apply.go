@@ -1,23 +1,24 @@
 package deploy
 
 import (
-	"time"
-
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"k8s.io/apimachinery/pkg/fields"
+	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/render"
 )
 
 // applied is what the server returned for the objects of a release.
@@ -31,7 +32,7 @@ type applied struct {
 // "tug": one write per object. Callers check the objects with guardOwned
 // first, before they store anything. With dryRun the server validates and
 // defaults them (admission included) but stores nothing.
-func applyObjects(ctx context.Context, d Deps, objs Objects, dryRun bool) (*applied, error) {
+func applyObjects(ctx context.Context, d Deps, objs render.Objects, dryRun bool) (*applied, error) {
 	opts := metav1.PatchOptions{FieldManager: kube.FieldManager, Force: new(true)}
 	if dryRun {
 		opts.DryRun = []string{metav1.DryRunAll}
@@ -104,6 +105,18 @@ func applyObjects(ctx context.Context, d Deps, objs Objects, dryRun bool) (*appl
 	return out, nil
 }
 
+// warnUnenforced tells the user, through d.Warn, that the app's allow list
+// is not enforced at the router for objs' routed objects.
+func warnUnenforced(d Deps, objs render.Objects) {
+	names := objs.AllowUnenforced()
+	if len(names) == 0 || d.Warn == nil {
+		return
+	}
+	appName := objs.NetworkPolicy.Labels[kube.LabelApp]
+	d.Warn(fmt.Sprintf("app %q: the allow list is not enforced at the router for %s, only by the NetworkPolicy, for traffic straight to the units; tug enforces it at a router the cluster settings name (key router: traefik or ingress-nginx; docs/guide.md, \"Traffic\")",
+		appName, strings.Join(names, ", ")))
+}
+
 // write is one object to server-side-apply through patch.
 type write struct {
 	kind, name string
@@ -124,7 +137,7 @@ func (w write) apply(opts metav1.PatchOptions) error {
 
 // applyDeployments applies the processes' Deployments, keeping the count
 // an autoscaler chose, and keeps what the server returned in out.
-func applyDeployments(ctx context.Context, d Deps, objs Objects, opts metav1.PatchOptions, out *applied) error {
+func applyDeployments(ctx context.Context, d Deps, objs render.Objects, opts metav1.PatchOptions, out *applied) error {
 	client, ns := d.Client, d.Namespace
 	for _, dep := range objs.Deployments {
 		if dep.Spec.Replicas == nil {
@@ -173,7 +186,7 @@ func applyMaintenance(ctx context.Context, d Deps, m *appsv1.Deployment, opts me
 // release exists without being the app's: server-side apply with force would
 // take over (and relabel) a Service, Ingress or autoscaler that helm or
 // kubectl made, and a later remove would delete it. One GET per object.
-func guardOwned(ctx context.Context, d Deps, objs Objects) error {
+func guardOwned(ctx context.Context, d Deps, objs render.Objects) error {
 	client, ns := d.Client, d.Namespace
 	type target struct {
 		kind, name, app string
@@ -237,7 +250,7 @@ func guardOwned(ctx context.Context, d Deps, objs Objects) error {
 
 // liveReplicas is an autoscaled Deployment's current unit count, or its
 // autoscaler's minimum when it does not exist yet.
-func liveReplicas(ctx context.Context, client kubernetes.Interface, ns, name string, objs Objects) (int32, error) {
+func liveReplicas(ctx context.Context, client kubernetes.Interface, ns, name string, objs render.Objects) (int32, error) {
 	cur, err := client.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
 	if err == nil && cur.Spec.Replicas != nil {
 		return *cur.Spec.Replicas, nil
@@ -255,7 +268,7 @@ func liveReplicas(ctx context.Context, client kubernetes.Interface, ns, name str
 
 // removeStale deletes the Deployments (and the Service) of process types the
 // release no longer has: one LIST, and a DELETE only for what must go.
-func removeStale(ctx context.Context, d Deps, appName string, objs Objects) error {
+func removeStale(ctx context.Context, d Deps, appName string, objs render.Objects) error {
 	client, ns := d.Client, d.Namespace
 	keep := map[string]bool{}
 	for _, d := range objs.Deployments {
@@ -304,9 +317,9 @@ func removeStale(ctx context.Context, d Deps, appName string, objs Objects) erro
 	}
 	if objs.NetworkPolicy == nil {
 		if err := deleteOwned(ctx, appName, func() (metav1.Object, error) {
-			return client.NetworkingV1().NetworkPolicies(ns).Get(ctx, NetworkPolicyName(appName), metav1.GetOptions{})
+			return client.NetworkingV1().NetworkPolicies(ns).Get(ctx, render.NetworkPolicyName(appName), metav1.GetOptions{})
 		}, func() error {
-			return client.NetworkingV1().NetworkPolicies(ns).Delete(ctx, NetworkPolicyName(appName), metav1.DeleteOptions{})
+			return client.NetworkingV1().NetworkPolicies(ns).Delete(ctx, render.NetworkPolicyName(appName), metav1.DeleteOptions{})
 		}); err != nil {
 			return err
 		}
@@ -326,9 +339,9 @@ func removeStale(ctx context.Context, d Deps, appName string, objs Objects) erro
 	}
 	if objs.Service == nil {
 		if err := deleteOwned(ctx, appName, func() (metav1.Object, error) {
-			return client.CoreV1().Services(ns).Get(ctx, ServiceName(appName), metav1.GetOptions{})
+			return client.CoreV1().Services(ns).Get(ctx, render.ServiceName(appName), metav1.GetOptions{})
 		}, func() error {
-			return client.CoreV1().Services(ns).Delete(ctx, ServiceName(appName), metav1.DeleteOptions{})
+			return client.CoreV1().Services(ns).Delete(ctx, render.ServiceName(appName), metav1.DeleteOptions{})
 		}); err != nil {
 			return err
 		}

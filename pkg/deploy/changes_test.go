@@ -134,6 +134,15 @@ func TestConfigDiff(t *testing.T) {
 	}
 }
 
+func TestDescribeCommand(t *testing.T) {
+	if got := describeCommand(""); got != "(image default)" {
+		t.Errorf("describeCommand(\"\") = %q", got)
+	}
+	if got := describeCommand(`./x "y"`); got != `"./x \"y\""` {
+		t.Errorf("describeCommand = %q", got)
+	}
+}
+
 // rollbackFixture: v1 superseded, v2 staged config only (no image), v3
 // superseded, v4 failed, v5 deployed (current).
 func rollbackFixture(t *testing.T) (*app.Store, *app.App) {

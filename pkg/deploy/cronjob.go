@@ -5,140 +5,19 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/render"
 )
 
-// Jobs: one CronJob per job of the release, rendered with its Deployments
-// (Render), so every release (a deploy, a config change, a rollback) gives
-// the jobs its image and config.
-const (
-	// KindJob is the tug.dev/kind of a job's CronJob, its Jobs and pods.
-	// They carry no tug.dev/process or tug.dev/release label: they are not
-	// units, and a rollout never counts them.
-	KindJob = "job"
-	// LabelJob names the job on its CronJob, Jobs and pods.
-	LabelJob = "tug.dev/job"
-	// AnnotationJobRelease is the release a job's pod template comes from.
-	AnnotationJobRelease = "tug.dev/release"
-	// jobHistory is how many finished runs of each outcome are kept.
-	jobHistory = int32(3)
-)
-
-// CronJobName is the CronJob of an app's job.
-func CronJobName(appName, job string) string { return appName + "-job-" + job }
-
-// JobLabels are the labels of a job's CronJob, Jobs and pods.
-func JobLabels(appName, job string) map[string]string {
-	l := kube.AppLabels(appName)
-	l[kube.LabelKind] = KindJob
-	l[LabelJob] = job
-	return l
-}
-
-// JobSelector selects the objects of an app's job ("" job: of every job).
-func JobSelector(appName, job string) string {
-	s := kube.KindSelector(KindJob, appName)
-	if job != "" {
-		s += "," + LabelJob + "=" + job
-	}
-	return s
-}
-
-// renderCronJobs is the release's jobs as CronJobs, by name.
-func renderCronJobs(a *app.App, r *app.Release) []*batchv1.CronJob {
-	var out []*batchv1.CronJob
-	for _, name := range r.JobNames() {
-		out = append(out, RenderCronJob(a, r, name))
-	}
-	return out
-}
-
-// RenderCronJob is job name of release r as a CronJob: the release's image
-// (by digest once known), config (envFrom its Secret), platform variables,
-// pool, volumes and pull secret, the job's limits or those of the process a
-// run copies (web, else the first).
-func RenderCronJob(a *app.App, r *app.Release, name string) *batchv1.CronJob {
-	j := r.Jobs[name]
-	c := renderContainer(a, r, name, j.Command, 0)
-	c.Resources = resources(jobLimits(r, j))
-	spec := corev1.PodSpec{
-		Containers:         []corev1.Container{c},
-		RestartPolicy:      corev1.RestartPolicyNever,
-		EnableServiceLinks: new(bool),
-	}
-	if g := r.Rollout.GracePeriod; g > 0 {
-		spec.TerminationGracePeriodSeconds = new(g)
-	}
-	if a.RegistrySecret != "" {
-		spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: a.RegistrySecret}}
-	}
-	mountVolumes(&spec, r.Volumes, "")
-	if sel := nodeSelector(r); len(sel) > 0 {
-		spec.NodeSelector = sel
-	}
-	labels := JobLabels(a.Name, name)
-	release := map[string]string{AnnotationJobRelease: strconv.Itoa(r.Version)}
-	jobSpec := batchv1.JobSpec{
-		BackoffLimit: new(j.Retries),
-		Template: corev1.PodTemplateSpec{
-			ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: release},
-			Spec:       spec,
-		},
-	}
-	if j.TimeoutSeconds > 0 {
-		jobSpec.ActiveDeadlineSeconds = new(j.TimeoutSeconds)
-	}
-	cj := &batchv1.CronJob{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "CronJob"},
-		ObjectMeta: metav1.ObjectMeta{Name: CronJobName(a.Name, name), Namespace: a.Namespace, Labels: labels, Annotations: release},
-		Spec: batchv1.CronJobSpec{
-			Schedule:                   j.Schedule,
-			ConcurrencyPolicy:          concurrencyPolicy(j.Concurrency),
-			Suspend:                    new(a.JobSuspended(name)),
-			SuccessfulJobsHistoryLimit: new(jobHistory),
-			FailedJobsHistoryLimit:     new(jobHistory),
-			JobTemplate: batchv1.JobTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: release},
-				Spec:       jobSpec,
-			},
-		},
-	}
-	if j.TimeZone != "" {
-		cj.Spec.TimeZone = new(j.TimeZone)
-	}
-	return cj
-}
-
-// jobLimits are a job's own limits, else those of the process a one-off
-// run copies (web, else the first).
-func jobLimits(r *app.Release, j app.Job) app.Limits {
-	if !j.Limits.IsZero() {
-		return j.Limits
-	}
-	if names := sortedProcesses(r.Processes); len(names) > 0 {
-		return r.Limits[names[0]]
-	}
-	return app.Limits{}
-}
-
-func concurrencyPolicy(c string) batchv1.ConcurrencyPolicy {
-	switch c {
-	case app.ConcurrencyForbid:
-		return batchv1.ForbidConcurrent
-	case app.ConcurrencyReplace:
-		return batchv1.ReplaceConcurrent
-	}
-	return batchv1.AllowConcurrent
-}
+// Jobs: one CronJob per job of the release (pkg/render renders them with
+// the Deployments), applied with the release's other objects.
 
 // applyCronJobs server-side-applies the release's CronJobs.
 func applyCronJobs(ctx context.Context, d Deps, cjs []*batchv1.CronJob, opts metav1.PatchOptions) error {
@@ -169,7 +48,7 @@ func guardCronJobs(ctx context.Context, d Deps, cjs []*batchv1.CronJob) error {
 // removeStaleCronJobs deletes the app's CronJobs of jobs the release no
 // longer has (one LIST), with their Jobs and pods.
 func removeStaleCronJobs(ctx context.Context, d Deps, appName string, keep []*batchv1.CronJob) error {
-	list, err := d.Client.BatchV1().CronJobs(d.Namespace).List(ctx, metav1.ListOptions{LabelSelector: JobSelector(appName, "")})
+	list, err := d.Client.BatchV1().CronJobs(d.Namespace).List(ctx, metav1.ListOptions{LabelSelector: render.JobSelector(appName, "")})
 	if apierrors.IsForbidden(err) && len(keep) == 0 {
 		// a Role from before jobs: an app without jobs deploys as before
 		return nil
@@ -225,7 +104,7 @@ func SetJobSuspended(ctx context.Context, d Deps, appName, job string, suspended
 		return t.Explain(err)
 	}
 	opts := metav1.PatchOptions{FieldManager: kube.FieldManager, Force: new(true)}
-	return t.Explain(applyCronJobs(t.ctx, t.d, []*batchv1.CronJob{RenderCronJob(updated, rel, job)}, opts))
+	return t.Explain(applyCronJobs(t.ctx, t.d, []*batchv1.CronJob{render.CronJob(updated, rel, job)}, opts))
 }
 
 // planJobs says what a release changes of the jobs: "job report: new",

@@ -1,3 +1,7 @@
+// Package deploy makes the changes under an app's lock: it takes the
+// lock, reads and reconciles the record, applies the objects pkg/render
+// makes from the app and a release with server-side apply, watches the
+// rollout, explains a failure and rolls back.
 package deploy
 
 import (
@@ -18,6 +22,7 @@ import (
 	"tug.dev/tug/pkg/clustersettings"
 	"tug.dev/tug/pkg/lock"
 	"tug.dev/tug/pkg/progress"
+	"tug.dev/tug/pkg/render"
 	"tug.dev/tug/pkg/rollout"
 	"tug.dev/tug/pkg/route"
 	"tug.dev/tug/pkg/text"
@@ -42,7 +47,7 @@ type Deps struct {
 	LockTiming lock.Timing
 	// MaintenanceImage is the image of the page that answers while the app
 	// is in maintenance, recorded when it is turned on; "" is
-	// MaintenanceImage. cmd sets it from $TUG_MAINTENANCE_IMAGE.
+	// render.MaintenanceImage. cmd sets it from $TUG_MAINTENANCE_IMAGE.
 	MaintenanceImage string
 	// Dynamic reaches the Gateway API's HTTPRoutes (pkg/route); nil on a
 	// client that routes only through Ingresses.
@@ -402,7 +407,7 @@ func (r *rolling) store() error {
 	if r.runsPhase && !r.opts.SkipReleasePhase && t.d.ReleasePhase == nil {
 		return fmt.Errorf("release v%d of app %q has a release-phase command but nothing can run it", next.Version, a.Name)
 	}
-	if err := guardOwned(t.ctx, t.d, Render(a, next, r.config)); err != nil {
+	if err := guardOwned(t.ctx, t.d, render.Release(a, next, r.config)); err != nil {
 		return t.Explain(err)
 	}
 	return t.Explain(t.store.CreateRelease(t.ctx, next, r.config))
@@ -480,7 +485,7 @@ func (r *rolling) releasePhase() *ended {
 // apply applies the release's objects and removes what it no longer has.
 func (r *rolling) apply() (*applied, *ended) {
 	t, a, next := r.t, r.a, r.next
-	objs := Render(a, next, r.config)
+	objs := render.Release(a, next, r.config)
 	t.d.Progress.Update(fmt.Sprintf("applying release v%d", next.Version))
 	got, err := applyObjects(t.ctx, t.d, objs, false)
 	if err != nil {
@@ -609,7 +614,7 @@ func idleTimeout(given time.Duration, r *app.Release) time.Duration {
 func restore(ctx context.Context, d Deps, store *app.Store, a *app.App, v int, timeout time.Duration) (int, error) {
 	if v == 0 {
 		d.Progress.Update("removing the failed release's units")
-		return 0, removeStale(ctx, d, a.Name, Objects{})
+		return 0, removeStale(ctx, d, a.Name, render.Objects{})
 	}
 	d.Progress.Update(fmt.Sprintf("rolling back to v%d", v))
 	prev, config, err := store.GetRelease(ctx, a.Name, v)
@@ -617,7 +622,7 @@ func restore(ctx context.Context, d Deps, store *app.Store, a *app.App, v int, t
 		return 0, err
 	}
 	withProcesses(a, prev)
-	objs := Render(a, prev, config)
+	objs := render.Release(a, prev, config)
 	got, err := applyObjects(ctx, d, objs, false)
 	if err != nil {
 		return 0, err
@@ -749,7 +754,7 @@ func ResultOf(a *app.App, r *app.Release, st app.Status, start time.Time) *Resul
 func result(a *app.App, r *app.Release, st app.Status, start time.Time) *Result {
 	res := &Result{App: a.Name, Namespace: a.Namespace, Release: r.Version, Status: st, Image: r.Image,
 		Processes: []ProcessResult{}, DurationMS: time.Since(start).Milliseconds()}
-	for _, name := range sortedProcesses(r.Processes) {
+	for _, name := range r.ProcessNames() {
 		res.Processes = append(res.Processes, ProcessResult{Name: name, Command: r.Processes[name], Units: a.Processes[name].Units()})
 	}
 	return res
@@ -784,7 +789,7 @@ func dryRun(ctx context.Context, d Deps, store *app.Store, a *app.App, base *app
 		}
 		return res, nil
 	}
-	objs := Render(a, next, config)
+	objs := render.Release(a, next, config)
 	if err := guardOwned(ctx, d, objs); err != nil {
 		return nil, err
 	}
@@ -822,7 +827,7 @@ func plan(a *app.App, base *app.Release, baseConfig app.ConfigMap, next *app.Rel
 		oldProcs, oldImage = base.Processes, base.Image
 	}
 	envChanged := !sameConfig(baseConfig, config)
-	for _, name := range sortedProcesses(next.Processes) {
+	for _, name := range next.ProcessNames() {
 		units := a.Processes[name].Replicas
 		oldCmd, existed := oldProcs[name]
 		var changes []string
@@ -859,6 +864,14 @@ func plan(a *app.App, base *app.Release, baseConfig app.ConfigMap, next *app.Rel
 		lines = append(lines, "env: "+configDiff(baseConfig, config)+" (values hidden)")
 	}
 	return lines
+}
+
+// describeCommand is how a process's command reads in summaries.
+func describeCommand(cmd string) string {
+	if cmd == "" {
+		return "(image default)"
+	}
+	return fmt.Sprintf("%q", cmd)
 }
 
 func sameConfig(a, b app.ConfigMap) bool {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/render"
 	"tug.dev/tug/pkg/rollout"
 )
 
@@ -127,7 +128,7 @@ func reshape(ctx context.Context, d Deps, appName string, c RecordChange, opts O
 	}
 	defer t.End()
 	if !storeOnlyBeforeDeploy {
-		// a change of units; traffic changes keep the split (Render)
+		// a change of units; traffic changes keep the split (render.Release)
 		if err := gate(t, "changing the units"); err != nil {
 			return nil, err
 		}
@@ -178,7 +179,7 @@ func (s *reshaping) guard() error {
 	if err := s.c.Edit(changed); err != nil {
 		return err
 	}
-	if err := guardOwned(ctx, d, Render(changed, s.r, s.config)); err != nil {
+	if err := guardOwned(ctx, d, render.Release(changed, s.r, s.config)); err != nil {
 		return err
 	}
 	if leavesPage(a, changed, s.r) && !s.opts.NoWait {
@@ -238,7 +239,7 @@ func (s *reshaping) roll(a *app.App) (*Result, error) {
 	if err := t.Lost(); err != nil {
 		return nil, err
 	}
-	objs := Render(a, r, config)
+	objs := render.Release(a, r, config)
 	got, err := applyObjects(ctx, d, objs, false)
 	if err != nil {
 		return nil, t.Explain(err)
@@ -247,7 +248,7 @@ func (s *reshaping) roll(a *app.App) (*Result, error) {
 	leaving := leavesPage(s.routedBefore, a, r)
 	if leaving {
 		// the page answers until the router serves the units (unpage.go)
-		stale.Maintenance = renderMaintenance(s.routedBefore)
+		stale.Maintenance = render.Maintenance(s.routedBefore)
 	}
 	if err := removeStale(ctx, d, a.Name, stale); err != nil {
 		return nil, t.Explain(err)
@@ -306,7 +307,7 @@ func restoreFormation(ctx context.Context, d Deps, store *app.Store, appName str
 	if err != nil {
 		return nil, err
 	}
-	objs := Render(a, r, config)
+	objs := render.Release(a, r, config)
 	got, err := applyObjects(ctx, d, objs, false)
 	if err != nil {
 		return nil, err
@@ -325,7 +326,7 @@ func restoreFormation(ctx context.Context, d Deps, store *app.Store, appName str
 func UnsetAutoscale(ctx context.Context, client kubernetes.Interface, namespace, proc string) func(*app.App) error {
 	return func(a *app.App) error {
 		var current *int32
-		if d, err := client.AppsV1().Deployments(namespace).Get(ctx, DeploymentName(a.Name, proc), metav1.GetOptions{}); err == nil {
+		if d, err := client.AppsV1().Deployments(namespace).Get(ctx, render.DeploymentName(a.Name, proc), metav1.GetOptions{}); err == nil {
 			current = d.Spec.Replicas
 		}
 		return a.UnsetAutoscale(proc, current)

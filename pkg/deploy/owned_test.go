@@ -16,6 +16,7 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/render"
 )
 
 // Every kind a release applies goes through one ownership check: an object
@@ -35,7 +36,7 @@ func TestRollRefusesObjectsThatAreNotTugs(t *testing.T) {
 		{"Service", "shop", &corev1.Service{ObjectMeta: named("shop")}},
 		{"Service", "shop", &corev1.Service{ObjectMeta: otherApp}},
 		{"Ingress", "shop", &networkingv1.Ingress{ObjectMeta: named("shop")}},
-		{"NetworkPolicy", NetworkPolicyName("shop"), &networkingv1.NetworkPolicy{ObjectMeta: named(NetworkPolicyName("shop"))}},
+		{"NetworkPolicy", render.NetworkPolicyName("shop"), &networkingv1.NetworkPolicy{ObjectMeta: named(render.NetworkPolicyName("shop"))}},
 		{"HorizontalPodAutoscaler", "shop-worker", &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: named("shop-worker")}},
 	} {
 		t.Run(tc.kind+"/"+tc.name, func(t *testing.T) {

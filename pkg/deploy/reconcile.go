@@ -12,6 +12,7 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/render"
 	"tug.dev/tug/pkg/rollout"
 )
 
@@ -198,7 +199,7 @@ func runningOf(a *app.App) string {
 func runsFully(deps []appsv1.Deployment, r *app.Release) bool {
 	byProc := map[string]*appsv1.Deployment{}
 	for i := range deps {
-		if IsCanary(deps[i].Labels) {
+		if render.IsCanary(deps[i].Labels) {
 			continue // a canary's units say nothing of what the process runs
 		}
 		byProc[deps[i].Labels[kube.LabelProcess]] = &deps[i]

@@ -9,6 +9,7 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/render"
 	"tug.dev/tug/pkg/rollout"
 	"tug.dev/tug/pkg/text"
 )
@@ -112,7 +113,7 @@ func runsReleasePhase(a *app.App, base, r *app.Release) bool {
 // *ReleasePhaseError.
 func releasePhase(ctx context.Context, d Deps, a *app.App, r *app.Release, config app.ConfigMap, previous int) (*ReleasePhaseResult, error) {
 	res := &ReleasePhaseResult{Command: SanitizeCommand(r.ReleaseCommand)}
-	objs := Render(a, r, config)
+	objs := render.Release(a, r, config)
 	var dep *appsv1.Deployment
 	for _, x := range objs.Deployments {
 		if x.Labels[kube.LabelProcess] == app.WebProcess {
@@ -126,7 +127,7 @@ func releasePhase(ctx context.Context, d Deps, a *app.App, r *app.Release, confi
 	if dep == nil || len(dep.Spec.Template.Spec.Containers) == 0 {
 		return res, fmt.Errorf("release v%d of app %q renders no Deployment to run its release phase in", r.Version, a.Name)
 	}
-	command, args := commandLine(r.ReleaseCommand)
+	command, args := render.CommandLine(r.ReleaseCommand)
 	d.Progress.Update(fmt.Sprintf("running the release phase of v%d", r.Version))
 	code, err := d.ReleasePhase(ctx, ReleasePhaseSpec{
 		App: a, Release: r.Version, Process: dep.Labels[kube.LabelProcess],

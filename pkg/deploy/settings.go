@@ -13,6 +13,7 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/render"
 )
 
 // maxRolloutChanges caps the in-place changes a release record keeps (the
@@ -182,8 +183,8 @@ func unlessSame(edit func(*app.App, *app.Release) error) func(*app.App, *app.Rel
 // each is the app's; one that is missing is left to the next rollout.
 func liveDeployments(ctx context.Context, d Deps, appName string, r *app.Release) ([]*appsv1.Deployment, error) {
 	var out []*appsv1.Deployment
-	for _, proc := range sortedProcesses(r.Processes) {
-		name := DeploymentName(appName, proc)
+	for _, proc := range r.ProcessNames() {
+		name := render.DeploymentName(appName, proc)
 		cur, err := d.Client.AppsV1().Deployments(d.Namespace).Get(ctx, name, metav1.GetOptions{})
 		if exists, err := kube.CheckOwned("Deployment", d.Namespace, name, appName, cur, err); err != nil {
 			return nil, err
@@ -199,11 +200,7 @@ func liveDeployments(ctx context.Context, d Deps, appName string, r *app.Release
 // no new ReplicaSet and no unit restarts (a merge patch: server-side apply
 // of the strategy alone would drop the rest of tug's fields).
 func patchStrategy(ctx context.Context, d Deps, deployments []*appsv1.Deployment, settings app.Rollout) error {
-	surge, unavailable := strategyPace(settings)
-	want := appsv1.DeploymentStrategy{
-		Type:          appsv1.RollingUpdateDeploymentStrategyType,
-		RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: &surge, MaxUnavailable: &unavailable},
-	}
+	want := render.Strategy(settings)
 	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"strategy": want}})
 	if err != nil {
 		return err

@@ -10,14 +10,15 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/inputerr"
+	"tug.dev/tug/pkg/render"
 )
 
 // Two releases side by side (a canary, blue-green) are pkg/canary's: this
-// file is the seam. Rendering a record that names a canary stays here
-// (Render must render whatever the record says: canary_render.go); what
-// starts, moves, promotes, aborts and settles one is pkg/canary's, reached
-// through Deps.SideBySide, and pkg/canary does its work through the Txn
-// and the few steps of a rollout exported below.
+// file is the seam. Rendering a record that names a canary is
+// pkg/render's (render.Release must render whatever the record says:
+// render/canary.go); what starts, moves, promotes, aborts and settles one
+// is pkg/canary's, reached through Deps.SideBySide, and pkg/canary does
+// its work through the Txn and the few steps of a rollout exported below.
 
 // SideBySide runs a release beside the deployed one (pkg/canary's Runner).
 type SideBySide interface {
@@ -120,9 +121,8 @@ func (a *Applied) Generations() map[string]int64 { return generations(a.got) }
 // Routes are the applied HTTPRoutes, for Routes().Confirm.
 func (a *Applied) Routes() []*unstructured.Unstructured { return a.got.routes }
 
-// Apply server-side-applies objs in t (Objects of a Render, or part of
-// them).
-func (t *Txn) Apply(objs Objects) (*Applied, error) {
+// Apply server-side-applies objs in t (a render.Release, or part of it).
+func (t *Txn) Apply(objs render.Objects) (*Applied, error) {
 	got, err := applyObjects(t.ctx, t.d, objs, false)
 	if err != nil {
 		return nil, err
@@ -131,8 +131,10 @@ func (t *Txn) Apply(objs Objects) (*Applied, error) {
 }
 
 // RemoveStale deletes what of the app tug made that objs do not name
-// (Objects.Keep aside).
-func (t *Txn) RemoveStale(objs Objects) error { return removeStale(t.ctx, t.d, t.app.Name, objs) }
+// (render.Objects.Keep aside).
+func (t *Txn) RemoveStale(objs render.Objects) error {
+	return removeStale(t.ctx, t.d, t.app.Name, objs)
+}
 
 // Restore rolls the app's units back to release v and waits for them
 // (the record's processes become v's).

@@ -10,6 +10,7 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/render"
 	"tug.dev/tug/pkg/rollout"
 )
 
@@ -40,7 +41,7 @@ func (e *NoUnitsError) Error() string {
 // has rolled out), diagnosing units that fail the way a rollout does: a
 // *rollout.Failure when they do, or make no progress for idle.
 func awaitServing(ctx context.Context, d Deps, a *app.App, r *app.Release, idle time.Duration) error {
-	name := DeploymentName(a.Name, app.WebProcess)
+	name := render.DeploymentName(a.Name, app.WebProcess)
 	dep, err := d.Client.AppsV1().Deployments(d.Namespace).Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
@@ -64,7 +65,7 @@ func awaitServing(ctx context.Context, d Deps, a *app.App, r *app.Release, idle 
 // pageDrop removes the maintenance page of an app that left maintenance.
 func pageDrop(ctx context.Context, d Deps, appName string) error {
 	deps := d.Client.AppsV1().Deployments(d.Namespace)
-	name := MaintenanceName(appName)
+	name := render.MaintenanceName(appName)
 	return deleteOwned(ctx, appName, func() (metav1.Object, error) {
 		return deps.Get(ctx, name, metav1.GetOptions{})
 	}, func() error {

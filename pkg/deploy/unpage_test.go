@@ -15,6 +15,7 @@ import (
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/deploy/deploytest"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/render"
 	"tug.dev/tug/pkg/rollout"
 )
 
@@ -28,7 +29,7 @@ func inMaintenance(t *testing.T, webUnits int32, web appsv1.DeploymentStatus) (*
 	r := &app.Release{App: "shop", Version: 1, Image: "shop:1", Processes: map[string]string{"web": ""}, Status: app.StatusDeployed}
 	seedApp(t, s, a)
 	seedRelease(t, s, r, nil)
-	objs := Render(a, r, nil)
+	objs := render.Release(a, r, nil)
 	if _, err := c.CoreV1().Services(ns).Create(ctx, objs.Service, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -51,12 +52,12 @@ func onThePage(t *testing.T, c *fake.Clientset) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return svc.Spec.Selector[kube.LabelKind] == kindMaintenance
+	return svc.Spec.Selector[kube.LabelKind] == render.KindMaintenance
 }
 
 func pageExists(t *testing.T, c *fake.Clientset) bool {
 	t.Helper()
-	_, err := c.AppsV1().Deployments(ns).Get(context.Background(), MaintenanceName("shop"), metav1.GetOptions{})
+	_, err := c.AppsV1().Deployments(ns).Get(context.Background(), render.MaintenanceName("shop"), metav1.GetOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-// Package job runs an app's scheduled jobs: CronJobs that pkg/deploy
+// Package job runs an app's scheduled jobs: CronJobs that pkg/render
 // renders from each release (so a deploy changes a job's image and config
 // and a rollback restores them), their runs (Jobs) and a run started now.
 package job
@@ -18,6 +18,7 @@ import (
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/render"
 )
 
 // Job is one job as 'tug job list' and 'job info' show it; its JSON shape is
@@ -138,14 +139,14 @@ func describe(a *app.App, rel *app.Release, name string, now time.Time) Job {
 // listRuns lists the app's runs (of one job, or of all), by job, newest
 // first.
 func listRuns(ctx context.Context, client kubernetes.Interface, ns, appName, job string) (map[string][]RunInfo, error) {
-	list, err := client.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{LabelSelector: deploy.JobSelector(appName, job)})
+	list, err := client.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{LabelSelector: render.JobSelector(appName, job)})
 	if err != nil {
 		return nil, kube.TranslateError(err)
 	}
 	out := map[string][]RunInfo{}
 	for i := range list.Items {
 		j := &list.Items[i]
-		name := j.Labels[deploy.LabelJob]
+		name := j.Labels[kube.LabelJob]
 		out[name] = append(out[name], runOf(j))
 	}
 	for _, runs := range out {
@@ -170,15 +171,15 @@ type Scheduled struct {
 // ListScheduled lists the app's jobs from their CronJobs, by name: one
 // LIST, no read of the record or release (List reads both). A job's name is
 // its tug.dev/job label, the CronJob's name without the app's "APP-job-"
-// (deploy.CronJobName).
+// (render.CronJobName).
 func ListScheduled(ctx context.Context, client kubernetes.Interface, ns, appName string) ([]Scheduled, error) {
-	list, err := client.BatchV1().CronJobs(ns).List(ctx, metav1.ListOptions{LabelSelector: deploy.JobSelector(appName, "")})
+	list, err := client.BatchV1().CronJobs(ns).List(ctx, metav1.ListOptions{LabelSelector: render.JobSelector(appName, "")})
 	if err != nil {
 		return nil, kube.TranslateError(err)
 	}
 	out := []Scheduled{}
 	for _, cj := range list.Items {
-		name := cj.Labels[deploy.LabelJob]
+		name := cj.Labels[kube.LabelJob]
 		if name == "" || !kube.Owned(cj.Labels, appName) {
 			continue
 		}
@@ -240,7 +241,7 @@ func RemoveChange(name string) deploy.Change {
 
 // cronJob reads job name's CronJob, which must be the app's.
 func cronJob(ctx context.Context, client kubernetes.Interface, ns, appName, name string) (*batchv1.CronJob, error) {
-	cjName := deploy.CronJobName(appName, name)
+	cjName := render.CronJobName(appName, name)
 	cj, err := client.BatchV1().CronJobs(ns).Get(ctx, cjName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("job %q of app %q has no CronJob %s in namespace %q; a deploy of the app applies it again", name, appName, cjName, ns)

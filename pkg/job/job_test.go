@@ -12,8 +12,9 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"tug.dev/tug/pkg/app"
-	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/inputerr"
+	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/render"
 )
 
 // A run now copies the CronJob's template, is tried once whatever the
@@ -22,7 +23,7 @@ func TestManualJobFromTheTemplate(t *testing.T) {
 	a := &app.App{Name: "shop", Namespace: "dev"}
 	r := &app.Release{Version: 3, Image: "shop:1", Processes: map[string]string{"web": ""},
 		Jobs: map[string]app.Job{"report": {Command: "./report", Schedule: "@daily", Retries: 4, TimeoutSeconds: 60}}}
-	cj := deploy.RenderCronJob(a, r, "report")
+	cj := render.CronJob(a, r, "report")
 	cj.UID = "uid-1"
 	j := manualJob(cj, "alice")
 	if !strings.HasPrefix(j.Name, "shop-job-report-run-") || len(j.Name) > 63 {
@@ -34,7 +35,7 @@ func TestManualJobFromTheTemplate(t *testing.T) {
 	if o := j.OwnerReferences; len(o) != 1 || o[0].UID != "uid-1" || o[0].Kind != "CronJob" {
 		t.Errorf("owner %+v", o)
 	}
-	if j.Annotations[annotationManual] != "manual" || j.Annotations[annotationRunBy] != "alice" || j.Labels[deploy.LabelJob] != "report" {
+	if j.Annotations[annotationManual] != "manual" || j.Annotations[annotationRunBy] != "alice" || j.Labels[kube.LabelJob] != "report" {
 		t.Errorf("meta %+v", j.ObjectMeta)
 	}
 	if cj.Spec.JobTemplate.Annotations[annotationManual] != "" {
@@ -45,7 +46,7 @@ func TestManualJobFromTheTemplate(t *testing.T) {
 func TestListRunsNewestFirstWithStatus(t *testing.T) {
 	now := time.Now()
 	job := func(name string, age time.Duration, cond batchv1.JobConditionType, reason string) *batchv1.Job {
-		j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "dev", Labels: deploy.JobLabels("shop", "report"),
+		j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "dev", Labels: render.JobLabels("shop", "report"),
 			CreationTimestamp: metav1.NewTime(now.Add(-age))}}
 		if cond != "" {
 			j.Status.Conditions = []batchv1.JobCondition{{Type: cond, Status: corev1.ConditionTrue, Reason: reason, LastTransitionTime: metav1.NewTime(now)}}

@@ -21,6 +21,9 @@ const (
 	// LabelTrack marks a canary's web units and their Deployment
 	// ("canary"), and the Services of each side of a split.
 	LabelTrack = "tug.dev/track"
+	// LabelJob names the job on its CronJob, Jobs and pods (whose
+	// tug.dev/kind is "job").
+	LabelJob = "tug.dev/job"
 
 	ManagedBy    = "tug"
 	FieldManager = "tug"

@@ -10,8 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"tug.dev/tug/pkg/app"
-	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/render"
 )
 
 // Export renders an app's deployed release as plain manifests that
@@ -35,7 +35,7 @@ func Export(ctx context.Context, s *app.Store, appName string, includeConfig boo
 	if err != nil {
 		return nil, err
 	}
-	objs := deploy.Render(a, r, config)
+	objs := render.Release(a, r, config)
 	out, err := exportClaims(ctx, s, r)
 	if err != nil {
 		return nil, err
@@ -101,7 +101,7 @@ func exportClaims(ctx context.Context, s *app.Store, r *app.Release) ([]any, err
 			continue
 		}
 		seen[b.Volume] = true
-		pvc, err := s.Client.CoreV1().PersistentVolumeClaims(s.Namespace).Get(ctx, deploy.VolumeClaimName(b.Volume), metav1.GetOptions{})
+		pvc, err := s.Client.CoreV1().PersistentVolumeClaims(s.Namespace).Get(ctx, render.VolumeClaimName(b.Volume), metav1.GetOptions{})
 		if err != nil {
 			return nil, kube.TranslateError(err)
 		}

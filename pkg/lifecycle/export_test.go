@@ -122,5 +122,5 @@ func TestExportWithoutConfigKeepsPort(t *testing.T) {
 			return
 		}
 	}
-	t.Fatal("export.go Export: without includeConfig the web container has containerPort 5000 (from the config's PORT) but no PORT env: renderDeployment leaves PORT to the Secret, which the export leaves out, so the app listens on its own default and never passes the readiness probe")
+	t.Fatal("export.go Export: without includeConfig the web container has containerPort 5000 (from the config's PORT) but no PORT env: render.Release leaves PORT to the Secret, which the export leaves out, so the app listens on its own default and never passes the readiness probe")
 }

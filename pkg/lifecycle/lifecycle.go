@@ -4,7 +4,7 @@
 //
 // It sits above pkg/deploy, not in pkg/app beside the records: removal
 // runs as a deploy.Txn (the app's lock held, its record read under it) and
-// export renders the deployed release with deploy.Render, and pkg/deploy
+// export renders the deployed release with render.Release, and pkg/deploy
 // itself builds on pkg/app.
 package lifecycle
 

@@ -13,6 +13,7 @@ import (
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/render"
 )
 
 // endpointsTimeout bounds the wait for the target's Service to list a ready
@@ -31,7 +32,7 @@ func servesThere(ctx context.Context, d deploy.Deps, appName string) error {
 		return nil
 	}
 	d.Progress.Update("waiting for the new copy's Service to list a ready unit")
-	lw := kube.EndpointSlices(d.Client, d.Namespace, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + deploy.ServiceName(appName)})
+	lw := kube.EndpointSlices(d.Client, d.Namespace, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + render.ServiceName(appName)})
 	wctx, cancel := context.WithTimeout(ctx, endpointsTimeout)
 	defer cancel()
 	err = kube.Until(wctx, lw, func(slices map[string]*discoveryv1.EndpointSlice) (bool, error) {
@@ -48,7 +49,7 @@ func servesThere(ctx context.Context, d deploy.Deps, appName string) error {
 		return nil // the developer Role need not read EndpointSlices: the units are ready
 	}
 	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("the units run, but Service %s lists no ready unit after %s", deploy.ServiceName(appName), endpointsTimeout)
+		return fmt.Errorf("the units run, but Service %s lists no ready unit after %s", render.ServiceName(appName), endpointsTimeout)
 	}
 	return err
 }

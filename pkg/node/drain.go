@@ -18,9 +18,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 
-	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/lock"
+	"tug.dev/tug/pkg/render"
 )
 
 // drainer moves the pods off one node.
@@ -178,7 +178,7 @@ func (d *drainer) predictSurges(ctx context.Context, pods []corev1.Pod) []Surge 
 		if n, err := d.readyElsewhere(ctx, k); err != nil || n > 0 {
 			continue
 		}
-		sc, err := d.client.AppsV1().Deployments(k.namespace).GetScale(ctx, deploy.DeploymentName(k.app, k.name), metav1.GetOptions{})
+		sc, err := d.client.AppsV1().Deployments(k.namespace).GetScale(ctx, render.DeploymentName(k.app, k.name), metav1.GetOptions{})
 		if err != nil || sc.Spec.Replicas == 0 {
 			continue
 		}
@@ -267,7 +267,7 @@ func (d *drainer) acquire(ctx context.Context, proc process) (*lock.Lock, error)
 // (AnnotationSurges), so a removal killed before it puts the count back
 // leaves what the next one needs to.
 func (d *drainer) surge(ctx context.Context, proc process) (*Surge, error) {
-	name := deploy.DeploymentName(proc.app, proc.name)
+	name := render.DeploymentName(proc.app, proc.name)
 	// the lock this drain holds, as the lease names it
 	holder, err := d.lockHolder(ctx, proc)
 	if err != nil {
@@ -328,7 +328,7 @@ func (d *drainer) restore(s *Surge) {
 func (d *drainer) putBack(s *Surge) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	name := deploy.DeploymentName(s.App, s.Process)
+	name := render.DeploymentName(s.App, s.Process)
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		sc, err := d.client.AppsV1().Deployments(s.Namespace).GetScale(ctx, name, metav1.GetOptions{})
 		if err != nil {

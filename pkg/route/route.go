@@ -4,8 +4,8 @@
 // the router's allow-list Middleware (allow.go), cert-manager Certificates
 // (certificate.go), writing and removing them (Client, owned.go), the
 // app's route as the cluster settings give it (Want), and what the router
-// says and serves once they are applied (Confirm). pkg/deploy renders them
-// with the rest of a release and applies them in its order.
+// says and serves once they are applied (Confirm). pkg/render renders them
+// with the rest of a release and pkg/deploy applies them in its order.
 //
 // When the cluster has a Gateway for the app (a.Route, resolved from the
 // cluster settings), its web process gets one HTTPRoute per set of paths:

@@ -13,6 +13,7 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/deploy"
+	"tug.dev/tug/pkg/render"
 )
 
 // The release phase's audit Events say who started it, for which release,
@@ -32,7 +33,7 @@ func TestReleasePhaseAuditEvents(t *testing.T) {
 			h := newRunHarness(t, nil)
 			a := &app.App{Name: "shop", Namespace: ns, Processes: map[string]app.Process{"web": {Replicas: 1}}}
 			rel := &app.Release{App: "shop", Version: 2, Image: "img:v2", Processes: map[string]string{"web": "serve"}}
-			dep := deploy.Render(a, rel, app.ConfigMap{"TOKEN": "t0ps3cret"}).Deployments[0]
+			dep := render.Release(a, rel, app.ConfigMap{"TOKEN": "t0ps3cret"}).Deployments[0]
 			secretArg := "--password=hunter2"
 			done := make(chan struct{})
 			var code int
@@ -109,7 +110,7 @@ func TestReleasePhaseOutputIsSafeForATerminal(t *testing.T) {
 	})
 	a := &app.App{Name: "shop", Namespace: ns, Processes: map[string]app.Process{"web": {Replicas: 1}}}
 	rel := &app.Release{App: "shop", Version: 2, Image: "img:v2", Processes: map[string]string{"web": "serve"}}
-	dep := deploy.Render(a, rel, nil).Deployments[0]
+	dep := render.Release(a, rel, nil).Deployments[0]
 	done := make(chan error, 1)
 	go func() {
 		_, err := RunReleasePhase(context.Background(), h.deps, deploy.ReleasePhaseSpec{

@@ -18,10 +18,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"tug.dev/tug/pkg/app"
-	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/progress"
+	"tug.dev/tug/pkg/render"
 	"tug.dev/tug/pkg/rollout"
 	"tug.dev/tug/pkg/text"
 )
@@ -105,7 +105,7 @@ func Run(ctx context.Context, d Deps, o RunOptions) (res *RunResult, err error) 
 	if err != nil {
 		return nil, err
 	}
-	dep := processDeployment(deploy.Render(a, rel, cfg), proc)
+	dep := processDeployment(render.Release(a, rel, cfg), proc)
 	if dep == nil || len(dep.Spec.Template.Spec.Containers) == 0 {
 		return nil, fmt.Errorf("release v%d of app %q renders no Deployment for process %q", rel.Version, a.Name, proc)
 	}
@@ -406,7 +406,7 @@ func runProcess(a *app.App, r *app.Release, proc string) (string, error) {
 	return proc, nil
 }
 
-func processDeployment(objs deploy.Objects, proc string) *appsv1.Deployment {
+func processDeployment(objs render.Objects, proc string) *appsv1.Deployment {
 	for _, d := range objs.Deployments {
 		if d.Labels[kube.LabelProcess] == proc {
 			return d

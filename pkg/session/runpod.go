@@ -51,7 +51,7 @@ type runPodSpec struct {
 }
 
 // buildRunPod makes a one-off pod from the pod template a release's
-// Deployment for the process has (pkg/deploy renders it), so the run gets
+// Deployment for the process has (pkg/render renders it), so the run gets
 // the same image, environment (the release's Secret), limits, pool,
 // volumes and pull secrets as the process's units. What makes a unit a
 // long-running member of a Service goes: probes, ports, lifecycle hooks.

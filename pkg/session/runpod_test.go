@@ -10,15 +10,15 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"tug.dev/tug/pkg/app"
-	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/render"
 )
 
 func renderWeb(t *testing.T) (*app.App, *corev1.Pod, func(runPodSpec) *corev1.Pod) {
 	t.Helper()
 	a := &app.App{Name: "shop", Namespace: ns, Pool: "gpu", Processes: map[string]app.Process{"web": {Replicas: 2}}, Release: 3}
 	r := &app.Release{App: "shop", Version: 3, Image: "img:v3", Pool: "gpu", Processes: map[string]string{"web": "serve --port 8080"}}
-	dep := processDeployment(deploy.Render(a, r, app.ConfigMap{"SECRET": "s3cr3t"}), "web")
+	dep := processDeployment(render.Release(a, r, app.ConfigMap{"SECRET": "s3cr3t"}), "web")
 	if dep == nil {
 		t.Fatal("no web Deployment rendered")
 	}

@@ -24,6 +24,7 @@ import (
 	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/lock"
+	"tug.dev/tug/pkg/render"
 	"tug.dev/tug/pkg/route"
 )
 
@@ -319,7 +320,7 @@ func TestSetAndAllow(t *testing.T) {
 	if a := record(t, c); a.MaintenanceImage != d.MaintenanceImage {
 		t.Errorf("record's maintenance image %q, want %q", a.MaintenanceImage, d.MaintenanceImage)
 	}
-	if m := deploy.Render(record(t, c), &app.Release{Version: 1, Image: "shop:1", Processes: map[string]string{"web": ""}}, nil).Maintenance; m == nil || m.Spec.Template.Spec.Containers[0].Image != d.MaintenanceImage {
+	if m := render.Release(record(t, c), &app.Release{Version: 1, Image: "shop:1", Processes: map[string]string{"web": ""}}, nil).Maintenance; m == nil || m.Spec.Template.Spec.Containers[0].Image != d.MaintenanceImage {
 		t.Errorf("maintenance Deployment %+v, want image %s", m, d.MaintenanceImage)
 	}
 	if _, err := Allow(ctx, d, AllowOptions{App: "shop", Sources: []string{"10.0.0.0/8", "192.168.1.5"}}, deploy.Options{}); err != nil {

@@ -18,7 +18,7 @@ import (
 
 // Certificates from cert-manager (docs/guide.md, "Traffic"): a host added
 // while the cluster settings of the app's pool name an issuer records it
-// (app.Domain.CertIssuer); pkg/deploy renders the host's Certificate from
+// (app.Domain.CertIssuer); pkg/render renders the host's Certificate from
 // that, and `cert list` reads the Certificate's Ready condition as
 // cert-manager writes it. tug never issues anything itself.
 

@@ -1,6 +1,6 @@
 // Package traffic holds how requests reach an app: domains and their
 // certificates, allowed sources, and the addresses an app answers on. The
-// objects themselves are rendered by pkg/deploy from the app record.
+// objects themselves are rendered by pkg/render from the app record.
 package traffic
 
 import (

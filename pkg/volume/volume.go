@@ -1,6 +1,6 @@
 // Package volume keeps persistent volumes that apps mount: each is a
 // PersistentVolumeClaim of the namespace, labelled tug.dev/kind=volume,
-// named deploy.VolumeClaimName(name). Volumes outlive apps (removing an app
+// named render.VolumeClaimName(name). Volumes outlive apps (removing an app
 // leaves its data); binding one to an app is app configuration, carried by a
 // new release (see BindChange).
 package volume
@@ -22,6 +22,7 @@ import (
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/render"
 )
 
 const (
@@ -92,7 +93,7 @@ func Create(ctx context.Context, client kubernetes.Interface, namespace string, 
 	}
 	pvc := &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      deploy.VolumeClaimName(o.Name),
+			Name:      render.VolumeClaimName(o.Name),
 			Namespace: namespace,
 			Labels:    map[string]string{kube.LabelManagedBy: kube.ManagedBy, kube.LabelKind: kindVolume, LabelVolume: o.Name},
 		},
@@ -170,7 +171,7 @@ func Remove(ctx context.Context, store *app.Store, name string) error {
 	if len(v.Apps) > 0 {
 		return &InUseError{Volume: name, Apps: v.Apps}
 	}
-	err = store.Client.CoreV1().PersistentVolumeClaims(store.Namespace).Delete(ctx, deploy.VolumeClaimName(name), metav1.DeleteOptions{})
+	err = store.Client.CoreV1().PersistentVolumeClaims(store.Namespace).Delete(ctx, render.VolumeClaimName(name), metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return kube.TranslateError(err)
 	}
@@ -262,7 +263,7 @@ func removeBinding(appName string, r *app.Release, volume string) error {
 }
 
 func getClaim(ctx context.Context, client kubernetes.Interface, namespace, name string) (*corev1.PersistentVolumeClaim, error) {
-	c, err := client.CoreV1().PersistentVolumeClaims(namespace).Get(ctx, deploy.VolumeClaimName(name), metav1.GetOptions{})
+	c, err := client.CoreV1().PersistentVolumeClaims(namespace).Get(ctx, render.VolumeClaimName(name), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) || (err == nil && c.Labels[kube.LabelKind] != kindVolume) {
 		return nil, &app.NotFoundError{What: "volume", Name: name, Namespace: namespace, Hint: "see 'tug volume list', or create it with 'tug volume create " + name + " --size SIZE'"}
 	}
@@ -296,7 +297,7 @@ func fromClaim(c *corev1.PersistentVolumeClaim, apps []string) *Volume {
 		CreatedAt: c.CreationTimestamp.UTC(),
 	}
 	if v.Name == "" {
-		v.Name = strings.TrimPrefix(c.Name, deploy.VolumeClaimName(""))
+		v.Name = strings.TrimPrefix(c.Name, render.VolumeClaimName(""))
 	}
 	if v.Apps == nil {
 		v.Apps = []string{}

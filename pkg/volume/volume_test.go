@@ -11,7 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"tug.dev/tug/pkg/app"
-	"tug.dev/tug/pkg/deploy"
+	"tug.dev/tug/pkg/render"
 )
 
 func TestValidateName(t *testing.T) {
@@ -124,7 +124,7 @@ func TestCreateListRemove(t *testing.T) {
 	if v.Name != "data" || v.Size != "2Gi" || v.AccessMode != "RWX" || v.StorageClass != "fast" || v.Status != "Pending" {
 		t.Fatalf("created: %+v", v)
 	}
-	pvc, err := client.CoreV1().PersistentVolumeClaims("dev").Get(ctx, deploy.VolumeClaimName("data"), metav1.GetOptions{})
+	pvc, err := client.CoreV1().PersistentVolumeClaims("dev").Get(ctx, render.VolumeClaimName("data"), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestCreateListRemove(t *testing.T) {
 	if !errors.As(err, &inUse) || !strings.Contains(err.Error(), "api, web") {
 		t.Fatalf("remove while bound: %v", err)
 	}
-	if _, err := client.CoreV1().PersistentVolumeClaims("dev").Get(ctx, deploy.VolumeClaimName("data"), metav1.GetOptions{}); err != nil {
+	if _, err := client.CoreV1().PersistentVolumeClaims("dev").Get(ctx, render.VolumeClaimName("data"), metav1.GetOptions{}); err != nil {
 		t.Fatal("a refused remove deleted the claim")
 	}
 	for _, name := range []string{"web", "api"} {
@@ -169,7 +169,7 @@ func TestCreateListRemove(t *testing.T) {
 // A claim tug did not make is not a volume, even with tug's name.
 func TestForeignClaimIsNotAVolume(t *testing.T) {
 	ctx := context.Background()
-	client := fake.NewClientset(&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: deploy.VolumeClaimName("data"), Namespace: "dev"}})
+	client := fake.NewClientset(&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: render.VolumeClaimName("data"), Namespace: "dev"}})
 	store := &app.Store{Client: client, Namespace: "dev"}
 	if _, err := Get(ctx, store, "data"); !app.IsNotFound(err) {
 		t.Fatalf("want not found, got %v", err)

@@ -15,7 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"tug.dev/tug/pkg/deploy"
+	"tug.dev/tug/pkg/render"
 )
 
 // No request lost (issue 29 item 8): requests through the router at 25 a
@@ -433,7 +433,7 @@ func TestNoRequestLost(t *testing.T) {
 		}
 	}
 	worst, units := drain(stopped, loads)
-	t.Logf("the router's last request to a stopping unit came %v after it was told to stop (preStop sleep of %ds): %s", worst, deploy.WebStopDelaySeconds, strings.Join(units, ", "))
+	t.Logf("the router's last request to a stopping unit came %v after it was told to stop (preStop sleep of %ds): %s", worst, render.WebStopDelaySeconds, strings.Join(units, ", "))
 	for _, l := range loads {
 		// from the app alone
 		for _, phase := range []string{"deploy", "scale-down", "maintenance off", "maintenance off, units starting"} {

@@ -1,4 +1,4 @@
-package deploy
+package render
 
 import (
 	"encoding/json"
@@ -34,7 +34,7 @@ func byName(objs Objects) map[string]*appsv1.Deployment {
 
 func TestRenderDeployments(t *testing.T) {
 	a, r, cfg := renderFixture()
-	objs := Render(a, r, cfg)
+	objs := Release(a, r, cfg)
 
 	var names []string
 	for _, d := range objs.Deployments {
@@ -103,7 +103,7 @@ func TestRenderDeployments(t *testing.T) {
 func TestRenderHasNoConfigValues(t *testing.T) {
 	a, r, cfg := renderFixture()
 	cfg["PORT"] = "9999-not-a-port"
-	objs := Render(a, r, cfg)
+	objs := Release(a, r, cfg)
 	b, err := json.Marshal(objs)
 	if err != nil {
 		t.Fatal(err)
@@ -115,7 +115,7 @@ func TestRenderHasNoConfigValues(t *testing.T) {
 	}
 }
 
-func container(t *testing.T, objs Objects, name string) corev1.Container {
+func containerOf(t *testing.T, objs Objects, name string) corev1.Container {
 	t.Helper()
 	d := byName(objs)[name]
 	if d == nil {
@@ -143,8 +143,8 @@ func TestRenderWebPort(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			_, r, _ := renderFixture()
 			a := &app.App{Name: "shop", Namespace: "dev"}
-			objs := Render(a, r, tt.cfg)
-			web := container(t, objs, "shop-web")
+			objs := Release(a, r, tt.cfg)
+			web := containerOf(t, objs, "shop-web")
 			platform := func(proc string) []corev1.EnvVar {
 				return []corev1.EnvVar{{Name: "TUG_APP", Value: "shop"}, {Name: "TUG_PROCESS", Value: proc}, {Name: "TUG_RELEASE", Value: strconv.Itoa(r.Version)}}
 			}
@@ -159,7 +159,7 @@ func TestRenderWebPort(t *testing.T) {
 				t.Fatalf("web readiness probe = %+v, want TCP on the http port", p)
 			}
 			for _, other := range []string{"worker", "clock"} {
-				c := container(t, objs, "shop-"+other)
+				c := containerOf(t, objs, "shop-"+other)
 				if !slices.Equal(c.Env, platform(other)) || len(c.Ports) != 0 || c.ReadinessProbe != nil {
 					t.Errorf("%s has env %v, ports %v, probe %v; only web gets PORT, ports and a probe, every process the platform's variables", other, c.Env, c.Ports, c.ReadinessProbe)
 				}
@@ -170,7 +170,7 @@ func TestRenderWebPort(t *testing.T) {
 
 func TestRenderService(t *testing.T) {
 	a, r, cfg := renderFixture()
-	svc := Render(a, r, cfg).Service
+	svc := Release(a, r, cfg).Service
 	if svc == nil {
 		t.Fatal("no Service for a release with a web process")
 	}
@@ -192,7 +192,7 @@ func TestRenderService(t *testing.T) {
 	}
 
 	r.Processes = map[string]string{"worker": "./work"}
-	if objs := Render(a, r, cfg); objs.Service != nil || len(objs.Deployments) != 1 {
+	if objs := Release(a, r, cfg); objs.Service != nil || len(objs.Deployments) != 1 {
 		t.Errorf("without web: service %v, %d deployments", objs.Service, len(objs.Deployments))
 	}
 }
@@ -204,7 +204,7 @@ func TestRenderPoolAndTags(t *testing.T) {
 	a.Pool = "app-record-pool"
 	r.Pool = "gpu"
 	r.Tags = map[string]string{"disk": "ssd"}
-	for _, d := range Render(a, r, cfg).Deployments {
+	for _, d := range Release(a, r, cfg).Deployments {
 		want := map[string]string{kube.LabelPool: "gpu", "disk": "ssd"}
 		if ns := d.Spec.Template.Spec.NodeSelector; !maps.Equal(ns, want) {
 			t.Errorf("%s nodeSelector = %v, want %v", d.Name, ns, want)
@@ -219,7 +219,7 @@ func TestRenderFormation(t *testing.T) {
 		"worker": {Replicas: 4, Stopped: true},
 		"clock":  {Replicas: 1, RestartedAt: "2025-03-01T12:00:00Z"},
 	}
-	objs := Render(a, r, cfg)
+	objs := Release(a, r, cfg)
 	m := byName(objs)
 	if m["shop-web"].Spec.Replicas != nil {
 		t.Errorf("autoscaled web has replicas %d; the autoscaler owns the count", *m["shop-web"].Spec.Replicas)
@@ -256,8 +256,8 @@ func TestRenderLimitsAndHealthchecks(t *testing.T) {
 		"web":    {Readiness: "http:8080/healthz", Liveness: "tcp:8080", Period: 5, FailureThreshold: 4},
 		"worker": {Liveness: "exec:./check --quick"},
 	}
-	objs := Render(a, r, cfg)
-	w := container(t, objs, "shop-worker")
+	objs := Release(a, r, cfg)
+	w := containerOf(t, objs, "shop-worker")
 	if w.Resources.Limits.Cpu().String() != "500m" || w.Resources.Limits.Memory().String() != "256Mi" ||
 		w.Resources.Requests.Memory().String() != "128Mi" || !w.Resources.Requests.Cpu().IsZero() {
 		t.Errorf("worker resources = %+v", w.Resources)
@@ -268,38 +268,38 @@ func TestRenderLimitsAndHealthchecks(t *testing.T) {
 	if w.ReadinessProbe != nil {
 		t.Errorf("worker readiness = %+v, want none", w.ReadinessProbe)
 	}
-	web := container(t, objs, "shop-web")
+	web := containerOf(t, objs, "shop-web")
 	if p := web.ReadinessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/healthz" || p.HTTPGet.Port.IntValue() != 8080 || p.PeriodSeconds != 5 || p.FailureThreshold != 4 {
 		t.Errorf("web readiness = %+v, want the configured HTTP check instead of the default", p)
 	}
 	if p := web.LivenessProbe; p == nil || p.TCPSocket == nil || p.TCPSocket.Port.IntValue() != 8080 {
 		t.Errorf("web liveness = %+v", p)
 	}
-	if clock := container(t, objs, "shop-clock"); len(clock.Resources.Limits) != 0 || clock.LivenessProbe != nil {
+	if clock := containerOf(t, objs, "shop-clock"); len(clock.Resources.Limits) != 0 || clock.LivenessProbe != nil {
 		t.Errorf("clock got settings it does not have: %+v", clock)
 	}
 }
 
 func TestRenderIsPure(t *testing.T) {
 	a, r, cfg := renderFixture()
-	one, _ := json.Marshal(Render(a, r, cfg))
-	two, _ := json.Marshal(Render(a, r, cfg))
+	one, _ := json.Marshal(Release(a, r, cfg))
+	two, _ := json.Marshal(Release(a, r, cfg))
 	if string(one) != string(two) {
-		t.Error("Render gave different objects for the same inputs")
+		t.Error("Release gave different objects for the same inputs")
 	}
 	if len(cfg) != 2 || len(r.Processes) != 3 || len(a.Processes) != 2 {
-		t.Error("Render changed its inputs")
+		t.Error("Release changed its inputs")
 	}
 }
 
 func TestRenderCommands(t *testing.T) {
 	a, r, cfg := renderFixture()
-	objs := Render(a, r, cfg)
-	web := container(t, objs, "shop-web")
+	objs := Release(a, r, cfg)
+	web := containerOf(t, objs, "shop-web")
 	if !slices.Equal(web.Command, []string{"./server", "--port", "8080"}) || web.Args != nil {
 		t.Errorf("web command = %q args %q", web.Command, web.Args)
 	}
-	if clock := container(t, objs, "shop-clock"); clock.Command != nil || clock.Args != nil {
+	if clock := containerOf(t, objs, "shop-clock"); clock.Command != nil || clock.Args != nil {
 		t.Errorf("an empty command must run the image's own: command %q args %q", clock.Command, clock.Args)
 	}
 }
@@ -347,12 +347,12 @@ func TestCommandLine(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.line, func(t *testing.T) {
-			cmd, args := commandLine(tt.line)
+			cmd, args := CommandLine(tt.line)
 			if !slices.Equal(cmd, tt.want) {
-				t.Errorf("commandLine(%q) command = %q, want %q", tt.line, cmd, tt.want)
+				t.Errorf("CommandLine(%q) command = %q, want %q", tt.line, cmd, tt.want)
 			}
 			if args != nil {
-				t.Errorf("commandLine(%q) args = %q, want none", tt.line, args)
+				t.Errorf("CommandLine(%q) args = %q, want none", tt.line, args)
 			}
 		})
 	}
@@ -363,10 +363,10 @@ func TestCommandLine(t *testing.T) {
 // exec'd directly, the runtime looks for a binary named "RAILS_ENV=production".
 func TestCommandLineEnvAssignmentNeedsShell(t *testing.T) {
 	line := "RAILS_ENV=production bundle exec puma"
-	cmd, _ := commandLine(line)
+	cmd, _ := CommandLine(line)
 	want := []string{"/bin/sh", "-c", "exec " + line}
 	if !slices.Equal(cmd, want) {
-		t.Fatalf("splitWords treats a leading VAR=value assignment as a plain word: commandLine(%q) = %q, want %q (the container would fail to start: no such executable)", line, cmd, want)
+		t.Fatalf("splitWords treats a leading VAR=value assignment as a plain word: CommandLine(%q) = %q, want %q (the container would fail to start: no such executable)", line, cmd, want)
 	}
 }
 
@@ -388,15 +388,6 @@ func TestSplitWords(t *testing.T) {
 		if ok != tt.ok || !slices.Equal(words, tt.want) {
 			t.Errorf("splitWords(%q) = %q, %v; want %q, %v", tt.line, words, ok, tt.want, tt.ok)
 		}
-	}
-}
-
-func TestDescribeCommand(t *testing.T) {
-	if got := describeCommand(""); got != "(image default)" {
-		t.Errorf("describeCommand(\"\") = %q", got)
-	}
-	if got := describeCommand(`./x "y"`); got != `"./x \"y\""` {
-		t.Errorf("describeCommand = %q", got)
 	}
 }
 
@@ -436,7 +427,7 @@ func TestPullPolicyFollowsKubernetes(t *testing.T) {
 func TestAllowListKeepsClientAddresses(t *testing.T) {
 	a := &app.App{Name: "shop", Namespace: "dev", Allow: []string{"10.0.0.0/8", "192.168.1.0/24"}, Domains: []app.Domain{{Host: "shop.example.com"}},
 		Route: &app.Route{Router: "ingress-nginx"}}
-	svc := renderService(a)
+	svc := service(a)
 	if svc.Spec.ExternalTrafficPolicy != corev1.ServiceExternalTrafficPolicyLocal {
 		t.Errorf("external traffic policy = %q, want Local", svc.Spec.ExternalTrafficPolicy)
 	}
@@ -447,10 +438,90 @@ func TestAllowListKeepsClientAddresses(t *testing.T) {
 		}
 	}
 	a.Allow = nil
-	if p := renderService(a).Spec.ExternalTrafficPolicy; p != "" {
+	if p := service(a).Spec.ExternalTrafficPolicy; p != "" {
 		t.Errorf("without an allow list the policy is %q, want the default", p)
 	}
 	if len(route.RenderIngresses(a, ServiceName(a.Name), processLabels(a.Name, app.WebProcess))[0].Annotations) != 0 {
 		t.Error("without an allow list the ingress has source filters")
+	}
+}
+
+// A volume bound to every process is mounted in each Deployment and in the
+// jobs' CronJobs; one bound to a process only in that process's, and a
+// job (no process) does not get it.
+func TestRenderVolumes(t *testing.T) {
+	a, r, cfg := renderFixture()
+	r.Volumes = []app.VolumeBinding{
+		{Volume: "data", MountPath: "/data"},
+		{Volume: "cache", MountPath: "/cache", Process: "worker", ReadOnly: true},
+	}
+	r.Jobs = map[string]app.Job{"report": {Command: "./report", Schedule: "@daily"}}
+	objs := Release(a, r, cfg)
+	mounts := func(spec corev1.PodSpec) map[string]string {
+		got := map[string]string{}
+		for _, v := range spec.Volumes {
+			got[v.Name] = v.PersistentVolumeClaim.ClaimName + " ro=" + strconv.FormatBool(v.PersistentVolumeClaim.ReadOnly)
+		}
+		for _, m := range spec.Containers[0].VolumeMounts {
+			got[m.Name] += " at " + m.MountPath + " ro=" + strconv.FormatBool(m.ReadOnly)
+		}
+		return got
+	}
+	data := "tug-volume-data ro=false at /data ro=false"
+	want := map[string]map[string]string{
+		"shop-web":    {"vol-data": data},
+		"shop-clock":  {"vol-data": data},
+		"shop-worker": {"vol-data": data, "vol-cache": "tug-volume-cache ro=true at /cache ro=true"},
+	}
+	for name, w := range want {
+		if got := mounts(byName(objs)[name].Spec.Template.Spec); !maps.Equal(got, w) {
+			t.Errorf("%s volumes %v, want %v", name, got, w)
+		}
+	}
+	if got := mounts(objs.CronJobs[0].Spec.JobTemplate.Spec.Template.Spec); !maps.Equal(got, map[string]string{"vol-data": data}) {
+		t.Errorf("job volumes %v, want the volume bound to every process only", got)
+	}
+	if VolumeClaimName("data") != "tug-volume-data" {
+		t.Errorf("VolumeClaimName = %q", VolumeClaimName("data"))
+	}
+}
+
+// Routable off and maintenance change only the web Service's selector:
+// no unit matches while unroutable, the page's units in maintenance.
+func TestServiceSelectorFollowsTheRecord(t *testing.T) {
+	web := map[string]string{kube.LabelManagedBy: "tug", kube.LabelApp: "shop", kube.LabelProcess: "web"}
+	withUnroutable := maps.Clone(web)
+	withUnroutable[labelUnroutable] = "true"
+	page := map[string]string{kube.LabelManagedBy: "tug", kube.LabelApp: "shop", kube.LabelKind: KindMaintenance}
+	for _, tt := range []struct {
+		name string
+		a    app.App
+		want map[string]string
+	}{
+		{"routable", app.App{Name: "shop"}, web},
+		{"unroutable", app.App{Name: "shop", Unroutable: true}, withUnroutable},
+		{"maintenance", app.App{Name: "shop", Maintenance: true}, page},
+		{"unroutable in maintenance", app.App{Name: "shop", Unroutable: true, Maintenance: true}, withUnroutable},
+	} {
+		if got := service(&tt.a).Spec.Selector; !maps.Equal(got, tt.want) {
+			t.Errorf("%s: selector %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	a := &app.App{Name: "shop", Maintenance: true}
+	m := Maintenance(a)
+	if m == nil || m.Name != "shop-maintenance" || m.Spec.Template.Spec.Containers[0].Image != MaintenanceImage {
+		t.Fatalf("maintenance page %+v", m)
+	}
+	for k, v := range page {
+		if m.Spec.Template.Labels[k] != v {
+			t.Errorf("the page's units lack the Service's %s=%s", k, v)
+		}
+	}
+	a.MaintenanceImage = "mirror.example/maintenance:v1"
+	if got := Maintenance(a).Spec.Template.Spec.Containers[0].Image; got != a.MaintenanceImage {
+		t.Errorf("page image %q, want the one recorded with the app", got)
+	}
+	if Maintenance(&app.App{Name: "shop"}) != nil {
+		t.Error("a maintenance page without maintenance")
 	}
 }

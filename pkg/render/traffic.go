@@ -1,9 +1,6 @@
-package deploy
+package render
 
 import (
-	"fmt"
-	"strings"
-
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -33,14 +30,18 @@ func MaintenanceName(appName string) string { return appName + "-maintenance" }
 func NetworkPolicyName(appName string) string { return appName + "-allow" }
 
 const (
-	kindMaintenance = "maintenance"
+	// KindMaintenance is the tug.dev/kind of the maintenance page's
+	// Deployment and pods, which the web Service selects while the app is
+	// in maintenance.
+	KindMaintenance = "maintenance"
 	// labelUnroutable is required by the Service's selector while an app is
 	// not routable; no pod has it, so the Service has no endpoints.
 	labelUnroutable = "tug.dev/unroutable"
 )
 
 // maintenanceImage is the page's image for the app: the one recorded when
-// maintenance was turned on (Deps.MaintenanceImage), else the default.
+// maintenance was turned on (deploy.Deps.MaintenanceImage), else the
+// default.
 func maintenanceImage(a *app.App) string {
 	if a.MaintenanceImage != "" {
 		return a.MaintenanceImage
@@ -48,13 +49,13 @@ func maintenanceImage(a *app.App) string {
 	return MaintenanceImage
 }
 
-func renderService(a *app.App) *corev1.Service {
+func service(a *app.App) *corev1.Service {
 	selector := map[string]string{kube.LabelManagedBy: kube.ManagedBy, kube.LabelApp: a.Name, kube.LabelProcess: app.WebProcess}
 	switch {
 	case a.Unroutable:
 		selector[labelUnroutable] = "true"
 	case a.Maintenance:
-		selector = map[string]string{kube.LabelManagedBy: kube.ManagedBy, kube.LabelApp: a.Name, kube.LabelKind: kindMaintenance}
+		selector = map[string]string{kube.LabelManagedBy: kube.ManagedBy, kube.LabelApp: a.Name, kube.LabelKind: KindMaintenance}
 	default:
 		canarySelector(a, selector)
 	}
@@ -82,9 +83,9 @@ func renderService(a *app.App) *corev1.Service {
 	return svc
 }
 
-// renderNetworkPolicy admits traffic to the web units only from the allowed
+// networkPolicy admits traffic to the web units only from the allowed
 // CIDRs (Deis's whitelist). Enforcement is the network plugin's job.
-func renderNetworkPolicy(a *app.App) *networkingv1.NetworkPolicy {
+func networkPolicy(a *app.App) *networkingv1.NetworkPolicy {
 	if len(a.Allow) == 0 {
 		return nil
 	}
@@ -103,11 +104,11 @@ func renderNetworkPolicy(a *app.App) *networkingv1.NetworkPolicy {
 	}
 }
 
-// unenforced names the routed objects of objs (HTTPRoutes, Ingresses)
+// AllowUnenforced names the routed objects of objs (HTTPRoutes, Ingresses)
 // whose router does not enforce the app's allow list: none when the app
 // has no list (no NetworkPolicy). Through them the units see the router's
 // address, so only the NetworkPolicy filters, and only direct traffic.
-func unenforced(objs Objects) []string {
+func (objs Objects) AllowUnenforced() []string {
 	if objs.NetworkPolicy == nil {
 		return nil
 	}
@@ -125,27 +126,16 @@ func unenforced(objs Objects) []string {
 	return out
 }
 
-// warnUnenforced tells the user, through d.Warn, that the app's allow list
-// is not enforced at the router for objs' routed objects.
-func warnUnenforced(d Deps, objs Objects) {
-	names := unenforced(objs)
-	if len(names) == 0 || d.Warn == nil {
-		return
-	}
-	appName := objs.NetworkPolicy.Labels[kube.LabelApp]
-	d.Warn(fmt.Sprintf("app %q: the allow list is not enforced at the router for %s, only by the NetworkPolicy, for traffic straight to the units; tug enforces it at a router the cluster settings name (key router: traefik or ingress-nginx; docs/guide.md, \"Traffic\")",
-		appName, strings.Join(names, ", ")))
-}
-
-// renderMaintenance is the small backend the Service switches to while the
-// app is in maintenance: it answers every request with a 503 page.
-func renderMaintenance(a *app.App) *appsv1.Deployment {
+// Maintenance is the small backend the Service switches to while the app
+// is in maintenance: it answers every request with a 503 page. It is nil
+// when the app is not in maintenance.
+func Maintenance(a *app.App) *appsv1.Deployment {
 	if !a.Maintenance {
 		return nil
 	}
 	labels := kube.AppLabels(a.Name)
-	labels[kube.LabelKind] = kindMaintenance
-	selector := map[string]string{kube.LabelManagedBy: kube.ManagedBy, kube.LabelApp: a.Name, kube.LabelKind: kindMaintenance}
+	labels[kube.LabelKind] = KindMaintenance
+	selector := map[string]string{kube.LabelManagedBy: kube.ManagedBy, kube.LabelApp: a.Name, kube.LabelKind: KindMaintenance}
 	return &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
 		ObjectMeta: metav1.ObjectMeta{Name: MaintenanceName(a.Name), Namespace: a.Namespace, Labels: labels},
@@ -157,7 +147,7 @@ func renderMaintenance(a *app.App) *appsv1.Deployment {
 				Spec: corev1.PodSpec{
 					EnableServiceLinks: new(bool),
 					Containers: []corev1.Container{{
-						Name:            kindMaintenance,
+						Name:            KindMaintenance,
 						Image:           maintenanceImage(a),
 						ImagePullPolicy: corev1.PullIfNotPresent,
 						Env:             []corev1.EnvVar{{Name: "PORT", Value: "8080"}, {Name: "TUG_APP", Value: a.Name}},

@@ -1,16 +1,12 @@
-package deploy
+package render
 
 import (
-	"context"
 	"fmt"
-	"slices"
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"tug.dev/tug/pkg/app"
@@ -26,7 +22,7 @@ import (
 // weighted backendRefs to two Services that select one release each
 // (APP-track-stable, APP-track-canary).
 
-// Track values: which side of a split an object serves.
+// Track values (kube.LabelTrack): which side of a split an object serves.
 const (
 	// TrackCanary is the tug.dev/track of a canary's Deployment and units.
 	TrackCanary = "canary"
@@ -72,9 +68,9 @@ func webBackends(a *app.App) []route.Backend {
 	return []route.Backend{stable, canary}
 }
 
-// renderTrackServices are the two Services of a split route, one per
-// release (by its pods' release label); none when the route does not split.
-func renderTrackServices(a *app.App) []*corev1.Service {
+// trackServices are the two Services of a split route, one per release
+// (by its pods' release label); none when the route does not split.
+func trackServices(a *app.App) []*corev1.Service {
 	if !splitRoute(a) {
 		return nil
 	}
@@ -95,10 +91,10 @@ func renderTrackServices(a *app.App) []*corev1.Service {
 	return []*corev1.Service{svc(trackStable, a.Release), svc(TrackCanary, a.Canary.Release)}
 }
 
-// RenderCanary is the Deployment of the canary's web units: release r's
-// web process, a.Canary.Units of it, its pods told apart by their track.
-func RenderCanary(a *app.App, r *app.Release, config app.ConfigMap) *appsv1.Deployment {
-	d := renderDeployment(a, r, app.WebProcess, r.Processes[app.WebProcess], webPort(config), config)
+// Canary is the Deployment of the canary's web units: release r's web
+// process, a.Canary.Units of it, its pods told apart by their track.
+func Canary(a *app.App, r *app.Release, config app.ConfigMap) *appsv1.Deployment {
+	d := deployment(a, r, app.WebProcess, r.Processes[app.WebProcess], webPort(config))
 	d.Name = CanaryDeploymentName(a.Name)
 	d.Labels[kube.LabelTrack] = TrackCanary
 	d.Spec.Selector.MatchLabels[kube.LabelTrack] = TrackCanary
@@ -118,40 +114,6 @@ func keptDeployments(a *app.App) []string {
 
 // IsCanary says whether a Deployment or pod is a canary's.
 func IsCanary(labels map[string]string) bool { return labels[kube.LabelTrack] == TrackCanary }
-
-// applyTrackServices applies the Services of a split route, before the
-// route that names them.
-func applyTrackServices(ctx context.Context, d Deps, svcs []*corev1.Service, opts metav1.PatchOptions) error {
-	for _, svc := range svcs {
-		err := write{"service", svc.Name, svc, func(n string, b []byte, o metav1.PatchOptions) error {
-			_, err := d.Client.CoreV1().Services(d.Namespace).Patch(ctx, n, types.ApplyPatchType, b, o)
-			return err
-		}}.apply(opts)
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// removeStaleTrackServices deletes the Services of a split that keep does
-// not name (after the routes no longer name them): one LIST.
-func removeStaleTrackServices(ctx context.Context, d Deps, appName string, keep []*corev1.Service) error {
-	svcs := d.Client.CoreV1().Services(d.Namespace)
-	list, err := svcs.List(ctx, metav1.ListOptions{LabelSelector: kube.AppSelector(appName) + "," + kube.LabelTrack})
-	if err != nil {
-		return kube.TranslateError(err)
-	}
-	for _, s := range list.Items {
-		if !kube.Owned(s.Labels, appName) || slices.ContainsFunc(keep, func(k *corev1.Service) bool { return k.Name == s.Name }) {
-			continue
-		}
-		if err := svcs.Delete(ctx, s.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return kube.TranslateError(err)
-		}
-	}
-	return nil
-}
 
 // SplitProbe is what a request through the router must get once the
 // split as a says is served: the answer carries its marker.

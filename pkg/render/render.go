@@ -1,11 +1,13 @@
-// Package deploy turns releases into running units: it renders Kubernetes
-// objects from an app and a release, applies them with server-side apply,
-// watches the rollout, explains a failure and rolls back, all under a
-// per-app lock.
-package deploy
+// Package render makes the Kubernetes objects of an app from its record
+// and a release: Deployments, the web Service, autoscalers, the traffic
+// objects (Ingresses, HTTPRoutes, NetworkPolicy, maintenance page), a
+// canary's, and the jobs' CronJobs, with the names and labels they carry.
+// It is pure: no API calls, and the same inputs give the same objects,
+// which is what makes dry-run and export honest. pkg/deploy applies what
+// it renders, under the app's lock.
+package render
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -51,51 +53,42 @@ type Objects struct {
 	Certificates []*unstructured.Unstructured
 	// CronJobs are the release's jobs (cronjob.go).
 	CronJobs []*batchv1.CronJob
-	// While a canary runs (canary_render.go): the Services of each side
-	// of a split route, and the Deployments to keep though no release
-	// renders them (the canary's units).
+	// While a canary runs (canary.go): the Services of each side of a
+	// split route, and the Deployments to keep though no release renders
+	// them (the canary's units).
 	TrackServices []*corev1.Service
 	Keep          []string
 }
 
-// Render builds the objects that run release r of app a. It is pure: the
+// Release builds the objects that run release r of app a. It is pure: the
 // same inputs give the same objects, which is what makes dry-run and export
 // honest. config is the release's environment; only its keys are read (to
 // see whether it sets PORT): values reach containers through envFrom of the
 // release's Secret and never appear in a spec.
-func Render(a *app.App, r *app.Release, config app.ConfigMap) Objects {
+func Release(a *app.App, r *app.Release, config app.ConfigMap) Objects {
 	var objs Objects
 	port := webPort(config)
-	for _, proc := range sortedProcesses(r.Processes) {
-		objs.Deployments = append(objs.Deployments, renderDeployment(a, r, proc, r.Processes[proc], port, config))
+	for _, proc := range r.ProcessNames() {
+		objs.Deployments = append(objs.Deployments, deployment(a, r, proc, r.Processes[proc], port))
 	}
 	if _, ok := r.Processes[app.WebProcess]; ok {
-		objs.Service = renderService(a)
+		objs.Service = service(a)
 		objs.Ingresses = route.RenderIngresses(a, ServiceName(a.Name), processLabels(a.Name, app.WebProcess))
 		objs.Routes = route.RenderSplit(a, webBackends(a), processLabels(a.Name, app.WebProcess))
-		objs.TrackServices = renderTrackServices(a)
-		objs.NetworkPolicy = renderNetworkPolicy(a)
+		objs.TrackServices = trackServices(a)
+		objs.NetworkPolicy = networkPolicy(a)
 		objs.Middleware = route.RenderAllowMiddleware(a, processLabels(a.Name, app.WebProcess))
-		objs.Maintenance = renderMaintenance(a)
+		objs.Maintenance = Maintenance(a)
 		objs.Certificates = route.RenderCertificates(a)
 	}
 	objs.Keep = keptDeployments(a)
-	for _, proc := range sortedProcesses(r.Processes) {
+	for _, proc := range r.ProcessNames() {
 		if as := a.Processes[proc].Autoscale; as != nil {
-			objs.Autoscalers = append(objs.Autoscalers, renderAutoscaler(a, proc, *as))
+			objs.Autoscalers = append(objs.Autoscalers, autoscaler(a, proc, *as))
 		}
 	}
-	objs.CronJobs = renderCronJobs(a, r)
+	objs.CronJobs = cronJobs(a, r)
 	return objs
-}
-
-func sortedProcesses(procs map[string]string) []string {
-	names := make([]string, 0, len(procs))
-	for n := range procs {
-		names = append(names, n)
-	}
-	app.SortProcesses(names)
-	return names
 }
 
 // webPort is $PORT for the web process: the config's PORT when it sets a
@@ -113,21 +106,21 @@ func processLabels(appName, proc string) map[string]string {
 	return l
 }
 
-func renderDeployment(a *app.App, r *app.Release, proc, command string, port int32, config app.ConfigMap) *appsv1.Deployment {
+func deployment(a *app.App, r *app.Release, proc, command string, port int32) *appsv1.Deployment {
 	selector := map[string]string{kube.LabelManagedBy: kube.ManagedBy, kube.LabelApp: a.Name, kube.LabelProcess: proc}
 	podLabels := processLabels(a.Name, proc)
 	podLabels[kube.LabelRelease] = strconv.Itoa(r.Version)
 
 	// An autoscaled process's count belongs to its autoscaler: the
-	// Deployment is applied without replicas (see applyObjects).
+	// Deployment is applied without replicas (pkg/deploy gives it the
+	// count the autoscaler chose).
 	var replicas *int32
 	if p, ok := a.Processes[proc]; !ok {
 		replicas = new(int32(1))
 	} else if p.Autoscale == nil {
 		replicas = new(p.Units())
 	}
-	maxSurge, maxUnavailable := strategyPace(r.Rollout)
-	c := renderContainer(a, r, proc, command, port)
+	c := container(a, r, proc, command, port)
 	applyHealthcheck(&c, r.Healthchecks[proc])
 	spec := corev1.PodSpec{
 		Containers: []corev1.Container{c},
@@ -158,10 +151,7 @@ func renderDeployment(a *app.App, r *app.Release, proc, command string, port int
 			Replicas:             replicas,
 			Selector:             &metav1.LabelSelector{MatchLabels: selector},
 			RevisionHistoryLimit: new(int32(2)),
-			Strategy: appsv1.DeploymentStrategy{
-				Type:          appsv1.RollingUpdateDeploymentStrategyType,
-				RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: &maxSurge, MaxUnavailable: &maxUnavailable},
-			},
+			Strategy:             Strategy(r.Rollout),
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: annotations},
 				Spec:       spec,
@@ -170,10 +160,10 @@ func renderDeployment(a *app.App, r *app.Release, proc, command string, port int
 	}
 }
 
-// renderContainer is the process's container: the release's image and
+// container is the process's container: the release's image and
 // command, its config and platform variables, its limits and, for web,
 // its port, readiness and stop delay.
-func renderContainer(a *app.App, r *app.Release, proc, command string, port int32) corev1.Container {
+func container(a *app.App, r *app.Release, proc, command string, port int32) corev1.Container {
 	c := corev1.Container{
 		Name:            proc,
 		Image:           r.RunImage(),
@@ -182,7 +172,7 @@ func renderContainer(a *app.App, r *app.Release, proc, command string, port int3
 			LocalObjectReference: corev1.LocalObjectReference{Name: app.ReleaseSecretName(a.Name, r.Version)},
 		}}},
 	}
-	c.Command, c.Args = commandLine(command)
+	c.Command, c.Args = CommandLine(command)
 	for _, k := range []string{app.EnvApp, app.EnvProcess, app.EnvRelease} {
 		c.Env = append(c.Env, corev1.EnvVar{Name: k, Value: app.PlatformEnv(a.Name, proc, r.Version)[k]})
 	}
@@ -210,12 +200,16 @@ func renderContainer(a *app.App, r *app.Release, proc, command string, port int3
 	return c
 }
 
-// strategyPace is the rolling update's maxSurge and maxUnavailable: the
-// release's settings, else tug's defaults (app.RolloutDefaults). A number
-// is an int, a percentage a string, as Kubernetes reads them.
-func strategyPace(r app.Rollout) (surge, unavailable intstr.IntOrString) {
+// Strategy is a process's rolling update: maxSurge and maxUnavailable
+// are the release's settings, else tug's defaults (app.RolloutDefaults).
+// A number is an int, a percentage a string, as Kubernetes reads them.
+func Strategy(r app.Rollout) appsv1.DeploymentStrategy {
 	eff := r.WithDefaults()
-	return paceValue(eff.MaxSurge), paceValue(eff.MaxUnavailable)
+	surge, unavailable := paceValue(eff.MaxSurge), paceValue(eff.MaxUnavailable)
+	return appsv1.DeploymentStrategy{
+		Type:          appsv1.RollingUpdateDeploymentStrategyType,
+		RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: &surge, MaxUnavailable: &unavailable},
+	}
 }
 
 func paceValue(s string) intstr.IntOrString {
@@ -300,7 +294,7 @@ func applyHealthcheck(c *corev1.Container, h app.Healthcheck) {
 		case "tcp":
 			out.TCPSocket = &corev1.TCPSocketAction{Port: intstr.FromInt32(p.Port)}
 		case "exec":
-			cmd, args := commandLine(p.Command)
+			cmd, args := CommandLine(p.Command)
 			out.Exec = &corev1.ExecAction{Command: append(cmd, args...)}
 		}
 		return out
@@ -312,7 +306,7 @@ func applyHealthcheck(c *corev1.Container, h app.Healthcheck) {
 	c.StartupProbe = probe(h.Startup)
 }
 
-func renderAutoscaler(a *app.App, proc string, as app.Autoscale) *autoscalingv2.HorizontalPodAutoscaler {
+func autoscaler(a *app.App, proc string, as app.Autoscale) *autoscalingv2.HorizontalPodAutoscaler {
 	return &autoscalingv2.HorizontalPodAutoscaler{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "autoscaling/v2", Kind: "HorizontalPodAutoscaler"},
 		ObjectMeta: metav1.ObjectMeta{Name: DeploymentName(a.Name, proc), Namespace: a.Namespace, Labels: processLabels(a.Name, proc)},
@@ -331,11 +325,11 @@ func renderAutoscaler(a *app.App, proc string, as app.Autoscale) *autoscalingv2.
 	}
 }
 
-// commandLine turns a Procfile command into a container's command and args.
+// CommandLine turns a Procfile command into a container's command and args.
 // Plain words are exec'd directly, so images without a shell work; a line
 // that needs a shell (variables, pipes, redirections, globs, &&) runs under
 // /bin/sh -c with exec, so the process still gets signals directly.
-func commandLine(line string) (command, args []string) {
+func CommandLine(line string) (command, args []string) {
 	line = strings.TrimSpace(line)
 	if line == "" {
 		return nil, nil
@@ -389,14 +383,6 @@ func splitWords(line string) (words []string, ok bool) {
 		return nil, false
 	}
 	return words, len(words) > 0
-}
-
-// describeCommand is how a process's command reads in summaries.
-func describeCommand(cmd string) string {
-	if cmd == "" {
-		return "(image default)"
-	}
-	return fmt.Sprintf("%q", cmd)
 }
 
 // PullPolicy is Kubernetes' default for an image reference: Always for

@@ -1,4 +1,4 @@
-package deploy
+package render
 
 import (
 	"testing"
@@ -12,7 +12,7 @@ import (
 func TestWebUnitsKeepServingBrieflyWhenStopped(t *testing.T) {
 	a := &app.App{Name: "shop", Namespace: "ns", Processes: map[string]app.Process{"web": {Replicas: 1}, "worker": {Replicas: 1}}}
 	r := &app.Release{App: "shop", Version: 1, Image: "img", Processes: map[string]string{"web": "", "worker": "work"}}
-	for _, d := range Render(a, r, nil).Deployments {
+	for _, d := range Release(a, r, nil).Deployments {
 		c := d.Spec.Template.Spec.Containers[0]
 		isWeb := c.Name == app.WebProcess
 		hasSleep := c.Lifecycle != nil && c.Lifecycle.PreStop != nil && c.Lifecycle.PreStop.Sleep != nil
