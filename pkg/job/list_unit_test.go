@@ -54,12 +54,19 @@ func shopWithJobs(t *testing.T, jobs map[string]app.Job) (*fake.Clientset, *app.
 	return c, s
 }
 
-// run is a Job of shop's job started at start, with cond (if any) true.
-func run(jobName, name string, start time.Time, manual bool, cond batchv1.JobConditionType) *batchv1.Job {
-	labels := kube.AppLabels("shop")
-	labels[kube.LabelKind] = deploy.KindJob
-	labels[deploy.LabelJob] = jobName
-	j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels, CreationTimestamp: metav1.NewTime(start.Add(-time.Second))}}
+// labelJob is the label that names a job on its CronJob and runs: part
+// of what tug keeps in the cluster, so written out here.
+const labelJob = "tug.dev/job"
+
+// run is a run of shop's job jobName started at start, with cond (if
+// any) true: a Job labelled as the job's CronJob labels its runs.
+func run(t *testing.T, c *fake.Clientset, jobName, name string, start time.Time, manual bool, cond batchv1.JobConditionType) *batchv1.Job {
+	t.Helper()
+	cj, err := c.BatchV1().CronJobs(ns).Get(context.Background(), "shop-job-"+jobName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: cj.Spec.JobTemplate.Labels, CreationTimestamp: metav1.NewTime(start.Add(-time.Second))}}
 	st := metav1.NewTime(start)
 	j.Status.StartTime = &st
 	if manual {
@@ -89,8 +96,8 @@ func TestListDescribesTheDeployedJobsWithLastAndNextRun(t *testing.T) {
 	})
 	t0 := time.Date(2026, 3, 1, 10, 2, 0, 0, time.UTC)
 	addObjects(t, c,
-		run("report", "report-old", t0.Add(-48*time.Hour), false, batchv1.JobComplete),
-		run("report", "report-new", t0.Add(-24*time.Hour), true, batchv1.JobFailed),
+		run(t, c, "report", "report-old", t0.Add(-48*time.Hour), false, batchv1.JobComplete),
+		run(t, c, "report", "report-new", t0.Add(-24*time.Hour), true, batchv1.JobFailed),
 	)
 	jobs, err := List(context.Background(), s, "shop", t0)
 	if err != nil {
@@ -152,10 +159,10 @@ func TestInfoListsTheJobsRunsNewestFirst(t *testing.T) {
 	})
 	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
 	addObjects(t, c,
-		run("report", "report-b", t0.Add(-2*time.Hour), false, batchv1.JobComplete),
-		run("report", "report-c", t0.Add(-time.Hour), false, ""),
-		run("report", "report-a", t0.Add(-3*time.Hour), false, batchv1.JobComplete),
-		run("ping", "ping-a", t0.Add(-time.Minute), false, ""), // another job's
+		run(t, c, "report", "report-b", t0.Add(-2*time.Hour), false, batchv1.JobComplete),
+		run(t, c, "report", "report-c", t0.Add(-time.Hour), false, ""),
+		run(t, c, "report", "report-a", t0.Add(-3*time.Hour), false, batchv1.JobComplete),
+		run(t, c, "ping", "ping-a", t0.Add(-time.Minute), false, ""), // another job's
 	)
 	j, err := Info(context.Background(), s, "shop", "report", t0)
 	if err != nil {
@@ -231,10 +238,10 @@ func TestSetSuspendedStopsTheSchedule(t *testing.T) {
 func TestListScheduledSkipsCronJobsThatNameNoJob(t *testing.T) {
 	c, _ := shopWithJobs(t, map[string]app.Job{"report": {Command: "./report", Schedule: "@daily"}})
 	unnamed := kube.AppLabels("shop")
-	unnamed[kube.LabelKind] = deploy.KindJob
+	unnamed[kube.LabelKind] = "job"
 	blog := kube.AppLabels("blog")
-	blog[kube.LabelKind] = deploy.KindJob
-	blog[deploy.LabelJob] = "report"
+	blog[kube.LabelKind] = "job"
+	blog[labelJob] = "report"
 	addObjects(t, c,
 		&batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Name: "shop-job-x", Namespace: ns, Labels: unnamed}, Spec: batchv1.CronJobSpec{Schedule: "@hourly"}},
 		&batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Name: "blog-job-report", Namespace: ns, Labels: blog}, Spec: batchv1.CronJobSpec{Schedule: "@hourly"}},
@@ -332,8 +339,8 @@ func TestLogsReadsTheNewestPodOfThePickedRun(t *testing.T) {
 	c, s := shopWithJobs(t, map[string]app.Job{"report": {Command: "./report", Schedule: "@daily"}})
 	t0 := time.Now().Add(-time.Hour)
 	addObjects(t, c,
-		run("report", "report-1", t0, false, batchv1.JobFailed),
-		run("report", "report-2", t0.Add(time.Minute), false, ""),
+		run(t, c, "report", "report-1", t0, false, batchv1.JobFailed),
+		run(t, c, "report", "report-2", t0.Add(time.Minute), false, ""),
 		logPod("report-1-try1", "report-1", "first-try", t0),
 		logPod("report-1-try2", "report-1", "second-try", t0.Add(10*time.Second)),
 		logPod("report-2-a", "report-2", "newest-run", t0.Add(time.Minute)),
@@ -364,7 +371,7 @@ func TestLogsReadsTheNewestPodOfThePickedRun(t *testing.T) {
 
 func TestLogsFailures(t *testing.T) {
 	c, s := shopWithJobs(t, map[string]app.Job{"report": {Command: "./report", Schedule: "@daily"}, "ping": {Command: "./ping", Schedule: "@hourly"}})
-	addObjects(t, c, run("report", "report-1", time.Now().Add(-time.Hour), false, batchv1.JobComplete))
+	addObjects(t, c, run(t, c, "report", "report-1", time.Now().Add(-time.Hour), false, batchv1.JobComplete))
 	ctx := context.Background()
 	for _, tt := range []struct {
 		name  string
