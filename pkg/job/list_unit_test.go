@@ -30,26 +30,27 @@ func deployDeps(c *fake.Clientset) deploy.Deps {
 	return deploy.Deps{Client: c, Namespace: ns, Holder: lock.Holder{User: "alice", PID: 42, Host: "laptop"}}
 }
 
-// shopWithJobs is app shop deployed (v1: web), then given jobs through
-// AddChange as 'tug job add' does, one release each: v2, v3, ... The
-// fake applies their CronJobs; nothing runs them.
+// shopWithJobs is app shop deployed once (v1: web) with jobs; the fake
+// applies their CronJobs, nothing runs them. (One release: each Roll on
+// the fake costs a tenth of a second; TestAddChangeReplacesAJobOfTheSameName
+// adds a job as 'tug job add' does.)
 func shopWithJobs(t *testing.T, jobs map[string]app.Job) (*fake.Clientset, *app.Store) {
 	t.Helper()
 	c, s := deploytest.NewFake()
 	deploytest.SeedApp(t, s, &app.App{Name: "shop"})
-	ctx := context.Background()
-	if _, err := deploy.Roll(ctx, deployDeps(c), "shop", deploy.DeployChange("shop:1", map[string]string{"web": "./serve"}, ""), deploy.Options{NoWait: true}); err != nil {
-		t.Fatalf("deploy: %v", err)
-	}
-	names := make([]string, 0, len(jobs))
-	for n := range jobs {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, n := range names {
-		if _, err := deploy.Roll(ctx, deployDeps(c), "shop", AddChange(n, jobs[n]), deploy.Options{NoWait: true}); err != nil {
-			t.Fatalf("job add %s: %v", n, err)
+	first := deploy.DeployChange("shop:1", map[string]string{"web": "./serve"}, "")
+	withJobs := func(a *app.App, base *app.Release, cfg app.ConfigMap) (*app.Release, app.ConfigMap, error) {
+		r, cfg, err := first(a, base, cfg)
+		if err != nil {
+			return nil, nil, err
 		}
+		for name, j := range jobs {
+			r.SetJob(name, j)
+		}
+		return r, cfg, nil
+	}
+	if _, err := deploy.Roll(context.Background(), deployDeps(c), "shop", withJobs, deploy.Options{NoWait: true}); err != nil {
+		t.Fatalf("deploy: %v", err)
 	}
 	return c, s
 }
@@ -107,8 +108,8 @@ func TestListDescribesTheDeployedJobsWithLastAndNextRun(t *testing.T) {
 		t.Fatalf("jobs %+v; want ping, report (by name)", jobs)
 	}
 	ping, report := jobs[0], jobs[1]
-	if ping.Concurrency != app.ConcurrencyAllow || ping.LastRun != nil || ping.Release != 3 || ping.TimeZone != "Europe/Paris" {
-		t.Errorf("ping %+v; want concurrency allow (the default), no run, release v3", ping)
+	if ping.Concurrency != app.ConcurrencyAllow || ping.LastRun != nil || ping.Release != 1 || ping.TimeZone != "Europe/Paris" {
+		t.Errorf("ping %+v; want concurrency allow (the default), no run, release v1", ping)
 	}
 	if ping.NextRun == nil || !ping.NextRun.Equal(t0.Add(3*time.Minute)) {
 		t.Errorf("ping next run %v, want %v", ping.NextRun, t0.Add(3*time.Minute))
@@ -298,8 +299,8 @@ func TestAddChangeReplacesAJobOfTheSameName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if j.Command != "./report --all" || j.Schedule != "@hourly" || j.Release != 3 {
-		t.Errorf("job %+v; want the new command and schedule, release v3", j)
+	if j.Command != "./report --all" || j.Schedule != "@hourly" || j.Release != 2 {
+		t.Errorf("job %+v; want the new command and schedule, release v2", j)
 	}
 	if sched, _ := ListScheduled(ctx, c, ns, "shop"); len(sched) != 1 || sched[0].Schedule != "@hourly" {
 		t.Errorf("CronJobs %+v", sched)
