@@ -121,8 +121,9 @@ func endSplit(t *deploy.Txn, r *app.Release, cfg app.ConfigMap) error {
 }
 
 // removeCanaryUnits deletes the canary's Deployment and waits (up to
-// canaryGoneTimeout) until its units are gone, so no route that names
-// the web Service again can reach one that is still stopping.
+// canaryGoneTimeout, or half the time t's context has left) until its
+// units are gone, so no route that names the web Service again can reach
+// one that is still stopping.
 func removeCanaryUnits(t *deploy.Txn) error {
 	appName, d := t.App().Name, t.Deps()
 	name := render.CanaryDeploymentName(appName)
@@ -135,7 +136,13 @@ func removeCanaryUnits(t *deploy.Txn) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(t.Ctx(), canaryGoneTimeout)
+	wait := canaryGoneTimeout
+	if end, ok := t.Ctx().Deadline(); ok {
+		// a cleanup context (deploy.Detached): the rest of the abort
+		// needs time too, so the wait takes half of what is left
+		wait = min(wait, time.Until(end)/2)
+	}
+	ctx, cancel := context.WithTimeout(t.Ctx(), wait)
 	defer cancel()
 	err = kube.Until(ctx, kube.Pods(d.Client, d.Namespace, canaryUnits(appName)), func(pods map[string]*corev1.Pod) (bool, error) {
 		return len(pods) == 0, nil

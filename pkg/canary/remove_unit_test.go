@@ -1,0 +1,54 @@
+package canary
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/deploy"
+	"tug.dev/tug/pkg/deploy/deploytest"
+	"tug.dev/tug/pkg/kube"
+)
+
+// On a cleanup context (deploy.Detached: a failed canary's abort, a start
+// cut short) the wait for the canary's units to stop must end while
+// there is time left for the rest of the abort: units still stopping are
+// fine (they left the Services' endpoints at SIGTERM), a deadline spent
+// waiting for them is not. It was: the wait took the whole context, and
+// the abort failed with "context deadline exceeded" whenever the units
+// took longer to stop than deploy's cleanup timeout (10s), leaving the
+// split and the release's status to the next command.
+func TestRemoveCanaryUnitsLeavesTimeForTheRest(t *testing.T) {
+	_, d, cl := splitApp(t, 1, &app.Canary{Release: 2, Phase: app.CanaryRunning, Weight: 25, Units: 1, Strategy: app.StrategyCanary})
+	ctx := context.Background()
+	if _, err := cl.CoreV1().Pods(ns).Create(ctx, canaryPod(), metav1.CreateOptions{}); err != nil { // it never stops
+		t.Fatal(err)
+	}
+	txn, err := deploy.Begin(ctx, d, "shop", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer txn.End()
+	cleanup, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if err := removeCanaryUnits(txn.Within(cleanup)); err != nil {
+		t.Fatalf("removeCanaryUnits on a cleanup context = %v; want nil (units still stopping)", err)
+	}
+	if _, err := cl.AppsV1().Deployments(ns).Get(ctx, "shop-web-canary", metav1.GetOptions{}); err == nil {
+		t.Error("the canary's Deployment is left")
+	}
+}
+
+// canaryPod is a unit of the canary's track that crashes (its release
+// left unsaid, so only the watch between steps judges it).
+func canaryPod() *corev1.Pod {
+	p := deploytest.CrashPod("2")
+	p.Name = "shop-web-canary-x1"
+	delete(p.Labels, kube.LabelRelease)
+	p.Labels[kube.LabelTrack] = "canary"
+	return p
+}
