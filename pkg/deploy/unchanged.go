@@ -4,9 +4,14 @@ import (
 	"encoding/json"
 	"maps"
 	"reflect"
+	"strconv"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/render"
 )
 
 // unchanged says the rollout would run exactly what runs now, so no
@@ -24,7 +29,29 @@ func (r *rolling) unchanged() bool {
 	if !maps.Equal(r.baseConfig, r.config) || !reflect.DeepEqual(r.unitsBefore, a.Processes) || !reflect.DeepEqual(a.Route, r.want) {
 		return false
 	}
-	return sameRun(base, next)
+	return sameRun(base, next) && r.runsBase()
+}
+
+// runsBase says each process type of the base release has its Deployment
+// and that Deployment's units are the base release's: after a deploy with
+// --no-rollback the units of a failed release may run instead, and a new
+// rollout is what puts the base back. Unknown (the LIST failed) is no.
+func (r *rolling) runsBase() bool {
+	t, a, base := r.t, r.a, r.base
+	list, err := t.d.Client.AppsV1().Deployments(t.d.Namespace).List(t.ctx, metav1.ListOptions{LabelSelector: kube.AppSelector(a.Name)})
+	if err != nil {
+		return false
+	}
+	byName := map[string]string{}
+	for _, d := range list.Items {
+		byName[d.Name] = d.Spec.Template.Labels[kube.LabelRelease]
+	}
+	for proc := range base.Processes {
+		if v, ok := byName[render.DeploymentName(a.Name, proc)]; !ok || v != strconv.Itoa(base.Version) {
+			return false
+		}
+	}
+	return true
 }
 
 // sameRun says two releases run the same: they differ at most in what

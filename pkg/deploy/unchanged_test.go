@@ -4,7 +4,10 @@ import (
 	"context"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/kube"
 )
 
 // A build of unchanged source makes the image that runs: with
@@ -42,23 +45,37 @@ func TestSkipUnchangedMakesNoReleaseForTheRunningImage(t *testing.T) {
 		t.Fatalf("the same image again: %+v, %d releases; want v1 unchanged and no new release", res, releases())
 	}
 
+	// units of another release run (a failed deploy with --no-rollback
+	// left them): the deploy rolls the image out again
+	web, err := c.AppsV1().Deployments(ns).Get(ctx, "shop-web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	web.Spec.Template.Labels[kube.LabelRelease] = "9"
+	if _, err := c.AppsV1().Deployments(ns).Update(ctx, web, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if res := deployBuild("reg/shop@sha256:a", procs); res.Unchanged || res.Release != 2 {
+		t.Fatalf("the same image while other units run: v%d unchanged %v; want a release", res.Release, res.Unchanged)
+	}
+
 	// another image, another process list: releases
-	if res := deployBuild("reg/shop@sha256:b", procs); res.Unchanged || res.Release != 2 {
+	if res := deployBuild("reg/shop@sha256:b", procs); res.Unchanged || res.Release != 3 {
 		t.Errorf("a new image: v%d unchanged %v", res.Release, res.Unchanged)
 	}
-	if res := deployBuild("reg/shop@sha256:b", map[string]string{"web": "/cnb/process/web"}); res.Unchanged || res.Release != 3 {
+	if res := deployBuild("reg/shop@sha256:b", map[string]string{"web": "/cnb/process/web"}); res.Unchanged || res.Release != 4 {
 		t.Errorf("a process type fewer: v%d unchanged %v", res.Release, res.Unchanged)
 	}
 	// a config change stored for the next deploy: the deploy applies it
 	if _, err := Roll(ctx, deps(c), "shop", EnvChange(app.ConfigMap{"A": "1"}, nil, ""), Options{NoRestart: true}); err != nil {
 		t.Fatal(err)
 	}
-	if res := deployBuild("reg/shop@sha256:b", map[string]string{"web": "/cnb/process/web"}); res.Unchanged || res.Release != 5 {
+	if res := deployBuild("reg/shop@sha256:b", map[string]string{"web": "/cnb/process/web"}); res.Unchanged || res.Release != 6 {
 		t.Errorf("after a staged config change: v%d unchanged %v", res.Release, res.Unchanged)
 	}
 	// without SkipUnchanged (an --image deploy) the same image is a release
-	if res, err := Roll(ctx, deps(c), "shop", DeployChange("reg/shop@sha256:b", map[string]string{"web": "/cnb/process/web"}, ""), Options{NoWait: true}); err != nil || res.Unchanged || res.Release != 6 {
-		t.Errorf("an image deploy of the running image: %+v, %v; want release v6", res, err)
+	if res, err := Roll(ctx, deps(c), "shop", DeployChange("reg/shop@sha256:b", map[string]string{"web": "/cnb/process/web"}, ""), Options{NoWait: true}); err != nil || res.Unchanged || res.Release != 7 {
+		t.Errorf("an image deploy of the running image: %+v, %v; want release v7", res, err)
 	}
 }
 
