@@ -3,6 +3,7 @@ package app
 import (
 	"bytes"
 	"io"
+	"maps"
 	"strings"
 
 	"tug.dev/tug/pkg/inputerr"
@@ -102,4 +103,29 @@ func (c ConfigMap) Size() int {
 		n += len(k) + len(v)
 	}
 	return n
+}
+
+// Equal says two configs hold the same variables with the same values (nil
+// and empty are equal).
+func (c ConfigMap) Equal(other ConfigMap) bool { return maps.Equal(c, other) }
+
+// Diff names the variables cur adds to c (+), changes (~) and removes (-),
+// never their values: "+A, ~B, -C".
+func (c ConfigMap) Diff(cur ConfigMap) string {
+	var parts []string
+	for _, k := range cur.Keys() {
+		v, ok := c[k]
+		switch {
+		case !ok:
+			parts = append(parts, "+"+k)
+		case v != cur[k]:
+			parts = append(parts, "~"+k)
+		}
+	}
+	for _, k := range c.Keys() {
+		if _, ok := cur[k]; !ok {
+			parts = append(parts, "-"+k)
+		}
+	}
+	return strings.Join(parts, ", ")
 }

@@ -117,13 +117,13 @@ func EnvChange(set app.ConfigMap, unset []string, message string) Change {
 			delete(next, k)
 		}
 		maps.Copy(next, set)
-		if sameConfig(config, next) {
+		if config.Equal(next) {
 			return nil, nil, ErrNoChange
 		}
 		r := app.Next(a, base, app.KindEnv, message)
 		carryReleaseCommand(r, base)
 		if r.Message == "" {
-			r.Message = "env: " + configDiff(config, next)
+			r.Message = "env: " + config.Diff(next)
 		}
 		return r, next, nil
 	}

@@ -113,27 +113,6 @@ func TestEnvChange(t *testing.T) {
 	}
 }
 
-func TestConfigDiff(t *testing.T) {
-	tests := []struct {
-		old, cur app.ConfigMap
-		want     string
-	}{
-		{app.ConfigMap{}, app.ConfigMap{"B": "1", "A": "2"}, "+A, +B"},
-		{app.ConfigMap{"A": "1", "B": "2", "C": "3"}, app.ConfigMap{"A": "1", "B": "9", "D": "4"}, "~B, +D, -C"},
-		{nil, nil, ""},
-		{app.ConfigMap{"A": "secret-old"}, app.ConfigMap{"A": "secret-new"}, "~A"},
-	}
-	for _, tt := range tests {
-		if got := configDiff(tt.old, tt.cur); got != tt.want {
-			t.Errorf("configDiff(%v, %v) = %q, want %q", tt.old, tt.cur, got, tt.want)
-		}
-	}
-	if !sameConfig(nil, app.ConfigMap{}) || sameConfig(app.ConfigMap{"A": ""}, app.ConfigMap{"B": ""}) ||
-		sameConfig(app.ConfigMap{"A": "1"}, app.ConfigMap{"A": "2"}) || !sameConfig(app.ConfigMap{"A": "1"}, app.ConfigMap{"A": "1"}) {
-		t.Error("sameConfig is wrong")
-	}
-}
-
 func TestDescribeCommand(t *testing.T) {
 	if got := describeCommand(""); got != "(image default)" {
 		t.Errorf("describeCommand(\"\") = %q", got)

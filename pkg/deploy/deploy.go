@@ -784,8 +784,8 @@ func dryRun(ctx context.Context, d Deps, store *app.Store, a *app.App, base *app
 			why = "(the app has no image yet)"
 		}
 		res.Plan = []string{fmt.Sprintf("release v%d would be stored; it applies at the next deploy %s", next.Version, why)}
-		if !sameConfig(baseConfig, config) {
-			res.Plan = append(res.Plan, "env: "+configDiff(baseConfig, config)+" (values hidden)")
+		if !baseConfig.Equal(config) {
+			res.Plan = append(res.Plan, "env: "+baseConfig.Diff(config)+" (values hidden)")
 		}
 		return res, nil
 	}
@@ -826,7 +826,7 @@ func plan(a *app.App, base *app.Release, baseConfig app.ConfigMap, next *app.Rel
 	if base != nil {
 		oldProcs, oldImage = base.Processes, base.Image
 	}
-	envChanged := !sameConfig(baseConfig, config)
+	envChanged := !baseConfig.Equal(config)
 	for _, name := range next.ProcessNames() {
 		units := a.Processes[name].Replicas
 		oldCmd, existed := oldProcs[name]
@@ -861,7 +861,7 @@ func plan(a *app.App, base *app.Release, baseConfig app.ConfigMap, next *app.Rel
 		lines = append(lines, name+": removed")
 	}
 	if envChanged {
-		lines = append(lines, "env: "+configDiff(baseConfig, config)+" (values hidden)")
+		lines = append(lines, "env: "+baseConfig.Diff(config)+" (values hidden)")
 	}
 	return lines
 }
@@ -872,38 +872,6 @@ func describeCommand(cmd string) string {
 		return "(image default)"
 	}
 	return fmt.Sprintf("%q", cmd)
-}
-
-func sameConfig(a, b app.ConfigMap) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
-}
-
-// configDiff names added (+), changed (~) and removed (-) keys, never values.
-func configDiff(old, cur app.ConfigMap) string {
-	var parts []string
-	for _, k := range cur.Keys() {
-		v, ok := old[k]
-		switch {
-		case !ok:
-			parts = append(parts, "+"+k)
-		case v != cur[k]:
-			parts = append(parts, "~"+k)
-		}
-	}
-	for _, k := range old.Keys() {
-		if _, ok := cur[k]; !ok {
-			parts = append(parts, "-"+k)
-		}
-	}
-	return strings.Join(parts, ", ")
 }
 
 // Routes writes and reads the app's routes, Middlewares and Certificates
