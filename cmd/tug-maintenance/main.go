@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -18,27 +19,54 @@ import (
 )
 
 func main() {
-	appName := os.Getenv("TUG_APP")
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := serve(ctx, os.Getenv); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// serve listens where getenv's $PORT says and serves the page for
+// $TUG_APP until ctx is done.
+func serve(ctx context.Context, getenv func(string) string) error {
+	appName, addr := config(getenv)
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	log.Printf("maintenance page for %s on %s", appName, addr)
+	return run(ctx, ln, handler(appName))
+}
+
+// config is the app's name ($TUG_APP, "This app" when unset) and the
+// address to listen on (":$PORT", ":8080" when unset), read with getenv.
+func config(getenv func(string) string) (appName, addr string) {
+	appName = getenv("TUG_APP")
 	if appName == "" {
 		appName = "This app"
 	}
-	port := os.Getenv("PORT")
+	port := getenv("PORT")
 	if port == "" {
 		port = "8080"
 	}
-	srv := &http.Server{Addr: ":" + port, Handler: handler(appName), ReadHeaderTimeout: 10 * time.Second}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	go func() {
-		<-ctx.Done()
-		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(shutdown)
-	}()
-	log.Printf("maintenance page for %s on :%s", appName, port)
-	if err := srv.ListenAndServe(); err != nil && err != http.ErrServerClosed {
-		log.Fatal(err)
+	return appName, ":" + port
+}
+
+// run serves h on ln until ctx is done, then shuts the server down,
+// letting requests in flight finish (for up to 5 s), and returns once it
+// is down.
+func run(ctx context.Context, ln net.Listener, h http.Handler) error {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
 	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return srv.Shutdown(shutdown)
 }
 
 func handler(appName string) http.Handler {
