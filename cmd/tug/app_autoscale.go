@@ -31,7 +31,7 @@ process autoscales, 'tug app scale' refuses it and deploys keep its count.`,
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			return reshape(cmd, f, o.App, r, o.Apply)
+			return reshape(cmd.Context(), changerFor(cmd, f), o.App, r, o.Apply)
 		},
 	}
 	cmd.Flags().StringVarP(&o.Process, "process", "p", "", "Process type (required)")
@@ -59,7 +59,7 @@ func newAutoscaleUnsetCmd(f *cli.Factory) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return reshape(cmd, f, args[0], r, deploy.UnsetAutoscale(cmd.Context(), s.Client, s.Namespace, proc))
+			return reshape(cmd.Context(), changerFor(cmd, f), args[0], r, deploy.UnsetAutoscale(cmd.Context(), s.Client, s.Namespace, proc))
 		},
 	}
 	cmd.Flags().StringVarP(&proc, "process", "p", "", "Process type (required)")

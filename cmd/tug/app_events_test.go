@@ -71,3 +71,31 @@ func TestAppEventsNotFound(t *testing.T) {
 		t.Errorf("routed, a cluster silent: exit %d, stderr %q; want 1, %q", r.code, r.stderr, want)
 	}
 }
+
+func TestNewAppEventsCmd(t *testing.T) {
+	tests := []struct {
+		name    string
+		argv    []string
+		follow  bool
+		since   time.Duration
+		wantErr string
+	}{
+		{name: "all", argv: []string{"shop"}},
+		{name: "follow since", argv: []string{"shop", "-f", "--since", "10m", "-o", "json"}, follow: true, since: 10 * time.Minute},
+		{name: "negative since", argv: []string{"shop", "--since", "-1m"}, wantErr: "--since must be positive"},
+		{name: "follow yaml", argv: []string{"shop", "-f", "-o", "yaml"}, wantErr: "-f prints a table or JSON lines"},
+		{name: "bad app", argv: []string{"Bad_Name"}, wantErr: `invalid app name "Bad_Name"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o, err := parseCmd(t, newAppEventsCmd, tt.argv...)
+			if tt.wantErr != "" {
+				wantParseError(t, o, err, tt.wantErr)
+				return
+			}
+			if err != nil || o == nil || o.App != "shop" || o.follow != tt.follow || o.Since != tt.since {
+				t.Fatalf("error %v, options %+v", err, o)
+			}
+		})
+	}
+}

@@ -57,7 +57,7 @@ answer 2xx or 3xx), tcp:PORT (a connection must open) or exec:COMMAND (must exit
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			return settingsRoll(cmd, f, o.App, app.KindHealthcheck, "healthcheck of "+o.Process, r, o.Apply)
+			return settingsRoll(cmd.Context(), changerFor(cmd, f), o.App, app.KindHealthcheck, "healthcheck of "+o.Process, r, o.Apply)
 		},
 	}
 	h := &o.Healthcheck
@@ -87,7 +87,7 @@ func newHealthcheckUnsetCmd(f *cli.Factory) *cobra.Command {
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			return settingsRoll(cmd, f, o.App, app.KindHealthcheck, "healthcheck of "+o.Process+" removed", r, o.Apply)
+			return settingsRoll(cmd.Context(), changerFor(cmd, f), o.App, app.KindHealthcheck, "healthcheck of "+o.Process+" removed", r, o.Apply)
 		},
 	}
 	cmd.Flags().StringVarP(&o.Process, "process", "p", "", "Process type (required)")

@@ -40,7 +40,7 @@ func newLimitSetCmd(f *cli.Factory) *cobra.Command {
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			return settingsRoll(cmd, f, o.App, app.KindLimits, "limits of "+o.Process, r, o.Apply)
+			return settingsRoll(cmd.Context(), changerFor(cmd, f), o.App, app.KindLimits, "limits of "+o.Process, r, o.Apply)
 		},
 	}
 	cmd.Flags().StringVarP(&o.Process, "process", "p", "", "Process type (required)")
@@ -67,7 +67,7 @@ func newLimitUnsetCmd(f *cli.Factory) *cobra.Command {
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			return settingsRoll(cmd, f, o.App, app.KindLimits, "limits of "+o.Process+" removed", r, o.Apply)
+			return settingsRoll(cmd.Context(), changerFor(cmd, f), o.App, app.KindLimits, "limits of "+o.Process+" removed", r, o.Apply)
 		},
 	}
 	cmd.Flags().StringVarP(&o.Process, "process", "p", "", "Process type (required)")

@@ -114,7 +114,7 @@ func poolSet(cmd *cobra.Command, f *cli.Factory, name, pool string, r *rolloutFl
 		if kubeContext != "" {
 			g = f.ForContext(kubeContext)
 		}
-		d, err := deployDeps(cmd, g)
+		d, err := deployDeps(cmd.Context(), g, cmd.Flags())
 		d.Progress = p
 		return d, err
 	}
@@ -155,7 +155,7 @@ func poolSet(cmd *cobra.Command, f *cli.Factory, name, pool string, r *rolloutFl
 	case out.Reclaimed:
 		p.Done(fmt.Sprintf("the copy of %s in cluster %q is the app again; rolling its release out again", name, loc.Name))
 	}
-	return roll(cmd, f, name, deploy.SettingsChange(app.KindPool, "pool "+pool, func(_ *app.App, rel *app.Release) error {
+	return roll(cmd.Context(), changerFor(cmd, f), name, deploy.SettingsChange(app.KindPool, "pool "+pool, func(_ *app.App, rel *app.Release) error {
 		rel.Pool = pool
 		return nil
 	}), r.options(), r.Output, rollVerb{app.KindPool + " changed", "changing the " + app.KindPool + " of"})

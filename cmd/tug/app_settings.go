@@ -107,7 +107,7 @@ func newSettingsSetCmd(f *cli.Factory) *cobra.Command {
 			if err := r.validate(); err != nil {
 				return err
 			}
-			return rolloutSettingsChange(cmd, f, o.App, "settings: "+strings.Join(given, ", "), r, o.Apply)
+			return rolloutSettingsChange(cmd.Context(), changerFor(cmd, f), o.App, "settings: "+strings.Join(given, ", "), r, o.Apply)
 		},
 	}
 	d := app.RolloutDefaults
@@ -157,7 +157,7 @@ func newSettingsUnsetCmd(f *cli.Factory) *cobra.Command {
 					names = append(names, name)
 				}
 			}
-			return rolloutSettingsChange(cmd, f, o.App, "settings: "+strings.Join(names, ", ")+" back to default", r, o.Apply)
+			return rolloutSettingsChange(cmd.Context(), changerFor(cmd, f), o.App, "settings: "+strings.Join(names, ", ")+" back to default", r, o.Apply)
 		},
 	}
 	d := app.RolloutDefaults

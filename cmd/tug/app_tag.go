@@ -24,7 +24,7 @@ func newTagCmd(f *cli.Factory) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return settingsRoll(cmd, f, args[0], app.KindTags, "tags", r, func(_ *app.App, rel *app.Release) error {
+			return settingsRoll(cmd.Context(), changerFor(cmd, f), args[0], app.KindTags, "tags", r, func(_ *app.App, rel *app.Release) error {
 				rel.SetTags(tags)
 				return nil
 			})
@@ -45,7 +45,7 @@ func newTagCmd(f *cli.Factory) *cobra.Command {
 			if err := app.ValidateTagKeys(args[1:]); err != nil {
 				return err
 			}
-			return settingsRoll(cmd, f, args[0], app.KindTags, "tags removed", ru, func(a *app.App, rel *app.Release) error {
+			return settingsRoll(cmd.Context(), changerFor(cmd, f), args[0], app.KindTags, "tags removed", ru, func(a *app.App, rel *app.Release) error {
 				return rel.UnsetTags(a.Name, args[1:])
 			})
 		},

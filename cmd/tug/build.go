@@ -289,7 +289,7 @@ func printBuildSettings(w interface{ Write([]byte) (int, error) }, s *app.BuildS
 }
 
 func recordFailed(ctx context.Context, cmd *cobra.Command, f *cli.Factory, appName, message, reason string) (*app.Release, error) {
-	d, err := deployDeps(cmd, f)
+	d, err := deployDeps(cmd.Context(), f, cmd.Flags())
 	if err != nil {
 		return nil, err
 	}

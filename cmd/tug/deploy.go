@@ -132,7 +132,7 @@ func runAppDeploy(cmd *cobra.Command, f *cli.Factory, o *appDeployOptions, name 
 	}
 	change := deploy.DeployProcesses(o.Image, o.procs, allowed, o.Yes || o.rollout.DryRun, o.Message)
 	change = o.manifest.m.Change(deploy.WithReleaseCommand(change, o.release))
-	return rollWith(cmd, f, name, o.build.roll(name, change, opts), o.rollout.Output, rollVerb{"deployed", "deploying"})
+	return rollWith(cmd.Context(), changerFor(cmd, f), name, o.build.roll(name, change, opts), o.rollout.Output, rollVerb{"deployed", "deploying"})
 }
 
 // validate checks everything that needs no cluster and resolves the

@@ -97,7 +97,7 @@ deploy, it says the release would be stored for the next deploy.`,
 			if err != nil {
 				return err
 			}
-			return roll(cmd, f, name, deploy.EnvChange(set, nil, o.Message), o.options(), o.rollout.Output, rollVerb{"config set", "setting the config of"})
+			return roll(cmd.Context(), changerFor(cmd, f), name, deploy.EnvChange(set, nil, o.Message), o.options(), o.rollout.Output, rollVerb{"config set", "setting the config of"})
 		},
 	}
 	cmd.Flags().StringVar(&o.FromFile, "from-env-file", "", "Read KEY=VALUE lines from a file (- for standard input)")
@@ -128,7 +128,7 @@ nothing.`,
 			if err := app.ValidateEnvUnset(args[1:]); err != nil {
 				return err
 			}
-			return roll(cmd, f, name, deploy.EnvChange(nil, args[1:], o.Message), o.options(), o.rollout.Output, rollVerb{"config unset", "unsetting the config of"})
+			return roll(cmd.Context(), changerFor(cmd, f), name, deploy.EnvChange(nil, args[1:], o.Message), o.options(), o.rollout.Output, rollVerb{"config unset", "unsetting the config of"})
 		},
 	}
 	o.addFlags(cmd)

@@ -82,5 +82,5 @@ func runJobAdd(cmd *cobra.Command, f *cli.Factory, o *jobAddFlags, appName, name
 		j.Concurrency = ""
 	}
 	verb := rollVerb{"job " + name + " set", "setting job " + name + " of"}
-	return roll(cmd, f, appName, job.AddChange(name, j), optionsNoWait(o.noWait), o.out, verb)
+	return roll(cmd.Context(), changerFor(cmd, f), appName, job.AddChange(name, j), optionsNoWait(o.noWait), o.out, verb)
 }

@@ -29,7 +29,7 @@ Asks first on a terminal; elsewhere needs --yes.`,
 				return err
 			}
 			verb := rollVerb{"job " + args[1] + " removed", "removing job " + args[1] + " of"}
-			return roll(cmd, f, args[0], job.RemoveChange(args[1]), optionsNoWait(noWait), out, verb)
+			return roll(cmd.Context(), changerFor(cmd, f), args[0], job.RemoveChange(args[1]), optionsNoWait(noWait), out, verb)
 		},
 	}
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "Remove without asking")

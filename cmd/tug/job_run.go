@@ -24,7 +24,7 @@ outright leaves it to the cluster, which stops it at the job's timeout.`,
 		Example: `  tug job run shop report`,
 		Args:    jobArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			d, err := execDeps(cmd, f)
+			d, err := execDeps(cmd.Context(), f)
 			if err != nil {
 				return err
 			}

@@ -25,7 +25,7 @@ no release is made, no unit restarts, and a deploy or rollback keeps it.`,
 		Example: fmt.Sprintf("  tug job %s shop report", verb),
 		Args:    jobArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			d, err := deployDeps(cmd, f)
+			d, err := deployDeps(cmd.Context(), f, cmd.Flags())
 			if err != nil {
 				return err
 			}

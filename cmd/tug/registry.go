@@ -60,7 +60,7 @@ new credentials replaces the old ones.`,
 			if err != nil {
 				return err
 			}
-			d, err := deployDeps(cmd, f)
+			d, err := deployDeps(cmd.Context(), f, cmd.Flags())
 			if err != nil {
 				return err
 			}
@@ -151,7 +151,7 @@ func newRegistryUnsetCmd(f *cli.Factory) *cobra.Command {
 			if err := r.validate(); err != nil {
 				return err
 			}
-			d, err := deployDeps(cmd, f)
+			d, err := deployDeps(cmd.Context(), f, cmd.Flags())
 			if err != nil {
 				return err
 			}

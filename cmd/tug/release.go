@@ -220,7 +220,7 @@ lock.`,
 			opts := r.options()
 			opts.SkipReleasePhase = skipReleasePhase
 			opts.Rollback, opts.RollbackTo = true, target
-			return roll(cmd, f, args[0], deploy.RollbackChange(cmd.Context(), store, target), opts, r.Output, rollVerb{"rolled back", "rolling back"})
+			return roll(cmd.Context(), changerFor(cmd, f), args[0], deploy.RollbackChange(cmd.Context(), store, target), opts, r.Output, rollVerb{"rolled back", "rolling back"})
 		},
 	}
 	r.add(cmd, true)

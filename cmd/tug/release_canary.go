@@ -159,7 +159,7 @@ func canaryEndCmd(f *cli.Factory, verb, short, long string, run func(context.Con
 			if err := app.ValidateName(args[0]); err != nil {
 				return err
 			}
-			return rollWith(cmd, f, args[0], func(ctx context.Context, d deploy.Deps) (*deploy.Result, error) {
+			return rollWith(cmd.Context(), changerFor(cmd, f), args[0], func(ctx context.Context, d deploy.Deps) (*deploy.Result, error) {
 				return run(ctx, d, args[0])
 			}, format, words)
 		},

@@ -87,7 +87,7 @@ func runRun(cmd *cobra.Command, f *cli.Factory, o *runOptions) error {
 		return err
 	}
 	o.Env = env
-	d, err := execDeps(cmd, f)
+	d, err := execDeps(cmd.Context(), f)
 	if err != nil {
 		return err
 	}

@@ -47,7 +47,7 @@ naming you and the command.`,
 			if err := validateProcess(o.Process); err != nil {
 				return err
 			}
-			d, err := execDeps(cmd, f)
+			d, err := execDeps(cmd.Context(), f)
 			if err != nil {
 				return err
 			}

@@ -24,7 +24,7 @@ var trafficOptions = deploy.Options{Timeout: 5 * time.Minute}
 
 // configure runs a traffic action with progress and reports it.
 func configure(cmd *cobra.Command, f *cli.Factory, appName, done string, action func(d deploy.Deps) (*deploy.Result, error)) error {
-	d, err := deployDeps(cmd, f)
+	d, err := deployDeps(cmd.Context(), f, cmd.Flags())
 	if err != nil {
 		return err
 	}

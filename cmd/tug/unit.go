@@ -229,7 +229,7 @@ func newUnitAddCmd(f *cli.Factory, add bool) *cobra.Command {
 			if err := r.validate(); err != nil {
 				return err
 			}
-			return reshape(cmd, f, name, r, func(a *app.App) error {
+			return reshape(cmd.Context(), changerFor(cmd, f), name, r, func(a *app.App) error {
 				p := proc
 				if p == "" {
 					var err error

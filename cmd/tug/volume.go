@@ -95,7 +95,7 @@ units on one node, or use an RWX volume.`,
 				return err
 			}
 			change := volume.BindChange(cmd.Context(), s.Client, s.Namespace, b)
-			return roll(cmd, f, args[0], change, r.options(), r.Output, rollVerb{"volume " + b.Volume + " bound", "binding volume " + b.Volume + " to"})
+			return roll(cmd.Context(), changerFor(cmd, f), args[0], change, r.options(), r.Output, rollVerb{"volume " + b.Volume + " bound", "binding volume " + b.Volume + " to"})
 		},
 	}
 	cmd.Flags().StringVar(&b.MountPath, "mount-path", "", "Where the volume appears in the units, e.g. /data (required)")
@@ -124,7 +124,7 @@ func newVolumeUnbindCmd(f *cli.Factory) *cobra.Command {
 			if err := r.validate(); err != nil {
 				return err
 			}
-			return roll(cmd, f, args[0], volume.UnbindChange(args[1]), r.options(), r.Output, rollVerb{"volume " + args[1] + " unbound", "unbinding volume " + args[1] + " from"})
+			return roll(cmd.Context(), changerFor(cmd, f), args[0], volume.UnbindChange(args[1]), r.options(), r.Output, rollVerb{"volume " + args[1] + " unbound", "unbinding volume " + args[1] + " from"})
 		},
 	}
 	r.add(cmd, true)
