@@ -37,7 +37,7 @@ func newAppCmd(f *cli.Factory) *cobra.Command {
 		newAppListCmd(f, nil),
 		newAppInfoCmd(f, nil),
 		newAppEventsCmd(f, nil),
-		newAppDeployCmd(f),
+		newAppDeployCmd(f, nil),
 		newAppRemoveCmd(f, nil),
 		newAppExportCmd(f, nil),
 		newAppScaleCmd(f, nil),
