@@ -48,7 +48,7 @@ func newAppCmd(f *cli.Factory) *cobra.Command {
 		newHealthcheckCmd(f),
 		newAppSettingsCmd(f),
 		newAutoscaleCmd(f),
-		newPoolSetCmd(f),
+		newAppPoolCmd(f),
 		newTagCmd(f),
 		newAppAddressCmd(f),
 		newAppRoutableCmd(f),
