@@ -50,9 +50,9 @@ func newAppCmd(f *cli.Factory) *cobra.Command {
 		newAutoscaleCmd(f),
 		newAppPoolCmd(f),
 		newTagCmd(f),
-		newAppAddressCmd(f),
-		newAppRoutableCmd(f),
-		newAppMaintenanceCmd(f),
+		newAppAddressCmd(f, nil),
+		newAppRoutableCmd(f, nil),
+		newAppMaintenanceCmd(f, nil),
 		newAllowCmd(f),
 		newAppExecCmd(f, nil),
 	)

@@ -43,7 +43,7 @@ the Ingress. The key is never printed.`,
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			return configure(cmd, f, o.App, "certificate for "+o.Host+" added", func(d deploy.Deps) (*deploy.Result, error) {
+			return configure(cmd.Context(), changerFor(cmd, f), o.App, "certificate for "+o.Host+" added", func(d deploy.Deps) (*deploy.Result, error) {
 				return traffic.CertAdd(cmd.Context(), d, o, trafficOptions)
 			})
 		},
@@ -69,7 +69,7 @@ func newCertRemoveCmd(f *cli.Factory) *cobra.Command {
 			if err := traffic.ValidateHost(host); err != nil {
 				return inputerr.Wrap(err)
 			}
-			return configure(cmd, f, name, "certificate for "+strings.ToLower(host)+" removed", func(d deploy.Deps) (*deploy.Result, error) {
+			return configure(cmd.Context(), changerFor(cmd, f), name, "certificate for "+strings.ToLower(host)+" removed", func(d deploy.Deps) (*deploy.Result, error) {
 				return traffic.CertRemove(cmd.Context(), d, name, host, trafficOptions)
 			})
 		},

@@ -85,7 +85,7 @@ func newDomainRemoveCmd(f *cli.Factory) *cobra.Command {
 // result goes to stdout (docs/output.md), the done line to stderr as ever.
 func configureDomain(cmd *cobra.Command, f *cli.Factory, appName, done string, format cli.OutputFormat, action func(d deploy.Deps) (*traffic.DomainResult, error)) error {
 	var out *traffic.DomainResult
-	err := configure(cmd, f, appName, done, func(d deploy.Deps) (*deploy.Result, error) {
+	err := configure(cmd.Context(), changerFor(cmd, f), appName, done, func(d deploy.Deps) (*deploy.Result, error) {
 		var err error
 		if out, err = action(d); err != nil {
 			return nil, err
