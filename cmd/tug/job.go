@@ -29,8 +29,8 @@ declared in tug.yaml (docs/manifest.md).`,
 		RunE:    cli.GroupRunE,
 		GroupID: "apps",
 	}
-	cmd.AddCommand(newJobAddCmd(f), newJobListCmd(f), newJobInfoCmd(f), newJobRunCmd(f), newJobLogsCmd(f),
-		newJobSuspendCmd(f, true), newJobSuspendCmd(f, false), newJobRemoveCmd(f))
+	cmd.AddCommand(newJobAddCmd(f, nil), newJobListCmd(f, nil), newJobInfoCmd(f, nil), newJobRunCmd(f, nil), newJobLogsCmd(f, nil),
+		newJobSuspendCmd(f, nil, true), newJobSuspendCmd(f, nil, false), newJobRemoveCmd(f, nil))
 	return cmd
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -12,16 +13,23 @@ import (
 	"tug.dev/tug/pkg/session"
 )
 
-// jobAddFlags are 'job add”s flags.
-type jobAddFlags struct {
-	job     app.Job
+// jobAddOptions are `tug job add`.
+type jobAddOptions struct {
+	Changer appChanger
+
+	App  string
+	Name string
+	// Job is the job to add, checked: the flags' and the command's.
+	Job app.Job
+
+	job     app.Job // as the flags give it
 	timeout time.Duration
 	out     cli.OutputFormat
 	noWait  bool
 }
 
-func newJobAddCmd(f *cli.Factory) *cobra.Command {
-	o := &jobAddFlags{}
+func newJobAddCmd(f *cli.Factory, runF func(context.Context, *jobAddOptions) error) *cobra.Command {
+	o := &jobAddOptions{}
 	cmd := &cobra.Command{
 		Use:         "add APP NAME --schedule CRON [--time-zone TZ] [--concurrency allow|forbid|replace] [--timeout D] [--retries N] -- COMMAND [ARGS...]",
 		Annotations: argsAre(argApp, argNewName, argCommandLine),
@@ -46,9 +54,17 @@ rollback to an older release restores the jobs that release had.`,
   tug job add shop ping --schedule '*/5 * * * *' --retries 2 -- sh -c 'curl -fsS "$PING_URL"'`,
 		Args: jobCommandArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runJobAdd(cmd, f, o, args[0], args[1], args[cmd.ArgsLenAtDash():])
+			o.App, o.Name = args[0], args[1]
+			if err := o.complete(args[cmd.ArgsLenAtDash():]); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
+			return runJobAdd(cmd.Context(), o)
 		},
 	}
+	o.Changer = changerFor(cmd, f)
 	commandFlagErrors(cmd)
 	fl := cmd.Flags()
 	fl.StringVar(&o.job.Schedule, "schedule", "", "Cron schedule: five fields or @hourly, @daily, @every 1h (required)")
@@ -64,9 +80,9 @@ rollback to an older release restores the jobs that release had.`,
 	return cmd
 }
 
-// runJobAdd checks the job and rolls out the release that adds it.
-func runJobAdd(cmd *cobra.Command, f *cli.Factory, o *jobAddFlags, appName, name string, command []string) error {
-	if err := app.ValidateJobName(name); err != nil {
+// complete checks the job's name and flags and makes Job, with command.
+func (o *jobAddOptions) complete(command []string) error {
+	if err := app.ValidateJobName(o.Name); err != nil {
 		return err
 	}
 	if o.timeout < 0 || o.timeout%time.Second != 0 {
@@ -81,6 +97,12 @@ func runJobAdd(cmd *cobra.Command, f *cli.Factory, o *jobAddFlags, appName, name
 	if j.Concurrency == app.ConcurrencyAllow {
 		j.Concurrency = ""
 	}
-	verb := rollVerb{"job " + name + " set", "setting job " + name + " of"}
-	return roll(cmd.Context(), changerFor(cmd, f), appName, job.AddChange(name, j), optionsNoWait(o.noWait), o.out, verb)
+	o.Job = j
+	return nil
+}
+
+// runJobAdd rolls out the release that adds the job.
+func runJobAdd(ctx context.Context, o *jobAddOptions) error {
+	verb := rollVerb{"job " + o.Name + " set", "setting job " + o.Name + " of"}
+	return roll(ctx, o.Changer, o.App, job.AddChange(o.Name, o.Job), optionsNoWait(o.noWait), o.out, verb)
 }

@@ -1,18 +1,31 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/job"
 	"tug.dev/tug/pkg/text"
 )
 
-func newJobInfoCmd(f *cli.Factory) *cobra.Command {
-	o := &cli.OutputOptions{}
+// jobInfoOptions are `tug job info`.
+type jobInfoOptions struct {
+	IO    *cli.IOStreams
+	Store func() (*app.Store, error)
+	Now   func() time.Time
+
+	App    string
+	Name   string
+	Output cli.OutputOptions
+}
+
+func newJobInfoCmd(f *cli.Factory, runF func(context.Context, *jobInfoOptions) error) *cobra.Command {
+	o := &jobInfoOptions{IO: f.IOStreams, Store: storeFor(f), Now: time.Now}
 	cmd := &cobra.Command{
 		Use:         "info APP NAME",
 		Annotations: argsAre(argApp, argJob),
@@ -20,23 +33,31 @@ func newJobInfoCmd(f *cli.Factory) *cobra.Command {
 		Example:     `  tug job info shop report`,
 		Args:        jobArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := appStore(f)
-			if err != nil {
-				return err
+			o.App, o.Name = args[0], args[1]
+			if runF != nil {
+				return runF(cmd.Context(), o)
 			}
-			j, err := job.Info(cmd.Context(), s, args[0], args[1], time.Now())
-			if err != nil {
-				return err
-			}
-			return o.Print(f.IOStreams, j, func() error { return printJobInfo(f, j, o.NoHeaders) })
+			return runJobInfo(cmd.Context(), o)
 		},
 	}
-	cli.AddOutputFlags(cmd, o)
+	cli.AddOutputFlags(cmd, &o.Output)
 	return cmd
 }
 
-func printJobInfo(f *cli.Factory, j *job.Job, noHeaders bool) error {
-	w := f.IOStreams.Out
+func runJobInfo(ctx context.Context, o *jobInfoOptions) error {
+	s, err := o.Store()
+	if err != nil {
+		return err
+	}
+	j, err := job.Info(ctx, s, o.App, o.Name, o.Now())
+	if err != nil {
+		return err
+	}
+	return o.Output.Print(o.IO, j, func() error { return printJobInfo(o.IO, j, o.Output.NoHeaders) })
+}
+
+func printJobInfo(ios *cli.IOStreams, j *job.Job, noHeaders bool) error {
+	w := ios.Out
 	fmt.Fprintf(w, "Job:         %s (app %s, release v%d)\n", j.Name, j.App, j.Release)
 	fmt.Fprintf(w, "Command:     %s\n", text.Excerpt(j.Command))
 	fmt.Fprintf(w, "Schedule:    %s\n", jobSchedule(*j))
@@ -60,5 +81,5 @@ func printJobInfo(f *cli.Factory, j *job.Job, noHeaders bool) error {
 		}
 		t.AddRow(fmt.Sprint(i+1), r.Name, text.Age(r.StartedAt)+" ago", lastStatus(&r), took, by)
 	}
-	return t.Render(f.IOStreams, noHeaders)
+	return t.Render(ios, noHeaders)
 }

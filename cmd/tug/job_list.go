@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -12,8 +13,19 @@ import (
 	"tug.dev/tug/pkg/text"
 )
 
-func newJobListCmd(f *cli.Factory) *cobra.Command {
-	o := &cli.OutputOptions{}
+// jobListOptions are `tug job list`.
+type jobListOptions struct {
+	IO          *cli.IOStreams
+	Store       func() (*app.Store, error)
+	CommandName string
+	Now         func() time.Time
+
+	App    string
+	Output cli.OutputOptions
+}
+
+func newJobListCmd(f *cli.Factory, runF func(context.Context, *jobListOptions) error) *cobra.Command {
+	o := &jobListOptions{IO: f.IOStreams, Store: storeFor(f), CommandName: f.CommandName, Now: time.Now}
 	cmd := &cobra.Command{
 		Use:         "list APP",
 		Annotations: argsAre(argApp),
@@ -23,32 +35,40 @@ func newJobListCmd(f *cli.Factory) *cobra.Command {
   tug job list shop -o json`,
 		Args: cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := app.ValidateName(args[0]); err != nil {
+			o.App = args[0]
+			if err := app.ValidateName(o.App); err != nil {
 				return err
 			}
-			s, err := appStore(f)
-			if err != nil {
-				return err
+			if runF != nil {
+				return runF(cmd.Context(), o)
 			}
-			jobs, err := job.List(cmd.Context(), s, args[0], time.Now())
-			if err != nil {
-				return err
-			}
-			return o.Print(f.IOStreams, jobs, func() error {
-				if len(jobs) == 0 {
-					fmt.Fprintf(f.IOStreams.ErrOut, "app %q has no jobs; add one with '%s job add %s NAME --schedule @daily -- COMMAND'\n", args[0], f.CommandName, args[0])
-					return nil
-				}
-				t := cli.NewTable("name", "schedule", "last run", "status", "next run", "command")
-				for _, j := range jobs {
-					t.AddRow(j.Name, jobSchedule(j), lastRun(j.LastRun), lastStatus(j.LastRun), nextRun(j), text.Excerpt(j.Command))
-				}
-				return t.Render(f.IOStreams, o.NoHeaders)
-			})
+			return runJobList(cmd.Context(), o)
 		},
 	}
-	cli.AddOutputFlags(cmd, o)
+	cli.AddOutputFlags(cmd, &o.Output)
 	return cmd
+}
+
+func runJobList(ctx context.Context, o *jobListOptions) error {
+	s, err := o.Store()
+	if err != nil {
+		return err
+	}
+	jobs, err := job.List(ctx, s, o.App, o.Now())
+	if err != nil {
+		return err
+	}
+	return o.Output.Print(o.IO, jobs, func() error {
+		if len(jobs) == 0 {
+			fmt.Fprintf(o.IO.ErrOut, "app %q has no jobs; add one with '%s job add %s NAME --schedule @daily -- COMMAND'\n", o.App, o.CommandName, o.App)
+			return nil
+		}
+		t := cli.NewTable("name", "schedule", "last run", "status", "next run", "command")
+		for _, j := range jobs {
+			t.AddRow(j.Name, jobSchedule(j), lastRun(j.LastRun), lastStatus(j.LastRun), nextRun(j), text.Excerpt(j.Command))
+		}
+		return t.Render(o.IO, o.Output.NoHeaders)
+	})
 }
 
 func jobSchedule(j job.Job) string {

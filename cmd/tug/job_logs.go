@@ -1,18 +1,28 @@
 package main
 
 import (
+	"context"
 	"strconv"
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/job"
 	"tug.dev/tug/pkg/text"
 )
 
-func newJobLogsCmd(f *cli.Factory) *cobra.Command {
-	o := job.LogsOptions{}
+// jobLogsOptions are `tug job logs`.
+type jobLogsOptions struct {
+	IO    *cli.IOStreams
+	Store func() (*app.Store, error)
+
+	job.LogsOptions
+}
+
+func newJobLogsCmd(f *cli.Factory, runF func(context.Context, *jobLogsOptions) error) *cobra.Command {
+	o := &jobLogsOptions{IO: f.IOStreams, Store: storeFor(f)}
 	cmd := &cobra.Command{
 		Use:         "logs APP NAME [--run N] [-f]",
 		Annotations: argsAre(argApp, argJob),
@@ -29,14 +39,21 @@ name. -f follows a run that still runs.`,
 				// before any request: no run is numbered below 1
 				return inputerr.Errorf("--run %d: runs are numbered from 1, the newest; see 'tug job info %s %s'", n, o.App, o.Name)
 			}
-			s, err := appStore(f)
-			if err != nil {
-				return err
+			if runF != nil {
+				return runF(cmd.Context(), o)
 			}
-			return job.Logs(cmd.Context(), s, o, text.NewWriter(f.IOStreams.Out, false))
+			return runJobLogs(cmd.Context(), o)
 		},
 	}
 	cmd.Flags().StringVar(&o.Run, "run", "", "Which run: 1 the newest (default), 2 the one before, or a run's name")
 	cmd.Flags().BoolVarP(&o.Follow, "follow", "f", false, "Follow the log while the run runs")
 	return cmd
+}
+
+func runJobLogs(ctx context.Context, o *jobLogsOptions) error {
+	s, err := o.Store()
+	if err != nil {
+		return err
+	}
+	return job.Logs(ctx, s, o.LogsOptions, text.NewWriter(o.IO.Out, false))
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -9,9 +10,20 @@ import (
 	"tug.dev/tug/pkg/job"
 )
 
-func newJobRemoveCmd(f *cli.Factory) *cobra.Command {
-	var yes, noWait bool
-	var out cli.OutputFormat
+// jobRemoveOptions are `tug job remove`.
+type jobRemoveOptions struct {
+	Changer  appChanger
+	Prompter func() cli.Prompter
+
+	App    string
+	Name   string
+	Yes    bool
+	NoWait bool
+	Output cli.OutputFormat
+}
+
+func newJobRemoveCmd(f *cli.Factory, runF func(context.Context, *jobRemoveOptions) error) *cobra.Command {
+	o := &jobRemoveOptions{Prompter: f.Prompter}
 	cmd := &cobra.Command{
 		Use:         "remove APP NAME",
 		Annotations: deleting(argApp, argJob),
@@ -23,18 +35,27 @@ Asks first on a terminal; elsewhere needs --yes.`,
 		Example: `  tug job remove shop report --yes`,
 		Args:    jobArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := cli.ConfirmOrFlag(cmd.Context(), f.IOStreams, f.Prompter(), yes, cli.Confirmation{
-				Action: fmt.Sprintf("remove job %q of app %q and its runs", args[1], args[0]),
-			}); err != nil {
-				return err
+			o.App, o.Name = args[0], args[1]
+			if runF != nil {
+				return runF(cmd.Context(), o)
 			}
-			verb := rollVerb{"job " + args[1] + " removed", "removing job " + args[1] + " of"}
-			return roll(cmd.Context(), changerFor(cmd, f), args[0], job.RemoveChange(args[1]), optionsNoWait(noWait), out, verb)
+			return runJobRemove(cmd.Context(), o)
 		},
 	}
-	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "Remove without asking")
+	o.Changer = changerFor(cmd, f)
+	cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "Remove without asking")
 	takesLock(cmd)
-	cmd.Flags().BoolVar(&noWait, "no-wait", false, "Return once the release is applied, without waiting for its units")
-	cli.AddFormatFlag(cmd, &out)
+	cmd.Flags().BoolVar(&o.NoWait, "no-wait", false, "Return once the release is applied, without waiting for its units")
+	cli.AddFormatFlag(cmd, &o.Output)
 	return cmd
+}
+
+func runJobRemove(ctx context.Context, o *jobRemoveOptions) error {
+	if err := cli.ConfirmOrFlag(ctx, o.Changer.IO, o.Prompter(), o.Yes, cli.Confirmation{
+		Action: fmt.Sprintf("remove job %q of app %q and its runs", o.Name, o.App),
+	}); err != nil {
+		return err
+	}
+	verb := rollVerb{"job " + o.Name + " removed", "removing job " + o.Name + " of"}
+	return roll(ctx, o.Changer, o.App, job.RemoveChange(o.Name), optionsNoWait(o.NoWait), o.Output, verb)
 }

@@ -1,13 +1,24 @@
 package main
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/job"
+	"tug.dev/tug/pkg/session"
 )
 
-func newJobRunCmd(f *cli.Factory) *cobra.Command {
+// jobRunOptions are `tug job run`.
+type jobRunOptions struct {
+	Session func(context.Context) (session.Deps, error)
+
+	job.RunOptions
+}
+
+func newJobRunCmd(f *cli.Factory, runF func(context.Context, *jobRunOptions) error) *cobra.Command {
+	o := &jobRunOptions{Session: sessionFor(f)}
 	cmd := &cobra.Command{
 		Use:         "run APP NAME",
 		Annotations: argsAre(argApp, argJob),
@@ -24,13 +35,21 @@ outright leaves it to the cluster, which stops it at the job's timeout.`,
 		Example: `  tug job run shop report`,
 		Args:    jobArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			d, err := execDeps(cmd.Context(), f)
-			if err != nil {
-				return err
+			o.App, o.Name = args[0], args[1]
+			if runF != nil {
+				return runF(cmd.Context(), o)
 			}
-			_, err = job.Run(cmd.Context(), d, job.RunOptions{App: args[0], Name: args[1]})
-			return err
+			return runJobRun(cmd.Context(), o)
 		},
 	}
 	return cmd
+}
+
+func runJobRun(ctx context.Context, o *jobRunOptions) error {
+	d, err := o.Session(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = job.Run(ctx, d, o.RunOptions)
+	return err
 }

@@ -1,8 +1,8 @@
 package main
 
 import (
+	"context"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -10,7 +10,17 @@ import (
 	"tug.dev/tug/pkg/job"
 )
 
-func newJobSuspendCmd(f *cli.Factory, suspend bool) *cobra.Command {
+// jobSuspendOptions are `tug job suspend` and `tug job resume`.
+type jobSuspendOptions struct {
+	Changer appChanger
+
+	App     string
+	Name    string
+	Suspend bool
+}
+
+func newJobSuspendCmd(f *cli.Factory, runF func(context.Context, *jobSuspendOptions) error, suspend bool) *cobra.Command {
+	o := &jobSuspendOptions{Suspend: suspend}
 	verb, short := "resume", "Resume a suspended job's schedule"
 	if suspend {
 		verb, short = "suspend", "Stop a job's schedule (runs under way go on); no release"
@@ -25,22 +35,32 @@ no release is made, no unit restarts, and a deploy or rollback keeps it.`,
 		Example: fmt.Sprintf("  tug job %s shop report", verb),
 		Args:    jobArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			d, err := deployDeps(cmd.Context(), f, cmd.Flags())
-			if err != nil {
-				return err
+			o.App, o.Name = args[0], args[1]
+			if runF != nil {
+				return runF(cmd.Context(), o)
 			}
-			err = job.SetSuspended(cmd.Context(), d, args[0], args[1], suspend)
-			if isNoChange(err) {
-				fmt.Fprintf(f.IOStreams.ErrOut, "job %q of app %q is %sed already\n", args[1], args[0], strings.TrimSuffix(verb, "e"))
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(f.IOStreams.ErrOut, "job %q of app %q %sed\n", args[1], args[0], strings.TrimSuffix(verb, "e"))
-			return nil
+			return runJobSuspend(cmd.Context(), o)
 		},
 	}
+	o.Changer = changerFor(cmd, f)
 	takesLock(cmd)
 	return cmd
+}
+
+func runJobSuspend(ctx context.Context, o *jobSuspendOptions) error {
+	d, err := o.Changer.Deps(ctx)
+	if err != nil {
+		return err
+	}
+	done := map[bool]string{true: "suspended", false: "resumed"}[o.Suspend]
+	err = job.SetSuspended(ctx, d, o.App, o.Name, o.Suspend)
+	if isNoChange(err) {
+		fmt.Fprintf(o.Changer.IO.ErrOut, "job %q of app %q is %s already\n", o.Name, o.App, done)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(o.Changer.IO.ErrOut, "job %q of app %q %s\n", o.Name, o.App, done)
+	return nil
 }
