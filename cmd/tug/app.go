@@ -79,30 +79,6 @@ func storeFor(f *cli.Factory) func() (*app.Store, error) {
 	return func() (*app.Store, error) { return appStore(f) }
 }
 
-// loadApp checks an app name, then reads the app's record: what most
-// commands do first. A bad name is a usage error; a missing app says how
-// to find the right one.
-func loadApp(cmd *cobra.Command, f *cli.Factory, name string) (*app.Store, *app.App, error) {
-	s, err := namedAppStore(f, name)
-	if err != nil {
-		return nil, nil, err
-	}
-	a, err := s.GetApp(cmd.Context(), name)
-	if err != nil {
-		return nil, nil, err
-	}
-	return s, a, nil
-}
-
-// namedAppStore checks an app name, then makes the store to read it from:
-// a bad name is a usage error before any kubeconfig is read.
-func namedAppStore(f *cli.Factory, name string) (*app.Store, error) {
-	if err := app.ValidateName(name); err != nil {
-		return nil, err
-	}
-	return appStore(f)
-}
-
 // deployDeps is what commands that change what runs (deploy, env, rollback,
 // remove) hand to pkg/deploy: the client, the namespace, progress on stderr
 // and a lock holder naming the user as the API server knows them.

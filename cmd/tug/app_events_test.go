@@ -40,7 +40,7 @@ func TestAppEventsReadsTheAppsOnce(t *testing.T) {
 	}
 }
 
-// A missing app is the error loadApp gives, hinted and routed as before.
+// A missing app is the error every app command gives, hinted and routed.
 func TestAppEventsNotFound(t *testing.T) {
 	p := newPrinterFixture(t)
 	p.mustCreateApp(t, &app.App{Name: "shop"})

@@ -46,17 +46,7 @@ type poolSetOptions struct {
 }
 
 func newPoolSetCmd(f *cli.Factory, runF func(context.Context, *poolSetOptions) error) *cobra.Command {
-	o := &poolSetOptions{Clusters: loadClusters, Here: func(cfg *cluster.Config, pool string) (string, error) {
-		if f.ConfigFlags.PinsCluster() {
-			// Not routed (route.go): the connection is the command line's
-			// own, not a context's. The pool decides only against it: in
-			// place when the pool's cluster is that server's (or no
-			// cluster's), else refused; it never moves the app (nor
-			// settles a move).
-			return pinnedPoolContext(f, cfg, pool)
-		}
-		return f.ContextName()
-	}}
+	o := &poolSetOptions{Clusters: loadClusters, Here: poolSetContext(f)}
 	set := &cobra.Command{
 		Use:         "set APP POOL",
 		Annotations: argsAre(argApp, argPool),
@@ -126,6 +116,22 @@ that server's is refused.`,
 	o.Rollout.addDryRun(set, "Say what would change (and whether the app would move to another cluster); change nothing")
 	set.Flags().BoolVar(&o.Adopt, "adopt", false, "Make the new copy of a move whose old copy is gone the app (only if its rollout had completed)")
 	return set
+}
+
+// poolSetContext is the context pool set decides the pool's cluster
+// against.
+func poolSetContext(f *cli.Factory) func(cfg *cluster.Config, pool string) (string, error) {
+	return func(cfg *cluster.Config, pool string) (string, error) {
+		if f.ConfigFlags.PinsCluster() {
+			// Not routed (route.go): the connection is the command line's
+			// own, not a context's. The pool decides only against it: in
+			// place when the pool's cluster is that server's (or no
+			// cluster's), else refused; it never moves the app (nor
+			// settles a move).
+			return pinnedPoolContext(f, cfg, pool)
+		}
+		return f.ContextName()
+	}
 }
 
 // runPoolSet changes an app's pool where it is, or moves it to the pool's

@@ -42,22 +42,23 @@ func TestRunAppRemove(t *testing.T) {
 	p := newPrinterFixture(t)
 	p.mustCreateApp(t, &app.App{Name: "shop"})
 	ctx := context.Background()
-	run := func(name string, yes bool) (error, string) {
+	run := func(name string, yes bool) (string, error) {
 		ios, _, _, errOut := cli.TestIOStreams()
 		o := &appRemoveOptions{Changer: fixtureChanger(p, ios), App: name, Yes: yes,
 			Prompter: func() cli.Prompter { return nil }} // never asked off a terminal
-		return runAppRemove(ctx, o), errOut.String()
+		err := runAppRemove(ctx, o)
+		return errOut.String(), err
 	}
-	if err, _ := run("blog", false); !app.IsNotFound(err) {
+	if _, err := run("blog", false); !app.IsNotFound(err) {
 		t.Errorf("a missing app: %v", err)
 	}
-	if err, _ := run("shop", false); err == nil || !strings.Contains(err.Error(), "pass --yes") {
+	if _, err := run("shop", false); err == nil || !strings.Contains(err.Error(), "pass --yes") {
 		t.Errorf("without --yes: %v", err)
 	}
 	if _, err := p.store.GetApp(ctx, "shop"); err != nil {
 		t.Fatalf("refused, yet: %v", err)
 	}
-	err, stderr := run("shop", true)
+	stderr, err := run("shop", true)
 	if err != nil || !strings.Contains(stderr, `app "shop" removed`) {
 		t.Fatalf("--yes: %v, stderr %q", err, stderr)
 	}
