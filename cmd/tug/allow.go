@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/traffic"
@@ -33,18 +35,25 @@ when it lets it in.`,
 		Args: cli.GroupArgs,
 		RunE: cli.GroupRunE,
 	}
-	cmd.AddCommand(takesLock(newAllowEditCmd(f, "add", "Admit these sources", false)),
-		takesLock(newAllowEditCmd(f, "remove", "Stop admitting these sources", true)), newAllowListCmd(f))
+	cmd.AddCommand(takesLock(newAllowEditCmd(f, nil, "add", "Admit these sources", false)),
+		takesLock(newAllowEditCmd(f, nil, "remove", "Stop admitting these sources", true)), newAllowListCmd(f, nil))
 	return cmd
 }
 
-func newAllowEditCmd(f *cli.Factory, use, short string, remove bool) *cobra.Command {
+// allowEditOptions are `tug app allow add|remove`.
+type allowEditOptions struct {
+	Changer appChanger
+	traffic.AllowOptions
+}
+
+func newAllowEditCmd(f *cli.Factory, runF func(context.Context, *allowEditOptions) error, use, short string, remove bool) *cobra.Command {
+	o := &allowEditOptions{}
 	var aliases []string
 	annotations := argsAre(argApp)
 	if remove {
 		aliases, annotations = []string{"rm", "delete"}, deleting(argApp)
 	}
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:         use + " APP CIDR...",
 		Annotations: annotations,
 		Aliases:     aliases,
@@ -52,19 +61,37 @@ func newAllowEditCmd(f *cli.Factory, use, short string, remove bool) *cobra.Comm
 		Example:     "  tug app allow " + use + " shop 10.0.0.0/8 192.168.1.7",
 		Args:        cli.Args("APP", "CIDR..."),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o := traffic.AllowOptions{App: args[0], Sources: args[1:], Remove: remove}
+			o.AllowOptions = traffic.AllowOptions{App: args[0], Sources: args[1:], Remove: remove}
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			return configure(cmd, f, o.App, "allowed sources changed", func(d deploy.Deps) (*deploy.Result, error) {
-				return traffic.Allow(cmd.Context(), d, o, trafficOptions)
-			})
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
+			return runAllowEdit(cmd.Context(), o)
 		},
 	}
+	o.Changer = changerFor(cmd, f)
+	return cmd
 }
 
-func newAllowListCmd(f *cli.Factory) *cobra.Command {
-	o := &cli.OutputOptions{}
+func runAllowEdit(ctx context.Context, o *allowEditOptions) error {
+	return configure(ctx, o.Changer, o.App, "allowed sources changed", func(d deploy.Deps) (*deploy.Result, error) {
+		return traffic.Allow(ctx, d, o.AllowOptions, trafficOptions)
+	})
+}
+
+// allowListOptions are `tug app allow list`.
+type allowListOptions struct {
+	IO    *cli.IOStreams
+	Store func() (*app.Store, error)
+
+	App    string
+	Output cli.OutputOptions
+}
+
+func newAllowListCmd(f *cli.Factory, runF func(context.Context, *allowListOptions) error) *cobra.Command {
+	o := &allowListOptions{IO: f.IOStreams, Store: storeFor(f)}
 	cmd := &cobra.Command{
 		Use:         "list APP",
 		Annotations: argsAre(argApp),
@@ -73,27 +100,42 @@ func newAllowListCmd(f *cli.Factory) *cobra.Command {
 		Example:     "  tug app allow list shop",
 		Args:        cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, a, err := loadApp(cmd, f, args[0])
-			if err != nil {
+			o.App = args[0]
+			if err := app.ValidateName(o.App); err != nil {
 				return err
 			}
-			allow := a.Allow
-			if allow == nil {
-				allow = []string{}
+			if runF != nil {
+				return runF(cmd.Context(), o)
 			}
-			return o.Print(f.IOStreams, allow, func() error {
-				if len(allow) == 0 {
-					fmt.Fprintln(f.IOStreams.ErrOut, "no restriction: every source is admitted")
-					return nil
-				}
-				t := cli.NewTable("cidr")
-				for _, c := range allow {
-					t.AddRow(c)
-				}
-				return t.Render(f.IOStreams, o.NoHeaders)
-			})
+			return runAllowList(cmd.Context(), o)
 		},
 	}
-	cli.AddOutputFlags(cmd, o)
+	cli.AddOutputFlags(cmd, &o.Output)
 	return cmd
+}
+
+func runAllowList(ctx context.Context, o *allowListOptions) error {
+	s, err := o.Store()
+	if err != nil {
+		return err
+	}
+	a, err := s.GetApp(ctx, o.App)
+	if err != nil {
+		return err
+	}
+	allow := a.Allow
+	if allow == nil {
+		allow = []string{}
+	}
+	return o.Output.Print(o.IO, allow, func() error {
+		if len(allow) == 0 {
+			fmt.Fprintln(o.IO.ErrOut, "no restriction: every source is admitted")
+			return nil
+		}
+		t := cli.NewTable("cidr")
+		for _, c := range allow {
+			t.AddRow(c)
+		}
+		return t.Render(o.IO, o.Output.NoHeaders)
+	})
 }

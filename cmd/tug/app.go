@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
 	"sync"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/client-go/dynamic"
 
 	"tug.dev/tug/pkg/app"
@@ -16,8 +18,8 @@ import (
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/kube"
-	"tug.dev/tug/pkg/lifecycle"
 	"tug.dev/tug/pkg/lock"
+	"tug.dev/tug/pkg/progress"
 	"tug.dev/tug/pkg/route"
 	"tug.dev/tug/pkg/text"
 )
@@ -31,28 +33,28 @@ func newAppCmd(f *cli.Factory) *cobra.Command {
 		GroupID: "apps",
 	}
 	cmd.AddCommand(
-		newAppCreateCmd(f),
-		newAppListCmd(f),
-		newAppInfoCmd(f),
-		newAppEventsCmd(f),
-		newAppDeployCmd(f),
-		newAppRemoveCmd(f),
-		newAppExportCmd(f),
-		newAppScaleCmd(f),
-		newAppLifecycleCmd(f, "restart"),
-		newAppLifecycleCmd(f, "stop"),
-		newAppLifecycleCmd(f, "start"),
+		newAppCreateCmd(f, nil),
+		newAppListCmd(f, nil),
+		newAppInfoCmd(f, nil),
+		newAppEventsCmd(f, nil),
+		newAppDeployCmd(f, nil),
+		newAppRemoveCmd(f, nil),
+		newAppExportCmd(f, nil),
+		newAppScaleCmd(f, nil),
+		newAppLifecycleCmd(f, nil, "restart"),
+		newAppLifecycleCmd(f, nil, "stop"),
+		newAppLifecycleCmd(f, nil, "start"),
 		newLimitCmd(f),
 		newHealthcheckCmd(f),
 		newAppSettingsCmd(f),
 		newAutoscaleCmd(f),
-		newPoolSetCmd(f),
+		newAppPoolCmd(f),
 		newTagCmd(f),
-		newAppAddressCmd(f),
-		newAppRoutableCmd(f),
-		newAppMaintenanceCmd(f),
+		newAppAddressCmd(f, nil),
+		newAppRoutableCmd(f, nil),
+		newAppMaintenanceCmd(f, nil),
 		newAllowCmd(f),
-		newAppExecCmd(f),
+		newAppExecCmd(f, nil),
 	)
 	return cmd
 }
@@ -71,34 +73,16 @@ func appStore(f *cli.Factory) (*app.Store, error) {
 	return &app.Store{Client: client, Namespace: ns}, nil
 }
 
-// loadApp checks an app name, then reads the app's record: what most
-// commands do first. A bad name is a usage error; a missing app says how
-// to find the right one.
-func loadApp(cmd *cobra.Command, f *cli.Factory, name string) (*app.Store, *app.App, error) {
-	s, err := namedAppStore(f, name)
-	if err != nil {
-		return nil, nil, err
-	}
-	a, err := s.GetApp(cmd.Context(), name)
-	if err != nil {
-		return nil, nil, err
-	}
-	return s, a, nil
-}
-
-// namedAppStore checks an app name, then makes the store to read it from:
-// a bad name is a usage error before any kubeconfig is read.
-func namedAppStore(f *cli.Factory, name string) (*app.Store, error) {
-	if err := app.ValidateName(name); err != nil {
-		return nil, err
-	}
-	return appStore(f)
+// storeFor is appStore as a constructor for a command's options: the
+// store is made when the run asks, on the cluster routing picked.
+func storeFor(f *cli.Factory) func() (*app.Store, error) {
+	return func() (*app.Store, error) { return appStore(f) }
 }
 
 // deployDeps is what commands that change what runs (deploy, env, rollback,
 // remove) hand to pkg/deploy: the client, the namespace, progress on stderr
 // and a lock holder naming the user as the API server knows them.
-func deployDeps(cmd *cobra.Command, f *cli.Factory) (deploy.Deps, error) {
+func deployDeps(ctx context.Context, f *cli.Factory, flags *pflag.FlagSet) (deploy.Deps, error) {
 	client, err := f.KubeClient()
 	if err != nil {
 		return deploy.Deps{}, err
@@ -113,7 +97,7 @@ func deployDeps(cmd *cobra.Command, f *cli.Factory) (deploy.Deps, error) {
 			fallback = c.AuthInfo
 		}
 	}
-	user := kube.WhoAmI(cmd.Context(), client, fallback)
+	user := kube.WhoAmI(ctx, client, fallback)
 	d := deploy.Deps{Client: client, Namespace: ns, Progress: f.Progress(), Holder: lock.Self(user),
 		MaintenanceImage: os.Getenv("TUG_MAINTENANCE_IMAGE"), Warn: warnOnce(f.IOStreams), Gateways: &route.Finder{},
 		SideBySide: canary.Runner{}}
@@ -122,7 +106,7 @@ func deployDeps(cmd *cobra.Command, f *cli.Factory) (deploy.Deps, error) {
 	}
 	// what the cluster offers its apps (its Gateway, apps domain), read
 	// from the cluster itself, and the client for the Gateway API
-	if d.Settings, err = clustersettings.Read(cmd.Context(), client); err != nil {
+	if d.Settings, err = clustersettings.Read(ctx, client); err != nil {
 		return deploy.Deps{}, err
 	}
 	if cfg, err := f.RESTConfig(); err == nil {
@@ -130,8 +114,8 @@ func deployDeps(cmd *cobra.Command, f *cli.Factory) (deploy.Deps, error) {
 			return deploy.Deps{}, err
 		}
 	}
-	if cmd.Flags().Lookup("wait-lock") != nil {
-		if d.WaitLock, err = cmd.Flags().GetDuration("wait-lock"); err != nil {
+	if flags.Lookup("wait-lock") != nil {
+		if d.WaitLock, err = flags.GetDuration("wait-lock"); err != nil {
 			return deploy.Deps{}, err
 		}
 		if d.WaitLock < 0 {
@@ -139,6 +123,24 @@ func deployDeps(cmd *cobra.Command, f *cli.Factory) (deploy.Deps, error) {
 		}
 	}
 	return d, nil
+}
+
+// appChanger is how a command's run reaches pkg/deploy: the streams its
+// result goes to, and the deploy dependencies and progress reporter, made
+// when the run asks for them (after routing picked the app's cluster).
+// Tests replace Deps.
+type appChanger struct {
+	IO       *cli.IOStreams
+	Deps     func(context.Context) (deploy.Deps, error)
+	Progress func() progress.Reporter
+}
+
+// changerFor is the appChanger of cmd, which changes an app through f: its
+// --wait-lock (takesLock) is read when Deps is called.
+func changerFor(cmd *cobra.Command, f *cli.Factory) appChanger {
+	return appChanger{IO: f.IOStreams, Progress: f.Progress, Deps: func(ctx context.Context) (deploy.Deps, error) {
+		return deployDeps(ctx, f, cmd.Flags())
+	}}
 }
 
 // warnOnce prints each warning a change gives once per command on stderr
@@ -163,102 +165,6 @@ func sayOnce(ios *cli.IOStreams, prefix string) func(string) {
 		}
 		fmt.Fprintf(ios.ErrOut, "%s%s%s\n", erase, prefix, text.Sanitize(text.OneLine(msg)))
 	}
-}
-
-// ---------------------------------------------------------------- create
-
-type appCreateOptions struct {
-	lifecycle.CreateOptions
-	Output cli.OutputOptions
-}
-
-func newAppCreateCmd(f *cli.Factory) *cobra.Command {
-	o := &appCreateOptions{}
-	cmd := &cobra.Command{
-		Use:         "create NAME",
-		Annotations: argsAre(argNewName),
-		Short:       "Create an app",
-		Long: `Create an app in the namespace. Nothing runs until its first deploy.
-
-Names are lower-case letters, digits and '-', at most 30 characters, so that
-every object derived from them stays valid.`,
-		Example: `  tug app create shop
-  tug app create shop --pool gpu --team payments --description "the web shop"`,
-		Args: cli.ExactArgs("NAME"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Name = args[0]
-			if err := app.ValidateName(o.Name); err != nil {
-				return err
-			}
-			if o.Pool != "" {
-				if err := kube.ValidateLabelValue("pool", o.Pool); err != nil {
-					return inputerr.Wrap(err)
-				}
-				// The app lives in its pool's cluster (see 'tug cluster').
-				if err := routeToPool(f, o.Pool); err != nil {
-					return err
-				}
-			}
-			s, err := appStore(f)
-			if err != nil {
-				return err
-			}
-			a, err := lifecycle.Create(cmd.Context(), s, o.CreateOptions)
-			if err != nil {
-				return err
-			}
-			return o.Output.Print(f.IOStreams, a, func() error {
-				_, err := fmt.Fprintf(f.IOStreams.Out, "app %q created in namespace %q; deploy it from its source folder with '%s app deploy %s --builder IMAGE --repository REPO', or an image with '--image IMAGE'\n", a.Name, a.Namespace, f.CommandName, a.Name)
-				return err
-			})
-		},
-	}
-	cmd.Flags().StringVar(&o.Pool, "pool", "", "Pool whose nodes run the app's units")
-	cmd.Flags().StringVar(&o.Description, "description", "", "What the app is")
-	cmd.Flags().StringVar(&o.Team, "team", "", "Team that owns the app")
-	cli.AddFormatFlag(cmd, &o.Output.Format)
-	return cmd
-}
-
-// ---------------------------------------------------------------- list
-
-func newAppListCmd(f *cli.Factory) *cobra.Command {
-	o := &cli.OutputOptions{}
-	cmd := &cobra.Command{
-		Use:     "list",
-		Aliases: []string{"ls"},
-		Short:   "List the apps in the namespace",
-		Example: `  tug app list
-  tug app list -n staging -o name`,
-		Args: cli.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := appStore(f)
-			if err != nil {
-				return err
-			}
-			apps, err := app.List(cmd.Context(), s)
-			if err != nil {
-				return err
-			}
-			return o.Print(f.IOStreams, apps, func() error {
-				if len(apps) == 0 {
-					fmt.Fprintf(f.IOStreams.ErrOut, "no apps in namespace %q; create one with '%s app create NAME'\n", s.Namespace, f.CommandName)
-					return nil
-				}
-				t := cli.NewTable("name", "release", "units", "image", "age")
-				for _, a := range apps {
-					units := unitsCell(a.Processes)
-					if a.Failed != nil && len(a.Processes) == 0 {
-						units = fmt.Sprintf("none (v%d %s)", a.Failed.Version, a.Failed.Status)
-					}
-					t.AddRow(a.Name, releaseCell(a.Release), units, a.Image, text.Age(a.CreatedAt))
-				}
-				return t.Render(f.IOStreams, o.NoHeaders)
-			})
-		},
-	}
-	cli.AddOutputFlags(cmd, o)
-	return cmd
 }
 
 func releaseCell(v int) string {

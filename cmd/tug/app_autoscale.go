@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 
 	"tug.dev/tug/pkg/app"
@@ -10,13 +12,19 @@ import (
 
 func newAutoscaleCmd(f *cli.Factory) *cobra.Command {
 	cmd := &cobra.Command{Use: "autoscale", Short: "Let a HorizontalPodAutoscaler set a process's units", Args: cli.GroupArgs, RunE: cli.GroupRunE}
-	cmd.AddCommand(newAutoscaleSetCmd(f), newAutoscaleUnsetCmd(f), newAutoscaleListCmd(f))
+	cmd.AddCommand(newAutoscaleSetCmd(f, nil), newAutoscaleUnsetCmd(f, nil), newAutoscaleListCmd(f, nil))
 	return cmd
 }
 
-func newAutoscaleSetCmd(f *cli.Factory) *cobra.Command {
-	o := &app.SetAutoscaleOptions{}
-	r := &rolloutFlags{}
+// autoscaleSetOptions are `tug app autoscale set`.
+type autoscaleSetOptions struct {
+	Changer appChanger
+	Rollout rolloutFlags
+	app.SetAutoscaleOptions
+}
+
+func newAutoscaleSetCmd(f *cli.Factory, runF func(context.Context, *autoscaleSetOptions) error) *cobra.Command {
+	o := &autoscaleSetOptions{}
 	cmd := &cobra.Command{
 		Use:         "set APP -p PROCESS --min N --max N --cpu P%",
 		Annotations: argsAre(argApp),
@@ -31,20 +39,37 @@ process autoscales, 'tug app scale' refuses it and deploys keep its count.`,
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			return reshape(cmd, f, o.App, r, o.Apply)
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
+			return runAutoscaleSet(cmd.Context(), o)
 		},
 	}
+	o.Changer = changerFor(cmd, f)
 	cmd.Flags().StringVarP(&o.Process, "process", "p", "", "Process type (required)")
 	cmd.Flags().Int32Var(&o.Min, "min", 1, "Fewest units")
 	cmd.Flags().Int32Var(&o.Max, "max", 0, "Most units (required)")
 	cmd.Flags().StringVar(&o.CPU, "cpu", "80%", "Target CPU use, as a percentage of the request")
-	r.add(cmd, false)
+	o.Rollout.add(cmd, false)
 	return cmd
 }
 
-func newAutoscaleUnsetCmd(f *cli.Factory) *cobra.Command {
-	var proc string
-	r := &rolloutFlags{}
+func runAutoscaleSet(ctx context.Context, o *autoscaleSetOptions) error {
+	return reshape(ctx, o.Changer, o.App, &o.Rollout, o.Apply)
+}
+
+// autoscaleUnsetOptions are `tug app autoscale unset`.
+type autoscaleUnsetOptions struct {
+	Changer appChanger
+	Rollout rolloutFlags
+	Store   func() (*app.Store, error)
+
+	App     string
+	Process string
+}
+
+func newAutoscaleUnsetCmd(f *cli.Factory, runF func(context.Context, *autoscaleUnsetOptions) error) *cobra.Command {
+	o := &autoscaleUnsetOptions{Store: storeFor(f)}
 	cmd := &cobra.Command{
 		Use:         "unset APP -p PROCESS",
 		Annotations: deleting(argApp),
@@ -52,17 +77,26 @@ func newAutoscaleUnsetCmd(f *cli.Factory) *cobra.Command {
 		Example:     `  tug app autoscale unset shop -p web`,
 		Args:        cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := app.ValidateAppProcess(args[0], proc, true); err != nil {
+			o.App = args[0]
+			if err := app.ValidateAppProcess(o.App, o.Process, true); err != nil {
 				return err
 			}
-			s, err := appStore(f)
-			if err != nil {
-				return err
+			if runF != nil {
+				return runF(cmd.Context(), o)
 			}
-			return reshape(cmd, f, args[0], r, deploy.UnsetAutoscale(cmd.Context(), s.Client, s.Namespace, proc))
+			return runAutoscaleUnset(cmd.Context(), o)
 		},
 	}
-	cmd.Flags().StringVarP(&proc, "process", "p", "", "Process type (required)")
-	r.add(cmd, false)
+	o.Changer = changerFor(cmd, f)
+	cmd.Flags().StringVarP(&o.Process, "process", "p", "", "Process type (required)")
+	o.Rollout.add(cmd, false)
 	return cmd
+}
+
+func runAutoscaleUnset(ctx context.Context, o *autoscaleUnsetOptions) error {
+	s, err := o.Store()
+	if err != nil {
+		return err
+	}
+	return reshape(ctx, o.Changer, o.App, &o.Rollout, deploy.UnsetAutoscale(ctx, s.Client, s.Namespace, o.Process))
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -17,8 +18,17 @@ type autoscaleRow struct {
 	*metrics.AutoscalerStatus
 }
 
-func newAutoscaleListCmd(f *cli.Factory) *cobra.Command {
-	o := &cli.OutputOptions{}
+// autoscaleListOptions are `tug app autoscale list`.
+type autoscaleListOptions struct {
+	IO    *cli.IOStreams
+	Store func() (*app.Store, error)
+
+	App    string
+	Output cli.OutputOptions
+}
+
+func newAutoscaleListCmd(f *cli.Factory, runF func(context.Context, *autoscaleListOptions) error) *cobra.Command {
+	o := &autoscaleListOptions{IO: f.IOStreams, Store: storeFor(f)}
 	cmd := &cobra.Command{
 		Use:         "list APP",
 		Annotations: argsAre(argApp),
@@ -31,32 +41,47 @@ units have no CPU request, ...).`,
 		Example: "  tug app autoscale list shop",
 		Args:    cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, a, err := loadApp(cmd, f, args[0])
-			if err != nil {
+			o.App = args[0]
+			if err := app.ValidateName(o.App); err != nil {
 				return err
 			}
-			st, err := metrics.Autoscalers(cmd.Context(), s.Client, s.Namespace, a.Name)
-			if err != nil {
-				return err
+			if runF != nil {
+				return runF(cmd.Context(), o)
 			}
-			rows := map[string]*autoscaleRow{}
-			for _, p := range a.ProcessNames() {
-				if as := a.Processes[p].Autoscale; as != nil {
-					r := &autoscaleRow{Autoscale: as}
-					if h, ok := st[p]; ok {
-						r.AutoscalerStatus = &h
-					}
-					rows[p] = r
-				} else {
-					rows[p] = nil
-				}
-			}
-			return o.Print(f.IOStreams, rows, func() error { return autoscaleTable(a, rows).Render(f.IOStreams, o.NoHeaders) })
+			return runAutoscaleList(cmd.Context(), o)
 		},
 	}
-	cli.AddOutputFlags(cmd, o)
+	cli.AddOutputFlags(cmd, &o.Output)
 	cli.SetNameKind(cmd, "process")
 	return cmd
+}
+
+func runAutoscaleList(ctx context.Context, o *autoscaleListOptions) error {
+	s, err := o.Store()
+	if err != nil {
+		return err
+	}
+	a, err := s.GetApp(ctx, o.App)
+	if err != nil {
+		return err
+	}
+	st, err := metrics.Autoscalers(ctx, s.Client, s.Namespace, a.Name)
+	if err != nil {
+		return err
+	}
+	rows := map[string]*autoscaleRow{}
+	for _, p := range a.ProcessNames() {
+		if as := a.Processes[p].Autoscale; as != nil {
+			r := &autoscaleRow{Autoscale: as}
+			if h, ok := st[p]; ok {
+				r.AutoscalerStatus = &h
+			}
+			rows[p] = r
+		} else {
+			rows[p] = nil
+		}
+	}
+	return o.Output.Print(o.IO, rows, func() error { return autoscaleTable(a, rows).Render(o.IO, o.Output.NoHeaders) })
 }
 
 func autoscaleTable(a *app.App, rows map[string]*autoscaleRow) *cli.Table {

@@ -18,13 +18,16 @@ import (
 
 // appEventsOptions are `tug app events`'s.
 type appEventsOptions struct {
+	IO    *cli.IOStreams
+	Store func() (*app.Store, error)
+
 	events.Options
 	follow bool
 	out    cli.OutputOptions
 }
 
-func newAppEventsCmd(f *cli.Factory) *cobra.Command {
-	o := &appEventsOptions{}
+func newAppEventsCmd(f *cli.Factory, runF func(context.Context, *appEventsOptions) error) *cobra.Command {
+	o := &appEventsOptions{IO: f.IOStreams, Store: storeFor(f)}
 	cmd := &cobra.Command{
 		Use:         "events APP",
 		Annotations: argsAre(argApp),
@@ -52,19 +55,14 @@ server's --event-ttl) and a unit only its containers' last exit.
 			if o.follow && o.out.Format != "" && o.out.Format != cli.OutputTable && o.out.Format != cli.OutputJSON {
 				return inputerr.Errorf("-f prints a table or JSON lines (-o json), not %s", o.out.Format)
 			}
-			s, err := namedAppStore(f, args[0])
-			if err != nil {
+			o.App = args[0]
+			if err := app.ValidateName(o.App); err != nil {
 				return err
 			}
-			// The app and the apps named like its objects (shop-web's
-			// units would pass for shop's web), in one LIST.
-			a, apps, err := s.GetAppAndList(cmd.Context(), args[0])
-			if err != nil {
-				return err
+			if runF != nil {
+				return runF(cmd.Context(), o)
 			}
-			o.App, o.Processes = a.Name, a.ProcessNames()
-			o.Others = events.OthersLike(a.Name, apps)
-			return runAppEvents(cmd.Context(), f, s, o)
+			return runAppEvents(cmd.Context(), o)
 		},
 	}
 	cmd.Flags().BoolVarP(&o.follow, "follow", "f", false, "Keep printing new events")
@@ -73,7 +71,19 @@ server's --event-ttl) and a unit only its containers' last exit.
 	return cmd
 }
 
-func runAppEvents(ctx context.Context, f *cli.Factory, s *app.Store, o *appEventsOptions) error {
+func runAppEvents(ctx context.Context, o *appEventsOptions) error {
+	s, err := o.Store()
+	if err != nil {
+		return err
+	}
+	// The app and the apps named like its objects (shop-web's units
+	// would pass for shop's web), in one LIST.
+	a, apps, err := s.GetAppAndList(ctx, o.App)
+	if err != nil {
+		return err
+	}
+	o.App, o.Processes = a.Name, a.ProcessNames()
+	o.Others = events.OthersLike(a.Name, apps)
 	releases, err := s.ListReleases(ctx, o.App)
 	if err != nil {
 		return err
@@ -82,7 +92,7 @@ func runAppEvents(ctx context.Context, f *cli.Factory, s *app.Store, o *appEvent
 	if err != nil {
 		return err
 	}
-	ios := f.IOStreams
+	ios := o.IO
 	if !o.follow {
 		return o.out.Print(ios, evs, func() error {
 			if len(evs) == 0 {

@@ -40,7 +40,7 @@ func TestAppEventsReadsTheAppsOnce(t *testing.T) {
 	}
 }
 
-// A missing app is the error loadApp gives, hinted and routed as before.
+// A missing app is the error every app command gives, hinted and routed.
 func TestAppEventsNotFound(t *testing.T) {
 	p := newPrinterFixture(t)
 	p.mustCreateApp(t, &app.App{Name: "shop"})
@@ -69,5 +69,33 @@ func TestAppEventsNotFound(t *testing.T) {
 	want = "error: app \"nope\" not found in namespace \"ns-prod\"; see 'tug app list'; searched clusters: prod (namespace \"ns-prod\"); unreachable, so not searched: gpu (cannot reach the cluster at https://127.0.0.1:1: connection refused; check --context or KUBECONFIG)\n"
 	if r.code != 1 || r.stderr != want {
 		t.Errorf("routed, a cluster silent: exit %d, stderr %q; want 1, %q", r.code, r.stderr, want)
+	}
+}
+
+func TestNewAppEventsCmd(t *testing.T) {
+	tests := []struct {
+		name    string
+		argv    []string
+		follow  bool
+		since   time.Duration
+		wantErr string
+	}{
+		{name: "all", argv: []string{"shop"}},
+		{name: "follow since", argv: []string{"shop", "-f", "--since", "10m", "-o", "json"}, follow: true, since: 10 * time.Minute},
+		{name: "negative since", argv: []string{"shop", "--since", "-1m"}, wantErr: "--since must be positive"},
+		{name: "follow yaml", argv: []string{"shop", "-f", "-o", "yaml"}, wantErr: "-f prints a table or JSON lines"},
+		{name: "bad app", argv: []string{"Bad_Name"}, wantErr: `invalid app name "Bad_Name"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o, err := parseCmd(t, newAppEventsCmd, tt.argv...)
+			if tt.wantErr != "" {
+				wantParseError(t, o, err, tt.wantErr)
+				return
+			}
+			if err != nil || o == nil || o.App != "shop" || o.follow != tt.follow || o.Since != tt.since {
+				t.Fatalf("error %v, options %+v", err, o)
+			}
+		})
 	}
 }

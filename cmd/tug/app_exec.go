@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 
 	"tug.dev/tug/pkg/app"
@@ -9,8 +11,15 @@ import (
 	"tug.dev/tug/pkg/session"
 )
 
-func newAppExecCmd(f *cli.Factory) *cobra.Command {
-	o := &session.ExecOptions{}
+// appExecOptions are `tug app exec`.
+type appExecOptions struct {
+	Session func(context.Context) (session.Deps, error)
+
+	session.ExecOptions
+}
+
+func newAppExecCmd(f *cli.Factory, runF func(context.Context, *appExecOptions) error) *cobra.Command {
+	o := &appExecOptions{Session: sessionFor(f)}
 	cmd := &cobra.Command{
 		Use:         "exec APP -- COMMAND [ARGS...]",
 		Annotations: argsAre(argApp, argCommandLine),
@@ -53,11 +62,10 @@ Every run records a Kubernetes Event on each unit naming you and the command.`,
 			if o.All && (o.Stdin || o.TTY) {
 				return inputerr.Errorf("-i and -t work with one unit only, not with --all")
 			}
-			d, err := execDeps(cmd, f)
-			if err != nil {
-				return err
+			if runF != nil {
+				return runF(cmd.Context(), o)
 			}
-			return session.Exec(cmd.Context(), d, *o)
+			return runAppExec(cmd.Context(), o)
 		},
 	}
 	commandFlagErrors(cmd)
@@ -68,4 +76,12 @@ Every run records a Kubernetes Event on each unit naming you and the command.`,
 	fl.BoolVarP(&o.Stdin, "stdin", "i", false, "Pass stdin to the command (one unit only)")
 	fl.BoolVarP(&o.TTY, "tty", "t", false, "Give the command a terminal (one unit only)")
 	return cmd
+}
+
+func runAppExec(ctx context.Context, o *appExecOptions) error {
+	d, err := o.Session(ctx)
+	if err != nil {
+		return err
+	}
+	return session.Exec(ctx, d, o.ExecOptions)
 }

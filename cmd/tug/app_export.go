@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -10,9 +11,20 @@ import (
 	"tug.dev/tug/pkg/lifecycle"
 )
 
-func newAppExportCmd(f *cli.Factory) *cobra.Command {
-	var includeConfig, asManifest bool
-	format := cli.OutputYAML
+// appExportOptions are `tug app export`.
+type appExportOptions struct {
+	IO    *cli.IOStreams
+	Store func() (*app.Store, error)
+
+	App           string
+	IncludeConfig bool
+	AsManifest    bool
+	// Format table, the default, prints YAML as yaml does.
+	Format cli.OutputFormat
+}
+
+func newAppExportCmd(f *cli.Factory, runF func(context.Context, *appExportOptions) error) *cobra.Command {
+	o := &appExportOptions{IO: f.IOStreams, Store: storeFor(f)}
 	cmd := &cobra.Command{
 		Use:         "export APP",
 		Annotations: argsAre(argApp),
@@ -33,37 +45,46 @@ app deploy APP --image IMAGE' with that file beside it changes none of them
   tug app export shop --manifest > tug.yaml`,
 		Args: cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := app.ValidateName(args[0]); err != nil {
+			o.App = args[0]
+			if err := app.ValidateName(o.App); err != nil {
 				return err
 			}
-			s, err := appStore(f)
-			if err != nil {
-				return err
+			if runF != nil {
+				return runF(cmd.Context(), o)
 			}
-			if asManifest {
-				return exportManifest(cmd, f, s, args[0], includeConfig)
-			}
-			objs, err := lifecycle.Export(cmd.Context(), s, args[0], includeConfig)
-			if err != nil {
-				return err
-			}
-			if format != cli.OutputYAML && format != cli.OutputTable {
-				list := map[string]any{"apiVersion": "v1", "kind": "List", "items": objs}
-				return cli.OutputOptions{Format: format}.Print(f.IOStreams, list, nil)
-			}
-			for i, o := range objs {
-				if i > 0 {
-					fmt.Fprintln(f.IOStreams.Out, "---")
-				}
-				if err := cli.WriteYAML(f.IOStreams, o); err != nil {
-					return err
-				}
-			}
-			return nil
+			return runAppExport(cmd.Context(), o)
 		},
 	}
-	cmd.Flags().BoolVar(&includeConfig, "include-config", false, "Include the config Secret, with its values")
-	cmd.Flags().BoolVar(&asManifest, "manifest", false, "Print the app's settings as a tug.yaml instead (docs/manifest.md)")
-	cli.AddFormatFlag(cmd, &format)
+	cmd.Flags().BoolVar(&o.IncludeConfig, "include-config", false, "Include the config Secret, with its values")
+	cmd.Flags().BoolVar(&o.AsManifest, "manifest", false, "Print the app's settings as a tug.yaml instead (docs/manifest.md)")
+	cli.AddFormatFlag(cmd, &o.Format)
 	return cmd
+}
+
+func runAppExport(ctx context.Context, o *appExportOptions) error {
+	s, err := o.Store()
+	if err != nil {
+		return err
+	}
+	if o.AsManifest {
+		// --include-config is refused there, once the kubeconfig is read
+		return exportManifest(ctx, o.IO, s, o.App, o.IncludeConfig)
+	}
+	objs, err := lifecycle.Export(ctx, s, o.App, o.IncludeConfig)
+	if err != nil {
+		return err
+	}
+	if o.Format != cli.OutputYAML && o.Format != cli.OutputTable {
+		list := map[string]any{"apiVersion": "v1", "kind": "List", "items": objs}
+		return cli.OutputOptions{Format: o.Format}.Print(o.IO, list, nil)
+	}
+	for i, obj := range objs {
+		if i > 0 {
+			fmt.Fprintln(o.IO.Out, "---")
+		}
+		if err := cli.WriteYAML(o.IO, obj); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -11,7 +12,7 @@ import (
 
 func newHealthcheckCmd(f *cli.Factory) *cobra.Command {
 	cmd := &cobra.Command{Use: "healthcheck", Short: "Set, unset and list a process's readiness, liveness and startup checks", Args: cli.GroupArgs, RunE: cli.GroupRunE}
-	cmd.AddCommand(newHealthcheckSetCmd(f), newHealthcheckUnsetCmd(f), newSettingsListCmd(f, "list APP", "List each process's checks", "  tug app healthcheck list shop", func(a *app.App, rel *app.Release) any {
+	cmd.AddCommand(newHealthcheckSetCmd(f, nil), newHealthcheckUnsetCmd(f, nil), newSettingsListCmd(f, nil, "list APP", "List each process's checks", "  tug app healthcheck list shop", func(a *app.App, rel *app.Release) any {
 		out := map[string]app.Healthcheck{}
 		for _, p := range a.ProcessNames() {
 			out[p] = rel.Healthchecks[p]
@@ -39,9 +40,15 @@ func healthcheckTable(a *app.App, rel *app.Release) *cli.Table {
 	return t
 }
 
-func newHealthcheckSetCmd(f *cli.Factory) *cobra.Command {
-	o := &app.SetHealthcheckOptions{}
-	r := &rolloutFlags{}
+// healthcheckSetOptions are `tug app healthcheck set`.
+type healthcheckSetOptions struct {
+	Changer appChanger
+	Rollout rolloutFlags
+	app.SetHealthcheckOptions
+}
+
+func newHealthcheckSetCmd(f *cli.Factory, runF func(context.Context, *healthcheckSetOptions) error) *cobra.Command {
+	o := &healthcheckSetOptions{}
 	cmd := &cobra.Command{
 		Use:         "set APP -p PROCESS [--readiness SPEC] [--liveness SPEC] [--startup SPEC]",
 		Annotations: argsAre(argApp),
@@ -57,9 +64,13 @@ answer 2xx or 3xx), tcp:PORT (a connection must open) or exec:COMMAND (must exit
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			return settingsRoll(cmd, f, o.App, app.KindHealthcheck, "healthcheck of "+o.Process, r, o.Apply)
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
+			return runHealthcheckSet(cmd.Context(), o)
 		},
 	}
+	o.Changer = changerFor(cmd, f)
 	h := &o.Healthcheck
 	cmd.Flags().StringVarP(&o.Process, "process", "p", "", "Process type (required)")
 	cmd.Flags().StringVar(&h.Readiness, "readiness", "", "When a unit may receive traffic")
@@ -69,13 +80,23 @@ answer 2xx or 3xx), tcp:PORT (a connection must open) or exec:COMMAND (must exit
 	cmd.Flags().Int32Var(&h.Period, "period", 0, fmt.Sprintf("Seconds between checks (default %d)", app.DefaultProbePeriod))
 	cmd.Flags().Int32Var(&h.Timeout, "timeout-seconds", 0, fmt.Sprintf("Seconds a check may take (default %d)", app.DefaultProbeTimeout))
 	cmd.Flags().Int32Var(&h.FailureThreshold, "failure-threshold", 0, fmt.Sprintf("Failures in a row that count (default %d)", app.DefaultProbeFailureThreshold))
-	r.add(cmd, true)
+	o.Rollout.add(cmd, true)
 	return cmd
 }
 
-func newHealthcheckUnsetCmd(f *cli.Factory) *cobra.Command {
-	o := &app.UnsetHealthcheckOptions{}
-	r := &rolloutFlags{}
+func runHealthcheckSet(ctx context.Context, o *healthcheckSetOptions) error {
+	return settingsRoll(ctx, o.Changer, o.App, app.KindHealthcheck, "healthcheck of "+o.Process, &o.Rollout, o.Apply)
+}
+
+// healthcheckUnsetOptions are `tug app healthcheck unset`.
+type healthcheckUnsetOptions struct {
+	Changer appChanger
+	Rollout rolloutFlags
+	app.UnsetHealthcheckOptions
+}
+
+func newHealthcheckUnsetCmd(f *cli.Factory, runF func(context.Context, *healthcheckUnsetOptions) error) *cobra.Command {
+	o := &healthcheckUnsetOptions{}
 	cmd := &cobra.Command{
 		Use:         "unset APP -p PROCESS",
 		Annotations: deleting(argApp),
@@ -87,10 +108,18 @@ func newHealthcheckUnsetCmd(f *cli.Factory) *cobra.Command {
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			return settingsRoll(cmd, f, o.App, app.KindHealthcheck, "healthcheck of "+o.Process+" removed", r, o.Apply)
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
+			return runHealthcheckUnset(cmd.Context(), o)
 		},
 	}
+	o.Changer = changerFor(cmd, f)
 	cmd.Flags().StringVarP(&o.Process, "process", "p", "", "Process type (required)")
-	r.add(cmd, true)
+	o.Rollout.add(cmd, true)
 	return cmd
+}
+
+func runHealthcheckUnset(ctx context.Context, o *healthcheckUnsetOptions) error {
+	return settingsRoll(ctx, o.Changer, o.App, app.KindHealthcheck, "healthcheck of "+o.Process+" removed", &o.Rollout, o.Apply)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -12,8 +13,17 @@ import (
 	"tug.dev/tug/pkg/text"
 )
 
-func newAppInfoCmd(f *cli.Factory) *cobra.Command {
-	o := &cli.OutputOptions{}
+// appInfoOptions are `tug app info`.
+type appInfoOptions struct {
+	IO    *cli.IOStreams
+	Store func() (*app.Store, error)
+
+	App    string
+	Output cli.OutputOptions
+}
+
+func newAppInfoCmd(f *cli.Factory, runF func(context.Context, *appInfoOptions) error) *cobra.Command {
+	o := &appInfoOptions{IO: f.IOStreams, Store: storeFor(f)}
 	cmd := &cobra.Command{
 		Use:         "info APP",
 		Annotations: argsAre(argApp),
@@ -22,24 +32,32 @@ func newAppInfoCmd(f *cli.Factory) *cobra.Command {
   tug app info shop -o json`,
 		Args: cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := app.ValidateName(args[0]); err != nil {
+			o.App = args[0]
+			if err := app.ValidateName(o.App); err != nil {
 				return err
 			}
-			s, err := appStore(f)
-			if err != nil {
-				return err
+			if runF != nil {
+				return runF(cmd.Context(), o)
 			}
-			usage := startAppUsage(cmd.Context(), s, args[0])
-			defer usage.stop()
-			info, err := app.GetInfo(cmd.Context(), s, args[0])
-			if err != nil {
-				return err
-			}
-			return o.Print(f.IOStreams, usage.with(info), func() error { return usage.print(f.IOStreams, info, printAppInfo) })
+			return runAppInfo(cmd.Context(), o)
 		},
 	}
-	cli.AddFormatFlag(cmd, &o.Format)
+	cli.AddFormatFlag(cmd, &o.Output.Format)
 	return cmd
+}
+
+func runAppInfo(ctx context.Context, o *appInfoOptions) error {
+	s, err := o.Store()
+	if err != nil {
+		return err
+	}
+	usage := startAppUsage(ctx, s, o.App)
+	defer usage.stop()
+	info, err := app.GetInfo(ctx, s, o.App)
+	if err != nil {
+		return err
+	}
+	return o.Output.Print(o.IO, usage.with(info), func() error { return usage.print(o.IO, info, printAppInfo) })
 }
 
 func printAppInfo(ios *cli.IOStreams, in *app.Info) error {

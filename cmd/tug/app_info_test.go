@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -29,5 +30,35 @@ func TestPrintAppInfoSanitizes(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q:\n%s", want, got)
 		}
+	}
+}
+
+func TestNewAppInfoCmd(t *testing.T) {
+	o, err := parseCmd(t, newAppInfoCmd, "shop", "-o", "yaml")
+	if err != nil || o == nil || o.App != "shop" || o.Output.Format != cli.OutputYAML {
+		t.Fatalf("error %v, options %+v", err, o)
+	}
+	o, err = parseCmd(t, newAppInfoCmd, "shop", "--no-headers")
+	wantParseError(t, o, err, "unknown flag: --no-headers")
+	o, err = parseCmd(t, newAppInfoCmd, "shop_1")
+	wantParseError(t, o, err, `invalid app name "shop_1"`)
+}
+
+func TestRunAppInfo(t *testing.T) {
+	p := newPrinterFixture(t)
+	p.mustCreateApp(t, &app.App{Name: "shop", Team: "payments"})
+	ios, _, out, _ := cli.TestIOStreams()
+	o := &appInfoOptions{IO: ios, Store: fixtureStore(p), App: "shop", Output: cli.OutputOptions{Format: cli.OutputTable}}
+	if err := runAppInfo(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"App:        shop\n", "Team:       payments\n", "No processes yet: deploy an image."} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("info lacks %q:\n%s", want, out)
+		}
+	}
+	o.App = "blog"
+	if err := runAppInfo(context.Background(), o); !app.IsNotFound(err) {
+		t.Errorf("a missing app: %v", err)
 	}
 }

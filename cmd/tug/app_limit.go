@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 
 	"tug.dev/tug/pkg/app"
@@ -9,7 +11,7 @@ import (
 
 func newLimitCmd(f *cli.Factory) *cobra.Command {
 	cmd := &cobra.Command{Use: "limit", Short: "Set, unset and list a process's CPU and memory", Args: cli.GroupArgs, RunE: cli.GroupRunE}
-	cmd.AddCommand(newLimitSetCmd(f), newLimitUnsetCmd(f), newSettingsListCmd(f, "list APP", "List each process's limits and requests", "  tug app limit list shop", func(a *app.App, rel *app.Release) any {
+	cmd.AddCommand(newLimitSetCmd(f, nil), newLimitUnsetCmd(f, nil), newSettingsListCmd(f, nil, "list APP", "List each process's limits and requests", "  tug app limit list shop", func(a *app.App, rel *app.Release) any {
 		out := map[string]app.Limits{}
 		for _, p := range a.ProcessNames() {
 			out[p] = rel.Limits[p]
@@ -26,9 +28,15 @@ func newLimitCmd(f *cli.Factory) *cobra.Command {
 	return cmd
 }
 
-func newLimitSetCmd(f *cli.Factory) *cobra.Command {
-	o := &app.SetLimitsOptions{}
-	r := &rolloutFlags{}
+// limitSetOptions are `tug app limit set`.
+type limitSetOptions struct {
+	Changer appChanger
+	Rollout rolloutFlags
+	app.SetLimitsOptions
+}
+
+func newLimitSetCmd(f *cli.Factory, runF func(context.Context, *limitSetOptions) error) *cobra.Command {
+	o := &limitSetOptions{}
 	cmd := &cobra.Command{
 		Use:         "set APP -p PROCESS [--cpu Q] [--memory Q] [--cpu-request Q] [--memory-request Q]",
 		Annotations: argsAre(argApp),
@@ -40,21 +48,35 @@ func newLimitSetCmd(f *cli.Factory) *cobra.Command {
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			return settingsRoll(cmd, f, o.App, app.KindLimits, "limits of "+o.Process, r, o.Apply)
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
+			return runLimitSet(cmd.Context(), o)
 		},
 	}
+	o.Changer = changerFor(cmd, f)
 	cmd.Flags().StringVarP(&o.Process, "process", "p", "", "Process type (required)")
 	cmd.Flags().StringVar(&o.Limits.CPU, "cpu", "", "CPU limit, e.g. 500m or 1")
 	cmd.Flags().StringVar(&o.Limits.Memory, "memory", "", "Memory limit, e.g. 256Mi")
 	cmd.Flags().StringVar(&o.Limits.CPURequest, "cpu-request", "", "CPU the scheduler reserves")
 	cmd.Flags().StringVar(&o.Limits.MemoryRequest, "memory-request", "", "Memory the scheduler reserves")
-	r.add(cmd, true)
+	o.Rollout.add(cmd, true)
 	return cmd
 }
 
-func newLimitUnsetCmd(f *cli.Factory) *cobra.Command {
-	o := &app.UnsetLimitsOptions{}
-	r := &rolloutFlags{}
+func runLimitSet(ctx context.Context, o *limitSetOptions) error {
+	return settingsRoll(ctx, o.Changer, o.App, app.KindLimits, "limits of "+o.Process, &o.Rollout, o.Apply)
+}
+
+// limitUnsetOptions are `tug app limit unset`.
+type limitUnsetOptions struct {
+	Changer appChanger
+	Rollout rolloutFlags
+	app.UnsetLimitsOptions
+}
+
+func newLimitUnsetCmd(f *cli.Factory, runF func(context.Context, *limitUnsetOptions) error) *cobra.Command {
+	o := &limitUnsetOptions{}
 	cmd := &cobra.Command{
 		Use:         "unset APP -p PROCESS [--cpu] [--memory]",
 		Annotations: deleting(argApp),
@@ -67,12 +89,20 @@ func newLimitUnsetCmd(f *cli.Factory) *cobra.Command {
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			return settingsRoll(cmd, f, o.App, app.KindLimits, "limits of "+o.Process+" removed", r, o.Apply)
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
+			return runLimitUnset(cmd.Context(), o)
 		},
 	}
+	o.Changer = changerFor(cmd, f)
 	cmd.Flags().StringVarP(&o.Process, "process", "p", "", "Process type (required)")
 	cmd.Flags().BoolVar(&o.CPU, "cpu", false, "Remove the CPU limit and request")
 	cmd.Flags().BoolVar(&o.Memory, "memory", false, "Remove the memory limit and request")
-	r.add(cmd, true)
+	o.Rollout.add(cmd, true)
 	return cmd
+}
+
+func runLimitUnset(ctx context.Context, o *limitUnsetOptions) error {
+	return settingsRoll(ctx, o.Changer, o.App, app.KindLimits, "limits of "+o.Process+" removed", &o.Rollout, o.Apply)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -9,6 +10,7 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/cluster"
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/kube"
@@ -19,10 +21,32 @@ import (
 // `tug app pool` chooses the node pool an app runs on (node pools
 // themselves are pool.go).
 
-func newPoolSetCmd(f *cli.Factory) *cobra.Command {
+func newAppPoolCmd(f *cli.Factory) *cobra.Command {
 	cmd := &cobra.Command{Use: "pool", Short: "Choose the pool of nodes an app runs on", Args: cli.GroupArgs, RunE: cli.GroupRunE}
-	r := &rolloutFlags{}
-	var adopt bool
+	cmd.AddCommand(newPoolSetCmd(f, nil))
+	return cmd
+}
+
+// poolSetOptions are `tug app pool set`.
+type poolSetOptions struct {
+	Changer appChanger
+	Rollout rolloutFlags
+	// Clusters is tug's cluster map (loadClusters).
+	Clusters func() (*cluster.Config, error)
+	// Here is the kubeconfig context the command runs in, as the pool's
+	// cluster is decided against it.
+	Here func(cfg *cluster.Config, pool string) (string, error)
+	// Connect makes the deploy dependencies in a context ("" for the
+	// command's own).
+	Connect func(ctx context.Context, kubeContext string) (deploy.Deps, error)
+
+	App   string
+	Pool  string
+	Adopt bool
+}
+
+func newPoolSetCmd(f *cli.Factory, runF func(context.Context, *poolSetOptions) error) *cobra.Command {
+	o := &poolSetOptions{Clusters: loadClusters, Here: poolSetContext(f)}
 	set := &cobra.Command{
 		Use:         "set APP POOL",
 		Annotations: argsAre(argApp, argPool),
@@ -64,64 +88,80 @@ the app does not move, and a POOL that tug's map puts in another cluster than
 that server's is refused.`,
 		Args: cli.ExactArgs("APP", "POOL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := app.ValidateName(args[0]); err != nil {
+			o.App, o.Pool = args[0], args[1]
+			if err := app.ValidateName(o.App); err != nil {
 				return err
 			}
-			if err := kube.ValidateLabelValue("pool", args[1]); err != nil {
+			if err := kube.ValidateLabelValue("pool", o.Pool); err != nil {
 				return inputerr.Wrap(err)
 			}
-			if err := r.validate(); err != nil {
+			if err := o.Rollout.validate(); err != nil {
 				return err
 			}
-			return poolSet(cmd, f, args[0], args[1], r, adopt)
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
+			return runPoolSet(cmd.Context(), o)
 		},
 	}
-	r.add(set, true)
-	r.addDryRun(set, "Say what would change (and whether the app would move to another cluster); change nothing")
-	set.Flags().BoolVar(&adopt, "adopt", false, "Make the new copy of a move whose old copy is gone the app (only if its rollout had completed)")
-	cmd.AddCommand(set)
-	return cmd
-}
-
-// poolSet changes an app's pool where it is, or moves it to the pool's
-// cluster (move.PoolSet decides and does it, but for a rollout in place).
-// f already points at the cluster that holds the app (route.go). One
-// progress reporter serves every step, and every way out ends it.
-func poolSet(cmd *cobra.Command, f *cli.Factory, name, pool string, r *rolloutFlags, adopt bool) error {
-	cfg, err := loadClusters()
-	if err != nil {
-		return err
-	}
-	var here string
-	if f.ConfigFlags.PinsCluster() {
-		// Not routed (route.go): the connection is the command line's own,
-		// not a context's. The pool decides only against it: in place when
-		// the pool's cluster is that server's (or no cluster's), else
-		// refused; it never moves the app (nor settles a move).
-		here, err = pinnedPoolContext(f, cfg, pool)
-	} else {
-		here, err = f.ContextName()
-	}
-	if err != nil {
-		return err
-	}
-	loc := routedLocation(cmd)
-	req := move.PoolSetRequest{App: name, Pool: pool, Here: here, Config: cfg, Loc: loc,
-		Adopt: adopt, DryRun: r.DryRun, NoWait: r.NoWait, NoRollback: r.NoRollback}
-	p := f.Progress()
-	connect := func(kubeContext string) (deploy.Deps, error) {
+	o.Changer = changerFor(set, f)
+	o.Connect = func(ctx context.Context, kubeContext string) (deploy.Deps, error) {
 		g := f
 		if kubeContext != "" {
 			g = f.ForContext(kubeContext)
 		}
-		d, err := deployDeps(cmd, g)
+		return deployDeps(ctx, g, set.Flags())
+	}
+	o.Rollout.add(set, true)
+	o.Rollout.addDryRun(set, "Say what would change (and whether the app would move to another cluster); change nothing")
+	set.Flags().BoolVar(&o.Adopt, "adopt", false, "Make the new copy of a move whose old copy is gone the app (only if its rollout had completed)")
+	return set
+}
+
+// poolSetContext is the context pool set decides the pool's cluster
+// against.
+func poolSetContext(f *cli.Factory) func(cfg *cluster.Config, pool string) (string, error) {
+	return func(cfg *cluster.Config, pool string) (string, error) {
+		if f.ConfigFlags.PinsCluster() {
+			// Not routed (route.go): the connection is the command line's
+			// own, not a context's. The pool decides only against it: in
+			// place when the pool's cluster is that server's (or no
+			// cluster's), else refused; it never moves the app (nor
+			// settles a move).
+			return pinnedPoolContext(f, cfg, pool)
+		}
+		return f.ContextName()
+	}
+}
+
+// runPoolSet changes an app's pool where it is, or moves it to the pool's
+// cluster (move.PoolSet decides and does it, but for a rollout in place).
+// The options' connections already point at the cluster that holds the app
+// (route.go). One progress reporter serves every step, and every way out
+// ends it.
+func runPoolSet(ctx context.Context, o *poolSetOptions) error {
+	name, pool, r, ios := o.App, o.Pool, &o.Rollout, o.Changer.IO
+	cfg, err := o.Clusters()
+	if err != nil {
+		return err
+	}
+	here, err := o.Here(cfg, pool)
+	if err != nil {
+		return err
+	}
+	loc := routedLocation(ctx)
+	req := move.PoolSetRequest{App: name, Pool: pool, Here: here, Config: cfg, Loc: loc,
+		Adopt: o.Adopt, DryRun: r.DryRun, NoWait: r.NoWait, NoRollback: r.NoRollback}
+	p := o.Changer.Progress()
+	connect := func(kubeContext string) (deploy.Deps, error) {
+		d, err := o.Connect(ctx, kubeContext)
 		d.Progress = p
 		return d, err
 	}
 	start := time.Now()
-	out, err := move.PoolSet(cmd.Context(), req, connect, move.Options{Timeout: r.Timeout})
+	out, err := move.PoolSet(ctx, req, connect, move.Options{Timeout: r.Timeout})
 	if out != nil && out.Moving {
-		return printMove(f, p, r, name, out.Plan.Target.Name, out.Moved, err)
+		return printMove(ios, p, r, name, out.Plan.Target.Name, out.Moved, err)
 	}
 	if err != nil {
 		if out != nil {
@@ -141,7 +181,7 @@ func poolSet(cmd *cobra.Command, f *cli.Factory, name, pool string, r *rolloutFl
 			res.From = move.End{Cluster: out.Plan.Old[0].Name, Namespace: out.Plan.Old[0].Namespace}
 		}
 		res.DurationMS = time.Since(start).Milliseconds()
-		return cli.OutputOptions{Format: r.Output}.Print(f.IOStreams, res, nil)
+		return cli.OutputOptions{Format: r.Output}.Print(ios, res, nil)
 	case out.Finished:
 		p.Done(fmt.Sprintf("the move of %s to cluster %q is finished", name, loc.Name))
 	case out.Abandoned && !out.Rollout:
@@ -149,25 +189,25 @@ func poolSet(cmd *cobra.Command, f *cli.Factory, name, pool string, r *rolloutFl
 		if r.Output == cli.OutputTable || out.Result == nil {
 			return nil
 		}
-		return cli.OutputOptions{Format: r.Output}.Print(f.IOStreams, out.Result, nil)
+		return cli.OutputOptions{Format: r.Output}.Print(ios, out.Result, nil)
 	case out.Abandoned:
 		p.Done(fmt.Sprintf("gave up the unfinished move of %s", name))
 	case out.Reclaimed:
 		p.Done(fmt.Sprintf("the copy of %s in cluster %q is the app again; rolling its release out again", name, loc.Name))
 	}
-	return roll(cmd, f, name, deploy.SettingsChange(app.KindPool, "pool "+pool, func(_ *app.App, rel *app.Release) error {
+	return roll(ctx, o.Changer, name, deploy.SettingsChange(app.KindPool, "pool "+pool, func(_ *app.App, rel *app.Release) error {
 		rel.Pool = pool
 		return nil
 	}), r.options(), r.Output, rollVerb{app.KindPool + " changed", "changing the " + app.KindPool + " of"})
 }
 
 // printMove reports a move (or its dry run) and returns its error.
-func printMove(f *cli.Factory, p progress.Reporter, r *rolloutFlags, name, target string, res *move.Result, err error) error {
+func printMove(ios *cli.IOStreams, p progress.Reporter, r *rolloutFlags, name, target string, res *move.Result, err error) error {
 	if err != nil && res != nil && res.Status == "moved" {
 		// moved, but something of the old copy is left to report (stuck units)
 		p.Done(fmt.Sprintf("moved %s to cluster %q: %s", name, target, movedRuns(res)))
 		if r.Output != cli.OutputTable {
-			if perr := (cli.OutputOptions{Format: r.Output}).Print(f.IOStreams, res, nil); perr != nil {
+			if perr := (cli.OutputOptions{Format: r.Output}).Print(ios, res, nil); perr != nil {
 				return perr
 			}
 		}
@@ -180,10 +220,10 @@ func printMove(f *cli.Factory, p progress.Reporter, r *rolloutFlags, name, targe
 			// the diagnosis only: the failed release went with the copy
 			diag := *failed.Result
 			diag.Status, diag.RolledBackTo = "", 0
-			printFailure(f.IOStreams, &diag)
+			printFailure(ios, &diag)
 		}
 		if res != nil && r.Output != cli.OutputTable {
-			if perr := (cli.OutputOptions{Format: r.Output}).Print(f.IOStreams, res, nil); perr != nil {
+			if perr := (cli.OutputOptions{Format: r.Output}).Print(ios, res, nil); perr != nil {
 				return perr
 			}
 		}
@@ -199,11 +239,11 @@ func printMove(f *cli.Factory, p progress.Reporter, r *rolloutFlags, name, targe
 		p.Done(fmt.Sprintf("moved %s from cluster %q (namespace %s) to cluster %q (namespace %s)%s: %s in %.1fs",
 			name, res.From.Cluster, res.From.Namespace, res.To.Cluster, res.To.Namespace, gaveUp, movedRuns(res), float64(res.DurationMS)/1000))
 	}
-	return cli.OutputOptions{Format: r.Output}.Print(f.IOStreams, res, func() error {
+	return cli.OutputOptions{Format: r.Output}.Print(ios, res, func() error {
 		if res.Status == "dry-run" {
-			fmt.Fprintf(f.IOStreams.Out, "dry run: app %s would move from cluster %q to cluster %q:\n", name, res.From.Cluster, res.To.Cluster)
+			fmt.Fprintf(ios.Out, "dry run: app %s would move from cluster %q to cluster %q:\n", name, res.From.Cluster, res.To.Cluster)
 			for i, line := range res.Plan {
-				fmt.Fprintf(f.IOStreams.Out, "  %d. %s\n", i+1, line)
+				fmt.Fprintf(ios.Out, "  %d. %s\n", i+1, line)
 			}
 		}
 		return nil

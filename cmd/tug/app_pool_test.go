@@ -1,10 +1,15 @@
 package main
 
 import (
+	"context"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/cluster"
+	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/move"
 )
 
@@ -43,5 +48,47 @@ func TestMovedRuns(t *testing.T) {
 	}
 	if got := movedRuns(&move.Result{Pool: "pa", Release: 3}); got != "v3 runs on pool pa" {
 		t.Errorf("deployed app: %q", got)
+	}
+}
+
+func TestNewPoolSetCmd(t *testing.T) {
+	o, err := parseCmd(t, newPoolSetCmd, "shop", "gpu", "--dry-run", "--adopt")
+	if err != nil || o == nil || o.App != "shop" || o.Pool != "gpu" || !o.Adopt || !o.Rollout.DryRun {
+		t.Fatalf("error %v, options %+v", err, o)
+	}
+	for _, c := range []struct {
+		argv []string
+		want string
+	}{
+		{[]string{"shop", "gpu pool"}, "gpu pool"},
+		{[]string{"shop"}, "missing POOL"},
+		{[]string{"shop", "gpu", "--dry-run", "--no-wait"}, "--dry-run and --no-wait"},
+		{[]string{"Shop", "gpu"}, `"Shop"`},
+	} {
+		o, err := parseCmd(t, newPoolSetCmd, c.argv...)
+		wantParseError(t, o, err, c.want)
+	}
+}
+
+// With no cluster map, pool set is a release of kind pool in place.
+func TestRunPoolSetInPlace(t *testing.T) {
+	p := phaseFixture(t, 0)
+	ctx := context.Background()
+	ios, _, _, errOut := cli.TestIOStreams()
+	ch := fixtureChanger(p, ios)
+	o := &poolSetOptions{Changer: ch, Rollout: rolloutFlags{NoWait: true, Output: cli.OutputTable}, App: "shop", Pool: "gpu",
+		Clusters: func() (*cluster.Config, error) { return &cluster.Config{}, nil },
+		Here:     func(*cluster.Config, string) (string, error) { return "dev", nil },
+		Connect:  func(ctx context.Context, _ string) (deploy.Deps, error) { return ch.Deps(ctx) }}
+	if err := runPoolSet(ctx, o); err != nil {
+		t.Fatalf("%v; stderr %q", err, errOut)
+	}
+	a, err := p.store.GetApp(ctx, "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, _, err := p.store.GetRelease(ctx, "shop", a.Release)
+	if err != nil || rel.Kind != app.KindPool || rel.Pool != "gpu" {
+		t.Errorf("release %+v, %v", rel, err)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -10,8 +11,18 @@ import (
 	"tug.dev/tug/pkg/lifecycle"
 )
 
-func newAppRemoveCmd(f *cli.Factory) *cobra.Command {
-	var yes, moveCopy bool
+// appRemoveOptions are `tug app remove`.
+type appRemoveOptions struct {
+	Changer  appChanger
+	Prompter func() cli.Prompter
+
+	App      string
+	Yes      bool
+	MoveCopy bool
+}
+
+func newAppRemoveCmd(f *cli.Factory, runF func(context.Context, *appRemoveOptions) error) *cobra.Command {
+	o := &appRemoveOptions{Prompter: f.Prompter}
 	cmd := &cobra.Command{
 		Use:         "remove APP",
 		Annotations: deleting(argApp),
@@ -22,35 +33,43 @@ func newAppRemoveCmd(f *cli.Factory) *cobra.Command {
 Waits until its units are gone. Asks first on a terminal; elsewhere needs --yes.`,
 		Args: cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name := args[0]
-			if err := app.ValidateName(name); err != nil {
+			o.App = args[0]
+			if err := app.ValidateName(o.App); err != nil {
 				return err
 			}
-			d, err := deployDeps(cmd, f)
-			if err != nil {
-				return err
+			if runF != nil {
+				return runF(cmd.Context(), o)
 			}
-			// fail on a missing app before asking about it
-			if _, err := (&app.Store{Client: d.Client, Namespace: d.Namespace}).GetApp(cmd.Context(), name); err != nil {
-				return err
-			}
-			if err := cli.ConfirmOrFlag(cmd.Context(), f.IOStreams, f.Prompter(), yes, cli.Confirmation{
-				Action: fmt.Sprintf("remove app %q and all its units, releases and config", name),
-			}); err != nil {
-				return err
-			}
-			p := f.Progress()
-			d.Progress = p
-			if err := lifecycle.Remove(cmd.Context(), d, name, lifecycle.RemoveOptions{MoveCopy: moveCopy}); err != nil {
-				p.Fail("removing app " + name)
-				return err
-			}
-			p.Done(fmt.Sprintf("app %q removed", name))
-			return nil
+			return runAppRemove(cmd.Context(), o)
 		},
 	}
-	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "Remove without asking")
+	o.Changer = changerFor(cmd, f)
+	cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "Remove without asking")
 	takesLock(cmd)
-	cmd.Flags().BoolVar(&moveCopy, "move-copy", false, "Remove the app although this copy is a move's new copy (only a leftover whose old copy no cluster holds)")
+	cmd.Flags().BoolVar(&o.MoveCopy, "move-copy", false, "Remove the app although this copy is a move's new copy (only a leftover whose old copy no cluster holds)")
 	return cmd
+}
+
+func runAppRemove(ctx context.Context, o *appRemoveOptions) error {
+	d, err := o.Changer.Deps(ctx)
+	if err != nil {
+		return err
+	}
+	// fail on a missing app before asking about it
+	if _, err := (&app.Store{Client: d.Client, Namespace: d.Namespace}).GetApp(ctx, o.App); err != nil {
+		return err
+	}
+	if err := cli.ConfirmOrFlag(ctx, o.Changer.IO, o.Prompter(), o.Yes, cli.Confirmation{
+		Action: fmt.Sprintf("remove app %q and all its units, releases and config", o.App),
+	}); err != nil {
+		return err
+	}
+	p := o.Changer.Progress()
+	d.Progress = p
+	if err := lifecycle.Remove(ctx, d, o.App, lifecycle.RemoveOptions{MoveCopy: o.MoveCopy}); err != nil {
+		p.Fail("removing app " + o.App)
+		return err
+	}
+	p.Done(fmt.Sprintf("app %q removed", o.App))
+	return nil
 }

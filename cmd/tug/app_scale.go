@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -12,8 +13,17 @@ import (
 // Formation commands: scale, restart, stop and start change units, not the
 // release (see reshape).
 
-func newAppScaleCmd(f *cli.Factory) *cobra.Command {
-	r := &rolloutFlags{}
+// appScaleOptions are `tug app scale`.
+type appScaleOptions struct {
+	Changer appChanger
+	Rollout rolloutFlags
+
+	App string
+	Ops []app.ScaleOp
+}
+
+func newAppScaleCmd(f *cli.Factory, runF func(context.Context, *appScaleOptions) error) *cobra.Command {
+	o := &appScaleOptions{}
 	cmd := &cobra.Command{
 		Use:         "scale APP PROCESS=N|PROCESS+N|PROCESS-N...",
 		Annotations: argsAre(argApp),
@@ -28,27 +38,48 @@ docs/exit-codes.md). --no-rollback keeps the new counts for inspection.`,
   tug app scale shop web+1`,
 		Args: cli.Args("APP", "PROCESS=N..."),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := app.ValidateName(args[0]); err != nil {
+			o.App = args[0]
+			if err := app.ValidateName(o.App); err != nil {
 				return err
 			}
 			ops, err := app.ParseScale(args[1:])
 			if err != nil {
 				return err
 			}
-			if err := r.validate(); err != nil {
+			o.Ops = ops
+			if err := o.Rollout.validate(); err != nil {
 				return err
 			}
-			return reshape(cmd, f, args[0], r, func(a *app.App) error { return a.ApplyScale(ops) })
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
+			return runAppScale(cmd.Context(), o)
 		},
 	}
-	r.add(cmd, false)
-	cmd.Flags().BoolVar(&r.NoRollback, "no-rollback", false, "On failure, keep the new unit counts for inspection instead of putting the previous ones back")
+	o.Changer = changerFor(cmd, f)
+	o.Rollout.add(cmd, false)
+	cmd.Flags().BoolVar(&o.Rollout.NoRollback, "no-rollback", false, "On failure, keep the new unit counts for inspection instead of putting the previous ones back")
 	return cmd
 }
 
-func newAppLifecycleCmd(f *cli.Factory, verb string) *cobra.Command {
-	var proc string
-	r := &rolloutFlags{}
+func runAppScale(ctx context.Context, o *appScaleOptions) error {
+	return reshape(ctx, o.Changer, o.App, &o.Rollout, func(a *app.App) error { return a.ApplyScale(o.Ops) })
+}
+
+// appLifecycleOptions are `tug app restart|stop|start`.
+type appLifecycleOptions struct {
+	Changer appChanger
+	Rollout rolloutFlags
+	// Now is when a restart asks for new units.
+	Now func() time.Time
+
+	Verb    string
+	App     string
+	Process string
+}
+
+func newAppLifecycleCmd(f *cli.Factory, runF func(context.Context, *appLifecycleOptions) error, verb string) *cobra.Command {
+	o := &appLifecycleOptions{Verb: verb, Now: time.Now}
 	short := map[string]string{
 		"restart": "Restart units, rolling, one batch at a time",
 		"stop":    "Stop a process's units (scale to 0, remembering the count)",
@@ -61,21 +92,30 @@ func newAppLifecycleCmd(f *cli.Factory, verb string) *cobra.Command {
 		Example:     "  tug app " + verb + " shop\n  tug app " + verb + " shop -p worker",
 		Args:        cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := app.ValidateAppProcess(args[0], proc, false); err != nil {
+			o.App = args[0]
+			if err := app.ValidateAppProcess(o.App, o.Process, false); err != nil {
 				return err
 			}
-			if err := r.validate(); err != nil {
+			if err := o.Rollout.validate(); err != nil {
 				return err
 			}
-			change := map[string]func(*app.App) error{
-				"restart": func(a *app.App) error { return a.Restart(proc, time.Now()) },
-				"stop":    func(a *app.App) error { return a.Stop(proc) },
-				"start":   func(a *app.App) error { return a.Start(proc) },
-			}[verb]
-			return reshape(cmd, f, args[0], r, change)
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
+			return runAppLifecycle(cmd.Context(), o)
 		},
 	}
-	cmd.Flags().StringVarP(&proc, "process", "p", "", "Only this process type (default: all)")
-	r.add(cmd, false)
+	o.Changer = changerFor(cmd, f)
+	cmd.Flags().StringVarP(&o.Process, "process", "p", "", "Only this process type (default: all)")
+	o.Rollout.add(cmd, false)
 	return cmd
+}
+
+func runAppLifecycle(ctx context.Context, o *appLifecycleOptions) error {
+	change := map[string]func(*app.App) error{
+		"restart": func(a *app.App) error { return a.Restart(o.Process, o.Now()) },
+		"stop":    func(a *app.App) error { return a.Stop(o.Process) },
+		"start":   func(a *app.App) error { return a.Start(o.Process) },
+	}[o.Verb]
+	return reshape(ctx, o.Changer, o.App, &o.Rollout, change)
 }

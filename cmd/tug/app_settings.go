@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -59,7 +60,7 @@ func newAppSettingsCmd(f *cli.Factory) *cobra.Command {
 		Args:  cli.GroupArgs,
 		RunE:  cli.GroupRunE,
 	}
-	show := newSettingsListCmd(f, "show APP", "Show the app's rollout settings (those the next rollout uses), defaults included",
+	show := newSettingsListCmd(f, nil, "show APP", "Show the app's rollout settings (those the next rollout uses), defaults included",
 		"  tug app settings show shop\n  tug app settings show shop -o jsonpath='{.history}'",
 		func(_ *app.App, rel *app.Release) any { return rel.Rollout.View() },
 		func(_ *app.App, rel *app.Release) *cli.Table {
@@ -75,13 +76,21 @@ func newAppSettingsCmd(f *cli.Factory) *cobra.Command {
 			return t
 		})
 	show.Aliases = append(show.Aliases, "list")
-	cmd.AddCommand(newSettingsSetCmd(f), newSettingsUnsetCmd(f), show)
+	cmd.AddCommand(newSettingsSetCmd(f, nil), newSettingsUnsetCmd(f, nil), show)
 	return cmd
 }
 
-func newSettingsSetCmd(f *cli.Factory) *cobra.Command {
-	o := &app.SetRolloutOptions{}
-	r := &rolloutFlags{}
+// settingsSetOptions are `tug app settings set`.
+type settingsSetOptions struct {
+	Changer appChanger
+	Rollout rolloutFlags
+	app.SetRolloutOptions
+	// Message is the release's summary: the settings given, with their values.
+	Message string
+}
+
+func newSettingsSetCmd(f *cli.Factory, runF func(context.Context, *settingsSetOptions) error) *cobra.Command {
+	o := &settingsSetOptions{}
 	cmd := &cobra.Command{
 		Use:         "set APP [--max-surge N|P%] [--max-unavailable N|P%] [--grace-period D] [--history N] [--deploy-timeout D]",
 		Annotations: argsAre(argApp),
@@ -104,20 +113,29 @@ func newSettingsSetCmd(f *cli.Factory) *cobra.Command {
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			if err := r.validate(); err != nil {
+			if err := o.Rollout.validate(); err != nil {
 				return err
 			}
-			return rolloutSettingsChange(cmd, f, o.App, "settings: "+strings.Join(given, ", "), r, o.Apply)
+			o.Message = "settings: " + strings.Join(given, ", ")
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
+			return runSettingsSet(cmd.Context(), o)
 		},
 	}
+	o.Changer = changerFor(cmd, f)
 	d := app.RolloutDefaults
 	cmd.Flags().StringVar(&o.MaxSurge, "max-surge", "", "Units a rolling update may start above the count: `N` or P% (default "+d.MaxSurge+")")
 	cmd.Flags().StringVar(&o.MaxUnavailable, "max-unavailable", "", "Units that may be missing during a rolling update: `N` or P% (default "+d.MaxUnavailable+")")
 	cmd.Flags().StringVar(&o.GracePeriod, "grace-period", "", "`Duration` a stopping unit gets between SIGTERM and SIGKILL (default "+app.FormatSeconds(d.GracePeriod)+")")
 	cmd.Flags().StringVar(&o.History, "history", "", fmt.Sprintf("Release records to keep, `N` from 1 to %d (default %d)", app.MaxHistory, d.History))
 	cmd.Flags().StringVar(&o.DeployTimeout, "deploy-timeout", "", "`Duration` a rollout may go without progress (default "+app.FormatSeconds(d.DeployTimeout)+")")
-	r.add(cmd, true)
+	o.Rollout.add(cmd, true)
 	return cmd
+}
+
+func runSettingsSet(ctx context.Context, o *settingsSetOptions) error {
+	return rolloutSettingsChange(ctx, o.Changer, o.App, o.Message, &o.Rollout, o.Apply)
 }
 
 // givenSettings lists the flags given as "name value", in the order
@@ -132,9 +150,17 @@ func givenSettings(cmd *cobra.Command, values map[string]string) []string {
 	return out
 }
 
-func newSettingsUnsetCmd(f *cli.Factory) *cobra.Command {
-	o := &app.UnsetRolloutOptions{}
-	r := &rolloutFlags{}
+// settingsUnsetOptions are `tug app settings unset`.
+type settingsUnsetOptions struct {
+	Changer appChanger
+	Rollout rolloutFlags
+	app.UnsetRolloutOptions
+	// Message is the release's summary: the settings put back.
+	Message string
+}
+
+func newSettingsUnsetCmd(f *cli.Factory, runF func(context.Context, *settingsUnsetOptions) error) *cobra.Command {
+	o := &settingsUnsetOptions{}
 	cmd := &cobra.Command{
 		Use:         "unset APP [--max-surge] [--max-unavailable] [--grace-period] [--history] [--deploy-timeout]",
 		Annotations: deleting(argApp),
@@ -148,7 +174,7 @@ func newSettingsUnsetCmd(f *cli.Factory) *cobra.Command {
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			if err := r.validate(); err != nil {
+			if err := o.Rollout.validate(); err != nil {
 				return err
 			}
 			var names []string
@@ -157,15 +183,24 @@ func newSettingsUnsetCmd(f *cli.Factory) *cobra.Command {
 					names = append(names, name)
 				}
 			}
-			return rolloutSettingsChange(cmd, f, o.App, "settings: "+strings.Join(names, ", ")+" back to default", r, o.Apply)
+			o.Message = "settings: " + strings.Join(names, ", ") + " back to default"
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
+			return runSettingsUnset(cmd.Context(), o)
 		},
 	}
+	o.Changer = changerFor(cmd, f)
 	d := app.RolloutDefaults
 	cmd.Flags().BoolVar(&o.MaxSurge, "max-surge", false, "Back to "+d.MaxSurge)
 	cmd.Flags().BoolVar(&o.MaxUnavailable, "max-unavailable", false, "Back to "+d.MaxUnavailable)
 	cmd.Flags().BoolVar(&o.GracePeriod, "grace-period", false, "Back to "+app.FormatSeconds(d.GracePeriod))
 	cmd.Flags().BoolVar(&o.History, "history", false, fmt.Sprintf("Back to %d", d.History))
 	cmd.Flags().BoolVar(&o.DeployTimeout, "deploy-timeout", false, "Back to "+app.FormatSeconds(d.DeployTimeout))
-	r.add(cmd, true)
+	o.Rollout.add(cmd, true)
 	return cmd
+}
+
+func runSettingsUnset(ctx context.Context, o *settingsUnsetOptions) error {
+	return rolloutSettingsChange(ctx, o.Changer, o.App, o.Message, &o.Rollout, o.Apply)
 }

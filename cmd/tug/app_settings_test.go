@@ -100,3 +100,16 @@ func TestSettingsDoneLineSaysWhetherUnitsRestarted(t *testing.T) {
 		}
 	}
 }
+
+// The release's summary names the settings given, with their values, in
+// the order settings are shown.
+func TestNewSettingsCmdsMessage(t *testing.T) {
+	o, err := parseCmd(t, newSettingsSetCmd, "shop", "--history", "20", "--max-surge", "50%")
+	if err != nil || o == nil || o.App != "shop" || o.Message != "settings: max-surge 50%, history 20" {
+		t.Fatalf("set: error %v, options %+v", err, o)
+	}
+	u, err := parseCmd(t, newSettingsUnsetCmd, "shop", "--grace-period", "--history")
+	if err != nil || u == nil || !u.GracePeriod || !u.History || u.Message != "settings: grace-period, history back to default" {
+		t.Fatalf("unset: error %v, options %+v", err, u)
+	}
+}

@@ -152,7 +152,7 @@ func (b *buildFlags) plan(ctx context.Context, store *app.Store, appName string)
 
 // image builds the app from source and returns the pushed
 // repository@sha256:... (with --dry-run: "" after saying what it would build).
-func (b *buildFlags) image(cmd *cobra.Command, f *cli.Factory, appName, message string, dryRun bool) (string, error) {
+func (b *buildFlags) image(ctx context.Context, f *cli.Factory, c appChanger, appName, message string, dryRun bool) (string, error) {
 	proto, err := session.ParseProtocol(os.Getenv(session.ProtocolEnv))
 	if err != nil {
 		return "", inputerr.Wrap(err)
@@ -169,7 +169,6 @@ func (b *buildFlags) image(cmd *cobra.Command, f *cli.Factory, appName, message 
 	if err != nil {
 		return "", err
 	}
-	ctx := cmd.Context()
 	store := &app.Store{Client: client, Namespace: ns}
 	plan, err := b.plan(ctx, store, appName)
 	if err != nil {
@@ -211,7 +210,7 @@ func (b *buildFlags) image(cmd *cobra.Command, f *cli.Factory, appName, message 
 		// stays as it was.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
-		rel, rerr := recordFailed(rctx, cmd, f, appName, message, failed.Error())
+		rel, rerr := recordFailed(rctx, ctx, c, appName, message, failed.Error())
 		if rerr == nil {
 			fmt.Fprintf(errOut, "release v%d failed; nothing was deployed, the current release keeps running\n", rel.Version)
 		} else {
@@ -290,8 +289,10 @@ func printBuildSettings(w interface{ Write([]byte) (int, error) }, s *app.BuildS
 	fmt.Fprintf(w, "Build:      %s\n", line)
 }
 
-func recordFailed(ctx context.Context, cmd *cobra.Command, f *cli.Factory, appName, message, reason string) (*app.Release, error) {
-	d, err := deployDeps(cmd, f)
+// recordFailed records a failed build as a failed release, within ctx;
+// the deploy dependencies are made within the command's own depsCtx.
+func recordFailed(ctx, depsCtx context.Context, c appChanger, appName, message, reason string) (*app.Release, error) {
+	d, err := c.Deps(depsCtx)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/dynamic"
 
+	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/inputerr"
@@ -22,12 +24,18 @@ func newCertCmd(f *cli.Factory) *cobra.Command {
 		RunE:    cli.GroupRunE,
 		GroupID: "apps",
 	}
-	cmd.AddCommand(takesLock(newCertAddCmd(f)), takesLock(newCertRemoveCmd(f)), newCertListCmd(f))
+	cmd.AddCommand(takesLock(newCertAddCmd(f, nil)), takesLock(newCertRemoveCmd(f, nil)), newCertListCmd(f, nil))
 	return cmd
 }
 
-func newCertAddCmd(f *cli.Factory) *cobra.Command {
-	o := traffic.CertAddOptions{}
+// certAddOptions are `tug cert add`.
+type certAddOptions struct {
+	Changer appChanger
+	traffic.CertAddOptions
+}
+
+func newCertAddCmd(f *cli.Factory, runF func(context.Context, *certAddOptions) error) *cobra.Command {
+	o := &certAddOptions{}
 	cmd := &cobra.Command{
 		Use:         "add APP HOST --cert FILE --key FILE",
 		Annotations: argsAre(argApp, argHost),
@@ -43,18 +51,35 @@ the Ingress. The key is never printed.`,
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			return configure(cmd, f, o.App, "certificate for "+o.Host+" added", func(d deploy.Deps) (*deploy.Result, error) {
-				return traffic.CertAdd(cmd.Context(), d, o, trafficOptions)
-			})
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
+			return runCertAdd(cmd.Context(), o)
 		},
 	}
+	o.Changer = changerFor(cmd, f)
 	cmd.Flags().StringVar(&o.CertFile, "cert", "", "PEM certificate (with its chain)")
 	cmd.Flags().StringVar(&o.KeyFile, "key", "", "PEM private key")
 	return cmd
 }
 
-func newCertRemoveCmd(f *cli.Factory) *cobra.Command {
-	return &cobra.Command{
+func runCertAdd(ctx context.Context, o *certAddOptions) error {
+	return configure(ctx, o.Changer, o.App, "certificate for "+o.Host+" added", func(d deploy.Deps) (*deploy.Result, error) {
+		return traffic.CertAdd(ctx, d, o.CertAddOptions, trafficOptions)
+	})
+}
+
+// certRemoveOptions are `tug cert remove`.
+type certRemoveOptions struct {
+	Changer appChanger
+
+	App  string
+	Host string
+}
+
+func newCertRemoveCmd(f *cli.Factory, runF func(context.Context, *certRemoveOptions) error) *cobra.Command {
+	o := &certRemoveOptions{}
+	cmd := &cobra.Command{
 		Use:         "remove APP HOST",
 		Annotations: deleting(argApp, argHost),
 		Aliases:     []string{"rm", "delete"},
@@ -62,22 +87,49 @@ func newCertRemoveCmd(f *cli.Factory) *cobra.Command {
 		Example:     `  tug cert remove shop shop.example.com`,
 		Args:        cli.ExactArgs("APP", "HOST"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name, host := args[0], args[1]
-			if err := checkApp(name); err != nil {
+			o.App, o.Host = args[0], args[1]
+			if err := checkApp(o.App); err != nil {
 				return err
 			}
-			if err := traffic.ValidateHost(host); err != nil {
+			if err := traffic.ValidateHost(o.Host); err != nil {
 				return inputerr.Wrap(err)
 			}
-			return configure(cmd, f, name, "certificate for "+strings.ToLower(host)+" removed", func(d deploy.Deps) (*deploy.Result, error) {
-				return traffic.CertRemove(cmd.Context(), d, name, host, trafficOptions)
-			})
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
+			return runCertRemove(cmd.Context(), o)
 		},
 	}
+	o.Changer = changerFor(cmd, f)
+	return cmd
 }
 
-func newCertListCmd(f *cli.Factory) *cobra.Command {
-	o := &cli.OutputOptions{}
+func runCertRemove(ctx context.Context, o *certRemoveOptions) error {
+	return configure(ctx, o.Changer, o.App, "certificate for "+strings.ToLower(o.Host)+" removed", func(d deploy.Deps) (*deploy.Result, error) {
+		return traffic.CertRemove(ctx, d, o.App, o.Host, trafficOptions)
+	})
+}
+
+// certListOptions are `tug cert list`.
+type certListOptions struct {
+	IO    *cli.IOStreams
+	Store func() (*app.Store, error)
+	// Dynamic reads cert-manager's Certificates; nil without a REST config.
+	Dynamic func() (dynamic.Interface, error)
+	Now     func() time.Time
+
+	App    string
+	Output cli.OutputOptions
+}
+
+func newCertListCmd(f *cli.Factory, runF func(context.Context, *certListOptions) error) *cobra.Command {
+	o := &certListOptions{IO: f.IOStreams, Store: storeFor(f), Now: time.Now, Dynamic: func() (dynamic.Interface, error) {
+		cfg, err := f.RESTConfig()
+		if err != nil {
+			return nil, nil
+		}
+		return dynamic.NewForConfig(cfg)
+	}}
 	cmd := &cobra.Command{
 		Use:         "list APP",
 		Annotations: argsAre(argApp),
@@ -94,38 +146,51 @@ as cert-manager wrote it: ready, not ready (with cert-manager's reason), or
 pending while cert-manager has said nothing yet.`,
 		Args: cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, a, err := loadApp(cmd, f, args[0])
-			if err != nil {
+			o.App = args[0]
+			if err := app.ValidateName(o.App); err != nil {
 				return err
 			}
-			var dyn dynamic.Interface
-			if cfg, err := f.RESTConfig(); err == nil {
-				if dyn, err = dynamic.NewForConfig(cfg); err != nil {
-					return err
-				}
+			if runF != nil {
+				return runF(cmd.Context(), o)
 			}
-			certs, err := traffic.ListCerts(cmd.Context(), s.Client, dyn, s.Namespace, a, time.Now())
-			if err != nil {
-				return err
-			}
-			return o.Print(f.IOStreams, certs, func() error {
-				t := cli.NewTable("host", "status", "source", "sans", "issuer", "expires", "days-left", "reason")
-				for _, c := range certs {
-					source, expires, days := "cert add", "-", "-"
-					if c.Source == "cert-manager" {
-						source = c.IssuerRef
-					}
-					if c.NotAfter != nil {
-						expires, days = c.NotAfter.UTC().Format("2006-01-02"), fmt.Sprint(*c.DaysLeft)
-					}
-					t.AddRow(c.Host, c.Status, source, dash(strings.Join(c.SANs, ",")), dash(c.Issuer), expires, days, dash(certReason(c)))
-				}
-				return t.Render(f.IOStreams, o.NoHeaders)
-			})
+			return runCertList(cmd.Context(), o)
 		},
 	}
-	cli.AddOutputFlags(cmd, o)
+	cli.AddOutputFlags(cmd, &o.Output)
 	return cmd
+}
+
+func runCertList(ctx context.Context, o *certListOptions) error {
+	s, err := o.Store()
+	if err != nil {
+		return err
+	}
+	a, err := s.GetApp(ctx, o.App)
+	if err != nil {
+		return err
+	}
+	dyn, err := o.Dynamic()
+	if err != nil {
+		return err
+	}
+	certs, err := traffic.ListCerts(ctx, s.Client, dyn, s.Namespace, a, o.Now())
+	if err != nil {
+		return err
+	}
+	return o.Output.Print(o.IO, certs, func() error {
+		t := cli.NewTable("host", "status", "source", "sans", "issuer", "expires", "days-left", "reason")
+		for _, c := range certs {
+			source, expires, days := "cert add", "-", "-"
+			if c.Source == "cert-manager" {
+				source = c.IssuerRef
+			}
+			if c.NotAfter != nil {
+				expires, days = c.NotAfter.UTC().Format("2006-01-02"), fmt.Sprint(*c.DaysLeft)
+			}
+			t.AddRow(c.Host, c.Status, source, dash(strings.Join(c.SANs, ",")), dash(c.Issuer), expires, days, dash(certReason(c)))
+		}
+		return t.Render(o.IO, o.Output.NoHeaders)
+	})
 }
 
 // certReason is what the table says of why a certificate is in its state:

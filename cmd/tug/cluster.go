@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -25,19 +26,30 @@ configured, tug uses the kubeconfig's current context for everything.`,
 		RunE:    cli.GroupRunE,
 		GroupID: "cluster",
 	}
-	cmd.AddCommand(newClusterAddCmd(f), newClusterListCmd(f), newClusterRemoveCmd(f), newClusterSettingsCmd(f))
+	cmd.AddCommand(newClusterAddCmd(f, nil), newClusterListCmd(f, nil), newClusterRemoveCmd(f, nil), newClusterSettingsCmd(f))
 	return cmd
 }
 
 // ---------------------------------------------------------------- helpers
 
+// clusterAddOptions are `tug cluster add`.
 type clusterAddOptions struct {
+	IO *cli.IOStreams
+	// Clusters loads tug's cluster map (loadClusters).
+	Clusters func() (*cluster.Config, error)
+	// HasContext says whether the kubeconfig has a context of that name.
+	HasContext func(kubeContext string) (bool, error)
+
 	cluster.Cluster
 	Output cli.OutputFormat
 }
 
-func newClusterAddCmd(f *cli.Factory) *cobra.Command {
-	o := &clusterAddOptions{}
+func newClusterAddCmd(f *cli.Factory, runF func(context.Context, *clusterAddOptions) error) *cobra.Command {
+	o := &clusterAddOptions{IO: f.IOStreams, Clusters: loadClusters, HasContext: func(kubeContext string) (bool, error) {
+		raw, err := f.ConfigFlags.ToRawKubeConfigLoader().RawConfig()
+		_, ok := raw.Contexts[kubeContext]
+		return ok, err
+	}}
 	cmd := &cobra.Command{
 		Use:         "add NAME --context CONTEXT",
 		Annotations: argsAre(argNewName),
@@ -52,34 +64,13 @@ that the context exists.`,
 		Args: cli.ExactArgs("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
-			err := o.CheckNew(func(kubeContext string) (bool, error) {
-				raw, err := f.ConfigFlags.ToRawKubeConfigLoader().RawConfig()
-				_, ok := raw.Contexts[kubeContext]
-				return ok, err
-			})
-			if err != nil {
+			if err := o.CheckNew(o.HasContext); err != nil {
 				return err
 			}
-			cfg, err := loadClusters()
-			if err != nil {
-				return err
+			if runF != nil {
+				return runF(cmd.Context(), o)
 			}
-			replaced, err := cfg.Add(o.Cluster)
-			if err != nil {
-				return err
-			}
-			if err := cfg.Save(); err != nil {
-				return err
-			}
-			saved, _ := cfg.Get(o.Name)
-			return cli.OutputOptions{Format: o.Output}.Print(f.IOStreams, saved, func() error {
-				verb := "added"
-				if replaced {
-					verb = "updated"
-				}
-				_, err := fmt.Fprintf(f.IOStreams.Out, "cluster %q %s: context %q, %s\n", saved.Name, verb, saved.Context, describePools(saved))
-				return err
-			})
+			return runClusterAdd(cmd.Context(), o)
 		},
 	}
 	cmd.Flags().StringVar(&o.Context, "context", "", "Kubeconfig context that reaches the cluster (required)")
@@ -89,6 +80,29 @@ that the context exists.`,
 	cmd.Flags().BoolVar(&o.Default, "default", false, "Hold the pools no cluster names")
 	cli.AddFormatFlag(cmd, &o.Output)
 	return cmd
+}
+
+func runClusterAdd(_ context.Context, o *clusterAddOptions) error {
+	cfg, err := o.Clusters()
+	if err != nil {
+		return err
+	}
+	replaced, err := cfg.Add(o.Cluster)
+	if err != nil {
+		return err
+	}
+	if err := cfg.Save(); err != nil {
+		return err
+	}
+	saved, _ := cfg.Get(o.Name)
+	return cli.OutputOptions{Format: o.Output}.Print(o.IO, saved, func() error {
+		verb := "added"
+		if replaced {
+			verb = "updated"
+		}
+		_, err := fmt.Fprintf(o.IO.Out, "cluster %q %s: context %q, %s\n", saved.Name, verb, saved.Context, describePools(saved))
+		return err
+	})
 }
 
 func describePools(c cluster.Cluster) string {
@@ -107,8 +121,30 @@ func describePools(c cluster.Cluster) string {
 
 // ---------------------------------------------------------------- list
 
-func newClusterListCmd(f *cli.Factory) *cobra.Command {
-	o := &cli.OutputOptions{}
+// clusterListOptions are `tug cluster list`.
+type clusterListOptions struct {
+	IO          *cli.IOStreams
+	Clusters    func() (*cluster.Config, error)
+	CommandName string
+	// Contexts are the kubeconfig's contexts, to warn of a cluster whose
+	// context is missing.
+	Contexts func() (map[string]bool, error)
+
+	Output cli.OutputOptions
+}
+
+func newClusterListCmd(f *cli.Factory, runF func(context.Context, *clusterListOptions) error) *cobra.Command {
+	o := &clusterListOptions{IO: f.IOStreams, Clusters: loadClusters, CommandName: f.CommandName, Contexts: func() (map[string]bool, error) {
+		raw, err := f.ConfigFlags.ToRawKubeConfigLoader().RawConfig()
+		if err != nil {
+			return nil, err
+		}
+		names := map[string]bool{}
+		for name := range raw.Contexts {
+			names[name] = true
+		}
+		return names, nil
+	}}
 	cmd := &cobra.Command{
 		Use:     "list",
 		Aliases: []string{"ls"},
@@ -117,49 +153,65 @@ func newClusterListCmd(f *cli.Factory) *cobra.Command {
   tug cluster list -o json`,
 		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := loadClusters()
-			if err != nil {
-				return err
+			if runF != nil {
+				return runF(cmd.Context(), o)
 			}
-			clusters := cfg.Clusters
-			if clusters == nil {
-				clusters = []cluster.Cluster{}
-			}
-			raw, rawErr := f.ConfigFlags.ToRawKubeConfigLoader().RawConfig()
-			return o.Print(f.IOStreams, clusters, func() error {
-				if len(clusters) == 0 {
-					fmt.Fprintf(f.IOStreams.ErrOut, "no cluster configured: tug uses the kubeconfig's current context; add one with '%s cluster add NAME --context CONTEXT'\n", f.CommandName)
-					return nil
-				}
-				t := cli.NewTable("name", "context", "pools", "default")
-				for _, c := range clusters {
-					def := ""
-					if c.Default {
-						def = "yes"
-					}
-					t.AddRow(c.Name, c.Context, strings.Join(c.Pools, ","), def)
-				}
-				if err := t.Render(f.IOStreams, o.NoHeaders); err != nil {
-					return err
-				}
-				if rawErr == nil {
-					for _, c := range clusters {
-						if _, ok := raw.Contexts[c.Context]; !ok {
-							fmt.Fprintf(f.IOStreams.ErrOut, "warning: cluster %q: context %q is not in the kubeconfig\n", c.Name, c.Context)
-						}
-					}
-				}
-				return nil
-			})
+			return runClusterList(cmd.Context(), o)
 		},
 	}
-	cli.AddOutputFlags(cmd, o)
+	cli.AddOutputFlags(cmd, &o.Output)
 	return cmd
+}
+
+func runClusterList(_ context.Context, o *clusterListOptions) error {
+	cfg, err := o.Clusters()
+	if err != nil {
+		return err
+	}
+	clusters := cfg.Clusters
+	if clusters == nil {
+		clusters = []cluster.Cluster{}
+	}
+	contexts, ctxErr := o.Contexts()
+	return o.Output.Print(o.IO, clusters, func() error {
+		if len(clusters) == 0 {
+			fmt.Fprintf(o.IO.ErrOut, "no cluster configured: tug uses the kubeconfig's current context; add one with '%s cluster add NAME --context CONTEXT'\n", o.CommandName)
+			return nil
+		}
+		t := cli.NewTable("name", "context", "pools", "default")
+		for _, c := range clusters {
+			def := ""
+			if c.Default {
+				def = "yes"
+			}
+			t.AddRow(c.Name, c.Context, strings.Join(c.Pools, ","), def)
+		}
+		if err := t.Render(o.IO, o.Output.NoHeaders); err != nil {
+			return err
+		}
+		if ctxErr == nil {
+			for _, c := range clusters {
+				if !contexts[c.Context] {
+					fmt.Fprintf(o.IO.ErrOut, "warning: cluster %q: context %q is not in the kubeconfig\n", c.Name, c.Context)
+				}
+			}
+		}
+		return nil
+	})
 }
 
 // ---------------------------------------------------------------- remove
 
-func newClusterRemoveCmd(f *cli.Factory) *cobra.Command {
+// clusterRemoveOptions are `tug cluster remove`.
+type clusterRemoveOptions struct {
+	IO       *cli.IOStreams
+	Clusters func() (*cluster.Config, error)
+
+	Name string
+}
+
+func newClusterRemoveCmd(f *cli.Factory, runF func(context.Context, *clusterRemoveOptions) error) *cobra.Command {
+	o := &clusterRemoveOptions{IO: f.IOStreams, Clusters: loadClusters}
 	cmd := &cobra.Command{
 		Use:         "remove NAME",
 		Annotations: argsAre(argCluster),
@@ -168,30 +220,38 @@ func newClusterRemoveCmd(f *cli.Factory) *cobra.Command {
 		Example:     `  tug cluster remove edge`,
 		Args:        cli.ExactArgs("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := loadClusters()
-			if err != nil {
-				return err
+			o.Name = args[0]
+			if runF != nil {
+				return runF(cmd.Context(), o)
 			}
-			removed, err := cfg.Remove(args[0])
-			if err != nil {
-				return err
-			}
-			if err := cfg.Save(); err != nil {
-				return err
-			}
-			msg := fmt.Sprintf("cluster %q removed from tug's map", removed.Name)
-			if len(removed.Pools) > 0 {
-				if def, ok := cfg.Default(); ok {
-					msg += fmt.Sprintf("; its pools (%s) now go to the default cluster %q", strings.Join(removed.Pools, ", "), def.Name)
-				} else if len(cfg.Clusters) == 0 {
-					msg += fmt.Sprintf("; its pools (%s) now go to the kubeconfig's current context", strings.Join(removed.Pools, ", "))
-				} else {
-					msg += fmt.Sprintf("; its pools (%s) belong to no cluster now", strings.Join(removed.Pools, ", "))
-				}
-			}
-			_, err = fmt.Fprintln(f.IOStreams.Out, msg)
-			return err
+			return runClusterRemove(cmd.Context(), o)
 		},
 	}
 	return cmd
+}
+
+func runClusterRemove(_ context.Context, o *clusterRemoveOptions) error {
+	cfg, err := o.Clusters()
+	if err != nil {
+		return err
+	}
+	removed, err := cfg.Remove(o.Name)
+	if err != nil {
+		return err
+	}
+	if err := cfg.Save(); err != nil {
+		return err
+	}
+	msg := fmt.Sprintf("cluster %q removed from tug's map", removed.Name)
+	if len(removed.Pools) > 0 {
+		if def, ok := cfg.Default(); ok {
+			msg += fmt.Sprintf("; its pools (%s) now go to the default cluster %q", strings.Join(removed.Pools, ", "), def.Name)
+		} else if len(cfg.Clusters) == 0 {
+			msg += fmt.Sprintf("; its pools (%s) now go to the kubeconfig's current context", strings.Join(removed.Pools, ", "))
+		} else {
+			msg += fmt.Sprintf("; its pools (%s) belong to no cluster now", strings.Join(removed.Pools, ", "))
+		}
+	}
+	_, err = fmt.Fprintln(o.IO.Out, msg)
+	return err
 }

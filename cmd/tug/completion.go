@@ -11,9 +11,19 @@ import (
 	"tug.dev/tug/pkg/complete"
 )
 
-func newCompletionCmd(f *cli.Factory) *cobra.Command {
+// completionOptions are `tug completion`.
+type completionOptions struct {
+	IO *cli.IOStreams
+	// Root is the command tree the script completes.
+	Root func() *cobra.Command
+
+	Shell string
+}
+
+func newCompletionCmd(f *cli.Factory, runF func(context.Context, *completionOptions) error) *cobra.Command {
 	shells := []string{"bash", "zsh", "fish", "powershell"}
-	return &cobra.Command{
+	o := &completionOptions{IO: f.IOStreams}
+	cmd := &cobra.Command{
 		Use:         "completion SHELL",
 		Annotations: argsAre(argShell),
 		Short:       "Print a shell completion script (bash, zsh, fish, powershell)",
@@ -27,18 +37,28 @@ shell, or install it where your shell looks for completions.`,
 		ValidArgs: shells,
 		GroupID:   "other",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			root, out := cmd.Root(), f.IOStreams.Out
-			switch args[0] {
-			case "bash":
-				return root.GenBashCompletionV2(out, true)
-			case "zsh":
-				return root.GenZshCompletion(out)
-			case "fish":
-				return root.GenFishCompletion(out, true)
-			default:
-				return root.GenPowerShellCompletionWithDesc(out)
+			o.Shell = args[0]
+			if runF != nil {
+				return runF(cmd.Context(), o)
 			}
+			return runCompletion(cmd.Context(), o)
 		},
+	}
+	o.Root = cmd.Root
+	return cmd
+}
+
+func runCompletion(_ context.Context, o *completionOptions) error {
+	root, out := o.Root(), o.IO.Out
+	switch o.Shell {
+	case "bash":
+		return root.GenBashCompletionV2(out, true)
+	case "zsh":
+		return root.GenZshCompletion(out)
+	case "fish":
+		return root.GenFishCompletion(out, true)
+	default:
+		return root.GenPowerShellCompletionWithDesc(out)
 	}
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -15,7 +16,15 @@ import (
 
 // ---------------------------------------------------------------- app deploy
 
+// appDeployOptions are `tug app deploy`.
 type appDeployOptions struct {
+	Changer  appChanger
+	Store    func() (*app.Store, error)
+	Prompter func() cli.Prompter
+	// Build builds the image from source (buildFlags.image) and returns it.
+	Build func(ctx context.Context, appName, message string, dryRun bool) (string, error)
+
+	App       string
 	Image     string
 	Processes []string
 	// RemoveProcesses are --remove-process: process types to drop.
@@ -38,8 +47,8 @@ type appDeployOptions struct {
 	canaryOpts       *deploy.CanaryOptions
 }
 
-func newAppDeployCmd(f *cli.Factory) *cobra.Command {
-	o := &appDeployOptions{}
+func newAppDeployCmd(f *cli.Factory, runF func(context.Context, *appDeployOptions) error) *cobra.Command {
+	o := &appDeployOptions{Store: storeFor(f), Prompter: f.Prompter}
 	cmd := &cobra.Command{
 		Use:         "deploy APP [--image IMAGE | --source DIR --builder IMAGE --repository REPO]",
 		Annotations: argsAre(argApp),
@@ -80,7 +89,25 @@ and the new one is marked failed. --skip-release-phase skips it.`,
   tug app deploy shop --image shop:1.4 --process web='shop serve' --process worker='shop work'
   tug app deploy shop --image shop:1.5 --dry-run`,
 		Args: cli.ExactArgs("APP"),
-		RunE: func(cmd *cobra.Command, args []string) error { return runAppDeploy(cmd, f, o, args[0]) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.App = args[0]
+			if o.Image == "" {
+				if err := o.build.prepare(cmd, o); err != nil {
+					return err
+				}
+			}
+			if err := o.validate(o.App); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
+			return runAppDeploy(cmd.Context(), o)
+		},
+	}
+	o.Changer = changerFor(cmd, f)
+	o.Build = func(ctx context.Context, appName, message string, dryRun bool) (string, error) {
+		return o.build.image(ctx, f, o.Changer, appName, message, dryRun)
 	}
 	cmd.Flags().StringVar(&o.Image, "image", "", "Image to deploy; without it, build from --source (see docs/builders.md)")
 	cmd.Flags().StringArrayVar(&o.Processes, "process", nil, "Add or change a process type, TYPE='command args' (TYPE= for the image's own command; repeatable; other types carry over)")
@@ -97,27 +124,20 @@ and the new one is marked failed. --skip-release-phase skips it.`,
 	return cmd
 }
 
-// runAppDeploy deploys o's image to app name, building it from source
-// first when no --image is given.
-func runAppDeploy(cmd *cobra.Command, f *cli.Factory, o *appDeployOptions, name string) error {
-	if o.Image == "" {
-		if err := o.build.prepare(cmd, o); err != nil {
-			return err
-		}
-	}
-	if err := o.validate(name); err != nil {
-		return err
-	}
+// runAppDeploy deploys o's image to the app, building it from source
+// first when no --image is given (prepared and validated by the command).
+func runAppDeploy(ctx context.Context, o *appDeployOptions) error {
+	name, errOut := o.App, o.Changer.IO.ErrOut
 	for _, w := range o.warnings {
-		fmt.Fprintln(f.IOStreams.ErrOut, "warning: "+w)
+		fmt.Fprintln(errOut, "warning: "+w)
 	}
 	if line := o.procs.Describe(); line != "" {
-		fmt.Fprintln(f.IOStreams.ErrOut, line)
+		fmt.Fprintln(errOut, line)
 	}
 	if line := o.manifest.m.Describe(); line != "" {
-		fmt.Fprintln(f.IOStreams.ErrOut, line)
+		fmt.Fprintln(errOut, line)
 	}
-	allowed, err := o.confirmRemovals(cmd, f, name)
+	allowed, err := o.confirmRemovals(ctx, name)
 	if err != nil {
 		return err
 	}
@@ -125,14 +145,14 @@ func runAppDeploy(cmd *cobra.Command, f *cli.Factory, o *appDeployOptions, name 
 	opts.SkipReleasePhase = o.SkipReleasePhase
 	opts.Canary = o.canaryOpts
 	if o.build.active {
-		if o.Image, err = o.build.image(cmd, f, name, o.Message, o.rollout.DryRun); err != nil || o.Image == "" {
+		if o.Image, err = o.Build(ctx, name, o.Message, o.rollout.DryRun); err != nil || o.Image == "" {
 			return err
 		}
 		o.build.cnbProcesses(o)
 	}
 	change := deploy.DeployProcesses(o.Image, o.procs, allowed, o.Yes || o.rollout.DryRun, o.Message)
 	change = o.manifest.m.Change(deploy.WithReleaseCommand(change, o.release))
-	return rollWith(cmd, f, name, o.build.roll(name, change, opts), o.rollout.Output, rollVerb{"deployed", "deploying"})
+	return rollWith(ctx, o.Changer, name, o.build.roll(name, change, opts), o.rollout.Output, rollVerb{"deployed", "deploying"})
 }
 
 // validate checks everything that needs no cluster and resolves the
@@ -170,20 +190,20 @@ func (o *appDeployOptions) validate(name string) error {
 // route to it): on a terminal the user is asked, elsewhere --yes is
 // needed. It returns the types the user agreed to remove; the deploy
 // checks again under the app's lock (deploy.DeployProcesses).
-func (o *appDeployOptions) confirmRemovals(cmd *cobra.Command, f *cli.Factory, appName string) ([]string, error) {
+func (o *appDeployOptions) confirmRemovals(ctx context.Context, appName string) ([]string, error) {
 	if o.Yes || o.rollout.DryRun {
 		return nil, nil
 	}
-	s, err := appStore(f)
+	s, err := o.Store()
 	if err != nil {
 		return nil, err
 	}
 	// A read that fails here fails the deploy too, which reports it.
-	a, err := s.GetApp(cmd.Context(), appName)
+	a, err := s.GetApp(ctx, appName)
 	if err != nil {
 		return nil, nil
 	}
-	base, _, err := deploy.BaseRelease(cmd.Context(), s, a)
+	base, _, err := deploy.BaseRelease(ctx, s, a)
 	if err != nil || base == nil {
 		return nil, nil
 	}
@@ -207,7 +227,7 @@ func (o *appDeployOptions) confirmRemovals(cmd *cobra.Command, f *cli.Factory, a
 	if from == "" || !o.procs.Complete {
 		from = "--remove-process"
 	}
-	err = cli.ConfirmOrFlag(cmd.Context(), f.IOStreams, f.Prompter(), false, cli.Confirmation{
+	err = cli.ConfirmOrFlag(ctx, o.Changer.IO, o.Prompter(), false, cli.Confirmation{
 		Action: fmt.Sprintf("remove %s %s of app %q, as %s says", text.Plural(len(guarded), "process", "processes"), strings.Join(parts, ", "), appName, from),
 	})
 	return guarded, err

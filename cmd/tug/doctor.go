@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sort"
@@ -11,15 +12,22 @@ import (
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/doctor"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/progress"
 )
 
+// doctorOptions are `tug doctor`.
 type doctorOptions struct {
+	IO *cli.IOStreams
+	// Env is what doctor checks (the Factory: its kubeconfig and clients).
+	Env      doctor.Env
+	Progress func() progress.Reporter
+
 	Output cli.OutputOptions
 	All    bool
 }
 
-func newDoctorCmd(f *cli.Factory) *cobra.Command {
-	o := &doctorOptions{}
+func newDoctorCmd(f *cli.Factory, runF func(context.Context, *doctorOptions) error) *cobra.Command {
+	o := &doctorOptions{IO: f.IOStreams, Env: f, Progress: f.Progress}
 	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "Check the kubeconfig, the cluster and your permissions",
@@ -51,21 +59,28 @@ counts them too. When the cluster cannot answer a check, doctor says so.`,
 		Args:    cli.NoArgs,
 		GroupID: "cluster",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			report, err := doctor.Run(cmd.Context(), f, doctor.Options{Progress: f.Progress(), All: o.All})
-			if err != nil {
-				return err
+			if runF != nil {
+				return runF(cmd.Context(), o)
 			}
-			if err := o.Output.Print(f.IOStreams, report, func() error {
-				return printDoctor(f.IOStreams, report, o.Output.NoHeaders)
-			}); err != nil {
-				return err
-			}
-			return doctorError(report)
+			return runDoctor(cmd.Context(), o)
 		},
 	}
 	cmd.Flags().BoolVar(&o.All, "all", false, "Count missing cluster admin permissions (nodes, pools, node containers) as problems too")
 	cli.AddOutputFlags(cmd, &o.Output)
 	return cmd
+}
+
+func runDoctor(ctx context.Context, o *doctorOptions) error {
+	report, err := doctor.Run(ctx, o.Env, doctor.Options{Progress: o.Progress(), All: o.All})
+	if err != nil {
+		return err
+	}
+	if err := o.Output.Print(o.IO, report, func() error {
+		return printDoctor(o.IO, report, o.Output.NoHeaders)
+	}); err != nil {
+		return err
+	}
+	return doctorError(report)
 }
 
 func printDoctor(ios *cli.IOStreams, r *doctor.Report, noHeaders bool) error {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -26,13 +27,19 @@ serves. A domain with a certificate of its own always goes through the Ingress.`
 		RunE:    cli.GroupRunE,
 		GroupID: "apps",
 	}
-	cmd.AddCommand(takesLock(newDomainAddCmd(f)), takesLock(newDomainRemoveCmd(f)), newDomainListCmd(f))
+	cmd.AddCommand(takesLock(newDomainAddCmd(f, nil)), takesLock(newDomainRemoveCmd(f, nil)), newDomainListCmd(f, nil))
 	return cmd
 }
 
-func newDomainAddCmd(f *cli.Factory) *cobra.Command {
-	o := traffic.DomainAddOptions{}
-	var format cli.OutputFormat
+// domainAddOptions are `tug domain add`.
+type domainAddOptions struct {
+	Changer appChanger
+	traffic.DomainAddOptions
+	Format cli.OutputFormat
+}
+
+func newDomainAddCmd(f *cli.Factory, runF func(context.Context, *domainAddOptions) error) *cobra.Command {
+	o := &domainAddOptions{}
 	cmd := &cobra.Command{
 		Use:         "add APP HOST",
 		Annotations: argsAre(argApp, argHost),
@@ -44,19 +51,36 @@ func newDomainAddCmd(f *cli.Factory) *cobra.Command {
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			return configureDomain(cmd, f, o.App, fmt.Sprintf("%s%s routes to %s", o.Host, o.Path, o.App), format, func(d deploy.Deps) (*traffic.DomainResult, error) {
-				return traffic.DomainAdd(cmd.Context(), d, o, trafficOptions)
-			})
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
+			return runDomainAdd(cmd.Context(), o)
 		},
 	}
-	cli.AddFormatFlag(cmd, &format)
+	o.Changer = changerFor(cmd, f)
+	cli.AddFormatFlag(cmd, &o.Format)
 	cmd.Flags().StringVar(&o.IngressClass, "ingress-class", "", "IngressClass to use (default: the cluster's default class)")
 	cmd.Flags().StringVar(&o.Path, "path", "/", "URL path prefix that routes to the app")
 	return cmd
 }
 
-func newDomainRemoveCmd(f *cli.Factory) *cobra.Command {
-	var format cli.OutputFormat
+func runDomainAdd(ctx context.Context, o *domainAddOptions) error {
+	return configureDomain(ctx, o.Changer, o.App, fmt.Sprintf("%s%s routes to %s", o.Host, o.Path, o.App), o.Format, func(d deploy.Deps) (*traffic.DomainResult, error) {
+		return traffic.DomainAdd(ctx, d, o.DomainAddOptions, trafficOptions)
+	})
+}
+
+// domainRemoveOptions are `tug domain remove`.
+type domainRemoveOptions struct {
+	Changer appChanger
+
+	App    string
+	Host   string
+	Format cli.OutputFormat
+}
+
+func newDomainRemoveCmd(f *cli.Factory, runF func(context.Context, *domainRemoveOptions) error) *cobra.Command {
+	o := &domainRemoveOptions{}
 	cmd := &cobra.Command{
 		Use:         "remove APP HOST",
 		Annotations: deleting(argApp, argHost),
@@ -65,27 +89,35 @@ func newDomainRemoveCmd(f *cli.Factory) *cobra.Command {
 		Example:     `  tug domain remove shop shop.example.com`,
 		Args:        cli.ExactArgs("APP", "HOST"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name, host := args[0], args[1]
-			if err := checkApp(name); err != nil {
+			o.App, o.Host = args[0], args[1]
+			if err := checkApp(o.App); err != nil {
 				return err
 			}
-			if err := traffic.ValidateHost(host); err != nil {
+			if err := traffic.ValidateHost(o.Host); err != nil {
 				return inputerr.Wrap(err)
 			}
-			return configureDomain(cmd, f, name, strings.ToLower(host)+" removed", format, func(d deploy.Deps) (*traffic.DomainResult, error) {
-				return traffic.DomainRemove(cmd.Context(), d, name, host, trafficOptions)
-			})
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
+			return runDomainRemove(cmd.Context(), o)
 		},
 	}
-	cli.AddFormatFlag(cmd, &format)
+	o.Changer = changerFor(cmd, f)
+	cli.AddFormatFlag(cmd, &o.Format)
 	return cmd
+}
+
+func runDomainRemove(ctx context.Context, o *domainRemoveOptions) error {
+	return configureDomain(ctx, o.Changer, o.App, strings.ToLower(o.Host)+" removed", o.Format, func(d deploy.Deps) (*traffic.DomainResult, error) {
+		return traffic.DomainRemove(ctx, d, o.App, o.Host, trafficOptions)
+	})
 }
 
 // configureDomain is configure for a domain change: with -o json|yaml its
 // result goes to stdout (docs/output.md), the done line to stderr as ever.
-func configureDomain(cmd *cobra.Command, f *cli.Factory, appName, done string, format cli.OutputFormat, action func(d deploy.Deps) (*traffic.DomainResult, error)) error {
+func configureDomain(ctx context.Context, c appChanger, appName, done string, format cli.OutputFormat, action func(d deploy.Deps) (*traffic.DomainResult, error)) error {
 	var out *traffic.DomainResult
-	err := configure(cmd, f, appName, done, func(d deploy.Deps) (*deploy.Result, error) {
+	err := configure(ctx, c, appName, done, func(d deploy.Deps) (*deploy.Result, error) {
 		var err error
 		if out, err = action(d); err != nil {
 			return nil, err
@@ -95,11 +127,21 @@ func configureDomain(cmd *cobra.Command, f *cli.Factory, appName, done string, f
 	if err != nil || format == cli.OutputTable {
 		return err
 	}
-	return (cli.OutputOptions{Format: format}).Print(f.IOStreams, out, nil)
+	return (cli.OutputOptions{Format: format}).Print(c.IO, out, nil)
 }
 
-func newDomainListCmd(f *cli.Factory) *cobra.Command {
-	o := &cli.OutputOptions{}
+// domainListOptions are `tug domain list`.
+type domainListOptions struct {
+	IO          *cli.IOStreams
+	Store       func() (*app.Store, error)
+	CommandName string
+
+	App    string
+	Output cli.OutputOptions
+}
+
+func newDomainListCmd(f *cli.Factory, runF func(context.Context, *domainListOptions) error) *cobra.Command {
+	o := &domainListOptions{IO: f.IOStreams, Store: storeFor(f), CommandName: f.CommandName}
 	cmd := &cobra.Command{
 		Use:         "list APP",
 		Annotations: argsAre(argApp),
@@ -108,27 +150,42 @@ func newDomainListCmd(f *cli.Factory) *cobra.Command {
 		Example:     `  tug domain list shop`,
 		Args:        cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, a, err := loadApp(cmd, f, args[0])
-			if err != nil {
+			o.App = args[0]
+			if err := app.ValidateName(o.App); err != nil {
 				return err
 			}
-			domains := a.Domains
-			if domains == nil {
-				domains = []app.Domain{}
+			if runF != nil {
+				return runF(cmd.Context(), o)
 			}
-			return o.Print(f.IOStreams, domains, func() error {
-				if len(domains) == 0 {
-					fmt.Fprintf(f.IOStreams.ErrOut, "app %q has no domains; add one with '%s domain add %s HOST'\n", a.Name, f.CommandName, a.Name)
-					return nil
-				}
-				t := cli.NewTable("host", "path", "tls", "ingress-class")
-				for _, d := range domains {
-					t.AddRow(d.Host, d.Path, dash(d.TLSSecret), dash(d.IngressClass))
-				}
-				return t.Render(f.IOStreams, o.NoHeaders)
-			})
+			return runDomainList(cmd.Context(), o)
 		},
 	}
-	cli.AddOutputFlags(cmd, o)
+	cli.AddOutputFlags(cmd, &o.Output)
 	return cmd
+}
+
+func runDomainList(ctx context.Context, o *domainListOptions) error {
+	s, err := o.Store()
+	if err != nil {
+		return err
+	}
+	a, err := s.GetApp(ctx, o.App)
+	if err != nil {
+		return err
+	}
+	domains := a.Domains
+	if domains == nil {
+		domains = []app.Domain{}
+	}
+	return o.Output.Print(o.IO, domains, func() error {
+		if len(domains) == 0 {
+			fmt.Fprintf(o.IO.ErrOut, "app %q has no domains; add one with '%s domain add %s HOST'\n", a.Name, o.CommandName, a.Name)
+			return nil
+		}
+		t := cli.NewTable("host", "path", "tls", "ingress-class")
+		for _, d := range domains {
+			t.AddRow(d.Host, d.Path, dash(d.TLSSecret), dash(d.IngressClass))
+		}
+		return t.Render(o.IO, o.Output.NoHeaders)
+	})
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"reflect"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/traffic"
 )
 
@@ -63,5 +65,45 @@ func TestDomainChangesPrintTheirResult(t *testing.T) {
 	}
 	if r := p.run(t, false, "domain", "remove", "shop", "gone.example.com", "-o", "json"); r.code == 0 || r.stdout != "" {
 		t.Errorf("domain remove of a host the app lacks: exit %d, stdout %q", r.code, r.stdout)
+	}
+}
+
+func TestNewDomainCmds(t *testing.T) {
+	a, err := parseCmd(t, newDomainAddCmd, "shop", "example.com", "--path", "/shop", "--ingress-class", "nginx", "-o", "json")
+	if err != nil || a == nil || a.App != "shop" || a.Host != "example.com" || a.Path != "/shop" || a.IngressClass != "nginx" || a.Format != cli.OutputJSON {
+		t.Fatalf("add: error %v, options %+v", err, a)
+	}
+	for _, c := range []struct {
+		argv []string
+		want string
+	}{{[]string{"shop", "exa mple.com"}, "exa mple.com"}, {[]string{"shop", "example.com", "--path", "shop"}, "shop"}, {[]string{"shop"}, "missing HOST"}} {
+		a, err := parseCmd(t, newDomainAddCmd, c.argv...)
+		wantParseError(t, a, err, c.want)
+	}
+	r, err := parseCmd(t, newDomainRemoveCmd, "shop", "Example.com")
+	if err != nil || r == nil || r.App != "shop" || r.Host != "Example.com" || r.Format != cli.OutputTable {
+		t.Fatalf("remove: error %v, options %+v", err, r)
+	}
+	r, err = parseCmd(t, newDomainRemoveCmd, "shop", "-bad-")
+	wantParseError(t, r, err, "-bad-")
+	l, err := parseCmd(t, newDomainListCmd, "shop")
+	if err != nil || l == nil || l.App != "shop" {
+		t.Fatalf("list: error %v, options %+v", err, l)
+	}
+}
+
+func TestRunDomainList(t *testing.T) {
+	p := newPrinterFixture(t)
+	p.mustCreateApp(t, &app.App{Name: "shop", Domains: []app.Domain{{Host: "shop.example.com", Path: "/"}}})
+	p.mustCreateApp(t, &app.App{Name: "blog"})
+	ctx := context.Background()
+	ios, _, out, errOut := cli.TestIOStreams()
+	o := &domainListOptions{IO: ios, Store: fixtureStore(p), CommandName: "tug", App: "shop", Output: cli.OutputOptions{Format: cli.OutputTable}}
+	if err := runDomainList(ctx, o); err != nil || !strings.Contains(out.String(), "shop.example.com\t/\t-\t-") {
+		t.Errorf("shop: %v\n%s", err, out)
+	}
+	o.App = "blog"
+	if err := runDomainList(ctx, o); err != nil || !strings.Contains(errOut.String(), `app "blog" has no domains; add one with 'tug domain add blog HOST'`) {
+		t.Errorf("blog: %v, stderr %q", err, errOut)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -30,11 +31,19 @@ keep the old config and the new release is marked failed.
 		RunE:    cli.GroupRunE,
 		GroupID: "apps",
 	}
-	cmd.AddCommand(newEnvSetCmd(f), newEnvUnsetCmd(f), newEnvGetCmd(f))
+	cmd.AddCommand(newEnvSetCmd(f, nil), newEnvUnsetCmd(f, nil), newEnvGetCmd(f, nil))
 	return cmd
 }
 
+// envSetOptions are `tug env set` and `tug env unset`.
 type envSetOptions struct {
+	Changer appChanger
+
+	App string
+	// Set is what env set sets (KEY=VALUE arguments, then --from-env-file),
+	// Unset the keys env unset removes.
+	Set              app.ConfigMap
+	Unset            []string
 	FromFile         string
 	NoRestart        bool
 	Message          string
@@ -57,7 +66,7 @@ func (o *envSetOptions) addFlags(cmd *cobra.Command) {
 	o.rollout.addDryRun(cmd, "")
 }
 
-func newEnvSetCmd(f *cli.Factory) *cobra.Command {
+func newEnvSetCmd(f *cli.Factory, runF func(context.Context, *envSetOptions) error) *cobra.Command {
 	o := &envSetOptions{}
 	cmd := &cobra.Command{
 		Use:         "set APP KEY=VALUE...",
@@ -86,8 +95,8 @@ deploy, it says the release would be stored for the next deploy.`,
   tug env set shop LOG_LEVEL=debug --dry-run`,
 		Args: cli.Args("APP", "[KEY=VALUE...]"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name := args[0]
-			if err := app.ValidateName(name); err != nil {
+			o.App = args[0]
+			if err := app.ValidateName(o.App); err != nil {
 				return err
 			}
 			if err := o.rollout.validate(); err != nil {
@@ -97,15 +106,24 @@ deploy, it says the release would be stored for the next deploy.`,
 			if err != nil {
 				return err
 			}
-			return roll(cmd, f, name, deploy.EnvChange(set, nil, o.Message), o.options(), o.rollout.Output, rollVerb{"config set", "setting the config of"})
+			o.Set = set
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
+			return runEnvSet(cmd.Context(), o)
 		},
 	}
+	o.Changer = changerFor(cmd, f)
 	cmd.Flags().StringVar(&o.FromFile, "from-env-file", "", "Read KEY=VALUE lines from a file (- for standard input)")
 	o.addFlags(cmd)
 	return cmd
 }
 
-func newEnvUnsetCmd(f *cli.Factory) *cobra.Command {
+func runEnvSet(ctx context.Context, o *envSetOptions) error {
+	return roll(ctx, o.Changer, o.App, deploy.EnvChange(o.Set, nil, o.Message), o.options(), o.rollout.Output, rollVerb{"config set", "setting the config of"})
+}
+
+func newEnvUnsetCmd(f *cli.Factory, runF func(context.Context, *envSetOptions) error) *cobra.Command {
 	o := &envSetOptions{}
 	cmd := &cobra.Command{
 		Use:         "unset APP KEY...",
@@ -118,21 +136,29 @@ nothing.`,
   tug env unset shop DEBUG --dry-run`,
 		Args: cli.Args("APP", "KEY..."),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name := args[0]
-			if err := app.ValidateName(name); err != nil {
+			o.App, o.Unset = args[0], args[1:]
+			if err := app.ValidateName(o.App); err != nil {
 				return err
 			}
 			if err := o.rollout.validate(); err != nil {
 				return err
 			}
-			if err := app.ValidateEnvUnset(args[1:]); err != nil {
+			if err := app.ValidateEnvUnset(o.Unset); err != nil {
 				return err
 			}
-			return roll(cmd, f, name, deploy.EnvChange(nil, args[1:], o.Message), o.options(), o.rollout.Output, rollVerb{"config unset", "unsetting the config of"})
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
+			return runEnvUnset(cmd.Context(), o)
 		},
 	}
+	o.Changer = changerFor(cmd, f)
 	o.addFlags(cmd)
 	return cmd
+}
+
+func runEnvUnset(ctx context.Context, o *envSetOptions) error {
+	return roll(ctx, o.Changer, o.App, deploy.EnvChange(nil, o.Unset, o.Message), o.options(), o.rollout.Output, rollVerb{"config unset", "unsetting the config of"})
 }
 
 // EnvVar is one row of `tug env get -o json`; Value is present only with
@@ -142,9 +168,22 @@ type EnvVar struct {
 	Value *string `json:"value,omitempty"`
 }
 
-func newEnvGetCmd(f *cli.Factory) *cobra.Command {
-	var show bool
-	o := &cli.OutputOptions{}
+// envGetOptions are `tug env get`.
+type envGetOptions struct {
+	IO          *cli.IOStreams
+	Store       func() (*app.Store, error)
+	CommandName string
+
+	App string
+	// Key is the one variable asked for, when KeyGiven.
+	Key      string
+	KeyGiven bool
+	Show     bool
+	Output   cli.OutputOptions
+}
+
+func newEnvGetCmd(f *cli.Factory, runF func(context.Context, *envGetOptions) error) *cobra.Command {
+	o := &envGetOptions{IO: f.IOStreams, Store: storeFor(f), CommandName: f.CommandName}
 	cmd := &cobra.Command{
 		Use:         "get APP [KEY]",
 		Annotations: argsAre(argApp, argKey),
@@ -157,57 +196,77 @@ standard error says how to print it.`,
   tug env get shop DATABASE_URL --show-values`,
 		Args: cli.Args("APP", "[KEY]"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name := args[0]
-			s, a, err := loadApp(cmd, f, name)
-			if err != nil {
-				return err
-			}
-			_, config, err := deploy.BaseRelease(cmd.Context(), s, a)
-			if err != nil {
-				return err
-			}
-			keys := config.Keys()
+			o.App = args[0]
 			if len(args) == 2 {
-				if _, ok := config[args[1]]; !ok {
-					return fmt.Errorf("config %q is not set on app %q", args[1], name)
-				}
-				keys = []string{args[1]}
-				if show && o.Format == cli.OutputTable {
-					_, err := fmt.Fprintln(f.IOStreams.Out, config[args[1]])
-					return err
-				}
+				o.Key, o.KeyGiven = args[1], true
 			}
-			vars := make([]EnvVar, len(keys))
-			for i, k := range keys {
-				vars[i] = EnvVar{Name: k}
-				if show {
-					v := config[k]
-					vars[i].Value = &v
-				}
+			if err := app.ValidateName(o.App); err != nil {
+				return err
 			}
-			return o.Print(f.IOStreams, vars, func() error {
-				if len(vars) == 0 {
-					fmt.Fprintf(f.IOStreams.ErrOut, "app %q has no config; set some with '%s env set %s KEY=VALUE'\n", name, f.CommandName, name)
-					return nil
-				}
-				t := cli.NewTable("name", "value")
-				for _, v := range vars {
-					val := "(hidden: --show-values)"
-					if v.Value != nil {
-						val = *v.Value
-					}
-					t.AddRow(v.Name, val)
-				}
-				if err := t.Render(f.IOStreams, o.NoHeaders); err != nil || show || len(args) < 2 {
-					return err
-				}
-				// The one value asked for, hidden: say how to see it.
-				fmt.Fprintf(f.IOStreams.ErrOut, "%s is set; its value is hidden: print it with '%s env get %s %s --show-values'\n", args[1], f.CommandName, name, args[1])
-				return nil
-			})
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
+			return runEnvGet(cmd.Context(), o)
 		},
 	}
-	cmd.Flags().BoolVar(&show, "show-values", false, "Print the values too")
-	cli.AddOutputFlags(cmd, o)
+	cmd.Flags().BoolVar(&o.Show, "show-values", false, "Print the values too")
+	cli.AddOutputFlags(cmd, &o.Output)
 	return cmd
+}
+
+func runEnvGet(ctx context.Context, o *envGetOptions) error {
+	s, err := o.Store()
+	if err != nil {
+		return err
+	}
+	a, err := s.GetApp(ctx, o.App)
+	if err != nil {
+		return err
+	}
+	_, config, err := deploy.BaseRelease(ctx, s, a)
+	if err != nil {
+		return err
+	}
+	keys := config.Keys()
+	if o.KeyGiven {
+		if _, ok := config[o.Key]; !ok {
+			return fmt.Errorf("config %q is not set on app %q", o.Key, o.App)
+		}
+		keys = []string{o.Key}
+		if o.Show && o.Output.Format == cli.OutputTable {
+			_, err := fmt.Fprintln(o.IO.Out, config[o.Key])
+			return err
+		}
+	}
+	vars := make([]EnvVar, len(keys))
+	for i, k := range keys {
+		vars[i] = EnvVar{Name: k}
+		if o.Show {
+			v := config[k]
+			vars[i].Value = &v
+		}
+	}
+	return o.Output.Print(o.IO, vars, func() error { return printEnvVars(o, vars) })
+}
+
+// printEnvVars is env get's table: the values hidden unless --show-values.
+func printEnvVars(o *envGetOptions, vars []EnvVar) error {
+	if len(vars) == 0 {
+		fmt.Fprintf(o.IO.ErrOut, "app %q has no config; set some with '%s env set %s KEY=VALUE'\n", o.App, o.CommandName, o.App)
+		return nil
+	}
+	t := cli.NewTable("name", "value")
+	for _, v := range vars {
+		val := "(hidden: --show-values)"
+		if v.Value != nil {
+			val = *v.Value
+		}
+		t.AddRow(v.Name, val)
+	}
+	if err := t.Render(o.IO, o.Output.NoHeaders); err != nil || o.Show || !o.KeyGiven {
+		return err
+	}
+	// The one value asked for, hidden: say how to see it.
+	fmt.Fprintf(o.IO.ErrOut, "%s is set; its value is hidden: print it with '%s env get %s %s --show-values'\n", o.Key, o.CommandName, o.App, o.Key)
+	return nil
 }

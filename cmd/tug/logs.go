@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,13 +17,21 @@ import (
 // defaultTail is how many lines of each unit `tug logs` shows unless told.
 const defaultTail = 100
 
+// logsOptions are `tug logs`.
 type logsOptions struct {
+	IO          *cli.IOStreams
+	CommandName string
+	// Client is made without the client-side rate limit (logsClient).
+	Client    func() (kubernetes.Interface, error)
+	Namespace func() (string, error)
+
 	logs.Options
 	since string
 }
 
-func newLogsCmd(f *cli.Factory) *cobra.Command {
-	o := &logsOptions{}
+func newLogsCmd(f *cli.Factory, runF func(context.Context, *logsOptions) error) *cobra.Command {
+	o := &logsOptions{IO: f.IOStreams, CommandName: f.CommandName, Namespace: f.Namespace,
+		Client: func() (kubernetes.Interface, error) { return logsClient(f) }}
 	cmd := &cobra.Command{
 		Use:         "logs APP",
 		Annotations: argsAre(argApp),
@@ -71,15 +80,10 @@ Ctrl-C ends it (exit code 0).`,
 			if o.Tail < -1 {
 				return inputerr.Errorf("--tail must be -1 (all) or more, got %d", o.Tail)
 			}
-			client, err := logsClient(f)
-			if err != nil {
-				return err
+			if runF != nil {
+				return runF(cmd.Context(), o)
 			}
-			ns, err := f.Namespace()
-			if err != nil {
-				return err
-			}
-			return logs.Show(cmd.Context(), logs.Deps{Client: client, Namespace: ns, IO: f.IOStreams, CommandName: f.CommandName}, o.Options)
+			return runLogs(cmd.Context(), o)
 		},
 	}
 	fl := cmd.Flags()
@@ -91,6 +95,18 @@ Ctrl-C ends it (exit code 0).`,
 	fl.BoolVar(&o.Timestamps, "timestamps", false, "Show each line's time")
 	fl.BoolVar(&o.Previous, "previous", false, "Show the previous container of each unit (after a crash)")
 	return cmd
+}
+
+func runLogs(ctx context.Context, o *logsOptions) error {
+	client, err := o.Client()
+	if err != nil {
+		return err
+	}
+	ns, err := o.Namespace()
+	if err != nil {
+		return err
+	}
+	return logs.Show(ctx, logs.Deps{Client: client, Namespace: ns, IO: o.IO, CommandName: o.CommandName}, o.Options)
 }
 
 // parseSince reads --since: a positive duration, or an RFC 3339 time.

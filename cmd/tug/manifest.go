@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -39,18 +40,18 @@ func (f *manifestFlag) resolve(o *appDeployOptions) error {
 }
 
 // exportManifest prints app name's deployed release as a tug.yaml.
-func exportManifest(cmd *cobra.Command, f *cli.Factory, s *app.Store, name string, includeConfig bool) error {
+func exportManifest(ctx context.Context, ios *cli.IOStreams, s *app.Store, name string, includeConfig bool) error {
 	if includeConfig {
 		return inputerr.Errorf("--manifest and --include-config cannot be used together: a tug.yaml holds no config (see 'tug env')")
 	}
-	a, err := s.GetApp(cmd.Context(), name)
+	a, err := s.GetApp(ctx, name)
 	if err != nil {
 		return err
 	}
 	if a.Release == 0 {
 		return fmt.Errorf("app %q has no deployed release to export; deploy it first", name)
 	}
-	r, _, err := s.GetRelease(cmd.Context(), name, a.Release)
+	r, _, err := s.GetRelease(ctx, name, a.Release)
 	if err != nil {
 		return err
 	}
@@ -58,6 +59,6 @@ func exportManifest(cmd *cobra.Command, f *cli.Factory, s *app.Store, name strin
 	if err != nil {
 		return err
 	}
-	_, err = f.IOStreams.Out.Write(b)
+	_, err = ios.Out.Write(b)
 	return err
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/cluster"
 	"tug.dev/tug/pkg/node"
 	"tug.dev/tug/pkg/text"
 )
@@ -26,33 +28,34 @@ tug-cluster-admin-apps bound in each namespace that holds tug apps (see
 		RunE:    cli.GroupRunE,
 		GroupID: "cluster",
 	}
-	cmd.AddCommand(newNodeListCmd(f), newNodeInfoCmd(f), newNodeAddCmd(f), newNodeUpdateCmd(f), newNodeRemoveCmd(f))
+	cmd.AddCommand(newNodeListCmd(f, nil), newNodeInfoCmd(f, nil), newNodeAddCmd(f, nil), newNodeUpdateCmd(f, nil), newNodeRemoveCmd(f, nil))
 	return cmd
 }
 
-// findNode looks a node up by name or address in the clusters selected.
-func findNode(cmd *cobra.Command, f *cli.Factory, name, only string) (*node.Found, error) {
-	if err := node.ValidateRef(name); err != nil {
-		return nil, err
-	}
-	ts, err := clusterTargets(f, only)
+// findNode looks a node up by name or address (checked by the command:
+// node.ValidateRef) in the clusters selected.
+func findNode(ctx context.Context, targets func(only string) ([]cluster.Target, error), name, only string) (*node.Found, error) {
+	ts, err := targets(only)
 	if err != nil {
 		return nil, err
 	}
-	found, err := node.Find(cmd.Context(), ts, name)
-	return found, err
+	return node.Find(ctx, ts, name)
 }
 
 // ---------------------------------------------------------------- list
 
+// nodeListOptions are `tug node list`.
 type nodeListOptions struct {
+	IO      *cli.IOStreams
+	Targets func(only string) ([]cluster.Target, error)
+
 	node.ListOptions
 	Cluster string
 	Output  cli.OutputOptions
 }
 
-func newNodeListCmd(f *cli.Factory) *cobra.Command {
-	o := &nodeListOptions{}
+func newNodeListCmd(f *cli.Factory, runF func(context.Context, *nodeListOptions) error) *cobra.Command {
+	o := &nodeListOptions{IO: f.IOStreams, Targets: targetsFor(f)}
 	cmd := &cobra.Command{
 		Use:     "list",
 		Aliases: []string{"ls"},
@@ -68,34 +71,10 @@ units). A cluster that does not answer gets a warning; the others are listed.`,
 			if err := o.ListOptions.Validate(); err != nil {
 				return err
 			}
-			ts, err := clusterTargets(f, o.Cluster)
-			if err != nil {
-				return err
+			if runF != nil {
+				return runF(cmd.Context(), o)
 			}
-			res, err := node.List(cmd.Context(), ts, o.ListOptions)
-			if err != nil {
-				return err
-			}
-			return o.Output.Print(f.IOStreams, res, func() error {
-				defer warnClusters(f, res.Unreachable, res.Warnings)
-				if len(res.Nodes) == 0 {
-					what := "no nodes"
-					if o.Pool != "" {
-						what = fmt.Sprintf("no nodes in pool %q", o.Pool)
-					}
-					fmt.Fprintln(f.IOStreams.ErrOut, what)
-					return nil
-				}
-				t := cli.NewTable("name", "address", "pool", "status", "units", "taints", "cluster")
-				for _, n := range res.Nodes {
-					units := "?"
-					if n.Units != nil {
-						units = fmt.Sprint(*n.Units)
-					}
-					t.AddRow(n.Name, n.Address, dash(n.Pool), n.Status, units, node.ShortTaints(n.Taints), n.Cluster)
-				}
-				return t.Render(f.IOStreams, o.Output.NoHeaders)
-			})
+			return runNodeList(cmd.Context(), o)
 		},
 	}
 	cmd.Flags().StringVar(&o.Pool, "pool", "", "Only nodes of this pool")
@@ -104,23 +83,61 @@ units). A cluster that does not answer gets a warning; the others are listed.`,
 	return cmd
 }
 
+func runNodeList(ctx context.Context, o *nodeListOptions) error {
+	ts, err := o.Targets(o.Cluster)
+	if err != nil {
+		return err
+	}
+	res, err := node.List(ctx, ts, o.ListOptions)
+	if err != nil {
+		return err
+	}
+	return o.Output.Print(o.IO, res, func() error {
+		defer warnClusters(o.IO, res.Unreachable, res.Warnings)
+		if len(res.Nodes) == 0 {
+			what := "no nodes"
+			if o.Pool != "" {
+				what = fmt.Sprintf("no nodes in pool %q", o.Pool)
+			}
+			fmt.Fprintln(o.IO.ErrOut, what)
+			return nil
+		}
+		t := cli.NewTable("name", "address", "pool", "status", "units", "taints", "cluster")
+		for _, n := range res.Nodes {
+			units := "?"
+			if n.Units != nil {
+				units = fmt.Sprint(*n.Units)
+			}
+			t.AddRow(n.Name, n.Address, dash(n.Pool), n.Status, units, node.ShortTaints(n.Taints), n.Cluster)
+		}
+		return t.Render(o.IO, o.Output.NoHeaders)
+	})
+}
+
 // warnClusters reports clusters that did not answer, after the table.
-func warnClusters(f *cli.Factory, unreachable []node.ClusterError, warnings []string) {
+func warnClusters(ios *cli.IOStreams, unreachable []node.ClusterError, warnings []string) {
 	for _, u := range unreachable {
-		fmt.Fprintf(f.IOStreams.ErrOut, "warning: cluster %s (context %q) is unreachable: %s\n", u.Cluster, u.Context, u.Error)
+		fmt.Fprintf(ios.ErrOut, "warning: cluster %s (context %q) is unreachable: %s\n", u.Cluster, u.Context, u.Error)
 	}
 	for _, w := range warnings {
-		fmt.Fprintf(f.IOStreams.ErrOut, "warning: %s\n", w)
+		fmt.Fprintf(ios.ErrOut, "warning: %s\n", w)
 	}
 }
 
 // ---------------------------------------------------------------- info
 
-func newNodeInfoCmd(f *cli.Factory) *cobra.Command {
-	var (
-		format  cli.OutputFormat
-		cluster string
-	)
+// nodeInfoOptions are `tug node info`.
+type nodeInfoOptions struct {
+	IO      *cli.IOStreams
+	Targets func(only string) ([]cluster.Target, error)
+
+	Node    string
+	Cluster string
+	Format  cli.OutputFormat
+}
+
+func newNodeInfoCmd(f *cli.Factory, runF func(context.Context, *nodeInfoOptions) error) *cobra.Command {
+	o := &nodeInfoOptions{IO: f.IOStreams, Targets: targetsFor(f)}
 	cmd := &cobra.Command{
 		Use:         "info NODE",
 		Annotations: argsAre(argNode),
@@ -130,20 +147,31 @@ func newNodeInfoCmd(f *cli.Factory) *cobra.Command {
 		Long: "NODE is a node's name or one of its addresses.",
 		Args: cli.ExactArgs("NODE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			found, err := findNode(cmd, f, args[0], cluster)
-			if err != nil {
+			o.Node = args[0]
+			if err := node.ValidateRef(o.Node); err != nil {
 				return err
 			}
-			info, err := node.GetInfo(cmd.Context(), found)
-			if err != nil {
-				return err
+			if runF != nil {
+				return runF(cmd.Context(), o)
 			}
-			return cli.OutputOptions{Format: format}.Print(f.IOStreams, info, func() error { return printNodeInfo(f.IOStreams, info) })
+			return runNodeInfo(cmd.Context(), o)
 		},
 	}
-	addClusterFlag(cmd, &cluster)
-	cli.AddFormatFlag(cmd, &format)
+	addClusterFlag(cmd, &o.Cluster)
+	cli.AddFormatFlag(cmd, &o.Format)
 	return cmd
+}
+
+func runNodeInfo(ctx context.Context, o *nodeInfoOptions) error {
+	found, err := findNode(ctx, o.Targets, o.Node, o.Cluster)
+	if err != nil {
+		return err
+	}
+	info, err := node.GetInfo(ctx, found)
+	if err != nil {
+		return err
+	}
+	return cli.OutputOptions{Format: o.Format}.Print(o.IO, info, func() error { return printNodeInfo(o.IO, info) })
 }
 
 func printNodeInfo(ios *cli.IOStreams, in *node.Info) error {

@@ -3,25 +3,32 @@ package main
 // tug node add, tug node update.
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/cluster"
 	"tug.dev/tug/pkg/node"
 )
 
 // ---------------------------------------------------------------- add
 
+// nodeAddOptions are `tug node add`.
 type nodeAddOptions struct {
+	IO *cli.IOStreams
+	// PoolTarget is the cluster of the pool, or the one named (poolTarget).
+	PoolTarget func(pool, only string) (cluster.Target, error)
+
 	node.AddOptions
 	Metadata []string
 	Cluster  string
 	Output   cli.OutputFormat
 }
 
-func newNodeAddCmd(f *cli.Factory) *cobra.Command {
-	o := &nodeAddOptions{}
+func newNodeAddCmd(f *cli.Factory, runF func(context.Context, *nodeAddOptions) error) *cobra.Command {
+	o := &nodeAddOptions{IO: f.IOStreams, PoolTarget: func(pool, only string) (cluster.Target, error) { return poolTarget(f, pool, only) }}
 	cmd := &cobra.Command{
 		Use:         "add ADDRESS --pool POOL",
 		Annotations: argsAre(argAddress),
@@ -54,28 +61,10 @@ updates the node.`,
 				return err
 			}
 			o.AddOptions.Metadata = md
-			t, err := poolTarget(f, o.Pool, o.Cluster)
-			if err != nil {
-				return err
+			if runF != nil {
+				return runF(cmd.Context(), o)
 			}
-			res, err := node.Add(cmd.Context(), t, o.AddOptions)
-			if err != nil {
-				return err
-			}
-			return cli.OutputOptions{Format: o.Output}.Print(f.IOStreams, res, func() error {
-				n := res.Node
-				var msg string
-				switch {
-				case res.Registered:
-					msg = fmt.Sprintf("node %q registered in pool %q (cluster %s); it joins when its kubelet starts with --hostname-override=%s", n.Name, n.Pool, n.Cluster, n.Name)
-				case !res.Changed:
-					msg = fmt.Sprintf("node %q is already in pool %q (cluster %s); nothing changed", n.Name, n.Pool, n.Cluster)
-				default:
-					msg = fmt.Sprintf("node %q added to pool %q (cluster %s)", n.Name, n.Pool, n.Cluster)
-				}
-				_, err := fmt.Fprintln(f.IOStreams.Out, msg)
-				return err
-			})
+			return runNodeAdd(cmd.Context(), o)
 		},
 	}
 	cmd.Flags().StringVar(&o.Pool, "pool", "", "Pool the node joins (required)")
@@ -86,17 +75,48 @@ updates the node.`,
 	return cmd
 }
 
+func runNodeAdd(ctx context.Context, o *nodeAddOptions) error {
+	t, err := o.PoolTarget(o.Pool, o.Cluster)
+	if err != nil {
+		return err
+	}
+	res, err := node.Add(ctx, t, o.AddOptions)
+	if err != nil {
+		return err
+	}
+	return cli.OutputOptions{Format: o.Output}.Print(o.IO, res, func() error {
+		n := res.Node
+		var msg string
+		switch {
+		case res.Registered:
+			msg = fmt.Sprintf("node %q registered in pool %q (cluster %s); it joins when its kubelet starts with --hostname-override=%s", n.Name, n.Pool, n.Cluster, n.Name)
+		case !res.Changed:
+			msg = fmt.Sprintf("node %q is already in pool %q (cluster %s); nothing changed", n.Name, n.Pool, n.Cluster)
+		default:
+			msg = fmt.Sprintf("node %q added to pool %q (cluster %s)", n.Name, n.Pool, n.Cluster)
+		}
+		_, err := fmt.Fprintln(o.IO.Out, msg)
+		return err
+	})
+}
+
 // ---------------------------------------------------------------- update
 
+// nodeUpdateOptions are `tug node update`.
 type nodeUpdateOptions struct {
+	IO       *cli.IOStreams
+	Targets  func(only string) ([]cluster.Target, error)
+	Clusters func() (*cluster.Config, error)
+
+	Node string
 	node.UpdateOptions
 	Metadata []string
 	Cluster  string
 	Output   cli.OutputFormat
 }
 
-func newNodeUpdateCmd(f *cli.Factory) *cobra.Command {
-	o := &nodeUpdateOptions{}
+func newNodeUpdateCmd(f *cli.Factory, runF func(context.Context, *nodeUpdateOptions) error) *cobra.Command {
+	o := &nodeUpdateOptions{IO: f.IOStreams, Targets: targetsFor(f), Clusters: loadClusters}
 	cmd := &cobra.Command{
 		Use:         "update NODE",
 		Annotations: argsAre(argNode),
@@ -117,41 +137,14 @@ node takes units again. --metadata KEY= deletes KEY.`,
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			found, err := findNode(cmd, f, args[0], o.Cluster)
-			if err != nil {
+			o.Node = args[0]
+			if err := node.ValidateRef(o.Node); err != nil {
 				return err
 			}
-			if o.Pool != "" {
-				cfg, err := loadClusters()
-				if err != nil {
-					return err
-				}
-				if err := cfg.CheckNodePool(o.Pool, found.Target.Cluster, found.Node.Name); err != nil {
-					return err
-				}
+			if runF != nil {
+				return runF(cmd.Context(), o)
 			}
-			res, err := node.Update(cmd.Context(), found, o.UpdateOptions)
-			if err != nil {
-				return err
-			}
-			return cli.OutputOptions{Format: o.Output}.Print(f.IOStreams, res, func() error {
-				if !res.Changed {
-					_, err := fmt.Fprintf(f.IOStreams.Out, "node %q already as asked (%s); nothing changed\n", res.Node.Name, res.Node.Status)
-					return err
-				}
-				msg := fmt.Sprintf("node %q updated: %s", res.Node.Name, res.Node.Status)
-				if res.Node.Pool != "" {
-					msg += fmt.Sprintf(", pool %q", res.Node.Pool)
-				}
-				switch {
-				case o.Disable:
-					msg += "; new units go elsewhere, units there keep running"
-				case o.Enable:
-					msg += "; it takes new units again"
-				}
-				_, err := fmt.Fprintln(f.IOStreams.Out, msg)
-				return err
-			})
+			return runNodeUpdate(cmd.Context(), o)
 		},
 	}
 	cmd.Flags().StringVar(&o.Pool, "pool", "", "Move the node to this pool")
@@ -161,4 +154,42 @@ node takes units again. --metadata KEY= deletes KEY.`,
 	addClusterFlag(cmd, &o.Cluster)
 	cli.AddFormatFlag(cmd, &o.Output)
 	return cmd
+}
+
+func runNodeUpdate(ctx context.Context, o *nodeUpdateOptions) error {
+	found, err := findNode(ctx, o.Targets, o.Node, o.Cluster)
+	if err != nil {
+		return err
+	}
+	if o.Pool != "" {
+		cfg, err := o.Clusters()
+		if err != nil {
+			return err
+		}
+		if err := cfg.CheckNodePool(o.Pool, found.Target.Cluster, found.Node.Name); err != nil {
+			return err
+		}
+	}
+	res, err := node.Update(ctx, found, o.UpdateOptions)
+	if err != nil {
+		return err
+	}
+	return cli.OutputOptions{Format: o.Output}.Print(o.IO, res, func() error {
+		if !res.Changed {
+			_, err := fmt.Fprintf(o.IO.Out, "node %q already as asked (%s); nothing changed\n", res.Node.Name, res.Node.Status)
+			return err
+		}
+		msg := fmt.Sprintf("node %q updated: %s", res.Node.Name, res.Node.Status)
+		if res.Node.Pool != "" {
+			msg += fmt.Sprintf(", pool %q", res.Node.Pool)
+		}
+		switch {
+		case o.Disable:
+			msg += "; new units go elsewhere, units there keep running"
+		case o.Enable:
+			msg += "; it takes new units again"
+		}
+		_, err := fmt.Fprintln(o.IO.Out, msg)
+		return err
+	})
 }

@@ -3,29 +3,39 @@ package main
 // tug node remove.
 
 import (
+	"context"
 	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/cluster"
 	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/lock"
 	"tug.dev/tug/pkg/node"
+	"tug.dev/tug/pkg/progress"
 	"tug.dev/tug/pkg/text"
 )
 
 // ---------------------------------------------------------------- remove
 
+// nodeRemoveOptions are `tug node remove`.
 type nodeRemoveOptions struct {
+	IO       *cli.IOStreams
+	Targets  func(only string) ([]cluster.Target, error)
+	Prompter func() cli.Prompter
+	Reporter func() progress.Reporter
+
+	Node string
 	node.RemoveOptions
 	Yes     bool
 	Cluster string
 	Output  cli.OutputFormat
 }
 
-func newNodeRemoveCmd(f *cli.Factory) *cobra.Command {
-	o := &nodeRemoveOptions{}
+func newNodeRemoveCmd(f *cli.Factory, runF func(context.Context, *nodeRemoveOptions) error) *cobra.Command {
+	o := &nodeRemoveOptions{IO: f.IOStreams, Targets: targetsFor(f), Prompter: f.Prompter, Reporter: f.Progress}
 	cmd := &cobra.Command{
 		Use:         "remove NODE",
 		Annotations: argsAre(argNode),
@@ -58,10 +68,17 @@ the kubelet restarts: stop it first.`,
   tug node remove node7 --timeout 10m --yes`,
 		Args: cli.ExactArgs("NODE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Node = args[0]
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			return runNodeRemove(cmd, f, o, args[0])
+			if err := node.ValidateRef(o.Node); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
+			return runNodeRemove(cmd.Context(), o)
 		},
 	}
 	fl := cmd.Flags()
@@ -77,22 +94,21 @@ the kubelet restarts: stop it first.`,
 	return cmd
 }
 
-// runNodeRemove removes node name as o says, after asking (unless --yes
+// runNodeRemove removes the node as o says, after asking (unless --yes
 // or --dry-run).
-func runNodeRemove(cmd *cobra.Command, f *cli.Factory, o *nodeRemoveOptions, name string) error {
-	ctx := cmd.Context()
-	found, err := findNode(cmd, f, name, o.Cluster)
+func runNodeRemove(ctx context.Context, o *nodeRemoveOptions) error {
+	found, err := findNode(ctx, o.Targets, o.Node, o.Cluster)
 	if err != nil {
 		return err
 	}
 	if !o.DryRun {
-		if err := cli.ConfirmOrFlag(ctx, f.IOStreams, f.Prompter(), o.Yes, cli.Confirmation{Action: o.action(found)}); err != nil {
+		if err := cli.ConfirmOrFlag(ctx, o.IO, o.Prompter(), o.Yes, cli.Confirmation{Action: o.action(found)}); err != nil {
 			return err
 		}
 		o.User = kube.WhoAmI(ctx, found.Target.Client, "")
 		o.Holder = lock.Self(o.User)
 	}
-	p := f.Progress()
+	p := o.Reporter()
 	o.Progress = p
 	res, err := node.Remove(ctx, found, o.RemoveOptions)
 	if err != nil {
@@ -110,7 +126,7 @@ func runNodeRemove(cmd *cobra.Command, f *cli.Factory, o *nodeRemoveOptions, nam
 	default:
 		p.Done(fmt.Sprintf("node %s drained; it stays cordoned", res.Node))
 	}
-	return cli.OutputOptions{Format: o.Output}.Print(f.IOStreams, res, func() error { return printRemoveResult(f.IOStreams, res) })
+	return cli.OutputOptions{Format: o.Output}.Print(o.IO, res, func() error { return printRemoveResult(o.IO, res) })
 }
 
 // action is what the confirmation asks to do.

@@ -1,11 +1,20 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/cluster"
+	"tug.dev/tug/pkg/progress"
 )
 
 // writeKubeconfig writes a kubeconfig with the given contexts, all pointing
@@ -113,5 +122,85 @@ func TestClusterAddListRemove(t *testing.T) {
 	b, _ := os.ReadFile(cfg)
 	if strings.Contains(string(b), "gpu") || !strings.Contains(string(b), "prod") {
 		t.Fatalf("config file:\n%s", b)
+	}
+}
+
+func TestNewNodeCmds(t *testing.T) {
+	l, err := parseCmd(t, newNodeListCmd, "--pool", "web", "--cluster", "edge", "-o", "json")
+	if err != nil || l == nil || l.Pool != "web" || l.Cluster != "edge" || l.Output.Format != cli.OutputJSON {
+		t.Fatalf("list: error %v, options %+v", err, l)
+	}
+	i, err := parseCmd(t, newNodeInfoCmd, "10.0.0.7", "--cluster", "edge")
+	if err != nil || i == nil || i.Node != "10.0.0.7" || i.Cluster != "edge" {
+		t.Fatalf("info: error %v, options %+v", err, i)
+	}
+	i, err = parseCmd(t, newNodeInfoCmd, "bad_node")
+	wantParseError(t, i, err, "bad_node")
+	a, err := parseCmd(t, newNodeAddCmd, "node7", "--pool", "web", "--iaas-id", "i-1", "--metadata", "rack=r12")
+	if err != nil || a == nil || a.Address != "node7" || a.Pool != "web" || a.IaaSID != "i-1" || a.AddOptions.Metadata["rack"] != "r12" {
+		t.Fatalf("add: error %v, options %+v", err, a)
+	}
+	u, err := parseCmd(t, newNodeUpdateCmd, "node7", "--disable", "--metadata", "old=")
+	if err != nil || u == nil || u.Node != "node7" || !u.Disable {
+		t.Fatalf("update: error %v, options %+v", err, u)
+	}
+	u, err = parseCmd(t, newNodeUpdateCmd, "bad_node", "--enable")
+	wantParseError(t, u, err, "bad_node")
+	r, err := parseCmd(t, newNodeRemoveCmd, "node7", "--dry-run", "--timeout", "10m")
+	if err != nil || r == nil || r.Node != "node7" || !r.DryRun || r.Timeout != 10*time.Minute {
+		t.Fatalf("remove: error %v, options %+v", err, r)
+	}
+	r, err = parseCmd(t, newNodeRemoveCmd, "bad_node")
+	wantParseError(t, r, err, "bad_node")
+	p, err := parseCmd(t, newPoolListCmd, "--cluster", "edge")
+	if err != nil || p == nil || p.Cluster != "edge" {
+		t.Fatalf("pool list: error %v, options %+v", err, p)
+	}
+}
+
+// node add registers a node in a pool, list and pool list show it, update
+// disables it, remove --dry-run says what would happen and changes nothing.
+func TestRunNodeCommands(t *testing.T) {
+	cs := fake.NewClientset()
+	target := cluster.Target{Cluster: cluster.Cluster{Name: "local", Context: "dev"}, Implicit: true, Client: cs, Namespace: "dev"}
+	targets := func(string) ([]cluster.Target, error) { return []cluster.Target{target}, nil }
+	ctx := context.Background()
+	ios, _, out, _ := cli.TestIOStreams()
+	add := &nodeAddOptions{IO: ios, PoolTarget: func(string, string) (cluster.Target, error) { return target, nil }, Output: cli.OutputTable}
+	add.Address, add.Pool = "node7", "web"
+	if err := runNodeAdd(ctx, add); err != nil || !strings.Contains(out.String(), `node "node7" registered in pool "web"`) {
+		t.Fatalf("add: %v, stdout %q", err, out)
+	}
+	out.Reset()
+	list := &nodeListOptions{IO: ios, Targets: targets, Output: cli.OutputOptions{Format: cli.OutputTable}}
+	if err := runNodeList(ctx, list); err != nil || !strings.Contains(out.String(), "node7\t") || !strings.Contains(out.String(), "\tweb\t") {
+		t.Errorf("list: %v\n%s", err, out)
+	}
+	out.Reset()
+	pools := &poolListOptions{IO: ios, Targets: targets, CommandName: "tug", Output: cli.OutputOptions{Format: cli.OutputTable}}
+	if err := runPoolList(ctx, pools); err != nil || !strings.Contains(out.String(), "web\tlocal\tnode7\t") {
+		t.Errorf("pool list: %v\n%s", err, out)
+	}
+	out.Reset()
+	upd := &nodeUpdateOptions{IO: ios, Targets: targets, Clusters: func() (*cluster.Config, error) { return &cluster.Config{}, nil },
+		Node: "node7", Output: cli.OutputTable}
+	upd.Disable = true
+	if err := runNodeUpdate(ctx, upd); err != nil || !strings.Contains(out.String(), `node "node7" updated: `) {
+		t.Errorf("update: %v, stdout %q", err, out)
+	}
+	out.Reset()
+	info := &nodeInfoOptions{IO: ios, Targets: targets, Node: "node7", Format: cli.OutputTable}
+	if err := runNodeInfo(ctx, info); err != nil || !strings.Contains(out.String(), "Pool:        web\n") {
+		t.Errorf("info: %v\n%s", err, out)
+	}
+	out.Reset()
+	rm := &nodeRemoveOptions{IO: ios, Targets: targets, Prompter: func() cli.Prompter { return nil },
+		Reporter: func() progress.Reporter { return cli.NewProgress(ios) }, Node: "node7", Output: cli.OutputTable}
+	rm.DryRun = true
+	if err := runNodeRemove(ctx, rm); err != nil || !strings.Contains(out.String(), "would move 0 pods") {
+		t.Errorf("remove --dry-run: %v\n%s", err, out)
+	}
+	if _, err := cs.CoreV1().Nodes().Get(ctx, "node7", metav1.GetOptions{}); err != nil {
+		t.Errorf("a dry run removed the node: %v", err)
 	}
 }

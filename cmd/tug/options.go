@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -9,23 +10,40 @@ import (
 	"tug.dev/tug/pkg/cli"
 )
 
-func newOptionsCmd(f *cli.Factory) *cobra.Command {
-	return &cobra.Command{
+// optionsCmdOptions are `tug options`.
+type optionsCmdOptions struct {
+	IO *cli.IOStreams
+	// Root is the command tree whose persistent flags are listed.
+	Root func() *cobra.Command
+}
+
+func newOptionsCmd(f *cli.Factory, runF func(context.Context, *optionsCmdOptions) error) *cobra.Command {
+	o := &optionsCmdOptions{IO: f.IOStreams}
+	cmd := &cobra.Command{
 		Use:     "options",
 		Short:   "List the flags every command accepts (cluster connection, output)",
 		Example: `  tug options`,
 		Args:    cli.NoArgs,
 		GroupID: "other",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			// Show the hidden ones too: listing them is this command's job.
-			all := pflag.NewFlagSet("global", pflag.ContinueOnError)
-			cmd.Root().PersistentFlags().VisitAll(func(fl *pflag.Flag) {
-				shown := *fl
-				shown.Hidden = false
-				all.AddFlag(&shown)
-			})
-			_, err := fmt.Fprintf(f.IOStreams.Out, "These flags can be passed to any command:\n\n%s", all.FlagUsages())
-			return err
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
+			return runOptionsCmd(cmd.Context(), o)
 		},
 	}
+	o.Root = cmd.Root
+	return cmd
+}
+
+func runOptionsCmd(_ context.Context, o *optionsCmdOptions) error {
+	// Show the hidden ones too: listing them is this command's job.
+	all := pflag.NewFlagSet("global", pflag.ContinueOnError)
+	o.Root().PersistentFlags().VisitAll(func(fl *pflag.Flag) {
+		shown := *fl
+		shown.Hidden = false
+		all.AddFlag(&shown)
+	})
+	_, err := fmt.Fprintf(o.IO.Out, "These flags can be passed to any command:\n\n%s", all.FlagUsages())
+	return err
 }

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/cluster"
 	"tug.dev/tug/pkg/node"
 )
 
@@ -20,15 +22,22 @@ in one, 'tug app create --pool' and 'tug app pool set' place apps in one.`,
 		RunE:    cli.GroupRunE,
 		GroupID: "cluster",
 	}
-	cmd.AddCommand(newPoolListCmd(f))
+	cmd.AddCommand(newPoolListCmd(f, nil))
 	return cmd
 }
 
-func newPoolListCmd(f *cli.Factory) *cobra.Command {
-	var (
-		o       cli.OutputOptions
-		cluster string
-	)
+// poolListOptions are `tug pool list`.
+type poolListOptions struct {
+	IO          *cli.IOStreams
+	Targets     func(only string) ([]cluster.Target, error)
+	CommandName string
+
+	Cluster string
+	Output  cli.OutputOptions
+}
+
+func newPoolListCmd(f *cli.Factory, runF func(context.Context, *poolListOptions) error) *cobra.Command {
+	o := &poolListOptions{IO: f.IOStreams, Targets: targetsFor(f), CommandName: f.CommandName}
 	cmd := &cobra.Command{
 		Use:     "list",
 		Aliases: []string{"ls"},
@@ -46,29 +55,36 @@ namespace; with the tug-cluster-admin role alone, from tug's Deployments
 (their node selector names the pool), which leaves out apps never deployed.`,
 		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ts, err := clusterTargets(f, cluster)
-			if err != nil {
-				return err
+			if runF != nil {
+				return runF(cmd.Context(), o)
 			}
-			res, err := node.ListPools(cmd.Context(), ts)
-			if err != nil {
-				return err
-			}
-			return o.Print(f.IOStreams, res, func() error {
-				defer warnClusters(f, res.Unreachable, res.Warnings)
-				if len(res.Pools) == 0 {
-					fmt.Fprintf(f.IOStreams.ErrOut, "no pools: put nodes in one with '%s node update NODE --pool POOL'\n", f.CommandName)
-					return nil
-				}
-				t := cli.NewTable("pool", "cluster", "nodes", "ready", "apps")
-				for _, p := range res.Pools {
-					t.AddRow(p.Name, p.Cluster, dash(strings.Join(p.Nodes, ",")), fmt.Sprint(p.Ready), dash(strings.Join(p.Apps, ",")))
-				}
-				return t.Render(f.IOStreams, o.NoHeaders)
-			})
+			return runPoolList(cmd.Context(), o)
 		},
 	}
-	addClusterFlag(cmd, &cluster)
-	cli.AddOutputFlags(cmd, &o)
+	addClusterFlag(cmd, &o.Cluster)
+	cli.AddOutputFlags(cmd, &o.Output)
 	return cmd
+}
+
+func runPoolList(ctx context.Context, o *poolListOptions) error {
+	ts, err := o.Targets(o.Cluster)
+	if err != nil {
+		return err
+	}
+	res, err := node.ListPools(ctx, ts)
+	if err != nil {
+		return err
+	}
+	return o.Output.Print(o.IO, res, func() error {
+		defer warnClusters(o.IO, res.Unreachable, res.Warnings)
+		if len(res.Pools) == 0 {
+			fmt.Fprintf(o.IO.ErrOut, "no pools: put nodes in one with '%s node update NODE --pool POOL'\n", o.CommandName)
+			return nil
+		}
+		t := cli.NewTable("pool", "cluster", "nodes", "ready", "apps")
+		for _, p := range res.Pools {
+			t.AddRow(p.Name, p.Cluster, dash(strings.Join(p.Nodes, ",")), fmt.Sprint(p.Ready), dash(strings.Join(p.Apps, ",")))
+		}
+		return t.Render(o.IO, o.Output.NoHeaders)
+	})
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -24,11 +25,18 @@ Secret, and never printed.`,
 		RunE:    cli.GroupRunE,
 		GroupID: "apps",
 	}
-	cmd.AddCommand(newRegistrySetCmd(f), newRegistryUnsetCmd(f), newRegistryInfoCmd(f))
+	cmd.AddCommand(newRegistrySetCmd(f, nil), newRegistryUnsetCmd(f, nil), newRegistryInfoCmd(f, nil))
 	return cmd
 }
 
+// registrySetOptions are `tug registry set`.
 type registrySetOptions struct {
+	Changer     appChanger
+	CommandName string
+
+	App string
+	// Creds are the credentials to store, the password read from stdin.
+	Creds         registry.Credentials
 	Server        string
 	Username      string
 	PasswordStdin bool
@@ -37,8 +45,8 @@ type registrySetOptions struct {
 	rollout       rolloutFlags
 }
 
-func newRegistrySetCmd(f *cli.Factory) *cobra.Command {
-	o := &registrySetOptions{}
+func newRegistrySetCmd(f *cli.Factory, runF func(context.Context, *registrySetOptions) error) *cobra.Command {
+	o := &registrySetOptions{CommandName: f.CommandName}
 	cmd := &cobra.Command{
 		Use:         "set APP --server HOST --username USER --password-stdin",
 		Annotations: argsAre(argApp),
@@ -55,31 +63,20 @@ new credentials replaces the old ones.`,
   tug registry set shop --server ghcr.io --username octocat --password-stdin < token.txt`,
 		Args: registrySetArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			o.App = args[0]
 			o.passwordGiven = cmd.Flags().Changed("password")
-			creds, err := o.complete(f, args[0])
+			creds, err := o.complete()
 			if err != nil {
 				return err
 			}
-			d, err := deployDeps(cmd, f)
-			if err != nil {
-				return err
+			o.Creds = creds
+			if runF != nil {
+				return runF(cmd.Context(), o)
 			}
-			p := f.Progress()
-			d.Progress = p
-			p.Update("storing registry credentials for " + creds.Server)
-			info, res, err := registry.Set(cmd.Context(), d, args[0], creds, o.rollout.options())
-			if err != nil {
-				p.Fail("setting the registry credentials of " + args[0])
-				return err
-			}
-			if res != nil {
-				p.Done(doneLine(res, fmt.Sprintf("units pull with %s's credentials (secret %s)", creds.Server, info.Secret)))
-			} else {
-				p.Done(fmt.Sprintf("registry credentials for %s stored in secret %s; %s's first deploy pulls with them", creds.Server, info.Secret, args[0]))
-			}
-			return printRegistryResult(f, o.rollout.Output, info)
+			return runRegistrySet(cmd.Context(), o)
 		},
 	}
+	o.Changer = changerFor(cmd, f)
 	cmd.Flags().StringVar(&o.Server, "server", "", "Registry host, e.g. registry.example.com or registry.example.com:5000 (required)")
 	cmd.Flags().StringVar(&o.Username, "username", "", "User (or token name) to log in as (required)")
 	cmd.Flags().BoolVar(&o.PasswordStdin, "password-stdin", false, "Read the password from stdin (required)")
@@ -88,6 +85,27 @@ new credentials replaces the old ones.`,
 	_ = cmd.Flags().MarkHidden("password")
 	o.rollout.add(cmd, false)
 	return cmd
+}
+
+func runRegistrySet(ctx context.Context, o *registrySetOptions) error {
+	d, err := o.Changer.Deps(ctx)
+	if err != nil {
+		return err
+	}
+	p := o.Changer.Progress()
+	d.Progress = p
+	p.Update("storing registry credentials for " + o.Creds.Server)
+	info, res, err := registry.Set(ctx, d, o.App, o.Creds, o.rollout.options())
+	if err != nil {
+		p.Fail("setting the registry credentials of " + o.App)
+		return err
+	}
+	if res != nil {
+		p.Done(doneLine(res, fmt.Sprintf("units pull with %s's credentials (secret %s)", o.Creds.Server, info.Secret)))
+	} else {
+		p.Done(fmt.Sprintf("registry credentials for %s stored in secret %s; %s's first deploy pulls with them", o.Creds.Server, info.Secret, o.App))
+	}
+	return printRegistryResult(o.Changer.IO, o.rollout.Output, info)
 }
 
 // registrySetArgs takes APP alone, and never quotes an extra argument: it
@@ -104,7 +122,8 @@ func registrySetArgs(cmd *cobra.Command, args []string) error {
 
 // complete validates the flags and reads the password from stdin. Nothing
 // it returns quotes the password.
-func (o *registrySetOptions) complete(f *cli.Factory, appName string) (registry.Credentials, error) {
+func (o *registrySetOptions) complete() (registry.Credentials, error) {
+	appName, ios := o.App, o.Changer.IO
 	if o.passwordGiven {
 		return registry.Credentials{}, inputerr.Errorf("--password is not accepted: a password on the command line shows in shell history and process lists; pipe it in with --password-stdin")
 	}
@@ -119,119 +138,19 @@ func (o *registrySetOptions) complete(f *cli.Factory, appName string) (registry.
 		return registry.Credentials{}, err
 	}
 	if !o.PasswordStdin {
-		return registry.Credentials{}, inputerr.Errorf("--password-stdin is required: pipe the password in, e.g. 'printf %%s \"$TOKEN\" | %s registry set %s --server %s --username %s --password-stdin'", f.CommandName, appName, c.Server, c.Username)
+		return registry.Credentials{}, inputerr.Errorf("--password-stdin is required: pipe the password in, e.g. 'printf %%s \"$TOKEN\" | %s registry set %s --server %s --username %s --password-stdin'", o.CommandName, appName, c.Server, c.Username)
 	}
 	if err := o.rollout.validate(); err != nil {
 		return registry.Credentials{}, err
 	}
 	// Reading a terminal would show the password as it is typed.
-	if f.IOStreams.IsStdinTTY() {
-		return registry.Credentials{}, inputerr.Errorf("--password-stdin reads a pipe or a file, and stdin is a terminal: pipe the password in, e.g. 'printf %%s \"$TOKEN\" | %s registry set ...'", f.CommandName)
+	if ios.IsStdinTTY() {
+		return registry.Credentials{}, inputerr.Errorf("--password-stdin reads a pipe or a file, and stdin is a terminal: pipe the password in, e.g. 'printf %%s \"$TOKEN\" | %s registry set ...'", o.CommandName)
 	}
-	pw, err := registry.ReadPassword(f.IOStreams.In)
+	pw, err := registry.ReadPassword(ios.In)
 	if err != nil {
 		return registry.Credentials{}, err
 	}
 	c.Password = pw
 	return c, nil
-}
-
-func newRegistryUnsetCmd(f *cli.Factory) *cobra.Command {
-	r := &rolloutFlags{}
-	cmd := &cobra.Command{
-		Use:         "unset APP",
-		Annotations: deleting(argApp),
-		Short:       "Pull the app's image without credentials again, and delete them",
-		Example:     `  tug registry unset shop`,
-		Args:        cli.ExactArgs("APP"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := app.ValidateName(args[0]); err != nil {
-				return err
-			}
-			if err := r.validate(); err != nil {
-				return err
-			}
-			d, err := deployDeps(cmd, f)
-			if err != nil {
-				return err
-			}
-			p := f.Progress()
-			d.Progress = p
-			res, err := registry.Unset(cmd.Context(), d, args[0], r.options())
-			if err != nil {
-				p.Fail("unsetting the registry credentials of " + args[0])
-				return err
-			}
-			if res != nil {
-				p.Done(doneLine(res, "registry credentials removed"))
-			} else {
-				p.Done(fmt.Sprintf("registry credentials of %s removed", args[0]))
-			}
-			return printRegistryResult(f, r.Output, &registry.Info{App: args[0], Namespace: d.Namespace, Units: []registry.Unit{}})
-		},
-	}
-	r.add(cmd, false)
-	return cmd
-}
-
-// printRegistryResult prints the credentials' state after set or unset for
-// -o json|yaml; the human form is the progress line.
-func printRegistryResult(f *cli.Factory, format cli.OutputFormat, info *registry.Info) error {
-	if format == cli.OutputTable {
-		return nil
-	}
-	return cli.OutputOptions{Format: format}.Print(f.IOStreams, info, nil)
-}
-
-func newRegistryInfoCmd(f *cli.Factory) *cobra.Command {
-	o := &cli.OutputOptions{}
-	cmd := &cobra.Command{
-		Use:         "info APP",
-		Annotations: argsAre(argApp),
-		Short:       "Show the registry server and user an app pulls with, and which units do",
-		Example:     `  tug registry info shop`,
-		Long:        "Show the registry credentials of an app: server, user, Secret and the units that pull with it. The password is never shown.",
-		Args:        cli.ExactArgs("APP"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := app.ValidateName(args[0]); err != nil {
-				return err
-			}
-			s, err := appStore(f)
-			if err != nil {
-				return err
-			}
-			info, err := registry.Get(cmd.Context(), s.Client, s.Namespace, args[0])
-			if err != nil {
-				return err
-			}
-			return o.Print(f.IOStreams, info, func() error { return printRegistryInfo(f, info) })
-		},
-	}
-	cli.AddFormatFlag(cmd, &o.Format)
-	return cmd
-}
-
-func printRegistryInfo(f *cli.Factory, in *registry.Info) error {
-	w := f.IOStreams.Out
-	if in.Secret == "" {
-		_, err := fmt.Fprintf(w, "app %s pulls its image without credentials; set some with '%s registry set %s --server HOST --username USER --password-stdin'\n", in.App, f.CommandName, in.App)
-		return err
-	}
-	fmt.Fprintf(w, "App:       %s\n", in.App)
-	fmt.Fprintf(w, "Server:    %s\n", dash(in.Server))
-	fmt.Fprintf(w, "Username:  %s\n", dash(in.Username))
-	fmt.Fprintf(w, "Secret:    %s\n", in.Secret)
-	units := make([]string, 0, len(in.Units))
-	for _, u := range in.Units {
-		if u.Process == "" {
-			units = append(units, u.Name+" (run)")
-		} else {
-			units = append(units, u.Name+" ("+u.Process+")")
-		}
-	}
-	if len(units) == 0 {
-		units = append(units, "none running")
-	}
-	_, err := fmt.Fprintf(w, "Units:     %s\n", strings.Join(units, ", "))
-	return err
 }

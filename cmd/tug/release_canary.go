@@ -126,8 +126,8 @@ func plural(n int) string {
 	return "units"
 }
 
-func newReleasePromoteCmd(f *cli.Factory) *cobra.Command {
-	return canaryEndCmd(f, "promote", "Give the canary (or blue-green) release every request and make it the deployed one",
+func newReleasePromoteCmd(f *cli.Factory, runF func(context.Context, *canaryEndOptions) error) *cobra.Command {
+	return canaryEndCmd(f, runF, "promote", "Give the canary (or blue-green) release every request and make it the deployed one",
 		`Promote the release that runs beside the deployed one (started by
 'tug app deploy --canary' or '--strategy blue-green'): every request goes to
 its units at once, the deployed release's units are rolled out to it (other
@@ -135,8 +135,8 @@ processes, workers, too), and once they run it the canary's own units go.`,
 		canary.Promote, rollVerb{"promoted", "promoting the canary of"})
 }
 
-func newReleaseAbortCmd(f *cli.Factory) *cobra.Command {
-	return canaryEndCmd(f, "abort", "Send every request back to the deployed release and remove the canary's units",
+func newReleaseAbortCmd(f *cli.Factory, runF func(context.Context, *canaryEndOptions) error) *cobra.Command {
+	return canaryEndCmd(f, runF, "abort", "Send every request back to the deployed release and remove the canary's units",
 		`Abort the release that runs beside the deployed one (a canary, or a
 blue-green release with its previous units kept): every request goes back
 to the deployed release's units, which never stopped, then the canary's
@@ -144,10 +144,21 @@ units are removed and its release is marked aborted.`,
 		canary.Abort, rollVerb{"aborted", "aborting the canary of"})
 }
 
+// canaryEndOptions are `tug release promote` and `tug release abort`.
+type canaryEndOptions struct {
+	Changer appChanger
+	// End is canary.Promote or canary.Abort; Words name it.
+	End   func(context.Context, deploy.Deps, string) (*deploy.Result, error)
+	Words rollVerb
+
+	App    string
+	Format cli.OutputFormat
+}
+
 // canaryEndCmd is release promote or release abort: one app, the app's
 // lock, a rollout's result.
-func canaryEndCmd(f *cli.Factory, verb, short, long string, run func(context.Context, deploy.Deps, string) (*deploy.Result, error), words rollVerb) *cobra.Command {
-	var format cli.OutputFormat
+func canaryEndCmd(f *cli.Factory, runF func(context.Context, *canaryEndOptions) error, verb, short, long string, end func(context.Context, deploy.Deps, string) (*deploy.Result, error), words rollVerb) *cobra.Command {
+	o := &canaryEndOptions{End: end, Words: words}
 	cmd := &cobra.Command{
 		Use:         verb + " APP",
 		Annotations: deleting(argApp), // removes the units of one of the two releases,
@@ -156,15 +167,24 @@ func canaryEndCmd(f *cli.Factory, verb, short, long string, run func(context.Con
 		Example:     "  tug release " + verb + " shop",
 		Args:        cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := app.ValidateName(args[0]); err != nil {
+			o.App = args[0]
+			if err := app.ValidateName(o.App); err != nil {
 				return err
 			}
-			return rollWith(cmd, f, args[0], func(ctx context.Context, d deploy.Deps) (*deploy.Result, error) {
-				return run(ctx, d, args[0])
-			}, format, words)
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
+			return runCanaryEnd(cmd.Context(), o)
 		},
 	}
+	o.Changer = changerFor(cmd, f)
 	takesLock(cmd)
-	cli.AddFormatFlag(cmd, &format)
+	cli.AddFormatFlag(cmd, &o.Format)
 	return cmd
+}
+
+func runCanaryEnd(ctx context.Context, o *canaryEndOptions) error {
+	return rollWith(ctx, o.Changer, o.App, func(ctx context.Context, d deploy.Deps) (*deploy.Result, error) {
+		return o.End(ctx, d, o.App)
+	}, o.Format, o.Words)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -18,7 +19,7 @@ import (
 // execDeps is what the remote commands (run, shell, app exec) hand to
 // pkg/session. Asking the API server who the user is starts at once and is
 // waited for only when an audit event or a run pod needs the answer.
-func execDeps(cmd *cobra.Command, f *cli.Factory) (session.Deps, error) {
+func execDeps(ctx context.Context, f *cli.Factory) (session.Deps, error) {
 	proto, err := session.ParseProtocol(os.Getenv(session.ProtocolEnv))
 	if err != nil {
 		return session.Deps{}, inputerr.Wrap(err)
@@ -41,7 +42,6 @@ func execDeps(cmd *cobra.Command, f *cli.Factory) (session.Deps, error) {
 			fallback = c.AuthInfo
 		}
 	}
-	ctx := cmd.Context()
 	user := sync.OnceValue(func() string { return kube.WhoAmI(ctx, client, fallback) })
 	go user()
 	return session.Deps{
@@ -54,6 +54,12 @@ func execDeps(cmd *cobra.Command, f *cli.Factory) (session.Deps, error) {
 		User:        user,
 		CommandName: f.CommandName,
 	}, nil
+}
+
+// sessionFor is execDeps as a constructor for a command's options: the
+// dependencies are made when the run asks, on the cluster routing picked.
+func sessionFor(f *cli.Factory) func(context.Context) (session.Deps, error) {
+	return func(ctx context.Context) (session.Deps, error) { return execDeps(ctx, f) }
 }
 
 // commandArgs checks `APP -- COMMAND [ARGS...]`: the command must come

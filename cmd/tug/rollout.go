@@ -99,26 +99,26 @@ type rollVerb struct{ Done, Doing string }
 // roll runs a change through the deploy pipeline and reports it: progress on
 // stderr, the result on stdout (a line, or JSON/YAML), the failure as the
 // error whose exit code says its class.
-func roll(cmd *cobra.Command, f *cli.Factory, appName string, change deploy.Change, opts deploy.Options, format cli.OutputFormat, verb rollVerb) error {
-	return rollWith(cmd, f, appName, func(ctx context.Context, d deploy.Deps) (*deploy.Result, error) {
+func roll(ctx context.Context, c appChanger, appName string, change deploy.Change, opts deploy.Options, format cli.OutputFormat, verb rollVerb) error {
+	return rollWith(ctx, c, appName, func(ctx context.Context, d deploy.Deps) (*deploy.Result, error) {
 		return deploy.Roll(ctx, d, appName, change, opts)
 	}, format, verb)
 }
 
 // rollWith is roll for any pkg/deploy call that may roll out a release.
-func rollWith(cmd *cobra.Command, f *cli.Factory, appName string, run func(context.Context, deploy.Deps) (*deploy.Result, error), format cli.OutputFormat, verb rollVerb) error {
-	d, err := deployDeps(cmd, f)
+func rollWith(ctx context.Context, c appChanger, appName string, run func(context.Context, deploy.Deps) (*deploy.Result, error), format cli.OutputFormat, verb rollVerb) error {
+	d, err := c.Deps(ctx)
 	if err != nil {
 		return err
 	}
-	p := f.Progress()
+	p := c.Progress()
 	d.Progress = p
 	d.ReleasePhase = func(ctx context.Context, s deploy.ReleasePhaseSpec) (int, error) {
 		user := d.Holder.User
-		return session.RunReleasePhase(ctx, session.Deps{Client: d.Client, Namespace: d.Namespace, IO: f.IOStreams,
+		return session.RunReleasePhase(ctx, session.Deps{Client: d.Client, Namespace: d.Namespace, IO: c.IO,
 			Progress: p, User: func() string { return user }}, s)
 	}
-	res, err := run(cmd.Context(), d)
+	res, err := run(ctx, d)
 	if errors.Is(err, deploy.ErrNoChange) {
 		p.Done("nothing changed")
 		return nil
@@ -134,20 +134,20 @@ func rollWith(cmd *cobra.Command, f *cli.Factory, appName string, run func(conte
 	}
 	if err != nil {
 		p.Fail(fmt.Sprintf("release v%d failed", res.Release))
-		printFailure(f.IOStreams, res)
+		printFailure(c.IO, res)
 	} else if res.Canary != nil {
 		p.Done(canaryLine(res))
 	} else {
 		p.Done(doneLine(res, verb.Done))
 	}
 	if format != cli.OutputTable {
-		if perr := (cli.OutputOptions{Format: format}).Print(f.IOStreams, res, nil); perr != nil {
+		if perr := (cli.OutputOptions{Format: format}).Print(c.IO, res, nil); perr != nil {
 			return perr
 		}
 	} else if len(res.Plan) > 0 {
-		fmt.Fprintf(f.IOStreams.Out, "dry run: release v%d of %s would change:\n", res.Release, res.App)
+		fmt.Fprintf(c.IO.Out, "dry run: release v%d of %s would change:\n", res.Release, res.App)
 		for _, line := range res.Plan {
-			fmt.Fprintf(f.IOStreams.Out, "  %s\n", line)
+			fmt.Fprintf(c.IO.Out, "  %s\n", line)
 		}
 	}
 	return err
@@ -222,72 +222,35 @@ func printFailure(ios *cli.IOStreams, res *deploy.Result) {
 }
 
 // reshape runs a formation change (scale, stop, start, restart) and reports it.
-func reshape(cmd *cobra.Command, f *cli.Factory, appName string, r *rolloutFlags, change func(*app.App) error) error {
-	d, err := deployDeps(cmd, f)
+func reshape(ctx context.Context, c appChanger, appName string, r *rolloutFlags, change func(*app.App) error) error {
+	d, err := c.Deps(ctx)
 	if err != nil {
 		return err
 	}
-	p := f.Progress()
+	p := c.Progress()
 	d.Progress = p
-	res, err := deploy.Reshape(cmd.Context(), d, appName, change, r.options())
+	res, err := deploy.Reshape(ctx, d, appName, change, r.options())
 	if err != nil {
 		p.Fail("changing the units of " + appName)
 		return err
 	}
 	p.Done(doneLine(res, "done"))
 	if r.Output != cli.OutputTable {
-		return (cli.OutputOptions{Format: r.Output}).Print(f.IOStreams, res, nil)
+		return (cli.OutputOptions{Format: r.Output}).Print(c.IO, res, nil)
 	}
 	return nil
 }
 
 // settingsRoll rolls out a settings change as a new release.
-func settingsRoll(cmd *cobra.Command, f *cli.Factory, appName, kind, message string, r *rolloutFlags, edit func(a *app.App, rel *app.Release) error) error {
-	return roll(cmd, f, appName, deploy.SettingsChange(kind, message, edit), r.options(), r.Output, rollVerb{kind + " changed", "changing the " + kind + " of"})
+func settingsRoll(ctx context.Context, c appChanger, appName, kind, message string, r *rolloutFlags, edit func(a *app.App, rel *app.Release) error) error {
+	return roll(ctx, c, appName, deploy.SettingsChange(kind, message, edit), r.options(), r.Output, rollVerb{kind + " changed", "changing the " + kind + " of"})
 }
 
 // rolloutSettingsChange runs `app settings set|unset`: in place when only
 // how tug rolls out changes, as a settings release otherwise
 // (deploy.ChangeRollout).
-func rolloutSettingsChange(cmd *cobra.Command, f *cli.Factory, appName, message string, r *rolloutFlags, edit func(a *app.App, rel *app.Release) error) error {
-	return rollWith(cmd, f, appName, func(ctx context.Context, d deploy.Deps) (*deploy.Result, error) {
+func rolloutSettingsChange(ctx context.Context, c appChanger, appName, message string, r *rolloutFlags, edit func(a *app.App, rel *app.Release) error) error {
+	return rollWith(ctx, c, appName, func(ctx context.Context, d deploy.Deps) (*deploy.Result, error) {
 		return deploy.ChangeRollout(ctx, d, appName, message, edit, r.options())
 	}, r.Output, rollVerb{"settings changed", "changing the settings of"})
-}
-
-// newSettingsListCmd lists a setting of the deployed release.
-func newSettingsListCmd(f *cli.Factory, use, short, example string, data func(*app.App, *app.Release) any, table func(*app.App, *app.Release) *cli.Table) *cobra.Command {
-	o := &cli.OutputOptions{}
-	cmd := &cobra.Command{
-		Use:         use,
-		Annotations: argsAre(argApp),
-		Aliases:     []string{"ls"},
-		Short:       short,
-		Example:     example,
-		Args:        cli.ExactArgs("APP"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := app.ValidateName(args[0]); err != nil {
-				return err
-			}
-			s, err := appStore(f)
-			if err != nil {
-				return err
-			}
-			a, err := s.GetApp(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			rel, _, err := deploy.BaseRelease(cmd.Context(), s, a)
-			if err != nil {
-				return err
-			}
-			if rel == nil {
-				rel = app.Next(a, nil, "", "")
-			}
-			return o.Print(f.IOStreams, data(a, rel), func() error { return table(a, rel).Render(f.IOStreams, o.NoHeaders) })
-		},
-	}
-	cli.AddOutputFlags(cmd, o)
-	cli.SetNameKind(cmd, "process")
-	return cmd
 }

@@ -72,9 +72,9 @@ Start with 'tug doctor' to check that your kubeconfig works and what you may do.
 		newAppCmd(f),
 		newEnvCmd(f),
 		newReleaseCmd(f),
-		newRunCmd(f),
-		newShellCmd(f),
-		newLogsCmd(f),
+		newRunCmd(f, nil),
+		newShellCmd(f, nil),
+		newLogsCmd(f, nil),
 		newUnitCmd(f),
 		newRegistryCmd(f),
 		newVolumeCmd(f),
@@ -85,10 +85,10 @@ Start with 'tug doctor' to check that your kubeconfig works and what you may do.
 		newPoolCmd(f),
 		newClusterCmd(f),
 		newNodeContainerCmd(f),
-		newDoctorCmd(f),
-		newVersionCmd(f),
-		newCompletionCmd(f),
-		newOptionsCmd(f),
+		newDoctorCmd(f, nil),
+		newVersionCmd(f, nil),
+		newCompletionCmd(f, nil),
+		newOptionsCmd(f, nil),
 	} {
 		cmd.AddCommand(sub)
 	}

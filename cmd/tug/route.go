@@ -64,10 +64,11 @@ func routeAppCommands(root *cobra.Command, f *cli.Factory) {
 
 type locationKey struct{}
 
-// routedLocation is where routing found the command's app (nil when it did
+// routedLocation is where routing found the command's app, from the
+// context its RunE runs with (nil when it did
 // not look: nothing configured, or --context given).
-func routedLocation(cmd *cobra.Command) *cluster.Location {
-	loc, _ := cmd.Context().Value(locationKey{}).(*cluster.Location)
+func routedLocation(ctx context.Context) *cluster.Location {
+	loc, _ := ctx.Value(locationKey{}).(*cluster.Location)
 	return loc
 }
 

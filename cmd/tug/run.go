@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -10,13 +11,18 @@ import (
 	"tug.dev/tug/pkg/session"
 )
 
+// runOptions are `tug run`.
 type runOptions struct {
+	IO          *cli.IOStreams
+	CommandName string
+	Session     func(context.Context) (session.Deps, error)
+
 	session.RunOptions
 	env []string
 }
 
-func newRunCmd(f *cli.Factory) *cobra.Command {
-	o := &runOptions{}
+func newRunCmd(f *cli.Factory, runF func(context.Context, *runOptions) error) *cobra.Command {
+	o := &runOptions{IO: f.IOStreams, CommandName: f.CommandName, Session: sessionFor(f)}
 	cmd := &cobra.Command{
 		Use:         "run APP -- COMMAND [ARGS...]",
 		Annotations: argsAre(argApp, argCommandLine),
@@ -57,7 +63,13 @@ Every run records a Kubernetes Event on its pod naming you and the command.`,
 		Args:    commandArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.App, o.Command = args[0], args[cmd.ArgsLenAtDash():]
-			return runRun(cmd, f, o)
+			if err := o.validate(); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
+			return runRun(cmd.Context(), o)
 		},
 	}
 	commandFlagErrors(cmd)
@@ -71,8 +83,9 @@ Every run records a Kubernetes Event on its pod naming you and the command.`,
 	return cmd
 }
 
-// runRun runs o's command in a one-off unit of o.App.
-func runRun(cmd *cobra.Command, f *cli.Factory, o *runOptions) error {
+// validate checks the flags and reads --env, before anything is asked of
+// the cluster.
+func (o *runOptions) validate() error {
 	if err := validateProcess(o.Process); err != nil {
 		return err
 	}
@@ -87,18 +100,23 @@ func runRun(cmd *cobra.Command, f *cli.Factory, o *runOptions) error {
 		return err
 	}
 	o.Env = env
-	d, err := execDeps(cmd, f)
+	return nil
+}
+
+// runRun runs o's command in a one-off unit of o.App.
+func runRun(ctx context.Context, o *runOptions) error {
+	d, err := o.Session(ctx)
 	if err != nil {
 		return err
 	}
-	res, err := session.Run(cmd.Context(), d, o.RunOptions)
+	res, err := session.Run(ctx, d, o.RunOptions)
 	if err != nil {
 		return err
 	}
 	if o.Detach {
-		fmt.Fprintln(f.IOStreams.Out, res.Pod)
-		fmt.Fprintf(f.IOStreams.ErrOut, "run %s started; follow it with '%s logs %s --unit %s -f'; it stays, listed by '%s unit list %s', until '%s unit kill %s %s'\n",
-			res.Pod, f.CommandName, o.App, res.Pod, f.CommandName, o.App, f.CommandName, o.App, res.Pod)
+		fmt.Fprintln(o.IO.Out, res.Pod)
+		fmt.Fprintf(o.IO.ErrOut, "run %s started; follow it with '%s logs %s --unit %s -f'; it stays, listed by '%s unit list %s', until '%s unit kill %s %s'\n",
+			res.Pod, o.CommandName, o.App, res.Pod, o.CommandName, o.App, o.CommandName, o.App, res.Pod)
 	}
 	return nil
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 
 	"tug.dev/tug/pkg/app"
@@ -9,8 +11,15 @@ import (
 	"tug.dev/tug/pkg/session"
 )
 
-func newShellCmd(f *cli.Factory) *cobra.Command {
-	o := &session.ShellOptions{}
+// shellOptions are `tug shell`.
+type shellOptions struct {
+	Session func(context.Context) (session.Deps, error)
+
+	session.ShellOptions
+}
+
+func newShellCmd(f *cli.Factory, runF func(context.Context, *shellOptions) error) *cobra.Command {
+	o := &shellOptions{Session: sessionFor(f)}
 	cmd := &cobra.Command{
 		Use:         "shell APP [UNIT]",
 		Annotations: argsAre(argApp, argUnit),
@@ -47,14 +56,21 @@ naming you and the command.`,
 			if err := validateProcess(o.Process); err != nil {
 				return err
 			}
-			d, err := execDeps(cmd, f)
-			if err != nil {
-				return err
+			if runF != nil {
+				return runF(cmd.Context(), o)
 			}
-			return session.Shell(cmd.Context(), d, *o)
+			return runShell(cmd.Context(), o)
 		},
 	}
 	cmd.Flags().StringVarP(&o.Process, "process", "p", "", "Choose among this process's units")
 	cmd.Flags().StringVarP(&o.Command, "command", "c", "", "Run this command line instead of bash or sh (not kubectl exec's -c, the container)")
 	return cmd
+}
+
+func runShell(ctx context.Context, o *shellOptions) error {
+	d, err := o.Session(ctx)
+	if err != nil {
+		return err
+	}
+	return session.Shell(ctx, d, o.ShellOptions)
 }

@@ -153,6 +153,12 @@ func sameServer(a, b string) bool {
 // addClusterFlag adds node commands' --cluster. It shadows kubectl's
 // --cluster (a kubeconfig cluster entry), which node commands do not need:
 // they pick clusters by tug's names.
+// targetsFor is clusterTargets as a constructor for a command's options:
+// the clusters are read when the run asks.
+func targetsFor(f *cli.Factory) func(only string) ([]cluster.Target, error) {
+	return func(only string) ([]cluster.Target, error) { return clusterTargets(f, only) }
+}
+
 func addClusterFlag(cmd *cobra.Command, p *string) {
 	cmd.Flags().StringVar(p, "cluster", "", "Only this tug cluster (see 'tug cluster list'); here it is not kubectl's --cluster")
 }

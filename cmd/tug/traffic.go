@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -24,12 +25,12 @@ import (
 var trafficOptions = deploy.Options{Timeout: 5 * time.Minute}
 
 // configure runs a traffic action with progress and reports it.
-func configure(cmd *cobra.Command, f *cli.Factory, appName, done string, action func(d deploy.Deps) (*deploy.Result, error)) error {
-	d, err := deployDeps(cmd, f)
+func configure(ctx context.Context, c appChanger, appName, done string, action func(d deploy.Deps) (*deploy.Result, error)) error {
+	d, err := c.Deps(ctx)
 	if err != nil {
 		return err
 	}
-	p := f.Progress()
+	p := c.Progress()
 	d.Progress = p
 	res, err := action(d)
 	if err != nil {
@@ -62,8 +63,17 @@ func checkApp(name string) error {
 
 // ---------------------------------------------------------------- address
 
-func newAppAddressCmd(f *cli.Factory) *cobra.Command {
-	o := &cli.OutputOptions{}
+// appAddressOptions are `tug app address`.
+type appAddressOptions struct {
+	IO    *cli.IOStreams
+	Store func() (*app.Store, error)
+
+	App    string
+	Output cli.OutputOptions
+}
+
+func newAppAddressCmd(f *cli.Factory, runF func(context.Context, *appAddressOptions) error) *cobra.Command {
+	o := &appAddressOptions{IO: f.IOStreams, Store: storeFor(f)}
 	cmd := &cobra.Command{
 		Use:         "address APP",
 		Annotations: argsAre(argApp),
@@ -77,38 +87,65 @@ First come its URLs: its own under the cluster's apps domain, through the
 cluster's Gateway, and its domains.`,
 		Args: cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, a, err := loadApp(cmd, f, args[0])
-			if err != nil {
+			o.App = args[0]
+			if err := app.ValidateName(o.App); err != nil {
 				return err
 			}
-			addrs, err := traffic.Addresses(cmd.Context(), s.Client, s.Namespace, args[0], a.Pool)
-			if err != nil {
-				return err
+			if runF != nil {
+				return runF(cmd.Context(), o)
 			}
-			if len(addrs) > 0 { // it has a web process
-				addrs = append(traffic.URLAddresses(a), addrs...)
-			}
-			return o.Print(f.IOStreams, addrs, func() error {
-				if len(addrs) == 0 {
-					fmt.Fprintf(f.IOStreams.ErrOut, "app %q has no web process, so no address\n", args[0])
-					return nil
-				}
-				t := cli.NewTable("kind", "address", "note")
-				for _, a := range addrs {
-					t.AddRow(a.Kind, a.URL, a.Note)
-				}
-				return t.Render(f.IOStreams, o.NoHeaders)
-			})
+			return runAppAddress(cmd.Context(), o)
 		},
 	}
-	cli.AddOutputFlags(cmd, o)
+	cli.AddOutputFlags(cmd, &o.Output)
 	return cmd
+}
+
+func runAppAddress(ctx context.Context, o *appAddressOptions) error {
+	s, err := o.Store()
+	if err != nil {
+		return err
+	}
+	a, err := s.GetApp(ctx, o.App)
+	if err != nil {
+		return err
+	}
+	addrs, err := traffic.Addresses(ctx, s.Client, s.Namespace, o.App, a.Pool)
+	if err != nil {
+		return err
+	}
+	if len(addrs) > 0 { // it has a web process
+		addrs = append(traffic.URLAddresses(a), addrs...)
+	}
+	return o.Output.Print(o.IO, addrs, func() error {
+		if len(addrs) == 0 {
+			fmt.Fprintf(o.IO.ErrOut, "app %q has no web process, so no address\n", o.App)
+			return nil
+		}
+		t := cli.NewTable("kind", "address", "note")
+		for _, a := range addrs {
+			t.AddRow(a.Kind, a.URL, a.Note)
+		}
+		return t.Render(o.IO, o.Output.NoHeaders)
+	})
 }
 
 // ---------------------------------------------------------------- routable, maintenance
 
-func newOnOffCmd(f *cli.Factory, s traffic.Setting, short, long string) *cobra.Command {
-	return takesLock(&cobra.Command{
+// onOffOptions are `tug app routable` and `tug app maintenance`.
+type onOffOptions struct {
+	Changer appChanger
+
+	Setting traffic.Setting
+	App     string
+	// Word is on or off as given, On what it means.
+	Word string
+	On   bool
+}
+
+func newOnOffCmd(f *cli.Factory, runF func(context.Context, *onOffOptions) error, s traffic.Setting, short, long string) *cobra.Command {
+	o := &onOffOptions{Setting: s}
+	cmd := &cobra.Command{
 		Use:         string(s) + " APP on|off",
 		Annotations: argsAre(argApp, argOnOff),
 		Short:       short,
@@ -116,28 +153,39 @@ func newOnOffCmd(f *cli.Factory, s traffic.Setting, short, long string) *cobra.C
 		Long:        long,
 		Args:        cli.ExactArgs("APP", "on|off"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkApp(args[0]); err != nil {
+			o.App, o.Word = args[0], args[1]
+			if err := checkApp(o.App); err != nil {
 				return err
 			}
-			on, err := traffic.ParseOnOff(args[1])
+			on, err := traffic.ParseOnOff(o.Word)
 			if err != nil {
 				return err
 			}
-			return configure(cmd, f, args[0], fmt.Sprintf("%s %s for %s", s, args[1], args[0]), func(d deploy.Deps) (*deploy.Result, error) {
-				return traffic.Set(cmd.Context(), d, args[0], s, on, trafficOptions)
-			})
+			o.On = on
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
+			return runOnOff(cmd.Context(), o)
 		},
+	}
+	o.Changer = changerFor(cmd, f)
+	return takesLock(cmd)
+}
+
+func runOnOff(ctx context.Context, o *onOffOptions) error {
+	return configure(ctx, o.Changer, o.App, fmt.Sprintf("%s %s for %s", o.Setting, o.Word, o.App), func(d deploy.Deps) (*deploy.Result, error) {
+		return traffic.Set(ctx, d, o.App, o.Setting, o.On, trafficOptions)
 	})
 }
 
-func newAppRoutableCmd(f *cli.Factory) *cobra.Command {
-	return newOnOffCmd(f, traffic.Routable, "Take the app out of traffic (off) or put it back (on)",
+func newAppRoutableCmd(f *cli.Factory, runF func(context.Context, *onOffOptions) error) *cobra.Command {
+	return newOnOffCmd(f, runF, traffic.Routable, "Take the app out of traffic (off) or put it back (on)",
 		`Off: the app's Service (and so its domains and NodePorts) routes to nothing,
 while its units keep running. On: traffic reaches the units again.`)
 }
 
-func newAppMaintenanceCmd(f *cli.Factory) *cobra.Command {
-	return newOnOffCmd(f, traffic.Maintenance, "Answer requests with a 503 maintenance page (on) or with the app (off)",
+func newAppMaintenanceCmd(f *cli.Factory, runF func(context.Context, *onOffOptions) error) *cobra.Command {
+	return newOnOffCmd(f, runF, traffic.Maintenance, "Answer requests with a 503 maintenance page (on) or with the app (off)",
 		`On: a small maintenance backend starts and the app's Service switches to it,
 so every request (through domains, NodePorts or the cluster IP) gets a 503
 "down for maintenance" answer with Retry-After, whatever ingress controller

@@ -18,6 +18,9 @@ import (
 
 // unitTopOptions are `tug unit top`'s.
 type unitTopOptions struct {
+	IO    *cli.IOStreams
+	Store func() (*app.Store, error)
+
 	app.ListUnitsOptions
 	sort     string
 	once     bool
@@ -25,8 +28,8 @@ type unitTopOptions struct {
 	out      cli.OutputOptions
 }
 
-func newUnitTopCmd(f *cli.Factory) *cobra.Command {
-	o := &unitTopOptions{sort: "cpu", interval: 5 * time.Second}
+func newUnitTopCmd(f *cli.Factory, runF func(context.Context, *unitTopOptions) error) *cobra.Command {
+	o := &unitTopOptions{IO: f.IOStreams, Store: storeFor(f), sort: "cpu", interval: 5 * time.Second}
 	cmd := &cobra.Command{
 		Use:         "top APP",
 		Annotations: argsAre(argApp),
@@ -46,7 +49,10 @@ piped, with --once or with -o json|yaml it prints once.`,
 			if err := o.validate(); err != nil {
 				return err
 			}
-			return runUnitTop(cmd.Context(), f, o)
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
+			return runUnitTop(cmd.Context(), o)
 		},
 	}
 	cmd.Flags().StringVarP(&o.Process, "process", "p", "", "Only units of this process type")
@@ -73,12 +79,12 @@ func (o *unitTopOptions) validate() error {
 
 // runUnitTop prints the units' usage once, or refreshes it in place on a
 // terminal until ctx ends (Ctrl-C ends it without an error).
-func runUnitTop(ctx context.Context, f *cli.Factory, o *unitTopOptions) error {
-	s, err := appStore(f)
+func runUnitTop(ctx context.Context, o *unitTopOptions) error {
+	s, err := o.Store()
 	if err != nil {
 		return err
 	}
-	ios := f.IOStreams
+	ios := o.IO
 	live := ios.IsStdoutTTY() && !o.once && (o.out.Format == "" || o.out.Format == cli.OutputTable)
 	for {
 		units, err := topUnits(ctx, s, o)

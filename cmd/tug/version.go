@@ -1,21 +1,27 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
 
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/kube"
 )
 
+// versionOptions are `tug version`.
 type versionOptions struct {
+	IO         *cli.IOStreams
+	KubeClient func() (kubernetes.Interface, error)
+
 	ClientOnly bool
 	Output     cli.OutputOptions
 }
 
-func newVersionCmd(f *cli.Factory) *cobra.Command {
-	o := &versionOptions{}
+func newVersionCmd(f *cli.Factory, runF func(context.Context, *versionOptions) error) *cobra.Command {
+	o := &versionOptions{IO: f.IOStreams, KubeClient: f.KubeClient}
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Show the version of tug and of the cluster",
@@ -27,16 +33,23 @@ cluster is a warning, not a failure.`,
 		Args:    cli.NoArgs,
 		GroupID: "other",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			res, serverErr := kube.Versions(cmd.Context(), f.KubeClient, o.ClientOnly)
-			if serverErr != nil {
-				fmt.Fprintf(f.IOStreams.ErrOut, "warning: cannot get the server version: %s\n", serverErr)
+			if runF != nil {
+				return runF(cmd.Context(), o)
 			}
-			return o.Output.Print(f.IOStreams, res, func() error { return printVersion(f.IOStreams, res) })
+			return runVersion(cmd.Context(), o)
 		},
 	}
 	cmd.Flags().BoolVar(&o.ClientOnly, "client", false, "Show only tug's version; do not contact the cluster")
 	cli.AddFormatFlag(cmd, &o.Output.Format)
 	return cmd
+}
+
+func runVersion(ctx context.Context, o *versionOptions) error {
+	res, serverErr := kube.Versions(ctx, o.KubeClient, o.ClientOnly)
+	if serverErr != nil {
+		fmt.Fprintf(o.IO.ErrOut, "warning: cannot get the server version: %s\n", serverErr)
+	}
+	return o.Output.Print(o.IO, res, func() error { return printVersion(o.IO, res) })
 }
 
 func printVersion(ios *cli.IOStreams, res kube.VersionResult) error {

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/job"
+)
+
+// jobRemoveOptions are `tug job remove`.
+type jobRemoveOptions struct {
+	Changer  appChanger
+	Prompter func() cli.Prompter
+
+	App    string
+	Name   string
+	Yes    bool
+	NoWait bool
+	Output cli.OutputFormat
+}
+
+func newJobRemoveCmd(f *cli.Factory, runF func(context.Context, *jobRemoveOptions) error) *cobra.Command {
+	o := &jobRemoveOptions{Prompter: f.Prompter}
+	cmd := &cobra.Command{
+		Use:         "remove APP NAME",
+		Annotations: deleting(argApp, argJob),
+		Aliases:     []string{"rm", "delete"},
+		Short:       "Remove a job and its runs: a new release, rolled out",
+		Long: `Remove the job: its CronJob goes with its runs (one under way is stopped).
+This is a release; a rollback to an older release brings the job back.
+Asks first on a terminal; elsewhere needs --yes.`,
+		Example: `  tug job remove shop report --yes`,
+		Args:    jobArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.App, o.Name = args[0], args[1]
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
+			return runJobRemove(cmd.Context(), o)
+		},
+	}
+	o.Changer = changerFor(cmd, f)
+	cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "Remove without asking")
+	takesLock(cmd)
+	cmd.Flags().BoolVar(&o.NoWait, "no-wait", false, "Return once the release is applied, without waiting for its units")
+	cli.AddFormatFlag(cmd, &o.Output)
+	return cmd
+}
+
+func runJobRemove(ctx context.Context, o *jobRemoveOptions) error {
+	if err := cli.ConfirmOrFlag(ctx, o.Changer.IO, o.Prompter(), o.Yes, cli.Confirmation{
+		Action: fmt.Sprintf("remove job %q of app %q and its runs", o.Name, o.App),
+	}); err != nil {
+		return err
+	}
+	verb := rollVerb{"job " + o.Name + " removed", "removing job " + o.Name + " of"}
+	return roll(ctx, o.Changer, o.App, job.RemoveChange(o.Name), optionsNoWait(o.NoWait), o.Output, verb)
+}

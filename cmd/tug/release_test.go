@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+
+	"tug.dev/tug/pkg/canary"
+	"tug.dev/tug/pkg/cli"
+)
+
+func TestNewReleaseCmds(t *testing.T) {
+	l, err := parseCmd(t, newReleaseListCmd, "shop", "-o", "name")
+	if err != nil || l == nil || l.App != "shop" || l.Output.Format != cli.OutputName {
+		t.Fatalf("list: error %v, options %+v", err, l)
+	}
+	l, err = parseCmd(t, newReleaseListCmd, "shop", "v2")
+	wantParseError(t, l, err, `unexpected argument "v2"`)
+
+	i, err := parseCmd(t, newReleaseInfoCmd, "shop", "v3", "-o", "json")
+	if err != nil || i == nil || i.App != "shop" || i.Version != 3 || i.Output.Format != cli.OutputJSON {
+		t.Fatalf("info: error %v, options %+v", err, i)
+	}
+	for _, c := range []struct {
+		argv []string
+		want string
+	}{{[]string{"shop", "three"}, "three"}, {[]string{"shop"}, "missing RELEASE"}, {[]string{"Shop", "v1"}, `"Shop"`}} {
+		i, err := parseCmd(t, newReleaseInfoCmd, c.argv...)
+		wantParseError(t, i, err, c.want)
+	}
+
+	tests := []struct {
+		name    string
+		argv    []string
+		target  int
+		wantErr string
+	}{
+		{name: "the one before", argv: []string{"shop"}},
+		{name: "a version", argv: []string{"shop", "v3", "--dry-run", "--skip-release-phase"}, target: 3},
+		{name: "bad version", argv: []string{"shop", "3x"}, wantErr: "3x"},
+		{name: "dry run without waiting", argv: []string{"shop", "--dry-run", "--no-wait"}, wantErr: "--dry-run and --no-wait"},
+		{name: "negative timeout", argv: []string{"shop", "--timeout", "-1s"}, wantErr: "--timeout must be positive"},
+	}
+	for _, tt := range tests {
+		t.Run("rollback "+tt.name, func(t *testing.T) {
+			o, err := parseCmd(t, newReleaseRollbackCmd, tt.argv...)
+			if tt.wantErr != "" {
+				wantParseError(t, o, err, tt.wantErr)
+				return
+			}
+			if err != nil || o == nil || o.App != "shop" || o.Target != tt.target {
+				t.Fatalf("error %v, options %+v", err, o)
+			}
+		})
+	}
+
+	for _, newCmd := range []func(*cli.Factory, func(context.Context, *canaryEndOptions) error) *cobra.Command{newReleasePromoteCmd, newReleaseAbortCmd} {
+		o, err := parseCmd(t, newCmd, "shop", "--wait-lock", "1m", "-o", "yaml")
+		if err != nil || o == nil || o.App != "shop" || o.Format != cli.OutputYAML || o.End == nil {
+			t.Fatalf("promote/abort: error %v, options %+v", err, o)
+		}
+		o, err = parseCmd(t, newCmd, "shop", "--wait-lock", "soon")
+		wantParseError(t, o, err, `invalid argument "soon"`)
+	}
+}
+
+// rollback makes a new release from v1's image and config; release list
+// marks it deployed and release info shows it; promote without a canary
+// says there is nothing to promote.
+func TestRunReleaseRollbackListInfo(t *testing.T) {
+	p := dryRunFixture(t, true)
+	ctx := context.Background()
+	ios, _, out, errOut := cli.TestIOStreams()
+	rb := &releaseRollbackOptions{Changer: fixtureChanger(p, ios), Store: fixtureStore(p), App: "shop", SkipReleasePhase: true,
+		Rollout: rolloutFlags{NoWait: true, Output: cli.OutputTable}}
+	if err := runReleaseRollback(ctx, rb); err != nil {
+		t.Fatalf("%v; stderr %q", err, errOut)
+	}
+	if !strings.Contains(errOut.String(), "rolled back") {
+		t.Errorf("stderr %q", errOut)
+	}
+	list := &releaseListOptions{IO: ios, Store: fixtureStore(p), App: "shop", Output: cli.OutputOptions{Format: cli.OutputTable}}
+	out.Reset()
+	if err := runReleaseList(ctx, list); err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Split(out.String(), "\n"); len(lines) < 2 || !strings.HasPrefix(lines[1], "v3 *\trollback\t") || !strings.Contains(lines[1], "shop:1") {
+		t.Errorf("release list:\n%s", out)
+	}
+	info := &releaseInfoOptions{IO: ios, Store: fixtureStore(p), App: "shop", Version: 3, Output: cli.OutputOptions{Format: cli.OutputTable}}
+	out.Reset()
+	if err := runReleaseInfo(ctx, info); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "Release:  v3 (rollback)") || !strings.Contains(out.String(), "Config:   COLOR") {
+		t.Errorf("release info:\n%s", out)
+	}
+	info.Version = 9
+	if err := runReleaseInfo(ctx, info); err == nil {
+		t.Error("release info v9: no error")
+	}
+	end := &canaryEndOptions{Changer: fixtureChanger(p, ios), End: canary.Promote, Words: rollVerb{"promoted", "promoting the canary of"},
+		App: "shop", Format: cli.OutputTable}
+	if err := runCanaryEnd(ctx, end); err == nil || !strings.Contains(err.Error(), "canary") {
+		t.Errorf("promote without a canary: %v", err)
+	}
+}
