@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/util/retry"
 
 	"tug.dev/tug/test/faultproxy"
 )
@@ -304,22 +303,5 @@ func TestCertManagerCertificates(t *testing.T) {
 	}
 	if !slices.Equal(left, []string{theirsName}) {
 		t.Errorf("Certificates after app remove: %q, want only %s (not tug's)", left, theirsName)
-	}
-}
-
-// unlabelPool takes a real node out of pool, if it is still in it.
-func (h *H) unlabelPool(node, pool string) {
-	h.t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		n, err := h.Client.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
-		if err != nil || n.Labels["tug.dev/pool"] != pool {
-			return err
-		}
-		delete(n.Labels, "tug.dev/pool")
-		_, err = h.Client.CoreV1().Nodes().Update(context.Background(), n, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		h.t.Fatal(err)
 	}
 }

@@ -13,7 +13,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 )
 
 // Pools on every command, and moves between clusters. Two contexts of the
@@ -346,31 +345,4 @@ func TestClusterPoolsRouteAndMove(t *testing.T) {
 		t.Errorf("after moving back: %+v", in)
 	}
 	beta.waitUnits("shop", "web", 2, sampleV1)
-}
-
-// appInfoJSON is the part of `app info -o json` these tests read.
-type appInfoJSON struct {
-	Name, Namespace, Pool string
-	Release               int
-	Move                  *struct{ Role, From, To, Pool string }
-}
-
-// labelPool puts a real node in pool (keepNodeState restores it).
-func (h *H) labelPool(node, pool string) {
-	h.t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		n, err := h.Client.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if n.Labels == nil {
-			n.Labels = map[string]string{}
-		}
-		n.Labels["tug.dev/pool"] = pool
-		_, err = h.Client.CoreV1().Nodes().Update(context.Background(), n, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		h.t.Fatal(err)
-	}
 }

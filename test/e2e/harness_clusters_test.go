@@ -1,15 +1,11 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -152,51 +148,6 @@ func (p *proxiedContexts) killAt(what string, rule faultproxy.Rule, args ...stri
 	return p.c.h.killAt(p.Proxy, p.c.Env(p.Kubeconfig), what, rule, args...)
 }
 
-// killAt is proxiedContexts.killAt for any proxy: tug runs with extra
-// added to the test's environment (the kubeconfig that reaches proxy).
-func (h *H) killAt(proxy *faultproxy.Proxy, extra []string, what string, rule faultproxy.Rule, args ...string) string {
-	t := h.t
-	t.Helper()
-	proxy.Clear()
-	proxy.Add(rule)
-	cmd, exited, stderr := h.startThrough(proxy, extra, rule, what, args...)
-	_ = cmd.Process.Signal(syscall.SIGKILL)
-	<-exited
-	proxy.Clear()
-	t.Logf("killed tug %s after %s; its stderr:\n%s", strings.Join(args, " "), what, stderr.String())
-	return stderr.String()
-}
-
-// startThrough starts tug with args (extra added to the test's
-// environment) and waits
-// until proxy has injected rule's fault once more (what names that
-// point); it fails the test if tug ends by itself first. The caller ends
-// tug; exited gets its Wait's error.
-func (h *H) startThrough(proxy *faultproxy.Proxy, extra []string, rule faultproxy.Rule, what string, args ...string) (cmd *exec.Cmd, exited chan error, stderr *bytes.Buffer) {
-	t := h.t
-	t.Helper()
-	before := proxy.Injected(rule.Fault)
-	cmd = exec.Command(env.tug, args...)
-	cmd.Env = h.tugEnv(extra)
-	stderr = &bytes.Buffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited = make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() { _ = cmd.Process.Kill() }) // a test that fails midway leaves no tug running
-	h.Eventually(3*time.Minute, "tug "+strings.Join(args, " ")+" reaches: "+what, func() (bool, error) {
-		select {
-		case err := <-exited:
-			t.Fatalf("tug %s ended by itself (%v) before %s; stderr:\n%s", strings.Join(args, " "), err, what, stderr.String())
-		default:
-		}
-		return proxy.Injected(rule.Fault) > before, nil
-	})
-	return cmd, exited, stderr
-}
-
 // poolClusters are the move tests' clusters: contexts alpha (the test's
 // namespace, Alpha) and beta (Beta's), whose pools pa and pb are the
 // labels of the two real nodes (Nodes[0] and Nodes[1], restored when the
@@ -283,4 +234,11 @@ func (h *H) appLeftovers(ns, appName string) []string {
 	leases, err := c.CoordinationV1().Leases(ns).List(ctx, sel)
 	add("lease", leases, err)
 	return left
+}
+
+// appInfoJSON is the part of `app info -o json` these tests read.
+type appInfoJSON struct {
+	Name, Namespace, Pool string
+	Release               int
+	Move                  *struct{ Role, From, To, Pool string }
 }
