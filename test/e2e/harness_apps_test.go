@@ -337,3 +337,13 @@ func withoutUsage(t *testing.T, info string) string {
 	}
 	return string(b)
 }
+
+// desiredUnits is the unit count of the app's one process in its record.
+func (h *H) desiredUnits(appName string) int32 {
+	h.t.Helper()
+	var in struct{ Processes []struct{ Desired int32 } }
+	if err := json.Unmarshal([]byte(h.mustTug("app", "info", appName, "-o", "json").Stdout), &in); err != nil || len(in.Processes) != 1 {
+		h.t.Fatalf("app info: %v %+v", err, in)
+	}
+	return in.Processes[0].Desired
+}

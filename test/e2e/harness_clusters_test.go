@@ -3,7 +3,10 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -241,4 +244,130 @@ type appInfoJSON struct {
 	Name, Namespace, Pool string
 	Release               int
 	Move                  *struct{ Role, From, To, Pool string }
+}
+
+// moveSide is one end of a move between poolClusters: a cluster of the
+// map, its namespace and pool, and the test's view of that namespace.
+type moveSide struct {
+	cluster, ns, pool string
+	h                 *H
+}
+
+// moveInfo is `app info -o json` of an app that may be mid-move: what its
+// record says and, when the Deployments run another release, what they run.
+type moveInfo struct {
+	appInfoJSON
+	Image   string
+	Running *struct {
+		Releases []int
+		Image    string
+	}
+}
+
+// movingApp is an app the move tests move between alpha and beta of
+// poolClusters, run with no --context, and through a fault proxy to be
+// killed mid-move.
+type movingApp struct {
+	pc   *poolClusters
+	px   *proxiedContexts
+	name string
+}
+
+// holds reports whether namespace ns holds the app's record.
+func (m *movingApp) holds(ns string) bool {
+	m.pc.h.t.Helper()
+	return m.pc.h.holdsApp(ns, m.name)
+}
+
+// leftovers is what of the app is left in ns (its lock Lease included).
+func (m *movingApp) leftovers(ns string) []string {
+	m.pc.h.t.Helper()
+	return m.pc.h.appLeftovers(ns, m.name)
+}
+
+// info is `app info` with no --context: the copy that serves.
+func (m *movingApp) info() (moveInfo, Result) {
+	m.pc.h.t.Helper()
+	var in moveInfo
+	r := m.pc.infoJSON(m.name, &in)
+	return in, r
+}
+
+// template is the release the Deployments in ns name in their pod
+// templates, and the image they run.
+func (m *movingApp) template(ns string) (int, string) {
+	t := m.pc.h.t
+	t.Helper()
+	deps, err := m.pc.h.Client.AppsV1().Deployments(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "tug.dev/app=" + m.name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release, image := 0, ""
+	for _, d := range deps.Items {
+		v, _ := strconv.Atoi(d.Spec.Template.Labels["tug.dev/release"])
+		if release != 0 && v != release {
+			t.Fatalf("deployments in %s on releases %d and %d", ns, release, v)
+		}
+		release, image = v, d.Spec.Template.Spec.Containers[0].Image
+	}
+	return release, image
+}
+
+// answers checks that one of the app's Services (alpha's or beta's)
+// answers /version now, a few times over.
+func (m *movingApp) answers() error {
+	m.pc.h.t.Helper()
+	var urls []string
+	for _, ns := range []string{m.pc.Alpha.NS, m.pc.Beta.NS} {
+		if s, err := m.pc.h.Client.CoreV1().Services(ns).Get(context.Background(), m.name, metav1.GetOptions{}); err == nil && s.Spec.ClusterIP != "" {
+			urls = append(urls, "http://"+s.Spec.ClusterIP+"/version")
+		}
+	}
+	for range 5 {
+		ok := false
+		var seen []string
+		for _, u := range urls {
+			code, body := status(u)
+			if code == 200 {
+				ok = true
+				break
+			}
+			seen = append(seen, fmt.Sprintf("%s: %d %q", u, code, body))
+		}
+		if !ok {
+			return fmt.Errorf("no copy answered: %v", seen)
+		}
+	}
+	return nil
+}
+
+// dropLeases deletes the app's deploy lock in alpha and beta.
+func (m *movingApp) dropLeases() {
+	m.pc.h.t.Helper()
+	m.pc.dropLeases(m.name)
+}
+
+// unitUIDs are the UIDs of the app's pods in ns that are not going, sorted.
+func (m *movingApp) unitUIDs(ns string) []string {
+	t := m.pc.h.t
+	t.Helper()
+	pods, err := m.pc.h.Client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "tug.dev/app=" + m.name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var uids []string
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil { // units of an earlier rollout may still be going
+			uids = append(uids, string(p.UID))
+		}
+	}
+	slices.Sort(uids)
+	return uids
+}
+
+// killMove runs `app pool set APP pool` through the proxy and kills tug
+// once the proxy holds the request rule matches (what names that point).
+func (m *movingApp) killMove(what string, rule faultproxy.Rule, pool string) {
+	m.pc.h.t.Helper()
+	m.px.killAt(what, rule, "app", "pool", "set", m.name, pool)
 }

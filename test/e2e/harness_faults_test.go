@@ -17,6 +17,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"tug.dev/tug/test/faultproxy"
@@ -223,4 +224,25 @@ func statusOf(rows []releaseRow, v int) string {
 		}
 	}
 	return "(pruned)"
+}
+
+// dropLease deletes the app's lease, standing in for a killed tug's
+// expiry.
+func (h *H) dropLease(appName string) {
+	h.t.Helper()
+	err := h.Client.CoordinationV1().Leases(h.NS).Delete(context.Background(), "tug-lock-"+appName, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		h.t.Fatal(err)
+	}
+}
+
+// killTable is the Markdown table a kill test logs: a numbered row per
+// kill point under header.
+func killTable(header []string, rows [][]string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "| # | %s |\n|---|%s\n", strings.Join(header, " | "), strings.Repeat("---|", len(header)))
+	for i, r := range rows {
+		fmt.Fprintf(&b, "| %d | %s |\n", i+1, strings.Join(r, " | "))
+	}
+	return b.String()
 }

@@ -356,3 +356,90 @@ func podRequests(p *corev1.Pod) corev1.ResourceList {
 func (f nodeFree) String() string {
 	return fmt.Sprintf("%s: %dm CPU, %s memory, %d pods free", f.Name, f.CPU.MilliValue(), f.Memory.String(), f.Pods)
 }
+
+// liveUnitsOn are the test's live units on node (pods of its namespace
+// with a tug.dev/app label, not ended), by name.
+func (h *H) liveUnitsOn(node string) []string {
+	h.t.Helper()
+	pods, err := h.Client.CoreV1().Pods(h.NS).List(context.Background(), metav1.ListOptions{LabelSelector: "tug.dev/app", FieldSelector: "spec.nodeName=" + node})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var names []string
+	for _, p := range pods.Items {
+		if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			names = append(names, p.Name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// nodeAgrees checks that node list and node info tell the node's state as
+// the cluster has it (a deleted node: listed nowhere, info says not
+// found); it returns what they said.
+func (h *H) nodeAgrees(node string) string {
+	t := h.t
+	t.Helper()
+	n, err := h.Client.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		if row := h.nodeList().find(node); row != nil {
+			t.Errorf("node list still lists the deleted node %s: %+v", node, row)
+		}
+		if r := h.Tug("node", "info", node); r.Code != 2 || !strings.Contains(r.Stderr, "not found") {
+			t.Errorf("node info of the deleted node %s: want exit 2, not found; got %s", node, r)
+		}
+		return "gone"
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the most urgent status shows: not-ready before cordoned
+	status := "ready"
+	switch {
+	case !nodeIsReady(n):
+		status = "not-ready"
+	case n.Spec.Unschedulable:
+		status = "cordoned"
+	}
+	row := h.nodeList().find(node)
+	if row == nil || row.Cordoned != n.Spec.Unschedulable || row.Status != status {
+		t.Errorf("node list says %+v; the node is %s, unschedulable=%v", row, status, n.Spec.Unschedulable)
+	}
+	// units move while the killed tug's work goes on (a unit starting
+	// elsewhere, one stopping): info and a list right after must
+	// agree once the node holds still
+	var said string
+	h.Eventually(time.Minute, "node info agrees with the units on "+node, func() (bool, error) {
+		var info struct {
+			Status   string
+			Cordoned bool
+			Units    []struct{ Namespace, Name string }
+		}
+		r := h.mustTug("node", "info", node, "-o", "json")
+		if err := json.Unmarshal([]byte(r.Stdout), &info); err != nil {
+			return false, err
+		}
+		var mine []string
+		for _, u := range info.Units {
+			if u.Namespace == h.NS {
+				mine = append(mine, u.Name)
+			}
+		}
+		slices.Sort(mine)
+		have := h.liveUnitsOn(node)
+		said = fmt.Sprintf("%s (cordoned %v), units %v", info.Status, info.Cordoned, mine)
+		if info.Cordoned != n.Spec.Unschedulable || info.Status != status || !slices.Equal(mine, have) {
+			return false, fmt.Errorf("node info: %s; the cluster: unschedulable=%v, units %v", said, n.Spec.Unschedulable, have)
+		}
+		return true, nil
+	})
+	return said
+}
+
+// soleUnitNode is where the app's one web unit runs once it is alone and
+// ready.
+func (h *H) soleUnitNode(appName string) string {
+	h.t.Helper()
+	return h.waitUnits(appName, "web", 1, sampleV1)[0].Spec.NodeName
+}
