@@ -8,8 +8,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -370,4 +374,96 @@ func (m *movingApp) unitUIDs(ns string) []string {
 func (m *movingApp) killMove(what string, rule faultproxy.Rule, pool string) {
 	m.pc.h.t.Helper()
 	m.px.killAt(what, rule, "app", "pool", "set", m.name, pool)
+}
+
+// TugLogged is Tug with kubeconfig instead of the contexts' own, logging
+// each run's exit code and how long it took.
+func (c *clusterContexts) TugLogged(kubeconfig string, args ...string) Result {
+	c.h.t.Helper()
+	start := time.Now()
+	r := c.h.TugRun(Run{Args: args, Env: c.Env(kubeconfig)})
+	c.h.t.Logf("tug %s: exit %d in %s", strings.Join(args, " "), r.Code, time.Since(start).Round(100*time.Millisecond))
+	return r
+}
+
+// where is the record of the copy `app info` with no --context reaches.
+func (m *movingApp) where() appInfoJSON {
+	m.pc.h.t.Helper()
+	var in appInfoJSON
+	m.pc.infoJSON(m.name, &in)
+	return in
+}
+
+// createRecord writes app, an app record as tug keeps it, in namespace ns
+// by hand: the copy a killed move would leave there.
+func (m *movingApp) createRecord(ns string, app map[string]any) {
+	m.pc.h.t.Helper()
+	record, _ := json.Marshal(app)
+	_, err := m.pc.h.Client.CoreV1().ConfigMaps(ns).Create(context.Background(), &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "tug-app-" + m.name, Labels: map[string]string{
+			"app.kubernetes.io/managed-by": "tug", "app.kubernetes.io/name": m.name, "tug.dev/app": m.name, "tug.dev/kind": "app"}},
+		Data: map[string]string{"app.json": string(record)},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		m.pc.h.t.Fatal(err)
+	}
+}
+
+// copyPoller polls an app's /version during a move: at the old copy's
+// address and, once namespace newNS has the app's Service, at the new
+// copy's. A poll where neither answers is a gap.
+type copyPoller struct {
+	polls, gaps atomic.Int64
+	newServed   atomic.Bool
+	mu          sync.Mutex
+	gapNotes    []string
+	stop, done  chan struct{}
+}
+
+// pollCopies starts polling; halt stops it.
+func (h *H) pollCopies(oldURL, newNS, appName string) *copyPoller {
+	c := &copyPoller{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(c.done)
+		newURL := ""
+		// paced, not synchronising: a poll every 20ms leaves CPU to the move
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-c.stop:
+				return
+			case <-tick.C:
+			}
+			if newURL == "" {
+				if s, err := h.Client.CoreV1().Services(newNS).Get(context.Background(), appName, metav1.GetOptions{}); err == nil && s.Spec.ClusterIP != "" {
+					newURL = "http://" + s.Spec.ClusterIP + "/version"
+				}
+			}
+			c.polls.Add(1)
+			oc, ob := status(oldURL)
+			if oc == 200 {
+				continue
+			}
+			nc, nb := 0, "no Service yet"
+			if newURL != "" {
+				nc, nb = status(newURL)
+			}
+			if nc == 200 {
+				c.newServed.Store(true)
+				continue
+			}
+			c.gaps.Add(1)
+			c.mu.Lock()
+			c.gapNotes = append(c.gapNotes, fmt.Sprintf("%s: old %d %q, new %d %q", time.Now().Format("15:04:05.000"), oc, ob, nc, nb))
+			c.mu.Unlock()
+		}
+	}()
+	return c
+}
+
+// halt stops the polling and waits until it has.
+func (c *copyPoller) halt() {
+	close(c.stop)
+	<-c.done
 }
