@@ -8,8 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -389,9 +387,50 @@ func (c *clusterContexts) TugLogged(kubeconfig string, args ...string) Result {
 // where is the record of the copy `app info` with no --context reaches.
 func (m *movingApp) where() appInfoJSON {
 	m.pc.h.t.Helper()
-	var in appInfoJSON
-	m.pc.infoJSON(m.name, &in)
+	in, _ := m.whereRun()
 	return in
+}
+
+// whereRun is where, and the run of app info (stderr holds any warning).
+func (m *movingApp) whereRun() (appInfoJSON, Result) {
+	m.pc.h.t.Helper()
+	var in appInfoJSON
+	r := m.pc.infoJSON(m.name, &in)
+	return in, r
+}
+
+// deployments is the release the app's Deployments in ns run (the last
+// one listed), and their generations by name.
+func (m *movingApp) deployments(ns string) (int, map[string]int64) {
+	t := m.pc.h.t
+	t.Helper()
+	deps, err := m.pc.h.Client.AppsV1().Deployments(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "tug.dev/app=" + m.name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release, gens := 0, map[string]int64{}
+	for _, d := range deps.Items {
+		release, _ = strconv.Atoi(d.Spec.Template.Labels["tug.dev/release"])
+		gens[d.Name] = d.Generation
+	}
+	return release, gens
+}
+
+// webPodUIDs are the UIDs of the app's web pods in ns, going ones too,
+// sorted.
+func (m *movingApp) webPodUIDs(ns string) []string {
+	t := m.pc.h.t
+	t.Helper()
+	pods, err := m.pc.h.Client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "tug.dev/app=" + m.name + ",tug.dev/process=web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var uids []string
+	for _, p := range pods.Items {
+		uids = append(uids, string(p.UID))
+	}
+	slices.Sort(uids)
+	return uids
 }
 
 // createRecord writes app, an app record as tug keeps it, in namespace ns
@@ -407,63 +446,4 @@ func (m *movingApp) createRecord(ns string, app map[string]any) {
 	if err != nil {
 		m.pc.h.t.Fatal(err)
 	}
-}
-
-// copyPoller polls an app's /version during a move: at the old copy's
-// address and, once namespace newNS has the app's Service, at the new
-// copy's. A poll where neither answers is a gap.
-type copyPoller struct {
-	polls, gaps atomic.Int64
-	newServed   atomic.Bool
-	mu          sync.Mutex
-	gapNotes    []string
-	stop, done  chan struct{}
-}
-
-// pollCopies starts polling; halt stops it.
-func (h *H) pollCopies(oldURL, newNS, appName string) *copyPoller {
-	c := &copyPoller{stop: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(c.done)
-		newURL := ""
-		// paced, not synchronising: a poll every 20ms leaves CPU to the move
-		tick := time.NewTicker(20 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-c.stop:
-				return
-			case <-tick.C:
-			}
-			if newURL == "" {
-				if s, err := h.Client.CoreV1().Services(newNS).Get(context.Background(), appName, metav1.GetOptions{}); err == nil && s.Spec.ClusterIP != "" {
-					newURL = "http://" + s.Spec.ClusterIP + "/version"
-				}
-			}
-			c.polls.Add(1)
-			oc, ob := status(oldURL)
-			if oc == 200 {
-				continue
-			}
-			nc, nb := 0, "no Service yet"
-			if newURL != "" {
-				nc, nb = status(newURL)
-			}
-			if nc == 200 {
-				c.newServed.Store(true)
-				continue
-			}
-			c.gaps.Add(1)
-			c.mu.Lock()
-			c.gapNotes = append(c.gapNotes, fmt.Sprintf("%s: old %d %q, new %d %q", time.Now().Format("15:04:05.000"), oc, ob, nc, nb))
-			c.mu.Unlock()
-		}
-	}()
-	return c
-}
-
-// halt stops the polling and waits until it has.
-func (c *copyPoller) halt() {
-	close(c.stop)
-	<-c.done
 }

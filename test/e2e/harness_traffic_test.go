@@ -21,6 +21,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -251,4 +253,63 @@ func tryGet(url string) (string, error) {
 		return string(b), fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
 	return string(b), err
+}
+
+// copyPoller polls an app's /version during a move: at the old copy's
+// address and, once namespace newNS has the app's Service, at the new
+// copy's. A poll where neither answers is a gap.
+type copyPoller struct {
+	polls, gaps atomic.Int64
+	newServed   atomic.Bool
+	mu          sync.Mutex
+	gapNotes    []string
+	stop, done  chan struct{}
+}
+
+// pollCopies starts polling; halt stops it.
+func (h *H) pollCopies(oldURL, newNS, appName string) *copyPoller {
+	c := &copyPoller{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(c.done)
+		newURL := ""
+		// paced, not synchronising: a poll every 20ms leaves CPU to the move
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-c.stop:
+				return
+			case <-tick.C:
+			}
+			if newURL == "" {
+				if s, err := h.Client.CoreV1().Services(newNS).Get(context.Background(), appName, metav1.GetOptions{}); err == nil && s.Spec.ClusterIP != "" {
+					newURL = "http://" + s.Spec.ClusterIP + "/version"
+				}
+			}
+			c.polls.Add(1)
+			oc, ob := status(oldURL)
+			if oc == 200 {
+				continue
+			}
+			nc, nb := 0, "no Service yet"
+			if newURL != "" {
+				nc, nb = status(newURL)
+			}
+			if nc == 200 {
+				c.newServed.Store(true)
+				continue
+			}
+			c.gaps.Add(1)
+			c.mu.Lock()
+			c.gapNotes = append(c.gapNotes, fmt.Sprintf("%s: old %d %q, new %d %q", time.Now().Format("15:04:05.000"), oc, ob, nc, nb))
+			c.mu.Unlock()
+		}
+	}()
+	return c
+}
+
+// halt stops the polling and waits until it has.
+func (c *copyPoller) halt() {
+	close(c.stop)
+	<-c.done
 }
