@@ -11,6 +11,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"io"
@@ -29,6 +30,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 )
 
@@ -312,4 +314,70 @@ func (h *H) pollCopies(oldURL, newNS, appName string) *copyPoller {
 func (c *copyPoller) halt() {
 	close(c.stop)
 	<-c.done
+}
+
+// certificatesGVR is cert-manager's Certificate resource.
+var certificatesGVR = schema.GroupVersionResource{Group: "cert-manager.io", Version: "v1", Resource: "certificates"}
+
+// certJSON is a row of `cert list -o json`.
+type certJSON struct {
+	Host      string `json:"host"`
+	Secret    string `json:"secret"`
+	Source    string `json:"source"`
+	IssuerRef string `json:"issuerRef"`
+	Status    string `json:"status"`
+	Ready     *struct {
+		Status, Reason, Message string
+	} `json:"ready"`
+	Message  string     `json:"message"`
+	NotAfter *time.Time `json:"notAfter"`
+	DaysLeft *int       `json:"daysLeft"`
+}
+
+// certList is `cert list APP -o json` by host.
+func (h *H) certList(app string) map[string]certJSON {
+	h.t.Helper()
+	var certs []certJSON
+	if err := json.Unmarshal([]byte(h.mustTug("cert", "list", app, "-o", "json").Stdout), &certs); err != nil {
+		h.t.Fatal(err)
+	}
+	out := map[string]certJSON{}
+	for _, c := range certs {
+		out[c.Host] = c
+	}
+	return out
+}
+
+// needCertManagerCRDs skips (or fails, under TUG_E2E_REQUIRED=1) where the
+// cluster does not serve cert-manager's Certificate.
+func (h *H) needCertManagerCRDs(dyn dynamic.Interface) {
+	h.t.Helper()
+	_, err := dyn.Resource(certificatesGVR).Namespace(h.NS).List(context.Background(), metav1.ListOptions{Limit: 1})
+	if err == nil {
+		return
+	}
+	msg := "this cluster does not serve cert-manager's Certificate (" + err.Error() + "); add it with 'test/cluster/cluster.sh ensure-cert-manager-crds'"
+	if os.Getenv("TUG_E2E_REQUIRED") == "1" {
+		h.t.Fatal(msg)
+	}
+	h.t.Skip(msg)
+}
+
+// setCertReady writes the Ready condition of Certificate name in the
+// status subresource, standing in for cert-manager's controller (this is
+// not issuance): tug reads it as the API server stores it.
+func setCertReady(t *testing.T, certs dynamic.ResourceInterface, name, status, reason, message string) {
+	t.Helper()
+	ctx := context.Background()
+	cur, err := certs.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = unstructured.SetNestedSlice(cur.Object, []any{map[string]any{
+		"type": "Ready", "status": status, "reason": reason, "message": message,
+		"observedGeneration": cur.GetGeneration(), "lastTransitionTime": time.Now().UTC().Format(time.RFC3339),
+	}}, "status", "conditions")
+	if _, err := certs.UpdateStatus(ctx, cur, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("writing the Certificate's status (as cert-manager would): %v", err)
+	}
 }
