@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -17,70 +16,6 @@ import (
 // (weighted backendRefs), promote and abort move every request, and a
 // canary whose units crash is aborted by tug while the deployed release
 // keeps every request.
-
-// versions sends n requests to url through the router and counts the
-// answers by the sample's version line; a failed or non-200 request is
-// counted as "failed".
-func versions(t *testing.T, r router, url string, n int) map[string]int {
-	t.Helper()
-	got := map[string]int{}
-	for range n {
-		code, body, _, err := r.get(nil, url)
-		switch {
-		case err != nil || code != 200:
-			got["failed"]++
-		case strings.Contains(body, "sample v1"):
-			got["v1"]++
-		case strings.Contains(body, "sample v2"):
-			got["v2"]++
-		default:
-			got["other"]++
-		}
-	}
-	return got
-}
-
-type splitRow struct {
-	Version    int    `json:"version"`
-	Status     string `json:"status"`
-	FailReason string `json:"failReason"`
-	Traffic    *int   `json:"traffic"`
-}
-
-// releasesByVersion is release list -o json by version, with the traffic
-// shares.
-func (h *H) releasesByVersion(appName string) map[int]splitRow {
-	h.t.Helper()
-	var rows []splitRow
-	if err := json.Unmarshal([]byte(h.mustTug("release", "list", appName, "-o", "json").Stdout), &rows); err != nil {
-		h.t.Fatal(err)
-	}
-	out := map[int]splitRow{}
-	for _, r := range rows {
-		out[r.Version] = r
-	}
-	return out
-}
-
-// noCanaryLeft checks that the canary's Deployment and the Services of the
-// split are gone and the record names no canary.
-func (h *H) noCanaryLeft(appName string) {
-	h.t.Helper()
-	ctx := context.Background()
-	if _, err := h.Client.AppsV1().Deployments(h.NS).Get(ctx, appName+"-web-canary", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		h.t.Fatalf("the canary's Deployment is still there: %v", err)
-	}
-	svcs, err := h.Client.CoreV1().Services(h.NS).List(ctx, metav1.ListOptions{LabelSelector: "tug.dev/app=" + appName + ",tug.dev/track"})
-	if err != nil || len(svcs.Items) > 0 {
-		h.t.Fatalf("the split's Services are still there: %v %v", svcs, err)
-	}
-	var in struct {
-		Canary *struct{} `json:"canary"`
-	}
-	if err := json.Unmarshal([]byte(h.mustTug("app", "info", appName, "-o", "json").Stdout), &in); err != nil || in.Canary != nil {
-		h.t.Fatalf("app info still shows a canary: %v", err)
-	}
-}
 
 func TestCanaryThroughTheRouter(t *testing.T) {
 	h := New(t)

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"crypto/x509"
-	"encoding/json"
 	"os"
 	"reflect"
 	"slices"
@@ -15,9 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/util/retry"
 
 	"tug.dev/tug/test/faultproxy"
 )
@@ -32,107 +29,96 @@ import (
 // cert-manager's controller, and says so. That proves tug's reading and
 // serving path, never issuance.
 
-var certificatesGVR = schema.GroupVersionResource{Group: "cert-manager.io", Version: "v1", Resource: "certificates"}
-
-type certJSON struct {
-	Host      string `json:"host"`
-	Secret    string `json:"secret"`
-	Source    string `json:"source"`
-	IssuerRef string `json:"issuerRef"`
-	Status    string `json:"status"`
-	Ready     *struct {
-		Status, Reason, Message string
-	} `json:"ready"`
-	Message  string     `json:"message"`
-	NotAfter *time.Time `json:"notAfter"`
-	DaysLeft *int       `json:"daysLeft"`
-}
-
-func (h *H) certList(app string) map[string]certJSON {
-	h.t.Helper()
-	var certs []certJSON
-	if err := json.Unmarshal([]byte(h.mustTug("cert", "list", app, "-o", "json").Stdout), &certs); err != nil {
-		h.t.Fatal(err)
-	}
-	out := map[string]certJSON{}
-	for _, c := range certs {
-		out[c.Host] = c
-	}
-	return out
-}
-
-// needCertManagerCRDs skips (or fails, under TUG_E2E_REQUIRED=1) where the
-// cluster does not serve cert-manager's Certificate.
-func (h *H) needCertManagerCRDs(dyn dynamic.Interface) {
-	h.t.Helper()
-	_, err := dyn.Resource(certificatesGVR).Namespace(h.NS).List(context.Background(), metav1.ListOptions{Limit: 1})
-	if err == nil {
-		return
-	}
-	msg := "this cluster does not serve cert-manager's Certificate (" + err.Error() + "); add it with 'test/cluster/cluster.sh ensure-cert-manager-crds'"
-	if os.Getenv("TUG_E2E_REQUIRED") == "1" {
-		h.t.Fatal(msg)
-	}
-	h.t.Skip(msg)
-}
-
 func TestCertManagerCertificates(t *testing.T) {
 	// The issuer is set for a pool of this test's own, so no other test's
 	// domain add sees it; a real node joins that pool for the test's units
 	// (restored at the end), so node tests of this run wait for it.
 	h := newNodeH(t)
-	ctx := context.Background()
 	dyn := dynamic.NewForConfigOrDie(h.Config)
 	h.needCertManagerCRDs(dyn)
-	r := h.localRouter()
-	certs := dyn.Resource(certificatesGVR).Namespace(h.NS)
+	c := &certTest{h: h, r: h.localRouter(), certs: dyn.Resource(certificatesGVR).Namespace(h.NS)}
 
-	pool := "e2e-cm-" + randSuffix()
+	c.pool = "e2e-cm-" + randSuffix()
 	// whatever this test leaves in the settings goes when it ends
-	t.Cleanup(func() { h.Tug("cluster", "settings", "unset", "--pool", pool, "certIssuer") })
+	t.Cleanup(func() { h.Tug("cluster", "settings", "unset", "--pool", c.pool, "certIssuer") })
+	c.setIssuer(t)
+	c.deployInPool()
+
+	c.host = "shop-" + h.NS + ".example.test"
+	c.secret = "shop-tls-" + strings.ReplaceAll(c.host, ".", "-")
+	h.mustTug("domain", "add", "shop", c.host)
+	c.createdByTug(t)
+	c.statusAsStored(t)
+	c.theirsUntouched(t)
+	c.withoutCertManagerAPI(t)
+	c.ownCertWins(t)
+	c.domainRemove(t)
+	c.appRemove(t)
+}
+
+// certTest is TestCertManagerCertificates' state from phase to phase.
+type certTest struct {
+	h            *H
+	r            router
+	certs        dynamic.ResourceInterface
+	pool, issuer string
+	host, secret string    // the app's first domain and its Certificate (and Secret)
+	now          time.Time // when the stand-in Secret was made, for certificates' validity
+	theirsName   string    // a Certificate that is not tug's
+}
+
+// setIssuer: an issuer setting of the wrong shape is refused and changes
+// nothing; then the pool's issuer is set.
+func (c *certTest) setIssuer(t *testing.T) {
+	t.Helper()
+	h := c.h
 	settingsData := func() map[string]string {
-		cm, err := h.Client.CoreV1().ConfigMaps("kube-public").Get(ctx, "tug-cluster-settings", metav1.GetOptions{})
+		cm, err := h.Client.CoreV1().ConfigMaps("kube-public").Get(context.Background(), "tug-cluster-settings", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return cm.Data
 	}
-	// an issuer setting of the wrong shape is refused and changes nothing
 	before := settingsData()
 	for _, bad := range []string{"letsencrypt", "Vault/ca", "ClusterIssuer/Bad_Name"} {
-		if res := h.Tug("cluster", "settings", "set", "--pool", pool, "certIssuer="+bad); res.Code != 2 || !strings.Contains(res.Stderr, "ClusterIssuer/NAME or Issuer/NAME") {
+		if res := h.Tug("cluster", "settings", "set", "--pool", c.pool, "certIssuer="+bad); res.Code != 2 || !strings.Contains(res.Stderr, "ClusterIssuer/NAME or Issuer/NAME") {
 			t.Errorf("certIssuer=%s: want exit 2 naming the shape, got %s", bad, res)
 		}
 	}
-	if after := settingsData(); after["pool."+pool+".certIssuer"] != "" {
+	if after := settingsData(); after["pool."+c.pool+".certIssuer"] != "" {
 		t.Fatalf("a refused setting was written: %v (before %v)", after, before)
 	}
-	issuer := "ClusterIssuer/e2e-" + randSuffix()
-	h.mustTug("cluster", "settings", "set", "--pool", pool, "certIssuer="+issuer)
+	c.issuer = "ClusterIssuer/e2e-" + randSuffix()
+	h.mustTug("cluster", "settings", "set", "--pool", c.pool, "certIssuer="+c.issuer)
+}
 
-	// The node is in the pool only while the app's unit is placed: the
-	// changes below never change its pod template, so the unit stays, and
-	// a node test of another run that saves and restores the node's labels
-	// meanwhile has the shortest window to see this test's label.
+// deployInPool creates and deploys app shop on the test's pool. The node
+// is in the pool only while the app's unit is placed: the changes after
+// never change its pod template, so the unit stays, and a node test of
+// another run that saves and restores the node's labels meanwhile has the
+// shortest window to see this test's label.
+func (c *certTest) deployInPool() {
+	h := c.h
 	nodes := h.realNodes()
 	node := nodes[len(nodes)-1]
 	h.keepNodeState(node)
-	h.labelPool(node, pool)
-	h.mustTug("app", "create", "shop", "--pool", pool)
+	h.labelPool(node, c.pool)
+	h.mustTug("app", "create", "shop", "--pool", c.pool)
 	h.mustTug("app", "deploy", "shop", "--image", sampleV1)
-	h.unlabelPool(node, pool)
+	h.unlabelPool(node, c.pool)
+}
 
-	host := "shop-" + h.NS + ".example.test"
-	secret := "shop-tls-" + strings.ReplaceAll(host, ".", "-")
-	h.mustTug("domain", "add", "shop", host)
-
-	// what tug created: the Certificate, the app's, filling the Secret its Ingress serves
-	cert, err := certs.Get(ctx, secret, metav1.GetOptions{})
+// createdByTug: what tug created: the Certificate, the app's, filling the
+// Secret its Ingress serves.
+func (c *certTest) createdByTug(t *testing.T) {
+	t.Helper()
+	h, ctx, host, secret := c.h, context.Background(), c.host, c.secret
+	cert, err := c.certs.Get(ctx, secret, metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("no Certificate %s after domain add: %v", secret, err)
 	}
 	spec, _, _ := unstructured.NestedMap(cert.Object, "spec")
-	kind, name, _ := strings.Cut(issuer, "/")
+	kind, name, _ := strings.Cut(c.issuer, "/")
 	wantSpec := map[string]any{
 		"secretName": secret,
 		"dnsNames":   []any{host},
@@ -155,51 +141,39 @@ func TestCertManagerCertificates(t *testing.T) {
 	if out := h.mustTug("app", "export", "shop").Stdout; !strings.Contains(out, "kind: Certificate") || !strings.Contains(out, "secretName: "+secret) {
 		t.Errorf("app export has no Certificate:\n%s", out)
 	}
+}
 
-	// No status yet (nothing runs cert-manager's controller): pending, never ready.
-	c := h.certList("shop")[host]
-	if c.Status != "pending" || c.Ready != nil || c.Source != "cert-manager" || c.IssuerRef != issuer || c.NotAfter != nil || c.Secret != secret {
-		t.Errorf("cert list of a Certificate with no status: %+v", c)
+// statusAsStored: cert list as the Certificate's status goes from none
+// (nothing runs cert-manager's controller: pending, never ready) to not
+// ready to ready. The test writes the status, and the Secret cert-manager
+// would write (labelled as the Certificate's secretTemplate asks), itself,
+// standing in for its controller: the router serves the Secret for the
+// host, and cert list reads its expiry.
+func (c *certTest) statusAsStored(t *testing.T) {
+	t.Helper()
+	h, host, secret := c.h, c.host, c.secret
+	cl := h.certList("shop")[host]
+	if cl.Status != "pending" || cl.Ready != nil || cl.Source != "cert-manager" || cl.IssuerRef != c.issuer || cl.NotAfter != nil || cl.Secret != secret {
+		t.Errorf("cert list of a Certificate with no status: %+v", cl)
 	}
 	if out := h.mustTug("cert", "list", "shop").Stdout; !strings.Contains(out, "pending") || strings.Contains(out, "ready") || strings.Contains(out, "ok") {
 		t.Errorf("cert list table of a pending certificate:\n%s", out)
 	}
 
-	// The test writes the status subresource itself, standing in for
-	// cert-manager's controller (this is not issuance): tug reads it as
-	// the API server stores it.
-	setReady := func(status, reason, message string) {
-		t.Helper()
-		cur, err := certs.Get(ctx, secret, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		_ = unstructured.SetNestedSlice(cur.Object, []any{map[string]any{
-			"type": "Ready", "status": status, "reason": reason, "message": message,
-			"observedGeneration": cur.GetGeneration(), "lastTransitionTime": time.Now().UTC().Format(time.RFC3339),
-		}}, "status", "conditions")
-		if _, err := certs.UpdateStatus(ctx, cur, metav1.UpdateOptions{}); err != nil {
-			t.Fatalf("writing the Certificate's status (as cert-manager would): %v", err)
-		}
-	}
-	setReady("False", "DoesNotExist", "Issuing certificate as Secret does not exist")
-	c = h.certList("shop")[host]
-	if c.Status != "not ready" || c.Ready == nil || c.Ready.Status != "False" || c.Ready.Reason != "DoesNotExist" || c.Ready.Message != "Issuing certificate as Secret does not exist" {
-		t.Errorf("cert list of a Certificate that is not Ready: %+v", c)
+	setCertReady(t, c.certs, secret, "False", "DoesNotExist", "Issuing certificate as Secret does not exist")
+	cl = h.certList("shop")[host]
+	if cl.Status != "not ready" || cl.Ready == nil || cl.Ready.Status != "False" || cl.Ready.Reason != "DoesNotExist" || cl.Ready.Message != "Issuing certificate as Secret does not exist" {
+		t.Errorf("cert list of a Certificate that is not Ready: %+v", cl)
 	}
 	if out := h.mustTug("cert", "list", "shop").Stdout; !strings.Contains(out, "not ready") || !strings.Contains(out, "DoesNotExist: Issuing certificate as Secret does not exist") {
 		t.Errorf("cert list table of a certificate that is not ready:\n%s", out)
 	}
 
-	// The test also writes the Secret cert-manager would write (labelled as
-	// the Certificate's secretTemplate asks), again standing in for its
-	// controller: the router serves it for the host, and cert list reads
-	// its expiry.
-	now := time.Now()
-	certFile, keyFile := selfSigned(t, []string{host}, now.Add(-time.Hour), now.Add(30*24*time.Hour))
+	c.now = time.Now()
+	certFile, keyFile := selfSigned(t, []string{host}, c.now.Add(-time.Hour), c.now.Add(30*24*time.Hour))
 	certPEM, _ := os.ReadFile(certFile)
 	keyPEM, _ := os.ReadFile(keyFile)
-	if _, err := h.Client.CoreV1().Secrets(h.NS).Create(ctx, &corev1.Secret{
+	if _, err := h.Client.CoreV1().Secrets(h.NS).Create(context.Background(), &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: secret,
 			Labels:      map[string]string{"app.kubernetes.io/managed-by": "tug", "app.kubernetes.io/name": "shop", "tug.dev/app": "shop", "tug.dev/kind": "tls"},
 			Annotations: map[string]string{"tug.dev/host": host, "cert-manager.io/certificate-name": secret}},
@@ -208,50 +182,59 @@ func TestCertManagerCertificates(t *testing.T) {
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	setReady("True", "Ready", "Certificate is up to date and has not expired")
-	c = h.certList("shop")[host]
-	if c.Status != "ready" || c.Ready == nil || c.Ready.Reason != "Ready" || c.DaysLeft == nil || *c.DaysLeft < 28 || *c.DaysLeft > 30 {
-		t.Errorf("cert list of a Ready Certificate with its Secret: %+v", c)
+	setCertReady(t, c.certs, secret, "True", "Ready", "Certificate is up to date and has not expired")
+	cl = h.certList("shop")[host]
+	if cl.Status != "ready" || cl.Ready == nil || cl.Ready.Reason != "Ready" || cl.DaysLeft == nil || *cl.DaysLeft < 28 || *cl.DaysLeft > 30 {
+		t.Errorf("cert list of a Ready Certificate with its Secret: %+v", cl)
 	}
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(certPEM)
 	h.Eventually(60*time.Second, "the router serves "+host+" with the Certificate's Secret", func() (bool, error) {
-		code, _, chain, err := r.get(roots, "https://"+host+"/version")
+		code, _, chain, err := c.r.get(roots, "https://"+host+"/version")
 		if err != nil {
 			return false, err
 		}
 		return code == 200 && len(chain) > 0 && slices.Contains(chain[0].DNSNames, host), nil
 	})
+}
 
-	// A Certificate in the way that is not tug's is never changed.
+// theirsUntouched: a Certificate in the way that is not tug's is never
+// changed.
+func (c *certTest) theirsUntouched(t *testing.T) {
+	t.Helper()
+	h, ctx := c.h, context.Background()
 	theirsHost := "theirs-" + h.NS + ".example.test"
-	theirsName := "shop-tls-" + strings.ReplaceAll(theirsHost, ".", "-")
+	c.theirsName = "shop-tls-" + strings.ReplaceAll(theirsHost, ".", "-")
 	theirs := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "cert-manager.io/v1", "kind": "Certificate",
-		"metadata": map[string]any{"name": theirsName, "labels": map[string]any{"owner": "someone-else"}},
+		"metadata": map[string]any{"name": c.theirsName, "labels": map[string]any{"owner": "someone-else"}},
 		"spec": map[string]any{"secretName": "theirs", "dnsNames": []any{theirsHost},
 			"issuerRef": map[string]any{"kind": "ClusterIssuer", "name": "theirs"}}}}
-	if _, err := certs.Create(ctx, theirs, metav1.CreateOptions{}); err != nil {
+	if _, err := c.certs.Create(ctx, theirs, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if res := h.Tug("domain", "add", "shop", theirsHost); res.Code == 0 || !strings.Contains(res.Stderr, "is not tug's") {
 		t.Errorf("domain add over a Certificate that is not tug's: want a refusal, got %s", res)
 	}
-	got, err := certs.Get(ctx, theirsName, metav1.GetOptions{})
+	got, err := c.certs.Get(ctx, c.theirsName, metav1.GetOptions{})
 	if err != nil || !reflect.DeepEqual(got.Object["spec"], theirs.Object["spec"]) || got.GetLabels()["tug.dev/app"] != "" {
 		t.Errorf("their Certificate changed: %v %v", got, err)
 	}
 	if out := h.mustTug("domain", "list", "shop", "-o", "json").Stdout; strings.Contains(out, theirsHost) {
 		t.Errorf("the refused domain was recorded: %s", out)
 	}
+}
 
-	// Without cert-manager's API (hidden here by a proxy that answers 404
-	// for it, as a cluster without the CRDs does), the setting is
-	// unusable: domain add says so and changes nothing.
+// withoutCertManagerAPI: without cert-manager's API (hidden here by a
+// proxy that answers 404 for it, as a cluster without the CRDs does), the
+// setting is unusable: domain add says so and changes nothing.
+func (c *certTest) withoutCertManagerAPI(t *testing.T) {
+	t.Helper()
+	h, ctx := c.h, context.Background()
 	f := h.faulty()
 	f.p.Add(faultproxy.Rule{Path: "/apis/cert-manager.io/", Fault: faultproxy.NotFound})
 	noCRD := "nocrd-" + h.NS + ".example.test"
 	ingBefore, _ := h.Client.NetworkingV1().Ingresses(h.NS).Get(ctx, "shop", metav1.GetOptions{})
-	if res := f.tug("domain", "add", "shop", noCRD); res.Code != 1 || !strings.Contains(res.Stderr, "does not serve cert-manager's Certificate resource") || !strings.Contains(res.Stderr, issuer) {
+	if res := f.tug("domain", "add", "shop", noCRD); res.Code != 1 || !strings.Contains(res.Stderr, "does not serve cert-manager's Certificate resource") || !strings.Contains(res.Stderr, c.issuer) {
 		t.Errorf("domain add without cert-manager's API: want exit 1 saying the setting cannot be used, got %s", res)
 	}
 	f.injected(faultproxy.NotFound, 0)
@@ -261,65 +244,61 @@ func TestCertManagerCertificates(t *testing.T) {
 	if ing, _ := h.Client.NetworkingV1().Ingresses(h.NS).Get(ctx, "shop", metav1.GetOptions{}); !reflect.DeepEqual(ing.Spec, ingBefore.Spec) {
 		t.Errorf("the Ingress changed: %+v", ing.Spec)
 	}
+}
 
-	// A user's own certificate wins over the issuer.
+// ownCertWins: a user's own certificate wins over the issuer.
+func (c *certTest) ownCertWins(t *testing.T) {
+	t.Helper()
+	h, ctx := c.h, context.Background()
 	own := "own-" + h.NS + ".example.test"
 	ownName := "shop-tls-" + strings.ReplaceAll(own, ".", "-")
 	h.mustTug("domain", "add", "shop", own)
-	if _, err := certs.Get(ctx, ownName, metav1.GetOptions{}); err != nil {
+	if _, err := c.certs.Get(ctx, ownName, metav1.GetOptions{}); err != nil {
 		t.Fatalf("no Certificate for %s: %v", own, err)
 	}
-	ownCert, ownKey := selfSigned(t, []string{own}, now.Add(-time.Hour), now.Add(10*24*time.Hour))
+	ownCert, ownKey := selfSigned(t, []string{own}, c.now.Add(-time.Hour), c.now.Add(10*24*time.Hour))
 	h.mustTug("cert", "add", "shop", own, "--cert", ownCert, "--key", ownKey)
-	if _, err := certs.Get(ctx, ownName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := c.certs.Get(ctx, ownName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the issuer's Certificate for %s after cert add: %v", own, err)
 	}
-	if c := h.certList("shop")[own]; c.Source != "user" || c.Status != "valid" || c.DaysLeft == nil || *c.DaysLeft > 10 {
-		t.Errorf("cert list after cert add over the issuer: %+v", c)
+	if cl := h.certList("shop")[own]; cl.Source != "user" || cl.Status != "valid" || cl.DaysLeft == nil || *cl.DaysLeft > 10 {
+		t.Errorf("cert list after cert add over the issuer: %+v", cl)
 	}
+}
 
-	// domain remove takes the Certificate and then its Secret
-	h.mustTug("domain", "remove", "shop", host)
-	if _, err := certs.Get(ctx, secret, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Errorf("Certificate %s after domain remove: %v", secret, err)
+// domainRemove: domain remove takes the Certificate and then its Secret.
+func (c *certTest) domainRemove(t *testing.T) {
+	t.Helper()
+	h, ctx := c.h, context.Background()
+	h.mustTug("domain", "remove", "shop", c.host)
+	if _, err := c.certs.Get(ctx, c.secret, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("Certificate %s after domain remove: %v", c.secret, err)
 	}
-	if _, err := h.Client.CoreV1().Secrets(h.NS).Get(ctx, secret, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Errorf("Secret %s after domain remove: %v", secret, err)
+	if _, err := h.Client.CoreV1().Secrets(h.NS).Get(ctx, c.secret, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("Secret %s after domain remove: %v", c.secret, err)
 	}
-	if _, ok := h.certList("shop")[host]; ok {
-		t.Errorf("cert list still shows %s", host)
+	if _, ok := h.certList("shop")[c.host]; ok {
+		t.Errorf("cert list still shows %s", c.host)
 	}
+}
 
-	// app remove takes every Certificate of the app, and leaves theirs
+// appRemove: app remove takes every Certificate of the app, and leaves
+// theirs.
+func (c *certTest) appRemove(t *testing.T) {
+	t.Helper()
+	h := c.h
 	last := "last-" + h.NS + ".example.test"
 	h.mustTug("domain", "add", "shop", last)
 	h.mustTug("app", "remove", "shop", "--yes")
-	list, err := certs.List(ctx, metav1.ListOptions{})
+	list, err := c.certs.List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var left []string
-	for _, c := range list.Items {
-		left = append(left, c.GetName())
+	for _, cert := range list.Items {
+		left = append(left, cert.GetName())
 	}
-	if !slices.Equal(left, []string{theirsName}) {
-		t.Errorf("Certificates after app remove: %q, want only %s (not tug's)", left, theirsName)
-	}
-}
-
-// unlabelPool takes a real node out of pool, if it is still in it.
-func (h *H) unlabelPool(node, pool string) {
-	h.t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		n, err := h.Client.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
-		if err != nil || n.Labels["tug.dev/pool"] != pool {
-			return err
-		}
-		delete(n.Labels, "tug.dev/pool")
-		_, err = h.Client.CoreV1().Nodes().Update(context.Background(), n, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		h.t.Fatal(err)
+	if !slices.Equal(left, []string{c.theirsName}) {
+		t.Errorf("Certificates after app remove: %q, want only %s (not tug's)", left, c.theirsName)
 	}
 }

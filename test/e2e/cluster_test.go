@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"strings"
@@ -25,8 +24,6 @@ import (
 	"k8s.io/client-go/tools/remotecommand"
 	clientexec "k8s.io/client-go/util/exec"
 )
-
-func intstrPort(p int) intstr.IntOrString { return intstr.FromInt32(int32(p)) }
 
 func TestClusterRunsLogsAndServes(t *testing.T) {
 	h := New(t)
@@ -224,27 +221,4 @@ func TestClusterNetworkStaysLocal(t *testing.T) {
 	if !strings.Contains(string(out), "-s 10.201.0.0/16 -j DROP") {
 		t.Errorf("pod egress guard missing; chain is:\n%s", out)
 	}
-}
-
-func httpGet(t *testing.T, url string) string {
-	t.Helper()
-	body, err := tryGet(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return body
-}
-
-func tryGet(url string) (string, error) {
-	c := http.Client{Timeout: 3 * time.Second}
-	resp, err := c.Get(url)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
-		return string(b), fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	return string(b), err
 }

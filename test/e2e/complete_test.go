@@ -11,25 +11,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-// completions runs `tug __complete ARGS...`, as the shell scripts and
-// kubectl_complete-tug do, and returns the candidate values (descriptions
-// dropped) and the directive line.
-func (h *H) completions(args ...string) ([]string, string) {
-	h.t.Helper()
-	r := h.Tug(append([]string{"__complete"}, args...)...)
-	if r.Code != 0 {
-		h.t.Fatalf("__complete %q: %s", args, r)
-	}
-	lines := strings.Split(strings.TrimSuffix(r.Stdout, "\n"), "\n")
-	directive := lines[len(lines)-1]
-	var values []string
-	for _, l := range lines[:len(lines)-1] {
-		v, _, _ := strings.Cut(l, "\t")
-		values = append(values, v)
-	}
-	return values, directive
-}
-
 func TestCompletionFromTheCluster(t *testing.T) {
 	h := New(t)
 	h.mustTug("app", "create", "shop")

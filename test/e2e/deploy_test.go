@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -16,89 +15,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
-
-const (
-	sampleV1 = "localhost/tug/sample:v1"
-	sampleV2 = "localhost/tug/sample:v2"
-)
-
-// mustTug runs tug and fails the test unless it exits 0.
-func (h *H) mustTug(args ...string) Result {
-	h.t.Helper()
-	r := h.Tug(args...)
-	if r.Code != 0 {
-		h.t.Fatalf("tug %s: %s", strings.Join(args, " "), r)
-	}
-	return r
-}
-
-// appPods are the app's units of one process (one-off run pods excluded).
-func (h *H) waitUnits(appName, proc string, n int, image string) []corev1.Pod {
-	h.t.Helper()
-	sel := fmt.Sprintf("tug.dev/app=%s,tug.dev/process=%s", appName, proc)
-	return h.WaitPods(sel, 90*time.Second, fmt.Sprintf("%d ready %s units of %s on %s", n, proc, appName, image), func(pods []corev1.Pod) bool {
-		if !AllReady(n)(pods) {
-			return false
-		}
-		for _, p := range pods {
-			if p.Spec.Containers[0].Image != image {
-				return false
-			}
-		}
-		return true
-	})
-}
-
-// podEnv asks a web unit for the value of a variable through the sample
-// app's /env endpoint.
-func podEnv(t *testing.T, pod corev1.Pod, key string) string {
-	t.Helper()
-	body := httpGet(t, fmt.Sprintf("http://%s:8080/env?show=%s", pod.Status.PodIP, key))
-	for _, line := range strings.Split(body, "\n") {
-		if v, ok := strings.CutPrefix(line, key+"="); ok {
-			return v
-		}
-	}
-	return ""
-}
-
-// assertNoValueInSpecs fails when a config value shows up in any Deployment
-// or ReplicaSet of the namespace.
-func (h *H) assertNoValueInSpecs(value string) {
-	h.t.Helper()
-	ctx := context.Background()
-	deps, err := h.Client.AppsV1().Deployments(h.NS).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	rss, err := h.Client.AppsV1().ReplicaSets(h.NS).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	for _, obj := range []any{deps, rss} {
-		b, _ := json.Marshal(obj)
-		if strings.Contains(string(b), value) {
-			h.t.Fatalf("config value %q appears in a Deployment or ReplicaSet", value)
-		}
-	}
-}
-
-type releaseRow struct {
-	Version int    `json:"version"`
-	Kind    string `json:"kind"`
-	Status  string `json:"status"`
-	Image   string `json:"image"`
-}
-
-func (h *H) releases(appName string) []releaseRow {
-	h.t.Helper()
-	r := h.mustTug("release", "list", appName, "-o", "json")
-	var rows []releaseRow
-	if err := json.Unmarshal([]byte(r.Stdout), &rows); err != nil {
-		h.t.Fatalf("release list -o json: %v\n%s", err, r.Stdout)
-	}
-	return rows
-}
 
 func TestAppDeployEnvRollback(t *testing.T) {
 	h := New(t)
@@ -389,22 +305,6 @@ func TestExportRunsWithoutTug(t *testing.T) {
 	}
 	other.WaitPods("tug.dev/app=portable", 60*time.Second, "exported app runs", AllReady(1))
 }
-
-// kubectlPath is the kubectl built with the local cluster (same version).
-func kubectlPath(t *testing.T) string {
-	t.Helper()
-	out, err := exec.Command(filepath.Join(repoRoot(), "test/cluster/build-localk8s.sh"), "--cached").Output()
-	if err != nil {
-		t.Fatalf("the local cluster's binary is not built: %v", err)
-	}
-	link := filepath.Join(t.TempDir(), "kubectl")
-	if err := syscallSymlink(strings.TrimSpace(string(out)), link); err != nil {
-		t.Fatal(err)
-	}
-	return link
-}
-
-func syscallSymlink(target, link string) error { return syscall.Symlink(target, link) }
 
 // Bad input: a clear error, exit 2, and nothing in the cluster changes.
 func TestBadInputChangesNothing(t *testing.T) {

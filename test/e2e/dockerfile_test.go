@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,21 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
-
-// dockerfileEnv points tug at the BuildKit image test/images builds (tugEnv
-// adds a build agent under test, when TUG_BUILD_AGENT_IMAGE says so).
-func dockerfileEnv(reg string) []string {
-	return []string{"TUG_BUILDKIT_IMAGE=" + reg + "/tug/buildkit:v1"}
-}
-
-func writeFiles(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for name, data := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
 
 // A two-stage Dockerfile: the build stage makes the page, the final stage
 // copies it and serves it with busybox httpd. A second build after one

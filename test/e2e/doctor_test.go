@@ -4,19 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 )
-
-var gateways = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "gateways"}
 
 func TestVersionShowsTheServer(t *testing.T) {
 	h := New(t)
@@ -214,15 +209,4 @@ func TestDoctorAsNamespaceUserNamesMissingNodePermissions(t *testing.T) {
 		t.Fatalf("a forbidden list should name the verb, resource and namespace: %s", r)
 	}
 	_ = os.Remove(devConfig)
-}
-
-// developerKubeconfig binds a service account of h's namespace to exactly the
-// generated developer Role and returns a kubeconfig for it.
-func developerKubeconfig(t *testing.T, h *H) string {
-	t.Helper()
-	apply := exec.Command(kubectlPath(t), "--kubeconfig", env.kubeconfig, "apply", "-n", h.NS, "-f", filepath.Join(repoRoot(), "docs/rbac/tug-developer-role.yaml"))
-	if out, err := apply.CombinedOutput(); err != nil {
-		t.Fatalf("applying the developer Role: %v\n%s", err, out)
-	}
-	return serviceAccountKubeconfig(t, h, "dev", "tug-developer")
 }

@@ -1,89 +1,9 @@
 package e2e
 
 import (
-	"context"
-	"fmt"
-	"sort"
 	"strings"
 	"testing"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
-
-// dryRunState is what a dry run must leave as it found it: the release
-// history and the app record as tug shows them, the units (by UID), the
-// Deployment's generation, and every Secret, ConfigMap and Lease in the
-// namespace (release records, config, the app record, the deploy lock).
-type dryRunState struct {
-	releases, info string
-	units          []string
-	generation     int64
-	objects        []string
-}
-
-func (h *H) dryRunState(appName string) dryRunState {
-	h.t.Helper()
-	ctx := context.Background()
-	s := dryRunState{
-		releases: h.mustTug("release", "list", appName, "-o", "json").Stdout,
-		info:     withoutUsage(h.t, h.mustTug("app", "info", appName, "-o", "json").Stdout),
-	}
-	pods, err := h.Client.CoreV1().Pods(h.NS).List(ctx, metav1.ListOptions{LabelSelector: "tug.dev/app=" + appName})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	for _, p := range pods.Items {
-		s.units = append(s.units, p.Name+"/"+string(p.UID))
-	}
-	dep, err := h.Client.AppsV1().Deployments(h.NS).Get(ctx, appName+"-web", metav1.GetOptions{})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	s.generation = dep.Generation
-	secrets, err := h.Client.CoreV1().Secrets(h.NS).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	for _, o := range secrets.Items {
-		s.objects = append(s.objects, fmt.Sprintf("Secret/%s@%s", o.Name, o.ResourceVersion))
-	}
-	cms, err := h.Client.CoreV1().ConfigMaps(h.NS).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	for _, o := range cms.Items {
-		s.objects = append(s.objects, fmt.Sprintf("ConfigMap/%s@%s", o.Name, o.ResourceVersion))
-	}
-	leases, err := h.Client.CoordinationV1().Leases(h.NS).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	for _, o := range leases.Items {
-		s.objects = append(s.objects, fmt.Sprintf("Lease/%s@%s", o.Name, o.ResourceVersion))
-	}
-	sort.Strings(s.units)
-	sort.Strings(s.objects)
-	return s
-}
-
-func (h *H) assertUnchanged(what string, before, after dryRunState) {
-	h.t.Helper()
-	if before.releases != after.releases {
-		h.t.Errorf("%s changed the release list:\n%s\n-> %s", what, before.releases, after.releases)
-	}
-	if before.info != after.info {
-		h.t.Errorf("%s changed app info:\n%s\n-> %s", what, before.info, after.info)
-	}
-	if strings.Join(before.units, " ") != strings.Join(after.units, " ") {
-		h.t.Errorf("%s replaced units: %q -> %q", what, before.units, after.units)
-	}
-	if before.generation != after.generation {
-		h.t.Errorf("%s changed the Deployment: generation %d -> %d", what, before.generation, after.generation)
-	}
-	if strings.Join(before.objects, " ") != strings.Join(after.objects, " ") {
-		h.t.Errorf("%s changed Secrets, ConfigMaps or Leases:\n%q\n-> %q", what, before.objects, after.objects)
-	}
-}
 
 // env set|unset and release rollback with --dry-run say what would change,
 // exit 0 and change nothing: no release, no lock, no unit replaced. A dry

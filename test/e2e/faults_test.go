@@ -4,83 +4,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"tug.dev/tug/test/faultproxy"
 )
-
-// faulty is tug reaching the cluster through a fault-injecting proxy
-// (test/faultproxy): the test adds rules, runs tug, and checks that what tug
-// says and what the cluster runs agree afterwards.
-type faulty struct {
-	h          *H
-	p          *faultproxy.Proxy
-	kubeconfig string
-}
-
-func (h *H) faulty() *faulty {
-	h.t.Helper()
-	p, err := faultproxy.Start(env.config)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	h.t.Cleanup(p.Close)
-	path := filepath.Join(h.t.TempDir(), "faulty.kubeconfig")
-	if err := p.WriteKubeconfig(path, h.NS); err != nil {
-		h.t.Fatal(err)
-	}
-	return &faulty{h: h, p: p, kubeconfig: path}
-}
-
-// tug runs tug through the proxy; the rules in force are cleared afterwards.
-func (f *faulty) tug(args ...string) Result {
-	f.h.t.Helper()
-	return f.tugRun(Run{Args: args})
-}
-
-func (f *faulty) tugRun(r Run) Result {
-	f.h.t.Helper()
-	defer f.p.Clear()
-	seen := len(f.p.Log())
-	r.Env = append(r.Env, "KUBECONFIG="+f.kubeconfig)
-	res := f.h.TugRun(r)
-	f.h.t.Logf("tug %s: exit %d; faults injected: %q", strings.Join(r.Args, " "), res.Code, f.p.Log()[seen:])
-	return res
-}
-
-func (f *faulty) must(args ...string) Result {
-	f.h.t.Helper()
-	r := f.tug(args...)
-	if r.Code != 0 {
-		f.h.t.Fatalf("tug %s through the fault proxy: %s", strings.Join(args, " "), r)
-	}
-	return r
-}
-
-// injected fails the test unless the proxy injected fault at least once:
-// a scenario whose rule never matched tests nothing.
-func (f *faulty) injected(fault faultproxy.Fault, before int) {
-	f.h.t.Helper()
-	if f.p.Injected(fault) <= before {
-		f.h.t.Fatalf("the proxy never injected %s; rules did not match any request", fault)
-	}
-}
-
-// settledAndTruthful checks the end state of a scenario: the units have
-// settled on one release, nothing is pending, and app info and the release
-// list agree with the units. It returns the units' release.
-func (h *H) settledAndTruthful(appName string) (int, string) {
-	h.t.Helper()
-	units, image := h.settledUnits(appName, 2*time.Minute)
-	in, _ := h.assertAgrees(appName, units, image, true)
-	if in.Release != units {
-		h.t.Errorf("record v%d, units run v%d", in.Release, units)
-	}
-	return units, image
-}
 
 // Deploys through a misbehaving API server: each either succeeds with
 // exactly one new release, or fails with a clear message, its release

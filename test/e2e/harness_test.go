@@ -7,18 +7,19 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/creack/pty"
+	authv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -30,6 +31,12 @@ import (
 // The harness runs tug as a user would against the local cluster
 // (test/cluster/cluster.sh). Without a cluster the tests skip with a message;
 // with TUG_E2E_REQUIRED=1 (make test, CI) a missing cluster fails the run.
+//
+// The harness is in the harness_*_test.go files, by theme: this one holds
+// the setup, H, running tug, Eventually and kubeconfigs for other identities;
+// harness_clusters_test.go holds the multi-cluster harness (kubeconfig
+// contexts, the move tests' poolClusters). Helpers one test file uses stay
+// beside it.
 
 var env struct {
 	kubeconfig string
@@ -284,104 +291,83 @@ func (h *H) Eventually(timeout time.Duration, what string, cond func() (bool, er
 	}
 }
 
-// Stream collects what a reader (a pty, a log stream) produces, so a test
-// can wait for text to appear without losing what arrives in between.
-type Stream struct {
-	mu     sync.Mutex
-	buf    strings.Builder
-	err    error
-	notify chan struct{}
-	seen   int // WaitFor looks only past what an earlier WaitFor matched
-}
-
-func NewStream(r io.Reader) *Stream {
-	s := &Stream{notify: make(chan struct{}, 1)}
-	go func() {
-		b := make([]byte, 4096)
-		for {
-			n, err := r.Read(b)
-			s.mu.Lock()
-			s.buf.Write(b[:n])
-			if err != nil {
-				s.err = err
-			}
-			s.mu.Unlock()
-			select {
-			case s.notify <- struct{}{}:
-			default:
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	return s
-}
-
-// String is everything read so far.
-func (s *Stream) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.String()
-}
-
-// WaitFor waits until want appears after the previous match, and returns the
-// text up to and including it; it fails the test at the deadline.
-func (s *Stream) WaitFor(t *testing.T, want string, timeout time.Duration) string {
-	t.Helper()
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	for {
-		s.mu.Lock()
-		all, err := s.buf.String(), s.err
-		s.mu.Unlock()
-		if i := strings.Index(all[s.seen:], want); i >= 0 {
-			start := s.seen
-			s.seen += i + len(want)
-			return all[start:s.seen]
-		}
-		if err != nil {
-			t.Fatalf("stream ended (%v) before %q; got:\n%s", err, want, all[s.seen:])
-		}
-		select {
-		case <-s.notify:
-		case <-deadline.C:
-			t.Fatalf("no %q within %s; got:\n%s", want, timeout, all[s.seen:])
-		}
-	}
-}
-
-// Interrupt is one round of an interrupted-work test: start tug with args
-// (in dir, with extra env), wait until its stderr shows waitFor, send sig,
-// and require the exit code of an interrupted command, 130.
-type Interrupt struct {
-	Args    []string
-	Dir     string
-	Env     []string
-	WaitFor string
-	Timeout time.Duration
-	Signal  os.Signal
-}
-
-func (h *H) interrupt(round int, in Interrupt) {
+// mustTug runs tug and fails the test unless it exits 0.
+func (h *H) mustTug(args ...string) Result {
 	h.t.Helper()
-	cmd := exec.Command(env.tug, in.Args...)
-	cmd.Dir = in.Dir
-	cmd.Env = h.tugEnv(in.Env)
-	stderr, err := cmd.StderrPipe()
+	r := h.Tug(args...)
+	if r.Code != 0 {
+		h.t.Fatalf("tug %s: %s", strings.Join(args, " "), r)
+	}
+	return r
+}
+
+// kubectlPath is the kubectl built with the local cluster (same version).
+func kubectlPath(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command(filepath.Join(repoRoot(), "test/cluster/build-localk8s.sh"), "--cached").Output()
 	if err != nil {
-		h.t.Fatal(err)
+		t.Fatalf("the local cluster's binary is not built: %v", err)
 	}
-	if err := cmd.Start(); err != nil {
-		h.t.Fatal(err)
+	link := filepath.Join(t.TempDir(), "kubectl")
+	if err := syscallSymlink(strings.TrimSpace(string(out)), link); err != nil {
+		t.Fatal(err)
 	}
-	s := NewStream(stderr)
-	s.WaitFor(h.t, in.WaitFor, in.Timeout)
-	if err := cmd.Process.Signal(in.Signal); err != nil {
-		h.t.Fatal(err)
+	return link
+}
+
+func syscallSymlink(target, link string) error { return syscall.Symlink(target, link) }
+
+// developerKubeconfig binds a service account of h's namespace to exactly the
+// generated developer Role and returns a kubeconfig for it.
+func developerKubeconfig(t *testing.T, h *H) string {
+	t.Helper()
+	apply := exec.Command(kubectlPath(t), "--kubeconfig", env.kubeconfig, "apply", "-n", h.NS, "-f", filepath.Join(repoRoot(), "docs/rbac/tug-developer-role.yaml"))
+	if out, err := apply.CombinedOutput(); err != nil {
+		t.Fatalf("applying the developer Role: %v\n%s", err, out)
 	}
-	err = cmd.Wait()
-	if code := cmd.ProcessState.ExitCode(); code != 130 {
-		h.t.Fatalf("round %d: interrupted %v exited %d (%v), want 130; stderr:\n%s", round, in.Args, code, err, s.String())
+	return serviceAccountKubeconfig(t, h, "dev", "tug-developer")
+}
+
+// roleKubeconfig makes a Role of rules in h's namespace and returns a
+// kubeconfig for a service account bound to it.
+func roleKubeconfig(t *testing.T, h *H, rules []rbacv1.PolicyRule) string {
+	t.Helper()
+	if _, err := h.Client.RbacV1().Roles(h.NS).Create(context.Background(), &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "limited"}, Rules: rules}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
 	}
+	return serviceAccountKubeconfig(t, h, "limited", "limited")
+}
+
+// serviceAccountKubeconfig binds a new service account name of h's
+// namespace to the Role role and returns a kubeconfig for it, with the
+// test's namespace.
+func serviceAccountKubeconfig(t *testing.T, h *H, name, role string) string {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := h.Client.CoreV1().ServiceAccounts(h.NS).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Client.RbacV1().RoleBindings(h.NS).Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: role},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: h.NS}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := h.Client.CoreV1().ServiceAccounts(h.NS).CreateToken(ctx, name, &authv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := clientcmd.LoadFromFile(h.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	user := raw.Contexts[raw.CurrentContext].AuthInfo
+	raw.AuthInfos[user].ClientCertificate, raw.AuthInfos[user].ClientKey = "", ""
+	raw.AuthInfos[user].Token = tok.Status.Token
+	path := filepath.Join(t.TempDir(), name+".kubeconfig")
+	if err := clientcmd.WriteToFile(*raw, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -27,16 +27,6 @@ func (h *H) cronJobImage(appName, job string) string {
 	return cj.Spec.JobTemplate.Spec.Template.Spec.Containers[0].Image
 }
 
-// releaseCount is how many releases the app has kept.
-func (h *H) releaseCount(appName string) int {
-	h.t.Helper()
-	var rels []json.RawMessage
-	if err := json.Unmarshal([]byte(h.mustTug("release", "list", appName, "-o", "json").Stdout), &rels); err != nil {
-		h.t.Fatal(err)
-	}
-	return len(rels)
-}
-
 // podLog is the log of the newest pod of a Job.
 func (h *H) jobPodLog(jobName string) string {
 	h.t.Helper()

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
@@ -69,16 +68,6 @@ func (h *H) kill9At(appName, at string, cond func() bool, args ...string) {
 	_ = cmd.Process.Signal(syscall.SIGKILL)
 	<-exited
 	h.dropLease(appName)
-}
-
-// dropLease deletes the app's lease, standing in for a killed tug's
-// expiry.
-func (h *H) dropLease(appName string) {
-	h.t.Helper()
-	err := h.Client.CoordinationV1().Leases(h.NS).Delete(context.Background(), "tug-lock-"+appName, metav1.DeleteOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
-		h.t.Fatal(err)
-	}
 }
 
 // routeBackends are the app's HTTPRoute's backendRefs as "name" or

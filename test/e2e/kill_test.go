@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -14,121 +13,9 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
-
-// infoJSON is the part of `app info -o json` these tests compare with the
-// cluster.
-type infoJSON struct {
-	Release int    `json:"release"`
-	Image   string `json:"image"`
-	Running *struct {
-		Releases   []int  `json:"releases"`
-		Image      string `json:"image"`
-		RollingOut bool   `json:"rollingOut"`
-		Note       string `json:"note"`
-	} `json:"running"`
-}
-
-func (h *H) appInfo(appName string) infoJSON {
-	h.t.Helper()
-	r := h.mustTug("app", "info", appName, "-o", "json")
-	var in infoJSON
-	if err := json.Unmarshal([]byte(r.Stdout), &in); err != nil {
-		h.t.Fatalf("app info -o json: %v\n%s", err, r.Stdout)
-	}
-	return in
-}
-
-// settledUnits waits until every Deployment of the app has rolled out
-// (kubectl rollout status's rule) and returns the release and image their
-// pod templates name; "mixed" when they disagree.
-func (h *H) settledUnits(appName string, timeout time.Duration) (release int, image string) {
-	h.t.Helper()
-	h.Eventually(timeout, "the units of "+appName+" settle", func() (bool, error) {
-		deps, err := h.Client.AppsV1().Deployments(h.NS).List(context.Background(), metav1.ListOptions{LabelSelector: "tug.dev/app=" + appName})
-		if err != nil {
-			return false, err
-		}
-		release, image = 0, ""
-		for _, d := range deps.Items {
-			if !rolledOut(&d) {
-				return false, fmt.Errorf("%s: %+v", d.Name, d.Status)
-			}
-			v, _ := strconv.Atoi(d.Spec.Template.Labels["tug.dev/release"])
-			if release != 0 && v != release {
-				return false, fmt.Errorf("deployments on releases %d and %d", release, v)
-			}
-			release, image = v, d.Spec.Template.Spec.Containers[0].Image
-		}
-		return true, nil
-	})
-	return release, image
-}
-
-// templateRelease is the release and image the app's Deployments' pod
-// templates name now, settled or not ("mixed" fails the test).
-func (h *H) templateRelease(appName string) (int, string) {
-	h.t.Helper()
-	deps, err := h.Client.AppsV1().Deployments(h.NS).List(context.Background(), metav1.ListOptions{LabelSelector: "tug.dev/app=" + appName})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	release, image := 0, ""
-	for _, d := range deps.Items {
-		v, _ := strconv.Atoi(d.Spec.Template.Labels["tug.dev/release"])
-		if release != 0 && v != release {
-			h.t.Fatalf("deployments on releases %d and %d", release, v)
-		}
-		release, image = v, d.Spec.Template.Spec.Containers[0].Image
-	}
-	return release, image
-}
-
-func rolledOut(d *appsv1.Deployment) bool {
-	want := int32(1)
-	if d.Spec.Replicas != nil {
-		want = *d.Spec.Replicas
-	}
-	s := d.Status
-	return s.ObservedGeneration >= d.Generation && s.UpdatedReplicas == want && s.Replicas == want && s.AvailableReplicas == want
-}
-
-// assertAgrees checks that `app info` and `release list` tell what the
-// units run: no release pending, and either the record names the units'
-// release or info's running field does.
-func (h *H) assertAgrees(appName string, units int, unitImage string, wantNoPending bool) (infoJSON, []releaseRow) {
-	h.t.Helper()
-	in := h.appInfo(appName)
-	rows := h.releases(appName)
-	switch {
-	case in.Release == units && in.Running != nil:
-		h.t.Errorf("app info: record v%d is what runs, but running = %+v", in.Release, in.Running)
-	case in.Release == units && in.Image != unitImage:
-		h.t.Errorf("app info: image %s, the units run %s", in.Image, unitImage)
-	case in.Release != units && (in.Running == nil || !slices.Equal(in.Running.Releases, []int{units}) || in.Running.Image != unitImage):
-		h.t.Errorf("app info: record v%d, units run v%d (%s), running = %+v", in.Release, units, unitImage, in.Running)
-	}
-	if wantNoPending {
-		for _, r := range rows {
-			if r.Status == "pending" {
-				h.t.Errorf("release v%d still pending after a command took the lock: %+v", r.Version, rows)
-			}
-		}
-	}
-	return in, rows
-}
-
-func statusOf(rows []releaseRow, v int) string {
-	for _, r := range rows {
-		if r.Version == v {
-			return r.Status
-		}
-	}
-	return "(pruned)"
-}
 
 // A deploy killed with SIGKILL at 10 random points (seeded; the seed is
 // logged, TUG_E2E_SEED repeats a run). After each kill `app info` tells

@@ -4,16 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	authv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // The metrics API (metrics.k8s.io, metrics-server in the local cluster:
@@ -105,50 +100,6 @@ func TestUnitListWithoutMetricsPermission(t *testing.T) {
 	}
 }
 
-// roleKubeconfig makes a Role of rules in h's namespace and returns a
-// kubeconfig for a service account bound to it.
-func roleKubeconfig(t *testing.T, h *H, rules []rbacv1.PolicyRule) string {
-	t.Helper()
-	if _, err := h.Client.RbacV1().Roles(h.NS).Create(context.Background(), &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "limited"}, Rules: rules}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	return serviceAccountKubeconfig(t, h, "limited", "limited")
-}
-
-// serviceAccountKubeconfig binds a new service account name of h's
-// namespace to the Role role and returns a kubeconfig for it, with the
-// test's namespace.
-func serviceAccountKubeconfig(t *testing.T, h *H, name, role string) string {
-	t.Helper()
-	ctx := context.Background()
-	if _, err := h.Client.CoreV1().ServiceAccounts(h.NS).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.Client.RbacV1().RoleBindings(h.NS).Create(ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: role},
-		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: h.NS}},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	tok, err := h.Client.CoreV1().ServiceAccounts(h.NS).CreateToken(ctx, name, &authv1.TokenRequest{}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := clientcmd.LoadFromFile(h.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	user := raw.Contexts[raw.CurrentContext].AuthInfo
-	raw.AuthInfos[user].ClientCertificate, raw.AuthInfos[user].ClientKey = "", ""
-	raw.AuthInfos[user].Token = tok.Status.Token
-	path := filepath.Join(t.TempDir(), name+".kubeconfig")
-	if err := clientcmd.WriteToFile(*raw, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
 func TestAutoscalerAddsUnitUnderLoad(t *testing.T) {
 	h := New(t)
 	h.requireMetricsAPI()
@@ -232,20 +183,4 @@ func TestAppEventsShowCrashAndOOMKill(t *testing.T) {
 	if r := h.Tug("app", "events", "shop", "--since", "-5m"); r.Code != 2 {
 		t.Errorf("--since -5m: want exit 2, got %s", r)
 	}
-}
-
-// withoutUsage is app info's JSON without what the units use, which
-// changes from one sample to the next.
-func withoutUsage(t *testing.T, info string) string {
-	t.Helper()
-	var m map[string]any
-	if err := json.Unmarshal([]byte(info), &m); err != nil {
-		t.Fatalf("app info -o json: %v\n%s", err, info)
-	}
-	delete(m, "usage")
-	b, err := json.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }

@@ -6,14 +6,10 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 )
 
 // Pools on every command, and moves between clusters. Two contexts of the
@@ -29,72 +25,77 @@ import (
 // clocks; the same images and nodes serve both "clusters".
 func TestClusterPoolsRouteAndMove(t *testing.T) {
 	pc := newPoolClusters(t, "dead")
-	h, beta, third, nodes, cc := pc.Alpha, pc.Beta, pc.Third, pc.Nodes, pc.clusterContexts
-	kubeconfig := cc.Kubeconfig
-	onAlpha := cc.write(filepath.Join(t.TempDir(), "kubeconfig-alpha"), "alpha")
-	tugWith := func(kc string, args ...string) Result {
-		t.Helper()
-		start := time.Now()
-		r := h.TugRun(Run{Args: args, Env: cc.Env(kc)})
-		t.Logf("tug %s: exit %d in %s", strings.Join(args, " "), r.Code, time.Since(start).Round(100*time.Millisecond))
-		return r
-	}
-	tug := func(args ...string) Result {
-		t.Helper()
-		return tugWith(kubeconfig, args...)
-	}
-	must := func(args ...string) Result {
-		t.Helper()
-		r := tug(args...)
-		if r.Code != 0 {
-			t.Fatalf("tug %s: %s", strings.Join(args, " "), r)
-		}
-		return r
-	}
-	must("cluster", "add", "alpha", "--context", "alpha", "--pool", "pa")
-	must("cluster", "add", "beta", "--context", "beta", "--pool", "pb")
-	must("cluster", "add", "dead", "--context", "dead", "--pool", "pd")
-	ctx := context.Background()
-	holds := func(ns string) bool {
-		t.Helper()
-		return h.holdsApp(ns, "shop")
-	}
-	leftovers := func(ns string) []string {
-		t.Helper()
-		return h.appLeftovers(ns, "shop")
-	}
-	info := func() appInfoJSON {
-		t.Helper()
-		var in appInfoJSON
-		cc.infoJSON("shop", &in)
-		return in
-	}
+	p := &poolsRun{poolClusters: pc, app: &movingApp{pc: pc, name: "shop"}}
+	p.onAlpha = pc.write(filepath.Join(t.TempDir(), "kubeconfig-alpha"), "alpha")
+	p.must("cluster", "add", "alpha", "--context", "alpha", "--pool", "pa")
+	p.must("cluster", "add", "beta", "--context", "beta", "--pool", "pb")
+	p.must("cluster", "add", "dead", "--context", "dead", "--pool", "pd")
 
-	// From the third context, with no --context: every command reaches
-	// beta, pb's cluster.
-	must("app", "create", "shop", "--pool", "pb")
-	must("app", "deploy", "shop", "--image", sampleV1, "--process", "web=sample")
+	routedToBeta(t, p)
+	for _, c := range lookups(p) {
+		c.check(t, p)
+	}
+	oldURL := failedMoveKeepsServing(t, p)
+	// --dry-run says what would move and changes nothing.
+	if r := p.must("app", "pool", "set", "shop", "pa", "--dry-run"); !strings.Contains(r.Stdout, `would move from cluster "beta" to cluster "alpha"`) || p.app.holds(p.Alpha.NS) {
+		t.Fatalf("dry run: %s", r)
+	}
+	release := moveAnswering(t, p, oldURL)
+	afterMove(t, p, release)
+	old := finishSuperseded(t, p)
+	moveBackOverHalfMade(t, p, old)
+}
+
+// poolsRun is TestClusterPoolsRouteAndMove's clusters and app, with tug
+// run from the third context (or alpha's), each run logged with its time.
+type poolsRun struct {
+	*poolClusters
+	app     *movingApp
+	onAlpha string // a kubeconfig of the same contexts, alpha current
+}
+
+func (p *poolsRun) tug(args ...string) Result {
+	p.h.t.Helper()
+	return p.TugLogged(p.Kubeconfig, args...)
+}
+
+func (p *poolsRun) must(args ...string) Result {
+	p.h.t.Helper()
+	r := p.tug(args...)
+	if r.Code != 0 {
+		p.h.t.Fatalf("tug %s: %s", strings.Join(args, " "), r)
+	}
+	return r
+}
+
+// routedToBeta: from the third context, with no --context, every command
+// reaches beta, pb's cluster (with alpha current too).
+func routedToBeta(t *testing.T, p *poolsRun) {
+	t.Helper()
+	h, beta, ctx := p.Alpha, p.Beta, context.Background()
+	p.must("app", "create", "shop", "--pool", "pb")
+	p.must("app", "deploy", "shop", "--image", sampleV1, "--process", "web=sample")
 	// current context alpha: still beta
-	if r := tugWith(onAlpha, "app", "scale", "shop", "web=2"); r.Code != 0 {
+	if r := p.TugLogged(p.onAlpha, "app", "scale", "shop", "web=2"); r.Code != 0 {
 		t.Fatalf("app scale with alpha current: %s", r)
 	}
 	pods := beta.waitUnits("shop", "web", 2, sampleV1)
-	for _, p := range pods {
-		if p.Spec.NodeName != nodes[1] {
-			t.Errorf("unit %s of pool pb runs on %s, want %s", p.Name, p.Spec.NodeName, nodes[1])
+	for _, pod := range pods {
+		if pod.Spec.NodeName != p.Nodes[1] {
+			t.Errorf("unit %s of pool pb runs on %s, want %s", pod.Name, pod.Spec.NodeName, p.Nodes[1])
 		}
 	}
-	if holds(h.NS) || holds(third.NS) || !holds(beta.NS) {
-		t.Fatalf("the app should be in beta's namespace only: alpha %v, third %v, beta %v", leftovers(h.NS), leftovers(third.NS), leftovers(beta.NS))
+	if p.app.holds(h.NS) || p.app.holds(p.Third.NS) || !p.app.holds(beta.NS) {
+		t.Fatalf("the app should be in beta's namespace only: alpha %v, third %v, beta %v", p.app.leftovers(h.NS), p.app.leftovers(p.Third.NS), p.app.leftovers(beta.NS))
 	}
 	if d, err := h.Client.AppsV1().Deployments(beta.NS).Get(ctx, "shop-web", metav1.GetOptions{}); err != nil || *d.Spec.Replicas != 2 {
 		t.Fatalf("scale should reach beta's Deployment: %v", err)
 	}
 	h.Eventually(30*time.Second, "logs through the routed context", func() (bool, error) {
-		r := tug("logs", "shop", "--tail", "-1")
+		r := p.tug("logs", "shop", "--tail", "-1")
 		return r.Code == 0 && strings.Contains(r.Stdout, "sample v1"), fmt.Errorf("%s", r)
 	})
-	r := h.TugRun(Run{Args: []string{"shell", "shop"}, Stdin: "echo routed-$HOSTNAME\n", Env: cc.Env(kubeconfig)})
+	r := h.TugRun(Run{Args: []string{"shell", "shop"}, Stdin: "echo routed-$HOSTNAME\n", Env: p.Env(p.Kubeconfig)})
 	if r.Code != 0 || !strings.Contains(r.Stdout, "routed-shop-web-") {
 		t.Fatalf("piped shell: %s", r)
 	}
@@ -102,106 +103,107 @@ func TestClusterPoolsRouteAndMove(t *testing.T) {
 	if _, err := h.Client.CoreV1().Pods(beta.NS).Get(ctx, host, metav1.GetOptions{}); err != nil {
 		t.Fatalf("the shell ran in %q, not a unit in beta's namespace: %v", host, err)
 	}
-	if r := must("run", "shop", "--", "sh", "-c", "echo routed-run"); !strings.Contains(r.Stdout, "routed-run") {
+	if r := p.must("run", "shop", "--", "sh", "-c", "echo routed-run"); !strings.Contains(r.Stdout, "routed-run") {
 		t.Fatalf("run: %s", r)
 	}
-	if in := info(); in.Namespace != beta.NS || in.Pool != "pb" {
+	if in := p.app.where(); in.Namespace != beta.NS || in.Pool != "pb" {
 		t.Fatalf("app info from the third context: namespace %s pool %s; want %s, pb", in.Namespace, in.Pool, beta.NS)
 	}
+}
 
-	// Not found anywhere: the error says where tug looked, and that dead
-	// did not answer.
-	if r := tug("app", "info", "ghost"); r.Code != 1 || !strings.Contains(r.Stderr, "searched clusters") || !strings.Contains(r.Stderr, "alpha") ||
-		!strings.Contains(r.Stderr, "unreachable") || !strings.Contains(r.Stderr, "dead") {
-		t.Errorf("app info of an app nowhere: want exit 1 naming the clusters searched and dead unreachable; got %s", r)
-	}
-	// In two clusters: exit 2 asking for --context; --context picks one.
-	must("app", "create", "twin", "--context", "alpha")
-	must("app", "create", "twin", "--context", "beta")
-	if r := tug("app", "info", "twin"); r.Code != 2 || !strings.Contains(r.Stderr, "several clusters") || !strings.Contains(r.Stderr, "--context") {
-		t.Errorf("app info of an app in two clusters: want exit 2 asking for --context; got %s", r)
-	}
-	if r := must("app", "info", "twin", "--context", "beta", "-o", "json"); !strings.Contains(r.Stdout, beta.NS) {
-		t.Errorf("--context beta: %s", r)
-	}
-	// --context on a copy the map puts elsewhere: a warning, and it acts.
-	if r := must("app", "info", "shop", "--context", "beta"); strings.Contains(r.Stderr, "warning") {
-		t.Errorf("--context of the app's own cluster should not warn: %s", r)
-	}
+// lookup is an `app info` whose answer says how tug found (or did not
+// find) the app's cluster.
+type lookup struct {
+	before [][]string // commands run first, each must succeed
+	args   []string
+	// must: tug must exit 0 (else the test ends); otherwise it must exit code
+	must       bool
+	code       int
+	stdoutHas  []string
+	stderrHas  []string
+	stderrLack string
+	fails      string // what the error says, before the run's output
+}
 
-	// A move whose rollout fails (alpha's pool pnone has no node): the app
-	// keeps serving in beta, and nothing of it is left in alpha.
-	must("cluster", "add", "alpha", "--context", "alpha", "--pool", "pa,pnone")
-	r = tug("app", "pool", "set", "shop", "pnone", "--timeout", "60s")
+func lookups(p *poolsRun) []lookup {
+	return []lookup{
+		// Not found anywhere: the error says where tug looked, and that
+		// dead did not answer.
+		{args: []string{"app", "info", "ghost"}, code: 1, stderrHas: []string{"searched clusters", "alpha", "unreachable", "dead"},
+			fails: "app info of an app nowhere: want exit 1 naming the clusters searched and dead unreachable; got"},
+		// In two clusters: exit 2 asking for --context; --context picks one.
+		{before: [][]string{{"app", "create", "twin", "--context", "alpha"}, {"app", "create", "twin", "--context", "beta"}},
+			args: []string{"app", "info", "twin"}, code: 2, stderrHas: []string{"several clusters", "--context"},
+			fails: "app info of an app in two clusters: want exit 2 asking for --context; got"},
+		{args: []string{"app", "info", "twin", "--context", "beta", "-o", "json"}, must: true, stdoutHas: []string{p.Beta.NS},
+			fails: "--context beta:"},
+		// --context on a copy the map puts elsewhere: a warning, and it acts.
+		{args: []string{"app", "info", "shop", "--context", "beta"}, must: true, stderrLack: "warning",
+			fails: "--context of the app's own cluster should not warn:"},
+	}
+}
+
+func (c lookup) check(t *testing.T, p *poolsRun) {
+	t.Helper()
+	for _, args := range c.before {
+		p.must(args...)
+	}
+	var r Result
+	ok := true
+	if c.must {
+		r = p.must(c.args...)
+	} else {
+		r = p.tug(c.args...)
+		ok = r.Code == c.code
+	}
+	for _, s := range c.stdoutHas {
+		ok = ok && strings.Contains(r.Stdout, s)
+	}
+	for _, s := range c.stderrHas {
+		ok = ok && strings.Contains(r.Stderr, s)
+	}
+	if c.stderrLack != "" && strings.Contains(r.Stderr, c.stderrLack) {
+		ok = false
+	}
+	if !ok {
+		t.Errorf("%s %s", c.fails, r)
+	}
+}
+
+// failedMoveKeepsServing: a move whose rollout fails (alpha's pool pnone
+// has no node): the app keeps serving in beta, and nothing of it is left
+// in alpha. It returns beta's copy's address.
+func failedMoveKeepsServing(t *testing.T, p *poolsRun) string {
+	t.Helper()
+	h, beta := p.Alpha, p.Beta
+	p.must("cluster", "add", "alpha", "--context", "alpha", "--pool", "pa,pnone")
+	r := p.tug("app", "pool", "set", "shop", "pnone", "--timeout", "60s")
 	if r.Code != 13 || !strings.Contains(r.Stderr, `still serves in cluster "beta"`) || !strings.Contains(r.Stderr, "unschedulable") {
 		t.Fatalf("a move to a pool with no node: want exit 13 saying it still serves in beta; got %s", r)
 	}
-	if left := leftovers(h.NS); len(left) != 0 {
+	if left := p.app.leftovers(h.NS); len(left) != 0 {
 		t.Errorf("a failed move left in alpha: %v", left)
 	}
-	if in := info(); in.Namespace != beta.NS || in.Pool != "pb" || in.Move != nil {
+	if in := p.app.where(); in.Namespace != beta.NS || in.Pool != "pb" || in.Move != nil {
 		t.Errorf("after a failed move: %+v", in)
 	}
-	svc, err := h.Client.CoreV1().Services(beta.NS).Get(ctx, "shop", metav1.GetOptions{})
+	svc, err := h.Client.CoreV1().Services(beta.NS).Get(context.Background(), "shop", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	oldURL := "http://" + svc.Spec.ClusterIP + "/version"
 	h.waitStatus(oldURL, 200, "v1")
+	return oldURL
+}
 
-	// --dry-run says what would move and changes nothing.
-	if r := must("app", "pool", "set", "shop", "pa", "--dry-run"); !strings.Contains(r.Stdout, `would move from cluster "beta" to cluster "alpha"`) || holds(h.NS) {
-		t.Fatalf("dry run: %s", r)
-	}
-
-	// The move: polled all along, the old or the new address answers.
-	var (
-		polls, gaps atomic.Int64
-		newServed   atomic.Bool
-		mu          sync.Mutex
-		gapNotes    []string
-		stop        = make(chan struct{})
-		done        = make(chan struct{})
-	)
-	go func() {
-		defer close(done)
-		newURL := ""
-		// paced, not synchronising: a poll every 20ms leaves CPU to the move
-		tick := time.NewTicker(20 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-			if newURL == "" {
-				if s, err := h.Client.CoreV1().Services(h.NS).Get(ctx, "shop", metav1.GetOptions{}); err == nil && s.Spec.ClusterIP != "" {
-					newURL = "http://" + s.Spec.ClusterIP + "/version"
-				}
-			}
-			polls.Add(1)
-			oc, ob := status(oldURL)
-			if oc == 200 {
-				continue
-			}
-			nc, nb := 0, "no Service yet"
-			if newURL != "" {
-				nc, nb = status(newURL)
-			}
-			if nc == 200 {
-				newServed.Store(true)
-				continue
-			}
-			gaps.Add(1)
-			mu.Lock()
-			gapNotes = append(gapNotes, fmt.Sprintf("%s: old %d %q, new %d %q", time.Now().Format("15:04:05.000"), oc, ob, nc, nb))
-			mu.Unlock()
-		}
-	}()
-	moved := tug("app", "pool", "set", "shop", "pa", "-o", "json")
-	close(stop)
-	<-done
+// moveAnswering: the move to alpha, polled all along: the old or the new
+// address answers. It returns the release the move reports.
+func moveAnswering(t *testing.T, p *poolsRun, oldURL string) int {
+	t.Helper()
+	h := p.Alpha
+	poll := h.pollCopies(oldURL, h.NS, "shop")
+	moved := p.tug("app", "pool", "set", "shop", "pa", "-o", "json")
+	poll.halt()
 	if moved.Code != 0 {
 		t.Fatalf("app pool set shop pa: %s", moved)
 	}
@@ -216,33 +218,42 @@ func TestClusterPoolsRouteAndMove(t *testing.T) {
 	if res.Status != "moved" || res.From.Cluster != "beta" || res.To.Cluster != "alpha" || res.To.Namespace != h.NS || res.Pool != "pa" {
 		t.Errorf("move result %+v", res)
 	}
-	if gaps.Load() > 0 {
-		t.Errorf("%d of %d polls found neither copy answering:\n%s", gaps.Load(), polls.Load(), strings.Join(gapNotes, "\n"))
+	if poll.gaps.Load() > 0 {
+		t.Errorf("%d of %d polls found neither copy answering:\n%s", poll.gaps.Load(), poll.polls.Load(), strings.Join(poll.gapNotes, "\n"))
 	}
-	t.Logf("%d polls during the move; the new copy answered: %v", polls.Load(), newServed.Load())
-	if polls.Load() < 10 || !newServed.Load() {
-		t.Errorf("%d polls during the move, the new copy answered: %v; want both copies seen answering", polls.Load(), newServed.Load())
+	t.Logf("%d polls during the move; the new copy answered: %v", poll.polls.Load(), poll.newServed.Load())
+	if poll.polls.Load() < 10 || !poll.newServed.Load() {
+		t.Errorf("%d polls during the move, the new copy answered: %v; want both copies seen answering", poll.polls.Load(), poll.newServed.Load())
 	}
-	if left := leftovers(beta.NS); len(left) != 0 {
+	if left := p.app.leftovers(p.Beta.NS); len(left) != 0 {
 		t.Errorf("the move left in beta: %v", left)
 	}
+	return res.Release
+}
+
+// afterMove: the app runs on pa's node in alpha and answers there; its
+// config and history came along; its address is the pool's node only;
+// running the move again moves nothing.
+func afterMove(t *testing.T, p *poolsRun, release int) {
+	t.Helper()
+	h := p.Alpha
 	moved2 := h.waitUnits("shop", "web", 2, sampleV1)
-	for _, p := range moved2 {
-		if p.Spec.NodeName != nodes[0] {
-			t.Errorf("unit %s of pool pa runs on %s, want %s", p.Name, p.Spec.NodeName, nodes[0])
+	for _, pod := range moved2 {
+		if pod.Spec.NodeName != p.Nodes[0] {
+			t.Errorf("unit %s of pool pa runs on %s, want %s", pod.Name, pod.Spec.NodeName, p.Nodes[0])
 		}
 	}
-	if in := info(); in.Namespace != h.NS || in.Pool != "pa" || in.Move != nil || in.Release != res.Release {
+	if in := p.app.where(); in.Namespace != h.NS || in.Pool != "pa" || in.Move != nil || in.Release != release {
 		t.Errorf("app info after the move: %+v", in)
 	}
-	newSvc, err := h.Client.CoreV1().Services(h.NS).Get(ctx, "shop", metav1.GetOptions{})
+	newSvc, err := h.Client.CoreV1().Services(h.NS).Get(context.Background(), "shop", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	h.waitStatus("http://"+newSvc.Spec.ClusterIP+"/version", 200, "v1")
 	// config and history came along
 	var rels []releaseRow
-	if err := json.Unmarshal([]byte(must("release", "list", "shop", "-o", "json").Stdout), &rels); err != nil {
+	if err := json.Unmarshal([]byte(p.must("release", "list", "shop", "-o", "json").Stdout), &rels); err != nil {
 		t.Fatal(err)
 	}
 	if len(rels) < 2 {
@@ -250,14 +261,14 @@ func TestClusterPoolsRouteAndMove(t *testing.T) {
 	}
 	// app address: the pool's node only.
 	var addrs []struct{ Kind, URL, Note string }
-	if err := json.Unmarshal([]byte(must("app", "address", "shop", "-o", "json").Stdout), &addrs); err != nil {
+	if err := json.Unmarshal([]byte(p.must("app", "address", "shop", "-o", "json").Stdout), &addrs); err != nil {
 		t.Fatal(err)
 	}
 	nodePorts := 0
 	for _, a := range addrs {
 		if a.Kind == "node-port" {
 			nodePorts++
-			if a.Note != "node "+nodes[0] {
+			if a.Note != "node "+p.Nodes[0] {
 				t.Errorf("app address lists %s (%s) outside pool pa", a.URL, a.Note)
 			}
 		}
@@ -266,47 +277,50 @@ func TestClusterPoolsRouteAndMove(t *testing.T) {
 		t.Errorf("app address: %d node ports, want pa's one node: %+v", nodePorts, addrs)
 	}
 	// Running the move again: the app is where its pool is, nothing moves.
-	if r := must("app", "pool", "set", "shop", "pa", "--dry-run"); strings.Contains(r.Stdout, "would move") {
+	if r := p.must("app", "pool", "set", "shop", "pa", "--dry-run"); strings.Contains(r.Stdout, "would move") {
 		t.Errorf("pool set to the pool it has, in its cluster: %s", r)
 	}
+}
 
-	// A move killed after the switch leaves the old copy, superseded, in
-	// beta (made here by hand): commands go to the copy that serves and
-	// say the move is unfinished; the same pool set finishes it.
+// finishSuperseded: a move killed after the switch leaves the old copy,
+// superseded, in beta (made here by hand): commands go to the copy that
+// serves and say the move is unfinished; the same pool set finishes it.
+// It returns the hand-made record, which the next step reuses.
+func finishSuperseded(t *testing.T, p *poolsRun) map[string]any {
+	t.Helper()
+	h, beta := p.Alpha, p.Beta
 	old := map[string]any{"name": "shop", "namespace": beta.NS, "pool": "pb", "createdAt": time.Now().UTC(), "release": 2, "lastRelease": 2,
 		"move": map[string]any{"role": "source", "from": "beta", "to": "alpha", "pool": "pa", "startedAt": time.Now().UTC(), "superseded": true}}
-	record, _ := json.Marshal(old)
-	_, err = h.Client.CoreV1().ConfigMaps(beta.NS).Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "tug-app-shop", Labels: map[string]string{
-			"app.kubernetes.io/managed-by": "tug", "app.kubernetes.io/name": "shop", "tug.dev/app": "shop", "tug.dev/kind": "app"}},
-		Data: map[string]string{"app.json": string(record)},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r = must("app", "info", "shop")
+	p.app.createRecord(beta.NS, old)
+	r := p.must("app", "info", "shop")
 	if !strings.Contains(r.Stdout, "Namespace:  "+h.NS) || !strings.Contains(r.Stderr, `also has a copy in cluster "beta"`) || !strings.Contains(r.Stderr, "app pool set shop pa") {
 		t.Errorf("app info with a superseded copy left in beta: want alpha's copy and a warning naming beta; got %s", r)
 	}
 	// --context reaches that copy, with a warning, and info says so
-	r = must("app", "info", "shop", "--context", "beta")
+	r = p.must("app", "info", "shop", "--context", "beta")
 	if !strings.Contains(r.Stderr, "warning: ") || !strings.Contains(r.Stderr, "superseded") || !strings.Contains(r.Stdout, "Move:") {
 		t.Errorf("app info --context beta of the superseded copy: want a warning and a Move line; got %s", r)
 	}
-	r = must("app", "pool", "set", "shop", "pa")
-	if !strings.Contains(r.Stderr, "move of shop to cluster \"alpha\" is finished") || holds(beta.NS) || !holds(h.NS) {
-		t.Errorf("pool set finishing a move: want beta's copy gone; got %s (beta holds: %v)", r, leftovers(beta.NS))
+	r = p.must("app", "pool", "set", "shop", "pa")
+	if !strings.Contains(r.Stderr, "move of shop to cluster \"alpha\" is finished") || p.app.holds(beta.NS) || !p.app.holds(h.NS) {
+		t.Errorf("pool set finishing a move: want beta's copy gone; got %s (beta holds: %v)", r, p.app.leftovers(beta.NS))
 	}
 	// (the one warning left is the dead cluster's, which did not answer)
-	if r := must("app", "info", "shop"); strings.Count(r.Stderr, "warning") != 1 || !strings.Contains(r.Stderr, `in cluster "dead", which did not answer`) {
+	if r := p.must("app", "info", "shop"); strings.Count(r.Stderr, "warning") != 1 || !strings.Contains(r.Stderr, `in cluster "dead", which did not answer`) {
 		t.Errorf("warning after the move finished, other than dead's: %s", r)
 	}
+	return old
+}
 
-	// A move killed before the switch leaves a marked new copy (here in
-	// beta, by hand) while the app serves in alpha: commands stay with
-	// alpha's copy, and a move to beta removes the half-made copy first.
-	// The source carries the move's mark too (a move marks it first): the
-	// half-made copy is recognised by the same mark, and only then removed.
+// moveBackOverHalfMade: a move killed before the switch leaves a marked
+// new copy (here in beta, by hand) while the app serves in alpha: commands
+// stay with alpha's copy, and a move to beta removes the half-made copy
+// first. The source carries the move's mark too (a move marks it first):
+// the half-made copy is recognised by the same mark, and only then
+// removed.
+func moveBackOverHalfMade(t *testing.T, p *poolsRun, old map[string]any) {
+	t.Helper()
+	h, beta, ctx := p.Alpha, p.Beta, context.Background()
 	started := time.Now().UTC()
 	alphaRec, err := h.Client.CoreV1().ConfigMaps(h.NS).Get(ctx, "tug-app-shop", metav1.GetOptions{})
 	if err != nil {
@@ -324,53 +338,18 @@ func TestClusterPoolsRouteAndMove(t *testing.T) {
 	}
 	old["namespace"] = beta.NS
 	old["move"] = map[string]any{"role": "target", "from": "alpha", "to": "beta", "pool": "pb", "startedAt": started}
-	record, _ = json.Marshal(old)
-	_, err = h.Client.CoreV1().ConfigMaps(beta.NS).Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "tug-app-shop", Labels: map[string]string{
-			"app.kubernetes.io/managed-by": "tug", "app.kubernetes.io/name": "shop", "tug.dev/app": "shop", "tug.dev/kind": "app"}},
-		Data: map[string]string{"app.json": string(record)},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if in := info(); in.Namespace != h.NS {
+	p.app.createRecord(beta.NS, old)
+	if in := p.app.where(); in.Namespace != h.NS {
 		t.Errorf("with a half-made copy in beta, commands should stay with alpha's: %+v", in)
 	}
-	if r := must("app", "pool", "set", "shop", "pb"); !strings.Contains(r.Stderr, "moved shop from cluster \"alpha\"") {
+	if r := p.must("app", "pool", "set", "shop", "pb"); !strings.Contains(r.Stderr, "moved shop from cluster \"alpha\"") {
 		t.Errorf("moving back over a half-made copy: %s", r)
 	}
-	if left := leftovers(h.NS); len(left) != 0 {
+	if left := p.app.leftovers(h.NS); len(left) != 0 {
 		t.Errorf("the move back left in alpha: %v", left)
 	}
-	if in := info(); in.Namespace != beta.NS || in.Pool != "pb" || in.Move != nil {
+	if in := p.app.where(); in.Namespace != beta.NS || in.Pool != "pb" || in.Move != nil {
 		t.Errorf("after moving back: %+v", in)
 	}
 	beta.waitUnits("shop", "web", 2, sampleV1)
-}
-
-// appInfoJSON is the part of `app info -o json` these tests read.
-type appInfoJSON struct {
-	Name, Namespace, Pool string
-	Release               int
-	Move                  *struct{ Role, From, To, Pool string }
-}
-
-// labelPool puts a real node in pool (keepNodeState restores it).
-func (h *H) labelPool(node, pool string) {
-	h.t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		n, err := h.Client.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if n.Labels == nil {
-			n.Labels = map[string]string{}
-		}
-		n.Labels["tug.dev/pool"] = pool
-		_, err = h.Client.CoreV1().Nodes().Update(context.Background(), n, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		h.t.Fatal(err)
-	}
 }

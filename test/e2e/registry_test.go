@@ -2,9 +2,7 @@ package e2e
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -13,14 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
-
-// secretWord is a password no output could contain by chance.
-func secretWord(t *testing.T) string {
-	t.Helper()
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	return "pw-" + hex.EncodeToString(b)
-}
 
 // pullSecrets are the imagePullSecrets of a pod spec, by name.
 func pullSecrets(spec corev1.PodSpec) []string {

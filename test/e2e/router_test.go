@@ -2,15 +2,8 @@ package e2e
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -33,84 +26,6 @@ import (
 // host-only address, serving the Gateway API and Ingress). These tests make
 // routes by hand, as an admin would, to prove the router itself.
 
-var httpRoutes = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "httproutes"}
-
-// router is the local router's address and what the cluster says it offers.
-type router struct {
-	ip         string
-	gatewayNS  string
-	gateway    string
-	appsDomain string
-}
-
-// localRouter finds the router (cluster.sh router, or TUG_E2E_ROUTER) and the
-// cluster settings that name its Gateway and apps domain. Without an answer on
-// the router's address the test skips, or fails under TUG_E2E_REQUIRED=1.
-func (h *H) localRouter() router {
-	h.t.Helper()
-	ip := os.Getenv("TUG_E2E_ROUTER")
-	if ip == "" {
-		out, err := exec.Command(filepath.Join(repoRoot(), "test", "cluster", "cluster.sh"), "router").Output()
-		if err != nil {
-			h.t.Fatalf("cluster.sh router: %v", err)
-		}
-		ip = strings.TrimSpace(string(out))
-	}
-	if c, err := net.DialTimeout("tcp", net.JoinHostPort(ip, "80"), 2*time.Second); err != nil {
-		msg := fmt.Sprintf("no router answers at %s:80 (%v); add it with 'test/cluster/cluster.sh ensure-router'", ip, err)
-		if os.Getenv("TUG_E2E_REQUIRED") == "1" {
-			h.t.Fatal(msg)
-		}
-		h.t.Skip(msg)
-	} else {
-		c.Close()
-	}
-	cm, err := h.Client.CoreV1().ConfigMaps("kube-public").Get(context.Background(), "tug-cluster-settings", metav1.GetOptions{})
-	if err != nil {
-		h.t.Fatalf("the cluster settings: %v", err)
-	}
-	ns, name, ok := strings.Cut(cm.Data["gateway"], "/")
-	if !ok || ns == "" || name == "" || cm.Data["appsDomain"] == "" {
-		h.t.Fatalf("cluster settings without a gateway (namespace/name) and an apps domain: %v", cm.Data)
-	}
-	return router{ip: ip, gatewayNS: ns, gateway: name, appsDomain: cm.Data["appsDomain"]}
-}
-
-// client sends every request to the router's address, whatever the URL's
-// host (curl --resolve): the host still goes out as Host and SNI. Each
-// request opens a new connection, so none rides on an old route; no proxy
-// (a Transport without Proxy ignores HTTP_PROXY).
-func (r router) client(roots *x509.CertPool) *http.Client {
-	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
-		_, port, err := net.SplitHostPort(addr)
-		if err != nil {
-			return nil, err
-		}
-		var d net.Dialer
-		return d.DialContext(ctx, network, net.JoinHostPort(r.ip, port))
-	}
-	return &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{
-		DialContext: dial, DisableKeepAlives: true,
-		TLSClientConfig: &tls.Config{RootCAs: roots},
-	}}
-}
-
-// get is one request through the router: status, body and the server's
-// certificate chain (HTTPS only).
-func (r router) get(roots *x509.CertPool, url string) (int, string, []*x509.Certificate, error) {
-	resp, err := r.client(roots).Get(url)
-	if err != nil {
-		return 0, "", nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	var chain []*x509.Certificate
-	if resp.TLS != nil {
-		chain = resp.TLS.PeerCertificates
-	}
-	return resp.StatusCode, string(b), chain, err
-}
-
 func (h *H) waitThroughRouter(r router, url string, want int, bodyHas string) {
 	h.t.Helper()
 	h.Eventually(60*time.Second, fmt.Sprintf("%s answers %d through the router", url, want), func() (bool, error) {
@@ -123,22 +38,6 @@ func (h *H) waitThroughRouter(r router, url string, want int, bodyHas string) {
 		}
 		return true, nil
 	})
-}
-
-// httpRoute is an HTTPRoute of host to service:80 through the router's Gateway.
-func httpRoute(r router, name, host, service string) *unstructured.Unstructured {
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "gateway.networking.k8s.io/v1",
-		"kind":       "HTTPRoute",
-		"metadata":   map[string]any{"name": name},
-		"spec": map[string]any{
-			"parentRefs": []any{map[string]any{"name": r.gateway, "namespace": r.gatewayNS}},
-			"hostnames":  []any{host},
-			"rules": []any{map[string]any{
-				"backendRefs": []any{map[string]any{"name": service, "port": int64(80)}},
-			}},
-		},
-	}}
 }
 
 // waitRouteAccepted waits until the router's controller says the route is
@@ -174,25 +73,6 @@ func (h *H) waitRouteAccepted(dyn dynamic.Interface, r router, name string) {
 		}
 		return false, fmt.Errorf("no status from the router's controller: %v", parents)
 	})
-}
-
-// clusterCA is the CA the admin kubeconfig trusts: the cluster's own, which
-// also signs the router's wildcard certificate.
-func clusterCA(t *testing.T, cfg *rest.Config) *x509.CertPool {
-	t.Helper()
-	pemData := cfg.TLSClientConfig.CAData
-	if len(pemData) == 0 {
-		b, err := os.ReadFile(cfg.TLSClientConfig.CAFile)
-		if err != nil {
-			t.Fatalf("the cluster CA: %v", err)
-		}
-		pemData = b
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pemData) {
-		t.Fatal("the kubeconfig's CA holds no certificate")
-	}
-	return pool
 }
 
 func TestRouterServesGatewayAndIngress(t *testing.T) {
@@ -261,22 +141,6 @@ func TestRouterServesGatewayAndIngress(t *testing.T) {
 		lb := got.Status.LoadBalancer.Ingress
 		return len(lb) == 1 && lb[0].IP == r.ip, fmt.Errorf("status %+v", lb)
 	})
-}
-
-// routerIngressClass is the IngressClass whose controller is the router's.
-func (h *H) routerIngressClass() string {
-	h.t.Helper()
-	list, err := h.Client.NetworkingV1().IngressClasses().List(context.Background(), metav1.ListOptions{})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	for _, c := range list.Items {
-		if c.Spec.Controller == "traefik.io/ingress-controller" {
-			return c.Name
-		}
-	}
-	h.t.Fatalf("no IngressClass of traefik.io/ingress-controller: %d classes", len(list.Items))
-	return ""
 }
 
 // The router may only open connections into the pod and service ranges: a

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,56 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
-
-const runSelector = "tug.dev/kind=run"
-
-// deployShop creates app name with a web process of the sample image and
-// the given config, and waits for n ready web units.
-func (h *H) deployShop(name string, n int, env ...string) []corev1.Pod {
-	h.t.Helper()
-	h.mustTug("app", "create", name)
-	if len(env) > 0 {
-		h.mustTug(append([]string{"env", "set", name, "--no-restart"}, env...)...)
-	}
-	h.mustTug("app", "deploy", name, "--image", sampleV1, "--process", "web=sample")
-	if n != 1 {
-		h.mustTug("app", "scale", name, fmt.Sprintf("web=%d", n))
-	}
-	return h.waitUnits(name, "web", n, sampleV1)
-}
-
-// waitNoRunPods waits until every run pod of the namespace is gone.
-func (h *H) waitNoRunPods(timeout time.Duration) {
-	h.t.Helper()
-	h.WaitPods(runSelector, timeout, "no run pods left", func(pods []corev1.Pod) bool { return len(pods) == 0 })
-}
-
-// events returns the namespace's events with reason, oldest first.
-func (h *H) events(reason string) []corev1.Event {
-	h.t.Helper()
-	list, err := h.Client.CoreV1().Events(h.NS).List(context.Background(), metav1.ListOptions{FieldSelector: "reason=" + reason})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return list.Items
-}
-
-// waitEvent waits for an event with reason on an object whose name starts
-// with prefix and whose message contains text.
-func (h *H) waitEvent(reason, prefix, text string) corev1.Event {
-	h.t.Helper()
-	var found corev1.Event
-	h.Eventually(30*time.Second, fmt.Sprintf("a %s event on %s* saying %q", reason, prefix, text), func() (bool, error) {
-		for _, e := range h.events(reason) {
-			if strings.HasPrefix(e.InvolvedObject.Name, prefix) && strings.Contains(e.Message, text) {
-				found = e
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	return found
-}
 
 func TestRunExitCodesOutputEnvAndAudit(t *testing.T) {
 	h := New(t)
@@ -267,18 +216,6 @@ func TestRunBadInput(t *testing.T) {
 		t.Errorf("run of a command missing from the image: want 127, got %s", r)
 	}
 	h.waitNoRunPods(60 * time.Second)
-}
-
-// lines splits output into non-empty lines.
-func lines(s string) []string {
-	var out []string
-	sc := bufio.NewScanner(strings.NewReader(s))
-	for sc.Scan() {
-		if l := strings.TrimRight(sc.Text(), "\r"); l != "" {
-			out = append(out, l)
-		}
-	}
-	return out
 }
 
 // Every unit, and every run, knows its app, process and release; the

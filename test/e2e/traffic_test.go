@@ -2,17 +2,9 @@ package e2e
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
-	"io"
-	"math/big"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -29,31 +21,6 @@ import (
 type address struct {
 	Kind string `json:"kind"`
 	URL  string `json:"url"`
-}
-
-// status GETs url and returns the HTTP status and body (0 when no answer).
-func status(url string) (int, string) {
-	// a new connection each time: a kept-alive one stays on the backend
-	// kube-proxy chose when it opened, whatever the Service says now
-	c := http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	resp, err := c.Get(url)
-	if err != nil {
-		return 0, err.Error()
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
-}
-
-func (h *H) waitStatus(url string, want int, bodyHas string) {
-	h.t.Helper()
-	h.Eventually(30*time.Second, fmt.Sprintf("%s answers %d", url, want), func() (bool, error) {
-		code, body := status(url)
-		if code != want || !strings.Contains(body, bodyHas) {
-			return false, fmt.Errorf("got %d %q", code, body)
-		}
-		return true, nil
-	})
 }
 
 func TestAppAddressesAnswer(t *testing.T) {
@@ -104,28 +71,6 @@ func TestMaintenanceAndRoutable(t *testing.T) {
 	h.waitUnits("site", "web", 1, sampleV1)
 	h.mustTug("app", "routable", "site", "on")
 	h.waitStatus(url, 200, "v1")
-}
-
-// selfSigned writes a certificate for hosts, valid from notBefore to
-// notAfter, and its key; it returns the two file paths.
-func selfSigned(t *testing.T, hosts []string, notBefore, notAfter time.Time) (string, string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: hosts[0]},
-		DNSNames: hosts, NotBefore: notBefore, NotAfter: notAfter}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kb, _ := x509.MarshalECPrivateKey(key)
-	dir := t.TempDir()
-	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
-	_ = os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
-	_ = os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600)
-	return certFile, keyFile
 }
 
 // Domains, certificates and the app's own URL, through the local router:

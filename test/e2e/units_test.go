@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -13,28 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 )
-
-type unitRow struct {
-	Name         string `json:"name"`
-	Process      string `json:"process"`
-	Release      int    `json:"release"`
-	Status       string `json:"status"`
-	Reason       string `json:"reason"`
-	Ready        bool   `json:"ready"`
-	Node         string `json:"node"`
-	IP           string `json:"ip"`
-	LastExitCode *int32 `json:"lastExitCode"`
-}
-
-func (h *H) units(args ...string) []unitRow {
-	h.t.Helper()
-	r := h.mustTug(append([]string{"unit", "list"}, append(args, "-o", "json")...)...)
-	var rows []unitRow
-	if err := json.Unmarshal([]byte(r.Stdout), &rows); err != nil {
-		h.t.Fatalf("unit list -o json: %v\n%s", err, r.Stdout)
-	}
-	return rows
-}
 
 // waitUnitStatus waits until every unit of the app's process has status.
 // waitUnitStatus waits until every unit of the process has status and a
@@ -53,15 +30,6 @@ func (h *H) waitUnitStatus(appName, proc, status, reason string, timeout time.Du
 		return len(rows) > 0, nil
 	})
 	return rows
-}
-
-func (h *H) deploymentReplicas(name string) int32 {
-	h.t.Helper()
-	d, err := h.Client.AppsV1().Deployments(h.NS).Get(context.Background(), name, metav1.GetOptions{})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return *d.Spec.Replicas
 }
 
 func TestScaleAndUnitList(t *testing.T) {

@@ -1,16 +1,17 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"os/exec"
+	"fmt"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -152,51 +153,6 @@ func (p *proxiedContexts) killAt(what string, rule faultproxy.Rule, args ...stri
 	return p.c.h.killAt(p.Proxy, p.c.Env(p.Kubeconfig), what, rule, args...)
 }
 
-// killAt is proxiedContexts.killAt for any proxy: tug runs with extra
-// added to the test's environment (the kubeconfig that reaches proxy).
-func (h *H) killAt(proxy *faultproxy.Proxy, extra []string, what string, rule faultproxy.Rule, args ...string) string {
-	t := h.t
-	t.Helper()
-	proxy.Clear()
-	proxy.Add(rule)
-	cmd, exited, stderr := h.startThrough(proxy, extra, rule, what, args...)
-	_ = cmd.Process.Signal(syscall.SIGKILL)
-	<-exited
-	proxy.Clear()
-	t.Logf("killed tug %s after %s; its stderr:\n%s", strings.Join(args, " "), what, stderr.String())
-	return stderr.String()
-}
-
-// startThrough starts tug with args (extra added to the test's
-// environment) and waits
-// until proxy has injected rule's fault once more (what names that
-// point); it fails the test if tug ends by itself first. The caller ends
-// tug; exited gets its Wait's error.
-func (h *H) startThrough(proxy *faultproxy.Proxy, extra []string, rule faultproxy.Rule, what string, args ...string) (cmd *exec.Cmd, exited chan error, stderr *bytes.Buffer) {
-	t := h.t
-	t.Helper()
-	before := proxy.Injected(rule.Fault)
-	cmd = exec.Command(env.tug, args...)
-	cmd.Env = h.tugEnv(extra)
-	stderr = &bytes.Buffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited = make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() { _ = cmd.Process.Kill() }) // a test that fails midway leaves no tug running
-	h.Eventually(3*time.Minute, "tug "+strings.Join(args, " ")+" reaches: "+what, func() (bool, error) {
-		select {
-		case err := <-exited:
-			t.Fatalf("tug %s ended by itself (%v) before %s; stderr:\n%s", strings.Join(args, " "), err, what, stderr.String())
-		default:
-		}
-		return proxy.Injected(rule.Fault) > before, nil
-	})
-	return cmd, exited, stderr
-}
-
 // poolClusters are the move tests' clusters: contexts alpha (the test's
 // namespace, Alpha) and beta (Beta's), whose pools pa and pb are the
 // labels of the two real nodes (Nodes[0] and Nodes[1], restored when the
@@ -283,4 +239,211 @@ func (h *H) appLeftovers(ns, appName string) []string {
 	leases, err := c.CoordinationV1().Leases(ns).List(ctx, sel)
 	add("lease", leases, err)
 	return left
+}
+
+// appInfoJSON is the part of `app info -o json` these tests read.
+type appInfoJSON struct {
+	Name, Namespace, Pool string
+	Release               int
+	Move                  *struct{ Role, From, To, Pool string }
+}
+
+// moveSide is one end of a move between poolClusters: a cluster of the
+// map, its namespace and pool, and the test's view of that namespace.
+type moveSide struct {
+	cluster, ns, pool string
+	h                 *H
+}
+
+// moveInfo is `app info -o json` of an app that may be mid-move: what its
+// record says and, when the Deployments run another release, what they run.
+type moveInfo struct {
+	appInfoJSON
+	Image   string
+	Running *struct {
+		Releases []int
+		Image    string
+	}
+}
+
+// movingApp is an app the move tests move between alpha and beta of
+// poolClusters, run with no --context, and through a fault proxy to be
+// killed mid-move.
+type movingApp struct {
+	pc   *poolClusters
+	px   *proxiedContexts
+	name string
+}
+
+// holds reports whether namespace ns holds the app's record.
+func (m *movingApp) holds(ns string) bool {
+	m.pc.h.t.Helper()
+	return m.pc.h.holdsApp(ns, m.name)
+}
+
+// leftovers is what of the app is left in ns (its lock Lease included).
+func (m *movingApp) leftovers(ns string) []string {
+	m.pc.h.t.Helper()
+	return m.pc.h.appLeftovers(ns, m.name)
+}
+
+// info is `app info` with no --context: the copy that serves.
+func (m *movingApp) info() (moveInfo, Result) {
+	m.pc.h.t.Helper()
+	var in moveInfo
+	r := m.pc.infoJSON(m.name, &in)
+	return in, r
+}
+
+// template is the release the Deployments in ns name in their pod
+// templates, and the image they run.
+func (m *movingApp) template(ns string) (int, string) {
+	t := m.pc.h.t
+	t.Helper()
+	deps, err := m.pc.h.Client.AppsV1().Deployments(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "tug.dev/app=" + m.name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release, image := 0, ""
+	for _, d := range deps.Items {
+		v, _ := strconv.Atoi(d.Spec.Template.Labels["tug.dev/release"])
+		if release != 0 && v != release {
+			t.Fatalf("deployments in %s on releases %d and %d", ns, release, v)
+		}
+		release, image = v, d.Spec.Template.Spec.Containers[0].Image
+	}
+	return release, image
+}
+
+// answers checks that one of the app's Services (alpha's or beta's)
+// answers /version now, a few times over.
+func (m *movingApp) answers() error {
+	m.pc.h.t.Helper()
+	var urls []string
+	for _, ns := range []string{m.pc.Alpha.NS, m.pc.Beta.NS} {
+		if s, err := m.pc.h.Client.CoreV1().Services(ns).Get(context.Background(), m.name, metav1.GetOptions{}); err == nil && s.Spec.ClusterIP != "" {
+			urls = append(urls, "http://"+s.Spec.ClusterIP+"/version")
+		}
+	}
+	for range 5 {
+		ok := false
+		var seen []string
+		for _, u := range urls {
+			code, body := status(u)
+			if code == 200 {
+				ok = true
+				break
+			}
+			seen = append(seen, fmt.Sprintf("%s: %d %q", u, code, body))
+		}
+		if !ok {
+			return fmt.Errorf("no copy answered: %v", seen)
+		}
+	}
+	return nil
+}
+
+// dropLeases deletes the app's deploy lock in alpha and beta.
+func (m *movingApp) dropLeases() {
+	m.pc.h.t.Helper()
+	m.pc.dropLeases(m.name)
+}
+
+// unitUIDs are the UIDs of the app's pods in ns that are not going, sorted.
+func (m *movingApp) unitUIDs(ns string) []string {
+	t := m.pc.h.t
+	t.Helper()
+	pods, err := m.pc.h.Client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "tug.dev/app=" + m.name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var uids []string
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil { // units of an earlier rollout may still be going
+			uids = append(uids, string(p.UID))
+		}
+	}
+	slices.Sort(uids)
+	return uids
+}
+
+// killMove runs `app pool set APP pool` through the proxy and kills tug
+// once the proxy holds the request rule matches (what names that point).
+func (m *movingApp) killMove(what string, rule faultproxy.Rule, pool string) {
+	m.pc.h.t.Helper()
+	m.px.killAt(what, rule, "app", "pool", "set", m.name, pool)
+}
+
+// TugLogged is Tug with kubeconfig instead of the contexts' own, logging
+// each run's exit code and how long it took.
+func (c *clusterContexts) TugLogged(kubeconfig string, args ...string) Result {
+	c.h.t.Helper()
+	start := time.Now()
+	r := c.h.TugRun(Run{Args: args, Env: c.Env(kubeconfig)})
+	c.h.t.Logf("tug %s: exit %d in %s", strings.Join(args, " "), r.Code, time.Since(start).Round(100*time.Millisecond))
+	return r
+}
+
+// where is the record of the copy `app info` with no --context reaches.
+func (m *movingApp) where() appInfoJSON {
+	m.pc.h.t.Helper()
+	in, _ := m.whereRun()
+	return in
+}
+
+// whereRun is where, and the run of app info (stderr holds any warning).
+func (m *movingApp) whereRun() (appInfoJSON, Result) {
+	m.pc.h.t.Helper()
+	var in appInfoJSON
+	r := m.pc.infoJSON(m.name, &in)
+	return in, r
+}
+
+// deployments is the release the app's Deployments in ns run (the last
+// one listed), and their generations by name.
+func (m *movingApp) deployments(ns string) (int, map[string]int64) {
+	t := m.pc.h.t
+	t.Helper()
+	deps, err := m.pc.h.Client.AppsV1().Deployments(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "tug.dev/app=" + m.name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release, gens := 0, map[string]int64{}
+	for _, d := range deps.Items {
+		release, _ = strconv.Atoi(d.Spec.Template.Labels["tug.dev/release"])
+		gens[d.Name] = d.Generation
+	}
+	return release, gens
+}
+
+// webPodUIDs are the UIDs of the app's web pods in ns, going ones too,
+// sorted.
+func (m *movingApp) webPodUIDs(ns string) []string {
+	t := m.pc.h.t
+	t.Helper()
+	pods, err := m.pc.h.Client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "tug.dev/app=" + m.name + ",tug.dev/process=web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var uids []string
+	for _, p := range pods.Items {
+		uids = append(uids, string(p.UID))
+	}
+	slices.Sort(uids)
+	return uids
+}
+
+// createRecord writes app, an app record as tug keeps it, in namespace ns
+// by hand: the copy a killed move would leave there.
+func (m *movingApp) createRecord(ns string, app map[string]any) {
+	m.pc.h.t.Helper()
+	record, _ := json.Marshal(app)
+	_, err := m.pc.h.Client.CoreV1().ConfigMaps(ns).Create(context.Background(), &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "tug-app-" + m.name, Labels: map[string]string{
+			"app.kubernetes.io/managed-by": "tug", "app.kubernetes.io/name": m.name, "tug.dev/app": m.name, "tug.dev/kind": "app"}},
+		Data: map[string]string{"app.json": string(record)},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		m.pc.h.t.Fatal(err)
+	}
 }

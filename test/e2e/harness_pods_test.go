@@ -1,5 +1,8 @@
 package e2e
 
+// Harness: waiting on pods (WaitPods, AllReady) and plain Deployments for
+// the cluster's own tests.
+
 import (
 	"context"
 	"fmt"
@@ -8,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
 )
 
@@ -127,3 +131,5 @@ func (h *H) CreateDeployment(d *appsv1.Deployment) {
 func selectorOf(d *appsv1.Deployment) string {
 	return fmt.Sprintf("app=%s", d.Labels["app"])
 }
+
+func intstrPort(p int) intstr.IntOrString { return intstr.FromInt32(int32(p)) }
