@@ -76,7 +76,7 @@ func newAllowEditCmd(f *cli.Factory, runF func(context.Context, *allowEditOption
 }
 
 func runAllowEdit(ctx context.Context, o *allowEditOptions) error {
-	return configure(ctx, o.Changer, o.App, "allowed sources changed", func(d deploy.Deps) (*deploy.Result, error) {
+	return changeTraffic(ctx, o.Changer, o.App, "allowed sources changed", func(d deploy.Deps) (*deploy.Result, error) {
 		return traffic.Allow(ctx, d, o.AllowOptions, trafficOptions)
 	})
 }

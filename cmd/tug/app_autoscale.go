@@ -55,7 +55,7 @@ process autoscales, 'tug app scale' refuses it and deploys keep its count.`,
 }
 
 func runAutoscaleSet(ctx context.Context, o *autoscaleSetOptions) error {
-	return reshape(ctx, o.Changer, o.App, &o.Rollout, o.Apply)
+	return changeUnits(ctx, o.Changer, o.App, &o.Rollout, o.Apply)
 }
 
 // autoscaleUnsetOptions are `tug app autoscale unset`.
@@ -98,5 +98,5 @@ func runAutoscaleUnset(ctx context.Context, o *autoscaleUnsetOptions) error {
 	if err != nil {
 		return err
 	}
-	return reshape(ctx, o.Changer, o.App, &o.Rollout, deploy.UnsetAutoscale(ctx, s.Client, s.Namespace, o.Process))
+	return changeUnits(ctx, o.Changer, o.App, &o.Rollout, deploy.UnsetAutoscale(ctx, s.Client, s.Namespace, o.Process))
 }

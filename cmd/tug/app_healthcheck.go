@@ -85,7 +85,7 @@ answer 2xx or 3xx), tcp:PORT (a connection must open) or exec:COMMAND (must exit
 }
 
 func runHealthcheckSet(ctx context.Context, o *healthcheckSetOptions) error {
-	return settingsRoll(ctx, o.Changer, o.App, app.KindHealthcheck, "healthcheck of "+o.Process, &o.Rollout, o.Apply)
+	return rollOutSettings(ctx, o.Changer, o.App, app.KindHealthcheck, "healthcheck of "+o.Process, &o.Rollout, o.Apply)
 }
 
 // healthcheckUnsetOptions are `tug app healthcheck unset`.
@@ -121,5 +121,5 @@ func newHealthcheckUnsetCmd(f *cli.Factory, runF func(context.Context, *healthch
 }
 
 func runHealthcheckUnset(ctx context.Context, o *healthcheckUnsetOptions) error {
-	return settingsRoll(ctx, o.Changer, o.App, app.KindHealthcheck, "healthcheck of "+o.Process+" removed", &o.Rollout, o.Apply)
+	return rollOutSettings(ctx, o.Changer, o.App, app.KindHealthcheck, "healthcheck of "+o.Process+" removed", &o.Rollout, o.Apply)
 }

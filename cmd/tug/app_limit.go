@@ -65,7 +65,7 @@ func newLimitSetCmd(f *cli.Factory, runF func(context.Context, *limitSetOptions)
 }
 
 func runLimitSet(ctx context.Context, o *limitSetOptions) error {
-	return settingsRoll(ctx, o.Changer, o.App, app.KindLimits, "limits of "+o.Process, &o.Rollout, o.Apply)
+	return rollOutSettings(ctx, o.Changer, o.App, app.KindLimits, "limits of "+o.Process, &o.Rollout, o.Apply)
 }
 
 // limitUnsetOptions are `tug app limit unset`.
@@ -104,5 +104,5 @@ func newLimitUnsetCmd(f *cli.Factory, runF func(context.Context, *limitUnsetOpti
 }
 
 func runLimitUnset(ctx context.Context, o *limitUnsetOptions) error {
-	return settingsRoll(ctx, o.Changer, o.App, app.KindLimits, "limits of "+o.Process+" removed", &o.Rollout, o.Apply)
+	return rollOutSettings(ctx, o.Changer, o.App, app.KindLimits, "limits of "+o.Process+" removed", &o.Rollout, o.Apply)
 }

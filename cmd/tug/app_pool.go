@@ -195,7 +195,7 @@ func runPoolSet(ctx context.Context, o *poolSetOptions) error {
 	case out.Reclaimed:
 		p.Done(fmt.Sprintf("the copy of %s in cluster %q is the app again; rolling its release out again", name, loc.Name))
 	}
-	return roll(ctx, o.Changer, name, deploy.SettingsChange(app.KindPool, "pool "+pool, func(_ *app.App, rel *app.Release) error {
+	return rollOutChange(ctx, o.Changer, name, deploy.SettingsChange(app.KindPool, "pool "+pool, func(_ *app.App, rel *app.Release) error {
 		rel.Pool = pool
 		return nil
 	}), r.options(), r.Output, rollVerb{app.KindPool + " changed", "changing the " + app.KindPool + " of"})

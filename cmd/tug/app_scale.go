@@ -11,7 +11,7 @@ import (
 )
 
 // Formation commands: scale, restart, stop and start change units, not the
-// release (see reshape).
+// release (see changeUnits).
 
 // appScaleOptions are `tug app scale`.
 type appScaleOptions struct {
@@ -63,7 +63,7 @@ docs/exit-codes.md). --no-rollback keeps the new counts for inspection.`,
 }
 
 func runAppScale(ctx context.Context, o *appScaleOptions) error {
-	return reshape(ctx, o.Changer, o.App, &o.Rollout, func(a *app.App) error { return a.ApplyScale(o.Ops) })
+	return changeUnits(ctx, o.Changer, o.App, &o.Rollout, func(a *app.App) error { return a.ApplyScale(o.Ops) })
 }
 
 // appLifecycleOptions are `tug app restart|stop|start`.
@@ -117,5 +117,5 @@ func runAppLifecycle(ctx context.Context, o *appLifecycleOptions) error {
 		"stop":    func(a *app.App) error { return a.Stop(o.Process) },
 		"start":   func(a *app.App) error { return a.Start(o.Process) },
 	}[o.Verb]
-	return reshape(ctx, o.Changer, o.App, &o.Rollout, change)
+	return changeUnits(ctx, o.Changer, o.App, &o.Rollout, change)
 }

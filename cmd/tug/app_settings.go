@@ -135,7 +135,7 @@ func newSettingsSetCmd(f *cli.Factory, runF func(context.Context, *settingsSetOp
 }
 
 func runSettingsSet(ctx context.Context, o *settingsSetOptions) error {
-	return rolloutSettingsChange(ctx, o.Changer, o.App, o.Message, &o.Rollout, o.Apply)
+	return changeRolloutSettings(ctx, o.Changer, o.App, o.Message, &o.Rollout, o.Apply)
 }
 
 // givenSettings lists the flags given as "name value", in the order
@@ -202,5 +202,5 @@ func newSettingsUnsetCmd(f *cli.Factory, runF func(context.Context, *settingsUns
 }
 
 func runSettingsUnset(ctx context.Context, o *settingsUnsetOptions) error {
-	return rolloutSettingsChange(ctx, o.Changer, o.App, o.Message, &o.Rollout, o.Apply)
+	return changeRolloutSettings(ctx, o.Changer, o.App, o.Message, &o.Rollout, o.Apply)
 }

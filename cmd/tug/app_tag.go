@@ -54,7 +54,7 @@ func newTagSetCmd(f *cli.Factory, runF func(context.Context, *tagSetOptions) err
 }
 
 func runTagSet(ctx context.Context, o *tagSetOptions) error {
-	return settingsRoll(ctx, o.Changer, o.App, app.KindTags, "tags", &o.Rollout, func(_ *app.App, rel *app.Release) error {
+	return rollOutSettings(ctx, o.Changer, o.App, app.KindTags, "tags", &o.Rollout, func(_ *app.App, rel *app.Release) error {
 		rel.SetTags(o.Tags)
 		return nil
 	})
@@ -97,7 +97,7 @@ func newTagUnsetCmd(f *cli.Factory, runF func(context.Context, *tagUnsetOptions)
 }
 
 func runTagUnset(ctx context.Context, o *tagUnsetOptions) error {
-	return settingsRoll(ctx, o.Changer, o.App, app.KindTags, "tags removed", &o.Rollout, func(a *app.App, rel *app.Release) error {
+	return rollOutSettings(ctx, o.Changer, o.App, app.KindTags, "tags removed", &o.Rollout, func(a *app.App, rel *app.Release) error {
 		return rel.UnsetTags(a.Name, o.Keys)
 	})
 }

@@ -245,9 +245,9 @@ func (b *buildFlags) cnbProcesses(o *appDeployOptions) {
 	o.release = ""
 }
 
-// roll is the deploy's rollout: the release records what built its image
+// rollout is the deploy's rollout: the release records what built its image
 // (a CNB build's builder and buildpacks) and the result shows the build.
-func (b *buildFlags) roll(appName string, change deploy.Change, opts deploy.Options) func(context.Context, deploy.Deps) (*deploy.Result, error) {
+func (b *buildFlags) rollout(appName string, change deploy.Change, opts deploy.Options) func(context.Context, deploy.Deps) (*deploy.Result, error) {
 	change = deploy.WithBuiltWith(change, b.result.BuiltWith())
 	built := b.result.Summary()
 	// a build of unchanged source makes the image that runs: no release

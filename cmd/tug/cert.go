@@ -64,7 +64,7 @@ the Ingress. The key is never printed.`,
 }
 
 func runCertAdd(ctx context.Context, o *certAddOptions) error {
-	return configure(ctx, o.Changer, o.App, "certificate for "+o.Host+" added", func(d deploy.Deps) (*deploy.Result, error) {
+	return changeTraffic(ctx, o.Changer, o.App, "certificate for "+o.Host+" added", func(d deploy.Deps) (*deploy.Result, error) {
 		return traffic.CertAdd(ctx, d, o.CertAddOptions, trafficOptions)
 	})
 }
@@ -105,7 +105,7 @@ func newCertRemoveCmd(f *cli.Factory, runF func(context.Context, *certRemoveOpti
 }
 
 func runCertRemove(ctx context.Context, o *certRemoveOptions) error {
-	return configure(ctx, o.Changer, o.App, "certificate for "+strings.ToLower(o.Host)+" removed", func(d deploy.Deps) (*deploy.Result, error) {
+	return changeTraffic(ctx, o.Changer, o.App, "certificate for "+strings.ToLower(o.Host)+" removed", func(d deploy.Deps) (*deploy.Result, error) {
 		return traffic.CertRemove(ctx, d, o.App, o.Host, trafficOptions)
 	})
 }

@@ -152,7 +152,7 @@ func runAppDeploy(ctx context.Context, o *appDeployOptions) error {
 	}
 	change := deploy.DeployProcesses(o.Image, o.procs, allowed, o.Yes || o.rollout.DryRun, o.Message)
 	change = o.manifest.m.Change(deploy.WithReleaseCommand(change, o.release))
-	return rollWith(ctx, o.Changer, name, o.build.roll(name, change, opts), o.rollout.Output, rollVerb{"deployed", "deploying"})
+	return runRollout(ctx, o.Changer, name, o.build.rollout(name, change, opts), o.rollout.Output, rollVerb{"deployed", "deploying"})
 }
 
 // validate checks everything that needs no cluster and resolves the

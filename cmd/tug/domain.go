@@ -65,7 +65,7 @@ func newDomainAddCmd(f *cli.Factory, runF func(context.Context, *domainAddOption
 }
 
 func runDomainAdd(ctx context.Context, o *domainAddOptions) error {
-	return configureDomain(ctx, o.Changer, o.App, fmt.Sprintf("%s%s routes to %s", o.Host, o.Path, o.App), o.Format, func(d deploy.Deps) (*traffic.DomainResult, error) {
+	return changeDomain(ctx, o.Changer, o.App, fmt.Sprintf("%s%s routes to %s", o.Host, o.Path, o.App), o.Format, func(d deploy.Deps) (*traffic.DomainResult, error) {
 		return traffic.DomainAdd(ctx, d, o.DomainAddOptions, trafficOptions)
 	})
 }
@@ -108,16 +108,16 @@ func newDomainRemoveCmd(f *cli.Factory, runF func(context.Context, *domainRemove
 }
 
 func runDomainRemove(ctx context.Context, o *domainRemoveOptions) error {
-	return configureDomain(ctx, o.Changer, o.App, strings.ToLower(o.Host)+" removed", o.Format, func(d deploy.Deps) (*traffic.DomainResult, error) {
+	return changeDomain(ctx, o.Changer, o.App, strings.ToLower(o.Host)+" removed", o.Format, func(d deploy.Deps) (*traffic.DomainResult, error) {
 		return traffic.DomainRemove(ctx, d, o.App, o.Host, trafficOptions)
 	})
 }
 
-// configureDomain is configure for a domain change: with -o json|yaml its
+// changeDomain is changeTraffic for a domain change: with -o json|yaml its
 // result goes to stdout (docs/output.md), the done line to stderr as ever.
-func configureDomain(ctx context.Context, c appChanger, appName, done string, format cli.OutputFormat, action func(d deploy.Deps) (*traffic.DomainResult, error)) error {
+func changeDomain(ctx context.Context, c appChanger, appName, done string, format cli.OutputFormat, action func(d deploy.Deps) (*traffic.DomainResult, error)) error {
 	var out *traffic.DomainResult
-	err := configure(ctx, c, appName, done, func(d deploy.Deps) (*deploy.Result, error) {
+	err := changeTraffic(ctx, c, appName, done, func(d deploy.Deps) (*deploy.Result, error) {
 		var err error
 		if out, err = action(d); err != nil {
 			return nil, err

@@ -120,7 +120,7 @@ deploy, it says the release would be stored for the next deploy.`,
 }
 
 func runEnvSet(ctx context.Context, o *envSetOptions) error {
-	return roll(ctx, o.Changer, o.App, deploy.EnvChange(o.Set, nil, o.Message), o.options(), o.rollout.Output, rollVerb{"config set", "setting the config of"})
+	return rollOutChange(ctx, o.Changer, o.App, deploy.EnvChange(o.Set, nil, o.Message), o.options(), o.rollout.Output, rollVerb{"config set", "setting the config of"})
 }
 
 func newEnvUnsetCmd(f *cli.Factory, runF func(context.Context, *envSetOptions) error) *cobra.Command {
@@ -158,7 +158,7 @@ nothing.`,
 }
 
 func runEnvUnset(ctx context.Context, o *envSetOptions) error {
-	return roll(ctx, o.Changer, o.App, deploy.EnvChange(nil, o.Unset, o.Message), o.options(), o.rollout.Output, rollVerb{"config unset", "unsetting the config of"})
+	return rollOutChange(ctx, o.Changer, o.App, deploy.EnvChange(nil, o.Unset, o.Message), o.options(), o.rollout.Output, rollVerb{"config unset", "unsetting the config of"})
 }
 
 // EnvVar is one row of `tug env get -o json`; Value is present only with

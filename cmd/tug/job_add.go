@@ -104,5 +104,5 @@ func (o *jobAddOptions) complete(command []string) error {
 // runJobAdd rolls out the release that adds the job.
 func runJobAdd(ctx context.Context, o *jobAddOptions) error {
 	verb := rollVerb{"job " + o.Name + " set", "setting job " + o.Name + " of"}
-	return roll(ctx, o.Changer, o.App, job.AddChange(o.Name, o.Job), optionsNoWait(o.noWait), o.out, verb)
+	return rollOutChange(ctx, o.Changer, o.App, job.AddChange(o.Name, o.Job), optionsNoWait(o.noWait), o.out, verb)
 }

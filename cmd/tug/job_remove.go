@@ -57,5 +57,5 @@ func runJobRemove(ctx context.Context, o *jobRemoveOptions) error {
 		return err
 	}
 	verb := rollVerb{"job " + o.Name + " removed", "removing job " + o.Name + " of"}
-	return roll(ctx, o.Changer, o.App, job.RemoveChange(o.Name), optionsNoWait(o.NoWait), o.Output, verb)
+	return rollOutChange(ctx, o.Changer, o.App, job.RemoveChange(o.Name), optionsNoWait(o.NoWait), o.Output, verb)
 }

@@ -184,7 +184,7 @@ func canaryEndCmd(f *cli.Factory, runF func(context.Context, *canaryEndOptions) 
 }
 
 func runCanaryEnd(ctx context.Context, o *canaryEndOptions) error {
-	return rollWith(ctx, o.Changer, o.App, func(ctx context.Context, d deploy.Deps) (*deploy.Result, error) {
+	return runRollout(ctx, o.Changer, o.App, func(ctx context.Context, d deploy.Deps) (*deploy.Result, error) {
 		return o.End(ctx, d, o.App)
 	}, o.Format, o.Words)
 }

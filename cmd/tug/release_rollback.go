@@ -89,5 +89,5 @@ func runReleaseRollback(ctx context.Context, o *releaseRollbackOptions) error {
 	opts := o.Rollout.options()
 	opts.SkipReleasePhase = o.SkipReleasePhase
 	opts.Rollback, opts.RollbackTo = true, o.Target
-	return roll(ctx, o.Changer, o.App, deploy.RollbackChange(ctx, store, o.Target), opts, o.Rollout.Output, rollVerb{"rolled back", "rolling back"})
+	return rollOutChange(ctx, o.Changer, o.App, deploy.RollbackChange(ctx, store, o.Target), opts, o.Rollout.Output, rollVerb{"rolled back", "rolling back"})
 }

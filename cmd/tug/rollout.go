@@ -18,7 +18,7 @@ import (
 )
 
 // What every command that changes what runs shares: the rollout flags, and
-// roll (a new release), reshape (units only) and settingsRoll (a settings
+// rollOutChange (a new release), changeUnits (units only) and rollOutSettings (a settings
 // release), which call pkg/deploy and report the result.
 
 // rolloutFlags are shared by every command that rolls out a release:
@@ -96,17 +96,17 @@ func (r *rolloutFlags) validate() error {
 // config of shop"), so a failure never prints words that read as success.
 type rollVerb struct{ Done, Doing string }
 
-// roll runs a change through the deploy pipeline and reports it: progress on
+// rollOutChange runs a change through the deploy pipeline and reports it: progress on
 // stderr, the result on stdout (a line, or JSON/YAML), the failure as the
 // error whose exit code says its class.
-func roll(ctx context.Context, c appChanger, appName string, change deploy.Change, opts deploy.Options, format cli.OutputFormat, verb rollVerb) error {
-	return rollWith(ctx, c, appName, func(ctx context.Context, d deploy.Deps) (*deploy.Result, error) {
+func rollOutChange(ctx context.Context, c appChanger, appName string, change deploy.Change, opts deploy.Options, format cli.OutputFormat, verb rollVerb) error {
+	return runRollout(ctx, c, appName, func(ctx context.Context, d deploy.Deps) (*deploy.Result, error) {
 		return deploy.Roll(ctx, d, appName, change, opts)
 	}, format, verb)
 }
 
-// rollWith is roll for any pkg/deploy call that may roll out a release.
-func rollWith(ctx context.Context, c appChanger, appName string, run func(context.Context, deploy.Deps) (*deploy.Result, error), format cli.OutputFormat, verb rollVerb) error {
+// runRollout is rollOutChange for any pkg/deploy call that may roll out a release.
+func runRollout(ctx context.Context, c appChanger, appName string, run func(context.Context, deploy.Deps) (*deploy.Result, error), format cli.OutputFormat, verb rollVerb) error {
 	d, err := c.Deps(ctx)
 	if err != nil {
 		return err
@@ -221,8 +221,8 @@ func printFailure(ios *cli.IOStreams, res *deploy.Result) {
 	}
 }
 
-// reshape runs a formation change (scale, stop, start, restart) and reports it.
-func reshape(ctx context.Context, c appChanger, appName string, r *rolloutFlags, change func(*app.App) error) error {
+// changeUnits runs a formation change (scale, stop, start, restart) and reports it.
+func changeUnits(ctx context.Context, c appChanger, appName string, r *rolloutFlags, change func(*app.App) error) error {
 	d, err := c.Deps(ctx)
 	if err != nil {
 		return err
@@ -241,16 +241,16 @@ func reshape(ctx context.Context, c appChanger, appName string, r *rolloutFlags,
 	return nil
 }
 
-// settingsRoll rolls out a settings change as a new release.
-func settingsRoll(ctx context.Context, c appChanger, appName, kind, message string, r *rolloutFlags, edit func(a *app.App, rel *app.Release) error) error {
-	return roll(ctx, c, appName, deploy.SettingsChange(kind, message, edit), r.options(), r.Output, rollVerb{kind + " changed", "changing the " + kind + " of"})
+// rollOutSettings rolls out a settings change as a new release.
+func rollOutSettings(ctx context.Context, c appChanger, appName, kind, message string, r *rolloutFlags, edit func(a *app.App, rel *app.Release) error) error {
+	return rollOutChange(ctx, c, appName, deploy.SettingsChange(kind, message, edit), r.options(), r.Output, rollVerb{kind + " changed", "changing the " + kind + " of"})
 }
 
-// rolloutSettingsChange runs `app settings set|unset`: in place when only
+// changeRolloutSettings runs `app settings set|unset`: in place when only
 // how tug rolls out changes, as a settings release otherwise
 // (deploy.ChangeRollout).
-func rolloutSettingsChange(ctx context.Context, c appChanger, appName, message string, r *rolloutFlags, edit func(a *app.App, rel *app.Release) error) error {
-	return rollWith(ctx, c, appName, func(ctx context.Context, d deploy.Deps) (*deploy.Result, error) {
+func changeRolloutSettings(ctx context.Context, c appChanger, appName, message string, r *rolloutFlags, edit func(a *app.App, rel *app.Release) error) error {
+	return runRollout(ctx, c, appName, func(ctx context.Context, d deploy.Deps) (*deploy.Result, error) {
 		return deploy.ChangeRollout(ctx, d, appName, message, edit, r.options())
 	}, r.Output, rollVerb{"settings changed", "changing the settings of"})
 }

@@ -24,8 +24,8 @@ import (
 // trafficOptions bound the wait after a traffic change.
 var trafficOptions = deploy.Options{Timeout: 5 * time.Minute}
 
-// configure runs a traffic action with progress and reports it.
-func configure(ctx context.Context, c appChanger, appName, done string, action func(d deploy.Deps) (*deploy.Result, error)) error {
+// changeTraffic runs a traffic action with progress and reports it.
+func changeTraffic(ctx context.Context, c appChanger, appName, done string, action func(d deploy.Deps) (*deploy.Result, error)) error {
 	d, err := c.Deps(ctx)
 	if err != nil {
 		return err
@@ -173,7 +173,7 @@ func newOnOffCmd(f *cli.Factory, runF func(context.Context, *onOffOptions) error
 }
 
 func runOnOff(ctx context.Context, o *onOffOptions) error {
-	return configure(ctx, o.Changer, o.App, fmt.Sprintf("%s %s for %s", o.Setting, o.Word, o.App), func(d deploy.Deps) (*deploy.Result, error) {
+	return changeTraffic(ctx, o.Changer, o.App, fmt.Sprintf("%s %s for %s", o.Setting, o.Word, o.App), func(d deploy.Deps) (*deploy.Result, error) {
 		return traffic.Set(ctx, d, o.App, o.Setting, o.On, trafficOptions)
 	})
 }

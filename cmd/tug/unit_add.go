@@ -74,7 +74,7 @@ func newUnitAddCmd(f *cli.Factory, runF func(context.Context, *unitAddOptions) e
 }
 
 func runUnitAdd(ctx context.Context, o *unitAddOptions) error {
-	return reshape(ctx, o.Changer, o.App, &o.Rollout, func(a *app.App) error {
+	return changeUnits(ctx, o.Changer, o.App, &o.Rollout, func(a *app.App) error {
 		p := o.Process
 		if p == "" {
 			var err error

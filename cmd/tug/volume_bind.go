@@ -63,7 +63,7 @@ func runVolumeBind(ctx context.Context, o *volumeBindOptions) error {
 	}
 	b := o.Binding
 	change := volume.BindChange(ctx, s.Client, s.Namespace, b)
-	return roll(ctx, o.Changer, o.App, change, o.Rollout.options(), o.Rollout.Output, rollVerb{"volume " + b.Volume + " bound", "binding volume " + b.Volume + " to"})
+	return rollOutChange(ctx, o.Changer, o.App, change, o.Rollout.options(), o.Rollout.Output, rollVerb{"volume " + b.Volume + " bound", "binding volume " + b.Volume + " to"})
 }
 
 // volumeUnbindOptions are `tug volume unbind`.
@@ -107,5 +107,5 @@ func newVolumeUnbindCmd(f *cli.Factory, runF func(context.Context, *volumeUnbind
 }
 
 func runVolumeUnbind(ctx context.Context, o *volumeUnbindOptions) error {
-	return roll(ctx, o.Changer, o.App, volume.UnbindChange(o.Volume), o.Rollout.options(), o.Rollout.Output, rollVerb{"volume " + o.Volume + " unbound", "unbinding volume " + o.Volume + " from"})
+	return rollOutChange(ctx, o.Changer, o.App, volume.UnbindChange(o.Volume), o.Rollout.options(), o.Rollout.Output, rollVerb{"volume " + o.Volume + " unbound", "unbinding volume " + o.Volume + " from"})
 }
