@@ -148,7 +148,20 @@ func removeCanaryUnits(t *deploy.Txn) error {
 		return len(pods) == 0, nil
 	})
 	if err != nil && t.Ctx().Err() == nil && ctx.Err() != nil {
-		return nil // still stopping: they left the Services' endpoints when they got SIGTERM
+		// still stopping: a unit that got SIGTERM (its pod is being
+		// deleted) has left the Services' endpoints; one that has not
+		// (a slow garbage collector) still serves, so the split must not
+		// end yet
+		pods, lerr := d.Client.CoreV1().Pods(d.Namespace).List(t.Ctx(), canaryUnits(appName))
+		if lerr != nil {
+			return kube.TranslateError(lerr)
+		}
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp == nil {
+				return fmt.Errorf("the canary's unit %s of app %s was not stopping %s after its Deployment was deleted", p.Name, appName, wait.Round(time.Second))
+			}
+		}
+		return nil
 	}
 	return kube.TranslateError(err)
 }

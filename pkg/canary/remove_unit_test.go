@@ -2,6 +2,7 @@ package canary
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,23 +24,41 @@ import (
 // took longer to stop than deploy's cleanup timeout (10s), leaving the
 // split and the release's status to the next command.
 func TestRemoveCanaryUnitsLeavesTimeForTheRest(t *testing.T) {
-	_, d, cl := splitApp(t, 1, &app.Canary{Release: 2, Phase: app.CanaryRunning, Weight: 25, Units: 1, Strategy: app.StrategyCanary})
-	ctx := context.Background()
-	if _, err := cl.CoreV1().Pods(ns).Create(ctx, canaryPod(), metav1.CreateOptions{}); err != nil { // it never stops
-		t.Fatal(err)
-	}
-	txn, err := deploy.Begin(ctx, d, "shop", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer txn.End()
-	cleanup, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	if err := removeCanaryUnits(txn.Within(cleanup)); err != nil {
-		t.Fatalf("removeCanaryUnits on a cleanup context = %v; want nil (units still stopping)", err)
-	}
-	if _, err := cl.AppsV1().Deployments(ns).Get(ctx, "shop-web-canary", metav1.GetOptions{}); err == nil {
-		t.Error("the canary's Deployment is left")
+	for _, tc := range []struct {
+		name     string
+		stopping bool // the unit's pod is being deleted (it got SIGTERM)
+	}{
+		{"a unit still stopping", true},
+		{"a unit not stopping yet (slow garbage collector): it still serves", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, d, cl := splitApp(t, 1, &app.Canary{Release: 2, Phase: app.CanaryRunning, Weight: 25, Units: 1, Strategy: app.StrategyCanary})
+			ctx := context.Background()
+			pod := canaryPod() // it never goes away
+			if tc.stopping {
+				pod.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+			}
+			if _, err := cl.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			txn, err := deploy.Begin(ctx, d, "shop", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer txn.End()
+			cleanup, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
+			err = removeCanaryUnits(txn.Within(cleanup))
+			switch {
+			case tc.stopping && err != nil:
+				t.Fatalf("removeCanaryUnits on a cleanup context = %v; want nil (the unit is stopping)", err)
+			case !tc.stopping && (err == nil || !strings.Contains(err.Error(), pod.Name)):
+				t.Fatalf("removeCanaryUnits with a unit not stopping = %v; want an error naming it", err)
+			}
+			if _, err := cl.AppsV1().Deployments(ns).Get(ctx, "shop-web-canary", metav1.GetOptions{}); err == nil {
+				t.Error("the canary's Deployment is left")
+			}
+		})
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"tug.dev/tug/pkg/app"
@@ -17,13 +18,19 @@ import (
 // unchanged says the rollout would run exactly what runs now, so no
 // release is made (Options.SkipUnchanged): the base release is the
 // deployed one, and the next one has its image, process types, settings,
-// jobs and config; the app's units and route stay as they are. A build
-// from source asks for it: a reproducible build of unchanged source makes
-// the same image digest, and rolling every unit onto the image it already
-// runs would only restart them.
+// jobs and config; the app's units and route stay as they are, and the
+// units are the base release's, all of them ready. A build from source
+// asks for it: a reproducible build of unchanged source makes the same
+// image digest, and rolling every unit onto the image it already runs
+// would only restart them. A release with a release phase to run is
+// always made: the phase runs with each release (and the base's may have
+// been skipped).
 func (r *rolling) unchanged() bool {
 	a, base, next := r.a, r.base, r.next
 	if base == nil || base.Status != app.StatusDeployed || base.Version != a.Release {
+		return false
+	}
+	if next.ReleaseCommand != "" && !r.opts.SkipReleasePhase {
 		return false
 	}
 	if !maps.Equal(r.baseConfig, r.config) || !reflect.DeepEqual(r.unitsBefore, a.Processes) || !reflect.DeepEqual(a.Route, r.want) {
@@ -32,26 +39,64 @@ func (r *rolling) unchanged() bool {
 	return sameRun(base, next) && r.runsBase()
 }
 
-// runsBase says each process type of the base release has its Deployment
-// and that Deployment's units are the base release's: after a deploy with
-// --no-rollback the units of a failed release may run instead, and a new
-// rollout is what puts the base back. Unknown (the LIST failed) is no.
+// runsBase says the cluster runs the base release as tug would apply it:
+// each process's Deployment names the release (after a deploy with
+// --no-rollback a failed release's units may run instead), has rolled out
+// with every unit ready (a release deployed with --no-wait may never have
+// got there), and applying it again would change nothing (a hand edit
+// with kubectl, another unit count: a server-side dry run would bump its
+// generation); the web Service and the CronJobs exist. Anything unknown
+// (a request failed) is no: the rollout then puts it all back.
 func (r *rolling) runsBase() bool {
 	t, a, base := r.t, r.a, r.base
-	list, err := t.d.Client.AppsV1().Deployments(t.d.Namespace).List(t.ctx, metav1.ListOptions{LabelSelector: kube.AppSelector(a.Name)})
+	ctx, client, ns := t.ctx, t.d.Client, t.d.Namespace
+	list, err := client.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{LabelSelector: kube.AppSelector(a.Name)})
 	if err != nil {
 		return false
 	}
-	byName := map[string]string{}
-	for _, d := range list.Items {
-		byName[d.Name] = d.Spec.Template.Labels[kube.LabelRelease]
+	live := map[string]*appsv1.Deployment{}
+	for i := range list.Items {
+		live[list.Items[i].Name] = &list.Items[i]
 	}
-	for proc := range base.Processes {
-		if v, ok := byName[render.DeploymentName(a.Name, proc)]; !ok || v != strconv.Itoa(base.Version) {
+	objs := render.Release(a, base, r.config)
+	for _, want := range objs.Deployments {
+		d := live[want.Name]
+		if d == nil || d.Spec.Template.Labels[kube.LabelRelease] != strconv.Itoa(base.Version) || !rolledOut(d) {
+			return false
+		}
+	}
+	again := &applied{deployments: map[string]*appsv1.Deployment{}}
+	opts := metav1.PatchOptions{FieldManager: kube.FieldManager, Force: new(true), DryRun: []string{metav1.DryRunAll}}
+	if err := applyDeployments(ctx, t.d, objs, opts, again); err != nil {
+		return false
+	}
+	for name, d := range again.deployments {
+		if d.Generation != live[name].Generation {
+			return false
+		}
+	}
+	if svc := objs.Service; svc != nil {
+		if _, err := client.CoreV1().Services(ns).Get(ctx, svc.Name, metav1.GetOptions{}); err != nil {
+			return false
+		}
+	}
+	for _, cj := range objs.CronJobs {
+		if _, err := client.BatchV1().CronJobs(ns).Get(ctx, cj.Name, metav1.GetOptions{}); err != nil {
 			return false
 		}
 	}
 	return true
+}
+
+// rolledOut says a Deployment's controller has seen its spec and every
+// unit it wants runs that spec and is available.
+func rolledOut(d *appsv1.Deployment) bool {
+	want := int32(1)
+	if d.Spec.Replicas != nil {
+		want = *d.Spec.Replicas
+	}
+	s := d.Status
+	return s.ObservedGeneration == d.Generation && s.Replicas == want && s.UpdatedReplicas == want && s.AvailableReplicas == want
 }
 
 // sameRun says two releases run the same: they differ at most in what

@@ -2,8 +2,10 @@ package deploy
 
 import (
 	"context"
+	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"tug.dev/tug/pkg/app"
@@ -37,12 +39,35 @@ func TestSkipUnchangedMakesNoReleaseForTheRunningImage(t *testing.T) {
 		return len(rels)
 	}
 
-	if res := deployBuild("reg/shop@sha256:a", procs); res.Unchanged || res.Release != 1 {
-		t.Fatalf("first deploy: release v%d, unchanged %v", res.Release, res.Unchanged)
+	// rolledOut plays the Deployment controller: every unit ready
+	rolledOut := func() {
+		t.Helper()
+		list, err := c.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range list.Items {
+			n := *d.Spec.Replicas
+			d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n, AvailableReplicas: n}
+			if _, err := c.AppsV1().Deployments(ns).UpdateStatus(ctx, &d, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
+	want := func(what string, res *Result, release int, unchanged bool) {
+		t.Helper()
+		if res.Release != release || res.Unchanged != unchanged {
+			t.Fatalf("%s: release v%d, unchanged %v; want v%d, unchanged %v", what, res.Release, res.Unchanged, release, unchanged)
+		}
+	}
+
+	want("first deploy", deployBuild("reg/shop@sha256:a", procs), 1, false)
+	// its units never got ready (a --no-wait deploy): a release
+	want("the same image, units not ready", deployBuild("reg/shop@sha256:a", procs), 2, false)
+	rolledOut()
 	res := deployBuild("reg/shop@sha256:a", procs)
-	if !res.Unchanged || res.Release != 1 || res.Status != app.StatusDeployed || len(res.Processes) != 2 || releases() != 1 {
-		t.Fatalf("the same image again: %+v, %d releases; want v1 unchanged and no new release", res, releases())
+	if !res.Unchanged || res.Release != 2 || res.Status != app.StatusDeployed || len(res.Processes) != 2 || releases() != 2 {
+		t.Fatalf("the same image again: %+v, %d releases; want v2 unchanged and no new release", res, releases())
 	}
 
 	// units of another release run (a failed deploy with --no-rollback
@@ -55,27 +80,45 @@ func TestSkipUnchangedMakesNoReleaseForTheRunningImage(t *testing.T) {
 	if _, err := c.AppsV1().Deployments(ns).Update(ctx, web, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if res := deployBuild("reg/shop@sha256:a", procs); res.Unchanged || res.Release != 2 {
-		t.Fatalf("the same image while other units run: v%d unchanged %v; want a release", res.Release, res.Unchanged)
-	}
+	rolledOut()
+	want("the same image while other units run", deployBuild("reg/shop@sha256:a", procs), 3, false)
 
 	// another image, another process list: releases
-	if res := deployBuild("reg/shop@sha256:b", procs); res.Unchanged || res.Release != 3 {
-		t.Errorf("a new image: v%d unchanged %v", res.Release, res.Unchanged)
-	}
-	if res := deployBuild("reg/shop@sha256:b", map[string]string{"web": "/cnb/process/web"}); res.Unchanged || res.Release != 4 {
-		t.Errorf("a process type fewer: v%d unchanged %v", res.Release, res.Unchanged)
-	}
+	rolledOut()
+	want("a new image", deployBuild("reg/shop@sha256:b", procs), 4, false)
+	rolledOut()
+	web1 := map[string]string{"web": "/cnb/process/web"}
+	want("a process type fewer", deployBuild("reg/shop@sha256:b", web1), 5, false)
 	// a config change stored for the next deploy: the deploy applies it
 	if _, err := Roll(ctx, deps(c), "shop", EnvChange(app.ConfigMap{"A": "1"}, nil, ""), Options{NoRestart: true}); err != nil {
 		t.Fatal(err)
 	}
-	if res := deployBuild("reg/shop@sha256:b", map[string]string{"web": "/cnb/process/web"}); res.Unchanged || res.Release != 6 {
-		t.Errorf("after a staged config change: v%d unchanged %v", res.Release, res.Unchanged)
-	}
+	rolledOut()
+	want("after a staged config change", deployBuild("reg/shop@sha256:b", web1), 7, false)
 	// without SkipUnchanged (an --image deploy) the same image is a release
-	if res, err := Roll(ctx, deps(c), "shop", DeployChange("reg/shop@sha256:b", map[string]string{"web": "/cnb/process/web"}, ""), Options{NoWait: true}); err != nil || res.Unchanged || res.Release != 7 {
-		t.Errorf("an image deploy of the running image: %+v, %v; want release v7", res, err)
+	rolledOut()
+	res, err = Roll(ctx, deps(c), "shop", DeployChange("reg/shop@sha256:b", web1, ""), Options{NoWait: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want("an image deploy of the running image", res, 8, false)
+
+	// a release phase runs with each release: the same build makes one
+	// (here it cannot run: no runner), unless the deploy skips the phase
+	phased := func(skip bool) (*Result, error) {
+		change := WithReleaseCommand(WithBuiltWith(DeployChange("reg/shop@sha256:b", web1, ""), built), "./migrate")
+		return Roll(ctx, deps(c), "shop", change, Options{NoWait: true, SkipUnchanged: true, SkipReleasePhase: skip})
+	}
+	rolledOut()
+	if res, err := phased(true); err != nil || res.Release != 9 {
+		t.Fatalf("a release with a release phase: %+v %v", res, err)
+	}
+	rolledOut()
+	if _, err := phased(false); err == nil || !strings.Contains(err.Error(), "release-phase") {
+		t.Errorf("the same build with a release phase to run: %v; want a release (its phase cannot run here)", err)
+	}
+	if res, err := phased(true); err != nil || !res.Unchanged || res.Release != 9 {
+		t.Errorf("the same build, release phase skipped: %+v %v; want v9 unchanged", res, err)
 	}
 }
 

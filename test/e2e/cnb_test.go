@@ -251,6 +251,21 @@ func TestCNBBuildDeploysProcessesAndCaches(t *testing.T) {
 		t.Errorf("unchanged source restarted units: %s, then %s", before, after)
 	}
 	serves("Second edition")
+
+	// a hand edit of what tug applies (kubectl scale): the same build is
+	// a rollout again, which puts the app's unit count back
+	if _, err := h.Client.AppsV1().Deployments(h.NS).Patch(context.Background(), "cnb-worker", types.MergePatchType,
+		[]byte(`{"spec":{"replicas":2}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r = deploy()
+	res.Unchanged, res.Release = false, 0
+	if r.Code != 0 || json.Unmarshal([]byte(r.Stdout), &res) != nil || res.Unchanged || res.Release != len(releases)+1 {
+		t.Fatalf("the same build after a hand edit: %+v; want release v%d rolled out\n%s", res, len(releases)+1, r)
+	}
+	if d, err := h.Client.AppsV1().Deployments(h.NS).Get(context.Background(), "cnb-worker", metav1.GetOptions{}); err != nil || *d.Spec.Replicas != 1 {
+		t.Errorf("after the rollout the worker's Deployment wants %v units, want the app's 1 (%v)", d.Spec.Replicas, err)
+	}
 	assertNoBuildPods(t, h)
 }
 
