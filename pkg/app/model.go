@@ -1,6 +1,7 @@
 package app
 
 import (
+	"encoding/json"
 	"maps"
 	"slices"
 	"sort"
@@ -428,4 +429,24 @@ type Route struct {
 	// namespace (pkg/route discover.go). A user who may not look for it
 	// keeps it.
 	Discovered bool `json:"discovered,omitempty"`
+}
+
+// RunsLike says r and o run the same: they differ at most in what
+// describes a release (number, kind, message, author, time, status) and in
+// what is recorded about it once it ran (the runtime's image ID, in-place
+// rollout changes). Config is compared apart: its values are not here.
+func (r *Release) RunsLike(o *Release) bool {
+	strip := func(r *Release) []byte {
+		c := *r
+		c.App, c.Version, c.Kind, c.Message, c.Author = "", 0, "", "", ""
+		c.CreatedAt, c.Status, c.RollbackOf, c.FailReason = time.Time{}, "", 0, ""
+		c.ImageID, c.RolloutChanges, c.ConfigKeys = "", nil, nil
+		b, err := json.Marshal(c)
+		if err != nil {
+			return nil
+		}
+		return b
+	}
+	x, y := strip(r), strip(o)
+	return x != nil && string(x) == string(y)
 }

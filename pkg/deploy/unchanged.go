@@ -1,11 +1,9 @@
 package deploy
 
 import (
-	"encoding/json"
 	"maps"
 	"reflect"
 	"strconv"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,7 +34,7 @@ func (r *rolling) unchanged() bool {
 	if !maps.Equal(r.baseConfig, r.config) || !reflect.DeepEqual(r.unitsBefore, a.Processes) || !reflect.DeepEqual(a.Route, r.want) {
 		return false
 	}
-	return sameRun(base, next) && r.runsBase()
+	return base.RunsLike(next) && r.runsBase()
 }
 
 // runsBase says the cluster runs the base release as tug would apply it:
@@ -97,24 +95,4 @@ func rolledOut(d *appsv1.Deployment) bool {
 	}
 	s := d.Status
 	return s.ObservedGeneration == d.Generation && s.Replicas == want && s.UpdatedReplicas == want && s.AvailableReplicas == want
-}
-
-// sameRun says two releases run the same: they differ at most in what
-// describes a release (number, kind, message, author, time, status) and in
-// what is recorded about it once it ran (the runtime's image ID, in-place
-// rollout changes).
-func sameRun(a, b *app.Release) bool {
-	strip := func(r *app.Release) []byte {
-		c := *r
-		c.App, c.Version, c.Kind, c.Message, c.Author = "", 0, "", "", ""
-		c.CreatedAt, c.Status, c.RollbackOf, c.FailReason = time.Time{}, "", 0, ""
-		c.ImageID, c.RolloutChanges, c.ConfigKeys = "", nil, nil
-		b, err := json.Marshal(c)
-		if err != nil {
-			return nil
-		}
-		return b
-	}
-	x, y := strip(a), strip(b)
-	return x != nil && string(x) == string(y)
 }

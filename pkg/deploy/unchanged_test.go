@@ -121,28 +121,3 @@ func TestSkipUnchangedMakesNoReleaseForTheRunningImage(t *testing.T) {
 		t.Errorf("the same build, release phase skipped: %+v %v; want v9 unchanged", res, err)
 	}
 }
-
-func TestSameRunIgnoresWhatDescribesARelease(t *testing.T) {
-	a := &app.Release{App: "shop", Version: 1, Image: "i@sha256:1", ImageID: "i@sha256:1", Kind: app.KindDeploy, Message: "one",
-		Processes: map[string]string{"web": "w"}, Status: app.StatusDeployed, ConfigKeys: []string{"A"}}
-	b := &app.Release{App: "shop", Version: 2, Image: "i@sha256:1", Kind: app.KindDeploy, Message: "two",
-		Processes: map[string]string{"web": "w"}, Status: app.StatusPending}
-	if !sameRun(a, b) {
-		t.Error("releases differing only in number, message, status and image ID: not the same run")
-	}
-	for name, change := range map[string]func(r *app.Release){
-		"image":           func(r *app.Release) { r.Image = "i@sha256:2" },
-		"command":         func(r *app.Release) { r.Processes["web"] = "other" },
-		"release command": func(r *app.Release) { r.ReleaseCommand = "./migrate" },
-		"limits":          func(r *app.Release) { r.Limits = map[string]app.Limits{"web": {Memory: "1Gi"}} },
-		"pool":            func(r *app.Release) { r.Pool = "east" },
-		"built with":      func(r *app.Release) { r.BuiltWith = &app.BuiltWith{Builder: "x"} },
-	} {
-		c := *b
-		c.Processes = map[string]string{"web": "w"}
-		change(&c)
-		if sameRun(a, &c) {
-			t.Errorf("releases differing in %s: the same run", name)
-		}
-	}
-}
