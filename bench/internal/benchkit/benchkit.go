@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -82,7 +83,9 @@ func Setup(cluster bool) *Env {
 		fmt.Fprintf(os.Stderr, "bench: %v: cleaning up\n", s)
 		Exit(130)
 	}()
-	e := &Env{Tug: *tugFlag, Kubectl: *kubectlFlag, Kubeconfig: *kubeconfigFlag, Out: *outFlag}
+	// binaries named by a relative path run from any folder (a source
+	// deploy runs tug in the folder it deploys)
+	e := &Env{Tug: absBinary(*tugFlag), Kubectl: absBinary(*kubectlFlag), Kubeconfig: *kubeconfigFlag, Out: *outFlag}
 	if !cluster {
 		return e
 	}
@@ -585,4 +588,17 @@ func FollowLogs(c *exec.Cmd, prefix *regexp.Regexp, units int, timeout time.Dura
 		return f, fmt.Errorf("%s: %w", strings.Join(c.Args, " "), err)
 	}
 	return f, nil
+}
+
+// absBinary is path made absolute when it is a relative path with a
+// folder in it ("bin/tug"); a bare name ("kubectl") is left to $PATH.
+func absBinary(path string) string {
+	if !strings.ContainsRune(path, '/') || filepath.IsAbs(path) {
+		return path
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return path
+	}
+	return abs
 }
