@@ -46,8 +46,32 @@ func takesLock(c *cobra.Command) *cobra.Command {
 		c.Annotations = map[string]string{}
 	}
 	c.Annotations[annotationLocks] = "true"
-	c.Flags().Duration("wait-lock", 0, "While another change of the app runs, wait up to this long for it to finish (default: fail at once)")
+	var wait time.Duration
+	c.Flags().Var((*lockWait)(&wait), "wait-lock", "While another change of the app runs, wait up to this long for it to finish (default: fail at once)")
 	return c
+}
+
+// lockWait is --wait-lock's value: a duration refused when negative as the
+// flags are parsed, before a build or any request (deployDeps reads it).
+type lockWait time.Duration
+
+func (w *lockWait) String() string {
+	if *w == 0 {
+		return "0" // pflag's zero: no "(default 0s)" in the help
+	}
+	return time.Duration(*w).String()
+}
+func (w *lockWait) Type() string { return "duration" }
+func (w *lockWait) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	if d < 0 {
+		return fmt.Errorf("must not be negative, not %s", d)
+	}
+	*w = lockWait(d)
+	return nil
 }
 
 func (r *rolloutFlags) add(cmd *cobra.Command, withRollback bool) {
