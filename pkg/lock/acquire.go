@@ -51,6 +51,7 @@ func Acquire(ctx context.Context, r Request) (*Lock, error) {
 // acquireOnce takes the lock or fails at once, and starts renewing it.
 func acquireOnce(ctx context.Context, r Request) (*Lock, error) {
 	identity := identityOf(r.Holder)
+	sent := time.Now() // the lease is ours for holdFor from here (renew)
 	created, err := takeOnce(ctx, r, identity)
 	if err != nil {
 		return nil, err
@@ -58,7 +59,7 @@ func acquireOnce(ctx context.Context, r Request) (*Lock, error) {
 	renewCtx, stop := context.WithCancel(context.Background())
 	l := &Lock{client: r.Client, namespace: r.Namespace, app: r.App, name: created.Name, identity: identity,
 		timing: r.Timing, stop: stop, done: make(chan struct{})}
-	go l.renew(renewCtx, created)
+	go l.renew(renewCtx, created, sent)
 	return l, nil
 }
 

@@ -76,6 +76,17 @@ func (t Timing) observeFor() time.Duration {
 	return 2*t.renewEvery() + time.Second
 }
 
+// holdFor is how long a holder keeps writing after its last renewal was
+// sent, when no renewal since got through: three quarters of what a taker
+// watches a lease unchanged before it takes it over (8.25 s by default),
+// so a holder stops before anyone can take over whatever the two clocks
+// say. The quarter left covers a write already on its way when it stops.
+func (t Timing) holdFor() time.Duration { return t.observeFor() * 3 / 4 }
+
+// renewInterval is how often the holder renews: RenewEvery, or more often
+// where holdFor would not fit two renewals (a test's short ObserveFor).
+func (t Timing) renewInterval() time.Duration { return min(t.renewEvery(), t.holdFor()/3) }
+
 // Name is the Lease that serialises an app's changes.
 func Name(appName string) string { return "tug-lock-" + appName }
 
@@ -232,56 +243,75 @@ func deref(s *string) string {
 	return *s
 }
 
-func (l *Lock) renew(ctx context.Context, lease *coordinationv1.Lease) {
+// renew keeps the lease ours, from renewedAt: when the request that took
+// it was sent. Whoever waits to take a lease over watches it unchanged for
+// ObserveFor on its own clock, starting no earlier than our last renewal
+// was written (and so after it was sent), whatever either clock says the
+// time is. So the lock counts as ours only until holdFor after our last
+// renewal that was sent and succeeded, on our own clock: past that, with
+// no renewal through, it is lost at once (the Txn stops writing), before
+// any taker can have taken it over. Renewals come every renewInterval,
+// inside that time, and a failed one is retried at once after a short
+// pause, each bounded by the deadline.
+func (l *Lock) renew(ctx context.Context, lease *coordinationv1.Lease, renewedAt time.Time) {
 	defer close(l.done)
-	t := time.NewTicker(l.timing.renewEvery())
-	defer t.Stop()
+	hold, every := l.timing.holdFor(), l.timing.renewInterval()
+	next := time.NewTimer(every)
+	defer next.Stop()
 	leases := l.client.CoordinationV1().Leases(l.namespace)
-	lastRenewed := time.Now() // our clock, not the lease's
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-next.C:
 		}
-		now := metav1.NewMicroTime(time.Now())
+		deadline := renewedAt.Add(hold)
+		sent := time.Now()
+		if !sent.Before(deadline) {
+			l.setLost(fmt.Errorf("could not renew the deploy lock of app %q for %s: another tug may be changing it", l.app, sent.Sub(renewedAt).Round(time.Second)))
+			return
+		}
+		now := metav1.NewMicroTime(sent)
 		lease.Spec.RenewTime = &now
-		rctx, cancel := context.WithTimeout(ctx, renewTimeout)
+		rctx, cancel := context.WithDeadline(ctx, earlier(deadline, sent.Add(renewTimeout)))
 		updated, err := leases.Update(rctx, lease, metav1.UpdateOptions{FieldManager: kube.FieldManager})
 		cancel()
 		switch {
 		case err == nil:
-			lease = updated
-			lastRenewed = time.Now()
+			lease, renewedAt = updated, sent
+			next.Reset(every)
 			continue
 		case ctx.Err() != nil:
 			return
 		case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
 			// someone else wrote the lease: ours only if it still names us
-			cur, lost := l.stillOurs(ctx)
+			cur, lost := l.stillOurs(ctx, deadline)
 			if lost {
 				l.setLost(fmt.Errorf("lost the deploy lock of app %q to another tug", l.app))
 				return
 			}
 			if cur != nil {
 				lease = cur
-				continue
 			}
 		}
-		// The API is unreachable or slow: try again next tick, until the
-		// lease may have expired for everyone else.
-		if time.Since(lastRenewed) >= l.timing.leaseDuration()-renewTimeout {
-			l.setLost(fmt.Errorf("could not renew the deploy lock of app %q for %s: another tug may be changing it", l.app, time.Since(lastRenewed).Round(time.Second)))
-			return
-		}
+		// The API is unreachable or slow, or the lease was re-read: try
+		// again soon, until the deadline (checked at the top).
+		next.Reset(min(every/4+time.Millisecond, max(time.Until(deadline), 0)))
 	}
+}
+
+func earlier(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 // stillOurs reads the lease after a renewal found it changed: the lease if
 // it still names us, lost if it names another holder or is gone, neither
 // when it cannot be read.
-func (l *Lock) stillOurs(ctx context.Context) (cur *coordinationv1.Lease, lost bool) {
-	gctx, cancel := context.WithTimeout(ctx, renewTimeout)
+func (l *Lock) stillOurs(ctx context.Context, deadline time.Time) (cur *coordinationv1.Lease, lost bool) {
+	gctx, cancel := context.WithDeadline(ctx, earlier(deadline, time.Now().Add(renewTimeout)))
 	defer cancel()
 	cur, err := l.client.CoordinationV1().Leases(l.namespace).Get(gctx, l.name, metav1.GetOptions{})
 	switch {

@@ -538,3 +538,84 @@ func TestAcquireWaitSeesAReleaseBeforeItsWatch(t *testing.T) {
 		t.Fatal("Acquire missed the release and waits for the lease to expire")
 	}
 }
+
+// A holder that cannot renew stops writing before any taker can take its
+// lock over, whatever the two clocks say (issue 34, item 3). Before, the
+// holder gave up only at its first renewal after LeaseDuration-renewTimeout
+// (11 s), while a taker whose clock ran 15 s ahead took over after
+// ObserveFor: for seconds both wrote. Each case skews the holder's clock
+// (the renew times it writes) against the taker's, makes every renewal of
+// the holder's fail (its API server unreachable) and checks that the
+// holder's lock ended before the taker's takeover was written.
+func TestHolderStopsBeforeATakerCanTakeOver(t *testing.T) {
+	timing := Timing{RenewEvery: 100 * time.Millisecond} // a taker watches 1.2 s
+	for _, tt := range []struct {
+		name string
+		skew time.Duration // the holder's clock against the taker's
+		// takes: the taker takes the lease over (its clock makes the
+		// lease look expired at once); else it sees it held
+		takes bool
+	}{
+		{"holder clock 15 s behind", -15 * time.Second, true},
+		{"holder clock an hour behind", -time.Hour, true},
+		{"holder clock an hour ahead", time.Hour, true}, // a renew time in the future is not believed
+		{"holder clock 15 s ahead", 15 * time.Second, true},
+		{"holder clock 1 s behind", -time.Second, false}, // held: its renew time is believable
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := fakeClient()
+			var failing atomic.Bool
+			var takenAt atomic.Int64
+			c.PrependReactor("*", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				if a.GetVerb() != "create" && a.GetVerb() != "update" {
+					return false, nil, nil
+				}
+				l := a.(k8stesting.CreateAction).GetObject().(*coordinationv1.Lease)
+				if !strings.HasPrefix(*l.Spec.HolderIdentity, "alice") {
+					takenAt.Store(time.Now().UnixNano())
+					return false, nil, nil
+				}
+				if failing.Load() {
+					return true, nil, apierrors.NewServiceUnavailable("unreachable")
+				}
+				at := metav1.NewMicroTime(l.Spec.RenewTime.Add(tt.skew))
+				l.Spec.RenewTime, l.Spec.AcquireTime = &at, &at
+				return false, nil, nil
+			})
+			holder := acquire(t, Request{Client: c, Namespace: ns, App: "shop", Holder: Holder{User: "alice"}, Timing: timing})
+			defer holder.Unlock()
+			failing.Store(true) // the holder's API server goes
+			stoppedAt := make(chan int64, 1)
+			go func() { <-holder.Done(); stoppedAt <- time.Now().UnixNano() }()
+
+			r := Request{Client: c, Namespace: ns, App: "shop", Holder: Holder{User: "bob"}, Timing: timing, Wait: 5 * time.Second}
+			taker, err := Acquire(context.Background(), r)
+			if !tt.takes {
+				var held *WaitError
+				if !errors.As(err, &held) {
+					t.Fatalf("Acquire = %v; want the lease held (its renew time is believable)", err)
+				}
+			} else {
+				if err != nil {
+					t.Fatalf("Acquire: %v", err)
+				}
+				defer taker.Unlock()
+			}
+			var stopped int64
+			select {
+			case stopped = <-stoppedAt:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the holder never stopped")
+			}
+			if holder.Lost() == nil {
+				t.Fatal("the holder stopped without saying its lock was lost")
+			}
+			if tt.takes {
+				taken := takenAt.Load()
+				if taken == 0 || stopped >= taken {
+					t.Fatalf("the holder stopped %v after the taker took over", time.Duration(stopped-taken))
+				}
+			}
+		})
+	}
+}
