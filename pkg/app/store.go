@@ -493,19 +493,19 @@ func nilIfEmpty(s string) any {
 }
 
 // PruneReleases deletes the oldest release records beyond keep, never the
-// one numbered current.
-func (s *Store) PruneReleases(ctx context.Context, app string, keep, current int) error {
+// one numbered current nor those in inUse (see ReleasesToPrune).
+func (s *Store) PruneReleases(ctx context.Context, app string, keep, current int, inUse ...int) error {
 	rels, err := s.ListReleases(ctx, app)
 	if err != nil {
 		return err
 	}
-	return s.PruneReleasesIn(ctx, app, rels, keep, current)
+	return s.PruneReleasesIn(ctx, app, rels, keep, current, inUse...)
 }
 
 // PruneReleasesIn is PruneReleases over a list the caller already has
 // (newest first), saving a LIST.
-func (s *Store) PruneReleasesIn(ctx context.Context, app string, rels []*Release, keep, current int) error {
-	for _, v := range ReleasesToPrune(rels, keep, current) {
+func (s *Store) PruneReleasesIn(ctx context.Context, app string, rels []*Release, keep, current int, inUse ...int) error {
+	for _, v := range ReleasesToPrune(rels, keep, current, inUse...) {
 		err := s.Client.CoreV1().Secrets(s.Namespace).Delete(ctx, ReleaseSecretName(app, v), metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return kube.TranslateError(err)
@@ -521,15 +521,19 @@ func (s *Store) PruneReleasesIn(ctx context.Context, app string, rels []*Release
 // one (RollbackTarget: pruning it would leave 'release rollback' nowhere to
 // go while failed releases fill the history; a history of 1 asks for no
 // rollback), a pending release (a rollout on its way) and a staged one
-// newer than current (config waiting for the next rollout). The rest of
-// the places go to the newest others.
-func ReleasesToPrune(rels []*Release, keep, current int) []int {
+// newer than current (config waiting for the next rollout), a canary's
+// release, and every release in inUse: those running units use (their
+// config Secret is what the units read through envFrom), which the caller
+// knows from the app's record and Deployments. The rest of the places go
+// to the newest others.
+func ReleasesToPrune(rels []*Release, keep, current int, inUse ...int) []int {
 	back := 0
 	if keep > 1 {
 		back = RollbackTarget(rels, current)
 	}
 	protected := func(r *Release) bool {
-		return r.Version == current || r.Version == back || r.Status == StatusPending || r.Status == StatusStaged && r.Version > current
+		return r.Version == current || r.Version == back || slices.Contains(inUse, r.Version) ||
+			r.Status == StatusPending || r.Status == StatusCanary || r.Status == StatusStaged && r.Version > current
 	}
 	free := keep
 	for _, r := range rels {

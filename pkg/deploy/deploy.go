@@ -695,17 +695,11 @@ func markDeployed(ctx context.Context, store *app.Store, a *app.App, r *app.Rele
 			}
 		}
 	}
-	return store.PruneReleasesIn(ctx, a.Name, rels, app.HistoryLimit(updated, rels, v), v)
-}
-
-// prune caps an app's release history at what release current (the one
-// that runs) says, never removing current (see app.ReleasesToPrune).
-func prune(ctx context.Context, store *app.Store, a *app.App, current int) error {
-	rels, err := store.ListReleases(ctx, a.Name)
+	inUse, err := releasesInUse(ctx, store, updated)
 	if err != nil {
 		return err
 	}
-	return store.PruneReleasesIn(ctx, a.Name, rels, app.HistoryLimit(a, rels, current), current)
+	return store.PruneReleasesIn(ctx, a.Name, rels, app.HistoryLimit(updated, rels, v), v, inUse...)
 }
 
 // BaseRelease is the release a change starts from: the newest one that is
