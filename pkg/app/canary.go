@@ -35,8 +35,9 @@ const (
 	CanaryStarting = "starting"
 	// CanaryRunning: the canary gets Weight% of requests.
 	CanaryRunning = "running"
-	// CanaryPromoting: every request goes to the canary while the
-	// deployed release's units are replaced by the canary's release.
+	// CanaryPromoting: the canary's units grow to the web process's full
+	// size (the split unchanged), then every request goes to them while
+	// the deployed release's units are replaced by the canary's release.
 	CanaryPromoting = "promoting"
 	// CanaryAborting: every request goes back to the deployed release
 	// while the canary's units are removed.
@@ -73,8 +74,27 @@ type Canary struct {
 	// Undoing: an abort began undoing a promote a stopped tug left (its
 	// old units coming back). Whatever command comes next undoes it too:
 	// the user's last word was abort.
-	Undoing   bool      `json:"undoing,omitempty"`
-	StartedAt time.Time `json:"startedAt"`
+	Undoing bool `json:"undoing,omitempty"`
+	// UnitsBefore and ProcessesBefore are the canary's units and the
+	// app's formation when its promote began: a promote that fails, or an
+	// abort that undoes it, puts them back (a process the canary's release
+	// drops keeps its units and autoscaler).
+	UnitsBefore     int32              `json:"unitsBefore,omitempty"`
+	ProcessesBefore map[string]Process `json:"processesBefore,omitempty"`
+	// Processes is the formation the deploy asked for (tug.yaml's units),
+	// which the promote applies; nil: the deployed release's.
+	Processes map[string]Process `json:"processes,omitempty"`
+	// AbortStatus and AbortReason are what an abort records on the
+	// canary's release (failed with the crash, aborted by hand), written
+	// before it acts, so an abort a stopped tug left is finished with
+	// them rather than with a plain "aborted".
+	AbortStatus Status `json:"abortStatus,omitempty"`
+	AbortReason string `json:"abortReason,omitempty"`
+	// PromoteFailed, for blue-green, is why the promote tug tried once
+	// its --keep expired failed: it keeps every request and its units
+	// stay, and no later command tries it again by itself.
+	PromoteFailed string    `json:"promoteFailed,omitempty"`
+	StartedAt     time.Time `json:"startedAt"`
 	// Exact says the weights are the router's (weighted backendRefs on the
 	// app's HTTPRoute); false: the split follows the ratio of units on
 	// the shared Service.
@@ -87,6 +107,15 @@ type Canary struct {
 // SideBySide says whether c still splits the app's requests: a canary that
 // is ending is rendered as the one release it leaves.
 func (c *Canary) SideBySide() bool { return c != nil && c.Phase != CanaryEnding }
+
+// WebUnits is how many web units the app runs once c is promoted: what
+// the deploy asked for (Processes), else the deployed release's (procs).
+func (c *Canary) WebUnits(procs map[string]Process) int32 {
+	if p, ok := c.Processes[WebProcess]; ok {
+		return p.Units()
+	}
+	return procs[WebProcess].Units()
+}
 
 // StepsHalted says whether c has steps left that nothing will take.
 func (c *Canary) StepsHalted() bool { return c != nil && c.StepsStopped && len(c.Steps) > 0 }

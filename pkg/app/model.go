@@ -83,6 +83,12 @@ type Process struct {
 	Autoscale *Autoscale `json:"autoscale,omitempty"`
 }
 
+// Equal says whether p and o ask for the same units.
+func (p Process) Equal(o Process) bool {
+	as := p.Autoscale == o.Autoscale || p.Autoscale != nil && o.Autoscale != nil && *p.Autoscale == *o.Autoscale
+	return as && p.Replicas == o.Replicas && p.Stopped == o.Stopped && p.RestartedAt == o.RestartedAt
+}
+
 // Units is how many units the process should run now.
 func (p Process) Units() int32 {
 	if p.Stopped {

@@ -50,7 +50,8 @@ func (Runner) Gate(t *deploy.Txn, what string) error {
 	if c == nil {
 		return nil
 	}
-	if c.Strategy == app.StrategyBlueGreen && c.Phase == app.CanaryRunning && c.Weight == 100 {
+	// (unless that promote failed once already: the user decides then)
+	if c.Strategy == app.StrategyBlueGreen && c.Phase == app.CanaryRunning && c.Weight == 100 && c.PromoteFailed == "" {
 		t.Deps().Progress.Update(fmt.Sprintf("v%d's kept units go first: v%d becomes the deployed release", a.Release, c.Release))
 		_, err := promote(t, time.Now())
 		return err
@@ -86,7 +87,7 @@ func Promote(ctx context.Context, d deploy.Deps, appName string) (*deploy.Result
 	}
 	defer t.End()
 	if a := t.App(); a.Canary == nil {
-		if did.action == settleFinishPromote || did.action == settleEnd && did.release == a.Release {
+		if did.action == settleFinishPromote || did.action == settleKeepExpired || did.action == settleEnd && did.release == a.Release {
 			return deployedResult(t, start)
 		}
 		return nil, &NoCanaryError{App: appName, Verb: "promote"}
@@ -135,8 +136,11 @@ type RunningError struct {
 
 func (e *RunningError) Error() string {
 	halted := ""
-	if e.Canary.StepsHalted() {
+	switch {
+	case e.Canary.StepsHalted():
 		halted = fmt.Sprintf(", its steps stopped at %d%%", e.Canary.Weight)
+	case e.Canary.PromoteFailed != "":
+		halted = ", its promote failed"
 	}
 	return fmt.Sprintf("%s refused: v%d of app %q runs as a %s beside v%d (%d%% of requests%s); first 'tug release promote %s' (v%d gets every request) or 'tug release abort %s' (v%d keeps them)",
 		e.What, e.Canary.Release, e.App, e.Canary.Strategy, e.Stable, e.Canary.Weight, halted, e.App, e.Canary.Release, e.App, e.Stable)

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/deploy"
@@ -67,6 +70,7 @@ func abortCanary(t *deploy.Txn, st app.Status, reason string) error {
 	a, err = t.Update(func(x *app.App) error {
 		if x.Canary != nil {
 			x.Canary.Phase, x.Canary.Weight = app.CanaryAborting, 0
+			x.Canary.AbortStatus, x.Canary.AbortReason = st, reason
 		}
 		return nil
 	})
@@ -202,7 +206,12 @@ func deployedResult(t *deploy.Txn, start time.Time) (*deploy.Result, error) {
 	return res, nil
 }
 
-// promote is Promote in t, from whatever phase the canary is in.
+// promote is Promote in t, from whatever phase the canary is in. No unit
+// gets more than its share of requests on the way: the canary's units
+// first grow to the web process's full size while the split stays as it
+// was, then every request goes to them, and only then are the deployed
+// release's units replaced (before, every request went to a canary of one
+// unit among four while the others were replaced).
 func promote(t *deploy.Txn, start time.Time) (*deploy.Result, error) {
 	a := t.App()
 	c := a.Canary
@@ -211,31 +220,46 @@ func promote(t *deploy.Txn, start time.Time) (*deploy.Result, error) {
 		return nil, err
 	}
 	if a.Release == c.Release {
+		// the record names the canary's release: a stopped tug may have
+		// written it and not yet its status
+		if err := t.MarkDeployed(next, 0); err != nil {
+			return nil, err
+		}
 		return finishPromote(t, next, cfg, start)
 	}
 	stable, stableCfg, err := t.Store().GetRelease(t.Ctx(), a.Name, a.Release)
 	if err != nil {
 		return nil, err
 	}
+	full, err := fullSize(t)
+	if err != nil {
+		return nil, err
+	}
 	a, err = t.Update(func(x *app.App) error {
 		if x.Canary.Phase != app.CanaryPromoting {
-			// a resumed promote finds 100 in Weight: the share to give
-			// back if it fails is the one recorded when it began
-			x.Canary.WeightBefore = x.Canary.Weight
+			// a resumed promote finds 100 in Weight and the grown units:
+			// what to give back if it fails is what it began with
+			x.Canary.WeightBefore, x.Canary.UnitsBefore = x.Canary.Weight, x.Canary.Units
+			x.Canary.ProcessesBefore = maps.Clone(x.Processes)
 		}
-		x.Canary.Phase, x.Canary.Weight = app.CanaryPromoting, 100
+		x.Canary.Phase, x.Canary.Units = app.CanaryPromoting, max(x.Canary.Units, full)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	weight := a.Canary.WeightBefore
-	t.Deps().Progress.Update(fmt.Sprintf("every request to v%d", c.Release))
+	if failure, err := growCanary(t, next, cfg); err != nil || failure != nil {
+		return promoteFailed(t, next, stable, failure, err, start)
+	}
+	if a, err = t.Update(func(x *app.App) error { x.Canary.Weight = 100; return nil }); err != nil {
+		return nil, err
+	}
+	t.Deps().Progress.Update(fmt.Sprintf("every request to v%d's %d web %s", c.Release, a.Canary.Units, plural(a.Canary.Units)))
 	if _, err := applySplit(t, stable, stableCfg, true); err != nil {
 		return nil, err
 	}
 	if failure, err := rollToCanary(t, next, cfg); err != nil || failure != nil {
-		return promoteFailed(t, next, stable, weight, failure, err, start)
+		return promoteFailed(t, next, stable, failure, err, start)
 	}
 	if err := t.MarkDeployed(next, stable.Version); err != nil {
 		return nil, err
@@ -243,11 +267,47 @@ func promote(t *deploy.Txn, start time.Time) (*deploy.Result, error) {
 	return finishPromote(t, next, cfg, start)
 }
 
+// fullSize is how many web units the canary's release runs once
+// promoted: what the deploy asked for, else what the web process runs now
+// (its Deployment's count, which an autoscaler may have moved).
+func fullSize(t *deploy.Txn) (int32, error) {
+	a, d := t.App(), t.Deps()
+	if _, asked := a.Canary.Processes[app.WebProcess]; asked || a.Processes[app.WebProcess].Autoscale == nil {
+		return max(a.Canary.WebUnits(a.Processes), 1), nil
+	}
+	web, err := d.Client.AppsV1().Deployments(d.Namespace).Get(t.Ctx(), render.DeploymentName(a.Name, app.WebProcess), metav1.GetOptions{})
+	if err != nil {
+		return 0, kube.TranslateError(err)
+	}
+	return max(ptr.Deref(web.Spec.Replicas, 1), a.Processes[app.WebProcess].Units(), 1), nil
+}
+
+// growCanary gives the canary's Deployment the units the record says and
+// waits until they are ready, the split as it was meanwhile.
+func growCanary(t *deploy.Txn, next *app.Release, cfg app.ConfigMap) (*rollout.Failure, error) {
+	a, d := t.App(), t.Deps()
+	d.Progress.Update(fmt.Sprintf("growing v%d to %d web %s before it gets every request", next.Version, a.Canary.Units, plural(a.Canary.Units)))
+	got, err := t.Apply(render.Objects{Deployments: []*appsv1.Deployment{render.Canary(a, next, cfg)}})
+	if err != nil {
+		return nil, err
+	}
+	err = (&rollout.Watch{Client: d.Client, Namespace: d.Namespace, App: a.Name, Release: next.Version,
+		Generations: got.Generations(), Idle: deploy.IdleTimeout(next), Progress: d.Progress}).Wait(t.Ctx())
+	var failure *rollout.Failure
+	if errors.As(err, &failure) {
+		return failure, nil
+	}
+	return nil, err
+}
+
 // rollToCanary rolls the deployed release's Deployments out to the
-// canary's release next, keeping the canary's units (they take every
-// request meanwhile).
+// canary's release next, with the formation the deploy asked for,
+// keeping the canary's units (they take every request meanwhile).
 func rollToCanary(t *deploy.Txn, next *app.Release, cfg app.ConfigMap) (*rollout.Failure, error) {
 	a, d := t.App(), t.Deps()
+	if a.Canary.Processes != nil {
+		a.Processes = maps.Clone(a.Canary.Processes)
+	}
 	deploy.WithProcesses(a, next)
 	objs := render.Release(a, next, cfg)
 	d.Progress.Update(fmt.Sprintf("rolling the units of v%d out to v%d", a.Release, next.Version))
@@ -270,20 +330,47 @@ func rollToCanary(t *deploy.Txn, next *app.Release, cfg app.ConfigMap) (*rollout
 	return nil, err
 }
 
+// putBackBeforePromote writes into the record the formation and canary
+// units the promote began with (a dropped process's units and autoscaler
+// included), for a Restore to render.
+func putBackBeforePromote(t *deploy.Txn) error {
+	_, err := t.Update(func(x *app.App) error {
+		if c := x.Canary; c != nil && c.ProcessesBefore != nil {
+			x.Processes = maps.Clone(c.ProcessesBefore)
+			c.Units = max(c.UnitsBefore, 1)
+		}
+		return nil
+	})
+	return err
+}
+
 // promoteFailed puts the deployed release's units back after a promote
-// whose rollout failed, and the canary back at its share.
-func promoteFailed(t *deploy.Txn, next, stable *app.Release, weight int, failure *rollout.Failure, err error, start time.Time) (*deploy.Result, error) {
+// whose rollout failed, as they were, and the canary back at its units
+// and share.
+func promoteFailed(t *deploy.Txn, next, stable *app.Release, failure *rollout.Failure, err error, start time.Time) (*deploy.Result, error) {
 	if failure == nil {
 		return nil, err
 	}
 	res := deploy.NewResult(t.App(), next, app.StatusCanary, start)
 	res.Failure = failure
-	if rerr := t.Restore(stable.Version); rerr != nil {
+	weight := t.App().Canary.WeightBefore
+	rerr := putBackBeforePromote(t)
+	if rerr == nil {
+		rerr = t.Restore(stable.Version)
+	}
+	if rerr != nil {
 		return res, &deploy.Error{Result: res, RollbackErr: t.Explain(rerr), RollbackTo: stable.Version}
 	}
 	_, cfg, rerr := t.Store().GetRelease(t.Ctx(), t.App().Name, stable.Version)
 	if rerr == nil {
 		_, rerr = setWeight(t, weight, stable, cfg)
+	}
+	if rerr == nil {
+		// the canary's units shrink back to their share
+		next, ncfg, gerr := t.Store().GetRelease(t.Ctx(), t.App().Name, next.Version)
+		if rerr = gerr; rerr == nil {
+			_, rerr = t.Apply(render.Objects{Deployments: []*appsv1.Deployment{render.Canary(t.App(), next, ncfg)}})
+		}
 	}
 	res.RolledBackTo = stable.Version
 	res.Canary = resultOf(t.App())

@@ -1,6 +1,7 @@
 package canary
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -97,11 +98,16 @@ func settleCanary(t *deploy.Txn, aborting bool, did *settled) error {
 		return abortCanary(t, app.StatusInterrupted, deploy.InterruptedReason(fmt.Sprintf("the tug starting it as a %s stopped; v%d kept every request", c.Strategy, a.Release)))
 	case settleFinishAbort:
 		say(fmt.Sprintf("finishing the abort of v%d that a stopped tug left", c.Release))
-		return abortCanary(t, app.StatusAborted, "aborted")
+		// with the status and reason it began with (a crash's "failed"
+		// stays failed)
+		st, reason := c.AbortStatus, c.AbortReason
+		if st == "" {
+			st, reason = app.StatusAborted, "aborted"
+		}
+		return abortCanary(t, st, reason)
 	case settleKeepExpired:
 		say(fmt.Sprintf("v%d's units were kept until %s: v%d becomes the deployed release", a.Release, c.KeepUntil.Local().Format(time.TimeOnly), c.Release))
-		_, err := promote(t, time.Now())
-		return err
+		return promoteExpired(t)
 	case settleHaltSteps:
 		say(fmt.Sprintf("the tug taking v%d's steps (%v) stopped at %d%%: it keeps that share until 'tug release promote %s' or 'tug release abort %s'",
 			c.Release, c.Steps, c.Weight, a.Name, a.Name))
@@ -115,6 +121,32 @@ func settleCanary(t *deploy.Txn, aborting bool, did *settled) error {
 	}
 	_, err = applySplit(t, stable, cfg, false)
 	return err
+}
+
+// promoteExpired promotes a blue-green release past its --keep. When the
+// promote's rollout fails, the blue-green stays as it was (every request
+// to its units, the kept units kept: promoteFailed put them back), the
+// record says why and that nothing retries it by itself, and the command
+// that took the lock goes on: it is not the promote's, and every later
+// command would otherwise run the whole promote again and fail.
+func promoteExpired(t *deploy.Txn) error {
+	_, err := promote(t, time.Now())
+	var failed *deploy.Error
+	if err == nil || !errors.As(err, &failed) || !failed.CanaryKept || failed.RollbackErr != nil {
+		return err
+	}
+	a, uerr := t.Update(func(x *app.App) error {
+		if x.Canary != nil {
+			x.Canary.KeepUntil, x.Canary.PromoteFailed = time.Time{}, failed.Error()
+		}
+		return nil
+	})
+	if uerr != nil {
+		return uerr
+	}
+	t.Deps().Progress.Update(fmt.Sprintf("the promote of v%d failed (%v); it keeps every request and v%d's units stay until 'tug release promote %s' or 'tug release abort %s'",
+		a.Canary.Release, err, a.Release, a.Name, a.Name))
+	return nil
 }
 
 // haltSteps records that nothing moves the canary through its steps any
@@ -152,6 +184,9 @@ func undoPromote(t *deploy.Txn) error {
 		return err
 	}
 	t.Deps().Progress.Update(fmt.Sprintf("undoing the promote of v%d that a stopped tug left: v%d's units back", a.Canary.Release, a.Release))
+	if err := putBackBeforePromote(t); err != nil {
+		return err
+	}
 	if err := t.Restore(a.Release); err != nil {
 		return err
 	}

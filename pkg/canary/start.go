@@ -36,10 +36,12 @@ func (r *starting) run() (*deploy.Result, error) {
 	}
 	rec := &app.Canary{Release: next.Version, Strategy: c.Strategy, Phase: app.CanaryStarting, Steps: c.Steps,
 		StartedAt: time.Now().UTC(), Exact: render.Gatewayed(a)}
+	rec.Processes = r.s.Processes
 	units := a.Processes[app.WebProcess].Units()
 	rec.Units = app.CanaryUnits(units, c.Weight)
 	if c.Strategy == app.StrategyBlueGreen {
-		rec.Units = units
+		// blue-green starts at the size the app runs once promoted
+		rec.Units = max(rec.WebUnits(a.Processes), 1)
 		if c.Keep > 0 {
 			rec.KeepUntil = time.Now().Add(c.Keep).UTC()
 		}

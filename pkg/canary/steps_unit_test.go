@@ -178,7 +178,9 @@ func TestSettleFinishesWhatAStoppedTugLeft(t *testing.T) {
 	}{
 		{"a start", 1, running(&app.Canary{Phase: app.CanaryStarting}), 1, "", app.StatusInterrupted, "aborting the canary v2 that a stopped tug left starting"},
 		{"an abort", 1, running(&app.Canary{Phase: app.CanaryAborting}), 1, "", app.StatusAborted, "finishing the abort of v2 that a stopped tug left"},
-		{"a promote past the deployed release", 2, running(&app.Canary{Phase: app.CanaryRunning, Weight: 100}), 2, "", app.StatusCanary, "finishing the promote of v2 that a stopped tug left"},
+		// v2's status is deployed: the record names it (issue 34 item 6;
+		// before, a promote stopped between its two writes left it canary)
+		{"a promote past the deployed release", 2, running(&app.Canary{Phase: app.CanaryRunning, Weight: 100}), 2, "", app.StatusDeployed, "finishing the promote of v2 that a stopped tug left"},
 		{"a running canary", 1, running(&app.Canary{Phase: app.CanaryRunning, Weight: 30}), 1, app.CanaryRunning, app.StatusCanary, ""},
 		{"running steps", 1, running(&app.Canary{Phase: app.CanaryRunning, Weight: 30, Steps: []int{60}}), 1, app.CanaryRunning, app.StatusCanary,
 			"the tug taking v2's steps ([60]) stopped at 30%: it keeps that share until 'tug release promote shop' or 'tug release abort shop'"},

@@ -288,7 +288,11 @@ func roll(t *Txn, change Change, opts Options, start time.Time) (*Result, error)
 			return nil, err
 		}
 		// the record's formation stays the deployed release's until a
-		// promote: only web units start beside it
+		// promote (only web units start beside it); the one the change
+		// asks for (tug.yaml's units) waits on the canary for the promote
+		if !maps.EqualFunc(r.a.Processes, r.unitsBefore, func(a, b app.Process) bool { return a.Equal(b) }) {
+			r.wanted = maps.Clone(r.a.Processes)
+		}
 		r.a.Processes = maps.Clone(r.unitsBefore)
 	}
 	if err := r.store(); err != nil {
@@ -330,12 +334,15 @@ type rolling struct {
 	opts  Options
 	start time.Time
 	// a is the record as the rollout last wrote it.
-	a            *app.App
-	base, next   *app.Release
-	baseConfig   app.ConfigMap
-	config       app.ConfigMap
-	removed      []string
-	unitsBefore  map[string]app.Process
+	a           *app.App
+	base, next  *app.Release
+	baseConfig  app.ConfigMap
+	config      app.ConfigMap
+	removed     []string
+	unitsBefore map[string]app.Process
+	// wanted is the formation a canary's promote applies (tug.yaml's
+	// units), when the change asks for another than unitsBefore.
+	wanted       map[string]app.Process
 	givenTimeout time.Duration
 	previous     int
 	runsPhase    bool
@@ -689,7 +696,8 @@ func markDeployed(ctx context.Context, store *app.Store, a *app.App, r *app.Rele
 		return err
 	}
 	for _, r := range rels {
-		if r.Status == app.StatusStaged && r.Version < v {
+		// and a release a stopped promote left deployed is not any more
+		if r.Status == app.StatusStaged && r.Version < v || r.Status == app.StatusDeployed && r.Version != v {
 			if err := store.SetReleaseStatus(ctx, a.Name, r.Version, app.StatusSuperseded, ""); err != nil && !app.IsNotFound(err) {
 				return err
 			}

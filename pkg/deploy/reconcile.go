@@ -143,6 +143,8 @@ func unsettled(a *app.App, rels []*app.Release) (candidate *app.Release, stale b
 			stale = true
 		case r.Status == app.StatusDeployed && r.Version != a.Release:
 			stale = true
+		case r.Status == app.StatusCanary && r.Version == a.Release && a.Canary == nil:
+			stale = true // a promote stopped between its record and status writes
 		}
 		if candidate == nil && r.Version > a.Release && (r.Status == app.StatusPending || r.Status == app.StatusInterrupted) {
 			candidate = r
@@ -172,7 +174,7 @@ func settleAll(ctx context.Context, store *app.Store, a *app.App, rels []*app.Re
 	for _, r := range rels {
 		var err error
 		switch {
-		case r.Status == app.StatusPending && r.Version == a.Release:
+		case (r.Status == app.StatusPending || r.Status == app.StatusCanary && a.Canary == nil) && r.Version == a.Release:
 			err = store.SetReleaseStatus(ctx, a.Name, r.Version, app.StatusDeployed, "")
 		case r.Status == app.StatusPending:
 			err = store.SetReleaseStatus(ctx, a.Name, r.Version, app.StatusInterrupted,

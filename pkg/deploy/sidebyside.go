@@ -42,6 +42,9 @@ type Started struct {
 	Config app.ConfigMap
 	Opts   Options
 	Begun  time.Time
+	// Processes is the formation the change asks for once promoted
+	// (tug.yaml's units); nil: the deployed release's.
+	Processes map[string]app.Process
 	// Failed is the Result of the release failed (with its release phase).
 	Failed func() *Result
 	// Interrupted records the release interrupted and returns the error.
@@ -226,7 +229,7 @@ func hasProcess(r *app.Release, p string) bool { _, ok := r.Processes[p]; return
 // started is the rollout r, its release stored and counted, as
 // SideBySide.Start takes it.
 func (r *rolling) started() *Started {
-	return &Started{Next: r.next, Config: r.config, Opts: r.opts, Begun: r.start,
+	return &Started{Next: r.next, Config: r.config, Opts: r.opts, Begun: r.start, Processes: r.wanted,
 		Failed: func() *Result {
 			res := r.result(app.StatusFailed)
 			res.ReleasePhase = r.phase
