@@ -75,6 +75,43 @@ func TestCanaryThroughTheRouter(t *testing.T) {
 	}
 }
 
+// A promote never sends a unit more than twice its share of requests
+// (issue 40, item 1): web=4 with a 25% canary (one unit) is promoted under
+// load, and every answer is counted by the unit that gave it. Before, the
+// one canary unit answered every request while the other four were
+// replaced.
+func TestCanaryPromoteOverloadsNoUnit(t *testing.T) {
+	h := New(t)
+	r := h.localRouter()
+	const name = "fair"
+	url := "http://" + name + "-" + h.NS + "." + r.appsDomain + "/"
+	h.mustTug("app", "create", name)
+	h.mustTug("app", "deploy", name, "--image", sampleV1)
+	h.mustTug("app", "scale", name, "web=4")
+	h.mustTug("app", "deploy", name, "--image", sampleV2, "--canary", "25%")
+	l := startLoad(r, "gateway", url, false)
+	defer l.halt()
+	h.Eventually(time.Minute, "requests answered before the promote", func() (bool, error) {
+		c := l.counted("start")
+		return c.ok >= 50, fmt.Errorf("%s", c)
+	})
+	l.enter("promote")
+	h.mustTug("release", "promote", name)
+	l.enter("after")
+	c := l.counted("promote")
+	t.Logf("during the promote: %s, by unit %v", c, c.units)
+	if c.failures() > 0 || c.ok < 40 {
+		t.Fatalf("promote under load: %s", c)
+	}
+	for unit, n := range c.units {
+		if n*4 > 2*c.ok {
+			t.Errorf("unit %s answered %d of %d requests during the promote: more than twice its share (1/4)", unit, n, c.ok)
+		}
+	}
+	h.noCanaryLeft(name)
+	h.waitUnits(name, "web", 4, sampleV2)
+}
+
 func TestCanaryAbortedByItselfAndByHand(t *testing.T) {
 	h := New(t)
 	r := h.localRouter()

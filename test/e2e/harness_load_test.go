@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"sort"
@@ -27,6 +28,7 @@ type tally struct {
 	maintenance int            // the maintenance page (503 with Retry-After)
 	failed      map[string]int // reason -> count: non-2xx, errors, timeouts
 	versions    map[string]int // what answered: "v1", "v2"
+	units       map[string]int // which unit (pod) answered, for shares
 }
 
 func (t tally) failures() int {
@@ -164,7 +166,7 @@ func (l *load) record(phase string, a answer) {
 	defer l.mu.Unlock()
 	t := l.tally[phase]
 	if t == nil {
-		t = &tally{failed: map[string]int{}, versions: map[string]int{}}
+		t = &tally{failed: map[string]int{}, versions: map[string]int{}, units: map[string]int{}}
 		l.tally[phase] = t
 	}
 	t.total++
@@ -176,6 +178,7 @@ func (l *load) record(phase string, a answer) {
 	default:
 		t.ok++
 		t.versions[a.version]++
+		t.units[a.unit]++
 		if a.at.After(l.last[a.unit]) {
 			l.last[a.unit] = a.at
 		}
@@ -214,10 +217,10 @@ func (l *load) counted(phase string) tally {
 	defer l.mu.Unlock()
 	t := l.tally[phase]
 	if t == nil {
-		return tally{failed: map[string]int{}, versions: map[string]int{}}
+		return tally{failed: map[string]int{}, versions: map[string]int{}, units: map[string]int{}}
 	}
 	c := *t
-	c.failed, c.versions = map[string]int{}, map[string]int{}
+	c.failed, c.versions, c.units = map[string]int{}, map[string]int{}, maps.Clone(t.units)
 	for k, v := range t.failed {
 		c.failed[k] = v
 	}
