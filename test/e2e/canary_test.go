@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -274,4 +277,65 @@ func TestCanaryStepsPromoteByThemselves(t *testing.T) {
 	if rels := h.releasesByVersion(name); rels[2].Status != "deployed" {
 		t.Fatalf("release list after the steps: %+v", rels)
 	}
+}
+
+// Failed builds while a canary runs never prune its release (issue 34,
+// item 1): with a history of 2, three failing source deploys leave v2's
+// record and config Secret; a canary unit that restarts still starts
+// (it reads that Secret through envFrom), and the promote then sends every
+// request through the router to v2. Before, the first failed build
+// deleted v2 and the promote failed "release v2 not found".
+func TestFailedBuildsDuringACanaryKeepItsRelease(t *testing.T) {
+	h := New(t)
+	r := h.localRouter()
+	reg := registryForBuilds(t, false)
+	const name = "keepc"
+	url := "http://" + name + "-" + h.NS + "." + r.appsDomain + "/"
+	h.mustTug("app", "create", name)
+	h.mustTug("app", "deploy", name, "--image", sampleV1)
+	h.mustTug("app", "settings", "set", name, "--history", "2")
+	h.mustTug("env", "set", name, "--no-restart", "GREETING=canary")
+	h.mustTug("app", "deploy", name, "--image", sampleV2, "--canary", "50%")
+	src := t.TempDir()
+	if err := os.WriteFile(filepath.Join(src, "build.sh"), []byte("echo 'error: broken' >&2\nexit 3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, "Procfile"), []byte("web: httpd -f -p $PORT -h /app\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		res := h.TugRun(Run{Args: []string{"app", "deploy", name, "--builder", "localhost/tug/builder-static:v1", "--repository", reg + "/e2e/" + h.NS + "/" + name}, Dir: src})
+		if res.Code != 16 {
+			t.Fatalf("a failing build: want exit 16, got %s", res)
+		}
+	}
+	rels := h.releasesByVersion(name)
+	canaryV := 0
+	for v, rel := range rels {
+		if rel.Status == "canary" {
+			canaryV = v
+		}
+	}
+	if canaryV == 0 {
+		t.Fatalf("the canary's release is gone from the history after failed builds: %+v", rels)
+	}
+	// a canary unit that starts again reads its release's config
+	ctx := context.Background()
+	sel := "tug.dev/app=" + name + ",tug.dev/track=canary"
+	if err := h.Client.CoreV1().Pods(h.NS).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: sel}); err != nil {
+		t.Fatal(err)
+	}
+	h.WaitPods(sel, 90*time.Second, "the canary's unit started again", func(pods []corev1.Pod) bool {
+		for _, p := range pods {
+			if p.DeletionTimestamp != nil {
+				return false
+			}
+		}
+		return AllReady(1)(pods)
+	})
+	h.mustTug("release", "promote", name)
+	if got := versions(t, r, url, 50); got["v2"] != 50 {
+		t.Fatalf("after the promote every request should reach v2: %v", got)
+	}
+	h.noCanaryLeft(name)
 }
