@@ -318,7 +318,8 @@ func rollToCanary(t *deploy.Txn, next *app.Release, cfg app.ConfigMap) (*rollout
 	if err := t.RemoveStale(objs); err != nil {
 		return nil, err
 	}
-	if _, err := t.Store().UpdateApp(t.Ctx(), a.Name, func(x *app.App) error { x.Processes = a.Processes; return nil }); err != nil {
+	procs := a.Processes
+	if _, err := t.Update(func(x *app.App) error { x.Processes = procs; return nil }); err != nil {
 		return nil, err
 	}
 	err = (&rollout.Watch{Client: d.Client, Namespace: d.Namespace, App: a.Name, Release: next.Version,

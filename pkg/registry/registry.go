@@ -13,7 +13,6 @@ import (
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/kube"
-	"tug.dev/tug/pkg/lock"
 )
 
 // kindRegistry is the tug.dev/kind of the credentials Secret.
@@ -182,22 +181,23 @@ func point(ctx context.Context, d deploy.Deps, appName, secret string, opts depl
 }
 
 // recordIfUndeployed updates the record of an app with no deployed release
-// (Reshape refuses those: there is nothing to re-apply), under the app's lock
-// so a first deploy cannot start in between and miss the change.
+// (Reshape refuses those: there is nothing to re-apply), in a transaction
+// (the app's lock, its record read afresh under it), so a first deploy
+// cannot start in between and miss the change.
 func recordIfUndeployed(ctx context.Context, d deploy.Deps, appName string, change func(*app.App) error) (bool, error) {
 	store := &app.Store{Client: d.Client, Namespace: d.Namespace}
 	a, err := store.GetApp(ctx, appName)
 	if err != nil || a.Release != 0 {
 		return false, err
 	}
-	held, err := lock.Acquire(ctx, lock.Request{Client: d.Client, Namespace: d.Namespace, App: appName, Holder: d.Holder, Timing: d.LockTiming})
+	t, err := deploy.Begin(ctx, d, appName, nil)
 	if err != nil {
 		return false, err
 	}
-	defer held.Unlock()
-	if a, err = store.GetApp(ctx, appName); err != nil || a.Release != 0 {
-		return false, err
+	defer t.End()
+	if t.App().Release != 0 {
+		return false, nil
 	}
-	_, err = store.UpdateApp(ctx, appName, change)
+	_, err = t.Update(change)
 	return err == nil, err
 }
