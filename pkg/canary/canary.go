@@ -86,6 +86,10 @@ func Promote(ctx context.Context, d deploy.Deps, appName string) (*deploy.Result
 		return nil, err
 	}
 	defer t.End()
+	if did.action == settleKeepExpired && did.err != nil {
+		// taking the lock just tried this promote, and it failed
+		return nil, did.err
+	}
 	if a := t.App(); a.Canary == nil {
 		if did.action == settleFinishPromote || did.action == settleKeepExpired || did.action == settleEnd && did.release == a.Release {
 			return deployedResult(t, start)

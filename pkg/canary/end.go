@@ -208,10 +208,12 @@ func deployedResult(t *deploy.Txn, start time.Time) (*deploy.Result, error) {
 
 // promote is Promote in t, from whatever phase the canary is in. No unit
 // gets more than its share of requests on the way: the canary's units
-// first grow to the web process's full size while the split stays as it
-// was, then every request goes to them, and only then are the deployed
-// release's units replaced (before, every request went to a canary of one
-// unit among four while the others were replaced).
+// first grow to the web process's full size (through a Gateway the split
+// stays as it was; without one, the split by units on the shared Service,
+// the canary's share grows with its units), then every request goes to
+// them, and only then are the deployed release's units replaced (before,
+// every request went to a canary of one unit among four while the others
+// were replaced).
 func promote(t *deploy.Txn, start time.Time) (*deploy.Result, error) {
 	a := t.App()
 	c := a.Canary
@@ -268,18 +270,26 @@ func promote(t *deploy.Txn, start time.Time) (*deploy.Result, error) {
 }
 
 // fullSize is how many web units the canary's release runs once
-// promoted: what the deploy asked for, else what the web process runs now
-// (its Deployment's count, which an autoscaler may have moved).
+// promoted: what the deploy asked for, else what the web process runs;
+// where either autoscales, no fewer than the web Deployment runs now (its
+// autoscaler may have moved it past the recorded count).
 func fullSize(t *deploy.Txn) (int32, error) {
-	a, d := t.App(), t.Deps()
-	if _, asked := a.Canary.Processes[app.WebProcess]; asked || a.Processes[app.WebProcess].Autoscale == nil {
-		return max(a.Canary.WebUnits(a.Processes), 1), nil
+	a := t.App()
+	return webSize(t.Ctx(), t.Deps(), a, a.Canary)
+}
+
+// webSize is fullSize for app a and canary c (being started or running).
+func webSize(ctx context.Context, d deploy.Deps, a *app.App, c *app.Canary) (int32, error) {
+	n := max(c.WebUnits(a.Processes), 1)
+	asked, ok := c.Processes[app.WebProcess]
+	if a.Processes[app.WebProcess].Autoscale == nil && (!ok || asked.Autoscale == nil) {
+		return n, nil
 	}
-	web, err := d.Client.AppsV1().Deployments(d.Namespace).Get(t.Ctx(), render.DeploymentName(a.Name, app.WebProcess), metav1.GetOptions{})
+	web, err := d.Client.AppsV1().Deployments(d.Namespace).Get(ctx, render.DeploymentName(a.Name, app.WebProcess), metav1.GetOptions{})
 	if err != nil {
 		return 0, kube.TranslateError(err)
 	}
-	return max(ptr.Deref(web.Spec.Replicas, 1), a.Processes[app.WebProcess].Units(), 1), nil
+	return max(ptr.Deref(web.Spec.Replicas, 1), n), nil
 }
 
 // growCanary gives the canary's Deployment the units the record says and

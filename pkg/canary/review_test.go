@@ -283,12 +283,11 @@ func TestPromoteAfterKeepExpiredSucceeds(t *testing.T) {
 // release, its status still says canary) is repaired by the next command,
 // also when the canary itself is already gone (issue 34, item 6).
 func TestPromoteStoppedBetweenItsWritesIsRepaired(t *testing.T) {
-	s, d, cl := splitApp(t, 2, &app.Canary{Release: 2, Phase: app.CanaryEnding, Weight: 100, Units: 1, Strategy: app.StrategyCanary})
+	s, d, _ := splitApp(t, 2, &app.Canary{Release: 2, Phase: app.CanaryEnding, Weight: 100, Units: 1, Strategy: app.StrategyCanary})
 	ctx := context.Background()
 	if _, err := s.UpdateApp(ctx, "shop", func(x *app.App) error { x.Canary = nil; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	_ = cl
 	txn, err := deploy.Begin(ctx, d, "shop", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -360,5 +359,90 @@ func TestFinishedAbortKeepsItsReason(t *testing.T) {
 	}
 	if a := getApp(t, s, "shop"); a.Canary != nil {
 		t.Errorf("canary %+v left", a.Canary)
+	}
+}
+
+// 'release promote' when taking the lock just tried the promote of an
+// expired blue-green, and it failed: the failure is the answer, and the
+// promote is not run a second time.
+func TestPromoteAfterAFailedExpiredPromoteRunsItOnce(t *testing.T) {
+	_, d, cl, rec := deployedShop(t)
+	if _, err := startV2(d, deploy.CanaryOptions{Strategy: app.StrategyBlueGreen, Keep: time.Nanosecond}); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	crashWhenRolled(cl, "2")
+	_, err := Promote(context.Background(), d, "shop")
+	var failed *deploy.Error
+	if !errors.As(err, &failed) || !failed.CanaryKept {
+		t.Fatalf("promote = %v; want the failed promote, the blue-green kept", err)
+	}
+	n := 0
+	for _, l := range rec.All() {
+		if strings.HasPrefix(l, "rolling the units of v1 out to v2") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("the promote ran %d times: %q", n, rec.All())
+	}
+}
+
+// A promote of a web process an autoscaler moved grows the canary to what
+// the web Deployment runs now, not the recorded count.
+func TestPromoteGrowsToWhatTheAutoscalerRuns(t *testing.T) {
+	web := app.Process{Replicas: 2, Autoscale: &app.Autoscale{Min: 2, Max: 8, CPUPercent: 70}}
+	s, d, cl, _ := shopWith(t, map[string]app.Process{"web": web})
+	ctx := context.Background()
+	dep, err := cl.AppsV1().Deployments(ns).Get(ctx, "shop-web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dep.Spec.Replicas = new(int32(5)) // the autoscaler's doing
+	dep.Status = deploytest.Done(5, 0)
+	if _, err := cl.AppsV1().Deployments(ns).Update(ctx, dep, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := startV2(d, deploy.CanaryOptions{Strategy: app.StrategyCanary, Weight: 20}); err != nil {
+		t.Fatal(err)
+	}
+	var grewTo int32
+	cl.PrependReactor("patch", "deployments", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		var applied struct {
+			Spec struct {
+				Replicas int32 `json:"replicas"`
+			} `json:"spec"`
+		}
+		if p := a.(k8stesting.PatchAction); p.GetName() == "shop-web-canary" && json.Unmarshal(p.GetPatch(), &applied) == nil {
+			grewTo = max(grewTo, applied.Spec.Replicas)
+		}
+		return false, nil, nil
+	})
+	if _, err := Promote(ctx, d, "shop"); err != nil {
+		t.Fatal(err)
+	}
+	if grewTo != 5 {
+		t.Errorf("the canary grew to %d units before every request; want the 5 the autoscaler runs", grewTo)
+	}
+	if a := getApp(t, s, "shop"); a.Release != 2 || a.Canary != nil {
+		t.Errorf("record v%d canary %+v; want v2 alone", a.Release, a.Canary)
+	}
+}
+
+// A release left 'canary' with no canary on the record (its canary ended
+// without its status written) is settled by the next command rather than
+// kept 'canary', and protected from pruning, forever.
+func TestCanaryStatusWithNoCanaryIsSettled(t *testing.T) {
+	s, d, _ := splitApp(t, 1, &app.Canary{Release: 2, Phase: app.CanaryEnding, Units: 1, Strategy: app.StrategyCanary})
+	ctx := context.Background()
+	if _, err := s.UpdateApp(ctx, "shop", func(x *app.App) error { x.Canary = nil; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	txn, err := deploy.Begin(ctx, d, "shop", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	txn.End()
+	if r2, _ := getRelease(t, s, 2); r2.Status != app.StatusInterrupted {
+		t.Errorf("v2 is %s, want interrupted", r2.Status)
 	}
 }

@@ -63,6 +63,8 @@ func settleFor(a *app.App, now time.Time, aborting bool) settling {
 type settled struct {
 	action  settling
 	release int // the canary's
+	// err is why the promote of an expired blue-green failed (it stays)
+	err error
 }
 
 // settleCanary finishes, under the lock, what a stopped tug left of a
@@ -107,7 +109,7 @@ func settleCanary(t *deploy.Txn, aborting bool, did *settled) error {
 		return abortCanary(t, st, reason)
 	case settleKeepExpired:
 		say(fmt.Sprintf("v%d's units were kept until %s: v%d becomes the deployed release", a.Release, c.KeepUntil.Local().Format(time.TimeOnly), c.Release))
-		return promoteExpired(t)
+		return promoteExpired(t, did)
 	case settleHaltSteps:
 		say(fmt.Sprintf("the tug taking v%d's steps (%v) stopped at %d%%: it keeps that share until 'tug release promote %s' or 'tug release abort %s'",
 			c.Release, c.Steps, c.Weight, a.Name, a.Name))
@@ -123,26 +125,38 @@ func settleCanary(t *deploy.Txn, aborting bool, did *settled) error {
 	return err
 }
 
-// promoteExpired promotes a blue-green release past its --keep. When the
-// promote's rollout fails, the blue-green stays as it was (every request
-// to its units, the kept units kept: promoteFailed put them back), the
-// record says why and that nothing retries it by itself, and the command
-// that took the lock goes on: it is not the promote's, and every later
-// command would otherwise run the whole promote again and fail.
-func promoteExpired(t *deploy.Txn) error {
+// promoteExpired promotes a blue-green release past its --keep, once: the
+// record says it was tried (KeepUntil cleared) before it begins, so
+// neither its failure nor a kill makes every later command run it again.
+// When its rollout fails, the blue-green stays as it was (every request to
+// its units, the kept units kept: promoteFailed put them back), the record
+// says why, and the command that took the lock goes on: it is not the
+// promote's. did, when not nil, gets the failure.
+func promoteExpired(t *deploy.Txn, did *settled) error {
+	if _, err := t.Update(func(x *app.App) error {
+		if x.Canary != nil {
+			x.Canary.KeepUntil = time.Time{}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
 	_, err := promote(t, time.Now())
 	var failed *deploy.Error
-	if err == nil || !errors.As(err, &failed) || !failed.CanaryKept || failed.RollbackErr != nil {
+	if err == nil || !errors.As(err, &failed) || !failed.CanaryKept {
 		return err
 	}
 	a, uerr := t.Update(func(x *app.App) error {
 		if x.Canary != nil {
-			x.Canary.KeepUntil, x.Canary.PromoteFailed = time.Time{}, failed.Error()
+			x.Canary.PromoteFailed = failed.Error()
 		}
 		return nil
 	})
 	if uerr != nil {
 		return uerr
+	}
+	if did != nil {
+		did.err = err
 	}
 	t.Deps().Progress.Update(fmt.Sprintf("the promote of v%d failed (%v); it keeps every request and v%d's units stay until 'tug release promote %s' or 'tug release abort %s'",
 		a.Canary.Release, err, a.Release, a.Name, a.Name))

@@ -119,6 +119,11 @@ func splitApp(t *testing.T, v int, c *app.Canary) (*app.Store, deploy.Deps, *fak
 	if _, err := s.UpdateApp(ctx, "shop", func(x *app.App) error { x.Canary = c; return nil }); err != nil {
 		t.Fatal(err)
 	}
+	// v2's status once the record names its canary, as a start writes
+	// them (the Begin above settled a 'canary' no record named)
+	if err := s.SetReleaseStatus(ctx, "shop", 2, app.StatusCanary, ""); err != nil {
+		t.Fatal(err)
+	}
 	return s, deps(cl), cl
 }
 

@@ -41,7 +41,9 @@ func (r *starting) run() (*deploy.Result, error) {
 	rec.Units = app.CanaryUnits(units, c.Weight)
 	if c.Strategy == app.StrategyBlueGreen {
 		// blue-green starts at the size the app runs once promoted
-		rec.Units = max(rec.WebUnits(a.Processes), 1)
+		if rec.Units, err = webSize(t.Ctx(), t.Deps(), a, rec); err != nil {
+			return r.s.Interrupted(err)
+		}
 		if c.Keep > 0 {
 			rec.KeepUntil = time.Now().Add(c.Keep).UTC()
 		}

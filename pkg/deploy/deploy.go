@@ -551,9 +551,14 @@ func (r *rolling) deployed(got *applied) (*Result, error) {
 		// fresh deadline (the command's may be gone, or one request
 		// timed out). Once the record names the release it is
 		// deployed, even if a status write after that failed.
-		wctx, cancel := detached(t.ctx)
-		again := markDeployed(wctx, t.store, a, next, r.previous, r.opts.HistoryMax)
-		cancel()
+		// Not once the lock is lost: another tug may have changed the
+		// app since, and the next lock taker's Reconcile records it.
+		again := t.Lost()
+		if again == nil {
+			wctx, cancel := detached(t.ctx)
+			again = markDeployed(wctx, t.store, a, next, r.previous, r.opts.HistoryMax)
+			cancel()
+		}
 		if again != nil && settle(t.ctx, t.store, next.App, next.Version, err) != app.StatusDeployed {
 			return nil, t.Explain(err)
 		}
@@ -703,11 +708,12 @@ func markDeployed(ctx context.Context, store *app.Store, a *app.App, r *app.Rele
 			}
 		}
 	}
-	inUse, err := releasesInUse(ctx, store, updated)
-	if err != nil {
-		return err
+	// Pruning is housekeeping: the release is deployed whatever it does,
+	// and without knowing what the units run it prunes nothing.
+	if inUse, err := releasesInUse(ctx, store, updated); err == nil {
+		_ = store.PruneReleasesIn(ctx, a.Name, rels, app.HistoryLimit(updated, rels, v), v, inUse...)
 	}
-	return store.PruneReleasesIn(ctx, a.Name, rels, app.HistoryLimit(updated, rels, v), v, inUse...)
+	return nil
 }
 
 // BaseRelease is the release a change starts from: the newest one that is

@@ -143,8 +143,10 @@ func unsettled(a *app.App, rels []*app.Release) (candidate *app.Release, stale b
 			stale = true
 		case r.Status == app.StatusDeployed && r.Version != a.Release:
 			stale = true
-		case r.Status == app.StatusCanary && r.Version == a.Release && a.Canary == nil:
-			stale = true // a promote stopped between its record and status writes
+		case r.Status == app.StatusCanary && a.Canary == nil:
+			// a promote stopped between its record and status writes (the
+			// record's release), or a canary that ended without its status
+			stale = true
 		}
 		if candidate == nil && r.Version > a.Release && (r.Status == app.StatusPending || r.Status == app.StatusInterrupted) {
 			candidate = r
@@ -181,6 +183,9 @@ func settleAll(ctx context.Context, store *app.Store, a *app.App, rels []*app.Re
 				interruptedReason(fmt.Sprintf("the tug deploying it stopped; the units run %s", runningOf(a))))
 		case r.Status == app.StatusDeployed && r.Version != a.Release:
 			err = store.SetReleaseStatus(ctx, a.Name, r.Version, app.StatusSuperseded, "")
+		case r.Status == app.StatusCanary && a.Canary == nil:
+			err = store.SetReleaseStatus(ctx, a.Name, r.Version, app.StatusInterrupted,
+				interruptedReason("its canary ended while the tug ending it stopped"))
 		}
 		if err != nil && !app.IsNotFound(err) {
 			return err

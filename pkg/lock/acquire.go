@@ -51,8 +51,7 @@ func Acquire(ctx context.Context, r Request) (*Lock, error) {
 // acquireOnce takes the lock or fails at once, and starts renewing it.
 func acquireOnce(ctx context.Context, r Request) (*Lock, error) {
 	identity := identityOf(r.Holder)
-	sent := time.Now() // the lease is ours for holdFor from here (renew)
-	created, err := takeOnce(ctx, r, identity)
+	created, sent, err := takeOnce(ctx, r, identity)
 	if err != nil {
 		return nil, err
 	}

@@ -43,7 +43,9 @@ type Timing struct {
 	// LeaseDuration is how long the lease lasts unrenewed (whole seconds,
 	// as a Lease stores it); 0: LeaseDuration.
 	LeaseDuration time.Duration
-	// RenewEvery is how often the holder renews; 0: 5 s.
+	// RenewEvery is how often the holder renews; 0: 5 s. It is capped at
+	// a third of holdFor, so a holder gets three tries before it stops
+	// (2.75 s by default).
 	RenewEvery time.Duration
 	// ObserveFor is how long a lease that looks expired must stay
 	// unchanged before it is taken over; 0: two renewals (of the
@@ -83,8 +85,9 @@ func (t Timing) observeFor() time.Duration {
 // say. The quarter left covers a write already on its way when it stops.
 func (t Timing) holdFor() time.Duration { return t.observeFor() * 3 / 4 }
 
-// renewInterval is how often the holder renews: RenewEvery, or more often
-// where holdFor would not fit two renewals (a test's short ObserveFor).
+// renewInterval is how often the holder renews: RenewEvery, capped at a
+// third of holdFor (2.75 s by default), so a renewal that fails has two
+// more chances, besides the quick retries, before the holder stops.
 func (t Timing) renewInterval() time.Duration { return min(t.renewEvery(), t.holdFor()/3) }
 
 // Name is the Lease that serialises an app's changes.
@@ -150,25 +153,28 @@ func identityOf(h Holder) string {
 // takeOnce takes r's lock for identity, or fails at once with a *HeldError
 // naming who holds it. A lease that looks expired is watched for
 // ObserveFor first and taken over only if nobody renewed it meanwhile.
-func takeOnce(ctx context.Context, r Request, identity string) (*coordinationv1.Lease, error) {
+//
+// sent is when the write that took it was sent (our clock, with its
+// monotonic reading): the lease is ours for holdFor from then (renew).
+func takeOnce(ctx context.Context, r Request, identity string) (lease *coordinationv1.Lease, sent time.Time, err error) {
 	leases := r.Client.CoordinationV1().Leases(r.Namespace)
 	secs := int32(r.Timing.leaseDuration() / time.Second)
 	labels := kube.AppLabels(r.App)
 	labels[kube.LabelKind] = "lock"
 	spec := func() coordinationv1.LeaseSpec {
-		now := metav1.NewMicroTime(time.Now())
+		sent = time.Now()
+		now := metav1.NewMicroTime(sent)
 		return coordinationv1.LeaseSpec{HolderIdentity: &identity, LeaseDurationSeconds: &secs, AcquireTime: &now, RenewTime: &now}
 	}
 	name := Name(r.App)
 	// A few rounds: a lease deleted between our Create and Get (its holder
 	// just unlocked) means "try to create it again", not an error.
-	var err error
 	for range 3 {
 		want := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: r.Namespace, Labels: labels}, Spec: spec()}
 		var created *coordinationv1.Lease
 		created, err = leases.Create(ctx, want, metav1.CreateOptions{FieldManager: kube.FieldManager})
 		if !apierrors.IsAlreadyExists(err) {
-			return created, kube.TranslateError(err)
+			return created, sent, kube.TranslateError(err)
 		}
 		var cur *coordinationv1.Lease
 		cur, err = takeOver(ctx, r, name)
@@ -176,7 +182,7 @@ func takeOnce(ctx context.Context, r Request, identity string) (*coordinationv1.
 			continue
 		}
 		if err != nil {
-			return nil, err
+			return nil, sent, err
 		}
 		// Take it over; the resourceVersion makes this a compare-and-swap,
 		// so a conflict means someone else just did.
@@ -185,12 +191,12 @@ func takeOnce(ctx context.Context, r Request, identity string) (*coordinationv1.
 		created, err = leases.Update(ctx, cur, metav1.UpdateOptions{FieldManager: kube.FieldManager})
 		if apierrors.IsConflict(err) {
 			if held := heldByWinner(ctx, r, name); held != nil {
-				return nil, held
+				return nil, sent, held
 			}
 		}
-		return created, kube.TranslateError(err)
+		return created, sent, kube.TranslateError(err)
 	}
-	return nil, kube.TranslateError(err)
+	return nil, sent, kube.TranslateError(err)
 }
 
 // takeOver reads the lease in the way and says whether it may be taken

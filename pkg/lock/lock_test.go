@@ -615,6 +615,15 @@ func TestHolderStopsBeforeATakerCanTakeOver(t *testing.T) {
 				if taken == 0 || stopped >= taken {
 					t.Fatalf("the holder stopped %v after the taker took over", time.Duration(stopped-taken))
 				}
+				// and the taker keeps what it took: its own renewals go
+				// through for as long as it holds it (before the fix of
+				// its deadline, a taker that had watched the lease for
+				// ObserveFor lost it at its first renewal)
+				select {
+				case <-taker.Done():
+					t.Fatalf("the taker lost the lock it took over: %v", taker.Lost())
+				case <-time.After(3 * timing.observeFor()):
+				}
 			}
 		})
 	}
