@@ -151,15 +151,19 @@ func (c Client) Confirm(ctx context.Context, p progress.Reporter, before, a *app
 				port = 443 // a host with its own certificate: the Ingress's TLS
 			}
 		}
+		key := ""
+		if throughGateway(a, u.Hostname()) {
+			key = a.Route.Token
+		}
 		p.Update(fmt.Sprintf("waiting for the router to serve %s", u.Redacted()))
-		if !served(ctx, net.JoinHostPort(gw.address, strconv.FormatInt(port, 10)), u, want) {
+		if !served(ctx, net.JoinHostPort(gw.address, strconv.FormatInt(port, 10)), u, want, key) {
 			return RoutingAccepted, nil
 		}
 	}
 	for _, u := range gone {
 		p.Update(fmt.Sprintf("waiting for the router to stop serving %s", u.Hostname()))
 		http := &url.URL{Scheme: "http", Host: u.Host, Path: u.Path}
-		if !served(ctx, net.JoinHostPort(gw.address, strconv.FormatInt(gw.httpPort, 10)), http, probeGone) {
+		if !served(ctx, net.JoinHostPort(gw.address, strconv.FormatInt(gw.httpPort, 10)), http, probeGone, "") {
 			return RoutingAccepted, nil
 		}
 	}
@@ -354,8 +358,15 @@ func verdict(u *unstructured.Unstructured, gateway string, gen int64) (bool, *Ro
 // what probe wants, for at most routeServeTimeout. Over HTTPS it checks
 // that the router shows a certificate for the host, not who signed it
 // (tug's machine may not trust the issuer): the request carries nothing
-// secret.
-func served(ctx context.Context, addr string, u *url.URL, probe Probe) bool {
+// secret (ProbeKey is no secret: AnswerKey is).
+//
+// With the app's route token (token, "" for a host the Gateway does not
+// route), the request carries ProbeHeader and only an answer with the
+// app's AnswerKey counts as the app's (a refusal by its allow list, which
+// answers before the route's filters, excepted): whatever else answers
+// for the host (another namespace's route for it, or for a longer path of
+// it; an exported copy) is not the app.
+func served(ctx context.Context, addr string, u *url.URL, probe Probe, token string) bool {
 	ctx, cancel := context.WithTimeout(ctx, routeServeTimeout)
 	defer cancel()
 	client := &http.Client{
@@ -373,7 +384,7 @@ func served(ctx context.Context, addr string, u *url.URL, probe Probe) bool {
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if answered(ctx, client, u, probe) {
+		if answered(ctx, client, u, probe, token) {
 			return true
 		}
 		select {
@@ -384,12 +395,15 @@ func served(ctx context.Context, addr string, u *url.URL, probe Probe) bool {
 	}
 }
 
-func answered(ctx context.Context, client *http.Client, u *url.URL, probe Probe) bool {
+func answered(ctx context.Context, client *http.Client, u *url.URL, probe Probe, token string) bool {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return false
 	}
 	req.Header.Set("User-Agent", "tug (route check)")
+	if token != "" {
+		req.Header.Set(ProbeHeader, ProbeKey(token))
+	}
 	resp, err := client.Do(req)
 	if err != nil {
 		return false
@@ -407,7 +421,10 @@ func answered(ctx context.Context, client *http.Client, u *url.URL, probe Probe)
 	if marker, ok := strings.CutPrefix(string(probe), probeSplit); ok && resp.Header.Get(SplitHeader) != marker {
 		return false
 	}
-	if probe == probeRouted && resp.Header.Get(RouteHeader) == "" {
+	if token != "" && probe != probeForbidden && resp.Header.Get(RouteHeader) != AnswerKey(token) {
+		return false // not the app's route (or not yet)
+	}
+	if probe == probeRouted && token == "" && resp.Header.Get(RouteHeader) == "" {
 		return false
 	}
 	switch probe {

@@ -276,7 +276,7 @@ func TestWantWhenTheLookCannotDecide(t *testing.T) {
 	var warns, notes []string
 	c := Client{Dynamic: forbidden, Namespace: "dev", Warn: func(m string) { warns = append(warns, m) }, Note: func(m string) { notes = append(notes, m) }}
 	none := settings(map[string]string{clustersettings.AppsDomain: "apps.example.com"})
-	found := &app.Route{Gateway: "infra/router", Host: "shop-dev.apps.example.com", HTTPS: true, Discovered: true}
+	found := &app.Route{Gateway: "infra/router", Host: "shop-dev.apps.example.com", HTTPS: true, Discovered: true, Token: "t"}
 	if r := c.Want(ctx, none, &app.App{Name: "shop", Namespace: "dev", Route: found}, ""); r == nil || *r != *found {
 		t.Errorf("forbidden: the found route was not kept: %+v", r)
 	}
@@ -304,7 +304,7 @@ func TestWantWhenTheLookCannotDecide(t *testing.T) {
 func TestWantKeepsTheFoundGatewayWhenTheLookIsAmbiguous(t *testing.T) {
 	ctx := context.Background()
 	none := settings(map[string]string{clustersettings.AppsDomain: "apps.example.com"})
-	found := &app.Route{Gateway: "infra/a", Host: "shop-dev.apps.example.com", Discovered: true}
+	found := &app.Route{Gateway: "infra/a", Host: "shop-dev.apps.example.com", Discovered: true, Token: "t"}
 	c := Client{Namespace: "dev", Dynamic: gatewayDyn(t, testGateway("infra", "a", gl{name: "http", proto: "HTTP", from: "All"}),
 		testGateway("infra", "b", gl{name: "http", proto: "HTTP", from: "All"}))}
 	if r := c.Want(ctx, none, &app.App{Name: "shop", Namespace: "dev", Route: found}, ""); r == nil || *r != *found {

@@ -17,6 +17,7 @@ package route
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"fmt"
 	"slices"
@@ -113,19 +114,42 @@ type Backend struct {
 	Label string
 }
 
-// SplitHeader is the response header a split route adds to every answer:
-// its shares ("v3=75% v4=25%"), so an answer shows which split the router
+// SplitHeader is the response header the probe rule of a split route adds:
+// its shares ("v3=75% v4=25%"), so the probe sees which split the router
 // runs (Confirm waits for it: a router may take a moment to load what it
-// already accepted) and a user can see a canary is on.
+// already accepted). Only the probe's requests get it (ProbeHeader).
 const SplitHeader = "Tug-Split"
 
-// RouteHeader is the response header every rule of the app's HTTPRoutes
-// adds (the app's name): an answer with it came through the Gateway, not
-// through an Ingress the router still serves the host by (a host moving
-// between the two when its certificate comes or goes: the router loads
-// its Ingress and Gateway configuration separately), so Confirm waits
-// for it.
+// RouteHeader is the response header the probe rule of the app's
+// HTTPRoutes adds: AnswerKey of the app's route token. An answer with it
+// came through this app's route, not through an Ingress the router still
+// serves the host by (a host moving between the two when its certificate
+// comes or goes), nor through a route of another namespace that claims the
+// same host or a longer path of it (an exported copy, a tenant's route):
+// no one without the app's token can add it. Confirm waits for it.
 const RouteHeader = "Tug-Route"
+
+// ProbeHeader is the request header tug's probe sends (ProbeKey of the
+// app's route token). Every rule of the app's HTTPRoutes has a twin that
+// matches it, and only that twin adds RouteHeader and SplitHeader: a
+// client that does not send it gets no header of tug's.
+const ProbeHeader = "Tug-Probe"
+
+// ProbeKey is ProbeHeader's value for route token token; AnswerKey is
+// RouteHeader's. They are derived apart, so a route that catches a probe
+// (and sees ProbeKey) still cannot answer as the app.
+func ProbeKey(token string) string { return tokenKey("probe", token) }
+
+// AnswerKey: see ProbeKey.
+func AnswerKey(token string) string { return tokenKey("answer", token) }
+
+func tokenKey(use, token string) string {
+	sum := sha256.Sum256([]byte("tug-route/" + use + "/" + token))
+	return fmt.Sprintf("%x", sum[:16])
+}
+
+// NewToken is a new random route token (app.Route.Token).
+func NewToken() string { return rand.Text() }
 
 // SplitMarker is SplitHeader's value for backends.
 func SplitMarker(backends []Backend) string {
@@ -166,21 +190,10 @@ func RenderSplit(a *app.App, backends []Backend, labels map[string]string) []*un
 		}
 		var rules, hostnames []any
 		for _, p := range strings.Split(set, " ") {
-			rule := map[string]any{
-				"matches":     []any{map[string]any{"path": map[string]any{"type": "PathPrefix", "value": p}}},
-				"backendRefs": backendRefs(backends),
+			rules = append(rules, rule(a, p, backends, false))
+			if a.Route.Token != "" {
+				rules = append(rules, rule(a, p, backends, true))
 			}
-			filters := allowFilters(a) // the router enforces the allow list (allow.go)
-			set := []any{map[string]any{"name": RouteHeader, "value": a.Name}}
-			if backends[0].Label != "" {
-				set = append(set, map[string]any{"name": SplitHeader, "value": SplitMarker(backends)})
-			}
-			filters = append(filters, map[string]any{"type": "ResponseHeaderModifier",
-				"responseHeaderModifier": map[string]any{"set": set}})
-			if filters != nil {
-				rule["filters"] = filters
-			}
-			rules = append(rules, rule)
 		}
 		for _, h := range groups[set] {
 			hostnames = append(hostnames, h)
@@ -201,6 +214,30 @@ func RenderSplit(a *app.App, backends []Backend, labels map[string]string) []*un
 		}})
 	}
 	return routes
+}
+
+// rule is the rule of path p, or its probe twin: the same path and
+// backends when the request carries ProbeHeader, answering with
+// RouteHeader (and SplitHeader when the backends are labelled) and passing
+// the backend no ProbeHeader.
+func rule(a *app.App, p string, backends []Backend, probe bool) map[string]any {
+	match := map[string]any{"path": map[string]any{"type": "PathPrefix", "value": p}}
+	r := map[string]any{"matches": []any{match}, "backendRefs": backendRefs(backends)}
+	filters := allowFilters(a) // the router enforces the allow list (allow.go)
+	if probe {
+		match["headers"] = []any{map[string]any{"type": "Exact", "name": ProbeHeader, "value": ProbeKey(a.Route.Token)}}
+		set := []any{map[string]any{"name": RouteHeader, "value": AnswerKey(a.Route.Token)}}
+		if backends[0].Label != "" {
+			set = append(set, map[string]any{"name": SplitHeader, "value": SplitMarker(backends)})
+		}
+		filters = append(filters,
+			map[string]any{"type": "RequestHeaderModifier", "requestHeaderModifier": map[string]any{"remove": []any{ProbeHeader}}},
+			map[string]any{"type": "ResponseHeaderModifier", "responseHeaderModifier": map[string]any{"set": set}})
+	}
+	if filters != nil {
+		r["filters"] = filters
+	}
+	return r
 }
 
 func backendRefs(backends []Backend) []any {
@@ -351,7 +388,18 @@ func (c Client) Want(ctx context.Context, settings *clustersettings.Stored, a *a
 	if r.Gateway == "" && class == "" && router == "" {
 		return nil
 	}
+	if r.Gateway != "" {
+		r.Token = keepToken(a)
+	}
 	return r
+}
+
+// keepToken is the app's route token, a new one when it has none yet.
+func keepToken(a *app.App) string {
+	if a.Route != nil && a.Route.Token != "" {
+		return a.Route.Token
+	}
+	return NewToken()
 }
 
 // wantFound routes r through the Gateway found for the namespace, if one

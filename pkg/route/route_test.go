@@ -3,6 +3,10 @@ package route
 import (
 	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"tug.dev/tug/pkg/app"
 )
 
 func TestAppHostStaysOneLabel(t *testing.T) {
@@ -31,5 +35,52 @@ func TestHostMatches(t *testing.T) {
 		if got := hostMatches(tt.listener, tt.host); got != tt.want {
 			t.Errorf("hostMatches(%q, %q) = %v", tt.listener, tt.host, got)
 		}
+	}
+}
+
+// Clients get no header of tug's: only the probe rule, which matches the
+// app's ProbeKey, adds RouteHeader (the app's AnswerKey); every rule has
+// such a twin.
+func TestRenderSendsClientsNoHeaderOfTugs(t *testing.T) {
+	a := &app.App{Name: "shop", Namespace: "dev", Route: &app.Route{Gateway: "infra/router", Host: "shop-dev.apps.example.com", Token: "t0ken"},
+		Domains: []app.Domain{{Host: "shop.example.com", Path: "/api"}}}
+	routes := Render(a, "shop", nil)
+	if len(routes) != 2 {
+		t.Fatalf("%d routes", len(routes))
+	}
+	for _, r := range routes {
+		rules, _, _ := unstructured.NestedSlice(r.Object, "spec", "rules")
+		probes := 0
+		for _, rule := range rules {
+			m := rule.(map[string]any)
+			matches, _, _ := unstructured.NestedSlice(m, "matches")
+			headers, _, _ := unstructured.NestedSlice(matches[0].(map[string]any), "headers")
+			filters, _, _ := unstructured.NestedSlice(m, "filters")
+			var set []any
+			for _, f := range filters {
+				s, _, _ := unstructured.NestedSlice(f.(map[string]any), "responseHeaderModifier", "set")
+				set = append(set, s...)
+			}
+			if len(headers) == 0 {
+				if len(set) != 0 {
+					t.Errorf("route %s: a rule every client matches sets %v", r.GetName(), set)
+				}
+				continue
+			}
+			probes++
+			h := headers[0].(map[string]any)
+			if h["name"] != ProbeHeader || h["value"] != ProbeKey("t0ken") {
+				t.Errorf("route %s: probe match %v", r.GetName(), h)
+			}
+			if len(set) != 1 || set[0].(map[string]any)["value"] != AnswerKey("t0ken") {
+				t.Errorf("route %s: probe rule sets %v", r.GetName(), set)
+			}
+		}
+		if probes*2 != len(rules) {
+			t.Errorf("route %s: %d probe rules of %d", r.GetName(), probes, len(rules))
+		}
+	}
+	if ProbeKey("t0ken") == AnswerKey("t0ken") || AnswerKey("t0ken") == AnswerKey("other") {
+		t.Error("keys should differ by use and by token")
 	}
 }
