@@ -271,17 +271,30 @@ func (c Client) RemoveStale(ctx context.Context, appName string, keep []*unstruc
 // Gateways is the Gateway API's Gateway resource.
 var Gateways = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "gateways"}
 
-// AppHost is an app's own host under the cluster's apps domain:
-// APP-NAMESPACE.DOMAIN, one DNS label under it so one wildcard
-// certificate and listener (*.DOMAIN) cover every app, and two apps of
-// the same name in two namespaces never share a host. A label longer than
-// 63 characters keeps the app's name and a hash of the namespace.
+// AppHost is an app's own host under the cluster's apps domain: one DNS
+// label under it, so one wildcard certificate and listener (*.DOMAIN)
+// cover every app (a wildcard covers one label only), and no two apps
+// ever share a host. APP-NAMESPACE where neither name has a '-' (the
+// label then has exactly one); otherwise the two could be read another
+// way (app shop in team-prod, app shop-team in prod), so the label is
+// APP-NAMESPACE cut to fit, then '-' and 8 hex digits of a hash of the
+// pair: a label with at least two '-', which the first form never has,
+// and which another pair matches only by cutting at another '-' of the
+// same text and hitting the same hash. A label with "--" at its third and
+// fourth characters is a reserved form (xn--, an IDN): those two become
+// "-x" (the hash still tells the pair).
 func AppHost(appName, namespace, domain string) string {
 	label := appName + "-" + namespace
-	if len(label) > 63 {
-		sum := sha256.Sum256([]byte(namespace))
-		keep := 63 - len(appName) - 1 - 9
-		label = fmt.Sprintf("%s-%s-%x", appName, strings.TrimRight(namespace[:keep], "-"), sum[:4])
+	if strings.Contains(appName, "-") || strings.Contains(namespace, "-") || len(label) > 63 {
+		sum := sha256.Sum256([]byte(appName + "/" + namespace))
+		keep := 63 - 1 - 8
+		if len(label) > keep {
+			label = strings.TrimRight(label[:keep], "-")
+		}
+		label = fmt.Sprintf("%s-%x", label, sum[:4])
+	}
+	if len(label) > 3 && label[2:4] == "--" {
+		label = label[:2] + "-x" + label[4:]
 	}
 	return label + "." + domain
 }

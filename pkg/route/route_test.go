@@ -84,3 +84,26 @@ func TestRenderSendsClientsNoHeaderOfTugs(t *testing.T) {
 		t.Error("keys should differ by use and by token")
 	}
 }
+
+// Two apps never get one host: app shop in team-prod and app shop-team in
+// prod wrote the same APP-NAMESPACE; every host is one label that is no
+// reserved form.
+func TestAppHostsNeverCollide(t *testing.T) {
+	pairs := [][2]string{{"shop", "team-prod"}, {"shop-team", "prod"}, {"shop-team-prod", "x"}, {"shop", "dev"}, {"shopdev", "x"},
+		{"ab", "cd"}, {"ab", "c-d"}, {"a-b", "c"}, {"xn--z", "dev"}, {"shop", strings.Repeat("n", 60)}, {"shop", strings.Repeat("n", 59) + "m"}}
+	seen := map[string][2]string{}
+	for _, p := range pairs {
+		h := AppHost(p[0], p[1], "apps.example.com")
+		label, rest, _ := strings.Cut(h, ".")
+		if rest != "apps.example.com" || len(label) > 63 || len(label) > 3 && label[2:4] == "--" || strings.HasSuffix(label, "-") {
+			t.Errorf("%v: host %q", p, h)
+		}
+		if o, ok := seen[h]; ok {
+			t.Errorf("%v and %v share host %q", p, o, h)
+		}
+		seen[h] = p
+	}
+	if got := AppHost("shop", "dev", "d.io"); got != "shop-dev.d.io" {
+		t.Errorf("an app and a namespace without '-' keep APP-NAMESPACE: %q", got)
+	}
+}

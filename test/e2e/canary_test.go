@@ -21,7 +21,7 @@ func TestCanaryThroughTheRouter(t *testing.T) {
 	h := New(t)
 	r := h.localRouter()
 	const name = "cany"
-	url := "http://" + name + "-" + h.NS + "." + r.appsDomain + "/"
+	url := "http://" + r.appHost(name, h.NS) + "/"
 	h.mustTug("app", "create", name)
 	h.mustTug("app", "deploy", name, "--image", sampleV1)
 	h.mustTug("app", "scale", name, "web=3")
@@ -79,7 +79,7 @@ func TestCanaryAbortedByItselfAndByHand(t *testing.T) {
 	h := New(t)
 	r := h.localRouter()
 	const name = "canab"
-	url := "http://" + name + "-" + h.NS + "." + r.appsDomain + "/"
+	url := "http://" + r.appHost(name, h.NS) + "/"
 	h.mustTug("app", "create", name)
 	h.mustTug("app", "deploy", name, "--image", sampleV1)
 
@@ -123,7 +123,7 @@ func TestBlueGreenSwitchAndInstantRollback(t *testing.T) {
 	h := New(t)
 	r := h.localRouter()
 	const name = "blugr"
-	url := "http://" + name + "-" + h.NS + "." + r.appsDomain + "/"
+	url := "http://" + r.appHost(name, h.NS) + "/"
 	h.mustTug("app", "create", name)
 	h.mustTug("app", "deploy", name, "--image", sampleV1)
 	h.mustTug("app", "scale", name, "web=2")
@@ -218,7 +218,7 @@ func TestCanaryStepsPromoteByThemselves(t *testing.T) {
 	h := New(t)
 	r := h.localRouter()
 	const name = "canst"
-	url := "http://" + name + "-" + h.NS + "." + r.appsDomain + "/"
+	url := "http://" + r.appHost(name, h.NS) + "/"
 	h.mustTug("app", "create", name)
 	h.mustTug("app", "deploy", name, "--image", sampleV1)
 	if rr := h.Tug("app", "deploy", name, "--image", sampleV2, "--canary-steps", "50,20"); rr.Code != 2 || !strings.Contains(rr.Stderr, "must go up") {
