@@ -52,6 +52,9 @@ type Client struct {
 	// Finder remembers the look for the namespace's Gateway for the
 	// command; nil looks at each Want.
 	Finder *Finder
+	// Trust is the cluster settings' gatewayClasses: the Gateways
+	// discovery may trust (discover.go). Want sets it from the settings.
+	Trust string
 	// Warn tells what an admin should act on (several Gateways admit the
 	// namespace's routes); Note, what only -v shows (how the Gateway was
 	// found, or why none was). nil says nothing.
@@ -396,6 +399,7 @@ func (c Client) Want(ctx context.Context, settings *clustersettings.Stored, a *a
 		r.HTTPS = c.readGateway(ctx, gw).servesTLS(r.Host)
 	case gw == "" && !settings.Unreadable:
 		// settings that could not be read may name a Gateway: no guess
+		c.Trust = s.Get(clustersettings.GatewayClasses)
 		c.wantFound(ctx, a, domain, r)
 	}
 	if r.Gateway == "" && class == "" && router == "" {
