@@ -192,9 +192,12 @@ func RenderSplit(a *app.App, backends []Backend, labels map[string]string) []*un
 			name = fmt.Sprintf("%s-%x", a.Name, sum[:4])
 		}
 		var rules, hostnames []any
-		for _, p := range strings.Split(set, " ") {
+		ps := strings.Split(set, " ")
+		for i, p := range ps {
 			rules = append(rules, rule(a, p, backends, false))
-			if a.Route.Token != "" {
+			// an HTTPRoute takes at most maxRules rules: paths past
+			// what leaves room get no twin (their probe ends accepted)
+			if a.Route.Token != "" && len(ps)+i < maxRules {
 				rules = append(rules, rule(a, p, backends, true))
 			}
 		}
@@ -242,6 +245,9 @@ func rule(a *app.App, p string, backends []Backend, probe bool) map[string]any {
 	}
 	return r
 }
+
+// maxRules is the most rules the Gateway API lets an HTTPRoute have.
+const maxRules = 16
 
 func backendRefs(backends []Backend) []any {
 	refs := make([]any, 0, len(backends))

@@ -1,6 +1,7 @@
 package route
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -105,5 +106,19 @@ func TestAppHostsNeverCollide(t *testing.T) {
 	}
 	if got := AppHost("shop", "dev", "d.io"); got != "shop-dev.d.io" {
 		t.Errorf("an app and a namespace without '-' keep APP-NAMESPACE: %q", got)
+	}
+}
+
+// An HTTPRoute takes at most 16 rules: a host with many paths keeps a rule
+// for each, and twins for as many as fit.
+func TestRenderKeepsTheRuleLimit(t *testing.T) {
+	a := &app.App{Name: "shop", Namespace: "dev", Route: &app.Route{Gateway: "infra/router", Token: "t"}}
+	for i := range 10 {
+		a.Domains = append(a.Domains, app.Domain{Host: "shop.example.com", Path: fmt.Sprintf("/p%d", i)})
+	}
+	routes := Render(a, "shop", nil)
+	rules, _, _ := unstructured.NestedSlice(routes[0].Object, "spec", "rules")
+	if len(routes) != 1 || len(rules) != 16 {
+		t.Errorf("%d routes, %d rules; want 1 of 16 (10 paths, 6 twins)", len(routes), len(rules))
 	}
 }
