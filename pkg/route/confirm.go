@@ -91,11 +91,33 @@ const (
 	probeRouted Probe = "routed"
 	// probeSplit prefixes ProbeSplit's.
 	probeSplit = "split:"
+	// probeRelease prefixes the probe of one release of a split (its
+	// label): ReleaseHeader asks for it, and must come back.
+	probeRelease = "release:"
 )
 
 // ProbeSplit: the app answers through a split route, with SplitHeader
-// saying marker (the router runs that split, not only accepted it).
+// saying marker (the router runs that split, not only accepted it), and
+// each release with a share answers for itself.
 func ProbeSplit(marker string) Probe { return Probe(probeSplit + marker) }
+
+// splitLabels are the labels of the releases with a share in a split
+// probe's marker ("v7=75% v8=25%": v7, v8); none for another probe, or a
+// split of one backend.
+func splitLabels(p Probe) []string {
+	marker, ok := strings.CutPrefix(string(p), probeSplit)
+	parts := strings.Fields(marker)
+	if !ok || len(parts) < 2 {
+		return nil
+	}
+	var out []string
+	for _, part := range parts {
+		if label, share, ok := strings.Cut(part, "="); ok && share != "0%" {
+			out = append(out, label)
+		}
+	}
+	return out
+}
 
 // How long a change waits for the router: its verdict on the routes, then
 // an answer through it.
@@ -156,8 +178,19 @@ func (c Client) Confirm(ctx context.Context, p progress.Reporter, before, a *app
 			key = a.Route.Token
 		}
 		p.Update(fmt.Sprintf("waiting for the router to serve %s", u.Redacted()))
-		if !served(ctx, net.JoinHostPort(gw.address, strconv.FormatInt(port, 10)), u, want, key) {
+		addr := net.JoinHostPort(gw.address, strconv.FormatInt(port, 10))
+		if !served(ctx, addr, u, want, key) {
 			return RoutingAccepted, nil
+		}
+		// a split: each release with a share answers for itself (on the
+		// app's own host, whose routes always have room for its rules)
+		if key != "" && u.Hostname() == a.Route.Host {
+			for _, label := range splitLabels(want) {
+				p.Update(fmt.Sprintf("waiting for %s's units to answer %s", label, u.Redacted()))
+				if !served(ctx, addr, u, Probe(probeRelease+label), key) {
+					return RoutingAccepted, nil
+				}
+			}
 		}
 	}
 	for _, u := range gone {
@@ -404,6 +437,10 @@ func answered(ctx context.Context, client *http.Client, u *url.URL, probe Probe,
 	if token != "" {
 		req.Header.Set(ProbeHeader, ProbeKey(token))
 	}
+	release, byRelease := strings.CutPrefix(string(probe), probeRelease)
+	if byRelease {
+		req.Header.Set(ReleaseHeader, release)
+	}
 	resp, err := client.Do(req)
 	if err != nil {
 		return false
@@ -419,6 +456,9 @@ func answered(ctx context.Context, client *http.Client, u *url.URL, probe Probe,
 		return false
 	}
 	if marker, ok := strings.CutPrefix(string(probe), probeSplit); ok && resp.Header.Get(SplitHeader) != marker {
+		return false
+	}
+	if byRelease && resp.Header.Get(ReleaseHeader) != release {
 		return false
 	}
 	if token != "" && probe != probeForbidden && resp.Header.Get(RouteHeader) != AnswerKey(token) {

@@ -193,12 +193,18 @@ func RenderSplit(a *app.App, backends []Backend, labels map[string]string) []*un
 		}
 		var rules, hostnames []any
 		ps := strings.Split(set, " ")
+		perRelease := a.Route.Token != "" && len(backends) > 1 && backends[0].Label != "" && len(ps)*(2+len(backends)) <= maxRules
 		for i, p := range ps {
 			rules = append(rules, rule(a, p, backends, false))
 			// an HTTPRoute takes at most maxRules rules: paths past
 			// what leaves room get no twin (their probe ends accepted)
 			if a.Route.Token != "" && len(ps)+i < maxRules {
 				rules = append(rules, rule(a, p, backends, true))
+			}
+			if perRelease {
+				for _, b := range backends {
+					rules = append(rules, releaseRule(a, p, b))
+				}
 			}
 		}
 		for _, h := range groups[set] {
@@ -243,6 +249,28 @@ func rule(a *app.App, p string, backends []Backend, probe bool) map[string]any {
 	if filters != nil {
 		r["filters"] = filters
 	}
+	return r
+}
+
+// ReleaseHeader is the request header with which tug's probe asks, on a
+// split route, for one release's units (a Backend's Label), and the
+// response header that says it was theirs: a rule per backend matches
+// ProbeHeader and it, and sends to that backend alone. The router tells
+// which release answered only this way: Traefik 3.6 accepts filters on a
+// backendRef (an extended feature) but does not apply them.
+const ReleaseHeader = "Tug-Release"
+
+// releaseRule is the rule of path p that answers tug's probe for backend
+// b alone.
+func releaseRule(a *app.App, p string, b Backend) map[string]any {
+	r := rule(a, p, []Backend{b}, true)
+	match := r["matches"].([]any)[0].(map[string]any)
+	match["headers"] = append(match["headers"].([]any), map[string]any{"type": "Exact", "name": ReleaseHeader, "value": b.Label})
+	filters := r["filters"].([]any)
+	last := filters[len(filters)-1].(map[string]any)["responseHeaderModifier"].(map[string]any)
+	last["set"] = []any{map[string]any{"name": RouteHeader, "value": AnswerKey(a.Route.Token)}, map[string]any{"name": ReleaseHeader, "value": b.Label}}
+	req := filters[len(filters)-2].(map[string]any)["requestHeaderModifier"].(map[string]any)
+	req["remove"] = []any{ProbeHeader, ReleaseHeader}
 	return r
 }
 

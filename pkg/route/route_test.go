@@ -122,3 +122,29 @@ func TestRenderKeepsTheRuleLimit(t *testing.T) {
 		t.Errorf("%d routes, %d rules; want 1 of 16 (10 paths, 6 twins)", len(routes), len(rules))
 	}
 }
+
+// A split route answers tug's probe for each release alone: a rule per
+// backend that matches the probe's key and ReleaseHeader, to that backend
+// only, answering with both.
+func TestRenderSplitAnswersForEachRelease(t *testing.T) {
+	a := &app.App{Name: "shop", Namespace: "dev", Route: &app.Route{Gateway: "infra/router", Host: "shop-dev.apps.example.com", Token: "t"}}
+	routes := RenderSplit(a, []Backend{{Name: "shop-track-stable", Weight: 75, Label: "v7"}, {Name: "shop-track-canary", Weight: 25, Label: "v8"}}, nil)
+	rules, _, _ := unstructured.NestedSlice(routes[0].Object, "spec", "rules")
+	if len(rules) != 4 {
+		t.Fatalf("%d rules, want the plain one, its twin and one per release", len(rules))
+	}
+	for i, label := range map[int]string{2: "v7", 3: "v8"} {
+		m := rules[i].(map[string]any)
+		matches, _, _ := unstructured.NestedSlice(m, "matches")
+		headers, _, _ := unstructured.NestedSlice(matches[0].(map[string]any), "headers")
+		refs, _, _ := unstructured.NestedSlice(m, "backendRefs")
+		if len(headers) != 2 || headers[1].(map[string]any)["value"] != label || len(refs) != 1 || refs[0].(map[string]any)["weight"] != nil {
+			t.Errorf("rule %d: headers %v, backends %v", i, headers, refs)
+		}
+		filters, _, _ := unstructured.NestedSlice(m, "filters")
+		set, _, _ := unstructured.NestedSlice(filters[len(filters)-1].(map[string]any), "responseHeaderModifier", "set")
+		if len(set) != 2 || set[1].(map[string]any)["value"] != label {
+			t.Errorf("rule %d sets %v", i, set)
+		}
+	}
+}
