@@ -33,6 +33,12 @@ func newAppExportCmd(f *cli.Factory, runF func(context.Context, *appExportOption
 'kubectl apply' accepts without tug: no lock-in. They carry no namespace, so
 'kubectl apply -n NS -f -' puts them anywhere.
 
+It is the release that takes the app's requests: the deployed one, or the
+new one of a canary or blue-green that sends it every request. The copy
+does not take the app's own URL (APP-NAMESPACE under the apps domain stays
+this app's); its HTTPRoute keeps the app's domains. A header comment says
+which release it is and what is left out.
+
 Config values are left out unless --include-config; the Deployments then
 treat the config Secret as optional, and run without it until it is copied.
 
@@ -70,15 +76,18 @@ func runAppExport(ctx context.Context, o *appExportOptions) error {
 		// --include-config is refused there, once the kubeconfig is read
 		return exportManifest(ctx, o.IO, s, o.App, o.IncludeConfig)
 	}
-	objs, err := lifecycle.Export(ctx, s, o.App, o.IncludeConfig)
+	e, err := lifecycle.Export(ctx, s, o.App, o.IncludeConfig)
 	if err != nil {
 		return err
 	}
 	if o.Format != cli.OutputYAML && o.Format != cli.OutputTable {
-		list := map[string]any{"apiVersion": "v1", "kind": "List", "items": objs}
+		list := map[string]any{"apiVersion": "v1", "kind": "List", "items": e.Objects}
 		return cli.OutputOptions{Format: o.Format}.Print(o.IO, list, nil)
 	}
-	for i, obj := range objs {
+	for _, l := range e.Header() {
+		fmt.Fprintln(o.IO.Out, l)
+	}
+	for i, obj := range e.Objects {
 		if i > 0 {
 			fmt.Fprintln(o.IO.Out, "---")
 		}

@@ -435,6 +435,12 @@ type Route struct {
 	// namespace (pkg/route discover.go). A user who may not look for it
 	// keeps it.
 	Discovered bool `json:"discovered,omitempty"`
+	// Token is the app's route secret (random, made once, kept by every
+	// later route): the router's answer to tug's probe carries a key
+	// derived from it (pkg/route ProbeHeader), so tug tells its app's
+	// answers from those of any other route for the same host. Never
+	// exported.
+	Token string `json:"token,omitempty"`
 }
 
 // RunsLike says r and o run the same: they differ at most in what

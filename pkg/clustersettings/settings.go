@@ -48,6 +48,7 @@ const (
 	BuildkitImage   = "buildkitImage"   // the BuildKit image of Dockerfile builds
 	BuildAgentImage = "buildAgentImage" // the image of tug's build agent
 	DefaultBuilder  = "defaultBuilder"  // the builder of a deploy from source that names none
+	GatewayClasses  = "gatewayClasses"  // the Gateways discovery may trust: NAMESPACE/CLASS or CLASS, comma-separated
 )
 
 // The values of Router. Through Traefik an allow list is an ipAllowList
@@ -63,6 +64,7 @@ const (
 // Keys lists every key with what it is for, in the order 'show' prints them.
 var Keys = []struct{ Key, About string }{
 	{Gateway, "the Gateway (NAMESPACE/NAME) that app routes attach to; without one, the one Gateway that admits routes from the app's namespace, else an Ingress"},
+	{GatewayClasses, "where no gateway is set, the Gateways tug may find: NAMESPACE/CLASS (of CLASS, standing in NAMESPACE, for every namespace they admit) or CLASS (of CLASS, in the app's own namespace), comma-separated; only Accepted and Programmed ones"},
 	{AppsDomain, "the domain app URLs live under: APP-NAMESPACE.DOMAIN"},
 	{IngressClass, "the IngressClass of the Ingresses tug makes (default: the cluster's default class)"},
 	{Router, "the router behind the Gateway and the IngressClass: traefik, ingress-nginx or other; says where an app's allow list is enforced"},
@@ -277,6 +279,16 @@ func validate(key, value string) error {
 	case AppsDomain:
 		if net.ParseIP(value) != nil || len(validation.IsDNS1123Subdomain(value)) > 0 || !strings.Contains(value, ".") {
 			return bad("want a DNS domain such as apps.example.com")
+		}
+	case GatewayClasses:
+		for _, e := range strings.Split(value, ",") {
+			ns, class, scoped := strings.Cut(strings.TrimSpace(e), "/")
+			if !scoped {
+				ns, class = "", ns
+			}
+			if (scoped && len(validation.IsDNS1123Label(ns)) > 0) || len(validation.IsDNS1123Subdomain(class)) > 0 {
+				return bad("want NAMESPACE/CLASS or CLASS of GatewayClasses, comma-separated")
+			}
 		}
 	case Router:
 		if value != RouterTraefik && value != RouterIngressNginx && value != RouterOther {

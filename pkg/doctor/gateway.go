@@ -47,6 +47,7 @@ type gatewayTarget struct {
 	domain string // the apps domain of the first scope
 	scopes []string
 	pools  []string // the pools among scopes, for the set command to suggest
+	trust  string   // the gatewayClasses setting: which Gateways discovery trusts
 	// found: the settings name none and ref is the Gateway tug found
 	// for the namespace (route.Discover)
 	found bool
@@ -106,7 +107,7 @@ func gatewayTargets(s *clustersettings.Stored, pools []string) []gatewayTarget {
 				return
 			}
 		}
-		t := gatewayTarget{ref: ref, domain: set.Get(clustersettings.AppsDomain), scopes: []string{scope}}
+		t := gatewayTarget{ref: ref, domain: set.Get(clustersettings.AppsDomain), trust: set.Get(clustersettings.GatewayClasses), scopes: []string{scope}}
 		if pool != "" {
 			t.pools = []string{pool}
 		}
@@ -209,7 +210,7 @@ func checkFound(ctx context.Context, dyn func() (dynamic.Interface, error), clie
 	if err == nil && served {
 		var d dynamic.Interface
 		if d, err = dyn(); err == nil {
-			found, err = route.Client{Dynamic: d, Namespace: namespace, Kube: client}.Discover(ctx)
+			found, err = route.Client{Dynamic: d, Namespace: namespace, Kube: client, Trust: t.trust}.Discover(ctx)
 		}
 	}
 	switch {
@@ -222,6 +223,10 @@ func checkFound(ctx context.Context, dyn func() (dynamic.Interface, error), clie
 		c.Status = StatusWarning
 		c.Message = fmt.Sprintf("%s and %d Gateways admit routes from namespace %s (%s): tug will not pick one, so domains route through an Ingress and apps get no URL of their own; an admin names one with '%s'",
 			none, len(found.Candidates), namespace, strings.Join(found.Candidates, ", "), t.setCommand())
+	case len(found.Untrusted) > 0:
+		c.Status = StatusWarning
+		c.Message = fmt.Sprintf("%s and the Gateways that admit routes from namespace %s are not ones tug trusts (%s): domains route through an Ingress, and apps get no URL of their own; an admin names one with '%s' or allows its class with '%s'",
+			none, namespace, strings.Join(found.Untrusted, ", "), t.setCommand(), route.TrustClasses)
 	case found.Forbidden:
 		c.Status = StatusWarning
 		c.Message = fmt.Sprintf("%s, and you may not list Gateways in every namespace, so tug cannot look for one that admits routes from namespace %s: domains route through an Ingress (an app that found a Gateway in an earlier deploy keeps it); an admin names one with '%s'", none, namespace, t.setCommand())

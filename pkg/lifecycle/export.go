@@ -14,16 +14,57 @@ import (
 	"tug.dev/tug/pkg/render"
 )
 
-// Export renders an app's deployed release as plain manifests that
-// `kubectl apply` accepts without tug: no namespace (apply chooses it), no
-// status, no server fields. Config values are left out unless
-// includeConfig: the Deployments then reference the release's Secret as
-// optional, so the app runs, without its config, until that Secret is
-// copied too. Volumes the release binds are exported as claims with the
-// same size, access modes and storage class (the data stays behind); the
-// registry Secret, like config, is not exported: copy it when the image
-// is private.
-func Export(ctx context.Context, s *app.Store, appName string, includeConfig bool) ([]any, error) {
+// Exported is an app as plain manifests (Export).
+type Exported struct {
+	// Objects are the manifests, in the order to apply them.
+	Objects []any
+	App     string
+	// Release is the release they run: the one that takes the app's
+	// requests; Deployed, the app's deployed release when that is another
+	// (a canary or blue-green that sends the new release every request).
+	Release, Deployed int
+	// LeftOut says what the manifests leave out and how to bring it, one
+	// sentence each.
+	LeftOut []string
+}
+
+// Header is what the YAML of an export starts with, as comment lines:
+// which release it is and what it leaves out.
+func (e *Exported) Header() []string {
+	first := fmt.Sprintf("# app %s, release %d, as plain manifests (tug app export)", e.App, e.Release)
+	if e.Deployed != 0 {
+		first += fmt.Sprintf(": the release that takes every request now (release %d is still the deployed one)", e.Deployed)
+	}
+	lines := []string{first}
+	if len(e.LeftOut) > 0 {
+		lines = append(lines, "# left out:")
+		for _, l := range e.LeftOut {
+			lines = append(lines, "# - "+l)
+		}
+	}
+	return lines
+}
+
+// Export renders an app as plain manifests that `kubectl apply` accepts
+// without tug: no namespace (apply chooses it), no status, no server
+// fields. It renders the one release that takes the app's requests: the
+// deployed release, or during a canary or blue-green that sends it every
+// request (weight 100: switched, promoting) the new one; never the two
+// sides of a split, whose Deployment and Services belong to tug's
+// canary.
+//
+// The copy must not take the original's place where both run: its routes
+// carry no host of the app's own URL (APP-NAMESPACE under the apps
+// domain belongs to this namespace), and no route token (the copy cannot
+// answer tug's probe as the app); a route left with no host is left out
+// (a route without hostnames takes every host). Domains the user added
+// are kept. Config values are left out unless includeConfig: the
+// Deployments then reference the release's Secret as optional, so the app
+// runs, without its config, until that Secret is copied too. Volumes the
+// release binds are exported as claims with the same size, access modes
+// and storage class (the data stays behind); the registry Secret, like
+// config, is not exported: copy it when the image is private.
+func Export(ctx context.Context, s *app.Store, appName string, includeConfig bool) (*Exported, error) {
 	a, err := s.GetApp(ctx, appName)
 	if err != nil {
 		return nil, err
@@ -31,11 +72,17 @@ func Export(ctx context.Context, s *app.Store, appName string, includeConfig boo
 	if a.Release == 0 {
 		return nil, fmt.Errorf("app %q has no deployed release to export; deploy it first", appName)
 	}
+	e := &Exported{App: a.Name, Release: a.Release}
+	a = exportable(a)
+	if a.Release != e.Release {
+		e.Deployed, e.Release = e.Release, a.Release
+	}
 	r, config, err := s.GetRelease(ctx, appName, a.Release)
 	if err != nil {
 		return nil, err
 	}
 	objs := render.Release(a, r, config)
+	e.LeftOut = leftOut(a, r, includeConfig, len(objs.Routes) > 0)
 	out, err := exportClaims(ctx, s, r)
 	if err != nil {
 		return nil, err
@@ -88,7 +135,45 @@ func Export(ctx context.Context, s *app.Store, appName string, includeConfig boo
 		unstructured.RemoveNestedField(r.Object, "metadata", "namespace")
 		out = append(out, r.Object)
 	}
-	return out, nil
+	e.Objects = out
+	return e, nil
+}
+
+// exportable is the app as its export renders it: one release, the one
+// that takes its requests; no host of its own URL, no route token.
+func exportable(a *app.App) *app.App {
+	c := a.Copy()
+	if k := c.Canary; k != nil && k.Weight == 100 && k.Phase != app.CanaryEnding {
+		c.Release = k.Release
+	}
+	c.Canary = nil
+	if c.Route != nil {
+		c.Route.Host, c.Route.Token = "", ""
+	}
+	return c
+}
+
+// leftOut says what an export of release r leaves out.
+func leftOut(a *app.App, r *app.Release, includeConfig, routes bool) []string {
+	var out []string
+	if !includeConfig {
+		secret := app.ReleaseSecretName(a.Name, r.Version)
+		out = append(out, fmt.Sprintf("config: the units start without it (Secret %s is optional); "+
+			"export with --include-config, or create that Secret from 'tug env get %s'", secret, a.Name))
+	}
+	if a.Route != nil && a.Route.Gateway != "" {
+		msg := "the app's own URL, which stays this app's"
+		if routes {
+			msg += "; the HTTPRoute keeps the app's domains, on Gateway " + a.Route.Gateway
+		} else {
+			msg += ": no HTTPRoute; add one for a host of your own"
+		}
+		out = append(out, msg)
+	}
+	if a.RegistrySecret != "" {
+		out = append(out, "the registry Secret "+a.RegistrySecret+": copy it where the image is private")
+	}
+	return out
 }
 
 // exportClaims are the claims of r's volumes, as a cluster without them

@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -10,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/route"
 )
 
 func exportFixture(t *testing.T, cfg app.ConfigMap) *app.Store {
@@ -26,10 +29,11 @@ func exportFixture(t *testing.T, cfg app.ConfigMap) *app.Store {
 
 func TestExportWithoutConfig(t *testing.T) {
 	s := exportFixture(t, app.ConfigMap{"TOKEN": "export-s3cret"})
-	objs, err := Export(context.Background(), s, "shop", false)
+	e, err := Export(context.Background(), s, "shop", false)
 	if err != nil {
 		t.Fatal(err)
 	}
+	objs := e.Objects
 	var kinds []string
 	for _, o := range objs {
 		switch o := o.(type) {
@@ -69,10 +73,11 @@ func TestExportWithoutConfig(t *testing.T) {
 
 func TestExportWithConfig(t *testing.T) {
 	s := exportFixture(t, app.ConfigMap{"TOKEN": "export-s3cret"})
-	objs, err := Export(context.Background(), s, "shop", true)
+	e, err := Export(context.Background(), s, "shop", true)
 	if err != nil {
 		t.Fatal(err)
 	}
+	objs := e.Objects
 	if len(objs) != 4 {
 		t.Fatalf("%d objects, want secret, 2 deployments, service", len(objs))
 	}
@@ -109,10 +114,11 @@ func TestExportNotDeployed(t *testing.T) {
 // PORT variable at all (it came from the Secret): it never becomes ready.
 func TestExportWithoutConfigKeepsPort(t *testing.T) {
 	s := exportFixture(t, app.ConfigMap{"PORT": "5000"})
-	objs, err := Export(context.Background(), s, "shop", false)
+	e, err := Export(context.Background(), s, "shop", false)
 	if err != nil {
 		t.Fatal(err)
 	}
+	objs := e.Objects
 	web := objs[0].(*appsv1.Deployment).Spec.Template.Spec.Containers[0]
 	if web.Ports[0].ContainerPort != 5000 {
 		t.Fatalf("container port %d", web.Ports[0].ContainerPort)
@@ -123,4 +129,97 @@ func TestExportWithoutConfigKeepsPort(t *testing.T) {
 		}
 	}
 	t.Fatal("export.go Export: without includeConfig the web container has containerPort 5000 (from the config's PORT) but no PORT env: render.Release leaves PORT to the Secret, which the export leaves out, so the app listens on its own default and never passes the readiness probe")
+}
+
+// routedFixture is app shop in namespace dev routed through Gateway
+// infra/router with its own URL and a domain, release 2 deployed and
+// release 3 beside it as a canary of the given weight.
+func routedFixture(t *testing.T, weight int) *app.Store {
+	t.Helper()
+	_, s := newFake()
+	seedApp(t, s, &app.App{Name: "shop", Namespace: "dev", Release: 2, LastRelease: 3,
+		Processes: map[string]app.Process{"web": {Replicas: 2}},
+		Route:     &app.Route{Gateway: "infra/router", Host: "shop-dev.apps.example.com", Token: "s3cret-token"},
+		Domains:   []app.Domain{{Host: "shop.example.com"}},
+		Canary:    &app.Canary{Release: 3, Weight: weight, Units: 1, Exact: true, Strategy: app.StrategyBlueGreen, Phase: app.CanaryRunning}})
+	for v := 2; v <= 3; v++ {
+		st := app.StatusDeployed
+		if v == 3 {
+			st = app.StatusCanary
+		}
+		seedRelease(t, s, &app.Release{Version: v, Image: fmt.Sprintf("shop:%d", v), Status: st, Processes: map[string]string{"web": "./serve"}}, nil)
+	}
+	return s
+}
+
+// An export is one release, the one that takes the requests, with a
+// Service that selects units the export runs; its route carries neither
+// the app's own URL nor its route token, so applied beside the app it
+// takes nothing of the app's; its header says so.
+func TestExportIsTheReleaseThatTakesTheRequests(t *testing.T) {
+	for _, tt := range []struct {
+		weight int
+		want   string // the release exported
+	}{{0, "2"}, {25, "2"}, {100, "3"}} {
+		e, err := Export(context.Background(), routedFixture(t, tt.weight), "shop", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var deps, svcs []string
+		var sel map[string]string
+		var images []string
+		for _, o := range e.Objects {
+			switch o := o.(type) {
+			case *appsv1.Deployment:
+				deps = append(deps, o.Name+"@"+o.Spec.Template.Labels[kube.LabelRelease])
+				images = append(images, o.Spec.Template.Spec.Containers[0].Image)
+			case *corev1.Service:
+				svcs, sel = append(svcs, o.Name), o.Spec.Selector
+			case map[string]any:
+				b, _ := json.Marshal(o)
+				if strings.Contains(string(b), "shop-dev.apps.example.com") || strings.Contains(string(b), "s3cret-token") ||
+					strings.Contains(string(b), route.ProbeKey("s3cret-token")) || strings.Contains(string(b), route.AnswerKey("s3cret-token")) {
+					t.Errorf("weight %d: the exported route carries the app's own host or its token: %s", tt.weight, b)
+				}
+				if !strings.Contains(string(b), "shop.example.com") || strings.Contains(string(b), "track") {
+					t.Errorf("weight %d: the exported route should keep the domain, to the web Service: %s", tt.weight, b)
+				}
+			}
+		}
+		if len(deps) != 1 || deps[0] != "shop-web@"+tt.want || len(svcs) != 1 || svcs[0] != "shop" {
+			t.Errorf("weight %d: Deployments %v, Services %v; want shop-web of release %s and the web Service", tt.weight, deps, svcs, tt.want)
+		}
+		if r, ok := sel[kube.LabelRelease]; ok && r != tt.want {
+			t.Errorf("weight %d: the web Service selects release %s, the export runs %s", tt.weight, r, tt.want)
+		}
+		if images[0] != "shop:"+tt.want {
+			t.Errorf("weight %d: image %s", tt.weight, images[0])
+		}
+		h := strings.Join(e.Header(), "\n")
+		if !strings.Contains(h, "release "+tt.want) || !strings.Contains(h, "config") || !strings.Contains(h, "own URL") {
+			t.Errorf("weight %d: header\n%s", tt.weight, h)
+		}
+	}
+}
+
+// An app whose only host is its own URL exports no route: one without
+// hostnames would take every host of the Gateway.
+func TestExportLeavesOutARouteWithNoHostLeft(t *testing.T) {
+	_, s := newFake()
+	seedApp(t, s, &app.App{Name: "shop", Namespace: "dev", Release: 1, LastRelease: 1,
+		Processes: map[string]app.Process{"web": {Replicas: 1}},
+		Route:     &app.Route{Gateway: "infra/router", Host: "shop-dev.apps.example.com", Token: "t"}})
+	seedRelease(t, s, &app.Release{Version: 1, Image: "shop:1", Status: app.StatusDeployed, Processes: map[string]string{"web": ""}}, nil)
+	e, err := Export(context.Background(), s, "shop", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range e.Objects {
+		if m, ok := o.(map[string]any); ok && m["kind"] == "HTTPRoute" {
+			t.Errorf("exported route %v", m)
+		}
+	}
+	if h := strings.Join(e.Header(), "\n"); !strings.Contains(h, "no HTTPRoute") {
+		t.Errorf("header\n%s", h)
+	}
 }

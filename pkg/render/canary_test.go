@@ -30,26 +30,39 @@ func backendsOf(t *testing.T, r *unstructured.Unstructured) map[string]int64 {
 	return out
 }
 
-func splitHeaderOf(r *unstructured.Unstructured) string {
+// splitHeaderOf is the SplitHeader the probe rule of the route's first
+// path sets; it fails the test when a rule that every client matches sets
+// a header of tug's.
+func splitHeaderOf(t *testing.T, r *unstructured.Unstructured) string {
+	t.Helper()
 	rules, _, _ := unstructured.NestedSlice(r.Object, "spec", "rules")
-	filters, _, _ := unstructured.NestedSlice(rules[0].(map[string]any), "filters")
-	for _, f := range filters {
-		sets, _, _ := unstructured.NestedSlice(f.(map[string]any), "responseHeaderModifier", "set")
-		for _, s := range sets {
-			if m := s.(map[string]any); m["name"] == route.SplitHeader {
-				return m["value"].(string)
+	got := ""
+	for i, rule := range rules {
+		matches, _, _ := unstructured.NestedSlice(rule.(map[string]any), "matches")
+		_, probe, _ := unstructured.NestedSlice(matches[0].(map[string]any), "headers")
+		filters, _, _ := unstructured.NestedSlice(rule.(map[string]any), "filters")
+		for _, f := range filters {
+			sets, _, _ := unstructured.NestedSlice(f.(map[string]any), "responseHeaderModifier", "set")
+			for _, s := range sets {
+				name := s.(map[string]any)["name"]
+				if !probe {
+					t.Errorf("rule %d, which every client matches, sets %s", i, name)
+				}
+				if name == route.SplitHeader && i == 1 {
+					got = s.(map[string]any)["value"].(string)
+				}
 			}
 		}
 	}
-	return ""
+	return got
 }
 
 func TestRenderSplitsByWeightThroughAGateway(t *testing.T) {
 	a, r, cfg := renderFixture()
 	a.Release = 7
-	a.Route = &app.Route{Gateway: "gw/main", Host: "shop-dev.apps.test"}
+	a.Route = &app.Route{Gateway: "gw/main", Host: "shop-dev.apps.test", Token: "secret"}
 	if objs := Release(a, r, cfg); len(objs.TrackServices) > 0 || len(objs.Keep) > 0 ||
-		!maps.Equal(backendsOf(t, objs.Routes[0]), map[string]int64{"shop": -1}) || splitHeaderOf(objs.Routes[0]) != "" {
+		!maps.Equal(backendsOf(t, objs.Routes[0]), map[string]int64{"shop": -1}) || splitHeaderOf(t, objs.Routes[0]) != "" {
 		t.Fatalf("without a canary: one backend, no split: %+v", objs.Routes[0].Object)
 	}
 	cases := []struct {
@@ -68,7 +81,7 @@ func TestRenderSplitsByWeightThroughAGateway(t *testing.T) {
 		if got := backendsOf(t, objs.Routes[0]); !maps.Equal(got, c.want) {
 			t.Errorf("weight %d: backends %v, want %v", c.weight, got, c.want)
 		}
-		if got := splitHeaderOf(objs.Routes[0]); got != c.header {
+		if got := splitHeaderOf(t, objs.Routes[0]); got != c.header {
 			t.Errorf("weight %d: %s %q, want %q", c.weight, route.SplitHeader, got, c.header)
 		}
 		if got := objs.Service.Spec.Selector[kube.LabelRelease]; got != c.sel {

@@ -79,7 +79,7 @@ func TestAnsweredTellsTheRoutersRefusal(t *testing.T) {
 		{403, ProbeServe, true}, // an app may answer 403 itself
 	} {
 		code = tt.code
-		if got := answered(context.Background(), srv.Client(), u, tt.probe); got != tt.want {
+		if got := answered(context.Background(), srv.Client(), u, tt.probe, ""); got != tt.want {
 			t.Errorf("%d for %s: answered = %v", tt.code, tt.probe, got)
 		}
 	}

@@ -91,11 +91,33 @@ const (
 	probeRouted Probe = "routed"
 	// probeSplit prefixes ProbeSplit's.
 	probeSplit = "split:"
+	// probeRelease prefixes the probe of one release of a split (its
+	// label): ReleaseHeader asks for it, and must come back.
+	probeRelease = "release:"
 )
 
 // ProbeSplit: the app answers through a split route, with SplitHeader
-// saying marker (the router runs that split, not only accepted it).
+// saying marker (the router runs that split, not only accepted it), and
+// each release with a share answers for itself.
 func ProbeSplit(marker string) Probe { return Probe(probeSplit + marker) }
+
+// splitLabels are the labels of the releases with a share in a split
+// probe's marker ("v7=75% v8=25%": v7, v8); none for another probe, or a
+// split of one backend.
+func splitLabels(p Probe) []string {
+	marker, ok := strings.CutPrefix(string(p), probeSplit)
+	parts := strings.Fields(marker)
+	if !ok || len(parts) < 2 {
+		return nil
+	}
+	var out []string
+	for _, part := range parts {
+		if label, share, ok := strings.Cut(part, "="); ok && share != "0%" {
+			out = append(out, label)
+		}
+	}
+	return out
+}
 
 // How long a change waits for the router: its verdict on the routes, then
 // an answer through it.
@@ -151,15 +173,30 @@ func (c Client) Confirm(ctx context.Context, p progress.Reporter, before, a *app
 				port = 443 // a host with its own certificate: the Ingress's TLS
 			}
 		}
+		key := ""
+		if throughGateway(a, u.Hostname()) {
+			key = a.Route.Token
+		}
 		p.Update(fmt.Sprintf("waiting for the router to serve %s", u.Redacted()))
-		if !served(ctx, net.JoinHostPort(gw.address, strconv.FormatInt(port, 10)), u, want) {
+		addr := net.JoinHostPort(gw.address, strconv.FormatInt(port, 10))
+		if !served(ctx, addr, u, want, key) {
 			return RoutingAccepted, nil
+		}
+		// a split: each release with a share answers for itself (on the
+		// app's own host, whose routes always have room for its rules)
+		if key != "" && u.Hostname() == a.Route.Host {
+			for _, label := range splitLabels(want) {
+				p.Update(fmt.Sprintf("waiting for %s's units to answer %s", label, u.Redacted()))
+				if !served(ctx, addr, u, Probe(probeRelease+label), key) {
+					return RoutingAccepted, nil
+				}
+			}
 		}
 	}
 	for _, u := range gone {
 		p.Update(fmt.Sprintf("waiting for the router to stop serving %s", u.Hostname()))
 		http := &url.URL{Scheme: "http", Host: u.Host, Path: u.Path}
-		if !served(ctx, net.JoinHostPort(gw.address, strconv.FormatInt(gw.httpPort, 10)), http, probeGone) {
+		if !served(ctx, net.JoinHostPort(gw.address, strconv.FormatInt(gw.httpPort, 10)), http, probeGone, "") {
 			return RoutingAccepted, nil
 		}
 	}
@@ -354,8 +391,15 @@ func verdict(u *unstructured.Unstructured, gateway string, gen int64) (bool, *Ro
 // what probe wants, for at most routeServeTimeout. Over HTTPS it checks
 // that the router shows a certificate for the host, not who signed it
 // (tug's machine may not trust the issuer): the request carries nothing
-// secret.
-func served(ctx context.Context, addr string, u *url.URL, probe Probe) bool {
+// secret (ProbeKey is no secret: AnswerKey is).
+//
+// With the app's route token (token, "" for a host the Gateway does not
+// route), the request carries ProbeHeader and only an answer with the
+// app's AnswerKey counts as the app's (a refusal by its allow list, which
+// answers before the route's filters, excepted): whatever else answers
+// for the host (another namespace's route for it, or for a longer path of
+// it; an exported copy) is not the app.
+func served(ctx context.Context, addr string, u *url.URL, probe Probe, token string) bool {
 	ctx, cancel := context.WithTimeout(ctx, routeServeTimeout)
 	defer cancel()
 	client := &http.Client{
@@ -373,7 +417,7 @@ func served(ctx context.Context, addr string, u *url.URL, probe Probe) bool {
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if answered(ctx, client, u, probe) {
+		if answered(ctx, client, u, probe, token) {
 			return true
 		}
 		select {
@@ -384,12 +428,19 @@ func served(ctx context.Context, addr string, u *url.URL, probe Probe) bool {
 	}
 }
 
-func answered(ctx context.Context, client *http.Client, u *url.URL, probe Probe) bool {
+func answered(ctx context.Context, client *http.Client, u *url.URL, probe Probe, token string) bool {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return false
 	}
 	req.Header.Set("User-Agent", "tug (route check)")
+	if token != "" {
+		req.Header.Set(ProbeHeader, ProbeKey(token))
+	}
+	release, byRelease := strings.CutPrefix(string(probe), probeRelease)
+	if byRelease {
+		req.Header.Set(ReleaseHeader, release)
+	}
 	resp, err := client.Do(req)
 	if err != nil {
 		return false
@@ -407,7 +458,13 @@ func answered(ctx context.Context, client *http.Client, u *url.URL, probe Probe)
 	if marker, ok := strings.CutPrefix(string(probe), probeSplit); ok && resp.Header.Get(SplitHeader) != marker {
 		return false
 	}
-	if probe == probeRouted && resp.Header.Get(RouteHeader) == "" {
+	if byRelease && resp.Header.Get(ReleaseHeader) != release {
+		return false
+	}
+	if token != "" && probe != probeForbidden && resp.Header.Get(RouteHeader) != AnswerKey(token) {
+		return false // not the app's route (or not yet)
+	}
+	if probe == probeRouted && token == "" && resp.Header.Get(RouteHeader) == "" {
 		return false
 	}
 	switch probe {

@@ -26,7 +26,16 @@ import (
 // else with the router's 404, and a dynamic client holding it.
 // ingressHosts are answered (200) as an Ingress's rule would be: without
 // the route's header.
-var ingressHosts atomic.Value
+// copyHosts are answered (200) by another namespace's route for the
+// host: with a RouteHeader, but not the app's key.
+var ingressHosts, copyHosts atomic.Value
+
+// splitMarker is the SplitHeader the probe rule adds ("" none);
+// releasesUp, the releases whose own probe rule finds ready units.
+var splitMarker, releasesUp atomic.Value
+
+// testToken is the route token of the app fakeRouter serves.
+const testToken = "t0ken"
 
 func fakeRouter(t *testing.T, hosts *atomic.Value) (*dynamicfake.FakeDynamicClient, *httptest.Server) {
 	t.Helper()
@@ -36,8 +45,25 @@ func fakeRouter(t *testing.T, hosts *atomic.Value) (*dynamicfake.FakeDynamicClie
 			h = r.Host
 		}
 		if served, _ := hosts.Load().(map[string]bool); served[h] {
-			w.Header().Set(RouteHeader, "shop") // what the route's filter adds
+			if r.Header.Get(ProbeHeader) == ProbeKey(testToken) {
+				w.Header().Set(RouteHeader, AnswerKey(testToken)) // what the probe rule's filter adds
+				if m, _ := splitMarker.Load().(string); m != "" {
+					w.Header().Set(SplitHeader, m)
+				}
+				if rel := r.Header.Get(ReleaseHeader); rel != "" {
+					if up, _ := releasesUp.Load().(map[string]bool); !up[rel] {
+						w.WriteHeader(http.StatusServiceUnavailable) // the router: no ready unit behind it
+						return
+					}
+					w.Header().Set(ReleaseHeader, rel)
+				}
+			}
 			_, _ = w.Write([]byte("hello"))
+			return
+		}
+		if copied, _ := copyHosts.Load().(map[string]bool); copied[h] {
+			w.Header().Set(RouteHeader, "shop") // a copy of the app in another namespace, as tug made routes before
+			_, _ = w.Write([]byte("hello from the copy"))
 			return
 		}
 		if byIngress, _ := ingressHosts.Load().(map[string]bool); byIngress[h] {
@@ -102,9 +128,10 @@ func TestConfirmAsksTheRouter(t *testing.T) {
 	}}
 	a := &app.App{Name: "shop", Namespace: "dev", Domains: []app.Domain{{Host: "shop.example.com", Path: "/"}}}
 	a.Route = c.Want(ctx, settings, a, "")
-	if a.Route == nil || a.Route.Host != "shop-dev.apps.example.com" || a.Route.HTTPS {
+	if a.Route == nil || a.Route.Host != "shop-dev.apps.example.com" || a.Route.HTTPS || a.Route.Token == "" {
 		t.Fatalf("route %+v", a.Route)
 	}
+	a.Route.Token = testToken
 	got := []*unstructured.Unstructured{acceptedRoute(t, c, "shop")}
 	state, err := c.Confirm(ctx, progress.Nop{}, nil, a, got, ProbeServe)
 	if err != nil || state != RoutingServed {
@@ -144,5 +171,57 @@ func TestConfirmAsksTheRouter(t *testing.T) {
 	hosts.Store(map[string]bool{"shop-dev.apps.example.com": true, "shop.example.com": true})
 	if state, err := c.Confirm(ctx, progress.Nop{}, withCert, a, got, ProbeServe); err != nil || state != RoutingServed {
 		t.Errorf("answered through the route: %q, %v", state, err)
+	}
+}
+
+// Only the app answers for the app: another route that serves its host
+// (an exported copy in another namespace, a tenant's route for a longer
+// path) is not the app served, whatever headers it sends.
+func TestConfirmTellsAnotherRoutesAnswerFromTheApps(t *testing.T) {
+	defer func(v, s time.Duration) { routeVerdictTimeout, routeServeTimeout = v, s }(routeVerdictTimeout, routeServeTimeout)
+	routeVerdictTimeout, routeServeTimeout = 5*time.Second, time.Second
+	var hosts atomic.Value
+	hosts.Store(map[string]bool{})
+	copyHosts.Store(map[string]bool{"shop-dev.apps.example.com": true})
+	defer copyHosts.Store(map[string]bool{})
+	dyn, _ := fakeRouter(t, &hosts)
+	c := Client{Dynamic: dyn, Namespace: "dev"}
+	ctx := context.Background()
+	a := &app.App{Name: "shop", Namespace: "dev", Route: &app.Route{Gateway: "infra/router", Host: "shop-dev.apps.example.com", Token: testToken}}
+	got := []*unstructured.Unstructured{acceptedRoute(t, c, "shop")}
+	if state, err := c.Confirm(ctx, progress.Nop{}, nil, a, got, ProbeServe); err != nil || state != RoutingAccepted {
+		t.Errorf("answered by a copy: %q, %v; want accepted", state, err)
+	}
+	copyHosts.Store(map[string]bool{})
+	hosts.Store(map[string]bool{"shop-dev.apps.example.com": true})
+	if state, err := c.Confirm(ctx, progress.Nop{}, nil, a, got, ProbeServe); err != nil || state != RoutingServed {
+		t.Errorf("answered by the app: %q, %v; want served", state, err)
+	}
+}
+
+// A split is served once the router runs it and each release with a share
+// answers for itself: a canary whose units the router cannot reach is not.
+func TestConfirmAsksEachReleaseOfASplit(t *testing.T) {
+	defer func(v, s time.Duration) { routeVerdictTimeout, routeServeTimeout = v, s }(routeVerdictTimeout, routeServeTimeout)
+	routeVerdictTimeout, routeServeTimeout = 5*time.Second, time.Second
+	var hosts atomic.Value
+	hosts.Store(map[string]bool{"shop-dev.apps.example.com": true})
+	splitMarker.Store("v7=75% v8=25%")
+	defer splitMarker.Store("")
+	releasesUp.Store(map[string]bool{"v7": true})
+	dyn, _ := fakeRouter(t, &hosts)
+	c := Client{Dynamic: dyn, Namespace: "dev"}
+	ctx := context.Background()
+	a := &app.App{Name: "shop", Namespace: "dev", Route: &app.Route{Gateway: "infra/router", Host: "shop-dev.apps.example.com", Token: testToken}}
+	got := []*unstructured.Unstructured{acceptedRoute(t, c, "shop")}
+	if state, err := c.Confirm(ctx, progress.Nop{}, nil, a, got, ProbeSplit("v7=75% v8=25%")); err != nil || state != RoutingAccepted {
+		t.Errorf("v8's units do not answer: %q, %v; want accepted", state, err)
+	}
+	releasesUp.Store(map[string]bool{"v7": true, "v8": true})
+	if state, err := c.Confirm(ctx, progress.Nop{}, nil, a, got, ProbeSplit("v7=75% v8=25%")); err != nil || state != RoutingServed {
+		t.Errorf("both answer: %q, %v; want served", state, err)
+	}
+	if l := splitLabels(ProbeSplit("v7=100% v8=0%")); len(l) != 1 || l[0] != "v7" {
+		t.Errorf("labels with a share: %v", l)
 	}
 }

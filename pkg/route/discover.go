@@ -11,19 +11,65 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"tug.dev/tug/pkg/kube"
 )
 
 // How an app finds its Gateway when the cluster settings name none: the
-// one Gateway of the cluster with a listener that admits HTTPRoutes from
-// the app's namespace (Admitting). None, or several (tug will not guess
+// one Gateway of the cluster that discovery trusts (see trusts) with a
+// listener that admits HTTPRoutes from the app's namespace (Admitting). None, or several (tug will not guess
 // between two admins' Gateways), leaves the app on Ingresses; so does a
 // user who may not list Gateways in every namespace (the developer Role
 // is namespaced): for them the look is skipped, never an error.
 
 // SetGateway is how an admin names the Gateway when discovery cannot.
 const SetGateway = "tug cluster settings set gateway=NAMESPACE/NAME"
+
+// TrustClasses is how an admin lets discovery trust a GatewayClass.
+const TrustClasses = "tug cluster settings set gatewayClasses=NAMESPACE/CLASS"
+
+// A Gateway admits routes from a namespace by its own spec: whoever may
+// create one (a tenant, in many clusters) could make one that admits All
+// and become the route of every namespace that names none. So discovery
+// trusts only what an admin would: a Gateway of a GatewayClass the
+// cluster settings allow (gatewayClasses: NAMESPACE/CLASS for Gateways of
+// CLASS standing in NAMESPACE, for every namespace they admit; a bare
+// CLASS for a Gateway of CLASS in the app's own namespace, its own), whose
+// controller Accepted and Programmed it.
+
+// trusts says why Gateway u may not be the route of namespace's apps under
+// the gatewayClasses setting trust ("" when it may).
+func trusts(trust string, u *unstructured.Unstructured, namespace string) string {
+	class, _, _ := unstructured.NestedString(u.Object, "spec", "gatewayClassName")
+	allowed := false
+	for _, e := range strings.Split(trust, ",") {
+		e = strings.TrimSpace(e)
+		ns, c, scoped := strings.Cut(e, "/")
+		switch {
+		case e == "":
+		case scoped && c == class && ns == u.GetNamespace():
+			allowed = true
+		case !scoped && e == class && u.GetNamespace() == namespace:
+			allowed = true
+		}
+	}
+	if !allowed {
+		return fmt.Sprintf("class %q in namespace %s is not one the cluster settings allow", class, u.GetNamespace())
+	}
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	state := map[string]string{}
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		typ, _, _ := unstructured.NestedString(m, "type")
+		st, _, _ := unstructured.NestedString(m, "status")
+		state[typ] = st
+	}
+	if state["Accepted"] != "True" || state["Programmed"] != "True" {
+		return "not Accepted and Programmed by its controller"
+	}
+	return ""
+}
 
 // Discovery is what the look for the namespace's Gateway found.
 type Discovery struct {
@@ -33,8 +79,11 @@ type Discovery struct {
 	Gateway string
 	// Listeners are its listeners that admit them.
 	Listeners []Listener
-	// Candidates are every Gateway that admits them, sorted.
+	// Candidates are every trusted Gateway that admits them, sorted.
 	Candidates []string
+	// Untrusted are the Gateways that admit them but discovery may not
+	// trust (see trusts), each with why, sorted.
+	Untrusted []string
 	// Gateways counts the Gateways of the cluster.
 	Gateways int
 	// Forbidden: the user may not list Gateways in every namespace.
@@ -82,11 +131,16 @@ func (c Client) Discover(ctx context.Context) (Discovery, error) {
 		}
 		if ls, _ := Admitting(u, c.Namespace, nsLabels); len(ls) > 0 {
 			ref := u.GetNamespace() + "/" + u.GetName()
+			if why := trusts(c.Trust, u, c.Namespace); why != "" {
+				d.Untrusted = append(d.Untrusted, ref+" ("+why+")")
+				continue
+			}
 			admit[ref] = ls
 			d.Candidates = append(d.Candidates, ref)
 		}
 	}
 	sort.Strings(d.Candidates)
+	sort.Strings(d.Untrusted)
 	if len(d.Candidates) == 1 {
 		d.Gateway = d.Candidates[0]
 		d.Listeners = admit[d.Gateway]
@@ -147,6 +201,10 @@ func (d Discovery) Message() (msg string, loud bool) {
 		return fmt.Sprintf("the cluster settings name no Gateway and you may not list Gateways in every namespace, so tug cannot look for one that admits routes from %s: domains route through an Ingress, unless the app found a Gateway before (it keeps it); an admin names one with '%s'", ns, SetGateway), false
 	case d.NotServed:
 		return "the cluster settings name no Gateway and the cluster does not serve the Gateway API: domains route through an Ingress", false
+	}
+	if len(d.Untrusted) > 0 {
+		return fmt.Sprintf("the cluster settings name no Gateway and the only ones that admit routes from %s are not trusted (%s): domains route through an Ingress; an admin names one with '%s' or allows its class with '%s'",
+			ns, strings.Join(d.Untrusted, ", "), SetGateway, TrustClasses), true
 	}
 	msg = fmt.Sprintf("the cluster settings name no Gateway and none of the cluster's %d Gateways admits routes from %s: domains route through an Ingress", d.Gateways, ns)
 	if d.LabelsUnread {

@@ -53,8 +53,13 @@ func testGateway(ns, name string, ls ...gl) *unstructured.Unstructured {
 		"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
 		"metadata": map[string]any{"name": name, "namespace": ns},
 		"spec":     map[string]any{"gatewayClassName": "traefik", "listeners": listeners},
+		"status": map[string]any{"conditions": []any{map[string]any{"type": "Accepted", "status": "True"},
+			map[string]any{"type": "Programmed", "status": "True"}}},
 	}}
 }
+
+// trustInfra is the gatewayClasses setting the tests' Gateways pass.
+const trustInfra = "infra/traefik,traefik"
 
 func gatewayDyn(t *testing.T, gws ...*unstructured.Unstructured) *dynamicfake.FakeDynamicClient {
 	t.Helper()
@@ -104,7 +109,7 @@ func TestDiscoverKeepsTheGatewaysThatAdmitTheNamespace(t *testing.T) {
 		{"none", nil, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			d, err := Client{Dynamic: gatewayDyn(t, tt.gws...), Namespace: "dev", Kube: devNS()}.Discover(context.Background())
+			d, err := Client{Dynamic: gatewayDyn(t, tt.gws...), Namespace: "dev", Kube: devNS(), Trust: trustInfra}.Discover(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -141,7 +146,7 @@ func TestDiscoverSelectorWithoutNamespaceRead(t *testing.T) {
 	kube.PrependReactor("get", "namespaces", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(corev1.Resource("namespaces"), "dev", nil)
 	})
-	d, err := Client{Dynamic: gatewayDyn(t, gws...), Namespace: "dev", Kube: kube}.Discover(context.Background())
+	d, err := Client{Dynamic: gatewayDyn(t, gws...), Namespace: "dev", Kube: kube, Trust: trustInfra}.Discover(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +216,7 @@ func TestDiscoveryAppHost(t *testing.T) {
 
 // settings is a read ConfigMap with data.
 func settings(data map[string]string) *clustersettings.Stored {
-	s := &clustersettings.Stored{Cluster: clustersettings.Settings{}, Found: true}
+	s := &clustersettings.Stored{Cluster: clustersettings.Settings{clustersettings.GatewayClasses: trustInfra}, Found: true}
 	for k, v := range data {
 		s.Cluster[k] = v
 	}
@@ -276,7 +281,7 @@ func TestWantWhenTheLookCannotDecide(t *testing.T) {
 	var warns, notes []string
 	c := Client{Dynamic: forbidden, Namespace: "dev", Warn: func(m string) { warns = append(warns, m) }, Note: func(m string) { notes = append(notes, m) }}
 	none := settings(map[string]string{clustersettings.AppsDomain: "apps.example.com"})
-	found := &app.Route{Gateway: "infra/router", Host: "shop-dev.apps.example.com", HTTPS: true, Discovered: true}
+	found := &app.Route{Gateway: "infra/router", Host: "shop-dev.apps.example.com", HTTPS: true, Discovered: true, Token: "t"}
 	if r := c.Want(ctx, none, &app.App{Name: "shop", Namespace: "dev", Route: found}, ""); r == nil || *r != *found {
 		t.Errorf("forbidden: the found route was not kept: %+v", r)
 	}
@@ -304,7 +309,7 @@ func TestWantWhenTheLookCannotDecide(t *testing.T) {
 func TestWantKeepsTheFoundGatewayWhenTheLookIsAmbiguous(t *testing.T) {
 	ctx := context.Background()
 	none := settings(map[string]string{clustersettings.AppsDomain: "apps.example.com"})
-	found := &app.Route{Gateway: "infra/a", Host: "shop-dev.apps.example.com", Discovered: true}
+	found := &app.Route{Gateway: "infra/a", Host: "shop-dev.apps.example.com", Discovered: true, Token: "t"}
 	c := Client{Namespace: "dev", Dynamic: gatewayDyn(t, testGateway("infra", "a", gl{name: "http", proto: "HTTP", from: "All"}),
 		testGateway("infra", "b", gl{name: "http", proto: "HTTP", from: "All"}))}
 	if r := c.Want(ctx, none, &app.App{Name: "shop", Namespace: "dev", Route: found}, ""); r == nil || *r != *found {
@@ -326,5 +331,43 @@ func TestWantKeepsTheFoundGatewayWhenTheLookIsAmbiguous(t *testing.T) {
 	}
 	if r := c.Want(ctx, none, &app.App{Name: "shop", Namespace: "dev"}, ""); r != nil {
 		t.Errorf("labels unread, nothing found before: %+v, want an Ingress", r)
+	}
+}
+
+// Discovery trusts only Gateways an admin would: of a class the settings
+// allow where they stand (NAMESPACE/CLASS; a bare CLASS only in the app's
+// own namespace), Accepted and Programmed. A tenant's Gateway that admits
+// All is not the route of other namespaces.
+func TestDiscoverTrustsOnlyWhatAnAdminWould(t *testing.T) {
+	all := gl{name: "http", proto: "HTTP", from: "All"}
+	unready := testGateway("infra", "unready", all)
+	unstructured.RemoveNestedField(unready.Object, "status")
+	other := testGateway("infra", "other", all)
+	other.Object["spec"].(map[string]any)["gatewayClassName"] = "someone-elses"
+	for _, tt := range []struct {
+		name, trust string
+		gws         []*unstructured.Unstructured
+		want        string // the Gateway found
+		untrusted   int
+	}{
+		{"a tenant's Gateway that admits All", "infra/traefik,traefik", []*unstructured.Unstructured{testGateway("team", "mine", all)}, "", 1},
+		{"the admin's beside a tenant's", "infra/traefik,traefik", []*unstructured.Unstructured{testGateway("team", "mine", all), testGateway("infra", "router", all)}, "infra/router", 1},
+		{"no class allowed", "", []*unstructured.Unstructured{testGateway("infra", "router", all)}, "", 1},
+		{"a class not allowed", "infra/traefik", []*unstructured.Unstructured{other}, "", 1},
+		{"not accepted and programmed", "infra/traefik", []*unstructured.Unstructured{unready}, "", 1},
+		{"the namespace's own, bare class", "traefik", []*unstructured.Unstructured{testGateway("dev", "own", all)}, "dev/own", 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := Client{Dynamic: gatewayDyn(t, tt.gws...), Namespace: "dev", Kube: devNS(), Trust: tt.trust}.Discover(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Gateway != tt.want || len(d.Untrusted) != tt.untrusted {
+				t.Errorf("found %q, untrusted %q; want %q and %d untrusted", d.Gateway, d.Untrusted, tt.want, tt.untrusted)
+			}
+			if msg, loud := d.Message(); tt.want == "" && (!loud || !strings.Contains(msg, "not trusted") || !strings.Contains(msg, "gatewayClasses=")) {
+				t.Errorf("message %q (loud %v)", msg, loud)
+			}
+		})
 	}
 }

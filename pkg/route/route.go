@@ -17,6 +17,7 @@ package route
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"fmt"
 	"slices"
@@ -51,6 +52,9 @@ type Client struct {
 	// Finder remembers the look for the namespace's Gateway for the
 	// command; nil looks at each Want.
 	Finder *Finder
+	// Trust is the cluster settings' gatewayClasses: the Gateways
+	// discovery may trust (discover.go). Want sets it from the settings.
+	Trust string
 	// Warn tells what an admin should act on (several Gateways admit the
 	// namespace's routes); Note, what only -v shows (how the Gateway was
 	// found, or why none was). nil says nothing.
@@ -113,19 +117,42 @@ type Backend struct {
 	Label string
 }
 
-// SplitHeader is the response header a split route adds to every answer:
-// its shares ("v3=75% v4=25%"), so an answer shows which split the router
+// SplitHeader is the response header the probe rule of a split route adds:
+// its shares ("v3=75% v4=25%"), so the probe sees which split the router
 // runs (Confirm waits for it: a router may take a moment to load what it
-// already accepted) and a user can see a canary is on.
+// already accepted). Only the probe's requests get it (ProbeHeader).
 const SplitHeader = "Tug-Split"
 
-// RouteHeader is the response header every rule of the app's HTTPRoutes
-// adds (the app's name): an answer with it came through the Gateway, not
-// through an Ingress the router still serves the host by (a host moving
-// between the two when its certificate comes or goes: the router loads
-// its Ingress and Gateway configuration separately), so Confirm waits
-// for it.
+// RouteHeader is the response header the probe rule of the app's
+// HTTPRoutes adds: AnswerKey of the app's route token. An answer with it
+// came through this app's route, not through an Ingress the router still
+// serves the host by (a host moving between the two when its certificate
+// comes or goes), nor through a route of another namespace that claims the
+// same host or a longer path of it (an exported copy, a tenant's route):
+// no one without the app's token can add it. Confirm waits for it.
 const RouteHeader = "Tug-Route"
+
+// ProbeHeader is the request header tug's probe sends (ProbeKey of the
+// app's route token). Every rule of the app's HTTPRoutes has a twin that
+// matches it, and only that twin adds RouteHeader and SplitHeader: a
+// client that does not send it gets no header of tug's.
+const ProbeHeader = "Tug-Probe"
+
+// ProbeKey is ProbeHeader's value for route token token; AnswerKey is
+// RouteHeader's. They are derived apart, so a route that catches a probe
+// (and sees ProbeKey) still cannot answer as the app.
+func ProbeKey(token string) string { return tokenKey("probe", token) }
+
+// AnswerKey: see ProbeKey.
+func AnswerKey(token string) string { return tokenKey("answer", token) }
+
+func tokenKey(use, token string) string {
+	sum := sha256.Sum256([]byte("tug-route/" + use + "/" + token))
+	return fmt.Sprintf("%x", sum[:16])
+}
+
+// NewToken is a new random route token (app.Route.Token).
+func NewToken() string { return rand.Text() }
 
 // SplitMarker is SplitHeader's value for backends.
 func SplitMarker(backends []Backend) string {
@@ -165,22 +192,20 @@ func RenderSplit(a *app.App, backends []Backend, labels map[string]string) []*un
 			name = fmt.Sprintf("%s-%x", a.Name, sum[:4])
 		}
 		var rules, hostnames []any
-		for _, p := range strings.Split(set, " ") {
-			rule := map[string]any{
-				"matches":     []any{map[string]any{"path": map[string]any{"type": "PathPrefix", "value": p}}},
-				"backendRefs": backendRefs(backends),
+		ps := strings.Split(set, " ")
+		perRelease := a.Route.Token != "" && len(backends) > 1 && backends[0].Label != "" && len(ps)*(2+len(backends)) <= maxRules
+		for i, p := range ps {
+			rules = append(rules, rule(a, p, backends, false))
+			// an HTTPRoute takes at most maxRules rules: paths past
+			// what leaves room get no twin (their probe ends accepted)
+			if a.Route.Token != "" && len(ps)+i < maxRules {
+				rules = append(rules, rule(a, p, backends, true))
 			}
-			filters := allowFilters(a) // the router enforces the allow list (allow.go)
-			set := []any{map[string]any{"name": RouteHeader, "value": a.Name}}
-			if backends[0].Label != "" {
-				set = append(set, map[string]any{"name": SplitHeader, "value": SplitMarker(backends)})
+			if perRelease {
+				for _, b := range backends {
+					rules = append(rules, releaseRule(a, p, b))
+				}
 			}
-			filters = append(filters, map[string]any{"type": "ResponseHeaderModifier",
-				"responseHeaderModifier": map[string]any{"set": set}})
-			if filters != nil {
-				rule["filters"] = filters
-			}
-			rules = append(rules, rule)
 		}
 		for _, h := range groups[set] {
 			hostnames = append(hostnames, h)
@@ -202,6 +227,55 @@ func RenderSplit(a *app.App, backends []Backend, labels map[string]string) []*un
 	}
 	return routes
 }
+
+// rule is the rule of path p, or its probe twin: the same path and
+// backends when the request carries ProbeHeader, answering with
+// RouteHeader (and SplitHeader when the backends are labelled) and passing
+// the backend no ProbeHeader.
+func rule(a *app.App, p string, backends []Backend, probe bool) map[string]any {
+	match := map[string]any{"path": map[string]any{"type": "PathPrefix", "value": p}}
+	r := map[string]any{"matches": []any{match}, "backendRefs": backendRefs(backends)}
+	filters := allowFilters(a) // the router enforces the allow list (allow.go)
+	if probe {
+		match["headers"] = []any{map[string]any{"type": "Exact", "name": ProbeHeader, "value": ProbeKey(a.Route.Token)}}
+		set := []any{map[string]any{"name": RouteHeader, "value": AnswerKey(a.Route.Token)}}
+		if backends[0].Label != "" {
+			set = append(set, map[string]any{"name": SplitHeader, "value": SplitMarker(backends)})
+		}
+		filters = append(filters,
+			map[string]any{"type": "RequestHeaderModifier", "requestHeaderModifier": map[string]any{"remove": []any{ProbeHeader}}},
+			map[string]any{"type": "ResponseHeaderModifier", "responseHeaderModifier": map[string]any{"set": set}})
+	}
+	if filters != nil {
+		r["filters"] = filters
+	}
+	return r
+}
+
+// ReleaseHeader is the request header with which tug's probe asks, on a
+// split route, for one release's units (a Backend's Label), and the
+// response header that says it was theirs: a rule per backend matches
+// ProbeHeader and it, and sends to that backend alone. The router tells
+// which release answered only this way: Traefik 3.6 accepts filters on a
+// backendRef (an extended feature) but does not apply them.
+const ReleaseHeader = "Tug-Release"
+
+// releaseRule is the rule of path p that answers tug's probe for backend
+// b alone.
+func releaseRule(a *app.App, p string, b Backend) map[string]any {
+	r := rule(a, p, []Backend{b}, true)
+	match := r["matches"].([]any)[0].(map[string]any)
+	match["headers"] = append(match["headers"].([]any), map[string]any{"type": "Exact", "name": ReleaseHeader, "value": b.Label})
+	filters := r["filters"].([]any)
+	last := filters[len(filters)-1].(map[string]any)["responseHeaderModifier"].(map[string]any)
+	last["set"] = []any{map[string]any{"name": RouteHeader, "value": AnswerKey(a.Route.Token)}, map[string]any{"name": ReleaseHeader, "value": b.Label}}
+	req := filters[len(filters)-2].(map[string]any)["requestHeaderModifier"].(map[string]any)
+	req["remove"] = []any{ProbeHeader, ReleaseHeader}
+	return r
+}
+
+// maxRules is the most rules the Gateway API lets an HTTPRoute have.
+const maxRules = 16
 
 func backendRefs(backends []Backend) []any {
 	refs := make([]any, 0, len(backends))
@@ -234,17 +308,30 @@ func (c Client) RemoveStale(ctx context.Context, appName string, keep []*unstruc
 // Gateways is the Gateway API's Gateway resource.
 var Gateways = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "gateways"}
 
-// AppHost is an app's own host under the cluster's apps domain:
-// APP-NAMESPACE.DOMAIN, one DNS label under it so one wildcard
-// certificate and listener (*.DOMAIN) cover every app, and two apps of
-// the same name in two namespaces never share a host. A label longer than
-// 63 characters keeps the app's name and a hash of the namespace.
+// AppHost is an app's own host under the cluster's apps domain: one DNS
+// label under it, so one wildcard certificate and listener (*.DOMAIN)
+// cover every app (a wildcard covers one label only), and no two apps
+// ever share a host. APP-NAMESPACE where neither name has a '-' (the
+// label then has exactly one); otherwise the two could be read another
+// way (app shop in team-prod, app shop-team in prod), so the label is
+// APP-NAMESPACE cut to fit, then '-' and 8 hex digits of a hash of the
+// pair: a label with at least two '-', which the first form never has,
+// and which another pair matches only by cutting at another '-' of the
+// same text and hitting the same hash. A label with "--" at its third and
+// fourth characters is a reserved form (xn--, an IDN): those two become
+// "-x" (the hash still tells the pair).
 func AppHost(appName, namespace, domain string) string {
 	label := appName + "-" + namespace
-	if len(label) > 63 {
-		sum := sha256.Sum256([]byte(namespace))
-		keep := 63 - len(appName) - 1 - 9
-		label = fmt.Sprintf("%s-%s-%x", appName, strings.TrimRight(namespace[:keep], "-"), sum[:4])
+	if strings.Contains(appName, "-") || strings.Contains(namespace, "-") || len(label) > 63 {
+		sum := sha256.Sum256([]byte(appName + "/" + namespace))
+		keep := 63 - 1 - 8
+		if len(label) > keep {
+			label = strings.TrimRight(label[:keep], "-")
+		}
+		label = fmt.Sprintf("%s-%x", label, sum[:4])
+	}
+	if len(label) > 3 && label[2:4] == "--" {
+		label = label[:2] + "-x" + label[4:]
 	}
 	return label + "." + domain
 }
@@ -346,12 +433,24 @@ func (c Client) Want(ctx context.Context, settings *clustersettings.Stored, a *a
 		r.HTTPS = c.readGateway(ctx, gw).servesTLS(r.Host)
 	case gw == "" && !settings.Unreadable:
 		// settings that could not be read may name a Gateway: no guess
+		c.Trust = s.Get(clustersettings.GatewayClasses)
 		c.wantFound(ctx, a, domain, r)
 	}
 	if r.Gateway == "" && class == "" && router == "" {
 		return nil
 	}
+	if r.Gateway != "" {
+		r.Token = keepToken(a)
+	}
 	return r
+}
+
+// keepToken is the app's route token, a new one when it has none yet.
+func keepToken(a *app.App) string {
+	if a.Route != nil && a.Route.Token != "" {
+		return a.Route.Token
+	}
+	return NewToken()
 }
 
 // wantFound routes r through the Gateway found for the namespace, if one

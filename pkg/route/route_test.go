@@ -1,8 +1,13 @@
 package route
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"tug.dev/tug/pkg/app"
 )
 
 func TestAppHostStaysOneLabel(t *testing.T) {
@@ -30,6 +35,116 @@ func TestHostMatches(t *testing.T) {
 	} {
 		if got := hostMatches(tt.listener, tt.host); got != tt.want {
 			t.Errorf("hostMatches(%q, %q) = %v", tt.listener, tt.host, got)
+		}
+	}
+}
+
+// Clients get no header of tug's: only the probe rule, which matches the
+// app's ProbeKey, adds RouteHeader (the app's AnswerKey); every rule has
+// such a twin.
+func TestRenderSendsClientsNoHeaderOfTugs(t *testing.T) {
+	a := &app.App{Name: "shop", Namespace: "dev", Route: &app.Route{Gateway: "infra/router", Host: "shop-dev.apps.example.com", Token: "t0ken"},
+		Domains: []app.Domain{{Host: "shop.example.com", Path: "/api"}}}
+	routes := Render(a, "shop", nil)
+	if len(routes) != 2 {
+		t.Fatalf("%d routes", len(routes))
+	}
+	for _, r := range routes {
+		rules, _, _ := unstructured.NestedSlice(r.Object, "spec", "rules")
+		probes := 0
+		for _, rule := range rules {
+			m := rule.(map[string]any)
+			matches, _, _ := unstructured.NestedSlice(m, "matches")
+			headers, _, _ := unstructured.NestedSlice(matches[0].(map[string]any), "headers")
+			filters, _, _ := unstructured.NestedSlice(m, "filters")
+			var set []any
+			for _, f := range filters {
+				s, _, _ := unstructured.NestedSlice(f.(map[string]any), "responseHeaderModifier", "set")
+				set = append(set, s...)
+			}
+			if len(headers) == 0 {
+				if len(set) != 0 {
+					t.Errorf("route %s: a rule every client matches sets %v", r.GetName(), set)
+				}
+				continue
+			}
+			probes++
+			h := headers[0].(map[string]any)
+			if h["name"] != ProbeHeader || h["value"] != ProbeKey("t0ken") {
+				t.Errorf("route %s: probe match %v", r.GetName(), h)
+			}
+			if len(set) != 1 || set[0].(map[string]any)["value"] != AnswerKey("t0ken") {
+				t.Errorf("route %s: probe rule sets %v", r.GetName(), set)
+			}
+		}
+		if probes*2 != len(rules) {
+			t.Errorf("route %s: %d probe rules of %d", r.GetName(), probes, len(rules))
+		}
+	}
+	if ProbeKey("t0ken") == AnswerKey("t0ken") || AnswerKey("t0ken") == AnswerKey("other") {
+		t.Error("keys should differ by use and by token")
+	}
+}
+
+// Two apps never get one host: app shop in team-prod and app shop-team in
+// prod wrote the same APP-NAMESPACE; every host is one label that is no
+// reserved form.
+func TestAppHostsNeverCollide(t *testing.T) {
+	pairs := [][2]string{{"shop", "team-prod"}, {"shop-team", "prod"}, {"shop-team-prod", "x"}, {"shop", "dev"}, {"shopdev", "x"},
+		{"ab", "cd"}, {"ab", "c-d"}, {"a-b", "c"}, {"xn--z", "dev"}, {"shop", strings.Repeat("n", 60)}, {"shop", strings.Repeat("n", 59) + "m"}}
+	seen := map[string][2]string{}
+	for _, p := range pairs {
+		h := AppHost(p[0], p[1], "apps.example.com")
+		label, rest, _ := strings.Cut(h, ".")
+		if rest != "apps.example.com" || len(label) > 63 || len(label) > 3 && label[2:4] == "--" || strings.HasSuffix(label, "-") {
+			t.Errorf("%v: host %q", p, h)
+		}
+		if o, ok := seen[h]; ok {
+			t.Errorf("%v and %v share host %q", p, o, h)
+		}
+		seen[h] = p
+	}
+	if got := AppHost("shop", "dev", "d.io"); got != "shop-dev.d.io" {
+		t.Errorf("an app and a namespace without '-' keep APP-NAMESPACE: %q", got)
+	}
+}
+
+// An HTTPRoute takes at most 16 rules: a host with many paths keeps a rule
+// for each, and twins for as many as fit.
+func TestRenderKeepsTheRuleLimit(t *testing.T) {
+	a := &app.App{Name: "shop", Namespace: "dev", Route: &app.Route{Gateway: "infra/router", Token: "t"}}
+	for i := range 10 {
+		a.Domains = append(a.Domains, app.Domain{Host: "shop.example.com", Path: fmt.Sprintf("/p%d", i)})
+	}
+	routes := Render(a, "shop", nil)
+	rules, _, _ := unstructured.NestedSlice(routes[0].Object, "spec", "rules")
+	if len(routes) != 1 || len(rules) != 16 {
+		t.Errorf("%d routes, %d rules; want 1 of 16 (10 paths, 6 twins)", len(routes), len(rules))
+	}
+}
+
+// A split route answers tug's probe for each release alone: a rule per
+// backend that matches the probe's key and ReleaseHeader, to that backend
+// only, answering with both.
+func TestRenderSplitAnswersForEachRelease(t *testing.T) {
+	a := &app.App{Name: "shop", Namespace: "dev", Route: &app.Route{Gateway: "infra/router", Host: "shop-dev.apps.example.com", Token: "t"}}
+	routes := RenderSplit(a, []Backend{{Name: "shop-track-stable", Weight: 75, Label: "v7"}, {Name: "shop-track-canary", Weight: 25, Label: "v8"}}, nil)
+	rules, _, _ := unstructured.NestedSlice(routes[0].Object, "spec", "rules")
+	if len(rules) != 4 {
+		t.Fatalf("%d rules, want the plain one, its twin and one per release", len(rules))
+	}
+	for i, label := range map[int]string{2: "v7", 3: "v8"} {
+		m := rules[i].(map[string]any)
+		matches, _, _ := unstructured.NestedSlice(m, "matches")
+		headers, _, _ := unstructured.NestedSlice(matches[0].(map[string]any), "headers")
+		refs, _, _ := unstructured.NestedSlice(m, "backendRefs")
+		if len(headers) != 2 || headers[1].(map[string]any)["value"] != label || len(refs) != 1 || refs[0].(map[string]any)["weight"] != nil {
+			t.Errorf("rule %d: headers %v, backends %v", i, headers, refs)
+		}
+		filters, _, _ := unstructured.NestedSlice(m, "filters")
+		set, _, _ := unstructured.NestedSlice(filters[len(filters)-1].(map[string]any), "responseHeaderModifier", "set")
+		if len(set) != 2 || set[1].(map[string]any)["value"] != label {
+			t.Errorf("rule %d sets %v", i, set)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/clustersettings"
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/kube"
@@ -85,6 +86,9 @@ func DomainAdd(ctx context.Context, d deploy.Deps, o DomainAddOptions, opts depl
 			}
 			if owner != "" {
 				return nil, fmt.Errorf("host %s already routes to app %q; remove it there first ('tug domain remove %s %s')", o.Host, owner, owner, o.Host)
+			}
+			if err := route.CheckClaim(ctx, d.Routes(), d.Client, d.Namespace, o.Host, appsDomain(d, a), ownHost(a)); err != nil {
+				return nil, err
 			}
 			return nil, nil
 		},
@@ -352,4 +356,21 @@ func Allow(ctx context.Context, d deploy.Deps, o AllowOptions, opts deploy.Optio
 		}
 		return nil
 	}, opts)
+}
+
+// appsDomain is the apps domain the cluster settings give the app's pool
+// ("" when none, or when they could not be read).
+func appsDomain(d deploy.Deps, a *app.App) string {
+	if d.Settings == nil {
+		return ""
+	}
+	return d.Settings.For(a.Pool).Get(clustersettings.AppsDomain)
+}
+
+// ownHost is the app's own URL's host ("" when it has none).
+func ownHost(a *app.App) string {
+	if a.Route == nil {
+		return ""
+	}
+	return a.Route.Host
 }

@@ -71,8 +71,8 @@ func TestAllowListAndMaintenanceAtTheRouter(t *testing.T) {
 	ingHost := "gate-" + h.NS + ".example.test"
 	h.mustTug("domain", "add", "gate", ingHost, "--ingress-class", h.routerIngressClass())
 	urls := map[string]string{
-		"gateway": "https://gate-" + h.NS + "." + r.appsDomain + "/version", // the app's URL: the HTTPRoute
-		"ingress": "http://" + ingHost + "/version",                         // the router's Ingress
+		"gateway": "https://" + r.appHost("gate", h.NS) + "/version", // the app's URL: the HTTPRoute
+		"ingress": "http://" + ingHost + "/version",                  // the router's Ingress
 	}
 	// answers is what every path gives right now: no waiting
 	answers := func(when string, want int, bodyHas string) {

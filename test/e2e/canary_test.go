@@ -24,15 +24,16 @@ func TestCanaryThroughTheRouter(t *testing.T) {
 	h := New(t)
 	r := h.localRouter()
 	const name = "cany"
-	url := "http://" + name + "-" + h.NS + "." + r.appsDomain + "/"
+	url := "http://" + r.appHost(name, h.NS) + "/"
 	h.mustTug("app", "create", name)
 	h.mustTug("app", "deploy", name, "--image", sampleV1)
 	h.mustTug("app", "scale", name, "web=3")
 
 	res := h.mustTug("app", "deploy", name, "--image", sampleV2, "--canary", "25%", "-o", "json")
 	var out struct {
-		Status string `json:"status"`
-		Canary struct {
+		Status  string `json:"status"`
+		Routing string `json:"routing"`
+		Canary  struct {
 			Release, Stable, Weight int
 			Units                   int32
 			Exact                   bool
@@ -43,6 +44,22 @@ func TestCanaryThroughTheRouter(t *testing.T) {
 	}
 	if c := out.Canary; out.Status != "canary" || c.Release != 2 || c.Stable != 1 || c.Weight != 25 || c.Units != 1 || !c.Exact {
 		t.Fatalf("deploy --canary 25%% of 3 units: %+v\n%s", out, res)
+	}
+	// the split is confirmed by tug's probe, and a client sees none of it
+	if out.Routing != "served" {
+		t.Errorf("deploy --canary: routing %q, want served (the probe saw the split)", out.Routing)
+	}
+	for range 20 {
+		resp, err := r.client(nil).Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		for k := range resp.Header {
+			if strings.HasPrefix(k, "Tug-") {
+				t.Fatalf("a client got tug's header %s: %q during the canary", k, resp.Header.Values(k))
+			}
+		}
 	}
 	got := versions(t, r, url, 400)
 	t.Logf("25%% canary: %v of 400", got)
@@ -119,7 +136,7 @@ func TestCanaryAbortedByItselfAndByHand(t *testing.T) {
 	h := New(t)
 	r := h.localRouter()
 	const name = "canab"
-	url := "http://" + name + "-" + h.NS + "." + r.appsDomain + "/"
+	url := "http://" + r.appHost(name, h.NS) + "/"
 	h.mustTug("app", "create", name)
 	h.mustTug("app", "deploy", name, "--image", sampleV1)
 
@@ -163,7 +180,7 @@ func TestBlueGreenSwitchAndInstantRollback(t *testing.T) {
 	h := New(t)
 	r := h.localRouter()
 	const name = "blugr"
-	url := "http://" + name + "-" + h.NS + "." + r.appsDomain + "/"
+	url := "http://" + r.appHost(name, h.NS) + "/"
 	h.mustTug("app", "create", name)
 	h.mustTug("app", "deploy", name, "--image", sampleV1)
 	h.mustTug("app", "scale", name, "web=2")
@@ -258,7 +275,7 @@ func TestCanaryStepsPromoteByThemselves(t *testing.T) {
 	h := New(t)
 	r := h.localRouter()
 	const name = "canst"
-	url := "http://" + name + "-" + h.NS + "." + r.appsDomain + "/"
+	url := "http://" + r.appHost(name, h.NS) + "/"
 	h.mustTug("app", "create", name)
 	h.mustTug("app", "deploy", name, "--image", sampleV1)
 	if rr := h.Tug("app", "deploy", name, "--image", sampleV2, "--canary-steps", "50,20"); rr.Code != 2 || !strings.Contains(rr.Stderr, "must go up") {

@@ -2,8 +2,11 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -44,13 +47,20 @@ func TestGatewayDiscovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	sharedRef, ownRef := r.gatewayNS+"/"+r.gateway, h.NS+"/own"
+	// what an admin allows (gatewayClasses): the class's Gateways where
+	// the shared one stands, and each namespace's own
+	trust := r.gatewayNS + "/" + class + "," + class
 
 	// here two admit the namespace's routes (the shared one admits All):
-	// no guess
-	d, err := route.Client{Dynamic: dyn, Namespace: h.NS, Kube: h.Client}.Discover(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// no guess, once the router has programmed the test's own
+	var d route.Discovery
+	h.Eventually(60*time.Second, "the namespace's own Gateway is trusted (Accepted and Programmed)", func() (bool, error) {
+		d, err = route.Client{Dynamic: dyn, Namespace: h.NS, Kube: h.Client, Trust: trust}.Discover(ctx)
+		if err != nil {
+			return false, err
+		}
+		return slices.Contains(d.Candidates, ownRef), fmt.Errorf("candidates %q, untrusted %q", d.Candidates, d.Untrusted)
+	})
 	if d.Gateway != "" || !slices.Contains(d.Candidates, sharedRef) || !slices.Contains(d.Candidates, ownRef) {
 		t.Errorf("in the namespace with its own Gateway: found %q among %q, want none among both %s and %s", d.Gateway, d.Candidates, sharedRef, ownRef)
 	}
@@ -59,12 +69,37 @@ func TestGatewayDiscovery(t *testing.T) {
 	}
 	// another namespace: the test's Gateway (Same) does not admit it
 	other := h.Another()
-	d, err = route.Client{Dynamic: dyn, Namespace: other.NS, Kube: h.Client}.Discover(ctx)
+	d, err = route.Client{Dynamic: dyn, Namespace: other.NS, Kube: h.Client, Trust: trust}.Discover(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if slices.Contains(d.Candidates, ownRef) || !slices.Contains(d.Candidates, sharedRef) {
 		t.Errorf("in another namespace: candidates %q, want %s and not %s", d.Candidates, sharedRef, ownRef)
+	}
+
+	// a tenant's Gateway of the same class that admits All (issue 34.9):
+	// it admits the other namespace's routes by its own spec, but stands
+	// in a namespace the settings do not trust, so the other namespace
+	// finds the admin's only, and the tenant's is named as untrusted
+	tenant := own.DeepCopy()
+	tenant.SetName("tenant")
+	tenant.Object["spec"].(map[string]any)["listeners"] = []any{map[string]any{
+		"name": "http", "protocol": "HTTP", "port": int64(80), "hostname": "*." + h.NS + ".tenant.test",
+		"allowedRoutes": map[string]any{"namespaces": map[string]any{"from": "All"}}}}
+	if _, err := dyn.Resource(gateways).Namespace(h.NS).Create(ctx, tenant, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tenantRef := h.NS + "/tenant"
+	d, err = route.Client{Dynamic: dyn, Namespace: other.NS, Kube: h.Client, Trust: trust}.Discover(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(d.Candidates, tenantRef) || !slices.Contains(d.Candidates, sharedRef) || !slices.ContainsFunc(d.Untrusted, func(s string) bool { return strings.HasPrefix(s, tenantRef+" ") }) {
+		t.Errorf("another namespace beside a tenant's Gateway that admits All: candidates %q, untrusted %q; want %s and not %s", d.Candidates, d.Untrusted, sharedRef, tenantRef)
+	}
+	// without gatewayClasses nothing is found at all
+	if d, err = (route.Client{Dynamic: dyn, Namespace: other.NS, Kube: h.Client}).Discover(ctx); err != nil || len(d.Candidates) != 0 {
+		t.Errorf("no class allowed: candidates %q (%v), want none", d.Candidates, err)
 	}
 
 	// a developer (the Role tug ships) may not list Gateways: no error,

@@ -32,6 +32,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
+
+	"tug.dev/tug/pkg/route"
 )
 
 var httpRoutes = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "httproutes"}
@@ -43,6 +45,10 @@ type router struct {
 	gateway    string
 	appsDomain string
 }
+
+// appHost is app's own host in namespace ns under the router's apps
+// domain, as tug names it (route.AppHost).
+func (r router) appHost(app, ns string) string { return route.AppHost(app, ns, r.appsDomain) }
 
 // localRouter finds the router (cluster.sh router, or TUG_E2E_ROUTER) and the
 // cluster settings that name its Gateway and apps domain. Without an answer on

@@ -100,7 +100,7 @@ func TestKill9DuringCanary(t *testing.T) {
 		t.Fatal(err)
 	}
 	const name = "k9can"
-	url := "http://" + name + "-" + h.NS + "." + r.appsDomain + "/"
+	url := "http://" + r.appHost(name, h.NS) + "/"
 	h.mustTug("app", "create", name)
 	h.mustTug("app", "deploy", name, "--image", sampleV1)
 	ctx := context.Background()

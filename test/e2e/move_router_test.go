@@ -68,7 +68,7 @@ func TestMoveKeepsItsRoutesThroughTheRouter(t *testing.T) {
 	if ns := servedFrom(); ns != h.NS {
 		t.Fatalf("before the move the domain is served from %s, want alpha's %s", ns, h.NS)
 	}
-	oldURL := "https://shop-" + h.NS + "." + r.appsDomain + "/"
+	oldURL := "https://" + r.appHost("shop", h.NS) + "/"
 	if code, _, _, err := r.get(ca, oldURL+"version"); err != nil || code != 200 {
 		t.Fatalf("the app's URL before the move: %d %v", code, err)
 	}
@@ -108,7 +108,7 @@ func TestMoveKeepsItsRoutesThroughTheRouter(t *testing.T) {
 	if ns := servedFrom(); ns != beta.NS {
 		t.Errorf("right after the move the domain is served from %s, want beta's %s", ns, beta.NS)
 	}
-	newURL := "https://shop-" + beta.NS + "." + r.appsDomain + "/"
+	newURL := "https://" + r.appHost("shop", beta.NS) + "/"
 	var info struct {
 		Namespace string   `json:"namespace"`
 		URLs      []string `json:"urls"`

@@ -105,7 +105,7 @@ func TestNoRequestLost(t *testing.T) {
 	h.waitUnits(name, "web", 3, sampleV1)
 	// two ways in through the router: the app's URL on the Gateway (an
 	// HTTPRoute) and a domain on the router's IngressClass (an Ingress)
-	url := "http://" + name + "-" + h.NS + "." + r.appsDomain + "/"
+	url := "http://" + r.appHost(name, h.NS) + "/"
 	ingressHost := name + "-" + h.NS + ".ingress.test"
 	h.mustTug("domain", "add", name, ingressHost, "--ingress-class", "traefik")
 	// both commands return once the router serves the app: no waiting here

@@ -87,7 +87,7 @@ func TestDomainsAndCertificates(t *testing.T) {
 	dep := h.mustTug("app", "deploy", "front", "--image", sampleV1)
 	// the Gateway serves the apps domain over HTTPS (the cluster CA's
 	// wildcard certificate), so that is the app's URL
-	url := "https://front-" + h.NS + "." + r.appsDomain + "/"
+	url := "https://" + r.appHost("front", h.NS) + "/"
 	if !strings.Contains(dep.Stderr, " at "+url) {
 		t.Errorf("the deploy does not end with the app's URL %s:\n%s", url, dep.Stderr)
 	}
@@ -121,7 +121,7 @@ func TestDomainsAndCertificates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if hosts, _, _ := unstructured.NestedStringSlice(route.Object, "spec", "hostnames"); !slices.Equal(hosts, []string{"front-" + h.NS + "." + r.appsDomain, host}) {
+	if hosts, _, _ := unstructured.NestedStringSlice(route.Object, "spec", "hostnames"); !slices.Equal(hosts, []string{r.appHost("front", h.NS), host}) {
 		t.Fatalf("HTTPRoute hostnames %q", hosts)
 	}
 	h.mustTug("domain", "add", "front", "example.test", "--path", "/shop", "--ingress-class", "nginx")
