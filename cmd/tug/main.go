@@ -31,5 +31,6 @@ func run(args []string) int {
 	root := newRootCmd(f)
 	root.SetArgs(args[1:])
 	cmd, err := root.ExecuteContextC(ctx)
+	writeErrorObject(ios.Out, cmd, err)
 	return exitCode(ctx, ios.ErrOut, cmd, err)
 }
