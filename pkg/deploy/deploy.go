@@ -113,6 +113,11 @@ type Options struct {
 type Change func(a *app.App, base *app.Release, config app.ConfigMap) (*app.Release, app.ConfigMap, error)
 
 // Result is what a rollout did; its JSON shape is documented in docs/output.md.
+// StatusApplied is a Result's status when the change was applied and not
+// waited for (--no-wait): the record names the release, whether its units
+// run it is not known. A release record never has it.
+const StatusApplied app.Status = "applied"
+
 type Result struct {
 	App          string           `json:"app"`
 	Namespace    string           `json:"namespace"`
@@ -552,6 +557,9 @@ func (r *rolling) deployed(got *applied) (*Result, error) {
 		}
 	}
 	res := r.result(app.StatusDeployed)
+	if r.opts.NoWait {
+		res.Status = StatusApplied
+	}
 	res.ReleasePhase = r.phase
 	res.URLs = app.URLs(a)
 	var rerr error

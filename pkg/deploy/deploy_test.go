@@ -45,7 +45,8 @@ func TestRollFirstDeployNoWait(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Roll: %v", err)
 	}
-	want := &Result{App: "shop", Namespace: ns, Release: 1, Status: app.StatusDeployed, Image: "shop:1",
+	// applied, not waited for: the result says so; the record names the release
+	want := &Result{App: "shop", Namespace: ns, Release: 1, Status: StatusApplied, Image: "shop:1",
 		Processes: []ProcessResult{{Name: "web", Command: "./server", Units: 1}, {Name: "worker", Command: "./work", Units: 1}}}
 	res.DurationMS = 0
 	if b, w := mustJSON(t, res), mustJSON(t, want); b != w {
