@@ -31,6 +31,7 @@ func run(args []string) int {
 	root := newRootCmd(f)
 	root.SetArgs(args[1:])
 	cmd, err := root.ExecuteContextC(ctx)
+	wholeLine(err, cmd, args[1:])
 	writeErrorObject(ios.Out, cmd, err)
 	return exitCode(ctx, ios.ErrOut, cmd, err)
 }

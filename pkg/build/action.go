@@ -78,6 +78,12 @@ func (f FromSource) plan(a *app.App) (*Plan, error) {
 		if s.Repository == "" {
 			return nil, inputerr.Errorf("app %s has no repository yet: deploy from source once with --repository HOST/PATH for the image built from %s, or deploy an image with --image", a.Name, dockerfile)
 		}
+	} else if s.Builder != "" && s.Repository == "" {
+		from := "the app's builder " + s.Builder
+		if defaulted {
+			from = "the cluster's default builder " + s.Builder
+		}
+		return nil, inputerr.Errorf("app %s has no repository yet to push the image %s builds to: deploy from source once with --repository HOST/PATH, or deploy an image with --image", a.Name, from)
 	} else if s.Builder == "" || s.Repository == "" {
 		return nil, inputerr.Errorf("app %s has no builder or repository yet: deploy from source once with --builder IMAGE --repository HOST/PATH (or from a folder with a Dockerfile and --repository), or deploy an image with --image", a.Name)
 	}

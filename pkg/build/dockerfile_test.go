@@ -249,3 +249,14 @@ func TestPlanTakesTheClustersBuildSettings(t *testing.T) {
 		t.Errorf("a Dockerfile build: %+v, %v; want BuildKit, no builder", p, err)
 	}
 }
+
+// With the cluster's default builder, only the repository is missing, and
+// the message says that alone (it said "has no builder or repository").
+func TestPlanWithTheClusterBuilderAsksForTheRepositoryAlone(t *testing.T) {
+	cs := &clustersettings.Stored{Cluster: clustersettings.Settings{clustersettings.DefaultBuilder: "reg/builder:v1"}, Found: true}
+	_, err := FromSource{App: "shop", Cluster: cs}.plan(&app.App{Name: "shop"})
+	want := "app shop has no repository yet to push the image the cluster's default builder reg/builder:v1 builds to: deploy from source once with --repository HOST/PATH, or deploy an image with --image"
+	if err == nil || err.Error() != want {
+		t.Errorf("err = %v, want %q", err, want)
+	}
+}
