@@ -1,8 +1,13 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"testing"
+
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/klog/v2"
 
 	"tug.dev/tug/pkg/cli/clitest"
 )
@@ -39,4 +44,38 @@ func TestYesIsAcceptedWhereNothingAsks(t *testing.T) {
 			t.Errorf("tug %v: exit %d, stderr %q", args, r.code, r.stderr)
 		}
 	}
+}
+
+// Ctrl-C during a build from source says the build was cancelled and what
+// that left (it printed only client-go's raw UnhandledError lines).
+func TestBuildCancelledSaysSo(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var stderr bytes.Buffer
+	err := &buildCancelledError{App: "shop", Err: fmt.Errorf("streaming the source: %w", context.Canceled)}
+	if code := exitCode(ctx, &stderr, nil, err); code != 130 {
+		t.Errorf("exit %d, want 130", code)
+	}
+	clitest.Golden(t, "newuser/build-cancelled", stderr.Bytes())
+	// client-go's unhandled errors are not printed
+	saved := utilruntime.ErrorHandlers
+	defer func() { utilruntime.ErrorHandlers = saved }()
+	quietUnhandledErrors()
+	var logged bytes.Buffer
+	klog.LogToStderr(false)
+	klog.SetOutput(&logged)
+	defer klog.LogToStderr(true)
+	utilruntime.HandleError(fmt.Errorf("stream cut"))
+	klog.Flush()
+	if logged.Len() != 0 {
+		t.Errorf("an unhandled error was logged: %q", logged.String())
+	}
+}
+
+// volume create on a cluster with no StorageClass says at create that the
+// volume will stay Pending (it said "created", and the bind failed later).
+func TestVolumeCreateWithoutStorageClassSaysSo(t *testing.T) {
+	p := newPrinterFixture(t)
+	r := p.run(t, false, "volume", "create", "data", "--size", "1Gi")
+	clitest.Golden(t, "newuser/volume-create-no-storage-class", []byte(fmt.Sprintf("exit %d\n--- stderr\n%s--- stdout\n%s", r.code, r.stderr, r.stdout)))
 }
