@@ -102,6 +102,7 @@ Start with 'tug doctor' to check that your kubeconfig works and what you may do.
 	addDevCommands(cmd, f)
 	addDynamicCompletion(cmd, f)
 	routeAppCommands(cmd, f)
+	appFromManifest(cmd, f)
 	return cmd
 }
 
