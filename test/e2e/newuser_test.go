@@ -1,0 +1,93 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// In a folder whose tug.yaml names the app, 'tug app info' needs no name
+// (it said "missing APP"), and stderr says where the app came from.
+func TestAppInfoInTheAppsFolderNeedsNoName(t *testing.T) {
+	h := New(t)
+	h.mustTug("app", "create", "here")
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "tug.yaml"), []byte("app: here\nnamespace: "+h.NS+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sub := filepath.Join(dir, "src")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := h.TugRun(Run{Args: []string{"app", "info", "-o", "json"}, Dir: sub})
+	if r.Code != 0 || !strings.Contains(r.Stderr, "app here in namespace "+h.NS+" from ../tug.yaml") {
+		t.Fatalf("app info in the app's folder: %s", r)
+	}
+	var info struct {
+		Name      string `json:"name"`
+		Namespace string `json:"namespace"`
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &info); err != nil || info.Name != "here" || info.Namespace != h.NS {
+		t.Fatalf("app info: %+v (%v)", info, err)
+	}
+}
+
+// A held lock: its own exit code (19) and, with -o json, an error object;
+// a --no-wait deploy says "applied", not "deployed".
+func TestHeldLockAndNoWaitSayWhatIsTrue(t *testing.T) {
+	h := New(t)
+	h.mustTug("app", "create", "busy")
+	r := h.mustTug("app", "deploy", "busy", "--image", sampleV1, "--no-wait", "-o", "json")
+	var res struct {
+		Status string `json:"status"`
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &res); err != nil || res.Status != "applied" {
+		t.Fatalf("deploy --no-wait -o json: status %q (%v): %s", res.Status, err, r)
+	}
+	h.waitUnits("busy", "web", 1, sampleV1)
+	// a deploy that holds the lock until its units fail
+	wait, _, _ := h.startTugCmd("app", "deploy", "busy", "--image", "localhost/tug/sample:unready", "--timeout", "15s")
+	h.Eventually(30*time.Second, "the deploy holds the lock", func() (bool, error) {
+		_, err := h.Client.CoordinationV1().Leases(h.NS).Get(context.Background(), "tug-lock-busy", metav1.GetOptions{})
+		return err == nil, nil
+	})
+	r = h.Tug("app", "scale", "busy", "web=2", "-o", "json")
+	var obj struct {
+		Error struct {
+			Class    string `json:"class"`
+			ExitCode int    `json:"exitCode"`
+			App      string `json:"app"`
+		} `json:"error"`
+	}
+	if r.Code != 19 || json.Unmarshal([]byte(r.Stdout), &obj) != nil || obj.Error.Class != "locked" || obj.Error.ExitCode != 19 || obj.Error.App != "busy" {
+		t.Errorf("scale while a deploy holds the lock: %s", r)
+	}
+	wait()
+}
+
+// Config staged with --no-restart is marked in env get, and app restart
+// says it did not apply it.
+func TestStagedConfigIsMarked(t *testing.T) {
+	h := New(t)
+	h.mustTug("app", "create", "later")
+	h.mustTug("app", "deploy", "later", "--image", sampleV1)
+	h.mustTug("env", "set", "later", "K=V", "--no-restart")
+	r := h.mustTug("env", "get", "later", "-o", "json")
+	var vars []struct {
+		Name   string `json:"name"`
+		Staged string `json:"staged"`
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &vars); err != nil || len(vars) != 1 || vars[0].Name != "K" || vars[0].Staged != "set" {
+		t.Fatalf("env get after a staged set: %+v (%v) %s", vars, err, r)
+	}
+	r = h.mustTug("app", "restart", "later")
+	if !strings.Contains(r.Stderr, "did not apply config staged in v2 with --no-restart (+K)") {
+		t.Errorf("app restart with staged config: %s", r)
+	}
+}
