@@ -62,7 +62,8 @@ func (f FromSource) Plan(ctx context.Context, store *app.Store) (*Plan, error) {
 
 func (f FromSource) plan(a *app.App) (*Plan, error) {
 	s := f.Want.Merge(a.Build)
-	defaulted := false // the builder is the cluster's default, not the app's own
+	defaulted := false     // the builder is the cluster's default, not the app's own
+	repoDefaulted := false // the repository is under the cluster's default
 	if f.Cluster != nil {
 		cs := f.Cluster.For(a.Pool)
 		f.AgentImage = cmp.Or(f.AgentImage, cs.Get(clustersettings.BuildAgentImage))
@@ -70,6 +71,10 @@ func (f FromSource) plan(a *app.App) (*Plan, error) {
 		if s.Builder == "" && f.Dockerfile == "" {
 			s.Builder = cs.Get(clustersettings.DefaultBuilder)
 			defaulted = s.Builder != ""
+		}
+		if prefix := cs.Get(clustersettings.DefaultRepository); s.Repository == "" && prefix != "" {
+			s.Repository = strings.TrimSuffix(prefix, "/") + "/" + a.Name
+			repoDefaulted = true
 		}
 	}
 	dockerfile := ""
@@ -116,6 +121,9 @@ func (f FromSource) plan(a *app.App) (*Plan, error) {
 	remember := s
 	if defaulted {
 		remember.Builder = "" // a later change of the default reaches the app
+	}
+	if repoDefaulted {
+		remember.Repository = ""
 	}
 	return &Plan{App: a, Settings: s, remember: remember, Timeout: timeout, RunImage: run, Source: f.Source, Dockerfile: dockerfile, from: f}, nil
 }

@@ -48,6 +48,9 @@ const (
 	BuildkitImage   = "buildkitImage"   // the BuildKit image of Dockerfile builds
 	BuildAgentImage = "buildAgentImage" // the image of tug's build agent
 	DefaultBuilder  = "defaultBuilder"  // the builder of a deploy from source that names none
+	// DefaultRepository is where a deploy from source that names no
+	// repository pushes: HOST/PATH, to which the app's name is added.
+	DefaultRepository = "defaultRepository"
 )
 
 // The values of Router. Through Traefik an allow list is an ipAllowList
@@ -70,6 +73,7 @@ var Keys = []struct{ Key, About string }{
 	{BuildkitImage, "the BuildKit image of Dockerfile builds"},
 	{BuildAgentImage, "the image of tug's build agent"},
 	{DefaultBuilder, "the builder image of a deploy from source that names none"},
+	{DefaultRepository, "where a deploy from source that names no repository pushes: HOST[:PORT]/PATH, to which /APP is added"},
 }
 
 // Settings are the values that apply to one app: the cluster's, with its
@@ -289,6 +293,11 @@ func validate(key, value string) error {
 	case IngressClass:
 		if len(validation.IsDNS1123Subdomain(value)) > 0 {
 			return bad("want the name of a Kubernetes object")
+		}
+	case DefaultRepository:
+		host, path, _ := strings.Cut(value, "/")
+		if host == "" || strings.ContainsAny(value, " \t\n@") || path != strings.ToLower(path) || strings.Contains(path, ":") {
+			return bad("want HOST[:PORT]/PATH of a registry, the path in lower case, with no tag or digest (each app pushes to PATH/APP)")
 		}
 	default: // images
 		if value == "" || strings.ContainsAny(value, " \t\n") {
