@@ -91,3 +91,45 @@ func TestStagedConfigIsMarked(t *testing.T) {
 		t.Errorf("app restart with staged config: %s", r)
 	}
 }
+
+// While a blue-green release takes the requests, release list and app info
+// say which release serves and which is kept, and that the processes other
+// than web run the kept one until promote (app info said "Release: v1"
+// alone while v1 got no request).
+func TestBlueGreenSaysWhichReleaseServes(t *testing.T) {
+	h := New(t)
+	h.mustTug("app", "create", "bg")
+	h.mustTug("app", "deploy", "bg", "--image", sampleV1)
+	h.mustTug("app", "deploy", "bg", "--image", sampleV2, "--strategy", "blue-green")
+	var rels []struct {
+		Version int    `json:"version"`
+		Status  string `json:"status"`
+		Role    string `json:"role"`
+	}
+	if err := json.Unmarshal([]byte(h.mustTug("release", "list", "bg", "-o", "json").Stdout), &rels); err != nil {
+		t.Fatal(err)
+	}
+	roles := map[int]string{}
+	for _, r := range rels {
+		roles[r.Version] = r.Status + "/" + r.Role
+	}
+	if roles[2] != "canary/serving" || roles[1] != "deployed/kept" {
+		t.Errorf("release list roles: %v", roles)
+	}
+	var info struct {
+		Release int `json:"release"`
+		Canary  struct {
+			Serving        int `json:"serving"`
+			OtherProcesses int `json:"otherProcesses"`
+		} `json:"canary"`
+	}
+	if err := json.Unmarshal([]byte(h.mustTug("app", "info", "bg", "-o", "json").Stdout), &info); err != nil {
+		t.Fatal(err)
+	}
+	if info.Release != 1 || info.Canary.Serving != 2 || info.Canary.OtherProcesses != 1 {
+		t.Errorf("app info: %+v", info)
+	}
+	if r := h.mustTug("app", "info", "bg"); !strings.Contains(r.Stdout, "v1 (kept: no requests, v2 takes them; its processes other than web run it until promote)") {
+		t.Errorf("app info's Release line: %s", r.Stdout)
+	}
+}
