@@ -143,8 +143,8 @@ type Result struct {
 	// Staged, on a dry run, says the release would only be stored, to
 	// apply at the next deploy (--no-restart, or an app never deployed).
 	Staged bool `json:"staged,omitempty"`
-	// UnitsRestarted, set by a rollout settings change (ChangeRollout)
-	// only, says whether the change replaced the units (a new release) or
+	// UnitsRestarted, set by a rollout settings change (ChangeRollout) and
+	// a job change (ChangeJobs, always false) only, says whether the change replaced the units (a new release) or
 	// took effect on the running release in place, units untouched.
 	UnitsRestarted *bool `json:"unitsRestarted,omitempty"`
 	// Canary is the release running beside the deployed one, while one
