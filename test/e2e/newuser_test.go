@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -131,5 +132,53 @@ func TestBlueGreenSaysWhichReleaseServes(t *testing.T) {
 	}
 	if r := h.mustTug("app", "info", "bg"); !strings.Contains(r.Stdout, "v1 (kept: no requests, v2 takes them; its processes other than web run it until promote)") {
 		t.Errorf("app info's Release line: %s", r.Stdout)
+	}
+}
+
+// A job change restarts no unit (it restarted every unit of the app), and
+// a run by hand is not the CronJob's to delete (its history limit deleted
+// such runs within minutes on a frequent schedule).
+func TestJobAddRestartsNothingAndHandRunsStay(t *testing.T) {
+	h := New(t)
+	h.mustTug("app", "create", "sched")
+	h.mustTug("app", "deploy", "sched", "--image", sampleV1, "--process", "web=sample", "--process", "worker=sample worker")
+	h.waitUnits("sched", "worker", 1, sampleV1)
+	units := func() string {
+		t.Helper()
+		pods, err := h.Client.CoreV1().Pods(h.NS).List(context.Background(), metav1.ListOptions{LabelSelector: "tug.dev/app=sched,tug.dev/process,!tug.dev/kind"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, p := range pods.Items {
+			names = append(names, p.Name)
+		}
+		sort.Strings(names)
+		return strings.Join(names, ",")
+	}
+	before := units()
+	r := h.mustTug("job", "add", "sched", "tick", "--schedule", "*/1 * * * *", "--", "echo", "tick")
+	if !strings.Contains(r.Stderr, "units not restarted") {
+		t.Errorf("job add's line: %s", r)
+	}
+	if img := h.cronJobImage("sched", "tick"); img != sampleV1 {
+		t.Fatalf("tick's CronJob runs %q", img)
+	}
+	if after := units(); after != before {
+		t.Fatalf("job add restarted units: %v, then %v", before, after)
+	}
+	h.mustTug("job", "run", "sched", "tick")
+	jobs, err := h.Client.BatchV1().Jobs(h.NS).List(context.Background(), metav1.ListOptions{LabelSelector: "tug.dev/app=sched"})
+	if err != nil || len(jobs.Items) == 0 {
+		t.Fatalf("the run's Job: %v %v", jobs, err)
+	}
+	for _, j := range jobs.Items {
+		if c := metav1.GetControllerOf(&j); c != nil && j.Annotations["cronjob.kubernetes.io/instantiate"] == "manual" {
+			t.Errorf("run %s is controlled by %s %s, whose history limit deletes it", j.Name, c.Kind, c.Name)
+		}
+	}
+	h.mustTug("job", "remove", "sched", "tick", "--yes")
+	if after := units(); after != before {
+		t.Fatalf("job remove restarted units: %v, then %v", before, after)
 	}
 }
