@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 
 	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/text"
 )
 
@@ -51,8 +52,11 @@ func (r *Watch) readinessFailed(ctx context.Context, p *corev1.Pod, now time.Tim
 		if failures < int(threshold) {
 			continue
 		}
+		// A unit that only starts slowly is told apart by the user, not
+		// by waiting: say how to give it the time.
 		return &Failure{Class: ClassUnready, Reason: "Unready",
-			Message: fmt.Sprintf("%s is not ready: its readiness check failed %d times (failure threshold %d): %s", c.Name, failures, threshold, text.Excerpt(last))}
+			Message: fmt.Sprintf("%s is not ready: its readiness check failed %d times (failure threshold %d): %s; a unit that only starts slowly needs a startup check or an initial delay ('tug app healthcheck set %s -p %s --startup CHECK' or '--initial-delay SECONDS')",
+				c.Name, failures, threshold, text.Excerpt(last), r.App, p.Labels[kube.LabelProcess])}
 	}
 	return nil
 }

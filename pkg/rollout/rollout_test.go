@@ -643,7 +643,7 @@ func TestRolloutReportsReadinessFailuresByTheProbesThreshold(t *testing.T) {
 			if !errors.As(err, &f) || f.Class != ClassUnready || f.ExitCode() != 14 || f.Unit != "u1" || f.Process != "web" {
 				t.Fatalf("check = %v, want unready", err)
 			}
-			want := "web is not ready: its readiness check failed 3 times (failure threshold 3): Readiness probe failed: dial tcp 10.0.0.9:8080: connect: connection refused"
+			want := "web is not ready: its readiness check failed 3 times (failure threshold 3): Readiness probe failed: dial tcp 10.0.0.9:8080: connect: connection refused; a unit that only starts slowly needs a startup check or an initial delay ('tug app healthcheck set shop -p web --startup CHECK' or '--initial-delay SECONDS')"
 			if f.Message != want {
 				t.Errorf("message = %q, want %q", f.Message, want)
 			}
