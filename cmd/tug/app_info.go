@@ -93,7 +93,11 @@ func printAppRecord(w io.Writer, ios *cli.IOStreams, in *app.Info) {
 	if m := in.Move; m != nil {
 		infoLine(w, "Move", fmt.Sprintf("%s; %s", m.Describe(), moveHint(in.Name, in.Pool, m)))
 	}
-	infoLine(w, "Release", releaseCell(in.Release))
+	release := releaseCell(in.Release)
+	if c := in.Canary; c != nil && c.Phase != app.CanaryEnding {
+		release += releaseRoleNote(in, c)
+	}
+	infoLine(w, "Release", release)
 	if c := in.Canary; c != nil {
 		infoLine(w, "Canary", c.Describe()+fmt.Sprintf("; 'tug release promote %s' or 'tug release abort %s'", in.Name, in.Name))
 	}
@@ -187,4 +191,18 @@ func moveHint(name, pool string, m *app.Move) string {
 		return fmt.Sprintf("%s; if no configured cluster holds the new copy any more, 'tug app pool set %s %s' makes this copy the app again", finish, name, pool)
 	}
 	return fmt.Sprintf("%s, 'tug app pool set %s %s' gives it up (removing the half-made copy; nothing restarts)", finish, name, pool)
+}
+
+// releaseRoleNote says, beside the deployed release, what it does while a
+// canary or blue-green release runs: which takes the requests, and that the
+// processes other than web stay on the deployed release until promote.
+func releaseRoleNote(in *app.Info, c *app.CanaryInfo) string {
+	others := "its processes other than web run it until promote"
+	switch c.Serving {
+	case c.Release:
+		return fmt.Sprintf(" (kept: no requests, v%d takes them; %s)", c.Release, others)
+	case in.Release:
+		return fmt.Sprintf(" (takes every request; %s)", others)
+	}
+	return fmt.Sprintf(" (%d%% of requests, v%d %d%%; %s)", 100-c.Weight, c.Release, c.Weight, others)
 }

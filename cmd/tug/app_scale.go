@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/deploy"
 )
 
 // Formation commands: scale, restart, stop and start change units, not the
@@ -69,7 +71,10 @@ func runAppScale(ctx context.Context, o *appScaleOptions) error {
 // appLifecycleOptions are `tug app restart|stop|start`.
 type appLifecycleOptions struct {
 	Changer appChanger
-	Rollout rolloutFlags
+	// Store reads what config is staged, which a restart does not apply.
+	Store       func() (*app.Store, error)
+	CommandName string
+	Rollout     rolloutFlags
 	// Now is when a restart asks for new units.
 	Now func() time.Time
 
@@ -79,7 +84,7 @@ type appLifecycleOptions struct {
 }
 
 func newAppLifecycleCmd(f *cli.Factory, runF func(context.Context, *appLifecycleOptions) error, verb string) *cobra.Command {
-	o := &appLifecycleOptions{Verb: verb, Now: time.Now}
+	o := &appLifecycleOptions{Verb: verb, Now: time.Now, Store: storeFor(f), CommandName: f.CommandName}
 	short := map[string]string{
 		"restart": "Restart units, rolling, one batch at a time",
 		"stop":    "Stop a process's units (scale to 0, remembering the count)",
@@ -89,8 +94,13 @@ func newAppLifecycleCmd(f *cli.Factory, runF func(context.Context, *appLifecycle
 		Use:         verb + " APP",
 		Annotations: argsAre(argApp),
 		Short:       short,
-		Example:     "  tug app " + verb + " shop\n  tug app " + verb + " shop -p worker",
-		Args:        cli.ExactArgs("APP"),
+		Long: map[string]string{"restart": `Restart units, rolling, one batch at a time: new units of the same release,
+with the same config. Config staged with 'env set|unset --no-restart' is not
+applied (a restart makes no new release and runs no release phase); the next
+rollout applies it: 'tug app deploy', or 'tug env set|unset' without
+--no-restart. 'tug env get' marks staged keys.`}[verb],
+		Example: "  tug app " + verb + " shop\n  tug app " + verb + " shop -p worker",
+		Args:    cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.App = args[0]
 			if err := app.ValidateAppProcess(o.App, o.Process, false); err != nil {
@@ -117,5 +127,27 @@ func runAppLifecycle(ctx context.Context, o *appLifecycleOptions) error {
 		"stop":    func(a *app.App) error { return a.Stop(o.Process) },
 		"start":   func(a *app.App) error { return a.Start(o.Process) },
 	}[o.Verb]
-	return changeUnits(ctx, o.Changer, o.App, &o.Rollout, change)
+	if err := changeUnits(ctx, o.Changer, o.App, &o.Rollout, change); err != nil {
+		return err
+	}
+	if o.Verb == "restart" && o.Store != nil {
+		noteStaged(ctx, o.Changer.IO, o.Store, o.CommandName, o.App)
+	}
+	return nil
+}
+
+// noteStaged says, after a restart, that config staged with --no-restart
+// is still not applied: a restart brings back the same release.
+func noteStaged(ctx context.Context, ios *cli.IOStreams, store func() (*app.Store, error), cmdName, appName string) {
+	s, err := store()
+	if err != nil {
+		return
+	}
+	a, err := s.GetApp(ctx, appName)
+	if err != nil {
+		return
+	}
+	if st, err := deploy.Staged(ctx, s, a); err == nil && st.Any() {
+		fmt.Fprintf(ios.ErrOut, "note: the restart brought back the same release; it did not apply %s\n", stagedNote(cmdName, appName, st))
+	}
 }

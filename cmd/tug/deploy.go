@@ -146,6 +146,9 @@ func runAppDeploy(ctx context.Context, o *appDeployOptions) error {
 	opts.Canary = o.canaryOpts
 	if o.build.active {
 		if o.Image, err = o.Build(ctx, name, o.Message, o.rollout.DryRun); err != nil || o.Image == "" {
+			if err != nil && ctx.Err() != nil {
+				return &buildCancelledError{App: name, Err: err}
+			}
 			return err
 		}
 		o.build.cnbProcesses(o)
@@ -231,4 +234,19 @@ func (o *appDeployOptions) confirmRemovals(ctx context.Context, appName string) 
 		Action: fmt.Sprintf("remove %s %s of app %q, as %s says", text.Plural(len(guarded), "process", "processes"), strings.Join(parts, ", "), appName, from),
 	})
 	return guarded, err
+}
+
+// buildCancelledError is a build from source stopped by Ctrl-C: main says
+// its NextStep after "interrupted:".
+type buildCancelledError struct {
+	App string
+	Err error
+}
+
+func (e *buildCancelledError) Error() string { return e.Err.Error() }
+func (e *buildCancelledError) Unwrap() error { return e.Err }
+
+// NextStep says what a cancelled build left: nothing deployed.
+func (e *buildCancelledError) NextStep() string {
+	return fmt.Sprintf("build cancelled; nothing was deployed, app %q keeps running what it ran, and the build pod is deleted", e.App)
 }

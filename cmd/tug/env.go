@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"sort"
 
 	"github.com/spf13/cobra"
 
@@ -166,6 +167,10 @@ func runEnvUnset(ctx context.Context, o *envSetOptions) error {
 type EnvVar struct {
 	Name  string  `json:"name"`
 	Value *string `json:"value,omitempty"`
+	// Staged says the units do not run with this: "set", "changed" or
+	// "unset" by a change stored with --no-restart, which the next
+	// rollout applies; omitted for a live key (deploy.StagedConfig.Key).
+	Staged string `json:"staged,omitempty"`
 }
 
 // envGetOptions are `tug env get`.
@@ -223,11 +228,18 @@ func runEnvGet(ctx context.Context, o *envGetOptions) error {
 	if err != nil {
 		return err
 	}
-	_, config, err := deploy.BaseRelease(ctx, s, a)
+	staged, err := deploy.Staged(ctx, s, a)
 	if err != nil {
 		return err
 	}
+	config := staged.Next
 	keys := config.Keys()
+	for _, k := range staged.Live.Keys() {
+		if _, ok := config[k]; !ok {
+			keys = append(keys, k) // staged to be unset: the units still have it
+		}
+	}
+	sort.Strings(keys)
 	if o.KeyGiven {
 		if _, ok := config[o.Key]; !ok {
 			return fmt.Errorf("config %q is not set on app %q", o.Key, o.App)
@@ -240,28 +252,57 @@ func runEnvGet(ctx context.Context, o *envGetOptions) error {
 	}
 	vars := make([]EnvVar, len(keys))
 	for i, k := range keys {
-		vars[i] = EnvVar{Name: k}
+		vars[i] = EnvVar{Name: k, Staged: staged.Key(k)}
 		if o.Show {
-			v := config[k]
+			v, ok := config[k]
+			if !ok {
+				v = staged.Live[k]
+			}
 			vars[i].Value = &v
 		}
 	}
-	return o.Output.Print(o.IO, vars, func() error { return printEnvVars(o, vars) })
+	if staged.Any() {
+		defer fmt.Fprintln(o.IO.ErrOut, stagedNote(o.CommandName, o.App, staged))
+	}
+	return o.Output.Print(o.IO, vars, func() error { return printEnvVars(o, vars, staged.Any()) })
+}
+
+// stagedNote says what config is staged and what applies it, where a user
+// would take it as live (env get, app restart).
+func stagedNote(cmdName, appName string, s *deploy.StagedConfig) string {
+	runs := "no unit runs yet"
+	if s.Running > 0 {
+		runs = fmt.Sprintf("the units run v%d's config without it", s.Running)
+	}
+	return fmt.Sprintf("config staged in v%d with --no-restart (%s): %s; the next rollout applies it ('%s app deploy %s', or 'env set'/'env unset' without --no-restart); 'app restart' does not",
+		s.Release, s.Diff(), runs, cmdName, appName)
 }
 
 // printEnvVars is env get's table: the values hidden unless --show-values.
-func printEnvVars(o *envGetOptions, vars []EnvVar) error {
+func printEnvVars(o *envGetOptions, vars []EnvVar, staged bool) error {
 	if len(vars) == 0 {
 		fmt.Fprintf(o.IO.ErrOut, "app %q has no config; set some with '%s env set %s KEY=VALUE'\n", o.App, o.CommandName, o.App)
 		return nil
 	}
-	t := cli.NewTable("name", "value")
+	cols := []string{"name", "value"}
+	if staged {
+		cols = append(cols, "state")
+	}
+	t := cli.NewTable(cols...)
 	for _, v := range vars {
 		val := "(hidden: --show-values)"
 		if v.Value != nil {
 			val = *v.Value
 		}
-		t.AddRow(v.Name, val)
+		row := []string{v.Name, val}
+		if staged {
+			state := "live"
+			if v.Staged != "" {
+				state = "staged: " + v.Staged
+			}
+			row = append(row, state)
+		}
+		t.AddRow(row...)
 	}
 	if err := t.Render(o.IO, o.Output.NoHeaders); err != nil || o.Show || !o.KeyGiven {
 		return err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -79,4 +80,37 @@ func quoteJoin(words []string) string {
 	default:
 		return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
 	}
+}
+
+// wholeLine makes the suggestion for a Heroku verb at the top (`tug create
+// shop2 --pool x`) the whole tug command, flags and all ('tug app create
+// shop2 --pool x'), as the guide promises: the user typed the rest right.
+func wholeLine(err error, cmd *cobra.Command, args []string) {
+	var ie *inputerr.Error
+	if cmd == nil || cmd.HasParent() || !errors.As(err, &ie) || len(ie.Suggestions) != 1 {
+		return
+	}
+	verb := slices.IndexFunc(args, func(a string) bool {
+		return ie.Err.Error() == fmt.Sprintf("unknown command %q for %q", a, cmd.CommandPath())
+	})
+	if verb < 0 || len(args) < 2 {
+		return
+	}
+	line := []string{ie.Suggestions[0]}
+	for _, a := range slices.Concat(args[:verb], args[verb+1:]) {
+		if strings.ContainsAny(a, `'"\`) {
+			return // it would print escaped in "did you mean"; the command alone says enough
+		}
+		line = append(line, shellQuote(a))
+	}
+	ie.Suggestions[0] = strings.Join(line, " ")
+}
+
+// shellQuote quotes s, which has no quote or backslash, for a POSIX shell
+// when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=.,:/@%+") == "" {
+		return s
+	}
+	return "'" + s + "'"
 }

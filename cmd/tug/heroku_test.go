@@ -19,12 +19,13 @@ func TestHerokuVerbsSuggestTugCommands(t *testing.T) {
 	sort.Strings(paths)
 	for _, path := range paths {
 		for _, word := range herokuVerbs[path] {
-			want := "did you mean \"tug " + path + "\"?\n"
 			for _, args := range [][]string{
 				{word, "shop"},
 				{word, "shop", "--image", "x"},
 				{word, "shop", "-p", "web", "--yes"},
 			} {
+				// the whole line, flags and all
+				want := "did you mean \"tug " + path + " " + strings.Join(args[1:], " ") + "\"?\n"
 				r := execute(t, nil, args...)
 				if r.code != 2 || !strings.Contains(r.stderr, "unknown command \""+word+"\" for \"tug\"") || !strings.Contains(r.stderr, want) {
 					t.Errorf("tug %s: exit %d, stderr %q; want 2 and %q", strings.Join(args, " "), r.code, r.stderr, want)
@@ -39,7 +40,7 @@ func TestHerokuVerbsSuggestTugCommands(t *testing.T) {
 
 func TestHerokuDeployNamesAppDeploy(t *testing.T) {
 	r := execute(t, nil, "deploy", "shop", "--image", "localhost/tug/sample:v1")
-	want := "error: unknown command \"deploy\" for \"tug\"\ndid you mean \"tug app deploy\"?\nrun 'tug --help' for usage\n"
+	want := "error: unknown command \"deploy\" for \"tug\"\ndid you mean \"tug app deploy shop --image localhost/tug/sample:v1\"?\nrun 'tug --help' for usage\n"
 	if r.code != 2 || r.stderr != want || r.stdout != "" {
 		t.Errorf("exit %d, stdout %q, stderr %q; want 2 and %q", r.code, r.stdout, r.stderr, want)
 	}
@@ -47,7 +48,7 @@ func TestHerokuDeployNamesAppDeploy(t *testing.T) {
 	isolate(t)
 	ios, _, out, errOut := cli.TestIOStreams()
 	k := executeWith(cli.NewFactory(ios, "kubectl tug"), out, errOut, "deploy", "shop", "--image", "x")
-	if k.code != 2 || !strings.Contains(k.stderr, `did you mean "kubectl tug app deploy"?`) {
+	if k.code != 2 || !strings.Contains(k.stderr, `did you mean "kubectl tug app deploy shop --image x"?`) {
 		t.Errorf("as kubectl tug: exit %d, stderr %q", k.code, k.stderr)
 	}
 }

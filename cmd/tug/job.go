@@ -23,7 +23,9 @@ TUG_* variables, its pool, volumes and pull secret, and the job's own limits
 (else those of web, or the first process). Each job is a CronJob
 (APP-job-NAME) that every release renders again, so a deploy gives the job the
 new image and config and a rollback restores the old ones. Adding, changing or
-removing a job is a release, rolled out like a limits change; jobs can also be
+removing a job changes the deployed release's jobs in place, as Heroku
+Scheduler does: no unit restarts, and 'tug release info' lists the change;
+jobs can also be
 declared in tug.yaml (docs/manifest.md).`,
 		Args:    cli.GroupArgs,
 		RunE:    cli.GroupRunE,
@@ -63,10 +65,6 @@ func jobArgs(cmd *cobra.Command, args []string) error {
 }
 
 func isNoChange(err error) bool { return errors.Is(err, deploy.ErrNoChange) }
-
-// optionsNoWait are the rollout options of a job change: the app's own
-// deploy timeout, --no-wait as given.
-func optionsNoWait(noWait bool) deploy.Options { return deploy.Options{NoWait: noWait} }
 
 // jobsLine is app info's line of jobs: "report (0 6 * * *), ping (@hourly, suspended)".
 func jobsLine(jobs []app.JobSummary) string {

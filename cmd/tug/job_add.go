@@ -8,6 +8,7 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/job"
 	"tug.dev/tug/pkg/session"
@@ -33,7 +34,7 @@ func newJobAddCmd(f *cli.Factory, runF func(context.Context, *jobAddOptions) err
 	cmd := &cobra.Command{
 		Use:         "add APP NAME --schedule CRON [--time-zone TZ] [--concurrency allow|forbid|replace] [--timeout D] [--retries N] -- COMMAND [ARGS...]",
 		Annotations: argsAre(argApp, argNewName, argCommandLine),
-		Short:       "Add or change a scheduled job: a new release, rolled out",
+		Short:       "Add or change a scheduled job (no unit restarts)",
 		Long: `Add a job that runs COMMAND on --schedule, or change the job of that name.
 
 --schedule is a cron line as Kubernetes reads it: five fields (minute, hour,
@@ -46,8 +47,9 @@ old one. --timeout stops a run after that long (the cluster enforces it,
 with or without tug). --retries runs a failed run again, up to N times.
 
 The schedule, time zone and every other value are checked before anything
-is sent to the cluster: bad input exits 2 and changes nothing. The change is
-a new release of the app (its units restart as for a config change), and a
+is sent to the cluster: bad input exits 2 and changes nothing. The job is set
+on the deployed release in place (and on config staged with --no-restart):
+its CronJob is applied and no unit restarts. A later release carries it; a
 rollback to an older release restores the jobs that release had.`,
 		Example: `  tug job add shop report --schedule '0 6 * * *' --time-zone Europe/Paris -- ./bin/report
   tug job add shop cleanup --schedule @hourly --concurrency forbid --timeout 10m -- rake cleanup
@@ -75,7 +77,7 @@ rollback to an older release restores the jobs that release had.`,
 	fl.StringVar(&o.job.Limits.CPU, "cpu", "", "CPU limit of the job's pod (default: the web process's)")
 	fl.StringVar(&o.job.Limits.Memory, "memory", "", "Memory limit of the job's pod (default: the web process's)")
 	takesLock(cmd)
-	fl.BoolVar(&o.noWait, "no-wait", false, "Return once the release is applied, without waiting for its units")
+	fl.BoolVar(&o.noWait, "no-wait", false, "Accepted for scripts: a job change waits for nothing (no unit restarts)")
 	cli.AddFormatFlag(cmd, &o.out)
 	return cmd
 }
@@ -101,8 +103,10 @@ func (o *jobAddOptions) complete(command []string) error {
 	return nil
 }
 
-// runJobAdd rolls out the release that adds the job.
+// runJobAdd sets the job on the deployed release; no unit restarts.
 func runJobAdd(ctx context.Context, o *jobAddOptions) error {
 	verb := rollVerb{"job " + o.Name + " set", "setting job " + o.Name + " of"}
-	return rollOutChange(ctx, o.Changer, o.App, job.AddChange(o.Name, o.Job), optionsNoWait(o.noWait), o.out, verb)
+	return runRollout(ctx, o.Changer, o.App, func(ctx context.Context, d deploy.Deps) (*deploy.Result, error) {
+		return job.Add(ctx, d, o.App, o.Name, o.Job)
+	}, o.out, verb)
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/job"
 )
 
@@ -28,9 +29,10 @@ func newJobRemoveCmd(f *cli.Factory, runF func(context.Context, *jobRemoveOption
 		Use:         "remove APP NAME",
 		Annotations: deleting(argApp, argJob),
 		Aliases:     []string{"rm", "delete"},
-		Short:       "Remove a job and its runs: a new release, rolled out",
+		Short:       "Remove a job and its runs (no unit restarts)",
 		Long: `Remove the job: its CronJob goes with its runs (one under way is stopped).
-This is a release; a rollback to an older release brings the job back.
+The deployed release loses the job in place (no unit restarts); a rollback to
+an older release that had it brings it back.
 Asks first on a terminal; elsewhere needs --yes.`,
 		Example: `  tug job remove shop report --yes`,
 		Args:    jobArgs,
@@ -45,7 +47,7 @@ Asks first on a terminal; elsewhere needs --yes.`,
 	o.Changer = changerFor(cmd, f)
 	cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "Remove without asking")
 	takesLock(cmd)
-	cmd.Flags().BoolVar(&o.NoWait, "no-wait", false, "Return once the release is applied, without waiting for its units")
+	cmd.Flags().BoolVar(&o.NoWait, "no-wait", false, "Accepted for scripts: a job change waits for nothing (no unit restarts)")
 	cli.AddFormatFlag(cmd, &o.Output)
 	return cmd
 }
@@ -57,5 +59,7 @@ func runJobRemove(ctx context.Context, o *jobRemoveOptions) error {
 		return err
 	}
 	verb := rollVerb{"job " + o.Name + " removed", "removing job " + o.Name + " of"}
-	return rollOutChange(ctx, o.Changer, o.App, job.RemoveChange(o.Name), optionsNoWait(o.NoWait), o.Output, verb)
+	return runRollout(ctx, o.Changer, o.App, func(ctx context.Context, d deploy.Deps) (*deploy.Result, error) {
+		return job.Remove(ctx, d, o.App, o.Name)
+	}, o.Output, verb)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -86,6 +87,7 @@ Ctrl-C ends it (exit code 0).`,
 			return runLogs(cmd.Context(), o)
 		},
 	}
+	tailFlagErrors(cmd)
 	fl := cmd.Flags()
 	fl.StringVarP(&o.Process, "process", "p", "", "Only this process's units (not kubectl's -p, which is --previous here)")
 	fl.StringVarP(&o.Unit, "unit", "u", "", "Only this unit (or one-off run pod)")
@@ -141,4 +143,23 @@ func logsClient(f *cli.Factory) (kubernetes.Interface, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst, cfg.RateLimiter = -1, 0, nil
 	return kubernetes.NewForConfig(cfg)
+}
+
+// tailFlagErrors explains --tail to a Heroku user, whose 'heroku logs
+// --tail' follows: here --tail is a number of lines and -f follows.
+// `logs shop --tail` lacks its number; `logs --tail shop` took the app
+// for it (pflag said strconv.ParseInt).
+func tailFlagErrors(cmd *cobra.Command) {
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		msg := err.Error()
+		switch {
+		case msg == "flag needs an argument: --tail":
+			return inputerr.Errorf("--tail takes a number of lines (-1: all); to follow the log as 'heroku logs --tail' does, use -f (--follow)")
+		case strings.HasPrefix(msg, `invalid argument "`) && strings.Contains(msg, `" for "--tail" flag`):
+			v := strings.TrimPrefix(msg, `invalid argument "`)
+			v = v[:strings.Index(v, `" for "--tail" flag`)]
+			return inputerr.Errorf("--tail takes a number of lines (-1: all), not %q; to follow the log as 'heroku logs --tail' does, use -f (--follow): tug logs APP -f", v)
+		}
+		return cli.FlagErrorFunc(c, err)
+	})
 }

@@ -41,6 +41,8 @@ func executeWith(f *cli.Factory, out, errOut *bytes.Buffer, args ...string) resu
 	root.SetArgs(args)
 	ctx := context.Background()
 	cmd, err := root.ExecuteContextC(ctx)
+	wholeLine(err, cmd, args)
+	writeErrorObject(out, cmd, err)
 	return result{code: exitCode(ctx, errOut, cmd, err), stdout: out.String(), stderr: errOut.String()}
 }
 

@@ -74,6 +74,7 @@ func runReleaseList(ctx context.Context, o *releaseListOptions) error {
 	for i, r := range rels {
 		out[i] = app.SummarizeRelease(r)
 		out[i].Traffic = app.TrafficShare(a, r.Version)
+		out[i].Role = app.ReleaseRole(a, r.Version)
 	}
 	return o.Output.Print(o.IO, out, func() error {
 		t := cli.NewTable("release", "kind", "status", "image", "author", "age", "message")
@@ -89,6 +90,12 @@ func runReleaseList(ctx context.Context, o *releaseListOptions) error {
 			status := string(r.Status)
 			if r.Traffic != nil {
 				status += fmt.Sprintf(" (%d%%)", *r.Traffic)
+			}
+			switch r.Role {
+			case app.RoleServing:
+				status += ", serving: takes the requests until promote or abort"
+			case app.RoleKept:
+				status += ", kept: no requests; its processes other than web run it until promote"
 			}
 			if a.Canary.StepsHalted() && r.Version == a.Canary.Release {
 				status += ", steps stopped: promote or abort"

@@ -30,7 +30,10 @@ func newReleaseRollbackCmd(f *cli.Factory, runF func(context.Context, *releaseRo
 		Short:       "Roll back to an earlier release's image and config",
 		Long: `Roll back to an earlier release: a new release with that release's image,
 process commands and config, rolled out and watched like a deploy. Without vN,
-the release that ran before the current one.
+the release that ran before the current one; after a rollout that stopped
+before it finished (Ctrl-C; the release is listed as interrupted), the
+deployed release, which the units ran before it: rolling back to it, by
+default or by its vN, puts every unit back on it.
 
 A release deployed by tag records the digest its units ran once it rolled
 out (see 'tug release info'); the rollback runs that digest, so a tag moved

@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
 	"sync"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
@@ -136,10 +138,34 @@ func appAndOptionalArg(name string) cobra.PositionalArgs {
 // fails on -l.
 func commandFlagErrors(cmd *cobra.Command) {
 	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		var notExist *pflag.NotExistError
+		if errors.As(err, &notExist) && notExist.GetSpecifiedShortnames() == "" && isTugFlag(c.Root(), notExist.GetSpecifiedName()) {
+			// a flag of tug's (job add --dry-run), not of the command:
+			// it is this command that lacks it, whatever follows
+			return cli.FlagErrorFunc(c, fmt.Errorf("%s has no --%s flag", c.CommandPath(), notExist.GetSpecifiedName()))
+		}
 		err = cli.FlagErrorFunc(c, err)
 		if strings.Contains(err.Error(), "unknown") {
 			return inputerr.Errorf("%v; the command and its own flags go after '--': %s APP -- COMMAND [ARGS...]", err, c.CommandPath())
 		}
 		return err
 	})
+}
+
+// isTugFlag reports whether some tug command has the long flag name.
+func isTugFlag(root *cobra.Command, name string) bool {
+	found := false
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.Flags().Lookup(name) != nil || c.PersistentFlags().Lookup(name) != nil {
+			found = true
+		}
+		for _, sub := range c.Commands() {
+			if !found {
+				walk(sub)
+			}
+		}
+	}
+	walk(root)
+	return found
 }

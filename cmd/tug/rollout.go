@@ -188,6 +188,9 @@ func doneLine(res *deploy.Result, verb string) string {
 	for _, p := range res.Processes {
 		units = append(units, fmt.Sprintf("%s %d", p.Name, p.Units))
 	}
+	if res.Status == deploy.StatusApplied {
+		return fmt.Sprintf("%s: %s v%d applied (%s); not waited for its units (--no-wait): see 'tug unit list %s'", verb, res.App, res.Release, strings.Join(units, ", "), res.App)
+	}
 	if res.Unchanged {
 		return fmt.Sprintf("nothing new to deploy: the build made the image %s v%d runs, which keeps running (%s)", res.App, res.Release, strings.Join(units, ", "))
 	}

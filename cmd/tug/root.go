@@ -62,6 +62,11 @@ Start with 'tug doctor' to check that your kubeconfig works and what you may do.
 	for _, name := range advancedGlobalFlags {
 		_ = cmd.PersistentFlags().MarkHidden(name)
 	}
+	// A CI script passes --yes to whatever it runs; on a command that asks
+	// nothing it means nothing, and must not be an unknown flag. Commands
+	// that ask define their own --yes, which takes precedence.
+	cmd.PersistentFlags().BoolP("yes", "y", false, "Answer yes to any question (commands that ask nothing accept it and ignore it)")
+	_ = cmd.PersistentFlags().MarkHidden("yes")
 
 	cmd.AddGroup(
 		&cobra.Group{ID: "apps", Title: "App commands:"},
@@ -97,6 +102,7 @@ Start with 'tug doctor' to check that your kubeconfig works and what you may do.
 	addDevCommands(cmd, f)
 	addDynamicCompletion(cmd, f)
 	routeAppCommands(cmd, f)
+	appFromManifest(cmd, f)
 	return cmd
 }
 
@@ -135,7 +141,7 @@ var herokuVerbs = map[string][]string{
 	"app address":      {"open", "address"},
 	"unit list":        {"ps"},
 	"unit kill":        {"ps:stop", "ps:kill", "kill"},
-	"env get":          {"config", "config:get"},
+	"env get":          {"config", "config:get", "env list", "env ls", "env show"},
 	"env set":          {"config:set", "config:add"},
 	"env unset":        {"config:unset", "config:remove"},
 	"release list":     {"releases"},

@@ -62,6 +62,9 @@ func runVolumeCreate(ctx context.Context, o *volumeCreateOptions) error {
 	if err != nil {
 		return err
 	}
+	if v.Warning != "" {
+		fmt.Fprintf(o.IO.ErrOut, "warning: volume %q: %s\n", v.Name, v.Warning)
+	}
 	return o.Output.Print(o.IO, v, func() error {
 		_, err := fmt.Fprintf(o.IO.Out, "volume %q created (%s, %s); mount it with '%s volume bind APP %s --mount-path /data'\n", v.Name, v.Size, v.AccessMode, o.CommandName, v.Name)
 		return err

@@ -162,13 +162,26 @@ type CanaryInfo struct {
 	Stable int `json:"stable"`
 	// Ready is how many of the canary's web units are ready.
 	Ready int32 `json:"ready"`
+	// Serving is the release that takes the web requests when one takes
+	// them all (a blue-green release, a canary at 100%: the canary; at 0%:
+	// the stable release); 0 while they are split.
+	Serving int `json:"serving"`
+	// OtherProcesses is the release the processes other than web run: the
+	// deployed one, until promote.
+	OtherProcesses int `json:"otherProcesses"`
 }
 
 func canaryInfo(a *App, deps []appsv1.Deployment) *CanaryInfo {
 	if a.Canary == nil {
 		return nil
 	}
-	in := &CanaryInfo{Canary: *a.Canary, Stable: a.Release}
+	in := &CanaryInfo{Canary: *a.Canary, Stable: a.Release, OtherProcesses: a.Release}
+	switch a.Canary.Weight {
+	case 100:
+		in.Serving = a.Canary.Release
+	case 0:
+		in.Serving = a.Release
+	}
 	for _, d := range deps {
 		if d.Labels[kube.LabelTrack] != "" {
 			in.Ready = d.Status.ReadyReplicas
@@ -204,4 +217,41 @@ func TrafficShare(a *App, v int) *int {
 		return &w
 	}
 	return nil
+}
+
+// Roles of a release while another runs beside the deployed one
+// (ReleaseRole).
+const (
+	// RoleServing: it takes every web request (a blue-green release, or a
+	// canary at 100%), though the app's record still names the other.
+	RoleServing = "serving"
+	// RoleCanary: it takes a share of the web requests.
+	RoleCanary = "canary"
+	// RoleStable: the deployed release, taking the rest of the requests
+	// and running the processes other than web.
+	RoleStable = "stable"
+	// RoleKept: the deployed release with no web request (the previous
+	// release of a blue-green), kept to go back to at once; its processes
+	// other than web still run it until promote.
+	RoleKept = "kept"
+)
+
+// ReleaseRole is what release v does while a canary or blue-green release
+// runs beside the deployed one; "" for any other release, or when none
+// does.
+func ReleaseRole(a *App, v int) string {
+	c := a.Canary
+	switch {
+	case !c.SideBySide():
+		return ""
+	case v == c.Release && c.Weight >= 100:
+		return RoleServing
+	case v == c.Release:
+		return RoleCanary
+	case v == a.Release && c.Weight >= 100:
+		return RoleKept
+	case v == a.Release:
+		return RoleStable
+	}
+	return ""
 }

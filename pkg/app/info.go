@@ -199,6 +199,9 @@ type ReleaseSummary struct {
 	// Traffic is the release's share of requests in percent while a
 	// canary runs beside the deployed release (both have one).
 	Traffic *int `json:"traffic,omitempty"`
+	// Role says what the release does while one runs beside the deployed
+	// release: serving, canary, stable or kept (ReleaseRole).
+	Role string `json:"role,omitempty"`
 }
 
 // SummarizeRelease drops nothing secret (a Release holds none) but shapes

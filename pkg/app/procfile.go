@@ -226,5 +226,18 @@ func ValidateImage(image string) error {
 	if strings.ContainsAny(image, " \t\n") {
 		return inputerr.Errorf("invalid --image %q: an image reference has no spaces", image)
 	}
+	// The kubelet refuses a repository with capitals (InvalidImageName):
+	// say so before a release is made, not as a failed rollout.
+	name, _, _ := strings.Cut(image, "@")
+	if i := strings.LastIndexByte(name, ':'); i > strings.LastIndexByte(name, '/') {
+		name = name[:i]
+	}
+	path := name
+	if host, p, ok := strings.Cut(name, "/"); ok && (strings.ContainsAny(host, ".:") || host == "localhost") {
+		path = p
+	}
+	if path != strings.ToLower(path) {
+		return inputerr.Errorf("invalid --image %q: the repository %q must be lower case (only a registry host and a tag may have capitals)", image, path)
+	}
 	return nil
 }

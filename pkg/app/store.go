@@ -427,11 +427,11 @@ func (s *Store) SetReleaseImageID(ctx context.Context, app string, v int, id str
 	return kube.TranslateError(err)
 }
 
-// UpdateReleaseRollout changes release v's Rollout in place, the one part
-// of a release record that may change after it is made (see
-// Release.Rollout): change gets the release as stored and edits its
-// Rollout and RolloutChanges, or refuses. Only those two fields of the
-// record are written, on the condition that the Secret is as read; a
+// UpdateReleaseRollout changes release v's Rollout or Jobs in place, the
+// parts of a release record that may change after it is made (see
+// Release.Rollout; a job change restarts no unit): change gets the release
+// as stored and edits its Rollout, Jobs and RolloutChanges, or refuses.
+// Only those fields of the record are written, on the condition that the Secret is as read; a
 // conflict reads it again and retries.
 func (s *Store) UpdateReleaseRollout(ctx context.Context, app string, v int, change func(*Release) error) (*Release, error) {
 	var updated *Release
@@ -465,6 +465,7 @@ func (s *Store) UpdateReleaseRollout(ctx context.Context, app string, v int, cha
 		}
 		set("rollout", r.Rollout, r.Rollout.IsZero())
 		set("rolloutChanges", r.RolloutChanges, len(r.RolloutChanges) == 0)
+		set("jobs", r.Jobs, len(r.Jobs) == 0)
 		data, err := json.Marshal(record)
 		if err != nil {
 			return err

@@ -62,7 +62,8 @@ func (f FromSource) Plan(ctx context.Context, store *app.Store) (*Plan, error) {
 
 func (f FromSource) plan(a *app.App) (*Plan, error) {
 	s := f.Want.Merge(a.Build)
-	defaulted := false // the builder is the cluster's default, not the app's own
+	defaulted := false     // the builder is the cluster's default, not the app's own
+	repoDefaulted := false // the repository is under the cluster's default
 	if f.Cluster != nil {
 		cs := f.Cluster.For(a.Pool)
 		f.AgentImage = cmp.Or(f.AgentImage, cs.Get(clustersettings.BuildAgentImage))
@@ -71,6 +72,10 @@ func (f FromSource) plan(a *app.App) (*Plan, error) {
 			s.Builder = cs.Get(clustersettings.DefaultBuilder)
 			defaulted = s.Builder != ""
 		}
+		if prefix := cs.Get(clustersettings.DefaultRepository); s.Repository == "" && prefix != "" {
+			s.Repository = strings.TrimSuffix(prefix, "/") + "/" + a.Name
+			repoDefaulted = true
+		}
 	}
 	dockerfile := ""
 	if s.Builder == "" && f.Dockerfile != "" {
@@ -78,6 +83,12 @@ func (f FromSource) plan(a *app.App) (*Plan, error) {
 		if s.Repository == "" {
 			return nil, inputerr.Errorf("app %s has no repository yet: deploy from source once with --repository HOST/PATH for the image built from %s, or deploy an image with --image", a.Name, dockerfile)
 		}
+	} else if s.Builder != "" && s.Repository == "" {
+		from := "the app's builder " + s.Builder
+		if defaulted {
+			from = "the cluster's default builder " + s.Builder
+		}
+		return nil, inputerr.Errorf("app %s has no repository yet to push the image %s builds to: deploy from source once with --repository HOST/PATH, or deploy an image with --image", a.Name, from)
 	} else if s.Builder == "" || s.Repository == "" {
 		return nil, inputerr.Errorf("app %s has no builder or repository yet: deploy from source once with --builder IMAGE --repository HOST/PATH (or from a folder with a Dockerfile and --repository), or deploy an image with --image", a.Name)
 	}
@@ -110,6 +121,9 @@ func (f FromSource) plan(a *app.App) (*Plan, error) {
 	remember := s
 	if defaulted {
 		remember.Builder = "" // a later change of the default reaches the app
+	}
+	if repoDefaulted {
+		remember.Repository = ""
 	}
 	return &Plan{App: a, Settings: s, remember: remember, Timeout: timeout, RunImage: run, Source: f.Source, Dockerfile: dockerfile, from: f}, nil
 }

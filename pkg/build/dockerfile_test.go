@@ -249,3 +249,41 @@ func TestPlanTakesTheClustersBuildSettings(t *testing.T) {
 		t.Errorf("a Dockerfile build: %+v, %v; want BuildKit, no builder", p, err)
 	}
 }
+
+// With the cluster's default builder, only the repository is missing, and
+// the message says that alone (it said "has no builder or repository").
+func TestPlanWithTheClusterBuilderAsksForTheRepositoryAlone(t *testing.T) {
+	cs := &clustersettings.Stored{Cluster: clustersettings.Settings{clustersettings.DefaultBuilder: "reg/builder:v1"}, Found: true}
+	_, err := FromSource{App: "shop", Cluster: cs}.plan(&app.App{Name: "shop"})
+	want := "app shop has no repository yet to push the image the cluster's default builder reg/builder:v1 builds to: deploy from source once with --repository HOST/PATH, or deploy an image with --image"
+	if err == nil || err.Error() != want {
+		t.Errorf("err = %v, want %q", err, want)
+	}
+}
+
+// A cluster that names a default repository (and builder) makes a first
+// deploy from source need neither --builder nor --repository: the app's
+// image goes to PREFIX/APP, which the app does not remember (a later change
+// of the default reaches it).
+func TestPlanTakesTheClusterDefaultRepository(t *testing.T) {
+	cs := &clustersettings.Stored{Cluster: clustersettings.Settings{clustersettings.DefaultBuilder: "reg/builder:v1",
+		clustersettings.DefaultRepository: "registry.local:5000/apps/"}, Found: true}
+	p, err := FromSource{App: "shop", Cluster: cs}.plan(&app.App{Name: "shop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Settings.Repository != "registry.local:5000/apps/shop" || p.Settings.Builder != "reg/builder:v1" || p.remember.Repository != "" {
+		t.Errorf("plan settings %+v, remember %+v", p.Settings, p.remember)
+	}
+	// the app's own repository wins
+	p, err = FromSource{App: "shop", Cluster: cs}.plan(&app.App{Name: "shop", Build: &app.BuildSettings{Repository: "reg/own"}})
+	if err != nil || p.Settings.Repository != "reg/own" {
+		t.Errorf("with its own repository: %+v, %v", p, err)
+	}
+	if err := (clustersettings.Change{Set: map[string]string{clustersettings.DefaultRepository: "reg/Apps"}}).Validate(); err == nil {
+		t.Error("a repository path with capitals was accepted")
+	}
+	if err := (clustersettings.Change{Set: map[string]string{clustersettings.DefaultRepository: "registry.local:5000/apps"}}).Validate(); err != nil {
+		t.Error(err)
+	}
+}

@@ -110,8 +110,8 @@ func GroupArgs(cmd *cobra.Command, args []string) error {
 	}
 }
 
-// suggestFor is the full path of every command below cmd that names word in
-// its SuggestFor: "tug deploy" finds 'tug app deploy', two levels down,
+// suggestFor is the full path of every command below cmd that names word
+// (or "GROUP word", for cmd GROUP) in its SuggestFor: "tug deploy" finds 'tug app deploy', two levels down,
 // where cobra looks only at cmd's own subcommands (and would suggest "app").
 func suggestFor(cmd *cobra.Command, word string) []string {
 	var out []string
@@ -122,7 +122,9 @@ func suggestFor(cmd *cobra.Command, word string) []string {
 				continue
 			}
 			for _, w := range sub.SuggestFor {
-				if w == word {
+				// "env list" in env get's SuggestFor: the word under
+				// that group only (tug list is app list's).
+				if w == word || w == cmd.Name()+" "+word {
 					out = append(out, sub.CommandPath())
 					break
 				}
@@ -177,7 +179,14 @@ func suggestFlags(cmd *cobra.Command, name string) []string {
 		if f.Deprecated != "" || seen[f.Name] {
 			return
 		}
-		if levenshtein(name, f.Name) <= 2 || (len(name) > 1 && strings.HasPrefix(f.Name, name)) {
+		// A short name is within 2 edits of too much (--to of --as and
+		// --v): for names of three letters or fewer, one edit; a prefix
+		// of two letters is no hint either (--to of --token).
+		maxEdits := 2
+		if len(name) <= 3 {
+			maxEdits = 1
+		}
+		if levenshtein(name, f.Name) <= maxEdits || (len(name) > 2 && strings.HasPrefix(f.Name, name)) {
 			seen[f.Name] = true
 			out = append(out, "--"+f.Name)
 		}

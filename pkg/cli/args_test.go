@@ -87,6 +87,12 @@ func TestFlagErrorFuncSuggestsFlags(t *testing.T) {
 	if s := suggestFlags(cmd, "out"); !reflect.DeepEqual(s, []string{"--output"}) {
 		t.Errorf("prefix: got %q", s)
 	}
+	// release promote --to x suggested --as, --token and --v
+	cmd.Flags().String("as", "", "")
+	cmd.Flags().String("v", "", "")
+	if s := suggestFlags(cmd, "to"); len(s) != 0 {
+		t.Errorf("a two-letter name is not close to --as, --v or --token: got %q", s)
+	}
 }
 
 func TestLevenshtein(t *testing.T) {

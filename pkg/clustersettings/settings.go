@@ -49,6 +49,9 @@ const (
 	BuildAgentImage = "buildAgentImage" // the image of tug's build agent
 	DefaultBuilder  = "defaultBuilder"  // the builder of a deploy from source that names none
 	GatewayClasses  = "gatewayClasses"  // the Gateways discovery may trust: NAMESPACE/CLASS or CLASS, comma-separated
+	// DefaultRepository is where a deploy from source that names no
+	// repository pushes: HOST/PATH, to which the app's name is added.
+	DefaultRepository = "defaultRepository"
 )
 
 // The values of Router. Through Traefik an allow list is an ipAllowList
@@ -72,6 +75,7 @@ var Keys = []struct{ Key, About string }{
 	{BuildkitImage, "the BuildKit image of Dockerfile builds"},
 	{BuildAgentImage, "the image of tug's build agent"},
 	{DefaultBuilder, "the builder image of a deploy from source that names none"},
+	{DefaultRepository, "where a deploy from source that names no repository pushes: HOST[:PORT]/PATH, to which /APP is added"},
 }
 
 // Settings are the values that apply to one app: the cluster's, with its
@@ -301,6 +305,11 @@ func validate(key, value string) error {
 	case IngressClass:
 		if len(validation.IsDNS1123Subdomain(value)) > 0 {
 			return bad("want the name of a Kubernetes object")
+		}
+	case DefaultRepository:
+		host, path, _ := strings.Cut(value, "/")
+		if host == "" || strings.ContainsAny(value, " \t\n@") || path != strings.ToLower(path) || strings.Contains(path, ":") {
+			return bad("want HOST[:PORT]/PATH of a registry, the path in lower case, with no tag or digest (each app pushes to PATH/APP)")
 		}
 	default: // images
 		if value == "" || strings.ContainsAny(value, " \t\n") {

@@ -130,23 +130,33 @@ func EnvChange(set app.ConfigMap, unset []string, message string) Change {
 }
 
 // RollbackChange restores release target's image, processes and config as a
-// new release. target 0 means the release that ran before the current one.
+// new release. target 0 means the release that ran before the current one,
+// or the current one when a later rollout was cut short: its units run a
+// mix, and the current one is what ran before.
 func RollbackChange(ctx context.Context, store *app.Store, target int) Change {
 	return func(a *app.App, _ *app.Release, _ app.ConfigMap) (*app.Release, app.ConfigMap, error) {
 		if a.Release == 0 {
 			return nil, nil, fmt.Errorf("app %q has no deployed release to roll back from", a.Name)
 		}
-		if target == 0 {
+		if target == 0 || target == a.Release {
 			rels, err := store.ListReleases(ctx, a.Name)
 			if err != nil {
 				return nil, nil, err
 			}
-			if target = app.RollbackTarget(rels, a.Release); target == 0 {
-				return nil, nil, fmt.Errorf("app %q has no earlier good release to roll back to; see 'tug release list %s'", a.Name, a.Name)
+			// After a rollout cut short, the units run a mix of the
+			// deployed release and the interrupted one: going back means
+			// the deployed release again, not the one before it.
+			cut := cutShort(rels, a.Release)
+			switch {
+			case target == a.Release && !cut:
+				return nil, nil, fmt.Errorf("v%d is already the deployed release of app %q", target, a.Name)
+			case target == 0 && cut:
+				target = a.Release
+			case target == 0:
+				if target = app.RollbackTarget(rels, a.Release); target == 0 {
+					return nil, nil, fmt.Errorf("app %q has no earlier good release to roll back to; see 'tug release list %s'", a.Name, a.Name)
+				}
 			}
-		}
-		if target == a.Release {
-			return nil, nil, fmt.Errorf("v%d is already the deployed release of app %q", target, a.Name)
 		}
 		old, config, err := store.GetRelease(ctx, a.Name, target)
 		if err != nil {
@@ -160,6 +170,17 @@ func RollbackChange(ctx context.Context, store *app.Store, target int) Change {
 		carryReleaseCommand(r, old)
 		return r, config, nil
 	}
+}
+
+// cutShort says whether a rollout after release current (of rels) stopped
+// before it finished: its release is interrupted, or still pending.
+func cutShort(rels []*app.Release, current int) bool {
+	for _, r := range rels {
+		if r.Version > current && (r.Status == app.StatusInterrupted || r.Status == app.StatusPending) {
+			return true
+		}
+	}
+	return false
 }
 
 // SettingsChange changes what travels with a release besides image and

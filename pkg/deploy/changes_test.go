@@ -3,6 +3,7 @@ package deploy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -254,5 +255,30 @@ func TestDeployProcessesCarriesOverAndGuardsRemovals(t *testing.T) {
 	}
 	if _, ok := listDeployments(t, c)["shop-worker"]; ok {
 		t.Error("worker's Deployment is still there")
+	}
+}
+
+// After a rollout cut short (v6 interrupted), the units run a mix of v5
+// and v6: the deployed v5 is what ran before, and both 'rollback v5' (the
+// command the interruption prints) and a plain rollback restore it.
+func TestRollbackChangeAfterAnInterruptedRollout(t *testing.T) {
+	ctx := context.Background()
+	for _, status := range []app.Status{app.StatusInterrupted, app.StatusPending} {
+		for _, target := range []int{5, 0} {
+			t.Run(fmt.Sprintf("%s/v%d", status, target), func(t *testing.T) {
+				s, _ := rollbackFixture(t)
+				seedRelease(t, s, &app.Release{Version: 6, Image: "shop:6", Status: status, Processes: map[string]string{"web": "./v6"}}, app.ConfigMap{"V": "6"})
+				if _, err := s.UpdateApp(ctx, "shop", func(x *app.App) error { x.LastRelease = 6; return nil }); err != nil {
+					t.Fatal(err)
+				}
+				r, cfg, err := RollbackChange(ctx, s, target)(getApp(t, s, "shop"), nil, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.RollbackOf != 5 || r.Image != "shop:5" || cfg["V"] != "5" {
+					t.Errorf("release = %+v, config %v: want a rollback to v5", r, cfg)
+				}
+			})
+		}
 	}
 }

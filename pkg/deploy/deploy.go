@@ -113,6 +113,11 @@ type Options struct {
 type Change func(a *app.App, base *app.Release, config app.ConfigMap) (*app.Release, app.ConfigMap, error)
 
 // Result is what a rollout did; its JSON shape is documented in docs/output.md.
+// StatusApplied is a Result's status when the change was applied and not
+// waited for (--no-wait): the record names the release, whether its units
+// run it is not known. A release record never has it.
+const StatusApplied app.Status = "applied"
+
 type Result struct {
 	App          string           `json:"app"`
 	Namespace    string           `json:"namespace"`
@@ -138,8 +143,8 @@ type Result struct {
 	// Staged, on a dry run, says the release would only be stored, to
 	// apply at the next deploy (--no-restart, or an app never deployed).
 	Staged bool `json:"staged,omitempty"`
-	// UnitsRestarted, set by a rollout settings change (ChangeRollout)
-	// only, says whether the change replaced the units (a new release) or
+	// UnitsRestarted, set by a rollout settings change (ChangeRollout) and
+	// a job change (ChangeJobs, always false) only, says whether the change replaced the units (a new release) or
 	// took effect on the running release in place, units untouched.
 	UnitsRestarted *bool `json:"unitsRestarted,omitempty"`
 	// Canary is the release running beside the deployed one, while one
@@ -275,7 +280,7 @@ func roll(t *Txn, change Change, opts Options, start time.Time) (*Result, error)
 	switch {
 	case r.opts.DryRun:
 		r.a.Route = r.want
-		return dryRun(t.ctx, t.d, t.store, r.a, r.base, r.baseConfig, r.next, r.config, r.opts, start)
+		return dryRun(t.ctx, t.d, t.store, r.a, r.base, r.baseConfig, r.next, r.config, r.unitsBefore, r.opts, start)
 	case r.opts.NoRestart || r.next.Image == "":
 		return r.stage()
 	case r.opts.SkipUnchanged && r.opts.Canary == nil && r.unchanged():
@@ -564,6 +569,9 @@ func (r *rolling) deployed(got *applied) (*Result, error) {
 		}
 	}
 	res := r.result(app.StatusDeployed)
+	if r.opts.NoWait {
+		res.Status = StatusApplied
+	}
 	res.ReleasePhase = r.phase
 	res.URLs = app.URLs(a)
 	var rerr error
@@ -772,7 +780,7 @@ func result(a *app.App, r *app.Release, st app.Status, start time.Time) *Result 
 // release record (its Secret holds the config) and every object the release
 // would apply, so admission and validation speak; then it describes the
 // change in the app's own terms. No lock is taken and nothing is written.
-func dryRun(ctx context.Context, d Deps, store *app.Store, a *app.App, base *app.Release, baseConfig app.ConfigMap, next *app.Release, config app.ConfigMap, opts Options, start time.Time) (*Result, error) {
+func dryRun(ctx context.Context, d Deps, store *app.Store, a *app.App, base *app.Release, baseConfig app.ConfigMap, next *app.Release, config app.ConfigMap, unitsBefore map[string]app.Process, opts Options, start time.Time) (*Result, error) {
 	staged := opts.NoRestart || next.Image == ""
 	if staged {
 		next.Status = app.StatusStaged
@@ -817,7 +825,7 @@ func dryRun(ctx context.Context, d Deps, store *app.Store, a *app.App, base *app
 		}
 		cur, curConfig = r, cfg
 	}
-	res.Plan = append(plan(a, cur, curConfig, next, config), planJobs(cur, next)...)
+	res.Plan = append(plan(a, unitsBefore, cur, curConfig, next, config), planJobs(cur, next)...)
 	if line, phase := plannedReleasePhase(a, base, next, opts); phase != nil {
 		res.Plan = append([]string{line}, res.Plan...)
 		res.ReleasePhase = phase
@@ -827,7 +835,9 @@ func dryRun(ctx context.Context, d Deps, store *app.Store, a *app.App, base *app
 
 // plan says what a release changes: "web: image a -> b, 3 units restart",
 // "env: +DB_URL, ~TOKEN (values hidden)".
-func plan(a *app.App, base *app.Release, baseConfig app.ConfigMap, next *app.Release, config app.ConfigMap) []string {
+// Units, limits, healthchecks and the release's settings (tug.yaml sets
+// them with the image) are part of it: unitsBefore are the counts before.
+func plan(a *app.App, unitsBefore map[string]app.Process, base *app.Release, baseConfig app.ConfigMap, next *app.Release, config app.ConfigMap) []string {
 	var lines []string
 	oldProcs := map[string]string{}
 	oldImage := ""
@@ -835,6 +845,7 @@ func plan(a *app.App, base *app.Release, baseConfig app.ConfigMap, next *app.Rel
 		oldProcs, oldImage = base.Processes, base.Image
 	}
 	envChanged := !baseConfig.Equal(config)
+	settings, settingsRestart := appSettings(base, next)
 	for _, name := range next.ProcessNames() {
 		units := a.Processes[name].Replicas
 		oldCmd, existed := oldProcs[name]
@@ -849,7 +860,12 @@ func plan(a *app.App, base *app.Release, baseConfig app.ConfigMap, next *app.Rel
 			if oldCmd != next.Processes[name] {
 				changes = append(changes, fmt.Sprintf("command %s -> %s", describeCommand(oldCmd), describeCommand(next.Processes[name])))
 			}
-			if len(changes) > 0 || envChanged {
+			procSettings, procRestart := processSettings(base, next, name)
+			changes = append(changes, procSettings...)
+			if c := unitCount(unitsBefore, a, name); c != "" {
+				changes = append(changes, c)
+			}
+			if len(changes) > 0 && (oldImage != next.Image || oldCmd != next.Processes[name] || procRestart) || envChanged || settingsRestart {
 				changes = append(changes, fmt.Sprintf("%d %s restart", units, text.Plural(int(units), "unit", "units")))
 			}
 		}
@@ -871,7 +887,7 @@ func plan(a *app.App, base *app.Release, baseConfig app.ConfigMap, next *app.Rel
 	if envChanged {
 		lines = append(lines, "env: "+baseConfig.Diff(config)+" (values hidden)")
 	}
-	return lines
+	return append(lines, settings...)
 }
 
 // describeCommand is how a process's command reads in summaries.

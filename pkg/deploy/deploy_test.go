@@ -45,7 +45,8 @@ func TestRollFirstDeployNoWait(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Roll: %v", err)
 	}
-	want := &Result{App: "shop", Namespace: ns, Release: 1, Status: app.StatusDeployed, Image: "shop:1",
+	// applied, not waited for: the result says so; the record names the release
+	want := &Result{App: "shop", Namespace: ns, Release: 1, Status: StatusApplied, Image: "shop:1",
 		Processes: []ProcessResult{{Name: "web", Command: "./server", Units: 1}, {Name: "worker", Command: "./work", Units: 1}}}
 	res.DurationMS = 0
 	if b, w := mustJSON(t, res), mustJSON(t, want); b != w {
@@ -530,6 +531,7 @@ func TestPlan(t *testing.T) {
 	base := &app.Release{Image: "shop:1", Processes: map[string]string{"web": "./server", "worker": "./w", "old": "./o"}}
 	tests := []struct {
 		name       string
+		before     map[string]app.Process
 		base       *app.Release
 		baseConfig app.ConfigMap
 		next       *app.Release
@@ -568,10 +570,19 @@ func TestPlan(t *testing.T) {
 			config:     app.ConfigMap{"A": "1"},
 			want:       []string{"web: unchanged", "old: removed", "worker: removed"},
 		},
+		{
+			// what tug.yaml sets beside the image: units, limits, history
+			name:   "units, limits and settings",
+			before: map[string]app.Process{"web": {Replicas: 2}, "worker": {Replicas: 1}},
+			base:   &app.Release{Image: "shop:1", Processes: map[string]string{"web": "./server", "worker": "./w"}},
+			next: &app.Release{Image: "shop:1", Processes: map[string]string{"web": "./server", "worker": "./w"},
+				Limits: map[string]app.Limits{"worker": {CPU: "500m"}}, Rollout: app.Rollout{History: 20}},
+			want: []string{"web: units 2 -> 3", "worker: limits (none) -> cpu=500m, 1 unit restart", "settings: history 10 (default) -> 20"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := plan(a, tt.base, tt.baseConfig, tt.next, tt.config)
+			got := plan(a, tt.before, tt.base, tt.baseConfig, tt.next, tt.config)
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("plan =\n %q\nwant\n %q", got, tt.want)
 			}

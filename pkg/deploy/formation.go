@@ -262,6 +262,7 @@ func (s *reshaping) roll(a *app.App) (*Result, error) {
 	res := result(a, r, app.StatusDeployed, s.start)
 	res.URLs = app.URLs(a)
 	if opts.NoWait {
+		res.Status = StatusApplied
 		return res, t.Explain(dropPage())
 	}
 	err = (&rollout.Watch{Client: d.Client, Namespace: d.Namespace, App: a.Name, Release: a.Release, Purpose: rollout.PurposeScale,

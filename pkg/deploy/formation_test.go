@@ -30,7 +30,7 @@ func TestReshape(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Reshape: %v", err)
 	}
-	if res.Release != 1 || res.Status != app.StatusDeployed || res.Processes[0].Units != 3 {
+	if res.Release != 1 || res.Status != StatusApplied || res.Processes[0].Units != 3 { // --no-wait: applied, not waited for
 		t.Errorf("result = %+v", res)
 	}
 	ds := listDeployments(t, c)

@@ -222,19 +222,20 @@ func SetSuspended(ctx context.Context, d deploy.Deps, appName, name string, susp
 	return deploy.SetJobSuspended(ctx, d, appName, name, suspended)
 }
 
-// AddChange is the release change of 'tug job add': the base release with
-// job name added (or replaced).
-func AddChange(name string, j app.Job) deploy.Change {
-	return deploy.SettingsChange(app.KindJob, "job "+name+" set", func(_ *app.App, r *app.Release) error {
+// Add is 'tug job add': job name set on the deployed release (and any
+// staged one) in place, its CronJob applied; no release is made and no
+// unit restarts (deploy.ChangeJobs).
+func Add(ctx context.Context, d deploy.Deps, appName, name string, j app.Job) (*deploy.Result, error) {
+	return deploy.ChangeJobs(ctx, d, appName, "job "+name+" set", func(_ *app.App, r *app.Release) error {
 		r.SetJob(name, j)
 		return nil
 	})
 }
 
-// RemoveChange is the release change of 'tug job remove': the base release
-// without job name (its CronJob goes, with its runs).
-func RemoveChange(name string) deploy.Change {
-	return deploy.SettingsChange(app.KindJob, "job "+name+" removed", func(a *app.App, r *app.Release) error {
+// Remove is 'tug job remove': the deployed release without job name, in
+// place; its CronJob goes, with its runs.
+func Remove(ctx context.Context, d deploy.Deps, appName, name string) (*deploy.Result, error) {
+	return deploy.ChangeJobs(ctx, d, appName, "job "+name+" removed", func(a *app.App, r *app.Release) error {
 		return r.RemoveJob(a.Name, name)
 	})
 }

@@ -35,6 +35,11 @@ func TestManualJobFromTheTemplate(t *testing.T) {
 	if o := j.OwnerReferences; len(o) != 1 || o[0].UID != "uid-1" || o[0].Kind != "CronJob" {
 		t.Errorf("owner %+v", o)
 	}
+	// not its controller: the CronJob controller's history limit deletes
+	// the finished Jobs it controls (a run vanished within minutes)
+	if c := metav1.GetControllerOf(j); c != nil {
+		t.Errorf("the CronJob controls the run: %+v", c)
+	}
 	if j.Annotations[annotationManual] != "manual" || j.Annotations[annotationRunBy] != "alice" || j.Labels[kube.LabelJob] != "report" {
 		t.Errorf("meta %+v", j.ObjectMeta)
 	}

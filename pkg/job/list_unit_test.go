@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -32,7 +33,7 @@ func deployDeps(c *fake.Clientset) deploy.Deps {
 
 // shopWithJobs is app shop deployed once (v1: web) with jobs; the fake
 // applies their CronJobs, nothing runs them. (One release: each Roll on
-// the fake costs a tenth of a second; TestAddChangeReplacesAJobOfTheSameName
+// the fake costs a tenth of a second; TestAddReplacesAJobOfTheSameNameWithoutARestart
 // adds a job as 'tug job add' does.)
 func shopWithJobs(t *testing.T, jobs map[string]app.Job) (*fake.Clientset, *app.Store) {
 	t.Helper()
@@ -262,49 +263,73 @@ func TestListScheduledSkipsCronJobsThatNameNoJob(t *testing.T) {
 	}
 }
 
-// 'tug job remove' is a release without the job: its CronJob goes; a job
-// the release lacks is a usage error and makes no release.
-func TestRemoveChangeDropsTheJobAndItsCronJob(t *testing.T) {
+// 'tug job remove' drops the job from the deployed release in place: its
+// CronJob goes, no release is made, no unit restarts; a job the release
+// lacks is a usage error.
+func TestRemoveDropsTheJobAndItsCronJob(t *testing.T) {
 	c, s := shopWithJobs(t, map[string]app.Job{"report": {Command: "./report", Schedule: "@daily"}, "ping": {Command: "./ping", Schedule: "@hourly"}})
 	ctx := context.Background()
-	res, err := deploy.Roll(ctx, deployDeps(c), "shop", RemoveChange("report"), deploy.Options{NoWait: true})
+	web := deploymentOf(t, c, "shop-web")
+	res, err := Remove(ctx, deployDeps(c), "shop", "report")
 	if err != nil {
 		t.Fatalf("remove: %v", err)
 	}
-	r, _ := deploytest.GetRelease(t, s, res.Release)
-	if r.Kind != app.KindJob || r.Message != "job report removed" || !slices.Equal(r.JobNames(), []string{"ping"}) {
-		t.Errorf("release v%d: kind %q, message %q, jobs %v", r.Version, r.Kind, r.Message, r.JobNames())
+	if res.Release != 1 || res.UnitsRestarted == nil || *res.UnitsRestarted {
+		t.Errorf("result %+v; want v1, units not restarted", res)
+	}
+	r, _ := deploytest.GetRelease(t, s, 1)
+	if !slices.Equal(r.JobNames(), []string{"ping"}) || len(r.RolloutChanges) != 1 || r.RolloutChanges[0].Message != "job report removed" {
+		t.Errorf("release v1: jobs %v, changes %+v", r.JobNames(), r.RolloutChanges)
 	}
 	if sched, _ := ListScheduled(ctx, c, ns, "shop"); len(sched) != 1 || sched[0].Name != "ping" {
 		t.Errorf("CronJobs %+v; want ping's alone", sched)
 	}
-	last := deploytest.GetApp(t, s, "shop").LastRelease
-	if _, err := deploy.Roll(ctx, deployDeps(c), "shop", RemoveChange("report"), deploy.Options{NoWait: true}); !inputerr.Is(err) {
+	if got := deploymentOf(t, c, "shop-web"); got.Generation != web.Generation || got.ResourceVersion != web.ResourceVersion {
+		t.Errorf("removing a job changed web's Deployment (its units would restart)")
+	}
+	if _, err := Remove(ctx, deployDeps(c), "shop", "report"); !inputerr.Is(err) {
 		t.Errorf("removing it again = %v; want an input error", err)
 	}
-	if got := deploytest.GetApp(t, s, "shop").LastRelease; got != last {
-		t.Errorf("a refused remove stored release v%d", got)
+	if got := deploytest.GetApp(t, s, "shop").LastRelease; got != 1 {
+		t.Errorf("a job change stored release v%d", got)
 	}
 }
 
 // A job added again replaces the one of that name: one CronJob, the new
-// schedule.
-func TestAddChangeReplacesAJobOfTheSameName(t *testing.T) {
+// schedule, on the deployed release; the app's units are not touched (they
+// all restarted, like a config change, when a job change was a release).
+func TestAddReplacesAJobOfTheSameNameWithoutARestart(t *testing.T) {
 	c, s := shopWithJobs(t, map[string]app.Job{"report": {Command: "./report", Schedule: "@daily"}})
 	ctx := context.Background()
-	if _, err := deploy.Roll(ctx, deployDeps(c), "shop", AddChange("report", app.Job{Command: "./report --all", Schedule: "@hourly"}), deploy.Options{NoWait: true}); err != nil {
+	web := deploymentOf(t, c, "shop-web")
+	if _, err := Add(ctx, deployDeps(c), "shop", "report", app.Job{Command: "./report --all", Schedule: "@hourly"}); err != nil {
 		t.Fatal(err)
 	}
 	j, err := Info(ctx, s, "shop", "report", time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if j.Command != "./report --all" || j.Schedule != "@hourly" || j.Release != 2 {
-		t.Errorf("job %+v; want the new command and schedule, release v2", j)
+	if j.Command != "./report --all" || j.Schedule != "@hourly" || j.Release != 1 {
+		t.Errorf("job %+v; want the new command and schedule, on v1", j)
 	}
 	if sched, _ := ListScheduled(ctx, c, ns, "shop"); len(sched) != 1 || sched[0].Schedule != "@hourly" {
 		t.Errorf("CronJobs %+v", sched)
 	}
+	if got := deploymentOf(t, c, "shop-web"); got.Generation != web.Generation || got.ResourceVersion != web.ResourceVersion {
+		t.Errorf("adding a job changed web's Deployment (its units would restart)")
+	}
+	if _, err := Add(ctx, deployDeps(c), "shop", "report", app.Job{Command: "./report --all", Schedule: "@hourly"}); !errors.Is(err, deploy.ErrNoChange) {
+		t.Errorf("the same job again = %v; want no change", err)
+	}
+}
+
+func deploymentOf(t *testing.T, c *fake.Clientset, name string) *appsv1.Deployment {
+	t.Helper()
+	d, err := c.AppsV1().Deployments(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
 
 // logPod is a pod of run runName whose container is named container (the

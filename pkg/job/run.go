@@ -102,7 +102,8 @@ func Run(ctx context.Context, d session.Deps, o RunOptions) (*RunResult, error) 
 }
 
 // manualJob is a run of cj now: its job template, tried once, owned by cj
-// (so removing the job removes it), marked as started by hand.
+// but not controlled by it (so removing the job removes it, and the
+// CronJob's history limit does not), marked as started by hand.
 func manualJob(cj *batchv1.CronJob, user string) *batchv1.Job {
 	tmpl := cj.Spec.JobTemplate.DeepCopy()
 	annotations := maps.Clone(tmpl.Annotations)
@@ -121,7 +122,11 @@ func manualJob(cj *batchv1.CronJob, user string) *batchv1.Job {
 			// when the answer to its creation is lost
 			Name: cj.Name + "-run-" + utilrand.String(5), Namespace: cj.Namespace,
 			Labels: maps.Clone(tmpl.Labels), Annotations: annotations,
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "CronJob", Name: cj.Name, UID: cj.UID, Controller: new(true)}},
+			// Owned, so removing the job removes its runs, but not as its
+			// controller: the CronJob controller's history limit deletes the
+			// finished Jobs it controls, and took a run with them within
+			// minutes on a frequent schedule; the TTL keeps it a day.
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "CronJob", Name: cj.Name, UID: cj.UID}},
 		},
 		Spec: spec,
 	}

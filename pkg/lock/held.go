@@ -22,6 +22,13 @@ type HeldError struct {
 	Expires     time.Time
 }
 
+// CodeHeld is the exit code of a command refused because another tug
+// holds the app's lock (docs/exit-codes.md): a CI job can retry on it.
+const CodeHeld = 19
+
+// ExitCode is CodeHeld; a *WaitError (--wait-lock ran out) has it too.
+func (e *HeldError) ExitCode() int { return CodeHeld }
+
 func (e *HeldError) Error() string {
 	return fmt.Sprintf("app %q is being changed by %s since %s (lease renewed %s ago); wait for it to finish, or retry after %s if that tug was killed",
 		e.App, e.Holder, e.Since.Local().Format("15:04:05"), time.Since(e.Renewed).Round(time.Second).Abs(), e.Expires.Local().Format("15:04:05"))

@@ -41,6 +41,10 @@ type Manifest struct {
 	Settings *app.Rollout
 	// Jobs by name; nil when the file has no jobs section.
 	Jobs map[string]app.Job
+	// App, Namespace and Context say which app the folder is, and where:
+	// a command run in the folder (or below it) that is given no app
+	// takes them (FindUp).
+	App, Namespace, Context string
 	// lines are the lines of processes' commands, for messages.
 	lines map[string]int
 }
@@ -75,6 +79,33 @@ func Find(path, dir string) (*Manifest, error) {
 	return Parse(shown, b)
 }
 
+// FindUp is the tug.yaml of folder dir or of the nearest folder above it
+// that has one, read as Find reads it; nil when none has. Its Path says
+// where it is relative to dir ("./tug.yaml", "../tug.yaml").
+func FindUp(dir string) (*Manifest, error) {
+	rel := "."
+	for d := dir; ; {
+		path := filepath.Join(d, FileName)
+		if _, err := os.Stat(path); err == nil {
+			b, err := app.ReadFileArgLimit("tug.yaml", path, MaxBytes)
+			if err != nil {
+				return nil, err
+			}
+			return Parse(rel+"/"+FileName, b)
+		}
+		up := filepath.Dir(d)
+		if up == d {
+			return nil, nil
+		}
+		d = up
+		if rel == "." {
+			rel = ".."
+		} else {
+			rel += "/.."
+		}
+	}
+}
+
 // Parse reads a manifest; every error is an input error naming the file,
 // the line and the key.
 func Parse(path string, data []byte) (*Manifest, error) {
@@ -101,8 +132,25 @@ func Parse(path string, data []byte) (*Manifest, error) {
 			return p.settings(m, v)
 		case "jobs":
 			return p.jobs(m, v)
+		case "app":
+			name, err := p.str(key, v)
+			if err == nil {
+				if verr := app.ValidateName(name); verr != nil {
+					return p.errAt(v, key, "%v", verr)
+				}
+			}
+			m.App = name
+			return err
+		case "namespace":
+			var err error
+			m.Namespace, err = p.str(key, v)
+			return err
+		case "context":
+			var err error
+			m.Context, err = p.str(key, v)
+			return err
 		}
-		return p.unknown(k, "", "processes, release, settings, jobs")
+		return p.unknown(k, "", "app, namespace, context, processes, release, settings, jobs")
 	}); err != nil {
 		return nil, err
 	}

@@ -59,6 +59,9 @@ type Watch struct {
 	counted  map[string]unitKind
 	counts   map[string]*unitCount
 	lastLine string
+	// probeLooks is when each unit's container may next have its readiness
+	// events read.
+	probeLooks map[string]time.Time
 }
 
 // Wait watches the app's Deployments and pods (one LIST and one WATCH each,
@@ -80,7 +83,7 @@ func (r *Watch) Wait(ctx context.Context) error {
 	go func() {
 		errs <- kube.UntilChange(ctx, kube.Pods(r.Client, r.Namespace, sel), forwardChanges(ctx, pods))
 	}()
-	r.deployments, r.pods = nil, nil
+	r.deployments, r.pods, r.probeLooks = nil, nil, nil
 
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
@@ -218,6 +221,13 @@ func (r *Watch) checkUnit(ctx context.Context, p *corev1.Pod, now time.Time) (bo
 	}
 	if f := diagnosePod(p, now); f != nil {
 		r.explain(ctx, p, f)
+		return true, f
+	}
+	if f := r.readinessFailed(ctx, p, now); f != nil {
+		f.Process, f.Unit = p.Labels[kube.LabelProcess], p.Name
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		f.Logs = r.lastLogs(ctx, p)
 		return true, f
 	}
 	return false, nil

@@ -604,3 +604,49 @@ func TestRolloutImageIDDisagreement(t *testing.T) {
 		t.Errorf("imageID = %q, want the new release's", got)
 	}
 }
+
+// A unit whose readiness probe has failed failureThreshold times is
+// reported at once, with the probe's output, not after the 3x grace; fewer
+// failures, or failures from before the container started, wait.
+func TestRolloutReportsReadinessFailuresByTheProbesThreshold(t *testing.T) {
+	now := time.Now()
+	start := now.Add(-10 * time.Second) // past 2 s x 3, within the 18 s grace
+	ev := func(count int32, at time.Time) *corev1.Event {
+		return &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e1", Namespace: ns},
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "u1"}, Reason: "Unhealthy",
+			Message: "Readiness probe failed: dial tcp 10.0.0.9:8080: connect: connection refused", Count: count,
+			LastTimestamp: metav1.NewTime(at)}
+	}
+	tests := []struct {
+		name   string
+		event  *corev1.Event
+		failed bool
+	}{
+		{"threshold reached", ev(3, now.Add(-time.Second)), true},
+		{"below the threshold", ev(2, now.Add(-time.Second)), false},
+		{"before the container started", ev(5, start.Add(-time.Minute)), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := pod("u1", "web", "7", false, func(p *corev1.Pod) {
+				p.Status.ContainerStatuses[0].State = running(start)
+			}, withProbe(2, 3, 0))
+			r := newRollout(fakeClient(tt.event), 7, map[string]int64{"shop-web": 1}, []*appsv1.Deployment{dep("web", 1, 1, appsv1.DeploymentStatus{})}, []*corev1.Pod{p})
+			done, err := r.check(context.Background(), now)
+			if !tt.failed {
+				if done || err != nil {
+					t.Fatalf("check = %v, %v; want to wait", done, err)
+				}
+				return
+			}
+			var f *Failure
+			if !errors.As(err, &f) || f.Class != ClassUnready || f.ExitCode() != 14 || f.Unit != "u1" || f.Process != "web" {
+				t.Fatalf("check = %v, want unready", err)
+			}
+			want := "web is not ready: its readiness check failed 3 times (failure threshold 3): Readiness probe failed: dial tcp 10.0.0.9:8080: connect: connection refused; a unit that only starts slowly needs a startup check or an initial delay ('tug app healthcheck set shop -p web --startup CHECK' or '--initial-delay SECONDS')"
+			if f.Message != want {
+				t.Errorf("message = %q, want %q", f.Message, want)
+			}
+		})
+	}
+}

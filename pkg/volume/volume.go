@@ -48,6 +48,9 @@ type Volume struct {
 	// Apps are the apps whose deployed release mounts the volume.
 	Apps      []string  `json:"apps"`
 	CreatedAt time.Time `json:"createdAt"`
+	// Warning, from create only, says why the volume may stay Pending: no
+	// StorageClass to provision it (storageWarning).
+	Warning string `json:"warning,omitempty"`
 }
 
 // CreateOptions describe a new volume.
@@ -105,6 +108,10 @@ func Create(ctx context.Context, client kubernetes.Interface, namespace string, 
 	if o.StorageClass != "" {
 		pvc.Spec.StorageClassName = &o.StorageClass
 	}
+	warning, err := storageWarning(ctx, client, o.StorageClass)
+	if err != nil {
+		return nil, err
+	}
 	created, err := client.CoreV1().PersistentVolumeClaims(namespace).Create(ctx, pvc, metav1.CreateOptions{FieldManager: kube.FieldManager})
 	if apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("volume %q already exists in namespace %q; see 'tug volume list'", o.Name, namespace)
@@ -112,7 +119,38 @@ func Create(ctx context.Context, client kubernetes.Interface, namespace string, 
 	if err != nil {
 		return nil, kube.TranslateError(err)
 	}
-	return fromClaim(created, nil), nil
+	v := fromClaim(created, nil)
+	v.Warning = warning
+	return v, nil
+}
+
+// storageWarning looks, before the claim is made, at what will give it
+// storage: with no StorageClass to provision it (none named and no default,
+// or the named one missing), the volume stays Pending until an admin makes
+// a PersistentVolume for it, which is said at once rather than when a bind
+// times out. StorageClasses are cluster-wide: a
+// user who may not read them is told nothing.
+func storageWarning(ctx context.Context, client kubernetes.Interface, class string) (string, error) {
+	if class != "" {
+		_, err := client.StorageV1().StorageClasses().Get(ctx, class, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return fmt.Sprintf("the cluster has no StorageClass %q to provision it: it stays Pending until it binds a PersistentVolume an admin made with that class (see 'kubectl get storageclass')", class), nil
+		}
+		return "", nil
+	}
+	list, err := client.StorageV1().StorageClasses().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return "", nil
+	}
+	for _, sc := range list.Items {
+		if sc.Annotations["storageclass.kubernetes.io/is-default-class"] == "true" {
+			return "", nil
+		}
+	}
+	if len(list.Items) == 0 {
+		return "the cluster has no StorageClass: the volume stays Pending, and units that mount it cannot start, until an admin makes a PersistentVolume for it", nil
+	}
+	return "the cluster has no default StorageClass: the volume stays Pending until an admin makes a PersistentVolume for it; name a class with --storage-class (see 'kubectl get storageclass')", nil
 }
 
 // List shows the namespace's volumes and the apps that mount them: one LIST

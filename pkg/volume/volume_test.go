@@ -7,7 +7,9 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"tug.dev/tug/pkg/app"
@@ -176,5 +178,33 @@ func TestForeignClaimIsNotAVolume(t *testing.T) {
 	}
 	if vols, err := List(ctx, store); err != nil || len(vols) != 0 {
 		t.Fatalf("list: %+v %v", vols, err)
+	}
+}
+
+// A volume no StorageClass can provision says so at create, not when a
+// bind times out; with a default class, nothing is said.
+func TestCreateSaysWhenNoStorageClassProvisions(t *testing.T) {
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name    string
+		classes []runtime.Object
+		class   string
+		want    string
+	}{
+		{"no class at all", nil, "", "the cluster has no StorageClass: the volume stays Pending"},
+		{"no default", []runtime.Object{&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "slow"}}}, "", "the cluster has no default StorageClass"},
+		{"a missing class", nil, "fast", `the cluster has no StorageClass "fast" to provision it`},
+		{"a default", []runtime.Object{&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "std",
+			Annotations: map[string]string{"storageclass.kubernetes.io/is-default-class": "true"}}}}, "", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			v, err := Create(ctx, fake.NewClientset(tt.classes...), "dev", CreateOptions{Name: "data", Size: "1Gi", StorageClass: tt.class})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.want == "" && v.Warning != "" || !strings.Contains(v.Warning, tt.want) {
+				t.Errorf("warning %q, want %q", v.Warning, tt.want)
+			}
+		})
 	}
 }

@@ -144,7 +144,9 @@ func TestDeployFromSourceInterruptedLeavesNoPods(t *testing.T) {
 			sig = syscall.SIGTERM
 		}
 		h.interrupt(i, Interrupt{Args: []string{"app", "deploy", "slow", "--builder", "localhost/tug/builder-static:v1", "--repository", reg + "/e2e/" + h.NS + "/slow"},
-			Dir: src, WaitFor: wait, Timeout: 90 * time.Second, Signal: sig})
+			Dir: src, WaitFor: wait, Timeout: 90 * time.Second, Signal: sig,
+			// said as such, not as client-go's raw "E1207 ... UnhandledError" lines
+			Then: "interrupted: build cancelled; nothing was deployed", Not: "UnhandledError"})
 	}
 	h.WaitPods("tug.dev/kind=build", 90*time.Second, "no build pods left", func(pods []corev1.Pod) bool { return len(pods) == 0 })
 	deps, err := h.Client.AppsV1().Deployments(h.NS).List(context.Background(), metav1.ListOptions{})

@@ -118,6 +118,9 @@ type Interrupt struct {
 	WaitFor string
 	Timeout time.Duration
 	Signal  os.Signal
+	// Then, when set, is what stderr must say after the signal; Not what
+	// it must not have said by then.
+	Then, Not string
 }
 
 func (h *H) interrupt(round int, in Interrupt) {
@@ -136,6 +139,12 @@ func (h *H) interrupt(round int, in Interrupt) {
 	s.WaitFor(h.t, in.WaitFor, in.Timeout)
 	if err := cmd.Process.Signal(in.Signal); err != nil {
 		h.t.Fatal(err)
+	}
+	if in.Then != "" {
+		s.WaitFor(h.t, in.Then, in.Timeout)
+		if in.Not != "" && strings.Contains(s.String(), in.Not) {
+			h.t.Errorf("round %d: interrupted %v said %q:\n%s", round, in.Args, in.Not, s.String())
+		}
 	}
 	err = cmd.Wait()
 	if code := cmd.ProcessState.ExitCode(); code != 130 {

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -109,4 +110,36 @@ func TestManifestDeployAndExportRoundTrip(t *testing.T) {
 		t.Fatalf("the failed deploy left the job's new schedule: %v %+v", err, cj.Spec)
 	}
 	h.waitUnits("shop", "web", 2, sampleV1)
+}
+
+// --dry-run of a deploy whose tug.yaml changes units, a limit and the
+// history lists those changes (it said "web: unchanged") and changes
+// nothing.
+func TestManifestDryRunListsItsChanges(t *testing.T) {
+	h := New(t)
+	dir := t.TempDir()
+	h.mustTug("app", "create", "plan")
+	h.mustTug("app", "deploy", "plan", "--image", sampleV1, "--process", "web=sample")
+	manifest := "processes:\n  web:\n    command: sample\n    units: 2\n    limits:\n      cpu: 300m\nsettings:\n  history: 7\n"
+	if err := os.WriteFile(filepath.Join(dir, "tug.yaml"), []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := h.dryRunState("plan")
+	r := h.TugRun(Run{Args: []string{"app", "deploy", "plan", "--image", sampleV1, "--dry-run", "-o", "json"}, Dir: dir})
+	if r.Code != 0 {
+		t.Fatalf("dry run: %s", r)
+	}
+	var res struct {
+		Plan []string `json:"plan"`
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &res); err != nil {
+		t.Fatalf("%v: %s", err, r)
+	}
+	all := strings.Join(res.Plan, "\n")
+	for _, want := range []string{"web: ", "units 1 -> 2", "limits (none) -> cpu=300m", "settings: history 10 (default) -> 7"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("plan %q does not say %q", res.Plan, want)
+		}
+	}
+	h.assertUnchanged("a dry run", before, h.dryRunState("plan"))
 }

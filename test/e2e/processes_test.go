@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -114,5 +115,34 @@ func TestInterruptedDeploySaysTheNextStep(t *testing.T) {
 	}
 	if rows := h.releases("intr"); len(rows) < 2 || rows[0].Status != "interrupted" {
 		t.Errorf("releases after SIGINT: %+v", rows)
+	}
+}
+
+// The "goes back" command a SIGINT'd deploy prints, run as printed, puts
+// back the release that ran before it (v2 on sample:v1), not the one before
+// that (v1 on sample:v2).
+func TestInterruptedDeployGoesBackAsPrinted(t *testing.T) {
+	h := New(t)
+	h.mustTug("app", "create", "back")
+	h.mustTug("app", "deploy", "back", "--image", sampleV2)
+	h.mustTug("app", "deploy", "back", "--image", sampleV1)
+	wait, stderr, cmd := h.startTugCmd("app", "deploy", "back", "--image", "localhost/tug/sample:unready")
+	stderr.WaitFor(t, "new unit", 60*time.Second)
+	_ = cmd.Process.Signal(syscall.SIGINT)
+	r := wait()
+	if r.Code != 130 {
+		t.Fatalf("exit %d after SIGINT: %s", r.Code, r)
+	}
+	m := regexp.MustCompile(`'tug ([^']+)' goes back`).FindStringSubmatch(r.Stderr)
+	if m == nil {
+		t.Fatalf("no command that goes back after SIGINT:\n%s", r.Stderr)
+	}
+	back := h.Tug(strings.Fields(m[1])...)
+	if back.Code != 0 {
+		t.Fatalf("the printed 'tug %s': %s", m[1], back)
+	}
+	h.waitUnits("back", "web", 1, sampleV1)
+	if rows := h.releases("back"); len(rows) == 0 || rows[0].Status != "deployed" || rows[0].Image != sampleV1 && !strings.HasPrefix(rows[0].Image, sampleV1+"@") {
+		t.Errorf("releases after going back: %+v", rows)
 	}
 }

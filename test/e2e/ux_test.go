@@ -53,3 +53,29 @@ func TestFailedFirstDeployShowsNoUnits(t *testing.T) {
 		t.Errorf("app info after a failed first deploy:\n%s", r.Stdout)
 	}
 }
+
+// A unit that never becomes ready is reported once its readiness probe has
+// failed its failure threshold of times, with the probe's own output, as
+// exit 14.
+func TestNeverReadyDeployNamesTheProbeFailures(t *testing.T) {
+	h := New(t)
+	h.mustTug("app", "create", "deaf")
+	r := h.Tug("app", "deploy", "deaf", "--image", "localhost/tug/sample:unready", "--no-rollback", "-o", "json")
+	if r.Code != 14 {
+		t.Fatalf("want exit 14: %s", r)
+	}
+	var res struct {
+		Failure struct {
+			Class   string `json:"class"`
+			Process string `json:"process"`
+			Message string `json:"message"`
+		} `json:"failure"`
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &res); err != nil {
+		t.Fatalf("%v: %s", err, r)
+	}
+	f := res.Failure
+	if f.Class != "unready" || f.Process != "web" || !strings.Contains(f.Message, "its readiness check failed") || !strings.Contains(f.Message, "Readiness probe failed") {
+		t.Fatalf("failure = %+v; want the probe's failures and its output", f)
+	}
+}
