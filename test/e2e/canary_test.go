@@ -104,7 +104,7 @@ func TestCanaryPromoteOverloadsNoUnit(t *testing.T) {
 	h := New(t)
 	r := h.localRouter()
 	const name = "fair"
-	url := "http://" + name + "-" + h.NS + "." + r.appsDomain + "/"
+	url := "http://" + r.appHost(name, h.NS) + "/"
 	h.mustTug("app", "create", name)
 	h.mustTug("app", "deploy", name, "--image", sampleV1)
 	h.mustTug("app", "scale", name, "web=4")
@@ -307,7 +307,7 @@ func TestFailedBuildsDuringACanaryKeepItsRelease(t *testing.T) {
 	r := h.localRouter()
 	reg := registryForBuilds(t, false)
 	const name = "keepc"
-	url := "http://" + name + "-" + h.NS + "." + r.appsDomain + "/"
+	url := "http://" + r.appHost(name, h.NS) + "/"
 	h.mustTug("app", "create", name)
 	h.mustTug("app", "deploy", name, "--image", sampleV1)
 	h.mustTug("app", "settings", "set", name, "--history", "2")
