@@ -62,35 +62,10 @@ func (f FromSource) Plan(ctx context.Context, store *app.Store) (*Plan, error) {
 
 func (f FromSource) plan(a *app.App) (*Plan, error) {
 	s := f.Want.Merge(a.Build)
-	defaulted := false     // the builder is the cluster's default, not the app's own
-	repoDefaulted := false // the repository is under the cluster's default
-	if f.Cluster != nil {
-		cs := f.Cluster.For(a.Pool)
-		f.AgentImage = cmp.Or(f.AgentImage, cs.Get(clustersettings.BuildAgentImage))
-		f.BuildKitImage = cmp.Or(f.BuildKitImage, cs.Get(clustersettings.BuildkitImage))
-		if s.Builder == "" && f.Dockerfile == "" {
-			s.Builder = cs.Get(clustersettings.DefaultBuilder)
-			defaulted = s.Builder != ""
-		}
-		if prefix := cs.Get(clustersettings.DefaultRepository); s.Repository == "" && prefix != "" {
-			s.Repository = strings.TrimSuffix(prefix, "/") + "/" + a.Name
-			repoDefaulted = true
-		}
-	}
-	dockerfile := ""
-	if s.Builder == "" && f.Dockerfile != "" {
-		dockerfile = f.Dockerfile
-		if s.Repository == "" {
-			return nil, inputerr.Errorf("app %s has no repository yet: deploy from source once with --repository HOST/PATH for the image built from %s, or deploy an image with --image", a.Name, dockerfile)
-		}
-	} else if s.Builder != "" && s.Repository == "" {
-		from := "the app's builder " + s.Builder
-		if defaulted {
-			from = "the cluster's default builder " + s.Builder
-		}
-		return nil, inputerr.Errorf("app %s has no repository yet to push the image %s builds to: deploy from source once with --repository HOST/PATH, or deploy an image with --image", a.Name, from)
-	} else if s.Builder == "" || s.Repository == "" {
-		return nil, inputerr.Errorf("app %s has no builder or repository yet: deploy from source once with --builder IMAGE --repository HOST/PATH (or from a folder with a Dockerfile and --repository), or deploy an image with --image", a.Name)
+	defaulted, repoDefaulted := f.clusterDefaults(a, &s)
+	dockerfile, err := f.whatBuilds(a, s, defaulted)
+	if err != nil {
+		return nil, err
 	}
 	if _, err := ParseRepository(s.Repository); err != nil {
 		if f.Want.Repository != "" {
@@ -126,6 +101,49 @@ func (f FromSource) plan(a *app.App) (*Plan, error) {
 		remember.Repository = ""
 	}
 	return &Plan{App: a, Settings: s, remember: remember, Timeout: timeout, RunImage: run, Source: f.Source, Dockerfile: dockerfile, from: f}, nil
+}
+
+// clusterDefaults fills what the cluster settings give where s and f name
+// nothing: the build images, the default builder (defaulted: s's builder
+// is the cluster's, not the app's own) and the default repository
+// (repoDefaulted: s's repository is under it).
+func (f *FromSource) clusterDefaults(a *app.App, s *app.BuildSettings) (defaulted, repoDefaulted bool) {
+	if f.Cluster == nil {
+		return false, false
+	}
+	cs := f.Cluster.For(a.Pool)
+	f.AgentImage = cmp.Or(f.AgentImage, cs.Get(clustersettings.BuildAgentImage))
+	f.BuildKitImage = cmp.Or(f.BuildKitImage, cs.Get(clustersettings.BuildkitImage))
+	if s.Builder == "" && f.Dockerfile == "" {
+		s.Builder = cs.Get(clustersettings.DefaultBuilder)
+		defaulted = s.Builder != ""
+	}
+	if prefix := cs.Get(clustersettings.DefaultRepository); s.Repository == "" && prefix != "" {
+		s.Repository = strings.TrimSuffix(prefix, "/") + "/" + a.Name
+		repoDefaulted = true
+	}
+	return defaulted, repoDefaulted
+}
+
+// whatBuilds is the Dockerfile BuildKit builds ("" for a builder image),
+// or an input error saying which of builder and repository is missing.
+func (f FromSource) whatBuilds(a *app.App, s app.BuildSettings, defaulted bool) (string, error) {
+	switch {
+	case s.Builder == "" && f.Dockerfile != "":
+		if s.Repository == "" {
+			return "", inputerr.Errorf("app %s has no repository yet: deploy from source once with --repository HOST/PATH for the image built from %s, or deploy an image with --image", a.Name, f.Dockerfile)
+		}
+		return f.Dockerfile, nil
+	case s.Builder != "" && s.Repository == "":
+		from := "the app's builder " + s.Builder
+		if defaulted {
+			from = "the cluster's default builder " + s.Builder
+		}
+		return "", inputerr.Errorf("app %s has no repository yet to push the image %s builds to: deploy from source once with --repository HOST/PATH, or deploy an image with --image", a.Name, from)
+	case s.Builder == "" || s.Repository == "":
+		return "", inputerr.Errorf("app %s has no builder or repository yet: deploy from source once with --builder IMAGE --repository HOST/PATH (or from a folder with a Dockerfile and --repository), or deploy an image with --image", a.Name)
+	}
+	return "", nil
 }
 
 // Run builds and pushes the image, and remembers the settings in the app's

@@ -237,7 +237,7 @@ func promote(t *deploy.Txn, start time.Time) (*deploy.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	a, err = t.Update(func(x *app.App) error {
+	if _, err := t.Update(func(x *app.App) error {
 		if x.Canary.Phase != app.CanaryPromoting {
 			// a resumed promote finds 100 in Weight and the grown units:
 			// what to give back if it fails is what it began with
@@ -246,8 +246,7 @@ func promote(t *deploy.Txn, start time.Time) (*deploy.Result, error) {
 		}
 		x.Canary.Phase, x.Canary.Units = app.CanaryPromoting, max(x.Canary.Units, full)
 		return nil
-	})
-	if err != nil {
+	}); err != nil {
 		return nil, err
 	}
 	if failure, err := growCanary(t, next, cfg); err != nil || failure != nil {

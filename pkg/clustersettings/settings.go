@@ -273,50 +273,76 @@ func validate(key, value string) error {
 	if !known(key) {
 		return inputerr.Errorf("unknown setting %q (keys: %s)", key, keyNames())
 	}
-	bad := func(why string) error { return inputerr.Errorf("invalid %s %q: %s", key, value, why) }
-	switch key {
-	case Gateway:
-		ns, name, ok := strings.Cut(value, "/")
+	check, ok := validators[key]
+	if !ok {
+		check = validImage
+	}
+	if why := check(value); why != "" {
+		return inputerr.Errorf("invalid %s %q: %s", key, value, why)
+	}
+	return nil
+}
+
+// validators say what is wrong with a setting's value ("" nothing); a key
+// with none is an image reference.
+var validators = map[string]func(string) string{
+	Gateway: func(v string) string {
+		ns, name, ok := strings.Cut(v, "/")
 		if !ok || len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
-			return bad("want NAMESPACE/NAME of a Gateway")
+			return "want NAMESPACE/NAME of a Gateway"
 		}
-	case AppsDomain:
-		if net.ParseIP(value) != nil || len(validation.IsDNS1123Subdomain(value)) > 0 || !strings.Contains(value, ".") {
-			return bad("want a DNS domain such as apps.example.com")
+		return ""
+	},
+	AppsDomain: func(v string) string {
+		if net.ParseIP(v) != nil || len(validation.IsDNS1123Subdomain(v)) > 0 || !strings.Contains(v, ".") {
+			return "want a DNS domain such as apps.example.com"
 		}
-	case GatewayClasses:
-		for _, e := range strings.Split(value, ",") {
+		return ""
+	},
+	GatewayClasses: func(v string) string {
+		for _, e := range strings.Split(v, ",") {
 			ns, class, scoped := strings.Cut(strings.TrimSpace(e), "/")
 			if !scoped {
 				ns, class = "", ns
 			}
 			if (scoped && len(validation.IsDNS1123Label(ns)) > 0) || len(validation.IsDNS1123Subdomain(class)) > 0 {
-				return bad("want NAMESPACE/CLASS or CLASS of GatewayClasses, comma-separated")
+				return "want NAMESPACE/CLASS or CLASS of GatewayClasses, comma-separated"
 			}
 		}
-	case Router:
-		if value != RouterTraefik && value != RouterIngressNginx && value != RouterOther {
-			return bad("want traefik, ingress-nginx or other")
+		return ""
+	},
+	Router: func(v string) string {
+		if v != RouterTraefik && v != RouterIngressNginx && v != RouterOther {
+			return "want traefik, ingress-nginx or other"
 		}
-	case CertIssuer:
-		if _, err := ParseIssuer(value); err != nil {
-			return inputerr.Wrap(err)
+		return ""
+	},
+	CertIssuer: func(v string) string {
+		if _, err := ParseIssuer(v); err != nil {
+			return err.Error()
 		}
-	case IngressClass:
-		if len(validation.IsDNS1123Subdomain(value)) > 0 {
-			return bad("want the name of a Kubernetes object")
+		return ""
+	},
+	IngressClass: func(v string) string {
+		if len(validation.IsDNS1123Subdomain(v)) > 0 {
+			return "want the name of a Kubernetes object"
 		}
-	case DefaultRepository:
-		host, path, _ := strings.Cut(value, "/")
-		if host == "" || strings.ContainsAny(value, " \t\n@") || path != strings.ToLower(path) || strings.Contains(path, ":") {
-			return bad("want HOST[:PORT]/PATH of a registry, the path in lower case, with no tag or digest (each app pushes to PATH/APP)")
+		return ""
+	},
+	DefaultRepository: func(v string) string {
+		host, path, _ := strings.Cut(v, "/")
+		if host == "" || strings.ContainsAny(v, " \t\n@") || path != strings.ToLower(path) || strings.Contains(path, ":") {
+			return "want HOST[:PORT]/PATH of a registry, the path in lower case, with no tag or digest (each app pushes to PATH/APP)"
 		}
-	default: // images
-		if value == "" || strings.ContainsAny(value, " \t\n") {
-			return bad("want an image reference with no spaces")
-		}
+		return ""
+	},
+}
+
+func validImage(v string) string {
+	if v == "" || strings.ContainsAny(v, " \t\n") {
+		return "want an image reference with no spaces"
 	}
-	return nil
+	return ""
 }
 
 // Apply makes the change to s.

@@ -292,13 +292,7 @@ func roll(t *Txn, change Change, opts Options, start time.Time) (*Result, error)
 		if err := checkCanaryStart(t.d, r.a, r.next, c); err != nil {
 			return nil, err
 		}
-		// the record's formation stays the deployed release's until a
-		// promote (only web units start beside it); the one the change
-		// asks for (tug.yaml's units) waits on the canary for the promote
-		if !maps.EqualFunc(r.a.Processes, r.unitsBefore, func(a, b app.Process) bool { return a.Equal(b) }) {
-			r.wanted = maps.Clone(r.a.Processes)
-		}
-		r.a.Processes = maps.Clone(r.unitsBefore)
+		r.keepFormationForPromote()
 	}
 	if err := r.store(); err != nil {
 		return nil, err
@@ -331,6 +325,16 @@ func roll(t *Txn, change Change, opts Options, start time.Time) (*Result, error)
 		return r.deployed(got)
 	}
 	return r.failed(failure)
+}
+
+// keepFormationForPromote keeps the record's formation the deployed
+// release's until a canary's promote (only web units start beside it);
+// the one the change asks for (tug.yaml's units) waits on the canary.
+func (r *rolling) keepFormationForPromote() {
+	if !maps.EqualFunc(r.a.Processes, r.unitsBefore, func(a, b app.Process) bool { return a.Equal(b) }) {
+		r.wanted = maps.Clone(r.a.Processes)
+	}
+	r.a.Processes = maps.Clone(r.unitsBefore)
 }
 
 // rolling is one release's rollout under way.

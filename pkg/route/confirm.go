@@ -167,30 +167,8 @@ func (c Client) Confirm(ctx context.Context, p progress.Reporter, before, a *app
 			confirmed = false // nothing tug can ask tells this change apart
 			continue
 		}
-		port := gw.httpPort
-		if u.Scheme == "https" {
-			if port = gw.httpsPort; port == 0 {
-				port = 443 // a host with its own certificate: the Ingress's TLS
-			}
-		}
-		key := ""
-		if throughGateway(a, u.Hostname()) {
-			key = a.Route.Token
-		}
-		p.Update(fmt.Sprintf("waiting for the router to serve %s", u.Redacted()))
-		addr := net.JoinHostPort(gw.address, strconv.FormatInt(port, 10))
-		if !served(ctx, addr, u, want, key) {
+		if !serveOne(ctx, p, a, gw, u, want) {
 			return RoutingAccepted, nil
-		}
-		// a split: each release with a share answers for itself (on the
-		// app's own host, whose routes always have room for its rules)
-		if key != "" && u.Hostname() == a.Route.Host {
-			for _, label := range splitLabels(want) {
-				p.Update(fmt.Sprintf("waiting for %s's units to answer %s", label, u.Redacted()))
-				if !served(ctx, addr, u, Probe(probeRelease+label), key) {
-					return RoutingAccepted, nil
-				}
-			}
 		}
 	}
 	for _, u := range gone {
@@ -204,6 +182,38 @@ func (c Client) Confirm(ctx context.Context, p progress.Reporter, before, a *app
 		return RoutingAccepted, nil
 	}
 	return RoutingServed, nil
+}
+
+// serveOne waits for the router to give u what want says, through gw,
+// and, for a split of the app's own host, for each release with a share
+// to answer for itself; false when it did not in time.
+func serveOne(ctx context.Context, p progress.Reporter, a *app.App, gw *gatewayView, u *url.URL, want Probe) bool {
+	port := gw.httpPort
+	if u.Scheme == "https" {
+		if port = gw.httpsPort; port == 0 {
+			port = 443 // a host with its own certificate: the Ingress's TLS
+		}
+	}
+	key := ""
+	if throughGateway(a, u.Hostname()) {
+		key = a.Route.Token
+	}
+	p.Update(fmt.Sprintf("waiting for the router to serve %s", u.Redacted()))
+	addr := net.JoinHostPort(gw.address, strconv.FormatInt(port, 10))
+	if !served(ctx, addr, u, want, key) {
+		return false
+	}
+	// a split: each release with a share answers for itself (on the app's
+	// own host, whose routes always have room for its rules)
+	if key != "" && u.Hostname() == a.Route.Host {
+		for _, label := range splitLabels(want) {
+			p.Update(fmt.Sprintf("waiting for %s's units to answer %s", label, u.Redacted()))
+			if !served(ctx, addr, u, Probe(probeRelease+label), key) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // expect is what a request from src for host through the router must get
