@@ -37,6 +37,11 @@ func (r *Watch) readinessFailed(ctx context.Context, p *corev1.Pod, now time.Tim
 		}
 		period, threshold := app.ProbeTiming(probe.PeriodSeconds, probe.FailureThreshold)
 		window := time.Duration(probe.InitialDelaySeconds+period*threshold) * time.Second
+		if tugsWebProbe(probe) {
+			// tug's own check of a web unit, not the user's: an app that
+			// boots slowly (a JVM, Rails) keeps the time it always had
+			window *= unreadyGraceFactor
+		}
 		if now.Sub(c.State.Running.StartedAt.Time) < window {
 			continue
 		}
@@ -61,6 +66,17 @@ func (r *Watch) readinessFailed(ctx context.Context, p *corev1.Pod, now time.Tim
 	return nil
 }
 
+// unreadyGraceFactor is how many probe windows tug's own web check gets
+// before a unit that is not ready fails the rollout (readinessGrace's).
+const unreadyGraceFactor = 3
+
+// tugsWebProbe says whether probe is the readiness check tug gives every
+// web unit (a TCP connection to its port every 2 s), not one the user set.
+func tugsWebProbe(probe *corev1.Probe) bool {
+	return probe.TCPSocket != nil && probe.TCPSocket.Port.StrVal == "http" && probe.HTTPGet == nil && probe.Exec == nil &&
+		probe.PeriodSeconds == 2 && probe.FailureThreshold == 3 && probe.InitialDelaySeconds == 0
+}
+
 // readinessFailures counts the unit's failed readiness checks the kubelet
 // reported since the container started, and gives the newest one's message
 // (the probe's own output).
@@ -80,8 +96,14 @@ func (r *Watch) readinessFailures(ctx context.Context, p *corev1.Pod, since time
 			continue
 		}
 		at := eventTime(e)
-		// a second's slack: event times are whole seconds
-		if at.Before(since.Add(-time.Second)) {
+		// a second's slack: event times are whole seconds; an event whose
+		// count began with an earlier container counts failures of that
+		// one too, so it is left out
+		first := e.FirstTimestamp.Time
+		if first.IsZero() {
+			first = at
+		}
+		if first.Before(since.Add(-time.Second)) {
 			continue
 		}
 		n += max(int(e.Count), 1)

@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -617,20 +618,30 @@ func TestRolloutReportsReadinessFailuresByTheProbesThreshold(t *testing.T) {
 			Message: "Readiness probe failed: dial tcp 10.0.0.9:8080: connect: connection refused", Count: count,
 			LastTimestamp: metav1.NewTime(at)}
 	}
+	// the user's check (an HTTP path); tug's own TCP check of a web unit
+	// gets its 18 s grace (a slow-booting app is not failed at 6 s)
+	users := func(p *corev1.Pod) {
+		withProbe(2, 3, 0)(p)
+		p.Spec.Containers[0].ReadinessProbe.ProbeHandler = corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString("http")}}
+	}
 	tests := []struct {
-		name   string
-		event  *corev1.Event
-		failed bool
+		name    string
+		event   *corev1.Event
+		probe   func(*corev1.Pod)
+		started time.Time
+		failed  bool
 	}{
-		{"threshold reached", ev(3, now.Add(-time.Second)), true},
-		{"below the threshold", ev(2, now.Add(-time.Second)), false},
-		{"before the container started", ev(5, start.Add(-time.Minute)), false},
+		{"threshold reached", ev(3, now.Add(-time.Second)), users, start, true},
+		{"below the threshold", ev(2, now.Add(-time.Second)), users, start, false},
+		{"before the container started", ev(5, start.Add(-time.Minute)), users, start, false},
+		{"tug's own check within its grace", ev(5, now.Add(-time.Second)), withProbe(2, 3, 0), start, false},
+		{"tug's own check past its grace", ev(9, now.Add(-time.Second)), withProbe(2, 3, 0), now.Add(-20 * time.Second), true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := pod("u1", "web", "7", false, func(p *corev1.Pod) {
-				p.Status.ContainerStatuses[0].State = running(start)
-			}, withProbe(2, 3, 0))
+				p.Status.ContainerStatuses[0].State = running(tt.started)
+			}, tt.probe)
 			r := newRollout(fakeClient(tt.event), 7, map[string]int64{"shop-web": 1}, []*appsv1.Deployment{dep("web", 1, 1, appsv1.DeploymentStatus{})}, []*corev1.Pod{p})
 			done, err := r.check(context.Background(), now)
 			if !tt.failed {
@@ -643,7 +654,13 @@ func TestRolloutReportsReadinessFailuresByTheProbesThreshold(t *testing.T) {
 			if !errors.As(err, &f) || f.Class != ClassUnready || f.ExitCode() != 14 || f.Unit != "u1" || f.Process != "web" {
 				t.Fatalf("check = %v, want unready", err)
 			}
-			want := "web is not ready: its readiness check failed 3 times (failure threshold 3): Readiness probe failed: dial tcp 10.0.0.9:8080: connect: connection refused; a unit that only starts slowly needs a startup check or an initial delay ('tug app healthcheck set shop -p web --startup CHECK' or '--initial-delay SECONDS')"
+			if tt.started != start { // past tug's grace: its rule's message, with the probe's output
+				if !strings.Contains(f.Message, "Readiness probe failed: dial tcp") {
+					t.Errorf("message = %q, want the probe's last output", f.Message)
+				}
+				return
+			}
+			want := "web is not ready: its readiness check failed " + fmt.Sprint(tt.event.Count) + " times (failure threshold 3): Readiness probe failed: dial tcp 10.0.0.9:8080: connect: connection refused; a unit that only starts slowly needs a startup check or an initial delay ('tug app healthcheck set shop -p web --startup CHECK' or '--initial-delay SECONDS')"
 			if f.Message != want {
 				t.Errorf("message = %q, want %q", f.Message, want)
 			}

@@ -75,7 +75,7 @@ func TestNeverReadyDeployNamesTheProbeFailures(t *testing.T) {
 		t.Fatalf("%v: %s", err, r)
 	}
 	f := res.Failure
-	if f.Class != "unready" || f.Process != "web" || !strings.Contains(f.Message, "its readiness check failed") || !strings.Contains(f.Message, "Readiness probe failed") {
+	if f.Class != "unready" || f.Process != "web" || !strings.Contains(f.Message, "its readiness check") || !strings.Contains(f.Message, "Readiness probe failed") {
 		t.Fatalf("failure = %+v; want the probe's failures and its output", f)
 	}
 }
