@@ -39,6 +39,11 @@ func ChangeJobs(ctx context.Context, d Deps, appName, message string, edit func(
 	if len(targets) == 0 {
 		return nil, fmt.Errorf("app %q has not been deployed yet; deploy it first with 'tug app deploy %s --image IMAGE'", a.Name, a.Name)
 	}
+	// what a job change a stopped tug left half done (records written,
+	// CronJobs not yet) is finished first, so running it again works
+	if err := syncCronJobs(ctx, d, a, targets[0]); err != nil {
+		return nil, t.Explain(err)
+	}
 	// every edit is tried before anything is written
 	changed := map[int]bool{}
 	for _, r := range targets {
@@ -80,4 +85,20 @@ func ChangeJobs(ctx context.Context, d Deps, appName, message string, edit func(
 	res := result(a, serving, app.StatusDeployed, start)
 	res.UnitsRestarted = new(false)
 	return res, nil
+}
+
+// syncCronJobs makes the app's CronJobs those release r records: applied
+// when missing or different, removed when r has no such job.
+func syncCronJobs(ctx context.Context, d Deps, a *app.App, r *app.Release) error {
+	cjs := make([]*batchv1.CronJob, 0, len(r.Jobs))
+	for _, name := range r.JobNames() {
+		cjs = append(cjs, render.CronJob(a, r, name))
+	}
+	if err := guardCronJobs(ctx, d, cjs); err != nil {
+		return err
+	}
+	if err := applyCronJobs(ctx, d, cjs, metav1.PatchOptions{FieldManager: kube.FieldManager, Force: new(true)}); err != nil {
+		return err
+	}
+	return removeStaleCronJobs(ctx, d, a.Name, cjs)
 }

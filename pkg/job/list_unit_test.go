@@ -426,3 +426,28 @@ func TestLogsFailures(t *testing.T) {
 		t.Errorf("Logs with pods unlistable = %v; want the forbidden list", err)
 	}
 }
+
+// A job change cut short after its records were written (a killed tug:
+// the CronJob not yet applied, or not yet deleted) is finished by running
+// it again, or by any other job command: the CronJobs follow the records.
+func TestAJobChangeCutShortIsFinishedByTheNext(t *testing.T) {
+	c, _ := shopWithJobs(t, map[string]app.Job{"report": {Command: "./report", Schedule: "@daily"}})
+	ctx := context.Background()
+	failing := true
+	c.PrependReactor("patch", "cronjobs", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if failing && strings.Contains(a.(k8stesting.PatchAction).GetName(), "ping") {
+			return true, nil, errors.New("the API server went away")
+		}
+		return false, nil, nil
+	})
+	if _, err := Add(ctx, deployDeps(c), "shop", "ping", app.Job{Command: "./ping", Schedule: "@hourly"}); err == nil {
+		t.Fatal("add with CronJobs unapplied should fail")
+	}
+	failing = false
+	if _, err := Add(ctx, deployDeps(c), "shop", "ping", app.Job{Command: "./ping", Schedule: "@hourly"}); err != nil && !errors.Is(err, deploy.ErrNoChange) {
+		t.Fatalf("the same add again: %v", err)
+	}
+	if sched, _ := ListScheduled(ctx, c, ns, "shop"); len(sched) != 2 {
+		t.Errorf("CronJobs %+v; want report's and ping's", sched)
+	}
+}
