@@ -119,7 +119,9 @@ func (f *FromSource) clusterDefaults(a *app.App, s *app.BuildSettings) (defaulte
 		defaulted = s.Builder != ""
 	}
 	if prefix := cs.Get(clustersettings.DefaultRepository); s.Repository == "" && prefix != "" {
-		s.Repository = strings.TrimSuffix(prefix, "/") + "/" + a.Name
+		// the namespace too: apps of one name in two namespaces (a
+		// sandbox and prod) must not share an image, nor its build cache
+		s.Repository = strings.TrimSuffix(prefix, "/") + "/" + a.Namespace + "/" + a.Name
 		repoDefaulted = true
 	}
 	return defaulted, repoDefaulted

@@ -263,16 +263,17 @@ func TestPlanWithTheClusterBuilderAsksForTheRepositoryAlone(t *testing.T) {
 
 // A cluster that names a default repository (and builder) makes a first
 // deploy from source need neither --builder nor --repository: the app's
-// image goes to PREFIX/APP, which the app does not remember (a later change
+// image goes to PREFIX/NAMESPACE/APP (never shared by two namespaces'
+// apps of one name), which the app does not remember (a later change
 // of the default reaches it).
 func TestPlanTakesTheClusterDefaultRepository(t *testing.T) {
 	cs := &clustersettings.Stored{Cluster: clustersettings.Settings{clustersettings.DefaultBuilder: "reg/builder:v1",
 		clustersettings.DefaultRepository: "registry.local:5000/apps/"}, Found: true}
-	p, err := FromSource{App: "shop", Cluster: cs}.plan(&app.App{Name: "shop"})
+	p, err := FromSource{App: "shop", Cluster: cs}.plan(&app.App{Name: "shop", Namespace: "prod"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Settings.Repository != "registry.local:5000/apps/shop" || p.Settings.Builder != "reg/builder:v1" || p.remember.Repository != "" {
+	if p.Settings.Repository != "registry.local:5000/apps/prod/shop" || p.Settings.Builder != "reg/builder:v1" || p.remember.Repository != "" {
 		t.Errorf("plan settings %+v, remember %+v", p.Settings, p.remember)
 	}
 	// the app's own repository wins

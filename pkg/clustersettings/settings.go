@@ -50,7 +50,7 @@ const (
 	DefaultBuilder  = "defaultBuilder"  // the builder of a deploy from source that names none
 	GatewayClasses  = "gatewayClasses"  // the Gateways discovery may trust: NAMESPACE/CLASS or CLASS, comma-separated
 	// DefaultRepository is where a deploy from source that names no
-	// repository pushes: HOST/PATH, to which the app's name is added.
+	// repository pushes: HOST/PATH, to which NAMESPACE/APP is added.
 	DefaultRepository = "defaultRepository"
 )
 
@@ -75,7 +75,7 @@ var Keys = []struct{ Key, About string }{
 	{BuildkitImage, "the BuildKit image of Dockerfile builds"},
 	{BuildAgentImage, "the image of tug's build agent"},
 	{DefaultBuilder, "the builder image of a deploy from source that names none"},
-	{DefaultRepository, "where a deploy from source that names no repository pushes: HOST[:PORT]/PATH, to which /APP is added"},
+	{DefaultRepository, "where a deploy from source that names no repository pushes: HOST[:PORT]/PATH, to which /NAMESPACE/APP is added"},
 }
 
 // Settings are the values that apply to one app: the cluster's, with its
@@ -332,7 +332,7 @@ var validators = map[string]func(string) string{
 	DefaultRepository: func(v string) string {
 		host, path, _ := strings.Cut(v, "/")
 		if host == "" || strings.ContainsAny(v, " \t\n@") || path != strings.ToLower(path) || strings.Contains(path, ":") {
-			return "want HOST[:PORT]/PATH of a registry, the path in lower case, with no tag or digest (each app pushes to PATH/APP)"
+			return "want HOST[:PORT]/PATH of a registry, the path in lower case, with no tag or digest (each app pushes to PATH/NAMESPACE/APP)"
 		}
 		return ""
 	},
