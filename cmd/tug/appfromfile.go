@@ -17,13 +17,18 @@ import (
 // context, unless -n or --context say) come from the tug.yaml of the
 // current folder or the nearest one above it, and stderr says so ("app
 // shop from ./tug.yaml"). An app given on the command line is used as
-// given. It wraps the commands' Args and RunE, outside routing, so routing
-// and the command see the app as if it had been typed.
+// given. Commands that delete (app remove, domain remove, ...) are left
+// alone: they always need the app typed. It wraps the commands' Args and
+// RunE, outside routing, so routing and the command see the app as if it
+// had been typed.
 func appFromManifest(root *cobra.Command, f *cli.Factory) {
 	for _, c := range root.Commands() {
 		appFromManifest(c, f)
 	}
-	if !takesApp(root) || root.RunE == nil || root.Args == nil {
+	// a command that deletes something of an app names the app itself:
+	// a folder's tug.yaml (and the context it names) is no ground to
+	// delete with, least of all with --yes
+	if !takesApp(root) || deletes(root) || root.RunE == nil || root.Args == nil {
 		return
 	}
 	args, run := root.Args, root.RunE

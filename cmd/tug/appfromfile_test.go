@@ -33,6 +33,15 @@ func TestAppFromTugYAML(t *testing.T) {
 	if r := p.run(t, false, "app", "info", "nope"); r.code != 1 || strings.Contains(r.stderr, "tug.yaml") {
 		t.Errorf("app info nope: exit %d, stderr %q", r.code, r.stderr)
 	}
+	// a command that deletes needs the app typed, --yes or not
+	if r := p.run(t, false, "app", "remove", "--yes"); r.code != 2 || !strings.Contains(r.stderr, "missing APP") {
+		t.Errorf("app remove --yes in the app's folder: exit %d, stderr %q; want the app asked for", r.code, r.stderr)
+	}
+	// a deploy of another app than the folder's tug.yaml names is refused
+	// before anything is made
+	if r := p.run(t, false, "app", "deploy", "other", "--image", "x:1", "--manifest", filepath.Join(dir, "tug.yaml")); r.code != 2 || !strings.Contains(r.stderr, "is app shop's") {
+		t.Errorf("deploy of another app with shop's tug.yaml: exit %d, stderr %q", r.code, r.stderr)
+	}
 	t.Chdir(t.TempDir())
 	if r := p.run(t, false, "app", "info"); r.code != 2 || !strings.Contains(r.stderr, "missing APP") {
 		t.Errorf("app info without tug.yaml: exit %d, stderr %q", r.code, r.stderr)

@@ -34,6 +34,11 @@ func (f *manifestFlag) resolve(o *appDeployOptions) error {
 	if err != nil || m == nil {
 		return err
 	}
+	if m.App != "" && m.App != o.App {
+		// another app's folder (or --source pointing at it): its
+		// processes and units are not this app's
+		return inputerr.Errorf("%s is app %s's (app: %s), not %s's: deploy %s, or name another file with --manifest", m.Path, m.App, m.App, o.App, m.App)
+	}
 	f.m = m
 	o.procs, o.release, err = m.MergeProcesses(o.procs, o.release)
 	return err
