@@ -175,12 +175,13 @@ func RollbackChange(ctx context.Context, store *app.Store, target int) Change {
 // cutShort says whether a rollout after release current (of rels) stopped
 // before it finished: its release is interrupted, or still pending.
 func cutShort(rels []*app.Release, current int) bool {
-	for _, r := range rels {
-		if r.Version > current && (r.Status == app.StatusInterrupted || r.Status == app.StatusPending) {
-			return true
-		}
+	// the newest release only: after an interrupted v6, a v7 that failed
+	// and was rolled back is what the user last did
+	if len(rels) == 0 {
+		return false
 	}
-	return false
+	r := rels[0]
+	return r.Version > current && (r.Status == app.StatusInterrupted || r.Status == app.StatusPending)
 }
 
 // SettingsChange changes what travels with a release besides image and

@@ -849,7 +849,7 @@ func plan(a *app.App, unitsBefore map[string]app.Process, base *app.Release, bas
 		oldProcs, oldImage = base.Processes, base.Image
 	}
 	envChanged := !baseConfig.Equal(config)
-	settings, settingsRestart := appSettings(base, next)
+	settings, _ := appSettings(base, next)
 	for _, name := range next.ProcessNames() {
 		units := a.Processes[name].Replicas
 		oldCmd, existed := oldProcs[name]
@@ -864,12 +864,14 @@ func plan(a *app.App, unitsBefore map[string]app.Process, base *app.Release, bas
 			if oldCmd != next.Processes[name] {
 				changes = append(changes, fmt.Sprintf("command %s -> %s", describeCommand(oldCmd), describeCommand(next.Processes[name])))
 			}
-			procSettings, procRestart := processSettings(base, next, name)
+			procSettings, _ := processSettings(base, next, name)
 			changes = append(changes, procSettings...)
 			if c := unitCount(unitsBefore, a, name); c != "" {
 				changes = append(changes, c)
 			}
-			if len(changes) > 0 && (oldImage != next.Image || oldCmd != next.Processes[name] || procRestart) || envChanged || settingsRestart {
+			// every release is a new pod template (its release label), so
+			// a process whose units run restarts them, whatever changed
+			if units > 0 {
 				changes = append(changes, fmt.Sprintf("%d %s restart", units, text.Plural(int(units), "unit", "units")))
 			}
 		}

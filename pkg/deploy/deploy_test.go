@@ -560,7 +560,7 @@ func TestPlan(t *testing.T) {
 			baseConfig: app.ConfigMap{"A": "1", "B": "x"},
 			next:       &app.Release{Image: "shop:1", Processes: map[string]string{"web": "./server", "worker": "./w", "old": "./o"}},
 			config:     app.ConfigMap{"A": "2", "C": "y"},
-			want:       []string{"web: 3 units restart", "old: 0 units restart", "worker: 1 unit restart", "env: ~A, +C, -B (values hidden)"},
+			want:       []string{"web: 3 units restart", "old: unchanged", "worker: 1 unit restart", "env: ~A, +C, -B (values hidden)"},
 		},
 		{
 			name:       "nothing",
@@ -568,7 +568,7 @@ func TestPlan(t *testing.T) {
 			baseConfig: app.ConfigMap{"A": "1"},
 			next:       &app.Release{Image: "shop:1", Processes: map[string]string{"web": "./server"}},
 			config:     app.ConfigMap{"A": "1"},
-			want:       []string{"web: unchanged", "old: removed", "worker: removed"},
+			want:       []string{"web: 3 units restart", "old: removed", "worker: removed"},
 		},
 		{
 			// what tug.yaml sets beside the image: units, limits, history
@@ -577,7 +577,7 @@ func TestPlan(t *testing.T) {
 			base:   &app.Release{Image: "shop:1", Processes: map[string]string{"web": "./server", "worker": "./w"}},
 			next: &app.Release{Image: "shop:1", Processes: map[string]string{"web": "./server", "worker": "./w"},
 				Limits: map[string]app.Limits{"worker": {CPU: "500m"}}, Rollout: app.Rollout{History: 20}},
-			want: []string{"web: units 2 -> 3", "worker: limits (none) -> cpu=500m, 1 unit restart", "settings: history 10 (default) -> 20"},
+			want: []string{"web: units 2 -> 3, 3 units restart", "worker: limits (none) -> cpu=500m, 1 unit restart", "settings: history 10 (default) -> 20"},
 		},
 	}
 	for _, tt := range tests {
