@@ -101,9 +101,19 @@ func wholeLine(err error, cmd *cobra.Command, args []string) {
 		if strings.ContainsAny(a, `'"\`) {
 			return // it would print escaped in "did you mean"; the command alone says enough
 		}
-		line = append(line, shellQuote(a))
+		line = append(line, shellQuote(hideValue(a)))
 	}
 	ie.Suggestions[0] = strings.Join(line, " ")
+}
+
+// hideValue keeps a config value out of a suggestion (stderr, CI logs):
+// DB_URL=postgres://u:pw@h/db reads DB_URL=VALUE; web=2 stays.
+func hideValue(arg string) string {
+	key, _, ok := strings.Cut(arg, "=")
+	if !ok || key == "" || strings.Trim(key, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != "" {
+		return arg
+	}
+	return key + "=VALUE"
 }
 
 // shellQuote quotes s, which has no quote or backslash, for a POSIX shell

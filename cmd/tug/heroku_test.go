@@ -67,3 +67,12 @@ func TestUnknownSubcommandWithFlags(t *testing.T) {
 		t.Errorf("--bogus: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
+
+// A suggestion never echoes a config value (stderr goes to CI logs):
+// heroku's config:set line comes back with its values hidden.
+func TestHerokuSuggestionHidesConfigValues(t *testing.T) {
+	r := execute(t, nil, "config:set", "shop", "DB_URL=postgres://u:pw@h/db", "web=2")
+	if r.code != 2 || strings.Contains(r.stderr, "pw@h") || !strings.Contains(r.stderr, "DB_URL=VALUE web=2") {
+		t.Errorf("exit %d, stderr %q; want the suggestion with DB_URL's value hidden", r.code, r.stderr)
+	}
+}
