@@ -252,7 +252,9 @@ func rerunAfterLease(t *testing.T, m *movingApp, i int, p movePoint, to moveSide
 		return rerun{Result: m.pc.Tug(args...)}
 	}
 	r := m.pc.Tug(args...)
-	if r.Code == 0 || !strings.Contains(r.Stderr, "is being changed by") || r.Stdout != "" {
+	// refused with the lock's own exit code and, under -o json, the
+	// error object (docs/exit-codes.md, docs/output.md)
+	if r.Code != 19 || !strings.Contains(r.Stderr, "is being changed by") || !strings.Contains(r.Stdout, `"class": "locked"`) {
 		t.Errorf("kill %d: a rerun while the killed tug's lease is live: want it refused, naming the lock; got %s", i+1, r)
 	}
 	killed := time.Now()
