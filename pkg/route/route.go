@@ -463,13 +463,30 @@ func keepToken(a *app.App) string {
 // it is still among those that admit the namespace (a second Gateway added
 // later does not move the apps already routed), and when namespace labels
 // could not be read (a user who may not read them cannot tell whether a
-// selector still admits the app).
+// selector still admits the app). A found Gateway that still admits the
+// namespace but that discovery does not trust (not of a class in
+// gatewayClasses: every Gateway, on a cluster upgraded from before the
+// setting) is kept too, with a warning that says how to allow it: only an
+// app that finds a Gateway for the first time needs a trusted one.
 func (c Client) wantFound(ctx context.Context, a *app.App, domain string, r *app.Route) {
 	d, err := c.Finder.find(ctx, c)
 	found := a.Route != nil && a.Route.Discovered
 	keep := func() {
 		if found {
 			r.Gateway, r.Host, r.HTTPS, r.Discovered = a.Route.Gateway, a.Route.Host, a.Route.HTTPS, true
+		}
+	}
+	if err == nil && !d.Forbidden && found {
+		// a Gateway the app routes through already stays its route while
+		// it stands and admits the namespace, trusted or not: a cluster
+		// upgraded from before gatewayClasses trusts none, and its apps
+		// must not go dark at their next deploy; only an app finding a
+		// Gateway for the first time needs a trusted one
+		if why, ok := d.UntrustedAdmits(a.Route.Gateway); ok {
+			keep()
+			say(c.Warn, fmt.Sprintf("app %s keeps Gateway %s, which it routed through before, although discovery does not trust it (%s); an admin allows it with '%s' (or names one with '%s'); an app that finds a Gateway for the first time gets only a trusted one",
+				a.Name, r.Gateway, why, TrustClasses, SetGateway))
+			return
 		}
 	}
 	if err == nil && !d.Forbidden && d.Gateway == "" && found && (d.LabelsUnread || slices.Contains(d.Candidates, a.Route.Gateway)) {
