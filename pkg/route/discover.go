@@ -236,6 +236,31 @@ type Finder struct {
 	done  bool
 	found Discovery
 	err   error
+	// claims are the claims looked up (claim), by host
+	claims map[string]*Claim
+}
+
+// claim is who else routes host (claimedElsewhere for c's namespace; nil
+// when no one does or when the user may not list the routes to tell),
+// once per Finder and host (nil Finder: every time).
+func (f *Finder) claim(ctx context.Context, c Client, host string) (*Claim, error) {
+	if f == nil {
+		by, _, err := claimedElsewhere(ctx, c, c.Kube, c.Namespace, host)
+		return by, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if by, ok := f.claims[host]; ok {
+		return by, nil
+	}
+	by, _, err := claimedElsewhere(ctx, c, c.Kube, c.Namespace, host)
+	if err == nil {
+		if f.claims == nil {
+			f.claims = map[string]*Claim{}
+		}
+		f.claims[host] = by
+	}
+	return by, err
 }
 
 // find is c.Discover, once per Finder (nil: every time).

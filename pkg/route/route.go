@@ -441,8 +441,43 @@ func (c Client) Want(ctx context.Context, settings *clustersettings.Stored, a *a
 	}
 	if r.Gateway != "" {
 		r.Token = keepToken(a)
+		c.keepOldHost(ctx, a, r)
 	}
 	return r
+}
+
+// OldAppHost is the app's own host as tug named it before AppHost hashed
+// names with a '-': APP-NAMESPACE.DOMAIN always.
+func OldAppHost(appName, namespace, domain string) string {
+	return appName + "-" + namespace + "." + domain
+}
+
+// keepOldHost keeps the host the app's record already has when it is the
+// app's old-style name (OldAppHost) under the same domain as the one
+// AppHost gives it now: an app made before hashed names keeps its URL
+// (bookmarks, DNS, links) and no other namespace can take the old name
+// once it drops. Only routes made from now on get the new name. The old
+// host moves to the new one, with a warning, when another namespace's
+// route or Ingress names it (two apps shared it under the old naming: the
+// first of them to change moves).
+func (c Client) keepOldHost(ctx context.Context, a *app.App, r *app.Route) {
+	if a.Route == nil || a.Route.Host == "" || r.Host == "" || a.Route.Host == r.Host {
+		return
+	}
+	old := strings.ToLower(a.Route.Host)
+	_, domain, ok := strings.Cut(r.Host, ".")
+	if !ok || old != OldAppHost(a.Name, a.Namespace, domain) {
+		return
+	}
+	by, err := c.Finder.claim(ctx, c, old)
+	switch {
+	case err != nil:
+		say(c.Warn, fmt.Sprintf("cannot tell whether another namespace routes %s (%v): app %s keeps it", old, err, a.Name))
+	case by != nil:
+		say(c.Warn, fmt.Sprintf("app %s's URL moves from %s to %s: %s also routes the old name (two apps had it under the old naming)", a.Name, old, r.Host, by))
+		return
+	}
+	r.Host = old
 }
 
 // keepToken is the app's route token, a new one when it has none yet.
