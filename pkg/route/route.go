@@ -124,12 +124,19 @@ type Backend struct {
 const SplitHeader = "Tug-Split"
 
 // RouteHeader is the response header the probe rule of the app's
-// HTTPRoutes adds: AnswerKey of the app's route token. An answer with it
-// came through this app's route, not through an Ingress the router still
-// serves the host by (a host moving between the two when its certificate
-// comes or goes), nor through a route of another namespace that claims the
-// same host or a longer path of it (an exported copy, a tenant's route):
-// no one without the app's token can add it. Confirm waits for it.
+// HTTPRoutes adds: AnswerKey of the app's route token. Confirm waits for
+// it. An answer with it came through a route that carries the app's keys:
+// not through an Ingress the router still serves the host by (a host
+// moving between the two when its certificate comes or goes), nor through
+// a copy of the app's route made by export (it has no token), nor through
+// a route someone made without reading the app's HTTPRoute. It is no
+// secret, and proves nothing against a hostile route author: both keys
+// stand in plain text in the app's HTTPRoute (anyone who may read
+// HTTPRoutes in the namespace can copy them), the token itself in the
+// app's record (a ConfigMap: anyone who may read ConfigMaps in the
+// namespace), and the twin rule answers AnswerKey to anyone who sends
+// ProbeKey, which a probe over plain HTTP shows to the path and to a route
+// that catches it.
 const RouteHeader = "Tug-Route"
 
 // ProbeHeader is the request header tug's probe sends (ProbeKey of the
@@ -139,8 +146,10 @@ const RouteHeader = "Tug-Route"
 const ProbeHeader = "Tug-Probe"
 
 // ProbeKey is ProbeHeader's value for route token token; AnswerKey is
-// RouteHeader's. They are derived apart, so a route that catches a probe
-// (and sees ProbeKey) still cannot answer as the app.
+// RouteHeader's. They are derived apart so that a route that only sees a
+// probe does not hold the answer in the same request; but anyone who holds
+// ProbeKey can ask the app's route for AnswerKey, and both stand in the
+// app's HTTPRoute (see RouteHeader for what they prove).
 func ProbeKey(token string) string { return tokenKey("probe", token) }
 
 // AnswerKey: see ProbeKey.
@@ -151,7 +160,8 @@ func tokenKey(use, token string) string {
 	return fmt.Sprintf("%x", sum[:16])
 }
 
-// NewToken is a new random route token (app.Route.Token).
+// NewToken is a new random route token (app.Route.Token): a mark, not a
+// secret (see RouteHeader).
 func NewToken() string { return rand.Text() }
 
 // SplitMarker is SplitHeader's value for backends.
