@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/canary"
@@ -110,7 +111,7 @@ func deployDeps(ctx context.Context, f *cli.Factory, flags *pflag.FlagSet) (depl
 		return deploy.Deps{}, err
 	}
 	if cfg, err := f.RESTConfig(); err == nil {
-		if d.Dynamic, err = dynamic.NewForConfig(cfg); err != nil {
+		if d.Dynamic, err = newDynamic(cfg); err != nil {
 			return deploy.Deps{}, err
 		}
 	}
@@ -124,6 +125,10 @@ func deployDeps(ctx context.Context, f *cli.Factory, flags *pflag.FlagSet) (depl
 	}
 	return d, nil
 }
+
+// newDynamic makes the Gateway API's client (a test's fake in tests that
+// route without a cluster).
+var newDynamic = func(cfg *rest.Config) (dynamic.Interface, error) { return dynamic.NewForConfig(cfg) }
 
 // appChanger is how a command's run reaches pkg/deploy: the streams its
 // result goes to, and the deploy dependencies and progress reporter, made

@@ -7,10 +7,16 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/route"
 	"tug.dev/tug/pkg/traffic"
 )
 
@@ -20,6 +26,12 @@ import (
 func TestDomainChangesPrintTheirResult(t *testing.T) {
 	p := newPrinterFixture(t)
 	p.mustCreateApp(t, &app.App{Name: "shop", Domains: []app.Domain{{Host: "old.example.com"}}})
+	// domain add lists every namespace's HTTPRoutes (a list that fails
+	// fails the command): a cluster with none, not the fixture's server
+	defer func(f func(*rest.Config) (dynamic.Interface, error)) { newDynamic = f }(newDynamic)
+	newDynamic = func(*rest.Config) (dynamic.Interface, error) {
+		return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{route.HTTPRoutes: "HTTPRouteList"}), nil
+	}
 
 	r := p.run(t, false, "domain", "add", "shop", "Shop.Example.com", "--path", "/api", "-o", "json")
 	if r.code != 0 {

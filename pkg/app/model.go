@@ -435,11 +435,13 @@ type Route struct {
 	// namespace (pkg/route discover.go). A user who may not look for it
 	// keeps it.
 	Discovered bool `json:"discovered,omitempty"`
-	// Token is the app's route secret (random, made once, kept by every
+	// Token is the app's route token (random, made once, kept by every
 	// later route): the router's answer to tug's probe carries a key
-	// derived from it (pkg/route ProbeHeader), so tug tells its app's
-	// answers from those of any other route for the same host. Never
-	// exported.
+	// derived from it (pkg/route RouteHeader), so tug tells its app's
+	// answers from an old Ingress rule's, an exported copy's, or those of
+	// a route made without reading the app's HTTPRoute. Not a secret: it
+	// is readable by whoever may read the record's ConfigMap, and both
+	// keys stand in plain text in the app's HTTPRoutes. Never exported.
 	Token string `json:"token,omitempty"`
 }
 

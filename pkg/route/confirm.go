@@ -401,14 +401,17 @@ func verdict(u *unstructured.Unstructured, gateway string, gen int64) (bool, *Ro
 // what probe wants, for at most routeServeTimeout. Over HTTPS it checks
 // that the router shows a certificate for the host, not who signed it
 // (tug's machine may not trust the issuer): the request carries nothing
-// secret (ProbeKey is no secret: AnswerKey is).
+// secret (neither key is: see RouteHeader).
 //
 // With the app's route token (token, "" for a host the Gateway does not
 // route), the request carries ProbeHeader and only an answer with the
 // app's AnswerKey counts as the app's (a refusal by its allow list, which
-// answers before the route's filters, excepted): whatever else answers
-// for the host (another namespace's route for it, or for a longer path of
-// it; an exported copy) is not the app.
+// answers before the route's filters, excepted): an old Ingress rule, an
+// exported copy, or another namespace's route for the host (or a longer
+// path of it) made without reading the app's HTTPRoute is not the app. A
+// route author who can read the app's HTTPRoute (or record), or who
+// catches a probe and asks the app's route with its key, can answer as
+// the app: the check tells mistakes apart, not a hostile route.
 func served(ctx context.Context, addr string, u *url.URL, probe Probe, token string) bool {
 	ctx, cancel := context.WithTimeout(ctx, routeServeTimeout)
 	defer cancel()

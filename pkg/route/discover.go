@@ -84,6 +84,8 @@ type Discovery struct {
 	// Untrusted are the Gateways that admit them but discovery may not
 	// trust (see trusts), each with why, sorted.
 	Untrusted []string
+	// untrustedWhy is why each of Untrusted is not trusted, by NAMESPACE/NAME.
+	untrustedWhy map[string]string
 	// Gateways counts the Gateways of the cluster.
 	Gateways int
 	// Forbidden: the user may not list Gateways in every namespace.
@@ -133,6 +135,10 @@ func (c Client) Discover(ctx context.Context) (Discovery, error) {
 			ref := u.GetNamespace() + "/" + u.GetName()
 			if why := trusts(c.Trust, u, c.Namespace); why != "" {
 				d.Untrusted = append(d.Untrusted, ref+" ("+why+")")
+				if d.untrustedWhy == nil {
+					d.untrustedWhy = map[string]string{}
+				}
+				d.untrustedWhy[ref] = why
 				continue
 			}
 			admit[ref] = ls
@@ -146,6 +152,14 @@ func (c Client) Discover(ctx context.Context) (Discovery, error) {
 		d.Listeners = admit[d.Gateway]
 	}
 	return d, nil
+}
+
+// UntrustedAdmits says why Gateway ref (NAMESPACE/NAME) is not trusted,
+// and whether it is one that still stands and admits the namespace's
+// routes without being trusted.
+func (d Discovery) UntrustedAdmits(ref string) (why string, ok bool) {
+	why, ok = d.untrustedWhy[ref]
+	return why, ok
 }
 
 // AppHost is the app's own host through the found Gateway, and whether
@@ -222,6 +236,31 @@ type Finder struct {
 	done  bool
 	found Discovery
 	err   error
+	// claims are the claims looked up (claim), by host
+	claims map[string]*Claim
+}
+
+// claim is who else routes host (claimedElsewhere for c's namespace; nil
+// when no one does or when the user may not list the routes to tell),
+// once per Finder and host (nil Finder: every time).
+func (f *Finder) claim(ctx context.Context, c Client, host string) (*Claim, error) {
+	if f == nil {
+		by, _, err := claimedElsewhere(ctx, c, c.Kube, c.Namespace, host)
+		return by, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if by, ok := f.claims[host]; ok {
+		return by, nil
+	}
+	by, _, err := claimedElsewhere(ctx, c, c.Kube, c.Namespace, host)
+	if err == nil {
+		if f.claims == nil {
+			f.claims = map[string]*Claim{}
+		}
+		f.claims[host] = by
+	}
+	return by, err
 }
 
 // find is c.Discover, once per Finder (nil: every time).

@@ -371,3 +371,33 @@ func TestDiscoverTrustsOnlyWhatAnAdminWould(t *testing.T) {
 		})
 	}
 }
+
+// A cluster upgraded from before gatewayClasses trusts no Gateway: an app
+// that routes through a Gateway it found keeps it while that Gateway
+// stands and admits the namespace, with a warning that says how to allow
+// it; an app finding a Gateway for the first time gets none.
+func TestWantKeepsAnUntrustedGatewayTheAppRoutesThrough(t *testing.T) {
+	ctx := context.Background()
+	upgraded := settings(map[string]string{clustersettings.AppsDomain: "apps.example.com", clustersettings.GatewayClasses: ""})
+	found := &app.Route{Gateway: "infra/a", Host: "shop-dev.apps.example.com", HTTPS: true, Discovered: true, Token: "t"}
+	var warns []string
+	c := Client{Namespace: "dev", Kube: devNS(), Dynamic: gatewayDyn(t, testGateway("infra", "a", gl{name: "http", proto: "HTTP", from: "All"})),
+		Warn: func(m string) { warns = append(warns, m) }}
+	if r := c.Want(ctx, upgraded, &app.App{Name: "shop", Namespace: "dev", Route: found}, ""); r == nil || *r != *found {
+		t.Errorf("upgraded: %+v, want %+v kept", r, found)
+	}
+	if len(warns) != 1 || !strings.Contains(warns[0], "keeps Gateway infra/a") || !strings.Contains(warns[0], "gatewayClasses=") {
+		t.Errorf("upgraded: warnings %q, want one that says how to allow the Gateway", warns)
+	}
+	if r := c.Want(ctx, upgraded, &app.App{Name: "blog", Namespace: "dev"}, ""); r != nil {
+		t.Errorf("a new app took an untrusted Gateway: %+v", r)
+	}
+	c.Dynamic = gatewayDyn(t)
+	if r := c.Want(ctx, upgraded, &app.App{Name: "shop", Namespace: "dev", Route: found}, ""); r != nil {
+		t.Errorf("the Gateway is gone: %+v, want an Ingress", r)
+	}
+	c.Dynamic = gatewayDyn(t, testGateway("infra", "a", gl{name: "http", proto: "HTTP", from: "Same"}))
+	if r := c.Want(ctx, upgraded, &app.App{Name: "shop", Namespace: "dev", Route: found}, ""); r != nil {
+		t.Errorf("the Gateway no longer admits the namespace: %+v, want an Ingress", r)
+	}
+}

@@ -124,12 +124,19 @@ type Backend struct {
 const SplitHeader = "Tug-Split"
 
 // RouteHeader is the response header the probe rule of the app's
-// HTTPRoutes adds: AnswerKey of the app's route token. An answer with it
-// came through this app's route, not through an Ingress the router still
-// serves the host by (a host moving between the two when its certificate
-// comes or goes), nor through a route of another namespace that claims the
-// same host or a longer path of it (an exported copy, a tenant's route):
-// no one without the app's token can add it. Confirm waits for it.
+// HTTPRoutes adds: AnswerKey of the app's route token. Confirm waits for
+// it. An answer with it came through a route that carries the app's keys:
+// not through an Ingress the router still serves the host by (a host
+// moving between the two when its certificate comes or goes), nor through
+// a copy of the app's route made by export (it has no token), nor through
+// a route someone made without reading the app's HTTPRoute. It is no
+// secret, and proves nothing against a hostile route author: both keys
+// stand in plain text in the app's HTTPRoute (anyone who may read
+// HTTPRoutes in the namespace can copy them), the token itself in the
+// app's record (a ConfigMap: anyone who may read ConfigMaps in the
+// namespace), and the twin rule answers AnswerKey to anyone who sends
+// ProbeKey, which a probe over plain HTTP shows to the path and to a route
+// that catches it.
 const RouteHeader = "Tug-Route"
 
 // ProbeHeader is the request header tug's probe sends (ProbeKey of the
@@ -139,8 +146,10 @@ const RouteHeader = "Tug-Route"
 const ProbeHeader = "Tug-Probe"
 
 // ProbeKey is ProbeHeader's value for route token token; AnswerKey is
-// RouteHeader's. They are derived apart, so a route that catches a probe
-// (and sees ProbeKey) still cannot answer as the app.
+// RouteHeader's. They are derived apart so that a route that only sees a
+// probe does not hold the answer in the same request; but anyone who holds
+// ProbeKey can ask the app's route for AnswerKey, and both stand in the
+// app's HTTPRoute (see RouteHeader for what they prove).
 func ProbeKey(token string) string { return tokenKey("probe", token) }
 
 // AnswerKey: see ProbeKey.
@@ -151,7 +160,8 @@ func tokenKey(use, token string) string {
 	return fmt.Sprintf("%x", sum[:16])
 }
 
-// NewToken is a new random route token (app.Route.Token).
+// NewToken is a new random route token (app.Route.Token): a mark, not a
+// secret (see RouteHeader).
 func NewToken() string { return rand.Text() }
 
 // SplitMarker is SplitHeader's value for backends.
@@ -441,8 +451,43 @@ func (c Client) Want(ctx context.Context, settings *clustersettings.Stored, a *a
 	}
 	if r.Gateway != "" {
 		r.Token = keepToken(a)
+		c.keepOldHost(ctx, a, r)
 	}
 	return r
+}
+
+// OldAppHost is the app's own host as tug named it before AppHost hashed
+// names with a '-': APP-NAMESPACE.DOMAIN always.
+func OldAppHost(appName, namespace, domain string) string {
+	return appName + "-" + namespace + "." + domain
+}
+
+// keepOldHost keeps the host the app's record already has when it is the
+// app's old-style name (OldAppHost) under the same domain as the one
+// AppHost gives it now: an app made before hashed names keeps its URL
+// (bookmarks, DNS, links) and no other namespace can take the old name
+// once it drops. Only routes made from now on get the new name. The old
+// host moves to the new one, with a warning, when another namespace's
+// route or Ingress names it (two apps shared it under the old naming: the
+// first of them to change moves).
+func (c Client) keepOldHost(ctx context.Context, a *app.App, r *app.Route) {
+	if a.Route == nil || a.Route.Host == "" || r.Host == "" || a.Route.Host == r.Host {
+		return
+	}
+	old := strings.ToLower(a.Route.Host)
+	_, domain, ok := strings.Cut(r.Host, ".")
+	if !ok || old != OldAppHost(a.Name, a.Namespace, domain) {
+		return
+	}
+	by, err := c.Finder.claim(ctx, c, old)
+	switch {
+	case err != nil:
+		say(c.Warn, fmt.Sprintf("cannot tell whether another namespace routes %s (%v): app %s keeps it", old, err, a.Name))
+	case by != nil:
+		say(c.Warn, fmt.Sprintf("app %s's URL moves from %s to %s: %s also routes the old name (two apps had it under the old naming)", a.Name, old, r.Host, by))
+		return
+	}
+	r.Host = old
 }
 
 // keepToken is the app's route token, a new one when it has none yet.
@@ -463,13 +508,30 @@ func keepToken(a *app.App) string {
 // it is still among those that admit the namespace (a second Gateway added
 // later does not move the apps already routed), and when namespace labels
 // could not be read (a user who may not read them cannot tell whether a
-// selector still admits the app).
+// selector still admits the app). A found Gateway that still admits the
+// namespace but that discovery does not trust (not of a class in
+// gatewayClasses: every Gateway, on a cluster upgraded from before the
+// setting) is kept too, with a warning that says how to allow it: only an
+// app that finds a Gateway for the first time needs a trusted one.
 func (c Client) wantFound(ctx context.Context, a *app.App, domain string, r *app.Route) {
 	d, err := c.Finder.find(ctx, c)
 	found := a.Route != nil && a.Route.Discovered
 	keep := func() {
 		if found {
 			r.Gateway, r.Host, r.HTTPS, r.Discovered = a.Route.Gateway, a.Route.Host, a.Route.HTTPS, true
+		}
+	}
+	if err == nil && !d.Forbidden && found {
+		// a Gateway the app routes through already stays its route while
+		// it stands and admits the namespace, trusted or not: a cluster
+		// upgraded from before gatewayClasses trusts none, and its apps
+		// must not go dark at their next deploy; only an app finding a
+		// Gateway for the first time needs a trusted one
+		if why, ok := d.UntrustedAdmits(a.Route.Gateway); ok {
+			keep()
+			say(c.Warn, fmt.Sprintf("app %s keeps Gateway %s, which it routed through before, although discovery does not trust it (%s); an admin allows it with '%s' (or names one with '%s'); an app that finds a Gateway for the first time gets only a trusted one",
+				a.Name, r.Gateway, why, TrustClasses, SetGateway))
+			return
 		}
 	}
 	if err == nil && !d.Forbidden && d.Gateway == "" && found && (d.LabelsUnread || slices.Contains(d.Candidates, a.Route.Gateway)) {

@@ -1,13 +1,16 @@
 package route
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes/fake"
 
 	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/clustersettings"
 )
 
 func TestAppHostStaysOneLabel(t *testing.T) {
@@ -146,5 +149,48 @@ func TestRenderSplitAnswersForEachRelease(t *testing.T) {
 		if len(set) != 2 || set[1].(map[string]any)["value"] != label {
 			t.Errorf("rule %d sets %v", i, set)
 		}
+	}
+}
+
+// An app made before hashed names keeps the APP-NAMESPACE host its record
+// has (its URL does not change at the next deploy, and no other namespace
+// can take the name once it drops); a new app gets the new name; the old
+// host moves, with a warning, when another namespace routes it.
+func TestWantKeepsTheAppsOldStyleHost(t *testing.T) {
+	ctx := context.Background()
+	s := &clustersettings.Stored{Found: true, Cluster: clustersettings.Settings{clustersettings.Gateway: "infra/router", clustersettings.AppsDomain: "apps.example.com"}}
+	old := "shop-team-prod.apps.example.com"
+	existing := &app.App{Name: "shop", Namespace: "team-prod", Route: &app.Route{Gateway: "infra/router", Host: old, Token: "t"}}
+	var warns []string
+	c := Client{Namespace: "team-prod", Dynamic: gatewayDyn(t), Kube: fake.NewClientset(), Warn: func(m string) { warns = append(warns, m) }}
+	if r := c.Want(ctx, s, existing, ""); r == nil || r.Host != old {
+		t.Errorf("existing app: %+v, want host %s kept", r, old)
+	}
+	if r := c.Want(ctx, s, &app.App{Name: "shop", Namespace: "team-prod"}, ""); r == nil || r.Host != AppHost("shop", "team-prod", "apps.example.com") {
+		t.Errorf("new app: %+v, want the new name", r)
+	}
+	other := &app.App{Name: "shop", Namespace: "team-prod", Route: &app.Route{Gateway: "infra/router", Host: "blog-team-prod.apps.example.com", Token: "t"}}
+	if r := c.Want(ctx, s, other, ""); r == nil || r.Host != AppHost("shop", "team-prod", "apps.example.com") {
+		t.Errorf("a stored host that is not the app's old name: %+v, want the new name", r)
+	}
+	if len(warns) != 0 {
+		t.Errorf("warnings %q", warns)
+	}
+
+	dyn := gatewayDyn(t)
+	taken := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
+		"metadata": map[string]any{"name": "shop-team", "namespace": "prod"},
+		"spec":     map[string]any{"hostnames": []any{old}},
+	}}
+	if err := dyn.Tracker().Create(HTTPRoutes, taken, "prod"); err != nil {
+		t.Fatal(err)
+	}
+	c.Dynamic = dyn
+	if r := c.Want(ctx, s, existing, ""); r == nil || r.Host != AppHost("shop", "team-prod", "apps.example.com") {
+		t.Errorf("old host routed by another namespace: %+v, want the new name", r)
+	}
+	if len(warns) != 1 || !strings.Contains(warns[0], "moves from "+old) {
+		t.Errorf("warnings %q, want one that says the URL moves", warns)
 	}
 }

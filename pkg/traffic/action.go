@@ -358,13 +358,21 @@ func Allow(ctx context.Context, d deploy.Deps, o AllowOptions, opts deploy.Optio
 	}, opts)
 }
 
-// appsDomain is the apps domain the cluster settings give the app's pool
-// ("" when none, or when they could not be read).
+// appsDomain is the apps domain the cluster settings give the app's pool;
+// when they name none or could not be read, the domain of the app's own
+// URL (its host past the first label: the wildcard listener's domain a
+// found Gateway named it under, or the apps domain of the settings that
+// named it), so the apps-domain guards stay on. "" when neither says.
 func appsDomain(d deploy.Deps, a *app.App) string {
-	if d.Settings == nil {
-		return ""
+	if d.Settings != nil {
+		if s := d.Settings.For(a.Pool).Get(clustersettings.AppsDomain); s != "" {
+			return s
+		}
 	}
-	return d.Settings.For(a.Pool).Get(clustersettings.AppsDomain)
+	if _, domain, ok := strings.Cut(ownHost(a), "."); ok {
+		return domain
+	}
+	return ""
 }
 
 // ownHost is the app's own URL's host ("" when it has none).

@@ -93,3 +93,21 @@ func TestDomainAddClaimsTheHostClusterWide(t *testing.T) {
 		})
 	}
 }
+
+// Settings that cannot be read (or name no apps domain) leave the
+// apps-domain guard on: the domain of the app's own URL stands in.
+func TestAppsDomainFallsBackToTheAppsOwnURL(t *testing.T) {
+	a := &app.App{Name: "shop", Route: &app.Route{Gateway: "infra/router", Host: "shop-dev.apps.example.com"}}
+	for _, s := range []*clustersettings.Stored{nil, {Unreadable: true, Cluster: clustersettings.Settings{}}} {
+		if got := appsDomain(deploy.Deps{Settings: s}, a); got != "apps.example.com" {
+			t.Errorf("settings %+v: apps domain %q, want the app URL's", s, got)
+		}
+	}
+	named := &clustersettings.Stored{Found: true, Cluster: clustersettings.Settings{clustersettings.AppsDomain: "apps.other.test"}}
+	if got := appsDomain(deploy.Deps{Settings: named}, a); got != "apps.other.test" {
+		t.Errorf("named: %q", got)
+	}
+	if got := appsDomain(deploy.Deps{}, &app.App{Name: "shop"}); got != "" {
+		t.Errorf("no settings, no URL: %q", got)
+	}
+}
