@@ -300,7 +300,14 @@ func growCanary(t *deploy.Txn, next *app.Release, cfg app.ConfigMap) (*rollout.F
 	if err != nil {
 		return nil, err
 	}
-	err = (&rollout.Watch{Client: d.Client, Namespace: d.Namespace, App: a.Name, Release: next.Version,
+	return waitFor(t, next, got)
+}
+
+// waitFor watches the rollout of what got applied to release next: the
+// failure of a unit that cannot run, or why the wait stopped.
+func waitFor(t *deploy.Txn, next *app.Release, got *deploy.Applied) (*rollout.Failure, error) {
+	d := t.Deps()
+	err := (&rollout.Watch{Client: d.Client, Namespace: d.Namespace, App: t.App().Name, Release: next.Version,
 		Generations: got.Generations(), Idle: deploy.IdleTimeout(next), Progress: d.Progress}).Wait(t.Ctx())
 	var failure *rollout.Failure
 	if errors.As(err, &failure) {
@@ -331,13 +338,7 @@ func rollToCanary(t *deploy.Txn, next *app.Release, cfg app.ConfigMap) (*rollout
 	if _, err := t.Update(func(x *app.App) error { x.Processes = procs; return nil }); err != nil {
 		return nil, err
 	}
-	err = (&rollout.Watch{Client: d.Client, Namespace: d.Namespace, App: a.Name, Release: next.Version,
-		Generations: got.Generations(), Idle: deploy.IdleTimeout(next), Progress: d.Progress}).Wait(t.Ctx())
-	var failure *rollout.Failure
-	if errors.As(err, &failure) {
-		return failure, nil
-	}
-	return nil, err
+	return waitFor(t, next, got)
 }
 
 // putBackBeforePromote writes into the record the formation and canary
