@@ -720,11 +720,14 @@ func markDeployed(ctx context.Context, store *app.Store, a *app.App, r *app.Rele
 			}
 		}
 	}
-	// Pruning is housekeeping: the release is deployed whatever it does,
-	// and without knowing what the units run it prunes nothing.
-	if inUse, err := releasesInUse(ctx, store, updated); err == nil {
-		_ = store.PruneReleasesIn(ctx, a.Name, rels, app.HistoryLimit(updated, rels, v), v, inUse...)
+	// Pruning is housekeeping: the release is deployed whatever it does.
+	// Every Deployment of the app now runs v (a canary's, its release),
+	// so what units use needs no LIST here.
+	var inUse []int
+	if updated.Canary != nil {
+		inUse = append(inUse, updated.Canary.Release)
 	}
+	_ = store.PruneReleasesIn(ctx, a.Name, rels, app.HistoryLimit(updated, rels, v), v, inUse...)
 	return nil
 }
 
