@@ -11,7 +11,6 @@ import (
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/render"
-	"tug.dev/tug/pkg/route"
 )
 
 // Two releases side by side (a canary, blue-green) are pkg/canary's: this
@@ -84,22 +83,9 @@ func gate(t *Txn, what string) error {
 }
 
 // Update writes the app's record with fn and makes the result the Txn's
-// record. A route through a Gateway that has no route token yet (an app
-// routed by a tug before tokens, whose canary runs across the upgrade)
-// gets one here: a side-by-side step renders from the record without
-// re-resolving the route (Want, which gives every new route its token),
-// and a split route without a token has no probe rule, so its Tug-Split
-// would never answer and every step would end "accepted" after a wait.
+// record.
 func (t *Txn) Update(fn func(*app.App) error) (*app.App, error) {
-	a, err := t.store.UpdateApp(t.ctx, t.app.Name, func(x *app.App) error {
-		if err := fn(x); err != nil {
-			return err
-		}
-		if x.Route != nil && x.Route.Gateway != "" && x.Route.Token == "" {
-			x.Route.Token = route.NewToken()
-		}
-		return nil
-	})
+	a, err := t.store.UpdateApp(t.ctx, t.app.Name, fn)
 	if err != nil {
 		return nil, err
 	}

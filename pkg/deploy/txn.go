@@ -7,6 +7,7 @@ import (
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/lock"
 	"tug.dev/tug/pkg/progress"
+	"tug.dev/tug/pkg/route"
 )
 
 // A Txn is one change to an app made under its deploy lock: the one way to
@@ -110,6 +111,9 @@ func (t *Txn) Read(appName string, check func(*app.App) error) error {
 	if err == nil {
 		a, err = Reconcile(t.ctx, t.d.Client, t.store, a)
 	}
+	if err == nil {
+		a, err = withRouteToken(t.ctx, t.store, a)
+	}
 	if err == nil && a.Canary != nil {
 		// what a stopped tug left of a canary (pkg/canary)
 		t.app = a
@@ -210,4 +214,21 @@ func (t *Txn) Roll(change Change, opts Options) (*Result, error) {
 func (d Deps) lockRequest(appName string) lock.Request {
 	return lock.Request{Client: d.Client, Namespace: d.Namespace, App: appName, Holder: d.Holder,
 		Wait: d.WaitLock, Progress: d.Progress, Timing: d.LockTiming}
+}
+
+// withRouteToken gives a route through a Gateway that a tug from before
+// route tokens made its token, once, under the lock: a change that renders
+// the route from the record without resolving it again (a canary's steps,
+// a scale) would otherwise render a split with no probe rule, whose
+// Tug-Split never answers, and end "accepted" after a wait.
+func withRouteToken(ctx context.Context, store *app.Store, a *app.App) (*app.App, error) {
+	if a.Route == nil || a.Route.Gateway == "" || a.Route.Token != "" {
+		return a, nil
+	}
+	return store.UpdateApp(ctx, a.Name, func(x *app.App) error {
+		if x.Route != nil && x.Route.Gateway != "" && x.Route.Token == "" {
+			x.Route.Token = route.NewToken()
+		}
+		return nil
+	})
 }
