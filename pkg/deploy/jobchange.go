@@ -39,11 +39,6 @@ func ChangeJobs(ctx context.Context, d Deps, appName, message string, edit func(
 	if len(targets) == 0 {
 		return nil, fmt.Errorf("app %q has not been deployed yet; deploy it first with 'tug app deploy %s --image IMAGE'", a.Name, a.Name)
 	}
-	// what a job change a stopped tug left half done (records written,
-	// CronJobs not yet) is finished first, so running it again works
-	if err := syncCronJobs(ctx, d, a, targets[0]); err != nil {
-		return nil, t.Explain(err)
-	}
 	// every edit is tried before anything is written
 	changed := map[int]bool{}
 	for _, r := range targets {
@@ -56,6 +51,15 @@ func ChangeJobs(ctx context.Context, d Deps, appName, message string, edit func(
 		}
 	}
 	if len(changed) == 0 {
+		// the records say so already: a job add a stopped tug left half
+		// done (records written, CronJob not yet) is finished, so running
+		// it again works; bad input never gets here
+		if err := t.Lost(); err != nil {
+			return nil, err
+		}
+		if err := syncCronJobs(ctx, d, a, targets[0]); err != nil {
+			return nil, t.Explain(err)
+		}
 		return nil, ErrNoChange
 	}
 	serving := targets[0]

@@ -451,3 +451,27 @@ func TestAJobChangeCutShortIsFinishedByTheNext(t *testing.T) {
 		t.Errorf("CronJobs %+v; want report's and ping's", sched)
 	}
 }
+
+// Bad input changes nothing, not even CronJobs the records no longer name
+// (what a killed 'job remove' left): the edit is refused first.
+func TestABadJobChangeTouchesNoCronJob(t *testing.T) {
+	c, _ := shopWithJobs(t, map[string]app.Job{"report": {Command: "./report", Schedule: "@daily"}})
+	ctx := context.Background()
+	failing := true
+	c.PrependReactor("delete", "cronjobs", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if failing {
+			return true, nil, errors.New("the API server went away")
+		}
+		return false, nil, nil
+	})
+	if _, err := Remove(ctx, deployDeps(c), "shop", "report"); err == nil {
+		t.Fatal("remove with the CronJob undeletable should fail")
+	}
+	failing = false
+	if _, err := Remove(ctx, deployDeps(c), "shop", "typo"); !inputerr.Is(err) {
+		t.Fatalf("remove of a job that does not exist = %v; want an input error", err)
+	}
+	if sched, _ := ListScheduled(ctx, c, ns, "shop"); len(sched) != 1 {
+		t.Errorf("a refused job remove changed the CronJobs: %+v", sched)
+	}
+}
