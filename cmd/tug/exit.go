@@ -107,10 +107,11 @@ func wholeLine(err error, cmd *cobra.Command, args []string) {
 }
 
 // hideValue keeps a config value out of a suggestion (stderr, CI logs):
-// DB_URL=postgres://u:pw@h/db reads DB_URL=VALUE; web=2 stays.
+// DB_URL=postgres://u:pw@h/db (or db_url=...) reads DB_URL=VALUE; only a
+// unit count (web=2, the scale verbs') stays as typed.
 func hideValue(arg string) string {
-	key, _, ok := strings.Cut(arg, "=")
-	if !ok || key == "" || strings.Trim(key, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != "" {
+	key, value, ok := strings.Cut(arg, "=")
+	if !ok || key == "" || strings.Trim(value, "0123456789") == "" && value != "" {
 		return arg
 	}
 	return key + "=VALUE"

@@ -71,8 +71,8 @@ func TestUnknownSubcommandWithFlags(t *testing.T) {
 // A suggestion never echoes a config value (stderr goes to CI logs):
 // heroku's config:set line comes back with its values hidden.
 func TestHerokuSuggestionHidesConfigValues(t *testing.T) {
-	r := execute(t, nil, "config:set", "shop", "DB_URL=postgres://u:pw@h/db", "web=2")
-	if r.code != 2 || strings.Contains(r.stderr, "pw@h") || !strings.Contains(r.stderr, "DB_URL=VALUE web=2") {
-		t.Errorf("exit %d, stderr %q; want the suggestion with DB_URL's value hidden", r.code, r.stderr)
+	r := execute(t, nil, "config:set", "shop", "DB_URL=postgres://u:pw@h/db", "db_pass=s3cret", "web=2")
+	if r.code != 2 || strings.Contains(r.stderr, "pw@h") || strings.Contains(r.stderr, "s3cret") || !strings.Contains(r.stderr, "DB_URL=VALUE db_pass=VALUE web=2") {
+		t.Errorf("exit %d, stderr %q; want the suggestion with every value hidden", r.code, r.stderr)
 	}
 }
