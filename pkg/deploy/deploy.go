@@ -721,13 +721,9 @@ func markDeployed(ctx context.Context, store *app.Store, a *app.App, r *app.Rele
 		}
 	}
 	// Pruning is housekeeping: the release is deployed whatever it does.
-	// The app's Deployments now run v (a canary's, its release); units of
-	// the release before may still run (--no-wait, or a process a killed
-	// tug left), so it is kept too, whatever the history says.
+	// Every Deployment of the app now runs v (a canary's, its release),
+	// so what units use needs no LIST here.
 	var inUse []int
-	if previous > 0 {
-		inUse = append(inUse, previous)
-	}
 	if updated.Canary != nil {
 		inUse = append(inUse, updated.Canary.Release)
 	}
