@@ -420,6 +420,10 @@ type Route struct {
 	// Host is the app's own host under the cluster's apps domain ("" when
 	// the cluster has none): its URL with no configuration.
 	Host string `json:"host,omitempty"`
+	// OldHost says Host is the app's name from before hashed names, kept
+	// once a look found no other namespace routing it (route.keepOldHost):
+	// the look is not made again.
+	OldHost bool `json:"oldHost,omitempty"`
 	// HTTPS says the Gateway serves Host over TLS (a listener for it).
 	HTTPS bool `json:"https,omitempty"`
 	// IngressClass is the class of the Ingress that serves the domains

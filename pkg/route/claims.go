@@ -76,7 +76,7 @@ func CheckClaim(ctx context.Context, c Client, client kubernetes.Interface, name
 	if wild, ok := strings.CutPrefix(host, "*."); ok && appsDomain != "" && (underDomain(wild, appsDomain) || underDomain(strings.ToLower(strings.TrimSuffix(appsDomain, ".")), wild)) {
 		return &ClaimError{Host: host, Namespace: namespace, AppsDomain: appsDomain, Wildcard: true}
 	}
-	by, listed, err := claimedElsewhere(ctx, c, client, namespace, host)
+	by, listed, err := claimedElsewhere(ctx, c, client, namespace, host, false)
 	if err != nil {
 		return err
 	}
@@ -123,8 +123,14 @@ func hostsMeet(routed, host string, multiLabel bool) bool {
 
 // claimedElsewhere is the first route or Ingress outside namespace that
 // names host; listed is false when the user may not list them all.
-func claimedElsewhere(ctx context.Context, c Client, client kubernetes.Interface, namespace, host string) (*Claim, bool, error) {
+func claimedElsewhere(ctx context.Context, c Client, client kubernetes.Interface, namespace, host string, exact bool) (*Claim, bool, error) {
 	listed := true
+	hostsMeet := func(routed, host string, multiLabel bool) bool {
+		if exact {
+			return routed == host
+		}
+		return hostsMeet(routed, host, multiLabel)
+	}
 	if c.Dynamic != nil {
 		list, err := c.Dynamic.Resource(HTTPRoutes).Namespace(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
 		switch {

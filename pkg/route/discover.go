@@ -243,9 +243,12 @@ type Finder struct {
 // claim is who else routes host (claimedElsewhere for c's namespace; nil
 // when no one does or when the user may not list the routes to tell),
 // once per Finder and host (nil Finder: every time).
+//
+// Only a route or Ingress that names host itself counts: a catch-all
+// wildcard (an admin's *.apps.example.com) is no claim on it.
 func (f *Finder) claim(ctx context.Context, c Client, host string) (*Claim, error) {
 	if f == nil {
-		by, _, err := claimedElsewhere(ctx, c, c.Kube, c.Namespace, host)
+		by, _, err := claimedElsewhere(ctx, c, c.Kube, c.Namespace, host, true)
 		return by, err
 	}
 	f.mu.Lock()
@@ -253,7 +256,7 @@ func (f *Finder) claim(ctx context.Context, c Client, host string) (*Claim, erro
 	if by, ok := f.claims[host]; ok {
 		return by, nil
 	}
-	by, _, err := claimedElsewhere(ctx, c, c.Kube, c.Namespace, host)
+	by, _, err := claimedElsewhere(ctx, c, c.Kube, c.Namespace, host, true)
 	if err == nil {
 		if f.claims == nil {
 			f.claims = map[string]*Claim{}

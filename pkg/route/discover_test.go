@@ -400,4 +400,12 @@ func TestWantKeepsAnUntrustedGatewayTheAppRoutesThrough(t *testing.T) {
 	if r := c.Want(ctx, upgraded, &app.App{Name: "shop", Namespace: "dev", Route: found}, ""); r != nil {
 		t.Errorf("the Gateway no longer admits the namespace: %+v, want an Ingress", r)
 	}
+	// once an admin sets gatewayClasses, a Gateway it leaves out is left:
+	// trust can be taken away
+	c.Dynamic = gatewayDyn(t, testGateway("infra", "a", gl{name: "http", proto: "HTTP", from: "All"}))
+	c.Trust = ""
+	set := settings(map[string]string{clustersettings.AppsDomain: "apps.example.com", clustersettings.GatewayClasses: "infra/other"})
+	if r := c.Want(ctx, set, &app.App{Name: "shop", Namespace: "dev", Route: found}, ""); r != nil && r.Gateway == "infra/a" {
+		t.Errorf("gatewayClasses set without its class: %+v, want the untrusted Gateway left", r)
+	}
 }

@@ -479,6 +479,12 @@ func (c Client) keepOldHost(ctx context.Context, a *app.App, r *app.Route) {
 	if !ok || old != OldAppHost(a.Name, a.Namespace, domain) {
 		return
 	}
+	if a.Route.OldHost {
+		// decided before: once this app's route names the old host no
+		// other namespace can claim it, so no look on every deploy
+		r.Host, r.OldHost = old, true
+		return
+	}
 	by, err := c.Finder.claim(ctx, c, old)
 	switch {
 	case err != nil:
@@ -486,6 +492,8 @@ func (c Client) keepOldHost(ctx context.Context, a *app.App, r *app.Route) {
 	case by != nil:
 		say(c.Warn, fmt.Sprintf("app %s's URL moves from %s to %s: %s also routes the old name (two apps had it under the old naming)", a.Name, old, r.Host, by))
 		return
+	default:
+		r.OldHost = true
 	}
 	r.Host = old
 }
@@ -521,12 +529,14 @@ func (c Client) wantFound(ctx context.Context, a *app.App, domain string, r *app
 			r.Gateway, r.Host, r.HTTPS, r.Discovered = a.Route.Gateway, a.Route.Host, a.Route.HTTPS, true
 		}
 	}
-	if err == nil && !d.Forbidden && found {
+	if err == nil && !d.Forbidden && found && c.Trust == "" {
 		// a Gateway the app routes through already stays its route while
-		// it stands and admits the namespace, trusted or not: a cluster
-		// upgraded from before gatewayClasses trusts none, and its apps
-		// must not go dark at their next deploy; only an app finding a
-		// Gateway for the first time needs a trusted one
+		// it stands and admits the namespace, while the cluster trusts no
+		// class: a cluster upgraded from before gatewayClasses trusts
+		// none, and its apps must not go dark at their next deploy; only
+		// an app finding a Gateway for the first time needs a trusted
+		// one. Once an admin sets gatewayClasses, what it leaves out is
+		// left: an admin can take trust away
 		if why, ok := d.UntrustedAdmits(a.Route.Gateway); ok {
 			keep()
 			say(c.Warn, fmt.Sprintf("app %s keeps Gateway %s, which it routed through before, although discovery does not trust it (%s); an admin allows it with '%s' (or names one with '%s'); an app that finds a Gateway for the first time gets only a trusted one",

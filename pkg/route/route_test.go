@@ -7,7 +7,9 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/clustersettings"
@@ -192,5 +194,37 @@ func TestWantKeepsTheAppsOldStyleHost(t *testing.T) {
 	}
 	if len(warns) != 1 || !strings.Contains(warns[0], "moves from "+old) {
 		t.Errorf("warnings %q, want one that says the URL moves", warns)
+	}
+}
+
+// A catch-all route of another namespace (an admin's *.apps.example.com)
+// is no claim on an app's old-style host: it keeps it. Once kept, the
+// record says so (OldHost) and no later change looks again: a look would
+// list every route and Ingress of the cluster on each deploy.
+func TestWantKeepsTheOldHostPastACatchAllAndDecidesOnce(t *testing.T) {
+	ctx := context.Background()
+	s := &clustersettings.Stored{Found: true, Cluster: clustersettings.Settings{clustersettings.Gateway: "infra/router", clustersettings.AppsDomain: "apps.example.com"}}
+	old := "shop-team-prod.apps.example.com"
+	dyn := gatewayDyn(t)
+	catchAll := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
+		"metadata": map[string]any{"name": "fallback", "namespace": "infra"},
+		"spec":     map[string]any{"hostnames": []any{"*.apps.example.com"}},
+	}}
+	if err := dyn.Tracker().Create(HTTPRoutes, catchAll, "infra"); err != nil {
+		t.Fatal(err)
+	}
+	kube := fake.NewClientset()
+	c := Client{Namespace: "team-prod", Dynamic: dyn, Kube: kube}
+	existing := &app.App{Name: "shop", Namespace: "team-prod", Route: &app.Route{Gateway: "infra/router", Host: old, Token: "t"}}
+	r := c.Want(ctx, s, existing, "")
+	if r == nil || r.Host != old || !r.OldHost {
+		t.Fatalf("with a catch-all elsewhere: %+v, want the old host kept and recorded", r)
+	}
+	existing.Route = r
+	lists := 0
+	kube.PrependReactor("list", "ingresses", func(k8stesting.Action) (bool, runtime.Object, error) { lists++; return false, nil, nil })
+	if r := c.Want(ctx, s, existing, ""); r == nil || r.Host != old || lists != 0 {
+		t.Errorf("the next change: %+v after %d Ingress lists; want the old host, no look", r, lists)
 	}
 }
