@@ -175,13 +175,15 @@ func RollbackChange(ctx context.Context, store *app.Store, target int) Change {
 // cutShort says whether a rollout after release current (of rels) stopped
 // before it finished: its release is interrupted, or still pending.
 func cutShort(rels []*app.Release, current int) bool {
-	// the newest release only: after an interrupted v6, a v7 that failed
-	// and was rolled back is what the user last did
-	if len(rels) == 0 {
-		return false
+	// the newest release that rolled out or tried to (staged config made
+	// since rolled nothing): after an interrupted v6, a v7 that failed and
+	// was rolled back is what the user last did
+	for _, r := range rels {
+		if r.Status != app.StatusStaged {
+			return r.Version > current && (r.Status == app.StatusInterrupted || r.Status == app.StatusPending)
+		}
 	}
-	r := rels[0]
-	return r.Version > current && (r.Status == app.StatusInterrupted || r.Status == app.StatusPending)
+	return false
 }
 
 // SettingsChange changes what travels with a release besides image and

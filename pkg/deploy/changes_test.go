@@ -282,3 +282,16 @@ func TestRollbackChangeAfterAnInterruptedRollout(t *testing.T) {
 		}
 	}
 }
+
+// A rollout cut short is still seen behind staged config made since (env
+// set --no-restart rolls nothing), and not behind a later failed rollout.
+func TestCutShortLooksPastStagedReleases(t *testing.T) {
+	rels := []*app.Release{{Version: 7, Status: app.StatusStaged}, {Version: 6, Status: app.StatusInterrupted}, {Version: 5, Status: app.StatusDeployed}}
+	if !cutShort(rels, 5) {
+		t.Error("an interrupted v6 behind staged v7 was not seen")
+	}
+	rels = []*app.Release{{Version: 7, Status: app.StatusFailed}, {Version: 6, Status: app.StatusInterrupted}, {Version: 5, Status: app.StatusDeployed}}
+	if cutShort(rels, 5) {
+		t.Error("a failed v7 after the interrupted v6 is what the user last did")
+	}
+}
