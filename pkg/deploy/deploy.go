@@ -873,9 +873,14 @@ func plan(a *app.App, unitsBefore map[string]app.Process, base *app.Release, bas
 				changes = append(changes, c)
 			}
 			// every release is a new pod template (its release label), so
-			// a process whose units run restarts them, whatever changed
-			if units > 0 {
-				changes = append(changes, fmt.Sprintf("%d %s restart", units, text.Plural(int(units), "unit", "units")))
+			// the units that run restart, whatever changed (a count that
+			// grows starts the others new)
+			running := units
+			if before, ok := unitsBefore[name]; ok {
+				running = min(units, before.Units())
+			}
+			if running > 0 {
+				changes = append(changes, fmt.Sprintf("%d %s restart", running, text.Plural(int(running), "unit", "units")))
 			}
 		}
 		if len(changes) == 0 {

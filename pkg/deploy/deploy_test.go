@@ -577,7 +577,7 @@ func TestPlan(t *testing.T) {
 			base:   &app.Release{Image: "shop:1", Processes: map[string]string{"web": "./server", "worker": "./w"}},
 			next: &app.Release{Image: "shop:1", Processes: map[string]string{"web": "./server", "worker": "./w"},
 				Limits: map[string]app.Limits{"worker": {CPU: "500m"}}, Rollout: app.Rollout{History: 20}},
-			want: []string{"web: units 2 -> 3, 3 units restart", "worker: limits (none) -> cpu=500m, 1 unit restart", "settings: history 10 (default) -> 20"},
+			want: []string{"web: units 2 -> 3, 2 units restart", "worker: limits (none) -> cpu=500m, 1 unit restart", "settings: history 10 (default) -> 20"},
 		},
 	}
 	for _, tt := range tests {
