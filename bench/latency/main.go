@@ -26,6 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"tug.dev/tug/bench/internal/benchkit"
+	"tug.dev/tug/pkg/route"
 )
 
 var (
@@ -64,7 +65,7 @@ func run() error {
 	env.MustTug(ns, "app", "deploy", app, "--image", benchkit.SampleImage+":v1")
 	env.MustTug(ns, "app", "scale", app, fmt.Sprintf("web=%d", unit))
 	env.WaitUnits(ns, app, "web", unit)
-	url := "http://" + app + "-" + ns + "." + domain + "/"
+	url := "http://" + route.AppHost(app, ns, domain) + "/"
 	c := client(*routerIP)
 
 	rest := sample(c, url, func(stop <-chan struct{}, sent func() int) {
