@@ -23,6 +23,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"tug.dev/tug/pkg/kube"
 )
 
 // An operator bound to tug-cluster-admin (a ClusterRoleBinding) and to
@@ -37,8 +39,8 @@ func TestNodeRemoveAndPoolListWithTheDocumentedAdminRoles(t *testing.T) {
 	h := newNodeH(t)
 	ctx := context.Background()
 	pool := "e2e-rbac-" + randSuffix()
-	gone := h.fakeNode(pool)
-	stays := h.fakeNode(pool)
+	gone := h.liveFakeNode(pool)
+	stays := h.liveFakeNode(pool)
 
 	// An app placed in the pool. Its unit cannot be scheduled (no node of
 	// the pool takes units), so the rollout fails; --no-rollback keeps
@@ -176,6 +178,101 @@ func (h *H) readyUnitOn(node, name, app, proc string) {
 	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now}}
 	if _, err := h.Client.CoreV1().Pods(h.NS).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
 		h.t.Fatal(err)
+	}
+}
+
+// liveFakeNode registers a Node of pool that looks like one whose kubelet
+// is alive, though none runs: Ready from its first status on, a Lease in
+// kube-node-lease renewed until the test ends, and a NoSchedule taint so
+// the scheduler binds no real unit to it. The pods the test puts on it
+// stay as ready as it sets them: the node lifecycle controller marks a pod
+// not ready when the pod appears on a Node it has seen not Ready, which a
+// Node registered by `tug node add` is until a kubelet joins; whether it had
+// seen the Node yet depended on how fast the test ran. Pods deleted on it
+// are finished as its kubelet would.
+func (h *H) liveFakeNode(pool string) string {
+	h.t.Helper()
+	ctx := context.Background()
+	name := "tug-e2e-" + randSuffix()
+	now := metav1.Now()
+	n := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{kube.LabelPool: pool}},
+		Spec:       corev1.NodeSpec{Taints: []corev1.Taint{{Key: "tug.dev/e2e-no-kubelet", Effect: corev1.TaintEffectNoSchedule}}},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue,
+			Reason: "E2E", Message: "set by the e2e test; no kubelet", LastHeartbeatTime: now, LastTransitionTime: now}}},
+	}
+	if _, err := h.Client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
+		h.t.Fatal(err)
+	}
+	leases := h.Client.CoordinationV1().Leases("kube-node-lease")
+	renew := func() error {
+		now := metav1.NewMicroTime(time.Now())
+		l, err := leases.Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			_, err = leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name},
+				Spec: coordinationv1.LeaseSpec{HolderIdentity: &name, LeaseDurationSeconds: new(int32(40)), RenewTime: &now}}, metav1.CreateOptions{})
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		l.Spec.RenewTime = &now
+		_, err = leases.Update(ctx, l, metav1.UpdateOptions{})
+		return err
+	}
+	if err := renew(); err != nil {
+		h.t.Fatal(err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{}, 2)
+	go func() {
+		defer func() { done <- struct{}{} }()
+		tick := time.NewTicker(5 * time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-wctx.Done():
+				return
+			case <-tick.C:
+				_ = renew() // a miss is made up by the next tick, well inside the 40 s
+			}
+		}
+	}()
+	go func() { defer func() { done <- struct{}{} }(); h.finishDeletedPodsOn(wctx, name) }()
+	h.t.Cleanup(func() {
+		cancel()
+		<-done
+		<-done
+		_ = leases.Delete(context.Background(), name, metav1.DeleteOptions{})
+		if err := h.Client.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			h.t.Errorf("deleting registered node %s: %v", name, err)
+		}
+	})
+	return name
+}
+
+// finishDeletedPodsOn does the kubelet's last part of a graceful deletion
+// for the pods of h's namespace on a Node no kubelet runs: once a pod has
+// its deletion timestamp, it is deleted with no grace period, until ctx
+// ends.
+func (h *H) finishDeletedPodsOn(ctx context.Context, node string) {
+	pods := h.Client.CoreV1().Pods(h.NS)
+	opts := metav1.ListOptions{FieldSelector: "spec.nodeName=" + node}
+	for ctx.Err() == nil {
+		w, err := pods.Watch(ctx, opts)
+		if err != nil {
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		for ev := range w.ResultChan() {
+			if p, ok := ev.Object.(*corev1.Pod); ok && p.DeletionTimestamp != nil {
+				_ = pods.Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64), Preconditions: &metav1.Preconditions{UID: &p.UID}})
+			}
+		}
+		w.Stop()
 	}
 }
 
