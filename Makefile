@@ -48,7 +48,7 @@ check-docs:
 demo: ## the local cluster plus tug's main job on it
 	hack/demo.sh
 
-bench: ## every benchmark against the local cluster (started when none runs); rewrites docs/benchmarks.md
+bench: ## every benchmark against the local cluster (started when none runs); rewrites docs/benchmarks.md (ONLY=route,cnb: those sections only)
 	bench/run.sh
 
 cluster-up: ## NODES=1|2, K8S_VERSION=v1.X.Y

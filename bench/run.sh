@@ -8,9 +8,17 @@
 #                      before/after (BENCH_BEFORE_ROWS=unit,node,many: the rows to
 #                      measure again: unit list, node list, the many-unit deploy)
 #   BENCH_QUICK=1      small scales (a smoke run; do not commit its file)
+#   ONLY=route,cnb     run only these sections (names: the first word of each
+#                      "section" line below) and update only their rows; the
+#                      other rows stay as the last run that measured them left
+#                      them, with that run's date and commit (docs/benchmarks.jsonl)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export GOTOOLCHAIN=local
+known=startup,deploy,source,cnb,apps,scale,many,remote,route,bluegreen,latency,usage
+for n in ${ONLY//,/ }; do
+  [[ ",$known," == *",$n,"* ]] || { echo "ONLY: no section $n (sections: $known)" >&2; exit 2; }
+done
 cluster=test/cluster/cluster.sh
 started=
 if ! $cluster status >/dev/null 2>&1; then
@@ -38,7 +46,7 @@ trap finish EXIT
 CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o bin/tug ./cmd/tug
 kubeconfig=$($cluster kubeconfig)
 ln -s "$(test/cluster/build-localk8s.sh --cached)" "$tmp/kubectl"
-export TUG_BENCH_OUT=$tmp/rows.jsonl TUG_E2E_KUBECONFIG=$kubeconfig
+export TUG_E2E_KUBECONFIG=$kubeconfig
 common=(-tug bin/tug -kubectl "$tmp/kubectl" -kubeconfig "$kubeconfig")
 before=()
 if [ -n "${BENCH_BEFORE:-}" ]; then
@@ -52,22 +60,36 @@ if [ -n "${BENCH_QUICK:-}" ]; then
   scale=(-pods 1000 -nodes 100 -rounds 1); apps=(-apps 60 -rounds 1); many=(-units 20); remote=(-units 10 -rounds 1)
   quick=(-quick)
 fi
-for b in deploy source cnb apps scale many remote route latency usage bluegreen; do go build -o "$tmp/$b" "./bench/$b"; done
 
-echo "== start-up";            bench/version.sh 15
-echo "== deploy";              "$tmp/deploy" "${common[@]}" -rounds 9
-echo "== deploy from source";  "$tmp/source" "${common[@]}" -registry "$($cluster registry)"
-echo "== CNB build";           "$tmp/cnb" "${common[@]}" -registry "$($cluster registry)"
-echo "== app list";            "$tmp/apps" "${common[@]}" "${apps[@]}"
-echo "== unit and node list";  "$tmp/scale" "${common[@]}" "${before[@]}" "${scale[@]}"
-echo "== many units";          "$tmp/many" "${common[@]}" "${before[@]}" "${many[@]}"
-echo "== logs and shell";      "$tmp/remote" "${common[@]}" "${remote[@]}"
-echo "== routes";              "$tmp/route" "${common[@]}" -router "$($cluster router)"
-echo "== blue-green rollback";  "$tmp/bluegreen" "${common[@]}" -router "$($cluster router)"
-echo "== request latency";     "$tmp/latency" "${common[@]}" -router "$($cluster router)"
-echo "== metrics";             "$tmp/usage" "${common[@]}"
+# section NAME TITLE COMMAND...: runs one benchmark unless ONLY leaves it
+# out; its rows go to their own file, and its wall time is recorded.
+ran=()
+section() {
+  local name=$1 title=$2; shift 2
+  if [ -n "${ONLY:-}" ] && [[ ",$ONLY," != *",$name,"* ]]; then return 0; fi
+  echo "== $title"
+  local t0; t0=$(date +%s)
+  if [[ $1 == "$tmp"/* ]]; then go build -o "$1" "./bench/${1#"$tmp"/}"; fi
+  TUG_BENCH_OUT=$tmp/rows-$name.jsonl "$@"
+  echo "$name $(( $(date +%s) - t0 ))" >>"$tmp/took.txt"
+  ran+=("$name")
+}
+
+section startup   "start-up"              bench/version.sh 15
+section deploy    "deploy"                "$tmp/deploy" "${common[@]}" -rounds 9
+section source    "deploy from source"    "$tmp/source" "${common[@]}" -registry "$($cluster registry)"
+section cnb       "CNB build"             "$tmp/cnb" "${common[@]}" -registry "$($cluster registry)"
+section apps      "app list"              "$tmp/apps" "${common[@]}" "${apps[@]}"
+section scale     "unit and node list"    "$tmp/scale" "${common[@]}" "${before[@]}" "${scale[@]}"
+section many      "many units"            "$tmp/many" "${common[@]}" "${before[@]}" "${many[@]}"
+section remote    "logs and shell"        "$tmp/remote" "${common[@]}" "${remote[@]}"
+section route     "routes"                "$tmp/route" "${common[@]}" -router "$($cluster router)"
+section bluegreen "blue-green rollback"   "$tmp/bluegreen" "${common[@]}" -router "$($cluster router)"
+section latency   "request latency"       "$tmp/latency" "${common[@]}" -router "$($cluster router)"
+section usage     "metrics"               "$tmp/usage" "${common[@]}"
 
 took=$(( $(date +%s) - began ))
-go run ./bench/report -rows "$tmp/rows.jsonl" -doc docs/benchmarks.md -k8s "$(test/cluster/build-localk8s.sh --version)" \
+sections=$(IFS=,; echo "${ran[*]}")
+go run ./bench/report -dir "$tmp" -sections "$sections" -order "$known" -doc docs/benchmarks.md -data docs/benchmarks.jsonl -k8s "$(test/cluster/build-localk8s.sh --version)" \
   -took "$((took / 60)) min $((took % 60)) s" "${quick[@]}"
 echo "wrote docs/benchmarks.md (make bench took $((took / 60))m$((took % 60))s)"

@@ -316,6 +316,12 @@ type Row struct {
 	Met       bool   `json:"met"`
 	Requests  string `json:"requests"` // tug's API requests (and kubectl's)
 	Note      string `json:"note,omitempty"`
+	// Set by bench/report when it keeps the row in docs/benchmarks.jsonl:
+	// the bench/run.sh section that measured it, and that run's date and
+	// commit (a run with ONLY= keeps the other sections' rows as they were).
+	Section string `json:"section,omitempty"`
+	Date    string `json:"date,omitempty"`
+	Commit  string `json:"commit,omitempty"`
 }
 
 // Emit prints a row and appends it to the -out file.
