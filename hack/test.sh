@@ -26,4 +26,11 @@ finish() {
 }
 trap finish EXIT
 export TUG_E2E_KUBECONFIG=$($cluster kubeconfig) TUG_E2E_REQUIRED=1
-go test -count=1 -timeout 45m ./... "$@"
+# The log reads as plain `go test` (a line a package, the whole output of a
+# failed test), then the slowest tests; every event is kept in
+# TEST_EVENTS (default: a file in the system's temporary folder).
+report=$(mktemp -d)/testreport
+go build -o "$report" ./hack/testreport
+events=${TEST_EVENTS:-${TMPDIR:-/tmp}/tug-test-events.jsonl}
+go test -count=1 -timeout 45m -json ./... "$@" | "$report" -slowest 25 -events "$events"
+echo "every test event: $events"
