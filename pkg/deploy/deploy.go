@@ -21,6 +21,7 @@ import (
 	"tug.dev/tug/pkg/build/protocol"
 	"tug.dev/tug/pkg/clustersettings"
 	"tug.dev/tug/pkg/lock"
+	"tug.dev/tug/pkg/owned"
 	"tug.dev/tug/pkg/progress"
 	"tug.dev/tug/pkg/render"
 	"tug.dev/tug/pkg/rollout"
@@ -71,6 +72,18 @@ type Deps struct {
 	// Runner); nil refuses every change to an app that runs a canary
 	// (*NoSideBySideError).
 	SideBySide SideBySide
+	// Kinds are the kinds of the app's objects that changes apply, guard,
+	// prune and remove (pkg/owned); nil is Kinds. A test adds a
+	// kind here.
+	Kinds owned.Table
+}
+
+// OwnedKinds is d.Kinds, or Kinds.
+func (d Deps) OwnedKinds() owned.Table {
+	if d.Kinds != nil {
+		return d.Kinds
+	}
+	return Kinds()
 }
 
 // Options tune one rollout.
