@@ -86,8 +86,31 @@ func (d Deps) OwnedKinds() owned.Table {
 	return Kinds()
 }
 
+// rememberBuild writes opts.RememberBuild in the record, under the lock,
+// before anything rolls: the build worked with them whatever the rollout
+// does. A dry run writes nothing.
+func rememberBuild(t *Txn, opts Options) error {
+	b := opts.RememberBuild
+	if b == nil || opts.DryRun || t.held == nil || (t.app.Build != nil && t.app.Build.Equal(*b)) {
+		return nil
+	}
+	_, err := t.Update(func(x *app.App) error {
+		s := *b
+		x.Build = &s
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("remembering the build settings: %w", t.Explain(err))
+	}
+	return nil
+}
+
 // Options tune one rollout.
 type Options struct {
+	// RememberBuild, when set, are the build settings a build from source
+	// just worked with (build.Plan.Remember), written in the record under
+	// the lock so the next deploy from source builds the same way.
+	RememberBuild *app.BuildSettings
 	// Timeout is how long the rollout may go without progress before it
 	// fails; it restarts whenever a unit moves. Default 10m.
 	Timeout    time.Duration
@@ -274,6 +297,9 @@ func Roll(ctx context.Context, d Deps, appName string, change Change, opts Optio
 // what records how it ended runs on a detached context. Its steps are
 // rolling's methods, in the order below.
 func roll(t *Txn, change Change, opts Options, start time.Time) (*Result, error) {
+	if err := rememberBuild(t, opts); err != nil {
+		return nil, err
+	}
 	if t.app.Canary != nil && !opts.DryRun {
 		s, err := t.d.sideBySide(t.app.Name)
 		if err != nil {
