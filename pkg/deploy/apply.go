@@ -143,9 +143,9 @@ func removeStale(ctx context.Context, d Deps, appName string, objs render.Object
 	return owned.Prune(ctx, d.owned(), d.OwnedKinds(), owned.App, appName, objs.List(), kept(objs)...)
 }
 
-// deleteOwned deletes an object when it exists and is tug's, for appName; one
+// DeleteOwned deletes an object when it exists and is tug's, for appName; one
 // that is not tug's is left alone (it is not in the way of anything).
-func deleteOwned(ctx context.Context, appName string, get func() (metav1.Object, error), del func() error) error {
+func DeleteOwned(ctx context.Context, appName string, get func() (metav1.Object, error), del func() error) error {
 	obj, err := get()
 	exists, err := kube.CheckOwned("", "", "", appName, obj, err)
 	var notOurs *kube.NotOwnedError

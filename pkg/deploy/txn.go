@@ -185,9 +185,9 @@ func (t *Txn) cause() error {
 // own: pkg/move's cleanupTimeout.)
 const cleanupTimeout = 10 * time.Second
 
-// detached is a context for that cleanup: it outlives ctx's cancellation,
+// Detached is a context for that cleanup: it outlives ctx's cancellation,
 // keeps its values, and ends after cleanupTimeout.
-func detached(ctx context.Context) (context.Context, context.CancelFunc) {
+func Detached(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 }
 

@@ -424,7 +424,7 @@ func keptResult(ctx context.Context, d deploy.Deps, appName string, start time.T
 		if err != nil {
 			return nil, err
 		}
-		res = deploy.ResultOf(a, r, r.Status, start)
+		res = deploy.NewResult(a, r, r.Status, start)
 	}
 	res.UnitsRestarted = new(false)
 	res.DurationMS = time.Since(start).Milliseconds()
