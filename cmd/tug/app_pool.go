@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -158,7 +157,6 @@ func runPoolSet(ctx context.Context, o *poolSetOptions) error {
 		d.Progress = p
 		return d, err
 	}
-	start := time.Now()
 	out, err := move.PoolSet(ctx, req, connect, move.Options{Timeout: r.Timeout})
 	if out != nil && out.Moving {
 		return printMove(ios, p, r, name, out.Plan.Target.Name, out.Moved, err)
@@ -175,13 +173,7 @@ func runPoolSet(ctx context.Context, o *poolSetOptions) error {
 		if r.Output == cli.OutputTable {
 			return nil
 		}
-		at := move.End{Cluster: loc.Name, Namespace: loc.Copy.Namespace}
-		res := &move.Result{App: name, Pool: pool, To: at, Serving: at, Status: "moved", Release: out.Release}
-		if len(out.Plan.Old) > 0 {
-			res.From = move.End{Cluster: out.Plan.Old[0].Name, Namespace: out.Plan.Old[0].Namespace}
-		}
-		res.DurationMS = time.Since(start).Milliseconds()
-		return cli.OutputOptions{Format: r.Output}.Print(ios, res, nil)
+		return cli.OutputOptions{Format: r.Output}.Print(ios, out.Finish, nil)
 	case out.Finished:
 		p.Done(fmt.Sprintf("the move of %s to cluster %q is finished", name, loc.Name))
 	case out.Abandoned && !out.Rollout:
