@@ -103,15 +103,17 @@ that server's is refused.`,
 			return runPoolSet(cmd.Context(), o)
 		},
 	}
-	o.Changer = changerFor(set, f)
+	o.Changer = changerFor(f)
 	o.Connect = func(ctx context.Context, kubeContext string) (deploy.Deps, error) {
 		g := f
 		if kubeContext != "" {
 			g = f.ForContext(kubeContext)
 		}
-		return deployDeps(ctx, g, set.Flags())
+		d, err := deployDeps(ctx, g)
+		d.WaitLock = o.Changer.WaitLock
+		return d, err
 	}
-	o.Rollout.add(set, true)
+	o.Rollout.add(set, true, &o.Changer.WaitLock)
 	o.Rollout.addDryRun(set, "Say what would change (and whether the app would move to another cluster); change nothing")
 	set.Flags().BoolVar(&o.Adopt, "adopt", false, "Make the new copy of a move whose old copy is gone the app (only if its rollout had completed)")
 	return set

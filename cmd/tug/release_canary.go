@@ -182,8 +182,8 @@ func canaryEndCmd(f *cli.Factory, runF func(context.Context, *canaryEndOptions) 
 			return runCanaryEnd(cmd.Context(), o)
 		},
 	}
-	o.Changer = changerFor(cmd, f)
-	takesLock(cmd)
+	o.Changer = changerFor(f)
+	takesLock(cmd, &o.Changer.WaitLock)
 	cli.AddFormatFlag(cmd, &o.Format)
 	return cmd
 }
