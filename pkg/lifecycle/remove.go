@@ -47,12 +47,11 @@ var ErrNotThatCopy = errors.New("the copy is not the one that move made")
 // stopSlack is how long past its grace period a unit may take to go.
 const stopSlack = 30 * time.Second
 
-// Remove deletes every object of an app (autoscalers, routes, cert-manager
-// Certificates, Deployments and their units, Ingresses, Traefik Middleware,
-// NetworkPolicy, Services, one-off run pods, release records and TLS
-// Secrets) and waits, bounded, until its units are gone. The app's record
-// goes last, so an interrupted or refused remove can be run again; the
-// error then says what is left.
+// Remove deletes every object of an app (each kind of deploy.Kinds, in the
+// reverse of their apply order; then its job runs, its units and one-off
+// run pods, its release records and TLS Secrets) and waits, bounded, until
+// its units are gone. The app's record goes last, so an interrupted or
+// refused remove can be run again; the error then says what is left.
 //
 // It lists each kind by the app's labels and deletes what it found one by
 // one: that needs only the list and delete verbs of the developer Role (not
