@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/events"
@@ -30,7 +31,7 @@ func newAppEventsCmd(f *cli.Factory, runF func(context.Context, *appEventsOption
 	o := &appEventsOptions{IO: f.IOStreams, Store: storeFor(f)}
 	cmd := &cobra.Command{
 		Use:         "events APP",
-		Annotations: argsAre(argApp),
+		Annotations: atLevel(access.Developer, argsAre(argApp)),
 		Short:       "Show what happened to an app: its objects' events and tug's records, oldest first",
 		Long: `Show what happened to an app, oldest first: the Kubernetes Events of its
 objects (units, Deployments and ReplicaSets, the autoscaler, the Service and

@@ -29,8 +29,9 @@ type doctorOptions struct {
 func newDoctorCmd(f *cli.Factory, runF func(context.Context, *doctorOptions) error) *cobra.Command {
 	o := &doctorOptions{IO: f.IOStreams, Env: f, Progress: f.Progress}
 	cmd := &cobra.Command{
-		Use:   "doctor",
-		Short: "Check the kubeconfig, the cluster and your permissions",
+		Use:         "doctor",
+		Annotations: atLevel(levelNone, nil),
+		Short:       "Check the kubeconfig, the cluster and your permissions",
 		Long: `Check that the kubeconfig loads, the cluster answers, its version is within
 one minor version of tug's client, and that you hold every permission each
 group of tug commands needs: in the namespace (-n, or the kubeconfig's),
