@@ -10,6 +10,7 @@ import (
 	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/kube"
 )
 
@@ -45,6 +46,9 @@ refuses.`,
 		Args: cli.ExactArgs("SUBJECT"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Subject = args[0]
+			if o.Role == "" {
+				return inputerr.Errorf("--role is required: viewer, developer, operator or admin")
+			}
 			l, err := access.ParseLevel(o.Role)
 			if err != nil {
 				return err
@@ -60,7 +64,6 @@ refuses.`,
 		},
 	}
 	cmd.Flags().StringVar(&o.Role, "role", "", "The level to grant: viewer, developer, operator or admin (required)")
-	_ = cmd.MarkFlagRequired("role")
 	cli.AddOutputFlags(cmd, &o.Output)
 	return cmd
 }

@@ -15,12 +15,14 @@ import (
 // guardLevels makes every command that declares a namespace level
 // (atLevel) keep it:
 //
-//   - an operator or admin command asks, with its first client, whether
-//     the caller holds the level (access.MayUse); a caller who holds a
-//     lower level of tug's is refused before anything changes. A caller
-//     on no level of tug's (a hand-made Role, a cluster-admin) goes on,
-//     and RBAC decides. RBAC alone cannot hold this line: a deploy
-//     rewrites an app's routes and record, as 'tug domain add' does.
+//   - a developer, operator or admin command asks, with its first client,
+//     whether the caller holds the level (access.MayUse): one review; a
+//     caller who holds a lower level of tug's is refused before anything
+//     changes. A caller on no level of tug's (a hand-made Role, a
+//     cluster-admin) goes on, and RBAC decides. RBAC alone cannot hold
+//     the operator's line: a deploy rewrites an app's routes and record,
+//     as 'tug domain add' does; and a refused exec stream does not come
+//     back as a plain Forbidden.
 //   - a refusal by RBAC (a viewer deploying) is explained: the level the
 //     command needs, the caller's, and who can grant it.
 //
@@ -37,7 +39,7 @@ func guardLevels(c *cobra.Command, f *cli.Factory) {
 	run := c.RunE
 	c.RunE = func(cmd *cobra.Command, args []string) error {
 		ctx := cmd.Context()
-		if need.Holds(access.Operator) {
+		if need.Holds(access.Developer) {
 			f.Gate = func(client kubernetes.Interface) error { return levelGate(ctx, f, client, cmd.CommandPath(), need) }
 		}
 		err := run(cmd, args)
