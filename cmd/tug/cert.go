@@ -133,7 +133,7 @@ func newCertListCmd(f *cli.Factory, runF func(context.Context, *certListOptions)
 	}}
 	cmd := &cobra.Command{
 		Use:         "list APP",
-		Annotations: atLevel(access.Viewer, argsAre(argApp)),
+		Annotations: atLevel(access.Developer, argsAre(argApp)),
 		Aliases:     []string{"ls"},
 		Short:       "List the app's certificates: hosts, status, expiry",
 		Example: `  tug cert list shop
