@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -9,6 +12,7 @@ import (
 
 	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/doctor"
 	"tug.dev/tug/pkg/kube"
 )
 
@@ -87,4 +91,61 @@ func explainDenial(ctx context.Context, f *cli.Factory, client kubernetes.Interf
 		return denial
 	}
 	return &access.RefusedError{Command: command, Need: need, Have: have, User: kube.WhoAmI(ctx, client, ""), Namespace: ns, Err: denial}
+}
+
+// commandLevels are the declared levels of root's commands, by path.
+func commandLevels(root *cobra.Command) map[string]string {
+	out := map[string]string{}
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		if l := declaredLevel(c); l != "" {
+			out[c.CommandPath()] = l
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	return out
+}
+
+// levelCheck is doctor's "access level" line: the caller's level in the
+// namespace and the commands it cannot run, grouped by the level they
+// need; it fills r.Level and r.CannotRun. false when the cluster did not
+// answer (doctor's other checks say why).
+func levelCheck(ctx context.Context, env doctor.Env, r *doctor.Report, levels map[string]string) (doctor.Check, bool) {
+	client, err := env.KubeClient()
+	if err != nil || r.Namespace == "" {
+		return doctor.Check{}, false
+	}
+	have, err := access.CallerLevel(ctx, client, r.Namespace)
+	if err != nil {
+		return doctor.Check{Name: "access level", Status: doctor.StatusWarning, Message: "cannot tell your level: " + kube.TranslateError(err).Error()}, true
+	}
+	c := doctor.Check{Name: "access level", Status: doctor.StatusOK}
+	if have == "" {
+		c.Message = fmt.Sprintf("you hold none of tug's levels in namespace %q; your permissions, listed below, decide ('tug access list' shows who grants levels)", r.Namespace)
+		return c, true
+	}
+	r.Level = string(have)
+	byLevel := map[access.Level][]string{}
+	for path, l := range levels {
+		if need := access.Level(l); need.Rank() > 0 && !have.Holds(need) {
+			byLevel[need] = append(byLevel[need], strings.TrimPrefix(path, "tug "))
+			r.CannotRun = append(r.CannotRun, path)
+		}
+	}
+	sort.Strings(r.CannotRun)
+	c.Message = fmt.Sprintf("you are %s in namespace %q", access.Article(have), r.Namespace)
+	var parts []string
+	for _, l := range access.Levels {
+		if cmds := byLevel[l]; len(cmds) > 0 {
+			sort.Strings(cmds)
+			parts = append(parts, fmt.Sprintf("%s commands (%s)", l, strings.Join(cmds, ", ")))
+		}
+	}
+	if len(parts) > 0 {
+		c.Message += "; you cannot run the " + strings.Join(parts, "; the ")
+	}
+	return c, true
 }

@@ -7,6 +7,8 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"tug.dev/tug/pkg/kube"
 )
 
 // MayUse asks the API server whether the caller holds level l in
@@ -59,7 +61,7 @@ type RefusedError struct {
 func (e *RefusedError) Error() string {
 	have := "you hold no tug access level here"
 	if e.Have != "" {
-		have = fmt.Sprintf("you (%s) are %s", e.User, article(e.Have))
+		have = fmt.Sprintf("you (%s) are %s", e.User, Article(e.Have))
 	} else if e.User != "" {
 		have = fmt.Sprintf("you (%s) hold no tug access level here", e.User)
 	}
@@ -68,10 +70,16 @@ func (e *RefusedError) Error() string {
 		return fmt.Sprintf("%s refused: the API server lets no one grant more than they hold, and granting %s needs the %s level in namespace %q; %s; nothing was changed",
 			e.Command, e.Need, e.Need, e.Namespace, have)
 	}
-	return fmt.Sprintf("%s needs the %s level in namespace %q; %s; %s", e.Command, e.Need, e.Namespace, have, grant)
+	msg := fmt.Sprintf("%s needs the %s level in namespace %q; %s; %s", e.Command, e.Need, e.Namespace, have, grant)
+	if e.Err != nil {
+		// What the API server refused, for whoever writes a Role by hand.
+		msg += " (the API server said: " + kube.TranslateError(e.Err).Error() + ")"
+	}
+	return msg
 }
 
-func article(l Level) string {
+// Article is "a viewer", "an operator".
+func Article(l Level) string {
 	if l == Operator || l == Admin {
 		return "an " + string(l)
 	}

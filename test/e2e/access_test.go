@@ -112,6 +112,22 @@ func TestAccessLevelsOnRealRBAC(t *testing.T) {
 	}
 	refused(t, h.as("ops", "app", "remove", "web", "--yes"), "operator app remove", "admin")
 
+	// doctor says the caller's level and what it cannot run.
+	var report struct {
+		Level     string   `json:"level"`
+		CannotRun []string `json:"cannotRun"`
+	}
+	r := h.as("dev", "doctor", "-o", "json")
+	if err := json.Unmarshal([]byte(r.Stdout), &report); err != nil {
+		t.Fatalf("doctor -o json as dev: %v; %s", err, r)
+	}
+	if report.Level != "developer" || !contains(report.CannotRun, "tug domain add") || !contains(report.CannotRun, "tug access add") || contains(report.CannotRun, "tug app deploy") {
+		t.Errorf("doctor as a developer: level %q, cannot run %q", report.Level, report.CannotRun)
+	}
+	if r := h.as("vic", "doctor"); !strings.Contains(r.Stdout, `you are a viewer in namespace "`+h.NS+`"`) || !strings.Contains(r.Stdout, "app deploy") {
+		t.Errorf("doctor as a viewer: %s", r)
+	}
+
 	// Who has what: the four grants, the admin among them.
 	levels := map[string]string{}
 	for _, g := range h.grants("vic") {
