@@ -71,3 +71,40 @@ func TestGuardedCommandsRefuseWithTheLevel(t *testing.T) {
 		}
 	}
 }
+
+// Bad input to the access commands exits 2 before anything reaches the
+// cluster.
+func TestAccessBadInputAsksNothing(t *testing.T) {
+	p := newPrinterFixture(t)
+	for _, args := range [][]string{
+		{"access", "add", "alice", "--role", "root"},
+		{"access", "add", "alice"},
+		{"access", "add", "group:", "--role", "viewer"},
+		{"access", "remove", "a b", "--yes"},
+		{"access", "token", "Bad_Name", "--role", "viewer"},
+		{"access", "token", "ci", "--role", "viewer", "--ttl", "5m"},
+		{"access", "token", "ci"},
+	} {
+		p.cs.ClearActions()
+		r := p.run(t, false, args...)
+		if r.code != 2 {
+			t.Errorf("%q: exit %d, stderr %q; want 2", args, r.code, r.stderr)
+		}
+		if a := p.cs.Actions(); len(a) > 0 {
+			t.Errorf("%q asked the cluster %d times", args, len(a))
+		}
+	}
+}
+
+// access add makes the level's Role and tug's binding; access list shows
+// it (fake cluster: the logic, not RBAC).
+func TestAccessAddThenList(t *testing.T) {
+	p := newPrinterFixture(t)
+	if r := p.run(t, false, "access", "add", "alice", "--role", "developer"); r.code != 0 || !strings.Contains(r.stderr, `alice is now developer in namespace "dev"`) {
+		t.Fatalf("add: exit %d, stderr %q", r.code, r.stderr)
+	}
+	r := p.run(t, false, "access", "list")
+	if r.code != 0 || !strings.Contains(r.stdout, "alice\tdeveloper\tRole/tug-developer\t") || !strings.Contains(r.stdout, "\ttug\n") {
+		t.Fatalf("list: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+}
