@@ -85,6 +85,9 @@ func TestAccessLevelsOnRealRBAC(t *testing.T) {
 	if r := h.as("vic", "app", "info", "web"); r.Code != 0 {
 		t.Errorf("viewer app info: %s", r)
 	}
+	if r := h.as("vic", "app", "events", "web"); r.Code != 0 || !strings.Contains(r.Stderr, "release records are not shown") {
+		t.Errorf("viewer app events: %s", r)
+	}
 	refused(t, h.as("vic", "env", "get", "web", "--show-values"), "viewer env get --show-values", "developer")
 	refused(t, h.as("vic", "app", "deploy", "web", "--image", sampleV2), "viewer deploy", "developer")
 	refused(t, h.as("vic", "shell", "web"), "viewer shell", "developer")
