@@ -1,10 +1,18 @@
 package main
 
 import (
+	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
 	"tug.dev/tug/pkg/access"
+	"tug.dev/tug/pkg/cli"
 )
 
 // TestEveryCommandDeclaresALevel: each command says, with itself, the
@@ -106,5 +114,65 @@ func TestAccessAddThenList(t *testing.T) {
 	r := p.run(t, false, "access", "list")
 	if r.code != 0 || !strings.Contains(r.stdout, "alice\tdeveloper\tRole/tug-developer\t") || !strings.Contains(r.stdout, "\ttug\n") {
 		t.Fatalf("list: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+}
+
+// asDeveloper is withCluster's fake, on which the caller holds tug's
+// developer level (the markers of viewer and developer) and everything
+// else in namespace "dev".
+func asDeveloper(t *testing.T) (func(*cli.Factory), string) {
+	t.Helper()
+	setup, kubeconfig := withCluster(t, false)
+	return func(f *cli.Factory) {
+		setup(f)
+		c, _ := f.KubeClientFunc()
+		c.(*fake.Clientset).PrependReactor("create", "selfsubjectaccessreviews", func(action k8stesting.Action) (bool, runtime.Object, error) {
+			ssar := action.(k8stesting.CreateAction).GetObject().(*authorizationv1.SelfSubjectAccessReview).DeepCopy()
+			a := ssar.Spec.ResourceAttributes
+			ssar.Status.Allowed = a.Namespace == "dev"
+			if a.Group == "tug.dev" {
+				ssar.Status.Allowed = a.Name == "viewer" || a.Name == "developer"
+			}
+			return true, ssar, nil
+		})
+	}, kubeconfig
+}
+
+// doctor says a developer's level and the operator and admin commands it
+// cannot run; an operator command is refused before anything is written.
+func TestDoctorSaysTheLevelAndTheGateRefuses(t *testing.T) {
+	setup, kubeconfig := asDeveloper(t)
+	r := execute(t, setup, "--kubeconfig", kubeconfig, "doctor", "-o", "json")
+	var report struct {
+		Level     string   `json:"level"`
+		CannotRun []string `json:"cannotRun"`
+		Checks    []struct{ Name, Message string }
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &report); err != nil {
+		t.Fatalf("%v: %s", err, r.stdout)
+	}
+	if report.Level != "developer" || !slices.Contains(report.CannotRun, "tug domain add") || !slices.Contains(report.CannotRun, "tug app create") ||
+		slices.Contains(report.CannotRun, "tug app deploy") || slices.Contains(report.CannotRun, "tug node remove") {
+		t.Errorf("level %q, cannot run %q", report.Level, report.CannotRun)
+	}
+	last := report.Checks[len(report.Checks)-1]
+	if last.Name != "access level" || !strings.Contains(last.Message, `you are a developer in namespace "dev"; you cannot run the operator commands (`) {
+		t.Errorf("check %+v", last)
+	}
+
+	var cs *fake.Clientset
+	r = execute(t, func(f *cli.Factory) {
+		setup(f)
+		c, _ := f.KubeClientFunc()
+		cs = c.(*fake.Clientset)
+		cs.ClearActions()
+	}, "--kubeconfig", kubeconfig, "domain", "add", "shop", "shop.example.com")
+	if r.code != 1 || !strings.Contains(r.stderr, `tug domain add needs the operator level in namespace "dev"; you (bob) are a developer`) {
+		t.Errorf("domain add as a developer: exit %d, stderr %q", r.code, r.stderr)
+	}
+	for _, a := range cs.Actions() {
+		if a.GetVerb() != "create" || a.GetResource().Resource != "selfsubjectaccessreviews" && a.GetResource().Resource != "selfsubjectreviews" {
+			t.Errorf("the refused command asked %s %s", a.GetVerb(), a.GetResource().Resource)
+		}
 	}
 }
