@@ -3,7 +3,6 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 )
 
@@ -30,7 +29,3 @@ token of its own ('tug access token'), revoked with 'tug access remove ci:NAME'.
 	cmd.AddCommand(newAccessAddCmd(f, nil), newAccessListCmd(f, nil), newAccessRemoveCmd(f, nil), newAccessTokenCmd(f, nil))
 	return cmd
 }
-
-// accessTarget is the client and namespace the access commands work in
-// (the store's, made when the run asks).
-func accessTarget(f *cli.Factory) func() (*app.Store, error) { return storeFor(f) }

@@ -27,7 +27,7 @@ type accessAddOptions struct {
 }
 
 func newAccessAddCmd(f *cli.Factory, runF func(context.Context, *accessAddOptions) error) *cobra.Command {
-	o := &accessAddOptions{IO: f.IOStreams, Target: accessTarget(f)}
+	o := &accessAddOptions{IO: f.IOStreams, Target: storeFor(f)}
 	cmd := &cobra.Command{
 		Use:         "add SUBJECT --role LEVEL",
 		Annotations: atLevel(access.Admin, argsAre(argSubject)),

@@ -20,7 +20,7 @@ type accessListOptions struct {
 }
 
 func newAccessListCmd(f *cli.Factory, runF func(context.Context, *accessListOptions) error) *cobra.Command {
-	o := &accessListOptions{IO: f.IOStreams, Target: accessTarget(f)}
+	o := &accessListOptions{IO: f.IOStreams, Target: storeFor(f)}
 	cmd := &cobra.Command{
 		Use:         "list",
 		Annotations: atLevel(access.Viewer, nil),

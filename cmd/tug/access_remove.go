@@ -24,7 +24,7 @@ type accessRemoveOptions struct {
 }
 
 func newAccessRemoveCmd(f *cli.Factory, runF func(context.Context, *accessRemoveOptions) error) *cobra.Command {
-	o := &accessRemoveOptions{IO: f.IOStreams, Target: accessTarget(f), Prompter: f.Prompter}
+	o := &accessRemoveOptions{IO: f.IOStreams, Target: storeFor(f), Prompter: f.Prompter}
 	cmd := &cobra.Command{
 		Use:         "remove SUBJECT",
 		Annotations: atLevel(access.Admin, argsAre(argSubject)),

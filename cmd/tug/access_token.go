@@ -36,7 +36,7 @@ type tokenResult struct {
 }
 
 func newAccessTokenCmd(f *cli.Factory, runF func(context.Context, *accessTokenOptions) error) *cobra.Command {
-	o := &accessTokenOptions{IO: f.IOStreams, Target: accessTarget(f), RESTConfig: f.RESTConfig}
+	o := &accessTokenOptions{IO: f.IOStreams, Target: storeFor(f), RESTConfig: f.RESTConfig}
 	cmd := &cobra.Command{
 		Use:         "token NAME --role LEVEL [--ttl D] [--rotate] [-f FILE]",
 		Annotations: atLevel(access.Admin, argsAre(argNewName)),
