@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
@@ -49,9 +50,9 @@ type allowEditOptions struct {
 func newAllowEditCmd(f *cli.Factory, runF func(context.Context, *allowEditOptions) error, use, short string, remove bool) *cobra.Command {
 	o := &allowEditOptions{}
 	var aliases []string
-	annotations := argsAre(argApp)
+	annotations := atLevel(access.Operator, argsAre(argApp))
 	if remove {
-		aliases, annotations = []string{"rm", "delete"}, deleting(argApp)
+		aliases, annotations = []string{"rm", "delete"}, atLevel(access.Operator, deleting(argApp))
 	}
 	cmd := &cobra.Command{
 		Use:         use + " APP CIDR...",
@@ -95,7 +96,7 @@ func newAllowListCmd(f *cli.Factory, runF func(context.Context, *allowListOption
 	o := &allowListOptions{IO: f.IOStreams, Store: storeFor(f)}
 	cmd := &cobra.Command{
 		Use:         "list APP",
-		Annotations: argsAre(argApp),
+		Annotations: atLevel(access.Viewer, argsAre(argApp)),
 		Aliases:     []string{"ls"},
 		Short:       "List the allowed sources (none: everyone is admitted)",
 		Example:     "  tug app allow list shop",

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
@@ -27,7 +28,7 @@ func newAutoscaleSetCmd(f *cli.Factory, runF func(context.Context, *autoscaleSet
 	o := &autoscaleSetOptions{}
 	cmd := &cobra.Command{
 		Use:         "set APP -p PROCESS --min N --max N --cpu P%",
-		Annotations: argsAre(argApp),
+		Annotations: atLevel(access.Developer, argsAre(argApp)),
 		Short:       "Autoscale a process on CPU use",
 		Long: `Autoscale a process between --min and --max units, aiming at --cpu percent of
 its CPU request (set one with 'tug app limit set --cpu-request'). While a
@@ -72,7 +73,7 @@ func newAutoscaleUnsetCmd(f *cli.Factory, runF func(context.Context, *autoscaleU
 	o := &autoscaleUnsetOptions{Store: storeFor(f)}
 	cmd := &cobra.Command{
 		Use:         "unset APP -p PROCESS",
-		Annotations: deleting(argApp),
+		Annotations: atLevel(access.Developer, deleting(argApp)),
 		Short:       "Stop autoscaling a process; it keeps its current units",
 		Example:     `  tug app autoscale unset shop -p web`,
 		Args:        cli.ExactArgs("APP"),

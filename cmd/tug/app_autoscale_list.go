@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/metrics"
@@ -31,7 +32,7 @@ func newAutoscaleListCmd(f *cli.Factory, runF func(context.Context, *autoscaleLi
 	o := &autoscaleListOptions{IO: f.IOStreams, Store: storeFor(f)}
 	cmd := &cobra.Command{
 		Use:         "list APP",
-		Annotations: argsAre(argApp),
+		Annotations: atLevel(access.Viewer, argsAre(argApp)),
 		Aliases:     []string{"ls"},
 		Short:       "List autoscaled processes, with their current and target CPU use",
 		Long: `List each process's autoscaling: its bounds, its target CPU use (a share of

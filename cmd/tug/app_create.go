@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/inputerr"
@@ -30,7 +31,7 @@ func newAppCreateCmd(f *cli.Factory, runF func(context.Context, *appCreateOption
 		RouteToPool: func(pool string) error { return routeToPool(f, pool) }}
 	cmd := &cobra.Command{
 		Use:         "create NAME",
-		Annotations: argsAre(argNewName),
+		Annotations: atLevel(access.Admin, argsAre(argNewName)),
 		Short:       "Create an app",
 		Long: `Create an app in the namespace. Nothing runs until its first deploy.
 

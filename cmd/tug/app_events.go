@@ -9,10 +9,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/events"
 	"tug.dev/tug/pkg/inputerr"
+	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/text"
 )
 
@@ -30,7 +32,7 @@ func newAppEventsCmd(f *cli.Factory, runF func(context.Context, *appEventsOption
 	o := &appEventsOptions{IO: f.IOStreams, Store: storeFor(f)}
 	cmd := &cobra.Command{
 		Use:         "events APP",
-		Annotations: argsAre(argApp),
+		Annotations: atLevel(access.Viewer, argsAre(argApp)),
 		Short:       "Show what happened to an app: its objects' events and tug's records, oldest first",
 		Long: `Show what happened to an app, oldest first: the Kubernetes Events of its
 objects (units, Deployments and ReplicaSets, the autoscaler, the Service and
@@ -85,6 +87,12 @@ func runAppEvents(ctx context.Context, o *appEventsOptions) error {
 	o.App, o.Processes = a.Name, a.ProcessNames()
 	o.Others = events.OthersLike(a.Name, apps)
 	releases, err := s.ListReleases(ctx, o.App)
+	if kube.IsRBACDenial(err) {
+		// A viewer reads no Secret, and release records are Secrets (they
+		// hold the config): the cluster's Events still say what happened.
+		fmt.Fprintln(o.IO.ErrOut, "note: tug's release records are not shown: your access does not read Secrets (see 'tug access')")
+		releases, err = nil, nil
+	}
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/inputerr"
@@ -22,7 +23,7 @@ func newAppExecCmd(f *cli.Factory, runF func(context.Context, *appExecOptions) e
 	o := &appExecOptions{Session: sessionFor(f)}
 	cmd := &cobra.Command{
 		Use:         "exec APP -- COMMAND [ARGS...]",
-		Annotations: argsAre(argApp, argCommandLine),
+		Annotations: atLevel(access.Developer, argsAre(argApp, argCommandLine)),
 		Short:       "Run a command in one running unit, or in all of them",
 		Long: `Run a command in the app's running units, as they are.
 

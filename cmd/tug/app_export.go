@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/lifecycle"
@@ -27,7 +28,7 @@ func newAppExportCmd(f *cli.Factory, runF func(context.Context, *appExportOption
 	o := &appExportOptions{IO: f.IOStreams, Store: storeFor(f)}
 	cmd := &cobra.Command{
 		Use:         "export APP",
-		Annotations: argsAre(argApp),
+		Annotations: atLevel(access.Developer, argsAre(argApp)),
 		Short:       "Print the app's deployed release as plain Kubernetes manifests",
 		Long: `Print the objects that run the app's deployed release as manifests that
 'kubectl apply' accepts without tug: no lock-in. They carry no namespace, so

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 )
@@ -51,7 +52,7 @@ func newHealthcheckSetCmd(f *cli.Factory, runF func(context.Context, *healthchec
 	o := &healthcheckSetOptions{}
 	cmd := &cobra.Command{
 		Use:         "set APP -p PROCESS [--readiness SPEC] [--liveness SPEC] [--startup SPEC]",
-		Annotations: argsAre(argApp),
+		Annotations: atLevel(access.Developer, argsAre(argApp)),
 		Short:       "Set checks (http:PORT/PATH, tcp:PORT, exec:COMMAND): a new release, rolled out",
 		Long: `Set a process's checks. Each SPEC is http:PORT/PATH (an HTTP GET that must
 answer 2xx or 3xx), tcp:PORT (a connection must open) or exec:COMMAND (must exit
@@ -99,7 +100,7 @@ func newHealthcheckUnsetCmd(f *cli.Factory, runF func(context.Context, *healthch
 	o := &healthcheckUnsetOptions{}
 	cmd := &cobra.Command{
 		Use:         "unset APP -p PROCESS",
-		Annotations: deleting(argApp),
+		Annotations: atLevel(access.Developer, deleting(argApp)),
 		Short:       "Remove a process's checks: a new release, rolled out",
 		Example:     `  tug app healthcheck unset shop -p web`,
 		Args:        cli.ExactArgs("APP"),

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/text"
@@ -26,7 +27,7 @@ func newAppInfoCmd(f *cli.Factory, runF func(context.Context, *appInfoOptions) e
 	o := &appInfoOptions{IO: f.IOStreams, Store: storeFor(f)}
 	cmd := &cobra.Command{
 		Use:         "info APP",
-		Annotations: argsAre(argApp),
+		Annotations: atLevel(access.Viewer, argsAre(argApp)),
 		Short:       "Show an app: processes and units, release, image, addresses, config",
 		Example: `  tug app info shop
   tug app info shop -o json`,

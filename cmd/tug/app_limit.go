@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 )
@@ -39,7 +40,7 @@ func newLimitSetCmd(f *cli.Factory, runF func(context.Context, *limitSetOptions)
 	o := &limitSetOptions{}
 	cmd := &cobra.Command{
 		Use:         "set APP -p PROCESS [--cpu Q] [--memory Q] [--cpu-request Q] [--memory-request Q]",
-		Annotations: argsAre(argApp),
+		Annotations: atLevel(access.Developer, argsAre(argApp)),
 		Short:       "Set limits and requests: a new release, rolled out",
 		Example:     `  tug app limit set shop -p web --cpu 500m --memory 256Mi --memory-request 128Mi`,
 		Args:        cli.ExactArgs("APP"),
@@ -79,7 +80,7 @@ func newLimitUnsetCmd(f *cli.Factory, runF func(context.Context, *limitUnsetOpti
 	o := &limitUnsetOptions{}
 	cmd := &cobra.Command{
 		Use:         "unset APP -p PROCESS [--cpu] [--memory]",
-		Annotations: deleting(argApp),
+		Annotations: atLevel(access.Developer, deleting(argApp)),
 		Short:       "Remove limits (and their requests): a new release, rolled out",
 		Example: `  tug app limit unset shop -p web
   tug app limit unset shop -p worker --memory`,

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/text"
@@ -23,9 +24,10 @@ type appListOptions struct {
 func newAppListCmd(f *cli.Factory, runF func(context.Context, *appListOptions) error) *cobra.Command {
 	o := &appListOptions{IO: f.IOStreams, Store: storeFor(f), CommandName: f.CommandName}
 	cmd := &cobra.Command{
-		Use:     "list",
-		Aliases: []string{"ls"},
-		Short:   "List the apps in the namespace",
+		Use:         "list",
+		Annotations: atLevel(access.Viewer, nil),
+		Aliases:     []string{"ls"},
+		Short:       "List the apps in the namespace",
 		Example: `  tug app list
   tug app list -n staging -o name`,
 		Args: cli.NoArgs,

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/cluster"
@@ -48,7 +49,7 @@ func newPoolSetCmd(f *cli.Factory, runF func(context.Context, *poolSetOptions) e
 	o := &poolSetOptions{Clusters: loadClusters, Here: poolSetContext(f)}
 	set := &cobra.Command{
 		Use:         "set APP POOL",
-		Annotations: argsAre(argApp, argPool),
+		Annotations: atLevel(access.Operator, argsAre(argApp, argPool)),
 		Short:       "Move an app's units to the nodes of a pool: a new release, rolled out",
 		Example: `  tug app pool set shop gpu
   tug app pool set shop edge --dry-run`,

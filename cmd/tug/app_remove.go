@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/lifecycle"
@@ -25,7 +26,7 @@ func newAppRemoveCmd(f *cli.Factory, runF func(context.Context, *appRemoveOption
 	o := &appRemoveOptions{Prompter: f.Prompter}
 	cmd := &cobra.Command{
 		Use:         "remove APP",
-		Annotations: deleting(argApp),
+		Annotations: atLevel(access.Admin, deleting(argApp)),
 		Aliases:     []string{"rm", "delete"},
 		Short:       "Remove an app and everything it runs",
 		Example:     `  tug app remove shop --yes`,

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
@@ -28,7 +29,7 @@ func newAppScaleCmd(f *cli.Factory, runF func(context.Context, *appScaleOptions)
 	o := &appScaleOptions{}
 	cmd := &cobra.Command{
 		Use:         "scale APP PROCESS=N|PROCESS+N|PROCESS-N...",
-		Annotations: argsAre(argApp),
+		Annotations: atLevel(access.Developer, argsAre(argApp)),
 		Short:       "Set how many units each process runs",
 		Long: `Set how many units each process runs, and wait until they do.
 
@@ -92,7 +93,7 @@ func newAppLifecycleCmd(f *cli.Factory, runF func(context.Context, *appLifecycle
 	}[verb]
 	cmd := &cobra.Command{
 		Use:         verb + " APP",
-		Annotations: argsAre(argApp),
+		Annotations: atLevel(access.Developer, argsAre(argApp)),
 		Short:       short,
 		Long: map[string]string{"restart": `Restart units, rolling, one batch at a time: new units of the same release,
 with the same config. Config staged with 'env set|unset --no-restart' is not

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/inputerr"
@@ -93,7 +94,7 @@ func newSettingsSetCmd(f *cli.Factory, runF func(context.Context, *settingsSetOp
 	o := &settingsSetOptions{}
 	cmd := &cobra.Command{
 		Use:         "set APP [--max-surge N|P%] [--max-unavailable N|P%] [--grace-period D] [--history N] [--deploy-timeout D]",
-		Annotations: argsAre(argApp),
+		Annotations: atLevel(access.Developer, argsAre(argApp)),
 		Short:       "Change rollout settings: in place, or a rollout when the grace period changes",
 		Long:        settingsLong() + "\n\n" + settingsInPlace,
 		Example: `  # in place: no unit restarts
@@ -163,7 +164,7 @@ func newSettingsUnsetCmd(f *cli.Factory, runF func(context.Context, *settingsUns
 	o := &settingsUnsetOptions{}
 	cmd := &cobra.Command{
 		Use:         "unset APP [--max-surge] [--max-unavailable] [--grace-period] [--history] [--deploy-timeout]",
-		Annotations: deleting(argApp),
+		Annotations: atLevel(access.Developer, deleting(argApp)),
 		Short:       "Put rollout settings back to tug's defaults: in place, or a rollout for the grace period",
 		Long:        settingsLong() + "\n\n" + settingsInPlace,
 		Example: `  tug app settings unset shop --max-surge --max-unavailable

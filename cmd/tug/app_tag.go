@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 )
@@ -28,7 +29,7 @@ func newTagSetCmd(f *cli.Factory, runF func(context.Context, *tagSetOptions) err
 	o := &tagSetOptions{}
 	cmd := &cobra.Command{
 		Use:         "set APP KEY=VALUE...",
-		Annotations: argsAre(argApp),
+		Annotations: atLevel(access.Operator, argsAre(argApp)),
 		Short:       "Require node labels for the app's units: a new release, rolled out",
 		Example:     `  tug app tag set shop disk=ssd zone=a`,
 		Args:        cli.Args("APP", "KEY=VALUE..."),
@@ -73,7 +74,7 @@ func newTagUnsetCmd(f *cli.Factory, runF func(context.Context, *tagUnsetOptions)
 	o := &tagUnsetOptions{}
 	cmd := &cobra.Command{
 		Use:         "unset APP KEY...",
-		Annotations: deleting(argApp),
+		Annotations: atLevel(access.Operator, deleting(argApp)),
 		Short:       "Drop node label requirements: a new release, rolled out",
 		Example:     `  tug app tag unset shop zone`,
 		Args:        cli.Args("APP", "KEY..."),

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/dynamic"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
@@ -38,7 +39,7 @@ func newCertAddCmd(f *cli.Factory, runF func(context.Context, *certAddOptions) e
 	o := &certAddOptions{}
 	cmd := &cobra.Command{
 		Use:         "add APP HOST --cert FILE --key FILE",
-		Annotations: argsAre(argApp, argHost),
+		Annotations: atLevel(access.Operator, argsAre(argApp, argHost)),
 		Short:       "Add a certificate for one of the app's domains",
 		Example:     `  tug cert add shop shop.example.com --cert shop.crt --key shop.key`,
 		Long: `Add a certificate and its key for a domain of the app. The pair is checked
@@ -82,7 +83,7 @@ func newCertRemoveCmd(f *cli.Factory, runF func(context.Context, *certRemoveOpti
 	o := &certRemoveOptions{}
 	cmd := &cobra.Command{
 		Use:         "remove APP HOST",
-		Annotations: deleting(argApp, argHost),
+		Annotations: atLevel(access.Operator, deleting(argApp, argHost)),
 		Aliases:     []string{"rm", "delete"},
 		Short:       "Stop serving a domain over TLS",
 		Example:     `  tug cert remove shop shop.example.com`,
@@ -134,7 +135,7 @@ func newCertListCmd(f *cli.Factory, runF func(context.Context, *certListOptions)
 	}}
 	cmd := &cobra.Command{
 		Use:         "list APP",
-		Annotations: argsAre(argApp),
+		Annotations: atLevel(access.Developer, argsAre(argApp)),
 		Aliases:     []string{"ls"},
 		Short:       "List the app's certificates: hosts, status, expiry",
 		Example: `  tug cert list shop

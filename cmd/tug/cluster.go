@@ -52,7 +52,7 @@ func newClusterAddCmd(f *cli.Factory, runF func(context.Context, *clusterAddOpti
 	}}
 	cmd := &cobra.Command{
 		Use:         "add NAME --context CONTEXT",
-		Annotations: argsAre(argNewName),
+		Annotations: atLevel(levelNone, argsAre(argNewName)),
 		Short:       "Add a cluster, or change one: which kubeconfig context holds which pools",
 		Long: `Add a cluster to tug's map: a name, the kubeconfig context that reaches it,
 and the pools it holds. Adding a name again replaces its entry. A pool
@@ -146,9 +146,10 @@ func newClusterListCmd(f *cli.Factory, runF func(context.Context, *clusterListOp
 		return names, nil
 	}}
 	cmd := &cobra.Command{
-		Use:     "list",
-		Aliases: []string{"ls"},
-		Short:   "List the configured clusters and their pools",
+		Use:         "list",
+		Annotations: atLevel(levelNone, nil),
+		Aliases:     []string{"ls"},
+		Short:       "List the configured clusters and their pools",
 		Example: `  tug cluster list
   tug cluster list -o json`,
 		Args: cli.NoArgs,
@@ -214,7 +215,7 @@ func newClusterRemoveCmd(f *cli.Factory, runF func(context.Context, *clusterRemo
 	o := &clusterRemoveOptions{IO: f.IOStreams, Clusters: loadClusters}
 	cmd := &cobra.Command{
 		Use:         "remove NAME",
-		Annotations: argsAre(argCluster),
+		Annotations: atLevel(levelNone, argsAre(argCluster)),
 		Aliases:     []string{"rm", "delete"},
 		Short:       "Remove a cluster from tug's map (the cluster itself is untouched)",
 		Example:     `  tug cluster remove edge`,

@@ -52,11 +52,12 @@ type clusterSettingsShowOptions struct {
 func newClusterSettingsShowCmd(f *cli.Factory, runF func(context.Context, *clusterSettingsShowOptions) error) *cobra.Command {
 	o := &clusterSettingsShowOptions{IO: f.IOStreams, Read: settingsReader(f)}
 	cmd := &cobra.Command{
-		Use:     "show",
-		Aliases: []string{"list", "ls"},
-		Short:   "Show the cluster's settings, and each pool's",
-		Example: "  tug cluster settings show\n  tug cluster settings show -o json",
-		Args:    cli.NoArgs,
+		Use:         "show",
+		Annotations: atLevel(levelNone, nil),
+		Aliases:     []string{"list", "ls"},
+		Short:       "Show the cluster's settings, and each pool's",
+		Example:     "  tug cluster settings show\n  tug cluster settings show -o json",
+		Args:        cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if runF != nil {
 				return runF(cmd.Context(), o)
@@ -121,10 +122,11 @@ func newClusterSettingsSetCmd(f *cli.Factory, runF func(context.Context, *cluste
 		use, short, example = "unset KEY...", "Remove cluster settings (admins)", "  tug cluster settings unset certIssuer\n  tug cluster settings unset gateway --pool gpu"
 	}
 	cmd := &cobra.Command{
-		Use:     use,
-		Short:   short,
-		Example: example,
-		Args:    cli.Args(map[bool]string{false: "KEY=VALUE...", true: "KEY..."}[unset]),
+		Use:         use,
+		Annotations: atLevel(levelClusterAdmin, nil),
+		Short:       short,
+		Example:     example,
+		Args:        cli.Args(map[bool]string{false: "KEY=VALUE...", true: "KEY..."}[unset]),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if unset {
 				o.Change.Unset = args

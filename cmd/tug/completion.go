@@ -25,7 +25,7 @@ func newCompletionCmd(f *cli.Factory, runF func(context.Context, *completionOpti
 	o := &completionOptions{IO: f.IOStreams}
 	cmd := &cobra.Command{
 		Use:         "completion SHELL",
-		Annotations: argsAre(argShell),
+		Annotations: atLevel(levelNone, argsAre(argShell)),
 		Short:       "Print a shell completion script (bash, zsh, fish, powershell)",
 		Long: `Print a completion script for the given shell. Load it into the current
 shell, or install it where your shell looks for completions.`,

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
@@ -51,7 +52,7 @@ func newAppDeployCmd(f *cli.Factory, runF func(context.Context, *appDeployOption
 	o := &appDeployOptions{Store: storeFor(f), Prompter: f.Prompter}
 	cmd := &cobra.Command{
 		Use:         "deploy APP [--image IMAGE | --source DIR --builder IMAGE --repository REPO]",
-		Annotations: argsAre(argApp),
+		Annotations: atLevel(access.Developer, argsAre(argApp)),
 		Short:       "Deploy an image, or build one from source: a new release, rolled out and watched",
 		Long: `Deploy an image as a new release of the app and wait until its units run.
 

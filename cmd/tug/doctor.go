@@ -24,13 +24,17 @@ type doctorOptions struct {
 
 	Output cli.OutputOptions
 	All    bool
+
+	// Levels are the commands' declared access levels, by path.
+	Levels map[string]string
 }
 
 func newDoctorCmd(f *cli.Factory, runF func(context.Context, *doctorOptions) error) *cobra.Command {
 	o := &doctorOptions{IO: f.IOStreams, Env: f, Progress: f.Progress}
 	cmd := &cobra.Command{
-		Use:   "doctor",
-		Short: "Check the kubeconfig, the cluster and your permissions",
+		Use:         "doctor",
+		Annotations: atLevel(levelNone, nil),
+		Short:       "Check the kubeconfig, the cluster and your permissions",
 		Long: `Check that the kubeconfig loads, the cluster answers, its version is within
 one minor version of tug's client, and that you hold every permission each
 group of tug commands needs: in the namespace (-n, or the kubeconfig's),
@@ -46,6 +50,9 @@ names under the apps domain, and that you may create, patch and delete
 httproutes there. Without a Gateway in the settings, routes go through an
 Ingress, and doctor says so.
 
+It says your access level of tug's in the namespace (viewer, developer,
+operator, admin: 'tug access') and the commands it does not let you run.
+
 Each permission is asked of the API server with a SelfSubjectAccessReview, so
 the answer is exact whatever authorizer the cluster uses. doctor exits 1 when
 anything is missing and lists exactly what. The cluster admin commands (node,
@@ -59,6 +66,7 @@ counts them too. When the cluster cannot answer a check, doctor says so.`,
 		Args:    cli.NoArgs,
 		GroupID: "cluster",
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.Levels = commandLevels(cmd.Root())
 			if runF != nil {
 				return runF(cmd.Context(), o)
 			}
@@ -74,6 +82,9 @@ func runDoctor(ctx context.Context, o *doctorOptions) error {
 	report, err := doctor.Run(ctx, o.Env, doctor.Options{Progress: o.Progress(), All: o.All})
 	if err != nil {
 		return err
+	}
+	if c, ok := levelCheck(ctx, o.Env, report, o.Levels); ok {
+		report.Checks = append(report.Checks, c)
 	}
 	if err := o.Output.Print(o.IO, report, func() error {
 		return printDoctor(o.IO, report, o.Output.NoHeaders)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
@@ -42,7 +43,7 @@ func newDomainAddCmd(f *cli.Factory, runF func(context.Context, *domainAddOption
 	o := &domainAddOptions{}
 	cmd := &cobra.Command{
 		Use:         "add APP HOST",
-		Annotations: argsAre(argApp, argHost),
+		Annotations: atLevel(access.Operator, argsAre(argApp, argHost)),
 		Short:       "Route a host (and path) to the app",
 		Example:     "  tug domain add shop shop.example.com\n  tug domain add shop example.com --path /shop --ingress-class nginx\n  tug domain add shop shop.example.com -o json",
 		Args:        cli.ExactArgs("APP", "HOST"),
@@ -84,7 +85,7 @@ func newDomainRemoveCmd(f *cli.Factory, runF func(context.Context, *domainRemove
 	o := &domainRemoveOptions{}
 	cmd := &cobra.Command{
 		Use:         "remove APP HOST",
-		Annotations: deleting(argApp, argHost),
+		Annotations: atLevel(access.Operator, deleting(argApp, argHost)),
 		Aliases:     []string{"rm", "delete"},
 		Short:       "Stop routing a host to the app (its certificate goes too)",
 		Example:     `  tug domain remove shop shop.example.com`,
@@ -146,7 +147,7 @@ func newDomainListCmd(f *cli.Factory, runF func(context.Context, *domainListOpti
 	o := &domainListOptions{IO: f.IOStreams, Store: storeFor(f), CommandName: f.CommandName}
 	cmd := &cobra.Command{
 		Use:         "list APP",
-		Annotations: argsAre(argApp),
+		Annotations: atLevel(access.Viewer, argsAre(argApp)),
 		Aliases:     []string{"ls"},
 		Short:       "List the app's domains",
 		Example:     `  tug domain list shop`,

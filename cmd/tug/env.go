@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
@@ -71,7 +72,7 @@ func newEnvSetCmd(f *cli.Factory, runF func(context.Context, *envSetOptions) err
 	o := &envSetOptions{}
 	cmd := &cobra.Command{
 		Use:         "set APP KEY=VALUE...",
-		Annotations: argsAre(argApp),
+		Annotations: atLevel(access.Developer, argsAre(argApp)),
 		Short:       "Set config variables: a new release, rolled out",
 		Long: `Set config variables. KEY=@FILE reads the value from a file and KEY=@- from
 standard input, and --from-env-file reads KEY=VALUE lines (- for standard
@@ -128,7 +129,7 @@ func newEnvUnsetCmd(f *cli.Factory, runF func(context.Context, *envSetOptions) e
 	o := &envSetOptions{}
 	cmd := &cobra.Command{
 		Use:         "unset APP KEY...",
-		Annotations: deleting(argApp),
+		Annotations: atLevel(access.Developer, deleting(argApp)),
 		Short:       "Remove config variables: a new release, rolled out",
 		Long: `Remove config variables: a new release without them, rolled out like a
 deploy, unless --no-restart. --dry-run lists what would change and changes
@@ -191,7 +192,7 @@ func newEnvGetCmd(f *cli.Factory, runF func(context.Context, *envGetOptions) err
 	o := &envGetOptions{IO: f.IOStreams, Store: storeFor(f), CommandName: f.CommandName}
 	cmd := &cobra.Command{
 		Use:         "get APP [KEY]",
-		Annotations: argsAre(argApp, argKey),
+		Annotations: atLevel(access.Developer, argsAre(argApp, argKey)),
 		Short:       "Show an app's config names (values with --show-values)",
 		Long: `Show the names of an app's config variables. Values are printed only with
 --show-values; with a KEY and --show-values, just that value is printed, for

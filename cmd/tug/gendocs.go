@@ -15,7 +15,7 @@ import (
 func addDevCommands(root *cobra.Command, _ *cli.Factory) {
 	root.AddCommand(&cobra.Command{
 		Use:         "__gendocs DIR",
-		Annotations: argsAre(argDir),
+		Annotations: atLevel(levelNone, argsAre(argDir)),
 		Short:       "Write the command reference, man pages and RBAC roles under DIR",
 		Hidden:      true,
 		Args:        cli.ExactArgs("DIR"),

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
@@ -33,7 +34,7 @@ func newJobAddCmd(f *cli.Factory, runF func(context.Context, *jobAddOptions) err
 	o := &jobAddOptions{}
 	cmd := &cobra.Command{
 		Use:         "add APP NAME --schedule CRON [--time-zone TZ] [--concurrency allow|forbid|replace] [--timeout D] [--retries N] -- COMMAND [ARGS...]",
-		Annotations: argsAre(argApp, argNewName, argCommandLine),
+		Annotations: atLevel(access.Operator, argsAre(argApp, argNewName, argCommandLine)),
 		Short:       "Add or change a scheduled job (no unit restarts)",
 		Long: `Add a job that runs COMMAND on --schedule, or change the job of that name.
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/job"
@@ -28,7 +29,7 @@ func newJobInfoCmd(f *cli.Factory, runF func(context.Context, *jobInfoOptions) e
 	o := &jobInfoOptions{IO: f.IOStreams, Store: storeFor(f), Now: time.Now}
 	cmd := &cobra.Command{
 		Use:         "info APP NAME",
-		Annotations: argsAre(argApp, argJob),
+		Annotations: atLevel(access.Developer, argsAre(argApp, argJob)),
 		Short:       "Show a job: its settings and its runs kept",
 		Example:     `  tug job info shop report`,
 		Args:        jobArgs,

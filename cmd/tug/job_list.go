@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/job"
@@ -28,7 +29,7 @@ func newJobListCmd(f *cli.Factory, runF func(context.Context, *jobListOptions) e
 	o := &jobListOptions{IO: f.IOStreams, Store: storeFor(f), CommandName: f.CommandName, Now: time.Now}
 	cmd := &cobra.Command{
 		Use:         "list APP",
-		Annotations: argsAre(argApp),
+		Annotations: atLevel(access.Developer, argsAre(argApp)),
 		Aliases:     []string{"ls"},
 		Short:       "List an app's jobs: schedule, last run and its status, next run",
 		Example: `  tug job list shop

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/inputerr"
@@ -25,7 +26,7 @@ func newJobLogsCmd(f *cli.Factory, runF func(context.Context, *jobLogsOptions) e
 	o := &jobLogsOptions{IO: f.IOStreams, Store: storeFor(f)}
 	cmd := &cobra.Command{
 		Use:         "logs APP NAME [--run N] [-f]",
-		Annotations: argsAre(argApp, argJob),
+		Annotations: atLevel(access.Developer, argsAre(argApp, argJob)),
 		Short:       "Show the log of a job's run (the newest unless --run)",
 		Long: `Show the log of one run of the job: the newest, or --run N (2 is the one
 before the newest, as 'tug job info' numbers them), or --run RUN by its

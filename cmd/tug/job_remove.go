@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/job"
@@ -27,7 +28,7 @@ func newJobRemoveCmd(f *cli.Factory, runF func(context.Context, *jobRemoveOption
 	o := &jobRemoveOptions{Prompter: f.Prompter}
 	cmd := &cobra.Command{
 		Use:         "remove APP NAME",
-		Annotations: deleting(argApp, argJob),
+		Annotations: atLevel(access.Operator, deleting(argApp, argJob)),
 		Aliases:     []string{"rm", "delete"},
 		Short:       "Remove a job and its runs (no unit restarts)",
 		Long: `Remove the job: its CronJob goes with its runs (one under way is stopped).

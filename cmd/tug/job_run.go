@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/job"
 	"tug.dev/tug/pkg/session"
@@ -21,7 +22,7 @@ func newJobRunCmd(f *cli.Factory, runF func(context.Context, *jobRunOptions) err
 	o := &jobRunOptions{Session: sessionFor(f)}
 	cmd := &cobra.Command{
 		Use:         "run APP NAME",
-		Annotations: argsAre(argApp, argJob),
+		Annotations: atLevel(access.Operator, argsAre(argApp, argJob)),
 		Short:       "Run a job now and stream its output; exits with its exit code",
 		Long: `Run the job once now, from the same template its schedule runs (the
 deployed release's image and config), as a Job that the job owns. tug waits

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/job"
 )
@@ -27,7 +28,7 @@ func newJobSuspendCmd(f *cli.Factory, runF func(context.Context, *jobSuspendOpti
 	}
 	cmd := &cobra.Command{
 		Use:         verb + " APP NAME",
-		Annotations: argsAre(argApp, argJob),
+		Annotations: atLevel(access.Operator, argsAre(argApp, argJob)),
 		Short:       short,
 		Long: `Suspend stops the job's schedule until resume; a run under way goes on, and
 'tug job run' still runs it by hand. It is part of the app, not of a release:

@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/inputerr"
@@ -35,7 +36,7 @@ func newLogsCmd(f *cli.Factory, runF func(context.Context, *logsOptions) error) 
 		Client: func() (kubernetes.Interface, error) { return logsClient(f) }}
 	cmd := &cobra.Command{
 		Use:         "logs APP",
-		Annotations: argsAre(argApp),
+		Annotations: atLevel(access.Viewer, argsAre(argApp)),
 		Short:       "Show the app's logs, from every unit, merged",
 		Long: `Show the lines the app's units have written, merged in time order, each
 prefixed with its unit's name (coloured per unit on a terminal). One-off runs

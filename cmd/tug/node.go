@@ -57,9 +57,10 @@ type nodeListOptions struct {
 func newNodeListCmd(f *cli.Factory, runF func(context.Context, *nodeListOptions) error) *cobra.Command {
 	o := &nodeListOptions{IO: f.IOStreams, Targets: targetsFor(f)}
 	cmd := &cobra.Command{
-		Use:     "list",
-		Aliases: []string{"ls"},
-		Short:   "List the nodes of every cluster",
+		Use:         "list",
+		Annotations: atLevel(levelClusterAdmin, nil),
+		Aliases:     []string{"ls"},
+		Short:       "List the nodes of every cluster",
 		Long: `List the nodes of every configured cluster: address, pool, status, the tug
 units on each, taints and cluster. Status is ready, not-ready, cordoned
 (being removed, or left so by an interrupted removal) or disabled (no new
@@ -140,7 +141,7 @@ func newNodeInfoCmd(f *cli.Factory, runF func(context.Context, *nodeInfoOptions)
 	o := &nodeInfoOptions{IO: f.IOStreams, Targets: targetsFor(f)}
 	cmd := &cobra.Command{
 		Use:         "info NODE",
-		Annotations: argsAre(argNode),
+		Annotations: atLevel(levelClusterAdmin, argsAre(argNode)),
 		Short:       "Show a node: addresses, pool, capacity, conditions, taints and its units",
 		Example: `  tug node info worker-1
   tug node info worker-1 --cluster edge -o yaml`,

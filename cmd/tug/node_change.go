@@ -31,7 +31,7 @@ func newNodeAddCmd(f *cli.Factory, runF func(context.Context, *nodeAddOptions) e
 	o := &nodeAddOptions{IO: f.IOStreams, PoolTarget: func(pool, only string) (cluster.Target, error) { return poolTarget(f, pool, only) }}
 	cmd := &cobra.Command{
 		Use:         "add ADDRESS --pool POOL",
-		Annotations: argsAre(argAddress),
+		Annotations: atLevel(levelClusterAdmin, argsAre(argAddress)),
 		Short:       "Put a node in a pool, or register a node whose kubelet will join",
 		Long: `Put a node in a pool. ADDRESS is the node's name or one of its addresses.
 
@@ -119,7 +119,7 @@ func newNodeUpdateCmd(f *cli.Factory, runF func(context.Context, *nodeUpdateOpti
 	o := &nodeUpdateOptions{IO: f.IOStreams, Targets: targetsFor(f), Clusters: loadClusters}
 	cmd := &cobra.Command{
 		Use:         "update NODE",
-		Annotations: argsAre(argNode),
+		Annotations: atLevel(levelClusterAdmin, argsAre(argNode)),
 		Short:       "Change a node's pool or metadata, or disable and enable it",
 		Long: `Change a node. --disable adds the NoSchedule taint tug.dev/disabled: new
 units go elsewhere, units already there keep running. --enable removes it, and

@@ -38,7 +38,7 @@ func newNodeRemoveCmd(f *cli.Factory, runF func(context.Context, *nodeRemoveOpti
 	o := &nodeRemoveOptions{IO: f.IOStreams, Targets: targetsFor(f), Prompter: f.Prompter, Reporter: f.Progress}
 	cmd := &cobra.Command{
 		Use:         "remove NODE",
-		Annotations: argsAre(argNode),
+		Annotations: atLevel(levelClusterAdmin, argsAre(argNode)),
 		Aliases:     []string{"rm", "delete"},
 		Short:       "Move a node's units elsewhere and remove it from its cluster",
 		Long: `Remove a node. First it is cordoned and its pods are evicted through the

@@ -26,7 +26,7 @@ func newNodeContainerAddCmd(f *cli.Factory, runF func(context.Context, *ncAddOpt
 	o := &ncAddOptions{IO: f.IOStreams, Clusters: ncClustersFor(f)}
 	cmd := &cobra.Command{
 		Use:         "add NAME --image IMAGE",
-		Annotations: argsAre(argNewName),
+		Annotations: atLevel(levelClusterAdmin, argsAre(argNewName)),
 		Short:       "Run a container on every node of a pool, or change one",
 		Long: `Run a container on every node of --pool (or, without it, of every pool that
 has no version of its own), and wait until it runs on each. Adding again

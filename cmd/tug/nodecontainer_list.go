@@ -24,9 +24,10 @@ type ncListOptions struct {
 func newNodeContainerListCmd(f *cli.Factory, runF func(context.Context, *ncListOptions) error) *cobra.Command {
 	o := &ncListOptions{IO: f.IOStreams, Targets: targetsFor(f), CommandName: f.CommandName}
 	cmd := &cobra.Command{
-		Use:     "list",
-		Aliases: []string{"ls"},
-		Short:   "List node containers, per pool and cluster",
+		Use:         "list",
+		Annotations: atLevel(levelClusterAdmin, nil),
+		Aliases:     []string{"ls"},
+		Short:       "List node containers, per pool and cluster",
 		Example: `  tug node-container list
   tug node-container list --cluster edge`,
 		Args: cli.NoArgs,

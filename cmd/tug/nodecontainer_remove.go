@@ -26,7 +26,7 @@ func newNodeContainerRemoveCmd(f *cli.Factory, runF func(context.Context, *ncRem
 	o := &ncRemoveOptions{IO: f.IOStreams, Clusters: ncClustersFor(f), Prompter: f.Prompter}
 	cmd := &cobra.Command{
 		Use:         "remove NAME",
-		Annotations: argsAre(argNodeContainer),
+		Annotations: atLevel(levelClusterAdmin, argsAre(argNodeContainer)),
 		Aliases:     []string{"rm", "delete"},
 		Short:       "Stop a node container on every node (only a pool's version with --pool)",
 		Example: `  tug node-container remove log-shipper --yes

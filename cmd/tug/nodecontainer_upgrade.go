@@ -26,7 +26,7 @@ func newNodeContainerUpgradeCmd(f *cli.Factory, runF func(context.Context, *ncUp
 	o := &ncUpgradeOptions{IO: f.IOStreams, Clusters: ncClustersFor(f)}
 	cmd := &cobra.Command{
 		Use:         "upgrade NAME",
-		Annotations: argsAre(argNodeContainer),
+		Annotations: atLevel(levelClusterAdmin, argsAre(argNodeContainer)),
 		Short:       "Roll a node container onto a new image, or restart it, node by node",
 		Long: `Roll a node container's pods, one node at a time, and wait until every node
 runs the new one. With --image, onto that image; without, onto the same spec

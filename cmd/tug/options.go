@@ -20,11 +20,12 @@ type optionsCmdOptions struct {
 func newOptionsCmd(f *cli.Factory, runF func(context.Context, *optionsCmdOptions) error) *cobra.Command {
 	o := &optionsCmdOptions{IO: f.IOStreams}
 	cmd := &cobra.Command{
-		Use:     "options",
-		Short:   "List the flags every command accepts (cluster connection, output)",
-		Example: `  tug options`,
-		Args:    cli.NoArgs,
-		GroupID: "other",
+		Use:         "options",
+		Annotations: atLevel(levelNone, nil),
+		Short:       "List the flags every command accepts (cluster connection, output)",
+		Example:     `  tug options`,
+		Args:        cli.NoArgs,
+		GroupID:     "other",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if runF != nil {
 				return runF(cmd.Context(), o)

@@ -39,9 +39,10 @@ type poolListOptions struct {
 func newPoolListCmd(f *cli.Factory, runF func(context.Context, *poolListOptions) error) *cobra.Command {
 	o := &poolListOptions{IO: f.IOStreams, Targets: targetsFor(f), CommandName: f.CommandName}
 	cmd := &cobra.Command{
-		Use:     "list",
-		Aliases: []string{"ls"},
-		Short:   "List the pools of every cluster, with their nodes and apps",
+		Use:         "list",
+		Annotations: atLevel(levelClusterAdmin, nil),
+		Aliases:     []string{"ls"},
+		Short:       "List the pools of every cluster, with their nodes and apps",
 		Example: `  tug pool list
   tug pool list --cluster edge -o json`,
 		Long: `List the pools of every configured cluster: the pools its nodes are labelled

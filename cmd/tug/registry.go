@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/inputerr"
@@ -49,7 +50,7 @@ func newRegistrySetCmd(f *cli.Factory, runF func(context.Context, *registrySetOp
 	o := &registrySetOptions{CommandName: f.CommandName}
 	cmd := &cobra.Command{
 		Use:         "set APP --server HOST --username USER --password-stdin",
-		Annotations: argsAre(argApp),
+		Annotations: atLevel(access.Operator, argsAre(argApp)),
 		Short:       "Pull the app's image with these credentials; the password comes from stdin",
 		Long: `Store credentials for a private registry and make every unit pull with them.
 The password (or token) is read from stdin, as 'docker login --password-stdin'

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/registry"
@@ -26,7 +27,7 @@ func newRegistryInfoCmd(f *cli.Factory, runF func(context.Context, *registryInfo
 	o := &registryInfoOptions{IO: f.IOStreams, Store: storeFor(f), CommandName: f.CommandName}
 	cmd := &cobra.Command{
 		Use:         "info APP",
-		Annotations: argsAre(argApp),
+		Annotations: atLevel(access.Developer, argsAre(argApp)),
 		Short:       "Show the registry server and user an app pulls with, and which units do",
 		Example:     `  tug registry info shop`,
 		Long:        "Show the registry credentials of an app: server, user, Secret and the units that pull with it. The password is never shown.",

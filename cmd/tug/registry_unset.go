@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/registry"
@@ -23,7 +24,7 @@ func newRegistryUnsetCmd(f *cli.Factory, runF func(context.Context, *registryUns
 	o := &registryUnsetOptions{}
 	cmd := &cobra.Command{
 		Use:         "unset APP",
-		Annotations: deleting(argApp),
+		Annotations: atLevel(access.Operator, deleting(argApp)),
 		Short:       "Pull the app's image without credentials again, and delete them",
 		Example:     `  tug registry unset shop`,
 		Args:        cli.ExactArgs("APP"),

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/text"
@@ -36,7 +37,7 @@ func newReleaseListCmd(f *cli.Factory, runF func(context.Context, *releaseListOp
 	o := &releaseListOptions{IO: f.IOStreams, Store: storeFor(f)}
 	cmd := &cobra.Command{
 		Use:         "list APP",
-		Annotations: argsAre(argApp),
+		Annotations: atLevel(access.Developer, argsAre(argApp)),
 		Aliases:     []string{"ls"},
 		Short:       "List an app's releases, newest first",
 		Example: `  tug release list shop

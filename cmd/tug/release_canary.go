@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/canary"
 	"tug.dev/tug/pkg/cli"
@@ -166,7 +167,7 @@ func canaryEndCmd(f *cli.Factory, runF func(context.Context, *canaryEndOptions) 
 	o := &canaryEndOptions{End: end, Words: words}
 	cmd := &cobra.Command{
 		Use:         verb + " APP",
-		Annotations: deleting(argApp), // removes the units of one of the two releases,
+		Annotations: atLevel(access.Developer, deleting(argApp)), // removes the units of one of the two releases,
 		Short:       short,
 		Long:        long,
 		Example:     "  tug release " + verb + " shop",

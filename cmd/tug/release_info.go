@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/text"
@@ -26,7 +27,7 @@ func newReleaseInfoCmd(f *cli.Factory, runF func(context.Context, *releaseInfoOp
 	o := &releaseInfoOptions{IO: f.IOStreams, Store: storeFor(f)}
 	cmd := &cobra.Command{
 		Use:         "info APP vN",
-		Annotations: argsAre(argApp, argRelease),
+		Annotations: atLevel(access.Developer, argsAre(argApp, argRelease)),
 		Short:       "Show one release: image and digest, processes, config names, status",
 		Example: `  tug release info shop v3
   tug release info shop v3 -o jsonpath='{.image}'`,

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
@@ -26,7 +27,7 @@ func newReleaseRollbackCmd(f *cli.Factory, runF func(context.Context, *releaseRo
 	o := &releaseRollbackOptions{Store: storeFor(f)}
 	cmd := &cobra.Command{
 		Use:         "rollback APP [vN]",
-		Annotations: argsAre(argApp, argRelease),
+		Annotations: atLevel(access.Developer, argsAre(argApp, argRelease)),
 		Short:       "Roll back to an earlier release's image and config",
 		Long: `Roll back to an earlier release: a new release with that release's image,
 process commands and config, rolled out and watched like a deploy. Without vN,

@@ -90,6 +90,7 @@ Start with 'tug doctor' to check that your kubeconfig works and what you may do.
 		newPoolCmd(f),
 		newClusterCmd(f),
 		newNodeContainerCmd(f),
+		newAccessCmd(f),
 		newDoctorCmd(f, nil),
 		newVersionCmd(f, nil),
 		newCompletionCmd(f, nil),
@@ -101,6 +102,7 @@ Start with 'tug doctor' to check that your kubeconfig works and what you may do.
 	suggestHerokuVerbs(cmd)
 	addDevCommands(cmd, f)
 	addDynamicCompletion(cmd, f)
+	guardLevels(cmd, f)
 	routeAppCommands(cmd, f)
 	appFromManifest(cmd, f)
 	return cmd

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/session"
@@ -25,7 +26,7 @@ func newRunCmd(f *cli.Factory, runF func(context.Context, *runOptions) error) *c
 	o := &runOptions{IO: f.IOStreams, CommandName: f.CommandName, Session: sessionFor(f)}
 	cmd := &cobra.Command{
 		Use:         "run APP -- COMMAND [ARGS...]",
-		Annotations: argsAre(argApp, argCommandLine),
+		Annotations: atLevel(access.Developer, argsAre(argApp, argCommandLine)),
 		Short:       "Run a one-off command in a new pod from the app's current release",
 		Long: `Run a one-off command (a migration, a console, a script) in a new pod made
 from the app's current release: the same image, config, limits, pool and pull

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
@@ -28,7 +29,7 @@ func newSettingsListCmd(f *cli.Factory, runF func(context.Context, *settingsList
 	o := &settingsListOptions{IO: f.IOStreams, Store: storeFor(f), Data: data, Table: table}
 	cmd := &cobra.Command{
 		Use:         use,
-		Annotations: argsAre(argApp),
+		Annotations: atLevel(access.Developer, argsAre(argApp)),
 		Aliases:     []string{"ls"},
 		Short:       short,
 		Example:     example,

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/inputerr"
@@ -22,7 +23,7 @@ func newShellCmd(f *cli.Factory, runF func(context.Context, *shellOptions) error
 	o := &shellOptions{Session: sessionFor(f)}
 	cmd := &cobra.Command{
 		Use:         "shell APP [UNIT]",
-		Annotations: argsAre(argApp, argUnit),
+		Annotations: atLevel(access.Developer, argsAre(argApp, argUnit)),
 		Short:       "Open a shell in one of the app's units",
 		Long: `Open an interactive shell in a running unit of the app: bash when the image
 has it, else sh (--command runs something else).

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
@@ -76,7 +77,7 @@ func newAppAddressCmd(f *cli.Factory, runF func(context.Context, *appAddressOpti
 	o := &appAddressOptions{IO: f.IOStreams, Store: storeFor(f)}
 	cmd := &cobra.Command{
 		Use:         "address APP",
-		Annotations: argsAre(argApp),
+		Annotations: atLevel(access.Viewer, argsAre(argApp)),
 		Short:       "List where the app can be reached",
 		Example: `  tug app address shop
   tug app address shop -o json`,
@@ -147,7 +148,7 @@ func newOnOffCmd(f *cli.Factory, runF func(context.Context, *onOffOptions) error
 	o := &onOffOptions{Setting: s}
 	cmd := &cobra.Command{
 		Use:         string(s) + " APP on|off",
-		Annotations: argsAre(argApp, argOnOff),
+		Annotations: atLevel(access.Operator, argsAre(argApp, argOnOff)),
 		Short:       short,
 		Example:     "  tug app " + string(s) + " shop off\n  tug app " + string(s) + " shop on",
 		Long:        long,

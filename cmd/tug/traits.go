@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"tug.dev/tug/pkg/access"
 )
 
 // What a command is, declared where it is defined (its Annotations) and
@@ -20,6 +22,21 @@ const (
 	// routing refuses it while a configured cluster does not answer
 	// (silentClusterError).
 	annotationDeletes = "tug.dev/deletes"
+	// annotationLevel is the access level a command needs in the
+	// namespace (pkg/access: viewer, developer, operator, admin), or
+	// levelNone / levelClusterAdmin. The levels' Roles, the refusal of a
+	// command to a lower level (levels.go), doctor's "cannot run" and
+	// docs/access.md follow it; TestEveryCommandDeclaresALevel requires it.
+	annotationLevel = access.AnnotationLevel
+)
+
+// Levels that are not a namespace's: levelNone needs nothing of a
+// namespace (local files, the kubeconfig, what every user may read);
+// levelClusterAdmin needs docs/rbac's cluster roles (nodes, pools, node
+// containers, cluster settings).
+const (
+	levelNone         = "none"
+	levelClusterAdmin = "cluster-admin"
 )
 
 // argKind is what one positional argument names.
@@ -47,6 +64,8 @@ const (
 	argOnOff         argKind = "on|off"
 	argShell         argKind = "shell"
 	argDir           argKind = "dir"
+	// argSubject is who access is for: NAME, group:NAME, ci:NAME, ...
+	argSubject argKind = "subject"
 	// argCommandLine is the rest of the line, after "--": a command to
 	// run, whose arguments may be files.
 	argCommandLine argKind = "command-line"
@@ -68,6 +87,20 @@ func deleting(kinds ...argKind) map[string]string {
 	a[annotationDeletes] = "true"
 	return a
 }
+
+// atLevel declares the access level c needs (access.Level, levelNone or
+// levelClusterAdmin) on top of annotations a (argsAre, deleting; nil for
+// none).
+func atLevel[L ~string](l L, a map[string]string) map[string]string {
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[annotationLevel] = string(l)
+	return a
+}
+
+// declaredLevel is what c declares with atLevel ("" for nothing).
+func declaredLevel(c *cobra.Command) string { return c.Annotations[annotationLevel] }
 
 // argKinds are the kinds c declares for its positional arguments.
 func argKinds(c *cobra.Command) []argKind {

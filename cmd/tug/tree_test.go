@@ -235,7 +235,7 @@ func TestCommandsDeclareTheirArguments(t *testing.T) {
 	words := map[string][]argKind{
 		"APP": {argApp}, "UNIT": {argUnit}, "vN": {argRelease}, "NODE": {argNode}, "POOL": {argPool},
 		"NAME": {argNewName, argVolume, argCluster, argNodeContainer, argJob}, "HOST": {argHost}, "KEY": {argKey},
-		"ADDRESS": {argAddress}, "N": {argCount}, "on|off": {argOnOff}, "SHELL": {argShell}, "DIR": {argDir},
+		"ADDRESS": {argAddress}, "SUBJECT": {argSubject}, "N": {argCount}, "on|off": {argOnOff}, "SHELL": {argShell}, "DIR": {argDir},
 	}
 	for _, c := range commandTree(t) {
 		if !isLeaf(c) {

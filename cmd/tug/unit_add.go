@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 )
@@ -32,9 +33,9 @@ func newUnitAddCmd(f *cli.Factory, runF func(context.Context, *unitAddOptions) e
 		verb, use, short, op = "remove", "remove APP N", "Remove N units from a process", '-'
 		aliases = []string{"rm", "delete"}
 	}
-	annotations := argsAre(argApp, argCount)
+	annotations := atLevel(access.Developer, argsAre(argApp, argCount))
 	if !add {
-		annotations = deleting(argApp, argCount)
+		annotations = atLevel(access.Developer, deleting(argApp, argCount))
 	}
 	cmd := &cobra.Command{
 		Use:         use,

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 )
@@ -24,7 +25,7 @@ func newUnitKillCmd(f *cli.Factory, runF func(context.Context, *unitKillOptions)
 	o := &unitKillOptions{IO: f.IOStreams, Store: storeFor(f)}
 	cmd := &cobra.Command{
 		Use:         "kill APP UNIT",
-		Annotations: deleting(argApp, argUnit),
+		Annotations: atLevel(access.Developer, deleting(argApp, argUnit)),
 		Short:       "Kill a unit; its process starts a replacement (a one-off run just stops)",
 		Long: `Kill a unit: its process starts a replacement. A one-off run's pod (process
 "run" in 'tug unit list', such as one left by 'tug run --detach') is stopped

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/inputerr"
@@ -45,7 +46,7 @@ func newUnitListCmd(f *cli.Factory, runF func(context.Context, *unitListOptions)
 	o := &unitListOptions{IO: f.IOStreams, Store: storeFor(f), format: unitFormat("table")}
 	cmd := &cobra.Command{
 		Use:         "list [APP]",
-		Annotations: argsAre(argApp),
+		Annotations: atLevel(access.Viewer, argsAre(argApp)),
 		Aliases:     []string{"ls"},
 		Short:       "List an app's units (or every app's, with --all)",
 		Long: `List units with their status as people think of it:

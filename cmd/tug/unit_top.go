@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/inputerr"
@@ -32,7 +33,7 @@ func newUnitTopCmd(f *cli.Factory, runF func(context.Context, *unitTopOptions) e
 	o := &unitTopOptions{IO: f.IOStreams, Store: storeFor(f), sort: "cpu", interval: 5 * time.Second}
 	cmd := &cobra.Command{
 		Use:         "top APP",
-		Annotations: argsAre(argApp),
+		Annotations: atLevel(access.Viewer, argsAre(argApp)),
 		Short:       "Show the CPU and memory each of an app's units uses",
 		Long: `Show the CPU (millicores) and memory (working set) each unit uses now, with
 the share of its limit where one is set, from the cluster's metrics API

@@ -23,8 +23,9 @@ type versionOptions struct {
 func newVersionCmd(f *cli.Factory, runF func(context.Context, *versionOptions) error) *cobra.Command {
 	o := &versionOptions{IO: f.IOStreams, KubeClient: f.KubeClient}
 	cmd := &cobra.Command{
-		Use:   "version",
-		Short: "Show the version of tug and of the cluster",
+		Use:         "version",
+		Annotations: atLevel(levelNone, nil),
+		Short:       "Show the version of tug and of the cluster",
 		Long: `Show tug's version, commit, build date, Go version and platform, and the
 Kubernetes version of the cluster when it can be reached. An unreachable
 cluster is a warning, not a failure.`,

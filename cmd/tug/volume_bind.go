@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/volume"
@@ -24,7 +25,7 @@ func newVolumeBindCmd(f *cli.Factory, runF func(context.Context, *volumeBindOpti
 	o := &volumeBindOptions{Store: storeFor(f)}
 	cmd := &cobra.Command{
 		Use:         "bind APP NAME --mount-path PATH [-p PROCESS] [--read-only]",
-		Annotations: argsAre(argApp, argVolume),
+		Annotations: atLevel(access.Operator, argsAre(argApp, argVolume)),
 		Short:       "Mount a volume into an app's units: a new release, rolled out",
 		Long: `Mount a volume at --mount-path in the units of every process of the app, or
 of one with -p. This makes a new release, rolled out and watched like a
@@ -79,7 +80,7 @@ func newVolumeUnbindCmd(f *cli.Factory, runF func(context.Context, *volumeUnbind
 	o := &volumeUnbindOptions{}
 	cmd := &cobra.Command{
 		Use:         "unbind APP NAME",
-		Annotations: deleting(argApp, argVolume),
+		Annotations: atLevel(access.Operator, deleting(argApp, argVolume)),
 		Short:       "Unmount a volume from an app's units: a new release, rolled out",
 		Example:     `  tug volume unbind shop uploads`,
 		Long:        "Unmount a volume from an app's units. Its data stays in the volume.",

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/volume"
@@ -25,7 +26,7 @@ func newVolumeCreateCmd(f *cli.Factory, runF func(context.Context, *volumeCreate
 	o := &volumeCreateOptions{IO: f.IOStreams, Store: storeFor(f), CommandName: f.CommandName}
 	cmd := &cobra.Command{
 		Use:         "create NAME --size SIZE [--storage-class SC] [--access-mode RWO|RWX|ROX]",
-		Annotations: argsAre(argNewName),
+		Annotations: atLevel(access.Operator, argsAre(argNewName)),
 		Short:       "Create a volume",
 		Long: `Create a volume of at least --size (a quantity: 500Mi, 1Gi, 10G). Its storage
 comes from --storage-class (the cluster's default when not given): a

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/volume"
@@ -24,10 +25,11 @@ type volumeListOptions struct {
 func newVolumeListCmd(f *cli.Factory, runF func(context.Context, *volumeListOptions) error) *cobra.Command {
 	o := &volumeListOptions{IO: f.IOStreams, Store: storeFor(f), CommandName: f.CommandName}
 	cmd := &cobra.Command{
-		Use:     "list",
-		Aliases: []string{"ls"},
-		Short:   "List the namespace's volumes and the apps that mount them",
-		Example: `  tug volume list`,
+		Use:         "list",
+		Annotations: atLevel(access.Viewer, nil),
+		Aliases:     []string{"ls"},
+		Short:       "List the namespace's volumes and the apps that mount them",
+		Example:     `  tug volume list`,
 		Long: `List volumes with their size, access mode, storage class, status and the apps
 whose deployed release mounts them. Status is Pending until storage is found
 for the volume (a provisioner, or a PersistentVolume an admin made), then Bound.`,

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/volume"
@@ -25,7 +26,7 @@ func newVolumeRemoveCmd(f *cli.Factory, runF func(context.Context, *volumeRemove
 	o := &volumeRemoveOptions{IO: f.IOStreams, Store: storeFor(f), Prompter: f.Prompter}
 	cmd := &cobra.Command{
 		Use:         "remove NAME",
-		Annotations: argsAre(argVolume),
+		Annotations: atLevel(access.Operator, argsAre(argVolume)),
 		Aliases:     []string{"rm", "delete"},
 		Short:       "Remove a volume and its data (refused while an app mounts it)",
 		Example:     `  tug volume remove uploads --yes`,

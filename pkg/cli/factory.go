@@ -45,6 +45,14 @@ type Factory struct {
 	RESTConfigFunc func() (*rest.Config, error)
 	KubeClientFunc func() (kubernetes.Interface, error)
 	PrompterFunc   func() Prompter
+
+	// Gate, when set, is asked once, with the first client the command
+	// makes, whether it may go on (the access level it needs: cmd/tug's
+	// levels.go). Asking with the first client, not before the run, keeps
+	// bad input failing before anything reaches the cluster.
+	Gate     func(kubernetes.Interface) error
+	gateOnce sync.Once
+	gateErr  error
 }
 
 // NewFactory returns a Factory whose clients come from the kubeconfig as
@@ -79,7 +87,17 @@ func (f *Factory) AddFlags(fs *pflag.FlagSet) {
 func (f *Factory) RESTConfig() (*rest.Config, error) { return f.RESTConfigFunc() }
 
 // KubeClient is a typed clientset for the selected cluster.
-func (f *Factory) KubeClient() (kubernetes.Interface, error) { return f.KubeClientFunc() }
+func (f *Factory) KubeClient() (kubernetes.Interface, error) {
+	c, err := f.KubeClientFunc()
+	if err != nil || f.Gate == nil {
+		return c, err
+	}
+	f.gateOnce.Do(func() { f.gateErr = f.Gate(c) })
+	if f.gateErr != nil {
+		return nil, f.gateErr
+	}
+	return c, nil
+}
 
 // Prompter asks the user questions; see CanPrompt before using it.
 func (f *Factory) Prompter() Prompter { return f.PrompterFunc() }

@@ -94,6 +94,12 @@ type Report struct {
 	Checks        []Check       `json:"checks"`
 	Groups        []GroupResult `json:"groups"`
 	OK            bool          `json:"ok"`
+	// Level is the caller's access level of tug's in the namespace
+	// (pkg/access), "" when it holds none; CannotRun are the commands
+	// that need a higher one. Filled by the caller, which knows the
+	// commands.
+	Level     string   `json:"level,omitempty"`
+	CannotRun []string `json:"cannotRun,omitempty"`
 }
 
 // Problems counts failed checks and groups with missing permissions.

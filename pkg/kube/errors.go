@@ -175,6 +175,17 @@ func CheckNamespace(ctx context.Context, client kubernetes.Interface, namespace 
 	return nil
 }
 
+// IsRBACDenial reports whether err is the API server's authorizer refusing
+// a request (not admission, which also answers 403).
+func IsRBACDenial(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return false
+	}
+	s := status.Status()
+	return (s.Code == 403 || s.Reason == metav1.StatusReasonForbidden) && forbiddenRE.MatchString(s.Message)
+}
+
 // ForbiddenMessage is the sentence for a missing permission; namespace ""
 // means cluster scope.
 func ForbiddenMessage(user, verb, resource, namespace string) string {

@@ -79,6 +79,7 @@ type releaseRow struct {
 	Kind    string `json:"kind"`
 	Status  string `json:"status"`
 	Image   string `json:"image"`
+	Author  string `json:"author"`
 }
 
 func (h *H) releases(appName string) []releaseRow {

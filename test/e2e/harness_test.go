@@ -318,14 +318,16 @@ func kubectlPath(t *testing.T) string {
 func syscallSymlink(target, link string) error { return syscall.Symlink(target, link) }
 
 // developerKubeconfig binds a service account of h's namespace to exactly the
-// generated developer Role and returns a kubeconfig for it.
+// generated Role of tug's highest namespace level (admin: every app
+// command, app create and remove included; docs/access.md) and returns a
+// kubeconfig for it: a user with nothing but a namespace Role.
 func developerKubeconfig(t *testing.T, h *H) string {
 	t.Helper()
-	apply := exec.Command(kubectlPath(t), "--kubeconfig", env.kubeconfig, "apply", "-n", h.NS, "-f", filepath.Join(repoRoot(), "docs/rbac/tug-developer-role.yaml"))
+	apply := exec.Command(kubectlPath(t), "--kubeconfig", env.kubeconfig, "apply", "-n", h.NS, "-f", filepath.Join(repoRoot(), "docs/rbac/tug-admin-role.yaml"))
 	if out, err := apply.CombinedOutput(); err != nil {
-		t.Fatalf("applying the developer Role: %v\n%s", err, out)
+		t.Fatalf("applying the admin Role: %v\n%s", err, out)
 	}
-	return serviceAccountKubeconfig(t, h, "dev", "tug-developer")
+	return serviceAccountKubeconfig(t, h, "dev", "tug-admin")
 }
 
 // roleKubeconfig makes a Role of rules in h's namespace and returns a

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra/doc"
 	"sigs.k8s.io/yaml"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/doctor"
 	"tug.dev/tug/pkg/kube"
 )
@@ -52,7 +53,34 @@ func Generate(root *cobra.Command, dir string) error {
 	if err := doc.GenManTree(root, header, filepath.Join(dir, "man")); err != nil {
 		return fmt.Errorf("writing man pages: %w", err)
 	}
-	return writeRBAC(filepath.Join(dir, "rbac"))
+	if err := writeRBAC(filepath.Join(dir, "rbac")); err != nil {
+		return err
+	}
+	return writeLevels(root, filepath.Join(dir, "rbac", "levels.md"))
+}
+
+// writeLevels is the table of every command's declared access level, the
+// declarations the levels' Roles are made for.
+func writeLevels(root *cobra.Command, path string) error {
+	var b strings.Builder
+	b.WriteString("<!-- " + generatedNote + " -->\n\n# The access level of each command\n\n")
+	b.WriteString("What each tug command needs, as it declares it (see docs/access.md). `none`\n")
+	b.WriteString("needs nothing of a namespace; `cluster-admin` needs the tug-cluster-admin roles.\n\n")
+	b.WriteString("| command | level |\n| --- | --- |\n")
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.Hidden || c.Name() == "help" {
+			return
+		}
+		if l := c.Annotations[access.AnnotationLevel]; l != "" && !c.HasSubCommands() {
+			fmt.Fprintf(&b, "| `%s` | %s |\n", c.CommandPath(), l)
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	return os.WriteFile(path, []byte(b.String()), 0o644)
 }
 
 // disableAutoGenTag drops cobra's "Auto generated on <date>" footer, which
@@ -64,16 +92,31 @@ func disableAutoGenTag(c *cobra.Command) {
 	}
 }
 
+// levelAbout says, in each level's generated Role, what it is for and how
+// to grant it.
+var levelAbout = map[access.Level]string{
+	access.Viewer:    "lists apps, units, domains, jobs and volumes, reads logs; never a Secret (config values)",
+	access.Developer: "the viewer's, and deploy, scale, restart, run, shell, env, rollback",
+	access.Operator:  "the developer's, and domains, certificates, allow lists, maintenance, jobs, volumes, registry credentials",
+	access.Admin:     "the operator's, and app create and remove, and access (tug access add, remove, token)",
+}
+
 func writeRBAC(dir string) error {
-	files := []struct {
+	type file struct {
 		name, about string
 		obj         any
-	}{
-		{"tug-developer-role.yaml", `Everything tug's app commands need in one namespace. Create it and bind
-# it in each namespace where a user or CI deploys apps:
-#   kubectl apply -n NAMESPACE -f tug-developer-role.yaml
-#   kubectl create rolebinding tug-developer --role=tug-developer --user=USER -n NAMESPACE`,
-			doctor.Role("tug-developer", "")},
+	}
+	var files []file
+	for _, l := range access.Levels {
+		files = append(files, file{"tug-" + string(l) + "-role.yaml", fmt.Sprintf(`The %s level in one namespace: %s.
+# Made from each command's declared level (docs/access.md) and what the
+# commands need (pkg/doctor/permissions.go). 'tug access add USER --role %s'
+# makes it in the namespace when missing and binds it; by hand:
+#   kubectl apply -n NAMESPACE -f tug-%s-role.yaml
+#   kubectl create rolebinding tug-%s-USER --role=tug-%s --user=USER -n NAMESPACE`, l, levelAbout[l], l, l, l, l),
+			access.Role(l, "")})
+	}
+	files = append(files, []file{
 		{"tug-cluster-admin-clusterrole.yaml", `What tug's node and pool commands need across the cluster. Create it and
 # bind it to cluster operators only:
 #   kubectl apply -f tug-cluster-admin-clusterrole.yaml
@@ -101,13 +144,17 @@ func writeRBAC(dir string) error {
 # prints that command; 'tug doctor --all' checks every namespace that holds
 # tug's Deployments.`,
 			doctor.AppsClusterRole(kube.ClusterAdminAppsRole)},
-	}
+	}...)
 	for _, f := range files {
 		b, err := yaml.Marshal(f.obj)
 		if err != nil {
 			return err
 		}
-		text := "# " + generatedNote + " (from pkg/doctor/permissions.go)\n# " + f.about + "\n" + string(b)
+		from := "pkg/doctor/permissions.go"
+		if strings.HasSuffix(f.name, "-role.yaml") {
+			from = "pkg/access and " + from
+		}
+		text := "# " + generatedNote + " (from " + from + ")\n# " + f.about + "\n" + string(b)
 		if err := os.WriteFile(filepath.Join(dir, f.name), []byte(strings.ReplaceAll(text, "\t", "  ")), 0o644); err != nil {
 			return err
 		}

@@ -1,0 +1,173 @@
+package access
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"tug.dev/tug/pkg/inputerr"
+)
+
+func TestParseLevel(t *testing.T) {
+	for _, s := range []string{"viewer", "Developer", " operator ", "admin"} {
+		if _, err := ParseLevel(s); err != nil {
+			t.Errorf("%q: %v", s, err)
+		}
+	}
+	for _, s := range []string{"", "root", "owner", "view"} {
+		if _, err := ParseLevel(s); !inputerr.Is(err) {
+			t.Errorf("%q: %v; want an input error", s, err)
+		}
+	}
+	if Operator.Below() != Developer || Viewer.Below() != "" || !Admin.Holds(Viewer) || Viewer.Holds(Developer) || Level("").Holds(Viewer) {
+		t.Error("level order is wrong")
+	}
+}
+
+func TestParseSubject(t *testing.T) {
+	for in, want := range map[string]Subject{
+		"alice":                                {Kind: "User", Name: "alice"},
+		"user:bob@example.com":                 {Kind: "User", Name: "bob@example.com"},
+		"oidc:carol":                           {Kind: "User", Name: "oidc:carol"},
+		"group:devs":                           {Kind: "Group", Name: "devs"},
+		"ci:deploy":                            {Kind: "ServiceAccount", Name: "tug-ci-deploy", Namespace: "shop"},
+		"sa:builder":                           {Kind: "ServiceAccount", Name: "builder", Namespace: "shop"},
+		"serviceaccount:other:builder":         {Kind: "ServiceAccount", Name: "builder", Namespace: "other"},
+		"system:serviceaccount:other:deployer": {Kind: "ServiceAccount", Name: "deployer", Namespace: "other"},
+	} {
+		got, err := ParseSubject(in, "shop")
+		if err != nil || got != want {
+			t.Errorf("%q: %+v, %v; want %+v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "a b", "group:", "ci:", "ci:Bad_Name", "sa:", "sa:UPPER", "system:anonymous", "group:system:authenticated", "user:", "x\x1b[31m"} {
+		if _, err := ParseSubject(in, "shop"); !inputerr.Is(err) {
+			t.Errorf("%q: %v; want an input error", in, err)
+		}
+	}
+	if s, _ := ParseSubject("ci:deploy", "shop"); s.String() != "ci:deploy" {
+		t.Errorf("ci subject reads %q", s.String())
+	}
+}
+
+// Each level holds the one below it, the viewer reads no Secret and
+// streams into no container, only the admin writes RBAC, and every Role
+// carries the markers of its level and those below.
+func TestRulesPerLevel(t *testing.T) {
+	allows := func(rules []rbacv1.PolicyRule, group, resource, verb string) bool {
+		for _, r := range rules {
+			if slices.Contains(r.APIGroups, group) && slices.Contains(r.Resources, resource) && slices.Contains(r.Verbs, verb) && len(r.ResourceNames) == 0 {
+				return true
+			}
+		}
+		return false
+	}
+	for _, l := range Levels {
+		rules := Rules(l)
+		if below := l.Below(); below != "" {
+			for _, r := range Rules(below) {
+				for _, res := range r.Resources {
+					for _, v := range r.Verbs {
+						if len(r.ResourceNames) == 0 && !allows(rules, r.APIGroups[0], res, v) {
+							t.Errorf("%s lacks %s %s.%s that %s holds", l, v, res, r.APIGroups[0], below)
+						}
+					}
+				}
+			}
+		}
+		marker := rules[len(rules)-1]
+		if marker.APIGroups[0] != markerGroup || len(marker.ResourceNames) != l.Rank() {
+			t.Errorf("%s marker: %+v", l, marker)
+		}
+		if got := allows(rules, "rbac.authorization.k8s.io", "rolebindings", "create"); got != (l == Admin) {
+			t.Errorf("%s may create rolebindings: %v", l, got)
+		}
+	}
+	v := Rules(Viewer)
+	for _, bad := range [][3]string{{"", "secrets", "get"}, {"", "secrets", "list"}, {"", "pods/exec", "get"}, {"", "pods/attach", "get"}, {"apps", "deployments", "patch"}, {"", "pods", "delete"}} {
+		if allows(v, bad[0], bad[1], bad[2]) {
+			t.Errorf("viewer may %s %s", bad[2], bad[1])
+		}
+	}
+	for _, good := range [][3]string{{"", "pods/log", "get"}, {"", "pods", "list"}, {"", "configmaps", "get"}, {"rbac.authorization.k8s.io", "rolebindings", "list"}} {
+		if !allows(v, good[0], good[1], good[2]) {
+			t.Errorf("viewer may not %s %s", good[2], good[1])
+		}
+	}
+	if !allows(Rules(Developer), "", "secrets", "create") || !allows(Rules(Developer), "", "pods/exec", "create") {
+		t.Error("developer may not write secrets or exec")
+	}
+}
+
+// Grants are tug's bindings; another level replaces tug's earlier one;
+// list shows bindings tug did not make; remove takes only tug's.
+func TestAddListRemove(t *testing.T) {
+	ctx := context.Background()
+	cs := fake.NewClientset(&rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "hand-made", Namespace: "shop"},
+		RoleRef:    rbacv1.RoleRef{Kind: "ClusterRole", Name: "edit"},
+		Subjects:   []rbacv1.Subject{{Kind: "User", Name: "alice"}},
+	})
+	alice, _ := ParseSubject("alice", "shop")
+	if _, changed, err := Add(ctx, cs, "shop", alice, Developer); err != nil || !changed {
+		t.Fatalf("add: %v, changed %v", err, changed)
+	}
+	if _, changed, err := Add(ctx, cs, "shop", alice, Developer); err != nil || changed {
+		t.Fatalf("add again: %v, changed %v", err, changed)
+	}
+	if _, _, err := Add(ctx, cs, "shop", alice, Operator); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []Level{Developer, Operator} {
+		if _, err := cs.RbacV1().Roles("shop").Get(ctx, l.RoleName(), metav1.GetOptions{}); err != nil {
+			t.Errorf("role %s: %v", l, err)
+		}
+	}
+	grants, err := List(ctx, cs, "shop")
+	if err != nil || len(grants) != 2 || grants[0].Level != Operator || !grants[0].Managed || grants[1].Managed || grants[1].Role != "ClusterRole/edit" {
+		t.Fatalf("list: %+v, %v", grants, err)
+	}
+	plan, err := PlanRemove(ctx, cs, "shop", alice)
+	if err != nil || len(plan.Bindings) != 1 || !slices.Equal(plan.LeftAlone, []string{"hand-made"}) {
+		t.Fatalf("plan: %+v, %v", plan, err)
+	}
+	if err := Remove(ctx, cs, "shop", plan); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.RbacV1().RoleBindings("shop").Get(ctx, "hand-made", metav1.GetOptions{}); err != nil {
+		t.Errorf("the binding tug did not make is gone: %v", err)
+	}
+	// Now alice's only access is the hand-made binding: nothing to remove.
+	if _, err := PlanRemove(ctx, cs, "shop", alice); err == nil || inputerr.Is(err) {
+		t.Errorf("plan with only a hand-made binding: %v; want a failure that is not bad input", err)
+	}
+	bob, _ := ParseSubject("bob", "shop")
+	if _, err := PlanRemove(ctx, cs, "shop", bob); !inputerr.Is(err) {
+		t.Errorf("plan for a subject without access: %v; want an input error", err)
+	}
+}
+
+func TestTokenOptionsValidate(t *testing.T) {
+	ok := TokenOptions{Name: "deploy", Level: Developer, TTL: 10 * time.Minute}
+	if err := ok.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []TokenOptions{
+		{Name: "Deploy", Level: Developer, TTL: time.Hour},
+		{Name: "deploy", Level: Developer, TTL: 5 * time.Minute},
+		{Name: "deploy", TTL: time.Hour},
+	} {
+		if err := o.Validate(); !inputerr.Is(err) {
+			t.Errorf("%+v: %v; want an input error", o, err)
+		}
+	}
+	cs := fake.NewClientset()
+	if _, err := IssueToken(context.Background(), cs, "shop", TokenOptions{Name: "deploy", TTL: time.Hour, Rotate: true}); !inputerr.Is(err) {
+		t.Errorf("rotating a token never made: %v", err)
+	}
+}

@@ -1,0 +1,100 @@
+package access
+
+import (
+	"context"
+	"fmt"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"tug.dev/tug/pkg/kube"
+)
+
+// MayUse asks the API server whether the caller holds level l in
+// namespace (a SelfSubjectAccessReview of l's marker; see Rules).
+func MayUse(ctx context.Context, client kubernetes.Interface, namespace string, l Level) (bool, error) {
+	ssar := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+		ResourceAttributes: &authorizationv1.ResourceAttributes{
+			Namespace: namespace, Verb: markerVerb, Group: markerGroup, Resource: markerResource, Name: string(l),
+		},
+	}}
+	out, err := client.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, ssar, metav1.CreateOptions{})
+	if err != nil {
+		return false, err
+	}
+	return out.Status.Allowed, nil
+}
+
+// CallerLevel is the highest level the caller holds in namespace, or ""
+// when it holds none of tug's levels (its access, if any, is not through
+// them).
+func CallerLevel(ctx context.Context, client kubernetes.Interface, namespace string) (Level, error) {
+	for i := len(Levels) - 1; i >= 0; i-- {
+		ok, err := MayUse(ctx, client, namespace, Levels[i])
+		if err != nil {
+			return "", err
+		}
+		if ok {
+			return Levels[i], nil
+		}
+	}
+	return "", nil
+}
+
+// RefusedError is a command refused because the caller's level is below
+// the one it needs. It says which level, who holds what, and how to get it.
+type RefusedError struct {
+	Command   string // "tug domain add"
+	Need      Level
+	Have      Level // "" when the caller holds no level of tug's
+	User      string
+	Namespace string
+	// Escalation: the API server refused a grant of more than the caller
+	// holds.
+	Escalation bool
+	// Err is the API server's refusal, when there was one. Not unwrapped:
+	// main would print the API server's words instead of these.
+	Err error
+}
+
+func (e *RefusedError) Error() string {
+	have := "you hold no tug access level here"
+	if e.Have != "" {
+		have = fmt.Sprintf("you (%s) are %s", e.User, Article(e.Have))
+	} else if e.User != "" {
+		have = fmt.Sprintf("you (%s) hold no tug access level here", e.User)
+	}
+	grant := fmt.Sprintf("an admin of the namespace grants it with 'tug access add %s --role %s -n %s' (see 'tug access list' for the admins)", subjectWord(e.User), e.Need, e.Namespace)
+	if e.Escalation {
+		return fmt.Sprintf("%s refused: the API server lets no one grant more than they hold, and granting %s needs the %s level in namespace %q; %s; nothing was changed",
+			e.Command, e.Need, e.Need, e.Namespace, have)
+	}
+	msg := fmt.Sprintf("%s needs the %s level in namespace %q; %s; %s", e.Command, e.Need, e.Namespace, have, grant)
+	if e.Err != nil {
+		// What the API server refused, for whoever writes a Role by hand.
+		msg += " (the API server said: " + kube.TranslateError(e.Err).Error() + ")"
+	}
+	return msg
+}
+
+// Article is "a viewer", "an operator".
+func Article(l Level) string {
+	if l == Operator || l == Admin {
+		return "an " + string(l)
+	}
+	return "a " + string(l)
+}
+
+// subjectWord is how 'tug access add' names the caller: a CI token's
+// service account as ci:NAME, another service account as
+// serviceaccount:NAME, a user by name.
+func subjectWord(user string) string {
+	if user == "" {
+		return "USER"
+	}
+	if s, err := SubjectOfUser(user); err == nil {
+		return s.String()
+	}
+	return user
+}

@@ -1,0 +1,128 @@
+package access
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"tug.dev/tug/pkg/inputerr"
+	"tug.dev/tug/pkg/kube"
+)
+
+// MinTTL is the shortest token the TokenRequest API issues.
+const MinTTL = 10 * time.Minute
+
+// TokenOptions are 'tug access token'.
+type TokenOptions struct {
+	Name  string
+	Level Level // "" with Rotate: the level it has
+	TTL   time.Duration
+	// Rotate deletes and recreates the identity, so every token issued
+	// before is refused, and issues a new one.
+	Rotate bool
+}
+
+// Token is a CI identity's new token; the JSON shape of docs/output.md
+// (with the kubeconfig that holds it).
+type Token struct {
+	Name           string    `json:"name"`
+	Subject        string    `json:"subject"`
+	ServiceAccount string    `json:"serviceAccount"`
+	Namespace      string    `json:"namespace"`
+	Level          Level     `json:"level"`
+	ExpiresAt      time.Time `json:"expiresAt"`
+	Token          string    `json:"-"`
+}
+
+// Validate checks o before anything is asked of the cluster.
+func (o TokenOptions) Validate() error {
+	if err := ValidateCIName(o.Name); err != nil {
+		return err
+	}
+	if o.TTL < MinTTL {
+		return inputerr.Errorf("--ttl %s is too short: the TokenRequest API issues tokens of %s or more", o.TTL, MinTTL)
+	}
+	if o.Level == "" && !o.Rotate {
+		return inputerr.Errorf("--role is required: viewer, developer, operator or admin")
+	}
+	return nil
+}
+
+// IssueToken makes (or with Rotate remakes) the ServiceAccount tug-ci-NAME
+// in namespace, grants it the level, and returns a token from the
+// TokenRequest API that expires after TTL.
+func IssueToken(ctx context.Context, client kubernetes.Interface, namespace string, o TokenOptions) (*Token, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	s := Subject{Kind: "ServiceAccount", Name: ciPrefix + o.Name, Namespace: namespace}
+	sas := client.CoreV1().ServiceAccounts(namespace)
+	have, err := sas.Get(ctx, s.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		if o.Rotate {
+			return nil, inputerr.Errorf("there is no CI token %q in namespace %q to rotate; make one with 'tug access token %s --role LEVEL'", o.Name, namespace, o.Name)
+		}
+	case err != nil:
+		return nil, kube.TranslateError(err)
+	case have.Labels[kube.LabelManagedBy] != kube.ManagedBy:
+		return nil, fmt.Errorf("service account %q in namespace %q is not tug's; nothing was changed", s.Name, namespace)
+	case !o.Rotate:
+		return nil, inputerr.Errorf("CI token %q exists in namespace %q; --rotate issues a new one (and refuses the old ones), 'tug access remove ci:%s' revokes it", o.Name, namespace, o.Name)
+	default:
+		if o.Level == "" {
+			o.Level = Level(have.Labels[LabelLevel])
+		}
+		// A new UID: the API server refuses every token of the old one.
+		if err := sas.Delete(ctx, s.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &have.UID}}); err != nil && !apierrors.IsNotFound(err) {
+			return nil, kube.TranslateError(err)
+		}
+	}
+	if o.Level.Rank() == 0 {
+		return nil, inputerr.Errorf("--role is required: viewer, developer, operator or admin")
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: namespace,
+		Labels: map[string]string{kube.LabelManagedBy: kube.ManagedBy, LabelLevel: string(o.Level)}}}
+	if _, err := sas.Create(ctx, sa, metav1.CreateOptions{FieldManager: kube.FieldManager}); err != nil {
+		return nil, kube.TranslateError(err)
+	}
+	if _, _, err := Add(ctx, client, namespace, s, o.Level); err != nil {
+		// Nothing half-made stays behind a refused grant.
+		_ = sas.Delete(context.WithoutCancel(ctx), s.Name, metav1.DeleteOptions{})
+		return nil, err
+	}
+	secs := int64(o.TTL / time.Second)
+	tr, err := sas.CreateToken(ctx, s.Name, &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &secs}}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, kube.TranslateError(err)
+	}
+	return &Token{Name: o.Name, Subject: s.String(), ServiceAccount: s.Name, Namespace: namespace, Level: o.Level,
+		ExpiresAt: tr.Status.ExpirationTimestamp.UTC(), Token: tr.Status.Token}, nil
+}
+
+// Cluster is where a kubeconfig points: the API server and how to trust it.
+type Cluster struct {
+	Server   string
+	CAData   []byte
+	Insecure bool
+	TLSName  string
+}
+
+// Kubeconfig is a kubeconfig holding t, for a CI secret: one cluster, one
+// user with the token, one context in t's namespace.
+func Kubeconfig(c Cluster, t *Token) *clientcmdapi.Config {
+	name := "tug-ci-" + t.Name
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters[name] = &clientcmdapi.Cluster{Server: c.Server, CertificateAuthorityData: c.CAData, InsecureSkipTLSVerify: c.Insecure, TLSServerName: c.TLSName}
+	cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: t.Token}
+	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name, Namespace: t.Namespace}
+	cfg.CurrentContext = name
+	return cfg
+}

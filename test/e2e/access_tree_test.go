@@ -1,0 +1,192 @@
+package e2e
+
+// The command-tree test of issue 38: every command's declared access level
+// (docs/rbac/levels.md, generated from the declarations and kept fresh by
+// TestGeneratedDocsUpToDate) against the local cluster's real RBAC. Each
+// command runs as a user one level below its own, and must be refused
+// with the level named, then as a user of its level, and must not be
+// refused. Users are impersonated (--as) from the admin kubeconfig and
+// granted their level with 'tug access add'.
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// treeStep is one command of the walk: its words after "tug", the
+// arguments that make it work on the fixture (app web), and what it reads
+// on stdin.
+type treeStep struct {
+	args  string
+	stdin string
+}
+
+// treeSteps run in this order (a volume is bound before it is unbound, an
+// app stopped before it is started). Every command of the namespace levels
+// needs an entry: a command added without one fails the walk, saying so.
+var treeSteps = []treeStep{
+	{args: "app list"}, {args: "app info web"}, {args: "app address web"}, {args: "unit list web"}, {args: "unit top web --once"},
+	{args: "logs web"}, {args: "app events web"}, {args: "access list"},
+	{args: "app allow list web"}, {args: "app autoscale list web"}, {args: "domain list web"}, {args: "cert list web"},
+	{args: "volume list"}, {args: "env get web"}, {args: "env set web FOO=bar"}, {args: "env unset web FOO"},
+	{args: "release list web"}, {args: "release info web v1"}, {args: "registry info web"},
+	{args: "app limit list web"}, {args: "app limit set web -p web --memory 96Mi"}, {args: "app limit unset web -p web --memory"},
+	{args: "app healthcheck list web"}, {args: "app healthcheck set web -p web --liveness exec:true"}, {args: "app healthcheck unset web -p web"},
+	{args: "app settings show web"}, {args: "app settings set web --history 6"}, {args: "app settings unset web --history"},
+	{args: "app autoscale set web -p web --min 1 --max 2 --cpu 80%"}, {args: "app autoscale unset web -p web"},
+	{args: "app scale web web=1"}, {args: "unit add web 1 -p web"}, {args: "unit remove web 1 -p web"}, {args: "unit kill web {unit}"},
+	{args: "app restart web"}, {args: "app stop web"}, {args: "app start web"},
+	{args: "app deploy web --image " + sampleV2 + " --process web=sample"}, {args: "release rollback web"},
+	{args: "app deploy web --image " + sampleV1 + " --process web=sample --canary 25%"}, {args: "release promote web"},
+	{args: "app deploy web --image " + sampleV2 + " --process web=sample --canary 25%"}, {args: "release abort web"},
+	{args: "app export web"},
+	{args: "run web -- true"}, {args: "app exec web -- true"}, {args: "shell web {unit}"},
+	{args: "domain add web tree.example.test"}, {args: "cert add web tree.example.test --cert {cert} --key {key}"},
+	{args: "cert remove web tree.example.test --yes"}, {args: "domain remove web tree.example.test --yes"},
+	{args: "app allow add web 10.0.0.0/8"}, {args: "app allow remove web 10.0.0.0/8"},
+	{args: "app maintenance web off"}, {args: "app routable web on"},
+	{args: "app tag set web tree=yes --no-wait"}, {args: "app tag unset web tree"},
+	{args: "registry set web --server registry.example.test --username u --password-stdin", stdin: "secret\n"},
+	{args: "registry unset web --yes"},
+	{args: "job add web nightly --schedule @daily -- true"}, {args: "job list web"}, {args: "job info web nightly"},
+	{args: "job suspend web nightly"}, {args: "job resume web nightly"}, {args: "job run web nightly"}, {args: "job logs web nightly"},
+	{args: "job remove web nightly --yes"},
+	{args: "volume create tree-data --size 1Mi"}, {args: "volume bind web tree-data --mount-path /data --no-wait"},
+	{args: "volume unbind web tree-data --no-wait"}, {args: "volume remove tree-data --yes"},
+	// Last of web's: no node is in this pool, so its units stay pending.
+	{args: "app pool set web tree-pool --no-wait"},
+	{args: "access add tree-someone --role viewer"}, {args: "access token tree-ci --role viewer --ttl 10m"},
+	{args: "access remove tree-someone --yes"},
+	{args: "app create tree-new"}, {args: "app remove tree-new --yes"},
+}
+
+// levelsTable reads docs/rbac/levels.md: command path -> level.
+func levelsTable(t *testing.T) map[string]string {
+	t.Helper()
+	f, err := os.Open(filepath.Join(repoRoot(), "docs/rbac/levels.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	row := regexp.MustCompile("^\\| `tug ([^`]+)` \\| ([a-z-]+) \\|$")
+	out := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if m := row.FindStringSubmatch(sc.Text()); m != nil {
+			out[m[1]] = m[2]
+		}
+	}
+	if len(out) < 80 {
+		t.Fatalf("docs/rbac/levels.md lists %d commands", len(out))
+	}
+	return out
+}
+
+// stepCommand is the command path a step runs: the longest prefix of its
+// words that the table knows.
+func stepCommand(args []string, table map[string]string) string {
+	for n := len(args); n > 0; n-- {
+		if _, ok := table[strings.Join(args[:n], " ")]; ok {
+			return strings.Join(args[:n], " ")
+		}
+	}
+	return ""
+}
+
+var namespaceLevels = []string{"viewer", "developer", "operator", "admin"}
+
+func TestAccessCommandTreeLevels(t *testing.T) {
+	h := New(t)
+	table := levelsTable(t)
+	h.deployShop("web", 1)
+	for _, l := range namespaceLevels {
+		h.mustTug("access", "add", "tree-"+l, "--role", l)
+	}
+	certFile, keyFile := selfSigned(t, []string{"tree.example.test"}, time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour))
+
+	walked := map[string]bool{}
+	for _, step := range treeSteps {
+		args := strings.Fields(step.args)
+		path := stepCommand(args, table)
+		level := table[path]
+		if path == "" || !contains(namespaceLevels, level) {
+			t.Errorf("step %q: no command of a namespace level (%q, %q)", step.args, path, level)
+			continue
+		}
+		walked[path] = true
+		args = h.fillTreeArgs(args, certFile, keyFile)
+		below := "tree-nobody"
+		if i := indexOf(namespaceLevels, level); i > 0 {
+			below = "tree-" + namespaceLevels[i-1]
+		}
+		// --as first: after "--" it would be the remote command's.
+		r := h.TugRun(Run{Args: append([]string{"--as", below}, args...), Stdin: step.stdin})
+		if r.Code != 1 || !strings.Contains(r.Stderr, "needs the "+level+" level") {
+			t.Errorf("tug %s as %s (one level below %s): want a refusal naming %s; %s", step.args, below, level, level, r)
+		}
+		r = h.TugRun(Run{Args: append([]string{"--as", "tree-" + level}, args...), Stdin: step.stdin})
+		if strings.Contains(r.Stderr, "needs the ") || strings.Contains(r.Stderr, "forbidden") || strings.Contains(r.Stderr, "refused:") {
+			t.Errorf("tug %s as %s: refused at its own level; %s", step.args, level, r)
+		} else if r.Code != 0 {
+			t.Errorf("tug %s as %s: exit %d at its own level: %s", step.args, level, r.Code, firstLine(r.Stderr))
+		}
+	}
+	for path, level := range table {
+		if contains(namespaceLevels, level) && !walked[path] {
+			t.Errorf("tug %s (%s) is not walked: add a step with working arguments to treeSteps", path, level)
+		}
+	}
+}
+
+// fillTreeArgs puts the fixture's unit and certificate in a step's words.
+func (h *H) fillTreeArgs(args []string, certFile, keyFile string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		switch a {
+		case "{cert}":
+			a = certFile
+		case "{key}":
+			a = keyFile
+		case "{unit}":
+			pods, err := h.Client.CoreV1().Pods(h.NS).List(context.Background(), metav1.ListOptions{LabelSelector: "tug.dev/app=web,tug.dev/process=web"})
+			if err != nil {
+				h.t.Fatal(err)
+			}
+			a = ""
+			for _, p := range pods.Items {
+				if p.DeletionTimestamp == nil && p.Status.Phase == "Running" {
+					a = p.Name
+				}
+			}
+			if a == "" {
+				h.t.Fatalf("no running unit of web")
+			}
+		}
+		out[i] = a
+	}
+	return out
+}
+
+func contains(xs []string, x string) bool { return indexOf(xs, x) >= 0 }
+
+func indexOf(xs []string, x string) int {
+	for i, y := range xs {
+		if y == x {
+			return i
+		}
+	}
+	return -1
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return line
+}
