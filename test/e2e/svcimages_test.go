@@ -194,7 +194,7 @@ func TestServiceImagePostgresKeepsRowsOnItsVolume(t *testing.T) {
 			TerminationGracePeriodSeconds: new(int64),
 			Containers: []corev1.Container{{
 				Name: "dbapp", Image: refs["dbapp"], ImagePullPolicy: corev1.PullIfNotPresent,
-				Env: []corev1.EnvVar{{Name: "DATABASE_URL", Value: url}, {Name: "TUG_RELEASE", Value: "7"}},
+				Env:            []corev1.EnvVar{{Name: "DATABASE_URL", Value: url}, {Name: "TUG_RELEASE", Value: "7"}},
 				ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstrPort(8080)}}, PeriodSeconds: 1},
 			}},
 		},
