@@ -187,7 +187,9 @@ func TestServiceImagePostgresKeepsRowsOnItsVolume(t *testing.T) {
 		t.Fatalf("a wrong password over TCP: %q %v", out, err)
 	}
 
-	url := fmt.Sprintf("postgres://app:%s@%s:5432/shop?sslmode=disable", pw, svc.Spec.ClusterIP)
+	// the shape of a binding's uri (no sslmode: the server has no TLS, and
+	// the driver's default, prefer, falls back to plain)
+	url := fmt.Sprintf("postgresql://app:%s@%s:5432/shop", pw, svc.Spec.ClusterIP)
 	h.createPod(&corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "dbapp", Labels: map[string]string{"app": "dbapp"}},
 		Spec: corev1.PodSpec{
