@@ -317,3 +317,26 @@ func redisSay(t *testing.T, addr string, commands ...string) string {
 	}
 	return strings.TrimSpace(reply)
 }
+
+// Without POSTGRES_PASSWORD an empty PGDATA is not initialised: the unit
+// exits 1 saying why, as the official image does.
+func TestServiceImagePostgresRefusesWithoutPassword(t *testing.T) {
+	h := New(t)
+	refs := serviceImages(t)
+	spec := corev1.PodSpec{
+		RestartPolicy: corev1.RestartPolicyNever,
+		Containers:    []corev1.Container{{Name: "pg", Image: refs["postgres"], ImagePullPolicy: corev1.PullIfNotPresent}},
+	}
+	nonRoot(&spec)
+	h.createPod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pg", Labels: map[string]string{"app": "pg"}}, Spec: spec})
+	pod := h.WaitPods("app=pg", 60*time.Second, "postgres without a password exits", func(pods []corev1.Pod) bool {
+		return len(pods) == 1 && len(pods[0].Status.ContainerStatuses) == 1 && pods[0].Status.ContainerStatuses[0].State.Terminated != nil
+	})[0]
+	if code := pod.Status.ContainerStatuses[0].State.Terminated.ExitCode; code != 1 {
+		t.Errorf("exit code %d, want 1", code)
+	}
+	logs, err := h.Client.CoreV1().Pods(h.NS).GetLogs(pod.Name, &corev1.PodLogOptions{}).DoRaw(context.Background())
+	if err != nil || !strings.Contains(string(logs), "POSTGRES_PASSWORD is not set") {
+		t.Fatalf("its log should say the password is missing: %v\n%s", err, logs)
+	}
+}
