@@ -151,6 +151,8 @@ need_packages() {
   command -v conntrack >/dev/null || missing+=(conntrack)
   command -v ip >/dev/null || missing+=(iproute2)
   command -v nsenter >/dev/null || missing+=(util-linux)
+  # the backing-service images are made from Debian packages (test/images/services)
+  command -v debootstrap >/dev/null || missing+=(debootstrap)
   [ ${#missing[@]} -eq 0 ] && return 0
   [ "$(id -u)" -eq 0 ] || die "missing packages (${missing[*]}); run as root so they can be installed"
   say "installing ${missing[*]}"
@@ -598,12 +600,36 @@ volumeBindingMode: Immediate
 EOF
 }
 
+provisioner_bin() {
+  local key
+  key=$( { cat "$repo"/test/cluster/provisioner/*.go "$repo"/go.sum; go version; } | sha256sum | cut -c1-16)
+  echo "$cache/provisioner/$key/provisioner"
+}
+
+# provisioner_build_start: build the provisioner (client-go's informers:
+# a minute of compiling cold) in the background, beside the other builds
+# of up; ensure_provisioner waits for it.
+provisioner_build_start() {
+  local bin
+  bin=$(provisioner_bin)
+  [ -x "$bin" ] && return 0
+  provisioner_build_log=$(mktemp)
+  mkdir -p "$(dirname "$bin")"
+  (cd "$repo" && GOTOOLCHAIN=local CGO_ENABLED=0 go build -o "$bin.tmp" ./test/cluster/provisioner && mv "$bin.tmp" "$bin") \
+    >"$provisioner_build_log" 2>&1 &
+  provisioner_build_pid=$!
+}
+
 # ensure_provisioner: the provisioner runs (this build of it) and the
 # StorageClass exists. Idempotent: up on a running cluster calls it.
 ensure_provisioner() {
-  local key bin
-  key=$( { cat "$repo"/test/cluster/provisioner/*.go "$repo"/go.sum; go version; } | sha256sum | cut -c1-16)
-  bin=$cache/provisioner/$key/provisioner
+  local bin
+  bin=$(provisioner_bin)
+  if [ -n "${provisioner_build_pid:-}" ]; then
+    wait "$provisioner_build_pid" || { cat "$provisioner_build_log" >&2; die "building the provisioner failed"; }
+    rm -f "$provisioner_build_log"
+    provisioner_build_pid=
+  fi
   if [ ! -x "$bin" ]; then
     say "building the volume provisioner"
     mkdir -p "$(dirname "$bin")"
@@ -1053,6 +1079,7 @@ up() {
   cnb_prebuild
   metrics_build_start
   service_images_start
+  provisioner_build_start
   new_k8s=$("$here/build-localk8s.sh") || die "building the Kubernetes $k8s_version binary failed"
   build_images
   wait "$router_build" || die "building the router failed"
