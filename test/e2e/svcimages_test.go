@@ -179,7 +179,7 @@ func TestServiceImagePostgresKeepsRowsOnItsVolume(t *testing.T) {
 
 	// the unit: postgres itself is PID 1, as uid 999, with the JIT off
 	out, err := h.execIn(first.Name, "sh", "-c", `cat /proc/1/comm; id -u; psql -U app -d shop -tAc 'show jit'`)
-	if err != nil || strings.Fields(out)[0] != "postgres" || strings.Fields(out)[1] != "999" || strings.Fields(out)[2] != "off" {
+	if err != nil || strings.Join(strings.Fields(out), " ") != "postgres 999 off" {
 		t.Fatalf("in the postgres unit: %q %v", out, err)
 	}
 	// a password is required over the network
@@ -190,19 +190,7 @@ func TestServiceImagePostgresKeepsRowsOnItsVolume(t *testing.T) {
 	// the shape of a binding's uri (no sslmode: the server has no TLS, and
 	// the driver's default, prefer, falls back to plain)
 	url := fmt.Sprintf("postgresql://app:%s@%s:5432/shop", pw, svc.Spec.ClusterIP)
-	h.createPod(&corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "dbapp", Labels: map[string]string{"app": "dbapp"}},
-		Spec: corev1.PodSpec{
-			TerminationGracePeriodSeconds: new(int64),
-			Containers: []corev1.Container{{
-				Name: "dbapp", Image: refs["dbapp"], ImagePullPolicy: corev1.PullIfNotPresent,
-				Env:            []corev1.EnvVar{{Name: "DATABASE_URL", Value: url}, {Name: "TUG_RELEASE", Value: "7"}},
-				ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstrPort(8080)}}, PeriodSeconds: 1},
-			}},
-		},
-	})
-	app := h.WaitPods("app=dbapp", 60*time.Second, "dbapp ready", AllReady(1))[0]
-	base := "http://" + net.JoinHostPort(app.Status.PodIP, "8080") + "/"
+	base := h.startDBApp(refs["dbapp"], url)
 	get := func(note string) string {
 		t.Helper()
 		body, err := tryGet(base + "?note=" + note)
@@ -253,20 +241,45 @@ func TestServiceImagePostgresKeepsRowsOnItsVolume(t *testing.T) {
 		t.Fatalf("the new unit's log should say the old one shut down cleanly: %v\n%s", err, logs)
 	}
 
-	// a claim deleted takes its volume and directory with it
-	if err := h.Client.AppsV1().StatefulSets(h.NS).Delete(ctx, "pg", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
+	h.assertClaimTakesItsVolume("pg", "pg-data", pv)
+}
+
+// startDBApp runs dbapp with DATABASE_URL url and returns its address.
+func (h *H) startDBApp(image, url string) string {
+	h.t.Helper()
+	h.createPod(&corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "dbapp", Labels: map[string]string{"app": "dbapp"}},
+		Spec: corev1.PodSpec{
+			TerminationGracePeriodSeconds: new(int64),
+			Containers: []corev1.Container{{
+				Name: "dbapp", Image: image, ImagePullPolicy: corev1.PullIfNotPresent,
+				Env:            []corev1.EnvVar{{Name: "DATABASE_URL", Value: url}, {Name: "TUG_RELEASE", Value: "7"}},
+				ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstrPort(8080)}}, PeriodSeconds: 1},
+			}},
+		},
+	})
+	app := h.WaitPods("app=dbapp", 60*time.Second, "dbapp ready", AllReady(1))[0]
+	return "http://" + net.JoinHostPort(app.Status.PodIP, "8080") + "/"
+}
+
+// assertClaimTakesItsVolume deletes StatefulSet set, then its claim, and
+// checks that the provisioner removed the claim's volume and directory.
+func (h *H) assertClaimTakesItsVolume(set, claim string, pv *corev1.PersistentVolume) {
+	h.t.Helper()
+	ctx := context.Background()
+	if err := h.Client.AppsV1().StatefulSets(h.NS).Delete(ctx, set, metav1.DeleteOptions{}); err != nil {
+		h.t.Fatal(err)
 	}
-	h.WaitPods("app=pg", 60*time.Second, "postgres gone", func(pods []corev1.Pod) bool { return len(pods) == 0 })
-	if err := h.Client.CoreV1().PersistentVolumeClaims(h.NS).Delete(ctx, "pg-data", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
+	h.WaitPods("app="+set, 60*time.Second, set+" gone", func(pods []corev1.Pod) bool { return len(pods) == 0 })
+	if err := h.Client.CoreV1().PersistentVolumeClaims(h.NS).Delete(ctx, claim, metav1.DeleteOptions{}); err != nil {
+		h.t.Fatal(err)
 	}
 	h.Eventually(60*time.Second, "volume "+pv.Name+" removed with its claim", func() (bool, error) {
 		_, err := h.Client.CoreV1().PersistentVolumes().Get(ctx, pv.Name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), err
 	})
 	if _, err := os.Stat(pv.Spec.HostPath.Path); !os.IsNotExist(err) {
-		t.Fatalf("the volume's directory %s is still there: %v", pv.Spec.HostPath.Path, err)
+		h.t.Fatalf("the volume's directory %s is still there: %v", pv.Spec.HostPath.Path, err)
 	}
 }
 
