@@ -70,13 +70,25 @@ trim() {
   rm -rf "$root"/var/lib/apt/lists/* "$root"/var/cache/apt/* "$root"/var/cache/debconf/*-old \
     "$root"/var/lib/dpkg/*-old "$root"/var/log/* "$root"/usr/share/doc "$root"/usr/share/man \
     "$root"/usr/share/info "$root"/usr/share/locale "$root"/usr/share/lintian
-  find "$root/dev" -mindepth 1 -delete
+}
+
+# mounts_under DIR: what is mounted below DIR (debootstrap mounts proc and
+# sys, and may bind /dev, while it works), deepest first.
+mounts_under() { awk -v d="$1/" 'index($5, d) == 1 {print $5}' /proc/self/mountinfo | sort -r; }
+
+# cleanup: nothing of the work folder stays, and nothing mounted in it is
+# touched (a /dev bound in a root filesystem is the machine's).
+cleanup() {
+  local m
+  for m in $(mounts_under "$work"); do umount -l "$m" 2>/dev/null || true; done
+  rm -rf --one-file-system "$work"
 }
 
 # debootstrap_into ROOTFS PACKAGE LOG
 debootstrap_into() {
   debootstrap --variant=minbase --include="$2" "$suite" "$1" "$(mirror)" >"$3" 2>&1 ||
     { say "debootstrap of $2 failed:"; tail -n 20 "$3" | sed 's/^/  | /' >&2; return 1; }
+  [ -z "$(mounts_under "$1")" ] || { say "debootstrap left mounts in $1: $(mounts_under "$1" | tr '\n' ' ')"; return 1; }
 }
 
 postgres_rootfs() {
@@ -119,7 +131,7 @@ command -v debootstrap >/dev/null || {
 }
 mkdir -p "$(dirname "$out")"
 work=$(mktemp -d "$(dirname "$out")/.build-XXXXXX")
-trap 'rm -rf "$work"' EXIT
+trap cleanup EXIT
 say "building postgres and redis from Debian $suite (first time ~2 min; cached in $out)"
 postgres_rootfs "$work/postgres" "$work/postgres.log" &
 pg=$!
