@@ -24,7 +24,8 @@ export GOTOOLCHAIN=local
 suite=bookworm
 key=$( { cat "$here/build.sh" "$here/postgres-entrypoint.sh" "$here/redis-entrypoint.sh" \
   "$repo"/test/images/layer/*.go "$repo"/test/images/pack/*.go; echo "$suite"; go version; } | sha256sum | cut -c1-16)
-out="${XDG_CACHE_HOME:-$HOME/.cache}/tug/images/services/$key"
+cachedir="${XDG_CACHE_HOME:-$HOME/.cache}/tug/images/services"
+out="$cachedir/$key"
 say() { printf 'service images: %s\n' "$*" >&2; }
 
 case "${1:-}" in
@@ -32,7 +33,8 @@ case "${1:-}" in
   --cached | '') ;;
   *) echo "usage: $0 [--cached|--key]" >&2; exit 2 ;;
 esac
-if [ -f "$out/postgres.tar" ] && [ -f "$out/redis.tar" ]; then
+cached() { [ -f "$out/postgres.tar" ] && [ -f "$out/redis.tar" ]; }
+if cached; then
   echo "$out"
   exit 0
 fi
@@ -76,12 +78,21 @@ trim() {
 # sys, and may bind /dev, while it works), deepest first.
 mounts_under() { awk -v d="$1/" 'index($5, d) == 1 {print $5}' /proc/self/mountinfo | sort -r; }
 
-# cleanup: nothing of the work folder stays, and nothing mounted in it is
-# touched (a /dev bound in a root filesystem is the machine's).
-cleanup() {
+# remove_work DIR: nothing of a work folder stays, and nothing mounted in
+# it is touched (a /dev bound in a root filesystem is the machine's).
+remove_work() {
   local m
-  for m in $(mounts_under "$work"); do umount -l "$m" 2>/dev/null || true; done
-  rm -rf --one-file-system "$work"
+  for m in $(mounts_under "$1"); do umount -l "$m" 2>/dev/null || true; done
+  rm -rf --one-file-system "$1"
+}
+
+# cleanup: the jobs stop first (each is its own process group, set -m
+# below, so debootstrap and dpkg under them stop too), then their tree goes.
+cleanup() {
+  local j
+  for j in $(jobs -p); do kill -TERM -- "-$j" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  remove_work "$work"
 }
 
 # debootstrap_into ROOTFS PACKAGE LOG
@@ -121,22 +132,51 @@ redis_rootfs() {
   trim "$root"
 }
 
-# version ROOTFS PACKAGE: the installed version of PACKAGE
-version() { chroot "$1" dpkg-query -W -f '${Version}' "$2"; }
+# version ROOTFS PACKAGE: the version of PACKAGE, which dpkg must call
+# installed (not half-installed or unpacked).
+version() {
+  local s
+  s=$(chroot "$1" dpkg-query -W -f '${db:Status-Status} ${Version}' "$2") || return 1
+  [ "${s%% *}" = installed ] || { say "$2 is not installed in $1 (dpkg says ${s%% *})"; return 1; }
+  echo "${s#* }"
+}
 
 start=$(date +%s)
 command -v debootstrap >/dev/null || {
   say "installing debootstrap"
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap >/dev/null
 }
-mkdir -p "$(dirname "$out")"
-work=$(mktemp -d "$(dirname "$out")/.build-XXXXXX")
+mkdir -p "$cachedir"
+# One build at a time: a second waits for the first and takes its result
+# (and the rm -rf "$out"; mv at the end never races).
+exec 9>"$cachedir/.lock"
+flock -n 9 || { say "another build of the service images runs; waiting for it"; flock 9; }
+if cached; then
+  echo "$out"
+  exit 0
+fi
+# What a killed build left (mounts, ~600 MB): no build runs now, we hold the lock.
+for d in "$cachedir"/.build-*; do
+  [ -d "$d" ] || continue
+  say "removing $d, an interrupted build's"
+  remove_work "$d"
+done
+work=$(mktemp -d "$cachedir/.build-XXXXXX")
+# Jobs in their own process groups, for cleanup; a signal ends the script
+# through its EXIT trap.
+set -m
 trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 say "building postgres and redis from Debian $suite (first time ~2 min; cached in $out)"
+# Both as jobs, each checked by its own wait: a function called as
+# `f || exit` would run with set -e off and hide a failed step.
 postgres_rootfs "$work/postgres" "$work/postgres.log" &
 pg=$!
-redis_rootfs "$work/redis" "$work/redis.log" || exit 1
-wait "$pg" || exit 1
+redis_rootfs "$work/redis" "$work/redis.log" &
+rd=$!
+wait "$pg" || { say "building the postgres root filesystem failed"; exit 1; }
+wait "$rd" || { say "building the redis root filesystem failed"; exit 1; }
 pgv=$(version "$work/postgres" postgresql-15)
 rv=$(version "$work/redis" redis-server)
 mkdir -p "$work/out"
@@ -146,12 +186,14 @@ base=(-label "org.opencontainers.image.source=tug test/images/services" -label "
   -env PATH=/usr/lib/postgresql/15/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
   -env PGDATA=/var/lib/postgresql/data/pgdata -env LANG=C.UTF-8 \
   "${base[@]}" -label "org.opencontainers.image.version=$pgv") &
-pack=$!
+pgpack=$!
 (cd "$repo" && go run ./test/images/pack -rootfs "$work/redis" -out "$work/out/redis.tar" -ref localhost/tug/redis:7 \
   -user 999:999 -workdir /data -entrypoint docker-entrypoint.sh -cmd redis-server \
   -env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-  "${base[@]}" -label "org.opencontainers.image.version=$rv")
-wait "$pack"
+  "${base[@]}" -label "org.opencontainers.image.version=$rv") &
+rdpack=$!
+wait "$pgpack" || { say "packing postgres failed"; exit 1; }
+wait "$rdpack" || { say "packing redis failed"; exit 1; }
 printf 'postgresql-15 %s\nredis-server %s\n' "$pgv" "$rv" > "$work/out/versions"
 rm -rf "$out"
 mv "$work/out" "$out"
