@@ -30,26 +30,36 @@ export PGDATA="${PGDATA:-/var/lib/postgresql/data/pgdata}"
 POSTGRES_USER="${POSTGRES_USER:-postgres}"
 POSTGRES_DB="${POSTGRES_DB:-$POSTGRES_USER}"
 
+# init: a new database, made in $PGDATA.init beside PGDATA and renamed to
+# PGDATA when complete, so a stop midway (a deleted pod) leaves no
+# half-made database to start: the next start makes it again.
 init() {
   if [ -z "${POSTGRES_PASSWORD:-}" ]; then
     echo "postgres: the database is not initialised and POSTGRES_PASSWORD is not set" >&2
     exit 1
   fi
-  mkdir -p "$PGDATA"
-  chmod 700 "$PGDATA" || {
-    echo "postgres: cannot own $PGDATA (uid $(id -u)): give the volume's group to the unit (fsGroup 999)" >&2
+  parent=$(dirname "$PGDATA")
+  mkdir -p "$parent" 2>/dev/null || true
+  [ -w "$parent" ] || {
+    echo "postgres: cannot write $parent (uid $(id -u)): give the volume's group to the unit (fsGroup 999)" >&2
     exit 1
   }
+  # PGDATA names the new folder while it is made (an initdb.d script may use it)
+  final=$PGDATA new=$PGDATA.init
+  export PGDATA="$new"
+  rm -rf "$new"
+  mkdir -m 700 "$new"
   pwfile=$(mktemp)
+  trap 'rm -f "$pwfile"' EXIT
   printf '%s\n' "$POSTGRES_PASSWORD" > "$pwfile"
   # shellcheck disable=SC2086 # more initdb arguments, split as words
-  initdb --username="$POSTGRES_USER" --pwfile="$pwfile" --auth-local=trust --auth-host=scram-sha-256 \
+  initdb -D "$new" --username="$POSTGRES_USER" --pwfile="$pwfile" --auth-local=trust --auth-host=scram-sha-256 \
     --encoding=UTF8 --locale=C.UTF-8 ${POSTGRES_INITDB_ARGS:-}
   rm -f "$pwfile"
-  printf '\n# every host, with a password\nhost all all all scram-sha-256\n' >> "$PGDATA/pg_hba.conf"
+  printf '\n# every host, with a password\nhost all all all scram-sha-256\n' >> "$new/pg_hba.conf"
 
   # a server on the unit's socket only, while the database is made
-  pg_ctl -D "$PGDATA" -o "-c listen_addresses=''" -w start
+  pg_ctl -D "$new" -o "-c listen_addresses=''" -w start
   if [ "$POSTGRES_DB" != postgres ]; then
     psql -v ON_ERROR_STOP=1 --no-psqlrc --username "$POSTGRES_USER" --dbname postgres --set db="$POSTGRES_DB" <<'SQL'
 CREATE DATABASE :"db";
@@ -61,7 +71,14 @@ SQL
       *.sh) echo "postgres: running $f"; . "$f" ;;
     esac
   done
-  pg_ctl -D "$PGDATA" -m fast -w stop
+  pg_ctl -D "$new" -m fast -w stop
+  # -T: an empty PGDATA (made by hand) is replaced; a PGDATA that holds
+  # files, or is itself a mount point, is an error
+  export PGDATA="$final"
+  mv -T "$new" "$PGDATA" || {
+    echo "postgres: cannot put the new database at $PGDATA: it must be empty or absent, and not a mount point (use a folder below the volume's root)" >&2
+    exit 1
+  }
   echo "postgres: initialised $PGDATA (user $POSTGRES_USER, database $POSTGRES_DB)"
 }
 
