@@ -26,4 +26,6 @@ finish() {
 }
 trap finish EXIT
 export TUG_E2E_KUBECONFIG=$($cluster kubeconfig) TUG_E2E_REQUIRED=1
+# dbapp (the backing-services sample app) is its own module: ./... skips it
+(cd test/images/dbapp && go test -count=1 ./...)
 go test -count=1 -timeout 45m ./... "$@"
