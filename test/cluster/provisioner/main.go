@@ -137,7 +137,11 @@ func (p *provisioner) claim(ctx context.Context, c *corev1.PersistentVolumeClaim
 	switch {
 	case apierrors.IsAlreadyExists(err):
 	case err != nil:
+		// the directory has no volume: the next try makes it again
 		log.Printf("claim %s/%s: creating volume %s: %v", c.Namespace, c.Name, pv.Name, err)
+		if err := os.RemoveAll(pv.Spec.HostPath.Path); err != nil {
+			log.Printf("claim %s/%s: removing %s: %v", c.Namespace, c.Name, pv.Spec.HostPath.Path, err)
+		}
 	default:
 		log.Printf("claim %s/%s: volume %s at %s", c.Namespace, c.Name, pv.Name, pv.Spec.HostPath.Path)
 	}
@@ -157,9 +161,14 @@ func (p *provisioner) classFor(c *corev1.PersistentVolumeClaim) *storagev1.Stora
 
 // needsVolume: a Pending claim with no volume, which dynamic provisioning
 // serves (a claim with a selector asks for an existing volume), and, for a
-// WaitForFirstConsumer class, once the scheduler picked its node.
+// WaitForFirstConsumer class, once the scheduler picked its node. A claim
+// with a data source (a snapshot, another claim) stays Pending: an empty
+// directory would lose the data it asks for.
 func needsVolume(c *corev1.PersistentVolumeClaim, class *storagev1.StorageClass) bool {
 	if c.DeletionTimestamp != nil || c.Spec.VolumeName != "" || c.Status.Phase != corev1.ClaimPending || c.Spec.Selector != nil {
+		return false
+	}
+	if c.Spec.DataSource != nil || c.Spec.DataSourceRef != nil {
 		return false
 	}
 	if c.Spec.VolumeMode != nil && *c.Spec.VolumeMode == corev1.PersistentVolumeBlock {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -10,8 +11,10 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -53,11 +56,18 @@ func TestClaimGetsVolume(t *testing.T) {
 	bound.Spec.VolumeName = "pv-x"
 	selected := claim("tug-local")
 	selected.Spec.Selector = &metav1.LabelSelector{}
-	for _, c := range []*corev1.PersistentVolumeClaim{claim("other"), bound, selected, claim("missing")} {
+	cloned := claim("tug-local")
+	cloned.Spec.DataSource = &corev1.TypedLocalObjectReference{Kind: "PersistentVolumeClaim", Name: "src"}
+	fromRef := claim("tug-local")
+	fromRef.Spec.DataSourceRef = &corev1.TypedObjectReference{Kind: "VolumeSnapshot", Name: "snap"}
+	for _, c := range []*corev1.PersistentVolumeClaim{claim("other"), bound, selected, claim("missing"), cloned, fromRef} {
 		p.claim(ctx, c)
 	}
 	if l, _ := client.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{}); len(l.Items) != 0 {
 		t.Fatalf("volumes made for claims that are not ours to serve: %v", l.Items)
+	}
+	if left, _ := os.ReadDir(p.root); len(left) != 0 {
+		t.Fatalf("directories made for claims that are not ours to serve: %v", left)
 	}
 
 	p.claim(ctx, claim("tug-local"))
@@ -135,5 +145,17 @@ func TestReleasedVolumeIsRemoved(t *testing.T) {
 	}
 	if _, err := client.CoreV1().PersistentVolumes().Get(ctx, stray.Name, metav1.GetOptions{}); err != nil {
 		t.Errorf("a volume outside the root was deleted: %v", err)
+	}
+}
+
+// A volume the apiserver refuses leaves no directory behind.
+func TestRefusedVolumeLeavesNoDirectory(t *testing.T) {
+	p, client := fixture(t, class("tug-local", Name, storagev1.VolumeBindingImmediate))
+	client.PrependReactor("create", "persistentvolumes", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("refused")
+	})
+	p.claim(context.Background(), claim("tug-local"))
+	if left, _ := os.ReadDir(p.root); len(left) != 0 {
+		t.Fatalf("left behind: %v", left)
 	}
 }
