@@ -481,6 +481,7 @@ build_images() {
     (cd "$repo" && GOTOOLCHAIN=local go run ./test/images/build -out "$out" -buildkit "$bk") || die "image build failed"
   fi
   service_images_wait
+  [ -z "${dbapp_warm_pid:-}" ] || wait "$dbapp_warm_pid" || true
   # beside the others, so every step below finds each image as $images/NAME.tar
   for t in $service_tars; do
     ln -f "$service_images/$t.tar" "$out/$t.tar" 2>/dev/null || cp "$service_images/$t.tar" "$out/$t.tar"
@@ -618,6 +619,16 @@ provisioner_build_start() {
   (cd "$repo" && GOTOOLCHAIN=local CGO_ENABLED=0 go build -o "$bin.tmp" ./test/cluster/provisioner && mv "$bin.tmp" "$bin") \
     >"$provisioner_build_log" 2>&1 &
   provisioner_build_pid=$!
+}
+
+# dbapp_warm_start: compile dbapp (pgx: its own module, tens of seconds
+# cold) into Go's build cache in the background, with test/images/build's
+# flags, so build_images, after Kubernetes, links it at once. Its result
+# does not matter: test/images/build's own build reports errors.
+dbapp_warm_start() {
+  (cd "$repo/test/images/dbapp" && GOTOOLCHAIN=local CGO_ENABLED=0 GOOS=linux go build -trimpath -ldflags '-s -w' -o /dev/null .) \
+    >/dev/null 2>&1 &
+  dbapp_warm_pid=$!
 }
 
 # ensure_provisioner: the provisioner runs (this build of it) and the
@@ -1015,6 +1026,16 @@ ensure_router() {
   check_router_listeners
 }
 
+# service_images_current: the postgres and redis images in $images are
+# what test/images/services/build.sh makes from this checkout.
+service_images_current() {
+  local svc t
+  svc=$("$repo/test/images/services/build.sh" --cached) || return 1
+  for t in $service_tars; do
+    [ "$svc/$t.tar" -ef "$images/$t.tar" ] || cmp -s "$svc/$t.tar" "$images/$t.tar" || return 1
+  done
+}
+
 # print_service_images: the backing-service images and their sample app in
 # the local registry, by digest, one "NAME REF" a line (for the demo, the
 # e2e tests and plans). Builds nothing: says what to run when they are not
@@ -1024,6 +1045,8 @@ print_service_images() {
   bk=$("$repo/test/images/buildkit/build.sh" --cached) ||
     die "the test images are not built: run cluster.sh up (or ensure-registry on a running cluster)"
   images=$cache/images/$(images_key "$bk")
+  service_images_current ||
+    say "warning: test/images/services changed since these images were built; run cluster.sh ensure-registry for the current ones"
   for t in postgres redis dbapp; do
     [ -f "$images/$t.tar" ] || die "no $t image in $images: run cluster.sh ensure-registry (on a running cluster) or up"
     ref=$(image_ref "$t")
@@ -1080,6 +1103,7 @@ up() {
   metrics_build_start
   service_images_start
   provisioner_build_start
+  dbapp_warm_start
   new_k8s=$("$here/build-localk8s.sh") || die "building the Kubernetes $k8s_version binary failed"
   build_images
   wait "$router_build" || die "building the router failed"
@@ -1381,6 +1405,9 @@ check_clean() {
   cg2=$(cgroup2_root)
   [ -n "$cg2" ] && [ -d "$cg2/$router_cgroup" ] && left+=("the router's cgroup $cg2/$router_cgroup")
   awk -v d="$dir/" 'index($5, d) == 1' /proc/self/mountinfo | grep -q . && left+=("mounts under $dir")
+  # a killed service image build's (test/images/services/build.sh removes them at its next run)
+  awk -v d="$cache/" 'index($5, d) == 1' /proc/self/mountinfo | grep -q . &&
+    left+=("mounts under $cache: $(awk -v d="$cache/" 'index($5, d) == 1 {print $5}' /proc/self/mountinfo | head -3 | tr '\n' ' ')")
   ip netns list 2>/dev/null | grep -q '^cni-' && left+=("network namespaces: $(ip netns list | awk '/^cni-/ {print $1}' | tr '\n' ' ')")
   local i
   for i in "$host_bridge" tugcni1 tugcni2; do
