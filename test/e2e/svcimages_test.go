@@ -364,3 +364,44 @@ func TestServiceImagePostgresRefusesWithoutPassword(t *testing.T) {
 		t.Fatalf("its log should say the password is missing: %v\n%s", err, logs)
 	}
 }
+
+// An initialisation stopped midway (here by an initdb.d script that exits
+// the first time) leaves no half-made database: the restarted unit makes
+// it again, so what the init scripts make is there.
+func TestServiceImagePostgresInitStoppedMidwayStartsOver(t *testing.T) {
+	h := New(t)
+	refs := serviceImages(t)
+	ctx := context.Background()
+	_, err := h.Client.CoreV1().ConfigMaps(h.NS).Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "pg-init"},
+		Data: map[string]string{
+			"10-stop-once.sh": "if [ ! -e /var/lib/postgresql/data/stopped-once ]; then\n" +
+				"  touch /var/lib/postgresql/data/stopped-once; echo 'stopping midway'; exit 3\nfi\n",
+			"20-table.sql": "CREATE TABLE made_at_init (x int); INSERT INTO made_at_init VALUES (42);\n",
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pv := h.claim("pginit-data")
+	set := statefulSet("pginit", refs["postgres"], "/var/lib/postgresql/data", []corev1.EnvVar{
+		{Name: "POSTGRES_PASSWORD", Value: secretWord(t)}, {Name: "POSTGRES_DB", Value: "shop"},
+	}, nil, []string{"pg_isready", "-h", "127.0.0.1", "-p", "5432"})
+	spec := &set.Spec.Template.Spec
+	spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "init", VolumeSource: corev1.VolumeSource{
+		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "pg-init"}}}})
+	spec.Containers[0].VolumeMounts = append(spec.Containers[0].VolumeMounts,
+		corev1.VolumeMount{Name: "init", MountPath: "/docker-entrypoint-initdb.d", ReadOnly: true})
+	h.createStatefulSet(set)
+	pod := h.WaitPods("app=pginit", 180*time.Second, "postgres ready after an initialisation stopped midway", AllReady(1))[0]
+	if n := pod.Status.ContainerStatuses[0].RestartCount; n < 1 {
+		t.Fatalf("restart count %d: the first initialisation should have stopped midway", n)
+	}
+	out, err := h.execIn(pod.Name, "psql", "-U", "postgres", "-d", "shop", "-tAc", "select x from made_at_init")
+	if err != nil || strings.TrimSpace(out) != "42" {
+		t.Fatalf("the init scripts' table, after the stopped initialisation: %q %v", out, err)
+	}
+	if _, err := os.Stat(filepath.Join(pv.Spec.HostPath.Path, "pgdata.init")); !os.IsNotExist(err) {
+		t.Fatalf("the unfinished initialisation's folder is still on the volume: %v", err)
+	}
+}
