@@ -405,3 +405,40 @@ func TestServiceImagePostgresInitStoppedMidwayStartsOver(t *testing.T) {
 		t.Fatalf("the unfinished initialisation's folder is still on the volume: %v", err)
 	}
 }
+
+// PGDATA may be the volume's root, as with the official image, when the
+// unit owns it: the new database's files move in, PG_VERSION last. A root
+// the unit cannot own gets an error that says what to do.
+func TestServiceImagePostgresPGDATAAtTheVolumeRoot(t *testing.T) {
+	h := New(t)
+	refs := serviceImages(t)
+	env := []corev1.EnvVar{{Name: "POSTGRES_PASSWORD", Value: secretWord(t)}, {Name: "PGDATA", Value: "/var/lib/postgresql/data"}}
+	probe := []string{"pg_isready", "-h", "127.0.0.1", "-p", "5432"}
+
+	// the provisioner's directory belongs to root: postgres cannot own it
+	h.claim("rootpg-data")
+	set := statefulSet("rootpg", refs["postgres"], "/var/lib/postgresql/data", env, nil, probe)
+	h.createStatefulSet(set)
+	pod := h.WaitPods("app=rootpg", 90*time.Second, "postgres refusing a volume root it cannot own", func(pods []corev1.Pod) bool {
+		return len(pods) == 1 && len(pods[0].Status.ContainerStatuses) == 1 && pods[0].Status.ContainerStatuses[0].LastTerminationState.Terminated != nil
+	})[0]
+	logs, err := h.Client.CoreV1().Pods(h.NS).GetLogs(pod.Name, &corev1.PodLogOptions{Previous: true}).DoRaw(context.Background())
+	if err != nil || !strings.Contains(string(logs), "set PGDATA to a folder below the volume's root") {
+		t.Fatalf("its log should say what to do: %v\n%s", err, logs)
+	}
+
+	// a volume root owned by uid 999 (as a storage driver may make it)
+	pv := h.claim("ownpg-data")
+	if err := os.Chown(pv.Spec.HostPath.Path, 999, 999); err != nil {
+		t.Fatal(err)
+	}
+	h.createStatefulSet(statefulSet("ownpg", refs["postgres"], "/var/lib/postgresql/data", env, nil, probe))
+	pod = h.WaitPods("app=ownpg", 120*time.Second, "postgres ready with PGDATA at the volume's root", AllReady(1))[0]
+	out, err := h.execIn(pod.Name, "psql", "-U", "postgres", "-tAc", "select current_setting('data_directory')")
+	if err != nil || strings.TrimSpace(out) != "/var/lib/postgresql/data" {
+		t.Fatalf("data_directory %q %v", out, err)
+	}
+	if _, err := os.Stat(filepath.Join(pv.Spec.HostPath.Path, "PG_VERSION")); err != nil {
+		t.Fatalf("the database is not at the volume's root: %v", err)
+	}
+}

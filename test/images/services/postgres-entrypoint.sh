@@ -44,6 +44,12 @@ init() {
     echo "postgres: cannot write $parent (uid $(id -u)): give the volume's group to the unit (fsGroup 999)" >&2
     exit 1
   }
+  # postgres wants its folder owned by its user, mode 700 (a volume's root
+  # as PGDATA is this unit's when it can chmod it)
+  if [ -d "$PGDATA" ] && ! chmod 700 "$PGDATA" 2>/dev/null; then
+    echo "postgres: cannot own $PGDATA (uid $(id -u)): give the volume's group to the unit (fsGroup 999), or set PGDATA to a folder below the volume's root" >&2
+    exit 1
+  fi
   # PGDATA names the new folder while it is made (an initdb.d script may use it)
   final=$PGDATA new=$PGDATA.init
   export PGDATA="$new"
@@ -72,13 +78,22 @@ SQL
     esac
   done
   pg_ctl -D "$new" -m fast -w stop
-  # -T: an empty PGDATA (made by hand) is replaced; a PGDATA that holds
-  # files, or is itself a mount point, is an error
   export PGDATA="$final"
-  mv -T "$new" "$PGDATA" || {
-    echo "postgres: cannot put the new database at $PGDATA: it must be empty or absent, and not a mount point (use a folder below the volume's root)" >&2
-    exit 1
-  }
+  if [ -d "$PGDATA" ] && [ -z "$(ls -A "$PGDATA")" ] && ! rmdir "$PGDATA" 2>/dev/null; then
+    # an empty PGDATA that cannot go is the volume's mount point: the
+    # files move in, PG_VERSION (what marks a database made) last
+    for f in "$new"/*; do
+      [ "$f" = "$new/PG_VERSION" ] || mv "$f" "$PGDATA/"
+    done
+    mv "$new/PG_VERSION" "$PGDATA/"
+    rmdir "$new"
+  else
+    # -T: never into PGDATA; one that holds files is an error
+    mv -T "$new" "$PGDATA" || {
+      echo "postgres: cannot put the new database at $PGDATA: it holds files but no database (PG_VERSION)" >&2
+      exit 1
+    }
+  fi
   echo "postgres: initialised $PGDATA (user $POSTGRES_USER, database $POSTGRES_DB)"
 }
 
