@@ -29,6 +29,7 @@ e2e: ## end-to-end tests against a running local cluster
 lint:
 	@bad=$$(gofmt -l $$(git ls-files '*.go')); [ -z "$$bad" ] || { echo "gofmt: $$bad"; exit 1; }
 	go vet ./... && go vet -tags gendocs ./cmd/tug && go vet -tags e2e ./cmd/tug
+	cd test/images/dbapp && go vet ./... && go test ./...
 	go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 	go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 -tags gendocs ./cmd/tug
 	@$(call shape,go run ./hack/funcsize .)

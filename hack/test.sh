@@ -26,6 +26,8 @@ finish() {
 }
 trap finish EXIT
 export TUG_E2E_KUBECONFIG=$($cluster kubeconfig) TUG_E2E_REQUIRED=1
+# dbapp (the backing-services sample app) is its own module: ./... skips it
+(cd test/images/dbapp && go test -count=1 ./...)
 # The log reads as plain `go test` (a line a package, the whole output of a
 # failed test), then the slowest tests; every event is kept in
 # TEST_EVENTS (default: a file in the system's temporary folder).
