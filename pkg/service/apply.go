@@ -4,9 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -24,10 +24,7 @@ type Deps struct {
 	// Dynamic applies a plan's objects, whatever their kinds.
 	Dynamic   dynamic.Interface
 	Namespace string
-	// Mapper finds the resource of a kind the table below lacks (an
-	// operator's); nil: only those kinds can be made.
-	Mapper   meta.RESTMapper
-	Progress progress.Reporter
+	Progress  progress.Reporter
 }
 
 // builtinKinds are the kinds plans usually make, mapped without asking the
@@ -47,14 +44,16 @@ func (d Deps) resource(gvk schema.GroupVersionKind) (schema.GroupVersionResource
 	if r, ok := builtinKinds[gvk]; ok {
 		return gvk.GroupVersion().WithResource(r), nil
 	}
-	if d.Mapper == nil {
-		return schema.GroupVersionResource{}, fmt.Errorf("kind %s is unknown to this tug", gvk)
+	// an operator's kind: one discovery request for its group version
+	list, err := d.Client.Discovery().ServerResourcesForGroupVersion(gvk.GroupVersion().String())
+	if err == nil {
+		for _, r := range list.APIResources {
+			if r.Kind == gvk.Kind && !strings.Contains(r.Name, "/") {
+				return gvk.GroupVersion().WithResource(r.Name), nil
+			}
+		}
 	}
-	m, err := d.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	if err != nil {
-		return schema.GroupVersionResource{}, fmt.Errorf("the cluster does not serve %s (is its operator installed?): %v", gvk, err)
-	}
-	return m.Resource, nil
+	return schema.GroupVersionResource{}, fmt.Errorf("the cluster does not serve %s %s (is its operator installed?)", gvk.GroupVersion(), gvk.Kind)
 }
 
 // apply makes or updates a service's objects by server-side apply. An

@@ -148,3 +148,17 @@ func (d Deps) unitStatus(ctx context.Context, rec *Record, i *Info) error {
 	}
 	return nil
 }
+
+// Names are the namespace's services (for completion).
+func Names(ctx context.Context, d Deps) ([]string, error) {
+	recs, err := listRecords(ctx, d.Client, d.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(recs))
+	for _, r := range recs {
+		out = append(out, r.Name)
+	}
+	sort.Strings(out)
+	return out, nil
+}

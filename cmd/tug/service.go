@@ -1,0 +1,55 @@
+package main
+
+import (
+	"context"
+
+	"github.com/spf13/cobra"
+
+	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/service"
+)
+
+func newServiceCmd(f *cli.Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "service",
+		Short: "Backing services (databases) for apps: create, bind, credentials",
+		Long: `A service is a backing service an app uses, such as a PostgreSQL database,
+made in the namespace from a plan ('tug service plans'): tug's own postgres
+plan, or one an admin published in the cluster. Binding a service to an app
+gives the app its credentials as variables (DATABASE_URL, ...) and as files
+under $SERVICE_BINDING_ROOT/NAME (servicebinding.io), in a new release that
+is rolled out; a rollback restores the bindings of the release it restores.
+See docs/services.md.`,
+		Args:    cli.GroupArgs,
+		RunE:    cli.GroupRunE,
+		GroupID: "apps",
+	}
+	cmd.AddCommand(newServicePlansCmd(f, nil), newServiceCreateCmd(f, nil), newServiceListCmd(f, nil), newServiceInfoCmd(f, nil),
+		newServiceCredentialsCmd(f, nil), newServiceBindCmd(f, nil), newServiceUnbindCmd(f, nil))
+	return cmd
+}
+
+// serviceDeps are what service commands reach the cluster with, made when
+// a run asks.
+func serviceDeps(ctx context.Context, f *cli.Factory) (service.Deps, error) {
+	client, err := f.KubeClient()
+	if err != nil {
+		return service.Deps{}, err
+	}
+	ns, err := f.Namespace()
+	if err != nil {
+		return service.Deps{}, err
+	}
+	d := service.Deps{Client: client, Namespace: ns, Progress: f.Progress()}
+	cfg, err := f.RESTConfig()
+	if err != nil {
+		return service.Deps{}, err
+	}
+	d.Dynamic, err = newDynamic(cfg)
+	return d, err
+}
+
+// serviceDepsFor is serviceDeps as an options constructor.
+func serviceDepsFor(f *cli.Factory) func(context.Context) (service.Deps, error) {
+	return func(ctx context.Context) (service.Deps, error) { return serviceDeps(ctx, f) }
+}
