@@ -149,7 +149,7 @@ func (d Deps) waitReady(ctx context.Context, rec *Record, timeout time.Duration)
 				return true, nil
 			}
 			last = p
-			if f := diagnose(p); f != nil {
+			if f := diagnose(p); f != nil && !d.claimBoundSince(ctx, p, f) {
 				failure = f
 				return true, nil
 			}

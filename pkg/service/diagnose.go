@@ -87,6 +87,16 @@ func (d Deps) unboundClaim(ctx context.Context, p *corev1.Pod) string {
 	return ""
 }
 
+// claimBoundSince says whether a unit the scheduler set aside for an
+// unbound claim has its claims bound now (a re-run after the cause was
+// fixed): the scheduler tries it again, so it is not a failure yet.
+func (d Deps) claimBoundSince(ctx context.Context, p *corev1.Pod, f *rollout.Failure) bool {
+	if f.Class != rollout.ClassUnschedulable || !strings.Contains(f.Message, "PersistentVolumeClaim") {
+		return false
+	}
+	return d.unboundClaim(ctx, p) == ""
+}
+
 // podState is what the unit was doing when a wait ran out.
 func podState(p *corev1.Pod) string {
 	if p == nil {

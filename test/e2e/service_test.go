@@ -1,0 +1,251 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// serviceImages are the local postgres, redis and dbapp images
+// (cluster.sh service-images, test/images): REF@sha256:... by name. A
+// cluster without them fails the test (they are part of the local cluster).
+func serviceImages(t *testing.T) map[string]string {
+	t.Helper()
+	out, err := exec.Command(filepath.Join(repoRoot(), "test", "cluster", "cluster.sh"), "service-images").Output()
+	if err != nil {
+		t.Fatalf("cluster.sh service-images: %v", err)
+	}
+	refs := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if name, ref, ok := strings.Cut(line, " "); ok {
+			refs[name] = strings.TrimSpace(ref)
+		}
+	}
+	for _, n := range []string{"postgres", "redis", "dbapp"} {
+		if refs[n] == "" {
+			t.Fatalf("cluster.sh service-images names no %s image:\n%s", n, out)
+		}
+	}
+	return refs
+}
+
+// usePostgresImage names the local postgres image in the cluster settings
+// (what an admin of a cluster with no internet does).
+func (h *H) usePostgresImage(ref string) {
+	h.t.Helper()
+	cm, err := h.Client.CoreV1().ConfigMaps("kube-public").Get(context.Background(), "tug-cluster-settings", metav1.GetOptions{})
+	if err == nil && cm.Data["services.postgres.image"] == ref {
+		return
+	}
+	h.mustTug("cluster", "settings", "set", "services.postgres.image="+ref)
+}
+
+type serviceJSON struct {
+	Name    string `json:"name"`
+	Plan    string `json:"plan"`
+	Version string `json:"version"`
+	Status  string `json:"status"`
+	Reason  string `json:"reason"`
+	Host    string `json:"host"`
+	Volume  string `json:"volume"`
+	Apps    []struct {
+		App       string   `json:"app"`
+		Variables []string `json:"variables"`
+		Files     string   `json:"files"`
+	} `json:"apps"`
+}
+
+func (h *H) serviceInfo(name string) serviceJSON {
+	h.t.Helper()
+	var s serviceJSON
+	r := h.mustTug("service", "info", name, "-o", "json")
+	if err := json.Unmarshal([]byte(r.Stdout), &s); err != nil {
+		h.t.Fatalf("service info -o json: %v\n%s", err, r)
+	}
+	return s
+}
+
+// webEnvNames are the variable names of the app's web Deployment.
+func (h *H) webEnvNames(appName string) []string {
+	h.t.Helper()
+	d, err := h.Client.AppsV1().Deployments(h.NS).Get(context.Background(), appName+"-web", metav1.GetOptions{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var out []string
+	for _, e := range d.Spec.Template.Spec.Containers[0].Env {
+		out = append(out, e.Name)
+		if e.Value != "" && strings.Contains(e.Value, "postgresql://") {
+			h.t.Errorf("a connection string in the Deployment's spec: %s", e.Name)
+		}
+	}
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// TestServicePostgresBoundToAnAppThroughTheRouter: a postgres service made
+// from the built-in plan, bound to the dbapp app, which answers through the
+// router with a row it wrote; a rollback to the release before the bind
+// removes variables and files, and binding again works; a second service
+// binds beside it under another prefix.
+func TestServicePostgresBoundToAnAppThroughTheRouter(t *testing.T) {
+	h := New(t)
+	r := h.localRouter()
+	imgs := serviceImages(t)
+	h.usePostgresImage(imgs["postgres"])
+	const name = "dbshop"
+	url := "http://" + r.appHost(name, h.NS) + "/"
+
+	res := h.mustTug("service", "create", "db", "--plan", "postgres", "-o", "json")
+	var created serviceJSON
+	if err := json.Unmarshal([]byte(res.Stdout), &created); err != nil || created.Status != "ready" || created.Host == "" {
+		t.Fatalf("service create: %+v %v\n%s", created, err, res)
+	}
+	h.mustTug("app", "create", name)
+	h.mustTug("app", "deploy", name, "--image", imgs["dbapp"])
+	before := h.releaseCount(name)
+
+	h.mustTug("service", "bind", name, "db")
+	if got := h.releaseCount(name); got != before+1 {
+		t.Fatalf("bind made %d releases, want 1", got-before)
+	}
+	h.waitStatus(url, 200, "db ok rows=1")
+	h.waitStatus(url+"bindings", 200, "db postgresql")
+	env := h.webEnvNames(name)
+	for _, v := range []string{"DATABASE_URL", "DATABASE_HOST", "DATABASE_PASSWORD", "SERVICE_BINDING_ROOT"} {
+		if !contains(env, v) {
+			t.Errorf("the web units lack %s: %v", v, env)
+		}
+	}
+	info := h.serviceInfo("db")
+	if len(info.Apps) != 1 || info.Apps[0].App != name || !contains(info.Apps[0].Variables, "DATABASE_URL") || info.Apps[0].Files != "/bindings/db" {
+		t.Errorf("service info after bind: %+v", info)
+	}
+	// info never shows a secret value; credentials --reveal does
+	var creds struct {
+		Values map[string]string `json:"values"`
+	}
+	if err := json.Unmarshal([]byte(h.mustTug("service", "credentials", "db", "--reveal", "-o", "json").Stdout), &creds); err != nil || creds.Values["password"] == "" {
+		t.Fatalf("credentials --reveal: %v %+v", err, creds)
+	}
+	for _, out := range []string{h.mustTug("service", "info", "db").Stdout, h.mustTug("service", "info", "db", "-o", "yaml").Stdout, h.mustTug("service", "credentials", "db").Stdout} {
+		if strings.Contains(out, creds.Values["password"]) {
+			t.Errorf("a password printed without --reveal:\n%s", out)
+		}
+	}
+
+	// a rollback to the release before the bind removes the binding
+	h.mustTug("release", "rollback", name, "v"+strconv.Itoa(before))
+	if env := h.webEnvNames(name); contains(env, "DATABASE_URL") || contains(env, "SERVICE_BINDING_ROOT") {
+		t.Errorf("after the rollback the units still get %v", env)
+	}
+	h.waitStatus(url+"bindings", 200, "")
+	if _, body := status(url + "bindings"); strings.Contains(body, "postgresql") {
+		t.Errorf("after the rollback the binding files are still there: %q", body)
+	}
+	h.mustTug("service", "bind", name, "db")
+	h.waitStatus(url, 200, "db ok rows=2")
+
+	// a second service beside it, under another prefix
+	h.mustTug("service", "create", "orders", "--plan", "postgres")
+	h.mustTug("service", "bind", name, "orders", "--as", "ORDERS")
+	env = h.webEnvNames(name)
+	if !contains(env, "DATABASE_URL") || !contains(env, "ORDERS_URL") || !contains(env, "ORDERS_HOST") {
+		t.Errorf("two bindings: %v", env)
+	}
+	h.waitStatus(url+"bindings", 200, "orders postgresql")
+	h.waitStatus(url, 200, "db ok rows=3")
+}
+
+// TestServiceBadInputChangesNothing: a bind to a missing service, a bad
+// plan name and a bad --as exit 2, and no release or object is made.
+func TestServiceBadInputChangesNothing(t *testing.T) {
+	h := New(t)
+	h.mustTug("app", "create", "bad")
+	h.mustTug("app", "deploy", "bad", "--image", sampleV1)
+	before := h.releaseCount("bad")
+	for _, args := range [][]string{
+		{"service", "bind", "bad", "nosuch"},
+		{"service", "create", "db", "--plan", "nosuch"},
+		{"service", "create", "db", "--plan", "Bad_Plan"},
+		{"service", "create", "Bad_Name", "--plan", "postgres"},
+		{"service", "create", "db", "--plan", "postgres", "--version", "9"},
+		{"service", "bind", "bad", "db", "--as", "lower"},
+		{"service", "info", "nosuch"},
+	} {
+		if r := h.Tug(args...); r.Code != 2 {
+			t.Errorf("tug %v: exit %d, want 2\n%s", args, r.Code, r)
+		}
+	}
+	if got := h.releaseCount("bad"); got != before {
+		t.Errorf("bad input made %d releases", got-before)
+	}
+	cms, err := h.Client.CoreV1().ConfigMaps(h.NS).List(context.Background(), metav1.ListOptions{LabelSelector: "tug.dev/service"})
+	if err != nil || len(cms.Items) != 0 {
+		t.Errorf("bad input left service records: %v %v", err, cms)
+	}
+}
+
+// TestServiceImageThatCannotBePulledFailsFast: a published plan whose image
+// cannot be pulled fails the create in seconds, with the reason and the
+// image-pull exit code.
+func TestServiceImageThatCannotBePulledFailsFast(t *testing.T) {
+	h := New(t)
+	plan := strings.ReplaceAll(brokenPlan, "NAME", "nopull-"+h.NS[len(h.NS)-6:])
+	file := filepath.Join(t.TempDir(), "plan.yaml")
+	writeFiles(t, filepath.Dir(file), map[string]string{"plan.yaml": plan})
+	planName := "nopull-" + h.NS[len(h.NS)-6:]
+	h.mustTug("cluster", "plans", "set", "-f", file)
+	t.Cleanup(func() { h.Tug("cluster", "plans", "remove", planName) })
+	start := time.Now()
+	r := h.Tug("service", "create", "x", "--plan", planName, "--timeout", "2m")
+	if r.Code != 10 || !strings.Contains(r.Stderr, "cannot be pulled") {
+		t.Fatalf("create from a plan whose image cannot be pulled: want exit 10 and the reason\n%s", r)
+	}
+	t.Logf("failed after %s", time.Since(start).Round(time.Second))
+}
+
+const brokenPlan = `name: NAME
+description: a plan whose image is nowhere
+type: postgresql
+envPrefix: DATABASE
+versions: ["1"]
+images: {"1": "localhost/tug/no-such-image@sha256:0000000000000000000000000000000000000000000000000000000000000000"}
+port: 5432
+credentials: {generate: [password], values: {username: app}}
+binding: {host: "{{.Host}}", uri: "postgresql://{{.Host}}"}
+objects: |
+  apiVersion: apps/v1
+  kind: StatefulSet
+  metadata: {name: "{{.Object}}"}
+  spec:
+    serviceName: "{{.Object}}"
+    selector: {matchLabels: {tug.dev/service: "{{.Name}}"}}
+    template:
+      metadata: {labels: {tug.dev/service: "{{.Name}}"}}
+      spec:
+        containers:
+        - {name: main, image: "{{.Image}}"}
+  ---
+  apiVersion: v1
+  kind: Service
+  metadata: {name: "{{.Object}}"}
+  spec:
+    selector: {tug.dev/service: "{{.Name}}"}
+    ports: [{port: 5432}]
+`
