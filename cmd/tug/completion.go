@@ -8,8 +8,8 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
-	"tug.dev/tug/pkg/service"
 	"tug.dev/tug/pkg/complete"
+	"tug.dev/tug/pkg/service"
 )
 
 // completionOptions are `tug completion`.
