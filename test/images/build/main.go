@@ -5,7 +5,8 @@
 //	go run ./test/images/build -out DIR
 //
 // produces DIR/pause.tar (localhost/tug/pause:v1), DIR/sample.tar
-// (localhost/tug/sample with tags v1, v2, crash and unready) and
+// (localhost/tug/sample with tags v1, v2, crash and unready),
+// DIR/dbapp.tar (localhost/tug/dbapp:v1, the backing-services sample app) and
 // DIR/maintenance.tar (tug's maintenance page, under its published name),
 // DIR/builder.tar (localhost/tug/builder-static:v1, the static-site builder
 // of docs/builders.md), DIR/tug-build.tar (tug's build agent, under its
@@ -17,34 +18,23 @@
 package main
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"sort"
 	"strings"
-	"time"
 	"tug.dev/tug/test/images/layer"
 )
 
 type file = layer.File
 
-type tag struct {
-	ref string
-	env []string
-	cmd []string
-}
-
 type image struct {
 	out   string
 	files []file
-	tags  []tag
+	tags  []layer.Tag
 }
 
 func main() {
@@ -99,7 +89,7 @@ func run(out, busybox, buildkit, runc string) error {
 // binaries are the Go programs the images hold, built from this
 // repository.
 type binaries struct {
-	pause, sample, maintenance, agent []byte
+	pause, sample, maintenance, agent, dbapp []byte
 }
 
 // buildBinaries builds them; here is test/images. tug's own maintenance
@@ -115,6 +105,8 @@ func buildBinaries(here string) (binaries, error) {
 		{&b.sample, filepath.Join(here, "sample")},
 		{&b.maintenance, filepath.Join(here, "..", "..", "cmd", "tug-maintenance")},
 		{&b.agent, filepath.Join(here, "..", "..", "cmd", "tug-build")},
+		// a Go module of its own (its database driver stays out of tug's)
+		{&b.dbapp, filepath.Join(here, "dbapp")},
 	} {
 		data, err := goBuild(p.dir)
 		if err != nil {
@@ -157,25 +149,30 @@ func testImages(bins binaries, system func(extra ...file) []file) []image {
 		file{Name: "tug/build", Mode: 0o755, Data: []byte(builderScript)},
 	)
 	sampleFiles := system(file{Name: "bin/sample", Mode: 0o755, Data: bins.sample})
+	dbappFiles := system(file{Name: "bin/dbapp", Mode: 0o755, Data: bins.dbapp})
 	path := "PATH=/bin"
 	return []image{
 		{out: "pause.tar", files: []file{{Name: "pause", Mode: 0o755, Data: bins.pause}},
-			tags: []tag{{ref: "localhost/tug/pause:v1", cmd: []string{"/pause"}}}},
+			tags: []layer.Tag{{Ref: "localhost/tug/pause:v1", Cmd: []string{"/pause"}}}},
 		{out: "maintenance.tar", files: []file{{Name: "tug-maintenance", Mode: 0o755, Data: bins.maintenance}},
-			tags: []tag{{ref: "ghcr.io/tug-dev/tug-maintenance:v1", cmd: []string{"/tug-maintenance"}}}},
+			tags: []layer.Tag{{Ref: "ghcr.io/tug-dev/tug-maintenance:v1", Cmd: []string{"/tug-maintenance"}}}},
 		{out: "tug-build.tar", files: []file{{Name: "tug-build", Mode: 0o755, Data: bins.agent}},
 			// v2 speaks pkg/build/protocol's job header; the same agent
 			// serves clients of v1
-			tags: []tag{{ref: "ghcr.io/tug-dev/tug-build:v1", cmd: []string{"/tug-build"}}, {ref: "ghcr.io/tug-dev/tug-build:v2", cmd: []string{"/tug-build"}}}},
+			tags: []layer.Tag{{Ref: "ghcr.io/tug-dev/tug-build:v1", Cmd: []string{"/tug-build"}}, {Ref: "ghcr.io/tug-dev/tug-build:v2", Cmd: []string{"/tug-build"}}}},
 		{out: "builder.tar", files: builderFiles,
-			tags: []tag{{ref: "localhost/tug/builder-static:v1", env: []string{path}, cmd: []string{"/bin/sh"}}}},
+			tags: []layer.Tag{{Ref: "localhost/tug/builder-static:v1", Env: []string{path}, Cmd: []string{"/bin/sh"}}}},
 		// the base image of the test Dockerfiles (FROM REGISTRY/tug/busybox:v1)
-		{out: "busybox.tar", files: system(), tags: []tag{{ref: "localhost/tug/busybox:v1", env: []string{path}, cmd: []string{"/bin/sh"}}}},
-		{out: "sample.tar", files: sampleFiles, tags: []tag{
-			{ref: "localhost/tug/sample:v1", env: []string{path, "VERSION=v1"}, cmd: []string{"/bin/sample"}},
-			{ref: "localhost/tug/sample:v2", env: []string{path, "VERSION=v2"}, cmd: []string{"/bin/sample"}},
-			{ref: "localhost/tug/sample:crash", env: []string{path, "VERSION=crash", "SAMPLE_MODE=crash"}, cmd: []string{"/bin/sample"}},
-			{ref: "localhost/tug/sample:unready", env: []string{path, "VERSION=unready", "SAMPLE_MODE=unready"}, cmd: []string{"/bin/sample"}},
+		{out: "busybox.tar", files: system(), tags: []layer.Tag{{Ref: "localhost/tug/busybox:v1", Env: []string{path}, Cmd: []string{"/bin/sh"}}}},
+		// the sample app of backing services (docs/services.md), as nobody
+		{out: "dbapp.tar", files: dbappFiles, tags: []layer.Tag{
+			{Ref: "localhost/tug/dbapp:v1", Env: []string{path}, Cmd: []string{"/bin/dbapp"}, User: "65534:65534"},
+		}},
+		{out: "sample.tar", files: sampleFiles, tags: []layer.Tag{
+			{Ref: "localhost/tug/sample:v1", Env: []string{path, "VERSION=v1"}, Cmd: []string{"/bin/sample"}},
+			{Ref: "localhost/tug/sample:v2", Env: []string{path, "VERSION=v2"}, Cmd: []string{"/bin/sample"}},
+			{Ref: "localhost/tug/sample:crash", Env: []string{path, "VERSION=crash", "SAMPLE_MODE=crash"}, Cmd: []string{"/bin/sample"}},
+			{Ref: "localhost/tug/sample:unready", Env: []string{path, "VERSION=unready", "SAMPLE_MODE=unready"}, Cmd: []string{"/bin/sample"}},
 		}},
 	}
 }
@@ -187,9 +184,9 @@ func buildkitImage(dir, runc string, system func(extra ...file) []file) (image, 
 	if err != nil {
 		return image{}, fmt.Errorf("the BuildKit image: %w", err)
 	}
-	return image{out: "buildkit.tar", files: system(files...), tags: []tag{{
-		ref: "localhost/tug/buildkit:v1",
-		env: []string{"PATH=/usr/local/bin:/usr/bin:/bin"}, cmd: []string{"/usr/local/bin/buildkitd"},
+	return image{out: "buildkit.tar", files: system(files...), tags: []layer.Tag{{
+		Ref: "localhost/tug/buildkit:v1",
+		Env: []string{"PATH=/usr/local/bin:/usr/bin:/bin"}, Cmd: []string{"/usr/local/bin/buildkitd"},
 	}}}, nil
 }
 
@@ -346,73 +343,24 @@ func busyboxFiles(path string) ([]file, error) {
 	return files, nil
 }
 
-var epoch = time.Unix(0, 0).UTC()
-
-type descriptor struct {
-	MediaType   string            `json:"mediaType"`
-	Digest      string            `json:"digest"`
-	Size        int               `json:"size"`
-	Platform    map[string]string `json:"platform,omitempty"`
-	Annotations map[string]string `json:"annotations,omitempty"`
-}
-
-// writeLayout writes one OCI image layout (oci-layout, index.json, blobs)
-// as a tar, with one manifest per tag sharing a single layer.
+// writeLayout writes img as an OCI image layout tar: its one layer, then
+// one manifest per tag (layer.WriteLayout).
 func writeLayout(path string, img image) error {
-	blobs := map[string][]byte{}
-	add := func(mediaType string, data []byte) descriptor {
-		sum := sha256.Sum256(data)
-		d := "sha256:" + hex.EncodeToString(sum[:])
-		blobs[d] = data
-		return descriptor{MediaType: mediaType, Digest: d, Size: len(data)}
-	}
-	layerData, err := layer.Tar(img.files)
+	data, err := layer.Tar(img.files)
 	if err != nil {
 		return err
 	}
-	layerDesc := add("application/vnd.oci.image.layer.v1.tar", layerData)
-	var manifests []descriptor
-	for _, t := range img.tags {
-		cfg, _ := json.Marshal(map[string]any{
-			"created":      epoch.Format(time.RFC3339),
-			"architecture": runtime.GOARCH,
-			"os":           "linux",
-			"config":       map[string]any{"Env": t.env, "Cmd": t.cmd, "WorkingDir": "/"},
-			"rootfs":       map[string]any{"type": "layers", "diff_ids": []string{layerDesc.Digest}},
-		})
-		config := add("application/vnd.oci.image.config.v1+json", cfg)
-		man, _ := json.Marshal(map[string]any{
-			"schemaVersion": 2,
-			"mediaType":     "application/vnd.oci.image.manifest.v1+json",
-			"config":        config,
-			"layers":        []descriptor{layerDesc},
-		})
-		d := add("application/vnd.oci.image.manifest.v1+json", man)
-		d.Platform = map[string]string{"architecture": runtime.GOARCH, "os": "linux"}
-		d.Annotations = map[string]string{
-			"io.containerd.image.name":          t.ref,
-			"org.opencontainers.image.ref.name": t.ref[strings.LastIndex(t.ref, ":")+1:],
-		}
-		manifests = append(manifests, d)
-	}
-	index, _ := json.Marshal(map[string]any{"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json", "manifests": manifests})
-
-	files := []file{
-		{Name: "oci-layout", Mode: 0o644, Data: []byte(`{"imageLayoutVersion":"1.0.0"}`)},
-		{Name: "index.json", Mode: 0o644, Data: index},
-		{Name: "blobs", Mode: 0o755, Dir: true},
-		{Name: "blobs/sha256", Mode: 0o755, Dir: true},
-	}
-	for d, data := range blobs {
-		files = append(files, file{Name: "blobs/sha256/" + strings.TrimPrefix(d, "sha256:"), Mode: 0o644, Data: data})
-	}
-	out, err := layer.Tar(files)
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".layer-")
 	if err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, out, 0o644); err != nil {
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
 		return err
 	}
-	return os.Rename(tmp, path)
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return layer.WriteLayout(path, tmp.Name(), img.tags)
 }

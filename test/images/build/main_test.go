@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // wantImages is what run writes: per tar, each tag's name, environment
@@ -71,6 +72,16 @@ busybox.tar
   etc/passwd file 644 0 "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n"
   root/ dir 700 0
   tmp/ dir 1777 0
+dbapp.tar
+  localhost/tug/dbapp:v1 env [PATH=/bin] cmd [/bin/dbapp] user 65534:65534
+  bin/ dir 755 0
+  bin/busybox file 755 0
+  bin/dbapp file 755 0
+  etc/ dir 755 0
+  etc/group file 644 0 "root:x:0:\nnogroup:x:65534:\n"
+  etc/passwd file 644 0 "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n"
+  root/ dir 700 0
+  tmp/ dir 1777 0
 maintenance.tar
   ghcr.io/tug-dev/tug-maintenance:v1 env [] cmd [/tug-maintenance]
   tug-maintenance file 755 0
@@ -96,11 +107,11 @@ tug-build.tar
   tug-build file 755 0
 `
 
-// TestRunWritesTheImages runs the whole command (four go builds) with a
+// TestRunWritesTheImages runs the whole command (five go builds) with a
 // fake BuildKit folder and checks every image it writes.
 func TestRunWritesTheImages(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds four Go programs")
+		t.Skip("builds five Go programs")
 	}
 	const busybox, runc, dynamic = "/bin/busybox", "/usr/sbin/runc", "/bin/true"
 	for _, p := range []string{busybox, runc, dynamic} {
@@ -199,6 +210,7 @@ func describeLayout(t *testing.T, path string, w io.Writer) (links int, libs []s
 			Config struct {
 				Env, Cmd   []string
 				WorkingDir string
+				User       string
 			} `json:"config"`
 		}
 		unmarshal(t, blob(man.Config.Digest), &cfg)
@@ -206,7 +218,11 @@ func describeLayout(t *testing.T, path string, w io.Writer) (links int, libs []s
 		if !strings.HasSuffix(ref, ":"+m.Annotations["org.opencontainers.image.ref.name"]) || cfg.Config.WorkingDir != "/" || len(man.Layers) != 1 {
 			t.Errorf("%s: manifest %+v %+v", path, m.Annotations, man)
 		}
-		fmt.Fprintf(w, "  %s env %v cmd %v\n", ref, cfg.Config.Env, cfg.Config.Cmd)
+		fmt.Fprintf(w, "  %s env %v cmd %v", ref, cfg.Config.Env, cfg.Config.Cmd)
+		if cfg.Config.User != "" {
+			fmt.Fprintf(w, " user %s", cfg.Config.User)
+		}
+		fmt.Fprintln(w)
 		layer = man.Layers[0].Digest
 	}
 	layerFiles := readTar(t, blob(layer))
@@ -253,7 +269,7 @@ func readTar(t *testing.T, b []byte) map[string]tarFile {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !h.ModTime.Equal(epoch) || h.Gid != h.Uid {
+		if !h.ModTime.Equal(time.Unix(0, 0)) || h.Gid != h.Uid {
 			t.Errorf("%s: time %v, owner %d:%d", h.Name, h.ModTime, h.Uid, h.Gid)
 		}
 		files[h.Name] = tarFile{h, data}
