@@ -25,7 +25,7 @@ See docs/services.md.`,
 		GroupID: "apps",
 	}
 	cmd.AddCommand(newServicePlansCmd(f, nil), newServiceCreateCmd(f, nil), newServiceListCmd(f, nil), newServiceInfoCmd(f, nil),
-		newServiceCredentialsCmd(f, nil), newServiceBindCmd(f, nil), newServiceUnbindCmd(f, nil))
+		newServiceCredentialsCmd(f, nil), newServiceBindCmd(f, nil), newServiceUnbindCmd(f, nil), newServiceRemoveCmd(f, nil))
 	return cmd
 }
 
