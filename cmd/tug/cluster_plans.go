@@ -94,6 +94,7 @@ func newClusterPlansRemoveCmd(f *cli.Factory, runF func(context.Context, *cluste
 	o := &clusterPlansRemoveOptions{IO: f.IOStreams, Deps: serviceDepsFor(f)}
 	cmd := &cobra.Command{
 		Use:         "remove NAME",
+		Aliases:     []string{"rm", "delete"},
 		Annotations: argsAre(argNewName),
 		Short:       "Unpublish a plan; services made from it keep running (admins)",
 		Example:     "  tug cluster plans remove redis",
