@@ -185,6 +185,8 @@ func TestServicePostgresBoundToAnAppThroughTheRouter(t *testing.T) {
 	r := h.localRouter()
 	imgs := serviceImages(t)
 	h.usePostgresImage(imgs["postgres"])
+	// everything below as a developer: the generated Role covers services
+	h.Kubeconfig = developerKubeconfig(t, h)
 	const name = "dbshop"
 	url := "http://" + r.appHost(name, h.NS) + "/"
 
@@ -249,6 +251,37 @@ func TestServicePostgresBoundToAnAppThroughTheRouter(t *testing.T) {
 	}
 	h.routerBody(r, url+"bindings", "orders type=postgresql", "")
 	h.routerBody(r, url, "db ok rows=", "")
+
+	// remove is refused while bound, naming the app and how to unbind
+	if res := h.Tug("service", "remove", "db", "--yes"); res.Code == 0 || !strings.Contains(res.Stderr, "tug service unbind "+name+" db") {
+		t.Fatalf("remove while bound:\n%s", res)
+	}
+	if h.serviceInfo("db").Status != "ready" {
+		t.Fatal("a refused remove changed the service")
+	}
+	h.mustTug("service", "unbind", name, "db")
+	if res := h.Tug("service", "remove", "db"); res.Code == 0 {
+		t.Fatalf("remove without --yes and no terminal went ahead:\n%s", res)
+	}
+	res = h.mustTug("service", "remove", "db", "--yes")
+	if !strings.Contains(res.Stderr, "kept: PersistentVolumeClaim tug-service-db-data") {
+		t.Errorf("remove does not say the volume stays:\n%s", res)
+	}
+	ctx := context.Background()
+	if _, err := h.Client.CoreV1().PersistentVolumeClaims(h.NS).Get(ctx, "tug-service-db-data", metav1.GetOptions{}); err != nil {
+		t.Errorf("the volume went with the service: %v", err)
+	}
+	if _, err := h.Client.AppsV1().StatefulSets(h.NS).Get(ctx, "tug-service-db", metav1.GetOptions{}); err == nil {
+		t.Error("the StatefulSet is still there")
+	}
+	if res := h.Tug("service", "info", "db"); res.Code != 2 {
+		t.Errorf("info of a removed service: %s", res)
+	}
+	// removing the app says which services stay
+	res = h.mustTug("app", "remove", name, "--yes")
+	if !strings.Contains(res.Stderr, "services orders stay") {
+		t.Errorf("app remove with a bound service:\n%s", res)
+	}
 }
 
 // TestServiceBadInputChangesNothing: a bind to a missing service, a bad
