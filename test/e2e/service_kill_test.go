@@ -1,0 +1,86 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"tug.dev/tug/test/faultproxy"
+)
+
+// TestServiceCreateKill9IsSafeToRunAgain: tug is killed at each step of a
+// service create (its record written, its credentials made, its objects
+// applied, its binding written); the next create of the same service says
+// it finishes what was begun, ends ready, and keeps the credentials made
+// the first time (new ones would lock out the data).
+func TestServiceCreateKill9IsSafeToRunAgain(t *testing.T) {
+	h := New(t)
+	imgs := serviceImages(t)
+	h.usePostgresImage(imgs["postgres"])
+	f := h.faulty()
+	points := []struct {
+		service, point string
+		rule           faultproxy.Rule
+	}{
+		{"k1", "its record written", faultproxy.Rule{Method: "POST", Path: "/configmaps", Fault: faultproxy.Lost, Count: 1}},
+		{"k2", "its credentials made", faultproxy.Rule{Method: "POST", Path: "/secrets", Fault: faultproxy.Lost, Count: 1}},
+		{"k3", "its StatefulSet applied", faultproxy.Rule{Method: "PATCH", Path: "/statefulsets/", Fault: faultproxy.Lost, Count: 1}},
+		{"k4", "its binding written", faultproxy.Rule{Method: "POST", Path: "/secrets", Skip: 1, Fault: faultproxy.Lost, Count: 1}},
+	}
+	ctx := context.Background()
+	for _, p := range points {
+		h.serviceVolume(p.service)
+		h.killAt(f.p, []string{"KUBECONFIG=" + f.kubeconfig}, p.point, p.rule, "service", "create", p.service, "--plan", "postgres")
+		var password string
+		if s, err := h.Client.CoreV1().Secrets(h.NS).Get(ctx, "tug-service-"+p.service, metav1.GetOptions{}); err == nil {
+			password = string(s.Data["password"])
+		}
+		res := h.mustTug("service", "create", p.service, "--plan", "postgres")
+		if !strings.Contains(res.Stderr, "finishing it") {
+			t.Errorf("%s: the next create does not say it finishes what was begun:\n%s", p.point, res)
+		}
+		if st := h.serviceInfo(p.service).Status; st != "ready" {
+			t.Errorf("%s: status %q after the next create", p.point, st)
+		}
+		s, err := h.Client.CoreV1().Secrets(h.NS).Get(ctx, "tug-service-"+p.service, metav1.GetOptions{})
+		if err != nil || (password != "" && string(s.Data["password"]) != password) {
+			t.Errorf("%s: the credentials made before the kill were replaced (%v)", p.point, err)
+		}
+		if _, err := h.Client.CoreV1().Secrets(h.NS).Get(ctx, "tug-service-"+p.service+"-binding", metav1.GetOptions{}); err != nil {
+			t.Errorf("%s: no binding after the next create: %v", p.point, err)
+		}
+	}
+}
+
+// TestServiceBindKill9IsSettledByTheNextCommand: tug is killed while a bind
+// rolls out; the next bind settles the interrupted release and either
+// finishes it or says the service is bound, and the units then see the
+// binding.
+func TestServiceBindKill9IsSettledByTheNextCommand(t *testing.T) {
+	h := New(t)
+	imgs := serviceImages(t)
+	h.usePostgresImage(imgs["postgres"])
+	h.serviceVolume("db")
+	h.mustTug("service", "create", "db", "--plan", "postgres")
+	const name = "kbind"
+	h.mustTug("app", "create", name)
+	h.mustTug("app", "deploy", name, "--image", imgs["dbapp"])
+	f := h.faulty()
+	h.killAt(f.p, []string{"KUBECONFIG=" + f.kubeconfig}, "the web Deployment updated with the binding",
+		faultproxy.Rule{Method: "PATCH", Path: "/deployments/" + name + "-web", Fault: faultproxy.Lost, Count: 1}, "service", "bind", name, "db")
+	h.dropLease(name)
+	res := h.Tug("service", "bind", name, "db")
+	if res.Code != 0 && !strings.Contains(res.Stderr, "already bound") {
+		t.Fatalf("the next bind after a kill: %s", res)
+	}
+	h.Eventually(2*time.Minute, "the units see the binding", func() (bool, error) {
+		return contains(h.webEnvNames(name), "DATABASE_URL"), nil
+	})
+	info := h.serviceInfo("db")
+	if len(info.Apps) != 1 || info.Apps[0].App != name {
+		t.Errorf("service info after the settled bind: %+v", info)
+	}
+}
