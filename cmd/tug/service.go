@@ -7,6 +7,7 @@ import (
 
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/service"
+	"tug.dev/tug/pkg/session"
 )
 
 func newServiceCmd(f *cli.Factory) *cobra.Command {
@@ -25,7 +26,7 @@ See docs/services.md.`,
 		GroupID: "apps",
 	}
 	cmd.AddCommand(newServicePlansCmd(f, nil), newServiceCreateCmd(f, nil), newServiceListCmd(f, nil), newServiceInfoCmd(f, nil),
-		newServiceCredentialsCmd(f, nil), newServiceBindCmd(f, nil), newServiceUnbindCmd(f, nil), newServiceRemoveCmd(f, nil))
+		newServiceCredentialsCmd(f, nil), newServiceBindCmd(f, nil), newServiceUnbindCmd(f, nil), newServiceRemoveCmd(f, nil), newServiceRotateCmd(f, nil))
 	return cmd
 }
 
@@ -45,6 +46,7 @@ func serviceDeps(ctx context.Context, f *cli.Factory) (service.Deps, error) {
 	if err != nil {
 		return service.Deps{}, err
 	}
+	d.Exec = &session.Remote{Config: cfg, Client: client}
 	d.Dynamic, err = newDynamic(cfg)
 	return d, err
 }

@@ -16,6 +16,7 @@ import (
 
 	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/progress"
+	"tug.dev/tug/pkg/session"
 )
 
 // Deps are what service actions reach the cluster with.
@@ -25,6 +26,8 @@ type Deps struct {
 	Dynamic   dynamic.Interface
 	Namespace string
 	Progress  progress.Reporter
+	// Exec runs commands in a service's unit (rotate, backup, restore).
+	Exec session.Executor
 }
 
 // builtinKinds are the kinds plans usually make, mapped without asking the

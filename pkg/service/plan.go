@@ -58,6 +58,8 @@ type Plan struct {
 	Connect []string `json:"connect,omitempty"`
 	Dump    []string `json:"dump,omitempty"`
 	Restore []string `json:"restore,omitempty"`
+	// Rotate says how to rotate the credentials, when the plan can.
+	Rotate *RotateSpec `json:"rotate,omitempty"`
 	// Objects is a template (over Params) of the YAML documents to apply.
 	Objects string `json:"objects"`
 }
@@ -70,6 +72,17 @@ type Credentials struct {
 	Generate []string          `json:"generate,omitempty"`
 	Values   map[string]string `json:"values,omitempty"`
 	Secret   string            `json:"secret,omitempty"`
+}
+
+// RotateSpec is how new credentials replace the old with no moment when an
+// app's are refused: two login roles take turns. Grant runs in the unit
+// with the new username and password on its stdin (a line each); every
+// bound app is rolled out with them; then Revoke runs with the old
+// username on its stdin. Values never go in an argument.
+type RotateSpec struct {
+	Usernames []string `json:"usernames"`
+	Grant     []string `json:"grant"`
+	Revoke    []string `json:"revoke"`
 }
 
 // MaxNameLen bounds service and plan names so every derived name stays
@@ -183,6 +196,9 @@ func (p *Plan) validateFields() error {
 		return fmt.Errorf("binding: give at least host and uri")
 	case (len(p.Connect) > 0 || len(p.Dump) > 0 || len(p.Restore) > 0) && p.Container == "":
 		return fmt.Errorf("container: name the container connect, dump and restore run in")
+	}
+	if r := p.Rotate; r != nil && (len(r.Usernames) != 2 || len(r.Grant) == 0 || len(r.Revoke) == 0 || p.Container == "") {
+		return fmt.Errorf("rotate: give two usernames, grant and revoke commands, and the container they run in")
 	}
 	if p.DefaultSize != "" {
 		if _, err := resource.ParseQuantity(p.DefaultSize); err != nil {
