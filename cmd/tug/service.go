@@ -26,7 +26,8 @@ See docs/services.md.`,
 		GroupID: "apps",
 	}
 	cmd.AddCommand(newServicePlansCmd(f, nil), newServiceCreateCmd(f, nil), newServiceListCmd(f, nil), newServiceInfoCmd(f, nil),
-		newServiceCredentialsCmd(f, nil), newServiceBindCmd(f, nil), newServiceUnbindCmd(f, nil), newServiceRemoveCmd(f, nil), newServiceRotateCmd(f, nil))
+		newServiceCredentialsCmd(f, nil), newServiceBindCmd(f, nil), newServiceUnbindCmd(f, nil), newServiceRemoveCmd(f, nil), newServiceRotateCmd(f, nil),
+		newServiceConnectCmd(f, nil), newServiceBackupCmd(f, nil), newServiceRestoreCmd(f, nil))
 	return cmd
 }
 

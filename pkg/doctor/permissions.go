@@ -288,6 +288,8 @@ func CommandGroups() []CommandGroup {
 				ns("pods", "get", "list", "watch"),
 				ns("pods/log", "get"),
 				ns("events", "list"),
+				// connect, backup, restore and rotate run in its unit.
+				ns("pods/exec", "get", "create"),
 			),
 		},
 		{
