@@ -2,10 +2,14 @@ package main
 
 import (
 	"context"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/deploy"
+	"tug.dev/tug/pkg/progress"
 	"tug.dev/tug/pkg/service"
 	"tug.dev/tug/pkg/session"
 )
@@ -27,7 +31,7 @@ See docs/services.md.`,
 	}
 	cmd.AddCommand(newServicePlansCmd(f, nil), newServiceCreateCmd(f, nil), newServiceListCmd(f, nil), newServiceInfoCmd(f, nil),
 		newServiceCredentialsCmd(f, nil), newServiceBindCmd(f, nil), newServiceUnbindCmd(f, nil), newServiceRemoveCmd(f, nil), newServiceRotateCmd(f, nil),
-		newServiceConnectCmd(f, nil), newServiceBackupCmd(f, nil), newServiceRestoreCmd(f, nil))
+		newServiceConnectCmd(f, nil), newServiceBackupCmd(f, nil), newServiceRestoreCmd(f, nil), newServiceUpdateCmd(f, nil))
 	return cmd
 }
 
@@ -55,4 +59,20 @@ func serviceDeps(ctx context.Context, f *cli.Factory) (service.Deps, error) {
 // serviceDepsFor is serviceDeps as an options constructor.
 func serviceDepsFor(f *cli.Factory) func(context.Context) (service.Deps, error) {
 	return func(ctx context.Context) (service.Deps, error) { return serviceDeps(ctx, f) }
+}
+
+// appRestarter restarts an app's units, watched like a deploy and rolled
+// back on failure: how rotate and update roll bound apps onto new
+// credentials (a release names the binding Secret, not its values, so a
+// restart is what makes units read them again).
+func appRestarter(c appChanger, p progress.Reporter, r *rolloutFlags) func(context.Context, string) error {
+	return func(ctx context.Context, appName string) error {
+		d, err := c.Deps(ctx)
+		if err != nil {
+			return err
+		}
+		d.Progress = p
+		_, err = deploy.Reshape(ctx, d, appName, func(a *app.App) error { return a.Restart("", time.Now()) }, r.options())
+		return err
+	}
 }

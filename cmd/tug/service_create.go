@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/rollout"
 	"tug.dev/tug/pkg/service"
 )
@@ -20,13 +21,15 @@ type serviceCreateOptions struct {
 	CommandName string
 
 	service.CreateOptions
+	// URI makes an external service: one tug does not run.
+	URI    string
 	Output cli.OutputOptions
 }
 
 func newServiceCreateCmd(f *cli.Factory, runF func(context.Context, *serviceCreateOptions) error) *cobra.Command {
 	o := &serviceCreateOptions{IO: f.IOStreams, Deps: serviceDepsFor(f), CommandName: f.CommandName}
 	cmd := &cobra.Command{
-		Use:         "create NAME --plan PLAN [--version V] [--size SIZE]",
+		Use:         "create NAME (--plan PLAN [--version V] [--size SIZE] | --uri URI)",
 		Annotations: argsAre(argNewName),
 		Short:       "Create a service from a plan, and wait until it accepts connections",
 		Long: `Create a service from --plan (see 'tug service plans'), and wait until it
@@ -35,13 +38,18 @@ credentials are generated once and kept in a Secret. When it cannot start,
 tug says why as a deploy does (the image cannot be pulled, a crash with its
 last log lines, no node can take it, its volume cannot be bound) and exits
 with a deploy's code; what was made is kept: run the create again once the
-cause is fixed (it goes on where it stopped), or remove the service.`,
+cause is fixed (it goes on where it stopped), or remove the service.
+
+With --uri, the service is a database tug does not run (postgres://,
+mysql://, redis://): apps bind it the same way; its owner changes its
+credentials, given to tug with 'tug service update NAME --uri'.`,
 		Example: `  tug service create db --plan postgres
-  tug service create reports --plan postgres --version 16 --size 10Gi`,
+  tug service create reports --plan postgres --version 16 --size 10Gi
+  tug service create legacy --uri "$LEGACY_DATABASE_URL"`,
 		Args: cli.ExactArgs("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
-			if err := o.Validate(); err != nil {
+			if err := o.validate(); err != nil {
 				return err
 			}
 			if runF != nil {
@@ -53,9 +61,24 @@ cause is fixed (it goes on where it stopped), or remove the service.`,
 	cmd.Flags().StringVar(&o.Plan, "plan", "", "Plan to make it from (see 'tug service plans') (required)")
 	cmd.Flags().StringVar(&o.Version, "version", "", "Version of the plan (default: the plan's)")
 	cmd.Flags().StringVar(&o.Size, "size", "", "Size of its volume, e.g. 1Gi (default: the plan's)")
+	cmd.Flags().StringVar(&o.URI, "uri", "", "Connection URI of a database tug does not run (instead of --plan)")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", 5*time.Minute, "How long to wait for it to accept connections")
 	cli.AddFormatFlag(cmd, &o.Output.Format)
 	return cmd
+}
+
+func (o *serviceCreateOptions) validate() error {
+	if o.URI == "" {
+		return o.Validate()
+	}
+	if o.Plan != "" || o.Version != "" || o.Size != "" {
+		return inputerr.Errorf("--uri makes a service tug does not run: give it without --plan, --version and --size")
+	}
+	if err := service.ValidateName(o.Name); err != nil {
+		return err
+	}
+	_, err := service.ParseURI(o.URI)
+	return err
 }
 
 func runServiceCreate(ctx context.Context, o *serviceCreateOptions) error {
@@ -63,7 +86,12 @@ func runServiceCreate(ctx context.Context, o *serviceCreateOptions) error {
 	if err != nil {
 		return err
 	}
-	info, err := service.Create(ctx, d, o.CreateOptions)
+	var info *service.Info
+	if o.URI != "" {
+		info, err = service.CreateExternal(ctx, d, o.Name, o.URI)
+	} else {
+		info, err = service.Create(ctx, d, o.CreateOptions)
+	}
 	var failed *rollout.Failure
 	if errors.As(err, &failed) {
 		d.Progress.Fail("service " + o.Name + " did not start")
@@ -76,7 +104,11 @@ func runServiceCreate(ctx context.Context, o *serviceCreateOptions) error {
 		d.Progress.Fail("creating service " + o.Name)
 		return err
 	}
-	d.Progress.Done(fmt.Sprintf("service %s (%s %s) accepts connections", info.Name, info.Plan, info.Version))
+	if info.External {
+		d.Progress.Done(fmt.Sprintf("service %s (external, %s) recorded", info.Name, info.Binding.Type))
+	} else {
+		d.Progress.Done(fmt.Sprintf("service %s (%s %s) accepts connections", info.Name, info.Plan, info.Version))
+	}
 	return o.Output.Print(o.IO, info, func() error {
 		_, err := fmt.Fprintf(o.IO.Out, "service %q is ready; bind it to an app with '%s service bind APP %s'\n", info.Name, o.CommandName, info.Name)
 		return err

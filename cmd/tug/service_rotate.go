@@ -4,13 +4,10 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
-	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/service"
 )
 
@@ -61,15 +58,7 @@ func runServiceRotate(ctx context.Context, o *serviceRotateOptions) error {
 	if err != nil {
 		return err
 	}
-	restart := func(ctx context.Context, appName string) error {
-		dd, err := o.Changer.Deps(ctx)
-		if err != nil {
-			return err
-		}
-		dd.Progress = d.Progress
-		_, err = deploy.Reshape(ctx, dd, appName, func(a *app.App) error { return a.Restart("", time.Now()) }, o.Rollout.options())
-		return err
-	}
+	restart := appRestarter(o.Changer, d.Progress, &o.Rollout)
 	res, err := service.Rotate(ctx, d, o.Name, restart)
 	if err != nil {
 		d.Progress.Fail("rotating the credentials of service " + o.Name)
