@@ -114,4 +114,3 @@ func UpdateURI(ctx context.Context, d Deps, name, uri string, restart func(conte
 	}
 	return done, nil
 }
-
