@@ -52,6 +52,7 @@ removes it. Several services bind side by side with different --as.`,
 	o.Changer = changerFor(cmd, f)
 	cmd.Flags().StringVar(&o.Prefix, "as", "", "Prefix of the variables, e.g. ORDERS_DB gives ORDERS_DB_URL (default: the plan's, DATABASE for postgres)")
 	o.Rollout.add(cmd, true)
+	o.Rollout.addDryRun(cmd, "")
 	return cmd
 }
 

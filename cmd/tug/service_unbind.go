@@ -47,6 +47,7 @@ func newServiceUnbindCmd(f *cli.Factory, runF func(context.Context, *serviceUnbi
 	}
 	o.Changer = changerFor(cmd, f)
 	o.Rollout.add(cmd, true)
+	o.Rollout.addDryRun(cmd, "")
 	return cmd
 }
 

@@ -244,6 +244,11 @@ func TestServicePostgresBoundToAnAppThroughTheRouter(t *testing.T) {
 
 	// a second service beside it, under another prefix
 	h.mustTug("service", "create", "orders", "--plan", "postgres")
+	rels := h.releaseCount(name)
+	dry := h.mustTug("service", "bind", name, "orders", "--as", "ORDERS", "--dry-run")
+	if !strings.Contains(dry.Stdout+dry.Stderr, "services: db as DATABASE -> db as DATABASE,orders as ORDERS") || h.releaseCount(name) != rels || contains(h.webEnvNames(name), "ORDERS_URL") {
+		t.Errorf("bind --dry-run: says what would change, changes nothing:\n%s", dry)
+	}
 	h.mustTug("service", "bind", name, "orders", "--as", "ORDERS")
 	env = h.webEnvNames(name)
 	if !contains(env, "DATABASE_URL") || !contains(env, "ORDERS_URL") || !contains(env, "ORDERS_HOST") {
