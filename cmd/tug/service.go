@@ -31,7 +31,7 @@ See docs/services.md.`,
 	}
 	cmd.AddCommand(newServicePlansCmd(f, nil), newServiceCreateCmd(f, nil), newServiceListCmd(f, nil), newServiceInfoCmd(f, nil),
 		newServiceCredentialsCmd(f, nil), newServiceBindCmd(f, nil), newServiceUnbindCmd(f, nil), newServiceRemoveCmd(f, nil), newServiceRotateCmd(f, nil),
-		newServiceConnectCmd(f, nil), newServiceBackupCmd(f, nil), newServiceRestoreCmd(f, nil), newServiceUpdateCmd(f, nil))
+		newServiceConnectCmd(f, nil), newServiceBackupCmd(f, nil), newServiceRestoreCmd(f, nil), newServiceUpdateCmd(f, nil), newServiceBackupsCmd(f, nil))
 	return cmd
 }
 

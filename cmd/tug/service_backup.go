@@ -18,27 +18,42 @@ type serviceBackupOptions struct {
 	IO   *cli.IOStreams
 	Deps func(context.Context) (service.Deps, error)
 
-	Name string
-	File string
+	Name     string
+	File     string
+	Schedule service.Schedule
 }
 
 func newServiceBackupCmd(f *cli.Factory, runF func(context.Context, *serviceBackupOptions) error) *cobra.Command {
 	o := &serviceBackupOptions{IO: f.IOStreams, Deps: serviceDepsFor(f)}
 	cmd := &cobra.Command{
-		Use:         "backup NAME [-f FILE]",
+		Use:         "backup NAME [-f FILE | --schedule CRON [--keep N]]",
 		Annotations: argsAre(argService),
 		Short:       "Stream a logical dump of a service to stdout or a file",
 		Long: `Stream a logical dump of the service (pg_dump's custom format for the postgres
 plan) from its unit to stdout, or to -f FILE. Nothing is kept in the
-cluster. 'tug service restore NAME -f FILE' puts it back.`,
-		Example: "  tug service backup db > db.dump\n  tug service backup db -f db.dump",
+cluster. 'tug service restore NAME -f FILE' puts it back.
+
+With --schedule, dumps are made on that schedule (cron, as the cluster's
+time zone, UTC on most) by a CronJob, into a volume of the service that
+keeps the newest --keep; 'tug service backups NAME' lists them and
+'tug service restore NAME --from DUMP' restores one.`,
+		Example: "  tug service backup db > db.dump\n  tug service backup db -f db.dump\n  tug service backup db --schedule '0 3 * * *' --keep 7",
 		Args:    cli.ExactArgs("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
 			if err := service.ValidateName(o.Name); err != nil {
 				return err
 			}
-			if o.File == "" && o.IO.IsStdoutTTY() {
+			if cmd.Flags().Changed("schedule") {
+				if o.File != "" {
+					return inputerr.Errorf("--schedule writes dumps into the service's backups volume: give it without -f")
+				}
+				if err := o.Schedule.Validate(); err != nil {
+					return err
+				}
+			} else if cmd.Flags().Changed("keep") {
+				return inputerr.Errorf("--keep goes with --schedule")
+			} else if o.File == "" && o.IO.IsStdoutTTY() {
 				return inputerr.Errorf("a dump is binary: send it to a file with -f FILE or '> FILE'")
 			}
 			if runF != nil {
@@ -48,6 +63,8 @@ cluster. 'tug service restore NAME -f FILE' puts it back.`,
 		},
 	}
 	cmd.Flags().StringVarP(&o.File, "file", "f", "", "Write the dump to FILE (default: stdout)")
+	cmd.Flags().StringVar(&o.Schedule.Cron, "schedule", "", "Make dumps on this cron schedule, e.g. '0 3 * * *', into the service's backups volume")
+	cmd.Flags().IntVar(&o.Schedule.Keep, "keep", 7, "With --schedule: how many dumps to keep")
 	return cmd
 }
 
@@ -55,6 +72,13 @@ func runServiceBackup(ctx context.Context, o *serviceBackupOptions) error {
 	d, err := o.Deps(ctx)
 	if err != nil {
 		return err
+	}
+	if o.Schedule.Cron != "" {
+		if err := service.SetSchedule(ctx, d, o.Name, o.Schedule); err != nil {
+			return err
+		}
+		d.Progress.Done(fmt.Sprintf("service %s: a dump on '%s', the newest %d kept; see 'tug service backups %s'", o.Name, o.Schedule.Cron, o.Schedule.Keep, o.Name))
+		return nil
 	}
 	if err := service.Exists(ctx, d, o.Name); err != nil {
 		return err

@@ -290,6 +290,10 @@ func CommandGroups() []CommandGroup {
 				ns("events", "list"),
 				// connect, backup, restore and rotate run in its unit.
 				ns("pods/exec", "get", "create"),
+				// Scheduled backups: a CronJob, and a short pod that
+				// mounts their volume to list and read the dumps.
+				ns("cronjobs.batch", manage...),
+				ns("pods", "create", "delete"),
 			),
 		},
 		{

@@ -58,6 +58,11 @@ type Plan struct {
 	Connect []string `json:"connect,omitempty"`
 	Dump    []string `json:"dump,omitempty"`
 	Restore []string `json:"restore,omitempty"`
+	// ScheduledDump is the command a scheduled backup runs (in a pod of
+	// the service's image, the binding's keys as its environment, the
+	// backups volume at /backups, $KEEP the dumps to keep); empty: the plan
+	// offers no schedule.
+	ScheduledDump []string `json:"scheduledDump,omitempty"`
 	// Rotate says how to rotate the credentials, when the plan can.
 	Rotate *RotateSpec `json:"rotate,omitempty"`
 	// Objects is a template (over Params) of the YAML documents to apply.

@@ -82,6 +82,9 @@ func Remove(ctx context.Context, d Deps, name string, deleteData bool) (*Removed
 			return nil, err
 		}
 	}
+	if err := d.removeSchedule(ctx, name, deleteData, out); err != nil {
+		return nil, err
+	}
 	secrets := []string{BindingSecretName(name)}
 	if deleteData || rec.External || len(out.Kept) == 0 {
 		secrets = append(secrets, CredentialsSecretName(name))
@@ -125,6 +128,35 @@ func (d Deps) deleteOwned(ctx context.Context, kind, objName, service string) er
 		err = d.Client.CoreV1().ConfigMaps(d.Namespace).Delete(ctx, objName, metav1.DeleteOptions{})
 	}
 	if err != nil && !apierrors.IsNotFound(err) {
+		return kube.TranslateError(err)
+	}
+	return nil
+}
+
+// removeSchedule deletes the scheduled backups' CronJob, and their volume
+// with deleteData (else it is kept, and said).
+func (d Deps) removeSchedule(ctx context.Context, name string, deleteData bool, out *Removed) error {
+	cj, err := d.Client.BatchV1().CronJobs(d.Namespace).Get(ctx, BackupCronJobName(name), metav1.GetOptions{})
+	if err == nil && cj.Labels[LabelService] == name {
+		bg := metav1.DeletePropagationBackground
+		if err := d.Client.BatchV1().CronJobs(d.Namespace).Delete(ctx, cj.Name, metav1.DeleteOptions{PropagationPolicy: &bg}); err != nil && !apierrors.IsNotFound(err) {
+			return kube.TranslateError(err)
+		}
+	} else if err != nil && !apierrors.IsNotFound(err) {
+		return kube.TranslateError(err)
+	}
+	pvc, err := d.Client.CoreV1().PersistentVolumeClaims(d.Namespace).Get(ctx, BackupsClaimName(name), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) || (err == nil && pvc.Labels[LabelService] != name) {
+		return nil
+	}
+	if err != nil {
+		return kube.TranslateError(err)
+	}
+	if !deleteData {
+		out.Kept = append(out.Kept, "PersistentVolumeClaim "+pvc.Name+" (backups)")
+		return nil
+	}
+	if err := d.Client.CoreV1().PersistentVolumeClaims(d.Namespace).Delete(ctx, pvc.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return kube.TranslateError(err)
 	}
 	return nil

@@ -60,6 +60,12 @@ func (h *H) usePostgresImage(ref string) {
 // cluster's provisioner, cluster.sh, does).
 func (h *H) serviceVolume(service string) {
 	h.t.Helper()
+	h.claimVolume("tug-service-" + service + "-data")
+}
+
+// claimVolume is serviceVolume for any claim of the test's namespace.
+func (h *H) claimVolume(claim string) {
+	h.t.Helper()
 	ctx := context.Background()
 	scs, err := h.Client.StorageV1().StorageClasses().List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -76,12 +82,12 @@ func (h *H) serviceVolume(service string) {
 	}
 	_ = os.Chmod(dir, 0o777)
 	pv := &corev1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: h.NS + "-" + service, Labels: map[string]string{"tug.dev/e2e": "true"}},
+		ObjectMeta: metav1.ObjectMeta{Name: h.NS + "-" + claim, Labels: map[string]string{"tug.dev/e2e": "true"}},
 		Spec: corev1.PersistentVolumeSpec{
 			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
 			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
-			ClaimRef:                      &corev1.ObjectReference{Namespace: h.NS, Name: "tug-service-" + service + "-data"},
+			ClaimRef:                      &corev1.ObjectReference{Namespace: h.NS, Name: claim},
 			PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: dir}},
 		},
 	}
