@@ -202,6 +202,12 @@ func (p *Plan) validateFields() error {
 	case (len(p.Connect) > 0 || len(p.Dump) > 0 || len(p.Restore) > 0) && p.Container == "":
 		return fmt.Errorf("container: name the container connect, dump and restore run in")
 	}
+	return p.validateMore()
+}
+
+// validateMore is validateFields' second half: rotation, size, versions
+// and keys.
+func (p *Plan) validateMore() error {
 	if r := p.Rotate; r != nil && (len(r.Usernames) != 2 || len(r.Grant) == 0 || len(r.Revoke) == 0 || p.Container == "") {
 		return fmt.Errorf("rotate: give two usernames, grant and revoke commands, and the container they run in")
 	}
