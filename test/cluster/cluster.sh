@@ -11,9 +11,13 @@
 #   cluster.sh status       exit 0 when the cluster answers and nodes are Ready
 #   cluster.sh kubeconfig   print the admin kubeconfig's path
 #   cluster.sh registry     print the local registry's HOST:PORT
+#   cluster.sh service-images  print "NAME REF@DIGEST" of the backing-service
+#                           images (postgres, redis) and their sample app (dbapp)
+#                           in the local registry
 #   cluster.sh router       print the router's address (HTTP :80, HTTPS :443)
 #   cluster.sh ensure-registry  on a running cluster: start the registry,
-#                           push and import test images it lacks (no restart)
+#                           push and import test images it lacks, start the
+#                           volume provisioner (no restart)
 #   cluster.sh ensure-router    the same (one step adds both): also start the
 #                           router, write the cluster settings and apply
 #                           cert-manager's CRDs (no cert-manager controller)
@@ -147,6 +151,8 @@ need_packages() {
   command -v conntrack >/dev/null || missing+=(conntrack)
   command -v ip >/dev/null || missing+=(iproute2)
   command -v nsenter >/dev/null || missing+=(util-linux)
+  # the backing-service images are made from Debian packages (test/images/services)
+  command -v debootstrap >/dev/null || missing+=(debootstrap)
   [ ${#missing[@]} -eq 0 ] && return 0
   [ "$(id -u)" -eq 0 ] || die "missing packages (${missing[*]}); run as root so they can be installed"
   say "installing ${missing[*]}"
@@ -467,17 +473,55 @@ build_images() {
   local key out bk t missing=""
   # BuildKit (Dockerfile builds) from Go modules, cached like Kubernetes
   bk=$("$repo/test/images/buildkit/build.sh") || die "building BuildKit failed"
-  key=$( { cat "$repo"/test/images/*/*.go "$repo"/cmd/tug-maintenance/*.go "$repo"/cmd/tug-build/*.go; sha256sum /bin/busybox /usr/sbin/runc "$bk"/*; go version; } | sha256sum | cut -c1-16)
+  key=$(images_key "$bk")
   out=$cache/images/$key
-  for t in $image_tars; do [ -f "$out/$t.tar" ] || missing=1; done
+  for t in $built_tars; do [ -f "$out/$t.tar" ] || missing=1; done
   if [ -n "$missing" ]; then
     say "building images"
     (cd "$repo" && GOTOOLCHAIN=local go run ./test/images/build -out "$out" -buildkit "$bk") || die "image build failed"
   fi
+  service_images_wait
+  # beside the others, so every step below finds each image as $images/NAME.tar
+  for t in $service_tars; do
+    ln -f "$service_images/$t.tar" "$out/$t.tar" 2>/dev/null || cp "$service_images/$t.tar" "$out/$t.tar"
+  done
   images=$out
 }
 
-image_tars="pause sample maintenance builder tug-build busybox buildkit"
+# images_key BUILDKIT_DIR: the cache key of test/images/build's output.
+images_key() {
+  { cat "$repo"/test/images/*/*.go "$repo"/test/images/dbapp/go.mod "$repo"/test/images/dbapp/go.sum \
+    "$repo"/cmd/tug-maintenance/*.go "$repo"/cmd/tug-build/*.go; sha256sum /bin/busybox /usr/sbin/runc "$1"/*; go version; } |
+    sha256sum | cut -c1-16
+}
+
+# the images test/images/build writes (dbapp: the backing-services sample app)
+built_tars="pause sample maintenance builder tug-build busybox buildkit dbapp"
+# the backing-service images test/images/services/build.sh makes from
+# Debian's packages (debootstrap: ~2 min cold, so started early, beside the
+# other builds of up, by service_images_start)
+service_tars="postgres redis"
+image_tars="$built_tars $service_tars"
+
+# service_images_start: build the service images in the background.
+service_images_start() {
+  service_build_out=$(mktemp)
+  "$repo/test/images/services/build.sh" >"$service_build_out" 2>"$service_build_out.log" &
+  service_build_pid=$!
+}
+
+# service_images_wait: service_images is their folder (built now when
+# service_images_start did not run).
+service_images_wait() {
+  [ -z "${service_images:-}" ] || return 0
+  if [ -n "${service_build_pid:-}" ]; then
+    wait "$service_build_pid" || { cat "$service_build_out.log" >&2; die "building the service images (postgres, redis) failed"; }
+    service_images=$(cat "$service_build_out")
+    rm -f "$service_build_out" "$service_build_out.log"
+  else
+    service_images=$("$repo/test/images/services/build.sh") || die "building the service images (postgres, redis) failed"
+  fi
+}
 
 import_images() {
   local n=$1 t
@@ -530,6 +574,77 @@ ensure_registry() {
     || fail registry-push "pushing the test images into the registry failed"
   local n
   for n in $(seq 1 "$(cat "$dir/nodes" 2>/dev/null || echo 1)"); do write_registry_hosts "$n"; done
+}
+
+# ---------------------------------------------------------------- volumes
+
+# The provisioner (test/cluster/provisioner): a host process that gives each
+# PersistentVolumeClaim of StorageClass tug-local, the default class, a
+# hostPath volume on a new directory under $dir/volumes (both nodes run on
+# this machine), removed with its claim. It talks to the apiserver on
+# 127.0.0.1 only and keeps no state: restarting it is harmless.
+storage_class=tug-local
+volumes_dir=$dir/volumes
+
+storage_yaml() {
+  cat <<EOF
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata:
+  name: $storage_class
+  labels: {tug.dev/local-cluster: "true"}
+  annotations: {storageclass.kubernetes.io/is-default-class: "true"}
+provisioner: tug.dev/local-path
+reclaimPolicy: Delete
+volumeBindingMode: Immediate
+EOF
+}
+
+provisioner_bin() {
+  local key
+  key=$( { cat "$repo"/test/cluster/provisioner/*.go "$repo"/go.sum; go version; } | sha256sum | cut -c1-16)
+  echo "$cache/provisioner/$key/provisioner"
+}
+
+# provisioner_build_start: build the provisioner (client-go's informers:
+# a minute of compiling cold) in the background, beside the other builds
+# of up; ensure_provisioner waits for it.
+provisioner_build_start() {
+  local bin
+  bin=$(provisioner_bin)
+  [ -x "$bin" ] && return 0
+  provisioner_build_log=$(mktemp)
+  mkdir -p "$(dirname "$bin")"
+  (cd "$repo" && GOTOOLCHAIN=local CGO_ENABLED=0 go build -o "$bin.tmp" ./test/cluster/provisioner && mv "$bin.tmp" "$bin") \
+    >"$provisioner_build_log" 2>&1 &
+  provisioner_build_pid=$!
+}
+
+# ensure_provisioner: the provisioner runs (this build of it) and the
+# StorageClass exists. Idempotent: up on a running cluster calls it.
+ensure_provisioner() {
+  local bin
+  bin=$(provisioner_bin)
+  if [ -n "${provisioner_build_pid:-}" ]; then
+    wait "$provisioner_build_pid" || { cat "$provisioner_build_log" >&2; die "building the provisioner failed"; }
+    rm -f "$provisioner_build_log"
+    provisioner_build_pid=
+  fi
+  if [ ! -x "$bin" ]; then
+    say "building the volume provisioner"
+    mkdir -p "$(dirname "$bin")"
+    (cd "$repo" && GOTOOLCHAIN=local CGO_ENABLED=0 go build -o "$bin" ./test/cluster/provisioner) || die "building the provisioner failed"
+  fi
+  if alive provisioner && [ "$(cat "$dir/provisioner.bin" 2>/dev/null)" != "$bin" ]; then
+    kill -TERM "$(cat "$pids/provisioner.pid")" 2>/dev/null || true
+    rm -f "$pids/provisioner.pid"
+  fi
+  if ! alive provisioner; then
+    echo "$bin" > "$dir/provisioner.bin"
+    start provisioner "$bin" -kubeconfig "$kubeconfig" -dir "$volumes_dir"
+  fi
+  storage_yaml | kapply -f - || die "applying the StorageClass $storage_class failed"
+  wait_for provisioner 30 grep -q "serving" "$logs/provisioner.log"
 }
 
 # ---------------------------------------------------------------- CNB builder
@@ -861,6 +976,11 @@ data:
   buildkitImage: $(image_ref buildkit)
   buildAgentImage: $(image_ref tug-build)
   defaultBuilder: $(image_ref builder)
+  # the backing services' images (test/images/services), for the plans of
+  # docs/services.md: built from Debian's packages, as no public registry
+  # is reachable here
+  services.postgres.image.15: $(image_ref postgres)
+  services.redis.image.7: $(image_ref redis)
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
@@ -893,6 +1013,26 @@ ensure_router() {
   wait_for router 60 gateway_programmed
   wait_for router 30 router_up
   check_router_listeners
+}
+
+# print_service_images: the backing-service images and their sample app in
+# the local registry, by digest, one "NAME REF" a line (for the demo, the
+# e2e tests and plans). Builds nothing: says what to run when they are not
+# built or not pushed.
+print_service_images() {
+  local bk t ref rest
+  bk=$("$repo/test/images/buildkit/build.sh" --cached) ||
+    die "the test images are not built: run cluster.sh up (or ensure-registry on a running cluster)"
+  images=$cache/images/$(images_key "$bk")
+  for t in postgres redis dbapp; do
+    [ -f "$images/$t.tar" ] || die "no $t image in $images: run cluster.sh ensure-registry (on a running cluster) or up"
+    ref=$(image_ref "$t")
+    rest=${ref#*/}
+    curl -sfI -o /dev/null --max-time 3 -H 'Accept: application/vnd.oci.image.manifest.v1+json' \
+      "http://$registry_addr/v2/${rest%@*}/manifests/${rest#*@}" ||
+      die "the registry $registry_addr does not hold $ref: run cluster.sh ensure-registry"
+    echo "$t $ref"
+  done
 }
 
 # ---------------------------------------------------------------- up
@@ -938,6 +1078,8 @@ up() {
   router_build=$!
   cnb_prebuild
   metrics_build_start
+  service_images_start
+  provisioner_build_start
   new_k8s=$("$here/build-localk8s.sh") || die "building the Kubernetes $k8s_version binary failed"
   build_images
   wait "$router_build" || die "building the router failed"
@@ -960,6 +1102,7 @@ up() {
   for n in $(seq 1 "$nodes"); do make_node_cgroups "$n"; done
   start_control_plane
   ensure_registry
+  ensure_provisioner
   for n in $(seq 1 "$nodes"); do
     start_node "$n"
     import_images "$n"
@@ -977,6 +1120,7 @@ up() {
   say "up: $nodes node(s) Ready in $(awk "BEGIN{printf \"%.1f\", $(date +%s.%N) - $t0}")s; logs in $logs"
   say "kubeconfig: $kubeconfig"
   say "registry: $registry_addr"
+  say "volumes: StorageClass $storage_class (default), in $volumes_dir"
   say "router: $router_ip (HTTP :80, HTTPS :443; apps under *.$apps_domain)"
 }
 
@@ -989,6 +1133,8 @@ ensure_additions() {
   build_images
   for n in $(seq 1 "$have"); do ensure_images "$n"; done
   ensure_registry
+  ensure_provisioner
+  say "volumes: StorageClass $storage_class (default), in $volumes_dir"
   grep -q config_path "$dir/node1/containerd.toml" ||
     say "the nodes' containerd predates the registry setting: restart the cluster (down, up) so the kubelets pull from $registry_addr"
   say "registry: $registry_addr"
@@ -1061,7 +1207,7 @@ kill_leftovers() {
     while read -r pid; do kill -KILL "$pid" 2>/dev/null || true; done < "$root/$router_cgroup/cgroup.procs"
   fi
   # the kube-proxy, kubelets and router of a cluster whose pid files are gone
-  for pid in $(pgrep -f "(localk8s|kubelet|kube-proxy|kube-apiserver|kube-controller-manager|kube-scheduler|traefik|metrics-server).*$dir/" 2>/dev/null); do
+  for pid in $(pgrep -f "(localk8s|kubelet|kube-proxy|kube-apiserver|kube-controller-manager|kube-scheduler|traefik|metrics-server|provisioner).*$dir/" 2>/dev/null); do
     kill -KILL "$pid" 2>/dev/null || true
   done
   for pid in $(pgrep -f "etcd --name tug-local" 2>/dev/null) $(pgrep -f "containerd --config $dir/" 2>/dev/null); do
@@ -1270,6 +1416,7 @@ case "${1:-}" in
     say "up" ;;
   kubeconfig) echo "$kubeconfig" ;;
   registry) echo "$registry_addr" ;;
+  service-images) print_service_images ;;
   router) echo "$router_ip" ;;
   ensure-registry | ensure-router) # the additive part of up, on a running cluster only
     is_up || die "the cluster is not up"
@@ -1299,5 +1446,5 @@ case "${1:-}" in
       kill) extra_apiserver_stop "${3:-}" KILL ;;
       *) echo "usage: $0 apiserver start|stop|kill PORT" >&2; exit 2 ;;
     esac ;;
-  *) echo "usage: $0 up [NODES]|down|status|kubeconfig|registry|router|ensure-registry|ensure-router|ensure-cnb-builder|ensure-cert-manager-crds|ensure-metrics|check-clean|apiserver start|stop|kill PORT" >&2; exit 2 ;;
+  *) echo "usage: $0 up [NODES]|down|status|kubeconfig|registry|service-images|router|ensure-registry|ensure-router|ensure-cnb-builder|ensure-cert-manager-crds|ensure-metrics|check-clean|apiserver start|stop|kill PORT" >&2; exit 2 ;;
 esac

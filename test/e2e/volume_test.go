@@ -17,9 +17,10 @@ import (
 
 // localStorage makes a PersistentVolume in a directory of this machine, in a
 // StorageClass of its own (the test's namespace name) so that only this
-// test's volume binds it: the local cluster has no provisioner. Both nodes
-// run on this machine, so a hostPath serves a unit on either. It returns the
-// class and the directory.
+// test's volume binds it: a volume an admin made, not one the local
+// cluster's provisioner (class tug-local) makes. Both nodes run on this
+// machine, so a hostPath serves a unit on either. It returns the class and
+// the directory.
 func (h *H) localStorage() (string, string) {
 	h.t.Helper()
 	dir, err := os.MkdirTemp("", "tug-e2e-pv-")
