@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -16,33 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
-
-// serviceImages are the local postgres, redis and dbapp images
-// (cluster.sh service-images, test/images): REF@sha256:... by name. A
-// cluster without them fails the test (they are part of the local cluster).
-func serviceImages(t *testing.T) map[string]string {
-	t.Helper()
-	script := filepath.Join(repoRoot(), "test", "cluster", "cluster.sh")
-	if s := os.Getenv("TUG_E2E_CLUSTER_SH"); s != "" {
-		script = s // another checkout's, whose cluster has the images
-	}
-	out, err := exec.Command(script, "service-images").Output()
-	if err != nil {
-		t.Fatalf("cluster.sh service-images: %v", err)
-	}
-	refs := map[string]string{}
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		if name, ref, ok := strings.Cut(line, " "); ok {
-			refs[name] = strings.TrimSpace(ref)
-		}
-	}
-	for _, n := range []string{"postgres", "redis", "dbapp"} {
-		if refs[n] == "" {
-			t.Fatalf("cluster.sh service-images names no %s image:\n%s", n, out)
-		}
-	}
-	return refs
-}
 
 // usePostgresImage names the local postgres image in the cluster settings
 // (what an admin of a cluster with no internet does).
