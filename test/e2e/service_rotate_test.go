@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os/exec"
@@ -8,6 +9,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestServiceRotateWhileClientsSendRequests: while 4 clients send requests
@@ -29,6 +33,20 @@ func TestServiceRotateWhileClientsSendRequests(t *testing.T) {
 	h.mustTug("app", "scale", name, "web=2")
 	h.mustTug("service", "bind", name, "db")
 	h.routerBody(r, url, "db ok rows=", "")
+	// the units from before the bind (no DATABASE_URL) serve through their
+	// stop delay: the load starts once they are gone
+	h.Eventually(time.Minute, "the units from before the bind stop", func() (bool, error) {
+		pods, err := h.Client.CoreV1().Pods(h.NS).List(context.Background(), metav1.ListOptions{LabelSelector: "tug.dev/app=" + name})
+		if err != nil {
+			return false, err
+		}
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp != nil {
+				return false, nil
+			}
+		}
+		return len(pods.Items) == 2, nil
+	})
 	old := h.credentials("db")
 
 	var stop atomic.Bool
