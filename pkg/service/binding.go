@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/deploy"
@@ -105,27 +106,36 @@ func (b Bind) Validate() error {
 // two bindings may not share a prefix.
 func BindChange(ctx context.Context, d Deps, b Bind) deploy.Change {
 	return deploy.SettingsChange(app.KindService, "service "+b.Service+" bound", func(a *app.App, r *app.Release) error {
-		rec, err := readRecord(ctx, d.Client, d.Namespace, b.Service)
+		sb, err := Binding(ctx, d.Client, d.Namespace, b.Service, b.Prefix)
 		if err != nil {
 			return err
 		}
-		secret, err := d.Client.CoreV1().Secrets(d.Namespace).Get(ctx, BindingSecretName(b.Service), metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return fmt.Errorf("service %q has no binding yet (its create did not finish); run 'tug service create %s --plan %s' again", b.Service, b.Service, rec.Plan)
-		} else if err != nil {
-			return kube.TranslateError(err)
-		}
-		prefix := b.Prefix
-		if prefix == "" {
-			prefix = rec.Spec.EnvPrefix
-		}
-		keys := make([]string, 0, len(secret.Data))
-		for k := range secret.Data {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		return addBinding(a.Name, r, app.ServiceBinding{Service: b.Service, Prefix: prefix, Type: rec.Spec.Type, Keys: keys})
+		return addBinding(a.Name, r, sb)
 	})
+}
+
+// Binding is how a release binds service (prefix "": the plan's): its
+// type and the keys of its binding Secret, which must exist.
+func Binding(ctx context.Context, client kubernetes.Interface, ns, service, prefix string) (app.ServiceBinding, error) {
+	rec, err := readRecord(ctx, client, ns, service)
+	if err != nil {
+		return app.ServiceBinding{}, err
+	}
+	secret, err := client.CoreV1().Secrets(ns).Get(ctx, BindingSecretName(service), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return app.ServiceBinding{}, fmt.Errorf("service %q has no binding yet (its create did not finish); run 'tug service create %s --plan %s' again", service, service, rec.Plan)
+	} else if err != nil {
+		return app.ServiceBinding{}, kube.TranslateError(err)
+	}
+	if prefix == "" {
+		prefix = rec.Spec.EnvPrefix
+	}
+	keys := make([]string, 0, len(secret.Data))
+	for k := range secret.Data {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return app.ServiceBinding{Service: service, Prefix: prefix, Type: rec.Spec.Type, Keys: keys}, nil
 }
 
 func addBinding(appName string, r *app.Release, b app.ServiceBinding) error {
