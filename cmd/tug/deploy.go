@@ -10,8 +10,8 @@ import (
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
-	"tug.dev/tug/pkg/service"
 	"tug.dev/tug/pkg/inputerr"
+	"tug.dev/tug/pkg/service"
 	"tug.dev/tug/pkg/text"
 )
 
