@@ -66,7 +66,11 @@ func runServiceInfo(ctx context.Context, o *serviceInfoOptions) error {
 			fmt.Fprintf(w, "Image:    %s\n", i.Image)
 		}
 		if i.Volume != "" {
-			fmt.Fprintf(w, "Volume:   %s, %s asked, %s\n", i.Volume, i.Size, orWord(i.Capacity, "not bound yet"))
+			used := ""
+			if i.Used != "" {
+				used = ", " + i.Used + " used"
+			}
+			fmt.Fprintf(w, "Volume:   %s, %s asked, %s%s\n", i.Volume, i.Size, orWord(i.Capacity, "not bound yet"), used)
 		}
 		if i.Host != "" {
 			fmt.Fprintf(w, "Address:  %s:%d\n", i.Host, i.Port)

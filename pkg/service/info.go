@@ -1,14 +1,17 @@
 package service
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"tug.dev/tug/pkg/kube"
@@ -29,9 +32,12 @@ type Info struct {
 	// Size is the volume asked for; Capacity what it got ("" unbound).
 	Size     string `json:"size,omitempty"`
 	Capacity string `json:"capacity,omitempty"`
-	Volume   string `json:"volume,omitempty"`
-	Host     string `json:"host,omitempty"`
-	Port     int32  `json:"port,omitempty"`
+	// Used is how much of the volume is used, as the unit's df says
+	// ('service info' only; "" when unknown).
+	Used   string `json:"used,omitempty"`
+	Volume string `json:"volume,omitempty"`
+	Host   string `json:"host,omitempty"`
+	Port   int32  `json:"port,omitempty"`
 	// Secrets name the credentials Secret and the binding Secret.
 	CredentialsSecret string      `json:"credentialsSecret"`
 	BindingSecret     string      `json:"bindingSecret"`
@@ -61,7 +67,32 @@ func Get(ctx context.Context, d Deps, name string) (*Info, error) {
 	if err != nil {
 		return nil, err
 	}
-	return d.info(ctx, rec)
+	i, err := d.info(ctx, rec)
+	if err == nil && i.Status == "ready" && rec.Spec.DataPath != "" && d.Exec != nil {
+		i.Used = d.used(ctx, rec)
+	}
+	return i, err
+}
+
+// used is the data volume's use as df in the unit says it ("" when it
+// cannot be told: best effort, info goes on without it).
+func (d Deps) used(ctx context.Context, rec *Record) string {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	if err := d.runInUnit(ctx, rec, []string{"df", "-Pk", rec.Spec.DataPath}, nil, &out, nil); err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	f := strings.Fields(lines[len(lines)-1])
+	if len(f) < 3 {
+		return ""
+	}
+	kb, err := strconv.ParseInt(f[2], 10, 64)
+	if err != nil {
+		return ""
+	}
+	return resource.NewQuantity(kb*1024, resource.BinarySI).String()
 }
 
 // List is the namespace's services, by name.

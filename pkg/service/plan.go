@@ -54,6 +54,9 @@ type Plan struct {
 	// apps reach the service through ("": tug-service-NAME); an operator's
 	// plan names the one its operator makes.
 	HostService string `json:"hostService,omitempty"`
+	// DataPath is where the unit mounts its data volume, for 'service info'
+	// to say how much is used (df in the unit); "": not shown.
+	DataPath string `json:"dataPath,omitempty"`
 	// Commands run in the service's unit (argv); empty: not offered.
 	Connect []string `json:"connect,omitempty"`
 	Dump    []string `json:"dump,omitempty"`

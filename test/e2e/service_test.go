@@ -80,6 +80,7 @@ type serviceJSON struct {
 	Reason  string `json:"reason"`
 	Host    string `json:"host"`
 	Volume  string `json:"volume"`
+	Used    string `json:"used"`
 	Apps    []struct {
 		App       string   `json:"app"`
 		Variables []string `json:"variables"`
@@ -192,6 +193,9 @@ func TestServicePostgresBoundToAnAppThroughTheRouter(t *testing.T) {
 		}
 	}
 	info := h.serviceInfo("db")
+	if info.Used == "" || info.Volume != "tug-service-db-data" {
+		t.Errorf("service info does not say how much of the volume is used: %+v", info)
+	}
 	if len(info.Apps) != 1 || info.Apps[0].App != name || !contains(info.Apps[0].Variables, "DATABASE_URL") || info.Apps[0].Files != "/bindings/db" {
 		t.Errorf("service info after bind: %+v", info)
 	}
