@@ -33,6 +33,32 @@ type Record struct {
 	// its credentials and binding.
 	External bool  `json:"external,omitempty"`
 	Spec     *Plan `json:"planSpec,omitempty"`
+	// Rotation is a rotate under way (written before the new login is
+	// made, cleared once the old one is revoked), so a rotate stopped part
+	// way is finished by the next, never begun again over it.
+	Rotation *Rotation `json:"rotation,omitempty"`
+}
+
+// Rotation is a rotate from one login to the other.
+type Rotation struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+}
+
+// updateRecord writes r over the stored record.
+func updateRecord(ctx context.Context, client kubernetes.Interface, ns string, r *Record) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	cms := client.CoreV1().ConfigMaps(ns)
+	cm, err := cms.Get(ctx, ObjectName(r.Name), metav1.GetOptions{})
+	if err != nil {
+		return kube.TranslateError(err)
+	}
+	cm.Data = map[string]string{recordKey: string(b)}
+	_, err = cms.Update(ctx, cm, metav1.UpdateOptions{FieldManager: kube.FieldManager})
+	return kube.TranslateError(err)
 }
 
 const recordKey = "service"

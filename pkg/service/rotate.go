@@ -43,9 +43,10 @@ func (e *RolloutFailedError) Unwrap() error { return e.Err }
 // the credentials and the binding Secret name it; every bound app is
 // rolled out (restart) and checked, one after the other; only then is
 // the old login's password taken away. A rollout that fails rolls that
-// app back and stops, with both logins valid. Run again after a kill,
-// it starts a new turn: the login the Secret names is kept valid until
-// the apps run with the next.
+// app back and stops, with both logins valid. The rotation is written in
+// the record first: a rotate run after a kill or a failure finishes that
+// rotation (rolls the apps out again, then revokes), never begins
+// another over it.
 func Rotate(ctx context.Context, d Deps, name string, restart func(ctx context.Context, app string) error) (*Rotated, error) {
 	rec, err := readRecord(ctx, d.Client, d.Namespace, name)
 	if err != nil {
@@ -57,23 +58,11 @@ func Rotate(ctx context.Context, d Deps, name string, restart func(ctx context.C
 	if rec.Spec.Rotate == nil {
 		return nil, fmt.Errorf("plan %q does not say how to rotate credentials", rec.Plan)
 	}
-	creds, err := readCredentials(ctx, d.Client, d.Namespace, rec)
+	rot, err := d.startRotation(ctx, rec)
 	if err != nil {
 		return nil, err
 	}
-	old := creds["username"]
-	next := rec.Spec.Rotate.Usernames[0]
-	if old == next {
-		next = rec.Spec.Rotate.Usernames[1]
-	}
-	password := randomSecret()
-	d.Progress.Update(fmt.Sprintf("giving login %s of service %s a new password", next, name))
-	if err := d.unitCommand(ctx, rec, rec.Spec.Rotate.Grant, next+"\n"+password+"\n"); err != nil {
-		return nil, err
-	}
-	if err := d.setCredentials(ctx, name, next, password); err != nil {
-		return nil, err
-	}
+	old, next := rot.From, rot.To
 	if err := d.writeBinding(ctx, rec); err != nil {
 		return nil, err
 	}
@@ -101,7 +90,41 @@ func Rotate(ctx context.Context, d Deps, name string, restart func(ctx context.C
 	if err := d.unitCommand(ctx, rec, rec.Spec.Rotate.Revoke, old+"\n"); err != nil {
 		return nil, fmt.Errorf("every app runs with the new credentials, but revoking the old login %s failed: %w; run the rotate again", old, err)
 	}
-	return out, nil
+	rec.Rotation = nil
+	return out, updateRecord(ctx, d.Client, d.Namespace, rec)
+}
+
+// startRotation begins a rotation, or picks up the one a stopped rotate
+// left in the record. The new login gets its password (again, when the
+// credentials do not name it yet: no unit uses it then) before the
+// credentials name it; the old login keeps its password until revoked.
+func (d Deps) startRotation(ctx context.Context, rec *Record) (*Rotation, error) {
+	creds, err := readCredentials(ctx, d.Client, d.Namespace, rec)
+	if err != nil {
+		return nil, err
+	}
+	rot := rec.Rotation
+	if rot != nil {
+		d.Progress.Update(fmt.Sprintf("a rotate from login %s to %s was stopped part way; finishing it", rot.From, rot.To))
+	} else {
+		rot = &Rotation{From: creds["username"], To: rec.Spec.Rotate.Usernames[0]}
+		if rot.From == rot.To {
+			rot.To = rec.Spec.Rotate.Usernames[1]
+		}
+		rec.Rotation = rot
+		if err := updateRecord(ctx, d.Client, d.Namespace, rec); err != nil {
+			return nil, err
+		}
+	}
+	if creds["username"] == rot.To {
+		return rot, nil
+	}
+	password := randomSecret()
+	d.Progress.Update(fmt.Sprintf("giving login %s of service %s a new password", rot.To, rec.Name))
+	if err := d.unitCommand(ctx, rec, rec.Spec.Rotate.Grant, rot.To+"\n"+password+"\n"); err != nil {
+		return nil, err
+	}
+	return rot, d.setCredentials(ctx, rec.Name, rot.To, password)
 }
 
 // waitNoTerminating waits until no unit of the app is stopping.

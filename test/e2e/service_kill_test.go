@@ -84,3 +84,41 @@ func TestServiceBindKill9IsSettledByTheNextCommand(t *testing.T) {
 		t.Errorf("service info after the settled bind: %+v", info)
 	}
 }
+
+// TestServiceRotateKill9IsFinishedByTheNextRotate: tug is killed while a
+// rotate rolls the bound app onto the new login; the app keeps answering
+// (both logins are valid), and the next rotate finishes that rotation:
+// the old password is refused, the new one works.
+func TestServiceRotateKill9IsFinishedByTheNextRotate(t *testing.T) {
+	h := New(t)
+	r := h.localRouter()
+	imgs := serviceImages(t)
+	h.usePostgresImage(imgs["postgres"])
+	const name = "krot"
+	url := "http://" + r.appHost(name, h.NS) + "/"
+	h.mustTug("service", "create", "db", "--plan", "postgres")
+	h.mustTug("app", "create", name)
+	h.mustTug("app", "deploy", name, "--image", imgs["dbapp"])
+	h.mustTug("service", "bind", name, "db")
+	old := h.credentials("db")
+	f := h.faulty()
+	h.killAt(f.p, []string{"KUBECONFIG=" + f.kubeconfig}, "the app restarted with the new login",
+		faultproxy.Rule{Method: "PATCH", Path: "/deployments/" + name + "-web", Fault: faultproxy.Lost, Count: 1}, "service", "rotate", "db")
+	h.dropLease(name)
+	h.routerBody(r, url, "db ok rows=", "")
+	res := h.mustTug("service", "rotate", "db")
+	if !strings.Contains(res.Stderr, "finishing it") {
+		t.Errorf("the next rotate does not say it finishes the stopped one:\n%s", res)
+	}
+	now := h.credentials("db")
+	if now["username"] == old["username"] {
+		t.Fatalf("the next rotate began another turn (back to %s) instead of finishing", now["username"])
+	}
+	if err := h.psqlLogin("db", old["username"], old["password"]); err == nil {
+		t.Error("the old password still logs in")
+	}
+	if err := h.psqlLogin("db", now["username"], now["password"]); err != nil {
+		t.Errorf("the new password: %v", err)
+	}
+	h.routerBody(r, url, "db ok rows=", "")
+}
