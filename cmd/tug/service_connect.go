@@ -23,21 +23,16 @@ type serviceConnectOptions struct {
 func newServiceConnectCmd(f *cli.Factory, runF func(context.Context, *serviceConnectOptions) error) *cobra.Command {
 	o := &serviceConnectOptions{Deps: serviceDepsFor(f), Session: sessionFor(f)}
 	cmd := &cobra.Command{
-		Use:         "connect NAME [-- COMMAND [ARGS...]]",
-		Annotations: argsAre(argService, argCommandLine),
+		Use:         "connect NAME [-- COMMAND...]",
+		Annotations: argsAre(argService),
 		Short:       "Open the service's client (psql) in its unit, or run one command there",
 		Long: `Open an interactive client session in the service's unit (psql for the
 postgres plan), on your terminal as 'tug shell' does. With -- COMMAND, run
 that command there instead and exit with its code.`,
 		Example: "  tug service connect db\n  tug service connect db -- psql -U app -c 'select count(*) from tug_rows'",
+		Args:    connectArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dash := cmd.ArgsLenAtDash()
-			switch {
-			case len(args) == 0 || dash == 0:
-				return inputerr.Errorf("missing NAME: %s NAME [-- COMMAND]", cmd.CommandPath())
-			case (dash < 0 && len(args) > 1) || dash > 1:
-				return inputerr.Errorf("unexpected argument %q: put a command after '--'", args[1])
-			}
 			o.Name = args[0]
 			if dash > 0 {
 				o.Command = args[dash:]
@@ -71,4 +66,17 @@ func runServiceConnect(ctx context.Context, o *serviceConnectOptions) error {
 		return err
 	}
 	return session.ExecIn(ctx, sd, t, argv, len(o.Command) == 0)
+}
+
+// connectArgs checks `NAME [-- COMMAND...]`: a command comes after "--",
+// so that its own flags are never taken for tug's.
+func connectArgs(cmd *cobra.Command, args []string) error {
+	dash := cmd.ArgsLenAtDash()
+	switch {
+	case len(args) == 0 || dash == 0:
+		return inputerr.Errorf("missing NAME: %s NAME [-- COMMAND...]", cmd.CommandPath())
+	case (dash < 0 && len(args) > 1) || dash > 1:
+		return inputerr.Errorf("unexpected argument %q: put a command after '--'", args[1])
+	}
+	return nil
 }

@@ -29,7 +29,7 @@ type serviceCreateOptions struct {
 func newServiceCreateCmd(f *cli.Factory, runF func(context.Context, *serviceCreateOptions) error) *cobra.Command {
 	o := &serviceCreateOptions{IO: f.IOStreams, Deps: serviceDepsFor(f), CommandName: f.CommandName}
 	cmd := &cobra.Command{
-		Use:         "create NAME (--plan PLAN [--version V] [--size SIZE] | --uri URI)",
+		Use:         "create NAME [--plan PLAN [--version V] [--size SIZE] | --uri URI]",
 		Annotations: argsAre(argNewName),
 		Short:       "Create a service from a plan, and wait until it accepts connections",
 		Long: `Create a service from --plan (see 'tug service plans'), and wait until it

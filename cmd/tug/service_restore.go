@@ -28,7 +28,7 @@ type serviceRestoreOptions struct {
 func newServiceRestoreCmd(f *cli.Factory, runF func(context.Context, *serviceRestoreOptions) error) *cobra.Command {
 	o := &serviceRestoreOptions{IO: f.IOStreams, Deps: serviceDepsFor(f), Prompter: f.Prompter}
 	cmd := &cobra.Command{
-		Use:         "restore NAME (-f FILE | --from DUMP)",
+		Use:         "restore NAME [-f FILE | --from DUMP]",
 		Annotations: argsAre(argService),
 		Short:       "Restore a service from a dump made by 'service backup'",
 		Long: `Restore a service from a dump made by 'tug service backup': what the dump
