@@ -122,3 +122,30 @@ func TestServiceRotateKill9IsFinishedByTheNextRotate(t *testing.T) {
 	}
 	h.routerBody(r, url, "db ok rows=", "")
 }
+
+// TestServiceRemoveKill9IsFinishedByTheNextRemove: tug is killed as a
+// remove deletes the service's objects; the record (deleted last) still
+// names the service, and the next remove finishes, keeping the volume.
+func TestServiceRemoveKill9IsFinishedByTheNextRemove(t *testing.T) {
+	h := New(t)
+	imgs := serviceImages(t)
+	h.usePostgresImage(imgs["postgres"])
+	h.mustTug("service", "create", "db", "--plan", "postgres")
+	f := h.faulty()
+	h.killAt(f.p, []string{"KUBECONFIG=" + f.kubeconfig}, "its StatefulSet deleted",
+		faultproxy.Rule{Method: "DELETE", Path: "/statefulsets/tug-service-db", Fault: faultproxy.Lost, Count: 1}, "service", "remove", "db", "--yes")
+	if res := h.Tug("service", "info", "db"); res.Code != 0 {
+		t.Fatalf("after the kill the service is not listed (the record went first?): %s", res)
+	}
+	res := h.mustTug("service", "remove", "db", "--yes")
+	if !strings.Contains(res.Stderr, "kept: PersistentVolumeClaim tug-service-db-data") {
+		t.Errorf("the next remove: %s", res)
+	}
+	ctx := context.Background()
+	if _, err := h.Client.CoreV1().PersistentVolumeClaims(h.NS).Get(ctx, "tug-service-db-data", metav1.GetOptions{}); err != nil {
+		t.Errorf("the volume: %v", err)
+	}
+	if res := h.Tug("service", "info", "db"); res.Code != 2 {
+		t.Errorf("info after the remove: %s", res)
+	}
+}
