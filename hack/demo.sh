@@ -162,6 +162,26 @@ step job list shop
 step unit top shop --once
 printf '\n\033[1m$ tug app events shop --since 3m | tail -n 12\033[0m\n'
 tug app events shop --since 3m | tail -n 12
+
+# A backing service: PostgreSQL from tug's built-in plan, the image named in
+# the cluster settings (the local cluster's, as an admin of a cluster with no
+# internet names theirs), bound to an app that writes a row on every request
+# and answers with what it read (DATABASE_URL, and the servicebinding.io files).
+service_images=$(test/cluster/cluster.sh service-images)
+postgres_image=$(awk '$1 == "postgres" {print $2}' <<<"$service_images")
+dbapp_image=$(awk '$1 == "dbapp" {print $2}' <<<"$service_images")
+step cluster settings set "services.postgres.image=$postgres_image"
+step service plans
+step service create db --plan postgres
+step app create notes --description "answers from its database"
+step app deploy notes --image "$dbapp_image"
+step service bind notes db
+step service info db
+notes=$(tug app info notes -o 'jsonpath={.urls[0]}')
+notes=${notes#*://}
+notes=${notes%%/*}
+show_routed "http://$notes/" "db ok rows="
+show_routed "http://$notes/bindings" "db type=postgresql"
 rm -f "$ca"
 cd - >/dev/null
 rm -rf "$shop"

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -57,7 +58,8 @@ func runAppRemove(ctx context.Context, o *appRemoveOptions) error {
 		return err
 	}
 	// fail on a missing app before asking about it
-	if _, err := (&app.Store{Client: d.Client, Namespace: d.Namespace}).GetApp(ctx, o.App); err != nil {
+	a, err := (&app.Store{Client: d.Client, Namespace: d.Namespace}).GetApp(ctx, o.App)
+	if err != nil {
 		return err
 	}
 	if err := cli.ConfirmOrFlag(ctx, o.Changer.IO, o.Prompter(), o.Yes, cli.Confirmation{
@@ -72,5 +74,9 @@ func runAppRemove(ctx context.Context, o *appRemoveOptions) error {
 		return err
 	}
 	p.Done(fmt.Sprintf("app %q removed", o.App))
+	if len(a.Services) > 0 {
+		// the app's bindings went with it; the services are the namespace's
+		fmt.Fprintf(o.Changer.IO.ErrOut, "services %s stay, with their data; remove one with 'tug service remove NAME'\n", strings.Join(a.Services, ", "))
+	}
 	return nil
 }

@@ -26,7 +26,7 @@ configured, tug uses the kubeconfig's current context for everything.`,
 		RunE:    cli.GroupRunE,
 		GroupID: "cluster",
 	}
-	cmd.AddCommand(newClusterAddCmd(f, nil), newClusterListCmd(f, nil), newClusterRemoveCmd(f, nil), newClusterSettingsCmd(f))
+	cmd.AddCommand(newClusterAddCmd(f, nil), newClusterListCmd(f, nil), newClusterRemoveCmd(f, nil), newClusterSettingsCmd(f), newClusterPlansCmd(f))
 	return cmd
 }
 

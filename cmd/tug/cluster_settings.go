@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 
@@ -39,7 +40,7 @@ func settingKeysHelp() string {
 	for _, k := range clustersettings.Keys {
 		s += fmt.Sprintf("  %-16s %s\n", k.Key, k.About)
 	}
-	return s
+	return s + "  " + clustersettings.ServiceImageAbout + "\n"
 }
 
 // clusterSettingsShowOptions are `tug cluster settings show`.
@@ -84,6 +85,12 @@ func runClusterSettingsShow(ctx context.Context, o *clusterSettingsShowOptions) 
 		for _, k := range clustersettings.Keys {
 			if v := s.Cluster[k.Key]; v != "" {
 				t.AddRow("cluster", k.Key, v)
+				rows++
+			}
+		}
+		for _, k := range slices.Sorted(maps.Keys(s.Cluster)) {
+			if clustersettings.ServiceImageKey(k) {
+				t.AddRow("cluster", k, s.Cluster[k])
 				rows++
 			}
 		}

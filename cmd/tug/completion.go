@@ -9,6 +9,7 @@ import (
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/complete"
+	"tug.dev/tug/pkg/service"
 )
 
 // completionOptions are `tug completion`.
@@ -219,6 +220,14 @@ func argLister(f *cli.Factory, kind argKind) lister {
 				return nil, err
 			}
 			return complete.Volumes(ctx, s)
+		}
+	case argService:
+		return func(ctx context.Context, _ *cobra.Command, _ []string) ([]string, error) {
+			d, err := serviceDeps(ctx, f)
+			if err != nil {
+				return nil, err
+			}
+			return service.Names(ctx, d)
 		}
 	case argCluster:
 		return func(context.Context, *cobra.Command, []string) ([]string, error) {

@@ -83,6 +83,7 @@ Start with 'tug doctor' to check that your kubeconfig works and what you may do.
 		newUnitCmd(f),
 		newRegistryCmd(f),
 		newVolumeCmd(f),
+		newServiceCmd(f),
 		newJobCmd(f),
 		newDomainCmd(f),
 		newCertCmd(f),

@@ -54,6 +54,7 @@ const (
 	argNode          argKind = "node"
 	argPool          argKind = "pool"
 	argVolume        argKind = "volume"
+	argService       argKind = "service"
 	argCluster       argKind = "cluster"
 	argNodeContainer argKind = "node-container"
 	argHost          argKind = "host"

@@ -234,7 +234,7 @@ func useWords(use string) []string {
 func TestCommandsDeclareTheirArguments(t *testing.T) {
 	words := map[string][]argKind{
 		"APP": {argApp}, "UNIT": {argUnit}, "vN": {argRelease}, "NODE": {argNode}, "POOL": {argPool},
-		"NAME": {argNewName, argVolume, argCluster, argNodeContainer, argJob}, "HOST": {argHost}, "KEY": {argKey},
+		"NAME": {argNewName, argVolume, argService, argCluster, argNodeContainer, argJob}, "HOST": {argHost}, "KEY": {argKey},
 		"ADDRESS": {argAddress}, "SUBJECT": {argSubject}, "N": {argCount}, "on|off": {argOnOff}, "SHELL": {argShell}, "DIR": {argDir},
 	}
 	for _, c := range commandTree(t) {

@@ -51,6 +51,9 @@ type App struct {
 	// Volumes names the volumes the deployed release binds (kept here so
 	// listing volumes needs no read of every app's releases).
 	Volumes []string `json:"volumes,omitempty"`
+	// Services names the backing services the deployed release binds
+	// (kept here, like Volumes, so a service knows its apps from one LIST).
+	Services []string `json:"services,omitempty"`
 	// Build: how `app deploy` without --image builds the app (pkg/build).
 	Build *BuildSettings `json:"build,omitempty"`
 	// Move marks this copy of the app while it moves to another cluster
@@ -124,6 +127,20 @@ type VolumeBinding struct {
 	MountPath string `json:"mountPath"`
 	Process   string `json:"process,omitempty"`
 	ReadOnly  bool   `json:"readOnly,omitempty"`
+}
+
+// ServiceBinding binds a backing service to every process of the app (tug
+// service bind): its binding Secret's keys reach the units as variables
+// PREFIX_KEY (PREFIX_URL for uri) and as files under
+// $SERVICE_BINDING_ROOT/SERVICE. The release names the Secret, never its
+// values: a rollback after a rotation gets today's credentials.
+type ServiceBinding struct {
+	Service string `json:"service"`
+	Prefix  string `json:"prefix"`
+	// Type is the binding's servicebinding.io type; Keys its keys, which
+	// name the variables.
+	Type string   `json:"type"`
+	Keys []string `json:"keys"`
 }
 
 // Limits are a process's compute resources, as Kubernetes quantities.
@@ -226,6 +243,8 @@ type Release struct {
 	Tags         map[string]string      `json:"tags,omitempty"`
 	// Volumes are bound volumes (PersistentVolumeClaims) and where they mount.
 	Volumes []VolumeBinding `json:"volumes,omitempty"`
+	// Services are the bound backing services.
+	Services []ServiceBinding `json:"services,omitempty"`
 	// Rollout is how the release rolls out and how much history is kept
 	// (rollout.go); empty fields are tug's defaults. It is the one part of
 	// a release that may change after it is made: a settings change that
@@ -280,6 +299,7 @@ const (
 	KindPool        = "pool"
 	KindTags        = "tags"
 	KindVolume      = "volume"
+	KindService     = "service"
 	KindSettings    = "settings"
 )
 
@@ -297,6 +317,7 @@ func Next(a *App, base *Release, kind, message string) *Release {
 	r.Healthchecks = maps.Clone(base.Healthchecks)
 	r.Tags = maps.Clone(base.Tags)
 	r.Volumes = slices.Clone(base.Volumes)
+	r.Services = slices.Clone(base.Services)
 	r.Rollout = base.Rollout
 	r.Jobs = maps.Clone(base.Jobs)
 	return r
@@ -396,6 +417,7 @@ func (a *App) Copy() *App {
 	c.Domains = slices.Clone(a.Domains)
 	c.Allow = slices.Clone(a.Allow)
 	c.Volumes = slices.Clone(a.Volumes)
+	c.Services = slices.Clone(a.Services)
 	c.SuspendedJobs = slices.Clone(a.SuspendedJobs)
 	if a.Build != nil {
 		b := *a.Build

@@ -208,7 +208,29 @@ func knownKey(k string) bool {
 }
 
 func known(key string) bool {
-	return slices.ContainsFunc(Keys, func(k struct{ Key, About string }) bool { return k.Key == key })
+	return ServiceImageKey(key) || slices.ContainsFunc(Keys, func(k struct{ Key, About string }) bool { return k.Key == key })
+}
+
+// ServiceImageAbout says what the service image keys are, for help.
+const ServiceImageAbout = "services.PLAN.image names the image of every version of a service plan (e.g. services.postgres.image), services.PLAN.image.VERSION one version's; without them a plan's own images are used"
+
+// ServiceImageKey says whether key names a service plan's image:
+// services.PLAN.image or services.PLAN.image.VERSION (pkg/service).
+func ServiceImageKey(key string) bool {
+	parts := strings.SplitN(key, ".", 4)
+	if len(parts) < 3 || parts[0] != "services" || parts[2] != "image" || len(validation.IsDNS1123Label(parts[1])) > 0 {
+		return false
+	}
+	return len(parts) == 3 || parts[3] != ""
+}
+
+// ServiceImage is the image these settings name for a plan's version: the
+// version's own key, else the plan's ("" when neither is set).
+func (s Settings) ServiceImage(plan, version string) string {
+	if v := s["services."+plan+".image."+version]; v != "" {
+		return v
+	}
+	return s["services."+plan+".image"]
 }
 
 // Change is 'tug cluster settings set|unset': values to set and keys to

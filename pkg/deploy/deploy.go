@@ -761,6 +761,10 @@ func markDeployed(ctx context.Context, store *app.Store, a *app.App, r *app.Rele
 				x.Volumes = append(x.Volumes, b.Volume)
 			}
 		}
+		x.Services = nil
+		for _, b := range r.Services {
+			x.Services = append(x.Services, b.Service)
+		}
 		if historyMax > 0 {
 			x.HistoryMax = historyMax
 		}

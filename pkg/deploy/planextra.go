@@ -57,6 +57,10 @@ func appSettings(base, next *app.Release) (lines []string, restarts bool) {
 		lines = append(lines, fmt.Sprintf("volumes: %s -> %s", orNone(strings.Join(volumeNames(old.Volumes), ",")), orNone(strings.Join(volumeNames(next.Volumes), ","))))
 		restarts = true
 	}
+	if o, n := serviceNames(old.Services), serviceNames(next.Services); o != n {
+		lines = append(lines, fmt.Sprintf("services: %s -> %s", orNone(o), orNone(n)))
+		restarts = true
+	}
 	if s := describeRolloutChange(old.Rollout, next.Rollout); s != "" {
 		lines = append(lines, "settings: "+s)
 		restarts = restarts || old.Rollout.GracePeriod != next.Rollout.GracePeriod
@@ -157,4 +161,13 @@ func volumeNames(vs []app.VolumeBinding) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// serviceNames describes bound services as SERVICE (as PREFIX), comma-separated.
+func serviceNames(bs []app.ServiceBinding) string {
+	out := make([]string, len(bs))
+	for i, b := range bs {
+		out[i] = b.Service + " as " + b.Prefix
+	}
+	return strings.Join(out, ",")
 }

@@ -292,6 +292,33 @@ func commandGroups(kinds owned.Table) []CommandGroup {
 			Permissions: ns("persistentvolumeclaims", manage...),
 		},
 		{
+			Name:        "service",
+			Description: "backing services (databases): create, bind, credentials, remove",
+			Permissions: slices.Concat(
+				// A plan's objects, by server-side apply (the built-in
+				// postgres plan's: a StatefulSet, a Service, a claim),
+				// the record (a ConfigMap) and the credentials and
+				// binding Secrets. The plans themselves are read from
+				// kube-public/tug-service-plans, which every
+				// authenticated user may read.
+				ns("statefulsets.apps", manage...),
+				ns("services", manage...),
+				ns("persistentvolumeclaims", manage...),
+				ns("secrets", manage...),
+				ns("configmaps", manage...),
+				// Waiting until it accepts connections, and saying why not.
+				ns("pods", "get", "list", "watch"),
+				ns("pods/log", "get"),
+				ns("events", "list"),
+				// connect, backup, restore and rotate run in its unit.
+				ns("pods/exec", "get", "create"),
+				// Scheduled backups: a CronJob, and a short pod that
+				// mounts their volume to list and read the dumps.
+				ns("cronjobs.batch", manage...),
+				ns("pods", "create", "delete"),
+			),
+		},
+		{
 			Name:        "node",
 			Admin:       true,
 			Description: "list, add, enable, disable and remove nodes (cluster admins)",

@@ -133,6 +133,9 @@ func leftOut(a *app.App, r *app.Release, includeConfig, routes bool) []string {
 	if a.RegistrySecret != "" {
 		out = append(out, "the registry Secret "+a.RegistrySecret+": copy it where the image is private")
 	}
+	for _, b := range r.Services {
+		out = append(out, "service "+b.Service+": its binding Secret "+render.ServiceBindingSecret(b.Service)+" is named, not exported; create the service there ('tug service create', or --uri for one tug does not run)")
+	}
 	return out
 }
 

@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -100,6 +101,11 @@ func (m *Manifest) Change(inner deploy.Change) deploy.Change {
 				r.Jobs = nil
 			}
 		}
+		if m.Services != nil {
+			if r.Services, err = m.bindings(r.Services); err != nil {
+				return nil, nil, err
+			}
+		}
 		return r, cfg, nil
 	}
 }
@@ -164,4 +170,39 @@ func (m *Manifest) Describe() string {
 		return "read " + m.Path + " (empty)"
 	}
 	return "read " + m.Path + ": " + strings.Join(parts, "; ")
+}
+
+// bindings are the release's service bindings as the services section
+// says: a binding the release has already is kept (its prefix changed if
+// the file names another), a new one is resolved from the cluster.
+func (m *Manifest) bindings(cur []app.ServiceBinding) ([]app.ServiceBinding, error) {
+	var out []app.ServiceBinding
+	for _, name := range slices.Sorted(maps.Keys(m.Services)) {
+		prefix := m.Services[name]
+		i := slices.IndexFunc(cur, func(b app.ServiceBinding) bool { return b.Service == name })
+		if i >= 0 {
+			b := cur[i]
+			if prefix != "" {
+				b.Prefix = prefix
+			}
+			out = append(out, b)
+			continue
+		}
+		if m.ResolveService == nil {
+			return nil, fmt.Errorf("%s: services.%s: cannot bind a service here", m.Path, name)
+		}
+		b, err := m.ResolveService(name, prefix)
+		if err != nil {
+			return nil, fmt.Errorf("%s: services.%s: %w", m.Path, name, err)
+		}
+		out = append(out, b)
+	}
+	seen := map[string]string{}
+	for _, b := range out {
+		if other, dup := seen[b.Prefix]; dup {
+			return nil, inputerr.Errorf("%s: services %s and %s both give %s_URL; give one another prefix with as:", m.Path, other, b.Service, b.Prefix)
+		}
+		seen[b.Prefix] = b.Service
+	}
+	return out, nil
 }

@@ -16,6 +16,7 @@ type fileDoc struct {
 	Release   *string               `yaml:"release,omitempty"`
 	Settings  *settingsDoc          `yaml:"settings,omitempty"`
 	Jobs      map[string]jobDoc     `yaml:"jobs,omitempty"`
+	Services  map[string]serviceDoc `yaml:"services,omitempty"`
 }
 
 type processDoc struct {
@@ -48,6 +49,10 @@ type settingsDoc struct {
 	GracePeriod    string `yaml:"grace-period,omitempty"`
 	History        int    `yaml:"history,omitempty"`
 	DeployTimeout  string `yaml:"deploy-timeout,omitempty"`
+}
+
+type serviceDoc struct {
+	As string `yaml:"as,omitempty"`
 }
 
 type jobDoc struct {
@@ -89,6 +94,12 @@ func Export(a *app.App, r *app.Release) ([]byte, error) {
 		for name, j := range r.Jobs {
 			doc.Jobs[name] = jobDoc{Command: j.Command, Schedule: j.Schedule, TimeZone: j.TimeZone, Concurrency: j.Concurrency,
 				Timeout: app.FormatJobTimeout(j.TimeoutSeconds), Retries: j.Retries, Limits: limitsOf(j.Limits)}
+		}
+	}
+	if len(r.Services) > 0 {
+		doc.Services = map[string]serviceDoc{}
+		for _, sb := range r.Services {
+			doc.Services[sb.Service] = serviceDoc{As: sb.Prefix}
 		}
 	}
 	var b bytes.Buffer

@@ -41,6 +41,13 @@ type Manifest struct {
 	Settings *app.Rollout
 	// Jobs by name; nil when the file has no jobs section.
 	Jobs map[string]app.Job
+	// Services maps each bound service to its variables' prefix ("": the
+	// plan's); nil when the file has no services section.
+	Services map[string]string
+	// ResolveService finds how a release binds a service the base release
+	// does not bind yet (service.Binding); set by the command, which has
+	// the cluster.
+	ResolveService func(service, prefix string) (app.ServiceBinding, error)
 	// App, Namespace and Context say which app the folder is, and where:
 	// a command run in the folder (or below it) that is given no app
 	// takes them (FindUp).
@@ -132,6 +139,8 @@ func Parse(path string, data []byte) (*Manifest, error) {
 			return p.settings(m, v)
 		case "jobs":
 			return p.jobs(m, v)
+		case "services":
+			return p.services(m, v)
 		case "app":
 			name, err := p.str(key, v)
 			if err == nil {
@@ -150,7 +159,7 @@ func Parse(path string, data []byte) (*Manifest, error) {
 			m.Context, err = p.str(key, v)
 			return err
 		}
-		return p.unknown(k, "", "app, namespace, context, processes, release, settings, jobs")
+		return p.unknown(k, "", "app, namespace, context, processes, release, settings, jobs, services")
 	}); err != nil {
 		return nil, err
 	}

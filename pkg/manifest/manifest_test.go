@@ -173,3 +173,36 @@ func TestExportRoundTripChangesNothing(t *testing.T) {
 		t.Errorf("a second export differs:\n%s\nfirst:\n%s", out2, out)
 	}
 }
+
+func TestServicesSectionBindsKeepsAndUnbinds(t *testing.T) {
+	m, err := Parse("tug.yaml", []byte("services:\n  db: {}\n  orders:\n    as: ORDERS\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resolved []string
+	m.ResolveService = func(name, prefix string) (app.ServiceBinding, error) {
+		resolved = append(resolved, name+"/"+prefix)
+		return app.ServiceBinding{Service: name, Prefix: prefix, Type: "postgresql", Keys: []string{"uri"}}, nil
+	}
+	cur := []app.ServiceBinding{{Service: "db", Prefix: "DATABASE", Keys: []string{"uri"}}, {Service: "old", Prefix: "OLD"}}
+	got, err := m.bindings(cur)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Service != "db" || got[0].Prefix != "DATABASE" || got[1].Service != "orders" || got[1].Prefix != "ORDERS" {
+		t.Errorf("bindings: %+v", got)
+	}
+	if len(resolved) != 1 || resolved[0] != "orders/ORDERS" {
+		t.Errorf("resolved from the cluster: %v (only the new one)", resolved)
+	}
+	for _, bad := range []string{"services:\n  Bad_Name: {}\n", "services:\n  db:\n    as: lower\n", "services:\n  db:\n    prefix: X\n"} {
+		if _, err := Parse("tug.yaml", []byte(bad)); !inputerr.Is(err) {
+			t.Errorf("%q: %v, want an input error", bad, err)
+		}
+	}
+	m2, _ := Parse("tug.yaml", []byte("services:\n  a: {as: X}\n  b: {as: X}\n"))
+	m2.ResolveService = m.ResolveService
+	if _, err := m2.bindings(nil); !inputerr.Is(err) {
+		t.Errorf("two services under one prefix: %v", err)
+	}
+}

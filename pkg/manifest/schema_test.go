@@ -57,6 +57,7 @@ func TestSchemaMatchesTheFile(t *testing.T) {
 		{"limits", names(s.Defs["limits"].Properties), yamlKeys(limitsDoc{})},
 		{"settings", names(s.Defs["settings"].Properties), yamlKeys(settingsDoc{})},
 		{"job", names(s.Defs["job"].Properties), yamlKeys(jobDoc{})},
+		{"service", names(s.Defs["service"].Properties), yamlKeys(serviceDoc{})},
 	} {
 		if !slices.Equal(c.got, c.wantK) {
 			t.Errorf("%s: the schema has %v, tug.yaml %v", c.what, c.got, c.wantK)

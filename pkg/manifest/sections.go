@@ -7,6 +7,7 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 
 	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/service"
 )
 
 func (p parser) processes(m *Manifest, n *yaml.Node) error {
@@ -217,4 +218,32 @@ func (p parser) jobField(j *app.Job, at, key string, k, v *yaml.Node) error {
 		return err
 	}
 	return p.unknown(k, strings.TrimSuffix(at, "."+key), "command, schedule, time-zone, concurrency, timeout, retries, limits")
+}
+
+// services reads the bound services: NAME: {} (the plan's variables) or
+// NAME: {as: PREFIX}.
+func (p parser) services(m *Manifest, n *yaml.Node) error {
+	m.Services = map[string]string{}
+	return p.each(n, "services", func(name string, k, v *yaml.Node) error {
+		where := "services." + name
+		if err := service.ValidateName(name); err != nil {
+			return p.errAt(k, where, "%v", err)
+		}
+		prefix := ""
+		err := p.each(v, where, func(key string, k, v *yaml.Node) error {
+			if key != "as" {
+				return p.unknown(k, where, "as")
+			}
+			s, err := p.str(where+".as", v)
+			if err == nil {
+				if verr := service.ValidatePrefix(s); verr != nil {
+					return p.errAt(v, where+".as", "%v", verr)
+				}
+			}
+			prefix = s
+			return err
+		})
+		m.Services[name] = prefix
+		return err
+	})
 }

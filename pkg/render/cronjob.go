@@ -74,6 +74,7 @@ func CronJob(a *app.App, r *app.Release, name string) *batchv1.CronJob {
 		spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: a.RegistrySecret}}
 	}
 	mountVolumes(&spec, r.Volumes, "")
+	bindServices(&spec, r.Services)
 	if sel := nodeSelector(r); len(sel) > 0 {
 		spec.NodeSelector = sel
 	}

@@ -187,6 +187,7 @@ func deployment(a *app.App, r *app.Release, proc, command string, port int32) *a
 		spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: a.RegistrySecret}}
 	}
 	mountVolumes(&spec, r.Volumes, proc)
+	bindServices(&spec, r.Services)
 	if sel := nodeSelector(r); len(sel) > 0 {
 		spec.NodeSelector = sel
 	}
@@ -291,6 +292,55 @@ func mountVolumes(spec *corev1.PodSpec, bindings []app.VolumeBinding, proc strin
 			spec.Containers[i].VolumeMounts = append(spec.Containers[i].VolumeMounts, corev1.VolumeMount{Name: name, MountPath: b.MountPath, ReadOnly: b.ReadOnly})
 		}
 	}
+}
+
+// ServiceBindingRoot is where units find their service bindings' files
+// ($SERVICE_BINDING_ROOT, servicebinding.io).
+const ServiceBindingRoot = "/bindings"
+
+// ServiceBindingSecret is the Secret of a service's binding (pkg/service
+// makes it).
+func ServiceBindingSecret(service string) string { return "tug-service-" + service + "-binding" }
+
+// bindServices gives every container the release's service bindings: each
+// key as a variable read from the binding Secret (never a value in the
+// spec), and the Secret's files under $SERVICE_BINDING_ROOT/SERVICE.
+func bindServices(spec *corev1.PodSpec, bindings []app.ServiceBinding) {
+	if len(bindings) == 0 {
+		return
+	}
+	for _, b := range bindings {
+		name := "svc-" + b.Service
+		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
+			Secret: &corev1.SecretVolumeSource{SecretName: ServiceBindingSecret(b.Service)},
+		}})
+		for i := range spec.Containers {
+			c := &spec.Containers[i]
+			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: name, MountPath: ServiceBindingRoot + "/" + b.Service, ReadOnly: true})
+			for _, k := range b.Keys {
+				if v := ServiceVariable(b.Prefix, k); v != "" {
+					c.Env = append(c.Env, corev1.EnvVar{Name: v, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+						LocalObjectReference: corev1.LocalObjectReference{Name: ServiceBindingSecret(b.Service)}, Key: k}}})
+				}
+			}
+		}
+	}
+	for i := range spec.Containers {
+		spec.Containers[i].Env = append(spec.Containers[i].Env, corev1.EnvVar{Name: "SERVICE_BINDING_ROOT", Value: ServiceBindingRoot})
+	}
+}
+
+// ServiceVariable is the variable a binding key reaches an app as:
+// PREFIX_URL for uri, PREFIX_KEY for any other ("" for type and provider,
+// which are only files).
+func ServiceVariable(prefix, key string) string {
+	switch key {
+	case "type", "provider":
+		return ""
+	case "uri":
+		return prefix + "_URL"
+	}
+	return prefix + "_" + strings.ToUpper(strings.ReplaceAll(key, "-", "_"))
 }
 
 // annotationRestartedAt on a pod template rolls every unit when it changes.

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/deploy"
+	"tug.dev/tug/pkg/progress"
+	"tug.dev/tug/pkg/service"
+	"tug.dev/tug/pkg/session"
+)
+
+func newServiceCmd(f *cli.Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "service",
+		Short: "Backing services (databases) for apps: create, bind, credentials",
+		Long: `A service is a backing service an app uses, such as a PostgreSQL database,
+made in the namespace from a plan ('tug service plans'): tug's own postgres
+plan, or one an admin published in the cluster. Binding a service to an app
+gives the app its credentials as variables (DATABASE_URL, ...) and as files
+under $SERVICE_BINDING_ROOT/NAME (servicebinding.io), in a new release that
+is rolled out; a rollback restores the bindings of the release it restores.
+See docs/services.md.`,
+		Args:    cli.GroupArgs,
+		RunE:    cli.GroupRunE,
+		GroupID: "apps",
+	}
+	cmd.AddCommand(newServicePlansCmd(f, nil), newServiceCreateCmd(f, nil), newServiceListCmd(f, nil), newServiceInfoCmd(f, nil),
+		newServiceCredentialsCmd(f, nil), newServiceBindCmd(f, nil), newServiceUnbindCmd(f, nil), newServiceRemoveCmd(f, nil), newServiceRotateCmd(f, nil),
+		newServiceConnectCmd(f, nil), newServiceBackupCmd(f, nil), newServiceRestoreCmd(f, nil), newServiceUpdateCmd(f, nil), newServiceBackupsCmd(f, nil))
+	return cmd
+}
+
+// serviceDeps are what service commands reach the cluster with, made when
+// a run asks.
+func serviceDeps(ctx context.Context, f *cli.Factory) (service.Deps, error) {
+	client, err := f.KubeClient()
+	if err != nil {
+		return service.Deps{}, err
+	}
+	ns, err := f.Namespace()
+	if err != nil {
+		return service.Deps{}, err
+	}
+	d := service.Deps{Client: client, Namespace: ns, Progress: f.Progress()}
+	cfg, err := f.RESTConfig()
+	if err != nil {
+		return service.Deps{}, err
+	}
+	d.Exec = &session.Remote{Config: cfg, Client: client}
+	d.Dynamic, err = newDynamic(cfg)
+	return d, err
+}
+
+// serviceDepsFor is serviceDeps as an options constructor.
+func serviceDepsFor(f *cli.Factory) func(context.Context) (service.Deps, error) {
+	return func(ctx context.Context) (service.Deps, error) { return serviceDeps(ctx, f) }
+}
+
+// appRestarter restarts an app's units, watched like a deploy and rolled
+// back on failure: how rotate and update roll bound apps onto new
+// credentials (a release names the binding Secret, not its values, so a
+// restart is what makes units read them again).
+func appRestarter(c appChanger, p progress.Reporter, r *rolloutFlags) func(context.Context, string) error {
+	return func(ctx context.Context, appName string) error {
+		d, err := c.Deps(ctx)
+		if err != nil {
+			return err
+		}
+		d.Progress = p
+		_, err = deploy.Reshape(ctx, d, appName, func(a *app.App) error { return a.Restart("", time.Now()) }, r.options())
+		return err
+	}
+}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/inputerr"
+	"tug.dev/tug/pkg/service"
+)
+
+// serviceRestoreOptions are `tug service restore`.
+type serviceRestoreOptions struct {
+	IO       *cli.IOStreams
+	Deps     func(context.Context) (service.Deps, error)
+	Prompter func() cli.Prompter
+
+	Name string
+	File string
+	From string
+	Yes  bool
+}
+
+func newServiceRestoreCmd(f *cli.Factory, runF func(context.Context, *serviceRestoreOptions) error) *cobra.Command {
+	o := &serviceRestoreOptions{IO: f.IOStreams, Deps: serviceDepsFor(f), Prompter: f.Prompter}
+	cmd := &cobra.Command{
+		Use:         "restore NAME [-f FILE | --from DUMP]",
+		Annotations: argsAre(argService),
+		Short:       "Restore a service from a dump made by 'service backup'",
+		Long: `Restore a service from a dump made by 'tug service backup': what the dump
+holds replaces what the database holds (its tables are dropped and made
+again). --from DUMP restores a dump of the scheduled backups ('tug service
+backups NAME'). Asks first on a terminal; elsewhere needs --yes.`,
+		Example: "  tug service restore db -f db.dump --yes\n  tug service restore db --from 20261207T030000Z.dump --yes",
+		Args:    cli.ExactArgs("NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Name = args[0]
+			if err := service.ValidateName(o.Name); err != nil {
+				return err
+			}
+			if (o.File == "") == (o.From == "") {
+				return inputerr.Errorf("give the dump with -f FILE (- for stdin), or --from DUMP of the scheduled backups")
+			}
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
+			return runServiceRestore(cmd.Context(), o)
+		},
+	}
+	cmd.Flags().StringVarP(&o.File, "file", "f", "", "The dump, - for stdin (required)")
+	cmd.Flags().StringVar(&o.From, "from", "", "A dump of the scheduled backups (see 'tug service backups')")
+	cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "Restore without asking")
+	return cmd
+}
+
+func runServiceRestore(ctx context.Context, o *serviceRestoreOptions) error {
+	if o.From != "" {
+		return runServiceRestoreFrom(ctx, o)
+	}
+	var in io.Reader = o.IO.In
+	if o.File != "-" {
+		f, err := os.Open(o.File)
+		if err != nil {
+			return inputerr.Errorf("reading the dump: %v", err)
+		}
+		defer f.Close()
+		in = f
+	} else if !o.Yes {
+		return inputerr.Errorf("a dump on stdin cannot be confirmed at a prompt: add --yes")
+	}
+	d, err := o.Deps(ctx)
+	if err != nil {
+		return err
+	}
+	if err := service.Exists(ctx, d, o.Name); err != nil {
+		return err
+	}
+	if err := cli.ConfirmOrFlag(ctx, o.IO, o.Prompter(), o.Yes, cli.Confirmation{
+		Action: fmt.Sprintf("replace what service %q holds with the dump %s", o.Name, o.File),
+	}); err != nil {
+		return err
+	}
+	d.Progress.Update("restoring service " + o.Name)
+	if err := service.Restore(ctx, d, o.Name, in); err != nil {
+		d.Progress.Fail("restoring service " + o.Name)
+		return err
+	}
+	d.Progress.Done(fmt.Sprintf("service %s restored from %s", o.Name, o.File))
+	return nil
+}
+
+func runServiceRestoreFrom(ctx context.Context, o *serviceRestoreOptions) error {
+	d, err := o.Deps(ctx)
+	if err != nil {
+		return err
+	}
+	if err := service.Exists(ctx, d, o.Name); err != nil {
+		return err
+	}
+	if err := cli.ConfirmOrFlag(ctx, o.IO, o.Prompter(), o.Yes, cli.Confirmation{
+		Action: fmt.Sprintf("replace what service %q holds with its backup %s", o.Name, o.From),
+	}); err != nil {
+		return err
+	}
+	d.Progress.Update("restoring service " + o.Name + " from " + o.From)
+	if err := service.RestoreFrom(ctx, d, o.Name, o.From); err != nil {
+		d.Progress.Fail("restoring service " + o.Name)
+		return err
+	}
+	d.Progress.Done(fmt.Sprintf("service %s restored from its backup %s", o.Name, o.From))
+	return nil
+}

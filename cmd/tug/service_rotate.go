@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/service"
+)
+
+// serviceRotateOptions are `tug service rotate`.
+type serviceRotateOptions struct {
+	IO      *cli.IOStreams
+	Deps    func(context.Context) (service.Deps, error)
+	Changer appChanger
+	Rollout rolloutFlags
+
+	Name string
+}
+
+func newServiceRotateCmd(f *cli.Factory, runF func(context.Context, *serviceRotateOptions) error) *cobra.Command {
+	o := &serviceRotateOptions{IO: f.IOStreams, Deps: serviceDepsFor(f)}
+	cmd := &cobra.Command{
+		Use:         "rotate NAME",
+		Annotations: argsAre(argService),
+		Short:       "Give a service new credentials; every bound app rolled out with them, then the old revoked",
+		Long: `Give a service new credentials with no failed request: the plan's other login
+gets a new password; every bound app is rolled out with it (a restart,
+watched like a deploy) and checked; only then is the old login's password
+taken away. If an app does not roll out, it is rolled back and the rotate
+stops with both credentials valid: fix the app and rotate again.`,
+		Example: "  tug service rotate db",
+		Args:    cli.ExactArgs("NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Name = args[0]
+			if err := service.ValidateName(o.Name); err != nil {
+				return err
+			}
+			if err := o.Rollout.validate(); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
+			return runServiceRotate(cmd.Context(), o)
+		},
+	}
+	o.Changer = changerFor(f)
+	o.Rollout.add(cmd, false, &o.Changer.WaitLock)
+	return cmd
+}
+
+func runServiceRotate(ctx context.Context, o *serviceRotateOptions) error {
+	d, err := o.Deps(ctx)
+	if err != nil {
+		return err
+	}
+	restart := appRestarter(o.Changer, d.Progress, &o.Rollout)
+	res, err := service.Rotate(ctx, d, o.Name, restart)
+	if err != nil {
+		d.Progress.Fail("rotating the credentials of service " + o.Name)
+		return err
+	}
+	d.Progress.Done(fmt.Sprintf("service %s: apps use login %s; login %s revoked", o.Name, res.Username, res.Revoked))
+	return (cli.OutputOptions{Format: o.Rollout.Output}).Print(o.IO, res, func() error {
+		apps := "no app was bound"
+		if len(res.Apps) > 0 {
+			apps = "rolled out: " + strings.Join(res.Apps, ", ")
+		}
+		_, err := fmt.Fprintf(o.IO.Out, "service %q has new credentials; %s\n", o.Name, apps)
+		return err
+	})
+}

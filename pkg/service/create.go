@@ -1,0 +1,167 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"tug.dev/tug/pkg/clustersettings"
+	"tug.dev/tug/pkg/inputerr"
+	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/rollout"
+)
+
+// CreateOptions are a new service.
+type CreateOptions struct {
+	Name    string
+	Plan    string
+	Version string // "": the plan's default
+	Size    string // "": the plan's default
+	// Timeout bounds the wait for the service to accept connections.
+	Timeout time.Duration
+}
+
+// Validate checks what needs no cluster; its error is an input error.
+func (o CreateOptions) Validate() error {
+	if err := ValidateName(o.Name); err != nil {
+		return err
+	}
+	if o.Plan == "" {
+		return inputerr.Errorf("which plan? give --plan (see 'tug service plans')")
+	}
+	if err := validName("plan", o.Plan); err != nil {
+		return err
+	}
+	if o.Size != "" {
+		if q, err := resource.ParseQuantity(o.Size); err != nil || q.Sign() <= 0 {
+			return inputerr.Errorf("invalid --size %q: want a quantity such as 1Gi", o.Size)
+		}
+	}
+	return nil
+}
+
+// Create makes a service from its plan and waits until it accepts
+// connections. It is safe to run again after it was stopped (a kill, a
+// timeout): the record written first names what was asked, the
+// credentials are made only once, the objects are applied again, and the
+// wait starts over. A failure says why as a deploy's does (image pull,
+// crash with the last log lines, unschedulable, a volume that cannot be
+// bound) and keeps what was made, for 'service info' and a re-run, or
+// 'service remove'.
+func Create(ctx context.Context, d Deps, o CreateOptions) (*Info, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	rec, resumed, err := startCreate(ctx, d, o)
+	if err != nil {
+		return nil, err
+	}
+	if resumed {
+		d.Progress.Update(fmt.Sprintf("service %q was being created; finishing it", o.Name))
+	}
+	if err := ensureCredentials(ctx, d.Client, d.Namespace, o.Name, rec.Spec.Credentials); err != nil {
+		return nil, err
+	}
+	objs, err := rec.Spec.Render(rec.params(d.Namespace))
+	if err != nil {
+		return nil, err
+	}
+	d.Progress.Update(fmt.Sprintf("creating service %s (%s %s)", o.Name, rec.Plan, rec.Version))
+	if err := d.apply(ctx, o.Name, objs); err != nil {
+		return nil, err
+	}
+	timeout := o.Timeout
+	if timeout <= 0 {
+		timeout = 5 * time.Minute
+	}
+	d.Progress.Update(fmt.Sprintf("waiting for service %s to accept connections", o.Name))
+	if err := d.waitReady(ctx, rec, timeout); err != nil {
+		return nil, err
+	}
+	if err := d.writeBinding(ctx, rec); err != nil {
+		return nil, err
+	}
+	return Get(ctx, d, o.Name)
+}
+
+// startCreate reads the plan and writes the record, or finds the record a
+// stopped create left and goes on with it.
+func startCreate(ctx context.Context, d Deps, o CreateOptions) (*Record, bool, error) {
+	cur, err := readRecord(ctx, d.Client, d.Namespace, o.Name)
+	if err == nil {
+		if cur.Plan != o.Plan || (o.Version != "" && cur.Version != o.Version) {
+			return nil, false, inputerr.Errorf("service %q already exists (plan %s %s) in namespace %q; see 'tug service info %s'", o.Name, cur.Plan, cur.Version, d.Namespace, o.Name)
+		}
+		return cur, true, nil
+	}
+	if !inputerr.Is(err) {
+		return nil, false, err
+	}
+	cat, err := ReadCatalog(ctx, d.Client)
+	if err != nil {
+		return nil, false, err
+	}
+	plan, err := cat.Plan(o.Plan)
+	if err != nil {
+		return nil, false, err
+	}
+	version, err := plan.Version(o.Version)
+	if err != nil {
+		return nil, false, err
+	}
+	settings, err := clustersettings.Read(ctx, d.Client)
+	if err != nil {
+		return nil, false, err
+	}
+	image := settings.For("").ServiceImage(plan.Name, version)
+	if image == "" {
+		image = plan.Images[version]
+	}
+	size := o.Size
+	if size == "" {
+		size = plan.DefaultSize
+	}
+	rec := &Record{Name: o.Name, Plan: plan.Name, Version: version, Size: size, Image: image, CreatedAt: time.Now().UTC(), Spec: plan}
+	if err := writeRecord(ctx, d.Client, d.Namespace, rec); apierrors.IsAlreadyExists(err) {
+		return nil, false, fmt.Errorf("configmap %q exists and is not a service record of tug's: remove it or choose another name", ObjectName(o.Name))
+	} else if err != nil {
+		return nil, false, err
+	}
+	return rec, false, nil
+}
+
+// waitReady waits until a unit of the service is Ready (the plan's
+// readiness probe passes: for postgres, pg_isready), failing at once on
+// what waiting will not fix.
+func (d Deps) waitReady(ctx context.Context, rec *Record, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var last *corev1.Pod
+	var failure *rollout.Failure
+	err := kube.Until(ctx, kube.Pods(d.Client, d.Namespace, metav1.ListOptions{LabelSelector: LabelService + "=" + rec.Name}), func(pods map[string]*corev1.Pod) (bool, error) {
+		for _, p := range pods {
+			if kube.PodReady(p) {
+				return true, nil
+			}
+			last = p
+			if f := diagnose(p); f != nil && !d.claimBoundSince(ctx, p, f) {
+				failure = f
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if failure != nil {
+		return d.explain(ctx, rec, last, failure)
+	}
+	if ctx.Err() != nil && err != nil {
+		f := &rollout.Failure{Class: rollout.ClassTimeout, Message: fmt.Sprintf("service %q did not accept connections within %s%s", rec.Name, timeout, podState(last))}
+		return &CreateError{Service: rec.Name, Failure: f}
+	}
+	return err
+}

@@ -1,0 +1,116 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"tug.dev/tug/pkg/inputerr"
+)
+
+// externalTypes maps a URI's scheme to its binding type and variables.
+var externalTypes = map[string]struct{ Type, Prefix, Port string }{
+	"postgres":   {"postgresql", "DATABASE", "5432"},
+	"postgresql": {"postgresql", "DATABASE", "5432"},
+	"mysql":      {"mysql", "DATABASE", "3306"},
+	"redis":      {"redis", "REDIS", "6379"},
+	"rediss":     {"redis", "REDIS", "6379"},
+}
+
+// ParseURI checks an external service's URI; its error is an input error
+// that never repeats the URI (it holds a password).
+func ParseURI(uri string) (map[string]string, error) {
+	u, err := url.Parse(uri)
+	if err != nil {
+		return nil, inputerr.Errorf("invalid --uri: not a URI")
+	}
+	t, ok := externalTypes[u.Scheme]
+	if !ok {
+		return nil, inputerr.Errorf("invalid --uri: scheme %q is not one of postgres, postgresql, mysql, redis, rediss", u.Scheme)
+	}
+	if u.Hostname() == "" {
+		return nil, inputerr.Errorf("invalid --uri: no host")
+	}
+	b := map[string]string{"type": t.Type, "provider": "external", "host": u.Hostname(), "port": u.Port(), "uri": uri}
+	if b["port"] == "" {
+		b["port"] = t.Port
+	}
+	if u.User != nil {
+		b["username"] = u.User.Username()
+		b["password"], _ = u.User.Password()
+	}
+	if db := strings.TrimPrefix(u.Path, "/"); db != "" {
+		b["database"] = db
+	}
+	return b, nil
+}
+
+// CreateExternal records a service tug does not run: its binding is made
+// from uri, so apps bind it like any other; rotating it is the owner's
+// job ('service update --uri'), and it has no backups.
+func CreateExternal(ctx context.Context, d Deps, name, uri string) (*Info, error) {
+	if err := ValidateName(name); err != nil {
+		return nil, err
+	}
+	b, err := ParseURI(uri)
+	if err != nil {
+		return nil, err
+	}
+	scheme, _, _ := strings.Cut(uri, ":")
+	spec := &Plan{Name: "external", Type: b["type"], Provider: "external", EnvPrefix: externalTypes[scheme].Prefix, Versions: []string{"-"}}
+	rec := &Record{Name: name, Plan: "external", External: true, CreatedAt: time.Now().UTC(), Spec: spec}
+	if cur, err := readRecord(ctx, d.Client, d.Namespace, name); err == nil {
+		if !cur.External {
+			return nil, inputerr.Errorf("service %q already exists (plan %s) in namespace %q", name, cur.Plan, d.Namespace)
+		}
+		rec = cur // a create stopped before its binding: finish it
+	} else if !inputerr.Is(err) {
+		return nil, err
+	} else if err := writeRecord(ctx, d.Client, d.Namespace, rec); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return nil, fmt.Errorf("configmap %q exists and is not a service record of tug's", ObjectName(name))
+		}
+		return nil, err
+	}
+	if err := d.putBinding(ctx, rec, b); err != nil {
+		return nil, err
+	}
+	return Get(ctx, d, name)
+}
+
+// UpdateURI gives an external service a new URI (its owner rotated the
+// password, or it moved): the binding is rewritten and every bound app is
+// rolled out with it.
+func UpdateURI(ctx context.Context, d Deps, name, uri string, restart func(context.Context, string) error) ([]string, error) {
+	b, err := ParseURI(uri)
+	if err != nil {
+		return nil, err
+	}
+	rec, err := readRecord(ctx, d.Client, d.Namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	if !rec.External {
+		return nil, inputerr.Errorf("service %q is run by tug (plan %s): its credentials change with 'tug service rotate %s'", name, rec.Plan, name)
+	}
+	if err := d.putBinding(ctx, rec, b); err != nil {
+		return nil, err
+	}
+	apps, err := boundApps(ctx, d, rec)
+	if err != nil {
+		return nil, err
+	}
+	var done []string
+	for _, a := range apps {
+		d.Progress.Update("rolling out app " + a.App + " with the new URI")
+		if err := restart(ctx, a.App); err != nil {
+			return done, fmt.Errorf("app %q did not roll out with the new URI of service %q: %w", a.App, name, err)
+		}
+		done = append(done, a.App)
+	}
+	return done, nil
+}

@@ -1,0 +1,167 @@
+package service
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/text"
+)
+
+// Rotated is what a rotate did (docs/output.md).
+type Rotated struct {
+	Service string `json:"service"`
+	// Username is the login the apps use now; Revoked the one refused.
+	Username string   `json:"username"`
+	Revoked  string   `json:"revoked"`
+	Apps     []string `json:"apps"`
+}
+
+// RolloutFailedError is a rotate stopped by an app that did not roll out
+// with the new credentials: it was rolled back, and both credentials
+// stay valid.
+type RolloutFailedError struct {
+	Service, App string
+	Err          error
+}
+
+func (e *RolloutFailedError) Error() string {
+	return fmt.Sprintf("app %q did not roll out with the new credentials of service %q (%v); it runs as before, and the old credentials stay valid beside the new: fix the app and run 'tug service rotate %s' again", e.App, e.Service, e.Err, e.Service)
+}
+
+func (e *RolloutFailedError) Unwrap() error { return e.Err }
+
+// Rotate gives a service new credentials with no moment when an app's
+// are refused: the other login role of the plan gets a new password;
+// the credentials and the binding Secret name it; every bound app is
+// rolled out (restart) and checked, one after the other; only then is
+// the old login's password taken away. A rollout that fails rolls that
+// app back and stops, with both logins valid. The rotation is written in
+// the record first: a rotate run after a kill or a failure finishes that
+// rotation (rolls the apps out again, then revokes), never begins
+// another over it.
+func Rotate(ctx context.Context, d Deps, name string, restart func(ctx context.Context, app string) error) (*Rotated, error) {
+	rec, err := readRecord(ctx, d.Client, d.Namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	if rec.External {
+		return nil, fmt.Errorf("service %q is external: give it its new URI with 'tug service update %s --uri URI'", name, name)
+	}
+	if rec.Spec.Rotate == nil {
+		return nil, fmt.Errorf("plan %q does not say how to rotate credentials", rec.Plan)
+	}
+	rot, err := d.startRotation(ctx, rec)
+	if err != nil {
+		return nil, err
+	}
+	old, next := rot.From, rot.To
+	if err := d.writeBinding(ctx, rec); err != nil {
+		return nil, err
+	}
+	apps, err := boundApps(ctx, d, rec)
+	if err != nil {
+		return nil, err
+	}
+	out := &Rotated{Service: name, Username: next, Revoked: old, Apps: []string{}}
+	for _, a := range apps {
+		d.Progress.Update(fmt.Sprintf("rolling out app %s with the new credentials", a.App))
+		if err := restart(ctx, a.App); err != nil {
+			return nil, &RolloutFailedError{Service: name, App: a.App, Err: err}
+		}
+		out.Apps = append(out.Apps, a.App)
+	}
+	// a unit being stopped keeps serving a while (its stop delay) with the
+	// old credentials: they are revoked once no such unit is left
+	for _, a := range out.Apps {
+		d.Progress.Update(fmt.Sprintf("waiting for the old units of app %s to stop", a))
+		if err := d.waitNoTerminating(ctx, a); err != nil {
+			return nil, fmt.Errorf("every app runs with the new credentials, but the old units of %s did not stop (%v); the old credentials stay valid: run the rotate again", a, err)
+		}
+	}
+	d.Progress.Update(fmt.Sprintf("taking away the password of login %s", old))
+	if err := d.unitCommand(ctx, rec, rec.Spec.Rotate.Revoke, old+"\n"); err != nil {
+		return nil, fmt.Errorf("every app runs with the new credentials, but revoking the old login %s failed: %w; run the rotate again", old, err)
+	}
+	rec.Rotation = nil
+	return out, updateRecord(ctx, d.Client, d.Namespace, rec)
+}
+
+// startRotation begins a rotation, or picks up the one a stopped rotate
+// left in the record. The new login gets its password (again, when the
+// credentials do not name it yet: no unit uses it then) before the
+// credentials name it; the old login keeps its password until revoked.
+func (d Deps) startRotation(ctx context.Context, rec *Record) (*Rotation, error) {
+	creds, err := readCredentials(ctx, d.Client, d.Namespace, rec)
+	if err != nil {
+		return nil, err
+	}
+	rot := rec.Rotation
+	if rot != nil {
+		d.Progress.Update(fmt.Sprintf("a rotate from login %s to %s was stopped part way; finishing it", rot.From, rot.To))
+	} else {
+		rot = &Rotation{From: creds["username"], To: rec.Spec.Rotate.Usernames[0]}
+		if rot.From == rot.To {
+			rot.To = rec.Spec.Rotate.Usernames[1]
+		}
+		rec.Rotation = rot
+		if err := updateRecord(ctx, d.Client, d.Namespace, rec); err != nil {
+			return nil, err
+		}
+	}
+	if creds["username"] == rot.To {
+		return rot, nil
+	}
+	password := randomSecret()
+	d.Progress.Update(fmt.Sprintf("giving login %s of service %s a new password", rot.To, rec.Name))
+	if err := d.unitCommand(ctx, rec, rec.Spec.Rotate.Grant, rot.To+"\n"+password+"\n"); err != nil {
+		return nil, err
+	}
+	return rot, d.setCredentials(ctx, rec.Name, rot.To, password)
+}
+
+// waitNoTerminating waits until no unit of the app is stopping.
+func (d Deps) waitNoTerminating(ctx context.Context, appName string) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	return kube.Until(ctx, kube.Pods(d.Client, d.Namespace, metav1.ListOptions{LabelSelector: kube.AppSelector(appName)}), func(pods map[string]*corev1.Pod) (bool, error) {
+		for _, p := range pods {
+			if p.DeletionTimestamp != nil {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
+
+// unitCommand runs a plan's command with stdin, saying what it printed on
+// failure.
+func (d Deps) unitCommand(ctx context.Context, rec *Record, argv []string, stdin string) error {
+	var errOut bytes.Buffer
+	if err := d.runInUnit(ctx, rec, argv, strings.NewReader(stdin), nil, &errOut); err != nil {
+		return fmt.Errorf("in the unit of service %q: %v: %s", rec.Name, err, text.Excerpt(errOut.String()))
+	}
+	return nil
+}
+
+// setCredentials writes the new login into the credentials Secret tug made.
+func (d Deps) setCredentials(ctx context.Context, name, username, password string) error {
+	secrets := d.Client.CoreV1().Secrets(d.Namespace)
+	s, err := secrets.Get(ctx, CredentialsSecretName(name), metav1.GetOptions{})
+	if err != nil {
+		return kube.TranslateError(err)
+	}
+	if s.Labels[LabelService] != name {
+		return fmt.Errorf("secret %q is not tug's service %q", s.Name, name)
+	}
+	s.Data["username"], s.Data["password"] = []byte(username), []byte(password)
+	_, err = secrets.Update(ctx, s, metav1.UpdateOptions{FieldManager: kube.FieldManager})
+	return kube.TranslateError(err)
+}

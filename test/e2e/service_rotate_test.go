@@ -1,0 +1,117 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TestServiceRotateWhileClientsSendRequests: while 4 clients send requests
+// through the router to an app (2 units) that writes to its database on
+// every request, 'service rotate' gives the database new credentials and
+// rolls the app onto them: no request fails; afterwards the old password is
+// refused and the new one works.
+func TestServiceRotateWhileClientsSendRequests(t *testing.T) {
+	h := New(t)
+	r := h.localRouter()
+	imgs := serviceImages(t)
+	h.usePostgresImage(imgs["postgres"])
+	h.serviceVolume("db")
+	const name = "rotshop"
+	url := "http://" + r.appHost(name, h.NS) + "/"
+	h.mustTug("service", "create", "db", "--plan", "postgres")
+	h.mustTug("app", "create", name)
+	h.mustTug("app", "deploy", name, "--image", imgs["dbapp"])
+	h.mustTug("app", "scale", name, "web=2")
+	h.mustTug("service", "bind", name, "db")
+	h.routerBody(r, url, "db ok rows=", "")
+	// the units from before the bind (no DATABASE_URL) serve through their
+	// stop delay: the load starts once they are gone
+	h.Eventually(time.Minute, "the units from before the bind stop", func() (bool, error) {
+		pods, err := h.Client.CoreV1().Pods(h.NS).List(context.Background(), metav1.ListOptions{LabelSelector: "tug.dev/app=" + name})
+		if err != nil {
+			return false, err
+		}
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp != nil {
+				return false, nil
+			}
+		}
+		return len(pods.Items) == 2, nil
+	})
+	old := h.credentials("db")
+
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	total, failed := 0, map[string]int{}
+	for range 4 {
+		wg.Go(func() {
+			for !stop.Load() {
+				code, body, _, err := r.get(nil, url)
+				mu.Lock()
+				total++
+				if err != nil {
+					failed[errorKind(err)]++
+				} else if code != 200 {
+					failed[fmt.Sprintf("%d %s", code, body)]++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	res := h.Tug("service", "rotate", "db")
+	stop.Store(true)
+	wg.Wait()
+	if res.Code != 0 {
+		t.Fatalf("service rotate: %s", res)
+	}
+	t.Logf("rotate: %d requests by 4 clients, failed: %v\n%s", total, failed, res.Stderr)
+	if len(failed) > 0 || total < 20 {
+		t.Errorf("%d requests, failed %v: want none failed (and the clients sending all along)", total, failed)
+	}
+	now := h.credentials("db")
+	if now["username"] == old["username"] || now["password"] == old["password"] {
+		t.Fatalf("the credentials did not change: %s -> %s", old["username"], now["username"])
+	}
+	if err := h.psqlLogin("db", old["username"], old["password"]); err == nil {
+		t.Error("the old password still logs in after the rotate")
+	}
+	if err := h.psqlLogin("db", now["username"], now["password"]); err != nil {
+		t.Errorf("the new password does not log in: %v", err)
+	}
+	h.routerBody(r, url, "db ok rows=", "")
+}
+
+func (h *H) credentials(service string) map[string]string {
+	h.t.Helper()
+	var c struct {
+		Values map[string]string `json:"values"`
+	}
+	if err := json.Unmarshal([]byte(h.mustTug("service", "credentials", service, "--reveal", "-o", "json").Stdout), &c); err != nil {
+		h.t.Fatal(err)
+	}
+	return c.Values
+}
+
+// psqlLogin logs in to the service over TCP (password auth) from inside
+// its unit.
+func (h *H) psqlLogin(service, user, password string) error {
+	h.t.Helper()
+	cmd := exec.Command(kubectlPath(h.t), "--kubeconfig", env.kubeconfig, "-n", h.NS, "exec", "-i", "tug-service-"+service+"-0", "--",
+		"sh", "-c", `read -r p; PGPASSWORD="$p" psql -h 127.0.0.1 -U "$1" -d app -c 'select 1'`, "sh", user)
+	cmd.Stdin = strings.NewReader(password + "\n")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%v: %s", err, out)
+	}
+	return nil
+}
