@@ -39,10 +39,11 @@ type clusterPlansSetOptions struct {
 func newClusterPlansSetCmd(f *cli.Factory, runF func(context.Context, *clusterPlansSetOptions) error) *cobra.Command {
 	o := &clusterPlansSetOptions{IO: f.IOStreams, Deps: serviceDepsFor(f)}
 	cmd := &cobra.Command{
-		Use:     "set -f PLAN.yaml",
-		Short:   "Publish a plan, or replace the published plan of its name (admins)",
-		Example: "  tug cluster plans set -f redis.yaml\n  cat plan.yaml | tug cluster plans set -f -",
-		Args:    cli.NoArgs,
+		Use:         "set -f PLAN.yaml",
+		Annotations: atLevel(levelClusterAdmin, nil),
+		Short:       "Publish a plan, or replace the published plan of its name (admins)",
+		Example:     "  tug cluster plans set -f redis.yaml\n  cat plan.yaml | tug cluster plans set -f -",
+		Args:        cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.File == "" {
 				return inputerr.Errorf("give the plan with -f FILE (- for stdin)")
@@ -95,7 +96,7 @@ func newClusterPlansRemoveCmd(f *cli.Factory, runF func(context.Context, *cluste
 	cmd := &cobra.Command{
 		Use:         "remove NAME",
 		Aliases:     []string{"rm", "delete"},
-		Annotations: argsAre(argNewName),
+		Annotations: atLevel(levelClusterAdmin, argsAre(argNewName)),
 		Short:       "Unpublish a plan; services made from it keep running (admins)",
 		Example:     "  tug cluster plans remove redis",
 		Args:        cli.ExactArgs("NAME"),

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/service"
@@ -27,7 +28,7 @@ func newServiceBackupCmd(f *cli.Factory, runF func(context.Context, *serviceBack
 	o := &serviceBackupOptions{IO: f.IOStreams, Deps: serviceDepsFor(f)}
 	cmd := &cobra.Command{
 		Use:         "backup NAME [-f FILE | --schedule CRON [--keep N]]",
-		Annotations: argsAre(argService),
+		Annotations: atLevel(access.Operator, argsAre(argService)),
 		Short:       "Stream a logical dump of a service to stdout or a file",
 		Long: `Stream a logical dump of the service (pg_dump's custom format for the postgres
 plan) from its unit to stdout, or to -f FILE. Nothing is kept in the

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/service"
 )
@@ -24,7 +25,7 @@ func newServiceBackupsCmd(f *cli.Factory, runF func(context.Context, *serviceBac
 	o := &serviceBackupsOptions{IO: f.IOStreams, Deps: serviceDepsFor(f)}
 	cmd := &cobra.Command{
 		Use:         "backups NAME",
-		Annotations: argsAre(argService),
+		Annotations: atLevel(access.Operator, argsAre(argService)),
 		Short:       "List the dumps of a service's scheduled backups, newest first",
 		Example:     "  tug service backups db",
 		Args:        cli.ExactArgs("NAME"),

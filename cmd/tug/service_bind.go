@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/service"
 )
@@ -22,7 +23,7 @@ func newServiceBindCmd(f *cli.Factory, runF func(context.Context, *serviceBindOp
 	o := &serviceBindOptions{Deps: serviceDepsFor(f)}
 	cmd := &cobra.Command{
 		Use:         "bind APP NAME [--as PREFIX]",
-		Annotations: argsAre(argApp, argService),
+		Annotations: atLevel(access.Operator, argsAre(argApp, argService)),
 		Short:       "Bind a service to an app: its credentials as variables and files, a new release",
 		Long: `Bind a service to an app: every unit gets the service's credentials as
 variables (the plan's prefix: DATABASE_URL, DATABASE_HOST, ...; with --as

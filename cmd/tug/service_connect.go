@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/service"
@@ -24,7 +25,7 @@ func newServiceConnectCmd(f *cli.Factory, runF func(context.Context, *serviceCon
 	o := &serviceConnectOptions{Deps: serviceDepsFor(f), Session: sessionFor(f)}
 	cmd := &cobra.Command{
 		Use:         "connect NAME [-- COMMAND...]",
-		Annotations: argsAre(argService),
+		Annotations: atLevel(access.Operator, argsAre(argService)),
 		Short:       "Open the service's client (psql) in its unit, or run one command there",
 		Long: `Open an interactive client session in the service's unit (psql for the
 postgres plan), on your terminal as 'tug shell' does. With -- COMMAND, run

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/rollout"
@@ -30,7 +31,7 @@ func newServiceCreateCmd(f *cli.Factory, runF func(context.Context, *serviceCrea
 	o := &serviceCreateOptions{IO: f.IOStreams, Deps: serviceDepsFor(f), CommandName: f.CommandName}
 	cmd := &cobra.Command{
 		Use:         "create NAME [--plan PLAN [--version V] [--size SIZE] | --uri URI]",
-		Annotations: argsAre(argNewName),
+		Annotations: atLevel(access.Operator, argsAre(argNewName)),
 		Short:       "Create a service from a plan, and wait until it accepts connections",
 		Long: `Create a service from --plan (see 'tug service plans'), and wait until it
 accepts connections. Its objects are labelled tug.dev/service=NAME; its

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/service"
 )
@@ -23,7 +24,7 @@ func newServiceCredentialsCmd(f *cli.Factory, runF func(context.Context, *servic
 	o := &serviceCredentialsOptions{IO: f.IOStreams, Deps: serviceDepsFor(f)}
 	cmd := &cobra.Command{
 		Use:         "credentials NAME [--reveal]",
-		Annotations: argsAre(argService),
+		Annotations: atLevel(access.Operator, argsAre(argService)),
 		Short:       "Show the keys of a service's credentials; their values with --reveal",
 		Long: `Show the keys a bound app gets (host, port, username, password, database,
 uri, ...). Values are shown only with --reveal; they can always be read

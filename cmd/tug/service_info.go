@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/service"
 )
@@ -23,7 +24,7 @@ func newServiceInfoCmd(f *cli.Factory, runF func(context.Context, *serviceInfoOp
 	o := &serviceInfoOptions{IO: f.IOStreams, Deps: serviceDepsFor(f)}
 	cmd := &cobra.Command{
 		Use:         "info NAME",
-		Annotations: argsAre(argService),
+		Annotations: atLevel(access.Viewer, argsAre(argService)),
 		Short:       "Show a service: plan, version, status, volume, bound apps and the names they see",
 		Long: `Show a service: its plan and version, whether it accepts connections (and why
 not), its volume, where apps reach it, and each bound app with the variables
@@ -67,6 +68,9 @@ func runServiceInfo(ctx context.Context, o *serviceInfoOptions) error {
 		}
 		if i.Volume != "" {
 			used := ""
+			if i.Status == "ready" && i.Used == "" {
+				used = ", use unknown"
+			}
 			if i.Used != "" {
 				used = ", " + i.Used + " used"
 			}
@@ -82,7 +86,11 @@ func runServiceInfo(ctx context.Context, o *serviceInfoOptions) error {
 		}
 		fmt.Fprintln(w, "Apps:")
 		for _, a := range i.Apps {
-			fmt.Fprintf(w, "  %s: %s; files in %s\n", a.App, strings.Join(a.Variables, ", "), a.Files)
+			vars := strings.Join(a.Variables, ", ")
+			if a.Variables == nil {
+				vars = "variables not shown (the release is a Secret, read from developer up)"
+			}
+			fmt.Fprintf(w, "  %s: %s; files in %s\n", a.App, vars, a.Files)
 		}
 		return nil
 	})

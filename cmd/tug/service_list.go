@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/service"
 )
@@ -22,11 +23,12 @@ type serviceListOptions struct {
 func newServiceListCmd(f *cli.Factory, runF func(context.Context, *serviceListOptions) error) *cobra.Command {
 	o := &serviceListOptions{IO: f.IOStreams, Deps: serviceDepsFor(f), CommandName: f.CommandName}
 	cmd := &cobra.Command{
-		Use:     "list",
-		Aliases: []string{"ls"},
-		Short:   "List the namespace's services, their status and the apps bound to them",
-		Example: "  tug service list",
-		Args:    cli.NoArgs,
+		Use:         "list",
+		Annotations: atLevel(access.Viewer, nil),
+		Aliases:     []string{"ls"},
+		Short:       "List the namespace's services, their status and the apps bound to them",
+		Example:     "  tug service list",
+		Args:        cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if runF != nil {
 				return runF(cmd.Context(), o)

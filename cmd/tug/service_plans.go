@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/service"
 )
@@ -21,8 +22,9 @@ type servicePlansOptions struct {
 func newServicePlansCmd(f *cli.Factory, runF func(context.Context, *servicePlansOptions) error) *cobra.Command {
 	o := &servicePlansOptions{IO: f.IOStreams, Deps: serviceDepsFor(f)}
 	cmd := &cobra.Command{
-		Use:   "plans",
-		Short: "List the plans this cluster offers: name, description, versions",
+		Use:         "plans",
+		Annotations: atLevel(access.Viewer, nil),
+		Short:       "List the plans this cluster offers: name, description, versions",
 		Long: `List the plans services are made from: tug's built-in ones and those an admin
 published in the cluster ('tug cluster plans set -f plan.yaml').`,
 		Example: "  tug service plans\n  tug service plans -o json",

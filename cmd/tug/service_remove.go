@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/service"
 )
@@ -27,7 +28,7 @@ func newServiceRemoveCmd(f *cli.Factory, runF func(context.Context, *serviceRemo
 	o := &serviceRemoveOptions{IO: f.IOStreams, Deps: serviceDepsFor(f), Prompter: f.Prompter}
 	cmd := &cobra.Command{
 		Use:         "remove NAME [--delete-data]",
-		Annotations: argsAre(argService),
+		Annotations: atLevel(access.Operator, argsAre(argService)),
 		Aliases:     []string{"rm", "delete"},
 		Short:       "Remove a service (refused while bound); its data stays unless --delete-data",
 		Long: `Remove a service's objects. Refused while an app is bound to it: unbind it

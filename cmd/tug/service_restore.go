@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/service"
@@ -29,7 +30,7 @@ func newServiceRestoreCmd(f *cli.Factory, runF func(context.Context, *serviceRes
 	o := &serviceRestoreOptions{IO: f.IOStreams, Deps: serviceDepsFor(f), Prompter: f.Prompter}
 	cmd := &cobra.Command{
 		Use:         "restore NAME [-f FILE | --from DUMP]",
-		Annotations: argsAre(argService),
+		Annotations: atLevel(access.Operator, argsAre(argService)),
 		Short:       "Restore a service from a dump made by 'service backup'",
 		Long: `Restore a service from a dump made by 'tug service backup': what the dump
 holds replaces what the database holds (its tables are dropped and made

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/service"
 )
@@ -25,7 +26,7 @@ func newServiceRotateCmd(f *cli.Factory, runF func(context.Context, *serviceRota
 	o := &serviceRotateOptions{IO: f.IOStreams, Deps: serviceDepsFor(f)}
 	cmd := &cobra.Command{
 		Use:         "rotate NAME",
-		Annotations: argsAre(argService),
+		Annotations: atLevel(access.Operator, argsAre(argService)),
 		Short:       "Give a service new credentials; every bound app rolled out with them, then the old revoked",
 		Long: `Give a service new credentials with no failed request: the plan's other login
 gets a new password; every bound app is rolled out with it (a restart,

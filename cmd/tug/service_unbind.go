@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/service"
@@ -23,7 +24,7 @@ func newServiceUnbindCmd(f *cli.Factory, runF func(context.Context, *serviceUnbi
 	o := &serviceUnbindOptions{}
 	cmd := &cobra.Command{
 		Use:         "unbind APP NAME",
-		Annotations: deleting(argApp, argService),
+		Annotations: atLevel(access.Operator, deleting(argApp, argService)),
 		Short:       "Unbind a service from an app: a new release, rolled out",
 		Long:        "Remove a service's variables and files from an app's units, as a new release. The service and its data stay.",
 		Example:     "  tug service unbind shop db",

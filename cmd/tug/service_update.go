@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/service"
@@ -27,7 +28,7 @@ func newServiceUpdateCmd(f *cli.Factory, runF func(context.Context, *serviceUpda
 	o := &serviceUpdateOptions{IO: f.IOStreams, Deps: serviceDepsFor(f)}
 	cmd := &cobra.Command{
 		Use:         "update NAME --uri URI",
-		Annotations: argsAre(argService),
+		Annotations: atLevel(access.Operator, argsAre(argService)),
 		Short:       "Give an external service a new URI; its bound apps are rolled out with it",
 		Long: `Give a service made with --uri its new URI (its owner changed the password,
 or it moved). Its binding is rewritten and every bound app is rolled out

@@ -177,6 +177,13 @@ func boundApps(ctx context.Context, d Deps, rec *Record) ([]BoundApp, error) {
 			continue
 		}
 		r, _, err := store.GetRelease(ctx, a.Name, a.Release)
+		// A viewer may not read Secrets, which release records are (they
+		// hold the config): the app is still named, without the
+		// variables only its release says.
+		if kube.IsRBACDenial(err) {
+			out = append(out, BoundApp{App: a.Name, Files: render.ServiceBindingRoot + "/" + rec.Name})
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 // treeStep is one command of the walk: its words after "tug", the
@@ -61,6 +62,17 @@ var treeSteps = []treeStep{
 	{args: "job remove web nightly --yes"},
 	{args: "volume create tree-data --size 1Mi"}, {args: "volume bind web tree-data --mount-path /data --no-wait"},
 	{args: "volume unbind web tree-data --no-wait"}, {args: "volume remove tree-data --yes"},
+	// A backing service (the local postgres image): made, read, bound to
+	// web, rotated, dumped and restored, connected to, unbound; an
+	// external one (update applies only to those); both removed.
+	{args: "service plans"}, {args: "service create tree-db --plan postgres"}, {args: "service list"}, {args: "service info tree-db"},
+	{args: "service credentials tree-db --reveal"}, {args: "service bind web tree-db"}, {args: "service rotate tree-db"},
+	{args: "service backup tree-db -f {dump}"}, {args: "service restore tree-db -f {dump} --yes"},
+	{args: "service backup tree-db --schedule @daily --keep 1"}, {args: "service backups tree-db"},
+	{args: "service connect tree-db -- true"}, {args: "service unbind web tree-db"},
+	{args: "service create tree-ext --uri postgres://u:p@db.example.test:5432/shop"},
+	{args: "service update tree-ext --uri postgres://u:q@db.example.test:5432/shop"},
+	{args: "service remove tree-ext --yes"}, {args: "service remove tree-db --yes"},
 	// Last of web's: no node is in this pool, so its units stay pending.
 	{args: "app pool set web tree-pool --no-wait"},
 	{args: "access add tree-someone --role viewer"}, {args: "access token tree-ci --role viewer --ttl 10m"},
@@ -107,10 +119,18 @@ func TestAccessCommandTreeLevels(t *testing.T) {
 	h := New(t)
 	table := levelsTable(t)
 	h.deployShop("web", 1)
+	h.usePostgresImage(serviceImages(t)["postgres"])
+	h.serviceVolume("tree-db")
+	h.claimVolume("tug-service-tree-db-backups")
+	// Users are impersonated by their kubeconfig ("as:"), not with --as:
+	// 'service bind --as PREFIX' shadows the flag.
+	kubeconfigs := map[string]string{"tree-nobody": h.impersonatingKubeconfig("tree-nobody")}
 	for _, l := range namespaceLevels {
 		h.mustTug("access", "add", "tree-"+l, "--role", l)
+		kubeconfigs["tree-"+l] = h.impersonatingKubeconfig("tree-" + l)
 	}
 	certFile, keyFile := selfSigned(t, []string{"tree.example.test"}, time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour))
+	files := map[string]string{"{cert}": certFile, "{key}": keyFile, "{dump}": filepath.Join(t.TempDir(), "tree-db.dump")}
 
 	walked := map[string]bool{}
 	for _, step := range treeSteps {
@@ -122,17 +142,16 @@ func TestAccessCommandTreeLevels(t *testing.T) {
 			continue
 		}
 		walked[path] = true
-		args = h.fillTreeArgs(args, certFile, keyFile)
+		args = h.fillTreeArgs(args, files)
 		below := "tree-nobody"
 		if i := indexOf(namespaceLevels, level); i > 0 {
 			below = "tree-" + namespaceLevels[i-1]
 		}
-		// --as first: after "--" it would be the remote command's.
-		r := h.TugRun(Run{Args: append([]string{"--as", below}, args...), Stdin: step.stdin})
+		r := h.TugRun(Run{Args: args, Stdin: step.stdin, Env: []string{"KUBECONFIG=" + kubeconfigs[below]}})
 		if r.Code != 1 || !strings.Contains(r.Stderr, "needs the "+level+" level") {
 			t.Errorf("tug %s as %s (one level below %s): want a refusal naming %s; %s", step.args, below, level, level, r)
 		}
-		r = h.TugRun(Run{Args: append([]string{"--as", "tree-" + level}, args...), Stdin: step.stdin})
+		r = h.TugRun(Run{Args: args, Stdin: step.stdin, Env: []string{"KUBECONFIG=" + kubeconfigs["tree-"+level]}})
 		if strings.Contains(r.Stderr, "needs the ") || strings.Contains(r.Stderr, "forbidden") || strings.Contains(r.Stderr, "refused:") {
 			t.Errorf("tug %s as %s: refused at its own level; %s", step.args, level, r)
 		} else if r.Code != 0 {
@@ -146,15 +165,33 @@ func TestAccessCommandTreeLevels(t *testing.T) {
 	}
 }
 
-// fillTreeArgs puts the fixture's unit and certificate in a step's words.
-func (h *H) fillTreeArgs(args []string, certFile, keyFile string) []string {
+// impersonatingKubeconfig is the test's kubeconfig with every user
+// impersonating user (kubectl's "as:"), written to a temporary file.
+func (h *H) impersonatingKubeconfig(user string) string {
+	h.t.Helper()
+	cfg, err := clientcmd.LoadFromFile(h.Kubeconfig)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for _, a := range cfg.AuthInfos {
+		a.Impersonate = user
+	}
+	path := filepath.Join(h.t.TempDir(), user+".kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		h.t.Fatal(err)
+	}
+	return path
+}
+
+// fillTreeArgs puts the fixture's unit and files (certificate, key,
+// dump: placeholders to paths) in a step's words.
+func (h *H) fillTreeArgs(args []string, files map[string]string) []string {
 	out := make([]string, len(args))
 	for i, a := range args {
+		if f, ok := files[a]; ok {
+			a = f
+		}
 		switch a {
-		case "{cert}":
-			a = certFile
-		case "{key}":
-			a = keyFile
 		case "{unit}":
 			pods, err := h.Client.CoreV1().Pods(h.NS).List(context.Background(), metav1.ListOptions{LabelSelector: "tug.dev/app=web,tug.dev/process=web"})
 			if err != nil {

@@ -145,15 +145,6 @@ func rows(t *testing.T, body string) int {
 	return n
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // TestServicePostgresBoundToAnAppThroughTheRouter: a postgres service made
 // from the built-in plan, bound to the dbapp app, which answers through the
 // router with a row it wrote; a rollback to the release before the bind
