@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/service"
 )
@@ -23,7 +22,7 @@ func newServicePlansCmd(f *cli.Factory, runF func(context.Context, *servicePlans
 	o := &servicePlansOptions{IO: f.IOStreams, Deps: serviceDepsFor(f)}
 	cmd := &cobra.Command{
 		Use:         "plans",
-		Annotations: atLevel(access.Viewer, nil),
+		Annotations: atLevel(levelNone, nil),
 		Short:       "List the plans this cluster offers: name, description, versions",
 		Long: `List the plans services are made from: tug's built-in ones and those an admin
 published in the cluster ('tug cluster plans set -f plan.yaml').`,
