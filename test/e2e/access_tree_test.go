@@ -65,8 +65,10 @@ var treeSteps = []treeStep{
 	// A backing service (the local postgres image): made, read, bound to
 	// web, rotated, dumped and restored, connected to, unbound; an
 	// external one (update applies only to those); both removed.
-	{args: "service create tree-db --plan postgres"}, {args: "service list"}, {args: "service info tree-db"},
-	{args: "service credentials tree-db --reveal"}, {args: "service bind web tree-db"}, {args: "service rotate tree-db"},
+	{args: "service create tree-db --plan postgres"}, {args: "service info tree-db"},
+	{args: "service credentials tree-db --reveal"}, {args: "service bind web tree-db"},
+	// A viewer lists a service bound to an app (whose release it may not read).
+	{args: "service list"}, {args: "service rotate tree-db"},
 	{args: "service backup tree-db -f {dump}"}, {args: "service restore tree-db -f {dump} --yes"},
 	{args: "service backup tree-db --schedule @daily --keep 1"}, {args: "service backups tree-db"},
 	{args: "service connect tree-db -- true"}, {args: "service unbind web tree-db"},
