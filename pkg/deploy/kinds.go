@@ -36,7 +36,8 @@ func Kinds() owned.Table {
 		{Kind: "Service", Noun: "service", Plural: "services", GVR: corev1.SchemeGroupVersion.WithResource("services"), Namespaced: true,
 			Typed: owned.Typed(func(c kubernetes.Interface, ns string) owned.TypedClient[*corev1.Service, *corev1.ServiceList] {
 				return c.CoreV1().Services(ns)
-			})},
+			}),
+			Made: madeService},
 		{Kind: "HorizontalPodAutoscaler", Noun: "autoscaler", Plural: "autoscalers", GVR: autoscalingv2.SchemeGroupVersion.WithResource("horizontalpodautoscalers"), Namespaced: true,
 			Typed: owned.Typed(func(c kubernetes.Interface, ns string) owned.TypedClient[*autoscalingv2.HorizontalPodAutoscaler, *autoscalingv2.HorizontalPodAutoscalerList] {
 				return c.AutoscalingV2().HorizontalPodAutoscalers(ns)
@@ -60,7 +61,8 @@ func Kinds() owned.Table {
 		{Kind: "NetworkPolicy", Noun: "network policy", Plural: "network policies", GVR: networkingv1.SchemeGroupVersion.WithResource("networkpolicies"), Namespaced: true,
 			Typed: owned.Typed(func(c kubernetes.Interface, ns string) owned.TypedClient[*networkingv1.NetworkPolicy, *networkingv1.NetworkPolicyList] {
 				return c.NetworkingV1().NetworkPolicies(ns)
-			})},
+			}),
+			Made: func(name, owner string, _ map[string]string) bool { return name == render.NetworkPolicyName(owner) }},
 		// Optional: a Role from before jobs may not list them, and an app
 		// without jobs deploys as before
 		{Kind: "CronJob", Noun: "cron job", Plural: "jobs", GVR: batchv1.SchemeGroupVersion.WithResource("cronjobs"), Namespaced: true, Optional: true,
@@ -74,6 +76,13 @@ func Kinds() owned.Table {
 			NoClient: "no client for the Gateway API",
 			Unserved: "this cluster does not serve the Gateway API (no HTTPRoute resource), though its settings name a Gateway; ask its admin ('tug cluster settings show')"},
 	}
+}
+
+// madeService says whether a Service with an app's labels is one tug
+// made: the web Service or a canary side's (tug.dev/track). Another
+// (kubectl expose copies a Deployment's labels) is not pruned.
+func madeService(name, owner string, labels map[string]string) bool {
+	return name == render.ServiceName(owner) || labels[kube.LabelTrack] != ""
 }
 
 // kept are the Deployments a prune keeps though no release renders them

@@ -254,6 +254,24 @@ func TestRemoveRefusedPartWaySaysWhatIsLeft(t *testing.T) {
 	assertNoLease(t, c)
 }
 
+// An object replaced between removal's LIST and its DELETE (the UID
+// precondition fails: Conflict) is not removed, and removal says it is
+// left rather than succeeding.
+func TestRemoveOfAReplacedObjectSaysItIsLeft(t *testing.T) {
+	c, s := removeFixture(t)
+	c.PrependReactor("delete", "services", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewConflict(a.GetResource().GroupResource(), "shop", errors.New("Precondition failed: UID in precondition does not match"))
+	})
+	err := Remove(context.Background(), deps(c), "shop", RemoveOptions{})
+	var partly *RemoveError
+	if !errors.As(err, &partly) || !slices.Contains(partly.Left, "services") {
+		t.Fatalf("Remove = %v, want a RemoveError with the services left", err)
+	}
+	if _, err := s.GetApp(context.Background(), "shop"); err != nil {
+		t.Errorf("the record went: %v", err)
+	}
+}
+
 // A unit stuck terminating does not hold remove (and the lock) forever: the
 // wait is bounded, the records go, and the error names the unit left
 // terminating.
