@@ -26,6 +26,13 @@ import (
 // Adding a kind is one entry here plus its rendering (render.Objects.List).
 func Kinds() owned.Table {
 	return owned.Table{
+		// first: the allow list is in force before any unit starts, and
+		// stays until the last is gone
+		{Kind: "NetworkPolicy", Noun: "network policy", Plural: "network policies", GVR: networkingv1.SchemeGroupVersion.WithResource("networkpolicies"), Namespaced: true,
+			Typed: owned.Typed(func(c kubernetes.Interface, ns string) owned.TypedClient[*networkingv1.NetworkPolicy, *networkingv1.NetworkPolicyList] {
+				return c.NetworkingV1().NetworkPolicies(ns)
+			}),
+			Made: func(name, owner string, _ map[string]string) bool { return name == render.NetworkPolicyName(owner) }},
 		{Kind: "Deployment", Noun: "deployment", Plural: "deployments", GVR: appsv1.SchemeGroupVersion.WithResource("deployments"), Namespaced: true,
 			Typed: owned.Typed(func(c kubernetes.Interface, ns string) owned.TypedClient[*appsv1.Deployment, *appsv1.DeploymentList] {
 				return c.AppsV1().Deployments(ns)
@@ -58,11 +65,6 @@ func Kinds() owned.Table {
 			Typed: owned.Typed(func(c kubernetes.Interface, ns string) owned.TypedClient[*networkingv1.Ingress, *networkingv1.IngressList] {
 				return c.NetworkingV1().Ingresses(ns)
 			})},
-		{Kind: "NetworkPolicy", Noun: "network policy", Plural: "network policies", GVR: networkingv1.SchemeGroupVersion.WithResource("networkpolicies"), Namespaced: true,
-			Typed: owned.Typed(func(c kubernetes.Interface, ns string) owned.TypedClient[*networkingv1.NetworkPolicy, *networkingv1.NetworkPolicyList] {
-				return c.NetworkingV1().NetworkPolicies(ns)
-			}),
-			Made: func(name, owner string, _ map[string]string) bool { return name == render.NetworkPolicyName(owner) }},
 		// Optional: a Role from before jobs may not list them, and an app
 		// without jobs deploys as before
 		{Kind: "CronJob", Noun: "cron job", Plural: "jobs", GVR: batchv1.SchemeGroupVersion.WithResource("cronjobs"), Namespaced: true, Optional: true,
