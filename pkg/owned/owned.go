@@ -120,6 +120,17 @@ func (o Owner) Owns(labels map[string]string, name string) bool {
 	return labels[kube.LabelManagedBy] == kube.ManagedBy && labels[o.Label] == name
 }
 
+// Required is the kinds of t that are not Optional.
+func (t Table) Required() Table {
+	var out Table
+	for _, k := range t {
+		if !k.Optional {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
 // Of is the kind of obj in t, by its group and kind; nil when t has none.
 func (t Table) Of(obj Object) *Kind {
 	gvk := obj.GetObjectKind().GroupVersionKind()
