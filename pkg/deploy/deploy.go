@@ -100,7 +100,7 @@ func rememberBuild(t *Txn, opts Options) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("remembering the build settings: %w", t.Explain(err))
+		return fmt.Errorf("remembering the build settings: %w (not remembered: pass them again)", t.Explain(err))
 	}
 	return nil
 }
@@ -285,10 +285,22 @@ func Roll(ctx context.Context, d Deps, appName string, change Change, opts Optio
 	}
 	t, err := Begin(ctx, d, appName, nil)
 	if err != nil {
-		return nil, err
+		return nil, notRemembered(err, opts)
 	}
 	defer t.End()
 	return roll(t, change, opts, start)
+}
+
+// notRemembered says, of a roll that stopped before it could take the
+// lock and write opts.RememberBuild (interrupted, the lock held, the
+// record unreadable), that the build's settings are not in the record:
+// the next deploy from source would not build the same way unless they
+// are passed again.
+func notRemembered(err error, opts Options) error {
+	if opts.RememberBuild == nil || opts.DryRun {
+		return err
+	}
+	return fmt.Errorf("%w (build settings not remembered: pass them again)", err)
 }
 
 // roll is Roll in txn t: the app's lock is held (none for a dry run) and
