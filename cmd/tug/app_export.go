@@ -9,6 +9,7 @@ import (
 	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/lifecycle"
 )
 
@@ -77,7 +78,7 @@ func runAppExport(ctx context.Context, o *appExportOptions) error {
 		// --include-config is refused there, once the kubeconfig is read
 		return exportManifest(ctx, o.IO, s, o.App, o.IncludeConfig)
 	}
-	e, err := lifecycle.Export(ctx, s, o.App, o.IncludeConfig)
+	e, err := lifecycle.Export(ctx, deploy.Deps{Client: s.Client, Namespace: s.Namespace}, o.App, o.IncludeConfig)
 	if err != nil {
 		return err
 	}

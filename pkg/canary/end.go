@@ -46,7 +46,7 @@ func setWeight(t *deploy.Txn, weight int, stable *app.Release, cfg app.ConfigMap
 // waits for the router to take the routes.
 func applySplit(t *deploy.Txn, stable *app.Release, cfg app.ConfigMap, confirm bool) (string, error) {
 	a, d := t.App(), t.Deps()
-	full := render.Release(a, stable, cfg)
+	full := d.Rendering(a, stable, cfg)
 	got, err := t.Apply(render.Objects{Service: full.Service, TrackServices: full.TrackServices, Routes: full.Routes, Middleware: full.Middleware})
 	if err != nil || !confirm {
 		return "", err
@@ -108,7 +108,7 @@ func endSplit(t *deploy.Txn, r *app.Release, cfg app.ConfigMap) error {
 	if err != nil {
 		return err
 	}
-	objs := render.Release(a, r, cfg) // an ending canary renders as one release
+	objs := t.Deps().Rendering(a, r, cfg) // an ending canary renders as one release
 	got, err := t.Apply(objs)
 	if err != nil {
 		return err
@@ -325,7 +325,7 @@ func rollToCanary(t *deploy.Txn, next *app.Release, cfg app.ConfigMap) (*rollout
 		a.Processes = maps.Clone(a.Canary.Processes)
 	}
 	deploy.WithProcesses(a, next)
-	objs := render.Release(a, next, cfg)
+	objs := d.Rendering(a, next, cfg)
 	d.Progress.Update(fmt.Sprintf("rolling the units of v%d out to v%d", a.Release, next.Version))
 	got, err := t.Apply(objs)
 	if err != nil {

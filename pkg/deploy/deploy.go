@@ -76,6 +76,18 @@ type Deps struct {
 	// prune and remove (pkg/owned); nil is Kinds. A test adds a
 	// kind here.
 	Kinds owned.Table
+	// Render renders release r of app a (nil: render.Release); a test that
+	// adds a kind to Kinds renders it here (render.Objects.Extra).
+	Render func(a *app.App, r *app.Release, config app.ConfigMap) render.Objects
+}
+
+// Rendering is release r of app a as d renders it: d.Render, or
+// render.Release.
+func (d Deps) Rendering(a *app.App, r *app.Release, config app.ConfigMap) render.Objects {
+	if d.Render != nil {
+		return d.Render(a, r, config)
+	}
+	return render.Release(a, r, config)
 }
 
 // OwnedKinds is d.Kinds, or Kinds.
@@ -100,7 +112,7 @@ func rememberBuild(t *Txn, opts Options) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("remembering the build settings: %w", t.Explain(err))
+		return fmt.Errorf("remembering the build settings: %w (not remembered: pass them again)", t.Explain(err))
 	}
 	return nil
 }
@@ -285,10 +297,22 @@ func Roll(ctx context.Context, d Deps, appName string, change Change, opts Optio
 	}
 	t, err := Begin(ctx, d, appName, nil)
 	if err != nil {
-		return nil, err
+		return nil, notRemembered(err, opts)
 	}
 	defer t.End()
 	return roll(t, change, opts, start)
+}
+
+// notRemembered says, of a roll that stopped before it could take the
+// lock and write opts.RememberBuild (interrupted, the lock held, the
+// record unreadable), that the build's settings are not in the record:
+// the next deploy from source would not build the same way unless they
+// are passed again.
+func notRemembered(err error, opts Options) error {
+	if opts.RememberBuild == nil || opts.DryRun {
+		return err
+	}
+	return fmt.Errorf("%w (build settings not remembered: pass them again)", err)
 }
 
 // roll is Roll in txn t: the app's lock is held (none for a dry run) and
@@ -493,7 +517,7 @@ func (r *rolling) store() error {
 	if r.runsPhase && !r.opts.SkipReleasePhase && t.d.ReleasePhase == nil {
 		return fmt.Errorf("release v%d of app %q has a release-phase command but nothing can run it", next.Version, a.Name)
 	}
-	if err := guardOwned(t.ctx, t.d, render.Release(a, next, r.config)); err != nil {
+	if err := guardOwned(t.ctx, t.d, t.d.Rendering(a, next, r.config)); err != nil {
 		return t.Explain(err)
 	}
 	return t.Explain(t.store.CreateRelease(t.ctx, next, r.config))
@@ -571,7 +595,7 @@ func (r *rolling) releasePhase() *ended {
 // apply applies the release's objects and removes what it no longer has.
 func (r *rolling) apply() (*applied, *ended) {
 	t, a, next := r.t, r.a, r.next
-	objs := render.Release(a, next, r.config)
+	objs := t.d.Rendering(a, next, r.config)
 	t.d.Progress.Update(fmt.Sprintf("applying release v%d", next.Version))
 	got, err := applyObjects(t.ctx, t.d, objs, false)
 	if err != nil {
@@ -716,7 +740,7 @@ func restore(ctx context.Context, d Deps, store *app.Store, a *app.App, v int, t
 		return 0, err
 	}
 	WithProcesses(a, prev)
-	objs := render.Release(a, prev, config)
+	objs := d.Rendering(a, prev, config)
 	got, err := applyObjects(ctx, d, objs, false)
 	if err != nil {
 		return 0, err
@@ -881,7 +905,7 @@ func dryRun(ctx context.Context, d Deps, store *app.Store, a *app.App, base *app
 		}
 		return res, nil
 	}
-	objs := render.Release(a, next, config)
+	objs := d.Rendering(a, next, config)
 	if err := guardOwned(ctx, d, objs); err != nil {
 		return nil, err
 	}

@@ -179,7 +179,7 @@ func (s *reshaping) guard() error {
 	if err := s.c.Edit(changed); err != nil {
 		return err
 	}
-	if err := guardOwned(ctx, d, render.Release(changed, s.r, s.config)); err != nil {
+	if err := guardOwned(ctx, d, d.Rendering(changed, s.r, s.config)); err != nil {
 		return err
 	}
 	if leavesPage(a, changed, s.r) && !s.opts.NoWait {
@@ -239,7 +239,7 @@ func (s *reshaping) roll(a *app.App) (*Result, error) {
 	if err := t.Lost(); err != nil {
 		return nil, err
 	}
-	objs := render.Release(a, r, config)
+	objs := d.Rendering(a, r, config)
 	got, err := applyObjects(ctx, d, objs, false)
 	if err != nil {
 		return nil, t.Explain(err)
@@ -308,7 +308,7 @@ func restoreFormation(ctx context.Context, d Deps, store *app.Store, appName str
 	if err != nil {
 		return nil, err
 	}
-	objs := render.Release(a, r, config)
+	objs := d.Rendering(a, r, config)
 	got, err := applyObjects(ctx, d, objs, false)
 	if err != nil {
 		return nil, err

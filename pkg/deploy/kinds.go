@@ -26,6 +26,13 @@ import (
 // Adding a kind is one entry here plus its rendering (render.Objects.List).
 func Kinds() owned.Table {
 	return owned.Table{
+		// first: the allow list is in force before any unit starts, and
+		// stays until the last is gone
+		{Kind: "NetworkPolicy", Noun: "network policy", Plural: "network policies", GVR: networkingv1.SchemeGroupVersion.WithResource("networkpolicies"), Namespaced: true,
+			Typed: owned.Typed(func(c kubernetes.Interface, ns string) owned.TypedClient[*networkingv1.NetworkPolicy, *networkingv1.NetworkPolicyList] {
+				return c.NetworkingV1().NetworkPolicies(ns)
+			}),
+			Made: func(name, owner string, _ map[string]string) bool { return name == render.NetworkPolicyName(owner) }},
 		{Kind: "Deployment", Noun: "deployment", Plural: "deployments", GVR: appsv1.SchemeGroupVersion.WithResource("deployments"), Namespaced: true,
 			Typed: owned.Typed(func(c kubernetes.Interface, ns string) owned.TypedClient[*appsv1.Deployment, *appsv1.DeploymentList] {
 				return c.AppsV1().Deployments(ns)
@@ -36,7 +43,8 @@ func Kinds() owned.Table {
 		{Kind: "Service", Noun: "service", Plural: "services", GVR: corev1.SchemeGroupVersion.WithResource("services"), Namespaced: true,
 			Typed: owned.Typed(func(c kubernetes.Interface, ns string) owned.TypedClient[*corev1.Service, *corev1.ServiceList] {
 				return c.CoreV1().Services(ns)
-			})},
+			}),
+			Made: madeService},
 		{Kind: "HorizontalPodAutoscaler", Noun: "autoscaler", Plural: "autoscalers", GVR: autoscalingv2.SchemeGroupVersion.WithResource("horizontalpodautoscalers"), Namespaced: true,
 			Typed: owned.Typed(func(c kubernetes.Interface, ns string) owned.TypedClient[*autoscalingv2.HorizontalPodAutoscaler, *autoscalingv2.HorizontalPodAutoscalerList] {
 				return c.AutoscalingV2().HorizontalPodAutoscalers(ns)
@@ -57,10 +65,6 @@ func Kinds() owned.Table {
 			Typed: owned.Typed(func(c kubernetes.Interface, ns string) owned.TypedClient[*networkingv1.Ingress, *networkingv1.IngressList] {
 				return c.NetworkingV1().Ingresses(ns)
 			})},
-		{Kind: "NetworkPolicy", Noun: "network policy", Plural: "network policies", GVR: networkingv1.SchemeGroupVersion.WithResource("networkpolicies"), Namespaced: true,
-			Typed: owned.Typed(func(c kubernetes.Interface, ns string) owned.TypedClient[*networkingv1.NetworkPolicy, *networkingv1.NetworkPolicyList] {
-				return c.NetworkingV1().NetworkPolicies(ns)
-			})},
 		// Optional: a Role from before jobs may not list them, and an app
 		// without jobs deploys as before
 		{Kind: "CronJob", Noun: "cron job", Plural: "jobs", GVR: batchv1.SchemeGroupVersion.WithResource("cronjobs"), Namespaced: true, Optional: true,
@@ -74,6 +78,13 @@ func Kinds() owned.Table {
 			NoClient: "no client for the Gateway API",
 			Unserved: "this cluster does not serve the Gateway API (no HTTPRoute resource), though its settings name a Gateway; ask its admin ('tug cluster settings show')"},
 	}
+}
+
+// madeService says whether a Service with an app's labels is one tug
+// made: the web Service or a canary side's (tug.dev/track). Another
+// (kubectl expose copies a Deployment's labels) is not pruned.
+func madeService(name, owner string, labels map[string]string) bool {
+	return name == render.ServiceName(owner) || labels[kube.LabelTrack] != ""
 }
 
 // kept are the Deployments a prune keeps though no release renders them

@@ -6,11 +6,14 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
 	"tug.dev/tug/pkg/app"
@@ -161,5 +164,55 @@ func TestGuardCertificates(t *testing.T) {
 	err := owned.Guard(ctx, owned.Clients{Dynamic: unserved, Namespace: ns}, kinds, owned.App, certs)
 	if err == nil || !strings.Contains(err.Error(), "does not serve cert-manager's Certificate resource") {
 		t.Errorf("unserved: %v", err)
+	}
+}
+
+// A deploy prunes only the Services and NetworkPolicies tug made (the web
+// Service, a canary side's, the allow list): one 'kubectl expose' made
+// from a unit's Deployment carries the app's labels too, and stays. App
+// removal deletes every one with the app's labels.
+func TestPruneKeepsServicesAndPoliciesTugDidNotMake(t *testing.T) {
+	ctx := context.Background()
+	labels := kube.AppLabels("shop")
+	track := kube.AppLabels("shop")
+	track[kube.LabelTrack] = render.TrackCanary
+	meta := func(name string, l map[string]string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: name, Namespace: ns, Labels: l}
+	}
+	tc := fake.NewClientset(
+		&corev1.Service{ObjectMeta: meta(render.ServiceName("shop"), labels)},
+		&corev1.Service{ObjectMeta: meta(render.TrackServiceName("shop", render.TrackCanary), track)},
+		&corev1.Service{ObjectMeta: meta("shop-lb", labels)},
+		&networkingv1.NetworkPolicy{ObjectMeta: meta(render.NetworkPolicyName("shop"), labels)},
+		&networkingv1.NetworkPolicy{ObjectMeta: meta("shop-extra", labels)},
+	)
+	c := owned.Clients{Typed: tc, Dynamic: routetest.NewDynamic(t, nil), Namespace: ns}
+	// a rendering with none of them: no web process, no canary, no allow list
+	if err := owned.Prune(ctx, c, deploy.Kinds(), owned.App, "shop", nil); err != nil {
+		t.Fatal(err)
+	}
+	svcs, err := tc.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(svcs.Items) != 1 || svcs.Items[0].Name != "shop-lb" {
+		t.Errorf("Services after a deploy's prune: %v, want only shop-lb", svcs.Items)
+	}
+	nps, err := tc.NetworkingV1().NetworkPolicies(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nps.Items) != 1 || nps.Items[0].Name != "shop-extra" {
+		t.Errorf("NetworkPolicies after a deploy's prune: %v, want only shop-extra", nps.Items)
+	}
+	for _, k := range deploy.Kinds().Only("Service", "NetworkPolicy") {
+		if err := owned.RemoveKind(ctx, c, k, owned.App, "shop"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	svcs, _ = tc.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
+	nps, _ = tc.NetworkingV1().NetworkPolicies(ns).List(ctx, metav1.ListOptions{})
+	if len(svcs.Items)+len(nps.Items) != 0 {
+		t.Errorf("after app removal: %d Services, %d NetworkPolicies, want none", len(svcs.Items), len(nps.Items))
 	}
 }

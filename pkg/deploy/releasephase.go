@@ -113,7 +113,7 @@ func runsReleasePhase(a *app.App, base, r *app.Release) bool {
 // *ReleasePhaseError.
 func releasePhase(ctx context.Context, d Deps, a *app.App, r *app.Release, config app.ConfigMap, previous int) (*ReleasePhaseResult, error) {
 	res := &ReleasePhaseResult{Command: SanitizeCommand(r.ReleaseCommand)}
-	objs := render.Release(a, r, config)
+	objs := d.Rendering(a, r, config)
 	var dep *appsv1.Deployment
 	for _, x := range objs.Deployments {
 		if x.Labels[kube.LabelProcess] == app.WebProcess {

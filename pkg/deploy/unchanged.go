@@ -58,7 +58,7 @@ func (r *rolling) runsBase() bool {
 	for i := range list.Items {
 		live[list.Items[i].Name] = &list.Items[i]
 	}
-	objs := render.Release(a, base, r.config)
+	objs := t.d.Rendering(a, base, r.config)
 	for _, want := range objs.Deployments {
 		d := live[want.Name]
 		if d == nil || d.Spec.Template.Labels[kube.LabelRelease] != strconv.Itoa(base.Version) || !rolledOut(d) {

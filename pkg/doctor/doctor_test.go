@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
 
+	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/metrics/metricstest"
 )
 
@@ -372,5 +373,48 @@ func TestDockerfileBuildsCheck(t *testing.T) {
 	}
 	if c := dockerfileBuildsCheck(context.Background(), fake.NewClientset(), "dev"); c.Status != StatusWarning || !strings.Contains(c.Message, "cannot read") {
 		t.Errorf("unreadable namespace: %+v", c)
+	}
+}
+
+// doctor's deploy group checks what deploy does to the kinds every app
+// has; an Optional kind (a CRD a cluster may not serve: cert-manager's,
+// Traefik's, the Gateway API's, and CronJobs for older Roles) is checked by
+// its feature's group, so a cluster without one is not told deploy fails.
+// The developer Role still grants every kind.
+func TestDeployGroupChecksOnlyTheRequiredKinds(t *testing.T) {
+	optional := map[string]bool{}
+	for _, k := range deploy.Kinds() {
+		if k.Optional {
+			optional[k.ResourceName()] = true
+		}
+	}
+	if len(optional) == 0 {
+		t.Fatal("deploy.Kinds has no Optional kind: the test checks nothing")
+	}
+	for _, g := range CommandGroups() {
+		if g.Name != "deploy" {
+			continue
+		}
+		for _, p := range g.Permissions {
+			if optional[p.Resource] || optional[p.Resource+"."+p.Group] {
+				t.Errorf("the deploy group requires %s on %s (%s), an Optional kind", p.Verb, p.Resource, p.Group)
+			}
+		}
+	}
+	role := Role("tug-developer", "dev")
+	for _, k := range deploy.Kinds() {
+		granted := map[string]bool{}
+		for _, r := range role.Rules {
+			if slices.Contains(r.APIGroups, k.GVR.Group) && slices.Contains(r.Resources, k.GVR.Resource) {
+				for _, v := range r.Verbs {
+					granted[v] = true
+				}
+			}
+		}
+		for _, v := range []string{"get", "list", "create", "patch", "delete"} {
+			if !granted[v] {
+				t.Errorf("the developer Role does not grant %s on %s", v, k.GVR.Resource)
+			}
+		}
 	}
 }

@@ -114,7 +114,11 @@ func CommandGroups() []CommandGroup { return commandGroups(deploy.Kinds()) }
 // (kinds: deploy.Kinds, the table pkg/owned loops over): get for the
 // ownership guard, list to prune and remove, create and patch to apply
 // (server-side apply creates), delete to prune and remove. A kind added to
-// the table is granted here with no other change.
+// the table is granted here with no other change: the deploy group checks
+// its required kinds, and the developer Role grants every kind (RoleFor);
+// an Optional one (a CRD a cluster may not serve) is checked by the group
+// of the feature that writes it (domain, network, job), so doctor does not
+// fail deploy on a cluster without it.
 func ownedKinds(kinds owned.Table) []Permission {
 	var out []Permission
 	for _, k := range kinds {
@@ -172,8 +176,9 @@ func commandGroups(kinds owned.Table) []CommandGroup {
 				ns("pods", "get", "list", "watch"),
 				ns("pods/log", "get"),
 				ns("events", "list", "create"),
-				// Apply, guard and prune each kind of an app's objects.
-				ownedKinds(kinds),
+				// Apply, guard and prune each required kind of an app's
+				// objects (the Optional ones: their feature's group).
+				ownedKinds(kinds.Required()),
 			),
 		},
 		{

@@ -7,6 +7,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/owned"
 )
 
@@ -17,13 +18,14 @@ var verbOrder = map[string]int{"get": 0, "list": 1, "watch": 2, "create": 3, "up
 // need: bind it to an app developer. Generated into docs/rbac/ from the
 // permission table.
 func Role(name, namespace string) *rbacv1.Role {
-	return role(name, namespace, CommandGroups())
+	return RoleFor(name, namespace, deploy.Kinds())
 }
 
 // RoleFor is Role for a table of kinds other than deploy.Kinds (a test's,
-// or another owner's).
+// or another owner's): the command groups, and what a change does to every
+// kind of the table, Optional ones included.
 func RoleFor(name, namespace string, kinds owned.Table) *rbacv1.Role {
-	return role(name, namespace, commandGroups(kinds))
+	return role(name, namespace, append(commandGroups(kinds), CommandGroup{Name: "owned kinds", Permissions: ownedKinds(kinds)}))
 }
 
 // role is Role from groups.

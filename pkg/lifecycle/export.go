@@ -65,7 +65,11 @@ func (e *Exported) Header() []string {
 // release binds are exported as claims with the same size, access modes
 // and storage class (the data stays behind); the registry Secret, like
 // config, is not exported: copy it when the image is private.
-func Export(ctx context.Context, s *app.Store, appName string, includeConfig bool) (*Exported, error) {
+//
+// d's kinds and rendering (deploy.Deps.Kinds and Render) say what an app
+// renders and in which order, as a deploy applies it.
+func Export(ctx context.Context, d deploy.Deps, appName string, includeConfig bool) (*Exported, error) {
+	s := &app.Store{Client: d.Client, Namespace: d.Namespace}
 	a, err := s.GetApp(ctx, appName)
 	if err != nil {
 		return nil, err
@@ -82,7 +86,7 @@ func Export(ctx context.Context, s *app.Store, appName string, includeConfig boo
 	if err != nil {
 		return nil, err
 	}
-	objs := render.Release(a, r, config)
+	objs := d.Rendering(a, r, config)
 	e.LeftOut = leftOut(a, r, includeConfig, len(objs.Routes) > 0)
 	out, err := exportClaims(ctx, s, r)
 	if err != nil {
@@ -91,7 +95,7 @@ func Export(ctx context.Context, s *app.Store, appName string, includeConfig boo
 	if includeConfig {
 		out = append(out, configSecret(a.Name, r.Version, config))
 	}
-	objects, err := exportObjects(deploy.Kinds(), objs.List(), includeConfig)
+	objects, err := exportObjects(d.OwnedKinds(), objs.List(), includeConfig)
 	if err != nil {
 		return nil, err
 	}

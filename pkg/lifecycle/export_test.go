@@ -29,7 +29,7 @@ func exportFixture(t *testing.T, cfg app.ConfigMap) *app.Store {
 
 func TestExportWithoutConfig(t *testing.T) {
 	s := exportFixture(t, app.ConfigMap{"TOKEN": "export-s3cret"})
-	e, err := Export(context.Background(), s, "shop", false)
+	e, err := Export(context.Background(), storeDeps(s), "shop", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestExportWithoutConfig(t *testing.T) {
 
 func TestExportWithConfig(t *testing.T) {
 	s := exportFixture(t, app.ConfigMap{"TOKEN": "export-s3cret"})
-	e, err := Export(context.Background(), s, "shop", true)
+	e, err := Export(context.Background(), storeDeps(s), "shop", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,11 +100,11 @@ func TestExportWithConfig(t *testing.T) {
 func TestExportNotDeployed(t *testing.T) {
 	_, s := newFake()
 	seedApp(t, s, &app.App{Name: "shop"})
-	_, err := Export(context.Background(), s, "shop", false)
+	_, err := Export(context.Background(), storeDeps(s), "shop", false)
 	if err == nil || err.Error() != `app "shop" has no deployed release to export; deploy it first` {
 		t.Fatalf("Export = %v", err)
 	}
-	if _, err := Export(context.Background(), s, "nope", false); !app.IsNotFound(err) {
+	if _, err := Export(context.Background(), storeDeps(s), "nope", false); !app.IsNotFound(err) {
 		t.Errorf("Export(missing) = %v", err)
 	}
 }
@@ -114,7 +114,7 @@ func TestExportNotDeployed(t *testing.T) {
 // PORT variable at all (it came from the Secret): it never becomes ready.
 func TestExportWithoutConfigKeepsPort(t *testing.T) {
 	s := exportFixture(t, app.ConfigMap{"PORT": "5000"})
-	e, err := Export(context.Background(), s, "shop", false)
+	e, err := Export(context.Background(), storeDeps(s), "shop", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func TestExportIsTheReleaseThatTakesTheRequests(t *testing.T) {
 		weight int
 		want   string // the release exported
 	}{{0, "2"}, {25, "2"}, {100, "3"}} {
-		e, err := Export(context.Background(), routedFixture(t, tt.weight), "shop", false)
+		e, err := Export(context.Background(), storeDeps(routedFixture(t, tt.weight)), "shop", false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -210,7 +210,7 @@ func TestExportLeavesOutARouteWithNoHostLeft(t *testing.T) {
 		Processes: map[string]app.Process{"web": {Replicas: 1}},
 		Route:     &app.Route{Gateway: "infra/router", Host: "shop-dev.apps.example.com", Token: "t"}})
 	seedRelease(t, s, &app.Release{Version: 1, Image: "shop:1", Status: app.StatusDeployed, Processes: map[string]string{"web": ""}}, nil)
-	e, err := Export(context.Background(), s, "shop", false)
+	e, err := Export(context.Background(), storeDeps(s), "shop", false)
 	if err != nil {
 		t.Fatal(err)
 	}

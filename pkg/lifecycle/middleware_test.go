@@ -58,7 +58,7 @@ func TestExportHasTheMiddleware(t *testing.T) {
 		Route:     &app.Route{Router: "traefik"},
 		Processes: map[string]app.Process{"web": {Replicas: 1}}})
 	seedRelease(t, s, &app.Release{Version: 1, Image: "shop:1", Status: app.StatusDeployed, Processes: map[string]string{"web": ""}}, nil)
-	e, err := Export(context.Background(), s, "shop", false)
+	e, err := Export(context.Background(), storeDeps(s), "shop", false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -83,8 +83,10 @@ func widgetNames(t *testing.T, dyn *dynamicfake.FakeDynamicClient) []string {
 }
 
 // A kind added to the table (one entry) and rendered for an app is
-// guarded, applied, pruned, exported, removed with the app and granted by
-// the developer Role, with no other change: every loop is over the table.
+// guarded, applied and pruned by deploy.Roll, exported, removed with the
+// app and granted by the developer Role, with no other change: every loop
+// is over the table (deploy.Deps.Kinds), and the kind's rendering comes
+// through Deps.Render.
 func TestAKindAddedToTheTableIsCoveredEverywhere(t *testing.T) {
 	ctx := context.Background()
 	c, s := removeFixture(t)
@@ -92,69 +94,68 @@ func TestAKindAddedToTheTableIsCoveredEverywhere(t *testing.T) {
 	d := deps(c)
 	d.Dynamic = dyn
 	d.Kinds = append(deploy.Kinds(), widgetKind())
-	oc := owned.Clients{Typed: c, Dynamic: dyn, Namespace: ns}
-	a, err := s.GetApp(ctx, "shop")
-	if err != nil {
-		t.Fatal(err)
+	withWidget := true
+	d.Render = func(a *app.App, r *app.Release, config app.ConfigMap) render.Objects {
+		objs := render.Release(a, r, config)
+		if withWidget {
+			objs.Extra = append(objs.Extra, renderWidget(a, kube.AppLabels(a.Name)))
+		}
+		return objs
 	}
-	a.Processes = map[string]app.Process{"web": {Replicas: 1}}
-	r := &app.Release{App: "shop", Version: 1, Image: "shop:1", Processes: map[string]string{"web": "serve"}}
-	rendered := render.Release(a, r, nil).List()
-	objs := append(slices.Clone(rendered), renderWidget(a, kube.AppLabels(a.Name)))
+	deployShop := func(image string) error {
+		change := deploy.DeployChange(image, map[string]string{"web": "serve"}, "")
+		_, err := deploy.Roll(ctx, d, "shop", change, deploy.Options{NoWait: true})
+		return err
+	}
 
 	// the guard: another tool's widget of that name is never taken over
-	theirs := renderWidget(a, map[string]string{"owner": "helm"})
+	theirs := renderWidget(&app.App{Name: "shop"}, map[string]string{"owner": "helm"})
 	if _, err := dyn.Resource(widgets).Namespace(ns).Create(ctx, theirs, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var notOwned *kube.NotOwnedError
-	if err := owned.Guard(ctx, oc, d.OwnedKinds(), owned.App, objs); !errors.As(err, &notOwned) || notOwned.Kind != "Widget" {
-		t.Fatalf("Guard with another tool's widget = %v, want it refused", err)
+	if err := deployShop("shop:2"); !errors.As(err, &notOwned) || notOwned.Kind != "Widget" {
+		t.Fatalf("deploy with another tool's widget = %v, want it refused", err)
 	}
 	if err := dyn.Resource(widgets).Namespace(ns).Delete(ctx, theirs.GetName(), metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := owned.Guard(ctx, oc, d.OwnedKinds(), owned.App, objs); err != nil {
-		t.Fatalf("Guard: %v", err)
+
+	// a deploy applies it
+	if err := deployShop("shop:2"); err != nil {
+		t.Fatal(err)
+	}
+	if got := widgetNames(t, dyn); !slices.Equal(got, []string{"shop-widget"}) {
+		t.Fatalf("after deploy: widgets %v, want shop-widget", got)
 	}
 
-	// apply, then prune: a rendering without it prunes it, and only it
-	opts := metav1.PatchOptions{FieldManager: kube.FieldManager, Force: new(true)}
-	var order []string
-	err = owned.Apply(ctx, oc, d.OwnedKinds(), objs, opts, func(k *owned.Kind, _ runtime.Object) error {
-		order = append(order, k.Kind)
-		return nil
-	})
+	// export: in the manifests, without its namespace
+	e, err := Export(ctx, d, "shop", false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := widgetNames(t, dyn); !slices.Equal(got, []string{"shop-widget"}) || order[len(order)-1] != "Widget" {
-		t.Fatalf("after apply: widgets %v, applied in order %v", got, order)
+	if !slices.ContainsFunc(e.Objects, func(o any) bool {
+		m, ok := o.(map[string]any)
+		return ok && m["kind"] == "Widget" && m["metadata"].(map[string]any)["namespace"] == nil
+	}) {
+		t.Errorf("export %v has no widget without a namespace", e.Objects)
 	}
-	if err := owned.Prune(ctx, oc, d.OwnedKinds(), owned.App, "shop", rendered); err != nil {
+
+	// a deploy whose rendering drops it prunes it, and only it
+	withWidget = false
+	if err := deployShop("shop:3"); err != nil {
 		t.Fatal(err)
 	}
 	if got := widgetNames(t, dyn); len(got) != 0 {
-		t.Errorf("after prune: widgets %v, want none", got)
+		t.Errorf("after a deploy without it: widgets %v, want none", got)
 	}
 	if _, err := c.AppsV1().Deployments(ns).Get(ctx, "shop-web", metav1.GetOptions{}); err != nil {
 		t.Errorf("prune took what is still rendered: %v", err)
 	}
 
-	// export: in the manifests, without its namespace
-	out, err := exportObjects(d.OwnedKinds(), objs, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.ContainsFunc(out, func(o any) bool {
-		m, ok := o.(map[string]any)
-		return ok && m["kind"] == "Widget" && m["metadata"].(map[string]any)["namespace"] == nil
-	}) {
-		t.Errorf("export %v has no widget without a namespace", out)
-	}
-
-	// removal of the app: applied again, then removed with the rest
-	if err := owned.Apply(ctx, oc, d.OwnedKinds(), objs, opts, nil); err != nil {
+	// removal of the app: deployed again, then removed with the rest
+	withWidget = true
+	if err := deployShop("shop:4"); err != nil {
 		t.Fatal(err)
 	}
 	if err := RemoveHeld(ctx, d, "shop", RemoveOptions{}); err != nil {

@@ -128,7 +128,7 @@ func removeSteps(ctx context.Context, d deploy.Deps, appName string, o RemoveOpt
 	var steps []removeStep
 	for i, k := range d.OwnedKinds().Reversed() {
 		st := removeStep{what: k.Plural, run: func(**StuckUnitsError) error {
-			return owned.PruneKind(ctx, c, k, owned.App, appName, nil)
+			return owned.RemoveKind(ctx, c, k, owned.App, appName)
 		}}
 		if i == 0 {
 			st.progress = "removing deployments"

@@ -242,7 +242,7 @@ func TestRemoveRefusedPartWaySaysWhatIsLeft(t *testing.T) {
 	if !errors.As(err, &partly) || !apierrors.IsForbidden(err) {
 		t.Fatalf("Remove = %v, want a RemoveError wrapping the refusal", err)
 	}
-	if !slices.Equal(partly.Left, []string{"ingresses", "middlewares", "certificates", "autoscalers", "services", "deployments", "job runs", "units", "release records", "app record"}) {
+	if !slices.Equal(partly.Left, []string{"ingresses", "middlewares", "certificates", "autoscalers", "services", "deployments", "network policies", "job runs", "units", "release records", "app record"}) {
 		t.Errorf("left = %q", partly.Left)
 	}
 	if !strings.Contains(err.Error(), "tug app remove shop") {
@@ -252,6 +252,24 @@ func TestRemoveRefusedPartWaySaysWhatIsLeft(t *testing.T) {
 		t.Errorf("the record went: %v", err)
 	}
 	assertNoLease(t, c)
+}
+
+// An object replaced between removal's LIST and its DELETE (the UID
+// precondition fails: Conflict) is not removed, and removal says it is
+// left rather than succeeding.
+func TestRemoveOfAReplacedObjectSaysItIsLeft(t *testing.T) {
+	c, s := removeFixture(t)
+	c.PrependReactor("delete", "services", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewConflict(a.GetResource().GroupResource(), "shop", errors.New("Precondition failed: UID in precondition does not match"))
+	})
+	err := Remove(context.Background(), deps(c), "shop", RemoveOptions{})
+	var partly *RemoveError
+	if !errors.As(err, &partly) || !slices.Contains(partly.Left, "services") {
+		t.Fatalf("Remove = %v, want a RemoveError with the services left", err)
+	}
+	if _, err := s.GetApp(context.Background(), "shop"); err != nil {
+		t.Errorf("the record went: %v", err)
+	}
 }
 
 // A unit stuck terminating does not hold remove (and the lock) forever: the

@@ -151,11 +151,36 @@ func Prune(ctx context.Context, c Clients, t Table, o Owner, name string, keep [
 }
 
 // PruneKind deletes the owner's objects of kind k that kept does not name
-// (nil: all of them): one LIST by the owner's labels. An object the owner
-// does not own is never deleted, and one replaced since the LIST is not
-// either (a UID precondition). What the cluster cannot serve, or an
-// Optional kind's LIST that is refused while nothing is kept, is none.
+// and that tug made (k.Made; nil: every object with the owner's labels):
+// one LIST by the owner's labels. An object the owner does not own is
+// never deleted, and one replaced since the LIST is not either (a UID
+// precondition). What the cluster cannot serve, or an Optional kind's
+// LIST that is refused while nothing is kept, is none.
 func PruneKind(ctx context.Context, c Clients, k *Kind, o Owner, name string, kept map[Ref]bool) error {
+	pick := func(obj metav1.Object) bool {
+		return !kept[refOf(k, obj.GetName())] && (k.Made == nil || k.Made(obj.GetName(), name, obj.GetLabels()))
+	}
+	return deleteKind(ctx, c, k, o, name, pick, deleteMode{forbiddenIsNone: !keepsAny(kept, k)})
+}
+
+// RemoveKind deletes every object of kind k with the owner's labels, as
+// the owner's removal does (k.Made does not narrow it: a copy of the
+// owner's labels goes with the owner). An object replaced since the LIST
+// (the UID precondition fails) is an error: it is left, and removal says
+// so.
+func RemoveKind(ctx context.Context, c Clients, k *Kind, o Owner, name string) error {
+	all := func(metav1.Object) bool { return true }
+	return deleteKind(ctx, c, k, o, name, all, deleteMode{forbiddenIsNone: true, strict: true})
+}
+
+// deleteMode is how deleteKind treats an Optional kind's refused LIST
+// (forbiddenIsNone: the owner has none) and a Conflict on a DELETE
+// (strict: an error; else the object was replaced and is not the one
+// listed).
+type deleteMode struct{ forbiddenIsNone, strict bool }
+
+// deleteKind deletes the owner's objects of kind k that del picks.
+func deleteKind(ctx context.Context, c Clients, k *Kind, o Owner, name string, del func(metav1.Object) bool, m deleteMode) error {
 	res := k.Resource(c)
 	if res == nil {
 		return nil
@@ -166,13 +191,13 @@ func PruneKind(ctx context.Context, c Clients, k *Kind, o Owner, name string, ke
 	}
 	list, err := res.List(ctx, metav1.ListOptions{LabelSelector: sel})
 	if err != nil {
-		if k.Optional && (apierrors.IsNotFound(err) || (apierrors.IsForbidden(err) && !keepsAny(kept, k))) {
+		if k.Optional && (apierrors.IsNotFound(err) || (apierrors.IsForbidden(err) && m.forbiddenIsNone)) {
 			return nil
 		}
 		return kube.TranslateError(err)
 	}
 	for _, obj := range list {
-		if kept[refOf(k, obj.GetName())] || !o.Owns(obj.GetLabels(), name) {
+		if !o.Owns(obj.GetLabels(), name) || !del(obj) {
 			continue
 		}
 		uid := obj.GetUID()
@@ -181,7 +206,12 @@ func PruneKind(ctx context.Context, c Clients, k *Kind, o Owner, name string, ke
 			opts.PropagationPolicy = new(metav1.DeletePropagationBackground)
 		}
 		err := res.Delete(ctx, obj.GetName(), opts)
-		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		switch {
+		case err == nil, apierrors.IsNotFound(err):
+		case apierrors.IsConflict(err) && !m.strict:
+		case apierrors.IsConflict(err):
+			return fmt.Errorf("%s %s was replaced while it was being deleted: %w", k.Noun, obj.GetName(), kube.TranslateError(err))
+		default:
 			return kube.TranslateError(err)
 		}
 	}

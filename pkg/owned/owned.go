@@ -58,6 +58,12 @@ type Kind struct {
 	// Selector narrows the owner's label selector for this kind
 	// ("tug.dev/kind=job"); empty: every object with the owner's labels.
 	Selector string
+	// Made, if set, says whether an object of the kind with the owner's
+	// labels, called name, is one tug made for the owner: a change prunes
+	// only those (a Service 'kubectl expose' made copies a Deployment's
+	// labels, and must stay). nil: every object with the owner's labels.
+	// Removal of the owner deletes every one.
+	Made func(name, owner string, labels map[string]string) bool
 	// Background deletes the object's dependents (a Deployment's
 	// ReplicaSets and pods, a CronJob's Jobs) in the background.
 	Background bool
@@ -112,6 +118,17 @@ func (o Owner) Selector(name string) string {
 // name: the only objects tug changes or deletes.
 func (o Owner) Owns(labels map[string]string, name string) bool {
 	return labels[kube.LabelManagedBy] == kube.ManagedBy && labels[o.Label] == name
+}
+
+// Required is the kinds of t that are not Optional.
+func (t Table) Required() Table {
+	var out Table
+	for _, k := range t {
+		if !k.Optional {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // Of is the kind of obj in t, by its group and kind; nil when t has none.

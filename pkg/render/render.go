@@ -59,6 +59,9 @@ type Objects struct {
 	// them (the canary's units).
 	TrackServices []*corev1.Service
 	Keep          []string
+	// Extra are objects of kinds no field above holds, listed last: a kind
+	// a test adds to the table (pkg/deploy Deps.Kinds and Deps.Render).
+	Extra []Object
 }
 
 // Object is one object of an app as rendered: a typed object or an
@@ -107,7 +110,7 @@ func (objs Objects) List() []Object {
 	for _, r := range objs.Routes {
 		out = append(out, r)
 	}
-	return out
+	return append(out, objs.Extra...)
 }
 
 // Release builds the objects that run release r of app a. It is pure: the

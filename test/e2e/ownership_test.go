@@ -6,8 +6,10 @@ import (
 	"testing"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/dynamic"
 )
 
@@ -21,6 +23,7 @@ func TestObjectsThatAreNotTugsBlockAndStay(t *testing.T) {
 	ctx := context.Background()
 	h.mustTug("app", "create", "shop")
 	h.mustTug("app", "deploy", "shop", "--image", sampleV1)
+	exposedByHandSurvivesADeploy(t, h)
 	theirs := map[string]string{"team": "ops"}
 	pathType := networkingv1.PathTypePrefix
 	ing := &networkingv1.Ingress{
@@ -101,6 +104,30 @@ func TestObjectsThatAreNotTugsBlockAndStay(t *testing.T) {
 	}
 	if _, err := h.Client.AutoscalingV2().HorizontalPodAutoscalers(h.NS).Get(ctx, "shop-web", metav1.GetOptions{}); err != nil {
 		t.Errorf("app remove deleted the foreign autoscaler: %v", err)
+	}
+}
+
+// exposedByHandSurvivesADeploy: a Service made as 'kubectl expose
+// deployment shop-web --name=shop-lb' makes it (the Deployment's labels,
+// the app's among them, copied onto it) is not tug's to prune: the next
+// deploy keeps it.
+func exposedByHandSurvivesADeploy(t *testing.T, h *H) {
+	t.Helper()
+	ctx := context.Background()
+	web, err := h.Client.AppsV1().Deployments(h.NS).Get(ctx, "shop-web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "shop-lb", Labels: web.Labels},
+		Spec:       corev1.ServiceSpec{Selector: web.Spec.Selector.MatchLabels, Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}}},
+	}
+	if _, err := h.Client.CoreV1().Services(h.NS).Create(ctx, lb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.mustTug("app", "deploy", "shop", "--image", sampleV2)
+	if _, err := h.Client.CoreV1().Services(h.NS).Get(ctx, "shop-lb", metav1.GetOptions{}); err != nil {
+		t.Errorf("a deploy deleted the Service kubectl expose made: %v", err)
 	}
 }
 
