@@ -202,6 +202,9 @@ type ReleaseSummary struct {
 	// Role says what the release does while one runs beside the deployed
 	// release: serving, canary, stable or kept (ReleaseRole).
 	Role string `json:"role,omitempty"`
+	// PromotedFrom is the release whose image a promote brought (tug app
+	// promote); omitted for any other.
+	PromotedFrom *Origin `json:"promotedFrom,omitempty"`
 }
 
 // SummarizeRelease drops nothing secret (a Release holds none) but shapes
@@ -218,7 +221,8 @@ func SummarizeRelease(r *Release) ReleaseSummary {
 	}
 	return ReleaseSummary{Version: r.Version, Kind: r.Kind, Status: r.Status, Image: r.Image,
 		ImageDigest: r.ImageDigest(), RunImage: r.RunImage(), Message: r.Message,
-		Author: r.Author, CreatedAt: r.CreatedAt, FailReason: r.FailReason, ConfigKeys: keys, Processes: procs}
+		Author: r.Author, CreatedAt: r.CreatedAt, FailReason: r.FailReason, ConfigKeys: keys, Processes: procs,
+		PromotedFrom: r.PromotedFrom.Clone()}
 }
 
 // GetInfo gathers an app's state: its record, its releases (one LIST), its

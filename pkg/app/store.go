@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -129,8 +130,14 @@ func (s *Store) appConfigMap(a *App) (*corev1.ConfigMap, error) {
 	}
 	labels := kube.AppLabels(a.Name)
 	labels[kube.LabelKind] = kindApp
+	var annotations map[string]string
+	if r := a.Review; r != nil {
+		// kubectl finds review apps, and their expiry, without tug
+		labels[LabelReviewOf], labels[LabelReview] = r.Of, r.Name
+		annotations = map[string]string{AnnotationReviewExpires: r.ExpiresAt.UTC().Format(time.RFC3339)}
+	}
 	return &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: AppRecordName(a.Name), Namespace: s.Namespace, Labels: labels, ResourceVersion: a.resourceVersion},
+		ObjectMeta: metav1.ObjectMeta{Name: AppRecordName(a.Name), Namespace: s.Namespace, Labels: labels, Annotations: annotations, ResourceVersion: a.resourceVersion},
 		Data:       map[string]string{appRecordKey: string(data)},
 	}, nil
 }
