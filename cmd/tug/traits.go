@@ -41,6 +41,9 @@ const (
 	argNodeContainer argKind = "node-container"
 	argHost          argKind = "host"
 	argJob           argKind = "job"
+	argPipeline      argKind = "pipeline"
+	// argStage is a pipeline's stage: NAMESPACE/APP, or a namespace.
+	argStage argKind = "stage"
 	argKey           argKind = "key"
 	argAddress       argKind = "address"
 	argCount         argKind = "count"

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/inputerr"
+	"tug.dev/tug/pkg/review"
+)
+
+// reviewDownOptions are `tug review down`.
+type reviewDownOptions struct {
+	Changer  appChanger
+	Prompter func() cli.Prompter
+	Now      func() time.Time
+
+	App, Name string
+	Yes       bool
+}
+
+func newReviewDownCmd(f *cli.Factory, runF func(context.Context, *reviewDownOptions) error) *cobra.Command {
+	o := &reviewDownOptions{Prompter: f.Prompter, Now: time.Now}
+	cmd := &cobra.Command{
+		Use:         "down APP --name NAME",
+		Annotations: deleting(argApp),
+		Short:       "Remove the review app NAME of APP and every object it made",
+		Long: `Remove the review app APP-NAME as 'tug app remove' removes an app: its units,
+Deployments, Service, routes, jobs, release history and config. Asks first
+on a terminal; elsewhere needs --yes. Expired review apps are removed first.`,
+		Example: `  tug review down shop --name pr-42 --yes`,
+		Args:    cli.ExactArgs("APP"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.App = args[0]
+			if !cmd.Flags().Changed("name") {
+				return inputerr.Errorf("--name is required: the review's name, such as pr-42")
+			}
+			if err := review.Validate(o.App, o.Name, time.Hour); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
+			return runReviewDown(cmd.Context(), o)
+		},
+	}
+	o.Changer = changerFor(cmd, f)
+	cmd.Flags().StringVar(&o.Name, "name", "", "The review's name, such as pr-42 (required)")
+	cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "Remove without asking")
+	takesLock(cmd)
+	return cmd
+}
+
+func runReviewDown(ctx context.Context, o *reviewDownOptions) error {
+	d, err := o.Changer.Deps(ctx)
+	if err != nil {
+		return err
+	}
+	sweepReviews(ctx, o.Changer, d, o.Now())
+	name := review.AppName(o.App, o.Name)
+	if err := cli.ConfirmOrFlag(ctx, o.Changer.IO, o.Prompter(), o.Yes, cli.Confirmation{
+		Action: fmt.Sprintf("remove review app %q (review %s of %s) and everything it runs", name, o.Name, o.App),
+	}); err != nil {
+		return err
+	}
+	p := o.Changer.Progress()
+	d.Progress = p
+	if err := review.Down(ctx, d, o.App, o.Name); err != nil {
+		p.Fail("removing review app " + name)
+		return err
+	}
+	p.Done(fmt.Sprintf("review app %q removed", name))
+	return nil
+}

@@ -1,0 +1,253 @@
+// Package review keeps review apps: a copy of an app per pull request
+// (tug review up), under a derived name in the app's namespace, marked on
+// its record with what it reviews and when it expires. There is no
+// background process: every review command removes the expired ones
+// first (Sweep).
+package review
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"sort"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/deploy"
+	"tug.dev/tug/pkg/inputerr"
+	"tug.dev/tug/pkg/lifecycle"
+)
+
+// DefaultTTL is how long a review app lives unless --ttl says.
+const DefaultTTL = 72 * time.Hour
+
+// AppName is the review app's name: the app's, then the review's.
+func AppName(of, name string) string { return of + "-" + name }
+
+// Validate checks a review's names and TTL before anything is asked:
+// the name must be a DNS label, the derived app name a valid app name,
+// the TTL positive. Its errors are input errors (exit 2).
+func Validate(of, name string, ttl time.Duration) error {
+	if err := app.ValidateName(of); err != nil {
+		return err
+	}
+	if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
+		return inputerr.Errorf("invalid review name %q: it must be a DNS label (lower-case letters, digits and '-', such as pr-42): %s", name, strings.Join(errs, "; "))
+	}
+	if err := app.ValidateName(AppName(of, name)); err != nil {
+		return inputerr.Errorf("review %q of app %q: its app name %q is not valid: %v", name, of, AppName(of, name), err)
+	}
+	if ttl <= 0 {
+		return inputerr.Errorf("--ttl must be positive, not %s", ttl)
+	}
+	return nil
+}
+
+// UpOptions make or refresh a review app.
+type UpOptions struct {
+	Of, Name string
+	TTL      time.Duration
+	// CopyConfig copies the app's config values; without it the review app
+	// gets only Overrides (never production secrets by accident).
+	CopyConfig bool
+	// Overrides are config values the review app gets in place of the
+	// app's (--review-override KEY=VALUE).
+	Overrides map[string]string
+	Now       time.Time
+}
+
+// Up makes the review app when it does not exist: its record (the app's
+// processes with at most one unit each, build settings in a repository of
+// its own, registry credentials, allow list, suspended jobs; no domains)
+// and a staged first release with the app's process types, settings and
+// jobs, and config as UpOptions says; its volumes are never bound. When
+// it exists, its expiry moves to now + TTL (and a release a killed tug did
+// not stage is staged). The caller then deploys the new code to it.
+func Up(ctx context.Context, d deploy.Deps, o UpOptions) (*app.App, error) {
+	store := &app.Store{Client: d.Client, Namespace: d.Namespace}
+	base, err := store.GetApp(ctx, o.Of)
+	if app.IsNotFound(err) {
+		return nil, inputerr.Wrap(err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if base.Review != nil {
+		return nil, inputerr.Errorf("app %q is itself a review app (of %q): review the app it copies", o.Of, base.Review.Of)
+	}
+	name := AppName(o.Of, o.Name)
+	a, err := store.GetApp(ctx, name)
+	switch {
+	case app.IsNotFound(err):
+		if a, err = create(ctx, store, base, o); err != nil {
+			return nil, err
+		}
+	case err != nil:
+		return nil, err
+	case a.Review == nil || a.Review.Of != o.Of || a.Review.Name != o.Name:
+		return nil, inputerr.Errorf("app %q exists and is not review %q of app %q; nothing changed", name, o.Name, o.Of)
+	default:
+		if a, err = store.UpdateApp(ctx, name, func(x *app.App) error {
+			x.Review.UpdatedAt, x.Review.ExpiresAt = o.Now.UTC(), o.Now.Add(o.TTL).UTC()
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+	}
+	if a.LastRelease == 0 {
+		return a, stage(ctx, d, store, base, a, o)
+	}
+	if len(o.Overrides) > 0 {
+		// the overrides as this run gives them, for the deploy that follows
+		_, err := deploy.Roll(ctx, d, name, deploy.EnvChange(o.Overrides, nil, "review overrides"), deploy.Options{NoRestart: true})
+		if err != nil && !errors.Is(err, deploy.ErrNoChange) {
+			return nil, err
+		}
+	}
+	return a, nil
+}
+
+// create stores the review app's record, marked as one from the start, so
+// a tug killed before its first release leaves an app the next review
+// command finishes or removes.
+func create(ctx context.Context, store *app.Store, base *app.App, o UpOptions) (*app.App, error) {
+	now := o.Now.UTC().Truncate(time.Second)
+	a := &app.App{Name: AppName(o.Of, o.Name), Namespace: store.Namespace, Team: base.Team, Pool: base.Pool,
+		Description: fmt.Sprintf("review %s of %s", o.Name, o.Of), CreatedAt: now, HistoryMax: 3,
+		Processes: map[string]app.Process{}, RegistrySecret: base.RegistrySecret,
+		Allow: append([]string(nil), base.Allow...), SuspendedJobs: append([]string(nil), base.SuspendedJobs...),
+		Review: &app.Review{Of: o.Of, Name: o.Name, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(o.TTL)}}
+	for n, p := range base.Processes {
+		// a preview needs no production scale
+		p.Replicas, p.Autoscale, p.RestartedAt = min(p.Replicas, 1), nil, ""
+		a.Processes[n] = p
+	}
+	if b := base.Copy().Build; b != nil {
+		if b.Repository != "" {
+			// its builds push to a repository of their own, never over the app's tags
+			b.Repository += "-" + o.Name
+		}
+		a.Build = b
+	}
+	if err := store.CreateApp(ctx, a); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// stage stores the review app's first release: the app's deployed (or
+// staged) release's process types, settings and jobs, no image yet.
+func stage(ctx context.Context, d deploy.Deps, store *app.Store, base, a *app.App, o UpOptions) error {
+	from, config, err := deploy.BaseRelease(ctx, store, base)
+	if err != nil {
+		return err
+	}
+	change := func(ra *app.App, _ *app.Release, _ app.ConfigMap) (*app.Release, app.ConfigMap, error) {
+		r := app.Next(ra, from, app.KindDeploy, fmt.Sprintf("review %s of %s", o.Name, o.Of))
+		r.Image, r.ImageID, r.BuiltWith, r.BuildArgs, r.PromotedFrom = "", "", nil, nil, nil
+		r.Volumes, r.Pool = nil, ra.Pool // never the app's volumes
+		c := app.ConfigMap{}
+		if o.CopyConfig {
+			c = maps.Clone(config)
+		}
+		maps.Copy(c, o.Overrides)
+		return r, c, nil
+	}
+	_, err = deploy.Roll(ctx, d, a.Name, change, deploy.Options{NoRestart: true})
+	return err
+}
+
+// WithOverrides sets the review's config overrides in the release change
+// makes, so every review up puts them back.
+func WithOverrides(change deploy.Change, overrides map[string]string) deploy.Change {
+	if len(overrides) == 0 {
+		return change
+	}
+	return func(a *app.App, base *app.Release, config app.ConfigMap) (*app.Release, app.ConfigMap, error) {
+		r, c, err := change(a, base, config)
+		if c != nil {
+			maps.Copy(c, overrides)
+		}
+		return r, c, err
+	}
+}
+
+// Entry is a review app as review list shows it (docs/output.md).
+type Entry struct {
+	App       string    `json:"app"`
+	Of        string    `json:"of"`
+	Name      string    `json:"name"`
+	Release   int       `json:"release"`
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
+	ExpiresAt time.Time `json:"expiresAt"`
+	URL       string    `json:"url,omitempty"`
+}
+
+// List lists the namespace's review apps, by app name (of, when not "",
+// keeps those of one app).
+func List(ctx context.Context, store *app.Store, of string) ([]Entry, error) {
+	apps, err := store.ListApps(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := []Entry{}
+	for _, a := range apps {
+		r := a.Review
+		if r == nil || of != "" && r.Of != of {
+			continue
+		}
+		e := Entry{App: a.Name, Of: r.Of, Name: r.Name, Release: a.Release, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, ExpiresAt: r.ExpiresAt}
+		if urls := app.URLs(a); len(urls) > 0 {
+			e.URL = urls[0]
+		}
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].App < out[j].App })
+	return out, nil
+}
+
+// Sweep removes the namespace's review apps that expired by now, each
+// as 'tug app remove' does; it returns those removed. A review app it
+// could not remove (another tug changes it) is left for the next sweep
+// and said in the error.
+func Sweep(ctx context.Context, d deploy.Deps, now time.Time) ([]string, error) {
+	store := &app.Store{Client: d.Client, Namespace: d.Namespace}
+	apps, err := store.ListApps(ctx)
+	if err != nil {
+		return nil, err
+	}
+	removed := []string{}
+	var failed []string
+	for _, a := range apps {
+		if !a.Review.Expired(now) {
+			continue
+		}
+		if err := lifecycle.Remove(ctx, d, a.Name, lifecycle.RemoveOptions{}); err != nil && !app.IsNotFound(err) {
+			failed = append(failed, fmt.Sprintf("%s: %v", a.Name, err))
+			continue
+		}
+		removed = append(removed, a.Name)
+	}
+	if len(failed) > 0 {
+		return removed, fmt.Errorf("expired review apps not removed (the next review command tries again): %s", strings.Join(failed, "; "))
+	}
+	return removed, nil
+}
+
+// Down removes review name of app of: every object it made.
+func Down(ctx context.Context, d deploy.Deps, of, name string) error {
+	store := &app.Store{Client: d.Client, Namespace: d.Namespace}
+	a, err := store.GetApp(ctx, AppName(of, name))
+	if err != nil {
+		return err
+	}
+	if a.Review == nil || a.Review.Of != of || a.Review.Name != name {
+		return inputerr.Errorf("app %q is not review %q of app %q; nothing removed", a.Name, name, of)
+	}
+	return lifecycle.Remove(ctx, d, a.Name, lifecycle.RemoveOptions{})
+}
