@@ -30,7 +30,13 @@ func TestBinaryStaysLean(t *testing.T) {
 			"k8s.io/cli-runtime/pkg/resource",
 			"k8s.io/kubectl/",
 			"github.com/moby/buildkit",                // runs in the build pod (cmd/tug-build's image)
-			"github.com/google/go-containerregistry/", // the build agent's, not tug's
+			// go-containerregistry is linked for app promote's copy by digest
+			// (pkg/promote copy.go): measured +1.1 MB stripped binary and
+			// +9 MB peak RSS on 'version --client'; its builders, daemon and
+			// tarball packages stay the build agent's
+			"github.com/google/go-containerregistry/pkg/v1/daemon",
+			"github.com/google/go-containerregistry/pkg/v1/tarball",
+			"github.com/google/go-containerregistry/pkg/v1/mutate",
 		} {
 			if strings.HasPrefix(d, banned) {
 				t.Errorf("tug links %s; keep it out of the binary (see the comment above)", d)

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/kubernetes"
 
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/promote"
@@ -15,7 +14,7 @@ import (
 // pipelineSetOptions are `tug pipeline set`.
 type pipelineSetOptions struct {
 	IO        *cli.IOStreams
-	Client    func() (kubernetes.Interface, error)
+	Changer   appChanger
 	Namespace func() (string, error)
 
 	Name   string
@@ -23,10 +22,10 @@ type pipelineSetOptions struct {
 }
 
 func newPipelineSetCmd(f *cli.Factory, runF func(context.Context, *pipelineSetOptions) error) *cobra.Command {
-	o := &pipelineSetOptions{IO: f.IOStreams, Client: f.KubeClient, Namespace: f.Namespace}
+	o := &pipelineSetOptions{IO: f.IOStreams, Namespace: f.Namespace}
 	cmd := &cobra.Command{
 		Use:         "set PIPELINE STAGE...",
-		Annotations: argsAre(argPipeline, argStage),
+		Annotations: argsAre(argPipeline),
 		Short:       "Set a pipeline's stages, in order, on the record of every stage",
 		Long: `Set pipeline PIPELINE to the apps STAGE..., in order, each NAMESPACE/APP (or APP
 in the current namespace). Every stage must exist; each stage's record keeps
@@ -42,6 +41,8 @@ taken off it.`,
 			return runPipelineSet(cmd.Context(), o)
 		},
 	}
+	o.Changer = changerFor(cmd, f)
+	takesLock(cmd)
 	return cmd
 }
 
@@ -61,11 +62,11 @@ func runPipelineSet(ctx context.Context, o *pipelineSetOptions) error {
 	if err := promote.ValidatePipeline(o.Name, stages); err != nil {
 		return err
 	}
-	c, err := o.Client()
+	d, err := o.Changer.Deps(ctx)
 	if err != nil {
 		return err
 	}
-	if err := promote.SetPipeline(ctx, c, o.Name, stages); err != nil {
+	if err := promote.SetPipeline(ctx, d, o.Name, stages); err != nil {
 		return err
 	}
 	fmt.Fprintf(o.IO.ErrOut, "pipeline %s: %s\n", o.Name, strings.Join(names, " -> "))

@@ -29,6 +29,7 @@ func newReviewListCmd(f *cli.Factory, runF func(context.Context, *reviewListOpti
 	cmd := &cobra.Command{
 		Use:         "list [APP]",
 		Annotations: argsAre(argApp),
+		Aliases:     []string{"ls"},
 		Short:       "List the namespace's review apps with age, expiry and URL, after removing the expired ones",
 		Example: `  tug review list
   tug review list shop -o json`,

@@ -43,13 +43,13 @@ const (
 	argJob           argKind = "job"
 	argPipeline      argKind = "pipeline"
 	// argStage is a pipeline's stage: NAMESPACE/APP, or a namespace.
-	argStage argKind = "stage"
-	argKey           argKind = "key"
-	argAddress       argKind = "address"
-	argCount         argKind = "count"
-	argOnOff         argKind = "on|off"
-	argShell         argKind = "shell"
-	argDir           argKind = "dir"
+	argStage   argKind = "stage"
+	argKey     argKind = "key"
+	argAddress argKind = "address"
+	argCount   argKind = "count"
+	argOnOff   argKind = "on|off"
+	argShell   argKind = "shell"
+	argDir     argKind = "dir"
 	// argCommandLine is the rest of the line, after "--": a command to
 	// run, whose arguments may be files.
 	argCommandLine argKind = "command-line"

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/inputerr"
 )
 
@@ -58,7 +59,8 @@ func ValidatePipeline(name string, stages []Stage) error {
 // the apps that were stages of a pipeline of that name and are no more.
 // Every stage must exist (a missing one is an input error, and nothing is
 // written).
-func SetPipeline(ctx context.Context, c kubernetes.Interface, name string, stages []Stage) error {
+func SetPipeline(ctx context.Context, d deploy.Deps, name string, stages []Stage) error {
+	c := d.Client
 	if err := ValidatePipeline(name, stages); err != nil {
 		return err
 	}
@@ -80,7 +82,7 @@ func SetPipeline(ctx context.Context, c kubernetes.Interface, name string, stage
 		names[i] = s.String()
 	}
 	for _, s := range stages {
-		if _, err := (&app.Store{Client: c, Namespace: s.Namespace}).UpdateApp(ctx, s.App, func(a *app.App) error {
+		if err := update(ctx, d, s, func(a *app.App) error {
 			a.Pipeline = &app.Pipeline{Name: name, Stages: slices.Clone(names)}
 			return nil
 		}); err != nil {
@@ -95,7 +97,7 @@ func SetPipeline(ctx context.Context, c kubernetes.Interface, name string, stage
 		if err != nil {
 			continue
 		}
-		_, err = (&app.Store{Client: c, Namespace: s.Namespace}).UpdateApp(ctx, s.App, func(a *app.App) error {
+		err = update(ctx, d, s, func(a *app.App) error {
 			if a.Pipeline != nil && a.Pipeline.Name == name {
 				a.Pipeline = nil
 			}
@@ -106,6 +108,18 @@ func SetPipeline(ctx context.Context, c kubernetes.Interface, name string, stage
 		}
 	}
 	return nil
+}
+
+// update changes stage s's record under its lock.
+func update(ctx context.Context, d deploy.Deps, s Stage, fn func(*app.App) error) error {
+	d.Namespace = s.Namespace
+	t, err := deploy.Begin(ctx, d, s.App, nil)
+	if err != nil {
+		return err
+	}
+	defer t.End()
+	_, err = t.Update(fn)
+	return err
 }
 
 // FindPipeline reads pipeline name's stages from the record of an app of

@@ -91,10 +91,7 @@ func Up(ctx context.Context, d deploy.Deps, o UpOptions) (*app.App, error) {
 	case a.Review == nil || a.Review.Of != o.Of || a.Review.Name != o.Name:
 		return nil, inputerr.Errorf("app %q exists and is not review %q of app %q; nothing changed", name, o.Name, o.Of)
 	default:
-		if a, err = store.UpdateApp(ctx, name, func(x *app.App) error {
-			x.Review.UpdatedAt, x.Review.ExpiresAt = o.Now.UTC(), o.Now.Add(o.TTL).UTC()
-			return nil
-		}); err != nil {
+		if a, err = extend(ctx, d, name, o); err != nil {
 			return nil, err
 		}
 	}
@@ -109,6 +106,19 @@ func Up(ctx context.Context, d deploy.Deps, o UpOptions) (*app.App, error) {
 		}
 	}
 	return a, nil
+}
+
+// extend moves the review app's expiry to now + TTL, under its lock.
+func extend(ctx context.Context, d deploy.Deps, name string, o UpOptions) (*app.App, error) {
+	t, err := deploy.Begin(ctx, d, name, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer t.End()
+	return t.Update(func(x *app.App) error {
+		x.Review.UpdatedAt, x.Review.ExpiresAt = o.Now.UTC(), o.Now.Add(o.TTL).UTC()
+		return nil
+	})
 }
 
 // create stores the review app's record, marked as one from the start, so

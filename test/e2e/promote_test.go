@@ -1,0 +1,309 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// releaseInfoJSON is what the promote tests read of release info -o json.
+type releaseInfoJSON struct {
+	Version      int    `json:"version"`
+	Kind         string `json:"kind"`
+	Status       string `json:"status"`
+	Image        string `json:"image"`
+	ImageDigest  string `json:"imageDigest"`
+	ConfigKeys   []string
+	PromotedFrom *struct {
+		Namespace string `json:"namespace"`
+		App       string `json:"app"`
+		Release   int    `json:"release"`
+		Digest    string `json:"digest"`
+	} `json:"promotedFrom"`
+}
+
+func (h *H) releaseInfo(appName string, v int) releaseInfoJSON {
+	h.t.Helper()
+	r := h.mustTug("release", "info", appName, fmt.Sprintf("v%d", v), "-o", "json")
+	var out releaseInfoJSON
+	if err := json.Unmarshal([]byte(r.Stdout), &out); err != nil {
+		h.t.Fatalf("release info -o json: %v\n%s", err, r.Stdout)
+	}
+	return out
+}
+
+// buildStaging deploys app "site" in h's namespace from the static site's
+// source with the static builder: an image in the local registry, by digest.
+func buildStaging(t *testing.T, h *H, reg string) releaseInfoJSON {
+	t.Helper()
+	src := copyDir(t, filepath.Join(repoRoot(), "examples", "static-site"))
+	h.mustTug("app", "create", "site")
+	h.mustTug("env", "set", "site", "--no-restart", "STAGING_ONLY=s3")
+	r := h.TugRun(Run{Args: []string{"app", "deploy", "site", "--timeout", "2m", "--builder", reg + "/tug/builder-static:v1",
+		"--repository", reg + "/e2e/" + h.NS + "/site"}, Dir: src})
+	if r.Code != 0 {
+		t.Fatalf("staging deploy from source: %s", r)
+	}
+	in := h.appInfo("site")
+	rel := h.releaseInfo("site", in.Release)
+	if !strings.HasPrefix(rel.ImageDigest, "sha256:") {
+		t.Fatalf("staging's release records no digest: %+v", rel)
+	}
+	return rel
+}
+
+// Staging built from source, promoted to prod in another namespace: prod
+// runs the same digest, keeps its config and units, and its release says
+// where it came from; --dry-run changes nothing; bad input exits 2; a
+// per-stage build env is refused without --force; a promote to another
+// repository copies the image there by digest.
+func TestPromoteStagingToProd(t *testing.T) {
+	staging := New(t)
+	reg := registryForBuilds(t, true)
+	prod := staging.Another()
+	src := buildStaging(t, staging, reg)
+
+	prod.deployShop("shop", 2, "PROD_ONLY=p1")
+	before := prod.releases("shop")
+	dst := prod.NS + "/shop"
+
+	// bad input: exit 2, nothing changed
+	for _, args := range [][]string{
+		{"app", "promote", "nosuch", dst, "--yes"},
+		{"app", "promote", "site", "site", "--yes"},
+		{"app", "promote", "site", staging.NS + "/site", "--yes"},
+		{"app", "promote", "site", "Bad_Name", "--yes"},
+	} {
+		if r := staging.Tug(args...); r.Code != 2 {
+			t.Errorf("tug %v: want exit 2: %s", args, r)
+		}
+	}
+
+	dry := staging.Tug("app", "promote", "site", dst, "--dry-run")
+	if dry.Code != 0 || !strings.Contains(dry.Stdout, "config only in the source (not copied): STAGING_ONLY") ||
+		!strings.Contains(dry.Stdout, "config only in the target (kept): PROD_ONLY") || strings.Contains(dry.Stdout, "s3") {
+		t.Fatalf("dry run:\n%s", dry)
+	}
+	if after := prod.releases("shop"); len(after) != len(before) {
+		t.Fatalf("--dry-run made a release: %v -> %v", before, after)
+	}
+	if r := staging.Tug("app", "promote", "site", dst); r.Code != 2 || !strings.Contains(r.Stderr, "--yes") {
+		t.Errorf("a piped promote without --yes: %s", r)
+	}
+
+	r := staging.Tug("app", "promote", "site", dst, "--yes", "-o", "json", "--timeout", "2m")
+	if r.Code != 0 {
+		t.Fatalf("promote: %s", r)
+	}
+	var res struct {
+		Source  struct{ Digest string }
+		Rollout struct {
+			Release int
+			Status  string
+		}
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &res); err != nil {
+		t.Fatalf("promote -o json: %v\n%s", err, r.Stdout)
+	}
+	if res.Source.Digest != src.ImageDigest || res.Rollout.Status != "deployed" {
+		t.Fatalf("promote result: %+v, want digest %s", res, src.ImageDigest)
+	}
+	got := prod.releaseInfo("shop", res.Rollout.Release)
+	if got.ImageDigest != src.ImageDigest || got.Kind != "promote" || got.PromotedFrom == nil ||
+		got.PromotedFrom.Namespace != staging.NS || got.PromotedFrom.App != "site" || got.PromotedFrom.Release != src.Version {
+		t.Fatalf("prod's release: %+v; want digest %s from %s/site v%d", got, src.ImageDigest, staging.NS, src.Version)
+	}
+	if strings.Join(got.ConfigKeys, ",") != "PROD_ONLY" {
+		t.Errorf("prod's config keys: %v, want its own PROD_ONLY only", got.ConfigKeys)
+	}
+	pods := prod.waitUnits("shop", "web", 2, got.Image)
+	if v := podEnv(t, pods[0], "PROD_ONLY"); v != "p1" {
+		t.Errorf("prod's unit has PROD_ONLY=%q", v)
+	}
+	if list := prod.Tug("release", "list", "shop"); !strings.Contains(list.Stdout, "promoted from "+staging.NS+"/site v") {
+		t.Errorf("release list does not say where the release came from:\n%s", list)
+	}
+
+	// a build env the two apps set otherwise: refused without --force
+	prod.setBuildEnv("shop", "API_URL=https://prod.example")
+	refused := staging.Tug("app", "promote", "site", dst, "--yes")
+	if refused.Code != 2 || !strings.Contains(refused.Stderr, "API_URL") || strings.Contains(refused.Stderr, "prod.example") {
+		t.Fatalf("a per-stage build env was not refused by name: %s", refused)
+	}
+	if n := len(prod.releases("shop")); n != len(before)+1 {
+		t.Errorf("the refused promote made a release: %d releases", n)
+	}
+	if r := staging.Tug("app", "promote", "site", dst, "--yes", "--force", "--timeout", "2m"); r.Code != 0 {
+		t.Fatalf("promote --force: %s", r)
+	}
+
+	// another repository: the image is copied there by digest
+	repo := reg + "/e2e/" + prod.NS + "/copied"
+	prod.mustTug("app", "create", "copy")
+	c := staging.Tug("app", "promote", "site", prod.NS+"/copy", "--to-repository", repo, "--yes", "--timeout", "2m")
+	if c.Code != 0 || !strings.Contains(c.Stderr, "copied "+reg+"/e2e/"+staging.NS+"/site@"+src.ImageDigest+" to "+repo+"@"+src.ImageDigest) {
+		t.Fatalf("promote with a copy: %s", c)
+	}
+	resp, err := http.Get("http://" + reg + "/v2/e2e/" + prod.NS + "/copied/manifests/" + src.ImageDigest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("the copied repository has no manifest %s: %s", src.ImageDigest, resp.Status)
+	}
+	in := prod.appInfo("copy")
+	if rel := prod.releaseInfo("copy", in.Release); rel.ImageDigest != src.ImageDigest || !strings.HasPrefix(rel.Image, repo+"@") {
+		t.Errorf("the copy's release runs %s (%s), want %s@%s", rel.Image, rel.ImageDigest, repo, src.ImageDigest)
+	}
+}
+
+// setBuildEnv stands in for a CNB deploy with --build-env: the build env is
+// what such a deploy remembers on the app's record.
+func (h *H) setBuildEnv(appName, kv string) {
+	h.t.Helper()
+	ctx := context.Background()
+	cms := h.Client.CoreV1().ConfigMaps(h.NS)
+	cm, err := cms.Get(ctx, "tug-app-"+appName, metav1.GetOptions{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var rec map[string]any
+	if err := json.Unmarshal([]byte(cm.Data["app"]), &rec); err != nil {
+		h.t.Fatalf("app record: %v (%v)", err, cm.Data)
+	}
+	rec["build"] = map[string]any{"buildEnv": []string{kv}}
+	b, _ := json.Marshal(rec)
+	cm.Data["app"] = string(b)
+	if _, err := cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// review up makes a copy that answers at its own URL with the new code
+// while the app answers with the old; again, it deploys over it; review
+// down leaves nothing; an expired review app goes at the next review list;
+// bad input exits 2 with nothing made.
+func TestReviewApps(t *testing.T) {
+	h := New(t)
+	rt := h.localRouter()
+	h.deployShop("shop", 1, "SECRET=prod-secret", "MODE=prod")
+
+	for _, args := range [][]string{
+		{"review", "up", "nosuch", "--name", "pr-1", "--image", sampleV2},
+		{"review", "up", "shop", "--name", "PR_1", "--image", sampleV2},
+		{"review", "up", "shop", "--name", "pr-1", "--ttl", "-1h", "--image", sampleV2},
+		{"review", "up", "shop", "--image", sampleV2},
+	} {
+		if r := h.Tug(args...); r.Code != 2 {
+			t.Errorf("tug %v: want exit 2: %s", args, r)
+		}
+	}
+	if n := len(h.appList()); n != 1 {
+		t.Fatalf("bad input made apps: %d apps", n)
+	}
+
+	up := func(img string) string {
+		t.Helper()
+		r := h.Tug("review", "up", "shop", "--name", "pr-1", "--image", img, "--review-override", "MODE=review", "-o", "json", "--timeout", "2m")
+		if r.Code != 0 {
+			t.Fatalf("review up: %s", r)
+		}
+		var e struct{ App, URL string }
+		if err := json.Unmarshal([]byte(r.Stdout), &e); err != nil || e.App != "shop-pr-1" || e.URL == "" {
+			t.Fatalf("review up -o json: %v\n%s", err, r.Stdout)
+		}
+		return e.URL
+	}
+	url := up(sampleV2)
+	base := "http://" + rt.appHost("shop", h.NS) + "/"
+	answers := func(u, version string) {
+		t.Helper()
+		h.Eventually(60*time.Second, u+" answers "+version, func() (bool, error) {
+			code, body, _, err := rt.get(nil, u)
+			return err == nil && code == 200 && strings.Contains(body, version), nil
+		})
+	}
+	answers(url, "v2")
+	answers(base, "v1")
+	pods := h.waitUnits("shop-pr-1", "web", 1, sampleV2)
+	if v := podEnv(t, pods[0], "SECRET"); v != "" {
+		t.Errorf("the review app got the app's secret without --copy-config: %q", v)
+	}
+	if v := podEnv(t, pods[0], "MODE"); v != "review" {
+		t.Errorf("the review override: MODE=%q", v)
+	}
+	// again: the new commit is deployed over it
+	if again := up(sampleV1); again != url {
+		t.Errorf("the review app's URL changed: %s -> %s", url, again)
+	}
+	answers(url, "v1")
+
+	// an expired review app goes at the next review list
+	if r := h.Tug("review", "up", "shop", "--name", "pr-2", "--image", sampleV2, "--ttl", "1s", "--no-wait"); r.Code != 0 {
+		t.Fatalf("review up pr-2: %s", r)
+	}
+	h.Eventually(60*time.Second, "review list removes the expired pr-2", func() (bool, error) {
+		r := h.Tug("review", "list", "-o", "json")
+		return r.Code == 0 && !strings.Contains(r.Stdout, "shop-pr-2") && strings.Contains(r.Stdout, "shop-pr-1"), nil
+	})
+	h.assertNoObjectsOf("shop-pr-2")
+
+	if r := h.Tug("review", "down", "shop", "--name", "pr-1"); r.Code != 2 {
+		t.Errorf("review down without --yes, piped: %s", r)
+	}
+	if r := h.Tug("review", "down", "shop", "--name", "pr-1", "--yes"); r.Code != 0 {
+		t.Fatalf("review down: %s", r)
+	}
+	h.assertNoObjectsOf("shop-pr-1")
+	answers(base, "v1")
+}
+
+// appList is app list -o json's names.
+func (h *H) appList() []string {
+	h.t.Helper()
+	r := h.mustTug("app", "list", "-o", "json")
+	var apps []struct{ Name string }
+	if err := json.Unmarshal([]byte(r.Stdout), &apps); err != nil {
+		h.t.Fatalf("app list -o json: %v\n%s", err, r.Stdout)
+	}
+	names := make([]string, len(apps))
+	for i, a := range apps {
+		names[i] = a.Name
+	}
+	return names
+}
+
+// assertNoObjectsOf checks with kubectl that nothing labelled as appName's
+// is left in the namespace, and nothing named after it either.
+func (h *H) assertNoObjectsOf(appName string) {
+	h.t.Helper()
+	kinds := "deployments,replicasets,services,secrets,configmaps,cronjobs,ingresses,httproutes,horizontalpodautoscalers,networkpolicies,leases"
+	h.Eventually(90*time.Second, "no object of "+appName+" left", func() (bool, error) {
+		byLabel := h.kubectl("get", kinds+",pods", "-n", h.NS, "-l", "tug.dev/app="+appName, "-o", "name")
+		all := h.kubectl("get", kinds+",pods", "-n", h.NS, "-o", "name")
+		for _, l := range strings.Fields(all) {
+			if strings.Contains(l, appName) && !strings.Contains(l, "lease") {
+				return false, nil
+			}
+		}
+		return strings.TrimSpace(byLabel) == "", nil
+	})
+}
+
+func (h *H) kubectl(args ...string) string {
+	h.t.Helper()
+	out, err := exec.Command(kubectlPath(h.t), append([]string{"--kubeconfig", env.kubeconfig}, args...)...).CombinedOutput()
+	if err != nil {
+		h.t.Fatalf("kubectl %v: %v: %s", args, err, out)
+	}
+	return string(out)
+}
