@@ -84,3 +84,13 @@ func ValidateNamespace(ns string) error {
 	}
 	return nil
 }
+
+// RunDigest is the digest the release runs: that of RunImage when it
+// names one (an image deployed by digest, or pinned by the digest its
+// units reported), else the reported one ("" when none is known).
+func (r *Release) RunDigest() string {
+	if _, d, ok := strings.Cut(r.RunImage(), "@"); ok {
+		return d
+	}
+	return r.ImageDigest()
+}

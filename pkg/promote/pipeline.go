@@ -183,7 +183,7 @@ func Status(ctx context.Context, c kubernetes.Interface, stages []Stage) []Stage
 		out[i].Release = a.Release
 		for _, r := range history[i] {
 			if r.Version == a.Release {
-				out[i].Image, out[i].Digest, out[i].Status, out[i].PromotedFrom = r.RunImage(), r.ImageDigest(), r.Status, r.PromotedFrom.Clone()
+				out[i].Image, out[i].Digest, out[i].Status, out[i].PromotedFrom = r.RunImage(), r.RunDigest(), r.Status, r.PromotedFrom.Clone()
 			}
 		}
 	}
@@ -203,7 +203,7 @@ func behind(rels []*app.Release, current int, digest string) int {
 	slices.SortFunc(rels, func(a, b *app.Release) int { return b.Version - a.Version })
 	var seen []string
 	for _, r := range rels {
-		d := r.ImageDigest()
+		d := r.RunDigest()
 		if r.Version > current || d == "" || r.Status == app.StatusFailed {
 			continue
 		}

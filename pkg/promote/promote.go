@@ -84,7 +84,7 @@ func Prepare(ctx context.Context, src, dst Endpoint, toRepository string) (*Plan
 		Source: Ref{Context: src.Context, Namespace: src.Namespace, App: src.App, Release: s.Release.Version, Image: run, Digest: digest},
 		Target: Ref{Context: dst.Context, Namespace: dst.Namespace, App: dst.App}}
 	if d.Release != nil {
-		p.Target.Release, p.Target.Image, p.Target.Digest = d.Release.Version, d.Release.RunImage(), d.Release.ImageDigest()
+		p.Target.Release, p.Target.Image, p.Target.Digest = d.Release.Version, d.Release.RunImage(), d.Release.RunDigest()
 	}
 	if toRepository == "" && d.App.Build != nil {
 		toRepository = d.App.Build.Repository

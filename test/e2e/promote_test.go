@@ -30,6 +30,15 @@ type releaseInfoJSON struct {
 	} `json:"promotedFrom"`
 }
 
+// digest is the digest the release runs: its image's, else the one its
+// units reported.
+func (r releaseInfoJSON) digest() string {
+	if _, d, ok := strings.Cut(r.Image, "@"); ok {
+		return d
+	}
+	return r.ImageDigest
+}
+
 func (h *H) releaseInfo(appName string, v int) releaseInfoJSON {
 	h.t.Helper()
 	r := h.mustTug("release", "info", appName, fmt.Sprintf("v%d", v), "-o", "json")
@@ -54,8 +63,8 @@ func buildStaging(t *testing.T, h *H, reg string) releaseInfoJSON {
 	}
 	in := h.appInfo("site")
 	rel := h.releaseInfo("site", in.Release)
-	if !strings.HasPrefix(rel.ImageDigest, "sha256:") {
-		t.Fatalf("staging's release records no digest: %+v", rel)
+	if !strings.HasPrefix(rel.digest(), "sha256:") {
+		t.Fatalf("staging's release runs no digest: %+v", rel)
 	}
 	return rel
 }
@@ -113,13 +122,13 @@ func TestPromoteStagingToProd(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.Stdout), &res); err != nil {
 		t.Fatalf("promote -o json: %v\n%s", err, r.Stdout)
 	}
-	if res.Source.Digest != src.ImageDigest || res.Rollout.Status != "deployed" {
-		t.Fatalf("promote result: %+v, want digest %s", res, src.ImageDigest)
+	if res.Source.Digest != src.digest() || res.Rollout.Status != "deployed" {
+		t.Fatalf("promote result: %+v, want digest %s", res, src.digest())
 	}
 	got := prod.releaseInfo("shop", res.Rollout.Release)
-	if got.ImageDigest != src.ImageDigest || got.Kind != "promote" || got.PromotedFrom == nil ||
+	if got.digest() != src.digest() || got.Kind != "promote" || got.PromotedFrom == nil ||
 		got.PromotedFrom.Namespace != staging.NS || got.PromotedFrom.App != "site" || got.PromotedFrom.Release != src.Version {
-		t.Fatalf("prod's release: %+v; want digest %s from %s/site v%d", got, src.ImageDigest, staging.NS, src.Version)
+		t.Fatalf("prod's release: %+v; want digest %s from %s/site v%d", got, src.digest(), staging.NS, src.Version)
 	}
 	if strings.Join(got.ConfigKeys, ",") != "PROD_ONLY" {
 		t.Errorf("prod's config keys: %v, want its own PROD_ONLY only", got.ConfigKeys)
@@ -149,20 +158,20 @@ func TestPromoteStagingToProd(t *testing.T) {
 	repo := reg + "/e2e/" + prod.NS + "/copied"
 	prod.mustTug("app", "create", "copy")
 	c := staging.Tug("app", "promote", "site", prod.NS+"/copy", "--to-repository", repo, "--yes", "--timeout", "2m")
-	if c.Code != 0 || !strings.Contains(c.Stderr, "copied "+reg+"/e2e/"+staging.NS+"/site@"+src.ImageDigest+" to "+repo+"@"+src.ImageDigest) {
+	if c.Code != 0 || !strings.Contains(c.Stderr, "copied "+reg+"/e2e/"+staging.NS+"/site@"+src.digest()+" to "+repo+"@"+src.digest()) {
 		t.Fatalf("promote with a copy: %s", c)
 	}
-	resp, err := http.Get("http://" + reg + "/v2/e2e/" + prod.NS + "/copied/manifests/" + src.ImageDigest)
+	resp, err := http.Get("http://" + reg + "/v2/e2e/" + prod.NS + "/copied/manifests/" + src.digest())
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
 	if resp.StatusCode != 200 {
-		t.Fatalf("the copied repository has no manifest %s: %s", src.ImageDigest, resp.Status)
+		t.Fatalf("the copied repository has no manifest %s: %s", src.digest(), resp.Status)
 	}
 	in := prod.appInfo("copy")
-	if rel := prod.releaseInfo("copy", in.Release); rel.ImageDigest != src.ImageDigest || !strings.HasPrefix(rel.Image, repo+"@") {
-		t.Errorf("the copy's release runs %s (%s), want %s@%s", rel.Image, rel.ImageDigest, repo, src.ImageDigest)
+	if rel := prod.releaseInfo("copy", in.Release); rel.digest() != src.digest() || !strings.HasPrefix(rel.Image, repo+"@") {
+		t.Errorf("the copy's release runs %s (%s), want %s@%s", rel.Image, rel.ImageDigest, repo, src.digest())
 	}
 }
 
@@ -225,10 +234,11 @@ func TestReviewApps(t *testing.T) {
 	}
 	url := up(sampleV2)
 	base := "http://" + rt.appHost("shop", h.NS) + "/"
+	roots := clusterCA(t, h.Config)
 	answers := func(u, version string) {
 		t.Helper()
 		h.Eventually(60*time.Second, u+" answers "+version, func() (bool, error) {
-			code, body, _, err := rt.get(nil, u)
+			code, body, _, err := rt.get(roots, u)
 			return err == nil && code == 200 && strings.Contains(body, version), nil
 		})
 	}
