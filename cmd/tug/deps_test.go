@@ -29,7 +29,7 @@ func TestBinaryStaysLean(t *testing.T) {
 			"sigs.k8s.io/kustomize/",
 			"k8s.io/cli-runtime/pkg/resource",
 			"k8s.io/kubectl/",
-			"github.com/moby/buildkit",                // runs in the build pod (cmd/tug-build's image)
+			"github.com/moby/buildkit", // runs in the build pod (cmd/tug-build's image)
 			// go-containerregistry is linked for app promote's copy by digest
 			// (pkg/promote copy.go): measured +1.1 MB stripped binary and
 			// +9 MB peak RSS on 'version --client'; its daemon and layout

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/review"
@@ -30,7 +31,8 @@ func newReviewDownCmd(f *cli.Factory, runF func(context.Context, *reviewDownOpti
 		Short:       "Remove the review app NAME of APP and every object it made",
 		Long: `Remove the review app APP-NAME as 'tug app remove' removes an app: its units,
 Deployments, Service, routes, jobs, release history and config. Asks first
-on a terminal; elsewhere needs --yes. Expired review apps are removed first.`,
+on a terminal; elsewhere needs --yes. Expired review apps are removed first.
+A review app that does not exist (removed already) is said, and exits 0.`,
 		Example: `  tug review down shop --name pr-42 --yes`,
 		Args:    cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -61,6 +63,12 @@ func runReviewDown(ctx context.Context, o *reviewDownOptions) error {
 	}
 	sweepReviews(ctx, o.Changer, d, o.Now())
 	name := review.AppName(o.App, o.Name)
+	// gone already (expired, or a job run twice): nothing to do, and a CI
+	// job that closes a pull request must not fail on it
+	if _, err := (&app.Store{Client: d.Client, Namespace: d.Namespace}).GetApp(ctx, name); app.IsNotFound(err) {
+		fmt.Fprintf(o.Changer.IO.ErrOut, "review app %q does not exist: nothing to remove\n", name)
+		return nil
+	}
 	if err := cli.ConfirmOrFlag(ctx, o.Changer.IO, o.Prompter(), o.Yes, cli.Confirmation{
 		Action: fmt.Sprintf("remove review app %q (review %s of %s) and everything it runs", name, o.Name, o.App),
 	}); err != nil {

@@ -104,6 +104,9 @@ func (o *reviewUpOptions) validate(cmd *cobra.Command) error {
 	if o.Timeout < 0 {
 		return inputerr.Errorf("--timeout must be positive, not %s", o.Timeout)
 	}
+	if len(o.Overrides) == 0 {
+		return nil
+	}
 	var err error
 	o.overrides, err = app.ParseEnvArgs(o.Overrides, "", nil)
 	return err

@@ -8,10 +8,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	tugapp "tug.dev/tug/pkg/app"
 )
 
 // releaseInfoJSON is what the promote tests read of release info -o json.
@@ -133,9 +137,9 @@ func TestPromoteStagingToProd(t *testing.T) {
 	if strings.Join(got.ConfigKeys, ",") != "PROD_ONLY" {
 		t.Errorf("prod's config keys: %v, want its own PROD_ONLY only", got.ConfigKeys)
 	}
-	pods := prod.waitUnits("shop", "web", 2, got.Image)
-	if v := podEnv(t, pods[0], "PROD_ONLY"); v != "p1" {
-		t.Errorf("prod's unit has PROD_ONLY=%q", v)
+	prod.waitUnits("shop", "web", 2, got.Image)
+	if v := prod.mustTug("env", "get", "shop", "PROD_ONLY"); strings.TrimSpace(v.Stdout) != "p1" {
+		t.Errorf("prod's config: PROD_ONLY=%q", v.Stdout)
 	}
 	if list := prod.Tug("release", "list", "shop"); !strings.Contains(list.Stdout, "promoted from "+staging.NS+"/site v") {
 		t.Errorf("release list does not say where the release came from:\n%s", list)
@@ -316,4 +320,63 @@ func (h *H) kubectl(args ...string) string {
 		h.t.Fatalf("kubectl %v: %v: %s", args, err, out)
 	}
 	return string(out)
+}
+
+// A promote and a review up killed with SIGKILL once their release is
+// stored: the next run of the same command completes it (the lease's
+// expiry stood in for by deleting it, as TestKill9DuringDeploy does).
+func TestKill9DuringPromoteAndReviewUp(t *testing.T) {
+	staging := New(t)
+	reg := registryForBuilds(t, true)
+	prod := staging.Another()
+	src := buildStaging(t, staging, reg)
+	prod.deployShop("shop", 1)
+	last := prod.appInfo("shop").Release
+
+	// run runs the command; the release is looked for in h's namespace
+	killWhenStored := func(run, h *H, appName string, v int, args ...string) {
+		t.Helper()
+		wait, _, cmd := run.startTugCmd(args...)
+		h.Eventually(2*time.Minute, fmt.Sprintf("release v%d of %s stored", v, appName), func() (bool, error) {
+			_, err := h.Client.CoreV1().Secrets(h.NS).Get(context.Background(), tugapp.ReleaseSecretName(appName, v), metav1.GetOptions{})
+			return err == nil, nil
+		})
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		wait()
+		err := h.Client.CoordinationV1().Leases(h.NS).Delete(context.Background(), "tug-lock-"+appName, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
+	}
+	promote := []string{"app", "promote", "site", prod.NS + "/shop", "--yes", "--timeout", "2m"}
+	killWhenStored(staging, prod, "shop", last+1, promote...)
+	if r := staging.Tug(promote...); r.Code != 0 {
+		t.Fatalf("promote after the kill: %s", r)
+	}
+	in := prod.appInfo("shop")
+	if rel := prod.releaseInfo("shop", in.Release); rel.digest() != src.digest() || rel.Kind != "promote" {
+		t.Errorf("prod after the second promote runs %+v, want %s", rel, src.digest())
+	}
+	for _, r := range prod.releases("shop") {
+		if r.Status == "pending" {
+			t.Errorf("release v%d of prod is still pending", r.Version)
+		}
+	}
+
+	// review up, killed once the review app's first release is stored
+	up := []string{"review", "up", "shop", "--name", "pr-9", "--image", sampleV2, "--timeout", "2m"}
+	killWhenStored(prod, prod, "shop-pr-9", 1, up...)
+	if r := prod.Tug(up...); r.Code != 0 {
+		t.Fatalf("review up after the kill: %s", r)
+	}
+	prod.waitUnits("shop-pr-9", "web", 1, sampleV2)
+	for _, r := range prod.releases("shop-pr-9") {
+		if r.Status == "pending" {
+			t.Errorf("release v%d of the review app is still pending", r.Version)
+		}
+	}
+	if r := prod.Tug("review", "down", "shop", "--name", "pr-9", "--yes"); r.Code != 0 {
+		t.Fatalf("review down: %s", r)
+	}
+	prod.assertNoObjectsOf("shop-pr-9")
 }
