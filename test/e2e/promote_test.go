@@ -138,7 +138,7 @@ func TestPromoteStagingToProd(t *testing.T) {
 		t.Errorf("prod's config keys: %v, want its own PROD_ONLY only", got.ConfigKeys)
 	}
 	prod.waitUnits("shop", "web", 2, got.Image)
-	if v := prod.mustTug("env", "get", "shop", "PROD_ONLY"); strings.TrimSpace(v.Stdout) != "p1" {
+	if v := prod.mustTug("env", "get", "shop", "PROD_ONLY", "--show-values"); !strings.Contains(v.Stdout, "p1") {
 		t.Errorf("prod's config: PROD_ONLY=%q", v.Stdout)
 	}
 	if list := prod.Tug("release", "list", "shop"); !strings.Contains(list.Stdout, "promoted from "+staging.NS+"/site v") {
@@ -190,12 +190,12 @@ func (h *H) setBuildEnv(appName, kv string) {
 		h.t.Fatal(err)
 	}
 	var rec map[string]any
-	if err := json.Unmarshal([]byte(cm.Data["app"]), &rec); err != nil {
+	if err := json.Unmarshal([]byte(cm.Data["app.json"]), &rec); err != nil {
 		h.t.Fatalf("app record: %v (%v)", err, cm.Data)
 	}
 	rec["build"] = map[string]any{"buildEnv": []string{kv}}
 	b, _ := json.Marshal(rec)
-	cm.Data["app"] = string(b)
+	cm.Data["app.json"] = string(b)
 	if _, err := cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 		h.t.Fatal(err)
 	}
@@ -364,19 +364,85 @@ func TestKill9DuringPromoteAndReviewUp(t *testing.T) {
 	}
 
 	// review up, killed once the review app's first release is stored
-	up := []string{"review", "up", "shop", "--name", "pr-9", "--image", sampleV2, "--timeout", "2m"}
-	killWhenStored(prod, prod, "shop-pr-9", 1, up...)
+	// (of an app of the sample image: shop runs the site's commands now)
+	prod.deployShop("cart", 1)
+	up := []string{"review", "up", "cart", "--name", "pr-9", "--image", sampleV2, "--timeout", "2m"}
+	killWhenStored(prod, prod, "cart-pr-9", 1, up...)
 	if r := prod.Tug(up...); r.Code != 0 {
 		t.Fatalf("review up after the kill: %s", r)
 	}
-	prod.waitUnits("shop-pr-9", "web", 1, sampleV2)
-	for _, r := range prod.releases("shop-pr-9") {
+	prod.waitUnits("cart-pr-9", "web", 1, sampleV2)
+	for _, r := range prod.releases("cart-pr-9") {
 		if r.Status == "pending" {
 			t.Errorf("release v%d of the review app is still pending", r.Version)
 		}
 	}
-	if r := prod.Tug("review", "down", "shop", "--name", "pr-9", "--yes"); r.Code != 0 {
+	if r := prod.Tug("review", "down", "cart", "--name", "pr-9", "--yes"); r.Code != 0 {
 		t.Fatalf("review down: %s", r)
 	}
-	prod.assertNoObjectsOf("shop-pr-9")
+	prod.assertNoObjectsOf("cart-pr-9")
+}
+
+// A pipeline kept on its apps' records: status shows how far each next
+// stage is behind, promote moves the image one stage on.
+func TestPipelineSetStatusPromote(t *testing.T) {
+	dev := New(t)
+	reg := registryForBuilds(t, true)
+	staging, prod := dev.Another(), dev.Another()
+	src := buildStaging(t, dev, reg)
+	staging.deployShop("shop", 1)
+	prod.deployShop("shop", 1)
+	stages := []string{dev.NS + "/site", staging.NS + "/shop", prod.NS + "/shop"}
+
+	if r := dev.Tug(append([]string{"pipeline", "set", "shop", dev.NS + "/nosuch"}, stages[1:]...)...); r.Code != 2 {
+		t.Errorf("a pipeline with a missing app: %s", r)
+	}
+	if r := staging.Tug("pipeline", "status", "shop"); r.Code != 2 {
+		t.Errorf("status of a pipeline no app has: %s", r)
+	}
+	dev.mustTug(append([]string{"pipeline", "set", "shop"}, stages...)...)
+
+	status := func(h *H) []struct {
+		Stage      string
+		Digest     string
+		NextBehind *int
+	} {
+		t.Helper()
+		r := h.mustTug("pipeline", "status", "shop", "-o", "json")
+		var out []struct {
+			Stage      string
+			Digest     string
+			NextBehind *int
+		}
+		if err := json.Unmarshal([]byte(r.Stdout), &out); err != nil || len(out) != 3 {
+			t.Fatalf("pipeline status -o json: %v\n%s", err, r.Stdout)
+		}
+		return out
+	}
+	s := status(prod) // any stage's namespace reads it
+	if s[0].Stage != stages[0] || s[0].Digest != src.digest() || *s[0].NextBehind != -1 || s[2].NextBehind != nil {
+		t.Fatalf("status before a promote: %+v", s)
+	}
+	if r := dev.Tug("pipeline", "promote", "shop", prod.NS, "--yes"); r.Code != 2 || !strings.Contains(r.Stderr, "last") {
+		t.Errorf("promote of the last stage: %s", r)
+	}
+	if r := dev.Tug("pipeline", "promote", "shop", dev.NS, "--yes", "--timeout", "2m"); r.Code != 0 {
+		t.Fatalf("pipeline promote dev: %s", r)
+	}
+	s = status(dev)
+	// staging ran the sample prod runs before the promote: prod is one image behind
+	if *s[0].NextBehind != 0 || s[1].Digest != src.digest() || *s[1].NextBehind != 1 {
+		t.Fatalf("status after promoting dev: %+v", s)
+	}
+	if r := dev.Tug("pipeline", "promote", "shop", staging.NS+"/shop", "--yes", "--timeout", "2m"); r.Code != 0 {
+		t.Fatalf("pipeline promote staging: %s", r)
+	}
+	s = status(staging)
+	if s[2].Digest != src.digest() || *s[1].NextBehind != 0 {
+		t.Fatalf("status after promoting staging: %+v", s)
+	}
+	table := dev.mustTug("pipeline", "status", "shop")
+	if !strings.Contains(table.Stdout, "0 (same digest)") || !strings.Contains(table.Stdout, staging.NS+"/shop v") {
+		t.Errorf("pipeline status:\n%s", table.Stdout)
+	}
 }
