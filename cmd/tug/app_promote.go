@@ -19,8 +19,8 @@ type appPromoteOptions struct {
 	IO       *cli.IOStreams
 	Changer  appChanger
 	Prompter func() cli.Prompter
-	// TargetDeps are the deploy dependencies in the target's cluster
-	// (--to-context; else the source's).
+	// TargetDeps are the deploy dependencies in the target's cluster,
+	// asked for with --to-context only (else the source's serve both).
 	TargetDeps   func(ctx context.Context) (deploy.Deps, error)
 	ContextName  func() (string, error)
 	Source       nsApp
@@ -96,9 +96,6 @@ Asks first on a terminal; elsewhere needs --yes.`,
 	}
 	o.Changer = changerFor(cmd, f)
 	o.TargetDeps = func(ctx context.Context) (deploy.Deps, error) {
-		if o.ToContext == "" {
-			return o.Changer.Deps(ctx)
-		}
 		return deployDeps(ctx, f.ForContext(o.ToContext), cmd.Flags())
 	}
 	cmd.Flags().StringVar(&o.ToContext, "to-context", "", "The kubeconfig context of DST's cluster (default: SRC's)")
@@ -134,8 +131,11 @@ func (o *appPromoteOptions) endpoints(ctx context.Context) (src, dst promote.End
 	if err != nil {
 		return src, dst, dd, err
 	}
-	if dd, err = o.TargetDeps(ctx); err != nil {
-		return src, dst, dd, err
+	dd = sd
+	if o.ToContext != "" {
+		if dd, err = o.TargetDeps(ctx); err != nil {
+			return src, dst, dd, err
+		}
 	}
 	src = promote.Endpoint{Client: sd.Client, Namespace: o.Source.in(sd.Namespace), App: o.Source.App}
 	dd.Namespace = o.Target.in(dd.Namespace)

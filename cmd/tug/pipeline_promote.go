@@ -43,7 +43,6 @@ only the differences.`,
 		},
 	}
 	o.Changer = changerFor(cmd, f)
-	o.TargetDeps = o.Changer.Deps
 	cmd.Flags().StringVarP(&o.Message, "message", "m", "", "Why this promote, shown in the release history")
 	cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "Promote without asking")
 	cmd.Flags().BoolVar(&o.Force, "force", false, "Promote although the image was built with a build env the next stage sets otherwise")

@@ -117,6 +117,10 @@ func runReviewUp(ctx context.Context, o *reviewUpOptions) error {
 	if err != nil {
 		return err
 	}
+	// a missing app is bad input: found before the sweep changes anything
+	if _, err := (&app.Store{Client: d.Client, Namespace: d.Namespace}).GetApp(ctx, o.App); app.IsNotFound(err) {
+		return inputerr.Wrap(err)
+	}
 	now := o.Now()
 	sweepReviews(ctx, o.Changer, d, now)
 	a, err := review.Up(ctx, d, review.UpOptions{Of: o.App, Name: o.Name, TTL: o.TTL, CopyConfig: o.CopyConfig, Overrides: o.overrides, Now: now})

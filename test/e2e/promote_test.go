@@ -305,7 +305,7 @@ func (h *H) assertNoObjectsOf(appName string) {
 		byLabel := h.kubectl("get", kinds+",pods", "-n", h.NS, "-l", "tug.dev/app="+appName, "-o", "name")
 		all := h.kubectl("get", kinds+",pods", "-n", h.NS, "-o", "name")
 		for _, l := range strings.Fields(all) {
-			if strings.Contains(l, appName) && !strings.Contains(l, "lease") {
+			if strings.Contains(l, appName) {
 				return false, nil
 			}
 		}
@@ -336,13 +336,17 @@ func TestKill9DuringPromoteAndReviewUp(t *testing.T) {
 	// run runs the command; the release is looked for in h's namespace
 	killWhenStored := func(run, h *H, appName string, v int, args ...string) {
 		t.Helper()
-		wait, _, cmd := run.startTugCmd(args...)
+		cmd := exec.Command(env.tug, args...)
+		cmd.Env = run.tugEnv(nil)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
 		h.Eventually(2*time.Minute, fmt.Sprintf("release v%d of %s stored", v, appName), func() (bool, error) {
 			_, err := h.Client.CoreV1().Secrets(h.NS).Get(context.Background(), tugapp.ReleaseSecretName(appName, v), metav1.GetOptions{})
 			return err == nil, nil
 		})
 		_ = cmd.Process.Signal(syscall.SIGKILL)
-		wait()
+		_ = cmd.Wait() // killed: its error says so
 		err := h.Client.CoordinationV1().Leases(h.NS).Delete(context.Background(), "tug-lock-"+appName, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			t.Fatal(err)
