@@ -52,11 +52,12 @@ if [ -n "${BENCH_QUICK:-}" ]; then
   scale=(-pods 1000 -nodes 100 -rounds 1); apps=(-apps 60 -rounds 1); many=(-units 20); remote=(-units 10 -rounds 1)
   quick=(-quick)
 fi
-for b in deploy source cnb apps scale many remote route latency usage bluegreen; do go build -o "$tmp/$b" "./bench/$b"; done
+for b in deploy source promote cnb apps scale many remote route latency usage bluegreen; do go build -o "$tmp/$b" "./bench/$b"; done
 
 echo "== start-up";            bench/version.sh 15
 echo "== deploy";              "$tmp/deploy" "${common[@]}" -rounds 9
 echo "== deploy from source";  "$tmp/source" "${common[@]}" -registry "$($cluster registry)"
+echo "== promote";             "$tmp/promote" "${common[@]}" -registry "$($cluster registry)"
 echo "== CNB build";           "$tmp/cnb" "${common[@]}" -registry "$($cluster registry)"
 echo "== app list";            "$tmp/apps" "${common[@]}" "${apps[@]}"
 echo "== unit and node list";  "$tmp/scale" "${common[@]}" "${before[@]}" "${scale[@]}"
