@@ -27,6 +27,7 @@ type releaseInfoJSON struct {
 	ImageDigest  string `json:"imageDigest"`
 	ConfigKeys   []string
 	PromotedFrom *struct {
+		Context   string `json:"context"`
 		Namespace string `json:"namespace"`
 		App       string `json:"app"`
 		Release   int    `json:"release"`
@@ -100,6 +101,9 @@ func TestPromoteStagingToProd(t *testing.T) {
 		}
 	}
 
+	if after := prod.releases("shop"); len(after) != len(before) {
+		t.Fatalf("bad input made a release: %v -> %v", before, after)
+	}
 	dry := staging.Tug("app", "promote", "site", dst, "--dry-run")
 	if dry.Code != 0 || !strings.Contains(dry.Stdout, "config only in the source (not copied): STAGING_ONLY") ||
 		!strings.Contains(dry.Stdout, "config only in the target (kept): PROD_ONLY") || strings.Contains(dry.Stdout, "s3") {
@@ -156,6 +160,16 @@ func TestPromoteStagingToProd(t *testing.T) {
 	}
 	if r := staging.Tug("app", "promote", "site", dst, "--yes", "--force", "--timeout", "2m"); r.Code != 0 {
 		t.Fatalf("promote --force: %s", r)
+	}
+
+	// another kubeconfig context (here: the same cluster, another namespace)
+	cc := staging.newClusterContexts("staging", map[string]string{"staging": staging.NS, "prod": prod.NS})
+	x := staging.TugRun(Run{Args: []string{"app", "promote", "site", "shop", "--to-context", "prod", "--yes", "--force", "--timeout", "2m"}, Env: cc.Env(cc.Kubeconfig)})
+	if x.Code != 0 {
+		t.Fatalf("promote --to-context: %s", x)
+	}
+	if rel := prod.releaseInfo("shop", prod.appInfo("shop").Release); rel.PromotedFrom == nil || rel.PromotedFrom.Context != "staging" || rel.digest() != src.digest() {
+		t.Errorf("the release promoted across contexts: %+v", rel)
 	}
 
 	// another repository: the image is copied there by digest
