@@ -464,3 +464,45 @@ func TestPipelineSetStatusPromote(t *testing.T) {
 		t.Errorf("pipeline status:\n%s", table.Stdout)
 	}
 }
+
+// review up --source builds the pull request's folder with the app's
+// build settings into a repository of the review's own, and its URL
+// answers with the new code while the app's answers with the old.
+func TestReviewAppFromSource(t *testing.T) {
+	h := New(t)
+	reg := registryForBuilds(t, true)
+	rt := h.localRouter()
+	buildStaging(t, h, reg)
+	pr := copyDir(t, filepath.Join(repoRoot(), "examples", "static-site"))
+	writeFiles(t, pr, map[string]string{"message.txt": "Pull request one\n"})
+	r := h.TugRun(Run{Args: []string{"review", "up", "site", "--name", "pr-1", "--source", pr, "--timeout", "2m", "-o", "json"}, Dir: pr})
+	if r.Code != 0 {
+		t.Fatalf("review up --source: %s", r)
+	}
+	var e struct{ URL string }
+	if err := json.Unmarshal([]byte(r.Stdout), &e); err != nil || e.URL == "" {
+		t.Fatalf("review up -o json: %v\n%s", err, r.Stdout)
+	}
+	roots := clusterCA(t, h.Config)
+	answers := func(u, text string) {
+		t.Helper()
+		h.Eventually(60*time.Second, u+" answers "+text, func() (bool, error) {
+			code, body, _, err := rt.get(roots, u)
+			return err == nil && code == 200 && strings.Contains(body, text), nil
+		})
+	}
+	answers(e.URL, "Pull request one")
+	answers("http://"+rt.appHost("site", h.NS)+"/", "Hello from a build")
+	rel := h.releaseInfo("site-pr-1", h.appInfo("site-pr-1").Release)
+	if want := reg + "/e2e/" + h.NS + "/site-pr-1@"; !strings.HasPrefix(rel.Image, want) {
+		t.Errorf("the review build pushed to %s, want %s...", rel.Image, want)
+	}
+	if strings.Join(rel.ConfigKeys, ",") != "" {
+		t.Errorf("the review app got the app's config without --copy-config: %v", rel.ConfigKeys)
+	}
+	h.mustTug("review", "down", "site", "--name", "pr-1", "--yes")
+	h.assertNoObjectsOf("site-pr-1")
+	if r := h.Tug("review", "down", "site", "--name", "pr-1", "--yes"); r.Code != 0 || !strings.Contains(r.Stderr, "does not exist") {
+		t.Errorf("review down again: %s", r)
+	}
+}
