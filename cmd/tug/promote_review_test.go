@@ -131,3 +131,12 @@ func TestRunAppPromoteDryRunAndRefusal(t *testing.T) {
 		t.Errorf("prod's releases after a dry run and a refusal: %d, %v", len(rels), err)
 	}
 }
+
+func TestExpiresIn(t *testing.T) {
+	now := time.Now()
+	for d, want := range map[time.Duration]string{72 * time.Hour: "in 72h", 90 * time.Minute: "in 1h30m", 20 * time.Second: "in less than a minute", -time.Second: "expired", 5 * time.Minute: "in 5m"} {
+		if got := expiresIn(now.Add(d), now); got != want {
+			t.Errorf("%s: %q, want %q", d, got, want)
+		}
+	}
+}

@@ -51,5 +51,16 @@ func expiresIn(at, now time.Time) string {
 	if !now.Before(at) {
 		return "expired"
 	}
-	return "in " + at.Sub(now).Round(time.Minute).String()
+	d := at.Sub(now).Round(time.Minute)
+	if d < time.Minute {
+		return "in less than a minute"
+	}
+	h, m := int(d.Hours()), int(d.Minutes())%60
+	switch {
+	case h == 0:
+		return fmt.Sprintf("in %dm", m)
+	case m == 0:
+		return fmt.Sprintf("in %dh", h)
+	}
+	return fmt.Sprintf("in %dh%dm", h, m)
 }
