@@ -154,6 +154,10 @@ type Info struct {
 
 	// Move is set while a move between clusters is unfinished (app.Move).
 	Move *Move `json:"move,omitempty"`
+	// Review marks a review app (tug review up); Pipeline names the
+	// pipeline the app is a stage of (tug pipeline set).
+	Review   *Review   `json:"review,omitempty"`
+	Pipeline *Pipeline `json:"pipeline,omitempty"`
 
 	// Canary is the release running beside Release, while one does
 	// (canary.go).
@@ -259,6 +263,8 @@ func GetInfo(ctx context.Context, s *Store, name string) (*Info, error) {
 		Registry:    a.RegistrySecret,
 		Build:       a.Build.Shown(),
 		Move:        a.Move,
+		Review:      a.Review,
+		Pipeline:    a.Pipeline,
 	}
 	if current != nil {
 		info.BuiltWith = current.BuiltWith.Clone()
