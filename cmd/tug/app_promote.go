@@ -79,7 +79,9 @@ When DST pulls from a repository of its own (its build settings'
 repository, or --to-repository) other than SRC's, the image is copied there
 by digest first, with each app's registry credentials, and the copy is said.
 
-Asks first on a terminal; elsewhere needs --yes.`,
+Run again when the target runs that image already, promoted from the same
+release, it changes nothing and says so. Asks first on a terminal; elsewhere
+needs --yes.`,
 		Example: `  tug app promote shop prod/shop --yes
   tug app promote staging/shop prod/shop --dry-run
   tug app promote shop shop --to-context prod-cluster -n shop --yes`,
@@ -182,6 +184,9 @@ func runAppPromote(ctx context.Context, o *appPromoteOptions) error {
 	c := o.Changer
 	c.Deps = func(context.Context) (deploy.Deps, error) { return dd, nil }
 	opts := o.rollout.options()
+	// a promote run again (a CI job retried) changes nothing when the
+	// target runs that release's image already, as promoted
+	opts.SkipUnchanged = true
 	err = runRollout(ctx, c, dst.App, func(ctx context.Context, d deploy.Deps) (*deploy.Result, error) {
 		res, err = deploy.Roll(ctx, d, dst.App, plan.Change(o.Message), opts)
 		return res, err

@@ -148,6 +148,13 @@ func TestPromoteStagingToProd(t *testing.T) {
 	if list := prod.Tug("release", "list", "shop"); !strings.Contains(list.Stdout, "promoted from "+staging.NS+"/site v") {
 		t.Errorf("release list does not say where the release came from:\n%s", list)
 	}
+	// run again (a retried CI job): nothing to do, no release
+	if again := staging.Tug("app", "promote", "site", dst, "--yes"); again.Code != 0 || !strings.Contains(again.Stderr, "nothing to promote") {
+		t.Errorf("promote again: %s", again)
+	}
+	if n := len(prod.releases("shop")); n != len(before)+1 {
+		t.Errorf("promote again made a release: %d releases", n)
+	}
 
 	// a build env the two apps set otherwise: refused without --force
 	prod.setBuildEnv("shop", "API_URL=https://prod.example")
