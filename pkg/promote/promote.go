@@ -2,7 +2,6 @@ package promote
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"strings"
 
@@ -170,20 +169,4 @@ type Result struct {
 	DryRun bool `json:"dryRun,omitempty"`
 	// Rollout is the target's rollout (absent on a dry run).
 	Rollout *deploy.Result `json:"rollout,omitempty"`
-}
-
-// Promote rolls the plan's release out in the target (the copy, if any,
-// made first), as a deploy does: under the target's lock, watched, rolled
-// back on failure.
-func Promote(ctx context.Context, p *Plan, d deploy.Deps, opts deploy.Options, message string, keys *Keychain) (*deploy.Result, error) {
-	if p.Copy != nil && !opts.DryRun {
-		if keys == nil {
-			keys = &Keychain{}
-		}
-		if err := CopyImage(ctx, *p.Copy, keys); err != nil {
-			return nil, err
-		}
-		d.Progress.Update(fmt.Sprintf("copied %s to %s", p.Copy.From, p.Copy.To))
-	}
-	return deploy.Roll(ctx, d, p.Target.App, p.Change(message), opts)
 }
