@@ -35,8 +35,8 @@ when it lets it in.`,
 		Args: cli.GroupArgs,
 		RunE: cli.GroupRunE,
 	}
-	cmd.AddCommand(takesLock(newAllowEditCmd(f, nil, "add", "Admit these sources", false)),
-		takesLock(newAllowEditCmd(f, nil, "remove", "Stop admitting these sources", true)), newAllowListCmd(f, nil))
+	cmd.AddCommand(newAllowEditCmd(f, nil, "add", "Admit these sources", false),
+		newAllowEditCmd(f, nil, "remove", "Stop admitting these sources", true), newAllowListCmd(f, nil))
 	return cmd
 }
 
@@ -71,7 +71,8 @@ func newAllowEditCmd(f *cli.Factory, runF func(context.Context, *allowEditOption
 			return runAllowEdit(cmd.Context(), o)
 		},
 	}
-	o.Changer = changerFor(cmd, f)
+	o.Changer = changerFor(f)
+	takesLock(cmd, &o.Changer.WaitLock)
 	return cmd
 }
 

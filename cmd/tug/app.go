@@ -6,9 +6,9 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
@@ -17,7 +17,6 @@ import (
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/clustersettings"
 	"tug.dev/tug/pkg/deploy"
-	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/lock"
 	"tug.dev/tug/pkg/progress"
@@ -84,7 +83,7 @@ func storeFor(f *cli.Factory) func() (*app.Store, error) {
 // deployDeps is what commands that change what runs (deploy, env, rollback,
 // remove) hand to pkg/deploy: the client, the namespace, progress on stderr
 // and a lock holder naming the user as the API server knows them.
-func deployDeps(ctx context.Context, f *cli.Factory, flags *pflag.FlagSet) (deploy.Deps, error) {
+func deployDeps(ctx context.Context, f *cli.Factory) (deploy.Deps, error) {
 	client, err := f.KubeClient()
 	if err != nil {
 		return deploy.Deps{}, err
@@ -116,14 +115,6 @@ func deployDeps(ctx context.Context, f *cli.Factory, flags *pflag.FlagSet) (depl
 			return deploy.Deps{}, err
 		}
 	}
-	if flags.Lookup("wait-lock") != nil {
-		if d.WaitLock, err = flags.GetDuration("wait-lock"); err != nil {
-			return deploy.Deps{}, err
-		}
-		if d.WaitLock < 0 {
-			return deploy.Deps{}, inputerr.Errorf("--wait-lock must not be negative, not %s", d.WaitLock)
-		}
-	}
 	return d, nil
 }
 
@@ -134,18 +125,31 @@ var newDynamic = func(cfg *rest.Config) (dynamic.Interface, error) { return dyna
 // appChanger is how a command's run reaches pkg/deploy: the streams its
 // result goes to, and the deploy dependencies and progress reporter, made
 // when the run asks for them (after routing picked the app's cluster).
-// Tests replace Deps.
+// Tests replace NewDeps.
 type appChanger struct {
-	IO       *cli.IOStreams
-	Deps     func(context.Context) (deploy.Deps, error)
+	IO *cli.IOStreams
+	// WaitLock is --wait-lock (takesLock binds it): how long the change
+	// waits for the app's lock (deploy.Deps.WaitLock).
+	WaitLock time.Duration
+	NewDeps  func(context.Context) (deploy.Deps, error)
 	Progress func() progress.Reporter
 }
 
-// changerFor is the appChanger of cmd, which changes an app through f: its
-// --wait-lock (takesLock) is read when Deps is called.
-func changerFor(cmd *cobra.Command, f *cli.Factory) appChanger {
-	return appChanger{IO: f.IOStreams, Progress: f.Progress, Deps: func(ctx context.Context) (deploy.Deps, error) {
-		return deployDeps(ctx, f, cmd.Flags())
+// Deps are the deploy dependencies of the change, waiting WaitLock for
+// the app's lock.
+func (c appChanger) Deps(ctx context.Context) (deploy.Deps, error) {
+	d, err := c.NewDeps(ctx)
+	if err != nil {
+		return deploy.Deps{}, err
+	}
+	d.WaitLock = c.WaitLock
+	return d, nil
+}
+
+// changerFor is the appChanger of a command that changes an app through f.
+func changerFor(f *cli.Factory) appChanger {
+	return appChanger{IO: f.IOStreams, Progress: f.Progress, NewDeps: func(ctx context.Context) (deploy.Deps, error) {
+		return deployDeps(ctx, f)
 	}}
 }
 

@@ -45,12 +45,12 @@ process autoscales, 'tug app scale' refuses it and deploys keep its count.`,
 			return runAutoscaleSet(cmd.Context(), o)
 		},
 	}
-	o.Changer = changerFor(cmd, f)
+	o.Changer = changerFor(f)
 	cmd.Flags().StringVarP(&o.Process, "process", "p", "", "Process type (required)")
 	cmd.Flags().Int32Var(&o.Min, "min", 1, "Fewest units")
 	cmd.Flags().Int32Var(&o.Max, "max", 0, "Most units (required)")
 	cmd.Flags().StringVar(&o.CPU, "cpu", "80%", "Target CPU use, as a percentage of the request")
-	o.Rollout.add(cmd, false)
+	o.Rollout.add(cmd, false, &o.Changer.WaitLock)
 	return cmd
 }
 
@@ -87,9 +87,9 @@ func newAutoscaleUnsetCmd(f *cli.Factory, runF func(context.Context, *autoscaleU
 			return runAutoscaleUnset(cmd.Context(), o)
 		},
 	}
-	o.Changer = changerFor(cmd, f)
+	o.Changer = changerFor(f)
 	cmd.Flags().StringVarP(&o.Process, "process", "p", "", "Process type (required)")
-	o.Rollout.add(cmd, false)
+	o.Rollout.add(cmd, false, &o.Changer.WaitLock)
 	return cmd
 }
 

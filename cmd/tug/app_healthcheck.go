@@ -70,7 +70,7 @@ answer 2xx or 3xx), tcp:PORT (a connection must open) or exec:COMMAND (must exit
 			return runHealthcheckSet(cmd.Context(), o)
 		},
 	}
-	o.Changer = changerFor(cmd, f)
+	o.Changer = changerFor(f)
 	h := &o.Healthcheck
 	cmd.Flags().StringVarP(&o.Process, "process", "p", "", "Process type (required)")
 	cmd.Flags().StringVar(&h.Readiness, "readiness", "", "When a unit may receive traffic")
@@ -80,7 +80,7 @@ answer 2xx or 3xx), tcp:PORT (a connection must open) or exec:COMMAND (must exit
 	cmd.Flags().Int32Var(&h.Period, "period", 0, fmt.Sprintf("Seconds between checks (default %d)", app.DefaultProbePeriod))
 	cmd.Flags().Int32Var(&h.Timeout, "timeout-seconds", 0, fmt.Sprintf("Seconds a check may take (default %d)", app.DefaultProbeTimeout))
 	cmd.Flags().Int32Var(&h.FailureThreshold, "failure-threshold", 0, fmt.Sprintf("Failures in a row that count (default %d)", app.DefaultProbeFailureThreshold))
-	o.Rollout.add(cmd, true)
+	o.Rollout.add(cmd, true, &o.Changer.WaitLock)
 	return cmd
 }
 
@@ -114,9 +114,9 @@ func newHealthcheckUnsetCmd(f *cli.Factory, runF func(context.Context, *healthch
 			return runHealthcheckUnset(cmd.Context(), o)
 		},
 	}
-	o.Changer = changerFor(cmd, f)
+	o.Changer = changerFor(f)
 	cmd.Flags().StringVarP(&o.Process, "process", "p", "", "Process type (required)")
-	o.Rollout.add(cmd, true)
+	o.Rollout.add(cmd, true, &o.Changer.WaitLock)
 	return cmd
 }
 

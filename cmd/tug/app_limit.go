@@ -54,13 +54,13 @@ func newLimitSetCmd(f *cli.Factory, runF func(context.Context, *limitSetOptions)
 			return runLimitSet(cmd.Context(), o)
 		},
 	}
-	o.Changer = changerFor(cmd, f)
+	o.Changer = changerFor(f)
 	cmd.Flags().StringVarP(&o.Process, "process", "p", "", "Process type (required)")
 	cmd.Flags().StringVar(&o.Limits.CPU, "cpu", "", "CPU limit, e.g. 500m or 1")
 	cmd.Flags().StringVar(&o.Limits.Memory, "memory", "", "Memory limit, e.g. 256Mi")
 	cmd.Flags().StringVar(&o.Limits.CPURequest, "cpu-request", "", "CPU the scheduler reserves")
 	cmd.Flags().StringVar(&o.Limits.MemoryRequest, "memory-request", "", "Memory the scheduler reserves")
-	o.Rollout.add(cmd, true)
+	o.Rollout.add(cmd, true, &o.Changer.WaitLock)
 	return cmd
 }
 
@@ -95,11 +95,11 @@ func newLimitUnsetCmd(f *cli.Factory, runF func(context.Context, *limitUnsetOpti
 			return runLimitUnset(cmd.Context(), o)
 		},
 	}
-	o.Changer = changerFor(cmd, f)
+	o.Changer = changerFor(f)
 	cmd.Flags().StringVarP(&o.Process, "process", "p", "", "Process type (required)")
 	cmd.Flags().BoolVar(&o.CPU, "cpu", false, "Remove the CPU limit and request")
 	cmd.Flags().BoolVar(&o.Memory, "memory", false, "Remove the memory limit and request")
-	o.Rollout.add(cmd, true)
+	o.Rollout.add(cmd, true, &o.Changer.WaitLock)
 	return cmd
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -104,15 +103,17 @@ that server's is refused.`,
 			return runPoolSet(cmd.Context(), o)
 		},
 	}
-	o.Changer = changerFor(set, f)
+	o.Changer = changerFor(f)
 	o.Connect = func(ctx context.Context, kubeContext string) (deploy.Deps, error) {
 		g := f
 		if kubeContext != "" {
 			g = f.ForContext(kubeContext)
 		}
-		return deployDeps(ctx, g, set.Flags())
+		d, err := deployDeps(ctx, g)
+		d.WaitLock = o.Changer.WaitLock
+		return d, err
 	}
-	o.Rollout.add(set, true)
+	o.Rollout.add(set, true, &o.Changer.WaitLock)
 	o.Rollout.addDryRun(set, "Say what would change (and whether the app would move to another cluster); change nothing")
 	set.Flags().BoolVar(&o.Adopt, "adopt", false, "Make the new copy of a move whose old copy is gone the app (only if its rollout had completed)")
 	return set
@@ -158,7 +159,6 @@ func runPoolSet(ctx context.Context, o *poolSetOptions) error {
 		d.Progress = p
 		return d, err
 	}
-	start := time.Now()
 	out, err := move.PoolSet(ctx, req, connect, move.Options{Timeout: r.Timeout})
 	if out != nil && out.Moving {
 		return printMove(ios, p, r, name, out.Plan.Target.Name, out.Moved, err)
@@ -175,13 +175,7 @@ func runPoolSet(ctx context.Context, o *poolSetOptions) error {
 		if r.Output == cli.OutputTable {
 			return nil
 		}
-		at := move.End{Cluster: loc.Name, Namespace: loc.Copy.Namespace}
-		res := &move.Result{App: name, Pool: pool, To: at, Serving: at, Status: "moved", Release: out.Release}
-		if len(out.Plan.Old) > 0 {
-			res.From = move.End{Cluster: out.Plan.Old[0].Name, Namespace: out.Plan.Old[0].Namespace}
-		}
-		res.DurationMS = time.Since(start).Milliseconds()
-		return cli.OutputOptions{Format: r.Output}.Print(ios, res, nil)
+		return cli.OutputOptions{Format: r.Output}.Print(ios, out.Finish, nil)
 	case out.Finished:
 		p.Done(fmt.Sprintf("the move of %s to cluster %q is finished", name, loc.Name))
 	case out.Abandoned && !out.Rollout:

@@ -43,9 +43,9 @@ Waits until its units are gone. Asks first on a terminal; elsewhere needs --yes.
 			return runAppRemove(cmd.Context(), o)
 		},
 	}
-	o.Changer = changerFor(cmd, f)
+	o.Changer = changerFor(f)
 	cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "Remove without asking")
-	takesLock(cmd)
+	takesLock(cmd, &o.Changer.WaitLock)
 	cmd.Flags().BoolVar(&o.MoveCopy, "move-copy", false, "Remove the app although this copy is a move's new copy (only a leftover whose old copy no cluster holds)")
 	return cmd
 }

@@ -58,8 +58,8 @@ docs/exit-codes.md). --no-rollback keeps the new counts for inspection.`,
 			return runAppScale(cmd.Context(), o)
 		},
 	}
-	o.Changer = changerFor(cmd, f)
-	o.Rollout.add(cmd, false)
+	o.Changer = changerFor(f)
+	o.Rollout.add(cmd, false, &o.Changer.WaitLock)
 	cmd.Flags().BoolVar(&o.Rollout.NoRollback, "no-rollback", false, "On failure, keep the new unit counts for inspection instead of putting the previous ones back")
 	return cmd
 }
@@ -115,9 +115,9 @@ rollout applies it: 'tug app deploy', or 'tug env set|unset' without
 			return runAppLifecycle(cmd.Context(), o)
 		},
 	}
-	o.Changer = changerFor(cmd, f)
+	o.Changer = changerFor(f)
 	cmd.Flags().StringVarP(&o.Process, "process", "p", "", "Only this process type (default: all)")
-	o.Rollout.add(cmd, false)
+	o.Rollout.add(cmd, false, &o.Changer.WaitLock)
 	return cmd
 }
 

@@ -123,14 +123,14 @@ func newSettingsSetCmd(f *cli.Factory, runF func(context.Context, *settingsSetOp
 			return runSettingsSet(cmd.Context(), o)
 		},
 	}
-	o.Changer = changerFor(cmd, f)
+	o.Changer = changerFor(f)
 	d := app.RolloutDefaults
 	cmd.Flags().StringVar(&o.MaxSurge, "max-surge", "", "Units a rolling update may start above the count: `N` or P% (default "+d.MaxSurge+")")
 	cmd.Flags().StringVar(&o.MaxUnavailable, "max-unavailable", "", "Units that may be missing during a rolling update: `N` or P% (default "+d.MaxUnavailable+")")
 	cmd.Flags().StringVar(&o.GracePeriod, "grace-period", "", "`Duration` a stopping unit gets between SIGTERM and SIGKILL (default "+app.FormatSeconds(d.GracePeriod)+")")
 	cmd.Flags().StringVar(&o.History, "history", "", fmt.Sprintf("Release records to keep, `N` from 1 to %d (default %d)", app.MaxHistory, d.History))
 	cmd.Flags().StringVar(&o.DeployTimeout, "deploy-timeout", "", "`Duration` a rollout may go without progress (default "+app.FormatSeconds(d.DeployTimeout)+")")
-	o.Rollout.add(cmd, true)
+	o.Rollout.add(cmd, true, &o.Changer.WaitLock)
 	return cmd
 }
 
@@ -190,14 +190,14 @@ func newSettingsUnsetCmd(f *cli.Factory, runF func(context.Context, *settingsUns
 			return runSettingsUnset(cmd.Context(), o)
 		},
 	}
-	o.Changer = changerFor(cmd, f)
+	o.Changer = changerFor(f)
 	d := app.RolloutDefaults
 	cmd.Flags().BoolVar(&o.MaxSurge, "max-surge", false, "Back to "+d.MaxSurge)
 	cmd.Flags().BoolVar(&o.MaxUnavailable, "max-unavailable", false, "Back to "+d.MaxUnavailable)
 	cmd.Flags().BoolVar(&o.GracePeriod, "grace-period", false, "Back to "+app.FormatSeconds(d.GracePeriod))
 	cmd.Flags().BoolVar(&o.History, "history", false, fmt.Sprintf("Back to %d", d.History))
 	cmd.Flags().BoolVar(&o.DeployTimeout, "deploy-timeout", false, "Back to "+app.FormatSeconds(d.DeployTimeout))
-	o.Rollout.add(cmd, true)
+	o.Rollout.add(cmd, true, &o.Changer.WaitLock)
 	return cmd
 }
 

@@ -66,7 +66,7 @@ func TestTimeoutFlagDefaultsToTheSetting(t *testing.T) {
 	} {
 		r := &rolloutFlags{}
 		cmd := &cobra.Command{Use: "x"}
-		r.add(cmd, true)
+		r.add(cmd, true, new(time.Duration))
 		if err := cmd.ParseFlags(c.args); err != nil {
 			t.Fatal(err)
 		}

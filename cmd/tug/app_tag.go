@@ -48,8 +48,8 @@ func newTagSetCmd(f *cli.Factory, runF func(context.Context, *tagSetOptions) err
 			return runTagSet(cmd.Context(), o)
 		},
 	}
-	o.Changer = changerFor(cmd, f)
-	o.Rollout.add(cmd, true)
+	o.Changer = changerFor(f)
+	o.Rollout.add(cmd, true, &o.Changer.WaitLock)
 	return cmd
 }
 
@@ -91,8 +91,8 @@ func newTagUnsetCmd(f *cli.Factory, runF func(context.Context, *tagUnsetOptions)
 			return runTagUnset(cmd.Context(), o)
 		},
 	}
-	o.Changer = changerFor(cmd, f)
-	o.Rollout.add(cmd, true)
+	o.Changer = changerFor(f)
+	o.Rollout.add(cmd, true, &o.Changer.WaitLock)
 	return cmd
 }
 

@@ -41,8 +41,9 @@ type buildFlags struct {
 	BuildEnv   []string
 
 	active       bool
-	autoProcfile bool          // the Procfile is the source's, not named by a flag
-	result       *build.Result // the finished build
+	autoProcfile bool               // the Procfile is the source's, not named by a flag
+	result       *build.Result      // the finished build
+	remember     *app.BuildSettings // what the record must remember of it (deploy.Options.RememberBuild)
 	source       *build.Source
 	dockerfile   string // the Dockerfile inside the source, slash-separated
 }
@@ -225,7 +226,7 @@ func (b *buildFlags) image(ctx context.Context, f *cli.Factory, c appChanger, ap
 	if line := uploadLine(res); line != "" {
 		progress.Done(line)
 	}
-	b.result = res
+	b.result, b.remember = res, plan.Remember()
 	return res.Image, nil
 }
 
@@ -255,6 +256,7 @@ func (b *buildFlags) rollout(appName string, change deploy.Change, opts deploy.O
 	built := b.result.Summary()
 	// a build of unchanged source makes the image that runs: no release
 	opts.SkipUnchanged = b.active && b.result != nil
+	opts.RememberBuild = b.remember
 	return func(ctx context.Context, d deploy.Deps) (*deploy.Result, error) {
 		res, err := deploy.Roll(ctx, d, appName, change, opts)
 		if res != nil {

@@ -24,7 +24,7 @@ func newCertCmd(f *cli.Factory) *cobra.Command {
 		RunE:    cli.GroupRunE,
 		GroupID: "apps",
 	}
-	cmd.AddCommand(takesLock(newCertAddCmd(f, nil)), takesLock(newCertRemoveCmd(f, nil)), newCertListCmd(f, nil))
+	cmd.AddCommand(newCertAddCmd(f, nil), newCertRemoveCmd(f, nil), newCertListCmd(f, nil))
 	return cmd
 }
 
@@ -57,7 +57,8 @@ the Ingress. The key is never printed.`,
 			return runCertAdd(cmd.Context(), o)
 		},
 	}
-	o.Changer = changerFor(cmd, f)
+	o.Changer = changerFor(f)
+	takesLock(cmd, &o.Changer.WaitLock)
 	cmd.Flags().StringVar(&o.CertFile, "cert", "", "PEM certificate (with its chain)")
 	cmd.Flags().StringVar(&o.KeyFile, "key", "", "PEM private key")
 	return cmd
@@ -100,7 +101,8 @@ func newCertRemoveCmd(f *cli.Factory, runF func(context.Context, *certRemoveOpti
 			return runCertRemove(cmd.Context(), o)
 		},
 	}
-	o.Changer = changerFor(cmd, f)
+	o.Changer = changerFor(f)
+	takesLock(cmd, &o.Changer.WaitLock)
 	return cmd
 }
 

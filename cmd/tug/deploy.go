@@ -105,7 +105,7 @@ and the new one is marked failed. --skip-release-phase skips it.`,
 			return runAppDeploy(cmd.Context(), o)
 		},
 	}
-	o.Changer = changerFor(cmd, f)
+	o.Changer = changerFor(f)
 	o.Build = func(ctx context.Context, appName, message string, dryRun bool) (string, error) {
 		return o.build.image(ctx, f, o.Changer, appName, message, dryRun)
 	}
@@ -116,7 +116,7 @@ and the new one is marked failed. --skip-release-phase skips it.`,
 	cmd.Flags().StringVar(&o.Procfile, "procfile", "", "Procfile to read process types from (default ./Procfile when present)")
 	cmd.Flags().StringVarP(&o.Message, "message", "m", "", "Why this deploy, shown in the release history")
 	cmd.Flags().BoolVar(&o.SkipReleasePhase, "skip-release-phase", false, "Roll out without running the Procfile's release: command")
-	o.rollout.add(cmd, true)
+	o.rollout.add(cmd, true, &o.Changer.WaitLock)
 	o.rollout.addDryRun(cmd, "")
 	o.build.add(cmd)
 	o.manifest.add(cmd)

@@ -27,7 +27,7 @@ serves. A domain with a certificate of its own always goes through the Ingress.`
 		RunE:    cli.GroupRunE,
 		GroupID: "apps",
 	}
-	cmd.AddCommand(takesLock(newDomainAddCmd(f, nil)), takesLock(newDomainRemoveCmd(f, nil)), newDomainListCmd(f, nil))
+	cmd.AddCommand(newDomainAddCmd(f, nil), newDomainRemoveCmd(f, nil), newDomainListCmd(f, nil))
 	return cmd
 }
 
@@ -57,7 +57,8 @@ func newDomainAddCmd(f *cli.Factory, runF func(context.Context, *domainAddOption
 			return runDomainAdd(cmd.Context(), o)
 		},
 	}
-	o.Changer = changerFor(cmd, f)
+	o.Changer = changerFor(f)
+	takesLock(cmd, &o.Changer.WaitLock)
 	cli.AddFormatFlag(cmd, &o.Format)
 	cmd.Flags().StringVar(&o.IngressClass, "ingress-class", "", "IngressClass to use (default: the cluster's default class)")
 	cmd.Flags().StringVar(&o.Path, "path", "/", "URL path prefix that routes to the app")
@@ -102,7 +103,8 @@ func newDomainRemoveCmd(f *cli.Factory, runF func(context.Context, *domainRemove
 			return runDomainRemove(cmd.Context(), o)
 		},
 	}
-	o.Changer = changerFor(cmd, f)
+	o.Changer = changerFor(f)
+	takesLock(cmd, &o.Changer.WaitLock)
 	cli.AddFormatFlag(cmd, &o.Format)
 	return cmd
 }

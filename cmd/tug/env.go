@@ -63,7 +63,7 @@ func (o *envSetOptions) addFlags(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&o.NoRestart, "no-restart", false, "Store the change; it applies at the next deploy")
 	cmd.Flags().StringVarP(&o.Message, "message", "m", "", "Why this change, shown in the release history")
 	cmd.Flags().BoolVar(&o.SkipReleasePhase, "skip-release-phase", false, "Roll out without running the release: command")
-	o.rollout.add(cmd, true)
+	o.rollout.add(cmd, true, &o.Changer.WaitLock)
 	o.rollout.addDryRun(cmd, "")
 }
 
@@ -114,7 +114,7 @@ deploy, it says the release would be stored for the next deploy.`,
 			return runEnvSet(cmd.Context(), o)
 		},
 	}
-	o.Changer = changerFor(cmd, f)
+	o.Changer = changerFor(f)
 	cmd.Flags().StringVar(&o.FromFile, "from-env-file", "", "Read KEY=VALUE lines from a file (- for standard input)")
 	o.addFlags(cmd)
 	return cmd
@@ -153,7 +153,7 @@ nothing.`,
 			return runEnvUnset(cmd.Context(), o)
 		},
 	}
-	o.Changer = changerFor(cmd, f)
+	o.Changer = changerFor(f)
 	o.addFlags(cmd)
 	return cmd
 }

@@ -66,7 +66,7 @@ rollback to an older release restores the jobs that release had.`,
 			return runJobAdd(cmd.Context(), o)
 		},
 	}
-	o.Changer = changerFor(cmd, f)
+	o.Changer = changerFor(f)
 	commandFlagErrors(cmd)
 	fl := cmd.Flags()
 	fl.StringVar(&o.job.Schedule, "schedule", "", "Cron schedule: five fields or @hourly, @daily, @every 1h (required)")
@@ -76,7 +76,7 @@ rollback to an older release restores the jobs that release had.`,
 	fl.Int32Var(&o.job.Retries, "retries", 0, "Run a failed run again up to this many times")
 	fl.StringVar(&o.job.Limits.CPU, "cpu", "", "CPU limit of the job's pod (default: the web process's)")
 	fl.StringVar(&o.job.Limits.Memory, "memory", "", "Memory limit of the job's pod (default: the web process's)")
-	takesLock(cmd)
+	takesLock(cmd, &o.Changer.WaitLock)
 	fl.BoolVar(&o.noWait, "no-wait", false, "Accepted for scripts: a job change waits for nothing (no unit restarts)")
 	cli.AddFormatFlag(cmd, &o.out)
 	return cmd

@@ -44,9 +44,9 @@ Asks first on a terminal; elsewhere needs --yes.`,
 			return runJobRemove(cmd.Context(), o)
 		},
 	}
-	o.Changer = changerFor(cmd, f)
+	o.Changer = changerFor(f)
 	cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "Remove without asking")
-	takesLock(cmd)
+	takesLock(cmd, &o.Changer.WaitLock)
 	cmd.Flags().BoolVar(&o.NoWait, "no-wait", false, "Accepted for scripts: a job change waits for nothing (no unit restarts)")
 	cli.AddFormatFlag(cmd, &o.Output)
 	return cmd

@@ -42,8 +42,8 @@ no release is made, no unit restarts, and a deploy or rollback keeps it.`,
 			return runJobSuspend(cmd.Context(), o)
 		},
 	}
-	o.Changer = changerFor(cmd, f)
-	takesLock(cmd)
+	o.Changer = changerFor(f)
+	takesLock(cmd, &o.Changer.WaitLock)
 	return cmd
 }
 

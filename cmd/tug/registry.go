@@ -76,14 +76,14 @@ new credentials replaces the old ones.`,
 			return runRegistrySet(cmd.Context(), o)
 		},
 	}
-	o.Changer = changerFor(cmd, f)
+	o.Changer = changerFor(f)
 	cmd.Flags().StringVar(&o.Server, "server", "", "Registry host, e.g. registry.example.com or registry.example.com:5000 (required)")
 	cmd.Flags().StringVar(&o.Username, "username", "", "User (or token name) to log in as (required)")
 	cmd.Flags().BoolVar(&o.PasswordStdin, "password-stdin", false, "Read the password from stdin (required)")
 	// Defined only to refuse it with a pointer to --password-stdin.
 	cmd.Flags().StringVar(&o.password, "password", "", "")
 	_ = cmd.Flags().MarkHidden("password")
-	o.rollout.add(cmd, false)
+	o.rollout.add(cmd, false, &o.Changer.WaitLock)
 	return cmd
 }
 

@@ -41,8 +41,8 @@ func newRegistryUnsetCmd(f *cli.Factory, runF func(context.Context, *registryUns
 			return runRegistryUnset(cmd.Context(), o)
 		},
 	}
-	o.Changer = changerFor(cmd, f)
-	o.Rollout.add(cmd, false)
+	o.Changer = changerFor(f)
+	o.Rollout.add(cmd, false, &o.Changer.WaitLock)
 	return cmd
 }
 

@@ -66,6 +66,11 @@ func (c *canaryFlags) options() (*deploy.CanaryOptions, error) {
 	if c.changed("keep") {
 		return nil, inputerr.Errorf("--keep is for --strategy blue-green")
 	}
+	return c.canaryOptions()
+}
+
+// canaryOptions are --strategy canary's: a first weight and/or steps.
+func (c *canaryFlags) canaryOptions() (*deploy.CanaryOptions, error) {
 	o := &deploy.CanaryOptions{Strategy: app.StrategyCanary}
 	if c.Steps != "" {
 		steps, err := app.ParseSteps(c.Steps)
@@ -177,8 +182,8 @@ func canaryEndCmd(f *cli.Factory, runF func(context.Context, *canaryEndOptions) 
 			return runCanaryEnd(cmd.Context(), o)
 		},
 	}
-	o.Changer = changerFor(cmd, f)
-	takesLock(cmd)
+	o.Changer = changerFor(f)
+	takesLock(cmd, &o.Changer.WaitLock)
 	cli.AddFormatFlag(cmd, &o.Format)
 	return cmd
 }

@@ -77,8 +77,8 @@ lock.`,
 			return runReleaseRollback(cmd.Context(), o)
 		},
 	}
-	o.Changer = changerFor(cmd, f)
-	o.Rollout.add(cmd, true)
+	o.Changer = changerFor(f)
+	o.Rollout.add(cmd, true, &o.Changer.WaitLock)
 	o.Rollout.addDryRun(cmd, "")
 	cmd.Flags().BoolVar(&o.SkipReleasePhase, "skip-release-phase", false, "Roll back without running the restored release's release: command")
 	return cmd

@@ -40,19 +40,18 @@ type rolloutFlags struct {
 const annotationLocks = "tug.dev/locks"
 
 // takesLock declares that c takes the app's deploy lock and gives it
-// --wait-lock, which deployDeps reads.
-func takesLock(c *cobra.Command) *cobra.Command {
+// --wait-lock, bound into wait (the options' appChanger.WaitLock).
+func takesLock(c *cobra.Command, wait *time.Duration) *cobra.Command {
 	if c.Annotations == nil {
 		c.Annotations = map[string]string{}
 	}
 	c.Annotations[annotationLocks] = "true"
-	var wait time.Duration
-	c.Flags().Var((*lockWait)(&wait), "wait-lock", "While another change of the app runs, wait up to this long for it to finish (default: fail at once)")
+	c.Flags().Var((*lockWait)(wait), "wait-lock", "While another change of the app runs, wait up to this long for it to finish (default: fail at once)")
 	return c
 }
 
 // lockWait is --wait-lock's value: a duration refused when negative as the
-// flags are parsed, before a build or any request (deployDeps reads it).
+// flags are parsed, before a build or any request.
 type lockWait time.Duration
 
 func (w *lockWait) String() string {
@@ -74,8 +73,8 @@ func (w *lockWait) Set(s string) error {
 	return nil
 }
 
-func (r *rolloutFlags) add(cmd *cobra.Command, withRollback bool) {
-	takesLock(cmd)
+func (r *rolloutFlags) add(cmd *cobra.Command, withRollback bool, waitLock *time.Duration) {
+	takesLock(cmd, waitLock)
 	cmd.Flags().DurationVar(&r.Timeout, "timeout", 0, fmt.Sprintf("Fail when the rollout makes no progress for this long (default: the app's deploy-timeout setting, %s unless set)", app.FormatSeconds(app.RolloutDefaults.DeployTimeout)))
 	r.timeoutGiven = func() bool { return cmd.Flags().Changed("timeout") }
 	cmd.Flags().BoolVar(&r.NoWait, "no-wait", false, "Return once the release is applied, without waiting for its units")

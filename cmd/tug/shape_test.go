@@ -94,14 +94,14 @@ func wantParseError[O any](t *testing.T, got *O, err error, want string) {
 // the failure on stderr without a result on stdout.
 func failingChanger(ios *cli.IOStreams, err error) appChanger {
 	return appChanger{IO: ios, Progress: func() progress.Reporter { return cli.NewProgress(ios) },
-		Deps: func(context.Context) (deploy.Deps, error) { return deploy.Deps{}, err }}
+		NewDeps: func(context.Context) (deploy.Deps, error) { return deploy.Deps{}, err }}
 }
 
 // fixtureChanger is an appChanger on the printer fixture's fake cluster,
 // as deployDeps makes one for user bob.
 func fixtureChanger(p *printerFixture, ios *cli.IOStreams) appChanger {
 	return appChanger{IO: ios, Progress: func() progress.Reporter { return cli.NewProgress(ios) },
-		Deps: func(context.Context) (deploy.Deps, error) {
+		NewDeps: func(context.Context) (deploy.Deps, error) {
 			return deploy.Deps{Client: p.cs, Namespace: "dev", Progress: cli.NewProgress(ios), Holder: lock.Self("bob"),
 				Settings: &clustersettings.Stored{Cluster: clustersettings.Settings{}}, Gateways: &route.Finder{},
 				SideBySide: canary.Runner{}, Warn: warnOnce(ios)}, nil

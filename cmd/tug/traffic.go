@@ -168,8 +168,8 @@ func newOnOffCmd(f *cli.Factory, runF func(context.Context, *onOffOptions) error
 			return runOnOff(cmd.Context(), o)
 		},
 	}
-	o.Changer = changerFor(cmd, f)
-	return takesLock(cmd)
+	o.Changer = changerFor(f)
+	return takesLock(cmd, &o.Changer.WaitLock)
 }
 
 func runOnOff(ctx context.Context, o *onOffOptions) error {

@@ -67,9 +67,9 @@ func newUnitAddCmd(f *cli.Factory, runF func(context.Context, *unitAddOptions) e
 			return runUnitAdd(cmd.Context(), o)
 		},
 	}
-	o.Changer = changerFor(cmd, f)
+	o.Changer = changerFor(f)
 	cmd.Flags().StringVarP(&o.Process, "process", "p", "", "Process type (default: the only one, or web)")
-	o.Rollout.add(cmd, false)
+	o.Rollout.add(cmd, false, &o.Changer.WaitLock)
 	return cmd
 }
 

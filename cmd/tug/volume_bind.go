@@ -48,11 +48,11 @@ units on one node, or use an RWX volume.`,
 			return runVolumeBind(cmd.Context(), o)
 		},
 	}
-	o.Changer = changerFor(cmd, f)
+	o.Changer = changerFor(f)
 	cmd.Flags().StringVar(&o.Binding.MountPath, "mount-path", "", "Where the volume appears in the units, e.g. /data (required)")
 	cmd.Flags().StringVarP(&o.Binding.Process, "process", "p", "", "Only this process type's units (default: all)")
 	cmd.Flags().BoolVar(&o.Binding.ReadOnly, "read-only", false, "Mount read-only")
-	o.Rollout.add(cmd, true)
+	o.Rollout.add(cmd, true, &o.Changer.WaitLock)
 	return cmd
 }
 
@@ -101,8 +101,8 @@ func newVolumeUnbindCmd(f *cli.Factory, runF func(context.Context, *volumeUnbind
 			return runVolumeUnbind(cmd.Context(), o)
 		},
 	}
-	o.Changer = changerFor(cmd, f)
-	o.Rollout.add(cmd, true)
+	o.Changer = changerFor(f)
+	o.Rollout.add(cmd, true, &o.Changer.WaitLock)
 	return cmd
 }
 

@@ -148,8 +148,8 @@ func (f FromSource) whatBuilds(a *app.App, s app.BuildSettings, defaulted bool) 
 	return "", nil
 }
 
-// Run builds and pushes the image, and remembers the settings in the app's
-// record once a build has worked with them.
+// Run builds and pushes the image. The settings it worked with are
+// Remember's, for the deploy's transaction to write in the app's record.
 func (p *Plan) Run(ctx context.Context, d Deps, store *app.Store) (*Result, error) {
 	a := p.App
 	o := Options{
@@ -168,16 +168,18 @@ func (p *Plan) Run(ctx context.Context, d Deps, store *app.Store) (*Result, erro
 	if err != nil {
 		return nil, err
 	}
-	if a.Build == nil || !a.Build.Equal(p.remember) {
-		if _, err := store.UpdateApp(ctx, a.Name, func(x *app.App) error {
-			s := p.remember
-			x.Build = &s
-			return nil
-		}); err != nil {
-			return nil, fmt.Errorf("remembering the build settings: %w", err)
-		}
-	}
 	return res, nil
+}
+
+// Remember is what the app's record must remember of the build once Run
+// has worked (deploy.Options.RememberBuild), or nil when it does already:
+// the next deploy from source builds the same way without the flags.
+func (p *Plan) Remember() *app.BuildSettings {
+	if a := p.App; a.Build != nil && a.Build.Equal(p.remember) {
+		return nil
+	}
+	s := p.remember
+	return &s
 }
 
 // inspect reads the builder: a Cloud Native Buildpacks builder's build runs

@@ -26,6 +26,7 @@ import (
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/progress"
+	"tug.dev/tug/pkg/rollout"
 	"tug.dev/tug/pkg/session"
 	"tug.dev/tug/pkg/text"
 )
@@ -373,7 +374,7 @@ func (b *builder) waitRunning(ctx context.Context) error {
 		if p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
 			return true, &Error{Stage: "start", Message: fmt.Sprintf("build pod %s ended before the build started: %s", b.name, podMessage(p))}
 		}
-		if f := deploy.StartFailure(p, time.Now()); f != nil {
+		if f := rollout.StartFailure(p, time.Now()); f != nil {
 			return true, &Error{Stage: "start", Message: fmt.Sprintf("build pod %s cannot start: %s", b.name, f.Error())}
 		}
 		for _, cs := range append(append([]corev1.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {

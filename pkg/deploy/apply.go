@@ -2,22 +2,21 @@ package deploy
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/owned"
 	"tug.dev/tug/pkg/render"
 )
 
@@ -29,80 +28,53 @@ type applied struct {
 }
 
 // applyObjects server-side-applies a release's objects as field manager
-// "tug": one write per object. Callers check the objects with guardOwned
-// first, before they store anything. With dryRun the server validates and
-// defaults them (admission included) but stores nothing.
+// "tug", in the order of Kinds (owned.Apply). Callers check the
+// objects with guardOwned first, before they store anything. With dryRun
+// the server validates and defaults them (admission included) but stores
+// nothing. An autoscaled Deployment keeps the count its autoscaler chose,
+// and the maintenance page answers before the Service switches to it.
 func applyObjects(ctx context.Context, d Deps, objs render.Objects, dryRun bool) (*applied, error) {
 	opts := metav1.PatchOptions{FieldManager: kube.FieldManager, Force: new(true)}
 	if dryRun {
 		opts.DryRun = []string{metav1.DryRunAll}
 	}
 	warnUnenforced(d, objs)
+	deps, err := withLiveReplicas(ctx, d, objs)
+	if err != nil {
+		return nil, err
+	}
+	objs.Deployments = deps
 	out := &applied{deployments: map[string]*appsv1.Deployment{}}
-	if err := applyDeployments(ctx, d, objs, opts, out); err != nil {
-		return nil, err
+	page := ""
+	if objs.Maintenance != nil {
+		page = objs.Maintenance.Name
 	}
-	if err := applyMaintenance(ctx, d, objs.Maintenance, opts, dryRun); err != nil {
-		return nil, err
-	}
-	client, ns := d.Client, d.Namespace
-	if svc := objs.Service; svc != nil {
-		err := write{"service", svc.Name, svc, func(n string, b []byte, o metav1.PatchOptions) error {
-			_, err := client.CoreV1().Services(ns).Patch(ctx, n, types.ApplyPatchType, b, o)
-			return err
-		}}.apply(opts)
-		if err != nil {
-			return nil, err
+	err = owned.Apply(ctx, d.owned(), d.OwnedKinds(), objs.List(), opts, func(_ *owned.Kind, got runtime.Object) error {
+		switch o := got.(type) {
+		case *appsv1.Deployment:
+			if o.Name == page {
+				if dryRun {
+					return nil
+				}
+				return waitAvailable(ctx, d.Client, d.Namespace, page, objs.Maintenance.Spec.Template.Spec.Containers[0].Image)
+			}
+			out.deployments[o.Name] = o
+		case *unstructured.Unstructured:
+			if o.GetKind() == "HTTPRoute" {
+				out.routes = append(out.routes, o)
+			}
 		}
-	}
-	if err := applyTrackServices(ctx, d, objs.TrackServices, opts); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, err
-	}
-	if err := d.Routes().ApplyCertificates(ctx, objs.Certificates, opts); err != nil {
-		return nil, err
-	}
-	if m := objs.Middleware; m != nil {
-		// before the routes and Ingresses that name it: a route naming a
-		// Middleware the router does not have is not served
-		if err := d.Routes().ApplyMiddleware(ctx, m, opts); err != nil {
-			return nil, err
-		}
-	}
-	var writes []write
-	for _, ing := range objs.Ingresses {
-		writes = append(writes, write{"ingress", ing.Name, ing, func(n string, b []byte, o metav1.PatchOptions) error {
-			_, err := client.NetworkingV1().Ingresses(ns).Patch(ctx, n, types.ApplyPatchType, b, o)
-			return err
-		}})
-	}
-	if np := objs.NetworkPolicy; np != nil {
-		writes = append(writes, write{"network policy", np.Name, np, func(n string, b []byte, o metav1.PatchOptions) error {
-			_, err := client.NetworkingV1().NetworkPolicies(ns).Patch(ctx, n, types.ApplyPatchType, b, o)
-			return err
-		}})
-	}
-	for _, h := range objs.Autoscalers {
-		writes = append(writes, write{"autoscaler", h.Name, h, func(n string, b []byte, o metav1.PatchOptions) error {
-			_, err := client.AutoscalingV2().HorizontalPodAutoscalers(ns).Patch(ctx, n, types.ApplyPatchType, b, o)
-			return err
-		}})
-	}
-	for _, w := range writes {
-		if err := w.apply(opts); err != nil {
-			return nil, err
-		}
-	}
-	if err := applyCronJobs(ctx, d, objs.CronJobs, opts); err != nil {
-		return nil, err
-	}
-	for _, r := range objs.Routes {
-		got, err := d.Routes().Apply(ctx, r, opts)
-		if err != nil {
-			return nil, err
-		}
-		out.routes = append(out.routes, got)
 	}
 	return out, nil
+}
+
+// owned is what the loops of pkg/owned reach the app's namespace with.
+func (d Deps) owned() owned.Clients {
+	return owned.Clients{Typed: d.Client, Dynamic: d.Dynamic, Namespace: d.Namespace}
 }
 
 // warnUnenforced tells the user, through d.Warn, that the app's allow list
@@ -117,135 +89,33 @@ func warnUnenforced(d Deps, objs render.Objects) {
 		appName, strings.Join(names, ", ")))
 }
 
-// write is one object to server-side-apply through patch.
-type write struct {
-	kind, name string
-	obj        any
-	patch      func(name string, data []byte, opts metav1.PatchOptions) error
-}
-
-func (w write) apply(opts metav1.PatchOptions) error {
-	data, err := json.Marshal(w.obj)
-	if err != nil {
-		return err
-	}
-	if err := w.patch(w.name, data, opts); err != nil {
-		return fmt.Errorf("applying %s %s: %w", w.kind, w.name, kube.TranslateError(err))
-	}
-	return nil
-}
-
-// applyDeployments applies the processes' Deployments, keeping the count
-// an autoscaler chose, and keeps what the server returned in out.
-func applyDeployments(ctx context.Context, d Deps, objs render.Objects, opts metav1.PatchOptions, out *applied) error {
-	client, ns := d.Client, d.Namespace
+// withLiveReplicas is objs' Deployments, each autoscaled one (applied
+// without replicas) with the count its autoscaler chose: a deploy never
+// resets it, and tug keeps owning the field, so server-side apply never
+// drops it to the default of 1.
+func withLiveReplicas(ctx context.Context, d Deps, objs render.Objects) ([]*appsv1.Deployment, error) {
+	out := make([]*appsv1.Deployment, 0, len(objs.Deployments))
 	for _, dep := range objs.Deployments {
 		if dep.Spec.Replicas == nil {
-			// Autoscaled: keep the count the autoscaler chose, so a deploy
-			// never resets it (and tug keeps owning the field, so server-side
-			// apply never drops it to the default of 1).
-			n, err := liveReplicas(ctx, client, ns, dep.Name, objs)
+			n, err := liveReplicas(ctx, d.Client, d.Namespace, dep.Name, objs)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			dep = dep.DeepCopy()
 			dep.Spec.Replicas = &n
 		}
-		err := write{"deployment", dep.Name, dep, func(n string, b []byte, o metav1.PatchOptions) error {
-			got, err := client.AppsV1().Deployments(ns).Patch(ctx, n, types.ApplyPatchType, b, o)
-			if err == nil {
-				out.deployments[got.Name] = got
-			}
-			return err
-		}}.apply(opts)
-		if err != nil {
-			return err
-		}
+		out = append(out, dep)
 	}
-	return nil
-}
-
-// applyMaintenance applies the maintenance page's Deployment and waits
-// for it to answer: the page must answer before the Service switches to it.
-func applyMaintenance(ctx context.Context, d Deps, m *appsv1.Deployment, opts metav1.PatchOptions, dryRun bool) error {
-	if m == nil {
-		return nil
-	}
-	client, ns := d.Client, d.Namespace
-	err := write{"deployment", m.Name, m, func(n string, b []byte, o metav1.PatchOptions) error {
-		_, err := client.AppsV1().Deployments(ns).Patch(ctx, n, types.ApplyPatchType, b, o)
-		return err
-	}}.apply(opts)
-	if err != nil || dryRun {
-		return err
-	}
-	return waitAvailable(ctx, client, ns, m.Name, m.Spec.Template.Spec.Containers[0].Image)
+	return out, nil
 }
 
 // guardOwned checks, before anything is written, that no object of the
-// release exists without being the app's: server-side apply with force would
-// take over (and relabel) a Service, Ingress or autoscaler that helm or
-// kubectl made, and a later remove would delete it. One GET per object.
+// release exists without being the app's (owned.Guard): server-side apply
+// with force would take over (and relabel) a Service, Ingress or
+// autoscaler that helm or kubectl made, and a later remove would delete
+// it. One GET per object.
 func guardOwned(ctx context.Context, d Deps, objs render.Objects) error {
-	client, ns := d.Client, d.Namespace
-	type target struct {
-		kind, name, app string
-		get             func(name string) (metav1.Object, error)
-	}
-	get := metav1.GetOptions{}
-	deployment := func(n string) (metav1.Object, error) { return client.AppsV1().Deployments(ns).Get(ctx, n, get) }
-	var targets []target
-	for _, d := range objs.Deployments {
-		targets = append(targets, target{"Deployment", d.Name, d.Labels[kube.LabelApp], deployment})
-	}
-	if m := objs.Maintenance; m != nil {
-		targets = append(targets, target{"Deployment", m.Name, m.Labels[kube.LabelApp], deployment})
-	}
-	if s := objs.Service; s != nil {
-		targets = append(targets, target{"Service", s.Name, s.Labels[kube.LabelApp], func(n string) (metav1.Object, error) {
-			return client.CoreV1().Services(ns).Get(ctx, n, get)
-		}})
-	}
-	for _, s := range objs.TrackServices {
-		targets = append(targets, target{"Service", s.Name, s.Labels[kube.LabelApp], func(n string) (metav1.Object, error) {
-			return client.CoreV1().Services(ns).Get(ctx, n, get)
-		}})
-	}
-	for _, i := range objs.Ingresses {
-		targets = append(targets, target{"Ingress", i.Name, i.Labels[kube.LabelApp], func(n string) (metav1.Object, error) {
-			return client.NetworkingV1().Ingresses(ns).Get(ctx, n, get)
-		}})
-	}
-	if p := objs.NetworkPolicy; p != nil {
-		targets = append(targets, target{"NetworkPolicy", p.Name, p.Labels[kube.LabelApp], func(n string) (metav1.Object, error) {
-			return client.NetworkingV1().NetworkPolicies(ns).Get(ctx, n, get)
-		}})
-	}
-	for _, h := range objs.Autoscalers {
-		targets = append(targets, target{"HorizontalPodAutoscaler", h.Name, h.Labels[kube.LabelApp], func(n string) (metav1.Object, error) {
-			return client.AutoscalingV2().HorizontalPodAutoscalers(ns).Get(ctx, n, get)
-		}})
-	}
-	if m := objs.Middleware; m != nil {
-		targets = append(targets, target{"Middleware", m.GetName(), m.GetLabels()[kube.LabelApp], func(n string) (metav1.Object, error) {
-			return d.Routes().GetMiddleware(ctx, n)
-		}})
-	}
-	for _, r := range objs.Routes {
-		targets = append(targets, target{"HTTPRoute", r.GetName(), r.GetLabels()[kube.LabelApp], func(n string) (metav1.Object, error) {
-			return d.Routes().Get(ctx, n)
-		}})
-	}
-	for _, t := range targets {
-		obj, err := t.get(t.name)
-		if _, err := kube.CheckOwned(t.kind, ns, t.name, t.app, obj, err); err != nil {
-			return err
-		}
-	}
-	if err := guardCronJobs(ctx, d, objs.CronJobs); err != nil {
-		return err
-	}
-	return d.Routes().GuardCertificates(ctx, objs.Certificates)
+	return owned.Guard(ctx, d.owned(), d.OwnedKinds(), owned.App, objs.List())
 }
 
 // liveReplicas is an autoscaled Deployment's current unit count, or its
@@ -266,92 +136,16 @@ func liveReplicas(ctx context.Context, client kubernetes.Interface, ns, name str
 	return 1, nil
 }
 
-// removeStale deletes the Deployments (and the Service) of process types the
-// release no longer has: one LIST, and a DELETE only for what must go.
+// removeStale deletes what tug made of the app and objs no longer hold
+// (render.Objects.Keep aside): one LIST per kind of Kinds, and a
+// DELETE only for what must go (owned.Prune).
 func removeStale(ctx context.Context, d Deps, appName string, objs render.Objects) error {
-	client, ns := d.Client, d.Namespace
-	keep := map[string]bool{}
-	for _, d := range objs.Deployments {
-		keep[d.Name] = true
-	}
-	if objs.Maintenance != nil {
-		keep[objs.Maintenance.Name] = true
-	}
-	for _, name := range objs.Keep {
-		keep[name] = true
-	}
-	list, err := client.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{LabelSelector: kube.AppSelector(appName)})
-	if err != nil {
-		return kube.TranslateError(err)
-	}
-	for _, d := range list.Items {
-		if keep[d.Name] {
-			continue
-		}
-		err := client.AppsV1().Deployments(ns).Delete(ctx, d.Name, metav1.DeleteOptions{PropagationPolicy: new(metav1.DeletePropagationBackground)})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return kube.TranslateError(err)
-		}
-	}
-	keepHPA := map[string]bool{}
-	for _, h := range objs.Autoscalers {
-		keepHPA[h.Name] = true
-	}
-	hpas, err := client.AutoscalingV2().HorizontalPodAutoscalers(ns).List(ctx, metav1.ListOptions{LabelSelector: kube.AppSelector(appName)})
-	if err != nil {
-		return kube.TranslateError(err)
-	}
-	for _, h := range hpas.Items {
-		if keepHPA[h.Name] {
-			continue
-		}
-		if err := client.AutoscalingV2().HorizontalPodAutoscalers(ns).Delete(ctx, h.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return kube.TranslateError(err)
-		}
-	}
-	if err := removeStaleCronJobs(ctx, d, appName, objs.CronJobs); err != nil {
-		return err
-	}
-	if err := removeStaleIngresses(ctx, d, appName, objs.Ingresses); err != nil {
-		return err
-	}
-	if objs.NetworkPolicy == nil {
-		if err := deleteOwned(ctx, appName, func() (metav1.Object, error) {
-			return client.NetworkingV1().NetworkPolicies(ns).Get(ctx, render.NetworkPolicyName(appName), metav1.GetOptions{})
-		}, func() error {
-			return client.NetworkingV1().NetworkPolicies(ns).Delete(ctx, render.NetworkPolicyName(appName), metav1.DeleteOptions{})
-		}); err != nil {
-			return err
-		}
-	}
-	if err := d.Routes().RemoveStale(ctx, appName, objs.Routes); err != nil {
-		return err
-	}
-	// after the routes and Ingresses no longer name it
-	if err := d.Routes().RemoveStaleMiddlewares(ctx, appName, objs.Middleware); err != nil {
-		return err
-	}
-	if err := d.Routes().RemoveStaleCertificates(ctx, appName, objs.Certificates); err != nil {
-		return err
-	}
-	if err := removeStaleTrackServices(ctx, d, appName, objs.TrackServices); err != nil {
-		return err
-	}
-	if objs.Service == nil {
-		if err := deleteOwned(ctx, appName, func() (metav1.Object, error) {
-			return client.CoreV1().Services(ns).Get(ctx, render.ServiceName(appName), metav1.GetOptions{})
-		}, func() error {
-			return client.CoreV1().Services(ns).Delete(ctx, render.ServiceName(appName), metav1.DeleteOptions{})
-		}); err != nil {
-			return err
-		}
-	}
-	return nil
+	return owned.Prune(ctx, d.owned(), d.OwnedKinds(), owned.App, appName, objs.List(), kept(objs)...)
 }
 
-// deleteOwned deletes an object when it exists and is tug's, for appName; one
+// DeleteOwned deletes an object when it exists and is tug's, for appName; one
 // that is not tug's is left alone (it is not in the way of anything).
-func deleteOwned(ctx context.Context, appName string, get func() (metav1.Object, error), del func() error) error {
+func DeleteOwned(ctx context.Context, appName string, get func() (metav1.Object, error), del func() error) error {
 	obj, err := get()
 	exists, err := kube.CheckOwned("", "", "", appName, obj, err)
 	var notOurs *kube.NotOwnedError
@@ -387,27 +181,4 @@ func waitAvailable(ctx context.Context, client kubernetes.Interface, ns, name, i
 		return fmt.Errorf("%s did not start within 2m; check that its image %s can be pulled (set TUG_MAINTENANCE_IMAGE to use another)", name, image)
 	}
 	return kube.TranslateError(err)
-}
-
-// removeStaleIngresses deletes the app's Ingresses that keep does not name
-// (one LIST by the app's labels): a domain's class gone, or its last
-// domain.
-func removeStaleIngresses(ctx context.Context, d Deps, appName string, keep []*networkingv1.Ingress) error {
-	list, err := d.Client.NetworkingV1().Ingresses(d.Namespace).List(ctx, metav1.ListOptions{LabelSelector: kube.AppSelector(appName)})
-	if err != nil {
-		return kube.TranslateError(err)
-	}
-	names := map[string]bool{}
-	for _, i := range keep {
-		names[i.Name] = true
-	}
-	for _, i := range list.Items {
-		if names[i.Name] || !kube.Owned(i.Labels, appName) {
-			continue
-		}
-		if err := d.Client.NetworkingV1().Ingresses(d.Namespace).Delete(ctx, i.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return kube.TranslateError(err)
-		}
-	}
-	return nil
 }

@@ -7,69 +7,43 @@ import (
 	"slices"
 
 	batchv1 "k8s.io/api/batch/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/owned"
 	"tug.dev/tug/pkg/render"
 )
 
 // Jobs: one CronJob per job of the release (pkg/render renders them with
 // the Deployments), applied with the release's other objects.
 
+// cronJobs is the CronJob kind alone, for a change of the jobs in place.
+func cronJobs(d Deps) owned.Table { return d.OwnedKinds().Only("CronJob") }
+
+func cronJobObjects(cjs []*batchv1.CronJob) []owned.Object {
+	out := make([]owned.Object, 0, len(cjs))
+	for _, cj := range cjs {
+		out = append(out, cj)
+	}
+	return out
+}
+
 // applyCronJobs server-side-applies the release's CronJobs.
 func applyCronJobs(ctx context.Context, d Deps, cjs []*batchv1.CronJob, opts metav1.PatchOptions) error {
-	for _, cj := range cjs {
-		err := write{"cron job", cj.Name, cj, func(n string, b []byte, o metav1.PatchOptions) error {
-			_, err := d.Client.BatchV1().CronJobs(d.Namespace).Patch(ctx, n, types.ApplyPatchType, b, o)
-			return err
-		}}.apply(opts)
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return owned.Apply(ctx, d.owned(), cronJobs(d), cronJobObjects(cjs), opts, nil)
 }
 
 // guardCronJobs refuses a CronJob of the release's name that is not the
 // app's (helm's, kubectl's): apply would take it over.
 func guardCronJobs(ctx context.Context, d Deps, cjs []*batchv1.CronJob) error {
-	for _, cj := range cjs {
-		obj, err := d.Client.BatchV1().CronJobs(d.Namespace).Get(ctx, cj.Name, metav1.GetOptions{})
-		if _, err := kube.CheckOwned("CronJob", d.Namespace, cj.Name, cj.Labels[kube.LabelApp], obj, err); err != nil {
-			return err
-		}
-	}
-	return nil
+	return owned.Guard(ctx, d.owned(), cronJobs(d), owned.App, cronJobObjects(cjs))
 }
 
 // removeStaleCronJobs deletes the app's CronJobs of jobs the release no
 // longer has (one LIST), with their Jobs and pods.
 func removeStaleCronJobs(ctx context.Context, d Deps, appName string, keep []*batchv1.CronJob) error {
-	list, err := d.Client.BatchV1().CronJobs(d.Namespace).List(ctx, metav1.ListOptions{LabelSelector: render.JobSelector(appName, "")})
-	if apierrors.IsForbidden(err) && len(keep) == 0 {
-		// a Role from before jobs: an app without jobs deploys as before
-		return nil
-	}
-	if err != nil {
-		return kube.TranslateError(err)
-	}
-	names := map[string]bool{}
-	for _, cj := range keep {
-		names[cj.Name] = true
-	}
-	for _, cj := range list.Items {
-		if names[cj.Name] || !kube.Owned(cj.Labels, appName) {
-			continue
-		}
-		err := d.Client.BatchV1().CronJobs(d.Namespace).Delete(ctx, cj.Name, metav1.DeleteOptions{PropagationPolicy: new(metav1.DeletePropagationBackground)})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return kube.TranslateError(err)
-		}
-	}
-	return nil
+	return owned.Prune(ctx, d.owned(), cronJobs(d), owned.App, appName, cronJobObjects(keep))
 }
 
 // SetJobSuspended suspends or resumes an app's job under its lock: the

@@ -21,6 +21,7 @@ import (
 	"tug.dev/tug/pkg/build/protocol"
 	"tug.dev/tug/pkg/clustersettings"
 	"tug.dev/tug/pkg/lock"
+	"tug.dev/tug/pkg/owned"
 	"tug.dev/tug/pkg/progress"
 	"tug.dev/tug/pkg/render"
 	"tug.dev/tug/pkg/rollout"
@@ -71,10 +72,45 @@ type Deps struct {
 	// Runner); nil refuses every change to an app that runs a canary
 	// (*NoSideBySideError).
 	SideBySide SideBySide
+	// Kinds are the kinds of the app's objects that changes apply, guard,
+	// prune and remove (pkg/owned); nil is Kinds. A test adds a
+	// kind here.
+	Kinds owned.Table
+}
+
+// OwnedKinds is d.Kinds, or Kinds.
+func (d Deps) OwnedKinds() owned.Table {
+	if d.Kinds != nil {
+		return d.Kinds
+	}
+	return Kinds()
+}
+
+// rememberBuild writes opts.RememberBuild in the record, under the lock,
+// before anything rolls: the build worked with them whatever the rollout
+// does. A dry run writes nothing.
+func rememberBuild(t *Txn, opts Options) error {
+	b := opts.RememberBuild
+	if b == nil || opts.DryRun || t.held == nil || (t.app.Build != nil && t.app.Build.Equal(*b)) {
+		return nil
+	}
+	_, err := t.Update(func(x *app.App) error {
+		s := *b
+		x.Build = &s
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("remembering the build settings: %w", t.Explain(err))
+	}
+	return nil
 }
 
 // Options tune one rollout.
 type Options struct {
+	// RememberBuild, when set, are the build settings a build from source
+	// just worked with (build.Plan.Remember), written in the record under
+	// the lock so the next deploy from source builds the same way.
+	RememberBuild *app.BuildSettings
 	// Timeout is how long the rollout may go without progress before it
 	// fails; it restarts whenever a unit moves. Default 10m.
 	Timeout    time.Duration
@@ -261,33 +297,67 @@ func Roll(ctx context.Context, d Deps, appName string, change Change, opts Optio
 // what records how it ended runs on a detached context. Its steps are
 // rolling's methods, in the order below.
 func roll(t *Txn, change Change, opts Options, start time.Time) (*Result, error) {
-	if t.app.Canary != nil && !opts.DryRun {
-		s, err := t.d.sideBySide(t.app.Name)
-		if err != nil {
-			return nil, err
-		}
-		if opts.Rollback && (opts.RollbackTo == 0 || opts.RollbackTo == t.app.Release) {
-			return s.Abort(t, start, "rolled back")
-		}
-		if err := s.Gate(t, "this change"); err != nil {
-			return nil, err
-		}
+	if res, done, err := beforeRoll(t, opts, start); done {
+		return res, err
 	}
 	r, err := newRolling(t, change, opts, start)
 	if err != nil {
 		return nil, err
 	}
+	if res, done, err := r.shortcut(); done {
+		return res, err
+	}
+	return r.run()
+}
+
+// beforeRoll is what comes before a release is made: the build settings
+// to remember, and a running canary's say (a rollback aborts it; another
+// change waits for it). done says the change ends there.
+func beforeRoll(t *Txn, opts Options, start time.Time) (res *Result, done bool, err error) {
+	if err := rememberBuild(t, opts); err != nil {
+		return nil, true, err
+	}
+	if t.app.Canary == nil || opts.DryRun {
+		return nil, false, nil
+	}
+	s, err := t.d.sideBySide(t.app.Name)
+	if err != nil {
+		return nil, true, err
+	}
+	if opts.Rollback && (opts.RollbackTo == 0 || opts.RollbackTo == t.app.Release) {
+		res, err := s.Abort(t, start, "rolled back")
+		return res, true, err
+	}
+	if err := s.Gate(t, "this change"); err != nil {
+		return nil, true, err
+	}
+	return nil, false, nil
+}
+
+// shortcut ends a change that rolls nothing out: a dry run, a change
+// staged for the next rollout, a build of unchanged source.
+func (r *rolling) shortcut() (res *Result, done bool, err error) {
+	t, start := r.t, r.start
 	switch {
 	case r.opts.DryRun:
 		r.a.Route = r.want
-		return dryRun(t.ctx, t.d, t.store, r.a, r.base, r.baseConfig, r.next, r.config, r.unitsBefore, r.opts, start)
+		res, err := dryRun(t.ctx, t.d, t.store, r.a, r.base, r.baseConfig, r.next, r.config, r.unitsBefore, r.opts, start)
+		return res, true, err
 	case r.opts.NoRestart || r.next.Image == "":
-		return r.stage()
+		res, err := r.stage()
+		return res, true, err
 	case r.opts.SkipUnchanged && r.opts.Canary == nil && r.unchanged():
-		res := result(r.a, r.base, app.StatusDeployed, start)
+		res := NewResult(r.a, r.base, app.StatusDeployed, start)
 		res.Unchanged, res.URLs = true, app.URLs(r.a)
-		return res, nil
+		return res, true, nil
 	}
+	return nil, false, nil
+}
+
+// run stores the release and rolls it out: its steps are rolling's
+// methods, in the order below.
+func (r *rolling) run() (*Result, error) {
+	t := r.t
 	if c := r.opts.Canary; c != nil {
 		if err := checkCanaryStart(t.d, r.a, r.next, c); err != nil {
 			return nil, err
@@ -382,7 +452,7 @@ func newRolling(t *Txn, change Change, opts Options, start time.Time) (*rolling,
 	next.App, next.Version, next.CreatedAt, next.Author = a.Name, a.LastRelease+1, time.Now().UTC(), t.d.Holder.User
 	r := &rolling{t: t, start: start, a: a, base: base, baseConfig: baseConfig, next: next, config: config,
 		removed: RemovedProcesses(base, next), unitsBefore: unitsBefore}
-	withProcesses(a, next)
+	WithProcesses(a, next)
 	r.want = t.d.Routes().Want(t.ctx, t.d.Settings, a, next.Pool)
 	// A restore after a failure waits by the restored release's own
 	// deploy-timeout, unless the command gave one.
@@ -394,7 +464,7 @@ func newRolling(t *Txn, change Change, opts Options, start time.Time) (*rolling,
 
 // result is the rollout's result with status st.
 func (r *rolling) result(st app.Status) *Result {
-	res := result(r.a, r.next, st, r.start)
+	res := NewResult(r.a, r.next, st, r.start)
 	res.RemovedProcesses = r.removed
 	return res
 }
@@ -477,7 +547,7 @@ func (r *rolling) releasePhase() *ended {
 		res, err := r.interrupted(err)
 		return &ended{res, err}
 	}
-	wctx, cancel := detached(t.ctx)
+	wctx, cancel := Detached(t.ctx)
 	defer cancel()
 	_, _ = t.store.UpdateApp(wctx, a.Name, func(x *app.App) error { x.Processes = r.unitsBefore; return nil })
 	reason := "release phase: " + err.Error()
@@ -510,7 +580,7 @@ func (r *rolling) apply() (*applied, *ended) {
 			return nil, &ended{res, err}
 		}
 		// the API server refused the objects: the release failed
-		wctx, cancel := detached(t.ctx)
+		wctx, cancel := Detached(t.ctx)
 		_ = t.store.SetReleaseStatus(wctx, a.Name, next.Version, app.StatusFailed, err.Error())
 		cancel()
 		return nil, &ended{nil, err}
@@ -564,7 +634,7 @@ func (r *rolling) deployed(got *applied) (*Result, error) {
 		// app since, and the next lock taker's Reconcile records it.
 		again := t.Lost()
 		if again == nil {
-			wctx, cancel := detached(t.ctx)
+			wctx, cancel := Detached(t.ctx)
 			again = markDeployed(wctx, t.store, a, next, r.previous, r.opts.HistoryMax)
 			cancel()
 		}
@@ -590,7 +660,7 @@ func (r *rolling) deployed(got *applied) (*Result, error) {
 // (unless --no-rollback).
 func (r *rolling) failed(failure *rollout.Failure) (*Result, error) {
 	t, a, next := r.t, r.a, r.next
-	wctx, cancel := detached(t.ctx)
+	wctx, cancel := Detached(t.ctx)
 	_ = t.store.SetReleaseStatus(wctx, a.Name, next.Version, app.StatusFailed, failure.Message)
 	cancel()
 	// failed releases count against the history cap too
@@ -645,7 +715,7 @@ func restore(ctx context.Context, d Deps, store *app.Store, a *app.App, v int, t
 	if err != nil {
 		return 0, err
 	}
-	withProcesses(a, prev)
+	WithProcesses(a, prev)
 	objs := render.Release(a, prev, config)
 	got, err := applyObjects(ctx, d, objs, false)
 	if err != nil {
@@ -746,9 +816,9 @@ func BaseRelease(ctx context.Context, store *app.Store, a *app.App) (*app.Releas
 	return rel, cfg, nil
 }
 
-// withProcesses makes the app's unit counts follow the release's process
+// WithProcesses makes the app's unit counts follow the release's process
 // types: a new type starts with one unit, a dropped type is forgotten.
-func withProcesses(a *app.App, r *app.Release) {
+func WithProcesses(a *app.App, r *app.Release) {
 	procs := map[string]app.Process{}
 	for name := range r.Processes {
 		p, ok := a.Processes[name]
@@ -768,13 +838,8 @@ func generations(got *applied) map[string]int64 {
 	return g
 }
 
-// ResultOf is the Result of a change to app a that started at start and
-// left release r with status st.
-func ResultOf(a *app.App, r *app.Release, st app.Status, start time.Time) *Result {
-	return result(a, r, st, start)
-}
-
-func result(a *app.App, r *app.Release, st app.Status, start time.Time) *Result {
+// NewResult is the Result of release r of a with status st, begun at start.
+func NewResult(a *app.App, r *app.Release, st app.Status, start time.Time) *Result {
 	res := &Result{App: a.Name, Namespace: a.Namespace, Release: r.Version, Status: st, Image: r.Image,
 		Processes: []ProcessResult{}, DurationMS: time.Since(start).Milliseconds()}
 	for _, name := range r.ProcessNames() {
@@ -797,7 +862,7 @@ func dryRun(ctx context.Context, d Deps, store *app.Store, a *app.App, base *app
 	if err := store.ValidateRelease(ctx, next, config); err != nil {
 		return nil, err
 	}
-	res := result(a, next, "dry-run", start)
+	res := NewResult(a, next, "dry-run", start)
 	if staged {
 		// what a real run does: store the release, apply nothing (an app
 		// never deployed has no image to apply)

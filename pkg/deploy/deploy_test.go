@@ -592,7 +592,7 @@ func TestPlan(t *testing.T) {
 
 func TestWithProcesses(t *testing.T) {
 	a := &app.App{Processes: map[string]app.Process{"web": {Replicas: 5}, "gone": {Replicas: 2}}}
-	withProcesses(a, &app.Release{Processes: map[string]string{"web": "", "worker": ""}})
+	WithProcesses(a, &app.Release{Processes: map[string]string{"web": "", "worker": ""}})
 	want := map[string]app.Process{"web": {Replicas: 5}, "worker": {Replicas: 1}}
 	if !maps.Equal(a.Processes, want) {
 		t.Errorf("processes = %v, want %v", a.Processes, want)

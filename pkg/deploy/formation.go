@@ -214,7 +214,7 @@ func (s *reshaping) write() (*app.App, error) {
 	})
 	if err != nil {
 		if undo != nil {
-			uctx, cancel := detached(ctx)
+			uctx, cancel := Detached(ctx)
 			undo(uctx)
 			cancel()
 		}
@@ -259,7 +259,7 @@ func (s *reshaping) roll(a *app.App) (*Result, error) {
 		}
 		return pageDrop(ctx, d, a.Name)
 	}
-	res := result(a, r, app.StatusDeployed, s.start)
+	res := NewResult(a, r, app.StatusDeployed, s.start)
 	res.URLs = app.URLs(a)
 	if opts.NoWait {
 		res.Status = StatusApplied
@@ -294,7 +294,7 @@ func (s *reshaping) roll(a *app.App) (*Result, error) {
 		rerr.RestoreErr = t.Explain(err)
 	} else {
 		rerr.Restored = formation(prev)
-		res.Processes = result(prev, r, app.StatusDeployed, s.start).Processes
+		res.Processes = NewResult(prev, r, app.StatusDeployed, s.start).Processes
 	}
 	res.DurationMS = time.Since(s.start).Milliseconds()
 	return res, rerr

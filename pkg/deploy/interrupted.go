@@ -68,7 +68,7 @@ func describeUnits(units map[int]int) string {
 // their template carries. It reads on a detached context: it runs
 // once the command's own may be gone.
 func unitsByRelease(ctx context.Context, d Deps, appName string) map[int]int {
-	ctx, cancel := detached(ctx)
+	ctx, cancel := Detached(ctx)
 	defer cancel()
 	pods, err := d.Client.CoreV1().Pods(d.Namespace).List(ctx, metav1.ListOptions{LabelSelector: kube.AppSelector(appName)})
 	if err != nil {

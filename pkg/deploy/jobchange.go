@@ -86,7 +86,7 @@ func ChangeJobs(ctx context.Context, d Deps, appName, message string, edit func(
 	if err := removeStaleCronJobs(ctx, d, a.Name, cjs); err != nil {
 		return nil, fmt.Errorf("the jobs of v%d are recorded, but a removed job's CronJob is still there (the next rollout removes it): %w", serving.Version, t.Explain(err))
 	}
-	res := result(a, serving, app.StatusDeployed, start)
+	res := NewResult(a, serving, app.StatusDeployed, start)
 	res.UnitsRestarted = new(false)
 	return res, nil
 }

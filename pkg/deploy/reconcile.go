@@ -16,8 +16,8 @@ import (
 	"tug.dev/tug/pkg/rollout"
 )
 
-// interruptedReason is the failure reason of a release whose rollout stopped.
-func interruptedReason(why string) string {
+// InterruptedReason is the failure reason of a release whose rollout stopped.
+func InterruptedReason(why string) string {
 	return "its rollout was interrupted before every unit ran it: " + why
 }
 
@@ -29,7 +29,7 @@ func interruptedReason(why string) string {
 // it now stands ("" when unknown). It is best effort: what it cannot write,
 // the next command that takes the lock reconciles.
 func settle(ctx context.Context, store *app.Store, appName string, v int, cause error) app.Status {
-	ctx, cancel := detached(ctx)
+	ctx, cancel := Detached(ctx)
 	defer cancel()
 	var st app.Status
 	// through a short outage (the API server restarting), try again
@@ -76,7 +76,7 @@ func settleOnce(ctx context.Context, store *app.Store, appName string, v int, ca
 	default:
 		why = cause.Error()
 	}
-	if err := store.SetReleaseStatus(ctx, appName, v, app.StatusInterrupted, interruptedReason(why)); err != nil {
+	if err := store.SetReleaseStatus(ctx, appName, v, app.StatusInterrupted, InterruptedReason(why)); err != nil {
 		return "", err
 	}
 	return app.StatusInterrupted, nil
@@ -180,12 +180,12 @@ func settleAll(ctx context.Context, store *app.Store, a *app.App, rels []*app.Re
 			err = store.SetReleaseStatus(ctx, a.Name, r.Version, app.StatusDeployed, "")
 		case r.Status == app.StatusPending:
 			err = store.SetReleaseStatus(ctx, a.Name, r.Version, app.StatusInterrupted,
-				interruptedReason(fmt.Sprintf("the tug deploying it stopped; the units run %s", runningOf(a))))
+				InterruptedReason(fmt.Sprintf("the tug deploying it stopped; the units run %s", runningOf(a))))
 		case r.Status == app.StatusDeployed && r.Version != a.Release:
 			err = store.SetReleaseStatus(ctx, a.Name, r.Version, app.StatusSuperseded, "")
 		case r.Status == app.StatusCanary && a.Canary == nil:
 			err = store.SetReleaseStatus(ctx, a.Name, r.Version, app.StatusInterrupted,
-				interruptedReason("its canary ended while the tug ending it stopped"))
+				InterruptedReason("its canary ended while the tug ending it stopped"))
 		}
 		if err != nil && !app.IsNotFound(err) {
 			return err

@@ -99,7 +99,7 @@ func ChangeRollout(ctx context.Context, d Deps, appName, message string, edit fu
 	if err := prune(ctx, store, a, serving.Version); err != nil {
 		return nil, err
 	}
-	res := result(a, serving, app.StatusDeployed, start)
+	res := NewResult(a, serving, app.StatusDeployed, start)
 	res.UnitsRestarted = new(false)
 	return res, nil
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"tug.dev/tug/pkg/app"
@@ -109,11 +108,6 @@ func (t *Txn) Within(ctx context.Context) *Txn {
 	return &c
 }
 
-// Detached is a context for the cleanup of a change cut short: it
-// outlives ctx's cancellation, keeps its values, and ends after
-// cleanupTimeout.
-func Detached(ctx context.Context) (context.Context, context.CancelFunc) { return detached(ctx) }
-
 // Applied is what Apply applied, as the server returned it.
 type Applied struct{ got *applied }
 
@@ -161,19 +155,8 @@ func (t *Txn) MarkDeployed(r *app.Release, previous int) error {
 // effort).
 func (t *Txn) RecordImageID(r *app.Release, id string) { recordImageID(t.ctx, t.d, t.store, r, id) }
 
-// WithProcesses makes a's processes r's (new ones with one unit).
-func WithProcesses(a *app.App, r *app.Release) { withProcesses(a, r) }
-
 // IdleTimeout is how long a rollout of r may make no progress.
 func IdleTimeout(r *app.Release) time.Duration { return idleTimeout(0, r) }
-
-// NewResult is the Result of release r of a with status st, begun at start.
-func NewResult(a *app.App, r *app.Release, st app.Status, start time.Time) *Result {
-	return result(a, r, st, start)
-}
-
-// InterruptedReason is the reason an interrupted release records.
-func InterruptedReason(why string) string { return interruptedReason(why) }
 
 // CanaryOptions make a deploy run its release beside the deployed one
 // (Options.Canary).
@@ -240,10 +223,4 @@ func (r *rolling) started() *Started {
 			return &InterruptedError{App: r.a.Name, Release: r.next.Version, Previous: r.previous, Units: unitsByRelease(r.t.ctx, r.t.d, r.a.Name), Err: err}
 		},
 	}
-}
-
-// DeleteOwned deletes an object of appName's when it exists and is tug's
-// (get reads it, del deletes it); one that is not tug's is left alone.
-func DeleteOwned(ctx context.Context, appName string, get func() (metav1.Object, error), del func() error) error {
-	return deleteOwned(ctx, appName, get, del)
 }

@@ -65,7 +65,9 @@ func Begin(ctx context.Context, d Deps, appName string, check func(*app.App) err
 // Hold takes appName's deploy lock (waiting up to d.WaitLock) without
 // reading its record, which may not exist yet: a move takes the target's
 // lock before its copy is made there, and reads the copy with Read once
-// made. The caller ends the Txn.
+// made. It is also the narrow form for a change that writes no record: a
+// node drain surges a process's units under the lock, with a Role that may
+// not read the record (pkg/node). The caller ends the Txn.
 func Hold(ctx context.Context, d Deps, appName string) (*Txn, error) {
 	l, err := lock.Acquire(ctx, d.lockRequest(appName))
 	if err != nil {
@@ -183,9 +185,9 @@ func (t *Txn) cause() error {
 // own: pkg/move's cleanupTimeout.)
 const cleanupTimeout = 10 * time.Second
 
-// detached is a context for that cleanup: it outlives ctx's cancellation,
+// Detached is a context for that cleanup: it outlives ctx's cancellation,
 // keeps its values, and ends after cleanupTimeout.
-func detached(ctx context.Context) (context.Context, context.CancelFunc) {
+func Detached(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 }
 

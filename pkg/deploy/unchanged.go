@@ -7,9 +7,11 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/owned"
 	"tug.dev/tug/pkg/render"
 )
 
@@ -63,13 +65,23 @@ func (r *rolling) runsBase() bool {
 			return false
 		}
 	}
-	again := &applied{deployments: map[string]*appsv1.Deployment{}}
-	opts := metav1.PatchOptions{FieldManager: kube.FieldManager, Force: new(true), DryRun: []string{metav1.DryRunAll}}
-	if err := applyDeployments(ctx, t.d, objs, opts, again); err != nil {
+	deps, err := withLiveReplicas(ctx, t.d, objs)
+	if err != nil {
 		return false
 	}
-	for name, d := range again.deployments {
-		if d.Generation != live[name].Generation {
+	again := map[string]int64{}
+	opts := metav1.PatchOptions{FieldManager: kube.FieldManager, Force: new(true), DryRun: []string{metav1.DryRunAll}}
+	err = owned.Apply(ctx, t.d.owned(), t.d.OwnedKinds().Only("Deployment"), render.Objects{Deployments: deps}.List(), opts, func(_ *owned.Kind, got runtime.Object) error {
+		if d, ok := got.(*appsv1.Deployment); ok {
+			again[d.Name] = d.Generation
+		}
+		return nil
+	})
+	if err != nil {
+		return false
+	}
+	for name, gen := range again {
+		if gen != live[name].Generation {
 			return false
 		}
 	}

@@ -66,7 +66,7 @@ func awaitServing(ctx context.Context, d Deps, a *app.App, r *app.Release, idle 
 func pageDrop(ctx context.Context, d Deps, appName string) error {
 	deps := d.Client.AppsV1().Deployments(d.Namespace)
 	name := render.MaintenanceName(appName)
-	return deleteOwned(ctx, appName, func() (metav1.Object, error) {
+	return DeleteOwned(ctx, appName, func() (metav1.Object, error) {
 		return deps.Get(ctx, name, metav1.GetOptions{})
 	}, func() error {
 		return deps.Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: new(metav1.DeletePropagationBackground)})

@@ -6,7 +6,9 @@ import (
 	"slices"
 	"strings"
 
+	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/owned"
 )
 
 // Scope says where a permission is needed.
@@ -106,9 +108,27 @@ func ns(resource string, verbs ...string) []Permission {
 // all follow.
 //
 // It is a function so callers get their own copy to sort or filter.
+func CommandGroups() []CommandGroup { return commandGroups(deploy.Kinds()) }
+
+// ownedKinds is what a change does to each kind of an app's objects
+// (kinds: deploy.Kinds, the table pkg/owned loops over): get for the
+// ownership guard, list to prune and remove, create and patch to apply
+// (server-side apply creates), delete to prune and remove. A kind added to
+// the table is granted here with no other change.
+func ownedKinds(kinds owned.Table) []Permission {
+	var out []Permission
+	for _, k := range kinds {
+		if k.Namespaced {
+			out = append(out, ns(k.ResourceName(), "get", "list", "create", "patch", "delete")...)
+		}
+	}
+	return out
+}
+
+// commandGroups is the table, with what deploy does to each of kinds.
 //
 //tug:table
-func CommandGroups() []CommandGroup {
+func commandGroups(kinds owned.Table) []CommandGroup {
 	return []CommandGroup{
 		{
 			Name:        "app",
@@ -152,6 +172,8 @@ func CommandGroups() []CommandGroup {
 				ns("pods", "get", "list", "watch"),
 				ns("pods/log", "get"),
 				ns("events", "list", "create"),
+				// Apply, guard and prune each kind of an app's objects.
+				ownedKinds(kinds),
 			),
 		},
 		{

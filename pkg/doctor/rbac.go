@@ -6,6 +6,8 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"tug.dev/tug/pkg/owned"
 )
 
 // verbOrder sorts verbs the way people read them in RBAC rules.
@@ -15,11 +17,22 @@ var verbOrder = map[string]int{"get": 0, "list": 1, "watch": 2, "create": 3, "up
 // need: bind it to an app developer. Generated into docs/rbac/ from the
 // permission table.
 func Role(name, namespace string) *rbacv1.Role {
+	return role(name, namespace, CommandGroups())
+}
+
+// RoleFor is Role for a table of kinds other than deploy.Kinds (a test's,
+// or another owner's).
+func RoleFor(name, namespace string, kinds owned.Table) *rbacv1.Role {
+	return role(name, namespace, commandGroups(kinds))
+}
+
+// role is Role from groups.
+func role(name, namespace string, groups []CommandGroup) *rbacv1.Role {
 	// Not labelled managed-by=tug: an admin owns these, not tug.
 	return &rbacv1.Role{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
-		Rules:      policyRules(func(s Scope) bool { return s == ScopeNamespace }),
+		Rules:      policyRules(groups, func(s Scope) bool { return s == ScopeNamespace }),
 	}
 }
 
@@ -42,15 +55,15 @@ func clusterRole(name string, include func(Scope) bool) *rbacv1.ClusterRole {
 	return &rbacv1.ClusterRole{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Rules:      policyRules(include),
+		Rules:      policyRules(CommandGroups(), include),
 	}
 }
 
 // policyRules folds the table's permissions into one rule per resource.
-func policyRules(include func(Scope) bool) []rbacv1.PolicyRule {
+func policyRules(groups []CommandGroup, include func(Scope) bool) []rbacv1.PolicyRule {
 	type key struct{ group, resource string }
 	verbs := map[key]map[string]bool{}
-	for _, g := range CommandGroups() {
+	for _, g := range groups {
 		for _, p := range g.Permissions {
 			if !include(p.Scope) {
 				continue

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"cmp"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,11 +21,13 @@ type NotOwnedError struct {
 	Name      string
 	Namespace string
 	App       string
+	// Label is the owner's label (pkg/owned.Owner); empty: tug.dev/app.
+	Label string
 }
 
 func (e *NotOwnedError) Error() string {
 	return fmt.Sprintf("%s %q exists in namespace %q and is not tug's (it lacks the labels %s=%s and %s=%s); tug changed nothing: remove or rename it, or give the app another name",
-		e.Kind, e.Name, e.Namespace, LabelManagedBy, ManagedBy, LabelApp, e.App)
+		e.Kind, e.Name, e.Namespace, LabelManagedBy, ManagedBy, cmp.Or(e.Label, LabelApp), e.App)
 }
 
 // CheckOwned is the one ownership guard: given the result of a GET of the

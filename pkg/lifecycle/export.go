@@ -4,13 +4,14 @@ import (
 	"context"
 	"fmt"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/owned"
 	"tug.dev/tug/pkg/render"
 )
 
@@ -90,52 +91,11 @@ func Export(ctx context.Context, s *app.Store, appName string, includeConfig boo
 	if includeConfig {
 		out = append(out, configSecret(a.Name, r.Version, config))
 	}
-	for _, d := range objs.Deployments {
-		d.Namespace = ""
-		if !includeConfig {
-			configOptional(d)
-		}
-		out = append(out, d)
+	objects, err := exportObjects(deploy.Kinds(), objs.List(), includeConfig)
+	if err != nil {
+		return nil, err
 	}
-	if objs.Service != nil {
-		objs.Service.Namespace = ""
-		out = append(out, objs.Service)
-	}
-	for _, h := range objs.Autoscalers {
-		h.Namespace = ""
-		out = append(out, h)
-	}
-	if m := objs.Maintenance; m != nil {
-		m.Namespace = ""
-		out = append(out, m)
-	}
-	for _, ing := range objs.Ingresses {
-		ing.Namespace = ""
-		out = append(out, ing)
-	}
-	if np := objs.NetworkPolicy; np != nil {
-		np.Namespace = ""
-		out = append(out, np)
-	}
-	if m := objs.Middleware; m != nil {
-		// the Ingresses name it with its namespace (Traefik's
-		// NAMESPACE-NAME@kubernetescrd): applied elsewhere, fix that too
-		unstructured.RemoveNestedField(m.Object, "metadata", "namespace")
-		out = append(out, m.Object)
-	}
-	for _, c := range objs.Certificates {
-		// the issuer it names must exist where it is applied
-		unstructured.RemoveNestedField(c.Object, "metadata", "namespace")
-		out = append(out, c.Object)
-	}
-	out = append(out, exportCronJobs(objs.CronJobs, includeConfig)...)
-	for _, r := range objs.Routes {
-		// attached to the Gateway the record names; a cluster without it
-		// needs its own parentRefs
-		unstructured.RemoveNestedField(r.Object, "metadata", "namespace")
-		out = append(out, r.Object)
-	}
-	e.Objects = out
+	e.Objects = append(out, objects...)
 	return e, nil
 }
 
@@ -216,11 +176,36 @@ func configSecret(appName string, v int, config app.ConfigMap) *corev1.Secret {
 	}
 }
 
-// configOptional makes the config Secret optional for d's containers: an
+// exportObjects are the rendered objects, in the order of kinds,
+// without their namespace (apply chooses it; a Middleware the Ingresses
+// name with its namespace, a Certificate's issuer and a route's Gateway
+// must then exist there too). Without the config, the pods of each kind
+// that has them start without its Secret rather than not at all.
+func exportObjects(kinds owned.Table, objs []owned.Object, includeConfig bool) ([]any, error) {
+	entries, err := kinds.Sorted(objs)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]any, 0, len(entries))
+	for _, e := range entries {
+		e.Obj.SetNamespace("")
+		if !includeConfig && e.Kind.PodSpec != nil {
+			configOptional(e.Kind.PodSpec(e.Obj))
+		}
+		if u, ok := e.Obj.(*unstructured.Unstructured); ok {
+			out = append(out, u.Object)
+			continue
+		}
+		out = append(out, e.Obj)
+	}
+	return out, nil
+}
+
+// configOptional makes the config Secret optional for spec's containers: an
 // export without config starts without it rather than not at all.
-func configOptional(d *appsv1.Deployment) {
-	for i := range d.Spec.Template.Spec.Containers {
-		for _, ef := range d.Spec.Template.Spec.Containers[i].EnvFrom {
+func configOptional(spec *corev1.PodSpec) {
+	for i := range spec.Containers {
+		for _, ef := range spec.Containers[i].EnvFrom {
 			if ef.SecretRef != nil {
 				ef.SecretRef.Optional = new(true)
 			}

@@ -18,6 +18,7 @@ import (
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/owned"
 	"tug.dev/tug/pkg/progress"
 	"tug.dev/tug/pkg/text"
 )
@@ -46,12 +47,11 @@ var ErrNotThatCopy = errors.New("the copy is not the one that move made")
 // stopSlack is how long past its grace period a unit may take to go.
 const stopSlack = 30 * time.Second
 
-// Remove deletes every object of an app (autoscalers, routes, cert-manager
-// Certificates, Deployments and their units, Ingresses, Traefik Middleware,
-// NetworkPolicy, Services, one-off run pods, release records and TLS
-// Secrets) and waits, bounded, until its units are gone. The app's record
-// goes last, so an interrupted or refused remove can be run again; the
-// error then says what is left.
+// Remove deletes every object of an app (each kind of deploy.Kinds, in the
+// reverse of their apply order; then its job runs, its units and one-off
+// run pods, its release records and TLS Secrets) and waits, bounded, until
+// its units are gone. The app's record goes last, so an interrupted or
+// refused remove can be run again; the error then says what is left.
 //
 // It lists each kind by the app's labels and deletes what it found one by
 // one: that needs only the list and delete verbs of the developer Role (not
@@ -92,49 +92,13 @@ func RemoveHeld(ctx context.Context, d deploy.Deps, appName string, o RemoveOpti
 	if d.Progress == nil {
 		d.Progress = progress.Nop{}
 	}
-	var err error
-	ns, sel := d.Namespace, metav1.ListOptions{LabelSelector: kube.AppSelector(appName)}
-	del := metav1.DeleteOptions{PropagationPolicy: new(metav1.DeletePropagationBackground)}
-	c := d.Client
-	// In this order: nothing scales or routes to what goes next, and the
-	// records that let remove run again go last.
-	steps := []removeStep{
-		{"autoscalers", func() (runtime.Object, error) { return c.AutoscalingV2().HorizontalPodAutoscalers(ns).List(ctx, sel) }, func(n string) error { return c.AutoscalingV2().HorizontalPodAutoscalers(ns).Delete(ctx, n, del) }},
-		{"routes", nil, nil},       // HTTPRoutes, through the dynamic client: see below
-		{"certificates", nil, nil}, // cert-manager's, before the Secrets it writes
-		{"jobs", func() (runtime.Object, error) { return batchNoneIfForbidden(c.BatchV1().CronJobs(ns).List(ctx, sel)) }, func(n string) error { return c.BatchV1().CronJobs(ns).Delete(ctx, n, del) }},
-		{"job runs", func() (runtime.Object, error) { return batchNoneIfForbidden(c.BatchV1().Jobs(ns).List(ctx, sel)) }, func(n string) error { return c.BatchV1().Jobs(ns).Delete(ctx, n, del) }},
-		{"deployments", func() (runtime.Object, error) { return c.AppsV1().Deployments(ns).List(ctx, sel) }, func(n string) error { return c.AppsV1().Deployments(ns).Delete(ctx, n, del) }},
-		{"ingresses", func() (runtime.Object, error) { return c.NetworkingV1().Ingresses(ns).List(ctx, sel) }, func(n string) error { return c.NetworkingV1().Ingresses(ns).Delete(ctx, n, del) }},
-		{"middlewares", nil, nil}, // Traefik's, through the dynamic client: see below
-		{"network policies", func() (runtime.Object, error) { return c.NetworkingV1().NetworkPolicies(ns).List(ctx, sel) }, func(n string) error { return c.NetworkingV1().NetworkPolicies(ns).Delete(ctx, n, del) }},
-		{"services", func() (runtime.Object, error) { return c.CoreV1().Services(ns).List(ctx, sel) }, func(n string) error { return c.CoreV1().Services(ns).Delete(ctx, n, del) }},
-		{"units", nil, nil}, // pods: see below
-		{"release records", func() (runtime.Object, error) { return c.CoreV1().Secrets(ns).List(ctx, sel) }, func(n string) error { return c.CoreV1().Secrets(ns).Delete(ctx, n, del) }},
-		// the record, and any other ConfigMap of the app
-		{"app record", func() (runtime.Object, error) { return c.CoreV1().ConfigMaps(ns).List(ctx, sel) }, func(n string) error { return c.CoreV1().ConfigMaps(ns).Delete(ctx, n, del) }},
-	}
+	steps := removeSteps(ctx, d, appName, o)
 	var stuck *StuckUnitsError
 	for i, s := range steps {
-		switch s.what {
-		case "autoscalers":
-			d.Progress.Update("removing deployments")
-		case "release records":
-			d.Progress.Update("removing release records")
+		if s.progress != "" {
+			d.Progress.Update(s.progress)
 		}
-		switch {
-		case s.what == "routes":
-			err = d.Routes().RemoveAll(ctx, appName)
-		case s.what == "middlewares":
-			err = d.Routes().RemoveStaleMiddlewares(ctx, appName, nil)
-		case s.what == "certificates":
-			err = d.Routes().RemoveCertificates(ctx, appName)
-		case s.list == nil:
-			err = removeUnits(ctx, d, appName, o, &stuck)
-		default:
-			err = s.run()
-		}
-		if err != nil {
+		if err := s.run(&stuck); err != nil {
 			left := make([]string, 0, len(steps)-i)
 			for _, r := range steps[i:] {
 				left = append(left, r.what)
@@ -148,31 +112,66 @@ func RemoveHeld(ctx context.Context, d deploy.Deps, appName string, o RemoveOpti
 	return nil
 }
 
+// removeStep is one step of a removal: what it removes (as a partial
+// removal names what is left), and what progress says as it starts.
 type removeStep struct {
-	what string
-	list func() (runtime.Object, error)
-	del  func(name string) error
+	what, progress string
+	run            func(stuck **StuckUnitsError) error
 }
 
-func (s removeStep) run() error {
-	list, err := s.list()
-	if err != nil {
-		return kube.TranslateError(err)
+// removeSteps are a removal's steps, in this order: the kinds tug renders
+// (deploy.Kinds, in the reverse of their apply order: nothing routes or
+// scales to what goes next), then what the app made at run time (job
+// runs, units), then the records that let remove run again.
+func removeSteps(ctx context.Context, d deploy.Deps, appName string, o RemoveOptions) []removeStep {
+	c := owned.Clients{Typed: d.Client, Dynamic: d.Dynamic, Namespace: d.Namespace}
+	var steps []removeStep
+	for i, k := range d.OwnedKinds().Reversed() {
+		st := removeStep{what: k.Plural, run: func(**StuckUnitsError) error {
+			return owned.PruneKind(ctx, c, k, owned.App, appName, nil)
+		}}
+		if i == 0 {
+			st.progress = "removing deployments"
+		}
+		steps = append(steps, st)
 	}
-	items, err := meta.ExtractList(list)
-	if err != nil {
-		return err
-	}
-	for _, it := range items {
-		m, err := meta.Accessor(it)
+	ns, sel := d.Namespace, metav1.ListOptions{LabelSelector: kube.AppSelector(appName)}
+	del := metav1.DeleteOptions{PropagationPolicy: new(metav1.DeletePropagationBackground)}
+	cl := d.Client
+	return append(steps,
+		removeStep{what: "job runs", run: deleteListed(func() (runtime.Object, error) { return batchNoneIfForbidden(cl.BatchV1().Jobs(ns).List(ctx, sel)) },
+			func(n string) error { return cl.BatchV1().Jobs(ns).Delete(ctx, n, del) })},
+		removeStep{what: "units", run: func(stuck **StuckUnitsError) error { return removeUnits(ctx, d, appName, o, stuck) }},
+		removeStep{what: "release records", progress: "removing release records", run: deleteListed(func() (runtime.Object, error) { return cl.CoreV1().Secrets(ns).List(ctx, sel) },
+			func(n string) error { return cl.CoreV1().Secrets(ns).Delete(ctx, n, del) })},
+		// the record, and any other ConfigMap of the app
+		removeStep{what: "app record", run: deleteListed(func() (runtime.Object, error) { return cl.CoreV1().ConfigMaps(ns).List(ctx, sel) },
+			func(n string) error { return cl.CoreV1().ConfigMaps(ns).Delete(ctx, n, del) })},
+	)
+}
+
+// deleteListed deletes, one by one, what list returns.
+func deleteListed(list func() (runtime.Object, error), del func(name string) error) func(**StuckUnitsError) error {
+	return func(**StuckUnitsError) error {
+		l, err := list()
+		if err != nil {
+			return kube.TranslateError(err)
+		}
+		items, err := meta.ExtractList(l)
 		if err != nil {
 			return err
 		}
-		if err := s.del(m.GetName()); err != nil && !apierrors.IsNotFound(err) {
-			return kube.TranslateError(err)
+		for _, it := range items {
+			m, err := meta.Accessor(it)
+			if err != nil {
+				return err
+			}
+			if err := del(m.GetName()); err != nil && !apierrors.IsNotFound(err) {
+				return kube.TranslateError(err)
+			}
 		}
+		return nil
 	}
-	return nil
 }
 
 // removeUnits deletes the app's pods (units, and one-off run pods that no

@@ -25,15 +25,12 @@ func finish(src, dst *deploy.Txn, appName string, m *app.Move) error {
 	if err := dst.Lost(); err != nil {
 		return err
 	}
-	// A fresh store: the record changed under other stores (the rollout's)
-	// since this one last read it.
-	to := &app.Store{Client: dst.Deps().Client, Namespace: dst.Deps().Namespace}
-	other, err := dropMark(dst.Ctx(), to, appName, &app.Move{Role: app.MoveTarget, From: m.From, To: m.To, StartedAt: m.StartedAt})
+	other, err := dropMark(dst, &app.Move{Role: app.MoveTarget, From: m.From, To: m.To, StartedAt: m.StartedAt})
 	if err != nil {
 		return dst.Explain(err)
 	}
 	if other != nil {
-		return fmt.Errorf("the new copy of app %q (namespace %q) carries the mark of another move (%s), not of the move that superseded its old copy; tug leaves both copies as they are", appName, to.Namespace, other.Describe())
+		return fmt.Errorf("the new copy of app %q (namespace %q) carries the mark of another move (%s), not of the move that superseded its old copy; tug leaves both copies as they are", appName, dst.Deps().Namespace, other.Describe())
 	}
 	if err := src.Lost(); err != nil {
 		return err
@@ -42,16 +39,16 @@ func finish(src, dst *deploy.Txn, appName string, m *app.Move) error {
 	return src.Explain(lifecycle.RemoveHeld(src.Ctx(), src.Deps(), appName, lifecycle.RemoveOptions{}))
 }
 
-// errMarkKept ends the UpdateApp of a dropMark that changes nothing.
+// errMarkKept ends the update of a dropMark that changes nothing.
 var errMarkKept = errors.New("mark kept")
 
-// dropMark clears m's mark from appName's record in store: that side
+// dropMark clears m's mark from the record of t's app, in t: that side
 // (m.Role) of that move (app.Move.SameMove), and no other. It returns the
 // mark of another move it left in place (nil when it dropped m's, or the
 // record had none). The check and the write are one compare-and-swap.
-func dropMark(ctx context.Context, store *app.Store, appName string, m *app.Move) (*app.Move, error) {
+func dropMark(t *deploy.Txn, m *app.Move) (*app.Move, error) {
 	var other *app.Move
-	_, err := store.UpdateApp(ctx, appName, func(x *app.App) error {
+	_, err := t.Update(func(x *app.App) error {
 		other = nil
 		switch {
 		case x.Move == nil:
@@ -99,7 +96,7 @@ func Finish(ctx context.Context, serving, old deploy.Deps, appName string) error
 		if cur.Move == nil || cur.Move.Role != app.MoveTarget {
 			return nil
 		}
-		_, err := dropMark(st.Ctx(), st.Store(), appName, cur.Move)
+		_, err := dropMark(st, cur.Move)
 		return st.Explain(err)
 	}
 	ot, err := deploy.Begin(st.Ctx(), old, appName, func(a *app.App) error {
@@ -184,7 +181,7 @@ func Adopt(ctx context.Context, d deploy.Deps, appName string) error {
 	if !ok {
 		return fmt.Errorf("the copy of app %q in namespace %q is not a move's completed new copy; tug will not make it the app", appName, d.Namespace)
 	}
-	other, err := dropMark(t.Ctx(), t.Store(), appName, t.App().Move)
+	other, err := dropMark(t, t.App().Move)
 	if err == nil && other != nil {
 		err = errors.New("its move mark changed meanwhile")
 	}
@@ -223,7 +220,7 @@ func Abandon(ctx context.Context, src deploy.Deps, made []deploy.Deps, appName s
 	if err := t.Lost(); err != nil {
 		return err
 	}
-	_, err = dropMark(t.Ctx(), t.Store(), appName, m)
+	_, err = dropMark(t, m)
 	return t.Explain(err)
 }
 
@@ -265,6 +262,6 @@ func Reclaim(ctx context.Context, d deploy.Deps, appName string) error {
 	if t.App().Move == nil || !t.App().Move.Superseded {
 		return nil
 	}
-	_, err = dropMark(t.Ctx(), t.Store(), appName, t.App().Move)
+	_, err = dropMark(t, t.App().Move)
 	return t.Explain(err)
 }

@@ -275,7 +275,7 @@ func (m *mover) markSource() error {
 	o := m.o
 	m.mark = &app.Move{Role: app.MoveTarget, From: o.From, To: o.To, Pool: o.Pool, StartedAt: started}
 	m.own = &app.Move{Role: app.MoveSource, From: o.From, To: o.To, Pool: o.Pool, StartedAt: started}
-	if _, err := m.from.UpdateApp(m.t.Ctx(), m.app, func(x *app.App) error { x.Move = m.own; return nil }); err != nil {
+	if _, err := m.t.Update(func(x *app.App) error { x.Move = m.own; return nil }); err != nil {
 		return m.t.Explain(err)
 	}
 	return nil
@@ -313,7 +313,7 @@ func (m *mover) copyAndRoll() error {
 			return err
 		}
 		m.res.Release = rolled.Release
-	} else if _, err := m.to.UpdateApp(tctx, m.app, func(x *app.App) error { x.Pool = o.Pool; return nil }); err != nil {
+	} else if _, err := m.tt.Update(func(x *app.App) error { x.Pool = o.Pool; return nil }); err != nil {
 		return err
 	}
 	if err := servesThere(tctx, m.dst, m.app); err != nil {
@@ -329,7 +329,7 @@ func (m *mover) copyAndRoll() error {
 
 // switchOver marks the source superseded (c): from here the target serves.
 func (m *mover) switchOver() error {
-	_, err := m.from.UpdateApp(m.t.Ctx(), m.app, func(x *app.App) error {
+	_, err := m.t.Update(func(x *app.App) error {
 		if !x.Move.SameMove(m.own) || x.Move.Role != app.MoveSource {
 			return errors.New("the source copy's move mark changed meanwhile")
 		}
@@ -367,7 +367,7 @@ func (m *mover) fail(err error) (*Result, error) {
 	if me.CleanupErr == nil {
 		if merr := m.t.Lost(); merr != nil {
 			me.MarkErr = merr
-		} else if _, merr := dropMark(wctx, m.from, m.app, m.own); merr != nil {
+		} else if _, merr := dropMark(m.t.Within(wctx), m.own); merr != nil {
 			me.MarkErr = merr
 		}
 	}

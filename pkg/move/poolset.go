@@ -230,8 +230,9 @@ type PoolSetOutcome struct {
 	Moved  *Result
 	// Rollout: the caller rolls the pool change out now.
 	Rollout bool
-	// Release the app runs once a move is finished (0: unknown or none).
-	Release int
+	// Finish: a move finished with nothing to roll out, as the move's
+	// Result (status "moved", the release the app runs when known).
+	Finish *Result
 	// Result: a move given up with nothing rolled out (the app stays on
 	// its pool) says what runs, UnitsRestarted false.
 	Result *deploy.Result
@@ -258,13 +259,29 @@ func PoolSet(ctx context.Context, r PoolSetRequest, connect Connect, o Options) 
 		}
 	}
 	if out.Finished && !out.Rollout {
-		if d, err := connect(""); err == nil {
-			if a, err := (&app.Store{Client: d.Client, Namespace: d.Namespace}).GetApp(ctx, r.App); err == nil {
-				out.Release = a.Release
-			}
-		}
+		out.Finish = finishedResult(ctx, r, plan, connect, start)
 	}
 	return out, nil
+}
+
+// finishedResult is the Result of a move PoolSet finished, where the app
+// now is (the cluster routing found it in) and where it came from.
+func finishedResult(ctx context.Context, r PoolSetRequest, plan *PoolSetPlan, connect Connect, start time.Time) *Result {
+	res := &Result{App: r.App, Pool: r.Pool, Status: "moved"}
+	if r.Loc != nil {
+		at := End{Cluster: r.Loc.Name, Namespace: r.Loc.Copy.Namespace}
+		res.To, res.Serving = at, at
+	}
+	if len(plan.Old) > 0 {
+		res.From = End{Cluster: plan.Old[0].Name, Namespace: plan.Old[0].Namespace}
+	}
+	if d, err := connect(""); err == nil {
+		if a, err := (&app.Store{Client: d.Client, Namespace: d.Namespace}).GetApp(ctx, r.App); err == nil {
+			res.Release = a.Release
+		}
+	}
+	res.DurationMS = time.Since(start).Milliseconds()
+	return res
 }
 
 // poolSetter does the steps of one pool set's plan, recording them in out.
@@ -424,7 +441,7 @@ func keptResult(ctx context.Context, d deploy.Deps, appName string, start time.T
 		if err != nil {
 			return nil, err
 		}
-		res = deploy.ResultOf(a, r, r.Status, start)
+		res = deploy.NewResult(a, r, r.Status, start)
 	}
 	res.UnitsRestarted = new(false)
 	res.DurationMS = time.Since(start).Milliseconds()

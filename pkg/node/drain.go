@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 
+	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/lock"
 	"tug.dev/tug/pkg/render"
@@ -39,7 +40,7 @@ type drainer struct {
 // processes this run surges (they must not wait for each other).
 type sharedLock struct {
 	ready chan struct{} // closed once acquired or failed
-	lock  *lock.Lock
+	lock  *deploy.Txn
 	err   error
 	refs  int
 }
@@ -216,7 +217,7 @@ func (d *drainer) lockApp(ctx context.Context, proc process) (release func(), er
 		}
 		d.mu.Unlock()
 		if last && sl.lock != nil {
-			sl.lock.Unlock()
+			sl.lock.End()
 		}
 	}
 	if first {
@@ -237,16 +238,18 @@ func (d *drainer) lockApp(ctx context.Context, proc process) (release func(), er
 	return release, nil
 }
 
-// acquire takes the app's deploy lock, waiting while a deploy holds it.
-func (d *drainer) acquire(ctx context.Context, proc process) (*lock.Lock, error) {
+// acquire takes the app's deploy lock, waiting while a deploy holds it:
+// deploy.Hold, the transaction's lock without its record, which the
+// admin's Role (docs/rbac, tug-cluster-admin-apps) does not let it read.
+// A drain changes no record, only the count of units (surge).
+func (d *drainer) acquire(ctx context.Context, proc process) (*deploy.Txn, error) {
 	holder := d.o.Holder
 	if holder == (lock.Holder{}) {
 		holder = lock.Self("tug node remove")
 	}
 	holder.What = "moving units off node " + d.node.Name
 	for {
-		l, err := lock.Acquire(ctx, lock.Request{Client: d.client, Namespace: proc.namespace, App: proc.app,
-			Holder: holder})
+		l, err := deploy.Hold(ctx, deploy.Deps{Client: d.client, Namespace: proc.namespace, Holder: holder}, proc.app)
 		var held *lock.HeldError
 		if !errors.As(err, &held) {
 			if err != nil {

@@ -94,7 +94,7 @@ func preflight(ctx context.Context, client kubernetes.Interface, node string, o 
 }
 
 // appAccess is what moving an app's last ready unit needs in the app's
-// namespace: its deploy lock (lock.Acquire) and its Deployments'
+// namespace: its deploy lock (deploy.Hold) and its Deployments'
 // scale. The tug-cluster-admin-apps ClusterRole grants it, bound there;
 // pkg/doctor's table says the same (a test keeps them in step).
 var appAccess = []access{

@@ -1,10 +1,8 @@
 package route
 
 import (
-	"context"
 	"net"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -102,28 +100,6 @@ func RenderAllowMiddleware(a *app.App, labels map[string]string) *unstructured.U
 		"metadata":   map[string]any{"name": AllowMiddlewareName(a.Name), "namespace": a.Namespace, "labels": toAny(labels)},
 		"spec":       map[string]any{"ipAllowList": map[string]any{"sourceRange": ranges}},
 	}}
-}
-
-// ApplyMiddleware server-side-applies Traefik Middleware m.
-func (c Client) ApplyMiddleware(ctx context.Context, m *unstructured.Unstructured, opts metav1.PatchOptions) error {
-	_, err := c.apply(ctx, middlewareKind, m, opts)
-	return err
-}
-
-// GetMiddleware reads a Middleware; a cluster without Traefik's resources
-// has none (NotFound).
-func (c Client) GetMiddleware(ctx context.Context, name string) (metav1.Object, error) {
-	return c.get(ctx, middlewareKind, name)
-}
-
-// RemoveStaleMiddlewares deletes the app's Middlewares other than keep
-// (nil: all of them).
-func (c Client) RemoveStaleMiddlewares(ctx context.Context, appName string, keep *unstructured.Unstructured) error {
-	var k []*unstructured.Unstructured
-	if keep != nil {
-		k = append(k, keep)
-	}
-	return c.removeStale(ctx, middlewareKind, appName, k)
 }
 
 // admits says whether allow (CIDRs; empty admits everyone) admits ip.

@@ -108,42 +108,9 @@ func (c Client) CertificatesServed(ctx context.Context, issuer string) error {
 	return nil
 }
 
-// GuardCertificates checks, before anything is written, that cert-manager's
-// API is served and that none of certs exists without being the app's.
-func (c Client) GuardCertificates(ctx context.Context, certs []*unstructured.Unstructured) error {
-	if len(certs) == 0 {
-		return nil
-	}
-	if err := c.CertificatesServed(ctx, issuerOf(certs[0])); err != nil {
-		return err
-	}
-	return c.guard(ctx, certificateKind, "Certificate", certs)
-}
-
-func issuerOf(c *unstructured.Unstructured) string {
+// IssuerOf is the issuer a Certificate names, as "KIND/NAME".
+func IssuerOf(c *unstructured.Unstructured) string {
 	kind, _, _ := unstructured.NestedString(c.Object, "spec", "issuerRef", "kind")
 	name, _, _ := unstructured.NestedString(c.Object, "spec", "issuerRef", "name")
 	return kind + "/" + name
-}
-
-// ApplyCertificates server-side-applies the Certificates.
-func (c Client) ApplyCertificates(ctx context.Context, certs []*unstructured.Unstructured, opts metav1.PatchOptions) error {
-	for _, cert := range certs {
-		if _, err := c.apply(ctx, certificateKind, cert, opts); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// RemoveStaleCertificates deletes the app's Certificates that keep does
-// not name. A cluster that does not serve cert-manager's API has none.
-func (c Client) RemoveStaleCertificates(ctx context.Context, appName string, keep []*unstructured.Unstructured) error {
-	return c.removeStale(ctx, certificateKind, appName, keep)
-}
-
-// RemoveCertificates deletes every Certificate the app owns: for removing
-// the app (before its Secrets, so cert-manager writes none again).
-func (c Client) RemoveCertificates(ctx context.Context, appName string) error {
-	return c.RemoveStaleCertificates(ctx, appName, nil)
 }

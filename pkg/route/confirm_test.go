@@ -2,12 +2,14 @@ package route_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/progress"
@@ -23,7 +25,11 @@ func TestRefusedRouteIsReported(t *testing.T) {
 		routetest.SetVerdict(u, "False", "NotAllowedByListeners", "no listener admits routes from namespace dev")
 	})
 	c := route.Client{Namespace: "dev", Dynamic: dyn}
-	got, err := c.Apply(context.Background(), route.Render(a, "shop-web", nil)[0], metav1.PatchOptions{FieldManager: "tug"})
+	data, err := json.Marshal(route.Render(a, "shop-web", nil)[0].Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := dyn.Resource(route.HTTPRoutes).Namespace("dev").Patch(context.Background(), "shop", types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: "tug"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -299,22 +299,6 @@ func backendRefs(backends []Backend) []any {
 	return refs
 }
 
-// Apply server-side-applies the HTTPRoute.
-func (c Client) Apply(ctx context.Context, r *unstructured.Unstructured, opts metav1.PatchOptions) (*unstructured.Unstructured, error) {
-	return c.apply(ctx, httpRouteKind, r, opts)
-}
-
-// Get reads an HTTPRoute; a cluster that does not serve the Gateway API
-// has none (NotFound).
-func (c Client) Get(ctx context.Context, name string) (metav1.Object, error) {
-	return c.get(ctx, httpRouteKind, name)
-}
-
-// RemoveStale deletes the app's HTTPRoutes that keep does not name.
-func (c Client) RemoveStale(ctx context.Context, appName string, keep []*unstructured.Unstructured) error {
-	return c.removeStale(ctx, httpRouteKind, appName, keep)
-}
-
 // Gateways is the Gateway API's Gateway resource.
 var Gateways = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "gateways"}
 
@@ -580,9 +564,4 @@ func say(to func(string), msg string) {
 	if to != nil {
 		to(msg)
 	}
-}
-
-// RemoveAll deletes every HTTPRoute the app owns: for removing the app.
-func (c Client) RemoveAll(ctx context.Context, appName string) error {
-	return c.RemoveStale(ctx, appName, nil)
 }

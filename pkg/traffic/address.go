@@ -50,30 +50,11 @@ func Addresses(ctx context.Context, client kubernetes.Interface, namespace, appN
 			nodePorts = append(nodePorts, p.NodePort)
 		}
 	}
-	if len(nodePorts) > 0 {
-		var sel metav1.ListOptions
-		if pool != "" {
-			sel.LabelSelector = kube.LabelPool + "=" + pool
-		}
-		nodes, err := client.CoreV1().Nodes().List(ctx, sel)
-		switch {
-		case apierrors.IsForbidden(err):
-			out = append(out, Address{Kind: "node-port", URL: fmt.Sprintf("http://NODE:%d", nodePorts[0]), Note: "any node's address; listing nodes is not allowed for you"})
-		case err != nil:
-			return nil, kube.TranslateError(err)
-		default:
-			sort.Slice(nodes.Items, func(i, j int) bool { return nodes.Items[i].Name < nodes.Items[j].Name })
-			for _, n := range nodes.Items {
-				ip := nodeAddress(n)
-				if ip == "" {
-					continue
-				}
-				for _, np := range nodePorts {
-					out = append(out, Address{Kind: "node-port", URL: fmt.Sprintf("http://%s:%d", ip, np), Note: "node " + n.Name})
-				}
-			}
-		}
+	nodes, err := nodePortAddresses(ctx, client, pool, nodePorts)
+	if err != nil {
+		return nil, err
 	}
+	out = append(out, nodes...)
 	for _, lb := range svc.Status.LoadBalancer.Ingress {
 		host := lb.IP
 		if host == "" {
@@ -81,26 +62,69 @@ func Addresses(ctx context.Context, client kubernetes.Interface, namespace, appN
 		}
 		out = append(out, Address{Kind: "load-balancer", URL: "http://" + host})
 	}
+	ing, err := ingressAddresses(ctx, client, namespace, appName)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, ing...), nil
+}
+
+// nodePortAddresses are the node ports on each node of the pool (every
+// node without one); a user who may not list nodes gets a note instead.
+func nodePortAddresses(ctx context.Context, client kubernetes.Interface, pool string, nodePorts []int32) ([]Address, error) {
+	if len(nodePorts) == 0 {
+		return nil, nil
+	}
+	var sel metav1.ListOptions
+	if pool != "" {
+		sel.LabelSelector = kube.LabelPool + "=" + pool
+	}
+	nodes, err := client.CoreV1().Nodes().List(ctx, sel)
+	switch {
+	case apierrors.IsForbidden(err):
+		return []Address{{Kind: "node-port", URL: fmt.Sprintf("http://NODE:%d", nodePorts[0]), Note: "any node's address; listing nodes is not allowed for you"}}, nil
+	case err != nil:
+		return nil, kube.TranslateError(err)
+	}
+	var out []Address
+	sort.Slice(nodes.Items, func(i, j int) bool { return nodes.Items[i].Name < nodes.Items[j].Name })
+	for _, n := range nodes.Items {
+		ip := nodeAddress(n)
+		if ip == "" {
+			continue
+		}
+		for _, np := range nodePorts {
+			out = append(out, Address{Kind: "node-port", URL: fmt.Sprintf("http://%s:%d", ip, np), Note: "node " + n.Name})
+		}
+	}
+	return out, nil
+}
+
+// ingressAddresses are the hosts of the app's Ingress, if it has one.
+func ingressAddresses(ctx context.Context, client kubernetes.Interface, namespace, appName string) ([]Address, error) {
 	ing, err := client.NetworkingV1().Ingresses(namespace).Get(ctx, appName, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
+		return nil, nil
 	case err != nil:
 		return nil, kube.TranslateError(err)
-	case ing.Labels[kube.LabelApp] == appName:
-		tlsHosts := map[string]bool{}
-		for _, t := range ing.Spec.TLS {
-			for _, h := range t.Hosts {
-				tlsHosts[h] = true
-			}
+	case ing.Labels[kube.LabelApp] != appName:
+		return nil, nil
+	}
+	tlsHosts := map[string]bool{}
+	for _, t := range ing.Spec.TLS {
+		for _, h := range t.Hosts {
+			tlsHosts[h] = true
 		}
-		for _, r := range ing.Spec.Rules {
-			scheme := "http"
-			if tlsHosts[r.Host] {
-				scheme = "https"
-			}
-			for _, p := range r.HTTP.Paths {
-				out = append(out, Address{Kind: "ingress", URL: scheme + "://" + r.Host + p.Path, Note: "through the ingress controller"})
-			}
+	}
+	var out []Address
+	for _, r := range ing.Spec.Rules {
+		scheme := "http"
+		if tlsHosts[r.Host] {
+			scheme = "https"
+		}
+		for _, p := range r.HTTP.Paths {
+			out = append(out, Address{Kind: "ingress", URL: scheme + "://" + r.Host + p.Path, Note: "through the ingress controller"})
 		}
 	}
 	return out, nil

@@ -1,4 +1,4 @@
-package route_test
+package deploy_test
 
 import (
 	"context"
@@ -14,7 +14,10 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/owned"
+	"tug.dev/tug/pkg/render"
 	"tug.dev/tug/pkg/route"
 	"tug.dev/tug/pkg/route/routetest"
 )
@@ -31,7 +34,7 @@ func object(gvr schema.GroupVersionResource, kind, name string, labels map[strin
 	return u
 }
 
-func names(t *testing.T, c route.Client, gvr schema.GroupVersionResource) []string {
+func names(t *testing.T, c owned.Clients, gvr schema.GroupVersionResource) []string {
 	t.Helper()
 	l, err := c.Dynamic.Resource(gvr).Namespace(ns).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
@@ -44,27 +47,20 @@ func names(t *testing.T, c route.Client, gvr schema.GroupVersionResource) []stri
 	return out
 }
 
-// Removing stale objects deletes only what the app owns and keep does not
-// name, for each kind tug writes through the dynamic client; another
-// tool's object with the app's name label is left alone.
+// Pruning deletes only what the app owns and keep does not name, for each
+// kind tug writes through the dynamic client; another tool's object with
+// the app's name label is left alone.
 func TestRemoveStaleDeletesOnlyTheAppsOwn(t *testing.T) {
 	for _, k := range []struct {
-		gvr    schema.GroupVersionResource
-		kind   string
-		remove func(c route.Client, keep *unstructured.Unstructured) error
+		gvr  schema.GroupVersionResource
+		kind string
 	}{
-		{route.HTTPRoutes, "HTTPRoute", func(c route.Client, keep *unstructured.Unstructured) error {
-			return c.RemoveStale(context.Background(), "shop", []*unstructured.Unstructured{keep})
-		}},
-		{route.Middlewares, "Middleware", func(c route.Client, keep *unstructured.Unstructured) error {
-			return c.RemoveStaleMiddlewares(context.Background(), "shop", keep)
-		}},
-		{route.Certificates, "Certificate", func(c route.Client, keep *unstructured.Unstructured) error {
-			return c.RemoveStaleCertificates(context.Background(), "shop", []*unstructured.Unstructured{keep})
-		}},
+		{route.HTTPRoutes, "HTTPRoute"},
+		{route.Middlewares, "Middleware"},
+		{route.Certificates, "Certificate"},
 	} {
 		t.Run(k.kind, func(t *testing.T) {
-			c := route.Client{Dynamic: routetest.NewDynamic(t, nil), Namespace: ns}
+			c := owned.Clients{Dynamic: routetest.NewDynamic(t, nil), Namespace: ns}
 			ctx := context.Background()
 			theirs := map[string]string{kube.LabelApp: "shop"} // no managed-by: not tug's
 			for _, o := range []*unstructured.Unstructured{
@@ -77,7 +73,8 @@ func TestRemoveStaleDeletesOnlyTheAppsOwn(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if err := k.remove(c, object(k.gvr, k.kind, "shop-keep", nil)); err != nil {
+			keep := []owned.Object{object(k.gvr, k.kind, "shop-keep", nil)}
+			if err := owned.Prune(ctx, c, deploy.Kinds(), owned.App, "shop", keep); err != nil {
 				t.Fatal(err)
 			}
 			if got := strings.Join(names(t, c, k.gvr), " "); got != "blog shop-helm shop-keep" {
@@ -95,12 +92,13 @@ func TestRemoveStaleForbidden(t *testing.T) {
 	dyn.PrependReactor("list", "certificates", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(route.Certificates.GroupResource(), "", errors.New("no"))
 	})
-	c := route.Client{Dynamic: dyn, Namespace: ns}
-	if err := c.RemoveCertificates(context.Background(), "shop"); err != nil {
+	c := owned.Clients{Dynamic: dyn, Namespace: ns}
+	certs := deploy.Kinds().Only("Certificate")
+	if err := owned.Prune(context.Background(), c, certs, owned.App, "shop", nil); err != nil {
 		t.Errorf("remove all while forbidden: %v", err)
 	}
 	keep := object(route.Certificates, "Certificate", "shop-tls", kube.AppLabels("shop"))
-	if err := c.RemoveStaleCertificates(context.Background(), "shop", []*unstructured.Unstructured{keep}); err == nil {
+	if err := owned.Prune(context.Background(), c, certs, owned.App, "shop", []owned.Object{keep}); err == nil {
 		t.Error("remove stale while forbidden, with a Certificate to keep: no error")
 	}
 }
@@ -108,22 +106,21 @@ func TestRemoveStaleForbidden(t *testing.T) {
 // Without the dynamic API a client has no routes: reads say NotFound,
 // removals do nothing, and an apply says why it cannot write.
 func TestClientWithoutDynamicAPI(t *testing.T) {
-	c := route.Client{Namespace: ns}
+	c := owned.Clients{Namespace: ns}
 	ctx := context.Background()
-	if _, err := c.Get(ctx, "shop"); !apierrors.IsNotFound(err) {
-		t.Errorf("Get: %v, want NotFound", err)
+	kinds := deploy.Kinds().Only("HTTPRoute", "Middleware")
+	theirs := []owned.Object{object(route.HTTPRoutes, "HTTPRoute", "shop", nil), object(route.Middlewares, "Middleware", "shop-allow", nil)}
+	if err := owned.Guard(ctx, c, kinds, owned.App, theirs); err != nil {
+		t.Errorf("Guard: %v, want none there", err)
 	}
-	if _, err := c.GetMiddleware(ctx, "shop-allow"); !apierrors.IsNotFound(err) {
-		t.Errorf("GetMiddleware: %v, want NotFound", err)
+	if err := owned.Prune(ctx, c, kinds, owned.App, "shop", nil); err != nil {
+		t.Errorf("Prune: %v", err)
 	}
-	if err := c.RemoveAll(ctx, "shop"); err != nil {
-		t.Errorf("RemoveAll: %v", err)
-	}
-	_, err := c.Apply(ctx, object(route.HTTPRoutes, "HTTPRoute", "shop", nil), metav1.PatchOptions{})
+	err := owned.Apply(ctx, c, kinds, theirs[:1], metav1.PatchOptions{}, nil)
 	if err == nil || !strings.Contains(err.Error(), "no client for the Gateway API") {
 		t.Errorf("Apply: %v", err)
 	}
-	if err := c.CertificatesServed(ctx, "ClusterIssuer/ca"); err == nil {
+	if err := (route.Client{Namespace: ns}).CertificatesServed(ctx, "ClusterIssuer/ca"); err == nil {
 		t.Error("CertificatesServed without a client: no error")
 	}
 }
@@ -136,16 +133,17 @@ func TestGuardCertificates(t *testing.T) {
 	a := &app.App{Name: "shop", Namespace: ns, Domains: []app.Domain{
 		{Host: "shop.example.com", TLSSecret: route.TLSSecretName("shop", "shop.example.com"), CertIssuer: "ClusterIssuer/ca"},
 	}}
-	certs := route.RenderCertificates(a)
+	certs := render.Objects{Certificates: route.RenderCertificates(a)}.List()
 	dyn := routetest.NewDynamic(t, nil)
-	c := route.Client{Dynamic: dyn, Namespace: ns}
-	if err := c.GuardCertificates(ctx, certs); err != nil {
+	c := owned.Clients{Dynamic: dyn, Namespace: ns}
+	kinds := deploy.Kinds()
+	if err := owned.Guard(ctx, c, kinds, owned.App, certs); err != nil {
 		t.Fatalf("nothing in the way: %v", err)
 	}
-	if err := c.ApplyCertificates(ctx, certs, metav1.PatchOptions{FieldManager: kube.FieldManager}); err != nil {
+	if err := owned.Apply(ctx, c, kinds, certs, metav1.PatchOptions{FieldManager: kube.FieldManager}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.GuardCertificates(ctx, certs); err != nil {
+	if err := owned.Guard(ctx, c, kinds, owned.App, certs); err != nil {
 		t.Fatalf("the app's own Certificate: %v", err)
 	}
 	mine := object(route.Certificates, "Certificate", certs[0].GetName(), map[string]string{"owner": "helm"})
@@ -153,14 +151,14 @@ func TestGuardCertificates(t *testing.T) {
 		t.Fatal(err)
 	}
 	var notOwned *kube.NotOwnedError
-	if err := c.GuardCertificates(ctx, certs); !errors.As(err, &notOwned) {
+	if err := owned.Guard(ctx, c, kinds, owned.App, certs); !errors.As(err, &notOwned) {
 		t.Errorf("another tool's Certificate: %v, want NotOwnedError", err)
 	}
 	unserved := routetest.NewDynamic(t, nil)
 	unserved.PrependReactor("list", "certificates", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewNotFound(route.Certificates.GroupResource(), "")
 	})
-	err := route.Client{Dynamic: unserved, Namespace: ns}.GuardCertificates(ctx, certs)
+	err := owned.Guard(ctx, owned.Clients{Dynamic: unserved, Namespace: ns}, kinds, owned.App, certs)
 	if err == nil || !strings.Contains(err.Error(), "does not serve cert-manager's Certificate resource") {
 		t.Errorf("unserved: %v", err)
 	}
