@@ -96,16 +96,18 @@ needs --yes.`,
 			return runAppPromote(cmd.Context(), o)
 		},
 	}
-	o.Changer = changerFor(cmd, f)
+	o.Changer = changerFor(f)
 	o.TargetDeps = func(ctx context.Context) (deploy.Deps, error) {
-		return deployDeps(ctx, f.ForContext(o.ToContext), cmd.Flags())
+		d, err := deployDeps(ctx, f.ForContext(o.ToContext))
+		d.WaitLock = o.Changer.WaitLock
+		return d, err
 	}
 	cmd.Flags().StringVar(&o.ToContext, "to-context", "", "The kubeconfig context of DST's cluster (default: SRC's)")
 	cmd.Flags().StringVar(&o.ToRepository, "to-repository", "", "Copy the image by digest to this repository, HOST/PATH, and run it from there (default: DST's build repository, if any)")
 	cmd.Flags().StringVarP(&o.Message, "message", "m", "", "Why this promote, shown in the release history (default: promoted from NS/APP vN)")
 	cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "Promote without asking")
 	cmd.Flags().BoolVar(&o.Force, "force", false, "Promote although the image was built with a build env DST sets otherwise")
-	o.rollout.add(cmd, true)
+	o.rollout.add(cmd, true, &o.Changer.WaitLock)
 	o.rollout.addDryRun(cmd, "Show what differs between the two apps; change nothing")
 	return cmd
 }
@@ -182,7 +184,7 @@ func runAppPromote(ctx context.Context, o *appPromoteOptions) error {
 	}
 	var res *deploy.Result
 	c := o.Changer
-	c.Deps = func(context.Context) (deploy.Deps, error) { return dd, nil }
+	c.NewDeps = func(context.Context) (deploy.Deps, error) { return dd, nil }
 	opts := o.rollout.options()
 	// a promote run again (a CI job retried) changes nothing when the
 	// target runs that release's image already, as promoted

@@ -42,11 +42,11 @@ only the differences.`,
 			return runPipelinePromote(cmd.Context(), o)
 		},
 	}
-	o.Changer = changerFor(cmd, f)
+	o.Changer = changerFor(f)
 	cmd.Flags().StringVarP(&o.Message, "message", "m", "", "Why this promote, shown in the release history")
 	cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "Promote without asking")
 	cmd.Flags().BoolVar(&o.Force, "force", false, "Promote although the image was built with a build env the next stage sets otherwise")
-	o.rollout.add(cmd, true)
+	o.rollout.add(cmd, true, &o.Changer.WaitLock)
 	o.rollout.addDryRun(cmd, "Show what differs between the two stages; change nothing")
 	return cmd
 }

@@ -41,8 +41,8 @@ taken off it.`,
 			return runPipelineSet(cmd.Context(), o)
 		},
 	}
-	o.Changer = changerFor(cmd, f)
-	takesLock(cmd)
+	o.Changer = changerFor(f)
+	takesLock(cmd, &o.Changer.WaitLock)
 	return cmd
 }
 

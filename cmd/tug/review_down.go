@@ -49,10 +49,10 @@ A review app that does not exist (removed already) is said, and exits 0.`,
 			return runReviewDown(cmd.Context(), o)
 		},
 	}
-	o.Changer = changerFor(cmd, f)
+	o.Changer = changerFor(f)
 	cmd.Flags().StringVar(&o.Name, "name", "", "The review's name, such as pr-42 (required)")
 	cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "Remove without asking")
-	takesLock(cmd)
+	takesLock(cmd, &o.Changer.WaitLock)
 	return cmd
 }
 

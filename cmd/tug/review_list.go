@@ -47,7 +47,7 @@ func newReviewListCmd(f *cli.Factory, runF func(context.Context, *reviewListOpti
 			return runReviewList(cmd.Context(), o)
 		},
 	}
-	o.Changer = changerFor(cmd, f)
+	o.Changer = changerFor(f)
 	cli.AddOutputFlags(cmd, &o.Output)
 	return cmd
 }

@@ -66,7 +66,7 @@ and moves its expiry to now + --ttl. It removes expired review apps first.`,
 			return runReviewUp(cmd.Context(), o)
 		},
 	}
-	o.Changer = changerFor(cmd, f)
+	o.Changer = changerFor(f)
 	o.Deploy = func(ctx context.Context, name string, args []string) error {
 		return deployAs(ctx, f, name, append(args, lockFlag(cmd)...))
 	}
@@ -78,7 +78,7 @@ and moves its expiry to now + --ttl. It removes expired review apps first.`,
 	cmd.Flags().StringArrayVar(&o.Overrides, "review-override", nil, "A config value of the review app in place of APP's, KEY=VALUE (repeatable)")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", 0, "Fail when the rollout makes no progress for this long (default: the app's deploy-timeout setting)")
 	cmd.Flags().BoolVar(&o.NoWait, "no-wait", false, "Return once the release is applied, without waiting for its units")
-	takesLock(cmd)
+	takesLock(cmd, &o.Changer.WaitLock)
 	cli.AddFormatFlag(cmd, &o.Output)
 	return cmd
 }
