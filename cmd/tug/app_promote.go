@@ -21,15 +21,19 @@ type appPromoteOptions struct {
 	Prompter func() cli.Prompter
 	// TargetDeps are the deploy dependencies in the target's cluster,
 	// asked for with --to-context only (else the source's serve both).
-	TargetDeps   func(ctx context.Context) (deploy.Deps, error)
-	ContextName  func() (string, error)
-	Source       nsApp
-	Target       nsApp
-	ToContext    string
-	ToRepository string
-	Message      string
-	Yes, Force   bool
-	rollout      rolloutFlags
+	TargetDeps  func(ctx context.Context) (deploy.Deps, error)
+	ContextName func() (string, error)
+	// SourceServer is the API server of the command's context;
+	// TargetCluster the API server and namespace of --to-context's.
+	SourceServer  func() (string, error)
+	TargetCluster func() (server, namespace string, err error)
+	Source        nsApp
+	Target        nsApp
+	ToContext     string
+	ToRepository  string
+	Message       string
+	Yes, Force    bool
+	rollout       rolloutFlags
 }
 
 // nsApp is an app named APP or NAMESPACE/APP ("" Namespace: the command's).
@@ -97,6 +101,22 @@ needs --yes.`,
 		},
 	}
 	o.Changer = changerFor(f)
+	o.SourceServer = func() (string, error) {
+		cfg, err := f.RESTConfig()
+		if err != nil {
+			return "", err
+		}
+		return cfg.Host, nil
+	}
+	o.TargetCluster = func() (string, string, error) {
+		g := f.ForContext(o.ToContext)
+		cfg, err := g.RESTConfig()
+		if err != nil {
+			return "", "", err
+		}
+		ns, err := g.Namespace()
+		return cfg.Host, ns, err
+	}
 	o.TargetDeps = func(ctx context.Context) (deploy.Deps, error) {
 		d, err := deployDeps(ctx, f.ForContext(o.ToContext))
 		d.WaitLock = o.Changer.WaitLock
@@ -137,6 +157,9 @@ func (o *appPromoteOptions) endpoints(ctx context.Context) (src, dst promote.End
 	}
 	dd = sd
 	if o.ToContext != "" {
+		if err := o.refuseSameApp(sd.Namespace); err != nil {
+			return src, dst, dd, err
+		}
 		if dd, err = o.TargetDeps(ctx); err != nil {
 			return src, dst, dd, err
 		}
@@ -151,6 +174,25 @@ func (o *appPromoteOptions) endpoints(ctx context.Context) (src, dst promote.End
 		dst.Context = o.ToContext
 	}
 	return src, dst, dd, nil
+}
+
+// refuseSameApp refuses a --to-context that names SRC's own cluster (by
+// its API server, whatever the context is called) when DST is SRC's
+// namespace and name: that promote would restart SRC with a new release.
+func (o *appPromoteOptions) refuseSameApp(srcNamespace string) error {
+	server, err := o.SourceServer()
+	if err != nil {
+		return err
+	}
+	dstServer, dstNamespace, err := o.TargetCluster()
+	if err != nil {
+		return err
+	}
+	srcNS, dstNS := o.Source.in(srcNamespace), o.Target.in(dstNamespace)
+	if sameServer(server, dstServer) && srcNS == dstNS && o.Source.App == o.Target.App {
+		return inputerr.Errorf("the target is the source (%s/%s): context %q reaches the same cluster (%s); promote to another app, NAMESPACE/APP or cluster", srcNS, o.Source.App, o.ToContext, server)
+	}
+	return nil
 }
 
 func runAppPromote(ctx context.Context, o *appPromoteOptions) error {

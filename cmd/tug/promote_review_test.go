@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -138,5 +139,41 @@ func TestExpiresIn(t *testing.T) {
 		if got := expiresIn(now.Add(d), now); got != want {
 			t.Errorf("%s: %q, want %q", d, got, want)
 		}
+	}
+}
+
+// A --to-context whose context has another name but reaches the same API
+// server and namespace is the source itself: refused, exit 2, no release.
+func TestAppPromoteRefusesContextAliasOfSource(t *testing.T) {
+	p := newPrinterFixture(t)
+	ctx := context.Background()
+	kubeconfig := `apiVersion: v1
+kind: Config
+current-context: dev
+clusters:
+- {name: local, cluster: {server: "https://127.0.0.1:6443"}}
+- {name: same-again, cluster: {server: "https://127.0.0.1:6443/"}}
+contexts:
+- {name: dev, context: {cluster: local, user: bob, namespace: dev}}
+- {name: alias, context: {cluster: same-again, user: bob, namespace: dev}}
+users: [{name: bob, user: {token: abc}}]
+`
+	if err := os.WriteFile(p.kubeconfig, []byte(kubeconfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	image := "reg.example/shop@sha256:" + strings.Repeat("a", 64)
+	if err := p.store.CreateApp(ctx, &app.App{Name: "shop", Namespace: "dev", Release: 1, LastRelease: 1, Image: image}); err != nil {
+		t.Fatal(err)
+	}
+	r := &app.Release{App: "shop", Version: 1, Image: image, Processes: map[string]string{"web": "serve"}, Status: app.StatusDeployed, Kind: app.KindDeploy}
+	if err := p.store.CreateRelease(ctx, r, app.ConfigMap{}); err != nil {
+		t.Fatal(err)
+	}
+	res := p.run(t, false, "app", "promote", "shop", "shop", "--to-context", "alias", "--yes")
+	if res.code != 2 || !strings.Contains(res.stderr, "the target is the source") {
+		t.Errorf("promote to a context alias of the source: exit %d\n%s", res.code, res.stderr)
+	}
+	if rels, err := p.store.ListReleases(ctx, "shop"); err != nil || len(rels) != 1 {
+		t.Errorf("releases after the refusal: %d, %v", len(rels), err)
 	}
 }
