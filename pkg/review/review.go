@@ -231,13 +231,27 @@ func Sweep(ctx context.Context, d deploy.Deps, now time.Time) ([]string, error) 
 	if err != nil {
 		return nil, err
 	}
+	afterList()
 	removed := []string{}
 	var failed []string
 	for _, a := range apps {
 		if !a.Review.Expired(now) {
 			continue
 		}
-		if err := lifecycle.Remove(ctx, d, a.Name, lifecycle.RemoveOptions{}); err != nil && !app.IsNotFound(err) {
+		of, name := a.Review.Of, a.Review.Name
+		// the list was read without the lock: a review up may have
+		// extended (or made anew) this review app since, so it is
+		// removed only if it is still that review, and still expired
+		err := removeIf(ctx, d, a.Name, func(x *app.App) error {
+			if !isReview(x, of, name) || !x.Review.Expired(now) {
+				return errNoLongerExpired
+			}
+			return nil
+		})
+		switch {
+		case errors.Is(err, errNoLongerExpired):
+			continue
+		case err != nil && !app.IsNotFound(err):
 			failed = append(failed, fmt.Sprintf("%s: %v", a.Name, err))
 			continue
 		}
@@ -249,15 +263,39 @@ func Sweep(ctx context.Context, d deploy.Deps, now time.Time) ([]string, error) 
 	return removed, nil
 }
 
-// Down removes review name of app of: every object it made.
-func Down(ctx context.Context, d deploy.Deps, of, name string) error {
-	store := &app.Store{Client: d.Client, Namespace: d.Namespace}
-	a, err := store.GetApp(ctx, AppName(of, name))
+// afterList runs between Sweep's list and its removals; a test extends a
+// review app there, as a concurrent review up would.
+var afterList = func() {}
+
+// errNoLongerExpired: a review app Sweep listed as expired was extended
+// before Sweep took its lock; Sweep leaves it.
+var errNoLongerExpired = errors.New("no longer an expired review app")
+
+// isReview says whether a is review name of app of.
+func isReview(a *app.App, of, name string) bool {
+	return a.Review != nil && a.Review.Of == of && a.Review.Name == name
+}
+
+// removeIf removes appName as 'tug app remove' does when check, run on its
+// record read under its lock, passes; nothing is removed otherwise.
+func removeIf(ctx context.Context, d deploy.Deps, appName string, check func(*app.App) error) error {
+	t, err := deploy.Begin(ctx, d, appName, check)
 	if err != nil {
 		return err
 	}
-	if a.Review == nil || a.Review.Of != of || a.Review.Name != name {
-		return inputerr.Errorf("app %q is not review %q of app %q; nothing removed", a.Name, name, of)
-	}
-	return lifecycle.Remove(ctx, d, a.Name, lifecycle.RemoveOptions{})
+	defer t.End()
+	return lifecycle.RemoveHeld(t.Ctx(), t.Deps(), appName, lifecycle.RemoveOptions{})
+}
+
+// Down removes review name of app of: every object it made.
+func Down(ctx context.Context, d deploy.Deps, of, name string) error {
+	appName := AppName(of, name)
+	// checked under the app's lock: what an unlocked read saw may have
+	// changed by the time the lock is held
+	return removeIf(ctx, d, appName, func(a *app.App) error {
+		if !isReview(a, of, name) {
+			return inputerr.Errorf("app %q is not review %q of app %q; nothing removed", appName, name, of)
+		}
+		return nil
+	})
 }

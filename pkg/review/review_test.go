@@ -98,3 +98,49 @@ func TestUpRefusesWhatIsNotItsReview(t *testing.T) {
 		t.Errorf("down of an app that is not a review: %v", err)
 	}
 }
+
+// Sweep removes only the namespace's expired review apps, and leaves one
+// a review up extended after the sweep listed it (decided under its lock).
+func TestSweepRemovesOnlyExpiredReviewApps(t *testing.T) {
+	ctx := context.Background()
+	c := fake.NewClientset()
+	now := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	for _, a := range []*app.App{
+		{Name: "shop", Namespace: "dev"},
+		{Name: "shop-pr-x", Namespace: "dev"}, // named like one, not a review app
+		{Name: "shop-pr-1", Namespace: "dev", Review: &app.Review{Of: "shop", Name: "pr-1", ExpiresAt: now.Add(-time.Minute)}},
+		{Name: "shop-pr-2", Namespace: "dev", Review: &app.Review{Of: "shop", Name: "pr-2", ExpiresAt: now.Add(-time.Minute)}},
+		{Name: "shop-pr-3", Namespace: "dev", Review: &app.Review{Of: "shop", Name: "pr-3", ExpiresAt: now.Add(time.Hour)}},
+		{Name: "shop-pr-9", Namespace: "prod", Review: &app.Review{Of: "shop", Name: "pr-9", ExpiresAt: now.Add(-time.Hour)}},
+	} {
+		if err := (&app.Store{Client: c, Namespace: a.Namespace}).CreateApp(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := &app.Store{Client: c, Namespace: "dev"}
+	afterList = func() {
+		// a review up of pr-2 extends it after the sweep listed it
+		if _, err := s.UpdateApp(ctx, "shop-pr-2", func(a *app.App) error {
+			a.Review.ExpiresAt = now.Add(72 * time.Hour)
+			return nil
+		}); err != nil {
+			t.Error(err)
+		}
+	}
+	t.Cleanup(func() { afterList = func() {} })
+	removed, err := Sweep(ctx, deploy.Deps{Client: c, Namespace: "dev"}, now)
+	if err != nil || len(removed) != 1 || removed[0] != "shop-pr-1" {
+		t.Fatalf("Sweep removed %v, %v; want shop-pr-1 only", removed, err)
+	}
+	if _, err := s.GetApp(ctx, "shop-pr-1"); !app.IsNotFound(err) {
+		t.Errorf("shop-pr-1 (expired) is still there: %v", err)
+	}
+	for _, name := range []string{"shop", "shop-pr-x", "shop-pr-2", "shop-pr-3"} {
+		if _, err := s.GetApp(ctx, name); err != nil {
+			t.Errorf("%s was removed: %v", name, err)
+		}
+	}
+	if _, err := (&app.Store{Client: c, Namespace: "prod"}).GetApp(ctx, "shop-pr-9"); err != nil {
+		t.Errorf("another namespace's review app was removed: %v", err)
+	}
+}
