@@ -45,10 +45,12 @@ func newReviewUpCmd(f *cli.Factory, runF func(context.Context, *reviewUpOptions)
 		Long: `Make the review app APP-NAME, a copy of APP, and deploy the given source
 (default the current directory, built as 'tug app deploy' builds) or image to it;
 its URL is printed. The copy has APP's process types (one unit each at most),
-settings, jobs and build settings (pushing to a repository of its own), and no
-domains. Its config is only the --review-override values, unless
---copy-config copies APP's (production secrets are never copied by accident);
---review-override values replace copied ones.
+settings, jobs (all suspended: 'tug job resume' runs one) and build settings
+(pushing to a repository of its own), and no domains. Its config is only the
+--review-override values, and its build env none, unless --copy-config copies
+APP's (production secrets are never copied by accident; what was not copied
+is said); --review-override values replace copied ones. With --copy-config,
+APP's release command runs on each review deploy with APP's config: warned.
 
 Run again for the same NAME, it deploys the new commit over the review app
 and moves its expiry to now + --ttl. It removes expired review apps first.`,
@@ -74,7 +76,7 @@ and moves its expiry to now + --ttl. It removes expired review apps first.`,
 	cmd.Flags().DurationVar(&o.TTL, "ttl", review.DefaultTTL, "Remove the review app this long after its last review up")
 	cmd.Flags().StringVar(&o.Source, "source", ".", "The folder to build from (without --image)")
 	cmd.Flags().StringVar(&o.Image, "image", "", "The image to deploy instead of building from --source")
-	cmd.Flags().BoolVar(&o.CopyConfig, "copy-config", false, "Copy APP's config values (default: only --review-override values)")
+	cmd.Flags().BoolVar(&o.CopyConfig, "copy-config", false, "Copy APP's config values and build env (default: only --review-override values, no build env)")
 	cmd.Flags().StringArrayVar(&o.Overrides, "review-override", nil, "A config value of the review app in place of APP's, KEY=VALUE (repeatable)")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", 0, "Fail when the rollout makes no progress for this long (default: the app's deploy-timeout setting)")
 	cmd.Flags().BoolVar(&o.NoWait, "no-wait", false, "Return once the release is applied, without waiting for its units")
@@ -123,7 +125,8 @@ func runReviewUp(ctx context.Context, o *reviewUpOptions) error {
 	}
 	now := o.Now()
 	sweepReviews(ctx, o.Changer, d, now)
-	a, err := review.Up(ctx, d, review.UpOptions{Of: o.App, Name: o.Name, TTL: o.TTL, CopyConfig: o.CopyConfig, Overrides: o.overrides, Now: now})
+	a, err := review.Up(ctx, d, review.UpOptions{Of: o.App, Name: o.Name, TTL: o.TTL, CopyConfig: o.CopyConfig, Overrides: o.overrides, Now: now,
+		Note: func(s string) { fmt.Fprintln(o.IO.ErrOut, "note: "+s) }})
 	if err != nil {
 		return err
 	}

@@ -66,6 +66,20 @@ func (e *NotFoundError) Error() string {
 	return msg
 }
 
+// ExistsError says CreateApp found the app made already (another tug
+// may have made it since the caller looked).
+type ExistsError struct{ Name, Namespace string }
+
+func (e *ExistsError) Error() string {
+	return fmt.Sprintf("app %q already exists in namespace %q", e.Name, e.Namespace)
+}
+
+// IsExists reports whether err says the app exists already.
+func IsExists(err error) bool {
+	var e *ExistsError
+	return errors.As(err, &e)
+}
+
 // IsNotFound reports whether err says an app or release does not exist.
 func IsNotFound(err error) bool {
 	var nf *NotFoundError
@@ -113,7 +127,7 @@ func (s *Store) CreateApp(ctx context.Context, a *App) error {
 	}
 	created, err := s.Client.CoreV1().ConfigMaps(s.Namespace).Create(ctx, cm, metav1.CreateOptions{FieldManager: kube.FieldManager})
 	if apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("app %q already exists in namespace %q", a.Name, s.Namespace)
+		return &ExistsError{Name: a.Name, Namespace: s.Namespace}
 	}
 	if err != nil {
 		return kube.TranslateError(err)

@@ -58,6 +58,9 @@ type UpOptions struct {
 	// app's (--review-override KEY=VALUE).
 	Overrides map[string]string
 	Now       time.Time
+	// Note, when not nil, is told what the review app did not get from
+	// the app (said on stderr).
+	Note func(string)
 }
 
 // Up makes the review app when it does not exist: its record (the app's
@@ -80,20 +83,9 @@ func Up(ctx context.Context, d deploy.Deps, o UpOptions) (*app.App, error) {
 		return nil, inputerr.Errorf("app %q is itself a review app (of %q): review the app it copies", o.Of, base.Review.Of)
 	}
 	name := AppName(o.Of, o.Name)
-	a, err := store.GetApp(ctx, name)
-	switch {
-	case app.IsNotFound(err):
-		if a, err = create(ctx, store, base, o); err != nil {
-			return nil, err
-		}
-	case err != nil:
+	a, err := createOrExtend(ctx, d, store, base, o)
+	if err != nil {
 		return nil, err
-	case a.Review == nil || a.Review.Of != o.Of || a.Review.Name != o.Name:
-		return nil, inputerr.Errorf("app %q exists and is not review %q of app %q; nothing changed", name, o.Name, o.Of)
-	default:
-		if a, err = extend(ctx, d, name, o); err != nil {
-			return nil, err
-		}
 	}
 	if a.LastRelease == 0 {
 		return a, stage(ctx, d, store, base, a, o)
@@ -106,6 +98,28 @@ func Up(ctx context.Context, d deploy.Deps, o UpOptions) (*app.App, error) {
 		}
 	}
 	return a, nil
+}
+
+// createOrExtend makes the review app, or extends the one there.
+func createOrExtend(ctx context.Context, d deploy.Deps, store *app.Store, base *app.App, o UpOptions) (*app.App, error) {
+	name := AppName(o.Of, o.Name)
+	a, err := store.GetApp(ctx, name)
+	if app.IsNotFound(err) {
+		a, err = create(ctx, store, base, o)
+		if !app.IsExists(err) {
+			return a, err
+		}
+		// another review up of this review (a CI job run twice) made it
+		// after the read: extend that one
+		a, err = store.GetApp(ctx, name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !isReview(a, o.Of, o.Name) {
+		return nil, inputerr.Errorf("app %q exists and is not review %q of app %q; nothing changed", name, o.Name, o.Of)
+	}
+	return extend(ctx, d, name, o)
 }
 
 // extend moves the review app's expiry to now + TTL, under its lock.
@@ -136,17 +150,75 @@ func create(ctx context.Context, store *app.Store, base *app.App, o UpOptions) (
 		p.Replicas, p.Autoscale, p.RestartedAt = min(p.Replicas, 1), nil, ""
 		a.Processes[n] = p
 	}
-	if b := base.Copy().Build; b != nil {
-		if b.Repository != "" {
-			// its builds push to a repository of their own, never over the app's tags
-			b.Repository += "-" + o.Name
-		}
-		a.Build = b
+	a.Build = reviewBuild(base, o)
+	if err := suspendJobs(ctx, store, base, a, o); err != nil {
+		return nil, err
 	}
 	if err := store.CreateApp(ctx, a); err != nil {
 		return nil, err
 	}
 	return a, nil
+}
+
+// reviewBuild are the review app's build settings: the app's, pushing to
+// a repository of its own, without the app's build env unless CopyConfig.
+func reviewBuild(base *app.App, o UpOptions) *app.BuildSettings {
+	b := base.Copy().Build
+	if b == nil {
+		return nil
+	}
+	if b.Repository != "" {
+		// its builds push to a repository of their own, never over the app's tags
+		b.Repository += "-" + o.Name
+	}
+	if len(b.BuildEnv) > 0 && !o.CopyConfig {
+		// build env values are often build secrets (a package token):
+		// a pull request's code builds with none of the app's
+		b.BuildEnv = nil
+		o.note(fmt.Sprintf("build env of %s not copied (--copy-config copies it): %s", base.Name, strings.Join(envKeys(base.Build.BuildEnv), ", ")))
+	}
+	return b
+}
+
+// suspendJobs suspends every job of the app's release on the review app:
+// a preview must not send the app's mails or run its reports on a
+// schedule. With CopyConfig, a release command runs against the app's
+// config (its database, say): that is warned.
+func suspendJobs(ctx context.Context, store *app.Store, base, a *app.App, o UpOptions) error {
+	from, _, err := deploy.BaseRelease(ctx, store, base)
+	if err != nil || from == nil {
+		return err
+	}
+	names := make([]string, 0, len(from.Jobs))
+	for n := range from.Jobs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	if len(names) > 0 {
+		a.SuspendedJobs = names
+		o.note(fmt.Sprintf("jobs suspended on the review app ('tug job resume %s NAME' runs one): %s", a.Name, strings.Join(names, ", ")))
+	}
+	if o.CopyConfig && from.ReleaseCommand != "" {
+		o.note(fmt.Sprintf("warning: %s's release command (%s) runs on each review deploy, with the config --copy-config copied", base.Name, from.ReleaseCommand))
+	}
+	return nil
+}
+
+func (o UpOptions) note(s string) {
+	if o.Note != nil {
+		o.Note(s)
+	}
+}
+
+// envKeys are the keys of KEY=VALUE entries, sorted.
+func envKeys(env []string) []string {
+	keys := make([]string, 0, len(env))
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // stage stores the review app's first release: the app's deployed (or
