@@ -245,11 +245,12 @@ func runAppPromote(ctx context.Context, o *appPromoteOptions) error {
 
 // copyImage copies the image to the target's repository, saying so.
 func (o *appPromoteOptions) copyImage(ctx context.Context, plan *promote.Plan, src, dst promote.Endpoint) error {
-	keys := &promote.Keychain{}
-	for _, e := range []promote.Endpoint{src, dst} {
+	// each side's own credentials: SRC's to read, DST's to write
+	var keys [2]promote.Keychain
+	for i, e := range []promote.Endpoint{src, dst} {
 		a, err := (&app.Store{Client: e.Client, Namespace: e.Namespace}).GetApp(ctx, e.App)
 		if err == nil {
-			err = keys.AddApp(ctx, e.Client, e.Namespace, a)
+			err = keys[i].AddApp(ctx, e.Client, e.Namespace, a)
 		}
 		if err != nil {
 			return err
@@ -257,7 +258,7 @@ func (o *appPromoteOptions) copyImage(ctx context.Context, plan *promote.Plan, s
 	}
 	p := o.Changer.Progress()
 	p.Update(fmt.Sprintf("copying %s to %s", plan.Copy.From, plan.Copy.To))
-	if err := promote.CopyImage(ctx, *plan.Copy, keys); err != nil {
+	if err := promote.CopyImage(ctx, *plan.Copy, keys[0], keys[1]); err != nil {
 		p.Fail("copying the image")
 		return err
 	}
@@ -289,7 +290,8 @@ func printDiff(ios *cli.IOStreams, plan *promote.Plan) {
 	}
 	fmt.Fprintf(w, "promote %s (%s) to %s\n", from, shortDigest(plan.Source.Digest), to)
 	if plan.Copy != nil {
-		fmt.Fprintf(w, "  image: copied to %s\n", plan.Copy.To)
+		// said before the copy (and on --dry-run): "copied" only once done
+		fmt.Fprintf(w, "  image: will be copied to %s\n", plan.Copy.To)
 	}
 	lines := plan.Diff.Lines()
 	if len(lines) == 0 {

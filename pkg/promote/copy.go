@@ -28,11 +28,14 @@ type Copy struct {
 }
 
 // CopyImage copies the manifest (an image or an index with every image
-// it names) and the blobs of c.From to c.To, by digest, with the
-// credentials each side's app pulls with. A copy is idempotent: a blob or
+// it names) and the blobs of c.From to c.To, by digest: read with
+// readKeys (the source app's credentials), written with writeKeys (the
+// target's), each its own even on one registry host, so neither side's
+// login is used for the other's repository. The copy is then checked:
+// the target must serve c.To's digest. A copy is idempotent: a blob or
 // manifest the target holds already is not sent again, so a promote cut
 // short copies again at no cost.
-func CopyImage(ctx context.Context, c Copy, keys authn.Keychain) error {
+func CopyImage(ctx context.Context, c Copy, readKeys, writeKeys authn.Keychain) error {
 	src, err := name.NewDigest(c.From, insecure(c.From)...)
 	if err != nil {
 		return fmt.Errorf("copying %s: %w", c.From, err)
@@ -41,27 +44,36 @@ func CopyImage(ctx context.Context, c Copy, keys authn.Keychain) error {
 	if err != nil {
 		return fmt.Errorf("copying to %s: %w", c.To, err)
 	}
-	opts := []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(keys)}
-	desc, err := remote.Get(src, opts...)
+	read := []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(readKeys)}
+	write := []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(writeKeys)}
+	desc, err := remote.Get(src, read...)
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", c.From, err)
 	}
 	if desc.MediaType.IsIndex() {
 		idx, err := desc.ImageIndex()
 		if err == nil {
-			err = remote.WriteIndex(dst, idx, opts...)
+			err = remote.WriteIndex(dst, idx, write...)
 		}
 		if err != nil {
 			return fmt.Errorf("copying %s to %s: %w", c.From, c.To, err)
 		}
-		return nil
+	} else {
+		img, err := desc.Image()
+		if err == nil {
+			err = remote.Write(dst, img, write...)
+		}
+		if err != nil {
+			return fmt.Errorf("copying %s to %s: %w", c.From, c.To, err)
+		}
 	}
-	img, err := desc.Image()
-	if err == nil {
-		err = remote.Write(dst, img, opts...)
-	}
+	// the target runs c.To by digest: make sure its registry serves it
+	got, err := remote.Head(dst, write...)
 	if err != nil {
-		return fmt.Errorf("copying %s to %s: %w", c.From, c.To, err)
+		return fmt.Errorf("checking the copy %s: %w", c.To, err)
+	}
+	if got.Digest.String() != dst.DigestStr() {
+		return fmt.Errorf("the copy %s is served with digest %s, not %s", c.To, got.Digest, dst.DigestStr())
 	}
 	return nil
 }
