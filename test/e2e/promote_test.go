@@ -179,6 +179,17 @@ func TestPromoteStagingToProd(t *testing.T) {
 		t.Errorf("the release promoted across contexts: %+v", rel)
 	}
 
+	// a context of another name that reaches the same cluster and
+	// namespace is the source itself: refused, exit 2, no release
+	siteBefore := staging.appInfo("site").Release
+	self := staging.TugRun(Run{Args: []string{"app", "promote", "site", "site", "--to-context", "prod", "-n", staging.NS, "--yes", "--timeout", "2m"}, Env: cc.Env(cc.Kubeconfig)})
+	if self.Code != 2 || !strings.Contains(self.Stderr, "the target is the source") {
+		t.Errorf("promote to a context alias of the source: %s", self)
+	}
+	if got := staging.appInfo("site").Release; got != siteBefore {
+		t.Errorf("the source went from v%d to v%d on a refused promote to itself", siteBefore, got)
+	}
+
 	// another repository: the image is copied there by digest
 	repo := reg + "/e2e/" + prod.NS + "/copied"
 	prod.mustTug("app", "create", "copy")
