@@ -177,3 +177,34 @@ users: [{name: bob, user: {token: abc}}]
 		t.Errorf("releases after the refusal: %d, %v", len(rels), err)
 	}
 }
+
+// Bad input to review down and review up (piped without --yes, an app in
+// the review app's way) exits 2 before the sweep removes anything.
+func TestReviewInputChecksComeBeforeTheSweep(t *testing.T) {
+	p := newPrinterFixture(t)
+	ctx := context.Background()
+	for _, a := range []*app.App{
+		{Name: "shop", Namespace: "dev"},
+		{Name: "shop-pr-x", Namespace: "dev"}, // not a review app
+		{Name: "shop-pr-1", Namespace: "dev", Review: &app.Review{Of: "shop", Name: "pr-1", ExpiresAt: time.Now().Add(-time.Hour)}},
+	} {
+		if err := p.store.CreateApp(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{
+		{"review", "down", "shop", "--name", "pr-1"}, // piped, no --yes
+		{"review", "down", "shop", "--name", "pr-x", "--yes"},
+		{"review", "up", "shop", "--name", "pr-x", "--image", "reg.example/shop:2"},
+	} {
+		r := p.run(t, false, args...)
+		if r.code != 2 {
+			t.Errorf("%v: exit %d, want 2\n%s", args, r.code, r.stderr)
+		}
+		// the sweep's removal (which the fake cluster cannot finish) says
+		// so on stderr when it ran
+		if _, err := p.store.GetApp(ctx, "shop-pr-1"); err != nil || strings.Contains(r.stderr, "expired review app") || strings.Contains(r.stderr, "removing") {
+			t.Errorf("%v: the sweep ran before the input was refused: %v\n%s", args, err, r.stderr)
+		}
+	}
+}

@@ -57,23 +57,35 @@ A review app that does not exist (removed already) is said, and exits 0.`,
 }
 
 func runReviewDown(ctx context.Context, o *reviewDownOptions) error {
+	name := review.AppName(o.App, o.Name)
+	// every input check before the sweep changes anything: piped
+	// without --yes first
+	if !o.Yes && !o.Changer.IO.CanPrompt() {
+		return cli.NoPromptError(fmt.Sprintf("refusing to remove review app %q without confirmation", name), "--yes")
+	}
 	d, err := o.Changer.Deps(ctx)
 	if err != nil {
 		return err
 	}
-	sweepReviews(ctx, o.Changer, d, o.Now())
-	name := review.AppName(o.App, o.Name)
-	// gone already (expired, or a job run twice): nothing to do, and a CI
-	// job that closes a pull request must not fail on it
-	if _, err := (&app.Store{Client: d.Client, Namespace: d.Namespace}).GetApp(ctx, name); app.IsNotFound(err) {
+	a, err := (&app.Store{Client: d.Client, Namespace: d.Namespace}).GetApp(ctx, name)
+	switch {
+	case app.IsNotFound(err):
+		// gone already (expired, or a job run twice): nothing to do, and a
+		// CI job that closes a pull request must not fail on it
+		sweepReviews(ctx, o.Changer, d, o.Now())
 		fmt.Fprintf(o.Changer.IO.ErrOut, "review app %q does not exist: nothing to remove\n", name)
 		return nil
+	case err != nil:
+		return err
+	case a.Review == nil || a.Review.Of != o.App || a.Review.Name != o.Name:
+		return inputerr.Errorf("app %q is not review %q of app %q; nothing removed", name, o.Name, o.App)
 	}
 	if err := cli.ConfirmOrFlag(ctx, o.Changer.IO, o.Prompter(), o.Yes, cli.Confirmation{
 		Action: fmt.Sprintf("remove review app %q (review %s of %s) and everything it runs", name, o.Name, o.App),
 	}); err != nil {
 		return err
 	}
+	sweepReviews(ctx, o.Changer, d, o.Now())
 	p := o.Changer.Progress()
 	d.Progress = p
 	if err := review.Down(ctx, d, o.App, o.Name); err != nil {

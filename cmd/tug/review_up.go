@@ -119,9 +119,10 @@ func runReviewUp(ctx context.Context, o *reviewUpOptions) error {
 	if err != nil {
 		return err
 	}
-	// a missing app is bad input: found before the sweep changes anything
-	if _, err := (&app.Store{Client: d.Client, Namespace: d.Namespace}).GetApp(ctx, o.App); app.IsNotFound(err) {
-		return inputerr.Wrap(err)
+	// bad input (a missing app, an app in the review app's way) is found
+	// before the sweep changes anything
+	if _, err := review.Check(ctx, &app.Store{Client: d.Client, Namespace: d.Namespace}, o.App, o.Name); err != nil {
+		return err
 	}
 	now := o.Now()
 	sweepReviews(ctx, o.Changer, d, now)

@@ -72,15 +72,9 @@ type UpOptions struct {
 // not stage is staged). The caller then deploys the new code to it.
 func Up(ctx context.Context, d deploy.Deps, o UpOptions) (*app.App, error) {
 	store := &app.Store{Client: d.Client, Namespace: d.Namespace}
-	base, err := store.GetApp(ctx, o.Of)
-	if app.IsNotFound(err) {
-		return nil, inputerr.Wrap(err)
-	}
+	base, err := Check(ctx, store, o.Of, o.Name)
 	if err != nil {
 		return nil, err
-	}
-	if base.Review != nil {
-		return nil, inputerr.Errorf("app %q is itself a review app (of %q): review the app it copies", o.Of, base.Review.Of)
 	}
 	name := AppName(o.Of, o.Name)
 	a, err := createOrExtend(ctx, d, store, base, o)
@@ -98,6 +92,30 @@ func Up(ctx context.Context, d deploy.Deps, o UpOptions) (*app.App, error) {
 		}
 	}
 	return a, nil
+}
+
+// Check is Up's input checks, made before anything changes (a review
+// command's sweep included): the app exists and is no review app, and an
+// app named as the review app is that review. It returns the app.
+func Check(ctx context.Context, store *app.Store, of, name string) (*app.App, error) {
+	base, err := store.GetApp(ctx, of)
+	if app.IsNotFound(err) {
+		return nil, inputerr.Wrap(err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if base.Review != nil {
+		return nil, inputerr.Errorf("app %q is itself a review app (of %q): review the app it copies", of, base.Review.Of)
+	}
+	a, err := store.GetApp(ctx, AppName(of, name))
+	if err == nil && !isReview(a, of, name) {
+		return nil, inputerr.Errorf("app %q exists and is not review %q of app %q; nothing changed", a.Name, name, of)
+	}
+	if err != nil && !app.IsNotFound(err) {
+		return nil, err
+	}
+	return base, nil
 }
 
 // createOrExtend makes the review app, or extends the one there.
