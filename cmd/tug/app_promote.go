@@ -81,11 +81,13 @@ was baked into SRC's image: the promote is refused (exit 2) unless --force.
 
 When DST pulls from a repository of its own (its build settings'
 repository, or --to-repository) other than SRC's, the image is copied there
-by digest first, with each app's registry credentials, and the copy is said.
+by digest first, read with SRC's registry credentials and written with DST's,
+checked by digest, and the copy is said.
 
 Run again when the target runs that image already, promoted from the same
-release, it changes nothing and says so. Asks first on a terminal; elsewhere
-needs --yes.`,
+release, it changes nothing and says so (but an app with a release command
+gets a new release, which runs the release command again). Asks first on a
+terminal; elsewhere needs --yes.`,
 		Example: `  tug app promote shop prod/shop --yes
   tug app promote staging/shop prod/shop --dry-run
   tug app promote shop shop --to-context prod-cluster -n shop --yes`,
