@@ -15,7 +15,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export GOTOOLCHAIN=local
-known=startup,deploy,source,cnb,apps,scale,many,remote,route,bluegreen,latency,usage
+known=startup,deploy,source,promote,cnb,apps,scale,many,remote,route,bluegreen,latency,usage
 for n in ${ONLY//,/ }; do
   [[ ",$known," == *",$n,"* ]] || { echo "ONLY: no section $n (sections: $known)" >&2; exit 2; }
 done
@@ -78,6 +78,7 @@ section() {
 section startup   "start-up"              bench/version.sh 15
 section deploy    "deploy"                "$tmp/deploy" "${common[@]}" -rounds 9
 section source    "deploy from source"    "$tmp/source" "${common[@]}" -registry "$($cluster registry)"
+section promote   "promote"               "$tmp/promote" "${common[@]}" -registry "$($cluster registry)"
 section cnb       "CNB build"             "$tmp/cnb" "${common[@]}" -registry "$($cluster registry)"
 section apps      "app list"              "$tmp/apps" "${common[@]}" "${apps[@]}"
 section scale     "unit and node list"    "$tmp/scale" "${common[@]}" "${before[@]}" "${scale[@]}"

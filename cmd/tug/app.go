@@ -55,6 +55,7 @@ func newAppCmd(f *cli.Factory) *cobra.Command {
 		newAppMaintenanceCmd(f, nil),
 		newAllowCmd(f),
 		newAppExecCmd(f, nil),
+		newAppPromoteCmd(f, nil),
 	)
 	return cmd
 }

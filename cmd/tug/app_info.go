@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -93,6 +94,12 @@ func printAppRecord(w io.Writer, ios *cli.IOStreams, in *app.Info) {
 	infoLine(w, "Pool", in.Pool)
 	if m := in.Move; m != nil {
 		infoLine(w, "Move", fmt.Sprintf("%s; %s", m.Describe(), moveHint(in.Name, in.Pool, m)))
+	}
+	if r := in.Review; r != nil {
+		infoLine(w, "Review", fmt.Sprintf("%s of %s, expires %s (%s)", r.Name, r.Of, r.ExpiresAt.Local().Format("2006-01-02 15:04"), expiresIn(r.ExpiresAt, time.Now())))
+	}
+	if p := in.Pipeline; p != nil {
+		infoLine(w, "Pipeline", fmt.Sprintf("%s: %s", p.Name, strings.Join(p.Stages, " -> ")))
 	}
 	release := releaseCell(in.Release)
 	if c := in.Canary; c != nil && c.Phase != app.CanaryEnding {

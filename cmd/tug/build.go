@@ -250,6 +250,9 @@ func (b *buildFlags) cnbProcesses(o *appDeployOptions) {
 // (a CNB build's builder and buildpacks) and the result shows the build.
 func (b *buildFlags) rollout(appName string, change deploy.Change, opts deploy.Options) func(context.Context, deploy.Deps) (*deploy.Result, error) {
 	change = deploy.WithBuiltWith(change, b.result.BuiltWith())
+	if b.active {
+		change = deploy.WithBuildArgs(change, b.BuildArgs)
+	}
 	built := b.result.Summary()
 	// a build of unchanged source makes the image that runs: no release
 	opts.SkipUnchanged = b.active && b.result != nil

@@ -29,8 +29,14 @@ func TestBinaryStaysLean(t *testing.T) {
 			"sigs.k8s.io/kustomize/",
 			"k8s.io/cli-runtime/pkg/resource",
 			"k8s.io/kubectl/",
-			"github.com/moby/buildkit",                // runs in the build pod (cmd/tug-build's image)
-			"github.com/google/go-containerregistry/", // the build agent's, not tug's
+			"github.com/moby/buildkit", // runs in the build pod (cmd/tug-build's image)
+			// go-containerregistry is linked for app promote's copy by digest
+			// (pkg/promote copy.go): measured +1.1 MB stripped binary and
+			// +3.5 MiB peak RSS on 'version --client' (33.8 -> 37.3 MiB, median of
+			// 15 by bench/measure); its daemon and layout
+			// packages stay the build agent's
+			"github.com/google/go-containerregistry/pkg/v1/daemon",
+			"github.com/google/go-containerregistry/pkg/v1/layout",
 		} {
 			if strings.HasPrefix(d, banned) {
 				t.Errorf("tug links %s; keep it out of the binary (see the comment above)", d)

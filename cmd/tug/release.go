@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -87,6 +88,9 @@ func runReleaseList(ctx context.Context, o *releaseListOptions) error {
 			msg := r.Message
 			if r.FailReason != "" {
 				msg = r.FailReason
+			}
+			if o := r.PromotedFrom; o != nil && r.Kind == app.KindPromote && !strings.Contains(msg, o.String()) {
+				msg = strings.TrimSuffix("promoted from "+o.String()+"; "+msg, "; ")
 			}
 			status := string(r.Status)
 			if r.Traffic != nil {

@@ -83,6 +83,9 @@ func runReleaseInfo(ctx context.Context, o *releaseInfoOptions) error {
 			// what its units ran, and what a rollback to it runs
 			fmt.Fprintf(w, "Digest:   %s\n", d)
 		}
+		if o := r.PromotedFrom; o != nil {
+			fmt.Fprintf(w, "Promoted: from %s (%s)\n", cli.Sanitize(o.String()), o.Digest)
+		}
 		fmt.Fprintf(w, "Author:   %s\n", cli.Sanitize(r.Author))
 		fmt.Fprintf(w, "Created:  %s (%s ago)\n", r.CreatedAt.Local().Format("2006-01-02 15:04:05"), text.Age(r.CreatedAt))
 		if r.Message != "" {

@@ -190,6 +190,9 @@ func doneLine(res *deploy.Result, verb string) string {
 	if res.Status == deploy.StatusApplied {
 		return fmt.Sprintf("%s: %s v%d applied (%s); not waited for its units (--no-wait): see 'tug unit list %s'", verb, res.App, res.Release, strings.Join(units, ", "), res.App)
 	}
+	if res.Unchanged && verb == "promoted" {
+		return fmt.Sprintf("nothing to promote: %s v%d runs that image, from that release, already (%s)", res.App, res.Release, strings.Join(units, ", "))
+	}
 	if res.Unchanged {
 		return fmt.Sprintf("nothing new to deploy: the build made the image %s v%d runs, which keeps running (%s)", res.App, res.Release, strings.Join(units, ", "))
 	}

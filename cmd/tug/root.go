@@ -87,6 +87,8 @@ Start with 'tug doctor' to check that your kubeconfig works and what you may do.
 		newJobCmd(f),
 		newDomainCmd(f),
 		newCertCmd(f),
+		newReviewCmd(f),
+		newPipelineCmd(f),
 		newNodeCmd(f),
 		newPoolCmd(f),
 		newClusterCmd(f),

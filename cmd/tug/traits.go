@@ -59,12 +59,15 @@ const (
 	argNodeContainer argKind = "node-container"
 	argHost          argKind = "host"
 	argJob           argKind = "job"
-	argKey           argKind = "key"
-	argAddress       argKind = "address"
-	argCount         argKind = "count"
-	argOnOff         argKind = "on|off"
-	argShell         argKind = "shell"
-	argDir           argKind = "dir"
+	argPipeline      argKind = "pipeline"
+	// argStage is a pipeline's stage: NAMESPACE/APP, or a namespace.
+	argStage   argKind = "stage"
+	argKey     argKind = "key"
+	argAddress argKind = "address"
+	argCount   argKind = "count"
+	argOnOff   argKind = "on|off"
+	argShell   argKind = "shell"
+	argDir     argKind = "dir"
 	// argSubject is who access is for: NAME, group:NAME, ci:NAME, ...
 	argSubject argKind = "subject"
 	// argCommandLine is the rest of the line, after "--": a command to

@@ -236,6 +236,7 @@ func TestCommandsDeclareTheirArguments(t *testing.T) {
 		"APP": {argApp}, "UNIT": {argUnit}, "vN": {argRelease}, "NODE": {argNode}, "POOL": {argPool},
 		"NAME": {argNewName, argVolume, argService, argCluster, argNodeContainer, argJob}, "HOST": {argHost}, "KEY": {argKey},
 		"ADDRESS": {argAddress}, "SUBJECT": {argSubject}, "N": {argCount}, "on|off": {argOnOff}, "SHELL": {argShell}, "DIR": {argDir},
+		"SRC": {argApp}, "DST": {argApp}, "PIPELINE": {argPipeline}, "STAGE...": {argStage}, "STAGE": {argStage},
 	}
 	for _, c := range commandTree(t) {
 		if !isLeaf(c) {

@@ -154,6 +154,10 @@ type Info struct {
 
 	// Move is set while a move between clusters is unfinished (app.Move).
 	Move *Move `json:"move,omitempty"`
+	// Review marks a review app (tug review up); Pipeline names the
+	// pipeline the app is a stage of (tug pipeline set).
+	Review   *Review   `json:"review,omitempty"`
+	Pipeline *Pipeline `json:"pipeline,omitempty"`
 
 	// Canary is the release running beside Release, while one does
 	// (canary.go).
@@ -202,6 +206,9 @@ type ReleaseSummary struct {
 	// Role says what the release does while one runs beside the deployed
 	// release: serving, canary, stable or kept (ReleaseRole).
 	Role string `json:"role,omitempty"`
+	// PromotedFrom is the release whose image a promote brought (tug app
+	// promote); omitted for any other.
+	PromotedFrom *Origin `json:"promotedFrom,omitempty"`
 }
 
 // SummarizeRelease drops nothing secret (a Release holds none) but shapes
@@ -218,7 +225,8 @@ func SummarizeRelease(r *Release) ReleaseSummary {
 	}
 	return ReleaseSummary{Version: r.Version, Kind: r.Kind, Status: r.Status, Image: r.Image,
 		ImageDigest: r.ImageDigest(), RunImage: r.RunImage(), Message: r.Message,
-		Author: r.Author, CreatedAt: r.CreatedAt, FailReason: r.FailReason, ConfigKeys: keys, Processes: procs}
+		Author: r.Author, CreatedAt: r.CreatedAt, FailReason: r.FailReason, ConfigKeys: keys, Processes: procs,
+		PromotedFrom: r.PromotedFrom.Clone()}
 }
 
 // GetInfo gathers an app's state: its record, its releases (one LIST), its
@@ -257,6 +265,8 @@ func GetInfo(ctx context.Context, s *Store, name string) (*Info, error) {
 		Registry:    a.RegistrySecret,
 		Build:       a.Build.Shown(),
 		Move:        a.Move,
+		Review:      a.Review,
+		Pipeline:    a.Pipeline,
 	}
 	if current != nil {
 		info.BuiltWith = current.BuiltWith.Clone()

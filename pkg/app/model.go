@@ -68,6 +68,12 @@ type App struct {
 	// Canary is the release running beside Release (canary.go); nil when
 	// one release runs.
 	Canary *Canary `json:"canary,omitempty"`
+	// Review marks a review app (promote.go): what it reviews and when it
+	// expires; nil for any other app.
+	Review *Review `json:"review,omitempty"`
+	// Pipeline is the pipeline the app is a stage of (promote.go); nil
+	// when it is in none.
+	Pipeline *Pipeline `json:"pipeline,omitempty"`
 
 	// resourceVersion of the stored record, for optimistic concurrency.
 	resourceVersion string
@@ -221,6 +227,9 @@ type Release struct {
 	// BuiltWith is the CNB builder and buildpacks that built Image; nil
 	// for an image not built by tug from source with one.
 	BuiltWith *BuiltWith `json:"builtWith,omitempty"`
+	// BuildArgs names the Dockerfile build arguments (--build-arg) the
+	// build of Image was given; their values are not kept.
+	BuildArgs []string `json:"buildArgs,omitempty"`
 	// Processes maps each process type to its command, as a shell command
 	// line; "" runs the image's own command.
 	Processes map[string]string `json:"processes"`
@@ -259,6 +268,10 @@ type Release struct {
 	ConfigKeys []string `json:"configKeys"`
 	// Jobs are the release's scheduled jobs (job.go), by name.
 	Jobs map[string]Job `json:"jobs,omitempty"`
+	// PromotedFrom is the release whose image a promote brought here
+	// (tug app promote); nil for a release made any other way. A config
+	// change or rollback of it keeps it: it says where the image came from.
+	PromotedFrom *Origin `json:"promotedFrom,omitempty"`
 }
 
 // RolloutChange is a change of a release's Rollout made in place: when, by
@@ -301,6 +314,7 @@ const (
 	KindVolume      = "volume"
 	KindService     = "service"
 	KindSettings    = "settings"
+	KindPromote     = "promote"
 )
 
 // Next starts a release from base: same image, processes and settings. For
@@ -312,6 +326,7 @@ func Next(a *App, base *Release, kind, message string) *Release {
 	}
 	r.Image, r.ImageID, r.Pool = base.Image, base.ImageID, base.Pool
 	r.BuiltWith = base.BuiltWith.Clone()
+	r.BuildArgs = slices.Clone(base.BuildArgs)
 	r.Processes = maps.Clone(base.Processes)
 	r.Limits = maps.Clone(base.Limits)
 	r.Healthchecks = maps.Clone(base.Healthchecks)
@@ -320,6 +335,7 @@ func Next(a *App, base *Release, kind, message string) *Release {
 	r.Services = slices.Clone(base.Services)
 	r.Rollout = base.Rollout
 	r.Jobs = maps.Clone(base.Jobs)
+	r.PromotedFrom = base.PromotedFrom.Clone()
 	return r
 }
 
@@ -431,6 +447,15 @@ func (a *App) Copy() *App {
 	if a.Route != nil {
 		r := *a.Route
 		c.Route = &r
+	}
+	if a.Review != nil {
+		r := *a.Review
+		c.Review = &r
+	}
+	if a.Pipeline != nil {
+		p := *a.Pipeline
+		p.Stages = slices.Clone(a.Pipeline.Stages)
+		c.Pipeline = &p
 	}
 	return &c
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -65,6 +66,20 @@ func (e *NotFoundError) Error() string {
 	return msg
 }
 
+// ExistsError says CreateApp found the app made already (another tug
+// may have made it since the caller looked).
+type ExistsError struct{ Name, Namespace string }
+
+func (e *ExistsError) Error() string {
+	return fmt.Sprintf("app %q already exists in namespace %q", e.Name, e.Namespace)
+}
+
+// IsExists reports whether err says the app exists already.
+func IsExists(err error) bool {
+	var e *ExistsError
+	return errors.As(err, &e)
+}
+
 // IsNotFound reports whether err says an app or release does not exist.
 func IsNotFound(err error) bool {
 	var nf *NotFoundError
@@ -112,7 +127,7 @@ func (s *Store) CreateApp(ctx context.Context, a *App) error {
 	}
 	created, err := s.Client.CoreV1().ConfigMaps(s.Namespace).Create(ctx, cm, metav1.CreateOptions{FieldManager: kube.FieldManager})
 	if apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("app %q already exists in namespace %q", a.Name, s.Namespace)
+		return &ExistsError{Name: a.Name, Namespace: s.Namespace}
 	}
 	if err != nil {
 		return kube.TranslateError(err)
@@ -129,8 +144,14 @@ func (s *Store) appConfigMap(a *App) (*corev1.ConfigMap, error) {
 	}
 	labels := kube.AppLabels(a.Name)
 	labels[kube.LabelKind] = kindApp
+	var annotations map[string]string
+	if r := a.Review; r != nil {
+		// kubectl finds review apps, and their expiry, without tug
+		labels[LabelReviewOf], labels[LabelReview] = r.Of, r.Name
+		annotations = map[string]string{AnnotationReviewExpires: r.ExpiresAt.UTC().Format(time.RFC3339)}
+	}
 	return &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: AppRecordName(a.Name), Namespace: s.Namespace, Labels: labels, ResourceVersion: a.resourceVersion},
+		ObjectMeta: metav1.ObjectMeta{Name: AppRecordName(a.Name), Namespace: s.Namespace, Labels: labels, Annotations: annotations, ResourceVersion: a.resourceVersion},
 		Data:       map[string]string{appRecordKey: string(data)},
 	}, nil
 }

@@ -24,7 +24,8 @@ var ErrNoChange = errors.New("nothing to change")
 func DeployChange(image string, processes map[string]string, message string) Change {
 	return func(a *app.App, base *app.Release, config app.ConfigMap) (*app.Release, app.ConfigMap, error) {
 		r := app.Next(a, base, app.KindDeploy, message)
-		r.Image, r.ImageID, r.BuiltWith, r.Processes = image, "", nil, maps.Clone(processes)
+		r.Image, r.ImageID, r.BuiltWith, r.BuildArgs, r.Processes = image, "", nil, nil, maps.Clone(processes)
+		r.PromotedFrom = nil
 		return r, maps.Clone(config), nil
 	}
 }
@@ -55,8 +56,29 @@ func DeployProcesses(image string, pc app.ProcessChange, allowed []string, all b
 		}
 		r := app.Next(a, base, app.KindDeploy, message)
 		// a new image: how it was built is WithBuiltWith's to say
-		r.Image, r.ImageID, r.BuiltWith, r.Processes = image, "", nil, procs
+		r.Image, r.ImageID, r.BuiltWith, r.BuildArgs, r.Processes = image, "", nil, nil, procs
+		r.PromotedFrom = nil // a new image comes from here
 		return r, maps.Clone(config), nil
+	}
+}
+
+// WithBuildArgs records in the release change makes the names of the
+// Dockerfile build arguments its image was built with (values are not kept).
+func WithBuildArgs(change Change, args []string) Change {
+	if len(args) == 0 {
+		return change
+	}
+	names := make([]string, 0, len(args))
+	for _, kv := range args {
+		k, _, _ := strings.Cut(kv, "=")
+		names = append(names, k)
+	}
+	return func(a *app.App, base *app.Release, config app.ConfigMap) (*app.Release, app.ConfigMap, error) {
+		r, c, err := change(a, base, config)
+		if r != nil {
+			r.BuildArgs = slices.Clone(names)
+		}
+		return r, c, err
 	}
 }
 

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/inputerr"
+	"tug.dev/tug/pkg/review"
+)
+
+// reviewDownOptions are `tug review down`.
+type reviewDownOptions struct {
+	Changer  appChanger
+	Prompter func() cli.Prompter
+	Now      func() time.Time
+
+	App, Name string
+	Yes       bool
+}
+
+func newReviewDownCmd(f *cli.Factory, runF func(context.Context, *reviewDownOptions) error) *cobra.Command {
+	o := &reviewDownOptions{Prompter: f.Prompter, Now: time.Now}
+	cmd := &cobra.Command{
+		Use:         "down APP --name NAME",
+		Annotations: deleting(argApp),
+		Short:       "Remove the review app NAME of APP and every object it made",
+		Long: `Remove the review app APP-NAME as 'tug app remove' removes an app: its units,
+Deployments, Service, routes, jobs, release history and config. Asks first
+on a terminal; elsewhere needs --yes. Expired review apps are removed first.
+A review app that does not exist (removed already) is said, and exits 0.`,
+		Example: `  tug review down shop --name pr-42 --yes`,
+		Args:    cli.ExactArgs("APP"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.App = args[0]
+			if !cmd.Flags().Changed("name") {
+				return inputerr.Errorf("--name is required: the review's name, such as pr-42")
+			}
+			if err := review.Validate(o.App, o.Name, time.Hour); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
+			return runReviewDown(cmd.Context(), o)
+		},
+	}
+	o.Changer = changerFor(f)
+	cmd.Flags().StringVar(&o.Name, "name", "", "The review's name, such as pr-42 (required)")
+	cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "Remove without asking")
+	takesLock(cmd, &o.Changer.WaitLock)
+	return cmd
+}
+
+func runReviewDown(ctx context.Context, o *reviewDownOptions) error {
+	name := review.AppName(o.App, o.Name)
+	// every input check before the sweep changes anything: piped
+	// without --yes first
+	if !o.Yes && !o.Changer.IO.CanPrompt() {
+		return cli.NoPromptError(fmt.Sprintf("refusing to remove review app %q without confirmation", name), "--yes")
+	}
+	d, err := o.Changer.Deps(ctx)
+	if err != nil {
+		return err
+	}
+	a, err := (&app.Store{Client: d.Client, Namespace: d.Namespace}).GetApp(ctx, name)
+	switch {
+	case app.IsNotFound(err):
+		// gone already (expired, or a job run twice): nothing to do, and a
+		// CI job that closes a pull request must not fail on it
+		sweepReviews(ctx, o.Changer, d, o.Now())
+		fmt.Fprintf(o.Changer.IO.ErrOut, "review app %q does not exist: nothing to remove\n", name)
+		return nil
+	case err != nil:
+		return err
+	case a.Review == nil || a.Review.Of != o.App || a.Review.Name != o.Name:
+		return inputerr.Errorf("app %q is not review %q of app %q; nothing removed", name, o.Name, o.App)
+	}
+	if err := cli.ConfirmOrFlag(ctx, o.Changer.IO, o.Prompter(), o.Yes, cli.Confirmation{
+		Action: fmt.Sprintf("remove review app %q (review %s of %s) and everything it runs", name, o.Name, o.App),
+	}); err != nil {
+		return err
+	}
+	sweepReviews(ctx, o.Changer, d, o.Now())
+	p := o.Changer.Progress()
+	d.Progress = p
+	if err := review.Down(ctx, d, o.App, o.Name); err != nil {
+		p.Fail("removing review app " + name)
+		return err
+	}
+	p.Done(fmt.Sprintf("review app %q removed", name))
+	return nil
+}

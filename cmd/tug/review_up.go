@@ -1,0 +1,193 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/inputerr"
+	"tug.dev/tug/pkg/review"
+)
+
+// reviewUpOptions are `tug review up`.
+type reviewUpOptions struct {
+	IO      *cli.IOStreams
+	Changer appChanger
+	Store   func() (*app.Store, error)
+	// Deploy deploys the review app as 'tug app deploy NAME ARGS...' does.
+	Deploy func(ctx context.Context, name string, args []string) error
+	Now    func() time.Time
+
+	App, Name  string
+	TTL        time.Duration
+	Source     string
+	Image      string
+	CopyConfig bool
+	Overrides  []string
+	Timeout    time.Duration
+	NoWait     bool
+	Output     cli.OutputFormat
+
+	overrides app.ConfigMap
+}
+
+func newReviewUpCmd(f *cli.Factory, runF func(context.Context, *reviewUpOptions) error) *cobra.Command {
+	o := &reviewUpOptions{IO: f.IOStreams, Store: storeFor(f), Now: time.Now}
+	cmd := &cobra.Command{
+		Use:         "up APP --name NAME [--source DIR | --image IMAGE]",
+		Annotations: argsAre(argApp),
+		Short:       "Make or update the review app NAME of APP and deploy the pull request's code to it",
+		Long: `Make the review app APP-NAME, a copy of APP, and deploy the given source
+(default the current directory, built as 'tug app deploy' builds) or image to it;
+its URL is printed. The copy has APP's process types (one unit each at most),
+settings, jobs (all suspended: 'tug job resume' runs one) and build settings
+(pushing to a repository of its own), and no domains. Its config is only the
+--review-override values, and its build env none, unless --copy-config copies
+APP's (production secrets are never copied by accident; what was not copied
+is said); --review-override values replace copied ones. With --copy-config,
+APP's release command runs on each review deploy with APP's config: warned.
+
+Run again for the same NAME, it deploys the new commit over the review app
+and moves its expiry to now + --ttl. It removes expired review apps first.`,
+		Example: `  tug review up shop --name pr-42 --source . --review-override DATABASE_URL=postgres://review/shop
+  tug review up shop --name pr-42 --image registry.example.com/shop@sha256:... --ttl 24h -o json`,
+		Args: cli.ExactArgs("APP"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.App = args[0]
+			if err := o.validate(cmd); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
+			return runReviewUp(cmd.Context(), o)
+		},
+	}
+	o.Changer = changerFor(f)
+	o.Deploy = func(ctx context.Context, name string, args []string) error {
+		return deployAs(ctx, f, name, append(args, lockFlag(cmd)...))
+	}
+	cmd.Flags().StringVar(&o.Name, "name", "", "The review's name, a DNS label such as pr-42 (required)")
+	cmd.Flags().DurationVar(&o.TTL, "ttl", review.DefaultTTL, "Remove the review app this long after its last review up")
+	cmd.Flags().StringVar(&o.Source, "source", ".", "The folder to build from (without --image)")
+	cmd.Flags().StringVar(&o.Image, "image", "", "The image to deploy instead of building from --source")
+	cmd.Flags().BoolVar(&o.CopyConfig, "copy-config", false, "Copy APP's config values and build env (default: only --review-override values, no build env)")
+	cmd.Flags().StringArrayVar(&o.Overrides, "review-override", nil, "A config value of the review app in place of APP's, KEY=VALUE (repeatable)")
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", 0, "Fail when the rollout makes no progress for this long (default: the app's deploy-timeout setting)")
+	cmd.Flags().BoolVar(&o.NoWait, "no-wait", false, "Return once the release is applied, without waiting for its units")
+	takesLock(cmd, &o.Changer.WaitLock)
+	cli.AddFormatFlag(cmd, &o.Output)
+	return cmd
+}
+
+// validate checks everything that needs no cluster.
+func (o *reviewUpOptions) validate(cmd *cobra.Command) error {
+	if !cmd.Flags().Changed("name") {
+		return inputerr.Errorf("--name is required: the review's name, such as pr-42")
+	}
+	if err := review.Validate(o.App, o.Name, o.TTL); err != nil {
+		return err
+	}
+	if o.Image != "" && cmd.Flags().Changed("source") {
+		return inputerr.Errorf("--source and --image cannot be used together")
+	}
+	if o.Image != "" {
+		if err := app.ValidateImage(o.Image); err != nil {
+			return err
+		}
+	} else if st, err := os.Stat(o.Source); err != nil || !st.IsDir() {
+		return inputerr.Errorf("--source %q is not a folder", o.Source)
+	}
+	if o.Timeout < 0 {
+		return inputerr.Errorf("--timeout must be positive, not %s", o.Timeout)
+	}
+	if len(o.Overrides) == 0 {
+		return nil
+	}
+	var err error
+	o.overrides, err = app.ParseEnvArgs(o.Overrides, "", nil)
+	return err
+}
+
+func runReviewUp(ctx context.Context, o *reviewUpOptions) error {
+	d, err := o.Changer.Deps(ctx)
+	if err != nil {
+		return err
+	}
+	// bad input (a missing app, an app in the review app's way) is found
+	// before the sweep changes anything
+	if _, err := review.Check(ctx, &app.Store{Client: d.Client, Namespace: d.Namespace}, o.App, o.Name); err != nil {
+		return err
+	}
+	now := o.Now()
+	sweepReviews(ctx, o.Changer, d, now)
+	a, err := review.Up(ctx, d, review.UpOptions{Of: o.App, Name: o.Name, TTL: o.TTL, CopyConfig: o.CopyConfig, Overrides: o.overrides, Now: now,
+		Note: func(s string) { fmt.Fprintln(o.IO.ErrOut, "note: "+s) }})
+	if err != nil {
+		return err
+	}
+	args := []string{"--yes", "-m", fmt.Sprintf("review %s of %s", o.Name, o.App)}
+	if o.Image != "" {
+		args = append(args, "--image", o.Image)
+	} else {
+		args = append(args, "--source", o.Source)
+	}
+	if o.Timeout > 0 {
+		args = append(args, "--timeout", o.Timeout.String())
+	}
+	if o.NoWait {
+		args = append(args, "--no-wait")
+	}
+	if err := o.Deploy(ctx, a.Name, args); err != nil {
+		return err
+	}
+	return o.print(ctx, a.Name, now)
+}
+
+// print shows the review app as review list does, with its URL.
+func (o *reviewUpOptions) print(ctx context.Context, name string, now time.Time) error {
+	s, err := o.Store()
+	if err != nil {
+		return err
+	}
+	entries, err := review.List(ctx, s, o.App)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.App != name {
+			continue
+		}
+		return (cli.OutputOptions{Format: o.Output}).Print(o.IO, e, func() error {
+			fmt.Fprintf(o.IO.Out, "review %s of %s: %s v%d at %s (expires %s)\n", e.Name, e.Of, e.App, e.Release, dash(e.URL), expiresIn(e.ExpiresAt, now))
+			return nil
+		})
+	}
+	return fmt.Errorf("review app %q is gone: another tug removed it", name)
+}
+
+// deployAs runs 'tug app deploy NAME ARGS...' in this process: the review
+// app gets exactly the build, rollout, watch and rollback of a deploy.
+func deployAs(ctx context.Context, f *cli.Factory, name string, args []string) error {
+	c := newAppDeployCmd(f, nil)
+	c.SetContext(ctx)
+	c.SetOut(f.IOStreams.Out)
+	c.SetErr(f.IOStreams.ErrOut)
+	if err := c.ParseFlags(args); err != nil {
+		return inputerr.Wrap(err)
+	}
+	return c.RunE(c, []string{name})
+}
+
+// lockFlag passes --wait-lock on to the deploy.
+func lockFlag(cmd *cobra.Command) []string {
+	if fl := cmd.Flags().Lookup("wait-lock"); fl != nil && fl.Changed {
+		return []string{"--wait-lock", fl.Value.String()}
+	}
+	return nil
+}
