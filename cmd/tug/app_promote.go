@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
@@ -64,7 +65,7 @@ func newAppPromoteCmd(f *cli.Factory, runF func(context.Context, *appPromoteOpti
 	o := &appPromoteOptions{IO: f.IOStreams, Prompter: f.Prompter, ContextName: f.ContextName}
 	cmd := &cobra.Command{
 		Use:         "promote SRC DST",
-		Annotations: argsAre(argApp, argApp),
+		Annotations: atLevel(access.Developer, argsAre(argApp, argApp)),
 		Short:       "Run the image another app runs, by digest: a new release, rolled out and watched",
 		Long: `Promote the image SRC runs to DST: DST gets a new release with SRC's image
 by digest and SRC's process types (and release command), and keeps its own

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/promote"
 )
@@ -21,7 +22,7 @@ func newPipelinePromoteCmd(f *cli.Factory, runF func(context.Context, *pipelineP
 	o.IO, o.Prompter, o.ContextName = f.IOStreams, f.Prompter, f.ContextName
 	cmd := &cobra.Command{
 		Use:         "promote PIPELINE STAGE",
-		Annotations: argsAre(argPipeline, argStage),
+		Annotations: atLevel(access.Developer, argsAre(argPipeline, argStage)),
 		Short:       "Promote a stage's image to the next stage ('tug app promote' between them)",
 		Long: `Promote the image stage STAGE (NAMESPACE/APP, its namespace, or its app's name
 when only one stage has it) runs to the next stage of the pipeline, as

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/promote"
 )
@@ -25,7 +26,7 @@ func newPipelineSetCmd(f *cli.Factory, runF func(context.Context, *pipelineSetOp
 	o := &pipelineSetOptions{IO: f.IOStreams, Namespace: f.Namespace}
 	cmd := &cobra.Command{
 		Use:         "set PIPELINE STAGE...",
-		Annotations: argsAre(argPipeline),
+		Annotations: atLevel(access.Operator, argsAre(argPipeline)),
 		Short:       "Set a pipeline's stages, in order, on the record of every stage",
 		Long: `Set pipeline PIPELINE to the apps STAGE..., in order, each NAMESPACE/APP (or APP
 in the current namespace). Every stage must exist; each stage's record keeps

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/promote"
 )
@@ -25,7 +26,7 @@ func newPipelineStatusCmd(f *cli.Factory, runF func(context.Context, *pipelineSt
 	o := &pipelineStatusOptions{IO: f.IOStreams, Client: f.KubeClient, Namespace: f.Namespace}
 	cmd := &cobra.Command{
 		Use:         "status PIPELINE",
-		Annotations: argsAre(argPipeline),
+		Annotations: atLevel(access.Viewer, argsAre(argPipeline)),
 		Short:       "Show each stage's release and digest, and how far the next stage is behind it",
 		Long: `Show each stage of the pipeline: its release, the digest it runs, where that
 image was promoted from, and how many images the next stage has not got

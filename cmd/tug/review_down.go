@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/inputerr"
@@ -27,7 +28,7 @@ func newReviewDownCmd(f *cli.Factory, runF func(context.Context, *reviewDownOpti
 	o := &reviewDownOptions{Prompter: f.Prompter, Now: time.Now}
 	cmd := &cobra.Command{
 		Use:         "down APP --name NAME",
-		Annotations: deleting(argApp),
+		Annotations: atLevel(access.Operator, deleting(argApp)),
 		Short:       "Remove the review app NAME of APP and every object it made",
 		Long: `Remove the review app APP-NAME as 'tug app remove' removes an app: its units,
 Deployments, Service, routes, jobs, release history and config. Asks first

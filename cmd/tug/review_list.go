@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/review"
@@ -28,7 +29,7 @@ func newReviewListCmd(f *cli.Factory, runF func(context.Context, *reviewListOpti
 	o := &reviewListOptions{IO: f.IOStreams, Store: storeFor(f), Now: time.Now}
 	cmd := &cobra.Command{
 		Use:         "list [APP]",
-		Annotations: argsAre(argApp),
+		Annotations: atLevel(access.Viewer, argsAre(argApp)),
 		Aliases:     []string{"ls"},
 		Short:       "List the namespace's review apps with age, expiry and URL, after removing the expired ones",
 		Example: `  tug review list

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/inputerr"
@@ -40,7 +41,7 @@ func newReviewUpCmd(f *cli.Factory, runF func(context.Context, *reviewUpOptions)
 	o := &reviewUpOptions{IO: f.IOStreams, Store: storeFor(f), Now: time.Now}
 	cmd := &cobra.Command{
 		Use:         "up APP --name NAME [--source DIR | --image IMAGE]",
-		Annotations: argsAre(argApp),
+		Annotations: atLevel(access.Operator, argsAre(argApp)),
 		Short:       "Make or update the review app NAME of APP and deploy the pull request's code to it",
 		Long: `Make the review app APP-NAME, a copy of APP, and deploy the given source
 (default the current directory, built as 'tug app deploy' builds) or image to it;

@@ -75,6 +75,12 @@ var treeSteps = []treeStep{
 	{args: "service create tree-ext --uri postgres://u:p@db.example.test:5432/shop"},
 	{args: "service update tree-ext --uri postgres://u:q@db.example.test:5432/shop"},
 	{args: "service remove tree-ext --yes"}, {args: "service remove tree-db --yes"},
+	// Review apps, pipelines and promotes (issue 39): web-pr-1 runs v2
+	// until it is promoted into web, through the pipeline and by hand.
+	{args: "review up web --name pr-1 --image " + sampleV2}, {args: "review list web"},
+	{args: "pipeline set tree {ns}/web-pr-1 {ns}/web"}, {args: "pipeline status tree"},
+	{args: "pipeline promote tree {ns}/web-pr-1 --yes"}, {args: "app promote web-pr-1 web --yes"},
+	{args: "review down web --name pr-1 --yes"},
 	// Last of web's: no node is in this pool, so its units stay pending.
 	{args: "app pool set web tree-pool --no-wait"},
 	{args: "access add tree-someone --role viewer"}, {args: "access token tree-ci --role viewer --ttl 10m"},
