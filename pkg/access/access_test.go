@@ -3,6 +3,7 @@ package access
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -169,5 +170,26 @@ func TestTokenOptionsValidate(t *testing.T) {
 	cs := fake.NewClientset()
 	if _, err := IssueToken(context.Background(), cs, "shop", TokenOptions{Name: "deploy", TTL: time.Hour, Rotate: true}); !inputerr.Is(err) {
 		t.Errorf("rotating a token never made: %v", err)
+	}
+}
+
+// Any developer can act as a CI identity (a pod naming its service account,
+// or a service-account-token Secret naming it), so a CI identity at admin
+// would hand admin to every developer: refused, nothing made.
+func TestCITokenAtAdminIsRefused(t *testing.T) {
+	ctx := context.Background()
+	cs := fake.NewClientset()
+	if err := (TokenOptions{Name: "deploy", Level: Admin, TTL: time.Hour}).Validate(); !inputerr.Is(err) {
+		t.Errorf("validate admin: %v; want an input error", err)
+	}
+	if _, err := IssueToken(ctx, cs, "shop", TokenOptions{Name: "deploy", Level: Admin, TTL: time.Hour}); !inputerr.Is(err) || !strings.Contains(err.Error(), "operator") {
+		t.Errorf("token at admin: %v; want an input error naming operator", err)
+	}
+	ci, _ := ParseSubject("ci:deploy", "shop")
+	if _, _, err := Add(ctx, cs, "shop", ci, Admin); !inputerr.Is(err) {
+		t.Errorf("add ci at admin: %v; want an input error", err)
+	}
+	if n := len(cs.Actions()); n != 0 {
+		t.Errorf("%d API actions; want none", n)
 	}
 }

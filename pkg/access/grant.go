@@ -39,6 +39,11 @@ type Grant struct {
 // goes. The API server refuses a grant of more than the caller holds,
 // which comes back as a RefusedError with Escalation set.
 func Add(ctx context.Context, client kubernetes.Interface, namespace string, s Subject, l Level) (Grant, bool, error) {
+	if _, ci := s.CI(); ci {
+		if err := refuseAdminCI(l); err != nil {
+			return Grant{}, false, err
+		}
+	}
 	if err := ensureRole(ctx, client, namespace, l); err != nil {
 		return Grant{}, false, err
 	}

@@ -52,7 +52,19 @@ func (o TokenOptions) Validate() error {
 	if o.Level == "" && !o.Rotate {
 		return inputerr.Errorf("--role is required: viewer, developer, operator or admin")
 	}
-	return nil
+	return refuseAdminCI(o.Level)
+}
+
+// refuseAdminCI refuses a CI identity at admin. Anyone who may create pods
+// or Secrets in the namespace (a developer) can act as any service account
+// there: a pod naming it, or a service-account-token Secret naming it
+// gives a token that never expires. An admin CI identity would make every
+// developer an admin, and let them act under the CI name.
+func refuseAdminCI(l Level) error {
+	if l != Admin {
+		return nil
+	}
+	return inputerr.Errorf("a CI token cannot have the admin level: anyone who may create pods or Secrets in the namespace (a developer) can use a CI identity's service account, so an admin CI token would make every developer an admin; use --role operator or lower for CI")
 }
 
 // IssueToken makes (or with Rotate remakes) the ServiceAccount tug-ci-NAME
@@ -87,6 +99,9 @@ func IssueToken(ctx context.Context, client kubernetes.Interface, namespace stri
 	}
 	if o.Level.Rank() == 0 {
 		return nil, inputerr.Errorf("--role is required: viewer, developer, operator or admin")
+	}
+	if err := refuseAdminCI(o.Level); err != nil {
+		return nil, err
 	}
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: namespace,
 		Labels: map[string]string{kube.LabelManagedBy: kube.ManagedBy, LabelLevel: string(o.Level)}}}
