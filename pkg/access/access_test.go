@@ -7,9 +7,12 @@ import (
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"tug.dev/tug/pkg/inputerr"
 )
@@ -191,5 +194,39 @@ func TestCITokenAtAdminIsRefused(t *testing.T) {
 	}
 	if n := len(cs.Actions()); n != 0 {
 		t.Errorf("%d API actions; want none", n)
+	}
+}
+
+// --rotate keeps the level the CI identity holds now, not the one it was
+// made with: a level lowered since with 'access add ci:NAME' stays lowered.
+func TestRotateKeepsTheCurrentLevel(t *testing.T) {
+	ctx := context.Background()
+	cs := fake.NewClientset()
+	// The fake has no TokenRequest; answer it.
+	cs.PrependReactor("create", "serviceaccounts", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "token" {
+			return false, nil, nil
+		}
+		return true, &authenticationv1.TokenRequest{Status: authenticationv1.TokenRequestStatus{Token: "t", ExpirationTimestamp: metav1.Now()}}, nil
+	})
+	if _, err := IssueToken(ctx, cs, "shop", TokenOptions{Name: "deploy", Level: Operator, TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	ci, _ := ParseSubject("ci:deploy", "shop")
+	if _, _, err := Add(ctx, cs, "shop", ci, Viewer); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := IssueToken(ctx, cs, "shop", TokenOptions{Name: "deploy", TTL: time.Hour, Rotate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok.Level != Viewer {
+		t.Errorf("rotated at %s; want viewer", tok.Level)
+	}
+	gs, _ := List(ctx, cs, "shop")
+	for _, g := range gs {
+		if g.Subject == "ci:deploy" && g.Level != Viewer {
+			t.Errorf("after rotate ci:deploy holds %s", g.Level)
+		}
 	}
 }

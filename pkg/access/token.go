@@ -90,7 +90,14 @@ func IssueToken(ctx context.Context, client kubernetes.Interface, namespace stri
 		return nil, inputerr.Errorf("CI token %q exists in namespace %q; --rotate issues a new one (and refuses the old ones), 'tug access remove ci:%s' revokes it", o.Name, namespace, o.Name)
 	default:
 		if o.Level == "" {
-			o.Level = Level(have.Labels[LabelLevel])
+			// The level it holds now: 'access add ci:NAME' may have changed
+			// it since the service account was labelled.
+			if o.Level, err = heldLevel(ctx, client, namespace, s); err != nil {
+				return nil, err
+			}
+		}
+		if err := refuseAdminCI(o.Level); err != nil {
+			return nil, err
 		}
 		// A new UID: the API server refuses every token of the old one.
 		if err := sas.Delete(ctx, s.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &have.UID}}); err != nil && !apierrors.IsNotFound(err) {
@@ -120,6 +127,22 @@ func IssueToken(ctx context.Context, client kubernetes.Interface, namespace stri
 	}
 	return &Token{Name: o.Name, Subject: s.String(), ServiceAccount: s.Name, Namespace: namespace, Level: o.Level,
 		ExpiresAt: tr.Status.ExpirationTimestamp.UTC(), Token: tr.Status.Token}, nil
+}
+
+// heldLevel is the highest level tug's bindings grant s in namespace, ""
+// when none.
+func heldLevel(ctx context.Context, client kubernetes.Interface, namespace string, s Subject) (Level, error) {
+	rbs, err := client.RbacV1().RoleBindings(namespace).List(ctx, metav1.ListOptions{LabelSelector: kube.LabelManagedBy + "=" + kube.ManagedBy})
+	if err != nil {
+		return "", kube.TranslateError(err)
+	}
+	held := Level("")
+	for _, rb := range rbs.Items {
+		if l := Level(rb.Labels[LabelLevel]); tugBindingFor(rb, s, namespace) && l.Rank() > held.Rank() {
+			held = l
+		}
+	}
+	return held, nil
 }
 
 // Cluster is where a kubeconfig points: the API server and how to trust it.
