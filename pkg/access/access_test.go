@@ -8,6 +8,7 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -15,6 +16,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"tug.dev/tug/pkg/inputerr"
+	"tug.dev/tug/pkg/kube"
 )
 
 func TestParseLevel(t *testing.T) {
@@ -54,8 +56,8 @@ func TestParseSubject(t *testing.T) {
 			t.Errorf("%q: %v; want an input error", in, err)
 		}
 	}
-	if s, _ := ParseSubject("ci:deploy", "shop"); s.String() != "ci:deploy" {
-		t.Errorf("ci subject reads %q", s.String())
+	if s, _ := ParseSubject("ci:deploy", "shop"); s.Text("shop") != "ci:deploy" {
+		t.Errorf("ci subject reads %q", s.Text("shop"))
 	}
 }
 
@@ -228,5 +230,34 @@ func TestRotateKeepsTheCurrentLevel(t *testing.T) {
 		if g.Subject == "ci:deploy" && g.Level != Viewer {
 			t.Errorf("after rotate ci:deploy holds %s", g.Level)
 		}
+	}
+}
+
+// A service account named tug-ci-X is a CI identity only in the command's
+// namespace: serviceaccount:other:tug-ci-d run with -n shop is other's
+// service account, and removing its access leaves shop's tug-ci-d alone.
+func TestCIOnlyInTheCommandsNamespace(t *testing.T) {
+	ctx := context.Background()
+	other, err := ParseSubject("serviceaccount:other:tug-ci-d", "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := other.CI("shop"); ok {
+		t.Error("other's tug-ci-d reads as a CI identity of shop")
+	}
+	if got := other.Text("shop"); got != "serviceaccount:other:tug-ci-d" {
+		t.Errorf("other's tug-ci-d reads %q", got)
+	}
+	cs := fake.NewClientset(&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "tug-ci-d", Namespace: "shop",
+		Labels: map[string]string{kube.LabelManagedBy: kube.ManagedBy, LabelLevel: "developer"}}})
+	if _, _, err := Add(ctx, cs, "shop", other, Developer); err != nil {
+		t.Fatal(err)
+	}
+	r, err := PlanRemove(ctx, cs, "shop", other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.ServiceAccount != "" || r.Subject != "serviceaccount:other:tug-ci-d" {
+		t.Errorf("removal plan %+v; want other's binding only, no service account", r)
 	}
 }

@@ -65,7 +65,7 @@ func (e *RefusedError) Error() string {
 	} else if e.User != "" {
 		have = fmt.Sprintf("you (%s) hold no tug access level here", e.User)
 	}
-	grant := fmt.Sprintf("an admin of the namespace grants it with 'tug access add %s --role %s -n %s' (see 'tug access list' for the admins)", subjectWord(e.User), e.Need, e.Namespace)
+	grant := fmt.Sprintf("an admin of the namespace grants it with 'tug access add %s --role %s -n %s' (see 'tug access list' for the admins)", subjectWord(e.User, e.Namespace), e.Need, e.Namespace)
 	if e.Escalation {
 		return fmt.Sprintf("%s refused: the API server lets no one grant more than they hold, and granting %s needs the %s level in namespace %q; %s; nothing was changed",
 			e.Command, e.Need, e.Need, e.Namespace, have)
@@ -88,13 +88,13 @@ func Article(l Level) string {
 
 // subjectWord is how 'tug access add' names the caller: a CI token's
 // service account as ci:NAME, another service account as
-// serviceaccount:NAME, a user by name.
-func subjectWord(user string) string {
+// serviceaccount:NAMESPACE:NAME, a user by name.
+func subjectWord(user, namespace string) string {
 	if user == "" {
 		return "USER"
 	}
 	if s, err := SubjectOfUser(user); err == nil {
-		return s.String()
+		return s.Text(namespace)
 	}
 	return user
 }

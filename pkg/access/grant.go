@@ -39,7 +39,7 @@ type Grant struct {
 // goes. The API server refuses a grant of more than the caller holds,
 // which comes back as a RefusedError with Escalation set.
 func Add(ctx context.Context, client kubernetes.Interface, namespace string, s Subject, l Level) (Grant, bool, error) {
-	if _, ci := s.CI(); ci {
+	if _, ci := s.CI(namespace); ci {
 		if err := refuseAdminCI(l); err != nil {
 			return Grant{}, false, err
 		}
@@ -57,7 +57,7 @@ func Add(ctx context.Context, client kubernetes.Interface, namespace string, s S
 		rb := &rbacv1.RoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace,
 				Labels:      map[string]string{kube.LabelManagedBy: kube.ManagedBy, LabelLevel: string(l)},
-				Annotations: map[string]string{annotationSubject: s.String()}},
+				Annotations: map[string]string{annotationSubject: s.Text(namespace)}},
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: l.RoleName()},
 			Subjects: []rbacv1.Subject{s.rbac()},
 		}
@@ -74,7 +74,7 @@ func Add(ctx context.Context, client kubernetes.Interface, namespace string, s S
 			changed = true
 		}
 	}
-	g := Grant{Subject: s.String(), Kind: s.Kind, Name: s.Name, Namespace: s.Namespace, Level: l, Binding: name, Role: "Role/" + l.RoleName(), Managed: true}
+	g := Grant{Subject: s.Text(namespace), Kind: s.Kind, Name: s.Name, Namespace: s.Namespace, Level: l, Binding: name, Role: "Role/" + l.RoleName(), Managed: true}
 	return g, changed, nil
 }
 
@@ -146,7 +146,7 @@ func List(ctx context.Context, client kubernetes.Interface, namespace string) ([
 			if r.Kind == rbacv1.ServiceAccountKind && s.Namespace == "" {
 				s.Namespace = namespace
 			}
-			out = append(out, Grant{Subject: s.String(), Kind: s.Kind, Name: s.Name, Namespace: s.Namespace, Level: level,
+			out = append(out, Grant{Subject: s.Text(namespace), Kind: s.Kind, Name: s.Name, Namespace: s.Namespace, Level: level,
 				Binding: rb.Name, Role: rb.RoleRef.Kind + "/" + rb.RoleRef.Name, Managed: managed})
 		}
 	}

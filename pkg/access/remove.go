@@ -37,7 +37,7 @@ func PlanRemove(ctx context.Context, client kubernetes.Interface, namespace stri
 	if err != nil {
 		return nil, kube.TranslateError(err)
 	}
-	r := &Removal{Subject: s.String(), Bindings: []string{}, LeftAlone: []string{}}
+	r := &Removal{Subject: s.Text(namespace), Bindings: []string{}, LeftAlone: []string{}}
 	for _, rb := range rbs.Items {
 		switch {
 		case tugBindingFor(rb, s, namespace):
@@ -46,7 +46,7 @@ func PlanRemove(ctx context.Context, client kubernetes.Interface, namespace stri
 			r.LeftAlone = append(r.LeftAlone, rb.Name)
 		}
 	}
-	if _, ok := s.CI(); ok {
+	if _, ok := s.CI(namespace); ok {
 		sa, err := client.CoreV1().ServiceAccounts(namespace).Get(ctx, s.Name, metav1.GetOptions{})
 		switch {
 		case err == nil && sa.Labels[kube.LabelManagedBy] == kube.ManagedBy:
@@ -60,9 +60,9 @@ func PlanRemove(ctx context.Context, client kubernetes.Interface, namespace stri
 	if len(r.Bindings) == 0 && r.ServiceAccount == "" {
 		if len(r.LeftAlone) > 0 {
 			return nil, fmt.Errorf("%s has access in namespace %q only through %s, which tug did not make; nothing was changed (remove it with kubectl if you mean to)",
-				s, namespace, strings.Join(r.LeftAlone, ", "))
+				s.Text(namespace), namespace, strings.Join(r.LeftAlone, ", "))
 		}
-		return nil, inputerr.Errorf("%s has no access in namespace %q; see 'tug access list -n %s'", s, namespace, namespace)
+		return nil, inputerr.Errorf("%s has no access in namespace %q; see 'tug access list -n %s'", s.Text(namespace), namespace, namespace)
 	}
 	return r, nil
 }

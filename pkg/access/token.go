@@ -125,7 +125,7 @@ func IssueToken(ctx context.Context, client kubernetes.Interface, namespace stri
 	if err != nil {
 		return nil, kube.TranslateError(err)
 	}
-	return &Token{Name: o.Name, Subject: s.String(), ServiceAccount: s.Name, Namespace: namespace, Level: o.Level,
+	return &Token{Name: o.Name, Subject: s.Text(namespace), ServiceAccount: s.Name, Namespace: namespace, Level: o.Level,
 		ExpiresAt: tr.Status.ExpirationTimestamp.UTC(), Token: tr.Status.Token}, nil
 }
 
