@@ -261,3 +261,31 @@ func TestCIOnlyInTheCommandsNamespace(t *testing.T) {
 		t.Errorf("removal plan %+v; want other's binding only, no service account", r)
 	}
 }
+
+// A Role named like tug's but not made by tug (main's old hand-written
+// docs/rbac tug-developer, without the level marker) is not bound: tug's
+// check would find no level. List gives a level only to Roles tug made.
+func TestHandMadeRoleOfTugsNameIsNotBound(t *testing.T) {
+	ctx := context.Background()
+	cs := fake.NewClientset(&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "tug-developer", Namespace: "shop"}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "by-hand", Namespace: "shop"},
+			RoleRef:  rbacv1.RoleRef{Kind: "Role", Name: "tug-developer"},
+			Subjects: []rbacv1.Subject{{Kind: "User", Name: "bob"}}})
+	alice, _ := ParseSubject("alice", "shop")
+	_, _, err := Add(ctx, cs, "shop", alice, Developer)
+	if err == nil || !strings.Contains(err.Error(), "docs/rbac") {
+		t.Errorf("add onto a hand-made tug-developer: %v; want a refusal naming docs/rbac", err)
+	}
+	gs, err := List(ctx, cs, "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range gs {
+		if g.Subject == "alice" {
+			t.Errorf("alice was bound: %+v", g)
+		}
+		if g.Subject == "bob" && g.Level != "" {
+			t.Errorf("bob's hand-made tug-developer reads as level %q", g.Level)
+		}
+	}
+}

@@ -105,7 +105,12 @@ func ensureRole(ctx context.Context, client kubernetes.Interface, namespace stri
 		return explainEscalation(err, l, namespace)
 	case err != nil:
 		return kube.TranslateError(err)
-	case have.Labels[kube.LabelManagedBy] != kube.ManagedBy || equality.Semantic.DeepEqual(have.Rules, want.Rules):
+	case have.Labels[kube.LabelManagedBy] != kube.ManagedBy:
+		// Written by hand (an older docs/rbac), it may lack the level
+		// marker: bound, it would give access but no level tug knows.
+		return fmt.Errorf("the Role %s in namespace %q was not made by tug (it has no %s=%s label), so it may not hold the %s level; nothing was changed: re-apply it with 'kubectl apply -n %s -f docs/rbac/%s-role.yaml', or delete it and tug makes it",
+			want.Name, namespace, kube.LabelManagedBy, kube.ManagedBy, l, namespace, want.Name)
+	case equality.Semantic.DeepEqual(have.Rules, want.Rules):
 		return nil
 	}
 	have.Rules = want.Rules
@@ -134,12 +139,16 @@ func List(ctx context.Context, client kubernetes.Interface, namespace string) ([
 	if err != nil {
 		return nil, kube.TranslateError(err)
 	}
+	levelOf, err := tugRoles(ctx, client, namespace)
+	if err != nil {
+		return nil, err
+	}
 	out := []Grant{}
 	for _, rb := range rbs.Items {
 		managed := rb.Labels[kube.LabelManagedBy] == kube.ManagedBy && rb.Labels[LabelLevel] != ""
 		level := Level("")
 		if rb.RoleRef.Kind == "Role" {
-			level = LevelOfRole(rb.RoleRef.Name)
+			level = levelOf(rb.RoleRef.Name)
 		}
 		for _, r := range rb.Subjects {
 			s := Subject{Kind: r.Kind, Name: r.Name, Namespace: r.Namespace}
@@ -157,4 +166,28 @@ func List(ctx context.Context, client kubernetes.Interface, namespace string) ([
 		return strings.Compare(a.Subject+a.Binding, b.Subject+b.Binding)
 	})
 	return out, nil
+}
+
+// tugRoles says which level a Role of namespace grants: only a Role tug
+// made (labelled) has one; a hand-made Role of the same name may lack the
+// level marker. A caller who may not list Roles (a viewer) gets the
+// level by name.
+func tugRoles(ctx context.Context, client kubernetes.Interface, namespace string) (func(string) Level, error) {
+	roles, err := client.RbacV1().Roles(namespace).List(ctx, metav1.ListOptions{LabelSelector: kube.LabelManagedBy + "=" + kube.ManagedBy})
+	if apierrors.IsForbidden(err) {
+		return LevelOfRole, nil
+	}
+	if err != nil {
+		return nil, kube.TranslateError(err)
+	}
+	tugs := map[string]bool{}
+	for _, r := range roles.Items {
+		tugs[r.Name] = true
+	}
+	return func(name string) Level {
+		if !tugs[name] {
+			return ""
+		}
+		return LevelOfRole(name)
+	}, nil
 }
