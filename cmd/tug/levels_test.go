@@ -176,3 +176,43 @@ func TestDoctorSaysTheLevelAndTheGateRefuses(t *testing.T) {
 		}
 	}
 }
+
+// A viewer who also holds access of another kind (a ClusterRole edit bound
+// in the namespace) is not refused a developer command by tug's check when
+// RBAC lets them do what the developer level adds: RBAC decides. Without
+// it, the viewer is refused before anything changes.
+func TestGateLetsRBACDecideForOtherAccess(t *testing.T) {
+	for _, edit := range []bool{true, false} {
+		setup, kubeconfig := withCluster(t, false)
+		var cs *fake.Clientset
+		r := execute(t, func(f *cli.Factory) {
+			setup(f)
+			c, _ := f.KubeClientFunc()
+			cs = c.(*fake.Clientset)
+			cs.PrependReactor("create", "selfsubjectaccessreviews", func(action k8stesting.Action) (bool, runtime.Object, error) {
+				ssar := action.(k8stesting.CreateAction).GetObject().(*authorizationv1.SelfSubjectAccessReview).DeepCopy()
+				a := ssar.Spec.ResourceAttributes
+				ssar.Status.Allowed = a.Namespace == "dev" && a.Verb != "update" && a.Verb != "create" && a.Verb != "patch" && a.Verb != "delete"
+				if a.Group == "tug.dev" {
+					ssar.Status.Allowed = a.Name == "viewer"
+				} else if edit {
+					ssar.Status.Allowed = a.Namespace == "dev"
+				}
+				return true, ssar, nil
+			})
+		}, "--kubeconfig", kubeconfig, "app", "restart", "shop")
+		refused := strings.Contains(r.stderr, "needs the developer level")
+		if refused == edit {
+			t.Errorf("viewer with edit %v: exit %d, stderr %q", edit, r.code, r.stderr)
+		}
+		asked := false
+		for _, a := range cs.Actions() {
+			if res := a.GetResource().Resource; res != "selfsubjectaccessreviews" && res != "selfsubjectreviews" {
+				asked = true
+			}
+		}
+		if asked != edit {
+			t.Errorf("viewer with edit %v: the command went on to the cluster: %v", edit, asked)
+		}
+	}
+}

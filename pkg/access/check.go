@@ -26,6 +26,33 @@ func MayUse(ctx context.Context, client kubernetes.Interface, namespace string, 
 	return out.Status.Allowed, nil
 }
 
+// added is one permission each level's Role holds and the level below's
+// does not, for HoldsBeyond. The operator's Role is the developer's (their
+// line is tug's marker alone), so it has none.
+var added = map[Level]authorizationv1.ResourceAttributes{
+	Developer: {Verb: "update", Resource: "secrets"},
+	Admin:     {Verb: "create", Group: "rbac.authorization.k8s.io", Resource: "rolebindings"},
+}
+
+// HoldsBeyond says whether a caller who holds a level below l may still do
+// what l adds in namespace through access that is not tug's (a ClusterRole
+// edit or admin bound there, a hand-made Role): then RBAC, not tug's
+// check, decides. One review; false for a level that adds nothing RBAC
+// can see.
+func HoldsBeyond(ctx context.Context, client kubernetes.Interface, namespace string, l Level) (bool, error) {
+	a, ok := added[l]
+	if !ok {
+		return false, nil
+	}
+	a.Namespace = namespace
+	ssar := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &a}}
+	out, err := client.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, ssar, metav1.CreateOptions{})
+	if err != nil {
+		return false, err
+	}
+	return out.Status.Allowed, nil
+}
+
 // CallerLevel is the highest level the caller holds in namespace, or ""
 // when it holds none of tug's levels (its access, if any, is not through
 // them).
