@@ -2,17 +2,24 @@ package access
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
 
 	"tug.dev/tug/pkg/inputerr"
@@ -287,5 +294,45 @@ func TestHandMadeRoleOfTugsNameIsNotBound(t *testing.T) {
 		if g.Subject == "bob" && g.Level != "" {
 			t.Errorf("bob's hand-made tug-developer reads as level %q", g.Level)
 		}
+	}
+}
+
+// CallerLevel's reviews go out at once, not one after another: a caller
+// on no level pays one round trip, not four. The server (an httptest one:
+// the fake clientset serializes calls) answers only when all four wait.
+func TestCallerLevelAsksAtOnce(t *testing.T) {
+	var mu sync.Mutex
+	waiting := 0
+	all := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var ssar authorizationv1.SelfSubjectAccessReview
+		if err := json.NewDecoder(r.Body).Decode(&ssar); err != nil || ssar.Spec.ResourceAttributes == nil {
+			http.Error(w, "not a review", http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		if waiting++; waiting == len(Levels) {
+			close(all)
+		}
+		mu.Unlock()
+		select {
+		case <-all:
+		case <-time.After(2 * time.Second):
+			http.Error(w, "the reviews were asked one after another", http.StatusInternalServerError)
+			return
+		}
+		name := ssar.Spec.ResourceAttributes.Name
+		ssar.Status.Allowed = name == "viewer" || name == "developer"
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(&ssar)
+	}))
+	defer srv.Close()
+	cs, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL, ContentConfig: rest.ContentConfig{ContentType: "application/json"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := CallerLevel(context.Background(), cs, "shop")
+	if err != nil || l != Developer {
+		t.Errorf("level %q, %v; want developer", l, err)
 	}
 }

@@ -3,6 +3,7 @@ package access
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -57,12 +58,22 @@ func HoldsBeyond(ctx context.Context, client kubernetes.Interface, namespace str
 // when it holds none of tug's levels (its access, if any, is not through
 // them).
 func CallerLevel(ctx context.Context, client kubernetes.Interface, namespace string) (Level, error) {
-	for i := len(Levels) - 1; i >= 0; i-- {
-		ok, err := MayUse(ctx, client, namespace, Levels[i])
+	// One review per level, asked at once: one round trip, not four (a
+	// caller on no level would otherwise wait for every one in turn).
+	held := make([]bool, len(Levels))
+	errs := make([]error, len(Levels))
+	var wg sync.WaitGroup
+	for i, l := range Levels {
+		wg.Go(func() { held[i], errs[i] = MayUse(ctx, client, namespace, l) })
+	}
+	wg.Wait()
+	for _, err := range errs {
 		if err != nil {
 			return "", err
 		}
-		if ok {
+	}
+	for i := len(Levels) - 1; i >= 0; i-- {
+		if held[i] {
 			return Levels[i], nil
 		}
 	}
