@@ -116,6 +116,9 @@ func runAccessToken(ctx context.Context, o *accessTokenOptions) error {
 	} else {
 		res.Kubeconfig = string(kc)
 	}
+	if tok.Warning != "" {
+		fmt.Fprintf(o.IO.ErrOut, "warning: %s\n", tok.Warning)
+	}
 	fmt.Fprintf(o.IO.ErrOut, "CI token %s (%s, %s in namespace %q) expires %s\n", tok.Name, tok.Subject, tok.Level, tok.Namespace, tok.ExpiresAt.Format(time.RFC3339))
 	return o.Output.Print(o.IO, res, func() error {
 		if o.File != "" {

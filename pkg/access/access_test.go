@@ -3,6 +3,7 @@ package access
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -334,5 +336,26 @@ func TestCallerLevelAsksAtOnce(t *testing.T) {
 	l, err := CallerLevel(context.Background(), cs, "shop")
 	if err != nil || l != Developer {
 		t.Errorf("level %q, %v; want developer", l, err)
+	}
+}
+
+// Bringing an older tug Role up to date may be refused by RBAC's
+// escalation check (the new rules hold more than the caller): the grant
+// binds the Role as it is and warns that a cluster-admin must re-apply it.
+func TestOlderRoleNotUpdatableIsBoundWithAWarning(t *testing.T) {
+	ctx := context.Background()
+	old := Role(Admin, "shop")
+	old.Rules = old.Rules[:1]
+	cs := fake.NewClientset(old)
+	cs.PrependReactor("update", "roles", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(rbacv1.Resource("roles"), "tug-admin", errors.New("user \"ann\" is attempting to grant RBAC permissions not currently held"))
+	})
+	alice, _ := ParseSubject("alice", "shop")
+	g, changed, err := Add(ctx, cs, "shop", alice, Admin)
+	if err != nil || !changed {
+		t.Fatalf("add: %v, changed %v", err, changed)
+	}
+	if !strings.Contains(g.Warning, "docs/rbac/tug-admin-role.yaml") || !strings.Contains(g.Warning, "cluster-admin") {
+		t.Errorf("warning %q", g.Warning)
 	}
 }

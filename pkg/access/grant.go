@@ -31,6 +31,9 @@ type Grant struct {
 	// Managed: tug made the binding ('tug access add' or 'tug access
 	// token'); tug never changes or removes one it did not make.
 	Managed bool `json:"managed"`
+	// Warning is what the grant could not do but went on without: an
+	// older tug Role the caller may not bring up to date.
+	Warning string `json:"warning,omitempty"`
 }
 
 // Add grants level l to s in namespace: tug's Role for l (made when
@@ -44,7 +47,8 @@ func Add(ctx context.Context, client kubernetes.Interface, namespace string, s S
 			return Grant{}, false, err
 		}
 	}
-	if err := ensureRole(ctx, client, namespace, l); err != nil {
+	warning, err := ensureRole(ctx, client, namespace, l)
+	if err != nil {
 		return Grant{}, false, err
 	}
 	rbs, err := client.RbacV1().RoleBindings(namespace).List(ctx, metav1.ListOptions{LabelSelector: kube.LabelManagedBy + "=" + kube.ManagedBy})
@@ -74,7 +78,7 @@ func Add(ctx context.Context, client kubernetes.Interface, namespace string, s S
 			changed = true
 		}
 	}
-	g := Grant{Subject: s.Text(namespace), Kind: s.Kind, Name: s.Name, Namespace: s.Namespace, Level: l, Binding: name, Role: "Role/" + l.RoleName(), Managed: true}
+	g := Grant{Subject: s.Text(namespace), Kind: s.Kind, Name: s.Name, Namespace: s.Namespace, Level: l, Binding: name, Role: "Role/" + l.RoleName(), Managed: true, Warning: warning}
 	return g, changed, nil
 }
 
@@ -92,30 +96,36 @@ func tugBindingFor(rb rbacv1.RoleBinding, s Subject, namespace string) bool {
 
 // ensureRole makes tug's Role for l in namespace when it is missing, and
 // brings one tug made up to date; a Role of that name that tug did not
-// make is left as it is.
-func ensureRole(ctx context.Context, client kubernetes.Interface, namespace string, l Level) error {
+// make is refused. An update RBAC refuses (the new rules hold more than
+// the caller) is a warning: the Role is bound as it is.
+func ensureRole(ctx context.Context, client kubernetes.Interface, namespace string, l Level) (string, error) {
 	want := Role(l, namespace)
 	have, err := client.RbacV1().Roles(namespace).Get(ctx, want.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		_, err = client.RbacV1().Roles(namespace).Create(ctx, want, metav1.CreateOptions{FieldManager: kube.FieldManager})
 		if apierrors.IsAlreadyExists(err) {
-			return nil
+			return "", nil
 		}
-		return explainEscalation(err, l, namespace)
+		return "", explainEscalation(err, l, namespace)
 	case err != nil:
-		return kube.TranslateError(err)
+		return "", kube.TranslateError(err)
 	case have.Labels[kube.LabelManagedBy] != kube.ManagedBy:
 		// Written by hand (an older docs/rbac), it may lack the level
 		// marker: bound, it would give access but no level tug knows.
-		return fmt.Errorf("the Role %s in namespace %q was not made by tug (it has no %s=%s label), so it may not hold the %s level; nothing was changed: re-apply it with 'kubectl apply -n %s -f docs/rbac/%s-role.yaml', or delete it and tug makes it",
+		return "", fmt.Errorf("the Role %s in namespace %q was not made by tug (it has no %s=%s label), so it may not hold the %s level; nothing was changed: re-apply it with 'kubectl apply -n %s -f docs/rbac/%s-role.yaml', or delete it and tug makes it",
 			want.Name, namespace, kube.LabelManagedBy, kube.ManagedBy, l, namespace, want.Name)
 	case equality.Semantic.DeepEqual(have.Rules, want.Rules):
-		return nil
+		return "", nil
 	}
 	have.Rules = want.Rules
 	_, err = client.RbacV1().Roles(namespace).Update(ctx, have, metav1.UpdateOptions{FieldManager: kube.FieldManager})
-	return explainEscalation(err, l, namespace)
+	var refused *RefusedError
+	if err = explainEscalation(err, l, namespace); errors.As(err, &refused) {
+		return fmt.Sprintf("the Role %s in namespace %q is older than this tug and you may not bring it up to date (it would grant more than you hold); it was bound as it is: a cluster-admin must re-apply it with 'kubectl apply -n %s -f docs/rbac/%s-role.yaml'",
+			want.Name, namespace, namespace, want.Name), nil
+	}
+	return "", err
 }
 
 // explainEscalation turns the API server's refusal of a Role or binding

@@ -39,6 +39,8 @@ type Token struct {
 	Level          Level     `json:"level"`
 	ExpiresAt      time.Time `json:"expiresAt"`
 	Token          string    `json:"-"`
+	// Warning is Grant.Warning of its binding.
+	Warning string `json:"warning,omitempty"`
 }
 
 // Validate checks o before anything is asked of the cluster.
@@ -115,7 +117,8 @@ func IssueToken(ctx context.Context, client kubernetes.Interface, namespace stri
 	if _, err := sas.Create(ctx, sa, metav1.CreateOptions{FieldManager: kube.FieldManager}); err != nil {
 		return nil, kube.TranslateError(err)
 	}
-	if _, _, err := Add(ctx, client, namespace, s, o.Level); err != nil {
+	g, _, err := Add(ctx, client, namespace, s, o.Level)
+	if err != nil {
 		// Nothing half-made stays behind a refused grant.
 		_ = sas.Delete(context.WithoutCancel(ctx), s.Name, metav1.DeleteOptions{})
 		return nil, err
@@ -126,7 +129,7 @@ func IssueToken(ctx context.Context, client kubernetes.Interface, namespace stri
 		return nil, kube.TranslateError(err)
 	}
 	return &Token{Name: o.Name, Subject: s.Text(namespace), ServiceAccount: s.Name, Namespace: namespace, Level: o.Level,
-		ExpiresAt: tr.Status.ExpirationTimestamp.UTC(), Token: tr.Status.Token}, nil
+		ExpiresAt: tr.Status.ExpirationTimestamp.UTC(), Token: tr.Status.Token, Warning: g.Warning}, nil
 }
 
 // heldLevel is the highest level tug's bindings grant s in namespace, ""
