@@ -359,3 +359,16 @@ func TestOlderRoleNotUpdatableIsBoundWithAWarning(t *testing.T) {
 		t.Errorf("warning %q", g.Warning)
 	}
 }
+
+// On a cluster without SelfSubjectReview the caller's name is "unknown":
+// the refusal does not tell anyone to grant a level to "unknown". The
+// hint names cluster-admins too, who hold every level.
+func TestRefusalOfAnUnknownCaller(t *testing.T) {
+	for _, user := range []string{"unknown", ""} {
+		msg := (&RefusedError{Command: "tug app deploy", Need: Developer, Have: Viewer, User: user, Namespace: "shop"}).Error()
+		if strings.Contains(msg, "unknown") || strings.Contains(msg, "()") || !strings.Contains(msg, "you are a viewer") ||
+			!strings.Contains(msg, "'tug access add USER --role developer -n shop'") || !strings.Contains(msg, "ClusterRoleBinding") {
+			t.Errorf("user %q: %s", user, msg)
+		}
+	}
+}

@@ -97,13 +97,19 @@ type RefusedError struct {
 }
 
 func (e *RefusedError) Error() string {
-	have := "you hold no tug access level here"
-	if e.Have != "" {
-		have = fmt.Sprintf("you (%s) are %s", e.User, Article(e.Have))
-	} else if e.User != "" {
-		have = fmt.Sprintf("you (%s) hold no tug access level here", e.User)
+	user := e.User
+	if user == "unknown" { // kube.WhoAmI's answer when the cluster cannot say
+		user = ""
 	}
-	grant := fmt.Sprintf("an admin of the namespace grants it with 'tug access add %s --role %s -n %s' (see 'tug access list' for the admins)", subjectWord(e.User, e.Namespace), e.Need, e.Namespace)
+	you := "you"
+	if user != "" {
+		you = fmt.Sprintf("you (%s)", user)
+	}
+	have := you + " hold no tug access level here"
+	if e.Have != "" {
+		have = fmt.Sprintf("%s are %s", you, Article(e.Have))
+	}
+	grant := fmt.Sprintf("an admin of the namespace grants it with 'tug access add %s --role %s -n %s' (see 'tug access list' for the admins; a cluster-admin, bound by a ClusterRoleBinding, can too)", subjectWord(user, e.Namespace), e.Need, e.Namespace)
 	if e.Escalation {
 		return fmt.Sprintf("%s refused: the API server lets no one grant more than they hold, and granting %s needs the %s level in namespace %q; %s; nothing was changed",
 			e.Command, e.Need, e.Need, e.Namespace, have)
