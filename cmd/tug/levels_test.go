@@ -2,11 +2,15 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -214,5 +218,39 @@ func TestGateLetsRBACDecideForOtherAccess(t *testing.T) {
 		if asked != edit {
 			t.Errorf("viewer with edit %v: the command went on to the cluster: %v", edit, asked)
 		}
+	}
+}
+
+// -f onto a file that exists (a CI kubeconfig left readable by all) leaves
+// it mode 0600 holding the new token: written anew, not over the old one.
+func TestAccessTokenFileIsPrivate(t *testing.T) {
+	setup, kubeconfig := withCluster(t, false)
+	file := filepath.Join(t.TempDir(), "ci.kubeconfig")
+	if err := os.WriteFile(file, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(file, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := execute(t, func(f *cli.Factory) {
+		setup(f)
+		c, _ := f.KubeClientFunc()
+		c.(*fake.Clientset).PrependReactor("create", "serviceaccounts", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			if a.GetSubresource() != "token" {
+				return false, nil, nil
+			}
+			return true, &authenticationv1.TokenRequest{Status: authenticationv1.TokenRequestStatus{Token: "secret-token", ExpirationTimestamp: metav1.Now()}}, nil
+		})
+	}, "--kubeconfig", kubeconfig, "access", "token", "deploy", "--role", "developer", "-f", file)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	st, err := os.Stat(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(file)
+	if st.Mode().Perm() != 0o600 || !strings.Contains(string(data), "secret-token") {
+		t.Errorf("mode %v, holds the token: %v", st.Mode().Perm(), strings.Contains(string(data), "secret-token"))
 	}
 }
