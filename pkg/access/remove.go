@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/kube"
 )
 
@@ -30,8 +29,8 @@ type Removal struct {
 
 // PlanRemove finds what removing s's access in namespace takes away. A
 // subject with nothing of tug's to remove is an error that changes
-// nothing: bad input when it has no access at all, a plain failure when
-// its access is through bindings tug did not make.
+// nothing (a plain failure, exit 1): it has no access at all, or only
+// through bindings tug did not make.
 func PlanRemove(ctx context.Context, client kubernetes.Interface, namespace string, s Subject) (*Removal, error) {
 	rbs, err := client.RbacV1().RoleBindings(namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -62,7 +61,9 @@ func PlanRemove(ctx context.Context, client kubernetes.Interface, namespace stri
 			return nil, fmt.Errorf("%s has access in namespace %q only through %s, which tug did not make; nothing was changed (remove it with kubectl if you mean to)",
 				s.Text(namespace), namespace, strings.Join(r.LeftAlone, ", "))
 		}
-		return nil, inputerr.Errorf("%s has no access in namespace %q; see 'tug access list -n %s'", s.Text(namespace), namespace, namespace)
+		// Not bad input: nothing of that subject's was found (exit 1, as a
+		// missing app; docs/exit-codes.md).
+		return nil, fmt.Errorf("%s has no access in namespace %q; see 'tug access list -n %s'", s.Text(namespace), namespace, namespace)
 	}
 	return r, nil
 }
