@@ -372,3 +372,24 @@ func TestRefusalOfAnUnknownCaller(t *testing.T) {
 		}
 	}
 }
+
+// tug's binding of a subject is one labelled by tug, naming that subject
+// alone, bound to a Role of tug's level: a labelled binding edited by hand
+// to name others, or to bind another role, is not removed by remove.
+func TestTugBindingIsOneSubjectToATugRole(t *testing.T) {
+	alice := Subject{Kind: "User", Name: "alice"}
+	labels := map[string]string{kube.LabelManagedBy: kube.ManagedBy, LabelLevel: "developer"}
+	mk := func(role string, names ...string) rbacv1.RoleBinding {
+		rb := rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Labels: labels}, RoleRef: rbacv1.RoleRef{Kind: "Role", Name: role}}
+		for _, n := range names {
+			rb.Subjects = append(rb.Subjects, rbacv1.Subject{Kind: "User", Name: n})
+		}
+		return rb
+	}
+	if !tugBindingFor(mk("tug-developer", "alice"), alice, "shop") {
+		t.Error("tug's own binding is not tug's")
+	}
+	if tugBindingFor(mk("tug-developer", "alice", "bob"), alice, "shop") || tugBindingFor(mk("edit", "alice"), alice, "shop") {
+		t.Error("a binding of two subjects, or to another role, reads as tug's")
+	}
+}

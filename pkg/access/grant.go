@@ -89,9 +89,13 @@ func bindingName(s Subject, l Level) string {
 	return strings.Replace(s.bindingName(), "tug-", "tug-"+string(l)+"-", 1)
 }
 
+// tugBindingFor: rb is one tug made for s (labelled, s its one subject,
+// bound to a Role of tug's levels); one edited by hand since is not
+// changed or removed as tug's.
 func tugBindingFor(rb rbacv1.RoleBinding, s Subject, namespace string) bool {
 	return rb.Labels[kube.LabelManagedBy] == kube.ManagedBy && rb.Labels[LabelLevel] != "" &&
-		slices.ContainsFunc(rb.Subjects, func(r rbacv1.Subject) bool { return s.matches(r, namespace) })
+		rb.RoleRef.Kind == "Role" && LevelOfRole(rb.RoleRef.Name) != "" &&
+		len(rb.Subjects) == 1 && s.matches(rb.Subjects[0], namespace)
 }
 
 // ensureRole makes tug's Role for l in namespace when it is missing, and
