@@ -106,10 +106,10 @@ func TestObjectsThatAreNotTugsBlockAndStay(t *testing.T) {
 
 // A service account bound to exactly the documented developer Role removes
 // an app with a domain, an allow list and an autoscaler, to the end.
-func TestDeveloperRoleRemovesAnApp(t *testing.T) {
+func TestAdminRoleRemovesAnApp(t *testing.T) {
 	h := New(t)
 	ctx := context.Background()
-	devConfig := developerKubeconfig(t, h)
+	devConfig := adminRoleKubeconfig(t, h)
 	run := func(args ...string) Result {
 		t.Helper()
 		r := h.TugRun(Run{Args: args, Env: []string{"KUBECONFIG=" + devConfig}})
