@@ -81,6 +81,9 @@ func runAccessAdd(ctx context.Context, o *accessAddOptions) error {
 	if err != nil {
 		return whoRefused(ctx, s, err)
 	}
+	if g.Warning != "" {
+		fmt.Fprintf(o.IO.ErrOut, "warning: %s\n", g.Warning)
+	}
 	return o.Output.Print(o.IO, g, func() error {
 		if !changed {
 			_, err := fmt.Fprintf(o.IO.ErrOut, "%s already is %s in namespace %q (rolebinding %s)\n", g.Subject, g.Level, s.Namespace, g.Binding)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -109,12 +110,15 @@ func runAccessToken(ctx context.Context, o *accessTokenOptions) error {
 	}
 	res := tokenResult{Token: tok}
 	if o.File != "" {
-		if err := os.WriteFile(o.File, kc, 0o600); err != nil {
+		if err := writePrivate(o.File, kc); err != nil {
 			return fmt.Errorf("the token was issued but not written: %w", err)
 		}
 		res.File = o.File
 	} else {
 		res.Kubeconfig = string(kc)
+	}
+	if tok.Warning != "" {
+		fmt.Fprintf(o.IO.ErrOut, "warning: %s\n", tok.Warning)
 	}
 	fmt.Fprintf(o.IO.ErrOut, "CI token %s (%s, %s in namespace %q) expires %s\n", tok.Name, tok.Subject, tok.Level, tok.Namespace, tok.ExpiresAt.Format(time.RFC3339))
 	return o.Output.Print(o.IO, res, func() error {
@@ -125,4 +129,23 @@ func runAccessToken(ctx context.Context, o *accessTokenOptions) error {
 		_, err := o.IO.Out.Write(kc)
 		return err
 	})
+}
+
+// writePrivate writes data to path readable by its owner alone: a new file
+// (CreateTemp makes it 0600) renamed over path, so a file that was there,
+// whatever its mode, is replaced rather than written into.
+func writePrivate(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // nothing left behind on failure; gone after the rename
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
 }

@@ -22,7 +22,8 @@ import (
 //   - a developer, operator or admin command asks, with its first client,
 //     whether the caller holds the level (access.MayUse): one review; a
 //     caller who holds a lower level of tug's is refused before anything
-//     changes. A caller on no level of tug's (a hand-made Role, a
+//     changes, unless other access lets them do what the level adds
+//     (access.HoldsBeyond). A caller on no level of tug's (a hand-made Role, a
 //     cluster-admin) goes on, and RBAC decides. RBAC alone cannot hold
 //     the operator's line: a deploy rewrites an app's routes and record,
 //     as 'tug domain add' does; and a refused exec stream does not come
@@ -71,6 +72,12 @@ func levelGate(ctx context.Context, f *cli.Factory, client kubernetes.Interface,
 	}
 	have, err := access.CallerLevel(ctx, client, ns)
 	if err != nil || have == "" {
+		return nil
+	}
+	// Access beyond the tug level (a ClusterRole edit, a hand-made Role)
+	// that RBAC lets do what need adds: RBAC decides, as for a caller on
+	// no tug level.
+	if beyond, err := access.HoldsBeyond(ctx, client, ns, need); err != nil || beyond {
 		return nil
 	}
 	return &access.RefusedError{Command: command, Need: need, Have: have, User: kube.WhoAmI(ctx, client, ""), Namespace: ns}

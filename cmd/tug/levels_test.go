@@ -2,11 +2,15 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -174,5 +178,79 @@ func TestDoctorSaysTheLevelAndTheGateRefuses(t *testing.T) {
 		if a.GetVerb() != "create" || a.GetResource().Resource != "selfsubjectaccessreviews" && a.GetResource().Resource != "selfsubjectreviews" {
 			t.Errorf("the refused command asked %s %s", a.GetVerb(), a.GetResource().Resource)
 		}
+	}
+}
+
+// A viewer who also holds access of another kind (a ClusterRole edit bound
+// in the namespace) is not refused a developer command by tug's check when
+// RBAC lets them do what the developer level adds: RBAC decides. Without
+// it, the viewer is refused before anything changes.
+func TestGateLetsRBACDecideForOtherAccess(t *testing.T) {
+	for _, edit := range []bool{true, false} {
+		setup, kubeconfig := withCluster(t, false)
+		var cs *fake.Clientset
+		r := execute(t, func(f *cli.Factory) {
+			setup(f)
+			c, _ := f.KubeClientFunc()
+			cs = c.(*fake.Clientset)
+			cs.PrependReactor("create", "selfsubjectaccessreviews", func(action k8stesting.Action) (bool, runtime.Object, error) {
+				ssar := action.(k8stesting.CreateAction).GetObject().(*authorizationv1.SelfSubjectAccessReview).DeepCopy()
+				a := ssar.Spec.ResourceAttributes
+				ssar.Status.Allowed = a.Namespace == "dev" && a.Verb != "update" && a.Verb != "create" && a.Verb != "patch" && a.Verb != "delete"
+				if a.Group == "tug.dev" {
+					ssar.Status.Allowed = a.Name == "viewer"
+				} else if edit {
+					ssar.Status.Allowed = a.Namespace == "dev"
+				}
+				return true, ssar, nil
+			})
+		}, "--kubeconfig", kubeconfig, "app", "restart", "shop")
+		refused := strings.Contains(r.stderr, "needs the developer level")
+		if refused == edit {
+			t.Errorf("viewer with edit %v: exit %d, stderr %q", edit, r.code, r.stderr)
+		}
+		asked := false
+		for _, a := range cs.Actions() {
+			if res := a.GetResource().Resource; res != "selfsubjectaccessreviews" && res != "selfsubjectreviews" {
+				asked = true
+			}
+		}
+		if asked != edit {
+			t.Errorf("viewer with edit %v: the command went on to the cluster: %v", edit, asked)
+		}
+	}
+}
+
+// -f onto a file that exists (a CI kubeconfig left readable by all) leaves
+// it mode 0600 holding the new token: written anew, not over the old one.
+func TestAccessTokenFileIsPrivate(t *testing.T) {
+	setup, kubeconfig := withCluster(t, false)
+	file := filepath.Join(t.TempDir(), "ci.kubeconfig")
+	if err := os.WriteFile(file, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(file, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := execute(t, func(f *cli.Factory) {
+		setup(f)
+		c, _ := f.KubeClientFunc()
+		c.(*fake.Clientset).PrependReactor("create", "serviceaccounts", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			if a.GetSubresource() != "token" {
+				return false, nil, nil
+			}
+			return true, &authenticationv1.TokenRequest{Status: authenticationv1.TokenRequestStatus{Token: "secret-token", ExpirationTimestamp: metav1.Now()}}, nil
+		})
+	}, "--kubeconfig", kubeconfig, "access", "token", "deploy", "--role", "developer", "-f", file)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	st, err := os.Stat(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(file)
+	if st.Mode().Perm() != 0o600 || !strings.Contains(string(data), "secret-token") {
+		t.Errorf("mode %v, holds the token: %v", st.Mode().Perm(), strings.Contains(string(data), "secret-token"))
 	}
 }

@@ -3,6 +3,7 @@ package access
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,16 +27,53 @@ func MayUse(ctx context.Context, client kubernetes.Interface, namespace string, 
 	return out.Status.Allowed, nil
 }
 
+// added is one permission each level's Role holds and the level below's
+// does not, for HoldsBeyond. The operator's Role is the developer's (their
+// line is tug's marker alone), so it has none.
+var added = map[Level]authorizationv1.ResourceAttributes{
+	Developer: {Verb: "update", Resource: "secrets"},
+	Admin:     {Verb: "create", Group: "rbac.authorization.k8s.io", Resource: "rolebindings"},
+}
+
+// HoldsBeyond says whether a caller who holds a level below l may still do
+// what l adds in namespace through access that is not tug's (a ClusterRole
+// edit or admin bound there, a hand-made Role): then RBAC, not tug's
+// check, decides. One review; false for a level that adds nothing RBAC
+// can see.
+func HoldsBeyond(ctx context.Context, client kubernetes.Interface, namespace string, l Level) (bool, error) {
+	a, ok := added[l]
+	if !ok {
+		return false, nil
+	}
+	a.Namespace = namespace
+	ssar := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &a}}
+	out, err := client.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, ssar, metav1.CreateOptions{})
+	if err != nil {
+		return false, err
+	}
+	return out.Status.Allowed, nil
+}
+
 // CallerLevel is the highest level the caller holds in namespace, or ""
 // when it holds none of tug's levels (its access, if any, is not through
 // them).
 func CallerLevel(ctx context.Context, client kubernetes.Interface, namespace string) (Level, error) {
-	for i := len(Levels) - 1; i >= 0; i-- {
-		ok, err := MayUse(ctx, client, namespace, Levels[i])
+	// One review per level, asked at once: one round trip, not four (a
+	// caller on no level would otherwise wait for every one in turn).
+	held := make([]bool, len(Levels))
+	errs := make([]error, len(Levels))
+	var wg sync.WaitGroup
+	for i, l := range Levels {
+		wg.Go(func() { held[i], errs[i] = MayUse(ctx, client, namespace, l) })
+	}
+	wg.Wait()
+	for _, err := range errs {
 		if err != nil {
 			return "", err
 		}
-		if ok {
+	}
+	for i := len(Levels) - 1; i >= 0; i-- {
+		if held[i] {
 			return Levels[i], nil
 		}
 	}
@@ -59,13 +97,19 @@ type RefusedError struct {
 }
 
 func (e *RefusedError) Error() string {
-	have := "you hold no tug access level here"
-	if e.Have != "" {
-		have = fmt.Sprintf("you (%s) are %s", e.User, Article(e.Have))
-	} else if e.User != "" {
-		have = fmt.Sprintf("you (%s) hold no tug access level here", e.User)
+	user := e.User
+	if user == "unknown" { // kube.WhoAmI's answer when the cluster cannot say
+		user = ""
 	}
-	grant := fmt.Sprintf("an admin of the namespace grants it with 'tug access add %s --role %s -n %s' (see 'tug access list' for the admins)", subjectWord(e.User), e.Need, e.Namespace)
+	you := "you"
+	if user != "" {
+		you = fmt.Sprintf("you (%s)", user)
+	}
+	have := you + " hold no tug access level here"
+	if e.Have != "" {
+		have = fmt.Sprintf("%s are %s", you, Article(e.Have))
+	}
+	grant := fmt.Sprintf("an admin of the namespace grants it with 'tug access add %s --role %s -n %s' (see 'tug access list' for the admins; a cluster-admin, bound by a ClusterRoleBinding, can too)", subjectWord(user, e.Namespace), e.Need, e.Namespace)
 	if e.Escalation {
 		return fmt.Sprintf("%s refused: the API server lets no one grant more than they hold, and granting %s needs the %s level in namespace %q; %s; nothing was changed",
 			e.Command, e.Need, e.Need, e.Namespace, have)
@@ -88,13 +132,13 @@ func Article(l Level) string {
 
 // subjectWord is how 'tug access add' names the caller: a CI token's
 // service account as ci:NAME, another service account as
-// serviceaccount:NAME, a user by name.
-func subjectWord(user string) string {
+// serviceaccount:NAMESPACE:NAME, a user by name.
+func subjectWord(user, namespace string) string {
 	if user == "" {
 		return "USER"
 	}
 	if s, err := SubjectOfUser(user); err == nil {
-		return s.String()
+		return s.Text(namespace)
 	}
 	return user
 }

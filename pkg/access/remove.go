@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/kube"
 )
 
@@ -30,14 +29,14 @@ type Removal struct {
 
 // PlanRemove finds what removing s's access in namespace takes away. A
 // subject with nothing of tug's to remove is an error that changes
-// nothing: bad input when it has no access at all, a plain failure when
-// its access is through bindings tug did not make.
+// nothing (a plain failure, exit 1): it has no access at all, or only
+// through bindings tug did not make.
 func PlanRemove(ctx context.Context, client kubernetes.Interface, namespace string, s Subject) (*Removal, error) {
 	rbs, err := client.RbacV1().RoleBindings(namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, kube.TranslateError(err)
 	}
-	r := &Removal{Subject: s.String(), Bindings: []string{}, LeftAlone: []string{}}
+	r := &Removal{Subject: s.Text(namespace), Bindings: []string{}, LeftAlone: []string{}}
 	for _, rb := range rbs.Items {
 		switch {
 		case tugBindingFor(rb, s, namespace):
@@ -46,7 +45,7 @@ func PlanRemove(ctx context.Context, client kubernetes.Interface, namespace stri
 			r.LeftAlone = append(r.LeftAlone, rb.Name)
 		}
 	}
-	if _, ok := s.CI(); ok {
+	if _, ok := s.CI(namespace); ok {
 		sa, err := client.CoreV1().ServiceAccounts(namespace).Get(ctx, s.Name, metav1.GetOptions{})
 		switch {
 		case err == nil && sa.Labels[kube.LabelManagedBy] == kube.ManagedBy:
@@ -60,9 +59,11 @@ func PlanRemove(ctx context.Context, client kubernetes.Interface, namespace stri
 	if len(r.Bindings) == 0 && r.ServiceAccount == "" {
 		if len(r.LeftAlone) > 0 {
 			return nil, fmt.Errorf("%s has access in namespace %q only through %s, which tug did not make; nothing was changed (remove it with kubectl if you mean to)",
-				s, namespace, strings.Join(r.LeftAlone, ", "))
+				s.Text(namespace), namespace, strings.Join(r.LeftAlone, ", "))
 		}
-		return nil, inputerr.Errorf("%s has no access in namespace %q; see 'tug access list -n %s'", s, namespace, namespace)
+		// Not bad input: nothing of that subject's was found (exit 1, as a
+		// missing app; docs/exit-codes.md).
+		return nil, fmt.Errorf("%s has no access in namespace %q; see 'tug access list -n %s'", s.Text(namespace), namespace, namespace)
 	}
 	return r, nil
 }

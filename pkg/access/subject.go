@@ -22,14 +22,15 @@ type Subject struct {
 	Namespace string `json:"namespace,omitempty"` // a ServiceAccount's
 }
 
-// String is the subject as 'tug access' reads it: NAME, group:NAME,
-// ci:NAME, serviceaccount:NAMESPACE:NAME.
-func (s Subject) String() string {
+// Text is the subject as 'tug access' reads it in namespace: NAME,
+// group:NAME, ci:NAME (a CI identity of namespace),
+// serviceaccount:NAMESPACE:NAME.
+func (s Subject) Text(namespace string) string {
 	switch s.Kind {
 	case rbacv1.GroupKind:
 		return "group:" + s.Name
 	case rbacv1.ServiceAccountKind:
-		if ci, ok := s.CI(); ok {
+		if ci, ok := s.CI(namespace); ok {
 			return "ci:" + ci
 		}
 		return "serviceaccount:" + s.Namespace + ":" + s.Name
@@ -37,9 +38,11 @@ func (s Subject) String() string {
 	return s.Name
 }
 
-// CI is the CI token's name when s is one's ServiceAccount.
-func (s Subject) CI() (string, bool) {
-	if s.Kind != rbacv1.ServiceAccountKind {
+// CI is the CI identity's name when s is one of namespace: a tug-ci-NAME
+// service account of another namespace is not (removing its access must
+// not delete namespace's own tug-ci-NAME).
+func (s Subject) CI(namespace string) (string, bool) {
+	if s.Kind != rbacv1.ServiceAccountKind || s.Namespace != namespace {
 		return "", false
 	}
 	return strings.CutPrefix(s.Name, ciPrefix)

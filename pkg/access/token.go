@@ -39,6 +39,8 @@ type Token struct {
 	Level          Level     `json:"level"`
 	ExpiresAt      time.Time `json:"expiresAt"`
 	Token          string    `json:"-"`
+	// Warning is Grant.Warning of its binding.
+	Warning string `json:"warning,omitempty"`
 }
 
 // Validate checks o before anything is asked of the cluster.
@@ -52,7 +54,19 @@ func (o TokenOptions) Validate() error {
 	if o.Level == "" && !o.Rotate {
 		return inputerr.Errorf("--role is required: viewer, developer, operator or admin")
 	}
-	return nil
+	return refuseAdminCI(o.Level)
+}
+
+// refuseAdminCI refuses a CI identity at admin. Anyone who may create pods
+// or Secrets in the namespace (a developer) can act as any service account
+// there: a pod naming it, or a service-account-token Secret naming it
+// gives a token that never expires. An admin CI identity would make every
+// developer an admin, and let them act under the CI name.
+func refuseAdminCI(l Level) error {
+	if l != Admin {
+		return nil
+	}
+	return inputerr.Errorf("a CI token cannot have the admin level: anyone who may create pods or Secrets in the namespace (a developer) can use a CI identity's service account, so an admin CI token would make every developer an admin; use --role operator or lower for CI")
 }
 
 // IssueToken makes (or with Rotate remakes) the ServiceAccount tug-ci-NAME
@@ -78,7 +92,14 @@ func IssueToken(ctx context.Context, client kubernetes.Interface, namespace stri
 		return nil, inputerr.Errorf("CI token %q exists in namespace %q; --rotate issues a new one (and refuses the old ones), 'tug access remove ci:%s' revokes it", o.Name, namespace, o.Name)
 	default:
 		if o.Level == "" {
-			o.Level = Level(have.Labels[LabelLevel])
+			// The level it holds now: 'access add ci:NAME' may have changed
+			// it since the service account was labelled.
+			if o.Level, err = heldLevel(ctx, client, namespace, s); err != nil {
+				return nil, err
+			}
+		}
+		if err := refuseAdminCI(o.Level); err != nil {
+			return nil, err
 		}
 		// A new UID: the API server refuses every token of the old one.
 		if err := sas.Delete(ctx, s.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &have.UID}}); err != nil && !apierrors.IsNotFound(err) {
@@ -88,12 +109,16 @@ func IssueToken(ctx context.Context, client kubernetes.Interface, namespace stri
 	if o.Level.Rank() == 0 {
 		return nil, inputerr.Errorf("--role is required: viewer, developer, operator or admin")
 	}
+	if err := refuseAdminCI(o.Level); err != nil {
+		return nil, err
+	}
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: namespace,
 		Labels: map[string]string{kube.LabelManagedBy: kube.ManagedBy, LabelLevel: string(o.Level)}}}
 	if _, err := sas.Create(ctx, sa, metav1.CreateOptions{FieldManager: kube.FieldManager}); err != nil {
 		return nil, kube.TranslateError(err)
 	}
-	if _, _, err := Add(ctx, client, namespace, s, o.Level); err != nil {
+	g, _, err := Add(ctx, client, namespace, s, o.Level)
+	if err != nil {
 		// Nothing half-made stays behind a refused grant.
 		_ = sas.Delete(context.WithoutCancel(ctx), s.Name, metav1.DeleteOptions{})
 		return nil, err
@@ -103,8 +128,24 @@ func IssueToken(ctx context.Context, client kubernetes.Interface, namespace stri
 	if err != nil {
 		return nil, kube.TranslateError(err)
 	}
-	return &Token{Name: o.Name, Subject: s.String(), ServiceAccount: s.Name, Namespace: namespace, Level: o.Level,
-		ExpiresAt: tr.Status.ExpirationTimestamp.UTC(), Token: tr.Status.Token}, nil
+	return &Token{Name: o.Name, Subject: s.Text(namespace), ServiceAccount: s.Name, Namespace: namespace, Level: o.Level,
+		ExpiresAt: tr.Status.ExpirationTimestamp.UTC(), Token: tr.Status.Token, Warning: g.Warning}, nil
+}
+
+// heldLevel is the highest level tug's bindings grant s in namespace, ""
+// when none.
+func heldLevel(ctx context.Context, client kubernetes.Interface, namespace string, s Subject) (Level, error) {
+	rbs, err := client.RbacV1().RoleBindings(namespace).List(ctx, metav1.ListOptions{LabelSelector: kube.LabelManagedBy + "=" + kube.ManagedBy})
+	if err != nil {
+		return "", kube.TranslateError(err)
+	}
+	held := Level("")
+	for _, rb := range rbs.Items {
+		if l := Level(rb.Labels[LabelLevel]); tugBindingFor(rb, s, namespace) && l.Rank() > held.Rank() {
+			held = l
+		}
+	}
+	return held, nil
 }
 
 // Cluster is where a kubeconfig points: the API server and how to trust it.

@@ -297,14 +297,19 @@ func TestAccessLeavesOthersBindingsAlone(t *testing.T) {
 		{"access", "add", "system:anonymous", "--role", "viewer"},
 		{"access", "add", "sa:Not_A_Name", "--role", "viewer"},
 		{"access", "add", "alice"},
-		{"access", "remove", "nobody", "--yes"},
 		{"access", "token", "Bad_Name", "--role", "viewer"},
+		{"access", "token", "ci1", "--role", "admin"},
+		{"access", "add", "ci:ci1", "--role", "admin"},
 		{"access", "token", "ci1", "--role", "viewer", "--ttl", "1m"},
 		{"access", "token", "ci1", "--rotate"},
 	} {
 		if r := h.Tug(args...); r.Code != 2 {
 			t.Errorf("%q: want exit 2; %s", args, r)
 		}
+	}
+	// Not bad input, but nothing to remove: a failure, as a missing app.
+	if r := h.Tug("access", "remove", "nobody", "--yes"); r.Code != 1 || !strings.Contains(r.Stderr, "has no access") {
+		t.Errorf("remove of a subject with no access: want exit 1; %s", r)
 	}
 	if after := h.rbacState(); after != before {
 		t.Errorf("bad input changed the namespace's access:\nbefore %s\nafter  %s", before, after)

@@ -104,7 +104,7 @@ func TestGatewayDiscovery(t *testing.T) {
 
 	// a developer (the Role tug ships) may not list Gateways: no error,
 	// the look is skipped
-	cfg, err := clientcmd.BuildConfigFromFlags("", developerKubeconfig(t, h))
+	cfg, err := clientcmd.BuildConfigFromFlags("", adminRoleKubeconfig(t, h))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -143,7 +143,7 @@ func TestDoctorChecksTheGateway(t *testing.T) {
 // (nodes, pools, node containers) it cannot use.
 func TestDoctorAsNamespaceUserNamesMissingNodePermissions(t *testing.T) {
 	h := New(t)
-	devConfig := developerKubeconfig(t, h)
+	devConfig := adminRoleKubeconfig(t, h)
 	// A developer gets exit 0: the admin groups are "unavailable", not
 	// problems.
 	r := h.TugRun(Run{Args: []string{"doctor", "-o", "json"}, Env: []string{"KUBECONFIG=" + devConfig}})

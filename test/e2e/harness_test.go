@@ -317,11 +317,11 @@ func kubectlPath(t *testing.T) string {
 
 func syscallSymlink(target, link string) error { return syscall.Symlink(target, link) }
 
-// developerKubeconfig binds a service account of h's namespace to exactly the
+// adminRoleKubeconfig binds a service account of h's namespace to exactly the
 // generated Role of tug's highest namespace level (admin: every app
 // command, app create and remove included; docs/access.md) and returns a
 // kubeconfig for it: a user with nothing but a namespace Role.
-func developerKubeconfig(t *testing.T, h *H) string {
+func adminRoleKubeconfig(t *testing.T, h *H) string {
 	t.Helper()
 	apply := exec.Command(kubectlPath(t), "--kubeconfig", env.kubeconfig, "apply", "-n", h.NS, "-f", filepath.Join(repoRoot(), "docs/rbac/tug-admin-role.yaml"))
 	if out, err := apply.CombinedOutput(); err != nil {

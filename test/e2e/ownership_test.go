@@ -133,10 +133,10 @@ func exposedByHandSurvivesADeploy(t *testing.T, h *H) {
 
 // A service account bound to exactly the documented developer Role removes
 // an app with a domain, an allow list and an autoscaler, to the end.
-func TestDeveloperRoleRemovesAnApp(t *testing.T) {
+func TestAdminRoleRemovesAnApp(t *testing.T) {
 	h := New(t)
 	ctx := context.Background()
-	devConfig := developerKubeconfig(t, h)
+	devConfig := adminRoleKubeconfig(t, h)
 	run := func(args ...string) Result {
 		t.Helper()
 		r := h.TugRun(Run{Args: args, Env: []string{"KUBECONFIG=" + devConfig}})

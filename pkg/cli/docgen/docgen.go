@@ -95,7 +95,7 @@ func disableAutoGenTag(c *cobra.Command) {
 // levelAbout says, in each level's generated Role, what it is for and how
 // to grant it.
 var levelAbout = map[access.Level]string{
-	access.Viewer:    "lists apps, units, domains, jobs and volumes, reads logs; never a Secret (config values)",
+	access.Viewer:    "lists apps, units, domains, allow lists and volumes, reads logs and events; never a Secret (config values)",
 	access.Developer: "the viewer's, and deploy, scale, restart, run, shell, env, rollback",
 	access.Operator:  "the developer's, and domains, certificates, allow lists, maintenance, jobs, volumes, registry credentials",
 	access.Admin:     "the operator's, and app create and remove, and access (tug access add, remove, token)",
