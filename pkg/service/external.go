@@ -97,6 +97,11 @@ func UpdateURI(ctx context.Context, d Deps, name, uri string, restart func(conte
 	if !rec.External {
 		return nil, inputerr.Errorf("service %q is run by tug (plan %s): its credentials change with 'tug service rotate %s'", name, rec.Plan, name)
 	}
+	ctx, unlock, err := d.Hold(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	if err := d.putBinding(ctx, rec, b); err != nil {
 		return nil, err
 	}

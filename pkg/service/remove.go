@@ -59,6 +59,16 @@ func CheckRemovable(ctx context.Context, d Deps, name string) error {
 // the same name and plan later finds both and runs on the same data. The
 // record goes last, so a remove stopped half way is finished by the next.
 func Remove(ctx context.Context, d Deps, name string, deleteData bool) (*Removed, error) {
+	if _, err := readRecord(ctx, d.Client, d.Namespace, name); err != nil {
+		return nil, err
+	}
+	// under the service's lock, no bind can begin between the check and
+	// the delete
+	ctx, unlock, err := d.Hold(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	if err := CheckRemovable(ctx, d, name); err != nil {
 		return nil, err
 	}

@@ -48,6 +48,16 @@ func (e *RolloutFailedError) Unwrap() error { return e.Err }
 // rotation (rolls the apps out again, then revokes), never begins
 // another over it.
 func Rotate(ctx context.Context, d Deps, name string, restart func(ctx context.Context, app string) error) (*Rotated, error) {
+	if _, err := readRecord(ctx, d.Client, d.Namespace, name); err != nil {
+		return nil, err
+	}
+	// one rotate (or bind, remove, update) of a service at a time: two
+	// rotates at once would give one login two passwords in turn
+	ctx, unlock, err := d.Hold(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	rec, err := readRecord(ctx, d.Client, d.Namespace, name)
 	if err != nil {
 		return nil, err
@@ -62,19 +72,32 @@ func Rotate(ctx context.Context, d Deps, name string, restart func(ctx context.C
 	if err != nil {
 		return nil, err
 	}
-	old, next := rot.From, rot.To
 	if err := d.writeBinding(ctx, rec); err != nil {
 		return nil, err
 	}
+	out, err := d.rollOutRotation(ctx, rec, rot, restart)
+	if err != nil {
+		return nil, err
+	}
+	_, err = editRecord(ctx, d.Client, d.Namespace, name, func(r *Record) error {
+		r.Rotation = nil
+		return nil
+	})
+	return out, err
+}
+
+// rollOutRotation rolls every bound app out with the new login, waits
+// for their old units to stop, then takes the old login's password away.
+func (d Deps) rollOutRotation(ctx context.Context, rec *Record, rot *Rotation, restart func(ctx context.Context, app string) error) (*Rotated, error) {
 	apps, err := boundApps(ctx, d, rec)
 	if err != nil {
 		return nil, err
 	}
-	out := &Rotated{Service: name, Username: next, Revoked: old, Apps: []string{}}
+	out := &Rotated{Service: rec.Name, Username: rot.To, Revoked: rot.From, Apps: []string{}}
 	for _, a := range apps {
 		d.Progress.Update(fmt.Sprintf("rolling out app %s with the new credentials", a.App))
 		if err := restart(ctx, a.App); err != nil {
-			return nil, &RolloutFailedError{Service: name, App: a.App, Err: err}
+			return nil, &RolloutFailedError{Service: rec.Name, App: a.App, Err: err}
 		}
 		out.Apps = append(out.Apps, a.App)
 	}
@@ -86,18 +109,20 @@ func Rotate(ctx context.Context, d Deps, name string, restart func(ctx context.C
 			return nil, fmt.Errorf("every app runs with the new credentials, but the old units of %s did not stop (%v); the old credentials stay valid: run the rotate again", a, err)
 		}
 	}
-	d.Progress.Update(fmt.Sprintf("taking away the password of login %s", old))
-	if err := d.unitCommand(ctx, rec, rec.Spec.Rotate.Revoke, old+"\n"); err != nil {
-		return nil, fmt.Errorf("every app runs with the new credentials, but revoking the old login %s failed: %w; run the rotate again", old, err)
+	d.Progress.Update(fmt.Sprintf("taking away the password of login %s", rot.From))
+	if err := d.unitCommand(ctx, rec, rec.Spec.Rotate.Revoke, rot.From+"\n"); err != nil {
+		return nil, fmt.Errorf("every app runs with the new credentials, but revoking the old login %s failed: %w; run the rotate again", rot.From, err)
 	}
-	rec.Rotation = nil
-	return out, updateRecord(ctx, d.Client, d.Namespace, rec)
+	return out, nil
 }
 
 // startRotation begins a rotation, or picks up the one a stopped rotate
-// left in the record. The new login gets its password (again, when the
-// credentials do not name it yet: no unit uses it then) before the
+// left in the record. The new login gets its password before the
 // credentials name it; the old login keeps its password until revoked.
+// A rotation picked up after the credentials name the new login gives it
+// the password they hold again (grant is idempotent): whatever a stopped
+// or overlapping rotate left in the database, the apps' password is the
+// one that works.
 func (d Deps) startRotation(ctx context.Context, rec *Record) (*Rotation, error) {
 	creds, err := readCredentials(ctx, d.Client, d.Namespace, rec)
 	if err != nil {
@@ -111,13 +136,19 @@ func (d Deps) startRotation(ctx context.Context, rec *Record) (*Rotation, error)
 		if rot.From == rot.To {
 			rot.To = rec.Spec.Rotate.Usernames[1]
 		}
-		rec.Rotation = rot
-		if err := updateRecord(ctx, d.Client, d.Namespace, rec); err != nil {
+		if _, err := editRecord(ctx, d.Client, d.Namespace, rec.Name, func(r *Record) error {
+			if r.Rotation != nil { // begun by another tug in between: finish that one
+				rot = r.Rotation
+			}
+			r.Rotation = rot
+			return nil
+		}); err != nil {
 			return nil, err
 		}
 	}
 	if creds["username"] == rot.To {
-		return rot, nil
+		d.Progress.Update(fmt.Sprintf("giving login %s of service %s its password again", rot.To, rec.Name))
+		return rot, d.unitCommand(ctx, rec, rec.Spec.Rotate.Grant, rot.To+"\n"+creds["password"]+"\n")
 	}
 	password := randomSecret()
 	d.Progress.Update(fmt.Sprintf("giving login %s of service %s a new password", rot.To, rec.Name))
