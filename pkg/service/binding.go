@@ -163,9 +163,17 @@ func UnbindChange(service string) deploy.Change {
 	})
 }
 
-// boundApps are the apps whose deployed release binds the service, with
-// the names they see.
+// boundApps are the apps bound to the service, with the names they see:
+// an app counts while its deployed or its newest release binds it (a bind
+// still rolling out, or left pending by a kill) and while any of tug's
+// Deployments, CronJobs or pods of it references the binding Secret
+// (units of an older release still running). Remove refuses and rotate
+// rolls out every one of them: the Secret and the login are in use.
 func boundApps(ctx context.Context, d Deps, rec *Record) ([]BoundApp, error) {
+	running, err := appsUsingSecret(ctx, d, BindingSecretName(rec.Name))
+	if err != nil {
+		return nil, err
+	}
 	store := &app.Store{Client: d.Client, Namespace: d.Namespace}
 	apps, err := store.ListApps(ctx)
 	if err != nil {
@@ -173,27 +181,111 @@ func boundApps(ctx context.Context, d Deps, rec *Record) ([]BoundApp, error) {
 	}
 	out := []BoundApp{}
 	for _, a := range apps {
-		if !slices.Contains(a.Services, rec.Name) || a.Release == 0 {
-			continue
-		}
-		r, _, err := store.GetRelease(ctx, a.Name, a.Release)
+		b, err := releaseBinding(ctx, store, a, rec.Name)
 		if err != nil {
 			return nil, err
 		}
-		for _, b := range r.Services {
-			if b.Service != rec.Name {
-				continue
-			}
-			ba := BoundApp{App: a.Name, Files: render.ServiceBindingRoot + "/" + b.Service, Variables: []string{}}
+		if b == nil && !running[a.Name] {
+			continue
+		}
+		delete(running, a.Name)
+		ba := BoundApp{App: a.Name, Files: render.ServiceBindingRoot + "/" + rec.Name, Variables: []string{}}
+		if b != nil {
 			for _, k := range b.Keys {
 				if v := render.ServiceVariable(b.Prefix, k); v != "" {
 					ba.Variables = append(ba.Variables, v)
 				}
 			}
-			out = append(out, ba)
+		}
+		out = append(out, ba)
+	}
+	for name := range running { // objects of an app whose record is gone
+		out = append(out, BoundApp{App: name, Files: render.ServiceBindingRoot + "/" + rec.Name, Variables: []string{}})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].App < out[j].App })
+	return out, nil
+}
+
+// releaseBinding is how app a's deployed release, else its newest,
+// binds service (nil: neither does).
+func releaseBinding(ctx context.Context, store *app.Store, a *app.App, service string) (*app.ServiceBinding, error) {
+	for _, v := range []int{a.Release, a.LastRelease} {
+		if v == 0 || (v == a.Release && !slices.Contains(a.Services, service)) {
+			continue
+		}
+		r, _, err := store.GetRelease(ctx, a.Name, v)
+		if app.IsNotFound(err) {
+			continue
+		} else if err != nil {
+			return nil, err
+		}
+		for i := range r.Services {
+			if r.Services[i].Service == service {
+				return &r.Services[i], nil
+			}
+		}
+	}
+	return nil, nil
+}
+
+// appsUsingSecret are the apps of which one of tug's Deployments,
+// CronJobs or running pods (not stopping) references Secret secret.
+func appsUsingSecret(ctx context.Context, d Deps, secret string) (map[string]bool, error) {
+	sel := metav1.ListOptions{LabelSelector: kube.LabelManagedBy + "=" + kube.ManagedBy + "," + kube.LabelApp}
+	out := map[string]bool{}
+	deps, err := d.Client.AppsV1().Deployments(d.Namespace).List(ctx, sel)
+	if err != nil {
+		return nil, kube.TranslateError(err)
+	}
+	for _, o := range deps.Items {
+		if podUsesSecret(&o.Spec.Template.Spec, secret) {
+			out[o.Labels[kube.LabelApp]] = true
+		}
+	}
+	cjs, err := d.Client.BatchV1().CronJobs(d.Namespace).List(ctx, sel)
+	if err != nil {
+		return nil, kube.TranslateError(err)
+	}
+	for _, o := range cjs.Items {
+		if podUsesSecret(&o.Spec.JobTemplate.Spec.Template.Spec, secret) {
+			out[o.Labels[kube.LabelApp]] = true
+		}
+	}
+	pods, err := d.Client.CoreV1().Pods(d.Namespace).List(ctx, sel)
+	if err != nil {
+		return nil, kube.TranslateError(err)
+	}
+	for _, p := range pods.Items {
+		// a stopping pod read its variables long ago: rotate waits for it
+		stopped := p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+		if !stopped && podUsesSecret(&p.Spec, secret) {
+			out[p.Labels[kube.LabelApp]] = true
 		}
 	}
 	return out, nil
+}
+
+// podUsesSecret says whether a pod reads Secret secret: a volume, an env
+// var or envFrom of any container.
+func podUsesSecret(spec *corev1.PodSpec, secret string) bool {
+	for _, v := range spec.Volumes {
+		if v.Secret != nil && v.Secret.SecretName == secret {
+			return true
+		}
+	}
+	for _, c := range slices.Concat(spec.InitContainers, spec.Containers) {
+		for _, e := range c.Env {
+			if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil && e.ValueFrom.SecretKeyRef.Name == secret {
+				return true
+			}
+		}
+		for _, e := range c.EnvFrom {
+			if e.SecretRef != nil && e.SecretRef.Name == secret {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // CredentialsInfo is 'service credentials': the keys an app's binding

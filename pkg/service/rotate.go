@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -89,17 +90,28 @@ func Rotate(ctx context.Context, d Deps, name string, restart func(ctx context.C
 // rollOutRotation rolls every bound app out with the new login, waits
 // for their old units to stop, then takes the old login's password away.
 func (d Deps) rollOutRotation(ctx context.Context, rec *Record, rot *Rotation, restart func(ctx context.Context, app string) error) (*Rotated, error) {
-	apps, err := boundApps(ctx, d, rec)
-	if err != nil {
-		return nil, err
-	}
 	out := &Rotated{Service: rec.Name, Username: rot.To, Revoked: rot.From, Apps: []string{}}
-	for _, a := range apps {
-		d.Progress.Update(fmt.Sprintf("rolling out app %s with the new credentials", a.App))
-		if err := restart(ctx, a.App); err != nil {
-			return nil, &RolloutFailedError{Service: rec.Name, App: a.App, Err: err}
+	// bound apps are listed again after each pass, from what runs: the
+	// old login is revoked only once no app found bound is left to roll out
+	for pass := 0; ; pass++ {
+		apps, err := boundApps(ctx, d, rec)
+		if err != nil {
+			return nil, err
 		}
-		out.Apps = append(out.Apps, a.App)
+		todo := slices.DeleteFunc(apps, func(a BoundApp) bool { return slices.Contains(out.Apps, a.App) })
+		if len(todo) == 0 {
+			break
+		}
+		if pass == 3 {
+			return nil, fmt.Errorf("apps %s still use the old credentials of service %q after rolling out; the old credentials stay valid: run the rotate again", appNames(todo), rec.Name)
+		}
+		for _, a := range todo {
+			d.Progress.Update(fmt.Sprintf("rolling out app %s with the new credentials", a.App))
+			if err := restart(ctx, a.App); err != nil {
+				return nil, &RolloutFailedError{Service: rec.Name, App: a.App, Err: err}
+			}
+			out.Apps = append(out.Apps, a.App)
+		}
 	}
 	// a unit being stopped keeps serving a while (its stop delay) with the
 	// old credentials: they are revoked once no such unit is left
@@ -195,4 +207,13 @@ func (d Deps) setCredentials(ctx context.Context, name, username, password strin
 	s.Data["username"], s.Data["password"] = []byte(username), []byte(password)
 	_, err = secrets.Update(ctx, s, metav1.UpdateOptions{FieldManager: kube.FieldManager})
 	return kube.TranslateError(err)
+}
+
+// appNames are the apps' names, comma-separated.
+func appNames(apps []BoundApp) string {
+	names := make([]string, len(apps))
+	for i, a := range apps {
+		names[i] = a.App
+	}
+	return strings.Join(names, ", ")
 }
