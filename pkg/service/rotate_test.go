@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strings"
 	"sync"
 	"testing"
 
@@ -140,5 +141,26 @@ func TestUpdateRecordRefusesARecordChangedSinceRead(t *testing.T) {
 	r, err := editRecord(ctx, c, testNS, "db", func(r *Record) error { r.Size = "2Gi"; return nil })
 	if err != nil || r.Size != "2Gi" {
 		t.Fatalf("edit from a fresh read: %v %+v", err, r)
+	}
+}
+
+// failingReader gives some bytes, then fails.
+type failingReader struct{ sent bool }
+
+func (f *failingReader) Read(p []byte) (int, error) {
+	if !f.sent {
+		f.sent = true
+		return copy(p, "PGDMP"), nil
+	}
+	return 0, errors.New("disk read error")
+}
+
+// The exec's stdin copy ends the stream as if the dump were whole; the
+// read's error must still fail the restore.
+func TestRestoreFailsWhenTheDumpCannotBeReadToTheEnd(t *testing.T) {
+	_, d, _ := postgresService(t, "app", "p1", nil)
+	err := Restore(context.Background(), d, "db", &failingReader{})
+	if err == nil || !strings.Contains(err.Error(), "disk read error") {
+		t.Fatalf("restore of a dump whose read failed: %v, want that error", err)
 	}
 }
