@@ -1,7 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"fmt"
+	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -9,6 +13,7 @@ import (
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
+	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/lock"
 	"tug.dev/tug/pkg/progress"
@@ -62,6 +67,22 @@ func serviceDeps(ctx context.Context, f *cli.Factory) (service.Deps, error) {
 // serviceDepsFor is serviceDeps as an options constructor.
 func serviceDepsFor(f *cli.Factory) func(context.Context) (service.Deps, error) {
 	return func(ctx context.Context) (service.Deps, error) { return serviceDeps(ctx, f) }
+}
+
+// uriFrom is --uri's value, read from stdin's first line for "-": a URI
+// in argv (it holds a password) shows in ps and in the shell's history.
+func uriFrom(in io.Reader, uri string) (string, error) {
+	if uri != "-" {
+		return uri, nil
+	}
+	line, err := bufio.NewReader(in).ReadString('\n')
+	if err != nil && err != io.EOF {
+		return "", fmt.Errorf("reading --uri from stdin: %w", err)
+	}
+	if line = strings.TrimSpace(line); line == "" {
+		return "", inputerr.Errorf("--uri -: stdin gave no URI")
+	}
+	return line, nil
 }
 
 // serviceLocked runs change under the service's lock, taken for the
