@@ -105,13 +105,42 @@ func (b Bind) Validate() error {
 // must exist and have its binding; each service binds once per app, and
 // two bindings may not share a prefix.
 func BindChange(ctx context.Context, d Deps, b Bind) deploy.Change {
-	return deploy.SettingsChange(app.KindService, "service "+b.Service+" bound", func(a *app.App, r *app.Release) error {
+	bind := deploy.SettingsChange(app.KindService, "service "+b.Service+" bound", func(a *app.App, r *app.Release) error {
 		sb, err := Binding(ctx, d.Client, d.Namespace, b.Service, b.Prefix)
 		if err != nil {
 			return err
 		}
 		return addBinding(a.Name, r, sb)
 	})
+	return func(a *app.App, base *app.Release, config app.ConfigMap) (*app.Release, app.ConfigMap, error) {
+		r, c, err := bind(a, base, config)
+		if err != nil {
+			return nil, nil, err
+		}
+		return r, c, configClash(a.Name, r, c, b.Service)
+	}
+}
+
+// configClash refuses a binding whose variables the app's config already
+// sets: which value a unit sees would depend on their order in its spec.
+func configClash(appName string, r *app.Release, config app.ConfigMap, service string) error {
+	for _, b := range r.Services {
+		if b.Service != service {
+			continue
+		}
+		vars := []string{"SERVICE_BINDING_ROOT"}
+		for _, k := range b.Keys {
+			if v := render.ServiceVariable(b.Prefix, k); v != "" {
+				vars = append(vars, v)
+			}
+		}
+		for _, v := range vars {
+			if _, ok := config[v]; ok {
+				return inputerr.Errorf("app %q's config sets %s, which binding service %q would set too: unset it first ('tug env unset %s %s') or bind with --as OTHER_PREFIX", appName, v, service, appName, v)
+			}
+		}
+	}
+	return nil
 }
 
 // Binding is how a release binds service (prefix "": the plan's): its

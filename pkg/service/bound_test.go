@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/kube"
 )
 
@@ -80,4 +82,34 @@ func TestRotateRollsOutAnAppWhoseBindIsRollingOut(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A bind whose variables the app's config already sets is bad input,
+// nothing made; with --as another prefix it binds.
+func TestBindRefusedWhenTheConfigSetsAVariableOfTheBinding(t *testing.T) {
+	ctx := context.Background()
+	c, d, _ := postgresService(t, "app", "p1", nil)
+	if err := d.writeBinding(ctx, mustRecord(t, c)); err != nil {
+		t.Fatal(err)
+	}
+	a := &app.App{Name: "shop", Release: 1}
+	base := &app.Release{App: "shop", Version: 1, Image: "img"}
+	config := app.ConfigMap{"DATABASE_URL": "postgres://elsewhere"}
+	_, _, err := BindChange(ctx, d, Bind{App: "shop", Service: "db"})(a, base, config)
+	if !inputerr.Is(err) || !strings.Contains(err.Error(), "DATABASE_URL") || !strings.Contains(err.Error(), "env unset shop DATABASE_URL") {
+		t.Fatalf("bind over the config's DATABASE_URL: %v, want an input error naming it", err)
+	}
+	r, _, err := BindChange(ctx, d, Bind{App: "shop", Service: "db", Prefix: "ORDERS"})(a, base, config)
+	if err != nil || len(r.Services) != 1 {
+		t.Fatalf("bind --as ORDERS: %v", err)
+	}
+}
+
+func mustRecord(t *testing.T, c *fake.Clientset) *Record {
+	t.Helper()
+	r, err := readRecord(context.Background(), c, testNS, "db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
