@@ -10,6 +10,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"tug.dev/tug/pkg/app"
@@ -112,4 +114,20 @@ func mustRecord(t *testing.T, c *fake.Clientset) *Record {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// remove says it kept the data volume only when there is one.
+func TestRemoveSaysKeptOnlyWhatExists(t *testing.T) {
+	c, d, _ := postgresService(t, "app", "p1", nil)
+	d.Dynamic = dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())
+	res, err := Remove(context.Background(), d, "db", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Kept) != 0 {
+		t.Errorf("kept %v of a service that has no volume", res.Kept)
+	}
+	if _, err := readRecord(context.Background(), c, testNS, "db"); !inputerr.Is(err) {
+		t.Errorf("record after remove: %v", err)
+	}
 }

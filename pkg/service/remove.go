@@ -84,8 +84,16 @@ func Remove(ctx context.Context, d Deps, name string, deleteData bool) (*Removed
 		}
 		keep := func(o *unstructured.Unstructured) bool { return !deleteData && o.GetKind() == "PersistentVolumeClaim" }
 		for _, o := range objs {
-			if keep(o) {
+			if !keep(o) {
+				continue
+			}
+			// said kept only when it is there (a create stopped before it,
+			// or it was deleted by hand)
+			pvc, err := d.Client.CoreV1().PersistentVolumeClaims(d.Namespace).Get(ctx, o.GetName(), metav1.GetOptions{})
+			if err == nil && pvc.Labels[LabelService] == name {
 				out.Kept = append(out.Kept, "PersistentVolumeClaim "+o.GetName())
+			} else if err != nil && !apierrors.IsNotFound(err) {
+				return nil, kube.TranslateError(err)
 			}
 		}
 		if err := d.deleteObjects(ctx, name, objs, keep); err != nil {

@@ -26,15 +26,16 @@ type Rotated struct {
 }
 
 // RolloutFailedError is a rotate stopped by an app that did not roll out
-// with the new credentials: it was rolled back, and both credentials
-// stay valid.
+// with the new credentials: it was rolled back (units the rollback makes
+// read the binding, with the new credentials), and both logins stay
+// valid.
 type RolloutFailedError struct {
 	Service, App string
 	Err          error
 }
 
 func (e *RolloutFailedError) Error() string {
-	return fmt.Sprintf("app %q did not roll out with the new credentials of service %q (%v); it runs as before, and the old credentials stay valid beside the new: fix the app and run 'tug service rotate %s' again", e.App, e.Service, e.Err, e.Service)
+	return fmt.Sprintf("app %q did not roll out with the new credentials of service %q (%v); it was rolled back to its release, whose units read the binding, which holds the new credentials; both logins stay valid (the old is not revoked): fix the app and run 'tug service rotate %s' again", e.App, e.Service, e.Err, e.Service)
 }
 
 func (e *RolloutFailedError) Unwrap() error { return e.Err }
