@@ -70,6 +70,9 @@ func runServiceRotate(ctx context.Context, o *serviceRotateOptions) error {
 		return err
 	}
 	d.Progress.Done(fmt.Sprintf("service %s: apps use login %s; login %s revoked", o.Name, res.Username, res.Revoked))
+	if len(res.StillOld) > 0 {
+		fmt.Fprintf(o.IO.ErrOut, "warning: pods started before the rotate still use login %s, now refused: %s (a CronJob's or one-off run; run them again)\n", res.Revoked, strings.Join(res.StillOld, ", "))
+	}
 	return (cli.OutputOptions{Format: o.Rollout.Output}).Print(o.IO, res, func() error {
 		apps := "no app was bound"
 		if len(res.Apps) > 0 {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -23,6 +24,10 @@ type Rotated struct {
 	Username string   `json:"username"`
 	Revoked  string   `json:"revoked"`
 	Apps     []string `json:"apps"`
+	// StillOld are running pods of bound apps that no rollout replaces
+	// (a CronJob's run, a one-off run) started before the binding held
+	// the new login: they read the old one, refused from now on.
+	StillOld []string `json:"stillOld,omitempty"`
 }
 
 // RolloutFailedError is a rotate stopped by an app that did not roll out
@@ -122,6 +127,11 @@ func (d Deps) rollOutRotation(ctx context.Context, rec *Record, rot *Rotation, r
 			return nil, fmt.Errorf("every app runs with the new credentials, but the old units of %s did not stop (%v); the old credentials stay valid: run the rotate again", a, err)
 		}
 	}
+	old, err := d.oldRuns(ctx, rec.Name)
+	if err != nil {
+		return nil, err
+	}
+	out.StillOld = old
 	d.Progress.Update(fmt.Sprintf("taking away the password of login %s", rot.From))
 	if err := d.unitCommand(ctx, rec, rec.Spec.Rotate.Revoke, rot.From+"\n"); err != nil {
 		return nil, fmt.Errorf("every app runs with the new credentials, but revoking the old login %s failed: %w; run the rotate again", rot.From, err)
@@ -217,4 +227,37 @@ func appNames(apps []BoundApp) string {
 		names[i] = a.App
 	}
 	return strings.Join(names, ", ")
+}
+
+// oldRuns are the running pods, not of a Deployment, that read the
+// service's binding and started before tug last wrote it (the server's
+// time of that write, as the pods' creation time is the server's).
+func (d Deps) oldRuns(ctx context.Context, name string) ([]string, error) {
+	s, err := d.Client.CoreV1().Secrets(d.Namespace).Get(ctx, BindingSecretName(name), metav1.GetOptions{})
+	if err != nil {
+		return nil, kube.TranslateError(err)
+	}
+	var written time.Time
+	for _, f := range s.ManagedFields {
+		if f.Manager == kube.FieldManager && f.Time != nil && f.Time.After(written) {
+			written = f.Time.Time
+		}
+	}
+	if written.IsZero() {
+		return nil, nil
+	}
+	pods, err := d.Client.CoreV1().Pods(d.Namespace).List(ctx, metav1.ListOptions{LabelSelector: kube.LabelManagedBy + "=" + kube.ManagedBy + "," + kube.LabelApp})
+	if err != nil {
+		return nil, kube.TranslateError(err)
+	}
+	var out []string
+	for _, p := range pods.Items {
+		stopped := p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+		ofDeployment := slices.ContainsFunc(p.OwnerReferences, func(o metav1.OwnerReference) bool { return o.Kind == "ReplicaSet" })
+		if !stopped && !ofDeployment && p.CreationTimestamp.Time.Before(written) && podUsesSecret(&p.Spec, BindingSecretName(name)) {
+			out = append(out, p.Name)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
 }

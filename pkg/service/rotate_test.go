@@ -7,12 +7,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/lock"
 	"tug.dev/tug/pkg/progress"
 	"tug.dev/tug/pkg/session"
@@ -162,5 +164,40 @@ func TestRestoreFailsWhenTheDumpCannotBeReadToTheEnd(t *testing.T) {
 	err := Restore(context.Background(), d, "db", &failingReader{})
 	if err == nil || !strings.Contains(err.Error(), "disk read error") {
 		t.Fatalf("restore of a dump whose read failed: %v, want that error", err)
+	}
+}
+
+// A CronJob's run started before the rotate wrote the binding still has
+// the old login: rotate names it (no rollout replaces it).
+func TestRotateNamesRunsStartedBeforeTheNewBinding(t *testing.T) {
+	ctx := context.Background()
+	c, d, _ := postgresService(t, "app", "p1", nil)
+	now := metav1.Now()
+	binding := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: BindingSecretName("db"), Namespace: testNS, Labels: Labels("db"),
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: kube.FieldManager, Operation: metav1.ManagedFieldsOperationUpdate, Time: &now}}}}
+	run := func(name string, created metav1.Time, owner string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNS, Labels: kube.AppLabels("shop"), CreationTimestamp: created,
+			OwnerReferences: []metav1.OwnerReference{{Kind: owner, Name: "x"}}},
+			Spec:   corev1.PodSpec{Volumes: []corev1.Volume{{Name: "b", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: BindingSecretName("db")}}}}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	}
+	for _, o := range []*corev1.Pod{
+		run("shop-report-1-abc", metav1.NewTime(now.Add(-time.Hour)), "Job"),
+		run("shop-web-1-xyz", metav1.NewTime(now.Add(-time.Hour)), "ReplicaSet"), // replaced by the rollout
+		run("shop-report-2-def", metav1.NewTime(now.Add(time.Hour)), "Job"),      // started with the new binding
+	} {
+		if _, err := c.CoreV1().Pods(testNS).Create(ctx, o, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.CoreV1().Secrets(testNS).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Rotate(ctx, d, "db", noRestart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.StillOld) != 1 || res.StillOld[0] != "shop-report-1-abc" {
+		t.Errorf("stillOld = %v, want the run from before", res.StillOld)
 	}
 }
