@@ -1,7 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"fmt"
+	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -9,6 +13,9 @@ import (
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
+	"tug.dev/tug/pkg/inputerr"
+	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/lock"
 	"tug.dev/tug/pkg/progress"
 	"tug.dev/tug/pkg/service"
 	"tug.dev/tug/pkg/session"
@@ -46,7 +53,8 @@ func serviceDeps(ctx context.Context, f *cli.Factory) (service.Deps, error) {
 	if err != nil {
 		return service.Deps{}, err
 	}
-	d := service.Deps{Client: client, Namespace: ns, Progress: f.Progress()}
+	// a service's lock names its holder as an app's deploy lock does
+	d := service.Deps{Client: client, Namespace: ns, Progress: f.Progress(), Holder: lock.Self(kube.WhoAmI(ctx, client, ""))}
 	cfg, err := f.RESTConfig()
 	if err != nil {
 		return service.Deps{}, err
@@ -59,6 +67,43 @@ func serviceDeps(ctx context.Context, f *cli.Factory) (service.Deps, error) {
 // serviceDepsFor is serviceDeps as an options constructor.
 func serviceDepsFor(f *cli.Factory) func(context.Context) (service.Deps, error) {
 	return func(ctx context.Context) (service.Deps, error) { return serviceDeps(ctx, f) }
+}
+
+// uriFrom is --uri's value, read from stdin's first line for "-": a URI
+// in argv (it holds a password) shows in ps and in the shell's history.
+func uriFrom(in io.Reader, uri string) (string, error) {
+	if uri != "-" {
+		return uri, nil
+	}
+	line, err := bufio.NewReader(in).ReadString('\n')
+	if err != nil && err != io.EOF {
+		return "", fmt.Errorf("reading --uri from stdin: %w", err)
+	}
+	if line = strings.TrimSpace(line); line == "" {
+		return "", inputerr.Errorf("--uri -: stdin gave no URI")
+	}
+	return line, nil
+}
+
+// serviceLocked runs change under the service's lock, taken for the
+// holder and --wait-lock of c (a dry run, which changes nothing, takes
+// none): a bind or unbind does not run beside a rotate or remove of the
+// service. The lock is taken before the app's.
+func serviceLocked(ctx context.Context, c appChanger, name string, dryRun bool, change func(context.Context) error) error {
+	if dryRun {
+		return change(ctx)
+	}
+	dd, err := c.Deps(ctx)
+	if err != nil {
+		return err
+	}
+	sd := service.Deps{Client: dd.Client, Namespace: dd.Namespace, Progress: dd.Progress, Holder: dd.Holder, WaitLock: dd.WaitLock}
+	ctx, unlock, err := sd.Hold(ctx, name)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return change(ctx)
 }
 
 // appRestarter restarts an app's units, watched like a deploy and rolled

@@ -94,6 +94,7 @@ func runServiceBackup(ctx context.Context, o *serviceBackupOptions) error {
 			return err
 		}
 		defer os.Remove(file.Name())
+		defer file.Close() // on the error paths; closed once more below
 		w = file
 	}
 	counter := &byteCounter{w: w}
@@ -103,6 +104,11 @@ func runServiceBackup(ctx context.Context, o *serviceBackupOptions) error {
 		return err
 	}
 	if file != nil {
+		// on disk before the rename, so a crash right after cannot leave
+		// FILE named but empty
+		if err := file.Sync(); err != nil {
+			return err
+		}
 		if err := file.Close(); err != nil {
 			return err
 		}

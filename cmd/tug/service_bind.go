@@ -62,6 +62,8 @@ func runServiceBind(ctx context.Context, o *serviceBindOptions) error {
 	if err != nil {
 		return err
 	}
-	change := service.BindChange(ctx, d, o.Bind)
-	return rollOutChange(ctx, o.Changer, o.App, change, o.Rollout.options(), o.Rollout.Output, rollVerb{"service " + o.Service + " bound", "binding service " + o.Service + " to"})
+	return serviceLocked(ctx, o.Changer, o.Service, o.Rollout.DryRun, func(ctx context.Context) error {
+		change := service.BindChange(ctx, d, o.Bind)
+		return rollOutChange(ctx, o.Changer, o.App, change, o.Rollout.options(), o.Rollout.Output, rollVerb{"service " + o.Service + " bound", "binding service " + o.Service + " to"})
+	})
 }

@@ -46,10 +46,14 @@ mysql://, redis://): apps bind it the same way; its owner changes its
 credentials, given to tug with 'tug service update NAME --uri'.`,
 		Example: `  tug service create db --plan postgres
   tug service create reports --plan postgres --version 16 --size 10Gi
-  tug service create legacy --uri "$LEGACY_DATABASE_URL"`,
+  tug service create legacy --uri - < legacy-uri.txt`,
 		Args: cli.ExactArgs("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
+			var err error
+			if o.URI, err = uriFrom(o.IO.In, o.URI); err != nil {
+				return err
+			}
 			if err := o.validate(); err != nil {
 				return err
 			}
@@ -62,7 +66,7 @@ credentials, given to tug with 'tug service update NAME --uri'.`,
 	cmd.Flags().StringVar(&o.Plan, "plan", "", "Plan to make it from (see 'tug service plans') (required)")
 	cmd.Flags().StringVar(&o.Version, "version", "", "Version of the plan (default: the plan's)")
 	cmd.Flags().StringVar(&o.Size, "size", "", "Size of its volume, e.g. 1Gi (default: the plan's)")
-	cmd.Flags().StringVar(&o.URI, "uri", "", "Connection URI of a database tug does not run (instead of --plan)")
+	cmd.Flags().StringVar(&o.URI, "uri", "", "Connection URI of a database tug does not run (instead of --plan); - reads it from stdin, out of ps and the shell's history")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", 5*time.Minute, "How long to wait for it to accept connections")
 	cli.AddFormatFlag(cmd, &o.Output.Format)
 	return cmd

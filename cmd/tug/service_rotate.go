@@ -59,6 +59,11 @@ func runServiceRotate(ctx context.Context, o *serviceRotateOptions) error {
 	if err != nil {
 		return err
 	}
+	dd, err := o.Changer.Deps(ctx) // the lock's holder and --wait-lock
+	if err != nil {
+		return err
+	}
+	d.Holder, d.WaitLock = dd.Holder, dd.WaitLock
 	restart := appRestarter(o.Changer, d.Progress, &o.Rollout)
 	res, err := service.Rotate(ctx, d, o.Name, restart)
 	if err != nil {
@@ -66,6 +71,9 @@ func runServiceRotate(ctx context.Context, o *serviceRotateOptions) error {
 		return err
 	}
 	d.Progress.Done(fmt.Sprintf("service %s: apps use login %s; login %s revoked", o.Name, res.Username, res.Revoked))
+	if len(res.StillOld) > 0 {
+		fmt.Fprintf(o.IO.ErrOut, "warning: pods started before the rotate still use login %s, now refused: %s (a CronJob's or one-off run; run them again)\n", res.Revoked, strings.Join(res.StillOld, ", "))
+	}
 	return (cli.OutputOptions{Format: o.Rollout.Output}).Print(o.IO, res, func() error {
 		apps := "no app was bound"
 		if len(res.Apps) > 0 {

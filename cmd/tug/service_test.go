@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 
 	"tug.dev/tug/pkg/cli"
@@ -60,4 +61,20 @@ func TestNewServiceCmds(t *testing.T) {
 	wantParseError(t, n, err, "--")
 	u, err := parseCmd(t, newServiceUpdateCmd, "legacy")
 	wantParseError(t, u, err, "--uri")
+}
+
+// --uri - reads the URI from stdin (out of argv, which ps shows); an empty
+// stdin is bad input.
+func TestServiceURIFromStdin(t *testing.T) {
+	got, err := uriFrom(strings.NewReader("postgres://u:p@h/d\n"), "-")
+	if err != nil || got != "postgres://u:p@h/d" {
+		t.Fatalf("uriFrom: %q %v", got, err)
+	}
+	if got, _ := uriFrom(strings.NewReader("ignored"), "redis://h"); got != "redis://h" {
+		t.Errorf("a --uri given in argv: %q", got)
+	}
+	e, err := parseCmd(t, newServiceCreateCmd, "legacy", "--uri", "-")
+	wantParseError(t, e, err, "stdin gave no URI")
+	u, err := parseCmd(t, newServiceUpdateCmd, "legacy", "--uri", "-")
+	wantParseError(t, u, err, "stdin gave no URI")
 }

@@ -53,5 +53,7 @@ func newServiceUnbindCmd(f *cli.Factory, runF func(context.Context, *serviceUnbi
 }
 
 func runServiceUnbind(ctx context.Context, o *serviceUnbindOptions) error {
-	return rollOutChange(ctx, o.Changer, o.App, service.UnbindChange(o.Service), o.Rollout.options(), o.Rollout.Output, rollVerb{"service " + o.Service + " unbound", "unbinding service " + o.Service + " from"})
+	return serviceLocked(ctx, o.Changer, o.Service, o.Rollout.DryRun, func(ctx context.Context) error {
+		return rollOutChange(ctx, o.Changer, o.App, service.UnbindChange(o.Service), o.Rollout.options(), o.Rollout.Output, rollVerb{"service " + o.Service + " unbound", "unbinding service " + o.Service + " from"})
+	})
 }

@@ -33,11 +33,15 @@ func newServiceUpdateCmd(f *cli.Factory, runF func(context.Context, *serviceUpda
 		Long: `Give a service made with --uri its new URI (its owner changed the password,
 or it moved). Its binding is rewritten and every bound app is rolled out
 with it, one after the other.`,
-		Example: `  tug service update legacy --uri "$NEW_URL"`,
+		Example: `  tug service update legacy --uri - < new-uri.txt`,
 		Args:    cli.ExactArgs("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
 			if err := service.ValidateName(o.Name); err != nil {
+				return err
+			}
+			var err error
+			if o.URI, err = uriFrom(o.IO.In, o.URI); err != nil {
 				return err
 			}
 			if o.URI == "" {
@@ -53,7 +57,7 @@ with it, one after the other.`,
 		},
 	}
 	o.Changer = changerFor(f)
-	cmd.Flags().StringVar(&o.URI, "uri", "", "The new connection URI (required)")
+	cmd.Flags().StringVar(&o.URI, "uri", "", "The new connection URI (required); - reads it from stdin, out of ps and the shell's history")
 	o.Rollout.add(cmd, false, &o.Changer.WaitLock)
 	return cmd
 }
@@ -63,6 +67,11 @@ func runServiceUpdate(ctx context.Context, o *serviceUpdateOptions) error {
 	if err != nil {
 		return err
 	}
+	dd, err := o.Changer.Deps(ctx) // the lock's holder and --wait-lock
+	if err != nil {
+		return err
+	}
+	d.Holder, d.WaitLock = dd.Holder, dd.WaitLock
 	restart := appRestarter(o.Changer, d.Progress, &o.Rollout)
 	apps, err := service.UpdateURI(ctx, d, o.Name, o.URI, restart)
 	if err != nil {

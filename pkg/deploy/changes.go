@@ -8,7 +8,13 @@ import (
 	"slices"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/inputerr"
+	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/render"
 	"tug.dev/tug/pkg/text"
 )
 
@@ -187,11 +193,29 @@ func RollbackChange(ctx context.Context, store *app.Store, target int) Change {
 		if old.Image == "" {
 			return nil, nil, fmt.Errorf("release v%d of app %q has no image (it only staged config); choose another", target, a.Name)
 		}
+		if err := bindingsExist(ctx, store, old); err != nil {
+			return nil, nil, err
+		}
 		r := app.Next(a, old, app.KindRollback, fmt.Sprintf("rollback to v%d", target))
 		r.RollbackOf = target
 		carryReleaseCommand(r, old)
 		return r, config, nil
 	}
+}
+
+// bindingsExist fails, as an input error, when release r binds a service
+// whose binding Secret is gone (the service was removed): its units would
+// never start, and a rollback of the rollback could not help.
+func bindingsExist(ctx context.Context, store *app.Store, r *app.Release) error {
+	for _, b := range r.Services {
+		_, err := store.Client.CoreV1().Secrets(store.Namespace).Get(ctx, render.ServiceBindingSecret(b.Service), metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return inputerr.Errorf("release v%d of app %q binds service %q, which no longer exists: create service %s first (or unbind it, then roll back)", r.Version, r.App, b.Service, b.Service)
+		} else if err != nil {
+			return kube.TranslateError(err)
+		}
+	}
+	return nil
 }
 
 // cutShort says whether a rollout after release current (of rels) stopped

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/lock"
 	"tug.dev/tug/pkg/progress"
 	"tug.dev/tug/pkg/session"
 )
@@ -28,6 +30,10 @@ type Deps struct {
 	Progress  progress.Reporter
 	// Exec runs commands in a service's unit (rotate, backup, restore).
 	Exec session.Executor
+	// Holder is who takes a service's lock; WaitLock how long to wait
+	// for it while another tug holds it (0: fail at once).
+	Holder   lock.Holder
+	WaitLock time.Duration
 }
 
 // builtinKinds are the kinds plans usually make, mapped without asking the

@@ -105,13 +105,42 @@ func (b Bind) Validate() error {
 // must exist and have its binding; each service binds once per app, and
 // two bindings may not share a prefix.
 func BindChange(ctx context.Context, d Deps, b Bind) deploy.Change {
-	return deploy.SettingsChange(app.KindService, "service "+b.Service+" bound", func(a *app.App, r *app.Release) error {
+	bind := deploy.SettingsChange(app.KindService, "service "+b.Service+" bound", func(a *app.App, r *app.Release) error {
 		sb, err := Binding(ctx, d.Client, d.Namespace, b.Service, b.Prefix)
 		if err != nil {
 			return err
 		}
 		return addBinding(a.Name, r, sb)
 	})
+	return func(a *app.App, base *app.Release, config app.ConfigMap) (*app.Release, app.ConfigMap, error) {
+		r, c, err := bind(a, base, config)
+		if err != nil {
+			return nil, nil, err
+		}
+		return r, c, configClash(a.Name, r, c, b.Service)
+	}
+}
+
+// configClash refuses a binding whose variables the app's config already
+// sets: which value a unit sees would depend on their order in its spec.
+func configClash(appName string, r *app.Release, config app.ConfigMap, service string) error {
+	for _, b := range r.Services {
+		if b.Service != service {
+			continue
+		}
+		vars := []string{"SERVICE_BINDING_ROOT"}
+		for _, k := range b.Keys {
+			if v := render.ServiceVariable(b.Prefix, k); v != "" {
+				vars = append(vars, v)
+			}
+		}
+		for _, v := range vars {
+			if _, ok := config[v]; ok {
+				return inputerr.Errorf("app %q's config sets %s, which binding service %q would set too: unset it first ('tug env unset %s %s') or bind with --as OTHER_PREFIX", appName, v, service, appName, v)
+			}
+		}
+	}
+	return nil
 }
 
 // Binding is how a release binds service (prefix "": the plan's): its
@@ -163,9 +192,17 @@ func UnbindChange(service string) deploy.Change {
 	})
 }
 
-// boundApps are the apps whose deployed release binds the service, with
-// the names they see.
+// boundApps are the apps bound to the service, with the names they see:
+// an app counts while its deployed or its newest release binds it (a bind
+// still rolling out, or left pending by a kill) and while any of tug's
+// Deployments, CronJobs or pods of it references the binding Secret
+// (units of an older release still running). Remove refuses and rotate
+// rolls out every one of them: the Secret and the login are in use.
 func boundApps(ctx context.Context, d Deps, rec *Record) ([]BoundApp, error) {
+	running, err := appsUsingSecret(ctx, d, BindingSecretName(rec.Name))
+	if err != nil {
+		return nil, err
+	}
 	store := &app.Store{Client: d.Client, Namespace: d.Namespace}
 	apps, err := store.ListApps(ctx)
 	if err != nil {
@@ -173,34 +210,121 @@ func boundApps(ctx context.Context, d Deps, rec *Record) ([]BoundApp, error) {
 	}
 	out := []BoundApp{}
 	for _, a := range apps {
-		if !slices.Contains(a.Services, rec.Name) || a.Release == 0 {
-			continue
-		}
-		r, _, err := store.GetRelease(ctx, a.Name, a.Release)
+		b, err := releaseBinding(ctx, store, a, rec.Name)
 		// A viewer may not read Secrets, which release records are (they
 		// hold the config): the app is still named, without the
 		// variables only its release says.
 		if kube.IsRBACDenial(err) {
-			out = append(out, BoundApp{App: a.Name, Files: render.ServiceBindingRoot + "/" + rec.Name})
+			if slices.Contains(a.Services, rec.Name) || running[a.Name] {
+				delete(running, a.Name)
+				out = append(out, BoundApp{App: a.Name, Files: render.ServiceBindingRoot + "/" + rec.Name})
+			}
 			continue
 		}
 		if err != nil {
 			return nil, err
 		}
-		for _, b := range r.Services {
-			if b.Service != rec.Name {
-				continue
-			}
-			ba := BoundApp{App: a.Name, Files: render.ServiceBindingRoot + "/" + b.Service, Variables: []string{}}
+		if b == nil && !running[a.Name] {
+			continue
+		}
+		delete(running, a.Name)
+		ba := BoundApp{App: a.Name, Files: render.ServiceBindingRoot + "/" + rec.Name, Variables: []string{}}
+		if b != nil {
 			for _, k := range b.Keys {
 				if v := render.ServiceVariable(b.Prefix, k); v != "" {
 					ba.Variables = append(ba.Variables, v)
 				}
 			}
-			out = append(out, ba)
+		}
+		out = append(out, ba)
+	}
+	for name := range running { // objects of an app whose record is gone
+		out = append(out, BoundApp{App: name, Files: render.ServiceBindingRoot + "/" + rec.Name, Variables: []string{}})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].App < out[j].App })
+	return out, nil
+}
+
+// releaseBinding is how app a's deployed release, else its newest,
+// binds service (nil: neither does).
+func releaseBinding(ctx context.Context, store *app.Store, a *app.App, service string) (*app.ServiceBinding, error) {
+	for _, v := range []int{a.Release, a.LastRelease} {
+		if v == 0 || (v == a.Release && !slices.Contains(a.Services, service)) {
+			continue
+		}
+		r, _, err := store.GetRelease(ctx, a.Name, v)
+		if app.IsNotFound(err) {
+			continue
+		} else if err != nil {
+			return nil, err
+		}
+		for i := range r.Services {
+			if r.Services[i].Service == service {
+				return &r.Services[i], nil
+			}
+		}
+	}
+	return nil, nil
+}
+
+// appsUsingSecret are the apps of which one of tug's Deployments,
+// CronJobs or running pods (not stopping) references Secret secret.
+func appsUsingSecret(ctx context.Context, d Deps, secret string) (map[string]bool, error) {
+	sel := metav1.ListOptions{LabelSelector: kube.LabelManagedBy + "=" + kube.ManagedBy + "," + kube.LabelApp}
+	out := map[string]bool{}
+	deps, err := d.Client.AppsV1().Deployments(d.Namespace).List(ctx, sel)
+	if err != nil {
+		return nil, kube.TranslateError(err)
+	}
+	for _, o := range deps.Items {
+		if podUsesSecret(&o.Spec.Template.Spec, secret) {
+			out[o.Labels[kube.LabelApp]] = true
+		}
+	}
+	cjs, err := d.Client.BatchV1().CronJobs(d.Namespace).List(ctx, sel)
+	if err != nil {
+		return nil, kube.TranslateError(err)
+	}
+	for _, o := range cjs.Items {
+		if podUsesSecret(&o.Spec.JobTemplate.Spec.Template.Spec, secret) {
+			out[o.Labels[kube.LabelApp]] = true
+		}
+	}
+	pods, err := d.Client.CoreV1().Pods(d.Namespace).List(ctx, sel)
+	if err != nil {
+		return nil, kube.TranslateError(err)
+	}
+	for _, p := range pods.Items {
+		// a stopping pod read its variables long ago: rotate waits for it
+		stopped := p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+		if !stopped && podUsesSecret(&p.Spec, secret) {
+			out[p.Labels[kube.LabelApp]] = true
 		}
 	}
 	return out, nil
+}
+
+// podUsesSecret says whether a pod reads Secret secret: a volume, an env
+// var or envFrom of any container.
+func podUsesSecret(spec *corev1.PodSpec, secret string) bool {
+	for _, v := range spec.Volumes {
+		if v.Secret != nil && v.Secret.SecretName == secret {
+			return true
+		}
+	}
+	for _, c := range slices.Concat(spec.InitContainers, spec.Containers) {
+		for _, e := range c.Env {
+			if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil && e.ValueFrom.SecretKeyRef.Name == secret {
+				return true
+			}
+		}
+		for _, e := range c.EnvFrom {
+			if e.SecretRef != nil && e.SecretRef.Name == secret {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // CredentialsInfo is 'service credentials': the keys an app's binding

@@ -33,6 +33,9 @@ type Catalog struct {
 	// Broken are published plans that do not parse (a newer tug's, or
 	// written by hand): name -> why. They are skipped, not fatal.
 	Broken map[string]string
+	// Unreadable: the user may not read the published plans (Forbidden),
+	// so a plan missing here may still be published.
+	Unreadable bool
 }
 
 // ReadCatalog reads the cluster's plans. A cluster without published
@@ -41,7 +44,10 @@ func ReadCatalog(ctx context.Context, client kubernetes.Interface) (*Catalog, er
 	c := &Catalog{Plans: Builtin(), Published: map[string]bool{}, Broken: map[string]string{}}
 	cm, err := client.CoreV1().ConfigMaps(clustersettings.Namespace).Get(ctx, PlansName, metav1.GetOptions{})
 	switch {
-	case apierrors.IsNotFound(err) || apierrors.IsForbidden(err):
+	case apierrors.IsNotFound(err):
+		return c, nil
+	case apierrors.IsForbidden(err):
+		c.Unreadable = true
 		return c, nil
 	case err != nil:
 		return nil, kube.TranslateError(err)
@@ -79,6 +85,9 @@ func (c *Catalog) Plan(name string) (*Plan, error) {
 			return p, nil
 		}
 		names = append(names, p.Name)
+	}
+	if c.Unreadable {
+		return nil, inputerr.Errorf("no plan %q among the built-in plans (%s), and you may not read the cluster's published plans (ConfigMap %s/%s): ask an operator for read access", name, strings.Join(names, ", "), clustersettings.Namespace, PlansName)
 	}
 	return nil, inputerr.Errorf("no plan %q in this cluster (plans: %s); see 'tug service plans'", name, strings.Join(names, ", "))
 }

@@ -56,10 +56,31 @@ func Restore(ctx context.Context, d Deps, name string, r io.Reader) error {
 		return fmt.Errorf("plan %q does not say how to restore a service", rec.Plan)
 	}
 	var errOut bytes.Buffer
-	if err := d.runInUnit(ctx, rec, rec.Spec.Restore, r, nil, &errOut); err != nil {
+	in := &readErr{r: r}
+	err = d.runInUnit(ctx, rec, rec.Spec.Restore, in, nil, &errOut)
+	if in.err != nil {
+		// the exec's stdin copy ends the stream as if the dump were whole:
+		// its error is said here, not lost
+		return fmt.Errorf("restoring service %q: reading the dump failed part way: %v", name, in.err)
+	}
+	if err != nil {
 		return fmt.Errorf("restoring service %q: %v: %s", name, err, text.Excerpt(errOut.String()))
 	}
 	return nil
+}
+
+// readErr keeps the first error (not EOF) its reader returned.
+type readErr struct {
+	r   io.Reader
+	err error
+}
+
+func (e *readErr) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil && err != io.EOF && e.err == nil {
+		e.err = err
+	}
+	return n, err
 }
 
 // Exists fails with a not-found input error for a missing service: for

@@ -35,16 +35,17 @@ func ParseURI(uri string) (map[string]string, error) {
 	if u.Hostname() == "" {
 		return nil, inputerr.Errorf("invalid --uri: no host")
 	}
-	b := map[string]string{"type": t.Type, "provider": "external", "host": u.Hostname(), "port": u.Port(), "uri": uri}
+	// every key, empty when the URI has no such part: bound releases
+	// reference each key (not optional), so an update --uri without a
+	// password must not drop the key their new units would fail on
+	b := map[string]string{"type": t.Type, "provider": "external", "host": u.Hostname(), "port": u.Port(), "uri": uri,
+		"username": "", "password": "", "database": strings.TrimPrefix(u.Path, "/")}
 	if b["port"] == "" {
 		b["port"] = t.Port
 	}
 	if u.User != nil {
 		b["username"] = u.User.Username()
 		b["password"], _ = u.User.Password()
-	}
-	if db := strings.TrimPrefix(u.Path, "/"); db != "" {
-		b["database"] = db
 	}
 	return b, nil
 }
@@ -97,6 +98,11 @@ func UpdateURI(ctx context.Context, d Deps, name, uri string, restart func(conte
 	if !rec.External {
 		return nil, inputerr.Errorf("service %q is run by tug (plan %s): its credentials change with 'tug service rotate %s'", name, rec.Plan, name)
 	}
+	ctx, unlock, err := d.Hold(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	if err := d.putBinding(ctx, rec, b); err != nil {
 		return nil, err
 	}

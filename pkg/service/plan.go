@@ -103,8 +103,21 @@ var (
 	keyRE    = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
 )
 
-// ValidateName checks a service's name; its error is an input error.
-func ValidateName(name string) error { return validName("service", name) }
+// ValidateName checks a service's name; its error is an input error. A
+// name ending as the objects of another service do (db-binding is
+// db's binding Secret, tug-service-db-binding) is refused: the two
+// services' objects would collide.
+func ValidateName(name string) error {
+	if err := validName("service", name); err != nil {
+		return err
+	}
+	for _, suffix := range []string{"-binding", "-data", "-backup", "-backups"} {
+		if strings.HasSuffix(name, suffix) {
+			return inputerr.Errorf("invalid service name %q: a name ending in %s would collide with the objects of service %q; choose another", name, suffix, strings.TrimSuffix(name, suffix))
+		}
+	}
+	return nil
+}
 
 func validName(what, name string) error {
 	switch {

@@ -1,8 +1,16 @@
 package service
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/render"
@@ -95,5 +103,33 @@ func TestVersionAndPrefix(t *testing.T) {
 	}
 	if ValidatePrefix("ORDERS_DB") != nil {
 		t.Error("ORDERS_DB refused")
+	}
+}
+
+// A service named as another's objects end would collide with them.
+func TestValidateNameRefusesObjectSuffixes(t *testing.T) {
+	for _, bad := range []string{"db-binding", "db-data", "db-backup", "db-backups"} {
+		if err := ValidateName(bad); !inputerr.Is(err) || !strings.Contains(err.Error(), `"db"`) {
+			t.Errorf("ValidateName(%q) = %v, want an input error naming db", bad, err)
+		}
+	}
+	if err := ValidateName("binding"); err != nil {
+		t.Errorf("ValidateName(binding) = %v", err)
+	}
+}
+
+// A user who may not read the published plans is told so, not that the
+// plan does not exist.
+func TestPlanOfAForbiddenCatalogSaysSo(t *testing.T) {
+	c := fake.NewClientset()
+	c.PrependReactor("get", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(corev1.Resource("configmaps"), PlansName, errors.New("no"))
+	})
+	cat, err := ReadCatalog(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cat.Plan("redis"); !inputerr.Is(err) || !strings.Contains(err.Error(), "may not read") {
+		t.Errorf("plan redis, catalog forbidden: %v", err)
 	}
 }

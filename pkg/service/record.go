@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/inputerr"
@@ -37,6 +38,10 @@ type Record struct {
 	// made, cleared once the old one is revoked), so a rotate stopped part
 	// way is finished by the next, never begun again over it.
 	Rotation *Rotation `json:"rotation,omitempty"`
+
+	// resourceVersion is the record's ConfigMap's when it was read:
+	// updateRecord writes only over that version.
+	resourceVersion string
 }
 
 // Rotation is a rotate from one login to the other.
@@ -45,7 +50,9 @@ type Rotation struct {
 	To   string `json:"to"`
 }
 
-// updateRecord writes r over the stored record.
+// updateRecord writes r over the stored record only if that record is
+// still the one r was read from (its resourceVersion): a record changed
+// by another tug in between is a conflict, never overwritten.
 func updateRecord(ctx context.Context, client kubernetes.Interface, ns string, r *Record) error {
 	b, err := json.Marshal(r)
 	if err != nil {
@@ -56,9 +63,33 @@ func updateRecord(ctx context.Context, client kubernetes.Interface, ns string, r
 	if err != nil {
 		return kube.TranslateError(err)
 	}
+	if cm.ResourceVersion != r.resourceVersion {
+		return apierrors.NewConflict(corev1.Resource("configmaps"), cm.Name, fmt.Errorf("the record of service %q changed since it was read", r.Name))
+	}
 	cm.Data = map[string]string{recordKey: string(b)}
 	_, err = cms.Update(ctx, cm, metav1.UpdateOptions{FieldManager: kube.FieldManager})
-	return kube.TranslateError(err)
+	return err
+}
+
+// editRecord reads the record, edits it and writes it back, again from a
+// fresh read when another tug changed it in between.
+func editRecord(ctx context.Context, client kubernetes.Interface, ns, name string, edit func(*Record) error) (*Record, error) {
+	var out *Record
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		r, err := readRecord(ctx, client, ns, name)
+		if err != nil {
+			return err
+		}
+		if err := edit(r); err != nil {
+			return err
+		}
+		out = r
+		return updateRecord(ctx, client, ns, r)
+	})
+	if err != nil && apierrors.IsConflict(err) {
+		return nil, kube.TranslateError(err)
+	}
+	return out, err
 }
 
 const recordKey = "service"
@@ -75,6 +106,7 @@ func readRecord(ctx context.Context, client kubernetes.Interface, ns, name strin
 	if err := json.Unmarshal([]byte(cm.Data[recordKey]), &r); err != nil {
 		return nil, fmt.Errorf("the record of service %q (ConfigMap %s) is unreadable: %v", name, cm.Name, err)
 	}
+	r.resourceVersion = cm.ResourceVersion
 	return &r, nil
 }
 

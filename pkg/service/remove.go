@@ -59,6 +59,16 @@ func CheckRemovable(ctx context.Context, d Deps, name string) error {
 // the same name and plan later finds both and runs on the same data. The
 // record goes last, so a remove stopped half way is finished by the next.
 func Remove(ctx context.Context, d Deps, name string, deleteData bool) (*Removed, error) {
+	if _, err := readRecord(ctx, d.Client, d.Namespace, name); err != nil {
+		return nil, err
+	}
+	// under the service's lock, no bind can begin between the check and
+	// the delete
+	ctx, unlock, err := d.Hold(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	if err := CheckRemovable(ctx, d, name); err != nil {
 		return nil, err
 	}
@@ -74,8 +84,16 @@ func Remove(ctx context.Context, d Deps, name string, deleteData bool) (*Removed
 		}
 		keep := func(o *unstructured.Unstructured) bool { return !deleteData && o.GetKind() == "PersistentVolumeClaim" }
 		for _, o := range objs {
-			if keep(o) {
+			if !keep(o) {
+				continue
+			}
+			// said kept only when it is there (a create stopped before it,
+			// or it was deleted by hand)
+			pvc, err := d.Client.CoreV1().PersistentVolumeClaims(d.Namespace).Get(ctx, o.GetName(), metav1.GetOptions{})
+			if err == nil && pvc.Labels[LabelService] == name {
 				out.Kept = append(out.Kept, "PersistentVolumeClaim "+o.GetName())
+			} else if err != nil && !apierrors.IsNotFound(err) {
+				return nil, kube.TranslateError(err)
 			}
 		}
 		if err := d.deleteObjects(ctx, name, objs, keep); err != nil {

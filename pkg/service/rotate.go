@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -22,18 +24,23 @@ type Rotated struct {
 	Username string   `json:"username"`
 	Revoked  string   `json:"revoked"`
 	Apps     []string `json:"apps"`
+	// StillOld are running pods of bound apps that no rollout replaces
+	// (a CronJob's run, a one-off run) started before the binding held
+	// the new login: they read the old one, refused from now on.
+	StillOld []string `json:"stillOld,omitempty"`
 }
 
 // RolloutFailedError is a rotate stopped by an app that did not roll out
-// with the new credentials: it was rolled back, and both credentials
-// stay valid.
+// with the new credentials: it was rolled back (units the rollback makes
+// read the binding, with the new credentials), and both logins stay
+// valid.
 type RolloutFailedError struct {
 	Service, App string
 	Err          error
 }
 
 func (e *RolloutFailedError) Error() string {
-	return fmt.Sprintf("app %q did not roll out with the new credentials of service %q (%v); it runs as before, and the old credentials stay valid beside the new: fix the app and run 'tug service rotate %s' again", e.App, e.Service, e.Err, e.Service)
+	return fmt.Sprintf("app %q did not roll out with the new credentials of service %q (%v); it was rolled back to its release, whose units read the binding, which holds the new credentials; both logins stay valid (the old is not revoked): fix the app and run 'tug service rotate %s' again", e.App, e.Service, e.Err, e.Service)
 }
 
 func (e *RolloutFailedError) Unwrap() error { return e.Err }
@@ -48,6 +55,16 @@ func (e *RolloutFailedError) Unwrap() error { return e.Err }
 // rotation (rolls the apps out again, then revokes), never begins
 // another over it.
 func Rotate(ctx context.Context, d Deps, name string, restart func(ctx context.Context, app string) error) (*Rotated, error) {
+	if _, err := readRecord(ctx, d.Client, d.Namespace, name); err != nil {
+		return nil, err
+	}
+	// one rotate (or bind, remove, update) of a service at a time: two
+	// rotates at once would give one login two passwords in turn
+	ctx, unlock, err := d.Hold(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	rec, err := readRecord(ctx, d.Client, d.Namespace, name)
 	if err != nil {
 		return nil, err
@@ -62,21 +79,45 @@ func Rotate(ctx context.Context, d Deps, name string, restart func(ctx context.C
 	if err != nil {
 		return nil, err
 	}
-	old, next := rot.From, rot.To
 	if err := d.writeBinding(ctx, rec); err != nil {
 		return nil, err
 	}
-	apps, err := boundApps(ctx, d, rec)
+	out, err := d.rollOutRotation(ctx, rec, rot, restart)
 	if err != nil {
 		return nil, err
 	}
-	out := &Rotated{Service: name, Username: next, Revoked: old, Apps: []string{}}
-	for _, a := range apps {
-		d.Progress.Update(fmt.Sprintf("rolling out app %s with the new credentials", a.App))
-		if err := restart(ctx, a.App); err != nil {
-			return nil, &RolloutFailedError{Service: name, App: a.App, Err: err}
+	_, err = editRecord(ctx, d.Client, d.Namespace, name, func(r *Record) error {
+		r.Rotation = nil
+		return nil
+	})
+	return out, err
+}
+
+// rollOutRotation rolls every bound app out with the new login, waits
+// for their old units to stop, then takes the old login's password away.
+func (d Deps) rollOutRotation(ctx context.Context, rec *Record, rot *Rotation, restart func(ctx context.Context, app string) error) (*Rotated, error) {
+	out := &Rotated{Service: rec.Name, Username: rot.To, Revoked: rot.From, Apps: []string{}}
+	// bound apps are listed again after each pass, from what runs: the
+	// old login is revoked only once no app found bound is left to roll out
+	for pass := 0; ; pass++ {
+		apps, err := boundApps(ctx, d, rec)
+		if err != nil {
+			return nil, err
 		}
-		out.Apps = append(out.Apps, a.App)
+		todo := slices.DeleteFunc(apps, func(a BoundApp) bool { return slices.Contains(out.Apps, a.App) })
+		if len(todo) == 0 {
+			break
+		}
+		if pass == 3 {
+			return nil, fmt.Errorf("apps %s still use the old credentials of service %q after rolling out; the old credentials stay valid: run the rotate again", appNames(todo), rec.Name)
+		}
+		for _, a := range todo {
+			d.Progress.Update(fmt.Sprintf("rolling out app %s with the new credentials", a.App))
+			if err := restart(ctx, a.App); err != nil {
+				return nil, &RolloutFailedError{Service: rec.Name, App: a.App, Err: err}
+			}
+			out.Apps = append(out.Apps, a.App)
+		}
 	}
 	// a unit being stopped keeps serving a while (its stop delay) with the
 	// old credentials: they are revoked once no such unit is left
@@ -86,18 +127,25 @@ func Rotate(ctx context.Context, d Deps, name string, restart func(ctx context.C
 			return nil, fmt.Errorf("every app runs with the new credentials, but the old units of %s did not stop (%v); the old credentials stay valid: run the rotate again", a, err)
 		}
 	}
-	d.Progress.Update(fmt.Sprintf("taking away the password of login %s", old))
-	if err := d.unitCommand(ctx, rec, rec.Spec.Rotate.Revoke, old+"\n"); err != nil {
-		return nil, fmt.Errorf("every app runs with the new credentials, but revoking the old login %s failed: %w; run the rotate again", old, err)
+	old, err := d.oldRuns(ctx, rec.Name)
+	if err != nil {
+		return nil, err
 	}
-	rec.Rotation = nil
-	return out, updateRecord(ctx, d.Client, d.Namespace, rec)
+	out.StillOld = old
+	d.Progress.Update(fmt.Sprintf("taking away the password of login %s", rot.From))
+	if err := d.unitCommand(ctx, rec, rec.Spec.Rotate.Revoke, rot.From+"\n"); err != nil {
+		return nil, fmt.Errorf("every app runs with the new credentials, but revoking the old login %s failed: %w; run the rotate again", rot.From, err)
+	}
+	return out, nil
 }
 
 // startRotation begins a rotation, or picks up the one a stopped rotate
-// left in the record. The new login gets its password (again, when the
-// credentials do not name it yet: no unit uses it then) before the
+// left in the record. The new login gets its password before the
 // credentials name it; the old login keeps its password until revoked.
+// A rotation picked up after the credentials name the new login gives it
+// the password they hold again (grant is idempotent): whatever a stopped
+// or overlapping rotate left in the database, the apps' password is the
+// one that works.
 func (d Deps) startRotation(ctx context.Context, rec *Record) (*Rotation, error) {
 	creds, err := readCredentials(ctx, d.Client, d.Namespace, rec)
 	if err != nil {
@@ -111,13 +159,19 @@ func (d Deps) startRotation(ctx context.Context, rec *Record) (*Rotation, error)
 		if rot.From == rot.To {
 			rot.To = rec.Spec.Rotate.Usernames[1]
 		}
-		rec.Rotation = rot
-		if err := updateRecord(ctx, d.Client, d.Namespace, rec); err != nil {
+		if _, err := editRecord(ctx, d.Client, d.Namespace, rec.Name, func(r *Record) error {
+			if r.Rotation != nil { // begun by another tug in between: finish that one
+				rot = r.Rotation
+			}
+			r.Rotation = rot
+			return nil
+		}); err != nil {
 			return nil, err
 		}
 	}
 	if creds["username"] == rot.To {
-		return rot, nil
+		d.Progress.Update(fmt.Sprintf("giving login %s of service %s its password again", rot.To, rec.Name))
+		return rot, d.unitCommand(ctx, rec, rec.Spec.Rotate.Grant, rot.To+"\n"+creds["password"]+"\n")
 	}
 	password := randomSecret()
 	d.Progress.Update(fmt.Sprintf("giving login %s of service %s a new password", rot.To, rec.Name))
@@ -164,4 +218,46 @@ func (d Deps) setCredentials(ctx context.Context, name, username, password strin
 	s.Data["username"], s.Data["password"] = []byte(username), []byte(password)
 	_, err = secrets.Update(ctx, s, metav1.UpdateOptions{FieldManager: kube.FieldManager})
 	return kube.TranslateError(err)
+}
+
+// appNames are the apps' names, comma-separated.
+func appNames(apps []BoundApp) string {
+	names := make([]string, len(apps))
+	for i, a := range apps {
+		names[i] = a.App
+	}
+	return strings.Join(names, ", ")
+}
+
+// oldRuns are the running pods, not of a Deployment, that read the
+// service's binding and started before tug last wrote it (the server's
+// time of that write, as the pods' creation time is the server's).
+func (d Deps) oldRuns(ctx context.Context, name string) ([]string, error) {
+	s, err := d.Client.CoreV1().Secrets(d.Namespace).Get(ctx, BindingSecretName(name), metav1.GetOptions{})
+	if err != nil {
+		return nil, kube.TranslateError(err)
+	}
+	var written time.Time
+	for _, f := range s.ManagedFields {
+		if f.Manager == kube.FieldManager && f.Time != nil && f.Time.After(written) {
+			written = f.Time.Time
+		}
+	}
+	if written.IsZero() {
+		return nil, nil
+	}
+	pods, err := d.Client.CoreV1().Pods(d.Namespace).List(ctx, metav1.ListOptions{LabelSelector: kube.LabelManagedBy + "=" + kube.ManagedBy + "," + kube.LabelApp})
+	if err != nil {
+		return nil, kube.TranslateError(err)
+	}
+	var out []string
+	for _, p := range pods.Items {
+		stopped := p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+		ofDeployment := slices.ContainsFunc(p.OwnerReferences, func(o metav1.OwnerReference) bool { return o.Kind == "ReplicaSet" })
+		if !stopped && !ofDeployment && p.CreationTimestamp.Time.Before(written) && podUsesSecret(&p.Spec, BindingSecretName(name)) {
+			out = append(out, p.Name)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
 }

@@ -167,14 +167,25 @@ func RestoreFrom(ctx context.Context, d Deps, name, file string) error {
 	return d.withBackupPod(ctx, rec, func(t session.Target) error {
 		pr, pw := io.Pipe()
 		var errOut bytes.Buffer
+		read := make(chan struct{})
 		go func() {
+			defer close(read)
 			err := d.Exec.Exec(ctx, t, []string{"cat", "/backups/" + file}, session.Streams{Stdout: pw, Stderr: &errOut})
 			if err != nil {
 				err = fmt.Errorf("reading %s from the backups volume: %v: %s", file, err, text.Excerpt(errOut.String()))
 			}
 			pw.CloseWithError(err)
 		}()
-		return Restore(ctx, d, name, pr)
+		// cat's failure reaches Restore through the pipe (its reading
+		// fails); a restore that stopped reading must not leave cat
+		// blocked on its writes into the pipe
+		err := Restore(ctx, d, name, pr)
+		pr.CloseWithError(io.ErrClosedPipe)
+		select {
+		case <-read:
+		case <-ctx.Done():
+		}
+		return err
 	})
 }
 
