@@ -73,7 +73,21 @@ Start with 'tug doctor' to check that your kubeconfig works and what you may do.
 		&cobra.Group{ID: "cluster", Title: "Cluster commands:"},
 		&cobra.Group{ID: "other", Title: "Other commands:"},
 	)
-	for _, sub := range []*cobra.Command{
+	cmd.AddCommand(topCommands(f)...)
+	cmd.SetHelpCommandGroupID("other")
+	suggestHerokuVerbs(cmd)
+	addDevCommands(cmd, f)
+	addDynamicCompletion(cmd, f)
+	guardLevels(cmd, f)
+	routeAppCommands(cmd, f)
+	appFromManifest(cmd, f)
+	return cmd
+}
+
+// topCommands are tug's commands under the root, in the order help lists
+// them within their groups.
+func topCommands(f *cli.Factory) []*cobra.Command {
+	return []*cobra.Command{
 		newAppCmd(f),
 		newEnvCmd(f),
 		newReleaseCmd(f),
@@ -98,17 +112,7 @@ Start with 'tug doctor' to check that your kubeconfig works and what you may do.
 		newVersionCmd(f, nil),
 		newCompletionCmd(f, nil),
 		newOptionsCmd(f, nil),
-	} {
-		cmd.AddCommand(sub)
 	}
-	cmd.SetHelpCommandGroupID("other")
-	suggestHerokuVerbs(cmd)
-	addDevCommands(cmd, f)
-	addDynamicCompletion(cmd, f)
-	guardLevels(cmd, f)
-	routeAppCommands(cmd, f)
-	appFromManifest(cmd, f)
-	return cmd
 }
 
 // asPlugin names the root command as it was invoked ("kubectl tug" as a

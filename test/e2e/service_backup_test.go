@@ -24,7 +24,7 @@ func TestServiceBackupDropRestore(t *testing.T) {
 	imgs := serviceImages(t)
 	h.usePostgresImage(imgs["postgres"])
 	h.serviceVolume("db")
-	h.Kubeconfig = developerKubeconfig(t, h)
+	h.Kubeconfig = adminRoleKubeconfig(t, h)
 	const name = "bkshop"
 	url := "http://" + r.appHost(name, h.NS) + "/"
 	h.mustTug("service", "create", "db", "--plan", "postgres")
@@ -70,7 +70,7 @@ func TestServiceScheduledBackups(t *testing.T) {
 	h.serviceVolume("db")
 	h.claimVolume("tug-service-db-backups")
 	admin := h.Kubeconfig
-	h.Kubeconfig = developerKubeconfig(t, h)
+	h.Kubeconfig = adminRoleKubeconfig(t, h)
 	const name = "schedshop"
 	url := "http://" + r.appHost(name, h.NS) + "/"
 	h.mustTug("service", "create", "db", "--plan", "postgres")

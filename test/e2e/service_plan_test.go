@@ -85,7 +85,7 @@ func TestServicePlanPublishedAsData(t *testing.T) {
 	}
 	// as a developer: every user reads the published plans
 	admin := h.Kubeconfig
-	h.Kubeconfig = developerKubeconfig(t, h)
+	h.Kubeconfig = adminRoleKubeconfig(t, h)
 	h.mustTug("service", "create", "cache", "--plan", plan)
 	creds := h.credentials("cache")
 	if creds["type"] != "redis" || !strings.HasPrefix(creds["uri"], "redis://:") {

@@ -156,7 +156,7 @@ func TestServicePostgresBoundToAnAppThroughTheRouter(t *testing.T) {
 	imgs := serviceImages(t)
 	h.usePostgresImage(imgs["postgres"])
 	// everything below as a developer: the generated Role covers services
-	h.Kubeconfig = developerKubeconfig(t, h)
+	h.Kubeconfig = adminRoleKubeconfig(t, h)
 	const name = "dbshop"
 	url := "http://" + r.appHost(name, h.NS) + "/"
 
