@@ -8,6 +8,7 @@ export GOTOOLCHAIN=local
 test/cluster/cluster.sh up "${NODES:-2}" # two nodes, as make test needs
 make -s build
 export PATH=$PWD/bin:$PATH
+repo=$PWD
 ns=tug-demo
 k8s=$(test/cluster/build-localk8s.sh --cached)
 # a copy of the admin kubeconfig whose context points at the demo namespace
@@ -163,11 +164,15 @@ step unit top shop --once
 printf '\n\033[1m$ tug app events shop --since 3m | tail -n 12\033[0m\n'
 tug app events shop --since 3m | tail -n 12
 
+rm -f "$ca"
+cd - >/dev/null
+rm -rf "$shop"
+
 # A backing service: PostgreSQL from tug's built-in plan, the image named in
 # the cluster settings (the local cluster's, as an admin of a cluster with no
 # internet names theirs), bound to an app that writes a row on every request
 # and answers with what it read (DATABASE_URL, and the servicebinding.io files).
-service_images=$(test/cluster/cluster.sh service-images)
+service_images=$("$repo/test/cluster/cluster.sh" service-images)
 postgres_image=$(awk '$1 == "postgres" {print $2}' <<<"$service_images")
 dbapp_image=$(awk '$1 == "dbapp" {print $2}' <<<"$service_images")
 step cluster settings set "services.postgres.image=$postgres_image"
@@ -182,9 +187,6 @@ notes=${notes#*://}
 notes=${notes%%/*}
 show_routed "http://$notes/" "db ok rows="
 show_routed "http://$notes/bindings" "db type=postgresql"
-rm -f "$ca"
-cd - >/dev/null
-rm -rf "$shop"
 
 # Pools on every command: two kubeconfig contexts (here two namespaces of the
 # one local cluster stand in for two clusters), each holding one pool. App
