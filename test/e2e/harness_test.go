@@ -31,6 +31,7 @@ import (
 // The harness runs tug as a user would against the local cluster
 // (test/cluster/cluster.sh). Without a cluster the tests skip with a message;
 // with TUG_E2E_REQUIRED=1 (make test, CI) a missing cluster fails the run.
+// Only TUG_E2E_KUBECONFIG or TUG_E2E_REQUIRED=1 lets them run at all.
 //
 // The harness is in the harness_*_test.go files, by theme: this one holds
 // the setup, H, running tug, Eventually and kubeconfigs for other identities;
@@ -76,6 +77,11 @@ func runMain(m *testing.M) int {
 
 func connect() error {
 	path := os.Getenv("TUG_E2E_KUBECONFIG")
+	if path == "" && os.Getenv("TUG_E2E_REQUIRED") != "1" {
+		// A plain 'go test ./...' (make unit) must not run the suite on
+		// a cluster that happens to be up: it changes nodes and pools.
+		return fmt.Errorf("TUG_E2E_KUBECONFIG is not set")
+	}
 	if path == "" {
 		path = "/var/lib/tug-cluster/admin.kubeconfig"
 	}
