@@ -77,7 +77,7 @@ var treeSteps = []treeStep{
 	{args: "service remove tree-ext --yes"}, {args: "service remove tree-db --yes"},
 	// Review apps, pipelines and promotes (issue 39): web-pr-1 runs v2
 	// until it is promoted into web, through the pipeline and by hand.
-	{args: "review up web --name pr-1 --image " + sampleV2}, {args: "review list web"},
+	{args: "review up web --name pr-1 --image {registry}/tug/sample:v2"}, {args: "review list web"},
 	{args: "pipeline set tree {ns}/web-pr-1 {ns}/web"}, {args: "pipeline status tree"},
 	{args: "pipeline promote tree {ns}/web-pr-1 --yes"}, {args: "app promote web-pr-1 web --yes"},
 	{args: "review down web --name pr-1 --yes"},
@@ -198,6 +198,13 @@ func (h *H) fillTreeArgs(args []string, files map[string]string) []string {
 	for i, a := range args {
 		if f, ok := files[a]; ok {
 			a = f
+		}
+		if rest, ok := strings.CutPrefix(a, "{ns}/"); ok {
+			a = h.NS + "/" + rest
+		}
+		if rest, ok := strings.CutPrefix(a, "{registry}/"); ok {
+			// promote needs an image a registry digest pins
+			a = registryForBuilds(h.t, true) + "/" + rest
 		}
 		switch a {
 		case "{unit}":
