@@ -59,11 +59,7 @@ func runServiceRotate(ctx context.Context, o *serviceRotateOptions) error {
 	if err != nil {
 		return err
 	}
-	dd, err := o.Changer.Deps(ctx) // the lock's holder and --wait-lock
-	if err != nil {
-		return err
-	}
-	d.Holder, d.WaitLock = dd.Holder, dd.WaitLock
+	d.WaitLock = o.Changer.WaitLock // serviceDeps named the lock's holder
 	restart := appRestarter(o.Changer, d.Progress, &o.Rollout)
 	res, err := service.Rotate(ctx, d, o.Name, restart)
 	if err != nil {

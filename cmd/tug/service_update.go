@@ -67,11 +67,7 @@ func runServiceUpdate(ctx context.Context, o *serviceUpdateOptions) error {
 	if err != nil {
 		return err
 	}
-	dd, err := o.Changer.Deps(ctx) // the lock's holder and --wait-lock
-	if err != nil {
-		return err
-	}
-	d.Holder, d.WaitLock = dd.Holder, dd.WaitLock
+	d.WaitLock = o.Changer.WaitLock // serviceDeps named the lock's holder
 	restart := appRestarter(o.Changer, d.Progress, &o.Rollout)
 	apps, err := service.UpdateURI(ctx, d, o.Name, o.URI, restart)
 	if err != nil {
