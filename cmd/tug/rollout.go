@@ -74,13 +74,20 @@ func (w *lockWait) Set(s string) error {
 }
 
 func (r *rolloutFlags) add(cmd *cobra.Command, withRollback bool, waitLock *time.Duration) {
-	takesLock(cmd, waitLock)
-	cmd.Flags().DurationVar(&r.Timeout, "timeout", 0, fmt.Sprintf("Fail when the rollout makes no progress for this long (default: the app's deploy-timeout setting, %s unless set)", app.FormatSeconds(app.RolloutDefaults.DeployTimeout)))
-	r.timeoutGiven = func() bool { return cmd.Flags().Changed("timeout") }
+	r.addWatched(cmd, waitLock)
 	cmd.Flags().BoolVar(&r.NoWait, "no-wait", false, "Return once the release is applied, without waiting for its units")
 	if withRollback {
 		cmd.Flags().BoolVar(&r.NoRollback, "no-rollback", false, "On failure, leave the failed release in place for inspection")
 	}
+}
+
+// addWatched adds the flags of a rollout that is always watched to its end:
+// --wait-lock, --timeout and -o, no --no-wait (service rotate revokes the
+// old credentials only once no unit uses them, which needs the wait).
+func (r *rolloutFlags) addWatched(cmd *cobra.Command, waitLock *time.Duration) {
+	takesLock(cmd, waitLock)
+	cmd.Flags().DurationVar(&r.Timeout, "timeout", 0, fmt.Sprintf("Fail when the rollout makes no progress for this long (default: the app's deploy-timeout setting, %s unless set)", app.FormatSeconds(app.RolloutDefaults.DeployTimeout)))
+	r.timeoutGiven = func() bool { return cmd.Flags().Changed("timeout") }
 	cli.AddFormatFlag(cmd, &r.Output)
 }
 

@@ -50,7 +50,7 @@ stops with both credentials valid: fix the app and rotate again.`,
 		},
 	}
 	o.Changer = changerFor(f)
-	o.Rollout.add(cmd, false, &o.Changer.WaitLock)
+	o.Rollout.addWatched(cmd, &o.Changer.WaitLock)
 	return cmd
 }
 

@@ -22,6 +22,11 @@ type HeldError struct {
 	Expires     time.Time
 }
 
+// ServicePrefix starts the key of a backing service's lock (pkg/service):
+// a dot no app name can hold, so a service's Lease is never an app's
+// (service "db" and app "service-db" once shared tug-lock-service-db).
+const ServicePrefix = "service."
+
 // CodeHeld is the exit code of a command refused because another tug
 // holds the app's lock (docs/exit-codes.md): a CI job can retry on it.
 const CodeHeld = 19
@@ -30,8 +35,12 @@ const CodeHeld = 19
 func (e *HeldError) ExitCode() int { return CodeHeld }
 
 func (e *HeldError) Error() string {
-	return fmt.Sprintf("app %q is being changed by %s since %s (lease renewed %s ago); wait for it to finish, or retry after %s if that tug was killed",
-		e.App, e.Holder, e.Since.Local().Format("15:04:05"), time.Since(e.Renewed).Round(time.Second).Abs(), e.Expires.Local().Format("15:04:05"))
+	what := fmt.Sprintf("app %q", e.App)
+	if name, ok := strings.CutPrefix(e.App, ServicePrefix); ok {
+		what = fmt.Sprintf("service %q", name)
+	}
+	return fmt.Sprintf("%s is being changed by %s since %s (lease renewed %s ago); wait for it to finish, or retry after %s if that tug was killed",
+		what, e.Holder, e.Since.Local().Format("15:04:05"), time.Since(e.Renewed).Round(time.Second).Abs(), e.Expires.Local().Format("15:04:05"))
 }
 
 // holderOf is the identity as people read it, without the token.

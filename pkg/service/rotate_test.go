@@ -201,3 +201,16 @@ func TestRotateNamesRunsStartedBeforeTheNewBinding(t *testing.T) {
 		t.Errorf("stillOld = %v, want the run from before", res.StillOld)
 	}
 }
+
+// A service's lock is never an app's: service "db" once shared
+// tug-lock-service-db with app "service-db", so binding that app to that
+// service waited on itself.
+func TestServiceLockIsNoAppsLock(t *testing.T) {
+	if lock.Name(LockKey("db")) == lock.Name("service-db") {
+		t.Fatalf("service db and app service-db share the lease %s", lock.Name(LockKey("db")))
+	}
+	held := &lock.HeldError{App: LockKey("db"), Holder: "bob"}
+	if msg := held.Error(); !strings.HasPrefix(msg, `service "db" is being changed by bob`) {
+		t.Errorf("a held service lock reads %q", msg)
+	}
+}
