@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
@@ -129,5 +130,51 @@ func TestRemoveSaysKeptOnlyWhatExists(t *testing.T) {
 	}
 	if _, err := readRecord(context.Background(), c, testNS, "db"); !inputerr.Is(err) {
 		t.Errorf("record after remove: %v", err)
+	}
+}
+
+// A remove without --delete-data refuses, before deleting anything, a
+// plan whose volumes it cannot keep: an operator's object owns them, or a
+// StatefulSet deletes its claims with it. The built-in plan passes.
+func TestRemoveKeepsDataOnlyWhereItCan(t *testing.T) {
+	objs, err := Builtin()[0].Render(Params{Name: "db", Namespace: "ns", Object: ObjectName("db"), Version: "15", Image: "reg/pg@sha256:1", Size: "2Gi", Port: 5432, CredentialsSecret: CredentialsSecretName("db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := keepsData("db", objs); err != nil {
+		t.Fatalf("the built-in plan keeps its volume: %v", err)
+	}
+	cluster := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "postgresql.cnpg.io/v1", "kind": "Cluster", "metadata": map[string]any{"name": "db"}}}
+	if err := keepsData("db", append(objs, cluster)); !inputerr.Is(err) || !strings.Contains(err.Error(), "--delete-data") {
+		t.Errorf("an operator's Cluster: %v", err)
+	}
+	for _, o := range objs {
+		if o.GetKind() == "StatefulSet" {
+			if err := unstructured.SetNestedField(o.Object, "Delete", "spec", "persistentVolumeClaimRetentionPolicy", "whenDeleted"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := keepsData("db", objs); !inputerr.Is(err) {
+		t.Errorf("a StatefulSet that deletes its claims: %v", err)
+	}
+}
+
+// The claims a StatefulSet made from its templates are kept, and with
+// them the credentials their data was made with.
+func TestRemoveKeepsTemplateClaimsAndTheirCredentials(t *testing.T) {
+	c, d, _ := postgresService(t, "app", "p1", nil)
+	d.Dynamic = dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-tug-service-db-0", Namespace: testNS, Labels: map[string]string{LabelService: "db"}}}
+	if _, err := c.CoreV1().PersistentVolumeClaims(testNS).Create(context.Background(), pvc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Remove(context.Background(), d, "db", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"PersistentVolumeClaim data-tug-service-db-0", "Secret " + CredentialsSecretName("db")}
+	if strings.Join(res.Kept, "|") != strings.Join(want, "|") {
+		t.Errorf("kept %v, want %v", res.Kept, want)
 	}
 }

@@ -3,12 +3,14 @@ package service
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/kube"
 )
 
@@ -82,22 +84,23 @@ func Remove(ctx context.Context, d Deps, name string, deleteData bool) (*Removed
 		if err != nil {
 			return nil, err
 		}
-		keep := func(o *unstructured.Unstructured) bool { return !deleteData && o.GetKind() == "PersistentVolumeClaim" }
-		for _, o := range objs {
-			if !keep(o) {
-				continue
-			}
-			// said kept only when it is there (a create stopped before it,
-			// or it was deleted by hand)
-			pvc, err := d.Client.CoreV1().PersistentVolumeClaims(d.Namespace).Get(ctx, o.GetName(), metav1.GetOptions{})
-			if err == nil && pvc.Labels[LabelService] == name {
-				out.Kept = append(out.Kept, "PersistentVolumeClaim "+o.GetName())
-			} else if err != nil && !apierrors.IsNotFound(err) {
-				return nil, kube.TranslateError(err)
+		if !deleteData {
+			if err := keepsData(name, objs); err != nil {
+				return nil, err
 			}
 		}
+		keep := func(o *unstructured.Unstructured) bool { return !deleteData && o.GetKind() == "PersistentVolumeClaim" }
 		if err := d.deleteObjects(ctx, name, objs, keep); err != nil {
 			return nil, err
+		}
+		if !deleteData {
+			// what is kept is what is there (a create stopped before its
+			// volume was made; a StatefulSet's claims from its templates)
+			kept, err := d.keptClaims(ctx, name)
+			if err != nil {
+				return nil, err
+			}
+			out.Kept = append(out.Kept, kept...)
 		}
 	}
 	if err := d.removeSchedule(ctx, name, deleteData, out); err != nil {
@@ -115,6 +118,45 @@ func Remove(ctx context.Context, d Deps, name string, deleteData bool) (*Removed
 		}
 	}
 	return out, d.deleteOwned(ctx, "configmaps", ObjectName(name), name)
+}
+
+// keepsData refuses a remove without --delete-data that could not keep
+// the data: objects tug does not know the volumes of (an operator's
+// Cluster owns its claims, so deleting it deletes them), or a StatefulSet
+// whose claims are deleted with it. Checked before anything is deleted.
+func keepsData(name string, objs []*unstructured.Unstructured) error {
+	for _, o := range objs {
+		gvk := o.GroupVersionKind()
+		if _, known := builtinKinds[gvk]; !known {
+			return inputerr.Errorf("service %q's plan makes a %s, which may own its data's volumes, so removing it could delete the data: remove with --delete-data, or delete its objects by hand", name, gvk.Kind)
+		}
+		if gvk.Kind != "StatefulSet" {
+			continue
+		}
+		policy, _, _ := unstructured.NestedString(o.Object, "spec", "persistentVolumeClaimRetentionPolicy", "whenDeleted")
+		if policy == "Delete" {
+			return inputerr.Errorf("service %q's StatefulSet deletes its volumes with it (persistentVolumeClaimRetentionPolicy), so removing it deletes the data: remove with --delete-data", name)
+		}
+	}
+	return nil
+}
+
+// keptClaims are the service's volume claims still there after a remove
+// without --delete-data: the plan's own and those a StatefulSet made
+// from its templates (labelled with the service by the template).
+func (d Deps) keptClaims(ctx context.Context, name string) ([]string, error) {
+	l, err := d.Client.CoreV1().PersistentVolumeClaims(d.Namespace).List(ctx, metav1.ListOptions{LabelSelector: LabelService + "=" + name})
+	if err != nil {
+		return nil, kube.TranslateError(err)
+	}
+	var out []string
+	for _, pvc := range l.Items {
+		if pvc.DeletionTimestamp == nil {
+			out = append(out, "PersistentVolumeClaim "+pvc.Name)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
 }
 
 // deleteOwned deletes a Secret or ConfigMap only while it is the service's.
