@@ -25,6 +25,8 @@ type serviceCreateOptions struct {
 	// URI makes an external service: one tug does not run.
 	URI    string
 	Output cli.OutputOptions
+	// WaitLock is --wait-lock: a create takes the service's lock.
+	WaitLock time.Duration
 }
 
 func newServiceCreateCmd(f *cli.Factory, runF func(context.Context, *serviceCreateOptions) error) *cobra.Command {
@@ -69,7 +71,7 @@ credentials, given to tug with 'tug service update NAME --uri'.`,
 	cmd.Flags().StringVar(&o.URI, "uri", "", "Connection URI of a database tug does not run (instead of --plan); - reads it from stdin, out of ps and the shell's history")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", 5*time.Minute, "How long to wait for it to accept connections")
 	cli.AddFormatFlag(cmd, &o.Output.Format)
-	return cmd
+	return takesLock(cmd, &o.WaitLock)
 }
 
 func (o *serviceCreateOptions) validate() error {
@@ -91,6 +93,7 @@ func runServiceCreate(ctx context.Context, o *serviceCreateOptions) error {
 	if err != nil {
 		return err
 	}
+	d.WaitLock = o.WaitLock
 	var info *service.Info
 	if o.URI != "" {
 		info, err = service.CreateExternal(ctx, d, o.Name, o.URI)

@@ -57,6 +57,14 @@ func Create(ctx context.Context, d Deps, o CreateOptions) (*Info, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
+	// under the service's lock: a create run again over a rotate would
+	// write the old login back into the binding just before the rotate
+	// revokes it
+	ctx, unlock, err := d.Hold(ctx, o.Name)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	rec, resumed, err := startCreate(ctx, d, o)
 	if err != nil {
 		return nil, err
@@ -97,6 +105,9 @@ func startCreate(ctx context.Context, d Deps, o CreateOptions) (*Record, bool, e
 		if cur.Plan != o.Plan || (o.Version != "" && cur.Version != o.Version) {
 			return nil, false, inputerr.Errorf("service %q already exists (plan %s %s) in namespace %q; see 'tug service info %s'", o.Name, cur.Plan, cur.Version, d.Namespace, o.Name)
 		}
+		if o.Size != "" && !sameQuantity(o.Size, cur.Size) {
+			return nil, false, inputerr.Errorf("service %q already exists with a volume of %s; tug does not resize a service's volume (see docs/services.md)", o.Name, cur.Size)
+		}
 		return cur, true, nil
 	}
 	if !inputerr.Is(err) {
@@ -133,6 +144,13 @@ func startCreate(ctx context.Context, d Deps, o CreateOptions) (*Record, bool, e
 		return nil, false, err
 	}
 	return rec, false, nil
+}
+
+// sameQuantity is whether two sizes are the same amount (1Gi, 1024Mi).
+func sameQuantity(a, b string) bool {
+	qa, errA := resource.ParseQuantity(a)
+	qb, errB := resource.ParseQuantity(b)
+	return errA == nil && errB == nil && qa.Cmp(qb) == 0
 }
 
 // waitReady waits until a unit of the service is Ready (the plan's

@@ -8,8 +8,10 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"tug.dev/tug/pkg/inputerr"
+	"tug.dev/tug/pkg/kube"
 )
 
 // externalTypes maps a URI's scheme to its binding type and variables.
@@ -68,7 +70,13 @@ func CreateExternal(ctx context.Context, d Deps, name, uri string) (*Info, error
 		if !cur.External {
 			return nil, inputerr.Errorf("service %q already exists (plan %s) in namespace %q", name, cur.Plan, d.Namespace)
 		}
-		rec = cur // a create stopped before its binding: finish it
+		// a create stopped before its binding is finished; one that made
+		// it is not changed here (a new URI is a rollout of every bound
+		// app: 'service update --uri')
+		if err := sameExternalURI(ctx, d, name, uri); err != nil {
+			return nil, err
+		}
+		rec = cur
 	} else if !inputerr.Is(err) {
 		return nil, err
 	} else if err := writeRecord(ctx, d.Client, d.Namespace, rec); err != nil {
@@ -81,6 +89,22 @@ func CreateExternal(ctx context.Context, d Deps, name, uri string) (*Info, error
 		return nil, err
 	}
 	return Get(ctx, d, name)
+}
+
+// sameExternalURI fails when external service name already has a
+// binding with another URI; the same URI is a create run again.
+func sameExternalURI(ctx context.Context, d Deps, name, uri string) error {
+	sec, err := d.Client.CoreV1().Secrets(d.Namespace).Get(ctx, BindingSecretName(name), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return kube.TranslateError(err)
+	}
+	if string(sec.Data["uri"]) != uri {
+		return inputerr.Errorf("service %q already exists with another URI; change it with 'tug service update %s --uri ...', which rolls out every bound app", name, name)
+	}
+	return nil
 }
 
 // UpdateURI gives an external service a new URI (its owner rotated the

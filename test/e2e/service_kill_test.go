@@ -38,6 +38,7 @@ func TestServiceCreateKill9IsSafeToRunAgain(t *testing.T) {
 		if s, err := h.Client.CoreV1().Secrets(h.NS).Get(ctx, "tug-service-"+p.service, metav1.GetOptions{}); err == nil {
 			password = string(s.Data["password"])
 		}
+		h.dropLease("service." + p.service) // the service's lock a killed create held (it would expire)
 		res := h.mustTug("service", "create", p.service, "--plan", "postgres")
 		if !strings.Contains(res.Stderr, "finishing it") {
 			t.Errorf("%s: the next create does not say it finishes what was begun:\n%s", p.point, res)
@@ -72,7 +73,7 @@ func TestServiceBindKill9IsSettledByTheNextCommand(t *testing.T) {
 	h.killAt(f.p, []string{"KUBECONFIG=" + f.kubeconfig}, "the web Deployment updated with the binding",
 		faultproxy.Rule{Method: "PATCH", Path: "/deployments/" + name + "-web", Fault: faultproxy.Lost, Count: 1}, "service", "bind", name, "db")
 	h.dropLease(name)
-	h.dropLease("service-db") // the service's lock, as the app's: a lease a killed tug held
+	h.dropLease("service.db") // the service's lock, as the app's: a lease a killed tug held
 	res := h.Tug("service", "bind", name, "db")
 	if res.Code != 0 && !strings.Contains(res.Stderr, "already bound") {
 		t.Fatalf("the next bind after a kill: %s", res)
@@ -106,7 +107,7 @@ func TestServiceRotateKill9IsFinishedByTheNextRotate(t *testing.T) {
 	h.killAt(f.p, []string{"KUBECONFIG=" + f.kubeconfig}, "the app restarted with the new login",
 		faultproxy.Rule{Method: "PATCH", Path: "/deployments/" + name + "-web", Fault: faultproxy.Lost, Count: 1}, "service", "rotate", "db")
 	h.dropLease(name)
-	h.dropLease("service-db") // the service's lock, as the app's: a lease a killed tug held
+	h.dropLease("service.db") // the service's lock, as the app's: a lease a killed tug held
 	h.routerBody(r, url, "db ok rows=", "")
 	res := h.mustTug("service", "rotate", "db")
 	if !strings.Contains(res.Stderr, "finishing it") {
@@ -136,7 +137,7 @@ func TestServiceRemoveKill9IsFinishedByTheNextRemove(t *testing.T) {
 	f := h.faulty()
 	h.killAt(f.p, []string{"KUBECONFIG=" + f.kubeconfig}, "its StatefulSet deleted",
 		faultproxy.Rule{Method: "DELETE", Path: "/statefulsets/tug-service-db", Fault: faultproxy.Lost, Count: 1}, "service", "remove", "db", "--yes")
-	h.dropLease("service-db") // the lease the killed remove held (it would expire)
+	h.dropLease("service.db") // the lease the killed remove held (it would expire)
 	if res := h.Tug("service", "info", "db"); res.Code != 0 {
 		t.Fatalf("after the kill the service is not listed (the record went first?): %s", res)
 	}
