@@ -177,6 +177,11 @@ func (m *mover) check(ctx context.Context, from *app.Store, a *app.App) error {
 	if len(a.Volumes) > 0 {
 		return inputerr.Errorf("app %q binds volumes (%s), whose data cannot move between clusters; unbind them first ('tug volume unbind')", m.app, strings.Join(a.Volumes, ", "))
 	}
+	if len(a.Services) > 0 {
+		// the target cluster has no such service, or another of that name
+		// holding other data: either way the app would not get its own
+		return inputerr.Errorf("app %q binds backing services (%s), which do not move between clusters; unbind them first ('tug service unbind %s NAME'), move the app, then bind services of the target cluster", m.app, strings.Join(a.Services, ", "), m.app)
+	}
 	return refuseStaged(ctx, from, a)
 }
 

@@ -148,6 +148,13 @@ func TestMoveRefusals(t *testing.T) {
 	if _, err := App(context.Background(), deps(c), deps(fakeClient()), "shop", moveOpts()); !inputerr.Is(err) {
 		t.Errorf("app with volumes: %v; want a usage error", err)
 	}
+	// so are its backing services: the target has none of them, or others
+	// of the same name
+	c, s = newFake()
+	seedApp(t, s, &app.App{Name: "shop", Services: []string{"db"}})
+	if _, err := App(context.Background(), deps(c), deps(fakeClient()), "shop", moveOpts()); !inputerr.Is(err) || !strings.Contains(err.Error(), "tug service unbind shop NAME") {
+		t.Errorf("app with services: %v; want a usage error", err)
+	}
 }
 
 func TestMoveDryRunChangesNothing(t *testing.T) {
