@@ -203,8 +203,49 @@ func TestCITokenAtAdminIsRefused(t *testing.T) {
 	if _, _, err := Add(ctx, cs, "shop", ci, Admin); !inputerr.Is(err) {
 		t.Errorf("add ci at admin: %v; want an input error", err)
 	}
+	// any service account: developers of its namespace can act as it
+	for _, sub := range []string{"serviceaccount:builder", "serviceaccount:other:tug-ci-x"} {
+		sa, err := ParseSubject(sub, "shop")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := Add(ctx, cs, "shop", sa, Admin); !inputerr.Is(err) {
+			t.Errorf("add %s at admin: %v; want an input error", sub, err)
+		}
+	}
 	if n := len(cs.Actions()); n != 0 {
 		t.Errorf("%d API actions; want none", n)
+	}
+}
+
+// A rotate of a CI identity whose binding is gone is refused before its
+// service account is deleted: bad input changes nothing.
+func TestRotateWithoutALevelKeepsTheIdentity(t *testing.T) {
+	ctx := context.Background()
+	cs := fake.NewClientset()
+	cs.PrependReactor("create", "serviceaccounts", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "token" {
+			return false, nil, nil
+		}
+		return true, &authenticationv1.TokenRequest{Status: authenticationv1.TokenRequestStatus{Token: "t", ExpirationTimestamp: metav1.Now()}}, nil
+	})
+	if _, err := IssueToken(ctx, cs, "shop", TokenOptions{Name: "deploy", Level: Developer, TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	rbs, _ := cs.RbacV1().RoleBindings("shop").List(ctx, metav1.ListOptions{})
+	for _, rb := range rbs.Items {
+		_ = cs.RbacV1().RoleBindings("shop").Delete(ctx, rb.Name, metav1.DeleteOptions{})
+	}
+	before, err := cs.CoreV1().ServiceAccounts("shop").Get(ctx, "tug-ci-deploy", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := IssueToken(ctx, cs, "shop", TokenOptions{Name: "deploy", TTL: time.Hour, Rotate: true}); !inputerr.Is(err) || !strings.Contains(err.Error(), "--role") {
+		t.Fatalf("rotate with no level held: %v; want an input error asking for --role", err)
+	}
+	after, err := cs.CoreV1().ServiceAccounts("shop").Get(ctx, "tug-ci-deploy", metav1.GetOptions{})
+	if err != nil || after.UID != before.UID {
+		t.Errorf("the service account was deleted or remade: %v", err)
 	}
 }
 

@@ -66,7 +66,7 @@ func refuseAdminCI(l Level) error {
 	if l != Admin {
 		return nil
 	}
-	return inputerr.Errorf("a CI token cannot have the admin level: anyone who may create pods or Secrets in the namespace (a developer) can use a CI identity's service account, so an admin CI token would make every developer an admin; use --role operator or lower for CI")
+	return inputerr.Errorf("a service account cannot have the admin level: anyone who may create pods or Secrets in its namespace (a developer) can act as it, so that would make every developer there an admin; use --role operator or lower for CI")
 }
 
 // IssueToken makes (or with Rotate remakes) the ServiceAccount tug-ci-NAME
@@ -100,6 +100,11 @@ func IssueToken(ctx context.Context, client kubernetes.Interface, namespace stri
 		}
 		if err := refuseAdminCI(o.Level); err != nil {
 			return nil, err
+		}
+		if o.Level.Rank() == 0 {
+			// checked before the delete: a rotate that cannot grant the
+			// new account a level must not take away the old one
+			return nil, inputerr.Errorf("CI token %q holds no tug level in namespace %q (its binding was removed); give --role LEVEL to rotate it", o.Name, namespace)
 		}
 		// A new UID: the API server refuses every token of the old one.
 		if err := sas.Delete(ctx, s.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &have.UID}}); err != nil && !apierrors.IsNotFound(err) {
