@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
@@ -61,7 +62,7 @@ func runPipelineStatus(ctx context.Context, o *pipelineStatusOptions) error {
 		return err
 	}
 	out := promote.Status(ctx, c, stages)
-	return o.Output.Print(o.IO, out, func() error {
+	if err := o.Output.Print(o.IO, out, func() error {
 		t := cli.NewTable("stage", "release", "digest", "promoted from", "next behind")
 		for _, s := range out {
 			rel, next := "", ""
@@ -83,5 +84,19 @@ func runPipelineStatus(ctx context.Context, o *pipelineStatusOptions) error {
 			t.AddRow(s.Stage, dash(rel), dash(shortDigest(s.Digest)), dash(s.PromotedFrom.String()), dash(next))
 		}
 		return t.Render(o.IO, o.Output.NoHeaders)
-	})
+	}); err != nil {
+		return err
+	}
+	// a stage that could not be read fails the command (exit 1), after
+	// the rows that could: a script must not take it for the whole status
+	var unread []string
+	for _, s := range out {
+		if s.Error != "" {
+			unread = append(unread, s.Stage)
+		}
+	}
+	if len(unread) > 0 {
+		return fmt.Errorf("could not read %d of %d stages of pipeline %q (%s): see the error in their rows", len(unread), len(out), o.Name, strings.Join(unread, ", "))
+	}
+	return nil
 }

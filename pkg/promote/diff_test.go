@@ -114,6 +114,14 @@ func TestNextStageAndBehind(t *testing.T) {
 	if _, _, err := Next(stages, "shop"); err == nil || !strings.Contains(err.Error(), "ambiguous") {
 		t.Errorf("an ambiguous app name: %v", err)
 	}
+	// a namespace holding two stages names neither
+	team := []Stage{{"team", "shop-dev"}, {"team", "shop-staging"}, {"prod", "shop"}}
+	if _, _, err := Next(team, "team"); !inputerr.Is(err) || !strings.Contains(err.Error(), "ambiguous") {
+		t.Errorf("a namespace of two stages: %v", err)
+	}
+	if from, to, err := Next(team, "shop-staging"); err != nil || from != team[1] || to != team[2] {
+		t.Errorf("an app name of one stage: %v %v %v", from, to, err)
+	}
 	if _, _, err := Next(stages, "qa"); err == nil || !inputerr.Is(err) {
 		t.Errorf("no such stage: %v", err)
 	}

@@ -194,6 +194,22 @@ func Status(ctx context.Context, c kubernetes.Interface, stages []Stage) []Stage
 	return out
 }
 
+// onlyStage is the index of the one stage whose name(s) is which, -1 when
+// none; several is an input error.
+func onlyStage(stages []Stage, which string, name func(Stage) string) (int, error) {
+	i := -1
+	for j, s := range stages {
+		if name(s) != which {
+			continue
+		}
+		if i >= 0 {
+			return -1, inputerr.Errorf("stage %q is ambiguous: name it NAMESPACE/APP", which)
+		}
+		i = j
+	}
+	return i, nil
+}
+
 // behind counts the distinct digests of rels, from release current down,
 // until digest: how many images the next stage has not got.
 func behind(rels []*app.Release, current int, digest string) int {
@@ -220,14 +236,16 @@ func behind(rels []*app.Release, current int, digest string) int {
 // Next is the stage after the one named by which: NAMESPACE/APP, a
 // namespace, or an app name that only one stage has.
 func Next(stages []Stage, which string) (from, to Stage, err error) {
-	i := slices.IndexFunc(stages, func(s Stage) bool { return which == s.String() || which == s.Namespace })
+	i := slices.IndexFunc(stages, func(s Stage) bool { return which == s.String() })
 	if i < 0 {
-		for j, s := range stages {
-			if s.App == which {
-				if i >= 0 {
-					return Stage{}, Stage{}, inputerr.Errorf("stage %q is ambiguous: name it NAMESPACE/APP", which)
+		// a namespace, else an app name: either must name one stage only
+		for _, name := range []func(Stage) string{func(s Stage) string { return s.Namespace }, func(s Stage) string { return s.App }} {
+			var err error
+			if i, err = onlyStage(stages, which, name); err != nil || i >= 0 {
+				if err != nil {
+					return Stage{}, Stage{}, err
 				}
-				i = j
+				break
 			}
 		}
 	}
