@@ -217,7 +217,7 @@ func boundApps(ctx context.Context, d Deps, rec *Record) ([]BoundApp, error) {
 		if kube.IsRBACDenial(err) {
 			if slices.Contains(a.Services, rec.Name) || running[a.Name] {
 				delete(running, a.Name)
-				out = append(out, BoundApp{App: a.Name, Files: render.ServiceBindingRoot + "/" + rec.Name})
+				out = append(out, BoundApp{App: a.Name, Files: render.ServiceBindingRoot + "/" + rec.Name, live: true})
 			}
 			continue
 		}
@@ -227,8 +227,9 @@ func boundApps(ctx context.Context, d Deps, rec *Record) ([]BoundApp, error) {
 		if b == nil && !running[a.Name] {
 			continue
 		}
+		live := running[a.Name] || a.Release > 0
 		delete(running, a.Name)
-		ba := BoundApp{App: a.Name, Files: render.ServiceBindingRoot + "/" + rec.Name, Variables: []string{}}
+		ba := BoundApp{App: a.Name, Files: render.ServiceBindingRoot + "/" + rec.Name, Variables: []string{}, live: live}
 		if b != nil {
 			for _, k := range b.Keys {
 				if v := render.ServiceVariable(b.Prefix, k); v != "" {
@@ -239,7 +240,7 @@ func boundApps(ctx context.Context, d Deps, rec *Record) ([]BoundApp, error) {
 		out = append(out, ba)
 	}
 	for name := range running { // objects of an app whose record is gone
-		out = append(out, BoundApp{App: name, Files: render.ServiceBindingRoot + "/" + rec.Name, Variables: []string{}})
+		out = append(out, BoundApp{App: name, Files: render.ServiceBindingRoot + "/" + rec.Name, Variables: []string{}, live: true})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].App < out[j].App })
 	return out, nil

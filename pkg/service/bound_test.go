@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -176,5 +177,30 @@ func TestRemoveKeepsTemplateClaimsAndTheirCredentials(t *testing.T) {
 	want := []string{"PersistentVolumeClaim data-tug-service-db-0", "Secret " + CredentialsSecretName("db")}
 	if strings.Join(res.Kept, "|") != strings.Join(want, "|") {
 		t.Errorf("kept %v, want %v", res.Kept, want)
+	}
+}
+
+// An app whose only release binding the service never ran (its first
+// deploy failed) is not rolled out by a rotate: it has no unit, and its
+// first units will read the new login. The rotate finishes.
+func TestRotateSkipsAnAppThatNeverRan(t *testing.T) {
+	c, d, _ := postgresService(t, "app", "p1", nil)
+	ctx := context.Background()
+	store := &app.Store{Client: c, Namespace: testNS}
+	if err := store.CreateApp(ctx, &app.App{Name: "shop", Namespace: testNS, LastRelease: 1}); err != nil {
+		t.Fatal(err)
+	}
+	r := &app.Release{App: "shop", Version: 1, Image: "img", Status: app.StatusFailed, Services: []app.ServiceBinding{{Service: "db", Prefix: "DATABASE", Type: "postgresql", Keys: []string{"uri"}}}}
+	if err := store.CreateRelease(ctx, r, app.ConfigMap{}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Rotate(ctx, d, "db", func(_ context.Context, a string) error {
+		return fmt.Errorf("app %s has no release to restart", a)
+	})
+	if err != nil {
+		t.Fatalf("rotate with an app that never ran: %v", err)
+	}
+	if len(res.Apps) != 0 {
+		t.Errorf("rolled out %v", res.Apps)
 	}
 }

@@ -59,6 +59,10 @@ type BoundApp struct {
 	Variables []string `json:"variables"`
 	// Files is where the binding's files are: $SERVICE_BINDING_ROOT/NAME.
 	Files string `json:"files"`
+	// live: units of the app use the binding, or the app runs a release
+	// (a rotate rolls it out); false for an app that never ran one (a
+	// failed first deploy), which has no unit to roll.
+	live bool
 }
 
 // Get is one service, or a not-found input error.

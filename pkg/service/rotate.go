@@ -31,16 +31,16 @@ type Rotated struct {
 }
 
 // RolloutFailedError is a rotate stopped by an app that did not roll out
-// with the new credentials: it was rolled back (units the rollback makes
-// read the binding, with the new credentials), and both logins stay
-// valid.
+// with the new credentials (its own error says whether it was rolled
+// back, or refused before any change: a held lock, a canary); both
+// logins stay valid.
 type RolloutFailedError struct {
 	Service, App string
 	Err          error
 }
 
 func (e *RolloutFailedError) Error() string {
-	return fmt.Sprintf("app %q did not roll out with the new credentials of service %q (%v); it was rolled back to its release, whose units read the binding, which holds the new credentials; both logins stay valid (the old is not revoked): fix the app and run 'tug service rotate %s' again", e.App, e.Service, e.Err, e.Service)
+	return fmt.Sprintf("app %q did not roll out with the new credentials of service %q (%v); both logins stay valid (the old is not revoked): fix the app and run 'tug service rotate %s' again", e.App, e.Service, e.Err, e.Service)
 }
 
 func (e *RolloutFailedError) Unwrap() error { return e.Err }
@@ -104,7 +104,10 @@ func (d Deps) rollOutRotation(ctx context.Context, rec *Record, rot *Rotation, r
 		if err != nil {
 			return nil, err
 		}
-		todo := slices.DeleteFunc(apps, func(a BoundApp) bool { return slices.Contains(out.Apps, a.App) })
+		// an app whose binding is only in a release that never ran (a
+		// failed first deploy) has no unit to roll: its first units read
+		// the binding, which names the new login by now
+		todo := slices.DeleteFunc(apps, func(a BoundApp) bool { return !a.live || slices.Contains(out.Apps, a.App) })
 		if len(todo) == 0 {
 			break
 		}
