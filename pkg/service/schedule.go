@@ -54,6 +54,16 @@ func SetSchedule(ctx context.Context, d Deps, name string, s Schedule) error {
 	if err := s.Validate(); err != nil {
 		return err
 	}
+	if _, err := readRecord(ctx, d.Client, d.Namespace, name); err != nil {
+		return err // a missing service is said before any lock is taken
+	}
+	// under the service's lock: a schedule set beside a remove would leave
+	// a CronJob of a service that is gone
+	ctx, unlock, err := d.Hold(ctx, name)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	rec, err := readRecord(ctx, d.Client, d.Namespace, name)
 	if err != nil {
 		return err
