@@ -132,8 +132,8 @@ func TestWhoAmI(t *testing.T) {
 		want       string
 	}{
 		{"the server says", "alice@example.com", nil, "kube-user", "alice@example.com"},
-		{"the server cannot say", "", notFound, "kube-user", "kube-user"},
-		{"the server answers with no name", "", nil, "kube-user", "kube-user"},
+		{"the server cannot say", "", notFound, "kube-user", "kube-user (unverified)"},
+		{"the server answers with no name", "", nil, "kube-user", "kube-user (unverified)"},
 		{"nobody knows", "", notFound, "", "unknown"},
 	} {
 		if got := WhoAmI(ctx, answer(tt.user, tt.err), tt.fallback); got != tt.want {

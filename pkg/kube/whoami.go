@@ -11,7 +11,8 @@ import (
 
 // WhoAmI asks the API server who the caller is (a SelfSubjectReview, which
 // every authenticated user may make). fallback (the kubeconfig's user name)
-// answers when the server cannot.
+// answers when the server cannot, marked as unverified: a release's actor
+// must never pass a name the kubeconfig chose for the server's word.
 func WhoAmI(ctx context.Context, client kubernetes.Interface, fallback string) string {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -20,7 +21,7 @@ func WhoAmI(ctx context.Context, client kubernetes.Interface, fallback string) s
 		return r.Status.UserInfo.Username
 	}
 	if fallback != "" {
-		return fallback
+		return fallback + " (unverified)"
 	}
 	return "unknown"
 }
