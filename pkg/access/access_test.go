@@ -222,13 +222,7 @@ func TestCITokenAtAdminIsRefused(t *testing.T) {
 // service account is deleted: bad input changes nothing.
 func TestRotateWithoutALevelKeepsTheIdentity(t *testing.T) {
 	ctx := context.Background()
-	cs := fake.NewClientset()
-	cs.PrependReactor("create", "serviceaccounts", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		if a.GetSubresource() != "token" {
-			return false, nil, nil
-		}
-		return true, &authenticationv1.TokenRequest{Status: authenticationv1.TokenRequestStatus{Token: "t", ExpirationTimestamp: metav1.Now()}}, nil
-	})
+	cs := tokenClientset()
 	if _, err := IssueToken(ctx, cs, "shop", TokenOptions{Name: "deploy", Level: Developer, TTL: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
@@ -253,14 +247,7 @@ func TestRotateWithoutALevelKeepsTheIdentity(t *testing.T) {
 // made with: a level lowered since with 'access add ci:NAME' stays lowered.
 func TestRotateKeepsTheCurrentLevel(t *testing.T) {
 	ctx := context.Background()
-	cs := fake.NewClientset()
-	// The fake has no TokenRequest; answer it.
-	cs.PrependReactor("create", "serviceaccounts", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		if a.GetSubresource() != "token" {
-			return false, nil, nil
-		}
-		return true, &authenticationv1.TokenRequest{Status: authenticationv1.TokenRequestStatus{Token: "t", ExpirationTimestamp: metav1.Now()}}, nil
-	})
+	cs := tokenClientset()
 	if _, err := IssueToken(ctx, cs, "shop", TokenOptions{Name: "deploy", Level: Operator, TTL: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
@@ -433,4 +420,17 @@ func TestTugBindingIsOneSubjectToATugRole(t *testing.T) {
 	if tugBindingFor(mk("tug-developer", "alice", "bob"), alice, "shop") || tugBindingFor(mk("edit", "alice"), alice, "shop") {
 		t.Error("a binding of two subjects, or to another role, reads as tug's")
 	}
+}
+
+// tokenClientset is a fake that answers the TokenRequest API, which the
+// fake clientset does not serve.
+func tokenClientset() *fake.Clientset {
+	cs := fake.NewClientset()
+	cs.PrependReactor("create", "serviceaccounts", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "token" {
+			return false, nil, nil
+		}
+		return true, &authenticationv1.TokenRequest{Status: authenticationv1.TokenRequestStatus{Token: "t", ExpirationTimestamp: metav1.Now()}}, nil
+	})
+	return cs
 }
