@@ -150,11 +150,15 @@ func TestRollbackRunsRecordedDigest(t *testing.T) {
 	if _, err := exec.LookPath("ctr"); err != nil {
 		t.Skip("no ctr to clear the nodes' image cache")
 	}
-	const repo = "tug/sample"
-	tag := "moving-" + h.NS // test-unique, in the repository that holds the blobs
+	// A repository of the test's own: the nodes forget only its
+	// references (repo@digest), never tug/sample's, which other tests'
+	// units run at that moment (the local registry keeps blobs by digest,
+	// whatever the repository).
+	repo := "tug/sample-" + h.NS
+	tag := "moving"
 	moving := reg + "/" + repo + ":" + tag
-	v1, v1Type, v1Digest := registryManifest(t, reg, repo, "v1")
-	v2, v2Type, v2Digest := registryManifest(t, reg, repo, "v2")
+	v1, v1Type, v1Digest := registryManifest(t, reg, "tug/sample", "v1")
+	v2, v2Type, v2Digest := registryManifest(t, reg, "tug/sample", "v2")
 	if v1Digest == v2Digest {
 		t.Fatalf("v1 and v2 have the same manifest %s", v1Digest)
 	}
