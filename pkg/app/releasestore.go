@@ -33,6 +33,9 @@ import (
 // Pruning deletes the record first, then the Secret: a kill between the
 // two leaves an orphan, which the next prune deletes.
 
+// ReleaseRecordSelector selects an app's release records (ConfigMaps).
+func ReleaseRecordSelector(app string) string { return kube.KindSelector(kindRelease, app) }
+
 // ReleaseExistsError says release v of an app exists already.
 type ReleaseExistsError struct {
 	App     string
@@ -281,7 +284,7 @@ func (s *Store) listReleases(ctx context.Context, app string) (*releaseList, err
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		cms, cmErr = s.Client.CoreV1().ConfigMaps(s.Namespace).List(ctx, metav1.ListOptions{LabelSelector: kube.KindSelector(kindRelease, app)})
+		cms, cmErr = s.Client.CoreV1().ConfigMaps(s.Namespace).List(ctx, metav1.ListOptions{LabelSelector: ReleaseRecordSelector(app)})
 	}()
 	sel := fmt.Sprintf("%s=%s,%s in (%s,%s),%s=%s", kube.LabelManagedBy, kube.ManagedBy, kube.LabelKind, kindRelease, kindReleaseConfig, kube.LabelApp, app)
 	secs, secErr := s.Client.CoreV1().Secrets(s.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
