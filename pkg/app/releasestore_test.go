@@ -113,7 +113,16 @@ func TestReleasesOfBothForms(t *testing.T) {
 		t.Errorf("new release status = %s", n.Status)
 	}
 
-	// pruning takes both objects of a new release, and the one of an old
+}
+
+// Pruning takes both objects of a new release, and the one of an old.
+func TestPruneReleasesOfBothForms(t *testing.T) {
+	ctx := context.Background()
+	s, c := newStore(t,
+		oldFormRelease(t, &Release{App: "web", Version: 1, Image: "img:1", Status: StatusSuperseded}, ConfigMap{"K": "one"}),
+		oldFormRelease(t, &Release{App: "web", Version: 2, Image: "img:2", Status: StatusSuperseded}, ConfigMap{"K": "two"}))
+	mustCreateRelease(t, s, &Release{App: "web", Version: 3, Image: "img:3", Status: StatusSuperseded}, ConfigMap{"K": "three"})
+	mustCreateRelease(t, s, &Release{App: "web", Version: 4, Image: "img:4", Status: StatusDeployed}, ConfigMap{"K": "four"})
 	if err := s.PruneReleases(ctx, "web", 1, 4); err != nil {
 		t.Fatal(err)
 	}
