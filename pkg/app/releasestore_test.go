@@ -277,3 +277,19 @@ func TestViewerReadsRecordsOnly(t *testing.T) {
 		t.Errorf("a viewer's read of an old-form release = %v, want refused", err)
 	}
 }
+
+// A release is made by two creates back to back, its config first: no
+// other request (no read) between them, so a deploy pays one round trip
+// more than with one Secret, and a release is never a record without
+// its config.
+func TestCreateReleaseIsTwoCreatesConfigFirst(t *testing.T) {
+	s, c := newStore(t)
+	mustCreateRelease(t, s, &Release{App: "web", Version: 1, Image: "i"}, ConfigMap{"K": "v"})
+	var got []string
+	for _, a := range c.Actions() {
+		got = append(got, a.GetVerb()+" "+a.GetResource().Resource)
+	}
+	if want := []string{"create secrets", "create configmaps"}; !slices.Equal(got, want) {
+		t.Errorf("CreateRelease made %q, want %q", got, want)
+	}
+}
