@@ -88,9 +88,9 @@ func runAppEvents(ctx context.Context, o *appEventsOptions) error {
 	o.Others = events.OthersLike(a.Name, apps)
 	releases, err := s.ListReleases(ctx, o.App)
 	if kube.IsRBACDenial(err) {
-		// A viewer reads no Secret, and release records are Secrets (they
-		// hold the config): the cluster's Events still say what happened.
-		fmt.Fprintln(o.IO.ErrOut, "note: tug's release records are not shown: your access does not read Secrets (see 'tug access')")
+		// ListReleases gives a viewer the records in ConfigMaps; a Role
+		// that reads neither: the cluster's Events still say what happened.
+		fmt.Fprintln(o.IO.ErrOut, "note: tug's release records are not shown: your access does not read them (see 'tug access')")
 		releases, err = nil, nil
 	}
 	if err != nil {

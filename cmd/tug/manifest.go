@@ -56,7 +56,7 @@ func exportManifest(ctx context.Context, ios *cli.IOStreams, s *app.Store, name 
 	if a.Release == 0 {
 		return fmt.Errorf("app %q has no deployed release to export; deploy it first", name)
 	}
-	r, _, err := s.GetRelease(ctx, name, a.Release)
+	r, err := s.GetReleaseRecord(ctx, name, a.Release)
 	if err != nil {
 		return err
 	}

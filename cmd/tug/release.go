@@ -38,7 +38,7 @@ func newReleaseListCmd(f *cli.Factory, runF func(context.Context, *releaseListOp
 	o := &releaseListOptions{IO: f.IOStreams, Store: storeFor(f)}
 	cmd := &cobra.Command{
 		Use:         "list APP",
-		Annotations: atLevel(access.Developer, argsAre(argApp)),
+		Annotations: atLevel(access.Viewer, argsAre(argApp)),
 		Aliases:     []string{"ls"},
 		Short:       "List an app's releases, newest first",
 		Example: `  tug release list shop

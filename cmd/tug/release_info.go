@@ -27,7 +27,7 @@ func newReleaseInfoCmd(f *cli.Factory, runF func(context.Context, *releaseInfoOp
 	o := &releaseInfoOptions{IO: f.IOStreams, Store: storeFor(f)}
 	cmd := &cobra.Command{
 		Use:         "info APP vN",
-		Annotations: atLevel(access.Developer, argsAre(argApp, argRelease)),
+		Annotations: atLevel(access.Viewer, argsAre(argApp, argRelease)),
 		Short:       "Show one release: image and digest, processes, config names, status",
 		Example: `  tug release info shop v3
   tug release info shop v3 -o jsonpath='{.image}'`,
@@ -60,7 +60,8 @@ func runReleaseInfo(ctx context.Context, o *releaseInfoOptions) error {
 	if _, err := s.GetApp(ctx, o.App); err != nil {
 		return err
 	}
-	r, _, err := s.GetRelease(ctx, o.App, o.Version)
+	// the record alone: a viewer reads it, and it names the config's keys only
+	r, err := s.GetReleaseRecord(ctx, o.App, o.Version)
 	if err != nil {
 		return err
 	}

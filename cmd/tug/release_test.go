@@ -2,11 +2,18 @@ package main
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	k8stesting "k8s.io/client-go/testing"
 
+	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/canary"
 	"tug.dev/tug/pkg/cli"
 )
@@ -105,5 +112,35 @@ func TestRunReleaseRollbackListInfo(t *testing.T) {
 		App: "shop", Format: cli.OutputTable}
 	if err := runCanaryEnd(ctx, end); err == nil || !strings.Contains(err.Error(), "canary") {
 		t.Errorf("promote without a canary: %v", err)
+	}
+}
+
+// A viewer's release list and info read the records (ConfigMaps) and
+// never a Secret: the RBAC that refuses it every Secret refuses them
+// nothing, and what they print names the config's keys, not its values.
+func TestReleaseListAndInfoReadNoSecret(t *testing.T) {
+	p := newPrinterFixture(t)
+	p.mustCreateApp(t, &app.App{Name: "shop", Release: 1, LastRelease: 1, Processes: map[string]app.Process{"web": {Replicas: 1}}})
+	p.mustCreateRelease(t, &app.Release{App: "shop", Version: 1, Image: "shop:1", Kind: app.KindDeploy, Status: app.StatusDeployed, Author: "alice",
+		Processes: map[string]string{"web": ""}}, app.ConfigMap{"API_TOKEN": "s3cr3t-5e2d"})
+	var secretReads []string
+	p.cs.PrependReactor("*", "secrets", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		secretReads = append(secretReads, a.GetVerb())
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "",
+			errors.New(`User "vic" cannot `+a.GetVerb()+` resource "secrets" in API group "" in the namespace "dev"`))
+	})
+	for _, args := range [][]string{{"release", "info", "shop", "v1"}, {"release", "info", "shop", "v1", "-o", "json"}, {"release", "list", "shop"}} {
+		r := p.run(t, false, args...)
+		if r.code != 0 || !strings.Contains(r.stdout, "shop:1") || strings.Contains(r.stdout+r.stderr, "s3cr3t") {
+			t.Errorf("tug %v with every Secret refused: exit %d, stdout %q, stderr %q", args, r.code, r.stdout, r.stderr)
+		}
+		if args[1] == "info" && !strings.Contains(r.stdout, "API_TOKEN") {
+			t.Errorf("tug %v does not name the config's keys: %q", args, r.stdout)
+		}
+	}
+	// the list asks for the old form's Secrets at once (refused, not an
+	// error); info never asks for one
+	if !slices.Equal(secretReads, []string{"list"}) {
+		t.Errorf("Secret requests: %q, want one list (release list's)", secretReads)
 	}
 }

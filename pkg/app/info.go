@@ -88,8 +88,9 @@ func List(ctx context.Context, s *Store) ([]Summary, error) {
 		if a.Release == 0 && a.LastRelease > 0 {
 			// Never deployed, but tried: one GET says whether it failed
 			// (rare enough not to list every app's releases).
-			r, _, err := s.GetRelease(ctx, a.Name, a.LastRelease)
-			if err != nil && !IsNotFound(err) {
+			// (A viewer is refused a release of the old form, one Secret.)
+			r, err := s.GetReleaseRecord(ctx, a.Name, a.LastRelease)
+			if err != nil && !IsNotFound(err) && !kube.IsRBACDenial(err) {
 				return nil, err
 			}
 			sum.Failed = failedFirst(a, r)
@@ -237,8 +238,9 @@ func GetInfo(ctx context.Context, s *Store, name string) (*Info, error) {
 		return nil, err
 	}
 	rels, err := s.ListReleases(ctx, name)
-	// A viewer may not read Secrets, which release records are (they hold
-	// the config): info goes on without what only they say.
+	// A viewer reads the records made since they moved to ConfigMaps;
+	// should the list still be refused (a Role from before the split, that
+	// reads no ConfigMap), info goes on without what only they say.
 	if err != nil && !kube.IsRBACDenial(err) {
 		return nil, err
 	}

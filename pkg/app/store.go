@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,17 +21,26 @@ import (
 // How tug's records live in the cluster:
 //
 //	app record   ConfigMap tug-app-<app>           data["app.json"]
-//	release N    Secret    tug-release-<app>-v<N>  data = the config (env) of
-//	             the release, which containers get through envFrom; the
-//	             record itself (image, processes, ...) in the annotation
-//	             tug.dev/release; status in the label tug.dev/status. The
-//	             Secret is immutable: only its status ever changes, the
-//	             image ID its units ran (annotation tug.dev/image-id) is
-//	             added once it rolled out, and the record's rollout
-//	             settings may change in place (UpdateReleaseRollout).
+//	release N    ConfigMap tug-release-<app>-v<N>  the release's record (image,
+//	             processes, config keys, ...) in the annotation
+//	             tug.dev/release; status in the label tug.dev/status; the
+//	             failure (tug.dev/failure) and the image ID its units ran
+//	             (tug.dev/image-id) in annotations. Only its status, image
+//	             ID and rollout settings ever change (UpdateReleaseRollout).
+//	             Secret    tug-release-<app>-v<N>  data = the config (env) of
+//	             the release, which containers get through envFrom;
+//	             immutable, labelled tug.dev/kind=release-config.
+//
+// The record and the values are apart so that RBAC can let a viewer read
+// release history (ConfigMaps) and never a config value (Secrets). Releases
+// made before the split are one Secret, labelled tug.dev/kind=release, with
+// the record in its metadata as the ConfigMap's is now: every reader takes
+// a version's ConfigMap when there is one and that Secret otherwise, and
+// writes go to whichever holds the record (releasestore.go).
 const (
 	kindApp            = "app"
 	kindRelease        = "release"
+	kindReleaseConfig  = "release-config"
 	appRecordKey       = "app.json"
 	annotationRelease  = "tug.dev/release"
 	annotationFailure  = "tug.dev/failure"
@@ -44,7 +52,8 @@ const (
 // AppRecordName is the name of the ConfigMap that holds an app's record.
 func AppRecordName(app string) string { return "tug-app-" + app }
 
-// ReleaseSecretName is the name of release v's Secret, which holds its config.
+// ReleaseSecretName is the name of release v's Secret, which holds its
+// config, and of the ConfigMap that holds its record.
 func ReleaseSecretName(app string, v int) string { return fmt.Sprintf(releaseNamePattern, app, v) }
 
 // NotFoundError says an app or release does not exist, and where to look.
@@ -95,6 +104,10 @@ type Store struct {
 	// written, so UpdateApp can write without reading first; a conflict
 	// (someone else wrote) falls back to read-modify-write.
 	last map[string]*App
+	// orphans are, by app, the versions of config Secrets with no release
+	// record that the last ListReleases saw (a create killed between its
+	// two objects): PruneReleasesIn deletes them.
+	orphans map[string][]int
 }
 
 func (s *Store) remember(a *App) {
@@ -297,223 +310,6 @@ func (s *Store) DeleteAppRecord(ctx context.Context, name string) error {
 	return nil
 }
 
-// CreateRelease stores release r with its config. The Secret is immutable.
-func (s *Store) CreateRelease(ctx context.Context, r *Release, config ConfigMap) error {
-	return s.createRelease(ctx, r, config, nil)
-}
-
-// ValidateRelease asks the API server whether it would store release r with
-// its config (a dry-run create: admission and validation run, nothing is
-// stored), so a dry run fails where the real change would, e.g. on a
-// config too large for one Secret.
-func (s *Store) ValidateRelease(ctx context.Context, r *Release, config ConfigMap) error {
-	return s.createRelease(ctx, r, config, []string{metav1.DryRunAll})
-}
-
-func (s *Store) createRelease(ctx context.Context, r *Release, config ConfigMap, dryRun []string) error {
-	r.ConfigKeys = config.Keys()
-	record, err := json.Marshal(r)
-	if err != nil {
-		return err
-	}
-	labels := kube.AppLabels(r.App)
-	labels[kube.LabelKind] = kindRelease
-	labels[kube.LabelRelease] = strconv.Itoa(r.Version)
-	labels[labelStatus] = string(r.Status)
-	data := make(map[string][]byte, len(config))
-	for k, v := range config {
-		data[k] = []byte(v)
-	}
-	immutable := true
-	sec := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: ReleaseSecretName(r.App, r.Version), Namespace: s.Namespace, Labels: labels,
-			Annotations: map[string]string{annotationRelease: string(record)},
-		},
-		Type:      corev1.SecretTypeOpaque,
-		Immutable: &immutable,
-		Data:      data,
-	}
-	_, err = s.Client.CoreV1().Secrets(s.Namespace).Create(ctx, sec, metav1.CreateOptions{FieldManager: kube.FieldManager, DryRun: dryRun})
-	if apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("release v%d of app %q already exists; another deploy may be running", r.Version, r.App)
-	}
-	return kube.TranslateError(err)
-}
-
-func decodeRelease(sec *corev1.Secret) (*Release, error) {
-	r := &Release{}
-	if err := json.Unmarshal([]byte(sec.Annotations[annotationRelease]), r); err != nil {
-		return nil, fmt.Errorf("release record %s is damaged: %w", sec.Name, err)
-	}
-	if st := sec.Labels[labelStatus]; st != "" {
-		r.Status = Status(st)
-	}
-	if reason := sec.Annotations[annotationFailure]; reason != "" {
-		r.FailReason = reason
-	}
-	if id := sec.Annotations[annotationImageID]; id != "" {
-		r.ImageID = id
-	}
-	return r, nil
-}
-
-// GetRelease loads release v of an app, with its config values.
-func (s *Store) GetRelease(ctx context.Context, app string, v int) (*Release, ConfigMap, error) {
-	sec, err := s.Client.CoreV1().Secrets(s.Namespace).Get(ctx, ReleaseSecretName(app, v), metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, nil, &NotFoundError{What: "release", Name: fmt.Sprintf("v%d", v), App: app, Namespace: s.Namespace, Hint: fmt.Sprintf("see 'tug release list %s'", app)}
-	}
-	if err != nil {
-		return nil, nil, kube.TranslateError(err)
-	}
-	r, err := decodeRelease(sec)
-	if err != nil {
-		return nil, nil, err
-	}
-	return r, configOf(sec), nil
-}
-
-// ListReleases loads an app's releases, newest first, without config values: one LIST.
-func (s *Store) ListReleases(ctx context.Context, app string) ([]*Release, error) {
-	list, err := s.Client.CoreV1().Secrets(s.Namespace).List(ctx, metav1.ListOptions{LabelSelector: kube.KindSelector(kindRelease, app)})
-	if err != nil {
-		return nil, kube.TranslateError(err)
-	}
-	out := make([]*Release, 0, len(list.Items))
-	for i := range list.Items {
-		r, err := decodeRelease(&list.Items[i])
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Version > out[j].Version })
-	return out, nil
-}
-
-// FindRelease returns the newest release for which match is true, with its
-// config, from the same single LIST (a release's Secret holds both), or
-// nil when none matches.
-func (s *Store) FindRelease(ctx context.Context, app string, match func(*Release) bool) (*Release, ConfigMap, error) {
-	list, err := s.Client.CoreV1().Secrets(s.Namespace).List(ctx, metav1.ListOptions{LabelSelector: kube.KindSelector(kindRelease, app)})
-	if err != nil {
-		return nil, nil, kube.TranslateError(err)
-	}
-	var best *Release
-	var bestConfig ConfigMap
-	for i := range list.Items {
-		r, err := decodeRelease(&list.Items[i])
-		if err != nil {
-			return nil, nil, err
-		}
-		if (best == nil || r.Version > best.Version) && match(r) {
-			best, bestConfig = r, configOf(&list.Items[i])
-		}
-	}
-	return best, bestConfig, nil
-}
-
-func configOf(sec *corev1.Secret) ConfigMap {
-	config := make(ConfigMap, len(sec.Data))
-	for k, v := range sec.Data {
-		config[k] = string(v)
-	}
-	return config
-}
-
-// SetReleaseStatus records where release v stands (and why, when it failed).
-func (s *Store) SetReleaseStatus(ctx context.Context, app string, v int, st Status, reason string) error {
-	patch := map[string]any{"metadata": map[string]any{
-		"labels":      map[string]any{labelStatus: string(st)},
-		"annotations": map[string]any{annotationFailure: nilIfEmpty(reason)},
-	}}
-	data, _ := json.Marshal(patch)
-	_, err := s.Client.CoreV1().Secrets(s.Namespace).Patch(ctx, ReleaseSecretName(app, v), "application/merge-patch+json", data, metav1.PatchOptions{FieldManager: kube.FieldManager})
-	if apierrors.IsNotFound(err) {
-		return &NotFoundError{What: "release", Name: fmt.Sprintf("v%d", v), App: app, Namespace: s.Namespace}
-	}
-	return kube.TranslateError(err)
-}
-
-// SetReleaseImageID records the image ID release v's units ran (see
-// Release.ImageID).
-func (s *Store) SetReleaseImageID(ctx context.Context, app string, v int, id string) error {
-	patch := map[string]any{"metadata": map[string]any{"annotations": map[string]any{annotationImageID: id}}}
-	data, _ := json.Marshal(patch)
-	_, err := s.Client.CoreV1().Secrets(s.Namespace).Patch(ctx, ReleaseSecretName(app, v), "application/merge-patch+json", data, metav1.PatchOptions{FieldManager: kube.FieldManager})
-	if apierrors.IsNotFound(err) {
-		return &NotFoundError{What: "release", Name: fmt.Sprintf("v%d", v), App: app, Namespace: s.Namespace}
-	}
-	return kube.TranslateError(err)
-}
-
-// UpdateReleaseRollout changes release v's Rollout or Jobs in place, the
-// parts of a release record that may change after it is made (see
-// Release.Rollout; a job change restarts no unit): change gets the release
-// as stored and edits its Rollout, Jobs and RolloutChanges, or refuses.
-// Only those fields of the record are written, on the condition that the Secret is as read; a
-// conflict reads it again and retries.
-func (s *Store) UpdateReleaseRollout(ctx context.Context, app string, v int, change func(*Release) error) (*Release, error) {
-	var updated *Release
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		sec, err := s.Client.CoreV1().Secrets(s.Namespace).Get(ctx, ReleaseSecretName(app, v), metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return &NotFoundError{What: "release", Name: fmt.Sprintf("v%d", v), App: app, Namespace: s.Namespace, Hint: fmt.Sprintf("see 'tug release list %s'", app)}
-		}
-		if err != nil {
-			return err
-		}
-		r, err := decodeRelease(sec)
-		if err != nil {
-			return err
-		}
-		if err := change(r); err != nil {
-			return err
-		}
-		// The record's other fields stay byte for byte as they are, even
-		// those this tug does not know.
-		var record map[string]json.RawMessage
-		if err := json.Unmarshal([]byte(sec.Annotations[annotationRelease]), &record); err != nil {
-			return fmt.Errorf("release record %s is damaged: %w", sec.Name, err)
-		}
-		set := func(key string, v any, empty bool) {
-			if empty {
-				delete(record, key)
-				return
-			}
-			record[key], _ = json.Marshal(v)
-		}
-		set("rollout", r.Rollout, r.Rollout.IsZero())
-		set("rolloutChanges", r.RolloutChanges, len(r.RolloutChanges) == 0)
-		set("jobs", r.Jobs, len(r.Jobs) == 0)
-		data, err := json.Marshal(record)
-		if err != nil {
-			return err
-		}
-		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
-			"resourceVersion": sec.ResourceVersion,
-			"annotations":     map[string]any{annotationRelease: string(data)},
-		}})
-		if _, err := s.Client.CoreV1().Secrets(s.Namespace).Patch(ctx, sec.Name, "application/merge-patch+json", patch, metav1.PatchOptions{FieldManager: kube.FieldManager}); err != nil {
-			return err
-		}
-		updated = r
-		return nil
-	})
-	if err != nil {
-		return nil, kube.TranslateError(err)
-	}
-	return updated, nil
-}
-
-func nilIfEmpty(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
-}
-
 // PruneReleases deletes the oldest release records beyond keep, never the
 // one numbered current nor those in inUse (see ReleasesToPrune).
 func (s *Store) PruneReleases(ctx context.Context, app string, keep, current int, inUse ...int) error {
@@ -525,14 +321,25 @@ func (s *Store) PruneReleases(ctx context.Context, app string, keep, current int
 }
 
 // PruneReleasesIn is PruneReleases over a list the caller already has
-// (newest first), saving a LIST.
+// (newest first, from this Store's ListReleases), saving a LIST; it also
+// deletes the config Secrets with no record that list saw.
 func (s *Store) PruneReleasesIn(ctx context.Context, app string, rels []*Release, keep, current int, inUse ...int) error {
-	for _, v := range ReleasesToPrune(rels, keep, current, inUse...) {
-		err := s.Client.CoreV1().Secrets(s.Namespace).Delete(ctx, ReleaseSecretName(app, v), metav1.DeleteOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return kube.TranslateError(err)
+	// The record first: a release whose record is gone is gone, and a
+	// tug killed before its Secret is deleted leaves config with no
+	// record, which the next prune deletes as an orphan. Pruning runs
+	// under the app's lock, so an orphan is no create on its way.
+	drop := ReleasesToPrune(rels, keep, current, inUse...)
+	for _, v := range s.orphans[app] {
+		if !slices.ContainsFunc(rels, func(r *Release) bool { return r.Version == v }) {
+			drop = append(drop, v)
 		}
 	}
+	for _, v := range drop {
+		if err := s.deleteRelease(ctx, app, v); err != nil {
+			return err
+		}
+	}
+	delete(s.orphans, app)
 	return nil
 }
 

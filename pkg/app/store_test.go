@@ -285,16 +285,32 @@ func TestCreateReleaseStoresConfigInImmutableSecret(t *testing.T) {
 		t.Errorf("secret data = %q", sec.Data)
 	}
 	for k, v := range map[string]string{
-		kube.LabelManagedBy: "tug", kube.LabelApp: "web", kube.LabelKind: "release", kube.LabelRelease: "3", "tug.dev/status": "pending",
+		kube.LabelManagedBy: "tug", kube.LabelApp: "web", kube.LabelKind: "release-config", kube.LabelRelease: "3",
 	} {
 		if sec.Labels[k] != v {
-			t.Errorf("label %s = %q, want %q", k, sec.Labels[k], v)
+			t.Errorf("secret label %s = %q, want %q", k, sec.Labels[k], v)
 		}
 	}
-	ann := sec.Annotations[annotationRelease]
+	if len(sec.Annotations) != 0 || sec.Labels["tug.dev/status"] != "" {
+		t.Errorf("the config Secret holds record metadata: %v %v", sec.Annotations, sec.Labels)
+	}
+	// the record: a ConfigMap of the same name, which a viewer may read
+	cm, err := c.CoreV1().ConfigMaps(testNS).Get(ctx, "tug-release-web-v3", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("release record: %v", err)
+	}
+	for k, v := range map[string]string{
+		kube.LabelManagedBy: "tug", kube.LabelApp: "web", kube.LabelKind: "release", kube.LabelRelease: "3", "tug.dev/status": "pending",
+	} {
+		if cm.Labels[k] != v {
+			t.Errorf("record label %s = %q, want %q", k, cm.Labels[k], v)
+		}
+	}
+	ann := cm.Annotations[annotationRelease]
+	recordText := fmt.Sprint(cm.Annotations, cm.Data, cm.BinaryData)
 	for _, secret := range []string{"s3cr3t-token", "pa55"} {
-		if strings.Contains(ann, secret) {
-			t.Errorf("release annotation holds a config value: %s", ann)
+		if strings.Contains(recordText, secret) {
+			t.Errorf("release record holds a config value: %s", recordText)
 		}
 	}
 	var rec Release
@@ -475,18 +491,18 @@ func TestUpdateReleaseRollout(t *testing.T) {
 		t.Fatal(err)
 	}
 	name := ReleaseSecretName("web", 3)
-	sec, _ := c.CoreV1().Secrets(testNS).Get(ctx, name, metav1.GetOptions{})
-	sec.Annotations[annotationRelease] = strings.Replace(sec.Annotations[annotationRelease], `{`, `{"fromTheFuture":[1,2],`, 1)
-	if _, err := c.CoreV1().Secrets(testNS).Update(ctx, sec, metav1.UpdateOptions{}); err != nil {
+	rec, _ := c.CoreV1().ConfigMaps(testNS).Get(ctx, name, metav1.GetOptions{})
+	rec.Annotations[annotationRelease] = strings.Replace(rec.Annotations[annotationRelease], `{`, `{"fromTheFuture":[1,2],`, 1)
+	if _, err := c.CoreV1().ConfigMaps(testNS).Update(ctx, rec, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var patches []string
 	conflicts := 1
-	c.PrependReactor("patch", "secrets", func(a k8stesting.Action) (bool, runtime.Object, error) {
+	c.PrependReactor("patch", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		patches = append(patches, string(a.(k8stesting.PatchAction).GetPatch()))
 		if conflicts > 0 {
 			conflicts--
-			return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "secrets"}, name, errors.New("modified"))
+			return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "configmaps"}, name, errors.New("modified"))
 		}
 		return false, nil, nil
 	})
@@ -519,9 +535,9 @@ func TestUpdateReleaseRollout(t *testing.T) {
 		r.Status != StatusDeployed || r.Image != "img:3" || cfg["K"] != "v" {
 		t.Errorf("after the change: %+v config %v", r, cfg)
 	}
-	sec, _ = c.CoreV1().Secrets(testNS).Get(ctx, name, metav1.GetOptions{})
-	if !strings.Contains(sec.Annotations[annotationRelease], `"fromTheFuture":[1,2]`) {
-		t.Errorf("a field this tug does not know was lost: %s", sec.Annotations[annotationRelease])
+	rec, _ = c.CoreV1().ConfigMaps(testNS).Get(ctx, name, metav1.GetOptions{})
+	if !strings.Contains(rec.Annotations[annotationRelease], `"fromTheFuture":[1,2]`) {
+		t.Errorf("a field this tug does not know was lost: %s", rec.Annotations[annotationRelease])
 	}
 	if _, err := s.UpdateReleaseRollout(ctx, "web", 4, func(*Release) error { return nil }); !IsNotFound(err) {
 		t.Errorf("a missing release: %v", err)

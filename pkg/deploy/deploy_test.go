@@ -288,8 +288,8 @@ func TestRollDryRun(t *testing.T) {
 				t.Errorf("%s %s without dry-run", a.GetVerb(), a.GetResource().Resource)
 			}
 		case k8stesting.CreateActionImpl:
-			// the release record, validated by the server, not stored
-			if !slices.Equal(a.CreateOptions.DryRun, []string{metav1.DryRunAll}) || a.GetResource().Resource != "secrets" {
+			// the release's config and record, validated by the server, not stored
+			if res := a.GetResource().Resource; !slices.Equal(a.CreateOptions.DryRun, []string{metav1.DryRunAll}) || res != "secrets" && res != "configmaps" {
 				t.Errorf("dry run wrote: %s %s", a.GetVerb(), a.GetResource().Resource)
 			}
 		case k8stesting.CreateAction, k8stesting.UpdateAction, k8stesting.DeleteAction:

@@ -206,7 +206,7 @@ func TestReconcilePendingReleaseTheRecordNames(t *testing.T) {
 	c, s := deployedV1(t)
 	var failing atomic.Bool
 	failing.Store(true)
-	c.PrependReactor("patch", "secrets", func(a k8stesting.Action) (bool, runtime.Object, error) {
+	c.PrependReactor("patch", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		p := a.(k8stesting.PatchAction)
 		if failing.Load() && p.GetName() == app.ReleaseSecretName("shop", 2) {
 			return true, nil, apierrors.NewServiceUnavailable("etcd is sad")
@@ -337,7 +337,7 @@ func TestReconcileOldLeftovers(t *testing.T) {
 func TestRollStatusWriteFailsOnce(t *testing.T) {
 	c, s := deployedV1(t)
 	var failures atomic.Int32
-	c.PrependReactor("patch", "secrets", func(a k8stesting.Action) (bool, runtime.Object, error) {
+	c.PrependReactor("patch", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		p := a.(k8stesting.PatchAction)
 		if p.GetName() == app.ReleaseSecretName("shop", 2) && failures.Add(1) == 1 {
 			return true, nil, apierrors.NewServiceUnavailable("etcd is sad")

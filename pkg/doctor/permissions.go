@@ -143,7 +143,8 @@ func commandGroups(kinds owned.Table) []CommandGroup {
 				// One Deployment per process, a Service for the web process.
 				ns("deployments.apps", manage...),
 				ns("services", manage...),
-				// Registry credentials; remove also deletes releases and config.
+				// Registry credentials; remove also deletes release config
+				// (and release records, ConfigMaps, with the app record).
 				ns("secrets", "get", "list", "create", "update", "patch", "delete"),
 				// Units shown by app info; remove deletes them and watches
 				// until they are gone.
@@ -162,10 +163,12 @@ func commandGroups(kinds owned.Table) []CommandGroup {
 			Name:        "deploy",
 			Description: "deploy an image, roll back, wait for the rollout and diagnose it",
 			Permissions: slices.Concat(
-				// Release records and config, one Secret each.
+				// Release config, one Secret each (and releases of the old
+				// form, one Secret that also holds the record).
 				ns("secrets", manage...),
-				// The app record's current release.
-				ns("configmaps", "get", "update", "patch"),
+				// Release records, one ConfigMap each; the app record's
+				// current release.
+				ns("configmaps", manage...),
 				// The rollout watches its Deployments and their pods.
 				ns("deployments.apps", manage...),
 				ns("deployments.apps", "watch"),
@@ -191,7 +194,12 @@ func commandGroups(kinds owned.Table) []CommandGroup {
 		{
 			Name:        "release",
 			Description: "list and inspect releases",
-			Permissions: ns("secrets", read...),
+			// The records are ConfigMaps, which a viewer reads; releases
+			// of the old form are one Secret that holds the config too.
+			Permissions: slices.Concat(
+				ns("configmaps", read...),
+				ns("secrets", read...),
+			),
 		},
 		{
 			Name:        "env",
@@ -219,7 +227,9 @@ func commandGroups(kinds owned.Table) []CommandGroup {
 			Permissions: slices.Concat(
 				ns("events", "list", "watch"),
 				ns("pods", "list", "watch"),
-				// its releases, tug's own records
+				// its releases, tug's own records (and those of the old
+				// form, Secrets)
+				ns("configmaps", "list"),
 				ns("secrets", "list"),
 			),
 		},

@@ -136,13 +136,20 @@ func removeSteps(ctx context.Context, d deploy.Deps, appName string, o RemoveOpt
 		steps = append(steps, st)
 	}
 	ns, sel := d.Namespace, metav1.ListOptions{LabelSelector: kube.AppSelector(appName)}
+	releases := metav1.ListOptions{LabelSelector: app.ReleaseRecordSelector(appName)}
 	del := metav1.DeleteOptions{PropagationPolicy: new(metav1.DeletePropagationBackground)}
 	cl := d.Client
 	return append(steps,
 		removeStep{what: "job runs", run: deleteListed(func() (runtime.Object, error) { return batchNoneIfForbidden(cl.BatchV1().Jobs(ns).List(ctx, sel)) },
 			func(n string) error { return cl.BatchV1().Jobs(ns).Delete(ctx, n, del) })},
 		removeStep{what: "units", run: func(stuck **StuckUnitsError) error { return removeUnits(ctx, d, appName, o, stuck) }},
-		removeStep{what: "release records", progress: "removing release records", run: deleteListed(func() (runtime.Object, error) { return cl.CoreV1().Secrets(ns).List(ctx, sel) },
+		// Release records before the app record: one left behind a gone
+		// app record would be taken for a release of the next app of the
+		// name (whose v1 would then never be made). Their config after.
+		removeStep{what: "release records", progress: "removing release records", run: deleteListed(func() (runtime.Object, error) { return cl.CoreV1().ConfigMaps(ns).List(ctx, releases) },
+			func(n string) error { return cl.CoreV1().ConfigMaps(ns).Delete(ctx, n, del) })},
+		// release config, releases of the old form, the app's other Secrets
+		removeStep{what: "release config", run: deleteListed(func() (runtime.Object, error) { return cl.CoreV1().Secrets(ns).List(ctx, sel) },
 			func(n string) error { return cl.CoreV1().Secrets(ns).Delete(ctx, n, del) })},
 		// the record, and any other ConfigMap of the app
 		removeStep{what: "app record", run: deleteListed(func() (runtime.Object, error) { return cl.CoreV1().ConfigMaps(ns).List(ctx, sel) },

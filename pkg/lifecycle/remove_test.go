@@ -242,7 +242,7 @@ func TestRemoveRefusedPartWaySaysWhatIsLeft(t *testing.T) {
 	if !errors.As(err, &partly) || !apierrors.IsForbidden(err) {
 		t.Fatalf("Remove = %v, want a RemoveError wrapping the refusal", err)
 	}
-	if !slices.Equal(partly.Left, []string{"ingresses", "middlewares", "certificates", "autoscalers", "services", "deployments", "network policies", "job runs", "units", "release records", "app record"}) {
+	if !slices.Equal(partly.Left, []string{"ingresses", "middlewares", "certificates", "autoscalers", "services", "deployments", "network policies", "job runs", "units", "release records", "release config", "app record"}) {
 		t.Errorf("left = %q", partly.Left)
 	}
 	if !strings.Contains(err.Error(), "tug app remove shop") {

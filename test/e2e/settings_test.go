@@ -40,21 +40,42 @@ func (h *H) deployment(name string) *appsv1.Deployment {
 	return d
 }
 
+// releaseSecrets are the versions of an app's stored releases: its record
+// ConfigMaps, each with its config Secret (a mismatch fails the test).
 func (h *H) releaseSecrets(appName string) []int {
 	h.t.Helper()
-	l, err := h.Client.CoreV1().Secrets(h.NS).List(context.Background(), metav1.ListOptions{
+	ctx := context.Background()
+	versions := func(items []metav1.ObjectMeta) []int {
+		var vs []int
+		for _, m := range items {
+			var v int
+			_, _ = fmt.Sscan(m.Labels["tug.dev/release"], &v)
+			vs = append(vs, v)
+		}
+		slices.Sort(vs)
+		return vs
+	}
+	cms, err := h.Client.CoreV1().ConfigMaps(h.NS).List(ctx, metav1.ListOptions{
 		LabelSelector: "app.kubernetes.io/managed-by=tug,tug.dev/kind=release,tug.dev/app=" + appName})
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	var vs []int
-	for _, s := range l.Items {
-		var v int
-		_, _ = fmt.Sscan(s.Labels["tug.dev/release"], &v)
-		vs = append(vs, v)
+	secs, err := h.Client.CoreV1().Secrets(h.NS).List(ctx, metav1.ListOptions{
+		LabelSelector: "app.kubernetes.io/managed-by=tug,tug.dev/kind in (release,release-config),tug.dev/app=" + appName})
+	if err != nil {
+		h.t.Fatal(err)
 	}
-	slices.Sort(vs)
-	return vs
+	var records, configs []metav1.ObjectMeta
+	for _, cm := range cms.Items {
+		records = append(records, cm.ObjectMeta)
+	}
+	for _, s := range secs.Items {
+		configs = append(configs, s.ObjectMeta)
+	}
+	if r, c := versions(records), versions(configs); !slices.Equal(r, c) {
+		h.t.Errorf("release records %v, config Secrets %v: want one of each per release", r, c)
+	}
+	return versions(records)
 }
 
 func strategyOf(d *appsv1.Deployment) string {
@@ -235,11 +256,11 @@ func TestAppSettingsRollout(t *testing.T) {
 	h.Eventually(60*time.Second, "roll-web rolled out", func() (bool, error) { return rolledOut(h.deployment("roll-web")), nil })
 	before := h.deployment("roll-web").ResourceVersion
 	record := func() string {
-		sec, err := h.Client.CoreV1().Secrets(h.NS).Get(context.Background(), "tug-release-roll-v9", metav1.GetOptions{})
+		rec, err := h.Client.CoreV1().ConfigMaps(h.NS).Get(context.Background(), "tug-release-roll-v9", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return sec.ResourceVersion
+		return rec.ResourceVersion
 	}
 	recordBefore := record()
 	for _, args := range [][]string{
