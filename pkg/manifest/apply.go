@@ -168,6 +168,11 @@ func (m *Manifest) Describe() string {
 	if m.Settings != nil {
 		parts = append(parts, "settings")
 	}
+	if len(m.Services) > 0 {
+		parts = append(parts, "services "+strings.Join(slices.Sorted(maps.Keys(m.Services)), ", "))
+	} else if m.Services != nil {
+		parts = append(parts, "no services")
+	}
 	if m.Release != nil {
 		parts = append(parts, "release")
 	}
