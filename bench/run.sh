@@ -15,7 +15,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export GOTOOLCHAIN=local
-known=startup,deploy,source,promote,cnb,apps,scale,many,remote,route,bluegreen,latency,usage
+known=startup,deploy,source,promote,cnb,apps,scale,many,remote,route,bluegreen,latency,usage,services
 for n in ${ONLY//,/ }; do
   [[ ",$known," == *",$n,"* ]] || { echo "ONLY: no section $n (sections: $known)" >&2; exit 2; }
 done
@@ -55,9 +55,9 @@ if [ -n "${BENCH_BEFORE:-}" ]; then
   (cd "$tmp/before" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$tmp/tug-before" ./cmd/tug)
   before=(-tug-before "$tmp/tug-before" -before "$(git rev-parse --short "$BENCH_BEFORE")" -before-rows "${BENCH_BEFORE_ROWS:-node}")
 fi
-scale=(); apps=(); many=(); remote=(-units 50 -rounds 5); quick=()
+scale=(); apps=(); many=(); remote=(-units 50 -rounds 5); services=(-rounds 3 -rotate-rounds 2); quick=()
 if [ -n "${BENCH_QUICK:-}" ]; then
-  scale=(-pods 1000 -nodes 100 -rounds 1); apps=(-apps 60 -rounds 1); many=(-units 20); remote=(-units 10 -rounds 1)
+  scale=(-pods 1000 -nodes 100 -rounds 1); apps=(-apps 60 -rounds 1); many=(-units 20); remote=(-units 10 -rounds 1); services=(-rounds 1 -rotate-rounds 1)
   quick=(-quick)
 fi
 
@@ -88,6 +88,8 @@ section route     "routes"                "$tmp/route" "${common[@]}" -router "$
 section bluegreen "blue-green rollback"   "$tmp/bluegreen" "${common[@]}" -router "$($cluster router)"
 section latency   "request latency"       "$tmp/latency" "${common[@]}" -router "$($cluster router)"
 section usage     "metrics"               "$tmp/usage" "${common[@]}"
+section services  "backing services"      "$tmp/services" "${common[@]}" -router "$($cluster router)" \
+  -dbapp "$($cluster service-images | awk '$1 == "dbapp" {print $2}')" "${services[@]}"
 
 took=$(( $(date +%s) - began ))
 sections=$(IFS=,; echo "${ran[*]}")

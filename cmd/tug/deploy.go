@@ -12,7 +12,6 @@ import (
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/inputerr"
-	"tug.dev/tug/pkg/service"
 	"tug.dev/tug/pkg/text"
 )
 
@@ -156,19 +155,10 @@ func runAppDeploy(ctx context.Context, o *appDeployOptions) error {
 		o.build.cnbProcesses(o)
 	}
 	change := deploy.DeployProcesses(o.Image, o.procs, allowed, o.Yes || o.rollout.DryRun, o.Message)
-	if m := o.manifest.m; m != nil && m.Services != nil {
-		// a service the file binds and the release does not yet: its
-		// binding is read from the cluster, as 'service bind' reads it
-		m.ResolveService = func(name, prefix string) (app.ServiceBinding, error) {
-			s, err := o.Store()
-			if err != nil {
-				return app.ServiceBinding{}, err
-			}
-			return service.Binding(ctx, s.Client, s.Namespace, name, prefix)
-		}
-	}
 	change = o.manifest.m.Change(deploy.WithReleaseCommand(change, o.release))
-	return runRollout(ctx, o.Changer, name, o.build.rollout(name, change, opts), o.rollout.Output, rollVerb{"deployed", "deploying"})
+	return o.manifest.servicesLocked(ctx, o, name, func(ctx context.Context) error {
+		return runRollout(ctx, o.Changer, name, o.build.rollout(name, change, opts), o.rollout.Output, rollVerb{"deployed", "deploying"})
+	})
 }
 
 // validate checks everything that needs no cluster and resolves the

@@ -106,6 +106,18 @@ func serviceLocked(ctx context.Context, c appChanger, name string, dryRun bool, 
 	return change(ctx)
 }
 
+// servicesLocked is serviceLocked for several services, names sorted: two
+// tugs taking the same locks take them in the same order, so neither holds
+// one the other waits for while waiting for one the other holds.
+func servicesLocked(ctx context.Context, c appChanger, names []string, dryRun bool, change func(context.Context) error) error {
+	if len(names) == 0 {
+		return change(ctx)
+	}
+	return serviceLocked(ctx, c, names[0], dryRun, func(ctx context.Context) error {
+		return servicesLocked(ctx, c, names[1:], dryRun, change)
+	})
+}
+
 // appRestarter restarts an app's units, watched like a deploy and rolled
 // back on failure: how rotate and update roll bound apps onto new
 // credentials (a release names the binding Secret, not its values, so a

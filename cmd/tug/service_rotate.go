@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/service"
 )
 
@@ -20,6 +22,8 @@ type serviceRotateOptions struct {
 	Rollout rolloutFlags
 
 	Name string
+	// WaitRuns is --wait-runs (service.Deps.WaitRuns).
+	WaitRuns time.Duration
 }
 
 func newServiceRotateCmd(f *cli.Factory, runF func(context.Context, *serviceRotateOptions) error) *cobra.Command {
@@ -32,8 +36,16 @@ func newServiceRotateCmd(f *cli.Factory, runF func(context.Context, *serviceRota
 gets a new password; every bound app is rolled out with it (a restart,
 watched like a deploy) and checked; only then is the old login's password
 taken away. If an app does not roll out, it is rolled back and the rotate
-stops with both credentials valid: fix the app and rotate again.`,
-		Example: "  tug service rotate db",
+stops with both credentials valid: fix the app and rotate again.
+
+Pods that no rollout replaces (a CronJob's run, a one-off 'tug run') and
+that started before the new credentials were written still use the old
+login. By default the rotate revokes it anyway and names them (they fail
+from then on; run them again). With --wait-runs it first waits up to that
+long for them to end; if one is still running then, the rotate stops
+without revoking (every app already runs with the new login, the old one
+stays valid) and says which: run the rotate again once they end.`,
+		Example: "  tug service rotate db\n  tug service rotate db --wait-runs 15m",
 		Args:    cli.ExactArgs("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
@@ -43,6 +55,9 @@ stops with both credentials valid: fix the app and rotate again.`,
 			if err := o.Rollout.validate(); err != nil {
 				return err
 			}
+			if o.WaitRuns < 0 {
+				return inputerr.Errorf("invalid --wait-runs %s: want a duration of 0 or more, e.g. 15m", o.WaitRuns)
+			}
 			if runF != nil {
 				return runF(cmd.Context(), o)
 			}
@@ -51,6 +66,7 @@ stops with both credentials valid: fix the app and rotate again.`,
 	}
 	o.Changer = changerFor(f)
 	o.Rollout.addWatched(cmd, &o.Changer.WaitLock)
+	cmd.Flags().DurationVar(&o.WaitRuns, "wait-runs", 0, "Before revoking the old login, wait up to this long for pods no rollout replaces (a CronJob's run, a one-off run) that started with it to end; if one has not, stop with the old login still valid (default: revoke at once and name them)")
 	return cmd
 }
 
@@ -60,6 +76,7 @@ func runServiceRotate(ctx context.Context, o *serviceRotateOptions) error {
 		return err
 	}
 	d.WaitLock = o.Changer.WaitLock // serviceDeps named the lock's holder
+	d.WaitRuns = o.WaitRuns
 	restart := appRestarter(o.Changer, d.Progress, &o.Rollout)
 	res, err := service.Rotate(ctx, d, o.Name, restart)
 	if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"tug.dev/tug/pkg/cli"
 )
@@ -61,6 +62,12 @@ func TestNewServiceCmds(t *testing.T) {
 	wantParseError(t, n, err, "--")
 	u, err := parseCmd(t, newServiceUpdateCmd, "legacy")
 	wantParseError(t, u, err, "--uri")
+	o, err := parseCmd(t, newServiceRotateCmd, "db", "--wait-runs", "15m")
+	if err != nil || o == nil || o.Name != "db" || o.WaitRuns != 15*time.Minute {
+		t.Fatalf("rotate --wait-runs: error %v, options %+v", err, o)
+	}
+	o, err = parseCmd(t, newServiceRotateCmd, "db", "--wait-runs", "-1s")
+	wantParseError(t, o, err, "--wait-runs")
 }
 
 // --uri - reads the URI from stdin (out of argv, which ps shows); an empty

@@ -9,6 +9,7 @@ import (
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/inputerr"
+	"tug.dev/tug/pkg/render"
 )
 
 // MergeProcesses merges the manifest's process types into what the deploy's
@@ -102,7 +103,11 @@ func (m *Manifest) Change(inner deploy.Change) deploy.Change {
 			}
 		}
 		if m.Services != nil {
-			if r.Services, err = m.bindings(r.Services); err != nil {
+			before := r.Services
+			if r.Services, err = m.bindings(before); err != nil {
+				return nil, nil, err
+			}
+			if err := m.configClash(a.Name, before, r.Services, cfg); err != nil {
 				return nil, nil, err
 			}
 		}
@@ -163,6 +168,11 @@ func (m *Manifest) Describe() string {
 	if m.Settings != nil {
 		parts = append(parts, "settings")
 	}
+	if len(m.Services) > 0 {
+		parts = append(parts, "services "+strings.Join(slices.Sorted(maps.Keys(m.Services)), ", "))
+	} else if m.Services != nil {
+		parts = append(parts, "no services")
+	}
 	if m.Release != nil {
 		parts = append(parts, "release")
 	}
@@ -205,4 +215,22 @@ func (m *Manifest) bindings(cur []app.ServiceBinding) ([]app.ServiceBinding, err
 		seen[b.Prefix] = b.Service
 	}
 	return out, nil
+}
+
+// configClash refuses, as 'tug service bind' does, a binding the file adds
+// (or gives another prefix) whose variables the app's config already sets:
+// which value a unit sees would depend on their order in its spec.
+// Bindings the release has already, unchanged, were checked when made.
+func (m *Manifest) configClash(appName string, before, after []app.ServiceBinding, config app.ConfigMap) error {
+	for _, b := range after {
+		if slices.ContainsFunc(before, func(o app.ServiceBinding) bool { return o.Service == b.Service && o.Prefix == b.Prefix }) {
+			continue
+		}
+		for _, v := range render.BindingVariables(b) {
+			if _, ok := config[v]; ok {
+				return inputerr.Errorf("%s: services.%s: app %q's config sets %s, which binding service %q would set too: unset it first ('tug env unset %s %s') or give the binding another prefix with as:", m.Path, b.Service, appName, v, b.Service, appName, v)
+			}
+		}
+	}
+	return nil
 }

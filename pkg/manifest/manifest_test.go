@@ -206,3 +206,49 @@ func TestServicesSectionBindsKeepsAndUnbinds(t *testing.T) {
 		t.Errorf("two services under one prefix: %v", err)
 	}
 }
+
+// A binding the file adds, or gives another prefix, is refused when the
+// app's config sets one of its variables, as 'tug service bind' refuses
+// it; a binding the release has already is not checked again.
+func TestServicesSectionRefusesABindingTheConfigClashesWith(t *testing.T) {
+	resolve := func(name, prefix string) (app.ServiceBinding, error) {
+		if prefix == "" {
+			prefix = "DATABASE"
+		}
+		return app.ServiceBinding{Service: name, Prefix: prefix, Type: "postgresql", Keys: []string{"host", "type", "uri"}}, nil
+	}
+	inner := func(base *app.Release) deploy.Change {
+		return func(a *app.App, _ *app.Release, config app.ConfigMap) (*app.Release, app.ConfigMap, error) {
+			r := *base
+			return &r, config, nil
+		}
+	}
+	bound := &app.Release{Services: []app.ServiceBinding{{Service: "db", Prefix: "DATABASE", Keys: []string{"host", "uri"}}}}
+	cases := []struct {
+		name, file string
+		base       *app.Release
+		config     app.ConfigMap
+		clash      string // the variable named in the refusal; "" none
+	}{
+		{"new binding, config sets its URL", "services:\n  db: {}\n", &app.Release{}, app.ConfigMap{"DATABASE_URL": "x"}, "DATABASE_URL"},
+		{"new binding, config sets a key's variable", "services:\n  db: {as: ORDERS}\n", &app.Release{}, app.ConfigMap{"ORDERS_HOST": "x"}, "ORDERS_HOST"},
+		{"new binding, config sets the bindings' root", "services:\n  db: {}\n", &app.Release{}, app.ConfigMap{"SERVICE_BINDING_ROOT": "/x"}, "SERVICE_BINDING_ROOT"},
+		{"new binding, no clash", "services:\n  db: {}\n", &app.Release{}, app.ConfigMap{"OTHER": "x", "TYPE": "y"}, ""},
+		{"prefix changed onto a config variable", "services:\n  db: {as: ORDERS}\n", bound, app.ConfigMap{"ORDERS_URL": "x"}, "ORDERS_URL"},
+		{"binding kept as it was", "services:\n  db: {}\n", bound, app.ConfigMap{"DATABASE_URL": "x"}, ""},
+	}
+	for _, c := range cases {
+		m, err := Parse("tug.yaml", []byte(c.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.ResolveService = resolve
+		r, _, err := m.Change(inner(c.base))(&app.App{Name: "shop"}, nil, c.config)
+		switch {
+		case c.clash == "" && err != nil:
+			t.Errorf("%s: %v, want no error", c.name, err)
+		case c.clash != "" && (!inputerr.Is(err) || !strings.Contains(err.Error(), c.clash) || r != nil):
+			t.Errorf("%s: %v (release %v), want an input error naming %s and no release", c.name, err, r, c.clash)
+		}
+	}
+}

@@ -333,6 +333,20 @@ func bindServices(spec *corev1.PodSpec, bindings []app.ServiceBinding) {
 	}
 }
 
+// BindingVariables are the variables binding b gives every container of
+// the app: one per key that is not only a file, and SERVICE_BINDING_ROOT.
+// A config variable of the same name would clash with one of them (which
+// value a unit sees would depend on their order in its spec).
+func BindingVariables(b app.ServiceBinding) []string {
+	vars := []string{"SERVICE_BINDING_ROOT"}
+	for _, k := range b.Keys {
+		if v := ServiceVariable(b.Prefix, k); v != "" {
+			vars = append(vars, v)
+		}
+	}
+	return vars
+}
+
 // ServiceVariable is the variable a binding key reaches an app as:
 // PREFIX_URL for uri, PREFIX_KEY for any other ("" for type and provider,
 // which are only files).

@@ -34,6 +34,11 @@ type Deps struct {
 	// for it while another tug holds it (0: fail at once).
 	Holder   lock.Holder
 	WaitLock time.Duration
+	// WaitRuns is how long a rotate waits, before it revokes the old
+	// login, for the runs started before it that still read that login (a
+	// CronJob's run, a one-off run: no rollout replaces them). 0: revoke
+	// at once and name them.
+	WaitRuns time.Duration
 }
 
 // builtinKinds are the kinds plans usually make, mapped without asking the

@@ -128,13 +128,7 @@ func configClash(appName string, r *app.Release, config app.ConfigMap, service s
 		if b.Service != service {
 			continue
 		}
-		vars := []string{"SERVICE_BINDING_ROOT"}
-		for _, k := range b.Keys {
-			if v := render.ServiceVariable(b.Prefix, k); v != "" {
-				vars = append(vars, v)
-			}
-		}
-		for _, v := range vars {
+		for _, v := range render.BindingVariables(b) {
 			if _, ok := config[v]; ok {
 				return inputerr.Errorf("app %q's config sets %s, which binding service %q would set too: unset it first ('tug env unset %s %s') or bind with --as OTHER_PREFIX", appName, v, service, appName, v)
 			}

@@ -94,7 +94,13 @@ func Create(ctx context.Context, d Deps, o CreateOptions) (*Info, error) {
 	if err := d.writeBinding(ctx, rec); err != nil {
 		return nil, err
 	}
-	return Get(ctx, d, o.Name)
+	// without the volume's use: that is a df in the unit (an exec round
+	// trip), 'service info's alone (docs/output.md), and a service just
+	// made holds next to nothing
+	if rec, err = readRecord(ctx, d.Client, d.Namespace, o.Name); err != nil {
+		return nil, err
+	}
+	return d.info(ctx, rec)
 }
 
 // startCreate reads the plan and writes the record, or finds the record a

@@ -130,11 +130,10 @@ func (d Deps) rollOutRotation(ctx context.Context, rec *Record, rot *Rotation, r
 			return nil, fmt.Errorf("every app runs with the new credentials, but the old units of %s did not stop (%v); the old credentials stay valid: run the rotate again", a, err)
 		}
 	}
-	old, err := d.oldRuns(ctx, rec.Name)
-	if err != nil {
+	var err error
+	if out.StillOld, err = d.settleOldRuns(ctx, rec, rot); err != nil {
 		return nil, err
 	}
-	out.StillOld = old
 	d.Progress.Update(fmt.Sprintf("taking away the password of login %s", rot.From))
 	if err := d.unitCommand(ctx, rec, rec.Spec.Rotate.Revoke, rot.From+"\n"); err != nil {
 		return nil, fmt.Errorf("every app runs with the new credentials, but revoking the old login %s failed: %w; run the rotate again", rot.From, err)
@@ -232,6 +231,52 @@ func appNames(apps []BoundApp) string {
 	return strings.Join(names, ", ")
 }
 
+// RunsStillOldError: runs started before the rotate still read the old
+// login when WaitRuns ran out; it was not revoked, so they keep working.
+type RunsStillOldError struct {
+	Service, Login string
+	Runs           []string
+	Waited         time.Duration
+}
+
+func (e *RunsStillOldError) Error() string {
+	return fmt.Sprintf("pods started before the rotate still use login %s of service %q after waiting %s (--wait-runs): %s; every app runs with the new login and the old one stays valid (not revoked): run 'tug service rotate %s' again once they end, stop them ('tug unit kill APP NAME'), or rotate without --wait-runs to revoke it now",
+		e.Login, e.Service, e.Waited, strings.Join(e.Runs, ", "), e.Service)
+}
+
+// settleOldRuns finds the runs started before the new binding (oldRuns)
+// and, when d.WaitRuns allows, waits for them to end: it returns those
+// still running (to be named) when it does not wait, and a
+// *RunsStillOldError when they outlast the wait.
+func (d Deps) settleOldRuns(ctx context.Context, rec *Record, rot *Rotation) ([]string, error) {
+	old, err := d.oldRuns(ctx, rec.Name)
+	if err != nil || len(old) == 0 || d.WaitRuns <= 0 {
+		return old, err
+	}
+	d.Progress.Update(fmt.Sprintf("waiting up to %s for %s, started before the rotate with login %s, to end", d.WaitRuns, strings.Join(old, ", "), rot.From))
+	wctx, cancel := context.WithTimeout(ctx, d.WaitRuns)
+	defer cancel()
+	left := old
+	err = kube.Until(wctx, kube.Pods(d.Client, d.Namespace, metav1.ListOptions{LabelSelector: runSelector}), func(pods map[string]*corev1.Pod) (bool, error) {
+		var still []string
+		for _, n := range old {
+			// a pod being deleted may still be running its command
+			if p, ok := pods[d.Namespace+"/"+n]; ok && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+				still = append(still, n)
+			}
+		}
+		left = still
+		return len(still) == 0, nil
+	})
+	if err != nil && wctx.Err() != nil && ctx.Err() == nil {
+		return nil, &RunsStillOldError{Service: rec.Name, Login: rot.From, Runs: left, Waited: d.WaitRuns}
+	}
+	return nil, err
+}
+
+// runSelector selects the pods of every app of tug's.
+const runSelector = kube.LabelManagedBy + "=" + kube.ManagedBy + "," + kube.LabelApp
+
 // oldRuns are the running pods, not of a Deployment, that read the
 // service's binding and started before tug last wrote it (the server's
 // time of that write, as the pods' creation time is the server's).
@@ -249,7 +294,7 @@ func (d Deps) oldRuns(ctx context.Context, name string) ([]string, error) {
 	if written.IsZero() {
 		return nil, nil
 	}
-	pods, err := d.Client.CoreV1().Pods(d.Namespace).List(ctx, metav1.ListOptions{LabelSelector: kube.LabelManagedBy + "=" + kube.ManagedBy + "," + kube.LabelApp})
+	pods, err := d.Client.CoreV1().Pods(d.Namespace).List(ctx, metav1.ListOptions{LabelSelector: runSelector})
 	if err != nil {
 		return nil, kube.TranslateError(err)
 	}

@@ -214,3 +214,83 @@ func TestServiceLockIsNoAppsLock(t *testing.T) {
 		t.Errorf("a held service lock reads %q", msg)
 	}
 }
+
+// oldRunService is postgresService with a binding written now and a
+// CronJob's run started an hour before it, still running.
+func oldRunService(t *testing.T) (*fake.Clientset, Deps, *execRecorder) {
+	t.Helper()
+	ctx := context.Background()
+	c, d, ex := postgresService(t, "app", "p1", nil)
+	now := metav1.Now()
+	binding := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: BindingSecretName("db"), Namespace: testNS, Labels: Labels("db"),
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: kube.FieldManager, Operation: metav1.ManagedFieldsOperationUpdate, Time: &now}}}}
+	run := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "shop-report-1-abc", Namespace: testNS, Labels: kube.AppLabels("shop"),
+		CreationTimestamp: metav1.NewTime(now.Add(-time.Hour)), OwnerReferences: []metav1.OwnerReference{{Kind: "Job", Name: "x"}}},
+		Spec:   corev1.PodSpec{Volumes: []corev1.Volume{{Name: "b", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: BindingSecretName("db")}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	if _, err := c.CoreV1().Pods(testNS).Create(ctx, run, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CoreV1().Secrets(testNS).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return c, d, ex
+}
+
+// With --wait-runs, a run from before that outlasts the wait stops the
+// rotate before the revoke: the old login stays valid, the rotation stays
+// in the record for the next rotate to finish.
+func TestRotateWaitRunsKeepsTheOldLoginWhenARunOutlastsIt(t *testing.T) {
+	c, d, ex := oldRunService(t)
+	d.WaitRuns = 200 * time.Millisecond
+	_, err := Rotate(context.Background(), d, "db", noRestart)
+	var still *RunsStillOldError
+	if !errors.As(err, &still) || len(still.Runs) != 1 || still.Runs[0] != "shop-report-1-abc" || still.Login != "app" {
+		t.Fatalf("rotate with a run that outlasts --wait-runs: %v, want a RunsStillOldError naming it and login app", err)
+	}
+	if len(ex.calls) != 1 {
+		t.Errorf("the unit ran %d commands; want only the grant (no revoke)", len(ex.calls))
+	}
+	if rec, err := readRecord(context.Background(), c, testNS, "db"); err != nil || rec.Rotation == nil {
+		t.Errorf("the rotation left the record (%v): the next rotate could not finish it", err)
+	}
+}
+
+// waitSeen is a progress reporter that closes seen when a step starts
+// with prefix.
+type waitSeen struct {
+	progress.Nop
+	prefix string
+	once   sync.Once
+	seen   chan struct{}
+}
+
+func (w *waitSeen) Update(msg string) {
+	if strings.HasPrefix(msg, w.prefix) {
+		w.once.Do(func() { close(w.seen) })
+	}
+}
+
+// With --wait-runs, a run from before that ends during the wait lets the
+// rotate revoke the old login, with no run left to name.
+func TestRotateWaitRunsRevokesOnceTheRunsFromBeforeEnd(t *testing.T) {
+	c, d, ex := oldRunService(t)
+	d.WaitRuns = time.Minute
+	w := &waitSeen{prefix: "waiting up to", seen: make(chan struct{})}
+	d.Progress = w
+	go func() {
+		<-w.seen
+		p, err := c.CoreV1().Pods(testNS).Get(context.Background(), "shop-report-1-abc", metav1.GetOptions{})
+		if err == nil {
+			p.Status.Phase = corev1.PodSucceeded
+			_, _ = c.CoreV1().Pods(testNS).UpdateStatus(context.Background(), p, metav1.UpdateOptions{})
+		}
+	}()
+	res, err := Rotate(context.Background(), d, "db", noRestart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.StillOld) != 0 || res.Revoked != "app" || len(ex.calls) != 2 {
+		t.Errorf("after the run ended: stillOld %v, revoked %q, %d unit commands; want none, app, grant and revoke", res.StillOld, res.Revoked, len(ex.calls))
+	}
+}

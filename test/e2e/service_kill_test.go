@@ -1,8 +1,13 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -152,4 +157,72 @@ func TestServiceRemoveKill9IsFinishedByTheNextRemove(t *testing.T) {
 	if res := h.Tug("service", "info", "db"); res.Code != 2 {
 		t.Errorf("info after the remove: %s", res)
 	}
+}
+
+// TestServiceRestoreKill9LeavesTheOldOrTheRestoredData: tug is killed while
+// a restore streams a dump into the service (pg_restore has begun its one
+// transaction and waits for the rest of the dump); the service is ready,
+// its data is what it held before the restore, never part of the dump
+// (pg_restore --single-transaction: the cut stream rolls it back), and a
+// second restore brings the dump's data back whole.
+func TestServiceRestoreKill9LeavesTheOldOrTheRestoredData(t *testing.T) {
+	h := New(t)
+	imgs := serviceImages(t)
+	h.usePostgresImage(imgs["postgres"])
+	h.serviceVolume("db")
+	h.mustTug("service", "create", "db", "--plan", "postgres")
+	// a dump of a few MB, so that half of it leaves pg_restore mid-table
+	h.sql("db", `create table big(i int, s text); insert into big select i, md5(i::text) from generate_series(1, 200000) i; create table marker(v text); insert into marker values ('dumped')`)
+	dump := filepath.Join(t.TempDir(), "db.dump")
+	h.mustTug("service", "backup", "db", "-f", dump)
+	data, err := os.ReadFile(dump)
+	if err != nil || len(data) < 1<<20 {
+		t.Fatalf("the dump: %d bytes, %v", len(data), err)
+	}
+	h.sql("db", `drop table big; update marker set v = 'changed'`)
+
+	cmd := exec.Command(env.tug, "service", "restore", "db", "-f", "-", "--yes")
+	cmd.Env = h.tugEnv(nil)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	go func() { _, _ = in.Write(data[:len(data)/2]) }() // the rest never comes
+	h.Eventually(2*time.Minute, "pg_restore's transaction is open", func() (bool, error) {
+		return h.sql("db", `select count(*) from pg_stat_activity where application_name = 'pg_restore' and xact_start is not null`) == "1", nil
+	})
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	_ = cmd.Wait()
+	t.Logf("killed tug service restore mid-stream; its stderr:\n%s", stderr.String())
+
+	// the cut stream ends pg_restore, and its transaction with it
+	h.Eventually(2*time.Minute, "pg_restore's session ends", func() (bool, error) {
+		return h.sql("db", `select count(*) from pg_stat_activity where application_name = 'pg_restore'`) == "0", nil
+	})
+	if st := h.serviceInfo("db").Status; st != "ready" {
+		t.Errorf("service info after the kill: status %q, want ready", st)
+	}
+	marker := h.sql("db", `select v from marker`)
+	big := h.sql("db", `select count(*) from pg_tables where tablename = 'big'`)
+	if marker != "changed" || big != "0" {
+		t.Errorf("after the killed restore: marker %q, table big present %s; want the data from before the restore (changed, 0): a half restore", marker, big)
+	}
+	h.mustTug("service", "restore", "db", "-f", dump, "--yes")
+	if m, n := h.sql("db", `select v from marker`), h.sql("db", `select count(*) from big`); m != "dumped" || n != "200000" {
+		t.Errorf("after the second restore: marker %q, %s rows in big; want dumped, 200000", m, n)
+	}
+}
+
+// sql runs one statement list in the service's database through 'tug
+// service connect' and returns what psql printed, unaligned and trimmed.
+func (h *H) sql(service, statements string) string {
+	h.t.Helper()
+	res := h.mustTug("service", "connect", service, "--", "sh", "-c", `psql -v ON_ERROR_STOP=1 -qtA -U "$POSTGRES_USER" "$POSTGRES_DB" -c "$1"`, "sh", statements)
+	return strings.TrimSpace(res.Stdout)
 }

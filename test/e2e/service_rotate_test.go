@@ -115,3 +115,60 @@ func (h *H) psqlLogin(service, user, password string) error {
 	}
 	return nil
 }
+
+// TestServiceRotateWaitRunsForRunsFromBefore: a one-off run started before
+// the rotate reads the old login. 'rotate --wait-runs' that the run
+// outlasts stops without revoking (the old password still logs in) and
+// names the run; the next rotate with --wait-runs waits, and once the run
+// ends it finishes the rotation: the old password is refused.
+func TestServiceRotateWaitRunsForRunsFromBefore(t *testing.T) {
+	h := New(t)
+	imgs := serviceImages(t)
+	h.usePostgresImage(imgs["postgres"])
+	h.serviceVolume("db")
+	const name = "rotruns"
+	h.mustTug("service", "create", "db", "--plan", "postgres")
+	h.mustTug("app", "create", name)
+	h.mustTug("app", "deploy", name, "--image", imgs["dbapp"])
+	h.mustTug("service", "bind", name, "db")
+	old := h.credentials("db")
+	pod := strings.TrimSpace(h.mustTug("run", name, "--detach", "--", "sh", "-c", "sleep 600").Stdout)
+	h.Eventually(time.Minute, "the run "+pod+" runs", func() (bool, error) {
+		p, err := h.Client.CoreV1().Pods(h.NS).Get(context.Background(), pod, metav1.GetOptions{})
+		return err == nil && p.Status.Phase == "Running", nil
+	})
+
+	res := h.Tug("service", "rotate", "db", "--wait-runs", "3s")
+	if res.Code == 0 || !strings.Contains(res.Stderr, pod) || !strings.Contains(res.Stderr, "stays valid") {
+		t.Fatalf("rotate --wait-runs that the run outlasts: want a failure naming %s and the old login kept:\n%s", pod, res)
+	}
+	if err := h.psqlLogin("db", old["username"], old["password"]); err != nil {
+		t.Errorf("the old login was revoked though a run from before still uses it: %v", err)
+	}
+
+	cmd := exec.Command(env.tug, "service", "rotate", "db", "--wait-runs", "2m")
+	cmd.Env = h.tugEnv(nil)
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	h.Eventually(2*time.Minute, "the rotate waits for the run", func() (bool, error) {
+		return strings.Contains(stderr.String(), "waiting up to 2m0s for "+pod), nil
+	})
+	h.mustTug("unit", "kill", name, pod)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("the rotate that waited for the run: %v\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "finishing it") {
+		t.Errorf("the second rotate does not say it finishes the stopped one:\n%s", stderr.String())
+	}
+	if err := h.psqlLogin("db", old["username"], old["password"]); err == nil {
+		t.Error("the old password still logs in after the rotate finished")
+	}
+	now := h.credentials("db")
+	if err := h.psqlLogin("db", now["username"], now["password"]); err != nil {
+		t.Errorf("the new password: %v", err)
+	}
+}
