@@ -42,7 +42,7 @@ func (d Deps) putBinding(ctx context.Context, rec *Record, values map[string]str
 		data[k] = []byte(v)
 	}
 	secrets := d.Client.CoreV1().Secrets(d.Namespace)
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: BindingSecretName(rec.Name), Namespace: d.Namespace, Labels: Labels(rec.Name)},
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: BindingSecretName(rec.Name), Namespace: d.Namespace, Labels: rec.labels()},
 		Type: corev1.SecretType("servicebinding.io/" + rec.Spec.Type), Data: data}
 	cur, err := secrets.Get(ctx, s.Name, metav1.GetOptions{})
 	switch {
