@@ -156,7 +156,7 @@ func bind(ctx context.Context, d deploy.Deps, o UpOptions, reviewApp string, s S
 			return nil
 		}
 	}
-	change := service.BindChange(ctx, o.ServiceDeps, service.Bind{App: reviewApp, Service: s.Name, Prefix: s.Base.Prefix})
+	change := service.BindChange(ctx, o.ServiceDeps, service.Bind{App: reviewApp, Service: s.Name, Prefix: s.Base.Prefix, Dir: s.Base.BindingDir()})
 	_, err = deploy.Roll(ctx, d, reviewApp, change, deploy.Options{NoRestart: true})
 	if errors.Is(err, deploy.ErrNoChange) {
 		return nil
