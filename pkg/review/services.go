@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -156,12 +157,36 @@ func bind(ctx context.Context, d deploy.Deps, o UpOptions, reviewApp string, s S
 			return nil
 		}
 	}
-	change := service.BindChange(ctx, o.ServiceDeps, service.Bind{App: reviewApp, Service: s.Name, Prefix: s.Base.Prefix, Dir: s.Base.BindingDir()})
-	_, err = deploy.Roll(ctx, d, reviewApp, change, deploy.Options{NoRestart: true})
+	_, err = deploy.Roll(ctx, d, reviewApp, bindChange(ctx, o, reviewApp, s), deploy.Options{NoRestart: true})
 	if errors.Is(err, deploy.ErrNoChange) {
 		return nil
 	}
 	return err
+}
+
+// bindChange binds s to the review app as 'tug service bind' does; to a
+// review app not deployed yet (its first up, or one a kill stopped before
+// its deploy) the binding goes in a staged release with no image, which
+// the deploy that follows carries.
+func bindChange(ctx context.Context, o UpOptions, reviewApp string, s Service) deploy.Change {
+	b := service.Bind{App: reviewApp, Service: s.Name, Prefix: s.Base.Prefix, Dir: s.Base.BindingDir()}
+	deployed := service.BindChange(ctx, o.ServiceDeps, b)
+	return func(a *app.App, base *app.Release, config app.ConfigMap) (*app.Release, app.ConfigMap, error) {
+		if base != nil && base.Image != "" {
+			return deployed(a, base, config)
+		}
+		sb, err := service.Binding(ctx, o.ServiceDeps.Client, o.ServiceDeps.Namespace, s.Name, s.Base.Prefix)
+		if err != nil {
+			return nil, nil, err
+		}
+		sb.Dir = b.Dir
+		r := app.Next(a, base, app.KindService, "service "+s.Name+" bound")
+		if base != nil {
+			r.ReleaseCommand = base.ReleaseCommand
+		}
+		r.Services = append(slices.Clone(r.Services), sb)
+		return r, maps.Clone(config), nil
+	}
 }
 
 // RemoveServices removes review name of app of's own services, data and
