@@ -101,7 +101,10 @@ func startCreate(ctx context.Context, d Deps, o CreateOptions) (*Record, bool, e
 			return nil, false, inputerr.Errorf("service %q already exists (plan %s %s) in namespace %q; see 'tug service info %s'", o.Name, cur.Plan, cur.Version, d.Namespace, o.Name)
 		}
 		if !cur.Review.same(o.Review) {
-			// a service of the app's, or of another review: never taken over
+			// a service of the app's, or of a review: never taken over
+			if o.Review == nil {
+				return nil, false, inputerr.Errorf("service %q already exists in namespace %q: it is %s service; 'tug review down %s --name %s' removes it", o.Name, d.Namespace, cur.Review.describe(), cur.Review.Of, cur.Review.Name)
+			}
 			return nil, false, inputerr.Errorf("service %q already exists in namespace %q and is not %s; see 'tug service info %s'", o.Name, d.Namespace, o.Review.describe(), o.Name)
 		}
 		return cur, true, nil

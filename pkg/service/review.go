@@ -66,10 +66,8 @@ func (r *ReviewOwner) same(o *ReviewOwner) bool {
 	return r.Of == o.Of && r.Name == o.Name && r.App == o.App
 }
 
+// describe names the review whose service this is (r is never nil).
 func (r *ReviewOwner) describe() string {
-	if r == nil {
-		return "a service of its own (it belongs to a review app)"
-	}
 	return fmt.Sprintf("review %s of app %s's", r.Name, r.Of)
 }
 
