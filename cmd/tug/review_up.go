@@ -46,13 +46,8 @@ type reviewUpOptions struct {
 	overrides app.ConfigMap
 }
 
-func newReviewUpCmd(f *cli.Factory, runF func(context.Context, *reviewUpOptions) error) *cobra.Command {
-	o := &reviewUpOptions{IO: f.IOStreams, Store: storeFor(f), Now: time.Now, ServiceDeps: reviewServiceDeps(f)}
-	cmd := &cobra.Command{
-		Use:         "up APP --name NAME [--source DIR | --image IMAGE]",
-		Annotations: atLevel(access.Operator, argsAre(argApp)),
-		Short:       "Make or update the review app NAME of APP and deploy the pull request's code to it",
-		Long: `Make the review app APP-NAME, a copy of APP, and deploy the given source
+// reviewUpLong is review up's help.
+const reviewUpLong = `Make the review app APP-NAME, a copy of APP, and deploy the given source
 (default the current directory, built as 'tug app deploy' builds) or image to it;
 its URL is printed. The copy has APP's process types (one unit each at most),
 settings, jobs (all suspended: 'tug job resume' runs one) and build settings
@@ -75,7 +70,15 @@ copy and is not bound, unless --copy-config binds the same one.
 Run again for the same NAME, it deploys the new commit over the review app
 and moves its expiry to now + --ttl; its services and their data stay (a
 service forked once is not forked again: 'review down' then 'up' forks
-anew). It removes expired review apps first.`,
+anew). It removes expired review apps first.`
+
+func newReviewUpCmd(f *cli.Factory, runF func(context.Context, *reviewUpOptions) error) *cobra.Command {
+	o := &reviewUpOptions{IO: f.IOStreams, Store: storeFor(f), Now: time.Now, ServiceDeps: reviewServiceDeps(f)}
+	cmd := &cobra.Command{
+		Use:         "up APP --name NAME [--source DIR | --image IMAGE]",
+		Annotations: atLevel(access.Operator, argsAre(argApp)),
+		Short:       "Make or update the review app NAME of APP and deploy the pull request's code to it",
+		Long:        reviewUpLong,
 		Example: `  tug review up shop --name pr-42 --source . --review-override DATABASE_URL=postgres://review/shop
   tug review up shop --name pr-42 --image registry.example.com/shop@sha256:... --ttl 24h -o json
   tug review up shop --name pr-42 --source . --fork-service db`,
