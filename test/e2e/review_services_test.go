@@ -241,7 +241,9 @@ func (h *H) runBackupNow(svc string) {
 // the review app's service (its StatefulSet applied, before it is ready
 // and bound). The next review up finishes it: bound, answering from its
 // own database. Killed again at the same point for another review, review
-// down removes everything, the half-made service included.
+// down removes everything, the half-made service included. A review app
+// removed with 'app remove' leaves its services to the next review
+// command, which removes them.
 func TestKill9DuringReviewUpWithService(t *testing.T) {
 	h := New(t)
 	rt := h.localRouter()
@@ -278,7 +280,13 @@ func TestKill9DuringReviewUpWithService(t *testing.T) {
 	}
 	h.mustTug("review", "down", "kshop", "--name", "pr-2", "--yes")
 	h.assertNoReviewLeft("kshop", "pr-2")
-	h.mustTug("review", "down", "kshop", "--name", "pr-1", "--yes")
+	// the review app removed as an app: its services are left to the next
+	// review command, which removes them as its app is gone
+	h.mustTug("app", "remove", "kshop-pr-1", "--yes")
+	if h.reviewObjects("kshop", "pr-1") == "" {
+		t.Fatal("app remove of a review app removed its services: the sweep below proves nothing")
+	}
+	h.mustTug("review", "list")
 	h.assertNoReviewLeft("kshop", "pr-1")
 	if st := h.serviceInfo("db").Status; st != "ready" {
 		t.Errorf("the app's service after the review downs: %s", st)
