@@ -74,7 +74,7 @@ var treeSteps = []treeStep{
 	{args: "service connect tree-db -- true"},
 	// A review app of web while tree-db is bound: its own copy of tree-db,
 	// forked from a dump (the schedule has written none yet), then removed.
-	{args: "review up web --name pr-2 --image {registry}/tug/sample:v2 --fork-service tree-db"},
+	{args: "review up web --name pr-2 --image " + sampleV2 + " --fork-service tree-db"},
 	{args: "review down web --name pr-2 --yes"},
 	{args: "service unbind web tree-db"},
 	{args: "service create tree-ext --uri postgres://u:p@db.example.test:5432/shop"},
