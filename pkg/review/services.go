@@ -50,6 +50,9 @@ func CheckServices(ctx context.Context, store *app.Store, base *app.App, reviewA
 		s := Service{Base: b, Plan: rec.Plan, Version: rec.Version, External: rec.External, Fork: slices.Contains(forks, b.Service)}
 		if !s.External {
 			s.Name = service.ReviewServiceName(reviewApp, b.Service)
+			if err := notInTheWay(ctx, store, s.Name, reviewApp); err != nil {
+				return nil, err
+			}
 		}
 		if s.Fork && s.External {
 			return nil, inputerr.Errorf("--fork-service %s: service %q is external (a database tug does not run): tug has no backup of it to fork; nothing changed", b.Service, b.Service)
@@ -62,6 +65,21 @@ func CheckServices(ctx context.Context, store *app.Store, base *app.App, reviewA
 		}
 	}
 	return out, nil
+}
+
+// notInTheWay fails, as bad input, when a service named as the review
+// app's copy exists and is not that review app's: it is never taken over.
+func notInTheWay(ctx context.Context, store *app.Store, name, reviewApp string) error {
+	rec, err := service.Lookup(ctx, store.Client, store.Namespace, name)
+	switch {
+	case inputerr.Is(err):
+		return nil // no such service: review up makes it
+	case err != nil:
+		return err
+	case rec.Review == nil || rec.Review.App != reviewApp:
+		return inputerr.Errorf("service %q exists and is not review app %q's: it would be that app's copy of an app's service; remove or rename it; nothing changed", name, reviewApp)
+	}
+	return nil
 }
 
 func boundNames(bound []app.ServiceBinding) string {

@@ -63,6 +63,16 @@ func TestCheckServices(t *testing.T) {
 			t.Errorf("--fork-service %v: %v, want an input error", forks, err)
 		}
 	}
+	// a service of the review's copy's name that is not the review's
+	b, _ := json.Marshal(service.Record{Name: "shop-pr-3-db", Plan: "postgres"})
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: service.ObjectName("shop-pr-3-db"), Namespace: "dev", Labels: service.Labels("shop-pr-3-db")},
+		Data: map[string]string{"service": string(b)}}
+	if _, err := s.Client.CoreV1().ConfigMaps("dev").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := CheckServices(ctx, s, base, "shop-pr-3", nil); err == nil || !inputerr.Is(err) || !strings.Contains(err.Error(), "is not review app") {
+		t.Errorf("a service in the way of the review's copy: %v, want an input error", err)
+	}
 	svcs, err := CheckServices(ctx, s, base, "shop-pr-1", []string{"db"})
 	if err != nil {
 		t.Fatal(err)

@@ -94,7 +94,13 @@ func TestReviewAppServicesForkedAndFresh(t *testing.T) {
 			t.Errorf("tug %v: want exit 2: %s", argv, r)
 		}
 	}
-	if n := len(h.appList()); n != 1 || h.reviewObjects("fshop", "pr-1") != "" {
+	// a service in the way of the review's copy is never taken over
+	h.mustTug("service", "create", "fshop-pr-3-db", "--uri", "postgres://u:p@db.example.test:5432/x")
+	if r := h.Tug("review", "up", "fshop", "--name", "pr-3", "--image", imgs["dbapp"]); r.Code != 2 || !strings.Contains(r.Stderr, "is not review app") {
+		t.Errorf("review up with a service in the way: want exit 2: %s", r)
+	}
+	h.mustTug("service", "remove", "fshop-pr-3-db", "--yes")
+	if n := len(h.appList()); n != 1 || h.reviewObjects("fshop", "pr-1") != "" || h.reviewObjects("fshop", "pr-3") != "" {
 		t.Fatalf("bad input made something: %d apps, review objects %q", n, h.reviewObjects("fshop", "pr-1"))
 	}
 
