@@ -51,6 +51,10 @@ func TestNewReviewUpCmd(t *testing.T) {
 		{name: "both", argv: []string{"shop", "--name", "pr-42", "--image", "shop:1", "--source", dir}, wantErr: "cannot be used together"},
 		{name: "no folder", argv: []string{"shop", "--name", "pr-42", "--source", dir + "/nope"}, wantErr: "is not a folder"},
 		{name: "bad override", argv: []string{"shop", "--name", "pr-42", "--image", "shop:1", "--review-override", "1X=y"}, wantErr: "1X"},
+		{name: "forks", argv: []string{"shop", "--name", "pr-42", "--image", "shop:1", "--fork-service", "db", "--fork-service", "orders", "--service-size", "256Mi"}},
+		{name: "bad fork", argv: []string{"shop", "--name", "pr-42", "--image", "shop:1", "--fork-service", "Bad_Name"}, wantErr: "--fork-service: invalid service name"},
+		{name: "fork twice", argv: []string{"shop", "--name", "pr-42", "--image", "shop:1", "--fork-service", "db", "--fork-service", "db"}, wantErr: "given twice"},
+		{name: "bad size", argv: []string{"shop", "--name", "pr-42", "--image", "shop:1", "--service-size", "0"}, wantErr: "invalid --service-size"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			o, err := parseCmd(t, newReviewUpCmd, tt.argv...)
@@ -63,6 +67,9 @@ func TestNewReviewUpCmd(t *testing.T) {
 			}
 			if tt.name == "image" && (o.TTL != 24*time.Hour || o.overrides["DB"] != "x") {
 				t.Errorf("options %+v", o)
+			}
+			if tt.name == "forks" && (strings.Join(o.ForkServices, ",") != "db,orders" || o.ServiceSize != "256Mi") {
+				t.Errorf("--fork-service, --service-size: %+v", o)
 			}
 		})
 	}

@@ -11,6 +11,8 @@ import (
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/review"
+	"tug.dev/tug/pkg/service"
+	"tug.dev/tug/pkg/session"
 	"tug.dev/tug/pkg/text"
 )
 
@@ -31,13 +33,28 @@ background process).`,
 	return cmd
 }
 
-// sweepReviews removes the namespace's expired review apps, saying each
-// on stderr; a review app it could not remove is a warning, not a
-// failure of the command that swept.
-func sweepReviews(ctx context.Context, c appChanger, d deploy.Deps, now time.Time) {
+// reviewServiceDeps makes a review command's service dependencies from
+// its deploy ones (the same client, lock holder and --wait-lock), for the
+// review app's own services.
+func reviewServiceDeps(f *cli.Factory) func(deploy.Deps) (service.Deps, error) {
+	return func(d deploy.Deps) (service.Deps, error) {
+		sd := service.Deps{Client: d.Client, Dynamic: d.Dynamic, Namespace: d.Namespace, Progress: d.Progress, Holder: d.Holder, WaitLock: d.WaitLock}
+		cfg, err := f.RESTConfig()
+		if err != nil {
+			return sd, err
+		}
+		sd.Exec = &session.Remote{Config: cfg, Client: d.Client}
+		return sd, nil
+	}
+}
+
+// sweepReviews removes the namespace's expired review apps and their own
+// services, saying each on stderr; a review app it could not remove is a
+// warning, not a failure of the command that swept.
+func sweepReviews(ctx context.Context, c appChanger, d deploy.Deps, sd service.Deps, now time.Time) {
 	p := c.Progress()
-	d.Progress = p
-	removed, err := review.Sweep(ctx, d, now)
+	d.Progress, sd.Progress = p, p
+	removed, err := review.Sweep(ctx, d, sd, now)
 	if len(removed) > 0 {
 		p.Done(fmt.Sprintf("removed expired review %s %s", text.Plural(len(removed), "app", "apps"), strings.Join(removed, ", ")))
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -10,8 +11,10 @@ import (
 	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/review"
+	"tug.dev/tug/pkg/service"
 )
 
 // reviewDownOptions are `tug review down`.
@@ -19,21 +22,26 @@ type reviewDownOptions struct {
 	Changer  appChanger
 	Prompter func() cli.Prompter
 	Now      func() time.Time
+	// ServiceDeps reach the review app's own services.
+	ServiceDeps func(deploy.Deps) (service.Deps, error)
 
 	App, Name string
 	Yes       bool
 }
 
 func newReviewDownCmd(f *cli.Factory, runF func(context.Context, *reviewDownOptions) error) *cobra.Command {
-	o := &reviewDownOptions{Prompter: f.Prompter, Now: time.Now}
+	o := &reviewDownOptions{Prompter: f.Prompter, Now: time.Now, ServiceDeps: reviewServiceDeps(f)}
 	cmd := &cobra.Command{
 		Use:         "down APP --name NAME",
 		Annotations: atLevel(access.Operator, deleting(argApp)),
 		Short:       "Remove the review app NAME of APP and every object it made",
 		Long: `Remove the review app APP-NAME as 'tug app remove' removes an app: its units,
-Deployments, Service, routes, jobs, release history and config. Asks first
-on a terminal; elsewhere needs --yes. Expired review apps are removed first.
-A review app that does not exist (removed already) is said, and exits 0.`,
+Deployments, Service, routes, jobs, release history and config, then its
+own services (the copies review up made of APP's), with their data volumes:
+a review database is disposable. APP's services are never touched. Asks
+first on a terminal; elsewhere needs --yes. Expired review apps are removed
+first. A review app that does not exist (removed already) is said, and exits
+0; services of it that a stopped removal left are removed then.`,
 		Example: `  tug review down shop --name pr-42 --yes`,
 		Args:    cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -68,31 +76,48 @@ func runReviewDown(ctx context.Context, o *reviewDownOptions) error {
 	if err != nil {
 		return err
 	}
+	sd, err := o.ServiceDeps(d)
+	if err != nil {
+		return err
+	}
 	a, err := (&app.Store{Client: d.Client, Namespace: d.Namespace}).GetApp(ctx, name)
 	switch {
 	case app.IsNotFound(err):
 		// gone already (expired, or a job run twice): nothing to do, and a
 		// CI job that closes a pull request must not fail on it
-		sweepReviews(ctx, o.Changer, d, o.Now())
-		fmt.Fprintf(o.Changer.IO.ErrOut, "review app %q does not exist: nothing to remove\n", name)
-		return nil
+		sweepReviews(ctx, o.Changer, d, sd, o.Now())
+		return o.removeLeftServices(ctx, sd, name)
 	case err != nil:
 		return err
 	case a.Review == nil || a.Review.Of != o.App || a.Review.Name != o.Name:
 		return inputerr.Errorf("app %q is not review %q of app %q; nothing removed", name, o.Name, o.App)
 	}
 	if err := cli.ConfirmOrFlag(ctx, o.Changer.IO, o.Prompter(), o.Yes, cli.Confirmation{
-		Action: fmt.Sprintf("remove review app %q (review %s of %s) and everything it runs", name, o.Name, o.App),
+		Action: fmt.Sprintf("remove review app %q (review %s of %s), its own services with their data, and everything it runs", name, o.Name, o.App),
 	}); err != nil {
 		return err
 	}
-	sweepReviews(ctx, o.Changer, d, o.Now())
+	sweepReviews(ctx, o.Changer, d, sd, o.Now())
 	p := o.Changer.Progress()
-	d.Progress = p
-	if err := review.Down(ctx, d, o.App, o.Name); err != nil {
+	d.Progress, sd.Progress = p, p
+	if err := review.Down(ctx, d, sd, o.App, o.Name); err != nil {
 		p.Fail("removing review app " + name)
 		return err
 	}
 	p.Done(fmt.Sprintf("review app %q removed", name))
 	return nil
+}
+
+// removeLeftServices removes the services of a review whose app is gone:
+// a removal stopped between the two, or 'tug app remove' of the review app.
+func (o *reviewDownOptions) removeLeftServices(ctx context.Context, sd service.Deps, name string) error {
+	removed, err := review.RemoveServices(ctx, sd, o.App, o.Name)
+	if len(removed) > 0 {
+		fmt.Fprintf(o.Changer.IO.ErrOut, "review app %q does not exist; removed its services %s\n", name, strings.Join(removed, ", "))
+		return err
+	}
+	if err == nil {
+		fmt.Fprintf(o.Changer.IO.ErrOut, "review app %q does not exist: nothing to remove\n", name)
+	}
+	return err
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -10,7 +11,9 @@ import (
 	"tug.dev/tug/pkg/access"
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/review"
+	"tug.dev/tug/pkg/service"
 	"tug.dev/tug/pkg/text"
 )
 
@@ -20,18 +23,20 @@ type reviewListOptions struct {
 	Changer appChanger
 	Store   func() (*app.Store, error)
 	Now     func() time.Time
+	// ServiceDeps reach the review apps' own services (the sweep).
+	ServiceDeps func(deploy.Deps) (service.Deps, error)
 
 	App    string
 	Output cli.OutputOptions
 }
 
 func newReviewListCmd(f *cli.Factory, runF func(context.Context, *reviewListOptions) error) *cobra.Command {
-	o := &reviewListOptions{IO: f.IOStreams, Store: storeFor(f), Now: time.Now}
+	o := &reviewListOptions{IO: f.IOStreams, Store: storeFor(f), Now: time.Now, ServiceDeps: reviewServiceDeps(f)}
 	cmd := &cobra.Command{
 		Use:         "list [APP]",
 		Annotations: atLevel(access.Viewer, argsAre(argApp)),
 		Aliases:     []string{"ls"},
-		Short:       "List the namespace's review apps with age, expiry and URL, after removing the expired ones",
+		Short:       "List the namespace's review apps with age, expiry, URL and services, after removing the expired ones",
 		Example: `  tug review list
   tug review list shop -o json`,
 		Args: cli.Args("[APP]"),
@@ -58,8 +63,12 @@ func runReviewList(ctx context.Context, o *reviewListOptions) error {
 	if err != nil {
 		return err
 	}
+	sd, err := o.ServiceDeps(d)
+	if err != nil {
+		return err
+	}
 	now := o.Now()
-	sweepReviews(ctx, o.Changer, d, now)
+	sweepReviews(ctx, o.Changer, d, sd, now)
 	s, err := o.Store()
 	if err != nil {
 		return err
@@ -69,9 +78,9 @@ func runReviewList(ctx context.Context, o *reviewListOptions) error {
 		return err
 	}
 	return o.Output.Print(o.IO, entries, func() error {
-		t := cli.NewTable("app", "of", "review", "release", "age", "expires", "url")
+		t := cli.NewTable("app", "of", "review", "release", "age", "expires", "url", "services")
 		for _, e := range entries {
-			t.AddRow(e.App, e.Of, e.Name, dash(releaseName(e.Release)), text.Age(e.CreatedAt), expiresIn(e.ExpiresAt, now), dash(e.URL))
+			t.AddRow(e.App, e.Of, e.Name, dash(releaseName(e.Release)), text.Age(e.CreatedAt), expiresIn(e.ExpiresAt, now), dash(e.URL), dash(reviewServiceNames(e.Services)))
 		}
 		return t.Render(o.IO, o.Output.NoHeaders)
 	})
@@ -82,4 +91,18 @@ func releaseName(v int) string {
 		return ""
 	}
 	return fmt.Sprintf("v%d", v)
+}
+
+// reviewServiceNames are a review app's own services, each with the
+// app's service it stands in for, marked "forked" when its data came from it.
+func reviewServiceNames(svcs []review.ServiceEntry) string {
+	out := make([]string, len(svcs))
+	for i, s := range svcs {
+		out[i] = s.Name + " (" + s.Base
+		if s.ForkedFrom != nil {
+			out[i] += ", forked"
+		}
+		out[i] += ")"
+	}
+	return strings.Join(out, ", ")
 }

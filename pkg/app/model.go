@@ -147,6 +147,19 @@ type ServiceBinding struct {
 	// name the variables.
 	Type string   `json:"type"`
 	Keys []string `json:"keys"`
+	// Dir is the folder of its files under $SERVICE_BINDING_ROOT ("": the
+	// service's name): a review app's own copy of an app's service is
+	// found where the app finds that service.
+	Dir string `json:"dir,omitempty"`
+}
+
+// BindingDir is the folder of the binding's files under
+// $SERVICE_BINDING_ROOT.
+func (b ServiceBinding) BindingDir() string {
+	if b.Dir != "" {
+		return b.Dir
+	}
+	return b.Service
 }
 
 // Limits are a process's compute resources, as Kubernetes quantities.

@@ -319,7 +319,7 @@ func bindServices(spec *corev1.PodSpec, bindings []app.ServiceBinding) {
 		}})
 		for i := range spec.Containers {
 			c := &spec.Containers[i]
-			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: name, MountPath: ServiceBindingRoot + "/" + b.Service, ReadOnly: true})
+			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: name, MountPath: ServiceBindingRoot + "/" + b.BindingDir(), ReadOnly: true})
 			for _, k := range b.Keys {
 				if v := ServiceVariable(b.Prefix, k); v != "" {
 					c.Env = append(c.Env, corev1.EnvVar{Name: v, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{

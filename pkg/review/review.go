@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/lifecycle"
+	"tug.dev/tug/pkg/service"
 )
 
 // DefaultTTL is how long a review app lives unless --ttl says.
@@ -61,6 +63,12 @@ type UpOptions struct {
 	// Note, when not nil, is told what the review app did not get from
 	// the app (said on stderr).
 	Note func(string)
+	// Services are the app's bound services (CheckServices); the review
+	// app gets its own copy of each, made with ServiceDeps, of ServiceSize
+	// ("": the plan's default).
+	Services    []Service
+	ServiceDeps service.Deps
+	ServiceSize string
 }
 
 // Up makes the review app when it does not exist: its record (the app's
@@ -82,7 +90,13 @@ func Up(ctx context.Context, d deploy.Deps, o UpOptions) (*app.App, error) {
 		return nil, err
 	}
 	if a.LastRelease == 0 {
-		return a, stage(ctx, d, store, base, a, o)
+		if err := stage(ctx, d, store, base, a, o); err != nil {
+			return nil, err
+		}
+		return a, ensureServices(ctx, d, o, name)
+	}
+	if err := ensureServices(ctx, d, o, name); err != nil {
+		return nil, err
 	}
 	if len(o.Overrides) > 0 {
 		// the overrides as this run gives them, for the deploy that follows
@@ -246,10 +260,12 @@ func stage(ctx context.Context, d deploy.Deps, store *app.Store, base, a *app.Ap
 	if err != nil {
 		return err
 	}
+	bindings := reviewBindings(o)
 	change := func(ra *app.App, _ *app.Release, _ app.ConfigMap) (*app.Release, app.ConfigMap, error) {
 		r := app.Next(ra, from, app.KindDeploy, fmt.Sprintf("review %s of %s", o.Name, o.Of))
 		r.Image, r.ImageID, r.BuiltWith, r.BuildArgs, r.PromotedFrom = "", "", nil, nil, nil
-		r.Volumes, r.Pool = nil, ra.Pool // never the app's volumes
+		r.Volumes, r.Pool = nil, ra.Pool    // never the app's volumes
+		r.Services = slices.Clone(bindings) // nor its services
 		c := app.ConfigMap{}
 		if o.CopyConfig {
 			c = maps.Clone(config)
@@ -286,6 +302,20 @@ type Entry struct {
 	UpdatedAt time.Time `json:"updatedAt"`
 	ExpiresAt time.Time `json:"expiresAt"`
 	URL       string    `json:"url,omitempty"`
+	// Services are the review app's own services (made by review up for
+	// the app's), by name.
+	Services []ServiceEntry `json:"services"`
+}
+
+// ServiceEntry is a review app's own service as review list shows it.
+type ServiceEntry struct {
+	Name    string `json:"name"`
+	Base    string `json:"base"`
+	Plan    string `json:"plan"`
+	Version string `json:"version,omitempty"`
+	// ForkedFrom says where its data came from (--fork-service); absent:
+	// it started empty.
+	ForkedFrom *service.Fork `json:"forkedFrom,omitempty"`
 }
 
 // List lists the namespace's review apps, by app name (of, when not "",
@@ -295,13 +325,23 @@ func List(ctx context.Context, store *app.Store, of string) ([]Entry, error) {
 	if err != nil {
 		return nil, err
 	}
+	recs, err := service.ReviewServices(ctx, store.Client, store.Namespace, of, "")
+	if err != nil {
+		return nil, err
+	}
+	svcs := map[string][]ServiceEntry{}
+	for _, r := range recs {
+		svcs[r.Review.App] = append(svcs[r.Review.App], ServiceEntry{Name: r.Name, Base: r.Review.Base, Plan: r.Plan, Version: r.Version, ForkedFrom: r.Review.ForkedFrom})
+	}
 	out := []Entry{}
 	for _, a := range apps {
 		r := a.Review
 		if r == nil || of != "" && r.Of != of {
 			continue
 		}
-		e := Entry{App: a.Name, Of: r.Of, Name: r.Name, Release: a.Release, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, ExpiresAt: r.ExpiresAt}
+		e := Entry{App: a.Name, Of: r.Of, Name: r.Name, Release: a.Release, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, ExpiresAt: r.ExpiresAt,
+			Services: append([]ServiceEntry{}, svcs[a.Name]...)}
+		sort.Slice(e.Services, func(i, j int) bool { return e.Services[i].Name < e.Services[j].Name })
 		if urls := app.URLs(a); len(urls) > 0 {
 			e.URL = urls[0]
 		}
@@ -312,10 +352,12 @@ func List(ctx context.Context, store *app.Store, of string) ([]Entry, error) {
 }
 
 // Sweep removes the namespace's review apps that expired by now, each
-// as 'tug app remove' does; it returns those removed. A review app it
-// could not remove (another tug changes it) is left for the next sweep
-// and said in the error.
-func Sweep(ctx context.Context, d deploy.Deps, now time.Time) ([]string, error) {
+// as 'tug app remove' does, with their own services (data and all); it
+// returns those removed. A review app it could not remove (another tug
+// changes it) is left for the next sweep and said in the error. Services
+// of a review whose app is gone (a tug killed between the two removals)
+// go too.
+func Sweep(ctx context.Context, d deploy.Deps, sd service.Deps, now time.Time) ([]string, error) {
 	store := &app.Store{Client: d.Client, Namespace: d.Namespace}
 	apps, err := store.ListApps(ctx)
 	if err != nil {
@@ -332,7 +374,7 @@ func Sweep(ctx context.Context, d deploy.Deps, now time.Time) ([]string, error) 
 		// the list was read without the lock: a review up may have
 		// extended (or made anew) this review app since, so it is
 		// removed only if it is still that review, and still expired
-		err := removeIf(ctx, d, a.Name, func(x *app.App) error {
+		err := removeIf(ctx, d, sd, a.Name, func(x *app.App) error {
 			if !isReview(x, of, name) || !x.Review.Expired(now) {
 				return errNoLongerExpired
 			}
@@ -346,6 +388,9 @@ func Sweep(ctx context.Context, d deploy.Deps, now time.Time) ([]string, error) 
 			continue
 		}
 		removed = append(removed, a.Name)
+	}
+	if err := removeOrphans(ctx, d, sd); err != nil {
+		failed = append(failed, err.Error())
 	}
 	if len(failed) > 0 {
 		return removed, fmt.Errorf("expired review apps not removed (the next review command tries again): %s", strings.Join(failed, "; "))
@@ -366,23 +411,58 @@ func isReview(a *app.App, of, name string) bool {
 	return a.Review != nil && a.Review.Of == of && a.Review.Name == name
 }
 
-// removeIf removes appName as 'tug app remove' does when check, run on its
-// record read under its lock, passes; nothing is removed otherwise.
-func removeIf(ctx context.Context, d deploy.Deps, appName string, check func(*app.App) error) error {
-	t, err := deploy.Begin(ctx, d, appName, check)
+// removeIf removes review app appName as 'tug app remove' does when
+// check, run on its record read under its lock, passes, then its own
+// services, still under its lock; nothing is removed otherwise. The app
+// goes first: its units stop using the services before those go.
+func removeIf(ctx context.Context, d deploy.Deps, sd service.Deps, appName string, check func(*app.App) error) error {
+	var owner *app.Review
+	t, err := deploy.Begin(ctx, d, appName, func(a *app.App) error {
+		owner = a.Review
+		return check(a)
+	})
 	if err != nil {
 		return err
 	}
 	defer t.End()
-	return lifecycle.RemoveHeld(t.Ctx(), t.Deps(), appName, lifecycle.RemoveOptions{})
+	if err := lifecycle.RemoveHeld(t.Ctx(), t.Deps(), appName, lifecycle.RemoveOptions{}); err != nil {
+		return err
+	}
+	_, err = RemoveServices(t.Ctx(), sd, owner.Of, owner.Name)
+	return err
 }
 
-// Down removes review name of app of: every object it made.
-func Down(ctx context.Context, d deploy.Deps, of, name string) error {
+// removeOrphans removes review services whose review app is gone. A
+// review up makes its app's record before its services, so a service
+// whose review app has no record is left from a removal that stopped.
+func removeOrphans(ctx context.Context, d deploy.Deps, sd service.Deps) error {
+	recs, err := service.ReviewServices(ctx, d.Client, d.Namespace, "", "")
+	if err != nil {
+		return err
+	}
+	store := &app.Store{Client: d.Client, Namespace: d.Namespace}
+	var failed []string
+	for _, r := range recs {
+		if _, err := store.GetApp(ctx, r.Review.App); !app.IsNotFound(err) {
+			continue
+		}
+		if err := service.RemoveReview(ctx, sd, r.Name, *r.Review); err != nil {
+			failed = append(failed, fmt.Sprintf("service %s: %v", r.Name, err))
+		}
+	}
+	if len(failed) > 0 {
+		return errors.New(strings.Join(failed, "; "))
+	}
+	return nil
+}
+
+// Down removes review name of app of: every object it made, its own
+// services with their data included.
+func Down(ctx context.Context, d deploy.Deps, sd service.Deps, of, name string) error {
 	appName := AppName(of, name)
 	// checked under the app's lock: what an unlocked read saw may have
 	// changed by the time the lock is held
-	return removeIf(ctx, d, appName, func(a *app.App) error {
+	return removeIf(ctx, d, sd, appName, func(a *app.App) error {
 		if !isReview(a, of, name) {
 			return inputerr.Errorf("app %q is not review %q of app %q; nothing removed", appName, name, of)
 		}

@@ -15,6 +15,7 @@ import (
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/inputerr"
+	"tug.dev/tug/pkg/service"
 )
 
 func TestValidate(t *testing.T) {
@@ -97,7 +98,7 @@ func TestUpRefusesWhatIsNotItsReview(t *testing.T) {
 	if _, err := Up(ctx, d, o); err == nil || !strings.Contains(err.Error(), "itself a review app") {
 		t.Errorf("a review of a review: %v", err)
 	}
-	if err := Down(ctx, d, "shop", "pr-1"); err == nil || !strings.Contains(err.Error(), "is not review") {
+	if err := Down(ctx, d, service.Deps{Client: c, Namespace: "dev"}, "shop", "pr-1"); err == nil || !strings.Contains(err.Error(), "is not review") {
 		t.Errorf("down of an app that is not a review: %v", err)
 	}
 }
@@ -131,7 +132,7 @@ func TestSweepRemovesOnlyExpiredReviewApps(t *testing.T) {
 		}
 	}
 	t.Cleanup(func() { afterList = func() {} })
-	removed, err := Sweep(ctx, deploy.Deps{Client: c, Namespace: "dev"}, now)
+	removed, err := Sweep(ctx, deploy.Deps{Client: c, Namespace: "dev"}, service.Deps{Client: c, Namespace: "dev"}, now)
 	if err != nil || len(removed) != 1 || removed[0] != "shop-pr-1" {
 		t.Fatalf("Sweep removed %v, %v; want shop-pr-1 only", removed, err)
 	}

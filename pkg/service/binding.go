@@ -42,7 +42,7 @@ func (d Deps) putBinding(ctx context.Context, rec *Record, values map[string]str
 		data[k] = []byte(v)
 	}
 	secrets := d.Client.CoreV1().Secrets(d.Namespace)
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: BindingSecretName(rec.Name), Namespace: d.Namespace, Labels: Labels(rec.Name)},
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: BindingSecretName(rec.Name), Namespace: d.Namespace, Labels: rec.labels()},
 		Type: corev1.SecretType("servicebinding.io/" + rec.Spec.Type), Data: data}
 	cur, err := secrets.Get(ctx, s.Name, metav1.GetOptions{})
 	switch {
@@ -85,6 +85,9 @@ type Bind struct {
 	Service string
 	// Prefix names the variables ("": the plan's, e.g. DATABASE).
 	Prefix string
+	// Dir is the folder of the files under $SERVICE_BINDING_ROOT ("": the
+	// service's name; review up names the app's service's).
+	Dir string
 }
 
 // Validate checks a bind without a cluster; its error is an input error.
@@ -109,6 +112,9 @@ func BindChange(ctx context.Context, d Deps, b Bind) deploy.Change {
 		sb, err := Binding(ctx, d.Client, d.Namespace, b.Service, b.Prefix)
 		if err != nil {
 			return err
+		}
+		if b.Dir != b.Service {
+			sb.Dir = b.Dir
 		}
 		return addBinding(a.Name, r, sb)
 	})
@@ -165,6 +171,9 @@ func addBinding(appName string, r *app.Release, b app.ServiceBinding) error {
 	for _, cur := range r.Services {
 		if cur.Service == b.Service {
 			return inputerr.Errorf("service %q is already bound to app %q (as %s); unbind it first with 'tug service unbind %s %s'", b.Service, appName, cur.Prefix, appName, b.Service)
+		}
+		if cur.BindingDir() == b.BindingDir() {
+			return inputerr.Errorf("app %q already has the files of service %q under %s/%s", appName, cur.Service, render.ServiceBindingRoot, cur.BindingDir())
 		}
 		if cur.Prefix == b.Prefix {
 			return inputerr.Errorf("app %q already has %s_URL from service %q; bind this one with --as OTHER_PREFIX", appName, b.Prefix, cur.Service)
@@ -225,6 +234,7 @@ func boundApps(ctx context.Context, d Deps, rec *Record) ([]BoundApp, error) {
 		delete(running, a.Name)
 		ba := BoundApp{App: a.Name, Files: render.ServiceBindingRoot + "/" + rec.Name, Variables: []string{}, live: live}
 		if b != nil {
+			ba.Files = render.ServiceBindingRoot + "/" + b.BindingDir()
 			for _, k := range b.Keys {
 				if v := render.ServiceVariable(b.Prefix, k); v != "" {
 					ba.Variables = append(ba.Variables, v)

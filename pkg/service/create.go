@@ -24,6 +24,9 @@ type CreateOptions struct {
 	Size    string // "": the plan's default
 	// Timeout bounds the wait for the service to accept connections.
 	Timeout time.Duration
+	// Review, when set, makes the service a review app's own: labelled
+	// as the review's, and removed with it.
+	Review *ReviewOwner
 }
 
 // Validate checks what needs no cluster; its error is an input error.
@@ -72,7 +75,7 @@ func Create(ctx context.Context, d Deps, o CreateOptions) (*Info, error) {
 	if resumed {
 		d.Progress.Update(fmt.Sprintf("service %q was being created; finishing it", o.Name))
 	}
-	if err := ensureCredentials(ctx, d.Client, d.Namespace, o.Name, rec.Spec.Credentials); err != nil {
+	if err := ensureCredentials(ctx, d.Client, d.Namespace, rec); err != nil {
 		return nil, err
 	}
 	objs, err := rec.Spec.Render(rec.params(d.Namespace))
@@ -114,6 +117,13 @@ func startCreate(ctx context.Context, d Deps, o CreateOptions) (*Record, bool, e
 		if o.Size != "" && !sameQuantity(o.Size, cur.Size) {
 			return nil, false, inputerr.Errorf("service %q already exists with a volume of %s; tug does not resize a service's volume (see docs/services.md)", o.Name, cur.Size)
 		}
+		if !cur.Review.same(o.Review) {
+			// a service of the app's, or of a review: never taken over
+			if o.Review == nil {
+				return nil, false, inputerr.Errorf("service %q already exists in namespace %q: it is %s service; 'tug review down %s --name %s' removes it", o.Name, d.Namespace, cur.Review.describe(), cur.Review.Of, cur.Review.Name)
+			}
+			return nil, false, inputerr.Errorf("service %q already exists in namespace %q and is not %s; see 'tug service info %s'", o.Name, d.Namespace, o.Review.describe(), o.Name)
+		}
 		return cur, true, nil
 	}
 	if !inputerr.Is(err) {
@@ -143,7 +153,7 @@ func startCreate(ctx context.Context, d Deps, o CreateOptions) (*Record, bool, e
 	if size == "" {
 		size = plan.DefaultSize
 	}
-	rec := &Record{Name: o.Name, Plan: plan.Name, Version: version, Size: size, Image: image, CreatedAt: time.Now().UTC(), Spec: plan}
+	rec := &Record{Name: o.Name, Plan: plan.Name, Version: version, Size: size, Image: image, CreatedAt: time.Now().UTC(), Spec: plan, Review: o.Review}
 	if err := writeRecord(ctx, d.Client, d.Namespace, rec); apierrors.IsAlreadyExists(err) {
 		return nil, false, fmt.Errorf("configmap %q exists and is not a service record of tug's: remove it or choose another name", ObjectName(o.Name))
 	} else if err != nil {

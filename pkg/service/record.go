@@ -38,6 +38,9 @@ type Record struct {
 	// made, cleared once the old one is revoked), so a rotate stopped part
 	// way is finished by the next, never begun again over it.
 	Rotation *Rotation `json:"rotation,omitempty"`
+	// Review is the review app the service was made for (tug review up):
+	// it goes with that review app, data and all.
+	Review *ReviewOwner `json:"review,omitempty"`
 
 	// resourceVersion is the record's ConfigMap's when it was read:
 	// updateRecord writes only over that version.
@@ -121,7 +124,7 @@ func writeRecord(ctx context.Context, client kubernetes.Interface, ns string, r 
 	if err != nil {
 		return err
 	}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: ObjectName(r.Name), Namespace: ns, Labels: Labels(r.Name)},
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: ObjectName(r.Name), Namespace: ns, Labels: r.labels()},
 		Data: map[string]string{recordKey: string(b)}}
 	_, err = client.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{FieldManager: kube.FieldManager})
 	return kube.TranslateError(err)
@@ -147,7 +150,8 @@ func listRecords(ctx context.Context, client kubernetes.Interface, ns string) ([
 // ensureCredentials makes the service's credentials Secret unless it
 // exists: values are generated once and never replaced by a create run
 // again (after a kill), which would lock the data out.
-func ensureCredentials(ctx context.Context, client kubernetes.Interface, ns, name string, c Credentials) error {
+func ensureCredentials(ctx context.Context, client kubernetes.Interface, ns string, r *Record) error {
+	name, c := r.Name, r.Spec.Credentials
 	secrets := client.CoreV1().Secrets(ns)
 	cur, err := secrets.Get(ctx, CredentialsSecretName(name), metav1.GetOptions{})
 	if err == nil {
@@ -166,7 +170,7 @@ func ensureCredentials(ctx context.Context, client kubernetes.Interface, ns, nam
 	for _, k := range c.Generate {
 		data[k] = []byte(randomSecret())
 	}
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: CredentialsSecretName(name), Namespace: ns, Labels: Labels(name)}, Data: data}
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: CredentialsSecretName(name), Namespace: ns, Labels: r.labels()}, Data: data}
 	_, err = secrets.Create(ctx, s, metav1.CreateOptions{FieldManager: kube.FieldManager})
 	return kube.TranslateError(err)
 }
@@ -203,7 +207,7 @@ func readCredentials(ctx context.Context, client kubernetes.Interface, ns string
 
 func (r *Record) params(ns string) Params {
 	p := Params{Name: r.Name, Namespace: ns, Object: ObjectName(r.Name), Version: r.Version, Image: r.Image, Size: r.Size,
-		CredentialsSecret: CredentialsSecretName(r.Name)}
+		CredentialsSecret: CredentialsSecretName(r.Name), labels: r.Review.labels()}
 	if r.Spec != nil {
 		p.Port = r.Spec.Port
 	}

@@ -78,6 +78,13 @@ func Remove(ctx context.Context, d Deps, name string, deleteData bool) (*Removed
 	if err != nil {
 		return nil, err
 	}
+	return d.removeHeld(ctx, rec, deleteData)
+}
+
+// removeHeld deletes the objects of the service rec, its lock held (the
+// data volume and credentials only with deleteData); the record goes last.
+func (d Deps) removeHeld(ctx context.Context, rec *Record, deleteData bool) (*Removed, error) {
+	name := rec.Name
 	out := &Removed{Service: name, Kept: []string{}}
 	if !rec.External {
 		objs, err := rec.Spec.Render(rec.params(d.Namespace))

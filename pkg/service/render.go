@@ -34,6 +34,10 @@ type Params struct {
 	Size              string
 	Port              int32
 	CredentialsSecret string
+
+	// labels are more labels for every object: a review app's service
+	// carries the review's (not a template field).
+	labels map[string]string
 }
 
 // BindingData is what a plan's binding keys are rendered with.
@@ -107,7 +111,7 @@ func (pl *Plan) Render(p Params) ([]*unstructured.Unstructured, error) {
 			return nil, err
 		}
 		u.SetNamespace(p.Namespace)
-		u.SetLabels(merged(u.GetLabels(), Labels(p.Name)))
+		u.SetLabels(merged(merged(u.GetLabels(), Labels(p.Name)), p.labels))
 		if tl, ok, _ := unstructured.NestedStringMap(m, "spec", "template", "metadata", "labels"); ok {
 			_ = unstructured.SetNestedStringMap(m, merged(tl, map[string]string{LabelService: p.Name}), "spec", "template", "metadata", "labels")
 		}

@@ -74,7 +74,7 @@ func SetSchedule(ctx context.Context, d Deps, name string, s Schedule) error {
 	if err := d.ensureBackupsClaim(ctx, rec); err != nil {
 		return err
 	}
-	cj := &batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Name: BackupCronJobName(name), Namespace: d.Namespace, Labels: Labels(name)},
+	cj := &batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Name: BackupCronJobName(name), Namespace: d.Namespace, Labels: rec.labels()},
 		Spec: batchv1.CronJobSpec{Schedule: s.Cron, ConcurrencyPolicy: batchv1.ForbidConcurrent,
 			SuccessfulJobsHistoryLimit: new(int32(1)), FailedJobsHistoryLimit: new(int32(2)),
 			JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{BackoffLimit: new(int32(2)),
@@ -117,7 +117,7 @@ func (d Deps) ensureBackupsClaim(ctx context.Context, rec *Record) error {
 	if err != nil {
 		size = resource.MustParse("1Gi")
 	}
-	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: BackupsClaimName(rec.Name), Namespace: d.Namespace, Labels: Labels(rec.Name)},
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: BackupsClaimName(rec.Name), Namespace: d.Namespace, Labels: rec.labels()},
 		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}}}}
 	_, err = d.Client.CoreV1().PersistentVolumeClaims(d.Namespace).Create(ctx, pvc, metav1.CreateOptions{FieldManager: kube.FieldManager})
@@ -170,7 +170,13 @@ func RestoreFrom(ctx context.Context, d Deps, name, file string) error {
 	if file == "" || strings.ContainsAny(file, "/ \t\n'\"$`\\") || strings.HasPrefix(file, ".") {
 		return inputerr.Errorf("invalid --from %q: name a dump listed by 'tug service backups %s'", file, name)
 	}
-	rec, err := d.scheduled(ctx, name)
+	return restoreFile(ctx, d, name, file, name)
+}
+
+// restoreFile restores dump file of service src's backups volume into
+// service dst (src itself, or a review app's copy of it).
+func restoreFile(ctx context.Context, d Deps, src, file, dst string) error {
+	rec, err := d.scheduled(ctx, src)
 	if err != nil {
 		return err
 	}
@@ -189,7 +195,7 @@ func RestoreFrom(ctx context.Context, d Deps, name, file string) error {
 		// cat's failure reaches Restore through the pipe (its reading
 		// fails); a restore that stopped reading must not leave cat
 		// blocked on its writes into the pipe
-		err := Restore(ctx, d, name, pr)
+		err := Restore(ctx, d, dst, pr)
 		pr.CloseWithError(io.ErrClosedPipe)
 		select {
 		case <-read:

@@ -71,7 +71,12 @@ var treeSteps = []treeStep{
 	{args: "service list"}, {args: "service rotate tree-db"},
 	{args: "service backup tree-db -f {dump}"}, {args: "service restore tree-db -f {dump} --yes"},
 	{args: "service backup tree-db --schedule @daily --keep 1"}, {args: "service backups tree-db"},
-	{args: "service connect tree-db -- true"}, {args: "service unbind web tree-db"},
+	{args: "service connect tree-db -- true"},
+	// A review app of web while tree-db is bound: its own copy of tree-db,
+	// forked from a dump (the schedule has written none yet), then removed.
+	{args: "review up web --name pr-2 --image " + sampleV2 + " --fork-service tree-db"},
+	{args: "review down web --name pr-2 --yes"},
+	{args: "service unbind web tree-db"},
 	{args: "service create tree-ext --uri postgres://u:p@db.example.test:5432/shop"},
 	{args: "service update tree-ext --uri postgres://u:q@db.example.test:5432/shop"},
 	{args: "service remove tree-ext --yes"}, {args: "service remove tree-db --yes"},
@@ -130,6 +135,7 @@ func TestAccessCommandTreeLevels(t *testing.T) {
 	h.usePostgresImage(serviceImages(t)["postgres"])
 	h.serviceVolume("tree-db")
 	h.claimVolume("tug-service-tree-db-backups")
+	h.serviceVolume("web-pr-2-tree-db")
 	// Users are impersonated by their kubeconfig ("as:"), not with --as:
 	// 'service bind --as PREFIX' shadows the flag.
 	kubeconfigs := map[string]string{"tree-nobody": h.impersonatingKubeconfig("tree-nobody")}
