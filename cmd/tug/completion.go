@@ -115,52 +115,65 @@ func addDynamicCompletion(root *cobra.Command, f *cli.Factory) {
 		if cmd.HasSubCommands() {
 			return
 		}
-		kinds := argKinds(cmd)
-		if cmd.ValidArgsFunction == nil && len(cmd.ValidArgs) == 0 && !hasArgLister(kinds) && !passesCommandLine(cmd) {
+		completeArgs(cmd, f)
+		completeFlags(cmd, f)
+	}
+	walk(root)
+}
+
+// completeArgs makes a leaf command's positional arguments complete by
+// the kinds it declares, each from its lister; a command that completes
+// them itself keeps its own, and one with nothing to list completes no
+// files.
+func completeArgs(cmd *cobra.Command, f *cli.Factory) {
+	if cmd.ValidArgsFunction != nil || len(cmd.ValidArgs) > 0 {
+		return
+	}
+	kinds := argKinds(cmd)
+	if !hasArgLister(kinds) {
+		if !passesCommandLine(cmd) {
 			// Positional arguments are identifiers, never files; only run
 			// and exec pass a command line on.
 			cmd.ValidArgsFunction = cobra.NoFileCompletions
 		}
-		if cmd.ValidArgsFunction == nil && len(cmd.ValidArgs) == 0 && hasArgLister(kinds) {
-			cmd.ValidArgsFunction = func(c *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
-				if len(args) >= len(kinds) {
-					return nil, cobra.ShellCompDirectiveNoFileComp
-				}
-				list := argLister(f, kinds[len(args)])
-				if list == nil {
-					return nil, cobra.ShellCompDirectiveNoFileComp
-				}
-				return completeWith(list)(c, args, toComplete)
-			}
-		}
-		appFirst := takesApp(cmd)
-		local := cmd.LocalNonPersistentFlags()
-		if appFirst && local.Lookup("process") != nil {
-			_ = cmd.RegisterFlagCompletionFunc("process", completeWith(func(ctx context.Context, _ *cobra.Command, args []string) ([]string, error) {
-				s, err := storeForApp(ctx, f, args)
-				if err != nil {
-					return nil, err
-				}
-				return complete.Processes(ctx, s, args[0])
-			}))
-		}
-		if appFirst && local.Lookup("unit") != nil {
-			_ = cmd.RegisterFlagCompletionFunc("unit", completeWith(unitLister(f)))
-		}
-		if _, own := cmd.GetFlagCompletionFunc("pool"); local.Lookup("pool") != nil && !own {
-			_ = cmd.RegisterFlagCompletionFunc("pool", completeWith(poolLister(f)))
-		}
-		if local.Lookup("cluster") != nil {
-			_ = cmd.RegisterFlagCompletionFunc("cluster", completeWith(func(context.Context, *cobra.Command, []string) ([]string, error) {
-				cfg, err := loadClusters()
-				if err != nil {
-					return nil, err
-				}
-				return complete.Clusters(cfg), nil
-			}))
-		}
+		return
 	}
-	walk(root)
+	cmd.ValidArgsFunction = func(c *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if len(args) >= len(kinds) {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		list := argLister(f, kinds[len(args)])
+		if list == nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		return completeWith(list)(c, args, toComplete)
+	}
+}
+
+// completeFlags registers the cluster-backed completions of a leaf
+// command's own flags: --process and --unit of the app it takes first,
+// --pool unless the command completes it itself, and --cluster.
+func completeFlags(cmd *cobra.Command, f *cli.Factory) {
+	appFirst := takesApp(cmd)
+	local := cmd.LocalNonPersistentFlags()
+	if appFirst && local.Lookup("process") != nil {
+		_ = cmd.RegisterFlagCompletionFunc("process", completeWith(func(ctx context.Context, _ *cobra.Command, args []string) ([]string, error) {
+			s, err := storeForApp(ctx, f, args)
+			if err != nil {
+				return nil, err
+			}
+			return complete.Processes(ctx, s, args[0])
+		}))
+	}
+	if appFirst && local.Lookup("unit") != nil {
+		_ = cmd.RegisterFlagCompletionFunc("unit", completeWith(unitLister(f)))
+	}
+	if _, own := cmd.GetFlagCompletionFunc("pool"); local.Lookup("pool") != nil && !own {
+		_ = cmd.RegisterFlagCompletionFunc("pool", completeWith(poolLister(f)))
+	}
+	if local.Lookup("cluster") != nil {
+		_ = cmd.RegisterFlagCompletionFunc("cluster", completeWith(clusterLister))
+	}
 }
 
 func hasArgLister(kinds []argKind) bool {
@@ -177,66 +190,96 @@ func hasArgLister(kinds []argKind) bool {
 func argLister(f *cli.Factory, kind argKind) lister {
 	switch kind {
 	case argApp:
-		return func(ctx context.Context, _ *cobra.Command, _ []string) ([]string, error) {
-			if cls := appClusters(f); len(cls) > 0 {
-				return complete.AppsOfClusters(ctx, cls, func(kubeContext string) (*app.Store, error) {
-					return appStore(f.ForContext(kubeContext))
-				})
-			}
-			s, err := appStore(f)
-			if err != nil {
-				return nil, err
-			}
-			return complete.Apps(ctx, s)
-		}
+		return appLister(f)
 	case argUnit:
 		return unitLister(f)
 	case argJob:
 		return jobLister(f)
 	case argRelease:
-		return func(ctx context.Context, _ *cobra.Command, args []string) ([]string, error) {
-			s, err := storeForApp(ctx, f, args)
-			if err != nil {
-				return nil, err
-			}
-			return complete.Releases(ctx, s, args[0])
-		}
+		return releaseLister(f)
 	case argNode:
-		return func(ctx context.Context, c *cobra.Command, _ []string) ([]string, error) {
-			ts, err := clusterTargets(f, tugCluster(c))
-			if err != nil {
-				return nil, err
-			}
-			return complete.Nodes(ctx, ts)
-		}
+		return nodeLister(f)
 	case argPool:
 		return poolLister(f)
 	case argOnOff:
 		return func(context.Context, *cobra.Command, []string) ([]string, error) { return []string{"on", "off"}, nil }
 	case argVolume:
-		return func(ctx context.Context, _ *cobra.Command, _ []string) ([]string, error) {
-			s, err := appStore(f)
-			if err != nil {
-				return nil, err
-			}
-			return complete.Volumes(ctx, s)
-		}
+		return volumeLister(f)
 	case argService:
-		return func(ctx context.Context, _ *cobra.Command, _ []string) ([]string, error) {
-			d, err := serviceDeps(ctx, f)
-			if err != nil {
-				return nil, err
-			}
-			return service.Names(ctx, d)
-		}
+		return serviceLister(f)
 	case argCluster:
-		return func(context.Context, *cobra.Command, []string) ([]string, error) {
-			cfg, err := loadClusters()
-			if err != nil {
-				return nil, err
-			}
-			return complete.Clusters(cfg), nil
-		}
+		return clusterLister
 	}
 	return nil
+}
+
+// appLister lists the apps of every cluster tug's map names, or of the
+// current namespace when it names none.
+func appLister(f *cli.Factory) lister {
+	return func(ctx context.Context, _ *cobra.Command, _ []string) ([]string, error) {
+		if cls := appClusters(f); len(cls) > 0 {
+			return complete.AppsOfClusters(ctx, cls, func(kubeContext string) (*app.Store, error) {
+				return appStore(f.ForContext(kubeContext))
+			})
+		}
+		s, err := appStore(f)
+		if err != nil {
+			return nil, err
+		}
+		return complete.Apps(ctx, s)
+	}
+}
+
+// releaseLister lists the releases of the app typed first.
+func releaseLister(f *cli.Factory) lister {
+	return func(ctx context.Context, _ *cobra.Command, args []string) ([]string, error) {
+		s, err := storeForApp(ctx, f, args)
+		if err != nil {
+			return nil, err
+		}
+		return complete.Releases(ctx, s, args[0])
+	}
+}
+
+// nodeLister lists the nodes of the cluster --cluster names (every
+// cluster when none).
+func nodeLister(f *cli.Factory) lister {
+	return func(ctx context.Context, c *cobra.Command, _ []string) ([]string, error) {
+		ts, err := clusterTargets(f, tugCluster(c))
+		if err != nil {
+			return nil, err
+		}
+		return complete.Nodes(ctx, ts)
+	}
+}
+
+// volumeLister lists the namespace's volumes.
+func volumeLister(f *cli.Factory) lister {
+	return func(ctx context.Context, _ *cobra.Command, _ []string) ([]string, error) {
+		s, err := appStore(f)
+		if err != nil {
+			return nil, err
+		}
+		return complete.Volumes(ctx, s)
+	}
+}
+
+// serviceLister lists the namespace's backing services.
+func serviceLister(f *cli.Factory) lister {
+	return func(ctx context.Context, _ *cobra.Command, _ []string) ([]string, error) {
+		d, err := serviceDeps(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		return service.Names(ctx, d)
+	}
+}
+
+// clusterLister lists the clusters of tug's map.
+func clusterLister(context.Context, *cobra.Command, []string) ([]string, error) {
+	cfg, err := loadClusters()
+	if err != nil {
+		return nil, err
+	}
+	return complete.Clusters(cfg), nil
 }

@@ -57,30 +57,8 @@ Ctrl-C ends it (exit code 0).`,
 		Args:    cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.App = args[0]
-			if err := app.ValidateName(o.App); err != nil {
-				return inputerr.Wrap(err)
-			}
-			if err := validateProcess(o.Process); err != nil {
+			if err := o.complete(cmd.Flags().Changed("tail"), time.Now()); err != nil {
 				return err
-			}
-			if o.Unit != "" {
-				if err := app.ValidateUnitName(o.Unit); err != nil {
-					return err
-				}
-			}
-			if o.Follow && o.Previous {
-				return inputerr.Errorf("--previous shows a container that has ended: it cannot be followed (-f)")
-			}
-			if o.since != "" {
-				if err := parseSince(o.since, &o.Options, time.Now()); err != nil {
-					return err
-				}
-				if !cmd.Flags().Changed("tail") {
-					o.Tail = -1
-				}
-			}
-			if o.Tail < -1 {
-				return inputerr.Errorf("--tail must be -1 (all) or more, got %d", o.Tail)
 			}
 			if runF != nil {
 				return runF(cmd.Context(), o)
@@ -98,6 +76,38 @@ Ctrl-C ends it (exit code 0).`,
 	fl.BoolVar(&o.Timestamps, "timestamps", false, "Show each line's time")
 	fl.BoolVar(&o.Previous, "previous", false, "Show the previous container of each unit (after a crash)")
 	return cmd
+}
+
+// complete checks the app, the flags and their combinations before
+// anything is asked of the cluster, and reads --since as of now: alone
+// (tailSet false) it shows the whole window, not the last lines.
+func (o *logsOptions) complete(tailSet bool, now time.Time) error {
+	if err := app.ValidateName(o.App); err != nil {
+		return inputerr.Wrap(err)
+	}
+	if err := validateProcess(o.Process); err != nil {
+		return err
+	}
+	if o.Unit != "" {
+		if err := app.ValidateUnitName(o.Unit); err != nil {
+			return err
+		}
+	}
+	if o.Follow && o.Previous {
+		return inputerr.Errorf("--previous shows a container that has ended: it cannot be followed (-f)")
+	}
+	if o.since != "" {
+		if err := parseSince(o.since, &o.Options, now); err != nil {
+			return err
+		}
+		if !tailSet {
+			o.Tail = -1
+		}
+	}
+	if o.Tail < -1 {
+		return inputerr.Errorf("--tail must be -1 (all) or more, got %d", o.Tail)
+	}
+	return nil
 }
 
 func runLogs(ctx context.Context, o *logsOptions) error {

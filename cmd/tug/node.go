@@ -185,18 +185,7 @@ func printNodeInfo(ios *cli.IOStreams, in *node.Info) error {
 	line("Node", in.Name)
 	line("Cluster", in.Cluster)
 	line("Pool", dash(in.Pool))
-	status := in.Status
-	var also []string
-	if in.Cordoned && status != node.StatusCordoned {
-		also = append(also, "cordoned")
-	}
-	if in.Disabled && status != node.StatusDisabled {
-		also = append(also, "disabled")
-	}
-	if len(also) > 0 {
-		status += " (also " + strings.Join(also, ", ") + ")"
-	}
-	line("Status", status)
+	line("Status", nodeStatus(in))
 	addrs := make([]string, len(in.Addresses))
 	for i, a := range in.Addresses {
 		addrs[i] = a.Address + " (" + a.Type + ")"
@@ -207,13 +196,7 @@ func printNodeInfo(ios *cli.IOStreams, in *node.Info) error {
 	line("Metadata", joinMap(in.Metadata, "="))
 	line("Capacity", joinMap(in.Capacity, " "))
 	line("Allocatable", joinMap(in.Allocatable, " "))
-	var sys []string
-	for _, s := range []string{in.System.KubeletVersion, in.System.OSImage, in.System.Architecture, in.System.ContainerRuntime} {
-		if s != "" {
-			sys = append(sys, s)
-		}
-	}
-	line("System", strings.Join(sys, ", "))
+	line("System", nodeSystem(in.System))
 	line("Created", fmt.Sprintf("%s ago (%s)", text.Age(in.CreatedAt), in.CreatedAt.Local().Format(time.RFC3339)))
 	if len(in.Taints) > 0 {
 		line("Taints", node.ShortTaints(in.Taints))
@@ -245,6 +228,35 @@ func printNodeInfo(ios *cli.IOStreams, in *node.Info) error {
 		return t.Render(ios, false)
 	}
 	return nil
+}
+
+// nodeStatus is the node's status with what else holds it that the
+// status does not already say: "Ready (also cordoned, disabled)".
+func nodeStatus(in *node.Info) string {
+	status := in.Status
+	var also []string
+	if in.Cordoned && status != node.StatusCordoned {
+		also = append(also, "cordoned")
+	}
+	if in.Disabled && status != node.StatusDisabled {
+		also = append(also, "disabled")
+	}
+	if len(also) > 0 {
+		status += " (also " + strings.Join(also, ", ") + ")"
+	}
+	return status
+}
+
+// nodeSystem is what the kubelet reports of the machine, the parts it
+// reported, comma-separated.
+func nodeSystem(s node.System) string {
+	var sys []string
+	for _, v := range []string{s.KubeletVersion, s.OSImage, s.Architecture, s.ContainerRuntime} {
+		if v != "" {
+			sys = append(sys, v)
+		}
+	}
+	return strings.Join(sys, ", ")
 }
 
 func joinMap(m map[string]string, sep string) string {

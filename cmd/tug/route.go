@@ -117,9 +117,17 @@ func routeApp(cmd *cobra.Command, f *cli.Factory, appName string) (*cluster.Loca
 		return loc, nil // the current context, whose error NotFound explains
 	}
 	f.Adopt(finders.factory(loc.Context)) // its connection is open already
-	// A copy's move description and pools come from its record, which
-	// anyone who can write there may have written: sanitized, as all text
-	// from a cluster is before it reaches a terminal.
+	warnMoveCopies(f, cfg, appName, loc)
+	return loc, nil
+}
+
+// warnMoveCopies warns, for an app found in a cluster, about the copies an
+// unfinished move left: the new copy without its old one, other copies,
+// the old copy without its new one; each names the command that finishes
+// it. A copy's move description and pools come from its record, which
+// anyone who can write there may have written: sanitized, as all text
+// from a cluster is before it reaches a terminal.
+func warnMoveCopies(f *cli.Factory, cfg *cluster.Config, appName string, loc *cluster.Location) {
 	if loc.Orphaned() {
 		fmt.Fprintf(f.IOStreams.ErrOut, "warning: app %q in cluster %q is the new copy of a move that never finished (%s), and no configured cluster holds its old copy any more; it may not run as the app did: '%s app pool set %s %s' says what to do\n",
 			appName, loc.Name, cli.Sanitize(loc.Copy.Describe), f.CommandName, appName, movePool(loc, cluster.Searched{}))
@@ -133,7 +141,6 @@ func routeApp(cmd *cobra.Command, f *cli.Factory, appName string) (*cluster.Loca
 		fmt.Fprintf(f.IOStreams.ErrOut, "warning: app %q in cluster %q is the old copy of a move that switched over (%s), and no configured cluster holds the new copy any more; '%s app pool set %s %s' makes this copy the app again\n",
 			appName, loc.Name, cli.Sanitize(loc.Copy.Describe), f.CommandName, appName, cli.Sanitize(cfg.HomePool(loc)))
 	}
-	return loc, nil
 }
 
 // movePool is the pool of the move a leftover copy belongs to, sanitized

@@ -73,6 +73,13 @@ Every run records a Kubernetes Event on its pod naming you and the command.`,
 			return runRun(cmd.Context(), o)
 		},
 	}
+	o.addFlags(cmd)
+	return cmd
+}
+
+// addFlags binds run's flags; a flag error says the command line goes
+// after -- (commandFlagErrors).
+func (o *runOptions) addFlags(cmd *cobra.Command) {
 	commandFlagErrors(cmd)
 	fl := cmd.Flags()
 	fl.StringVarP(&o.Process, "process", "p", "", "Process whose pod template to use (default web, else the first)")
@@ -81,7 +88,6 @@ Every run records a Kubernetes Event on its pod naming you and the command.`,
 	fl.StringArrayVarP(&o.env, "env", "e", nil, "Set KEY=VALUE for this run only (KEY alone: its value here); repeatable")
 	fl.DurationVar(&o.Timeout, "timeout", 0, "Stop the run after this long (0: no limit); exit code 124")
 	fl.BoolVarP(&o.Detach, "detach", "d", false, "Leave the pod running and print its name")
-	return cmd
 }
 
 // validate checks the flags and reads --env, before anything is asked of

@@ -225,17 +225,6 @@ func Pod(o Options, name string) *corev1.Pod {
 	labels[kube.LabelKind] = KindBuild
 	mounts := []corev1.VolumeMount{{Name: "tug-agent", MountPath: agentDir}}
 	volumes := []corev1.Volume{{Name: "tug-agent", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &agentVolume}}}}
-	var env []corev1.EnvVar
-	var pullSecrets []corev1.LocalObjectReference
-	if o.PullSecret != "" {
-		pullSecrets = []corev1.LocalObjectReference{{Name: o.PullSecret}}
-		// the push uses the registry credentials, as a docker config
-		volumes = append(volumes, corev1.Volume{Name: "tug-auth", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-			SecretName: o.PullSecret, Items: []corev1.KeyToPath{{Key: corev1.DockerConfigJsonKey, Path: "config.json"}},
-		}}})
-		mounts = append(mounts, corev1.VolumeMount{Name: "tug-auth", MountPath: authDir, ReadOnly: true})
-		env = append(env, corev1.EnvVar{Name: "DOCKER_CONFIG", Value: authDir})
-	}
 	var sel map[string]string
 	if o.Pool != "" {
 		sel = map[string]string{kube.LabelPool: o.Pool}
@@ -243,9 +232,9 @@ func Pod(o Options, name string) *corev1.Pod {
 	no := false
 	build := corev1.Container{
 		Name: "build", Image: o.Builder, ImagePullPolicy: corev1.PullIfNotPresent,
-		Command: []string{agentDir + "/tug-build", "run", "-repository", o.Repository, "-run-image", run, "-work", agentDir},
-		Env:     env, VolumeMounts: mounts,
-		Stdin: true, StdinOnce: true,
+		Command:      []string{agentDir + "/tug-build", "run", "-repository", o.Repository, "-run-image", run, "-work", agentDir},
+		VolumeMounts: mounts,
+		Stdin:        true, StdinOnce: true,
 		Resources: corev1.ResourceRequirements{
 			Limits:   corev1.ResourceList{corev1.ResourceCPU: buildCPU, corev1.ResourceMemory: buildMemory, corev1.ResourceEphemeralStorage: buildStorage},
 			Requests: corev1.ResourceList{corev1.ResourceCPU: buildCPUReq, corev1.ResourceMemory: buildMemReq, corev1.ResourceEphemeralStorage: buildStorageReq},
@@ -260,7 +249,6 @@ func Pod(o Options, name string) *corev1.Pod {
 			AutomountServiceAccountToken: &no,
 			EnableServiceLinks:           &no,
 			NodeSelector:                 sel,
-			ImagePullSecrets:             pullSecrets,
 			Volumes:                      volumes,
 			InitContainers: []corev1.Container{{
 				Name: "agent", Image: agent, ImagePullPolicy: corev1.PullIfNotPresent,
@@ -270,12 +258,28 @@ func Pod(o Options, name string) *corev1.Pod {
 			Containers: []corev1.Container{build},
 		},
 	}
+	addPushAuth(pod, &pod.Spec.Containers[0], o.PullSecret)
 	if o.Dockerfile != "" {
 		dockerfilePod(pod, &pod.Spec.Containers[0], o)
 	} else if o.CNB != nil {
 		cnbPod(pod, &pod.Spec.Containers[0], o)
 	}
 	return pod
+}
+
+// addPushAuth gives build container c the registry credentials of the
+// pull secret (none when ""), as a docker config for its push, and the
+// pod the secret for its pulls.
+func addPushAuth(pod *corev1.Pod, c *corev1.Container, secret string) {
+	if secret == "" {
+		return
+	}
+	pod.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: secret}}
+	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "tug-auth", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+		SecretName: secret, Items: []corev1.KeyToPath{{Key: corev1.DockerConfigJsonKey, Path: "config.json"}},
+	}}})
+	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "tug-auth", MountPath: authDir, ReadOnly: true})
+	c.Env = append(c.Env, corev1.EnvVar{Name: "DOCKER_CONFIG", Value: authDir})
 }
 
 // Build runs a build pod and returns the pushed image. The pod is deleted

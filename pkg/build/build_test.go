@@ -219,3 +219,22 @@ func TestPodSpec(t *testing.T) {
 		t.Errorf("pull secrets %v env %v", p.Spec.ImagePullSecrets, bc.Env)
 	}
 }
+
+// The registry credentials come after the agent's volume and mount, and a
+// build without a pull secret gets none of them.
+func TestPodPushAuth(t *testing.T) {
+	o := opts()
+	p := Pod(o, "shop-build-x")
+	bc := p.Spec.Containers[0]
+	if len(p.Spec.Volumes) != 2 || p.Spec.Volumes[0].Name != "tug-agent" || p.Spec.Volumes[1].Name != "tug-auth" ||
+		len(bc.VolumeMounts) != 2 || bc.VolumeMounts[1].Name != "tug-auth" || !bc.VolumeMounts[1].ReadOnly ||
+		len(p.Spec.InitContainers[0].VolumeMounts) != 1 {
+		t.Errorf("volumes %+v, build mounts %+v, agent mounts %+v", p.Spec.Volumes, bc.VolumeMounts, p.Spec.InitContainers[0].VolumeMounts)
+	}
+	o.PullSecret = ""
+	p = Pod(o, "shop-build-x")
+	bc = p.Spec.Containers[0]
+	if p.Spec.ImagePullSecrets != nil || bc.Env != nil || len(p.Spec.Volumes) != 1 || len(bc.VolumeMounts) != 1 {
+		t.Errorf("without a pull secret: pull secrets %v, env %v, volumes %+v, mounts %+v", p.Spec.ImagePullSecrets, bc.Env, p.Spec.Volumes, bc.VolumeMounts)
+	}
+}

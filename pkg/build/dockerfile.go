@@ -117,7 +117,16 @@ func dockerfilePod(p *corev1.Pod, build *corev1.Container, o Options) {
 		Requests: corev1.ResourceList{corev1.ResourceCPU: clientCPUReq, corev1.ResourceMemory: clientMemReq, corev1.ResourceEphemeralStorage: buildStorageReq},
 	}
 
-	daemon := corev1.Container{
+	p.Spec.Containers = append(p.Spec.Containers, buildkitdContainer(image, addr))
+}
+
+// buildkitdContainer is the rootless buildkitd of a Dockerfile build,
+// serving image's builds on addr over TLS, unconfined as dockerfilePod
+// says why.
+func buildkitdContainer(image, addr string) corev1.Container {
+	user := int64(BuildKitUser)
+	yes := true
+	return corev1.Container{
 		Name: "buildkitd", Image: image, ImagePullPolicy: corev1.PullIfNotPresent,
 		Command: []string{"rootlesskit", "buildkitd", "--config", buildkitdDir + "/buildkitd.toml", "--addr", addr,
 			"--tlscert", buildkitdDir + "/cert.pem", "--tlskey", buildkitdDir + "/key.pem", "--tlscacert", buildkitdDir + "/ca.pem",
@@ -142,7 +151,6 @@ func dockerfilePod(p *corev1.Pod, build *corev1.Container, o Options) {
 			Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"SYS_ADMIN"}},
 		},
 	}
-	p.Spec.Containers = append(p.Spec.Containers, daemon)
 }
 
 // PlainHTTPRegistries are the registries a Dockerfile build speaks plain

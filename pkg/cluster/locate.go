@@ -156,19 +156,7 @@ func Locate(ctx context.Context, cfg *Config, appName string, find Finder) (*Loc
 		}
 		break
 	}
-	best := MoveMark(-1)
-	var at []Searched
-	for _, s := range loc.Clusters {
-		if s.Err != nil || !s.Found {
-			continue
-		}
-		switch {
-		case best < 0 || s.Move < best:
-			best, at = s.Move, []Searched{s}
-		case s.Move == best:
-			at = append(at, s)
-		}
-	}
+	best, at := bestCopies(loc.Clusters)
 	switch len(at) {
 	case 0:
 		return loc, nil
@@ -180,6 +168,25 @@ func Locate(ctx context.Context, cfg *Config, appName string, find Finder) (*Loc
 		return loc, nil
 	}
 	return loc, inputerr.Wrap(&AmbiguousError{App: appName, In: at})
+}
+
+// bestCopies is the clusters that answered with the best copy of the app
+// (the lowest MoveMark: an unmarked copy beats either side of an
+// unfinished move), and that mark; -1 and none when no cluster holds it.
+func bestCopies(searched []Searched) (best MoveMark, at []Searched) {
+	best = -1
+	for _, s := range searched {
+		if s.Err != nil || !s.Found {
+			continue
+		}
+		switch {
+		case best < 0 || s.Move < best:
+			best, at = s.Move, []Searched{s}
+		case s.Move == best:
+			at = append(at, s)
+		}
+	}
+	return best, at
 }
 
 // byContext groups clusters by kubeconfig context, in the config's order

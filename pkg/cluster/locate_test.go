@@ -249,3 +249,34 @@ func TestLocateAsksASharedContextOnce(t *testing.T) {
 		t.Errorf("unreachable: %+v", u)
 	}
 }
+
+// bestCopies keeps only the clusters with the lowest mark, skipping the
+// silent and the empty.
+func TestBestCopies(t *testing.T) {
+	s := func(name string, found bool, mark MoveMark, err error) Searched {
+		return Searched{Cluster: Cluster{Name: name}, Copy: Copy{Found: found, Move: mark}, Err: err}
+	}
+	names := func(at []Searched) string {
+		var n []string
+		for _, x := range at {
+			n = append(n, x.Name)
+		}
+		return strings.Join(n, ",")
+	}
+	for _, tt := range []struct {
+		name     string
+		searched []Searched
+		best     MoveMark
+		at       string
+	}{
+		{"none", []Searched{s("a", false, MoveNone, nil), s("b", true, MoveNone, errors.New("down"))}, -1, ""},
+		{"unmarked beats a move's target", []Searched{s("a", true, MoveTarget, nil), s("b", true, MoveNone, nil)}, MoveNone, "b"},
+		{"target beats superseded", []Searched{s("a", true, MoveSuperseded, nil), s("b", true, MoveTarget, nil)}, MoveTarget, "b"},
+		{"equals both kept", []Searched{s("a", true, MoveNone, nil), s("b", false, MoveNone, nil), s("c", true, MoveNone, nil)}, MoveNone, "a,c"},
+	} {
+		best, at := bestCopies(tt.searched)
+		if best != tt.best || names(at) != tt.at {
+			t.Errorf("%s: best %d at %q; want %d at %q", tt.name, best, names(at), tt.best, tt.at)
+		}
+	}
+}

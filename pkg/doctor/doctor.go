@@ -154,37 +154,16 @@ func Run(ctx context.Context, env Env, opts Options) (*Report, error) {
 
 	// 1. The kubeconfig loads and names a cluster.
 	opts.Progress.Update("loading kubeconfig")
-	var err error
-	if r.Context, err = env.ContextName(); err != nil {
-		return fail("kubeconfig", err)
-	}
-	if r.Namespace, err = env.Namespace(); err != nil {
-		return fail("kubeconfig", err)
-	}
-	cfg, err := env.RESTConfig()
-	if err != nil {
-		return fail("kubeconfig", err)
-	}
-	r.Server = cfg.Host
-	r.Checks = append(r.Checks, Check{Name: "kubeconfig", Status: StatusOK,
-		Message: fmt.Sprintf("context %q, namespace %q", r.Context, r.Namespace)})
-	client, err := env.KubeClient()
+	cfg, client, err := r.loadKubeconfig(env)
 	if err != nil {
 		return fail("kubeconfig", err)
 	}
 
 	// 2. The cluster answers.
 	opts.Progress.Update("contacting " + r.Server)
-	vctx, cancel := context.WithTimeout(ctx, versionTimeout)
-	info, err := discovery.ToServerVersionInterfaceWithContext(client.Discovery()).ServerVersionWithContext(vctx)
-	cancel()
-	if err != nil {
+	if err := r.checkCluster(ctx, client, opts.ClientMinor); err != nil {
 		return fail("cluster", err)
 	}
-	r.ServerVersion = info.GitVersion
-	r.Checks = append(r.Checks, Check{Name: "cluster", Status: StatusOK,
-		Message: fmt.Sprintf("%s answers, Kubernetes %s", r.Server, info.GitVersion)})
-	r.Checks = append(r.Checks, skewCheck(opts.ClientMinor, info.Minor))
 
 	// 3. Who the cluster thinks we are: RBAC answers depend on it.
 	r.Checks = append(r.Checks, identityCheck(ctx, client, r))
@@ -214,6 +193,47 @@ func Run(ctx context.Context, env Env, opts Options) (*Report, error) {
 		opts.Progress.Fail(fmt.Sprintf("%d problem(s) found", r.Problems()))
 	}
 	return r, nil
+}
+
+// loadKubeconfig reads the context, namespace and server into r and makes
+// the client. The kubeconfig check is passed once it names a server: a
+// client that cannot then be made is a second, failed, kubeconfig check.
+func (r *Report) loadKubeconfig(env Env) (*rest.Config, kubernetes.Interface, error) {
+	var err error
+	if r.Context, err = env.ContextName(); err != nil {
+		return nil, nil, err
+	}
+	if r.Namespace, err = env.Namespace(); err != nil {
+		return nil, nil, err
+	}
+	cfg, err := env.RESTConfig()
+	if err != nil {
+		return nil, nil, err
+	}
+	r.Server = cfg.Host
+	r.Checks = append(r.Checks, Check{Name: "kubeconfig", Status: StatusOK,
+		Message: fmt.Sprintf("context %q, namespace %q", r.Context, r.Namespace)})
+	client, err := env.KubeClient()
+	if err != nil {
+		return nil, nil, err
+	}
+	return cfg, client, nil
+}
+
+// checkCluster asks the server its version (within versionTimeout) and
+// adds the cluster check and the check of the client's skew from it.
+func (r *Report) checkCluster(ctx context.Context, client kubernetes.Interface, clientMinor int) error {
+	vctx, cancel := context.WithTimeout(ctx, versionTimeout)
+	defer cancel()
+	info, err := discovery.ToServerVersionInterfaceWithContext(client.Discovery()).ServerVersionWithContext(vctx)
+	if err != nil {
+		return err
+	}
+	r.ServerVersion = info.GitVersion
+	r.Checks = append(r.Checks, Check{Name: "cluster", Status: StatusOK,
+		Message: fmt.Sprintf("%s answers, Kubernetes %s", r.Server, info.GitVersion)})
+	r.Checks = append(r.Checks, skewCheck(clientMinor, info.Minor))
+	return nil
 }
 
 // dynamicClient is the Env's dynamic client, or one made from cfg, on

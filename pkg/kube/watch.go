@@ -185,28 +185,33 @@ func UntilChange[T Object](ctx context.Context, lw ListWatch[T], cond func(Chang
 		}
 		r := follow(ctx, w, objs, &rv, lw.Resync, cond)
 		w.Stop()
-		switch {
-		case r.done || r.err != nil:
+		if r.done || r.err != nil {
 			return r.err
-		case r.relist != nil:
-			// An error event: too old a version, listed again at once;
-			// else the server is in trouble, so pause first.
-			relist = true
-			if !gone(r.relist) {
-				if err := pause.wait(ctx, r.relist); err != nil {
-					return err
-				}
-			}
-		case r.events == 0:
-			// Closed before saying anything: do not hammer a server
-			// that does that.
-			if err := pause.wait(ctx, nil); err != nil {
-				return err
-			}
-		default:
-			pause.reset()
+		}
+		if relist, err = pause.afterWatch(ctx, r); err != nil {
+			return err
 		}
 	}
+}
+
+// afterWatch says, for a watch that ended without an answer (r), whether
+// to list again, pausing first when the server needs a rest.
+func (b *backoff) afterWatch(ctx context.Context, r followed) (relist bool, err error) {
+	switch {
+	case r.relist != nil:
+		// An error event: too old a version, listed again at once;
+		// else the server is in trouble, so pause first.
+		if !gone(r.relist) {
+			return true, b.wait(ctx, r.relist)
+		}
+		return true, nil
+	case r.events == 0:
+		// Closed before saying anything: do not hammer a server
+		// that does that.
+		return false, b.wait(ctx, nil)
+	}
+	b.reset()
+	return false, nil
 }
 
 type followed struct {
@@ -246,15 +251,7 @@ func follow[T Object](ctx context.Context, w watch.Interface, objs map[string]T,
 		}
 		r.events++
 		if ev.Type == watch.Error {
-			err := apierrors.FromObject(ev.Object)
-			if _, isStatus := ev.Object.(*metav1.Status); !isStatus {
-				err = fmt.Errorf("watch failed: %v", ev.Object)
-			}
-			if gone(err) || retryable(err) || !isAPIStatus(err) {
-				r.relist = err
-			} else {
-				r.err = err
-			}
+			r.relist, r.err = eventError(ev.Object)
 			return r
 		}
 		if m, ok := ev.Object.(metav1.Object); ok && m.GetResourceVersion() != "" {
@@ -277,6 +274,20 @@ func follow[T Object](ctx context.Context, w watch.Interface, objs map[string]T,
 			return r
 		}
 	}
+}
+
+// eventError is the error an Error event carries: one that listing again
+// may fix (too old a version, a server in trouble, an object that is not
+// a Status) as relist, else one that ends the watch as fatal.
+func eventError(obj runtime.Object) (relist, fatal error) {
+	err := apierrors.FromObject(obj)
+	if _, isStatus := obj.(*metav1.Status); !isStatus {
+		err = fmt.Errorf("watch failed: %v", obj)
+	}
+	if gone(err) || retryable(err) || !isAPIStatus(err) {
+		return err, nil
+	}
+	return nil, err
 }
 
 // backoff is the pause before trying a busy or failing server again:

@@ -477,3 +477,46 @@ func TestRetry(t *testing.T) {
 		t.Fatalf("Retry after ctx ended = %v, want the last error", err)
 	}
 }
+
+// An Error event ends the watch only when listing again cannot help.
+func TestEventError(t *testing.T) {
+	status := func(code int32, reason metav1.StatusReason) runtime.Object {
+		return &metav1.Status{Status: metav1.StatusFailure, Code: code, Reason: reason, Message: string(reason)}
+	}
+	for _, tt := range []struct {
+		name   string
+		obj    runtime.Object
+		relist bool
+	}{
+		{"too old a version", status(410, metav1.StatusReasonGone), true},
+		{"expired", status(410, metav1.StatusReasonExpired), true},
+		{"server trouble", status(500, metav1.StatusReasonInternalError), true},
+		{"not a Status", &corev1.Pod{}, true},
+		{"forbidden", status(403, metav1.StatusReasonForbidden), false},
+	} {
+		relist, fatal := eventError(tt.obj)
+		if (relist != nil) != tt.relist || (fatal != nil) == tt.relist {
+			t.Errorf("%s: relist %v, fatal %v; want relist: %v", tt.name, relist, fatal, tt.relist)
+		}
+	}
+}
+
+// After a watch ends, only a server in trouble or a watch closed at once
+// earns a pause; a watch that said something resets the backoff.
+func TestAfterWatch(t *testing.T) {
+	var slept []time.Duration
+	b := &backoff{sleep: func(_ context.Context, d time.Duration) error { slept = append(slept, d); return nil }}
+	gone := apierrors.NewResourceExpired("too old")
+	if relist, err := b.afterWatch(context.Background(), followed{relist: gone, events: 1}); !relist || err != nil || len(slept) != 0 {
+		t.Fatalf("gone: relist %v, err %v, pauses %v; want a relist at once", relist, err, slept)
+	}
+	if relist, err := b.afterWatch(context.Background(), followed{relist: apierrors.NewInternalError(errors.New("x")), events: 1}); !relist || err != nil || len(slept) != 1 {
+		t.Fatalf("server error: relist %v, err %v, pauses %v; want a relist after a pause", relist, err, slept)
+	}
+	if relist, err := b.afterWatch(context.Background(), followed{}); relist || err != nil || len(slept) != 2 || slept[1] <= slept[0] {
+		t.Fatalf("closed at once: relist %v, err %v, pauses %v; want a longer pause, no relist", relist, err, slept)
+	}
+	if relist, err := b.afterWatch(context.Background(), followed{events: 3}); relist || err != nil || b.n != 0 {
+		t.Fatalf("events seen: relist %v, err %v, backoff %d; want a reset", relist, err, b.n)
+	}
+}

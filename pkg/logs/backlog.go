@@ -30,21 +30,7 @@ func showBacklog(ctx context.Context, d Deps, o Options, out *printer, pods []*c
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer close(s.lines)
-			rc, err := d.Client.CoreV1().Pods(d.Namespace).GetLogs(p.Name, logOptions(o, p)).Stream(ctx)
-			if err != nil {
-				s.err = err
-				return
-			}
-			defer rc.Close()
-			s.err = readLines(rc, p.Name, func(l line) bool {
-				select {
-				case s.lines <- l:
-					return true
-				case <-ctx.Done():
-					return false
-				}
-			})
+			s.fetch(ctx, d, o, p)
 		}()
 	}
 	h := &heads{}
@@ -87,6 +73,26 @@ type source struct {
 	lines chan line
 	err   error // set by the reading goroutine before it closes lines
 	gone  error // set by the merge: the kubelet says the log is gone
+}
+
+// fetch reads unit p's log into s.lines, one line at a time as the merge
+// takes them, and closes s.lines at its end; s.err is why it ended early.
+func (s *source) fetch(ctx context.Context, d Deps, o Options, p *corev1.Pod) {
+	defer close(s.lines)
+	rc, err := d.Client.CoreV1().Pods(d.Namespace).GetLogs(p.Name, logOptions(o, p)).Stream(ctx)
+	if err != nil {
+		s.err = err
+		return
+	}
+	defer rc.Close()
+	s.err = readLines(rc, p.Name, func(l line) bool {
+		select {
+		case s.lines <- l:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	})
 }
 
 type head struct {

@@ -137,6 +137,21 @@ func Add(ctx context.Context, t cluster.Target, o AddOptions) (*AddResult, error
 		return &AddResult{Node: Summarize(updated, t.Name, nil), Changed: changed}, nil
 	}
 
+	created, err := nodes.Create(ctx, registeredNode(name, o), metav1.CreateOptions{FieldManager: kube.FieldManager})
+	if apierrors.IsAlreadyExists(err) {
+		// Someone registered it in between: adopt it instead.
+		return Add(ctx, t, o)
+	}
+	if err != nil {
+		return nil, kube.TranslateError(err)
+	}
+	return &AddResult{Node: Summarize(created, t.Name, nil), Registered: true, Changed: true}, nil
+}
+
+// registeredNode is the Node object tug node add registers for a machine
+// whose kubelet has not joined yet under name: in o's pool, with o's
+// metadata and IaaS id, the address the user gave, and not ready.
+func registeredNode(name string, o AddOptions) *corev1.Node {
 	n := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{kube.LabelPool: o.Pool}},
 	}
@@ -159,15 +174,7 @@ func Add(ctx context.Context, t cluster.Target, o AddOptions) (*AddResult, error
 		Message:           "registered by tug node add; no kubelet has joined under this name yet",
 		LastHeartbeatTime: now, LastTransitionTime: now,
 	}}
-	created, err := nodes.Create(ctx, n, metav1.CreateOptions{FieldManager: kube.FieldManager})
-	if apierrors.IsAlreadyExists(err) {
-		// Someone registered it in between: adopt it instead.
-		return Add(ctx, t, o)
-	}
-	if err != nil {
-		return nil, kube.TranslateError(err)
-	}
-	return &AddResult{Node: Summarize(created, t.Name, nil), Registered: true, Changed: true}, nil
+	return n
 }
 
 // setIaaSID records the machine's provider id: always as an annotation, and

@@ -114,18 +114,26 @@ func GetInfo(ctx context.Context, f *Found) (*Info, error) {
 		info.Warning = fmt.Sprintf("units not listed: %v", kube.TranslateError(err))
 		return info, nil
 	}
-	for i := range pods.Items {
-		p := &pods.Items[i]
+	info.Units = unitsOf(pods.Items)
+	return info, nil
+}
+
+// unitsOf is the units among a node's pods (not the finished ones), by
+// namespace, app, then name.
+func unitsOf(pods []corev1.Pod) []Unit {
+	units := []Unit{}
+	for i := range pods {
+		p := &pods[i]
 		if !isUnit(p) || podFinished(p) {
 			continue
 		}
-		info.Units = append(info.Units, Unit{
+		units = append(units, Unit{
 			Namespace: p.Namespace, App: p.Labels[kube.LabelApp], Process: p.Labels[kube.LabelProcess],
 			Name: p.Name, Ready: kube.PodReady(p), Phase: string(p.Status.Phase), IP: p.Status.PodIP,
 		})
 	}
-	sort.Slice(info.Units, func(i, j int) bool {
-		a, b := info.Units[i], info.Units[j]
+	sort.Slice(units, func(i, j int) bool {
+		a, b := units[i], units[j]
 		if a.Namespace != b.Namespace {
 			return a.Namespace < b.Namespace
 		}
@@ -134,7 +142,7 @@ func GetInfo(ctx context.Context, f *Found) (*Info, error) {
 		}
 		return a.Name < b.Name
 	})
-	return info, nil
+	return units
 }
 
 func quantities(l corev1.ResourceList) map[string]string {

@@ -192,24 +192,9 @@ func (d *drainer) lockPreflight(ctx context.Context, pods []corev1.Pod) error {
 	}
 	sort.Strings(namespaces)
 	for _, ns := range namespaces {
-		var missing []string
-		verbs := map[string][]string{}
-		for _, a := range appAccess {
-			a.namespace = ns
-			allowed, ok := a.allowed(ctx, d.client)
-			if !ok {
-				return nil
-			}
-			if !allowed {
-				res := kube.ResourceName(a.group, a.resource, a.sub)
-				if verbs[res] == nil {
-					missing = append(missing, res)
-				}
-				verbs[res] = append(verbs[res], a.verb)
-			}
-		}
-		for i, res := range missing {
-			missing[i] = strings.Join(verbs[res], ",") + " " + res
+		missing, asked := d.missingAppAccess(ctx, ns)
+		if !asked {
+			return nil
 		}
 		if len(missing) == 0 {
 			continue
@@ -225,6 +210,31 @@ func (d *drainer) lockPreflight(ctx context.Context, pods []corev1.Pod) error {
 		return refused
 	}
 	return nil
+}
+
+// missingAppAccess is what the user may not do in namespace ns of what
+// moving an app's units needs (appAccess), as "VERBS RESOURCE" in
+// appAccess's order; asked is false when a question went unanswered.
+func (d *drainer) missingAppAccess(ctx context.Context, ns string) (missing []string, asked bool) {
+	verbs := map[string][]string{}
+	for _, a := range appAccess {
+		a.namespace = ns
+		allowed, ok := a.allowed(ctx, d.client)
+		if !ok {
+			return nil, false
+		}
+		if !allowed {
+			res := kube.ResourceName(a.group, a.resource, a.sub)
+			if verbs[res] == nil {
+				missing = append(missing, res)
+			}
+			verbs[res] = append(verbs[res], a.verb)
+		}
+	}
+	for i, res := range missing {
+		missing[i] = strings.Join(verbs[res], ",") + " " + res
+	}
+	return missing, true
 }
 
 // appsRoleRefusal rewrites a refusal met while moving proc's units (its

@@ -84,37 +84,8 @@ func diagnosePod(p *corev1.Pod, now time.Time) *Failure {
 		return &Failure{Class: class, Process: proc, Unit: p.Name, Reason: reason, Message: fmt.Sprintf(format, a...)}
 	}
 	for _, c := range p.Status.ContainerStatuses {
-		if w := c.State.Waiting; w != nil {
-			switch w.Reason {
-			case "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "RegistryUnavailable":
-				return fail(ClassImagePull, w.Reason, "image %q cannot be pulled: %s", c.Image, text.Excerpt(w.Message))
-			case "CreateContainerConfigError", "CreateContainerError", "RunContainerError":
-				// The kubelet fetches a new release's Secret on its own
-				// schedule; until then it reports a config error that fixes
-				// itself. A missing Secret or key does not.
-				if !transientConfigError(w.Message) {
-					return fail(ClassConfig, w.Reason, "%s cannot start: %s", proc, text.Excerpt(w.Message))
-				}
-			case "CrashLoopBackOff":
-				return crashed(fail, c)
-			}
-		}
-		if t := c.State.Terminated; t != nil {
-			if t.Reason == "StartError" || t.Reason == "ContainerCannotRun" {
-				return fail(ClassConfig, t.Reason, "%s cannot start: %s", proc, text.Excerpt(t.Message))
-			}
-			if c.RestartCount >= 1 || p.Spec.RestartPolicy == corev1.RestartPolicyNever {
-				return crashed(fail, c)
-			}
-		}
-		if c.RestartCount >= 1 && c.LastTerminationState.Terminated != nil {
-			t := c.LastTerminationState.Terminated
-			if t.Reason == "StartError" || t.Reason == "ContainerCannotRun" {
-				return fail(ClassConfig, t.Reason, "%s cannot start: %s", proc, text.Excerpt(t.Message))
-			}
-			if t.Reason != "OOMKilled" || c.RestartCount >= 2 {
-				return crashed(fail, c)
-			}
+		if f := containerFailure(p, c, fail); f != nil {
+			return f
 		}
 	}
 	for _, cond := range p.Status.Conditions {
@@ -127,6 +98,46 @@ func diagnosePod(p *corev1.Pod, now time.Time) *Failure {
 	if f := unready(p, now); f != nil {
 		f.Process, f.Unit = proc, p.Name
 		return f
+	}
+	return nil
+}
+
+// containerFailure is diagnosePod's verdict on one container: an image
+// that cannot be pulled, a configuration it cannot start with, or a crash
+// (an OOM kill gets one more try). nil while waiting may still fix it.
+func containerFailure(p *corev1.Pod, c corev1.ContainerStatus, fail func(Class, string, string, ...any) *Failure) *Failure {
+	proc := p.Labels[kube.LabelProcess]
+	if w := c.State.Waiting; w != nil {
+		switch w.Reason {
+		case "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "RegistryUnavailable":
+			return fail(ClassImagePull, w.Reason, "image %q cannot be pulled: %s", c.Image, text.Excerpt(w.Message))
+		case "CreateContainerConfigError", "CreateContainerError", "RunContainerError":
+			// The kubelet fetches a new release's Secret on its own
+			// schedule; until then it reports a config error that fixes
+			// itself. A missing Secret or key does not.
+			if !transientConfigError(w.Message) {
+				return fail(ClassConfig, w.Reason, "%s cannot start: %s", proc, text.Excerpt(w.Message))
+			}
+		case "CrashLoopBackOff":
+			return crashed(fail, c)
+		}
+	}
+	if t := c.State.Terminated; t != nil {
+		if t.Reason == "StartError" || t.Reason == "ContainerCannotRun" {
+			return fail(ClassConfig, t.Reason, "%s cannot start: %s", proc, text.Excerpt(t.Message))
+		}
+		if c.RestartCount >= 1 || p.Spec.RestartPolicy == corev1.RestartPolicyNever {
+			return crashed(fail, c)
+		}
+	}
+	if c.RestartCount >= 1 && c.LastTerminationState.Terminated != nil {
+		t := c.LastTerminationState.Terminated
+		if t.Reason == "StartError" || t.Reason == "ContainerCannotRun" {
+			return fail(ClassConfig, t.Reason, "%s cannot start: %s", proc, text.Excerpt(t.Message))
+		}
+		if t.Reason != "OOMKilled" || c.RestartCount >= 2 {
+			return crashed(fail, c)
+		}
 	}
 	return nil
 }

@@ -94,27 +94,10 @@ func (r *Watch) Wait(ctx context.Context) error {
 	for {
 		// Both lists first, so the first look sees the whole picture.
 		if r.deployments != nil && r.pods != nil {
-			var done bool
-			var err error
-			if lookAtAll {
-				done, err = r.check(ctx, time.Now())
-				lookAtAll = false
-			} else {
-				done, err = r.checkChanged(ctx, changed, time.Now())
-			}
+			done, err := r.look(ctx, lookAtAll, changed, idle)
+			lookAtAll = false
 			if done || err != nil {
 				return err
-			}
-			if line := r.summary(); line != r.lastLine {
-				r.lastLine = line
-				r.Progress.Update(line)
-				if !idle.Stop() {
-					select {
-					case <-idle.C:
-					default:
-					}
-				}
-				idle.Reset(r.Idle)
 			}
 		}
 		changed = nil
@@ -144,6 +127,34 @@ func (r *Watch) Wait(ctx context.Context) error {
 				Message: fmt.Sprintf("no progress for %s: %s", r.Idle, r.lastLine)}
 		}
 	}
+}
+
+// look judges the rollout once: every unit (all, after a list or a tick)
+// or only the pod that changed. A new summary line is progress, so it
+// goes to the reporter and restarts the idle timer.
+func (r *Watch) look(ctx context.Context, all bool, changed *corev1.Pod, idle *time.Timer) (bool, error) {
+	var done bool
+	var err error
+	if all {
+		done, err = r.check(ctx, time.Now())
+	} else {
+		done, err = r.checkChanged(ctx, changed, time.Now())
+	}
+	if done || err != nil {
+		return done, err
+	}
+	if line := r.summary(); line != r.lastLine {
+		r.lastLine = line
+		r.Progress.Update(line)
+		if !idle.Stop() {
+			select {
+			case <-idle.C:
+			default:
+			}
+		}
+		idle.Reset(r.Idle)
+	}
+	return false, nil
 }
 
 // forward is a kube.Until condition that never ends the watch: it hands

@@ -156,6 +156,14 @@ func (c Client) Confirm(ctx context.Context, p progress.Reporter, before, a *app
 	if gw == nil || gw.address == "" || gw.httpPort == 0 {
 		return RoutingAccepted, nil
 	}
+	return serveAll(ctx, p, before, a, gw, gone, probe), nil
+}
+
+// serveAll waits, through gw, for the router to serve each URL of the app
+// as the change (probe) should, then to stop serving the hosts gone. It is
+// RoutingServed when all did and every URL could tell the change apart,
+// else RoutingAccepted.
+func serveAll(ctx context.Context, p progress.Reporter, before, a *app.App, gw *gatewayView, gone []*url.URL, probe Probe) string {
 	src := sourceTowards(net.JoinHostPort(gw.address, strconv.FormatInt(gw.httpPort, 10)))
 	confirmed := true
 	for _, u := range servedURLs(a) {
@@ -168,20 +176,20 @@ func (c Client) Confirm(ctx context.Context, p progress.Reporter, before, a *app
 			continue
 		}
 		if !serveOne(ctx, p, a, gw, u, want) {
-			return RoutingAccepted, nil
+			return RoutingAccepted
 		}
 	}
 	for _, u := range gone {
 		p.Update(fmt.Sprintf("waiting for the router to stop serving %s", u.Hostname()))
 		http := &url.URL{Scheme: "http", Host: u.Host, Path: u.Path}
 		if !served(ctx, net.JoinHostPort(gw.address, strconv.FormatInt(gw.httpPort, 10)), http, probeGone, "") {
-			return RoutingAccepted, nil
+			return RoutingAccepted
 		}
 	}
 	if !confirmed {
-		return RoutingAccepted, nil
+		return RoutingAccepted
 	}
-	return RoutingServed, nil
+	return RoutingServed
 }
 
 // serveOne waits for the router to give u what want says, through gw,
@@ -450,8 +458,7 @@ func answered(ctx context.Context, client *http.Client, u *url.URL, probe Probe,
 	if token != "" {
 		req.Header.Set(ProbeHeader, ProbeKey(token))
 	}
-	release, byRelease := strings.CutPrefix(string(probe), probeRelease)
-	if byRelease {
+	if release, byRelease := strings.CutPrefix(string(probe), probeRelease); byRelease {
 		req.Header.Set(ReleaseHeader, release)
 	}
 	resp, err := client.Do(req)
@@ -463,23 +470,40 @@ func answered(ctx context.Context, client *http.Client, u *url.URL, probe Probe,
 	if probe == probeGone {
 		return resp.StatusCode == http.StatusNotFound
 	}
-	// over HTTPS, the router must show a certificate for the host (a new
-	// one takes a moment to load; until then it shows a default one)
-	if resp.TLS != nil && (len(resp.TLS.PeerCertificates) == 0 || resp.TLS.PeerCertificates[0].VerifyHostname(u.Hostname()) != nil) {
+	return showsCertificate(resp, u.Hostname()) && fromTheRoute(resp.Header, probe, token) && statusAnswers(resp, probe)
+}
+
+// showsCertificate says whether, over HTTPS, the router showed a
+// certificate for host (a new one takes a moment to load; until then it
+// shows a default one). Plain HTTP shows none and needs none.
+func showsCertificate(resp *http.Response, host string) bool {
+	return resp.TLS == nil || len(resp.TLS.PeerCertificates) > 0 && resp.TLS.PeerCertificates[0].VerifyHostname(host) == nil
+}
+
+// fromTheRoute says whether the answer's headers show it came through the
+// route the probe asks about: the split's marker, the release asked for,
+// the app's own route key (token), or, for a route with no key, any
+// route of tug's.
+func fromTheRoute(h http.Header, probe Probe, token string) bool {
+	if marker, ok := strings.CutPrefix(string(probe), probeSplit); ok && h.Get(SplitHeader) != marker {
 		return false
 	}
-	if marker, ok := strings.CutPrefix(string(probe), probeSplit); ok && resp.Header.Get(SplitHeader) != marker {
+	if release, ok := strings.CutPrefix(string(probe), probeRelease); ok && h.Get(ReleaseHeader) != release {
 		return false
 	}
-	if byRelease && resp.Header.Get(ReleaseHeader) != release {
-		return false
-	}
-	if token != "" && probe != probeForbidden && resp.Header.Get(RouteHeader) != AnswerKey(token) {
+	if token != "" && probe != probeForbidden && h.Get(RouteHeader) != AnswerKey(token) {
 		return false // not the app's route (or not yet)
 	}
-	if probe == probeRouted && token == "" && resp.Header.Get(RouteHeader) == "" {
+	if probe == probeRouted && token == "" && h.Get(RouteHeader) == "" {
 		return false
 	}
+	return true
+}
+
+// statusAnswers says whether the answer's status is what the probe waits
+// for: the maintenance page, a refusal, or the app itself rather than one
+// of the router's own answers.
+func statusAnswers(resp *http.Response, probe Probe) bool {
 	switch probe {
 	case ProbeMaintenance:
 		return resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get("Retry-After") != ""

@@ -181,19 +181,7 @@ func RenderSplit(a *app.App, backends []Backend, labels map[string]string) []*un
 		return nil
 	}
 	gwNS, gwName, _ := strings.Cut(a.Route.Gateway, "/")
-	hosts, paths := routedHosts(a)
-	groups := map[string][]string{} // path set -> hosts
-	var sets []string
-	for _, h := range hosts {
-		ps := append([]string(nil), paths[h]...)
-		sort.Strings(ps)
-		k := strings.Join(ps, " ")
-		if _, ok := groups[k]; !ok {
-			sets = append(sets, k)
-		}
-		groups[k] = append(groups[k], h)
-	}
-	sort.Strings(sets)
+	sets, groups := hostsByPaths(a)
 	var routes []*unstructured.Unstructured
 	for _, set := range sets {
 		name := Name(a.Name)
@@ -236,6 +224,26 @@ func RenderSplit(a *app.App, backends []Backend, labels map[string]string) []*un
 		}})
 	}
 	return routes
+}
+
+// hostsByPaths groups the app's routed hosts by the set of paths each
+// routes (the sorted paths joined by spaces): one HTTPRoute per set, since
+// a route's rules apply to all its hostnames. sets is sorted, so the
+// routes render in a stable order.
+func hostsByPaths(a *app.App) (sets []string, groups map[string][]string) {
+	hosts, paths := routedHosts(a)
+	groups = map[string][]string{}
+	for _, h := range hosts {
+		ps := append([]string(nil), paths[h]...)
+		sort.Strings(ps)
+		k := strings.Join(ps, " ")
+		if _, ok := groups[k]; !ok {
+			sets = append(sets, k)
+		}
+		groups[k] = append(groups[k], h)
+	}
+	sort.Strings(sets)
+	return sets, groups
 }
 
 // rule is the rule of path p, or its probe twin: the same path and
@@ -508,12 +516,12 @@ func keepToken(a *app.App) string {
 func (c Client) wantFound(ctx context.Context, a *app.App, domain string, r *app.Route) {
 	d, err := c.Finder.find(ctx, c)
 	found := a.Route != nil && a.Route.Discovered
-	keep := func() {
-		if found {
-			r.Gateway, r.Host, r.HTTPS, r.Discovered = a.Route.Gateway, a.Route.Host, a.Route.HTTPS, true
-		}
+	if err != nil || d.Forbidden {
+		keepFound(a, r)
+		c.sayLookFailed(a, r, d, err)
+		return
 	}
-	if err == nil && !d.Forbidden && found && c.Trust == "" {
+	if found && c.Trust == "" {
 		// a Gateway the app routes through already stays its route while
 		// it stands and admits the namespace, while the cluster trusts no
 		// class: a cluster upgraded from before gatewayClasses trusts
@@ -522,31 +530,16 @@ func (c Client) wantFound(ctx context.Context, a *app.App, domain string, r *app
 		// one. Once an admin sets gatewayClasses, what it leaves out is
 		// left: an admin can take trust away
 		if why, ok := d.UntrustedAdmits(a.Route.Gateway); ok {
-			keep()
+			keepFound(a, r)
 			say(c.Warn, fmt.Sprintf("app %s keeps Gateway %s, which it routed through before, although discovery does not trust it (%s); an admin allows it with '%s' (or names one with '%s'); an app that finds a Gateway for the first time gets only a trusted one",
 				a.Name, r.Gateway, why, TrustClasses, SetGateway))
 			return
 		}
 	}
-	if err == nil && !d.Forbidden && d.Gateway == "" && found && (d.LabelsUnread || slices.Contains(d.Candidates, a.Route.Gateway)) {
-		keep()
+	if d.Gateway == "" && found && (d.LabelsUnread || slices.Contains(d.Candidates, a.Route.Gateway)) {
+		keepFound(a, r)
 		say(c.Note, fmt.Sprintf("app %s keeps Gateway %s, found before (%d Gateways admit namespace %s now; labels unread: %v)",
 			a.Name, r.Gateway, len(d.Candidates), c.Namespace, d.LabelsUnread))
-		return
-	}
-	if err != nil || d.Forbidden {
-		keep()
-		switch {
-		case err != nil && r.Gateway != "":
-			say(c.Warn, fmt.Sprintf("cannot look for the Gateway of namespace %s (%v): app %s keeps Gateway %s, found before", c.Namespace, err, a.Name, r.Gateway))
-		case err != nil:
-			say(c.Warn, fmt.Sprintf("cannot look for the Gateway of namespace %s (%v): domains route through an Ingress", c.Namespace, err))
-		case r.Gateway != "":
-			say(c.Note, fmt.Sprintf("you may not list Gateways in every namespace: app %s keeps Gateway %s, found before", a.Name, r.Gateway))
-		default:
-			msg, _ := d.Message()
-			say(c.Note, msg)
-		}
 		return
 	}
 	if d.Gateway != "" {
@@ -556,6 +549,31 @@ func (c Client) wantFound(ctx context.Context, a *app.App, domain string, r *app
 	if msg, loud := d.Message(); loud {
 		say(c.Warn, msg)
 	} else {
+		say(c.Note, msg)
+	}
+}
+
+// keepFound copies into r the Gateway the app found before, if it found
+// one (a Gateway named by hand is not the look's to keep).
+func keepFound(a *app.App, r *app.Route) {
+	if a.Route != nil && a.Route.Discovered {
+		r.Gateway, r.Host, r.HTTPS, r.Discovered = a.Route.Gateway, a.Route.Host, a.Route.HTTPS, true
+	}
+}
+
+// sayLookFailed says what a look for the Gateway that failed (err) or was
+// forbidden (d.Forbidden) leaves the app with: the Gateway kept in r, or
+// none, where domains route through an Ingress.
+func (c Client) sayLookFailed(a *app.App, r *app.Route, d Discovery, err error) {
+	switch {
+	case err != nil && r.Gateway != "":
+		say(c.Warn, fmt.Sprintf("cannot look for the Gateway of namespace %s (%v): app %s keeps Gateway %s, found before", c.Namespace, err, a.Name, r.Gateway))
+	case err != nil:
+		say(c.Warn, fmt.Sprintf("cannot look for the Gateway of namespace %s (%v): domains route through an Ingress", c.Namespace, err))
+	case r.Gateway != "":
+		say(c.Note, fmt.Sprintf("you may not list Gateways in every namespace: app %s keeps Gateway %s, found before", a.Name, r.Gateway))
+	default:
+		msg, _ := d.Message()
 		say(c.Note, msg)
 	}
 }

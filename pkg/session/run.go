@@ -88,33 +88,16 @@ const (
 func Run(ctx context.Context, d Deps, o RunOptions) (res *RunResult, err error) {
 	ctx, cancel := withHangup(ctx)
 	defer cancel()
-	store := &app.Store{Client: d.Client, Namespace: d.Namespace}
-	a, err := store.GetApp(ctx, o.App)
+	src, err := loadRunSource(ctx, d, o)
 	if err != nil {
 		return nil, err
-	}
-	cmdName := d.finder().commandName
-	if a.Release == 0 {
-		return nil, fmt.Errorf("app %q has not been deployed, and a run uses its current release; deploy it with '%s app deploy %s --image IMAGE'", a.Name, cmdName, a.Name)
-	}
-	rel, cfg, err := store.GetRelease(ctx, a.Name, a.Release)
-	if err != nil {
-		return nil, err
-	}
-	proc, err := runProcess(a, rel, o.Process)
-	if err != nil {
-		return nil, err
-	}
-	dep := processDeployment(render.Release(a, rel, cfg), proc)
-	if dep == nil || len(dep.Spec.Template.Spec.Containers) == 0 {
-		return nil, fmt.Errorf("release v%d of app %q renders no Deployment for process %q", rel.Version, a.Name, proc)
 	}
 
 	// The container is created with or without a TTY, so decide now.
 	_, tty := ttyMode(d.IO, o.TTY)
-	r := &runner{d: d, o: o, app: a, name: RunPodName(a.Name), progress: d.progress()}
-	r.pod = buildRunPod(a, dep, runPodSpec{
-		Name: r.name, Process: proc, Release: rel.Version, Command: o.Command,
+	r := &runner{d: d, o: o, app: src.app, name: RunPodName(src.app.Name), progress: d.progress()}
+	r.pod = buildRunPod(src.app, src.dep, runPodSpec{
+		Name: r.name, Process: src.proc, Release: src.rel.Version, Command: o.Command,
 		Stdin: o.Stdin || o.TTY, TTY: tty, Timeout: o.Timeout, EnvKeys: o.Env.Keys(), User: d.user(),
 	})
 	r.container = r.pod.Spec.Containers[0].Name
@@ -133,13 +116,7 @@ func Run(ctx context.Context, d Deps, o RunOptions) (res *RunResult, err error) 
 	if err := r.create(ctx); err != nil {
 		return nil, err
 	}
-	envNote := ""
-	if len(o.Env) > 0 {
-		envNote = " (with --env " + strings.Join(o.Env.Keys(), ", ") + ")"
-	}
-	command := AuditCommand(o.Command)
-	waitAudit = audit(ctx, d.Client, r.pod, ReasonRun, d.User, command,
-		"%s ran: "+escapePct(fmt.Sprintf("%s (release v%d, process %s)%s", command, rel.Version, proc, envNote)))
+	waitAudit = r.audit(ctx, src)
 
 	runCtx := ctx
 	if o.Timeout > 0 {
@@ -147,7 +124,67 @@ func Run(ctx context.Context, d Deps, o RunOptions) (res *RunResult, err error) 
 		runCtx, cancel = context.WithTimeout(ctx, o.Timeout)
 		defer cancel()
 	}
-	code, err := r.run(runCtx, tty, fmt.Sprintf("release v%d, process %s", rel.Version, proc))
+	code, err := r.run(runCtx, tty, src.what())
+	return r.outcome(ctx, runCtx, code, err)
+}
+
+// runSource is what a run pod is made from: the app's current release and
+// the Deployment it renders for the process the run copies.
+type runSource struct {
+	app  *app.App
+	rel  *app.Release
+	proc string
+	dep  *appsv1.Deployment
+}
+
+// what names the release and process in the run's progress and audit lines.
+func (s *runSource) what() string {
+	return fmt.Sprintf("release v%d, process %s", s.rel.Version, s.proc)
+}
+
+// loadRunSource reads the app and its current release and renders the
+// process's Deployment; a run of an app never deployed is refused before
+// anything is created.
+func loadRunSource(ctx context.Context, d Deps, o RunOptions) (*runSource, error) {
+	store := &app.Store{Client: d.Client, Namespace: d.Namespace}
+	a, err := store.GetApp(ctx, o.App)
+	if err != nil {
+		return nil, err
+	}
+	if a.Release == 0 {
+		return nil, fmt.Errorf("app %q has not been deployed, and a run uses its current release; deploy it with '%s app deploy %s --image IMAGE'", a.Name, d.finder().commandName, a.Name)
+	}
+	rel, cfg, err := store.GetRelease(ctx, a.Name, a.Release)
+	if err != nil {
+		return nil, err
+	}
+	proc, err := runProcess(a, rel, o.Process)
+	if err != nil {
+		return nil, err
+	}
+	dep := processDeployment(render.Release(a, rel, cfg), proc)
+	if dep == nil || len(dep.Spec.Template.Spec.Containers) == 0 {
+		return nil, fmt.Errorf("release v%d of app %q renders no Deployment for process %q", rel.Version, a.Name, proc)
+	}
+	return &runSource{app: a, rel: rel, proc: proc, dep: dep}, nil
+}
+
+// audit records who ran what, from which release, as an Event on the run
+// pod, and returns the wait for that write.
+func (r *runner) audit(ctx context.Context, src *runSource) (wait func() error) {
+	envNote := ""
+	if len(r.o.Env) > 0 {
+		envNote = " (with --env " + strings.Join(r.o.Env.Keys(), ", ") + ")"
+	}
+	command := AuditCommand(r.o.Command)
+	return audit(ctx, r.d.Client, r.pod, ReasonRun, r.d.User, command,
+		"%s ran: "+escapePct(fmt.Sprintf("%s (%s)%s", command, src.what(), envNote)))
+}
+
+// outcome is Run's answer for how the run ended: an interrupt (ctx) wins
+// over everything but a detach, a non-zero exit code is an ExitError, and
+// a run that outlived --timeout (runCtx) is a RunTimeoutError.
+func (r *runner) outcome(ctx, runCtx context.Context, code int, err error) (*RunResult, error) {
 	switch {
 	case err == nil && r.detached:
 		return &RunResult{Pod: r.name}, nil
@@ -158,9 +195,9 @@ func Run(ctx context.Context, d Deps, o RunOptions) (res *RunResult, err error) 
 		return &RunResult{Pod: r.name}, &ExitError{Code: code}
 	case err == nil:
 		return &RunResult{Pod: r.name}, nil
-	case o.Timeout > 0 && (runCtx.Err() != nil || isTimeout(err)):
+	case r.o.Timeout > 0 && (runCtx.Err() != nil || isTimeout(err)):
 		r.end(fmt.Sprintf("%s timed out; deleting it", r.name))
-		return nil, &RunTimeoutError{Pod: r.name, Timeout: o.Timeout}
+		return nil, &RunTimeoutError{Pod: r.name, Timeout: r.o.Timeout}
 	}
 	return nil, err
 }
@@ -222,6 +259,28 @@ func (r *runner) create(parent context.Context) error {
 // run waits for the pod to start, streams its output and returns the
 // container's exit code.
 func (r *runner) run(ctx context.Context, tty bool, what string) (int, error) {
+	started, err := r.start(ctx, what)
+	if err != nil {
+		return 0, err
+	}
+	if r.o.Detach {
+		r.done(fmt.Sprintf("%s started (%s)", r.name, what))
+		r.detached = true
+		return 0, nil
+	}
+	r.done(fmt.Sprintf("%s running (%s)", r.name, what))
+
+	if err := r.stream(ctx, tty, started); err != nil {
+		return 0, err
+	}
+	return r.exitCode(ctx)
+}
+
+// start waits until the run's container runs or has ended, saying on the
+// progress line why it waits when the reason is not routine, and returns
+// the pod as it then was. A pod that cannot start is an error that says
+// why: a start failure, or a command the runtime could not run.
+func (r *runner) start(ctx context.Context, what string) (*corev1.Pod, error) {
 	r.status(fmt.Sprintf("starting %s (%s)", r.name, what))
 	started, err := watchPod(ctx, r.d.Client, r.d.Namespace, r.name, recheck, func(p *corev1.Pod) (bool, error) {
 		if cs := containerStatus(p, r.container); cs != nil && (cs.State.Running != nil || cs.State.Terminated != nil) {
@@ -240,7 +299,7 @@ func (r *runner) run(ctx context.Context, tty bool, what string) (int, error) {
 	})
 	if err != nil {
 		r.fail(err)
-		return 0, err
+		return nil, err
 	}
 	if t := terminated(started, r.container); t != nil && (t.Reason == "StartError" || t.Reason == "ContainerCannotRun") {
 		r.finished = true
@@ -250,21 +309,17 @@ func (r *runner) run(ctx context.Context, tty bool, what string) (int, error) {
 		}
 		err := &CommandError{Code: code, Msg: fmt.Sprintf("%s cannot run %s: %s", r.name, ShellJoin(r.o.Command), runtimeMessage(t.Message))}
 		r.fail(err)
-		return 0, err
+		return nil, err
 	}
 	if phaseTimedOut(started) {
-		return 0, context.DeadlineExceeded
+		return nil, context.DeadlineExceeded
 	}
-	if r.o.Detach {
-		r.done(fmt.Sprintf("%s started (%s)", r.name, what))
-		r.detached = true
-		return 0, nil
-	}
-	r.done(fmt.Sprintf("%s running (%s)", r.name, what))
+	return started, nil
+}
 
-	if err := r.stream(ctx, tty, started); err != nil {
-		return 0, err
-	}
+// exitCode waits, once the output has ended, for the container to
+// terminate and returns its exit code, warning when it was OOMKilled.
+func (r *runner) exitCode(ctx context.Context) (int, error) {
 	final, err := watchPod(ctx, r.d.Client, r.d.Namespace, r.name, 0, func(p *corev1.Pod) (bool, error) {
 		return terminated(p, r.container) != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed, nil
 	})

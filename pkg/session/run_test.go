@@ -16,6 +16,7 @@ import (
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/inputerr"
+	"tug.dev/tug/pkg/progress"
 	"tug.dev/tug/pkg/rollout"
 )
 
@@ -265,5 +266,52 @@ func TestRunDeletesThePodWhenTheConnectionIsLost(t *testing.T) {
 	}
 	if len(h.runPods()) != 0 {
 		t.Fatal("the run pod is left after a lost connection")
+	}
+}
+
+// outcome's order matters: an interrupt wins over a timeout and a failed
+// stream, a detach wins over an interrupt, and only a run with --timeout
+// turns a deadline into RunTimeoutError.
+func TestRunOutcome(t *testing.T) {
+	live := context.Background()
+	gone, cancel := context.WithCancel(live)
+	cancel()
+	expired, cancel2 := context.WithTimeout(live, 0)
+	defer cancel2()
+	streamErr := errors.New("stream broke")
+	for _, tc := range []struct {
+		name        string
+		detached    bool
+		timeout     time.Duration
+		ctx, runCtx context.Context
+		code        int
+		err         error
+		wantPod     bool
+		check       func(error) bool
+	}{
+		{name: "detached", detached: true, ctx: gone, runCtx: gone, wantPod: true, check: func(e error) bool { return e == nil }},
+		{name: "interrupted", ctx: gone, runCtx: gone, err: streamErr, check: func(e error) bool { return errors.Is(e, context.Canceled) }},
+		{name: "exit code", ctx: live, runCtx: live, code: 3, wantPod: true, check: func(e error) bool {
+			var x *ExitError
+			return errors.As(e, &x) && x.Code == 3
+		}},
+		{name: "success", ctx: live, runCtx: live, wantPod: true, check: func(e error) bool { return e == nil }},
+		{name: "timed out", timeout: time.Second, ctx: live, runCtx: expired, err: context.DeadlineExceeded, check: func(e error) bool {
+			var x *RunTimeoutError
+			return errors.As(e, &x) && x.Timeout == time.Second
+		}},
+		{name: "deadline without --timeout", ctx: live, runCtx: expired, err: context.DeadlineExceeded, check: func(e error) bool { return e == context.DeadlineExceeded }},
+		{name: "other error", timeout: time.Second, ctx: live, runCtx: live, err: streamErr, check: func(e error) bool { return e == streamErr }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &runner{name: "shop-run-x", o: RunOptions{Timeout: tc.timeout}, detached: tc.detached, progress: progress.Nop{}}
+			res, err := r.outcome(tc.ctx, tc.runCtx, tc.code, tc.err)
+			if !tc.check(err) {
+				t.Fatalf("error = %v", err)
+			}
+			if got := res != nil && res.Pod == "shop-run-x"; got != tc.wantPod {
+				t.Fatalf("result = %+v, want a result: %v", res, tc.wantPod)
+			}
+		})
 	}
 }

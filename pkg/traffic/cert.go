@@ -149,21 +149,7 @@ func ListCerts(ctx context.Context, client kubernetes.Interface, dyn dynamic.Int
 		return c
 	}
 	for _, s := range list.Items {
-		c := entry(s.Name, s.Annotations[route.AnnotationHost])
-		c.Status = StatusUnreadable
-		if leaf := leafOf(s.Data[corev1.TLSCertKey]); leaf != nil {
-			c.Subject, c.Issuer, c.SANs = leaf.Subject.String(), leaf.Issuer.String(), names(leaf)
-			notAfter, days := leaf.NotAfter, int(leaf.NotAfter.Sub(now).Hours()/24)
-			c.NotAfter, c.DaysLeft = &notAfter, &days
-			switch {
-			case now.After(leaf.NotAfter):
-				c.Status = StatusExpired
-			case now.Before(leaf.NotBefore):
-				c.Status = StatusNotYetValid
-			default:
-				c.Status = StatusValid
-			}
-		}
+		entry(s.Name, s.Annotations[route.AnnotationHost]).readLeaf(s.Data[corev1.TLSCertKey], now)
 	}
 	certs, readErr := listCertificates(ctx, dyn, namespace, a.Name)
 	for _, u := range certs {
@@ -200,6 +186,28 @@ func ListCerts(ctx context.Context, client kubernetes.Interface, dyn dynamic.Int
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Host < out[j].Host })
 	return out, nil
+}
+
+// readLeaf fills c from the leaf of the Secret's certificate chain: who
+// it names and issued it, until when, and whether it is valid at now;
+// StatusUnreadable when the Secret holds no certificate.
+func (c *Cert) readLeaf(chain []byte, now time.Time) {
+	c.Status = StatusUnreadable
+	leaf := leafOf(chain)
+	if leaf == nil {
+		return
+	}
+	c.Subject, c.Issuer, c.SANs = leaf.Subject.String(), leaf.Issuer.String(), names(leaf)
+	notAfter, days := leaf.NotAfter, int(leaf.NotAfter.Sub(now).Hours()/24)
+	c.NotAfter, c.DaysLeft = &notAfter, &days
+	switch {
+	case now.After(leaf.NotAfter):
+		c.Status = StatusExpired
+	case now.Before(leaf.NotBefore):
+		c.Status = StatusNotYetValid
+	default:
+		c.Status = StatusValid
+	}
 }
 
 // leafOf is the first certificate of a PEM chain; nil when there is none.

@@ -368,3 +368,30 @@ func TestAddressesInPool(t *testing.T) {
 		t.Errorf("without a pool every node is listed: %+v", all)
 	}
 }
+
+// readLeaf judges the Secret's certificate at now: expired, not yet valid,
+// valid, or unreadable.
+func TestCertReadLeaf(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	cert, _ := pair(t, []string{"shop.example.com"}, now.Add(-time.Hour), now.Add(48*time.Hour))
+	for _, tt := range []struct {
+		name string
+		at   time.Time
+		data []byte
+		want string
+	}{
+		{"valid", now, cert, StatusValid},
+		{"expired", now.Add(72 * time.Hour), cert, StatusExpired},
+		{"not yet valid", now.Add(-2 * time.Hour), cert, StatusNotYetValid},
+		{"junk", now, []byte("junk"), StatusUnreadable},
+	} {
+		var c Cert
+		c.readLeaf(tt.data, tt.at)
+		if c.Status != tt.want {
+			t.Errorf("%s: status %q, want %q", tt.name, c.Status, tt.want)
+		}
+		if (c.NotAfter == nil) != (tt.want == StatusUnreadable) {
+			t.Errorf("%s: NotAfter %v", tt.name, c.NotAfter)
+		}
+	}
+}

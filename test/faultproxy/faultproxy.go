@@ -498,6 +498,13 @@ func (p *Proxy) hold(w http.ResponseWriter, r *http.Request) {
 	if r.Context().Err() != nil {
 		return
 	}
+	relay(w, resp)
+}
+
+// relay passes the server's answer on as it comes, each piece flushed (a
+// watch's events must not wait in a buffer), until the client goes away
+// or the answer ends; a server that dies mid-answer aborts this one too.
+func relay(w http.ResponseWriter, resp *http.Response) {
 	for k, vs := range resp.Header {
 		w.Header()[k] = vs
 	}

@@ -233,6 +233,18 @@ func buildkitFiles(dir, runc string) ([]file, error) {
 			file{Name: "run/user/1000", Mode: 0o700, Dir: true, UID: 1000},
 		)
 	}
+	more, err := binariesWithLibs(bins)
+	if err != nil {
+		return nil, err
+	}
+	return append(files, more...), nil
+}
+
+// binariesWithLibs are the binaries (path to mode) under usr/bin and the
+// shared libraries they load, at their own paths, with the directories
+// those need beyond usr and usr/bin.
+func binariesWithLibs(bins map[string]int64) ([]file, error) {
+	var files []file
 	var libs []string
 	for b, mode := range bins {
 		data, err := os.ReadFile(b)

@@ -291,3 +291,29 @@ func unmarshal(t *testing.T, b []byte, v any) {
 		t.Fatal(err)
 	}
 }
+
+// A binary comes with the libraries it loads, each under directories
+// created once, the usr/bin it lands in not again.
+func TestBinariesWithLibs(t *testing.T) {
+	if _, err := exec.LookPath("ldd"); err != nil {
+		t.Skip("no ldd here")
+	}
+	files, err := binariesWithLibs(map[string]int64{"/bin/true": 0o755})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	libc := false
+	for _, f := range files {
+		seen[f.Name]++
+		libc = libc || strings.HasSuffix(f.Name, "/libc.so.6") && !f.Dir && len(f.Data) > 0
+	}
+	if seen["usr/bin/true"] != 1 || !libc || seen["usr/bin"] != 0 || seen["usr"] != 0 {
+		t.Fatalf("files %v", seen)
+	}
+	for name, n := range seen {
+		if n != 1 {
+			t.Errorf("%s added %d times", name, n)
+		}
+	}
+}
