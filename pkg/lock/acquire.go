@@ -36,7 +36,7 @@ func Acquire(ctx context.Context, r Request) (*Lock, error) {
 		if held.Holder != said || time.Since(saidAt) >= 10*time.Second {
 			said, saidAt = held.Holder, time.Now()
 			if r.Progress != nil {
-				r.Progress.Update(fmt.Sprintf("waiting for %s to finish changing app %s (%s so far, up to %s)", held.Holder, r.App, waited.Round(time.Second), r.Wait))
+				r.Progress.Update(fmt.Sprintf("waiting for %s to finish changing %s (%s so far, up to %s)", held.Holder, lockedThing(r.App), waited.Round(time.Second), r.Wait))
 			}
 		}
 		// until the lease changes (a renewal, a release, a takeover), or

@@ -35,12 +35,25 @@ const CodeHeld = 19
 func (e *HeldError) ExitCode() int { return CodeHeld }
 
 func (e *HeldError) Error() string {
-	what := fmt.Sprintf("app %q", e.App)
-	if name, ok := strings.CutPrefix(e.App, ServicePrefix); ok {
-		what = fmt.Sprintf("service %q", name)
-	}
 	return fmt.Sprintf("%s is being changed by %s since %s (lease renewed %s ago); wait for it to finish, or retry after %s if that tug was killed",
-		what, e.Holder, e.Since.Local().Format("15:04:05"), time.Since(e.Renewed).Round(time.Second).Abs(), e.Expires.Local().Format("15:04:05"))
+		quotedThing(e.App), e.Holder, e.Since.Local().Format("15:04:05"), time.Since(e.Renewed).Round(time.Second).Abs(), e.Expires.Local().Format("15:04:05"))
+}
+
+// lockedThing is what a lock key names, as people read it: "app shop",
+// "service db".
+func lockedThing(key string) string {
+	if name, ok := strings.CutPrefix(key, ServicePrefix); ok {
+		return "service " + name
+	}
+	return "app " + key
+}
+
+// quotedThing is lockedThing with the name quoted, for errors.
+func quotedThing(key string) string {
+	if name, ok := strings.CutPrefix(key, ServicePrefix); ok {
+		return fmt.Sprintf("service %q", name)
+	}
+	return fmt.Sprintf("app %q", key)
 }
 
 // holderOf is the identity as people read it, without the token.

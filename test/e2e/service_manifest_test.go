@@ -98,7 +98,7 @@ func TestServiceBindFromTugYAMLAsServiceBindDoes(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill() })
 	h.Eventually(time.Minute, "the deploy waits for the service's lock", func() (bool, error) {
-		return strings.Contains(stderr.String(), "waiting for") && strings.Contains(stderr.String(), "service-db"), nil
+		return strings.Contains(stderr.String(), "waiting for") && strings.Contains(stderr.String(), "service db"), nil
 	})
 	release()
 	if err := cmd.Wait(); err != nil {
