@@ -148,6 +148,9 @@ func EnvChange(set app.ConfigMap, unset []string, message string) Change {
 		if config.Equal(next) {
 			return nil, nil, ErrNoChange
 		}
+		if err := notBound(a.Name, base, set); err != nil {
+			return nil, nil, err
+		}
 		r := app.Next(a, base, app.KindEnv, message)
 		carryReleaseCommand(r, base)
 		if r.Message == "" {
@@ -155,6 +158,23 @@ func EnvChange(set app.ConfigMap, unset []string, message string) Change {
 		}
 		return r, next, nil
 	}
+}
+
+// notBound refuses config that sets a variable a service binding of base
+// sets: which value a unit saw would depend on their order in its spec
+// (service bind refuses the same clash from the other side).
+func notBound(appName string, base *app.Release, set app.ConfigMap) error {
+	if base == nil {
+		return nil
+	}
+	for _, b := range base.Services {
+		for _, v := range render.BindingVariables(b) {
+			if _, ok := set[v]; ok {
+				return inputerr.Errorf("%s is set by app %q's binding of service %q: unbind it first ('tug service unbind %s %s') or bind it with --as OTHER_PREFIX", v, appName, b.Service, appName, b.Service)
+			}
+		}
+	}
+	return nil
 }
 
 // RollbackChange restores release target's image, processes and config as a
