@@ -188,6 +188,33 @@ notes=${notes%%/*}
 show_routed "http://$notes/" "db ok rows="
 show_routed "http://$notes/bindings" "db type=postgresql"
 
+# A team around the app. A CI identity with the developer level: its
+# kubeconfig holds a token from the TokenRequest API that expires in an hour
+# (written 0600, never printed here); what it changes names it as the actor.
+ci=$(mktemp)
+step access token demo-ci --role developer --ttl 1h -f "$ci"
+step access list
+printf '
+[1m$ KUBECONFIG=ci.kubeconfig tug env set notes GREETING=from-ci[0m
+'
+KUBECONFIG=$ci tug env set notes GREETING=from-ci
+rm -f "$ci"
+step release list notes
+# A review app per pull request: its own copy of the app, with a database
+# forked from notes' (a dump streamed in: the demo keeps no stored backup),
+# at its own URL, removed by 'review down' or by any review command once its
+# time is up.
+step review up notes --name pr-1 --image "$dbapp_image" --fork-service db --ttl 2h
+step review list notes
+review=$(tug app info notes-pr-1 -o 'jsonpath={.urls[0]}')
+review=${review#*://}
+review=${review%%/*}
+show_routed "http://$review/" "db ok rows="
+# Build once, promote the digest: what would change if the review's image
+# went to notes (config keys, process types, services; never values).
+step app promote notes-pr-1 notes --dry-run
+step review down notes --name pr-1 --yes
+
 # Pools on every command: two kubeconfig contexts (here two namespaces of the
 # one local cluster stand in for two clusters), each holding one pool. App
 # commands find the app's cluster themselves; moving the app to a pool of
