@@ -269,6 +269,9 @@ func TestKill9DuringReviewUpWithService(t *testing.T) {
 			faultproxy.Rule{Method: "PATCH", Path: "/statefulsets/tug-service-kshop-" + name + "-db", Fault: faultproxy.Lost, Count: 1},
 			"review", "up", "kshop", "--name", name, "--image", imgs["dbapp"], "--fork-service", "db")
 		h.dropLease("kshop-" + name)
+		// and the review service's, which the killed create held (both
+		// would expire: the next command says so until then)
+		h.dropLease("service.kshop-" + name + "-db")
 	}
 	killUp("pr-1")
 	r := h.mustTug("review", "up", "kshop", "--name", "pr-1", "--image", imgs["dbapp"], "--fork-service", "db", "--timeout", "2m")
