@@ -27,6 +27,11 @@ import (
 // DefaultTTL is how long a review app lives unless --ttl says.
 const DefaultTTL = 72 * time.Hour
 
+// MaxTTL is the longest a review app may live between two review ups: it
+// is a pull request's copy, and one meant to stay is an app ('tug app
+// create'), not a review nobody removes.
+const MaxTTL = 30 * 24 * time.Hour
+
 // AppName is the review app's name: the app's, then the review's.
 func AppName(of, name string) string { return of + "-" + name }
 
@@ -45,6 +50,9 @@ func Validate(of, name string, ttl time.Duration) error {
 	}
 	if ttl <= 0 {
 		return inputerr.Errorf("--ttl must be positive, not %s", ttl)
+	}
+	if ttl > MaxTTL {
+		return inputerr.Errorf("--ttl %s is longer than a review app may live (%s, 30 days): each review up moves its expiry again; for an app that stays, use 'tug app create'", ttl, MaxTTL)
 	}
 	return nil
 }

@@ -22,6 +22,9 @@ func TestValidate(t *testing.T) {
 	if err := Validate("shop", "pr-42", time.Hour); err != nil {
 		t.Fatalf("a good review: %v", err)
 	}
+	if err := Validate("shop", "pr-42", MaxTTL); err != nil {
+		t.Fatalf("the longest --ttl: %v", err)
+	}
 	for _, tc := range []struct {
 		of, name string
 		ttl      time.Duration
@@ -32,6 +35,7 @@ func TestValidate(t *testing.T) {
 		{"shop", "", time.Hour, "DNS label"},
 		{"shop", "pr-42", -time.Hour, "--ttl must be positive"},
 		{"shop", "pr-42", 0, "--ttl must be positive"},
+		{"shop", "pr-42", MaxTTL + time.Second, "longer than a review app may live"},
 		{"Shop", "pr-42", time.Hour, "invalid app name"},
 		{"shop", strings.Repeat("a", 60), time.Hour, "is not valid"},
 	} {
