@@ -285,21 +285,6 @@ func stage(ctx context.Context, d deploy.Deps, store *app.Store, base, a *app.Ap
 	return err
 }
 
-// WithOverrides sets the review's config overrides in the release change
-// makes, so every review up puts them back.
-func WithOverrides(change deploy.Change, overrides map[string]string) deploy.Change {
-	if len(overrides) == 0 {
-		return change
-	}
-	return func(a *app.App, base *app.Release, config app.ConfigMap) (*app.Release, app.ConfigMap, error) {
-		r, c, err := change(a, base, config)
-		if c != nil {
-			maps.Copy(c, overrides)
-		}
-		return r, c, err
-	}
-}
-
 // Entry is a review app as review list shows it (docs/output.md).
 type Entry struct {
 	App       string    `json:"app"`
