@@ -94,13 +94,15 @@ func (s *Store) createRelease(ctx context.Context, r *Release, config ConfigMap,
 		Annotations: map[string]string{annotationRelease: string(record)},
 	}}
 	_, err = s.Client.CoreV1().ConfigMaps(s.Namespace).Create(ctx, cm, create)
-	if apierrors.IsAlreadyExists(err) {
-		return &ReleaseExistsError{App: r.App, Version: r.Version}
-	}
 	if err != nil && made != nil && len(dryRun) == 0 {
 		// no release: leave no config behind (a failed delete leaves an
 		// orphan, which the next create or prune deletes)
 		_ = s.Client.CoreV1().Secrets(s.Namespace).Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &made.UID}})
+	}
+	if apierrors.IsAlreadyExists(err) {
+		// another release's record (a lock lost meanwhile): the config
+		// just made is deleted above, not left paired with it
+		return &ReleaseExistsError{App: r.App, Version: r.Version}
 	}
 	return kube.TranslateError(err)
 }
@@ -157,8 +159,9 @@ func (s *Store) orphanValues(ctx context.Context, r *Release) (*corev1.Secret, e
 		return nil, nil
 	case err != nil:
 		return nil, kube.TranslateError(err)
-	case hasRecord(&sec.ObjectMeta) || !kube.Owned(sec.Labels, r.App):
-		// a release of the old form, or a Secret that is not tug's
+	case hasRecord(&sec.ObjectMeta) || !kube.Owned(sec.Labels, r.App) || sec.Labels[kube.LabelKind] != kindReleaseConfig:
+		// a release of the old form, a Secret that is not tug's, or one
+		// that is no release's config (one an export applied by hand)
 		return nil, &ReleaseExistsError{App: r.App, Version: r.Version}
 	}
 	return sec, nil

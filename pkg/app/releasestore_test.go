@@ -210,6 +210,31 @@ func TestCreateReleaseNeverReplacesARelease(t *testing.T) {
 	}
 }
 
+// A tug Secret of a release's name that is no release's config (one an
+// export applied by hand) is never taken for an orphan and replaced; and a
+// record that exists already (a lock lost meanwhile) leaves no config of
+// this create behind.
+func TestCreateReleaseLeavesOtherSecretsAndNoStrayConfig(t *testing.T) {
+	ctx := context.Background()
+	exported := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: ReleaseSecretName("web", 4), Namespace: testNS, Labels: kube.AppLabels("web")},
+		Data: map[string][]byte{"X": []byte("exported")}}
+	record := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: ReleaseSecretName("web", 5), Namespace: testNS, Labels: kube.AppLabels("web")}}
+	s, c := newStore(t, exported, record)
+	var exists *ReleaseExistsError
+	if err := s.CreateRelease(ctx, &Release{App: "web", Version: 4, Image: "img"}, ConfigMap{"K": "v"}); !errors.As(err, &exists) {
+		t.Errorf("create over an exported Secret = %v, want already exists", err)
+	}
+	if sec, _ := c.CoreV1().Secrets(testNS).Get(ctx, ReleaseSecretName("web", 4), metav1.GetOptions{}); sec == nil || string(sec.Data["X"]) != "exported" {
+		t.Errorf("the exported Secret was replaced: %v", sec)
+	}
+	if err := s.CreateRelease(ctx, &Release{App: "web", Version: 5, Image: "img"}, ConfigMap{"K": "v"}); !errors.As(err, &exists) {
+		t.Errorf("create over another record = %v, want already exists", err)
+	}
+	if _, err := c.CoreV1().Secrets(testNS).Get(ctx, ReleaseSecretName("web", 5), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("config of the refused create left behind: %v", err)
+	}
+}
+
 // A prune killed between a release's record and its Secret leaves config
 // with no record, which the next prune deletes.
 func TestPruneKilledBetweenRecordAndConfig(t *testing.T) {

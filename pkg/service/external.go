@@ -63,6 +63,13 @@ func CreateExternal(ctx context.Context, d Deps, name, uri string) (*Info, error
 	if err != nil {
 		return nil, err
 	}
+	// under the service's lock, as Create: run again beside an update
+	// --uri it could write the old URI back into the binding
+	ctx, unlock, err := d.Hold(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	scheme, _, _ := strings.Cut(uri, ":")
 	spec := &Plan{Name: "external", Type: b["type"], Provider: "external", EnvPrefix: externalTypes[scheme].Prefix, Versions: []string{"-"}}
 	rec := &Record{Name: name, Plan: "external", External: true, CreatedAt: time.Now().UTC(), Spec: spec}

@@ -132,6 +132,21 @@ func RemoveReview(ctx context.Context, d Deps, name string, owner ReviewOwner) e
 	if !rec.Review.same(&owner) {
 		return fmt.Errorf("service %q is not %s: left alone", name, owner.describe())
 	}
+	// another app bound to the review's copy by hand keeps it: deleting
+	// it would break that app's next unit (its binding Secret gone)
+	apps, err := boundApps(ctx, d, rec)
+	if err != nil {
+		return err
+	}
+	var others []string
+	for _, a := range apps {
+		if a.App != owner.App {
+			others = append(others, a.App)
+		}
+	}
+	if len(others) > 0 {
+		return fmt.Errorf("service %q of %s is bound to %s too: left in place; unbind it ('tug service unbind APP %s'), then 'tug service remove %s --delete-data'", name, owner.describe(), strings.Join(others, ", "), name, name)
+	}
 	_, err = d.removeHeld(ctx, rec, true)
 	return err
 }

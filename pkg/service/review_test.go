@@ -5,10 +5,13 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"tug.dev/tug/pkg/app"
+	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/lock"
 	"tug.dev/tug/pkg/progress"
 )
@@ -109,5 +112,31 @@ func TestCreateForReviewNeverTakesOver(t *testing.T) {
 	}
 	if _, err := c.CoreV1().Secrets(testNS).Get(ctx, CredentialsSecretName("shop-pr-1-db"), metav1.GetOptions{}); err == nil {
 		t.Error("credentials were made")
+	}
+}
+
+// A review's copy that another app was bound to by hand stays when its
+// review goes: removing it would take that app's binding Secret away.
+func TestRemoveReviewKeepsACopyAnotherAppUses(t *testing.T) {
+	ctx := context.Background()
+	c := fake.NewClientset()
+	mine := &ReviewOwner{Of: "shop", Name: "pr-1", App: "shop-pr-1", Base: "db"}
+	if err := writeRecord(ctx, c, testNS, &Record{Name: "shop-pr-1-db", Plan: "postgres", Spec: Builtin()[0], Review: mine}); err != nil {
+		t.Fatal(err)
+	}
+	worker := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "worker-web", Namespace: testNS, Labels: kube.AppLabels("worker")},
+		Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web",
+			Env: []corev1.EnvVar{{Name: "DATABASE_URL", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: BindingSecretName("shop-pr-1-db")}, Key: "uri"}}}}}}}}}}
+	if _, err := c.AppsV1().Deployments(testNS).Create(ctx, worker, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	d := Deps{Client: c, Namespace: testNS, Progress: progress.Nop{}, Holder: lock.Holder{User: "alice"}}
+	err := RemoveReview(ctx, d, "shop-pr-1-db", *mine)
+	if err == nil || !strings.Contains(err.Error(), "worker") {
+		t.Fatalf("removing a copy worker is bound to: %v", err)
+	}
+	if _, err := readRecord(ctx, c, testNS, "shop-pr-1-db"); err != nil {
+		t.Errorf("the copy's record after the refusal: %v", err)
 	}
 }
