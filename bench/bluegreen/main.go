@@ -79,7 +79,7 @@ func run() error {
 		Tug:     "after a blue-green deploy (the previous units kept): " + benchkit.Ms(k),
 		Kubectl: "tug, after a rolling deploy (the previous release's units start again): " + benchkit.Ms(o),
 		Ratio:   rs, Goal: "<= 0.3x", Met: ratio <= 0.3, Requests: "-",
-		Note: fmt.Sprintf("both columns are tug: the kept units only need the route switched back; each round in turn: kept %s, ordinary %s", list(kept), list(ordinary))})
+		Note: fmt.Sprintf("both columns are tug: the kept units only need the route switched back; each round in turn: kept %s, ordinary %s", benchkit.MsList(kept), benchkit.MsList(ordinary))})
 	return nil
 }
 
@@ -167,12 +167,4 @@ func until(ok func() bool, n int) error {
 		time.Sleep(10 * time.Millisecond)
 	}
 	return nil
-}
-
-func list(ds []time.Duration) string {
-	parts := make([]string, len(ds))
-	for i, d := range ds {
-		parts[i] = fmt.Sprint(d.Milliseconds())
-	}
-	return strings.Join(parts, ", ") + " ms"
 }

@@ -28,7 +28,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -180,15 +179,6 @@ func timeRollout(ctx context.Context, client kubernetes.Interface, image string)
 	return t.Sub(complete), k.Sub(complete), nil
 }
 
-// msList is durations in ms, in the order they were measured.
-func msList(ds []time.Duration) string {
-	parts := make([]string, len(ds))
-	for i, d := range ds {
-		parts[i] = fmt.Sprint(d.Milliseconds())
-	}
-	return strings.Join(parts, ", ") + " ms"
-}
-
 func median(ds []time.Duration) time.Duration { return benchkit.Median(ds).Round(time.Millisecond) }
 
 // endToEnd scales the app to -units units and times, in interleaved
@@ -235,6 +225,6 @@ func endToEnd(ctx context.Context, client kubernetes.Interface) error {
 	env.Emit(benchkit.Row{Group: "Deploy", Benchmark: fmt.Sprintf("deploy end to end, %d units (median of %d each, interleaved)", *units, len(tugWall)),
 		Tug:     fmt.Sprintf("tug app deploy --image: %s, %s", benchkit.Ms(t), benchkit.MiB(tugRSS[len(tugRSS)/2])),
 		Kubectl: "kubectl set image + rollout status: " + benchkit.Ms(k), Ratio: rs, Goal: "<= 1.0x", Met: r <= 1.0,
-		Requests: fmt.Sprint(req), Note: fmt.Sprintf("tug also records the release and the app's image; the same RollingUpdate strategy; each run in turn: tug %s, kubectl %s (runs of either tool take about 1.7 s or 4.4 s on this machine, likely as a new unit's first readiness probe (every 2 s) comes before or after it listens: the medians of so few runs are noisy)", msList(tugWall), msList(kubectlWall))})
+		Requests: fmt.Sprint(req), Note: fmt.Sprintf("tug also records the release and the app's image; the same RollingUpdate strategy; each run in turn: tug %s, kubectl %s (runs of either tool take about 1.7 s or 4.4 s on this machine, likely as a new unit's first readiness probe (every 2 s) comes before or after it listens: the medians of so few runs are noisy)", benchkit.MsList(tugWall), benchkit.MsList(kubectlWall))})
 	return nil
 }

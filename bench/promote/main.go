@@ -60,7 +60,7 @@ func main() {
 	e.Emit(benchkit.Row{Group: "Deploy", Benchmark: fmt.Sprintf("app promote to serving, 1 unit (median of %d each, interleaved)", len(tugWall)),
 		Tug:     fmt.Sprintf("tug app promote: %s, %s", benchkit.Ms(t), benchkit.MiB(rss[len(rss)/2])),
 		Kubectl: "kubectl set image (the digest) + rollout status: " + benchkit.Ms(k), Ratio: rs, Goal: "<= 1.0x", Met: r <= 1.0,
-		Requests: "-", Note: fmt.Sprintf("tug also reads both apps and their releases, shows the differences, records the release with promotedFrom and confirms the route through the router; each run in turn: tug %s, kubectl %s", msList(tugWall), msList(kubectlWall))})
+		Requests: "-", Note: fmt.Sprintf("tug also reads both apps and their releases, shows the differences, records the release with promotedFrom and confirms the route through the router; each run in turn: tug %s, kubectl %s", benchkit.MsList(tugWall), benchkit.MsList(kubectlWall))})
 }
 
 // build deploys app stage from source twice (two messages): two digests.
@@ -88,15 +88,4 @@ func build(e *benchkit.Env) []string {
 		images = append(images, m[1])
 	}
 	return images
-}
-
-func msList(ds []time.Duration) string {
-	out := ""
-	for i, d := range ds {
-		if i > 0 {
-			out += ", "
-		}
-		out += fmt.Sprint(d.Milliseconds())
-	}
-	return out + " ms"
 }

@@ -29,7 +29,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -107,7 +106,7 @@ func run() error {
 		Kubectl: "kubectl apply of the same HTTPRoute, then requests every 10 ms until 200: " + benchkit.Ms(k),
 		Ratio:   rs, Goal: "<= 1.0x", Met: ratio <= 1.0, Requests: requests,
 		Note: fmt.Sprintf("tug also takes the app's lock, records the domain and waits for the route's status and a request through the router before it returns; each round in turn: tug %s, kubectl %s",
-			msList(tugTotal), msList(kubectlTotal))})
+			benchkit.MsList(tugTotal), benchkit.MsList(kubectlTotal))})
 	return nil
 }
 
@@ -227,11 +226,3 @@ func await(ctx context.Context, host string, want int) error {
 }
 
 func median(ds []time.Duration) time.Duration { return benchkit.Median(ds).Round(time.Millisecond) }
-
-func msList(ds []time.Duration) string {
-	parts := make([]string, len(ds))
-	for i, d := range ds {
-		parts[i] = fmt.Sprint(d.Milliseconds())
-	}
-	return strings.Join(parts, ", ") + " ms"
-}

@@ -131,7 +131,7 @@ func createBench(ctx context.Context) (func(), error) {
 		Tug:     benchkit.Ms(t),
 		Kubectl: "kubectl apply of the same objects (credentials Secret, claim, Service, StatefulSet) + rollout status: " + benchkit.Ms(k),
 		Ratio:   rs, Goal: "<= 1.0x", Met: ratio <= 1.0, Requests: "-",
-		Note: fmt.Sprintf("both wait for the plan's readiness probe (pg_isready); each round: tug %s, kubectl %s", list(tugs), list(kubectls))})
+		Note: fmt.Sprintf("both wait for the plan's readiness probe (pg_isready); each round: tug %s, kubectl %s", benchkit.MsList(tugs), benchkit.MsList(kubectls))})
 	return drop, nil
 }
 
@@ -310,12 +310,4 @@ func byHand(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-func list(ds []time.Duration) string {
-	parts := make([]string, len(ds))
-	for i, d := range ds {
-		parts[i] = fmt.Sprint(d.Milliseconds())
-	}
-	return strings.Join(parts, ", ") + " ms"
 }

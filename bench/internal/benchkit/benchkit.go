@@ -355,6 +355,16 @@ func Ms(d time.Duration) string {
 	return fmt.Sprintf("%.0f ms", float64(d.Microseconds())/1000)
 }
 
+// MsList is durations in whole ms, in the order they were measured: a
+// row's note shows every run, so a reader sees the spread behind a median.
+func MsList(ds []time.Duration) string {
+	parts := make([]string, len(ds))
+	for i, d := range ds {
+		parts[i] = fmt.Sprint(d.Milliseconds())
+	}
+	return strings.Join(parts, ", ") + " ms"
+}
+
 // MiB formats KiB as MiB.
 func MiB(kib int64) string { return fmt.Sprintf("%.1f MiB", float64(kib)/1024) }
 

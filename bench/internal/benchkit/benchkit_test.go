@@ -2,7 +2,10 @@
 
 package benchkit
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 func TestRequests(t *testing.T) {
 	stderr := []byte(`trace: 06:11:59.789 PATCH /api/v1/namespaces/x/secrets/s?fieldManager=tug 200 OK 12ms
@@ -15,5 +18,11 @@ a log line that mentions GET /api/v1/nodes 200
 	if total != 4 || by["PATCH /api/v1/namespaces/x/secrets/s"] != 1 || by["WATCH /api/v1/namespaces/x/pods"] != 1 ||
 		by["GET /api/v1/nodes"] != 1 || by["GET /api/v1/namespaces/x/pods"] != 1 {
 		t.Fatalf("%d requests: %v", total, by)
+	}
+}
+
+func TestMsList(t *testing.T) {
+	if got := MsList([]time.Duration{1500 * time.Microsecond, 2 * time.Second}); got != "1, 2000 ms" {
+		t.Errorf("MsList = %q", got)
 	}
 }
