@@ -204,15 +204,24 @@ func rotateBench(ctx context.Context) error {
 	}
 	var tug, hand []load
 	for range *rotateRounds {
-		l, err := underLoad(nsRotateTug, hosts[0], func() error {
-			_, err := benchkit.Run(env.TugCmd(nsRotateTug, "service", "rotate", service))
-			return err
+		l, err := underLoad(nsRotateTug, hosts[0], func() (time.Time, error) {
+			out, err := benchkit.Run(env.TugCmd(nsRotateTug, "service", "rotate", service, "-o", "json"))
+			if err != nil {
+				return time.Time{}, err
+			}
+			var r struct {
+				RevokedAt time.Time `json:"revokedAt"`
+			}
+			if err := json.Unmarshal(out.Stdout, &r); err != nil {
+				return time.Time{}, fmt.Errorf("service rotate -o json: %v", err)
+			}
+			return r.RevokedAt.Add(time.Second), nil
 		})
 		if err != nil {
 			return err
 		}
 		tug = append(tug, l)
-		if l, err = underLoad(nsRotateHand, hosts[1], func() error { return byHand(ctx) }); err != nil {
+		if l, err = underLoad(nsRotateHand, hosts[1], func() (time.Time, error) { return time.Time{}, byHand(ctx) }); err != nil {
 			return err
 		}
 		hand = append(hand, l)
@@ -230,7 +239,7 @@ func emitRotate(tug, hand []load) {
 		Tug:     fmt.Sprintf("%s, %d of %d requests failed", benchkit.Ms(t), tf, tn),
 		Kubectl: fmt.Sprintf("by hand (ALTER ROLE, the Secrets patched, kubectl rollout restart and rollout status of each Deployment): %s, %d of %d requests failed", benchkit.Ms(h), hf, hn),
 		Ratio:   rs, Goal: "<= 1.0x, 0 failed", Met: ratio <= 1.0 && tf == 0, Requests: "-",
-		Note: fmt.Sprintf("tug waits for the old units to stop before revoking the old login; each round: tug %s, by hand %s", loads(tug), loads(hand))})
+		Note: fmt.Sprintf("tug rolls the apps side by side and returns once they serve with the new login; the database refuses the old one from when the old units must have stopped (VALID UNTIL), and tug's requests are counted until then; each round: tug %s, by hand %s", loads(tug), loads(hand))})
 }
 
 // boundApps makes service db and apps a and b (2 units each of the

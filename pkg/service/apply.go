@@ -39,6 +39,10 @@ type Deps struct {
 	// CronJob's run, a one-off run: no rollout replaces them). 0: revoke
 	// at once and name them.
 	WaitRuns time.Duration
+	// WaitUnits has a rotate wait for the bound apps' old units to stop
+	// and revoke the old login at once, even when the plan can have the
+	// database refuse it from a deadline (RotateSpec.RevokeAfter).
+	WaitUnits bool
 }
 
 // builtinKinds are the kinds plans usually make, mapped without asking the

@@ -87,10 +87,18 @@ type Credentials struct {
 // with the new username and password on its stdin (a line each); every
 // bound app is rolled out with them; then Revoke runs with the old
 // username on its stdin. Values never go in an argument.
+//
+// RevokeAfter, when a plan has it, has the database itself refuse the
+// old login a number of seconds from now (username, then the seconds, on
+// its stdin): a rotate then returns as soon as every app serves with the
+// new login, and the old is refused once its last unit must have
+// stopped, with no wait for those units and no process left behind.
+// Grant must then also lift such a deadline from the login it is given.
 type RotateSpec struct {
-	Usernames []string `json:"usernames"`
-	Grant     []string `json:"grant"`
-	Revoke    []string `json:"revoke"`
+	Usernames   []string `json:"usernames"`
+	Grant       []string `json:"grant"`
+	Revoke      []string `json:"revoke"`
+	RevokeAfter []string `json:"revokeAfter,omitempty"`
 }
 
 // MaxNameLen bounds service and plan names so every derived name stays

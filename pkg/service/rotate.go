@@ -3,10 +3,12 @@ package service
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,6 +26,9 @@ type Rotated struct {
 	Username string   `json:"username"`
 	Revoked  string   `json:"revoked"`
 	Apps     []string `json:"apps"`
+	// RevokedAt is when the database refuses the old login from: now, or
+	// when the last of the old units must have stopped.
+	RevokedAt time.Time `json:"revokedAt"`
 	// StillOld are running pods of bound apps that no rollout replaces
 	// (a CronJob's run, a one-off run) started before the binding held
 	// the new login: they read the old one, refused from now on.
@@ -93,8 +98,8 @@ func Rotate(ctx context.Context, d Deps, name string, restart func(ctx context.C
 	return out, err
 }
 
-// rollOutRotation rolls every bound app out with the new login, waits
-// for their old units to stop, then takes the old login's password away.
+// rollOutRotation rolls every bound app out with the new login, side by
+// side, then has the old login refused once no old unit can use it.
 func (d Deps) rollOutRotation(ctx context.Context, rec *Record, rot *Rotation, restart func(ctx context.Context, app string) error) (*Rotated, error) {
 	out := &Rotated{Service: rec.Name, Username: rot.To, Revoked: rot.From, Apps: []string{}}
 	// bound apps are listed again after each pass, from what runs: the
@@ -114,31 +119,97 @@ func (d Deps) rollOutRotation(ctx context.Context, rec *Record, rot *Rotation, r
 		if pass == 3 {
 			return nil, fmt.Errorf("apps %s still use the old credentials of service %q after rolling out; the old credentials stay valid: run the rotate again", appNames(todo), rec.Name)
 		}
+		if err := d.restartAll(ctx, rec.Name, todo, restart); err != nil {
+			return nil, err
+		}
 		for _, a := range todo {
-			d.Progress.Update(fmt.Sprintf("rolling out app %s with the new credentials", a.App))
-			if err := restart(ctx, a.App); err != nil {
-				return nil, &RolloutFailedError{Service: rec.Name, App: a.App, Err: err}
-			}
 			out.Apps = append(out.Apps, a.App)
 		}
 	}
-	// a unit being stopped keeps serving a while (its stop delay) with the
-	// old credentials: they are revoked once no such unit is left
-	for _, a := range out.Apps {
-		d.Progress.Update(fmt.Sprintf("waiting for the old units of app %s to stop", a))
-		if err := d.waitNoTerminating(ctx, a); err != nil {
-			return nil, fmt.Errorf("every app runs with the new credentials, but the old units of %s did not stop (%v); the old credentials stay valid: run the rotate again", a, err)
+	return out, d.revokeOld(ctx, rec, rot, out)
+}
+
+// restartAll rolls the apps out side by side (the rotate waits for the
+// slowest, not the sum), each under its own app lock. Every rollout runs
+// to its end, even after another failed: one stopped half way would be
+// rolled back for no fault of its own.
+func (d Deps) restartAll(ctx context.Context, service string, apps []BoundApp, restart func(ctx context.Context, app string) error) error {
+	errs := make([]error, len(apps))
+	var wg sync.WaitGroup
+	for i, a := range apps {
+		wg.Go(func() {
+			d.Progress.Update(fmt.Sprintf("rolling out app %s with the new credentials", a.App))
+			if err := restart(ctx, a.App); err != nil {
+				errs[i] = &RolloutFailedError{Service: service, App: a.App, Err: err}
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// revokeOld has the old login refused. A unit being stopped keeps serving
+// a while (its stop delay) with the old credentials. When the plan can
+// set a deadline (RevokeAfter) and the caller does not ask to wait, the
+// database refuses the login from when the last such unit must have
+// stopped (its grace period, counted from now: later than its deletion,
+// whatever the clocks say); otherwise tug waits for those units to stop
+// and revokes it at once.
+func (d Deps) revokeOld(ctx context.Context, rec *Record, rot *Rotation, out *Rotated) error {
+	grace, err := d.stoppingGrace(ctx, out.Apps)
+	if err != nil {
+		return err
+	}
+	after := rec.Spec.Rotate.RevokeAfter
+	if len(after) == 0 || d.WaitUnits {
+		for _, a := range out.Apps {
+			d.Progress.Update(fmt.Sprintf("waiting for the old units of app %s to stop", a))
+			if err := d.waitNoTerminating(ctx, a); err != nil {
+				return fmt.Errorf("every app runs with the new credentials, but the old units of %s did not stop (%v); the old credentials stay valid: run the rotate again", a, err)
+			}
+		}
+		grace = 0
+	}
+	if out.StillOld, err = d.settleOldRuns(ctx, rec, rot); err != nil {
+		return err
+	}
+	if grace == 0 {
+		d.Progress.Update(fmt.Sprintf("taking away the password of login %s", rot.From))
+		if err := d.unitCommand(ctx, rec, rec.Spec.Rotate.Revoke, rot.From+"\n"); err != nil {
+			return fmt.Errorf("every app runs with the new credentials, but revoking the old login %s failed: %w; run the rotate again", rot.From, err)
+		}
+		out.RevokedAt = time.Now().UTC().Truncate(time.Second)
+		return nil
+	}
+	d.Progress.Update(fmt.Sprintf("having the database refuse login %s in %s, once its last old unit has stopped", rot.From, grace))
+	if err := d.unitCommand(ctx, rec, after, fmt.Sprintf("%s\n%d\n", rot.From, int(grace.Seconds()))); err != nil {
+		return fmt.Errorf("every app runs with the new credentials, but setting when the old login %s is refused failed: %w; run the rotate again", rot.From, err)
+	}
+	out.RevokedAt = time.Now().Add(grace).UTC().Truncate(time.Second)
+	return nil
+}
+
+// stoppingGrace is the longest grace period of the apps' units being
+// stopped (0 when none is): no such unit runs longer than that from now.
+func (d Deps) stoppingGrace(ctx context.Context, apps []string) (time.Duration, error) {
+	var longest time.Duration
+	for _, a := range apps {
+		pods, err := d.Client.CoreV1().Pods(d.Namespace).List(ctx, metav1.ListOptions{LabelSelector: kube.AppSelector(a)})
+		if err != nil {
+			return 0, kube.TranslateError(err)
+		}
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp == nil {
+				continue
+			}
+			g := time.Second // the kubelet's floor for a grace of 0
+			if s := p.DeletionGracePeriodSeconds; s != nil && *s > 1 {
+				g = time.Duration(*s) * time.Second
+			}
+			longest = max(longest, g)
 		}
 	}
-	var err error
-	if out.StillOld, err = d.settleOldRuns(ctx, rec, rot); err != nil {
-		return nil, err
-	}
-	d.Progress.Update(fmt.Sprintf("taking away the password of login %s", rot.From))
-	if err := d.unitCommand(ctx, rec, rec.Spec.Rotate.Revoke, rot.From+"\n"); err != nil {
-		return nil, fmt.Errorf("every app runs with the new credentials, but revoking the old login %s failed: %w; run the rotate again", rot.From, err)
-	}
-	return out, nil
+	return longest, nil
 }
 
 // startRotation begins a rotation, or picks up the one a stopped rotate
@@ -175,12 +246,48 @@ func (d Deps) startRotation(ctx context.Context, rec *Record) (*Rotation, error)
 		d.Progress.Update(fmt.Sprintf("giving login %s of service %s its password again", rot.To, rec.Name))
 		return rot, d.unitCommand(ctx, rec, rec.Spec.Rotate.Grant, rot.To+"\n"+creds["password"]+"\n")
 	}
+	// the last rotate may have returned while units with this login were
+	// still stopping (RevokeAfter): a new password now would refuse them
+	if err := d.waitStoppingUsers(ctx, rec.Name); err != nil {
+		return nil, err
+	}
 	password := randomSecret()
 	d.Progress.Update(fmt.Sprintf("giving login %s of service %s a new password", rot.To, rec.Name))
 	if err := d.unitCommand(ctx, rec, rec.Spec.Rotate.Grant, rot.To+"\n"+password+"\n"); err != nil {
 		return nil, err
 	}
 	return rot, d.setCredentials(ctx, rec.Name, rot.To, password)
+}
+
+// waitStoppingUsers waits until no pod that reads the service's binding
+// is being stopped.
+func (d Deps) waitStoppingUsers(ctx context.Context, name string) error {
+	secret := BindingSecretName(name)
+	stopping := func(pods map[string]*corev1.Pod) []string {
+		var names []string
+		for _, p := range pods {
+			if p.DeletionTimestamp != nil && podUsesSecret(&p.Spec, secret) {
+				names = append(names, p.Name)
+			}
+		}
+		sort.Strings(names)
+		return names
+	}
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	said := false
+	err := kube.Until(wctx, kube.Pods(d.Client, d.Namespace, metav1.ListOptions{LabelSelector: runSelector}), func(pods map[string]*corev1.Pod) (bool, error) {
+		left := stopping(pods)
+		if len(left) > 0 && !said {
+			said = true
+			d.Progress.Update(fmt.Sprintf("waiting for %s, stopping with the login the last rotate replaced, to stop", strings.Join(left, ", ")))
+		}
+		return len(left) == 0, nil
+	})
+	if err != nil && ctx.Err() == nil {
+		return fmt.Errorf("units stopping with the login of the last rotate of service %q did not stop in 2m (%v); the apps keep their credentials: run the rotate again", name, err)
+	}
+	return err
 }
 
 // waitNoTerminating waits until no unit of the app is stopping.

@@ -114,7 +114,7 @@ func TestServiceRotateKill9IsFinishedByTheNextRotate(t *testing.T) {
 	h.dropLease(name)
 	h.dropLease("service.db") // the service's lock, as the app's: a lease a killed tug held
 	h.routerBody(r, url, "db ok rows=", "")
-	res := h.mustTug("service", "rotate", "db")
+	res := h.mustTug("service", "rotate", "db", "--wait-units")
 	if !strings.Contains(res.Stderr, "finishing it") {
 		t.Errorf("the next rotate does not say it finishes the stopped one:\n%s", res)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,8 +18,11 @@ import (
 // TestServiceRotateWhileClientsSendRequests: while 4 clients send requests
 // through the router to an app (2 units) that writes to its database on
 // every request, 'service rotate' gives the database new credentials and
-// rolls the app onto them: no request fails; afterwards the old password is
-// refused and the new one works.
+// rolls the app onto them, twice in a row: no request fails, up to and
+// past the moment the database refuses the last old login (each rotate
+// returns before it, with that time; the second waits for the first's
+// stopping units before it gives their login a new password); afterwards
+// the old passwords are refused and the new one works.
 func TestServiceRotateWhileClientsSendRequests(t *testing.T) {
 	h := New(t)
 	r := h.localRouter()
@@ -47,7 +51,7 @@ func TestServiceRotateWhileClientsSendRequests(t *testing.T) {
 		}
 		return len(pods.Items) == 2, nil
 	})
-	old := h.credentials("db")
+	old, middle := h.credentials("db"), map[string]string(nil)
 
 	var stop atomic.Bool
 	var wg sync.WaitGroup
@@ -68,22 +72,51 @@ func TestServiceRotateWhileClientsSendRequests(t *testing.T) {
 			}
 		})
 	}
-	res := h.Tug("service", "rotate", "db")
+	// a second rotate right after the first gives a new password to the
+	// login the first one's stopping units still use: it must wait for them
+	var rotated [2]struct {
+		Username  string    `json:"username"`
+		Apps      []string  `json:"apps"`
+		RevokedAt time.Time `json:"revokedAt"`
+	}
+	var res Result
+	for i := range rotated {
+		if res = h.Tug("service", "rotate", "db", "-o", "json"); res.Code != 0 {
+			break
+		}
+		if err := json.Unmarshal([]byte(res.Stdout), &rotated[i]); err != nil {
+			t.Errorf("rotate -o json: %v\n%s", err, res.Stdout)
+		}
+		if !strings.Contains(res.Stderr, "refused from") || !slices.Equal(rotated[i].Apps, []string{name}) {
+			t.Errorf("rotate %d does not say when the old login is refused, or which apps it rolled (%v):\n%s", i+1, rotated[i].Apps, res.Stderr)
+		}
+		if i == 0 {
+			middle = h.credentials("db")
+		}
+	}
+	// the clients go on until the database refuses the old login (the
+	// old units stop by then): a unit still on it must not fail a request
+	h.Eventually(2*time.Minute, "the old login's deadline passes", func() (bool, error) {
+		return res.Code != 0 || time.Now().After(rotated[1].RevokedAt.Add(2*time.Second)), nil
+	})
 	stop.Store(true)
 	wg.Wait()
 	if res.Code != 0 {
 		t.Fatalf("service rotate: %s", res)
 	}
-	t.Logf("rotate: %d requests by 4 clients, failed: %v\n%s", total, failed, res.Stderr)
+	t.Logf("2 rotates: %d requests by 4 clients until the last old login was refused at %s, failed: %v\n%s", total, rotated[1].RevokedAt, failed, res.Stderr)
 	if len(failed) > 0 || total < 20 {
 		t.Errorf("%d requests, failed %v: want none failed (and the clients sending all along)", total, failed)
 	}
+	if err := h.psqlLogin("db", middle["username"], middle["password"]); err == nil {
+		t.Error("the login of the first rotate still logs in after the second one's deadline")
+	}
 	now := h.credentials("db")
-	if now["username"] == old["username"] || now["password"] == old["password"] {
-		t.Fatalf("the credentials did not change: %s -> %s", old["username"], now["username"])
+	if now["username"] != old["username"] || now["password"] == old["password"] || middle["username"] == old["username"] {
+		t.Fatalf("two rotates did not take turns: %s -> %s -> %s, or kept the password", old["username"], middle["username"], now["username"])
 	}
 	if err := h.psqlLogin("db", old["username"], old["password"]); err == nil {
-		t.Error("the old password still logs in after the rotate")
+		t.Error("the first password still logs in after the rotates")
 	}
 	if err := h.psqlLogin("db", now["username"], now["password"]); err != nil {
 		t.Errorf("the new password does not log in: %v", err)
@@ -146,7 +179,7 @@ func TestServiceRotateWaitRunsForRunsFromBefore(t *testing.T) {
 		t.Errorf("the old login was revoked though a run from before still uses it: %v", err)
 	}
 
-	cmd := exec.Command(env.tug, "service", "rotate", "db", "--wait-runs", "2m")
+	cmd := exec.Command(env.tug, "service", "rotate", "db", "--wait-runs", "2m", "--wait-units")
 	cmd.Env = h.tugEnv(nil)
 	var stderr lockedBuffer
 	cmd.Stderr = &stderr
