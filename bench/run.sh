@@ -55,7 +55,7 @@ if [ -n "${BENCH_BEFORE:-}" ]; then
   (cd "$tmp/before" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$tmp/tug-before" ./cmd/tug)
   before=(-tug-before "$tmp/tug-before" -before "$(git rev-parse --short "$BENCH_BEFORE")" -before-rows "${BENCH_BEFORE_ROWS:-node}")
 fi
-scale=(); apps=(); many=(); remote=(-units 50 -rounds 5); services=(-rounds 3 -rotate-rounds 2); quick=()
+scale=(); apps=(); many=(); remote=(-units 50 -rounds 5); services=(-rounds 3 -rotate-rounds 3); quick=()
 if [ -n "${BENCH_QUICK:-}" ]; then
   scale=(-pods 1000 -nodes 100 -rounds 1); apps=(-apps 60 -rounds 1); many=(-units 20); remote=(-units 10 -rounds 1); services=(-rounds 1 -rotate-rounds 1)
   quick=(-quick)

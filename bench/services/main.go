@@ -239,7 +239,7 @@ func emitRotate(tug, hand []load) {
 		Tug:     fmt.Sprintf("%s, %d of %d requests failed", benchkit.Ms(t), tf, tn),
 		Kubectl: fmt.Sprintf("by hand (ALTER ROLE, the Secrets patched, kubectl rollout restart and rollout status of each Deployment): %s, %d of %d requests failed", benchkit.Ms(h), hf, hn),
 		Ratio:   rs, Goal: "<= 1.0x, 0 failed", Met: ratio <= 1.0 && tf == 0, Requests: "-",
-		Note: fmt.Sprintf("tug rolls the apps side by side and returns once they serve with the new login; the database refuses the old one from when the old units must have stopped (VALID UNTIL), and tug's requests are counted until then; each round: tug %s, by hand %s", loads(tug), loads(hand))})
+		Note: fmt.Sprintf("tug rolls the apps side by side and returns once they serve with the new login; the database refuses the old one from when the old units must have stopped (VALID UNTIL), and tug's requests are counted until then (apps with a 10 s grace period); each round: tug %s, by hand %s", loads(tug), loads(hand))})
 }
 
 // boundApps makes service db and apps a and b (2 units each of the
@@ -252,6 +252,10 @@ func boundApps(ns string) ([]string, error) {
 	err := benchkit.Parallel(len(apps), len(apps), func(i int) error {
 		a := apps[i]
 		env.MustTug(ns, "app", "create", a)
+		// a grace period of 10 s (both ways' Deployments alike): the old
+		// login is refused 10 s after tug's rotate, not 30, and the
+		// requests counted until then take that long
+		env.MustTug(ns, "app", "settings", "set", a, "--grace-period", "10s")
 		env.MustTug(ns, "app", "deploy", a, "--image", *dbapp, "--timeout", "5m")
 		env.MustTug(ns, "app", "scale", a, "web=2", "--timeout", "5m")
 		var info struct {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -24,6 +25,8 @@ type serviceRestoreOptions struct {
 	File string
 	From string
 	Yes  bool
+	// WaitLock is --wait-lock: a restore takes the service's lock.
+	WaitLock time.Duration
 }
 
 func newServiceRestoreCmd(f *cli.Factory, runF func(context.Context, *serviceRestoreOptions) error) *cobra.Command {
@@ -55,7 +58,20 @@ backups NAME'). Asks first on a terminal; elsewhere needs --yes.`,
 	cmd.Flags().StringVarP(&o.File, "file", "f", "", "The dump, - for stdin (required)")
 	cmd.Flags().StringVar(&o.From, "from", "", "A dump of the scheduled backups (see 'tug service backups')")
 	cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "Restore without asking")
-	return cmd
+	return takesLock(cmd, &o.WaitLock)
+}
+
+// locked runs the restore under the service's lock: a restore does not
+// run beside a rotate, a backup schedule's change or a remove of the
+// service.
+func (o *serviceRestoreOptions) locked(ctx context.Context, d service.Deps, restore func(context.Context) error) error {
+	d.WaitLock = o.WaitLock
+	ctx, unlock, err := d.Hold(ctx, o.Name)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return restore(ctx)
 }
 
 func runServiceRestore(ctx context.Context, o *serviceRestoreOptions) error {
@@ -85,8 +101,11 @@ func runServiceRestore(ctx context.Context, o *serviceRestoreOptions) error {
 	}); err != nil {
 		return err
 	}
-	d.Progress.Update("restoring service " + o.Name)
-	if err := service.Restore(ctx, d, o.Name, in); err != nil {
+	err = o.locked(ctx, d, func(ctx context.Context) error {
+		d.Progress.Update("restoring service " + o.Name)
+		return service.Restore(ctx, d, o.Name, in)
+	})
+	if err != nil {
 		d.Progress.Fail("restoring service " + o.Name)
 		return err
 	}
@@ -107,8 +126,11 @@ func runServiceRestoreFrom(ctx context.Context, o *serviceRestoreOptions) error 
 	}); err != nil {
 		return err
 	}
-	d.Progress.Update("restoring service " + o.Name + " from " + o.From)
-	if err := service.RestoreFrom(ctx, d, o.Name, o.From); err != nil {
+	err = o.locked(ctx, d, func(ctx context.Context) error {
+		d.Progress.Update("restoring service " + o.Name + " from " + o.From)
+		return service.RestoreFrom(ctx, d, o.Name, o.From)
+	})
+	if err != nil {
 		d.Progress.Fail("restoring service " + o.Name)
 		return err
 	}

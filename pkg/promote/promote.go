@@ -63,7 +63,17 @@ func Prepare(ctx context.Context, src, dst Endpoint, toRepository string) (*Plan
 	if src.Context == dst.Context && src.Namespace == dst.Namespace && src.App == dst.App {
 		return nil, inputerr.Errorf("the target is the source (%s): promote to another app, NAMESPACE/APP or --to-context", src)
 	}
+	// the two apps are read side by side: often two clusters, each a
+	// round trip or two away
+	var s, d Side
+	var derr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		d, derr = read(ctx, dst)
+	}()
 	s, err := read(ctx, src)
+	<-done
 	if err != nil {
 		return nil, err
 	}
@@ -75,9 +85,8 @@ func Prepare(ctx context.Context, src, dst Endpoint, toRepository string) (*Plan
 	if !ok {
 		return nil, inputerr.Errorf("app %s v%d runs %s, which no registry digest pins (an image loaded onto the nodes, or one its units have not pulled yet): promote needs an image from a registry", src, s.Release.Version, run)
 	}
-	d, err := read(ctx, dst)
-	if err != nil {
-		return nil, err
+	if derr != nil {
+		return nil, derr
 	}
 	p := &Plan{src: s, dst: d, Image: run, Diff: Compare(s, d),
 		Source: Ref{Context: src.Context, Namespace: src.Namespace, App: src.App, Release: s.Release.Version, Image: run, Digest: digest},

@@ -163,8 +163,9 @@ func TestServiceRemoveKill9IsFinishedByTheNextRemove(t *testing.T) {
 // a restore streams a dump into the service (pg_restore has begun its one
 // transaction and waits for the rest of the dump); the service is ready,
 // its data is what it held before the restore, never part of the dump
-// (pg_restore --single-transaction: the cut stream rolls it back), and a
-// second restore brings the dump's data back whole.
+// (pg_restore --single-transaction: the cut stream rolls it back); a
+// restore is refused while the killed one's lease holds the service, and
+// once it is gone a second restore brings the dump's data back whole.
 func TestServiceRestoreKill9LeavesTheOldOrTheRestoredData(t *testing.T) {
 	h := New(t)
 	imgs := serviceImages(t)
@@ -213,6 +214,15 @@ func TestServiceRestoreKill9LeavesTheOldOrTheRestoredData(t *testing.T) {
 	if marker != "changed" || big != "0" {
 		t.Errorf("after the killed restore: marker %q, table big present %s; want the data from before the restore (changed, 0): a half restore", marker, big)
 	}
+	// the killed restore's lease still holds the service: another restore
+	// is refused, and changes nothing, until it expires (or is dropped)
+	if res := h.Tug("service", "restore", "db", "-f", dump, "--yes"); res.Code == 0 || !strings.Contains(res.Stderr, "service db is being changed") {
+		t.Errorf("a restore while the killed one's lease holds the service: want it refused, saying so:\n%s", res)
+	}
+	if m := h.sql("db", `select v from marker`); m != "changed" {
+		t.Errorf("the refused restore changed the data: marker %q", m)
+	}
+	h.dropLease("service.db")
 	h.mustTug("service", "restore", "db", "-f", dump, "--yes")
 	if m, n := h.sql("db", `select v from marker`), h.sql("db", `select count(*) from big`); m != "dumped" || n != "200000" {
 		t.Errorf("after the second restore: marker %q, %s rows in big; want dumped, 200000", m, n)
