@@ -216,7 +216,7 @@ func TestServiceRestoreKill9LeavesTheOldOrTheRestoredData(t *testing.T) {
 	}
 	// the killed restore's lease still holds the service: another restore
 	// is refused, and changes nothing, until it expires (or is dropped)
-	if res := h.Tug("service", "restore", "db", "-f", dump, "--yes"); res.Code == 0 || !strings.Contains(res.Stderr, "service db is being changed") {
+	if res := h.Tug("service", "restore", "db", "-f", dump, "--yes"); res.Code == 0 || !strings.Contains(res.Stderr, `service "db" is being changed`) {
 		t.Errorf("a restore while the killed one's lease holds the service: want it refused, saying so:\n%s", res)
 	}
 	if m := h.sql("db", `select v from marker`); m != "changed" {
