@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -90,12 +91,25 @@ func Guard(ctx context.Context, c Clients, t Table, o Owner, objs []Object) erro
 			}
 		}
 	}
-	for _, e := range entries {
-		if err := guardOne(ctx, c, o, e); err != nil {
+	// the GETs go side by side (they are on every deploy's way to its
+	// rollout); the first error in the table's order is the one said
+	errs := make([]error, len(entries))
+	each(len(entries), func(i int) { errs[i] = guardOne(ctx, c, o, entries[i]) })
+	for _, err := range errs {
+		if err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// each runs f(0) to f(n-1) side by side and returns when all have.
+func each(n int, f func(i int)) {
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { f(i) })
+	}
+	wg.Wait()
 }
 
 // guardOne GETs one object; a kind the cluster does not serve, or one
@@ -142,12 +156,30 @@ func Prune(ctx context.Context, c Clients, t Table, o Owner, name string, keep [
 	for _, r := range also {
 		kept[r] = true
 	}
+	// the LISTs go side by side (a deploy waits for them before it
+	// watches its rollout); the DELETEs keep the reverse order
+	listed := make([]listing, len(t))
+	each(len(t), func(i int) { listed[i] = listKind(ctx, c, t[i], o, name, prunes(t[i], kept)) })
 	for i := len(t) - 1; i >= 0; i-- {
-		if err := PruneKind(ctx, c, t[i], o, name, kept); err != nil {
+		if err := deleteListed(ctx, c, t[i], o, name, listed[i], prunePick(t[i], name, kept), prunes(t[i], kept)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// prunes is how a prune of kind k treats its refusals: an Optional kind's
+// LIST refused while nothing of it is kept is none.
+func prunes(k *Kind, kept map[Ref]bool) deleteMode {
+	return deleteMode{forbiddenIsNone: !keepsAny(kept, k)}
+}
+
+// prunePick picks what a prune deletes: what kept does not name and tug
+// made (k.Made; nil: every object with the owner's labels).
+func prunePick(k *Kind, name string, kept map[Ref]bool) func(metav1.Object) bool {
+	return func(obj metav1.Object) bool {
+		return !kept[refOf(k, obj.GetName())] && (k.Made == nil || k.Made(obj.GetName(), name, obj.GetLabels()))
+	}
 }
 
 // PruneKind deletes the owner's objects of kind k that kept does not name
@@ -157,10 +189,7 @@ func Prune(ctx context.Context, c Clients, t Table, o Owner, name string, keep [
 // precondition). What the cluster cannot serve, or an Optional kind's
 // LIST that is refused while nothing is kept, is none.
 func PruneKind(ctx context.Context, c Clients, k *Kind, o Owner, name string, kept map[Ref]bool) error {
-	pick := func(obj metav1.Object) bool {
-		return !kept[refOf(k, obj.GetName())] && (k.Made == nil || k.Made(obj.GetName(), name, obj.GetLabels()))
-	}
-	return deleteKind(ctx, c, k, o, name, pick, deleteMode{forbiddenIsNone: !keepsAny(kept, k)})
+	return deleteKind(ctx, c, k, o, name, prunePick(k, name, kept), prunes(k, kept))
 }
 
 // RemoveKind deletes every object of kind k with the owner's labels, as
@@ -181,9 +210,23 @@ type deleteMode struct{ forbiddenIsNone, strict bool }
 
 // deleteKind deletes the owner's objects of kind k that del picks.
 func deleteKind(ctx context.Context, c Clients, k *Kind, o Owner, name string, del func(metav1.Object) bool, m deleteMode) error {
+	return deleteListed(ctx, c, k, o, name, listKind(ctx, c, k, o, name, m), del, m)
+}
+
+// listing is what listKind found: the owner's objects of a kind, or why
+// they could not be listed.
+type listing struct {
+	objs []metav1.Object
+	err  error
+}
+
+// listKind lists the owner's objects of kind k, by its labels; what the
+// cluster cannot serve, or an Optional kind's LIST refused when m says
+// that is none, lists nothing.
+func listKind(ctx context.Context, c Clients, k *Kind, o Owner, name string, m deleteMode) listing {
 	res := k.Resource(c)
 	if res == nil {
-		return nil
+		return listing{}
 	}
 	sel := o.Selector(name)
 	if k.Selector != "" {
@@ -192,11 +235,20 @@ func deleteKind(ctx context.Context, c Clients, k *Kind, o Owner, name string, d
 	list, err := res.List(ctx, metav1.ListOptions{LabelSelector: sel})
 	if err != nil {
 		if k.Optional && (apierrors.IsNotFound(err) || (apierrors.IsForbidden(err) && m.forbiddenIsNone)) {
-			return nil
+			return listing{}
 		}
-		return kube.TranslateError(err)
+		return listing{err: kube.TranslateError(err)}
 	}
-	for _, obj := range list {
+	return listing{objs: list}
+}
+
+// deleteListed deletes what of l the owner owns and del picks.
+func deleteListed(ctx context.Context, c Clients, k *Kind, o Owner, name string, l listing, del func(metav1.Object) bool, m deleteMode) error {
+	if l.err != nil {
+		return l.err
+	}
+	res := k.Resource(c)
+	for _, obj := range l.objs {
 		if !o.Owns(obj.GetLabels(), name) || !del(obj) {
 			continue
 		}
