@@ -68,9 +68,14 @@ func runReleaseList(ctx context.Context, o *releaseListOptions) error {
 	if err != nil {
 		return err
 	}
-	rels, err := s.ListReleases(ctx, a.Name)
+	rels, refused, err := s.ListReleasesAsViewer(ctx, a.Name)
 	if err != nil {
 		return err
+	}
+	// fewer releases than the history keeps, to a caller who reads no
+	// Secret: the missing may be of the old form, not pruned
+	if refused && len(rels) < min(a.LastRelease, app.HistoryLimit(a, rels, a.Release)) {
+		fmt.Fprintf(o.IO.ErrOut, "note: releases stored before tug kept release records in ConfigMaps are one Secret each, which your access cannot read: %d of v1..v%d not listed (pruned, or of that form)\n", a.LastRelease-len(rels), a.LastRelease)
 	}
 	out := make([]app.ReleaseSummary, len(rels))
 	for i, r := range rels {

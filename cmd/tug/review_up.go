@@ -79,7 +79,7 @@ func newReviewUpCmd(f *cli.Factory, runF func(context.Context, *reviewUpOptions)
 		Annotations: atLevel(access.Operator, argsAre(argApp)),
 		Short:       "Make or update the review app NAME of APP and deploy the pull request's code to it",
 		Long:        reviewUpLong,
-		Example: `  tug review up shop --name pr-42 --source . --review-override DATABASE_URL=postgres://review/shop
+		Example: `  tug review up shop --name pr-42 --source . --review-override PAYMENTS_API_KEY=sandbox-key
   tug review up shop --name pr-42 --image registry.example.com/shop@sha256:... --ttl 24h -o json
   tug review up shop --name pr-42 --source . --fork-service db`,
 		Args: cli.ExactArgs("APP"),
@@ -179,6 +179,9 @@ func runReviewUp(ctx context.Context, o *reviewUpOptions) error {
 	}
 	svcs, err := review.CheckServices(ctx, store, base, review.AppName(o.App, o.Name), o.ForkServices)
 	if err != nil {
+		return err
+	}
+	if err := review.CheckOverrides(svcs, o.overrides, o.CopyConfig); err != nil {
 		return err
 	}
 	sd, err := o.ServiceDeps(d)

@@ -361,6 +361,17 @@ func (s *Store) ListReleases(ctx context.Context, app string) ([]*Release, error
 	return l.rels, nil
 }
 
+// ListReleasesAsViewer is ListReleases that also says whether the caller
+// may not read Secrets: releases stored before records and values were
+// split are one Secret each, and such a caller does not see them.
+func (s *Store) ListReleasesAsViewer(ctx context.Context, app string) (rels []*Release, secretsRefused bool, err error) {
+	l, err := s.listReleases(ctx, app)
+	if err != nil {
+		return nil, false, err
+	}
+	return l.rels, l.noSecrets, nil
+}
+
 // FindRelease returns the newest release for which match is true, with its
 // config, from the same round trip as ListReleases, or nil when none
 // matches.

@@ -417,11 +417,17 @@ func removeIf(ctx context.Context, d deploy.Deps, sd service.Deps, appName strin
 	if err != nil {
 		return err
 	}
-	defer t.End()
-	if err := lifecycle.RemoveHeld(t.Ctx(), t.Deps(), appName, lifecycle.RemoveOptions{}); err != nil {
+	err = lifecycle.RemoveHeld(t.Ctx(), t.Deps(), appName, lifecycle.RemoveOptions{})
+	t.End()
+	if err != nil {
 		return err
 	}
-	_, err = RemoveServices(t.Ctx(), sd, owner.Of, owner.Name)
+	// the services' locks once the app's is let go: every other path
+	// (bind, rotate, a tug.yaml deploy) takes a service's lock before an
+	// app's, and two tugs taking them in opposite orders would each wait
+	// for the other. A kill in between leaves services the next sweep
+	// removes (removeOrphans).
+	_, err = RemoveServices(ctx, sd, owner.Of, owner.Name)
 	return err
 }
 
@@ -439,7 +445,9 @@ func removeOrphans(ctx context.Context, d deploy.Deps, sd service.Deps) error {
 		if _, err := store.GetApp(ctx, r.Review.App); !app.IsNotFound(err) {
 			continue
 		}
-		if err := service.RemoveReview(ctx, sd, r.Name, *r.Review); err != nil {
+		// RemoveReview checks again, under the service's lock, that the
+		// app is gone: a review up may make it again meanwhile
+		if _, err := service.RemoveReview(ctx, sd, r.Name, *r.Review); err != nil {
 			failed = append(failed, fmt.Sprintf("service %s: %v", r.Name, err))
 		}
 	}

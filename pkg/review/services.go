@@ -11,6 +11,7 @@ import (
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/inputerr"
+	"tug.dev/tug/pkg/render"
 	"tug.dev/tug/pkg/service"
 )
 
@@ -65,6 +66,26 @@ func CheckServices(ctx context.Context, store *app.Store, base *app.App, reviewA
 		}
 	}
 	return out, nil
+}
+
+// CheckOverrides refuses, as bad input, a --review-override of a variable
+// that a binding the review app gets sets too: the review app would have
+// it twice, and which one its units see would depend on the order of
+// their environment (env set and service bind refuse the same).
+// An external service is bound to the review app only with --copy-config
+// (else its variables are the override's to set).
+func CheckOverrides(svcs []Service, overrides app.ConfigMap, copyConfig bool) error {
+	for _, s := range svcs {
+		if s.External && !copyConfig {
+			continue
+		}
+		for _, v := range render.BindingVariables(s.Base) {
+			if _, ok := overrides[v]; ok {
+				return inputerr.Errorf("--review-override %s: the review app's binding of service %q sets %s (its own copy of the database, or with --copy-config the same external one); nothing changed: leave it out, or override another variable", v, s.Base.Service, v)
+			}
+		}
+	}
+	return nil
 }
 
 // notInTheWay fails, as bad input, when a service named as the review
@@ -219,10 +240,13 @@ func RemoveServices(ctx context.Context, sd service.Deps, of, name string) ([]st
 	}
 	var removed []string
 	for _, r := range recs {
-		if err := service.RemoveReview(ctx, sd, r.Name, *r.Review); err != nil {
+		done, err := service.RemoveReview(ctx, sd, r.Name, *r.Review)
+		if err != nil {
 			return removed, err
 		}
-		removed = append(removed, r.Name)
+		if done {
+			removed = append(removed, r.Name)
+		}
 	}
 	return removed, nil
 }

@@ -83,6 +83,33 @@ func TestCheckServices(t *testing.T) {
 	}
 }
 
+// A --review-override of a variable a binding the review app gets sets
+// is refused: its database copy's always, an external service's only with
+// --copy-config (without it the review app is not bound to it).
+func TestCheckOverridesRefusesBindingVariables(t *testing.T) {
+	ctx := context.Background()
+	_, s := shopWithServices(t)
+	base, _ := s.GetApp(ctx, "shop")
+	svcs, err := CheckServices(ctx, s, base, "shop-pr-1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		key        string
+		copyConfig bool
+		refused    bool
+	}{
+		{"DATABASE_URL", false, true}, {"DATABASE_URL", true, true},
+		{"LEGACY_URL", false, false}, {"LEGACY_URL", true, true},
+		{"PAYMENTS_API_KEY", true, false},
+	} {
+		err := CheckOverrides(svcs, app.ConfigMap{tc.key: "x"}, tc.copyConfig)
+		if got := err != nil; got != tc.refused || (err != nil && !inputerr.Is(err)) {
+			t.Errorf("--review-override %s (copy config %v): %v; want refused %v, as bad input", tc.key, tc.copyConfig, err, tc.refused)
+		}
+	}
+}
+
 // The review app's first release never binds the app's services; an
 // external one only with --copy-config, and that is said either way.
 func TestUpNeverBindsTheAppsServices(t *testing.T) {

@@ -214,9 +214,9 @@ func boundApps(ctx context.Context, d Deps, rec *Record) ([]BoundApp, error) {
 	out := []BoundApp{}
 	for _, a := range apps {
 		b, err := releaseBinding(ctx, store, a, rec.Name)
-		// A viewer may not read Secrets, which release records are (they
-		// hold the config): the app is still named, without the
-		// variables only its release says.
+		// A viewer may not read Secrets, which releases made before the
+		// split of records and values are (they hold the config): the app
+		// is still named, without the variables only its release says.
 		if kube.IsRBACDenial(err) {
 			if slices.Contains(a.Services, rec.Name) || running[a.Name] {
 				delete(running, a.Name)
@@ -257,7 +257,9 @@ func releaseBinding(ctx context.Context, store *app.Store, a *app.App, service s
 		if v == 0 || (v == a.Release && !slices.Contains(a.Services, service)) {
 			continue
 		}
-		r, _, err := store.GetRelease(ctx, a.Name, v)
+		// the record alone: a binding is no config value, and a release
+		// whose config Secret is gone still says what it binds
+		r, err := store.GetReleaseRecord(ctx, a.Name, v)
 		if app.IsNotFound(err) {
 			continue
 		} else if err != nil {

@@ -158,7 +158,8 @@ func (d Deps) keptClaims(ctx context.Context, name string) ([]string, error) {
 	}
 	var out []string
 	for _, pvc := range l.Items {
-		if pvc.DeletionTimestamp == nil {
+		// the backups claim is said by removeSchedule, as the backups'
+		if pvc.DeletionTimestamp == nil && pvc.Name != BackupsClaimName(name) {
 			out = append(out, "PersistentVolumeClaim "+pvc.Name)
 		}
 	}

@@ -113,30 +113,37 @@ func owns(o *ReviewOwner, of, name string) bool {
 }
 
 // RemoveReview removes a review app's own service with its data (a review
-// database is disposable), bound or not: its review app is being removed.
-// A service that belongs to no review, or to another, is never touched;
-// one already gone is no error.
-func RemoveReview(ctx context.Context, d Deps, name string, owner ReviewOwner) error {
+// database is disposable), bound or not, once its review app is gone
+// (callers remove the app first). A service that belongs to no review,
+// or to another, is never touched; one already gone is no error. It says
+// whether it removed the service: not when the review app has a record
+// again, checked under the service's lock (a review up of the same name
+// made it meanwhile, and makes its services under their locks after it).
+func RemoveReview(ctx context.Context, d Deps, name string, owner ReviewOwner) (bool, error) {
 	ctx, unlock, err := d.Hold(ctx, name)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer unlock()
 	rec, err := readRecord(ctx, d.Client, d.Namespace, name)
 	if app.IsNotFound(err) {
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	if !rec.Review.same(&owner) {
-		return fmt.Errorf("service %q is not %s: left alone", name, owner.describe())
+		return false, fmt.Errorf("service %q is not %s: left alone", name, owner.describe())
+	}
+	store := &app.Store{Client: d.Client, Namespace: d.Namespace}
+	if _, err := store.GetApp(ctx, owner.App); !app.IsNotFound(err) {
+		return false, err // nil: the review app is back, and the service is its
 	}
 	// another app bound to the review's copy by hand keeps it: deleting
 	// it would break that app's next unit (its binding Secret gone)
 	apps, err := boundApps(ctx, d, rec)
 	if err != nil {
-		return err
+		return false, err
 	}
 	var others []string
 	for _, a := range apps {
@@ -145,10 +152,12 @@ func RemoveReview(ctx context.Context, d Deps, name string, owner ReviewOwner) e
 		}
 	}
 	if len(others) > 0 {
-		return fmt.Errorf("service %q of %s is bound to %s too: left in place; unbind it ('tug service unbind APP %s'), then 'tug service remove %s --delete-data'", name, owner.describe(), strings.Join(others, ", "), name, name)
+		return false, fmt.Errorf("service %q of %s is bound to %s too: left in place; unbind it ('tug service unbind APP %s'), then 'tug service remove %s --delete-data'", name, owner.describe(), strings.Join(others, ", "), name, name)
 	}
-	_, err = d.removeHeld(ctx, rec, true)
-	return err
+	if _, err = d.removeHeld(ctx, rec, true); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // ForkInto restores service dst (a review app's copy of src, just made)

@@ -84,13 +84,22 @@ func TestReviewServicesOwnership(t *testing.T) {
 		}
 	}
 	// the app's own service is never removed as a review's, nor another review's
-	if err := RemoveReview(ctx, Deps{Client: c, Namespace: testNS, Progress: progress.Nop{}, Holder: lock.Holder{User: "alice"}}, "db", *mine); err == nil {
+	d := Deps{Client: c, Namespace: testNS, Progress: progress.Nop{}, Holder: lock.Holder{User: "alice"}}
+	if _, err := RemoveReview(ctx, d, "db", *mine); err == nil {
 		t.Error("the app's service was removed as review pr-1's")
 	}
-	if err := RemoveReview(ctx, Deps{Client: c, Namespace: testNS, Progress: progress.Nop{}, Holder: lock.Holder{User: "alice"}}, "shop-pr-2-db", *mine); err == nil {
+	if _, err := RemoveReview(ctx, d, "shop-pr-2-db", *mine); err == nil {
 		t.Error("review pr-2's service was removed as review pr-1's")
 	}
-	for _, n := range []string{"db", "shop-pr-2-db"} {
+	// the review app made again (a review up of the same name while a
+	// sweep removes what the last one left): its service stays
+	if err := (&app.Store{Client: c, Namespace: testNS}).CreateApp(ctx, &app.App{Name: mine.App}); err != nil {
+		t.Fatal(err)
+	}
+	if done, err := RemoveReview(ctx, d, "shop-pr-1-db", *mine); done || err != nil {
+		t.Errorf("the service of a review app that has a record again: removed %v, %v; want it left, no error", done, err)
+	}
+	for _, n := range []string{"db", "shop-pr-2-db", "shop-pr-1-db"} {
 		if _, err := readRecord(ctx, c, testNS, n); err != nil {
 			t.Errorf("service %s: %v", n, err)
 		}
@@ -132,7 +141,7 @@ func TestRemoveReviewKeepsACopyAnotherAppUses(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := Deps{Client: c, Namespace: testNS, Progress: progress.Nop{}, Holder: lock.Holder{User: "alice"}}
-	err := RemoveReview(ctx, d, "shop-pr-1-db", *mine)
+	_, err := RemoveReview(ctx, d, "shop-pr-1-db", *mine)
 	if err == nil || !strings.Contains(err.Error(), "worker") {
 		t.Fatalf("removing a copy worker is bound to: %v", err)
 	}

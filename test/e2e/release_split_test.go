@@ -199,6 +199,11 @@ func TestReleaseOldFormKeepsWorking(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.Stdout), &seen); err != nil || !slices.Equal(rowVersions(seen), []int{rows[0].Version, vNew}) {
 		t.Errorf("viewer release list over a mixed history: %v, want v%d v%d; %s", rowVersions(seen), rows[0].Version, vNew, r)
 	}
+	// and is told that the others are not listed, not shown a history
+	// that reads as whole
+	if !strings.Contains(r.Stderr, "note: releases stored before tug kept release records in ConfigMaps are one Secret each") {
+		t.Errorf("viewer release list over a mixed history does not say releases are missing:\n%s", r.Stderr)
+	}
 }
 
 // tug killed, through the fault proxy, at the two points of a release's
