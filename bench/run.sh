@@ -16,6 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export GOTOOLCHAIN=local
 known=startup,deploy,source,promote,cnb,apps,scale,many,remote,route,bluegreen,latency,usage,services
+ONLY=${ONLY:-}
 for n in ${ONLY//,/ }; do
   [[ ",$known," == *",$n,"* ]] || { echo "ONLY: no section $n (sections: $known)" >&2; exit 2; }
 done
@@ -43,6 +44,7 @@ finish() {
 }
 trap finish EXIT
 
+built=$(git describe --always --dirty)
 CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o bin/tug ./cmd/tug
 kubeconfig=$($cluster kubeconfig)
 ln -s "$(test/cluster/build-localk8s.sh --cached)" "$tmp/kubectl"
@@ -93,6 +95,6 @@ section services  "backing services"      "$tmp/services" "${common[@]}" -router
 
 took=$(( $(date +%s) - began ))
 sections=$(IFS=,; echo "${ran[*]}")
-go run ./bench/report -dir "$tmp" -sections "$sections" -order "$known" -doc docs/benchmarks.md -data docs/benchmarks.jsonl -k8s "$(test/cluster/build-localk8s.sh --version)" \
+go run ./bench/report -dir "$tmp" -sections "$sections" -order "$known" -doc docs/benchmarks.md -data docs/benchmarks.jsonl -k8s "$(test/cluster/build-localk8s.sh --version)" -commit "$built" \
   -took "$((took / 60)) min $((took % 60)) s" "${quick[@]}"
 echo "wrote docs/benchmarks.md (make bench took $((took / 60))m$((took % 60))s)"

@@ -36,9 +36,10 @@ func main() {
 	took := flag.String("took", "", "how long make bench took")
 	quick := flag.Bool("quick", false, "the rows come from a BENCH_QUICK smoke run (small scales)")
 	notes := flag.String("notes", "bench/notes.md", "text appended after the tables (what the numbers do not say)")
+	built := flag.String("commit", "", "the commit tug was built from (default: git describe now)")
 	flag.Parse()
 
-	run := runInfo{Date: time.Now().UTC().Format("2006-01-02 15:04 UTC"), Commit: commit(), Took: *took, K8s: *k8s, Quick: *quick}
+	run := runInfo{Date: time.Now().UTC().Format("2006-01-02 15:04 UTC"), Commit: commitOr(*built), Took: *took, K8s: *k8s, Quick: *quick}
 	measured := split(*sections)
 	kept, err := readRows(*data)
 	if !errors.Is(err, fs.ErrNotExist) {
@@ -237,6 +238,16 @@ func machine() string {
 	}
 	kernel, _ := exec.Command("uname", "-sr").Output()
 	return fmt.Sprintf("%d CPUs (nproc)%s, %s, %s", runtime.NumCPU(), mem, strings.TrimSpace(string(kernel)), runtime.Version())
+}
+
+// commitOr is built, or when empty the work tree's commit now (edits
+// made while a long run ran would be credited to it: run.sh passes the
+// one it built from).
+func commitOr(built string) string {
+	if built != "" {
+		return built
+	}
+	return commit()
 }
 
 func commit() string {
