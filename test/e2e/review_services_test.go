@@ -88,6 +88,8 @@ func TestReviewAppServicesForkedAndFresh(t *testing.T) {
 		{"--fork-service", "Bad_Name"},
 		{"--fork-service", "db", "--fork-service", "db"},
 		{"--service-size", "-1Gi"},
+		// the review's copy of db sets DATABASE_URL: the app would have it twice
+		{"--review-override", "DATABASE_URL=postgres://review/x"},
 	} {
 		argv := append([]string{"review", "up", "fshop", "--name", "pr-1", "--image", imgs["dbapp"]}, args...)
 		if r := h.Tug(argv...); r.Code != 2 {
