@@ -238,11 +238,16 @@ func container(a *app.App, r *app.Release, proc, command string, port int32) cor
 		c.Env = append(c.Env, corev1.EnvVar{Name: "PORT", Value: strconv.Itoa(int(port))})
 		c.Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: port, Protocol: corev1.ProtocolTCP}}
 		// A web unit is ready when it accepts connections on $PORT; without
-		// a probe a unit that never listens would count as ready.
+		// a probe a unit that never listens would count as ready. Every
+		// second (the kubelet's shortest): a rollout waits for each new
+		// unit's first passing probe, so a 2 s period added up to 2 s per
+		// unit rolled one at a time (bench: deploys took ~1.7 s or ~4.4 s
+		// by that luck alone). Six failures: a unit that stops answering
+		// still leaves the endpoints after 6 s, as with 3 at 2 s.
 		c.ReadinessProbe = &corev1.Probe{
 			ProbeHandler:     corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("http")}},
-			PeriodSeconds:    2,
-			FailureThreshold: 3,
+			PeriodSeconds:    1,
+			FailureThreshold: 6,
 			TimeoutSeconds:   1,
 		}
 		// A unit being stopped (rollout, scale down, node removal) leaves
