@@ -797,13 +797,21 @@ func markDeployed(ctx context.Context, store *app.Store, a *app.App, r *app.Rele
 	if err != nil {
 		return err
 	}
-	if err := store.SetReleaseStatus(ctx, a.Name, v, app.StatusDeployed, ""); err != nil {
-		return err
-	}
-	if previous > 0 && previous != v {
-		if err := store.SetReleaseStatus(ctx, a.Name, previous, app.StatusSuperseded, ""); err != nil && !app.IsNotFound(err) {
-			return err
+	// the two statuses side by side: the release is what runs whatever
+	// their order, and a command's end waits for both
+	superseded := make(chan error, 1)
+	go func() {
+		var err error
+		if previous > 0 && previous != v {
+			if err = store.SetReleaseStatus(ctx, a.Name, previous, app.StatusSuperseded, ""); app.IsNotFound(err) {
+				err = nil
+			}
 		}
+		superseded <- err
+	}()
+	deployedErr := store.SetReleaseStatus(ctx, a.Name, v, app.StatusDeployed, "")
+	if err := errors.Join(deployedErr, <-superseded); err != nil {
+		return err
 	}
 	// staged config that this release took in is no longer waiting
 	rels, err := store.ListReleases(ctx, a.Name)

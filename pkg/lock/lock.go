@@ -121,6 +121,10 @@ type Lock struct {
 	done      chan struct{}
 	mu        sync.Mutex
 	lost      error
+	// last is the lease as the renewal goroutine last wrote or read it:
+	// Unlock, once that goroutine is done, deletes it by its UID and
+	// resourceVersion without reading it again.
+	last *coordinationv1.Lease
 }
 
 // Lost says whether the lock was taken from us (its renewal found another
@@ -261,6 +265,7 @@ func deref(s *string) string {
 // pause, each bounded by the deadline.
 func (l *Lock) renew(ctx context.Context, lease *coordinationv1.Lease, renewedAt time.Time) {
 	defer close(l.done)
+	defer func() { l.last = lease }() // read by Unlock after done
 	hold, every := l.timing.holdFor(), l.timing.renewInterval()
 	next := time.NewTimer(every)
 	defer next.Stop()
@@ -338,7 +343,18 @@ func (l *Lock) Unlock() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	// Delete only our own lease: another tug may have taken it over after
-	// ours expired. The precondition closes the gap between Get and Delete.
+	// ours expired. The lease as we last wrote it first, one request on
+	// every command's way out; a precondition that fails (the lease was
+	// written since) falls back to reading it.
+	if last := l.last; last != nil && deref(last.Spec.HolderIdentity) == l.identity {
+		err := l.client.CoordinationV1().Leases(l.namespace).Delete(ctx, l.name, metav1.DeleteOptions{
+			Preconditions: &metav1.Preconditions{UID: &last.UID, ResourceVersion: &last.ResourceVersion},
+		})
+		if !apierrors.IsConflict(err) {
+			return
+		}
+	}
+	// The precondition closes the gap between Get and Delete.
 	cur, err := l.client.CoordinationV1().Leases(l.namespace).Get(ctx, l.name, metav1.GetOptions{})
 	if err != nil || deref(cur.Spec.HolderIdentity) != l.identity {
 		return

@@ -24,7 +24,39 @@ import (
 
 const ns = "dev"
 
-func fakeClient(objs ...runtime.Object) *fake.Clientset { return fake.NewClientset(objs...) }
+// fakeClient is a clientset whose leases keep a resourceVersion that each
+// write changes, and whose DELETE honours its preconditions, as the API
+// server does (the plain fake does neither): Unlock relies on them.
+func fakeClient(objs ...runtime.Object) *fake.Clientset {
+	c := fake.NewClientset(objs...)
+	var rv atomic.Int64
+	stamp := func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if o, ok := a.(interface{ GetObject() runtime.Object }); ok {
+			if l, ok := o.GetObject().(*coordinationv1.Lease); ok {
+				l.ResourceVersion = fmt.Sprint(rv.Add(1))
+			}
+		}
+		return false, nil, nil
+	}
+	c.PrependReactor("create", "leases", stamp)
+	c.PrependReactor("update", "leases", stamp)
+	c.PrependReactor("delete", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		d := a.(k8stesting.DeleteActionImpl)
+		pre := d.DeleteOptions.Preconditions
+		if pre == nil || pre.ResourceVersion == nil {
+			return false, nil, nil
+		}
+		cur, err := c.Tracker().Get(d.GetResource(), d.GetNamespace(), d.GetName())
+		if err != nil {
+			return false, nil, nil
+		}
+		if cur.(*coordinationv1.Lease).ResourceVersion != *pre.ResourceVersion {
+			return true, nil, apierrors.NewConflict(d.GetResource().GroupResource(), d.GetName(), errors.New("precondition failed: resourceVersion"))
+		}
+		return false, nil, nil
+	})
+	return c
+}
 
 // req asks for shop's lock for holder, failing at once when it is held.
 func req(c *fake.Clientset, holder Holder) Request {
