@@ -21,19 +21,25 @@ import (
 // writeBinding makes or updates the service's binding Secret
 // (servicebinding.io/TYPE) from its credentials and its Service's address.
 func (d Deps) writeBinding(ctx context.Context, rec *Record) error {
-	creds, err := readCredentials(ctx, d.Client, d.Namespace, rec)
-	if err != nil {
-		return err
-	}
-	host, err := d.host(ctx, rec)
-	if err != nil {
-		return err
-	}
-	values, err := rec.Spec.RenderBinding(BindingData{Name: rec.Name, Host: host, Port: rec.Spec.Port, Credentials: creds})
+	values, err := d.bindingValues(ctx, rec)
 	if err != nil {
 		return err
 	}
 	return d.putBinding(ctx, rec, values)
+}
+
+// bindingValues are what the binding Secret holds: the plan's binding
+// rendered over the credentials and the service's address.
+func (d Deps) bindingValues(ctx context.Context, rec *Record) (map[string]string, error) {
+	creds, err := readCredentials(ctx, d.Client, d.Namespace, rec)
+	if err != nil {
+		return nil, err
+	}
+	host, err := d.host(ctx, rec)
+	if err != nil {
+		return nil, err
+	}
+	return rec.Spec.RenderBinding(BindingData{Name: rec.Name, Host: host, Port: rec.Spec.Port, Credentials: creds})
 }
 
 func (d Deps) putBinding(ctx context.Context, rec *Record, values map[string]string) error {

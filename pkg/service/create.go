@@ -91,10 +91,25 @@ func Create(ctx context.Context, d Deps, o CreateOptions) (*Info, error) {
 		timeout = 5 * time.Minute
 	}
 	d.Progress.Update(fmt.Sprintf("waiting for service %s to accept connections", o.Name))
+	// the binding's values are read while the unit starts; the binding
+	// is written only once it accepts connections (a bind needs it)
+	type rendered struct {
+		values map[string]string
+		err    error
+	}
+	binding := make(chan rendered, 1)
+	go func() {
+		v, err := d.bindingValues(ctx, rec)
+		binding <- rendered{v, err}
+	}()
 	if err := d.waitReady(ctx, rec, timeout); err != nil {
 		return nil, err
 	}
-	if err := d.writeBinding(ctx, rec); err != nil {
+	b := <-binding
+	if b.err != nil {
+		return nil, b.err
+	}
+	if err := d.putBinding(ctx, rec, b.values); err != nil {
 		return nil, err
 	}
 	// without the volume's use: that is a df in the unit (an exec round

@@ -3,10 +3,12 @@ package service
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -129,20 +131,29 @@ func (d Deps) info(ctx context.Context, rec *Record) (*Info, error) {
 		i.Binding.Keys = append(i.Binding.Keys, "type", "provider")
 		sort.Strings(i.Binding.Keys)
 	}
-	if b, err := d.Client.CoreV1().Secrets(d.Namespace).Get(ctx, BindingSecretName(rec.Name), metav1.GetOptions{}); err == nil {
+	// three independent reads side by side: the binding's address, the
+	// units' status and the bound apps (each a request or several)
+	var apps []BoundApp
+	var statusErr, appsErr error
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if rec.External {
+			i.Status = "external"
+		} else {
+			statusErr = d.unitStatus(ctx, rec, i)
+		}
+	})
+	wg.Go(func() { apps, appsErr = boundApps(ctx, d, rec) })
+	b, err := d.Client.CoreV1().Secrets(d.Namespace).Get(ctx, BindingSecretName(rec.Name), metav1.GetOptions{})
+	wg.Wait()
+	if err := errors.Join(statusErr, appsErr); err != nil {
+		return nil, err
+	}
+	if err == nil {
 		i.Host = string(b.Data["host"])
 		if p, err := strconv.Atoi(string(b.Data["port"])); err == nil {
 			i.Port = int32(p)
 		}
-	}
-	if rec.External {
-		i.Status = "external"
-	} else if err := d.unitStatus(ctx, rec, i); err != nil {
-		return nil, err
-	}
-	apps, err := boundApps(ctx, d, rec)
-	if err != nil {
-		return nil, err
 	}
 	i.Apps = apps
 	return i, nil
