@@ -141,6 +141,12 @@ func (c Client) Confirm(ctx context.Context, p progress.Reporter, before, a *app
 	}
 	p.Update("waiting for the router to accept the app's route")
 	for _, r := range got {
+		// the route as applied carries its status: a route whose spec did
+		// not change (a rollout's) was accepted already, for this
+		// generation, and needs no LIST and watch of its own
+		if ok, refusal := verdict(r, a.Route.Gateway, r.GetGeneration()); ok && refusal == nil {
+			continue
+		}
 		ok, err := c.awaitVerdict(ctx, a, r)
 		if err != nil {
 			return "", err

@@ -2,10 +2,12 @@ package route
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/clustersettings"
@@ -223,5 +226,31 @@ func TestConfirmAsksEachReleaseOfASplit(t *testing.T) {
 	}
 	if l := splitLabels(ProbeSplit("v7=100% v8=0%")); len(l) != 1 || l[0] != "v7" {
 		t.Errorf("labels with a share: %v", l)
+	}
+}
+
+// A route whose applied state the router accepted already (a rollout does
+// not change its spec) needs no read of its own: the LIST a watch would
+// start with is refused here, and Confirm still says accepted. One whose
+// spec is newer than its status is watched (and so fails here).
+func TestConfirmTakesTheAppliedRoutesVerdict(t *testing.T) {
+	defer func(v time.Duration) { routeVerdictTimeout = v }(routeVerdictTimeout)
+	routeVerdictTimeout = time.Second
+	var hosts atomic.Value
+	hosts.Store(map[string]bool{})
+	dyn, _ := fakeRouter(t, &hosts)
+	c := Client{Dynamic: dyn, Namespace: "dev"}
+	route := acceptedRoute(t, c, "shop")
+	dyn.PrependReactor("list", "httproutes", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("listed the route")
+	})
+	a := &app.App{Name: "shop", Namespace: "dev", Route: &app.Route{Gateway: "infra/router", Host: "shop-dev.apps.example.com"}}
+	if state, err := c.Confirm(context.Background(), progress.Nop{}, nil, a, []*unstructured.Unstructured{route}, ProbeNone); err != nil || state != RoutingAccepted {
+		t.Errorf("an applied route accepted for its generation: %q, %v; want accepted with no LIST", state, err)
+	}
+	newer := route.DeepCopy()
+	newer.SetGeneration(2)
+	if _, err := c.Confirm(context.Background(), progress.Nop{}, nil, a, []*unstructured.Unstructured{newer}, ProbeNone); err == nil || !strings.Contains(err.Error(), "listed the route") {
+		t.Errorf("a route whose status is about an earlier spec was not watched: %v", err)
 	}
 }
