@@ -27,6 +27,19 @@ type reviewDownOptions struct {
 
 	App, Name string
 	Yes       bool
+	Output    cli.OutputOptions
+}
+
+// reviewDown is what `review down -o json` prints (docs/output.md).
+type reviewDown struct {
+	App  string `json:"app"`
+	Of   string `json:"of"`
+	Name string `json:"name"`
+	// Removed: the review app was there and is gone now; false when it
+	// had been removed already.
+	Removed bool `json:"removed"`
+	// Services are the review's own services removed, data and all.
+	Services []string `json:"services"`
 }
 
 func newReviewDownCmd(f *cli.Factory, runF func(context.Context, *reviewDownOptions) error) *cobra.Command {
@@ -61,6 +74,7 @@ first. A review app that does not exist (removed already) is said, and exits
 	o.Changer = changerFor(f)
 	cmd.Flags().StringVar(&o.Name, "name", "", "The review's name, such as pr-42 (required)")
 	cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "Remove without asking")
+	cli.AddFormatFlag(cmd, &o.Output.Format)
 	takesLock(cmd, &o.Changer.WaitLock)
 	return cmd
 }
@@ -86,7 +100,11 @@ func runReviewDown(ctx context.Context, o *reviewDownOptions) error {
 		// gone already (expired, or a job run twice): nothing to do, and a
 		// CI job that closes a pull request must not fail on it
 		sweepReviews(ctx, o.Changer, d, sd, o.Now())
-		return o.removeLeftServices(ctx, sd, name)
+		removed, err := o.removeLeftServices(ctx, sd, name)
+		if err != nil {
+			return err
+		}
+		return o.print(reviewDown{App: name, Of: o.App, Name: o.Name, Services: removed})
 	case err != nil:
 		return err
 	case a.Review == nil || a.Review.Of != o.App || a.Review.Name != o.Name:
@@ -100,24 +118,36 @@ func runReviewDown(ctx context.Context, o *reviewDownOptions) error {
 	sweepReviews(ctx, o.Changer, d, sd, o.Now())
 	p := o.Changer.Progress()
 	d.Progress, sd.Progress = p, p
-	if err := review.Down(ctx, d, sd, o.App, o.Name); err != nil {
+	services, err := review.Down(ctx, d, sd, o.App, o.Name)
+	if err != nil {
 		p.Fail("removing review app " + name)
 		return err
 	}
 	p.Done(fmt.Sprintf("review app %q removed", name))
-	return nil
+	return o.print(reviewDown{App: name, Of: o.App, Name: o.Name, Removed: true, Services: services})
+}
+
+// print writes -o json|yaml's shape; the table form said it all on stderr.
+func (o *reviewDownOptions) print(r reviewDown) error {
+	if r.Services == nil {
+		r.Services = []string{}
+	}
+	if o.Output.Format == cli.OutputTable {
+		return nil
+	}
+	return o.Output.Print(o.Changer.IO, r, nil)
 }
 
 // removeLeftServices removes the services of a review whose app is gone:
 // a removal stopped between the two, or 'tug app remove' of the review app.
-func (o *reviewDownOptions) removeLeftServices(ctx context.Context, sd service.Deps, name string) error {
+func (o *reviewDownOptions) removeLeftServices(ctx context.Context, sd service.Deps, name string) ([]string, error) {
 	removed, err := review.RemoveServices(ctx, sd, o.App, o.Name)
 	if len(removed) > 0 {
 		fmt.Fprintf(o.Changer.IO.ErrOut, "review app %q does not exist; removed its services %s\n", name, strings.Join(removed, ", "))
-		return err
+		return removed, err
 	}
 	if err == nil {
 		fmt.Fprintf(o.Changer.IO.ErrOut, "review app %q does not exist: nothing to remove\n", name)
 	}
-	return err
+	return removed, err
 }

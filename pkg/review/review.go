@@ -367,7 +367,7 @@ func Sweep(ctx context.Context, d deploy.Deps, sd service.Deps, now time.Time) (
 		// the list was read without the lock: a review up may have
 		// extended (or made anew) this review app since, so it is
 		// removed only if it is still that review, and still expired
-		err := removeIf(ctx, d, sd, a.Name, func(x *app.App) error {
+		_, err := removeIf(ctx, d, sd, a.Name, func(x *app.App) error {
 			if !isReview(x, of, name) || !x.Review.Expired(now) {
 				return errNoLongerExpired
 			}
@@ -408,27 +408,26 @@ func isReview(a *app.App, of, name string) bool {
 // check, run on its record read under its lock, passes, then its own
 // services, still under its lock; nothing is removed otherwise. The app
 // goes first: its units stop using the services before those go.
-func removeIf(ctx context.Context, d deploy.Deps, sd service.Deps, appName string, check func(*app.App) error) error {
+func removeIf(ctx context.Context, d deploy.Deps, sd service.Deps, appName string, check func(*app.App) error) ([]string, error) {
 	var owner *app.Review
 	t, err := deploy.Begin(ctx, d, appName, func(a *app.App) error {
 		owner = a.Review
 		return check(a)
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	err = lifecycle.RemoveHeld(t.Ctx(), t.Deps(), appName, lifecycle.RemoveOptions{})
 	t.End()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// the services' locks once the app's is let go: every other path
 	// (bind, rotate, a tug.yaml deploy) takes a service's lock before an
 	// app's, and two tugs taking them in opposite orders would each wait
 	// for the other. A kill in between leaves services the next sweep
 	// removes (removeOrphans).
-	_, err = RemoveServices(ctx, sd, owner.Of, owner.Name)
-	return err
+	return RemoveServices(ctx, sd, owner.Of, owner.Name)
 }
 
 // removeOrphans removes review services whose review app is gone. A
@@ -458,8 +457,8 @@ func removeOrphans(ctx context.Context, d deploy.Deps, sd service.Deps) error {
 }
 
 // Down removes review name of app of: every object it made, its own
-// services with their data included.
-func Down(ctx context.Context, d deploy.Deps, sd service.Deps, of, name string) error {
+// services with their data included (named in what it returns).
+func Down(ctx context.Context, d deploy.Deps, sd service.Deps, of, name string) ([]string, error) {
 	appName := AppName(of, name)
 	// checked under the app's lock: what an unlocked read saw may have
 	// changed by the time the lock is held

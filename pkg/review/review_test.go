@@ -102,7 +102,7 @@ func TestUpRefusesWhatIsNotItsReview(t *testing.T) {
 	if _, err := Up(ctx, d, o); err == nil || !strings.Contains(err.Error(), "itself a review app") {
 		t.Errorf("a review of a review: %v", err)
 	}
-	if err := Down(ctx, d, service.Deps{Client: c, Namespace: "dev"}, "shop", "pr-1"); err == nil || !strings.Contains(err.Error(), "is not review") {
+	if _, err := Down(ctx, d, service.Deps{Client: c, Namespace: "dev"}, "shop", "pr-1"); err == nil || !strings.Contains(err.Error(), "is not review") {
 		t.Errorf("down of an app that is not a review: %v", err)
 	}
 }

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -171,8 +172,21 @@ func TestReviewAppServicesForkedAndFresh(t *testing.T) {
 	}
 	h.assertNoReviewLeft("fshop", "pr-2")
 
-	h.mustTug("review", "down", "fshop", "--name", "pr-1", "--yes")
+	var down struct {
+		App      string   `json:"app"`
+		Removed  bool     `json:"removed"`
+		Services []string `json:"services"`
+	}
+	r := h.mustTug("review", "down", "fshop", "--name", "pr-1", "--yes", "-o", "json")
+	if err := json.Unmarshal([]byte(r.Stdout), &down); err != nil || down.App != "fshop-pr-1" || !down.Removed || !slices.Equal(down.Services, []string{"fshop-pr-1-db"}) {
+		t.Errorf("review down -o json: %v %+v\n%s", err, down, r.Stdout)
+	}
 	h.assertNoReviewLeft("fshop", "pr-1")
+	// again: nothing to remove, said, exit 0
+	r = h.mustTug("review", "down", "fshop", "--name", "pr-1", "--yes", "-o", "json")
+	if err := json.Unmarshal([]byte(r.Stdout), &down); err != nil || down.Removed || len(down.Services) != 0 {
+		t.Errorf("review down -o json of a review removed already: %v %+v\n%s", err, down, r.Stdout)
+	}
 	if st := h.serviceInfo("db").Status; st != "ready" {
 		t.Errorf("the app's service after review down: %s", st)
 	}
