@@ -177,7 +177,7 @@ func TestReviewAppServicesForkedAndFresh(t *testing.T) {
 		Removed  bool     `json:"removed"`
 		Services []string `json:"services"`
 	}
-	r := h.mustTug("review", "down", "fshop", "--name", "pr-1", "--yes", "-o", "json")
+	r = h.mustTug("review", "down", "fshop", "--name", "pr-1", "--yes", "-o", "json")
 	if err := json.Unmarshal([]byte(r.Stdout), &down); err != nil || down.App != "fshop-pr-1" || !down.Removed || !slices.Equal(down.Services, []string{"fshop-pr-1-db"}) {
 		t.Errorf("review down -o json: %v %+v\n%s", err, down, r.Stdout)
 	}
