@@ -50,7 +50,8 @@ const (
 func main() {
 	e := benchkit.Setup(true)
 	ctx := context.Background()
-	defer e.Namespace(ctx, ns)()
+	cleanup := e.Namespace(ctx, ns)
+	defer func() { defer benchkit.Phase("deleting the namespace")(); cleanup() }()
 	free, nodes, perNode := e.FreePodSlots(ctx)
 	room := free - *margin
 	// A rollout surges by 25% (rounded up) with none unavailable, and the
@@ -62,7 +63,6 @@ func main() {
 	for nDeploy+2*((nDeploy+3)/4) > room {
 		nDeploy--
 	}
-	nLogs := min(*units, room)
 	if nDeploy < 2 {
 		benchkit.Check("capacity", fmt.Errorf("%d free pod slots: too few for the benchmark", free))
 	}
@@ -73,19 +73,21 @@ func main() {
 		return fmt.Sprintf("%d units (%d wanted: %d nodes of %d pod slots had %d free, less %d left to the cluster's other users%s)",
 			n, *units, nodes, perNode, free, *margin, surge)
 	}
-	fmt.Printf("%d free pod slots: deploy with %d units, logs with %d\n", free, nDeploy, nLogs)
+	fmt.Printf("%d free pod slots: deploy and logs with %d units\n", free, nDeploy)
+	started := benchkit.Phase(fmt.Sprintf("starting %d units", nDeploy))
 	e.SampleApp(ns, "bench", proc, nDeploy)
+	started()
 	deployScale := why(nDeploy, " and the rollout's 25% surge twice: new units and the old ones still stopping")
 	deploy(ctx, e, "rolling deploy of one process, "+deployScale, benchkit.SampleImage+":v2")
 	if bin, name, ok := benchkit.Before("many"); ok {
 		// back to v1, by the tug before a fix: the same rollout the other way
 		deploy(ctx, e.WithTug(bin), "rolling deploy of one process, "+name+", "+deployScale, benchkit.SampleImage+":v1")
 	}
-	if nLogs != nDeploy {
-		e.MustTug(ns, "app", "scale", "bench", fmt.Sprintf("%s=%d", proc, nLogs), "--timeout", "15m")
-	}
-	e.WaitUnits(ns, "bench", proc, nLogs)
-	logs(e, nLogs, why(nLogs, ""))
+	// logs -f with the deploy's units: scaling up for it (to every free
+	// slot) cost make bench a minute, starting and then stopping a third
+	// more units, for a row that reads the same per unit
+	e.WaitUnits(ns, "bench", proc, nDeploy)
+	logs(e, nDeploy, why(nDeploy, ""))
 }
 
 // deploy measures a rolling deploy of image to the units, as row name.

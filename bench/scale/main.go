@@ -46,12 +46,15 @@ func main() {
 	e := benchkit.Setup(true)
 	ctx := context.Background()
 	cleanup := e.Namespace(ctx, ns)
-	defer cleanup()
-	defer deleteNodes(e)
+	defer func() { defer benchkit.Phase("deleting the namespace")(); cleanup() }()
+	defer func() { defer benchkit.Phase("deleting the fake nodes")(); deleteNodes(e) }()
 	e.MustTug(ns, "app", "create", "bench")
 	fmt.Printf("creating %d nodes and %d pods\n", *nodes, *pods)
+	made := benchkit.Phase("creating them")
 	benchkit.Check("nodes", createNodes(ctx, e))
 	benchkit.Check("pods", createPods(ctx, e))
+	made()
+	defer benchkit.Phase("measuring")()
 
 	sel := "app.kubernetes.io/managed-by=tug,tug.dev/app=bench,tug.dev/process"
 	scale := fmt.Sprintf("%d units (Pending, bound to %d fake nodes)", *pods, *nodes)

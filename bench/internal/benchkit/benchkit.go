@@ -107,6 +107,14 @@ func Check(what string, err error) {
 	}
 }
 
+// Phase prints how long a step of a benchmark's setup or clean-up took
+// (where a section's minutes go, in make bench's log), and returns a func
+// that prints it when called: defer benchkit.Phase("creating pods")().
+func Phase(what string) func() {
+	start := time.Now()
+	return func() { fmt.Printf("  %s took %.1f s\n", what, time.Since(start).Seconds()) }
+}
+
 // cleanups are what a benchmark must undo however it ends (its
 // namespace, the fake nodes it registered), last registered first.
 var cleanups struct {
