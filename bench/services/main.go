@@ -255,8 +255,8 @@ func boundApps(ns string) ([]string, error) {
 		// a grace period of 10 s (both ways' Deployments alike): the old
 		// login is refused 10 s after tug's rotate, not 30, and the
 		// requests counted until then take that long
-		env.MustTug(ns, "app", "settings", "set", a, "--grace-period", "10s")
 		env.MustTug(ns, "app", "deploy", a, "--image", *dbapp, "--timeout", "5m")
+		env.MustTug(ns, "app", "settings", "set", a, "--grace-period", "10s", "--timeout", "5m")
 		env.MustTug(ns, "app", "scale", a, "web=2", "--timeout", "5m")
 		var info struct {
 			URLs []string `json:"urls"`
