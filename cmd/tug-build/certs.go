@@ -58,11 +58,7 @@ func buildkitSetup(args []string) int {
 // certificates: buildkitd's own into daemonDir, the client's into
 // clientDir. The CA's key stays in memory only (see buildkitSetup).
 func writeBuildkitSetup(daemonDir, clientDir string, plainHosts []string, now time.Time) error {
-	var cfg strings.Builder
-	for _, h := range plainHosts {
-		fmt.Fprintf(&cfg, "[registry.%q]\n  http = true\n  insecure = true\n", h)
-	}
-	if err := os.WriteFile(filepath.Join(daemonDir, "buildkitd.toml"), []byte(cfg.String()), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(daemonDir, "buildkitd.toml"), buildkitdConfig(plainHosts), 0o644); err != nil {
 		return err
 	}
 	ca, err := newBuildCA(now)
