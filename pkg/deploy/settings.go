@@ -47,7 +47,7 @@ func ChangeRollout(ctx context.Context, d Deps, appName, message string, edit fu
 	if err := gate(t, "changing the rollout settings"); err != nil {
 		return nil, err
 	}
-	ctx, d, store, a := t.ctx, t.d, t.store, t.app
+	ctx, store, a := t.ctx, t.store, t.app
 	targets, err := inPlaceTargets(ctx, store, a)
 	if err != nil {
 		return nil, err
