@@ -33,11 +33,12 @@ lint:
 	go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 	go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 -tags gendocs ./cmd/tug
 	@$(call shape,go run ./hack/funcsize .)
-	@$(call shape,go run github.com/fzipp/gocyclo/cmd/gocyclo@v0.6.0 -over 25 -ignore '_test\.go' .)
+	@$(call shape,go run github.com/fzipp/gocyclo/cmd/gocyclo@v0.6.0 -over 20 -ignore '_test\.go' .)
 
-# shape CHECK: issue 23's limits, no function over 80 lines (a data table
-# marked //tug:table aside) or with a cyclomatic complexity over 25. CHECK
-# prints the functions over them and exits non-zero.
+# shape CHECK: no function over 80 lines (issue 23; a data table marked
+# //tug:table aside) or with a cyclomatic complexity over 20 (issue 35,
+# which lowers the length to 60 once the last longer functions are split).
+# CHECK prints the functions over them and exits non-zero.
 shape = echo "$(1)"; $(1)
 
 docs: ## regenerate the command reference in docs/

@@ -89,25 +89,7 @@ func run() error {
 // answers that were all v1 until the command returned and 20 more after.
 func rollback(ctx context.Context, host string) (time.Duration, error) {
 	addr := net.JoinHostPort(*router, "80")
-	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
-		DisableKeepAlives: true,
-		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, network, addr)
-		},
-	}}
-	answer := func() string {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+host+"/", nil)
-		if err != nil {
-			return ""
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return ""
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return string(b)
-	}
+	answer := routerAnswer(ctx, addr, host)
 	// only v2 first: the rolling deploy's old units may still be stopping
 	if err := until(func() bool { return strings.Contains(answer(), "sample v2") }, 20); err != nil {
 		return 0, fmt.Errorf("v2 never answered alone for %s: %w", host, err)
@@ -150,6 +132,32 @@ func rollback(ctx context.Context, host string) (time.Duration, error) {
 		return 0, fmt.Errorf("v1 did not answer alone for %s through %s within a minute", host, addr)
 	}
 	return since, nil
+}
+
+// routerAnswer asks the router at addr for host's page, as a browser
+// would that resolved host to the router: each time a new connection (no
+// keep-alive), so every answer is routed afresh. It returns the page, ""
+// when there is none.
+func routerAnswer(ctx context.Context, addr, host string) func() string {
+	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+		DisableKeepAlives: true,
+		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, network, addr)
+		},
+	}}
+	return func() string {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+host+"/", nil)
+		if err != nil {
+			return ""
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return ""
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
 }
 
 // until asks ok every 10 ms until it holds n times in a row (a minute at most).

@@ -63,19 +63,8 @@ func main() {
 	}
 
 	// the warm-up, whose build pod the hand run copies
-	pods := buildPods(ctx, e)
-	e.MustTug(ns, "app", "create", "warm")
 	warmRepo := repo("warm")
-	deploy("warm", "--builder", builder, "--repository", warmRepo)
-	var spec *corev1.Pod
-	for _, p := range pods() {
-		if !strings.Contains(strings.Join(p.Spec.Containers[0].Command, " "), " inspect ") {
-			spec = p
-		}
-	}
-	if spec == nil {
-		benchkit.Check("warm-up", fmt.Errorf("saw no build pod (%d pods)", len(pods())))
-	}
+	spec := warmUp(ctx, e, func() { deploy("warm", "--builder", builder, "--repository", warmRepo) })
 
 	// by hand: the same pod into a repository of its own
 	byHand := runByHand(ctx, e, spec, src, warmRepo, repo("hand"))
@@ -91,6 +80,30 @@ func main() {
 		}
 	}
 
+	emitRows(e, first, second, byHand)
+}
+
+// warmUp deploys the warm-up app (deploy) and returns the spec of the
+// build pod it ran: the creator's, not the one that inspects the builder.
+func warmUp(ctx context.Context, e *benchkit.Env, deploy func()) *corev1.Pod {
+	pods := buildPods(ctx, e)
+	e.MustTug(ns, "app", "create", "warm")
+	deploy()
+	var spec *corev1.Pod
+	for _, p := range pods() {
+		if !strings.Contains(strings.Join(p.Spec.Containers[0].Command, " "), " inspect ") {
+			spec = p
+		}
+	}
+	if spec == nil {
+		benchkit.Check("warm-up", fmt.Errorf("saw no build pod (%d pods)", len(pods())))
+	}
+	return spec
+}
+
+// emitRows reports the first build against the same pod run by hand, and
+// the second build of unchanged source against the first.
+func emitRows(e *benchkit.Env, first, second benchkit.Result, byHand time.Duration) {
 	r, rs := benchkit.Ratio(first.Wall.Seconds(), byHand.Seconds())
 	e.Emit(benchkit.Row{Group: "Deploy", Benchmark: "CNB deploy from source to a serving unit (test builder, first build, no cache)",
 		Tug:     fmt.Sprintf("%s, %s", benchkit.Ms(first.Wall), benchkit.MiB(first.MaxRSSKiB)),

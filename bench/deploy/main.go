@@ -51,6 +51,9 @@ func main() {
 	benchkit.Check("deploy", run())
 }
 
+// run measures, in order on one app: a deploy end to end, how soon a
+// rollout's completion is noticed, how soon a failed one is reported, and
+// the API requests of one deploy.
 func run() error {
 	client := env.Client
 	ctx := context.Background()
@@ -71,7 +74,19 @@ func run() error {
 	if out, err := tugRun("app", "scale", "bench", "web=2"); err != nil {
 		return fmt.Errorf("%v: %s", err, out)
 	}
+	if err := completionLag(ctx, client); err != nil {
+		return err
+	}
+	if err := failureReports(); err != nil {
+		return err
+	}
+	return deployRequests()
+}
 
+// completionLag compares how long after a Deployment is complete tug and
+// kubectl rollout status notice it, over rounds deploys alternating two
+// images.
+func completionLag(ctx context.Context, client kubernetes.Interface) error {
 	var tugLag, kubectlLag, diff []time.Duration
 	for i := 0; i < *rounds; i++ {
 		img := []string{"localhost/tug/sample:v2", "localhost/tug/sample:v1"}[i%2]
@@ -86,11 +101,15 @@ func run() error {
 	env.Emit(benchkit.Row{Group: "Deploy", Benchmark: "rollout completion noticed, 2 units",
 		Tug: "exits " + benchkit.Ms(median(tugLag)) + " after the Deployment is complete", Kubectl: "kubectl rollout status: " + benchkit.Ms(median(kubectlLag)),
 		Ratio: "tug - kubectl " + benchkit.Ms(median(diff)), Goal: "<= 50 ms later", Met: median(diff) <= 50*time.Millisecond, Requests: "-"})
+	return nil
+}
 
+// failureReports times how soon a deploy that cannot run (an image that
+// cannot be pulled, a crash loop) is reported and rolled back.
+func failureReports() error {
 	for _, c := range []struct{ what, image string }{{"image that cannot be pulled", "localhost/tug/missing:1"}, {"crash loop", "localhost/tug/sample:crash"}} {
 		start := time.Now()
-		out, err := tugRun("app", "deploy", "bench", "--image", c.image)
-		if err == nil {
+		if _, err := tugRun("app", "deploy", "bench", "--image", c.image); err == nil {
 			return fmt.Errorf("deploy of %s succeeded", c.image)
 		}
 		took := time.Since(start)
@@ -99,9 +118,13 @@ func run() error {
 		env.Emit(benchkit.Row{Group: "Deploy", Benchmark: "failure reported and rolled back: " + c.what,
 			Tug: benchkit.Ms(took), Kubectl: "kubectl rollout status: fails at the 600 s progress deadline", Ratio: "-",
 			Goal: "reported within 30 s", Met: took <= 30*time.Second, Requests: "-"})
-		_ = out
 	}
+	return nil
+}
 
+// deployRequests counts the API requests of one deploy, from its -v 6
+// trace, by verb and resource.
+func deployRequests() error {
 	cmd := env.TugCmd(ns, "app", "deploy", "bench", "--image", "localhost/tug/sample:v2", "-v", "6")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

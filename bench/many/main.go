@@ -31,6 +31,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"tug.dev/tug/bench/internal/benchkit"
 )
@@ -104,29 +105,7 @@ func deploy(ctx context.Context, e *benchkit.Env, name, image string) {
 	benchkit.Check("tug", tug.Start())
 	tugDone := make(chan time.Time, 1)
 	go func() { _ = tug.Wait(); tugDone <- time.Now() }()
-	var kubectl *exec.Cmd
-	kubectlDone := make(chan time.Time, 1)
-	var complete time.Time
-	for complete.IsZero() {
-		ev, ok := <-w.ResultChan()
-		if !ok {
-			benchkit.Check("watch", fmt.Errorf("closed"))
-		}
-		d, ok := ev.Object.(*appsv1.Deployment)
-		if !ok {
-			continue
-		}
-		if kubectl == nil && d.Spec.Template.Spec.Containers[0].Image == image {
-			kubectl = e.KubectlCmd(ns, "rollout", "status", "deployment/"+deployment)
-			benchkit.Check("kubectl", kubectl.Start())
-			go func() { _ = kubectl.Wait(); kubectlDone <- time.Now() }()
-		}
-		s := d.Status
-		r := *d.Spec.Replicas
-		if kubectl != nil && s.ObservedGeneration >= d.Generation && s.UpdatedReplicas == r && s.Replicas == r && s.AvailableReplicas == r {
-			complete = time.Now()
-		}
-	}
+	complete, kubectl, kubectlDone := watchRollout(e, w, image)
 	t, k := <-tugDone, <-kubectlDone
 	if !tug.ProcessState.Success() {
 		benchkit.Check("tug app deploy", fmt.Errorf("exited %d: ...%s", tug.ProcessState.ExitCode(), traced.Bytes()[max(0, traced.Len()-3000):]))
@@ -155,6 +134,35 @@ func deploy(ctx context.Context, e *benchkit.Env, name, image string) {
 		Requests: fmt.Sprint(requests),
 		Note: fmt.Sprintf("one run; the rollout took %s; tug notices the rollout is complete when it makes its next request (its -v 6 trace), then records the release and lets go of its deploy lock: %d sequential requests, the same for any number of units, took it to its exit; tug's CPU is the whole command (apply, record the release, watch the Deployment and its units to explain failures), kubectl's only watches the Deployment",
 			benchkit.Ms(complete.Sub(tugStart)), after)})
+}
+
+// watchRollout follows the Deployment (w) until the rollout of image is
+// complete, starting kubectl rollout status as soon as the Deployment has
+// the new template, as a user would after applying it. It returns when
+// the rollout completed, and kubectl with when it exited.
+func watchRollout(e *benchkit.Env, w watch.Interface, image string) (time.Time, *exec.Cmd, <-chan time.Time) {
+	var kubectl *exec.Cmd
+	kubectlDone := make(chan time.Time, 1)
+	for {
+		ev, ok := <-w.ResultChan()
+		if !ok {
+			benchkit.Check("watch", fmt.Errorf("closed"))
+		}
+		d, ok := ev.Object.(*appsv1.Deployment)
+		if !ok {
+			continue
+		}
+		if kubectl == nil && d.Spec.Template.Spec.Containers[0].Image == image {
+			kubectl = e.KubectlCmd(ns, "rollout", "status", "deployment/"+deployment)
+			benchkit.Check("kubectl", kubectl.Start())
+			go func() { _ = kubectl.Wait(); kubectlDone <- time.Now() }()
+		}
+		s := d.Status
+		r := *d.Spec.Replicas
+		if kubectl != nil && s.ObservedGeneration >= d.Generation && s.UpdatedReplicas == r && s.Replicas == r && s.AvailableReplicas == r {
+			return time.Now(), kubectl, kubectlDone
+		}
+	}
 }
 
 // traceTime is the clock time at the start of a tug -v 6 trace line.

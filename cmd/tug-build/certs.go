@@ -54,69 +54,89 @@ func buildkitSetup(args []string) int {
 	return 0
 }
 
+// writeBuildkitSetup writes buildkitd's config and a fresh CA's two
+// certificates: buildkitd's own into daemonDir, the client's into
+// clientDir. The CA's key stays in memory only (see buildkitSetup).
 func writeBuildkitSetup(daemonDir, clientDir string, plainHosts []string, now time.Time) error {
-	var cfg strings.Builder
-	for _, h := range plainHosts {
-		fmt.Fprintf(&cfg, "[registry.%q]\n  http = true\n  insecure = true\n", h)
-	}
-	if err := os.WriteFile(filepath.Join(daemonDir, "buildkitd.toml"), []byte(cfg.String()), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(daemonDir, "buildkitd.toml"), buildkitdConfig(plainHosts), 0o644); err != nil {
 		return err
 	}
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := newBuildCA(now)
 	if err != nil {
 		return err
 	}
-	ca := &x509.Certificate{
+	if err := ca.writeLeaf(daemonDir, x509.ExtKeyUsageServerAuth); err != nil {
+		return err
+	}
+	return ca.writeLeaf(clientDir, x509.ExtKeyUsageClientAuth)
+}
+
+// buildCA is the CA of one build pod: made fresh for it, it signs
+// exactly the pod's two leaves, which expire with it.
+type buildCA struct {
+	cert *x509.Certificate
+	der  []byte
+	key  *ecdsa.PrivateKey
+}
+
+func newBuildCA(now time.Time) (*buildCA, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	tmpl := &x509.Certificate{
 		SerialNumber: serial(), Subject: pkix.Name{CommonName: "tug build " + now.UTC().Format(time.RFC3339)},
 		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(48 * time.Hour),
 		IsCA: true, BasicConstraintsValid: true, MaxPathLenZero: true,
 		KeyUsage: x509.KeyUsageCertSign,
 	}
-	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, err
+	}
+	return &buildCA{cert: cert, der: der, key: key}, nil
+}
+
+// writeLeaf writes into dir a certificate the CA signs for usage (server:
+// buildkitd's, named for the address the client dials; client: the build
+// container's), its key, and the CA's certificate to check the other side.
+func (ca *buildCA) writeLeaf(dir string, usage x509.ExtKeyUsage) error {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return err
 	}
-	if ca, err = x509.ParseCertificate(caDER); err != nil {
+	tmpl := &x509.Certificate{
+		SerialNumber: serial(), Subject: pkix.Name{CommonName: buildkitServerName},
+		NotBefore: ca.cert.NotBefore, NotAfter: ca.cert.NotAfter,
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
+	}
+	if usage == x509.ExtKeyUsageServerAuth {
+		tmpl.DNSNames, tmpl.IPAddresses = []string{buildkitServerName}, []net.IP{net.IPv4(127, 0, 0, 1)}
+	} else {
+		tmpl.Subject.CommonName = "tug-build"
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	if err != nil {
 		return err
 	}
-	leaf := func(dir string, usage x509.ExtKeyUsage) error {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			return err
-		}
-		tmpl := &x509.Certificate{
-			SerialNumber: serial(), Subject: pkix.Name{CommonName: buildkitServerName},
-			NotBefore: ca.NotBefore, NotAfter: ca.NotAfter,
-			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
-		}
-		if usage == x509.ExtKeyUsageServerAuth {
-			tmpl.DNSNames, tmpl.IPAddresses = []string{buildkitServerName}, []net.IP{net.IPv4(127, 0, 0, 1)}
-		} else {
-			tmpl.Subject.CommonName = "tug-build"
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-		if err != nil {
-			return err
-		}
-		kder, err := x509.MarshalPKCS8PrivateKey(key)
-		if err != nil {
-			return err
-		}
-		for name, b := range map[string][]byte{
-			"ca.pem":   pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
-			"cert.pem": pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-			"key.pem":  pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}),
-		} {
-			if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if err := leaf(daemonDir, x509.ExtKeyUsageServerAuth); err != nil {
+	kder, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
 		return err
 	}
-	return leaf(clientDir, x509.ExtKeyUsageClientAuth)
+	for name, b := range map[string][]byte{
+		"ca.pem":   pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.der}),
+		"cert.pem": pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		"key.pem":  pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}),
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func serial() *big.Int {

@@ -291,31 +291,13 @@ func startBuildkitd(plainHosts []string) (*buildkitd, error) {
 	if err := os.MkdirAll(cfgDir, 0o755); err != nil {
 		return nil, err
 	}
-	var cfg strings.Builder
-	for _, h := range plainHosts {
-		fmt.Fprintf(&cfg, "[registry.%q]\n  http = true\n  insecure = true\n", h)
-	}
 	cfgFile := filepath.Join(cfgDir, "buildkitd.toml")
-	if err := os.WriteFile(cfgFile, []byte(cfg.String()), 0o644); err != nil {
+	if err := os.WriteFile(cfgFile, buildkitdConfig(plainHosts), 0o644); err != nil {
 		return nil, err
 	}
-	addr := "unix:///run/buildkit/buildkitd.sock"
-	var cmd *exec.Cmd
-	if os.Getuid() == 0 {
-		cmd = exec.Command("buildkitd", "--config", cfgFile, "--addr", addr)
-		fmt.Println("-----> starting buildkitd (as root)")
-	} else {
-		run := os.Getenv("XDG_RUNTIME_DIR")
-		if run == "" {
-			run = filepath.Join(home, ".run")
-		}
-		if err := os.MkdirAll(filepath.Join(run, "buildkit"), 0o700); err != nil {
-			return nil, err
-		}
-		addr = "unix://" + filepath.Join(run, "buildkit", "buildkitd.sock")
-		cmd = exec.Command("rootlesskit", "buildkitd", "--config", cfgFile, "--addr", addr,
-			"--rootless", "--oci-worker-no-process-sandbox")
-		fmt.Println("-----> starting buildkitd (rootless)")
+	cmd, addr, err := buildkitdCommand(home, cfgFile)
+	if err != nil {
+		return nil, err
 	}
 	logPath := filepath.Join(os.TempDir(), "buildkitd.log")
 	log, err := os.Create(logPath)
@@ -331,19 +313,62 @@ func startBuildkitd(plainHosts []string) (*buildkitd, error) {
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	b := &buildkitd{cmd: cmd, addr: addr, exited: exited}
+	if err := b.waitReady(logPath); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// buildkitdConfig is buildkitd's config: the registries it speaks plain
+// HTTP, without TLS (the same for both kinds of build).
+func buildkitdConfig(plainHosts []string) []byte {
+	var cfg strings.Builder
+	for _, h := range plainHosts {
+		fmt.Fprintf(&cfg, "[registry.%q]\n  http = true\n  insecure = true\n", h)
+	}
+	return []byte(cfg.String())
+}
+
+// buildkitdCommand is the command that runs buildkitd, and the address it
+// listens on: as root, the usual socket; otherwise rootless, through
+// rootlesskit, with its socket in the user's runtime folder.
+func buildkitdCommand(home, cfgFile string) (*exec.Cmd, string, error) {
+	if os.Getuid() == 0 {
+		addr := "unix:///run/buildkit/buildkitd.sock"
+		fmt.Println("-----> starting buildkitd (as root)")
+		return exec.Command("buildkitd", "--config", cfgFile, "--addr", addr), addr, nil
+	}
+	run := os.Getenv("XDG_RUNTIME_DIR")
+	if run == "" {
+		run = filepath.Join(home, ".run")
+	}
+	if err := os.MkdirAll(filepath.Join(run, "buildkit"), 0o700); err != nil {
+		return nil, "", err
+	}
+	addr := "unix://" + filepath.Join(run, "buildkit", "buildkitd.sock")
+	cmd := exec.Command("rootlesskit", "buildkitd", "--config", cfgFile, "--addr", addr,
+		"--rootless", "--oci-worker-no-process-sandbox")
+	fmt.Println("-----> starting buildkitd (rootless)")
+	return cmd, addr, nil
+}
+
+// waitReady waits up to a minute for the daemon to answer, saying why
+// (its log's last lines) when it exits first or never answers; then it
+// is stopped.
+func (b *buildkitd) waitReady(logPath string) error {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		select {
-		case err := <-exited:
-			return nil, fmt.Errorf("buildkitd exited (%v): %s", err, lastLines(logPath, 8))
+		case err := <-b.exited:
+			return fmt.Errorf("buildkitd exited (%v): %s", err, lastLines(logPath, 8))
 		default:
 		}
-		if exec.Command("buildctl", "--addr", addr, "debug", "workers").Run() == nil {
-			return b, nil
+		if exec.Command("buildctl", "--addr", b.addr, "debug", "workers").Run() == nil {
+			return nil
 		}
 		if time.Now().After(deadline) {
 			b.stop()
-			return nil, fmt.Errorf("buildkitd did not answer within 60s: %s", lastLines(logPath, 8))
+			return fmt.Errorf("buildkitd did not answer within 60s: %s", lastLines(logPath, 8))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

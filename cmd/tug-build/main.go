@@ -293,8 +293,26 @@ func appLayer(dir, work string) (string, error) {
 	defer f.Close()
 	tw := tar.NewWriter(f)
 	base := strings.TrimPrefix(filepath.Clean(dir), "/")
+	paths, err := sortedPaths(dir)
+	if err != nil {
+		return "", err
+	}
+	for _, p := range paths {
+		if err := writeLayerEntry(tw, dir, base, p); err != nil {
+			return "", err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return "", err
+	}
+	return f.Name(), f.Close()
+}
+
+// sortedPaths is every path under dir, dir too, in name order: the
+// layer's order must not depend on the order the file system lists them.
+func sortedPaths(dir string) ([]string, error) {
 	var paths []string
-	err = filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+	err := filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
 		if err != nil {
 			return err
 		}
@@ -302,52 +320,52 @@ func appLayer(dir, work string) (string, error) {
 		return nil
 	})
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	sort.Strings(paths)
-	for _, p := range paths {
-		fi, err := os.Lstat(p)
-		if err != nil {
-			return "", err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		nameIn := filepath.ToSlash(filepath.Join(base, rel))
-		link := ""
-		if fi.Mode()&os.ModeSymlink != 0 {
-			if link, err = os.Readlink(p); err != nil {
-				return "", err
-			}
-		}
-		h, err := tar.FileInfoHeader(fi, link)
-		if err != nil {
-			continue // sockets and the like
-		}
-		h.Name = nameIn
-		if fi.IsDir() {
-			h.Name += "/"
-		}
-		h.ModTime, h.AccessTime, h.ChangeTime = epoch, time.Time{}, time.Time{}
-		h.Uid, h.Gid, h.Uname, h.Gname = 0, 0, "", ""
-		h.Format = tar.FormatPAX
-		if err := tw.WriteHeader(h); err != nil {
-			return "", err
-		}
-		if fi.Mode().IsRegular() {
-			src, err := os.Open(p)
-			if err != nil {
-				return "", err
-			}
-			_, err = io.Copy(tw, src)
-			src.Close()
-			if err != nil {
-				return "", err
-			}
+	return paths, nil
+}
+
+// writeLayerEntry writes path p (under dir) into the layer as
+// base/REL, with nothing of who made it or when, so that only the
+// content decides the digest. What a tar cannot hold (a socket) is left
+// out.
+func writeLayerEntry(tw *tar.Writer, dir, base, p string) error {
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return err
+	}
+	rel, _ := filepath.Rel(dir, p)
+	link := ""
+	if fi.Mode()&os.ModeSymlink != 0 {
+		if link, err = os.Readlink(p); err != nil {
+			return err
 		}
 	}
-	if err := tw.Close(); err != nil {
-		return "", err
+	h, err := tar.FileInfoHeader(fi, link)
+	if err != nil {
+		return nil // sockets and the like
 	}
-	return f.Name(), f.Close()
+	h.Name = filepath.ToSlash(filepath.Join(base, rel))
+	if fi.IsDir() {
+		h.Name += "/"
+	}
+	h.ModTime, h.AccessTime, h.ChangeTime = epoch, time.Time{}, time.Time{}
+	h.Uid, h.Gid, h.Uname, h.Gname = 0, 0, "", ""
+	h.Format = tar.FormatPAX
+	if err := tw.WriteHeader(h); err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil
+	}
+	src, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	_, err = io.Copy(tw, src)
+	return err
 }
 
 func makeImage(dir, runImage, work string) (v1.Image, int64, error) {

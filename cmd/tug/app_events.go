@@ -73,16 +73,33 @@ server's --event-ttl) and a unit only its containers' last exit.
 	return cmd
 }
 
+// runAppEvents lists the app's events, then prints them as a table or,
+// following, as lines while new ones come.
 func runAppEvents(ctx context.Context, o *appEventsOptions) error {
 	s, err := o.Store()
 	if err != nil {
 		return err
 	}
+	evs, err := listAppEvents(ctx, o, s)
+	if err != nil {
+		return err
+	}
+	if !o.follow {
+		return printAppEvents(o, evs)
+	}
+	return followAppEvents(ctx, o, s, evs)
+}
+
+// listAppEvents lists the app's events so far, with its release records
+// to say which release each belongs to. It settles the options the events
+// are chosen by: the app's name as stored, its processes, and the apps
+// whose objects could pass for its own.
+func listAppEvents(ctx context.Context, o *appEventsOptions, s *app.Store) ([]events.Event, error) {
 	// The app and the apps named like its objects (shop-web's units
 	// would pass for shop's web), in one LIST.
 	a, apps, err := s.GetAppAndList(ctx, o.App)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	o.App, o.Processes = a.Name, a.ProcessNames()
 	o.Others = events.OthersLike(a.Name, apps)
@@ -94,30 +111,35 @@ func runAppEvents(ctx context.Context, o *appEventsOptions) error {
 		releases, err = nil, nil
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
-	evs, err := events.List(ctx, s.Client, s.Namespace, o.Options, releases)
-	if err != nil {
-		return err
-	}
+	return events.List(ctx, s.Client, s.Namespace, o.Options, releases)
+}
+
+// printAppEvents prints the events as a table, saying on stderr how far
+// back the cluster keeps them when the table may be missing older ones.
+func printAppEvents(o *appEventsOptions, evs []events.Event) error {
 	ios := o.IO
-	if !o.follow {
-		return o.out.Print(ios, evs, func() error {
-			if len(evs) == 0 {
-				fmt.Fprintf(ios.ErrOut, "no events (%s)\n", events.Expiry)
-				return nil
-			}
-			if err := eventsTable(evs).Render(ios, o.out.NoHeaders); err != nil {
-				return err
-			}
-			if o.Since == 0 || o.Since > time.Hour {
-				fmt.Fprintln(ios.ErrOut, events.Expiry)
-			}
+	return o.out.Print(ios, evs, func() error {
+		if len(evs) == 0 {
+			fmt.Fprintf(ios.ErrOut, "no events (%s)\n", events.Expiry)
 			return nil
-		})
-	}
-	// Following: one line per event as it comes (JSON lines with -o json),
-	// without the table's alignment, which would need every row first.
+		}
+		if err := eventsTable(evs).Render(ios, o.out.NoHeaders); err != nil {
+			return err
+		}
+		if o.Since == 0 || o.Since > time.Hour {
+			fmt.Fprintln(ios.ErrOut, events.Expiry)
+		}
+		return nil
+	})
+}
+
+// followAppEvents prints the events so far, then each new one as it comes:
+// one line per event (JSON lines with -o json), without the table's
+// alignment, which would need every row first.
+func followAppEvents(ctx context.Context, o *appEventsOptions, s *app.Store, evs []events.Event) error {
+	ios := o.IO
 	var werr error
 	emit := func(e events.Event) {
 		if werr != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -53,7 +52,37 @@ func newPoolSetCmd(f *cli.Factory, runF func(context.Context, *poolSetOptions) e
 		Short:       "Move an app's units to the nodes of a pool: a new release, rolled out",
 		Example: `  tug app pool set shop gpu
   tug app pool set shop edge --dry-run`,
-		Long: `Pools are the node label tug.dev/pool (see 'tug node update --pool').
+		Long: poolSetLong,
+		Args: cli.ExactArgs("APP", "POOL"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.complete(args); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
+			return runPoolSet(cmd.Context(), o)
+		},
+	}
+	o.Changer = changerFor(f)
+	o.Connect = func(ctx context.Context, kubeContext string) (deploy.Deps, error) {
+		g := f
+		if kubeContext != "" {
+			g = f.ForContext(kubeContext)
+		}
+		d, err := deployDeps(ctx, g)
+		d.WaitLock = o.Changer.WaitLock
+		return d, err
+	}
+	o.Rollout.add(set, true, &o.Changer.WaitLock)
+	o.Rollout.addDryRun(set, "Say what would change (and whether the app would move to another cluster); change nothing")
+	set.Flags().BoolVar(&o.Adopt, "adopt", false, "Make the new copy of a move whose old copy is gone the app (only if its rollout had completed)")
+	return set
+}
+
+// poolSetLong is pool set's help: a move between clusters has rules a
+// reader of the help must know before running it.
+const poolSetLong = `Pools are the node label tug.dev/pool (see 'tug node update --pool').
 
 Within one cluster this is a new release whose units run on the pool's
 nodes, rolled out like any other.
@@ -85,39 +114,19 @@ there. Addresses change with the cluster: see 'tug app address' afterwards.
 A connection given on the command line (--server, --token, --user,
 --insecure-skip-tls-verify, ...) is never carried to another cluster: then
 the app does not move, and a POOL that tug's map puts in another cluster than
-that server's is refused.`,
-		Args: cli.ExactArgs("APP", "POOL"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.App, o.Pool = args[0], args[1]
-			if err := app.ValidateName(o.App); err != nil {
-				return err
-			}
-			if err := kube.ValidateLabelValue("pool", o.Pool); err != nil {
-				return inputerr.Wrap(err)
-			}
-			if err := o.Rollout.validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(cmd.Context(), o)
-			}
-			return runPoolSet(cmd.Context(), o)
-		},
+that server's is refused.`
+
+// complete takes the app and pool from the arguments, refusing what could
+// never be a name or a pool before anything is asked of a cluster.
+func (o *poolSetOptions) complete(args []string) error {
+	o.App, o.Pool = args[0], args[1]
+	if err := app.ValidateName(o.App); err != nil {
+		return err
 	}
-	o.Changer = changerFor(f)
-	o.Connect = func(ctx context.Context, kubeContext string) (deploy.Deps, error) {
-		g := f
-		if kubeContext != "" {
-			g = f.ForContext(kubeContext)
-		}
-		d, err := deployDeps(ctx, g)
-		d.WaitLock = o.Changer.WaitLock
-		return d, err
+	if err := kube.ValidateLabelValue("pool", o.Pool); err != nil {
+		return inputerr.Wrap(err)
 	}
-	o.Rollout.add(set, true, &o.Changer.WaitLock)
-	o.Rollout.addDryRun(set, "Say what would change (and whether the app would move to another cluster); change nothing")
-	set.Flags().BoolVar(&o.Adopt, "adopt", false, "Make the new copy of a move whose old copy is gone the app (only if its rollout had completed)")
-	return set
+	return o.Rollout.validate()
 }
 
 // poolSetContext is the context pool set decides the pool's cluster
@@ -170,69 +179,39 @@ func runPoolSet(ctx context.Context, o *poolSetOptions) error {
 		}
 		return err
 	}
-	switch {
-	case out.Finished && !out.Rollout:
-		p.Done(fmt.Sprintf("the move of %s to cluster %q is finished; it runs on pool %s", name, loc.Name, pool))
-		if r.Output == cli.OutputTable {
-			return nil
-		}
-		return cli.OutputOptions{Format: r.Output}.Print(ios, out.Finish, nil)
-	case out.Finished:
-		p.Done(fmt.Sprintf("the move of %s to cluster %q is finished", name, loc.Name))
-	case out.Abandoned && !out.Rollout:
-		p.Done(fmt.Sprintf("gave up the unfinished move of %s; it stays on pool %s in cluster %q, nothing restarted", name, pool, loc.Name))
-		if r.Output == cli.OutputTable || out.Result == nil {
-			return nil
-		}
-		return cli.OutputOptions{Format: r.Output}.Print(ios, out.Result, nil)
-	case out.Abandoned:
-		p.Done(fmt.Sprintf("gave up the unfinished move of %s", name))
-	case out.Reclaimed:
-		p.Done(fmt.Sprintf("the copy of %s in cluster %q is the app again; rolling its release out again", name, loc.Name))
+	if line := out.Settled(req); line != "" {
+		p.Done(line)
 	}
-	return rollOutChange(ctx, o.Changer, name, deploy.SettingsChange(app.KindPool, "pool "+pool, func(_ *app.App, rel *app.Release) error {
-		rel.Pool = pool
+	if !out.RollsOut() {
+		if printed := out.Printed(); r.Output != cli.OutputTable && printed != nil {
+			return cli.OutputOptions{Format: r.Output}.Print(ios, printed, nil)
+		}
 		return nil
-	}), r.options(), r.Output, rollVerb{app.KindPool + " changed", "changing the " + app.KindPool + " of"})
+	}
+	return rollOutChange(ctx, o.Changer, name, move.PoolChange(pool), r.options(), r.Output,
+		rollVerb{app.KindPool + " changed", "changing the " + app.KindPool + " of"})
 }
 
 // printMove reports a move (or its dry run) and returns its error.
 func printMove(ios *cli.IOStreams, p progress.Reporter, r *rolloutFlags, name, target string, res *move.Result, err error) error {
-	if err != nil && res != nil && res.Status == "moved" {
-		// moved, but something of the old copy is left to report (stuck units)
-		p.Done(fmt.Sprintf("moved %s to cluster %q: %s", name, target, movedRuns(res)))
-		if r.Output != cli.OutputTable {
-			if perr := (cli.OutputOptions{Format: r.Output}).Print(ios, res, nil); perr != nil {
-				return perr
-			}
+	switch {
+	case move.MovedWithLeftovers(res, err):
+		p.Done(fmt.Sprintf("moved %s to cluster %q: %s", name, target, res.Runs()))
+	case err != nil:
+		p.Fail(fmt.Sprintf("moving %s to cluster %q", name, target))
+		if diag := move.Diagnosis(err); diag != nil {
+			printFailure(ios, diag)
 		}
-		return err
+	default:
+		p.Done(res.Summary(name))
 	}
 	if err != nil {
-		p.Fail(fmt.Sprintf("moving %s to cluster %q", name, target))
-		var failed *deploy.Error
-		if errors.As(err, &failed) && failed.Result != nil && failed.Result.Failure != nil {
-			// the diagnosis only: the failed release went with the copy
-			diag := *failed.Result
-			diag.Status, diag.RolledBackTo = "", 0
-			printFailure(ios, &diag)
-		}
 		if res != nil && r.Output != cli.OutputTable {
 			if perr := (cli.OutputOptions{Format: r.Output}).Print(ios, res, nil); perr != nil {
 				return perr
 			}
 		}
 		return err
-	}
-	if res.Status == "dry-run" {
-		p.Done("dry run: nothing changed")
-	} else {
-		gaveUp := ""
-		if res.GaveUp != "" {
-			gaveUp = fmt.Sprintf(" (the unfinished move to cluster %q given up first)", res.GaveUp)
-		}
-		p.Done(fmt.Sprintf("moved %s from cluster %q (namespace %s) to cluster %q (namespace %s)%s: %s in %.1fs",
-			name, res.From.Cluster, res.From.Namespace, res.To.Cluster, res.To.Namespace, gaveUp, movedRuns(res), float64(res.DurationMS)/1000))
 	}
 	return cli.OutputOptions{Format: r.Output}.Print(ios, res, func() error {
 		if res.Status == "dry-run" {
@@ -243,12 +222,4 @@ func printMove(ios *cli.IOStreams, p progress.Reporter, r *rolloutFlags, name, t
 		}
 		return nil
 	})
-}
-
-// movedRuns says what runs where after a move.
-func movedRuns(res *move.Result) string {
-	if res.Release == 0 {
-		return fmt.Sprintf("pool %s (never deployed: nothing runs until its first deploy)", res.Pool)
-	}
-	return fmt.Sprintf("v%d runs on pool %s", res.Release, res.Pool)
 }

@@ -10,7 +10,6 @@ import (
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/cluster"
 	"tug.dev/tug/pkg/deploy"
-	"tug.dev/tug/pkg/move"
 )
 
 // Flags that do not apply to a move between clusters are refused before
@@ -39,15 +38,6 @@ func TestPoolSetRefusesFlagsAMoveIgnores(t *testing.T) {
 		if r := run(c.args...); r.code != 2 || !strings.Contains(r.stderr, c.want) {
 			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", c.args, r.code, r.stderr, c.want)
 		}
-	}
-}
-
-func TestMovedRuns(t *testing.T) {
-	if got := movedRuns(&move.Result{Pool: "pa"}); strings.Contains(got, "v0") || !strings.Contains(got, "never deployed") {
-		t.Errorf("never-deployed app: %q", got)
-	}
-	if got := movedRuns(&move.Result{Pool: "pa", Release: 3}); got != "v3 runs on pool pa" {
-		t.Errorf("deployed app: %q", got)
 	}
 }
 

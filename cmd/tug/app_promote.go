@@ -104,6 +104,21 @@ terminal; elsewhere needs --yes.`,
 		},
 	}
 	o.Changer = changerFor(f)
+	o.connect(f)
+	cmd.Flags().StringVar(&o.ToContext, "to-context", "", "The kubeconfig context of DST's cluster (default: SRC's)")
+	cmd.Flags().StringVar(&o.ToRepository, "to-repository", "", "Copy the image by digest to this repository, HOST/PATH, and run it from there (default: DST's build repository, if any)")
+	cmd.Flags().StringVarP(&o.Message, "message", "m", "", "Why this promote, shown in the release history (default: promoted from NS/APP vN)")
+	cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "Promote without asking")
+	cmd.Flags().BoolVar(&o.Force, "force", false, "Promote although the image was built with a build env DST sets otherwise")
+	o.rollout.add(cmd, true, &o.Changer.WaitLock)
+	o.rollout.addDryRun(cmd, "Show what differs between the two apps; change nothing")
+	return cmd
+}
+
+// connect binds the connections promote makes to both clusters. The
+// target's are made from --to-context when first asked for, since the flag
+// is known only once the command line is parsed.
+func (o *appPromoteOptions) connect(f *cli.Factory) {
 	o.SourceServer = func() (string, error) {
 		cfg, err := f.RESTConfig()
 		if err != nil {
@@ -125,14 +140,6 @@ terminal; elsewhere needs --yes.`,
 		d.WaitLock = o.Changer.WaitLock
 		return d, err
 	}
-	cmd.Flags().StringVar(&o.ToContext, "to-context", "", "The kubeconfig context of DST's cluster (default: SRC's)")
-	cmd.Flags().StringVar(&o.ToRepository, "to-repository", "", "Copy the image by digest to this repository, HOST/PATH, and run it from there (default: DST's build repository, if any)")
-	cmd.Flags().StringVarP(&o.Message, "message", "m", "", "Why this promote, shown in the release history (default: promoted from NS/APP vN)")
-	cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "Promote without asking")
-	cmd.Flags().BoolVar(&o.Force, "force", false, "Promote although the image was built with a build env DST sets otherwise")
-	o.rollout.add(cmd, true, &o.Changer.WaitLock)
-	o.rollout.addDryRun(cmd, "Show what differs between the two apps; change nothing")
-	return cmd
 }
 
 // parse checks the arguments and flags before any request.

@@ -65,52 +65,59 @@ func runReleaseInfo(ctx context.Context, o *releaseInfoOptions) error {
 	if err != nil {
 		return err
 	}
-	out := struct {
-		app.ReleaseSummary
-		Commands map[string]string `json:"commands"`
-		Rollout  app.RolloutView   `json:"rollout"`
-		// RolloutChanges: the settings changes made in place
-		RolloutChanges []app.RolloutChange `json:"rolloutChanges,omitempty"`
-	}{app.SummarizeRelease(r), r.Processes, r.Rollout.View(), r.RolloutChanges}
-	return o.Output.Print(o.IO, out, func() error {
-		w := o.IO.Out
-		fmt.Fprintf(w, "Release:  v%d (%s)\n", r.Version, r.Kind)
-		fmt.Fprintf(w, "Status:   %s\n", r.Status)
-		if r.FailReason != "" {
-			fmt.Fprintf(w, "Failure:  %s\n", cli.Sanitize(r.FailReason))
-		}
-		fmt.Fprintf(w, "Image:    %s\n", dash(r.Image))
-		if d := r.ImageDigest(); d != "" {
-			// what its units ran, and what a rollback to it runs
-			fmt.Fprintf(w, "Digest:   %s\n", d)
-		}
-		if o := r.PromotedFrom; o != nil {
-			fmt.Fprintf(w, "Promoted: from %s (%s)\n", cli.Sanitize(o.String()), o.Digest)
-		}
-		fmt.Fprintf(w, "Author:   %s\n", cli.Sanitize(r.Author))
-		fmt.Fprintf(w, "Created:  %s (%s ago)\n", r.CreatedAt.Local().Format("2006-01-02 15:04:05"), text.Age(r.CreatedAt))
-		if r.Message != "" {
-			fmt.Fprintf(w, "Message:  %s\n", cli.Sanitize(r.Message))
-		}
-		fmt.Fprintf(w, "Config:   %s\n", dash(strings.Join(r.ConfigKeys, ", ")))
-		fmt.Fprintf(w, "Rollout:  %s\n", out.Rollout)
-		for _, c := range r.RolloutChanges {
-			// changed in place: the units did not restart
-			fmt.Fprintf(w, "Changed:  %s (%s ago) by %s: %s\n", c.At.Local().Format("2006-01-02 15:04:05"), text.Age(c.At),
-				dash(cli.Sanitize(c.Author)), cli.Sanitize(c.Message))
-		}
-		if len(r.Processes) > 0 {
-			fmt.Fprintln(w)
-			t := cli.NewTable("process", "command")
-			for _, p := range out.Processes {
-				c := r.Processes[p]
-				if c == "" {
-					c = "(image default)"
-				}
-				t.AddRow(p, c)
+	out := releaseInfo{app.SummarizeRelease(r), r.Processes, r.Rollout.View(), r.RolloutChanges}
+	return o.Output.Print(o.IO, out, func() error { return writeReleaseInfo(o.IO, r, out) })
+}
+
+// releaseInfo is release info's -o json|yaml shape (docs/output.md).
+type releaseInfo struct {
+	app.ReleaseSummary
+	Commands map[string]string `json:"commands"`
+	Rollout  app.RolloutView   `json:"rollout"`
+	// RolloutChanges: the settings changes made in place
+	RolloutChanges []app.RolloutChange `json:"rolloutChanges,omitempty"`
+}
+
+// writeReleaseInfo is release info for a person: the record's fields one a
+// line, then its processes' commands as a table.
+func writeReleaseInfo(ios *cli.IOStreams, r *app.Release, out releaseInfo) error {
+	w := ios.Out
+	fmt.Fprintf(w, "Release:  v%d (%s)\n", r.Version, r.Kind)
+	fmt.Fprintf(w, "Status:   %s\n", r.Status)
+	if r.FailReason != "" {
+		fmt.Fprintf(w, "Failure:  %s\n", cli.Sanitize(r.FailReason))
+	}
+	fmt.Fprintf(w, "Image:    %s\n", dash(r.Image))
+	if d := r.ImageDigest(); d != "" {
+		// what its units ran, and what a rollback to it runs
+		fmt.Fprintf(w, "Digest:   %s\n", d)
+	}
+	if o := r.PromotedFrom; o != nil {
+		fmt.Fprintf(w, "Promoted: from %s (%s)\n", cli.Sanitize(o.String()), o.Digest)
+	}
+	fmt.Fprintf(w, "Author:   %s\n", cli.Sanitize(r.Author))
+	fmt.Fprintf(w, "Created:  %s (%s ago)\n", r.CreatedAt.Local().Format("2006-01-02 15:04:05"), text.Age(r.CreatedAt))
+	if r.Message != "" {
+		fmt.Fprintf(w, "Message:  %s\n", cli.Sanitize(r.Message))
+	}
+	fmt.Fprintf(w, "Config:   %s\n", dash(strings.Join(r.ConfigKeys, ", ")))
+	fmt.Fprintf(w, "Rollout:  %s\n", out.Rollout)
+	for _, c := range r.RolloutChanges {
+		// changed in place: the units did not restart
+		fmt.Fprintf(w, "Changed:  %s (%s ago) by %s: %s\n", c.At.Local().Format("2006-01-02 15:04:05"), text.Age(c.At),
+			dash(cli.Sanitize(c.Author)), cli.Sanitize(c.Message))
+	}
+	if len(r.Processes) > 0 {
+		fmt.Fprintln(w)
+		t := cli.NewTable("process", "command")
+		for _, p := range out.Processes {
+			c := r.Processes[p]
+			if c == "" {
+				c = "(image default)"
 			}
-			return t.Render(o.IO, false)
+			t.AddRow(p, c)
 		}
-		return nil
-	})
+		return t.Render(ios, false)
+	}
+	return nil
 }

@@ -57,19 +57,7 @@ lock.`,
   tug release rollback shop v3 --dry-run`,
 		Args: cli.Args("APP", "[vN]"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.App = args[0]
-			if err := app.ValidateName(o.App); err != nil {
-				return err
-			}
-			o.Target = 0
-			if len(args) == 2 {
-				v, err := app.ParseVersion(args[1])
-				if err != nil {
-					return err
-				}
-				o.Target = v
-			}
-			if err := o.Rollout.validate(); err != nil {
+			if err := o.complete(args); err != nil {
 				return err
 			}
 			if runF != nil {
@@ -83,6 +71,25 @@ lock.`,
 	o.Rollout.addDryRun(cmd, "")
 	cmd.Flags().BoolVar(&o.SkipReleasePhase, "skip-release-phase", false, "Roll back without running the restored release's release: command")
 	return cmd
+}
+
+// complete takes the app and the release to roll back to from the
+// arguments (none: the one before the current), refusing bad input before
+// any request.
+func (o *releaseRollbackOptions) complete(args []string) error {
+	o.App = args[0]
+	if err := app.ValidateName(o.App); err != nil {
+		return err
+	}
+	o.Target = 0
+	if len(args) == 2 {
+		v, err := app.ParseVersion(args[1])
+		if err != nil {
+			return err
+		}
+		o.Target = v
+	}
+	return o.Rollout.validate()
 }
 
 func runReleaseRollback(ctx context.Context, o *releaseRollbackOptions) error {

@@ -77,39 +77,8 @@ func IssueToken(ctx context.Context, client kubernetes.Interface, namespace stri
 		return nil, err
 	}
 	s := Subject{Kind: "ServiceAccount", Name: ciPrefix + o.Name, Namespace: namespace}
-	sas := client.CoreV1().ServiceAccounts(namespace)
-	have, err := sas.Get(ctx, s.Name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		if o.Rotate {
-			return nil, inputerr.Errorf("there is no CI token %q in namespace %q to rotate; make one with 'tug access token %s --role LEVEL'", o.Name, namespace, o.Name)
-		}
-	case err != nil:
-		return nil, kube.TranslateError(err)
-	case have.Labels[kube.LabelManagedBy] != kube.ManagedBy:
-		return nil, fmt.Errorf("service account %q in namespace %q is not tug's; nothing was changed", s.Name, namespace)
-	case !o.Rotate:
-		return nil, inputerr.Errorf("CI token %q exists in namespace %q; --rotate issues a new one (and refuses the old ones), 'tug access remove ci:%s' revokes it", o.Name, namespace, o.Name)
-	default:
-		if o.Level == "" {
-			// The level it holds now: 'access add ci:NAME' may have changed
-			// it since the service account was labelled.
-			if o.Level, err = heldLevel(ctx, client, namespace, s); err != nil {
-				return nil, err
-			}
-		}
-		if err := refuseAdminCI(o.Level); err != nil {
-			return nil, err
-		}
-		if o.Level.Rank() == 0 {
-			// checked before the delete: a rotate that cannot grant the
-			// new account a level must not take away the old one
-			return nil, inputerr.Errorf("CI token %q holds no tug level in namespace %q (its binding was removed); give --role LEVEL to rotate it", o.Name, namespace)
-		}
-		// A new UID: the API server refuses every token of the old one.
-		if err := sas.Delete(ctx, s.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &have.UID}}); err != nil && !apierrors.IsNotFound(err) {
-			return nil, kube.TranslateError(err)
-		}
+	if err := retireExisting(ctx, client, namespace, s, &o); err != nil {
+		return nil, err
 	}
 	if o.Level.Rank() == 0 {
 		return nil, inputerr.Errorf("--role is required: viewer, developer, operator or admin")
@@ -117,6 +86,7 @@ func IssueToken(ctx context.Context, client kubernetes.Interface, namespace stri
 	if err := refuseAdminCI(o.Level); err != nil {
 		return nil, err
 	}
+	sas := client.CoreV1().ServiceAccounts(namespace)
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: namespace,
 		Labels: map[string]string{kube.LabelManagedBy: kube.ManagedBy, LabelLevel: string(o.Level)}}}
 	if _, err := sas.Create(ctx, sa, metav1.CreateOptions{FieldManager: kube.FieldManager}); err != nil {
@@ -135,6 +105,54 @@ func IssueToken(ctx context.Context, client kubernetes.Interface, namespace stri
 	}
 	return &Token{Name: o.Name, Subject: s.Text(namespace), ServiceAccount: s.Name, Namespace: namespace, Level: o.Level,
 		ExpiresAt: tr.Status.ExpirationTimestamp.UTC(), Token: tr.Status.Token, Warning: g.Warning}, nil
+}
+
+// retireExisting settles the service account that may already hold the
+// token's name: issuing a new token needs none there; rotating needs tug's
+// own, which goes, so that its tokens go with it.
+func retireExisting(ctx context.Context, client kubernetes.Interface, namespace string, s Subject, o *TokenOptions) error {
+	have, err := client.CoreV1().ServiceAccounts(namespace).Get(ctx, s.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		if o.Rotate {
+			return inputerr.Errorf("there is no CI token %q in namespace %q to rotate; make one with 'tug access token %s --role LEVEL'", o.Name, namespace, o.Name)
+		}
+		return nil
+	case err != nil:
+		return kube.TranslateError(err)
+	case have.Labels[kube.LabelManagedBy] != kube.ManagedBy:
+		return fmt.Errorf("service account %q in namespace %q is not tug's; nothing was changed", s.Name, namespace)
+	case !o.Rotate:
+		return inputerr.Errorf("CI token %q exists in namespace %q; --rotate issues a new one (and refuses the old ones), 'tug access remove ci:%s' revokes it", o.Name, namespace, o.Name)
+	}
+	return retire(ctx, client, namespace, s, have, o)
+}
+
+// retire deletes the service account a rotate replaces, once the level
+// the new one gets is known (the one the old holds, unless --role says):
+// a rotate that cannot grant the new account a level must not take away
+// the old one.
+func retire(ctx context.Context, client kubernetes.Interface, namespace string, s Subject, have *corev1.ServiceAccount, o *TokenOptions) error {
+	if o.Level == "" {
+		// The level it holds now: 'access add ci:NAME' may have changed
+		// it since the service account was labelled.
+		var err error
+		if o.Level, err = heldLevel(ctx, client, namespace, s); err != nil {
+			return err
+		}
+	}
+	if err := refuseAdminCI(o.Level); err != nil {
+		return err
+	}
+	if o.Level.Rank() == 0 {
+		return inputerr.Errorf("CI token %q holds no tug level in namespace %q (its binding was removed); give --role LEVEL to rotate it", o.Name, namespace)
+	}
+	// A new UID: the API server refuses every token of the old one.
+	err := client.CoreV1().ServiceAccounts(namespace).Delete(ctx, s.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &have.UID}})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return kube.TranslateError(err)
+	}
+	return nil
 }
 
 // heldLevel is the highest level tug's bindings grant s in namespace, ""

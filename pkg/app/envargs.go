@@ -17,70 +17,99 @@ import (
 // anything is sent, and every error is an input error. Each file or stream
 // read, and all the config set, is at most MaxConfigBytes.
 func ParseEnvArgs(args []string, fromFile string, stdin io.Reader) (ConfigMap, error) {
+	in := &envInput{stdin: stdin}
 	set := ConfigMap{}
-	stdinUsed := false
-	readStdin := func(what string) ([]byte, error) {
-		if stdinUsed {
-			return nil, inputerr.Errorf("%s: standard input can be read only once", what)
-		}
-		stdinUsed = true
-		return ReadLimited(stdin, what, MaxConfigBytes)
-	}
 	if fromFile != "" {
-		var b []byte
-		var err error
-		if fromFile == "-" {
-			b, err = readStdin("--from-env-file -")
-		} else {
-			b, err = ReadFileArgLimit("--from-env-file", fromFile, MaxConfigBytes)
-		}
+		cfg, err := in.envFile(fromFile)
 		if err != nil {
 			return nil, err
 		}
-		cfg, err := ParseEnvFile(bytes.NewReader(b))
-		if err != nil {
-			return nil, inputerr.Errorf("--from-env-file %s: %v", fromFile, err)
-		}
-		for k, v := range cfg {
-			set[k] = v
-		}
+		maps.Copy(set, cfg)
 	}
 	for _, arg := range args {
-		k, v, ok := strings.Cut(arg, "=")
-		if !ok {
-			return nil, inputerr.Errorf("%q is not KEY=VALUE; to remove a variable use 'tug env unset'", arg)
-		}
-		if err := ValidateEnvName(k); err != nil {
+		k, v, err := in.arg(arg)
+		if err != nil {
 			return nil, err
-		}
-		if strings.HasPrefix(v, "@") {
-			var b []byte
-			var err error
-			if v == "@-" {
-				b, err = readStdin(k + "=@-")
-			} else {
-				b, err = ReadFileArgLimit(k+"=@", v[1:], MaxConfigBytes)
-			}
-			if err != nil {
-				return nil, err
-			}
-			// a file or pipe usually ends with one newline that is not part of the value
-			v = strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
 		}
 		set[k] = v
 	}
+	if err := checkEnvSet(set); err != nil {
+		return nil, err
+	}
+	return set, nil
+}
+
+// envInput reads the files and the standard input env set's input names.
+// Standard input can be read once only: a second "-" or "@-" would find
+// it empty and silently set an empty value.
+type envInput struct {
+	stdin     io.Reader
+	stdinUsed bool
+}
+
+// read reads standard input (what names it in an error) or else the file
+// at path (fileWhat names it), each at most MaxConfigBytes.
+func (in *envInput) read(fromStdin bool, what, fileWhat, path string) ([]byte, error) {
+	if !fromStdin {
+		return ReadFileArgLimit(fileWhat, path, MaxConfigBytes)
+	}
+	if in.stdinUsed {
+		return nil, inputerr.Errorf("%s: standard input can be read only once", what)
+	}
+	in.stdinUsed = true
+	return ReadLimited(in.stdin, what, MaxConfigBytes)
+}
+
+// envFile reads --from-env-file ("-": standard input).
+func (in *envInput) envFile(fromFile string) (ConfigMap, error) {
+	b, err := in.read(fromFile == "-", "--from-env-file -", "--from-env-file", fromFile)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := ParseEnvFile(bytes.NewReader(b))
+	if err != nil {
+		return nil, inputerr.Errorf("--from-env-file %s: %v", fromFile, err)
+	}
+	return cfg, nil
+}
+
+// arg reads one KEY=VALUE argument, its value read from a file for
+// @FILE and from standard input for @-.
+func (in *envInput) arg(arg string) (string, string, error) {
+	k, v, ok := strings.Cut(arg, "=")
+	if !ok {
+		return "", "", inputerr.Errorf("%q is not KEY=VALUE; to remove a variable use 'tug env unset'", arg)
+	}
+	if err := ValidateEnvName(k); err != nil {
+		return "", "", err
+	}
+	if !strings.HasPrefix(v, "@") {
+		return k, v, nil
+	}
+	b, err := in.read(v == "@-", k+"=@-", k+"=@", v[1:])
+	if err != nil {
+		return "", "", err
+	}
+	// a file or pipe usually ends with one newline that is not part of the value
+	return k, strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r"), nil
+}
+
+// checkEnvSet checks the config to set as a whole: something to set,
+// the values tug reads itself valid (PORT a port number), and all of it
+// within one Secret's limit.
+func checkEnvSet(set ConfigMap) error {
 	if len(set) == 0 {
-		return nil, inputerr.Errorf("nothing to set: give KEY=VALUE arguments or --from-env-file")
+		return inputerr.Errorf("nothing to set: give KEY=VALUE arguments or --from-env-file")
 	}
 	for _, k := range set.Keys() {
 		if err := ValidateEnvValue(k, set[k]); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if n := set.Size(); n > MaxConfigBytes {
-		return nil, inputerr.Errorf("the config to set is %d bytes; the limit is %s (an app's config lives in one Secret)", n, text.Size(MaxConfigBytes))
+		return inputerr.Errorf("the config to set is %d bytes; the limit is %s (an app's config lives in one Secret)", n, text.Size(MaxConfigBytes))
 	}
-	return set, nil
+	return nil
 }
 
 // ValidateEnvUnset checks `tug env unset` names: names only, each valid.

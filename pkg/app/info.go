@@ -278,6 +278,18 @@ func GetInfo(ctx context.Context, s *Store, name string) (*Info, error) {
 	for _, d := range a.Domains {
 		info.Domains = append(info.Domains, d.Host+d.Path)
 	}
+	info.fromReleases(a, rels, current)
+	if info.Addresses, err = serviceAddresses(ctx, s, name); err != nil {
+		return nil, err
+	}
+	return info, nil
+}
+
+// fromReleases fills in what the release records say: the last change
+// (rels[0]: the records come newest first) and whether it failed first;
+// the config key count and the jobs of the release the app runs (the last
+// change's key count when it runs none).
+func (info *Info) fromReleases(a *App, rels []*Release, current *Release) {
 	if len(rels) > 0 {
 		last := SummarizeRelease(rels[0])
 		info.LastChange = &last
@@ -288,6 +300,12 @@ func GetInfo(ctx context.Context, s *Store, name string) (*Info, error) {
 		info.ConfigKeys = len(current.ConfigKeys)
 		info.Jobs = jobSummaries(a, current)
 	}
+}
+
+// serviceAddresses are the in-cluster addresses of the app's web Service
+// (none without one, or when a Service of that name is not the app's).
+func serviceAddresses(ctx context.Context, s *Store, name string) ([]string, error) {
+	addrs := []string{}
 	svc, err := s.Client.CoreV1().Services(s.Namespace).Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
@@ -297,12 +315,12 @@ func GetInfo(ctx context.Context, s *Store, name string) (*Info, error) {
 		for _, p := range svc.Spec.Ports {
 			if svc.Spec.ClusterIP != "" && svc.Spec.ClusterIP != "None" {
 				// URLs both, as 'app address' prints them (was IP:port).
-				info.Addresses = append(info.Addresses, fmt.Sprintf("http://%s", net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(int(p.Port)))))
+				addrs = append(addrs, fmt.Sprintf("http://%s", net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(int(p.Port)))))
 			}
-			info.Addresses = append(info.Addresses, fmt.Sprintf("http://%s.%s.svc:%d", svc.Name, svc.Namespace, p.Port))
+			addrs = append(addrs, fmt.Sprintf("http://%s.%s.svc:%d", svc.Name, svc.Namespace, p.Port))
 		}
 	}
-	return info, nil
+	return addrs, nil
 }
 
 // running compares what the app's Deployments run with the record: nil when

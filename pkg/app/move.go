@@ -107,66 +107,105 @@ func (s *Store) CopyTo(ctx context.Context, dst *Store, name string, mark *Move)
 	}
 	// The record first, marked: a copy cut short is then one the lookup
 	// recognises and a second run removes before copying again.
+	c, err := markedCopy(a, dst.Namespace, mark)
+	if err != nil {
+		return nil, err
+	}
+	if err := dst.CreateApp(ctx, c); err != nil {
+		return nil, err
+	}
+	made := &madeCopy{dst: dst, name: name}
+	if err := made.copySecrets(ctx, secrets.Items); err != nil {
+		return nil, made.undo(ctx, err)
+	}
+	if err := made.copyConfigMaps(ctx, cms.Items); err != nil {
+		return nil, made.undo(ctx, err)
+	}
+	return dst.GetApp(ctx, name)
+}
+
+// markedCopy is a copy of the app record for dst's namespace, with no
+// resourceVersion (so it can be created) and marked as a move's.
+func markedCopy(a *App, namespace string, mark *Move) (*App, error) {
 	var c App
 	b, err := json.Marshal(a)
 	if err != nil {
 		return nil, err
 	}
-	if err := json.Unmarshal(b, &c); err != nil { // a copy with no resourceVersion
+	if err := json.Unmarshal(b, &c); err != nil {
 		return nil, err
 	}
-	c.Namespace = dst.Namespace
+	c.Namespace = namespace
 	c.Move = mark
-	if err := dst.CreateApp(ctx, &c); err != nil {
-		return nil, err
-	}
+	return &c, nil
+}
+
+// madeCopy is what CopyTo has created in dst so far, for undo.
+type madeCopy struct {
+	dst                        *Store
+	name                       string
+	createdSecrets, createdCMs []string
+}
+
+// copySecrets creates a copy of each of the app's Secrets in dst.
+func (m *madeCopy) copySecrets(ctx context.Context, items []corev1.Secret) error {
 	create := metav1.CreateOptions{FieldManager: kube.FieldManager}
-	var createdSecrets, createdCMs []string
-	// undo deletes what the copy made, the marked record last and only
-	// once everything else is gone: a record kept marks what is left, so
-	// the move says so and the next move removes it (lifecycle.Remove).
-	undo := func(err error) (*App, error) {
-		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), copyUndoTimeout)
-		defer cancel()
-		var failed []string
-		for _, n := range createdSecrets {
-			if derr := dst.Client.CoreV1().Secrets(dst.Namespace).Delete(uctx, n, metav1.DeleteOptions{}); derr != nil && !apierrors.IsNotFound(derr) {
-				failed = append(failed, "Secret "+n)
-			}
+	for i := range items {
+		sec := &items[i]
+		cp := &corev1.Secret{ObjectMeta: copyMeta(sec.ObjectMeta, m.dst.Namespace), Type: sec.Type, Data: sec.Data, Immutable: sec.Immutable}
+		if _, err := m.dst.Client.CoreV1().Secrets(m.dst.Namespace).Create(ctx, cp, create); err != nil {
+			return copyError("Secret", cp.Name, m.dst.Namespace, err)
 		}
-		for _, n := range createdCMs {
-			if derr := dst.Client.CoreV1().ConfigMaps(dst.Namespace).Delete(uctx, n, metav1.DeleteOptions{}); derr != nil && !apierrors.IsNotFound(derr) {
-				failed = append(failed, "ConfigMap "+n)
-			}
-		}
-		if len(failed) > 0 {
-			return nil, &CopyLeftError{Err: err, Left: failed, Namespace: dst.Namespace}
-		}
-		if derr := dst.Client.CoreV1().ConfigMaps(dst.Namespace).Delete(uctx, AppRecordName(name), metav1.DeleteOptions{}); derr != nil && !apierrors.IsNotFound(derr) {
-			return nil, &CopyLeftError{Err: err, Left: []string{"ConfigMap " + AppRecordName(name)}, Namespace: dst.Namespace}
-		}
-		return nil, err
+		m.createdSecrets = append(m.createdSecrets, cp.Name)
 	}
-	for i := range secrets.Items {
-		sec := &secrets.Items[i]
-		cp := &corev1.Secret{ObjectMeta: copyMeta(sec.ObjectMeta, dst.Namespace), Type: sec.Type, Data: sec.Data, Immutable: sec.Immutable}
-		if _, err := dst.Client.CoreV1().Secrets(dst.Namespace).Create(ctx, cp, create); err != nil {
-			return undo(copyError("Secret", cp.Name, dst.Namespace, err))
-		}
-		createdSecrets = append(createdSecrets, cp.Name)
-	}
-	for i := range cms.Items {
-		cm := &cms.Items[i]
-		if cm.Name == AppRecordName(name) {
+	return nil
+}
+
+// copyConfigMaps creates a copy of each of the app's ConfigMaps in dst
+// but its record, which CopyTo created first, marked.
+func (m *madeCopy) copyConfigMaps(ctx context.Context, items []corev1.ConfigMap) error {
+	create := metav1.CreateOptions{FieldManager: kube.FieldManager}
+	for i := range items {
+		cm := &items[i]
+		if cm.Name == AppRecordName(m.name) {
 			continue
 		}
-		cp := &corev1.ConfigMap{ObjectMeta: copyMeta(cm.ObjectMeta, dst.Namespace), Data: cm.Data, BinaryData: cm.BinaryData, Immutable: cm.Immutable}
-		if _, err := dst.Client.CoreV1().ConfigMaps(dst.Namespace).Create(ctx, cp, create); err != nil {
-			return undo(copyError("ConfigMap", cp.Name, dst.Namespace, err))
+		cp := &corev1.ConfigMap{ObjectMeta: copyMeta(cm.ObjectMeta, m.dst.Namespace), Data: cm.Data, BinaryData: cm.BinaryData, Immutable: cm.Immutable}
+		if _, err := m.dst.Client.CoreV1().ConfigMaps(m.dst.Namespace).Create(ctx, cp, create); err != nil {
+			return copyError("ConfigMap", cp.Name, m.dst.Namespace, err)
 		}
-		createdCMs = append(createdCMs, cp.Name)
+		m.createdCMs = append(m.createdCMs, cp.Name)
 	}
-	return dst.GetApp(ctx, name)
+	return nil
+}
+
+// undo deletes what the copy made, the marked record last and only once
+// everything else is gone: a record kept marks what is left, so the move
+// says so and the next move removes it (lifecycle.Remove). It returns
+// err, or a CopyLeftError when something it made stays.
+func (m *madeCopy) undo(ctx context.Context, err error) error {
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), copyUndoTimeout)
+	defer cancel()
+	dst := m.dst
+	var failed []string
+	for _, n := range m.createdSecrets {
+		if derr := dst.Client.CoreV1().Secrets(dst.Namespace).Delete(uctx, n, metav1.DeleteOptions{}); derr != nil && !apierrors.IsNotFound(derr) {
+			failed = append(failed, "Secret "+n)
+		}
+	}
+	for _, n := range m.createdCMs {
+		if derr := dst.Client.CoreV1().ConfigMaps(dst.Namespace).Delete(uctx, n, metav1.DeleteOptions{}); derr != nil && !apierrors.IsNotFound(derr) {
+			failed = append(failed, "ConfigMap "+n)
+		}
+	}
+	if len(failed) > 0 {
+		return &CopyLeftError{Err: err, Left: failed, Namespace: dst.Namespace}
+	}
+	record := AppRecordName(m.name)
+	if derr := dst.Client.CoreV1().ConfigMaps(dst.Namespace).Delete(uctx, record, metav1.DeleteOptions{}); derr != nil && !apierrors.IsNotFound(derr) {
+		return &CopyLeftError{Err: err, Left: []string{"ConfigMap " + record}, Namespace: dst.Namespace}
+	}
+	return err
 }
 
 // CopyLeftError is a failed copy whose undo could not delete all it made:

@@ -228,12 +228,9 @@ func (s *reshaping) write() (*app.App, error) {
 // back (all or nothing) unless --no-rollback.
 func (s *reshaping) roll(a *app.App) (*Result, error) {
 	t, ctx, d, opts := s.t, s.t.ctx, s.t.d, s.opts
-	r, config := s.r, s.config
-	if r == nil || r.Version != a.Release {
-		var err error
-		if r, config, err = t.store.GetRelease(ctx, a.Name, a.Release); err != nil {
-			return nil, t.Explain(err)
-		}
+	r, config, err := s.running(a)
+	if err != nil {
+		return nil, t.Explain(err)
 	}
 	withTimeout(&opts, r)
 	if err := t.Lost(); err != nil {
@@ -284,12 +281,28 @@ func (s *reshaping) roll(a *app.App) (*Result, error) {
 		_ = dropPage() // the record says the page is gone; the failure is what to report
 		return res, f
 	}
-	// all or nothing: put the previous formation back, still under the
-	// lock (t.ctx): a restore must not write once another tug may hold it
+	return res, s.putBack(a, r, config, res, f, opts.Timeout)
+}
+
+// running is the release the app runs, with its config: the one the
+// reshaping read, unless the record names another by now.
+func (s *reshaping) running(a *app.App) (*app.Release, app.ConfigMap, error) {
+	if s.r != nil && s.r.Version == a.Release {
+		return s.r, s.config, nil
+	}
+	return s.t.store.GetRelease(s.t.ctx, a.Name, a.Release)
+}
+
+// putBack makes a reshaping that failed with f all or nothing: it puts
+// the previous formation back, still under the lock (t.ctx): a restore
+// must not write once another tug may hold it. res then says what runs;
+// the error says whether the restore worked.
+func (s *reshaping) putBack(a *app.App, r *app.Release, config app.ConfigMap, res *Result, f *rollout.Failure, timeout time.Duration) error {
+	t := s.t
 	rerr := &ReshapeError{App: a.Name, Failure: f}
-	rctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	rctx, cancel := context.WithTimeout(t.ctx, timeout)
 	defer cancel()
-	prev, err := restoreFormation(rctx, d, t.store, a.Name, r, config, s.formationBefore, opts.Timeout)
+	prev, err := restoreFormation(rctx, t.d, t.store, a.Name, r, config, s.formationBefore, timeout)
 	if err != nil {
 		rerr.RestoreErr = t.Explain(err)
 	} else {
@@ -297,7 +310,7 @@ func (s *reshaping) roll(a *app.App) (*Result, error) {
 		res.Processes = NewResult(prev, r, app.StatusDeployed, s.start).Processes
 	}
 	res.DurationMS = time.Since(s.start).Milliseconds()
-	return res, rerr
+	return rerr
 }
 
 // restoreFormation writes procs back into the app's record, re-applies

@@ -39,16 +39,9 @@ func ChangeJobs(ctx context.Context, d Deps, appName, message string, edit func(
 	if len(targets) == 0 {
 		return nil, fmt.Errorf("app %q has not been deployed yet; deploy it first with 'tug app deploy %s --image IMAGE'", a.Name, a.Name)
 	}
-	// every edit is tried before anything is written
-	changed := map[int]bool{}
-	for _, r := range targets {
-		before := maps.Clone(r.Jobs)
-		if err := edit(a, r); err != nil {
-			return nil, err
-		}
-		if !maps.Equal(before, r.Jobs) {
-			changed[r.Version] = true
-		}
+	changed, err := tryJobEdits(a, targets, edit)
+	if err != nil {
+		return nil, err
 	}
 	if len(changed) == 0 {
 		// the records say so already: a job add a stopped tug left half
@@ -63,10 +56,7 @@ func ChangeJobs(ctx context.Context, d Deps, appName, message string, edit func(
 		return nil, ErrNoChange
 	}
 	serving := targets[0]
-	cjs := make([]*batchv1.CronJob, 0, len(serving.Jobs))
-	for _, name := range serving.JobNames() {
-		cjs = append(cjs, render.CronJob(a, serving, name))
-	}
+	cjs := renderCronJobs(a, serving)
 	if err := guardCronJobs(ctx, d, cjs); err != nil {
 		return nil, t.Explain(err)
 	}
@@ -91,13 +81,36 @@ func ChangeJobs(ctx context.Context, d Deps, appName, message string, edit func(
 	return res, nil
 }
 
-// syncCronJobs makes the app's CronJobs those release r records: applied
-// when missing or different, removed when r has no such job.
-func syncCronJobs(ctx context.Context, d Deps, a *app.App, r *app.Release) error {
+// tryJobEdits edits the jobs of every target before anything is written,
+// so an edit that refuses leaves all as it was; it returns the versions
+// whose jobs changed.
+func tryJobEdits(a *app.App, targets []*app.Release, edit func(*app.App, *app.Release) error) (map[int]bool, error) {
+	changed := map[int]bool{}
+	for _, r := range targets {
+		before := maps.Clone(r.Jobs)
+		if err := edit(a, r); err != nil {
+			return nil, err
+		}
+		if !maps.Equal(before, r.Jobs) {
+			changed[r.Version] = true
+		}
+	}
+	return changed, nil
+}
+
+// renderCronJobs renders the CronJob of each job release r records.
+func renderCronJobs(a *app.App, r *app.Release) []*batchv1.CronJob {
 	cjs := make([]*batchv1.CronJob, 0, len(r.Jobs))
 	for _, name := range r.JobNames() {
 		cjs = append(cjs, render.CronJob(a, r, name))
 	}
+	return cjs
+}
+
+// syncCronJobs makes the app's CronJobs those release r records: applied
+// when missing or different, removed when r has no such job.
+func syncCronJobs(ctx context.Context, d Deps, a *app.App, r *app.Release) error {
+	cjs := renderCronJobs(a, r)
 	if err := guardCronJobs(ctx, d, cjs); err != nil {
 		return err
 	}

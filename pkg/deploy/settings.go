@@ -47,23 +47,14 @@ func ChangeRollout(ctx context.Context, d Deps, appName, message string, edit fu
 	if err := gate(t, "changing the rollout settings"); err != nil {
 		return nil, err
 	}
-	ctx, d, store, a := t.ctx, t.d, t.store, t.app
+	ctx, store, a := t.ctx, t.store, t.app
 	targets, err := inPlaceTargets(ctx, store, a)
 	if err != nil {
 		return nil, err
 	}
-	// Every edit is tried before anything is written: one that refuses
-	// leaves all as it was.
-	inPlace, changed := len(targets) > 0, map[int]bool{}
-	for _, r := range targets {
-		before := r.Rollout
-		if err := edit(a, r); err != nil {
-			return nil, err
-		}
-		if r.Rollout != before {
-			changed[r.Version] = true
-		}
-		inPlace = inPlace && r.Rollout.GracePeriod == before.GracePeriod
+	changed, inPlace, err := tryRolloutEdits(a, targets, edit)
+	if err != nil {
+		return nil, err
 	}
 	if len(targets) > 0 && len(changed) == 0 {
 		return nil, ErrNoChange
@@ -75,6 +66,34 @@ func ChangeRollout(ctx context.Context, d Deps, appName, message string, edit fu
 		}
 		return res, err
 	}
+	return changeRolloutInPlace(t, targets, changed, edit, message, start)
+}
+
+// tryRolloutEdits edits the settings of every target before anything is
+// written, so an edit that refuses leaves all as it was. It returns the
+// versions whose settings changed, and whether the change can be made in
+// place: there is a deployed release, and no grace period changed (it is
+// part of the pod spec).
+func tryRolloutEdits(a *app.App, targets []*app.Release, edit func(*app.App, *app.Release) error) (map[int]bool, bool, error) {
+	inPlace, changed := len(targets) > 0, map[int]bool{}
+	for _, r := range targets {
+		before := r.Rollout
+		if err := edit(a, r); err != nil {
+			return nil, false, err
+		}
+		if r.Rollout != before {
+			changed[r.Version] = true
+		}
+		inPlace = inPlace && r.Rollout.GracePeriod == before.GracePeriod
+	}
+	return changed, inPlace, nil
+}
+
+// changeRolloutInPlace records the changed settings in the targets'
+// records, then gives the app's Deployments the new strategy without
+// restarting a unit, and prunes the history beyond a lowered cap.
+func changeRolloutInPlace(t *Txn, targets []*app.Release, changed map[int]bool, edit func(*app.App, *app.Release) error, message string, start time.Time) (*Result, error) {
+	ctx, d, store, a := t.ctx, t.d, t.store, t.app
 	if err := t.Lost(); err != nil {
 		return nil, err
 	}

@@ -103,13 +103,8 @@ func PlanPoolSet(r PoolSetRequest) (*PoolSetPlan, error) {
 	if finished && loc.Copy.Pool == r.Pool {
 		return p, nil // finishing is all: the app has the pool
 	}
-	// a superseded copy alone: its new copy is gone (every cluster answered)
-	if settle && !finished && loc.Copy.Move == cluster.MoveSuperseded && len(loc.Others()) == 0 && len(loc.Unreachable()) == 0 {
-		if moves {
-			return nil, inputerr.Errorf("app %q in cluster %q is the old copy of a move to cluster %q that switched over (%s), and no configured cluster holds the new copy any more, so there is no move to finish; 'tug app pool set %s %s' makes this copy the app again, then move it", r.App, loc.Name, loc.Copy.MoveTo, loc.Copy.Describe, r.App, r.Config.HomePool(loc))
-		}
-		p.Steps = append(p.Steps, StepReclaim, StepRollout)
-		return p, nil
+	if settle && !finished && supersededAlone(loc) {
+		return p.planReclaim(r, moves)
 	}
 	// the serving source of a move cut short before its switch
 	cutShort := found && !finished && loc.Copy.Move == cluster.MoveNone && loc.Copy.Describe != ""
@@ -121,6 +116,24 @@ func PlanPoolSet(r PoolSetRequest) (*PoolSetPlan, error) {
 		return p, nil // giving up is all: the app has the pool, and no unit restarts
 	}
 	p.Steps = append(p.Steps, StepRollout)
+	return p, nil
+}
+
+// supersededAlone reports whether the app is a superseded copy whose new
+// copy is gone: every cluster answered, and none holds another copy.
+func supersededAlone(loc *cluster.Location) bool {
+	return loc.Copy.Move == cluster.MoveSuperseded && len(loc.Others()) == 0 && len(loc.Unreachable()) == 0
+}
+
+// planReclaim plans making a superseded copy whose new copy is gone the
+// app again (its mark goes, then its release rolls out again). A pool in
+// another cluster is refused: with its new copy gone there is no move to
+// finish, so the copy must become the app again before it can move.
+func (p *PoolSetPlan) planReclaim(r PoolSetRequest, moves bool) (*PoolSetPlan, error) {
+	if loc := r.Loc; moves {
+		return nil, inputerr.Errorf("app %q in cluster %q is the old copy of a move to cluster %q that switched over (%s), and no configured cluster holds the new copy any more, so there is no move to finish; 'tug app pool set %s %s' makes this copy the app again, then move it", r.App, loc.Name, loc.Copy.MoveTo, loc.Copy.Describe, r.App, r.Config.HomePool(loc))
+	}
+	p.Steps = append(p.Steps, StepReclaim, StepRollout)
 	return p, nil
 }
 
