@@ -773,6 +773,24 @@ func recordImageID(ctx context.Context, d Deps, store *app.Store, r *app.Release
 	r.ImageID = id
 }
 
+// setDeployed writes v's status deployed and previous's superseded, side
+// by side: the record names v already, so their order does not matter,
+// and a command's end waits for both.
+func setDeployed(ctx context.Context, store *app.Store, appName string, v, previous int) error {
+	superseded := make(chan error, 1)
+	go func() {
+		var err error
+		if previous > 0 && previous != v {
+			if err = store.SetReleaseStatus(ctx, appName, previous, app.StatusSuperseded, ""); app.IsNotFound(err) {
+				err = nil
+			}
+		}
+		superseded <- err
+	}()
+	deployedErr := store.SetReleaseStatus(ctx, appName, v, app.StatusDeployed, "")
+	return errors.Join(deployedErr, <-superseded)
+}
+
 func markDeployed(ctx context.Context, store *app.Store, a *app.App, r *app.Release, previous, historyMax int) error {
 	v := r.Version
 	// The record first: once it names v, v is what runs, and a release
@@ -797,20 +815,7 @@ func markDeployed(ctx context.Context, store *app.Store, a *app.App, r *app.Rele
 	if err != nil {
 		return err
 	}
-	// the two statuses side by side: the release is what runs whatever
-	// their order, and a command's end waits for both
-	superseded := make(chan error, 1)
-	go func() {
-		var err error
-		if previous > 0 && previous != v {
-			if err = store.SetReleaseStatus(ctx, a.Name, previous, app.StatusSuperseded, ""); app.IsNotFound(err) {
-				err = nil
-			}
-		}
-		superseded <- err
-	}()
-	deployedErr := store.SetReleaseStatus(ctx, a.Name, v, app.StatusDeployed, "")
-	if err := errors.Join(deployedErr, <-superseded); err != nil {
+	if err := setDeployed(ctx, store, a.Name, v, previous); err != nil {
 		return err
 	}
 	// staged config that this release took in is no longer waiting

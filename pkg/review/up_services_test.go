@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -162,12 +163,12 @@ func TestUpMakesForksAndBindsTheReviewsOwnDatabase(t *testing.T) {
 	}
 
 	// down removes the review app's copy, never the app's db
-	if err := Down(ctx, d, o.ServiceDeps, "shop", "pr-1"); err != nil {
-		t.Fatal(err)
-	}
-	removed, err := RemoveServices(ctx, o.ServiceDeps, "shop", "pr-1")
+	removed, err := Down(ctx, d, o.ServiceDeps, "shop", "pr-1")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !slices.Equal(removed, []string{"shop-pr-1-db"}) {
+		t.Errorf("down says it removed services %v, want the review's copy", removed)
 	}
 	if _, err := service.Lookup(ctx, c, "dev", "shop-pr-1-db"); err == nil {
 		t.Errorf("the review's copy is left after down (removed %v)", removed)

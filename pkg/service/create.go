@@ -91,8 +91,22 @@ func Create(ctx context.Context, d Deps, o CreateOptions) (*Info, error) {
 		timeout = 5 * time.Minute
 	}
 	d.Progress.Update(fmt.Sprintf("waiting for service %s to accept connections", o.Name))
-	// the binding's values are read while the unit starts; the binding
-	// is written only once it accepts connections (a bind needs it)
+	if err := d.bindWhenReady(ctx, rec, timeout); err != nil {
+		return nil, err
+	}
+	// without the volume's use: that is a df in the unit (an exec round
+	// trip), 'service info's alone (docs/output.md), and a service just
+	// made holds next to nothing
+	if rec, err = readRecord(ctx, d.Client, d.Namespace, o.Name); err != nil {
+		return nil, err
+	}
+	return d.info(ctx, rec)
+}
+
+// bindWhenReady waits for the service to accept connections, then writes
+// its binding (a bind needs it, so not before); the binding's values are
+// read while the unit starts.
+func (d Deps) bindWhenReady(ctx context.Context, rec *Record, timeout time.Duration) error {
 	type rendered struct {
 		values map[string]string
 		err    error
@@ -103,22 +117,13 @@ func Create(ctx context.Context, d Deps, o CreateOptions) (*Info, error) {
 		binding <- rendered{v, err}
 	}()
 	if err := d.waitReady(ctx, rec, timeout); err != nil {
-		return nil, err
+		return err
 	}
 	b := <-binding
 	if b.err != nil {
-		return nil, b.err
+		return b.err
 	}
-	if err := d.putBinding(ctx, rec, b.values); err != nil {
-		return nil, err
-	}
-	// without the volume's use: that is a df in the unit (an exec round
-	// trip), 'service info's alone (docs/output.md), and a service just
-	// made holds next to nothing
-	if rec, err = readRecord(ctx, d.Client, d.Namespace, o.Name); err != nil {
-		return nil, err
-	}
-	return d.info(ctx, rec)
+	return d.putBinding(ctx, rec, b.values)
 }
 
 // startCreate reads the plan and writes the record, or finds the record a
