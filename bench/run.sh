@@ -57,7 +57,7 @@ if [ -n "${BENCH_BEFORE:-}" ]; then
   (cd "$tmp/before" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$tmp/tug-before" ./cmd/tug)
   before=(-tug-before "$tmp/tug-before" -before "$(git rev-parse --short "$BENCH_BEFORE")" -before-rows "${BENCH_BEFORE_ROWS:-node}")
 fi
-scale=(); apps=(); many=(); remote=(-units 50 -rounds 5); services=(-rounds 3 -rotate-rounds 3); quick=()
+scale=(-again=false); apps=(); many=(); remote=(-units 50 -rounds 3); services=(-rounds 3 -rotate-rounds 3); quick=()
 if [ -n "${BENCH_QUICK:-}" ]; then
   scale=(-pods 1000 -nodes 100 -rounds 1); apps=(-apps 60 -rounds 1); many=(-units 20); remote=(-units 10 -rounds 1); services=(-rounds 1 -rotate-rounds 1)
   quick=(-quick)
@@ -78,7 +78,7 @@ section() {
 }
 
 section startup   "start-up"              bench/version.sh 15
-section deploy    "deploy"                "$tmp/deploy" "${common[@]}" -rounds 9
+section deploy    "deploy"                "$tmp/deploy" "${common[@]}" -rounds 7
 section source    "deploy from source"    "$tmp/source" "${common[@]}" -registry "$($cluster registry)"
 section promote   "promote"               "$tmp/promote" "${common[@]}" -registry "$($cluster registry)"
 section cnb       "CNB build"             "$tmp/cnb" "${common[@]}" -registry "$($cluster registry)"
