@@ -49,13 +49,8 @@ type appDeployOptions struct {
 	canaryOpts       *deploy.CanaryOptions
 }
 
-func newAppDeployCmd(f *cli.Factory, runF func(context.Context, *appDeployOptions) error) *cobra.Command {
-	o := &appDeployOptions{Store: storeFor(f), Prompter: f.Prompter}
-	cmd := &cobra.Command{
-		Use:         "deploy APP [--image IMAGE | --source DIR --builder IMAGE --repository REPO]",
-		Annotations: atLevel(access.Developer, argsAre(argApp)),
-		Short:       "Deploy an image, or build one from source: a new release, rolled out and watched",
-		Long: `Deploy an image as a new release of the app and wait until its units run.
+// appDeployLong is app deploy's help.
+const appDeployLong = `Deploy an image as a new release of the app and wait until its units run.
 
 Without --image, build it from source first: the folder (--source, default
 the current directory) is sent to a build pod running the app's builder
@@ -84,7 +79,22 @@ A Procfile's release: command (a migration, say) is the release phase: it
 runs once per deploy in a one-off unit of the new release, before any process
 rolls out, with its output on stderr. When it exits non-zero the deploy stops
 with exit code 17: nothing is rolled out, the current release keeps running
-and the new one is marked failed. --skip-release-phase skips it.`,
+and the new one is marked failed. --skip-release-phase skips it.`
+
+func newAppDeployCmd(f *cli.Factory, runF func(context.Context, *appDeployOptions) error) *cobra.Command {
+	cmd, _ := appDeployCommand(f, runF)
+	return cmd
+}
+
+// appDeployCommand is app deploy and the options its flags bind into,
+// their defaults set: review up deploys through them, without flags.
+func appDeployCommand(f *cli.Factory, runF func(context.Context, *appDeployOptions) error) (*cobra.Command, *appDeployOptions) {
+	o := &appDeployOptions{Store: storeFor(f), Prompter: f.Prompter}
+	cmd := &cobra.Command{
+		Use:         "deploy APP [--image IMAGE | --source DIR --builder IMAGE --repository REPO]",
+		Annotations: atLevel(access.Developer, argsAre(argApp)),
+		Short:       "Deploy an image, or build one from source: a new release, rolled out and watched",
+		Long:        appDeployLong,
 		Example: `  tug app deploy shop --builder registry.example.com/builders/static:1 --repository registry.example.com/team/shop
   tug app deploy shop --source ./site -m "new front page"
   tug app deploy shop --image registry.example.com/shop:1.4
@@ -93,12 +103,7 @@ and the new one is marked failed. --skip-release-phase skips it.`,
 		Args: cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.App = args[0]
-			if o.Image == "" {
-				if err := o.build.prepare(o); err != nil {
-					return err
-				}
-			}
-			if err := o.validate(o.App); err != nil {
+			if err := o.complete(); err != nil {
 				return err
 			}
 			if runF != nil {
@@ -121,7 +126,18 @@ and the new one is marked failed. --skip-release-phase skips it.`,
 	o.build.add(cmd)
 	o.manifest.add(cmd)
 	o.canary.add(cmd)
-	return cmd
+	return cmd, o
+}
+
+// complete checks o, packing the source when there is no image, before
+// anything is read from or written to the cluster.
+func (o *appDeployOptions) complete() error {
+	if o.Image == "" {
+		if err := o.build.prepare(o); err != nil {
+			return err
+		}
+	}
+	return o.validate(o.App)
 }
 
 // runAppDeploy deploys o's image to the app, building it from source
