@@ -214,15 +214,15 @@ func findDockerfile(dir, flag string) (string, error) {
 
 // Deploy builds p's image and rolls it out as the release o says. The
 // Result is nil when the deploy stopped before its rollout (a plan
-// refused, a failed build: a *BuildFailedError, a cancelled one: a
-// *CancelledError); once deploy.Roll ran it holds the build and Roll's
+// refused, a failed build: a *BuildFailedError; either, when ctx is done,
+// inside a *CancelledError); once deploy.Roll ran it holds the build and Roll's
 // result (nil when Roll gave none).
 func Deploy(ctx context.Context, d Deps, p *Packed, o Options) (*Result, error) {
 	d.Deploy.WaitLock = o.WaitLock
 	r := run{p: p, o: o, d: d}
 	plan, err := r.plan(ctx)
 	if err != nil {
-		return nil, err
+		return nil, r.cancelled(ctx, err)
 	}
 	src := p.source
 	ignore := ""
@@ -235,7 +235,7 @@ func Deploy(ctx context.Context, d Deps, p *Packed, o Options) (*Result, error) 
 	}
 	built, err := r.build(ctx, plan)
 	if err != nil {
-		return nil, err
+		return nil, r.cancelled(ctx, err)
 	}
 	d.Progress.Done(builtLine(built))
 	if line := uploadLine(built); line != "" {
@@ -271,10 +271,16 @@ func (r run) build(ctx context.Context, plan *build.Plan) (*build.Result, error)
 	if errors.As(err, &failed) {
 		return nil, r.recordFailed(ctx, failed)
 	}
-	if err != nil && ctx.Err() != nil {
-		return nil, &CancelledError{App: r.o.App, Err: err}
-	}
 	return res, err
+}
+
+// cancelled is err, said to be a cancelled build when ctx is done: what
+// stopped the build before its rollout is then the user's Ctrl-C.
+func (r run) cancelled(ctx context.Context, err error) error {
+	if ctx.Err() == nil {
+		return err
+	}
+	return &CancelledError{App: r.o.App, Err: err}
 }
 
 // recordFailed records a failed build in the release history, with why,

@@ -272,4 +272,19 @@ func TestCancelledSaysWhatItLeft(t *testing.T) {
 	if !errors.Is(err, context.Canceled) || !strings.Contains(err.NextStep(), `app "shop" keeps running`) {
 		t.Errorf("%v: %s", err, err.NextStep())
 	}
+	// what stopped the build is a cancellation once the context is done,
+	// a failed build's report kept inside it
+	r := run{o: Options{App: "shop"}}
+	failed := &BuildFailedError{Err: &build.Error{Message: "x"}, Release: 3}
+	if got := r.cancelled(context.Background(), failed); got != error(failed) {
+		t.Errorf("not cancelled: %v", got)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	got := r.cancelled(ctx, failed)
+	var c *CancelledError
+	var f *BuildFailedError
+	if !errors.As(got, &c) || !errors.As(got, &f) || f.Release != 3 {
+		t.Errorf("cancelled: %v", got)
+	}
 }
