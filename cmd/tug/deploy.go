@@ -12,6 +12,7 @@ import (
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/inputerr"
+	"tug.dev/tug/pkg/session"
 	"tug.dev/tug/pkg/text"
 )
 
@@ -22,8 +23,8 @@ type appDeployOptions struct {
 	Changer  appChanger
 	Store    func() (*app.Store, error)
 	Prompter func() cli.Prompter
-	// Build builds the image from source (buildFlags.image) and returns it.
-	Build func(ctx context.Context, appName, message string, dryRun bool) (string, error)
+	// Executor streams a build's source into its pod (buildExecutor).
+	Executor func() (session.Executor, error)
 
 	App       string
 	Image     string
@@ -48,13 +49,8 @@ type appDeployOptions struct {
 	canaryOpts       *deploy.CanaryOptions
 }
 
-func newAppDeployCmd(f *cli.Factory, runF func(context.Context, *appDeployOptions) error) *cobra.Command {
-	o := &appDeployOptions{Store: storeFor(f), Prompter: f.Prompter}
-	cmd := &cobra.Command{
-		Use:         "deploy APP [--image IMAGE | --source DIR --builder IMAGE --repository REPO]",
-		Annotations: atLevel(access.Developer, argsAre(argApp)),
-		Short:       "Deploy an image, or build one from source: a new release, rolled out and watched",
-		Long: `Deploy an image as a new release of the app and wait until its units run.
+// appDeployLong is app deploy's help.
+const appDeployLong = `Deploy an image as a new release of the app and wait until its units run.
 
 Without --image, build it from source first: the folder (--source, default
 the current directory) is sent to a build pod running the app's builder
@@ -83,7 +79,22 @@ A Procfile's release: command (a migration, say) is the release phase: it
 runs once per deploy in a one-off unit of the new release, before any process
 rolls out, with its output on stderr. When it exits non-zero the deploy stops
 with exit code 17: nothing is rolled out, the current release keeps running
-and the new one is marked failed. --skip-release-phase skips it.`,
+and the new one is marked failed. --skip-release-phase skips it.`
+
+func newAppDeployCmd(f *cli.Factory, runF func(context.Context, *appDeployOptions) error) *cobra.Command {
+	cmd, _ := appDeployCommand(f, runF)
+	return cmd
+}
+
+// appDeployCommand is app deploy and the options its flags bind into,
+// their defaults set: review up deploys through them, without flags.
+func appDeployCommand(f *cli.Factory, runF func(context.Context, *appDeployOptions) error) (*cobra.Command, *appDeployOptions) {
+	o := &appDeployOptions{Store: storeFor(f), Prompter: f.Prompter}
+	cmd := &cobra.Command{
+		Use:         "deploy APP [--image IMAGE | --source DIR --builder IMAGE --repository REPO]",
+		Annotations: atLevel(access.Developer, argsAre(argApp)),
+		Short:       "Deploy an image, or build one from source: a new release, rolled out and watched",
+		Long:        appDeployLong,
 		Example: `  tug app deploy shop --builder registry.example.com/builders/static:1 --repository registry.example.com/team/shop
   tug app deploy shop --source ./site -m "new front page"
   tug app deploy shop --image registry.example.com/shop:1.4
@@ -92,12 +103,7 @@ and the new one is marked failed. --skip-release-phase skips it.`,
 		Args: cli.ExactArgs("APP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.App = args[0]
-			if o.Image == "" {
-				if err := o.build.prepare(cmd, o); err != nil {
-					return err
-				}
-			}
-			if err := o.validate(o.App); err != nil {
+			if err := o.complete(); err != nil {
 				return err
 			}
 			if runF != nil {
@@ -107,9 +113,7 @@ and the new one is marked failed. --skip-release-phase skips it.`,
 		},
 	}
 	o.Changer = changerFor(f)
-	o.Build = func(ctx context.Context, appName, message string, dryRun bool) (string, error) {
-		return o.build.image(ctx, f, o.Changer, appName, message, dryRun)
-	}
+	o.Executor = buildExecutor(f)
 	cmd.Flags().StringVar(&o.Image, "image", "", "Image to deploy; without it, build from --source (see docs/builders.md)")
 	cmd.Flags().StringArrayVar(&o.Processes, "process", nil, "Add or change a process type, TYPE='command args' (TYPE= for the image's own command; repeatable; other types carry over)")
 	cmd.Flags().StringArrayVar(&o.RemoveProcesses, "remove-process", nil, "Remove a process type and its units (repeatable)")
@@ -122,7 +126,18 @@ and the new one is marked failed. --skip-release-phase skips it.`,
 	o.build.add(cmd)
 	o.manifest.add(cmd)
 	o.canary.add(cmd)
-	return cmd
+	return cmd, o
+}
+
+// complete checks o, packing the source when there is no image, before
+// anything is read from or written to the cluster.
+func (o *appDeployOptions) complete() error {
+	if o.Image == "" {
+		if err := o.build.prepare(o); err != nil {
+			return err
+		}
+	}
+	return o.validate(o.App)
 }
 
 // runAppDeploy deploys o's image to the app, building it from source
@@ -146,18 +161,12 @@ func runAppDeploy(ctx context.Context, o *appDeployOptions) error {
 	opts.SkipReleasePhase = o.SkipReleasePhase
 	opts.Canary = o.canaryOpts
 	if o.build.active {
-		if o.Image, err = o.Build(ctx, name, o.Message, o.rollout.DryRun); err != nil || o.Image == "" {
-			if err != nil && ctx.Err() != nil {
-				return &buildCancelledError{App: name, Err: err}
-			}
-			return err
-		}
-		o.build.cnbProcesses(o)
+		return o.deploySource(ctx, allowed, opts)
 	}
 	change := deploy.DeployProcesses(o.Image, o.procs, allowed, o.Yes || o.rollout.DryRun, o.Message)
 	change = o.manifest.m.Change(deploy.WithReleaseCommand(change, o.release))
 	return o.manifest.servicesLocked(ctx, o, name, func(ctx context.Context) error {
-		return runRollout(ctx, o.Changer, name, o.build.rollout(name, change, opts), o.rollout.Output, rollVerb{"deployed", "deploying"})
+		return rollOutChange(ctx, o.Changer, name, change, opts, o.rollout.Output, rollVerb{"deployed", "deploying"})
 	})
 }
 
@@ -237,19 +246,4 @@ func (o *appDeployOptions) confirmRemovals(ctx context.Context, appName string) 
 		Action: fmt.Sprintf("remove %s %s of app %q, as %s says", text.Plural(len(guarded), "process", "processes"), strings.Join(parts, ", "), appName, from),
 	})
 	return guarded, err
-}
-
-// buildCancelledError is a build from source stopped by Ctrl-C: main says
-// its NextStep after "interrupted:".
-type buildCancelledError struct {
-	App string
-	Err error
-}
-
-func (e *buildCancelledError) Error() string { return e.Err.Error() }
-func (e *buildCancelledError) Unwrap() error { return e.Err }
-
-// NextStep says what a cancelled build left: nothing deployed.
-func (e *buildCancelledError) NextStep() string {
-	return fmt.Sprintf("build cancelled; nothing was deployed, app %q keeps running what it ran, and the build pod is deleted", e.App)
 }

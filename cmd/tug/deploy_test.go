@@ -31,7 +31,7 @@ func TestNewAppDeployCmd(t *testing.T) {
 			}},
 		{name: "from source", argv: []string{"shop", "--source", src, "--builder", "b:1", "--repository", "reg/shop"},
 			check: func(t *testing.T, o *appDeployOptions) {
-				if !o.build.active || o.build.source == nil || o.Procfile != filepath.Join(src, "Procfile") || len(o.procs.Set) != 2 {
+				if !o.build.active || o.build.packed == nil || o.Procfile != filepath.Join(src, "Procfile") || len(o.procs.Set) != 2 {
 					t.Errorf("build %+v, procfile %q, processes %+v", o.build, o.Procfile, o.procs)
 				}
 			}},

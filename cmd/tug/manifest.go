@@ -31,8 +31,8 @@ func (f *manifestFlag) add(cmd *cobra.Command) {
 // exits 2 naming its line.
 func (f *manifestFlag) resolve(o *appDeployOptions) error {
 	dir := ""
-	if o.build.active && o.build.source != nil {
-		dir = o.build.source.Dir
+	if o.build.active && o.build.packed != nil {
+		dir = o.build.packed.Source().Dir
 	}
 	m, err := manifest.Find(f.Path, dir)
 	if err != nil || m == nil {

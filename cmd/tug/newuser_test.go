@@ -10,6 +10,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"tug.dev/tug/pkg/cli/clitest"
+	"tug.dev/tug/pkg/sourcedeploy"
 )
 
 // What a new user types on a first day (issue 40, item 12) gets a message
@@ -52,7 +53,7 @@ func TestBuildCancelledSaysSo(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	var stderr bytes.Buffer
-	err := &buildCancelledError{App: "shop", Err: fmt.Errorf("streaming the source: %w", context.Canceled)}
+	err := &sourcedeploy.CancelledError{App: "shop", Err: fmt.Errorf("streaming the source: %w", context.Canceled)}
 	if code := exitCode(ctx, &stderr, nil, err); code != 130 {
 		t.Errorf("exit %d, want 130", code)
 	}

@@ -24,8 +24,8 @@ type reviewUpOptions struct {
 	IO      *cli.IOStreams
 	Changer appChanger
 	Store   func() (*app.Store, error)
-	// Deploy deploys the review app as 'tug app deploy NAME ARGS...' does.
-	Deploy func(ctx context.Context, name string, args []string) error
+	// Deploy deploys the review app as 'tug app deploy' does.
+	Deploy func(ctx context.Context, name string, r reviewDeploy) error
 	Now    func() time.Time
 	// ServiceDeps reach the review app's own services.
 	ServiceDeps func(deploy.Deps) (service.Deps, error)
@@ -95,8 +95,8 @@ func newReviewUpCmd(f *cli.Factory, runF func(context.Context, *reviewUpOptions)
 		},
 	}
 	o.Changer = changerFor(f)
-	o.Deploy = func(ctx context.Context, name string, args []string) error {
-		return deployAs(ctx, f, name, append(args, lockFlag(cmd)...))
+	o.Deploy = func(ctx context.Context, name string, r reviewDeploy) error {
+		return deployReviewApp(ctx, f, name, r)
 	}
 	cmd.Flags().StringVar(&o.Name, "name", "", "The review's name, a DNS label such as pr-42 (required)")
 	cmd.Flags().DurationVar(&o.TTL, "ttl", review.DefaultTTL, "Remove the review app this long after its last review up")
@@ -197,19 +197,9 @@ func runReviewUp(ctx context.Context, o *reviewUpOptions) error {
 	if err != nil {
 		return err
 	}
-	args := []string{"--yes", "-m", fmt.Sprintf("review %s of %s", o.Name, o.App)}
-	if o.Image != "" {
-		args = append(args, "--image", o.Image)
-	} else {
-		args = append(args, "--source", o.Source)
-	}
-	if o.Timeout > 0 {
-		args = append(args, "--timeout", o.Timeout.String())
-	}
-	if o.NoWait {
-		args = append(args, "--no-wait")
-	}
-	if err := o.Deploy(ctx, a.Name, args); err != nil {
+	r := reviewDeploy{Message: fmt.Sprintf("review %s of %s", o.Name, o.App), Image: o.Image, Source: o.Source,
+		Timeout: o.Timeout, NoWait: o.NoWait, WaitLock: o.Changer.WaitLock}
+	if err := o.Deploy(ctx, a.Name, r); err != nil {
 		return err
 	}
 	return o.print(ctx, a.Name, now)
@@ -244,23 +234,34 @@ func (o *reviewUpOptions) print(ctx context.Context, name string, now time.Time)
 	return fmt.Errorf("review app %q is gone: another tug removed it", name)
 }
 
-// deployAs runs 'tug app deploy NAME ARGS...' in this process: the review
-// app gets exactly the build, rollout, watch and rollback of a deploy.
-func deployAs(ctx context.Context, f *cli.Factory, name string, args []string) error {
-	c := newAppDeployCmd(f, nil)
-	c.SetContext(ctx)
-	c.SetOut(f.IOStreams.Out)
-	c.SetErr(f.IOStreams.ErrOut)
-	if err := c.ParseFlags(args); err != nil {
-		return inputerr.Wrap(err)
-	}
-	return c.RunE(c, []string{name})
+// reviewDeploy is the deploy of a review app: its image, or the source
+// to build, and how it rolls out.
+type reviewDeploy struct {
+	Message, Image, Source string
+	Timeout                time.Duration
+	NoWait                 bool
+	WaitLock               time.Duration
 }
 
-// lockFlag passes --wait-lock on to the deploy.
-func lockFlag(cmd *cobra.Command) []string {
-	if fl := cmd.Flags().Lookup("wait-lock"); fl != nil && fl.Changed {
-		return []string{"--wait-lock", fl.Value.String()}
+// deployReviewApp deploys the review app through app deploy's options, as
+// 'tug app deploy NAME --yes' would: the same checks, build, rollout,
+// watch, rollback and report.
+func deployReviewApp(ctx context.Context, f *cli.Factory, name string, r reviewDeploy) error {
+	o, err := r.options(f, name)
+	if err != nil {
+		return err
 	}
-	return nil
+	return runAppDeploy(ctx, o)
+}
+
+// options are app deploy's options for the review app, checked (its
+// source packed).
+func (r reviewDeploy) options(f *cli.Factory, name string) (*appDeployOptions, error) {
+	_, o := appDeployCommand(f, nil)
+	o.App, o.Yes, o.Message, o.Image = name, true, r.Message, r.Image
+	if r.Image == "" {
+		o.build.Source = r.Source
+	}
+	o.rollout.Timeout, o.rollout.NoWait, o.Changer.WaitLock = r.Timeout, r.NoWait, r.WaitLock
+	return o, o.complete()
 }

@@ -13,6 +13,7 @@ import (
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/inputerr"
+	"tug.dev/tug/pkg/progress"
 	"tug.dev/tug/pkg/route"
 	"tug.dev/tug/pkg/session"
 )
@@ -137,9 +138,20 @@ func rollOutChange(ctx context.Context, c appChanger, appName string, change dep
 
 // runRollout is rollOutChange for any pkg/deploy call that may roll out a release.
 func runRollout(ctx context.Context, c appChanger, appName string, run func(context.Context, deploy.Deps) (*deploy.Result, error), format cli.OutputFormat, verb rollVerb) error {
-	d, err := c.Deps(ctx)
+	d, p, err := rolloutDeps(ctx, c)
 	if err != nil {
 		return err
+	}
+	res, err := run(ctx, d)
+	return reportRollout(c, p, appName, res, err, format, verb)
+}
+
+// rolloutDeps are the deploy dependencies of a rollout: progress on
+// stderr, and a release phase that streams its unit's output there.
+func rolloutDeps(ctx context.Context, c appChanger) (deploy.Deps, progress.Reporter, error) {
+	d, err := c.Deps(ctx)
+	if err != nil {
+		return deploy.Deps{}, nil, err
 	}
 	p := c.Progress()
 	d.Progress = p
@@ -148,7 +160,13 @@ func runRollout(ctx context.Context, c appChanger, appName string, run func(cont
 		return session.RunReleasePhase(ctx, session.Deps{Client: d.Client, Namespace: d.Namespace, IO: c.IO,
 			Progress: p, User: func() string { return user }}, s)
 	}
-	res, err := run(ctx, d)
+	return d, p, nil
+}
+
+// reportRollout reports what a rollout did: progress on stderr, the
+// result on stdout (a line, or JSON/YAML), the failure as the error whose
+// exit code says its class.
+func reportRollout(c appChanger, p progress.Reporter, appName string, res *deploy.Result, err error, format cli.OutputFormat, verb rollVerb) error {
 	if errors.Is(err, deploy.ErrNoChange) {
 		p.Done("nothing changed")
 		return nil

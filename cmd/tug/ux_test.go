@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"tug.dev/tug/pkg/app"
-	"tug.dev/tug/pkg/build"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/rollout"
@@ -119,20 +118,6 @@ func TestFailureReportLogLines(t *testing.T) {
 		if !strings.Contains(errOut.String(), want) {
 			t.Errorf("%d lines: report %q, want %q", n, errOut.String(), want)
 		}
-	}
-}
-
-// TestBuiltLine: a build whose image BuildKit (or a CNB lifecycle) pushed
-// has no upload count to show; one tug's agent pushed has.
-func TestBuiltLine(t *testing.T) {
-	if got := builtLine(&build.Result{Image: "reg/shop@sha256:abc"}); got != "built reg/shop@sha256:abc" {
-		t.Errorf("BuildKit build: %q", got)
-	}
-	if got := builtLine(&build.Result{Image: "reg/shop@sha256:abc", LayerBytes: 4096, PushedBytes: 2048}); got != "built reg/shop@sha256:abc (2 KiB uploaded)" {
-		t.Errorf("agent build: %q", got)
-	}
-	if got := builtLine(&build.Result{Image: "reg/shop@sha256:abc", LayerBytes: 4096}); got != "built reg/shop@sha256:abc (0 B uploaded)" {
-		t.Errorf("agent build, every layer already there: %q", got)
 	}
 }
 
