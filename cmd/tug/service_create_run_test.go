@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -10,14 +9,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
-	dynamicfake "k8s.io/client-go/dynamic/fake"
-	k8stesting "k8s.io/client-go/testing"
 
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/inputerr"
+	"tug.dev/tug/pkg/kube/kubetest"
 	"tug.dev/tug/pkg/rollout"
 	"tug.dev/tug/pkg/service"
 )
@@ -26,21 +22,7 @@ import (
 // or replacing the object (the fake tracker applies only what exists).
 func (f *serviceFixture) applying(t *testing.T) {
 	t.Helper()
-	dyn := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())
-	dyn.PrependReactor("patch", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		p := a.(k8stesting.PatchAction)
-		if p.GetPatchType() != types.ApplyPatchType {
-			return false, nil, nil
-		}
-		u := &unstructured.Unstructured{}
-		if err := json.Unmarshal(p.GetPatch(), &u.Object); err != nil {
-			return true, nil, err
-		}
-		if _, err := dyn.Tracker().Get(p.GetResource(), p.GetNamespace(), p.GetName()); err == nil {
-			return true, u, dyn.Tracker().Update(p.GetResource(), u, p.GetNamespace())
-		}
-		return true, u, dyn.Tracker().Create(p.GetResource(), u, p.GetNamespace())
-	})
+	dyn := kubetest.ApplyingDynamic()
 	d, _ := f.deps(context.Background())
 	d.Dynamic = dyn
 	f.deps = func(context.Context) (service.Deps, error) { return d, nil }

@@ -12,15 +12,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
-	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/deploy"
+	"tug.dev/tug/pkg/kube/kubetest"
 	"tug.dev/tug/pkg/lock"
 	"tug.dev/tug/pkg/progress"
 	"tug.dev/tug/pkg/service"
@@ -53,27 +49,6 @@ func (e *dumpExec) Exec(_ context.Context, t session.Target, argv []string, s se
 }
 
 func (e *dumpExec) Attach(context.Context, session.Target, session.Streams) error { return nil }
-
-// applyingDynamic creates or replaces what is server-side applied (the
-// fake tracker cannot apply an object that does not exist yet).
-func applyingDynamic() *dynamicfake.FakeDynamicClient {
-	dyn := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())
-	dyn.PrependReactor("patch", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		p := a.(k8stesting.PatchAction)
-		if p.GetPatchType() != types.ApplyPatchType {
-			return false, nil, nil
-		}
-		u := &unstructured.Unstructured{}
-		if err := json.Unmarshal(p.GetPatch(), &u.Object); err != nil {
-			return true, nil, err
-		}
-		if _, err := dyn.Tracker().Get(p.GetResource(), p.GetNamespace(), p.GetName()); err == nil {
-			return true, u, dyn.Tracker().Update(p.GetResource(), u, p.GetNamespace())
-		}
-		return true, u, dyn.Tracker().Create(p.GetResource(), u, p.GetNamespace())
-	})
-	return dyn
-}
 
 // runningService gives service name a ready unit and a Service with a
 // cluster IP, as its StatefulSet and the cluster would.
@@ -116,7 +91,7 @@ func TestUpMakesForksAndBindsTheReviewsOwnDatabase(t *testing.T) {
 	holder := lock.Holder{User: "alice"}
 	d := deploy.Deps{Client: c, Namespace: "dev", Progress: progress.Nop{}, Holder: holder}
 	o := UpOptions{Of: "shop", Name: "pr-1", TTL: time.Hour, Now: time.Now(), Services: svcs[:1],
-		ServiceDeps: service.Deps{Client: c, Dynamic: applyingDynamic(), Namespace: "dev", Progress: progress.Nop{}, Exec: ex, Holder: holder},
+		ServiceDeps: service.Deps{Client: c, Dynamic: kubetest.ApplyingDynamic(), Namespace: "dev", Progress: progress.Nop{}, Exec: ex, Holder: holder},
 		Note:        func(n string) { notes = append(notes, n) }}
 	if _, err := Up(ctx, d, o); err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -13,39 +12,15 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
 
 	"tug.dev/tug/pkg/inputerr"
+	"tug.dev/tug/pkg/kube/kubetest"
 	"tug.dev/tug/pkg/lock"
 	"tug.dev/tug/pkg/progress"
 	"tug.dev/tug/pkg/rollout"
 )
-
-// applyingDynamic is a fake dynamic client whose server-side apply makes
-// or replaces the object (the fake tracker cannot apply an object that
-// does not exist yet).
-func applyingDynamic(objs ...runtime.Object) *dynamicfake.FakeDynamicClient {
-	dyn := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme(), objs...)
-	dyn.PrependReactor("patch", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		p := a.(k8stesting.PatchAction)
-		if p.GetPatchType() != types.ApplyPatchType {
-			return false, nil, nil
-		}
-		u := &unstructured.Unstructured{}
-		if err := json.Unmarshal(p.GetPatch(), &u.Object); err != nil {
-			return true, nil, err
-		}
-		tr := dyn.Tracker()
-		if _, err := tr.Get(p.GetResource(), p.GetNamespace(), p.GetName()); err == nil {
-			return true, u, tr.Update(p.GetResource(), u, p.GetNamespace())
-		}
-		return true, u, tr.Create(p.GetResource(), u, p.GetNamespace())
-	})
-	return dyn
-}
 
 // newService is a namespace where service db is about to be made: the
 // Service its plan makes (with its cluster IP) and the given units.
@@ -68,7 +43,7 @@ func readyUnitPod() *corev1.Pod {
 var statefulSets = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "statefulsets"}
 
 func TestCreateAppliesThePlanAndWritesTheBinding(t *testing.T) {
-	dyn := applyingDynamic()
+	dyn := kubetest.ApplyingDynamic()
 	c, d := newService(t, dyn, readyUnitPod())
 	ctx := context.Background()
 	info, err := Create(ctx, d, CreateOptions{Name: "db", Plan: "postgres", Size: "2Gi"})
@@ -115,7 +90,7 @@ func TestCreateRefusesBadInputBeforeTheCluster(t *testing.T) {
 		"bad version":   {Name: "db", Plan: "postgres", Version: "1"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			c, d := newService(t, applyingDynamic())
+			c, d := newService(t, kubetest.ApplyingDynamic())
 			_, err := Create(context.Background(), d, o)
 			if !inputerr.Is(err) {
 				t.Fatalf("create %+v: %v, want an input error", o, err)
@@ -132,7 +107,7 @@ func TestCreateRefusesBadInputBeforeTheCluster(t *testing.T) {
 func TestCreateRefusesAnObjectNotItsOwn(t *testing.T) {
 	theirs := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "StatefulSet",
 		"metadata": map[string]any{"name": ObjectName("db"), "namespace": testNS, "labels": map[string]any{"team": "theirs"}}}}
-	dyn := applyingDynamic(theirs)
+	dyn := kubetest.ApplyingDynamic(theirs)
 	c, d := newService(t, dyn, readyUnitPod())
 	_, err := Create(context.Background(), d, CreateOptions{Name: "db", Plan: "postgres"})
 	if err == nil || !strings.Contains(err.Error(), "is not tug's service") {
@@ -178,7 +153,7 @@ func TestCreateSaysWhyTheUnitFailed(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, d := newService(t, applyingDynamic(), tt.objs...)
+			c, d := newService(t, kubetest.ApplyingDynamic(), tt.objs...)
 			_, err := Create(context.Background(), d, CreateOptions{Name: "db", Plan: "postgres", Timeout: 200 * time.Millisecond})
 			var ce *CreateError
 			if !errors.As(err, &ce) {
@@ -212,7 +187,7 @@ func TestCreateWaitsForAUnitWhoseClaimIsBoundNow(t *testing.T) {
 	p := unit(corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
 		Reason: corev1.PodReasonUnschedulable, LastTransitionTime: metav1.NewTime(time.Now().Add(-time.Hour)),
 		Message: "pod has unbound immediate PersistentVolumeClaims"}}}, claim)
-	_, d := newService(t, applyingDynamic(), bound, p)
+	_, d := newService(t, kubetest.ApplyingDynamic(), bound, p)
 	_, err := Create(context.Background(), d, CreateOptions{Name: "db", Plan: "postgres", Timeout: 200 * time.Millisecond})
 	var ce *CreateError
 	if !errors.As(err, &ce) || ce.Class != rollout.ClassTimeout || !strings.Contains(ce.Message, "unit tug-service-db-0: Pending") {
