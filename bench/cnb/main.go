@@ -34,8 +34,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"tug.dev/tug/bench/internal/benchkit"
-	"tug.dev/tug/pkg/build"
-	"tug.dev/tug/pkg/build/protocol"
+	"tug.dev/tug/pkg/imagebuild"
+	"tug.dev/tug/pkg/imagebuild/protocol"
 )
 
 var registry = flag.String("registry", "", "the local registry's HOST:PORT (make -s cluster-registry)")
@@ -125,7 +125,7 @@ func runByHand(ctx context.Context, e *benchkit.Env, spec *corev1.Pod, src, warm
 	hand := handPod(spec, warmRepo, handRepo)
 	manifest, err := json.Marshal(hand)
 	benchkit.Check("pod", err)
-	source, err := build.Pack(src, 0)
+	source, err := imagebuild.Pack(src, 0)
 	benchkit.Check("pack", err)
 	stdin := append(protocol.EncodeJob(protocol.Job{}), source.Data...)
 	kubectl := func(in []byte, args ...string) []byte {
@@ -168,7 +168,7 @@ func builderByDigest() string {
 // local cluster's apiserver may answer a fresh watch "too large resource
 // version").
 func buildPods(ctx context.Context, e *benchkit.Env) func() []*corev1.Pod {
-	sel := metav1.ListOptions{LabelSelector: "tug.dev/kind=" + build.KindBuild}
+	sel := metav1.ListOptions{LabelSelector: "tug.dev/kind=" + imagebuild.KindBuild}
 	var mu sync.Mutex
 	seen := map[string]*corev1.Pod{}
 	add := func(p *corev1.Pod) {

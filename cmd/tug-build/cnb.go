@@ -23,7 +23,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
-	"tug.dev/tug/pkg/build/protocol"
+	"tug.dev/tug/pkg/imagebuild/protocol"
 	"tug.dev/tug/pkg/text"
 )
 

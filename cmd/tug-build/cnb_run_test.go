@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"tug.dev/tug/pkg/build/protocol"
+	"tug.dev/tug/pkg/imagebuild/protocol"
 )
 
 // fakeCreator is the builder's lifecycle for the tests: it logs its

@@ -19,7 +19,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
-	"tug.dev/tug/pkg/build/protocol"
+	"tug.dev/tug/pkg/imagebuild/protocol"
 	"tug.dev/tug/pkg/text"
 )
 

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"tug.dev/tug/pkg/build/protocol"
+	"tug.dev/tug/pkg/imagebuild/protocol"
 	"tug.dev/tug/pkg/text"
 )
 

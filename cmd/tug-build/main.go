@@ -10,7 +10,7 @@
 //	tug-build cnb -repository REPO -run-image IMAGE -platform-api VERSION [-cache-image REPO:TAG]
 //
 // run reads a gzipped tar of the app's source on stdin, unpacks it into
-// /app (through an os.Root, within the limits of pkg/build/protocol), runs
+// /app (through an os.Root, within the limits of pkg/imagebuild/protocol), runs
 // the build step there (the builder's /tug/build when it exists, else the
 // Procfile's build: line, else nothing), and pushes the run image plus one
 // layer holding /app, its config pointing at /app and the Procfile's web
@@ -70,7 +70,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
-	"tug.dev/tug/pkg/build/protocol"
+	"tug.dev/tug/pkg/imagebuild/protocol"
 	"tug.dev/tug/pkg/text"
 )
 

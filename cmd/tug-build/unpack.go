@@ -10,7 +10,7 @@ import (
 	"path"
 	"strings"
 
-	"tug.dev/tug/pkg/build/protocol"
+	"tug.dev/tug/pkg/imagebuild/protocol"
 	"tug.dev/tug/pkg/text"
 )
 

@@ -15,7 +15,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"tug.dev/tug/pkg/build/protocol"
+	"tug.dev/tug/pkg/imagebuild/protocol"
 )
 
 // pushRandom pushes an image of n random layers as ref, with the build

@@ -12,9 +12,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"tug.dev/tug/pkg/app"
-	"tug.dev/tug/pkg/build"
 	"tug.dev/tug/pkg/cli"
 	"tug.dev/tug/pkg/deploy"
+	"tug.dev/tug/pkg/imagebuild"
 	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/session"
 	"tug.dev/tug/pkg/sourcedeploy"
@@ -152,7 +152,7 @@ func printBuildFailure(errOut io.Writer, err error) {
 }
 
 // printBuildDryRun says what a dry run would build; nothing was built.
-func printBuildDryRun(ios *cli.IOStreams, appName string, plan *build.Plan) {
+func printBuildDryRun(ios *cli.IOStreams, appName string, plan *imagebuild.Plan) {
 	if plan.Dockerfile != "" {
 		fmt.Fprintln(ios.Out, cli.Sanitize(fmt.Sprintf("dry run: would build %s from %s with BuildKit (%s), push to %s and deploy it; nothing built",
 			appName, plan.Source.Dir, plan.Dockerfile, plan.Settings.Repository)))

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"tug.dev/tug/pkg/app"
-	"tug.dev/tug/pkg/build"
 	"tug.dev/tug/pkg/cli"
+	"tug.dev/tug/pkg/imagebuild"
 	"tug.dev/tug/pkg/kube/kubetest"
 	"tug.dev/tug/pkg/sourcedeploy"
 )
@@ -87,7 +87,7 @@ func TestDeployFromSourceDryRunSaysWhatItWouldBuild(t *testing.T) {
 // log lines made safe for a terminal, and the release that records it (or
 // why none does); other errors print nothing here.
 func TestPrintBuildFailure(t *testing.T) {
-	failed := &build.Error{Stage: "build", Message: "step 2 exited 1", Lines: []string{"npm ERR! \x1b[31mboom"}}
+	failed := &imagebuild.Error{Stage: "build", Message: "step 2 exited 1", Lines: []string{"npm ERR! \x1b[31mboom"}}
 	var w bytes.Buffer
 	printBuildFailure(&w, &sourcedeploy.CancelledError{App: "shop", Err: &sourcedeploy.BuildFailedError{Err: failed, Release: 4}})
 	want := "build failed (build): step 2 exited 1\n  last log line:\n    | npm ERR! ^[[31mboom\n" +
@@ -96,7 +96,7 @@ func TestPrintBuildFailure(t *testing.T) {
 		t.Errorf("report\n%q\nwant\n%q", got, want)
 	}
 	w.Reset()
-	printBuildFailure(&w, &sourcedeploy.BuildFailedError{Err: &build.Error{Stage: "push", Message: "denied"}, RecordErr: errors.New("app gone\nfor good")})
+	printBuildFailure(&w, &sourcedeploy.BuildFailedError{Err: &imagebuild.Error{Stage: "push", Message: "denied"}, RecordErr: errors.New("app gone\nfor good")})
 	if want := "build failed (push): denied\nnothing was deployed, the current release keeps running (recording the failed release: app gone for good)\n"; w.String() != want {
 		t.Errorf("report %q, want %q", w.String(), want)
 	}

@@ -33,7 +33,7 @@ func builtWithLine(b *app.BuiltWith) string {
 // cacheMissNote passes a build's log through and, after BuildKit's report
 // that the registry cache it imports is missing, says that this is
 // expected: a first build has no cache yet (it exports one), and BuildKit
-// prints the miss as an ERROR. pkg/build writes the log a line per Write.
+// prints the miss as an ERROR. pkg/imagebuild writes the log a line per Write.
 type cacheMissNote struct{ w io.Writer }
 
 var cacheImporterMissing = []byte("failed to configure registry cache importer")

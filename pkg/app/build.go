@@ -4,7 +4,7 @@ import (
 	"slices"
 	"strings"
 
-	"tug.dev/tug/pkg/build/protocol"
+	"tug.dev/tug/pkg/imagebuild/protocol"
 )
 
 // BuildSettings are how an app is built from source (tug app deploy

@@ -54,7 +54,7 @@ type App struct {
 	// Services names the backing services the deployed release binds
 	// (kept here, like Volumes, so a service knows its apps from one LIST).
 	Services []string `json:"services,omitempty"`
-	// Build: how `app deploy` without --image builds the app (pkg/build).
+	// Build: how `app deploy` without --image builds the app (pkg/imagebuild).
 	Build *BuildSettings `json:"build,omitempty"`
 	// Move marks this copy of the app while it moves to another cluster
 	// ('tug app pool set' to a pool of another cluster); nil otherwise.

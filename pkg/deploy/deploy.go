@@ -18,8 +18,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"tug.dev/tug/pkg/app"
-	"tug.dev/tug/pkg/build/protocol"
 	"tug.dev/tug/pkg/clustersettings"
+	"tug.dev/tug/pkg/imagebuild/protocol"
 	"tug.dev/tug/pkg/lock"
 	"tug.dev/tug/pkg/owned"
 	"tug.dev/tug/pkg/progress"
@@ -120,7 +120,7 @@ func rememberBuild(t *Txn, opts Options) error {
 // Options tune one rollout.
 type Options struct {
 	// RememberBuild, when set, are the build settings a build from source
-	// just worked with (build.Plan.Remember), written in the record under
+	// just worked with (imagebuild.Plan.Remember), written in the record under
 	// the lock so the next deploy from source builds the same way.
 	RememberBuild *app.BuildSettings
 	// Timeout is how long the rollout may go without progress before it
@@ -199,7 +199,7 @@ type Result struct {
 	// runs (pkg/canary).
 	Canary *CanaryResult `json:"canary,omitempty"`
 	// Build is the build from source that made the release's image, set
-	// by the caller that ran it (pkg/build: Result.Summary); omitted for
+	// by the caller that ran it (pkg/imagebuild: Result.Summary); omitted for
 	// a deploy of an image.
 	Build *BuildSummary `json:"build,omitempty"`
 	// Unchanged says the change would have run exactly what runs, so no

@@ -20,7 +20,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"tug.dev/tug/pkg/build"
+	"tug.dev/tug/pkg/imagebuild"
 	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/progress"
 )
@@ -278,10 +278,10 @@ const clientGoMinor = 37
 // builds with a builder image, and image deploys, need nothing of it.
 func dockerfileBuildsCheck(ctx context.Context, client kubernetes.Interface, namespace string) Check {
 	c := Check{Name: "dockerfile builds", Status: StatusOK}
-	ps, err := build.CheckPodSecurity(ctx, client, namespace)
+	ps, err := imagebuild.CheckPodSecurity(ctx, client, namespace)
 	if err != nil {
 		c.Status = StatusWarning
-		c.Message = "cannot read namespace " + namespace + "'s Pod Security level (" + kube.TranslateError(err).Error() + "); a Dockerfile build needs " + build.LabelPodSecurity + " unset or privileged"
+		c.Message = "cannot read namespace " + namespace + "'s Pod Security level (" + kube.TranslateError(err).Error() + "); a Dockerfile build needs " + imagebuild.LabelPodSecurity + " unset or privileged"
 		return c
 	}
 	if !ps.OK {

@@ -79,7 +79,7 @@ func CopyImage(ctx context.Context, c Copy, readKeys, writeKeys authn.Keychain) 
 }
 
 // insecure lets a registry on a private or loopback address be spoken to
-// over plain HTTP, as builds do (pkg/build plainHTTP): a cluster's own
+// over plain HTTP, as builds do (pkg/imagebuild plainHTTP): a cluster's own
 // registry rarely has a certificate.
 func insecure(ref string) []name.Option {
 	host, _, _ := strings.Cut(ref, "/")

@@ -9,7 +9,7 @@ import (
 )
 
 // WatchPod watches one pod until cond is done or fails (see watchPod), for
-// other packages that run a pod of their own (pkg/build).
+// other packages that run a pod of their own (pkg/imagebuild).
 func WatchPod(ctx context.Context, client kubernetes.Interface, namespace, name string, recheck time.Duration, cond func(*corev1.Pod) (bool, error)) (*corev1.Pod, error) {
 	return watchPod(ctx, client, namespace, name, recheck, cond)
 }

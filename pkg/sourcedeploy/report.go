@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"tug.dev/tug/pkg/build"
+	"tug.dev/tug/pkg/imagebuild"
 	"tug.dev/tug/pkg/text"
 )
 
@@ -12,7 +12,7 @@ import (
 // agent pushed the image itself (it layers the app on a run image, and
 // knows its layer's size); BuildKit and a CNB lifecycle push on their own
 // and report no count, which read as "(0 B uploaded)".
-func builtLine(res *build.Result) string {
+func builtLine(res *imagebuild.Result) string {
 	if res.CNB {
 		return fmt.Sprintf("built %s with buildpacks %s (layers: %d added, %d reused, %d restored from the cache)",
 			res.Image, strings.Join(res.Buildpacks, ", "), res.LayersAdded, res.LayersReused, res.LayersRestored)
@@ -28,7 +28,7 @@ func builtLine(res *build.Result) string {
 // at most what the push sent: the registry may already hold a new layer's
 // blob, a run image's say); "" when the registry could not say (no number
 // rather than a wrong one).
-func uploadLine(res *build.Result) string {
+func uploadLine(res *imagebuild.Result) string {
 	u := res.Upload
 	if u == nil {
 		return ""

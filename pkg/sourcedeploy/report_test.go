@@ -3,23 +3,23 @@ package sourcedeploy
 import (
 	"testing"
 
-	"tug.dev/tug/pkg/build"
-	"tug.dev/tug/pkg/build/protocol"
+	"tug.dev/tug/pkg/imagebuild"
+	"tug.dev/tug/pkg/imagebuild/protocol"
 )
 
 // TestBuiltLine: a build whose image BuildKit (or a CNB lifecycle) pushed
 // has no upload count to show; one tug's agent pushed has.
 func TestBuiltLine(t *testing.T) {
-	if got := builtLine(&build.Result{Image: "reg/shop@sha256:abc"}); got != "built reg/shop@sha256:abc" {
+	if got := builtLine(&imagebuild.Result{Image: "reg/shop@sha256:abc"}); got != "built reg/shop@sha256:abc" {
 		t.Errorf("BuildKit build: %q", got)
 	}
-	if got := builtLine(&build.Result{Image: "reg/shop@sha256:abc", LayerBytes: 4096, PushedBytes: 2048}); got != "built reg/shop@sha256:abc (2 KiB uploaded)" {
+	if got := builtLine(&imagebuild.Result{Image: "reg/shop@sha256:abc", LayerBytes: 4096, PushedBytes: 2048}); got != "built reg/shop@sha256:abc (2 KiB uploaded)" {
 		t.Errorf("agent build: %q", got)
 	}
-	if got := builtLine(&build.Result{Image: "reg/shop@sha256:abc", LayerBytes: 4096}); got != "built reg/shop@sha256:abc (0 B uploaded)" {
+	if got := builtLine(&imagebuild.Result{Image: "reg/shop@sha256:abc", LayerBytes: 4096}); got != "built reg/shop@sha256:abc (0 B uploaded)" {
 		t.Errorf("agent build, every layer already there: %q", got)
 	}
-	cnb := &build.Result{Image: "reg/shop@sha256:abc", CNB: true, Buildpacks: []string{"a@1", "b@2"}, LayersAdded: 1, LayersReused: 2, LayersRestored: 3}
+	cnb := &imagebuild.Result{Image: "reg/shop@sha256:abc", CNB: true, Buildpacks: []string{"a@1", "b@2"}, LayersAdded: 1, LayersReused: 2, LayersRestored: 3}
 	if got := builtLine(cnb); got != "built reg/shop@sha256:abc with buildpacks a@1, b@2 (layers: 1 added, 2 reused, 3 restored from the cache)" {
 		t.Errorf("CNB build: %q", got)
 	}
@@ -40,7 +40,7 @@ func TestUploadLine(t *testing.T) {
 		{&protocol.Upload{NewLayers: 4, NewBytes: 3 << 20},
 			"image: 4 new layers (3 MiB); the repository had no previous image to reuse layers of"},
 	} {
-		if got := uploadLine(&build.Result{CNB: true, Upload: tc.up}); got != tc.want {
+		if got := uploadLine(&imagebuild.Result{CNB: true, Upload: tc.up}); got != tc.want {
 			t.Errorf("%+v: %q, want %q", tc.up, got, tc.want)
 		}
 	}

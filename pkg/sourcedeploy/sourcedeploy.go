@@ -1,7 +1,7 @@
 // Package sourcedeploy is a deploy from source as one action: pack a
 // folder, build its image in a build pod (a Dockerfile with BuildKit, a
 // Cloud Native Buildpacks builder, or a builder image of tug's contract,
-// as pkg/build does), and roll the pushed digest out as a new release
+// as pkg/imagebuild does), and roll the pushed digest out as a new release
 // (deploy.Roll). It is `tug app deploy` without --image, callable from Go:
 // Pack checks and packs the folder (nothing is read from the cluster),
 // Deploy builds and rolls out.
@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"tug.dev/tug/pkg/app"
-	"tug.dev/tug/pkg/build"
 	"tug.dev/tug/pkg/deploy"
+	"tug.dev/tug/pkg/imagebuild"
 	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/session"
 	"tug.dev/tug/pkg/text"
@@ -38,7 +38,7 @@ type Source struct {
 	BuildArgs []string // K=V, for a Dockerfile build
 	Target    string   // the Dockerfile stage to build, "" for the last
 	// AgentImage and BuildKitImage override the build pod's images (""
-	// for the cluster's settings, then pkg/build's defaults).
+	// for the cluster's settings, then pkg/imagebuild's defaults).
 	AgentImage, BuildKitImage string
 	// Limit is the most the packed folder may weigh compressed (0 for
 	// build.DefaultSourceLimit).
@@ -88,7 +88,7 @@ type Deps struct {
 	// caller makes it safe for its terminal.
 	Log io.Writer
 	// Progress reports the build's steps.
-	Progress build.Progress
+	Progress imagebuild.Progress
 	// Hold, when set, runs the rollout (not the build) inside it: the
 	// locks of the services a tug.yaml binds are held for the rollout
 	// only, never for a build of minutes.
@@ -98,12 +98,12 @@ type Deps struct {
 // Packed is a checked and packed folder, ready to build (Pack).
 type Packed struct {
 	src        Source
-	source     *build.Source
+	source     *imagebuild.Source
 	dockerfile string // inside the folder, slash-separated; "" for none
 }
 
 // Source is the packed folder.
-func (p *Packed) Source() *build.Source { return p.source }
+func (p *Packed) Source() *imagebuild.Source { return p.source }
 
 // Procfile is the folder's Procfile, "" when it has none: the deploy's
 // process types unless the caller names others.
@@ -118,9 +118,9 @@ func (p *Packed) Procfile() string {
 // Result is a deploy from source: the build and the rollout's result, or,
 // for a dry run, the plan of the build that did not run.
 type Result struct {
-	Build  *build.Result
+	Build  *imagebuild.Result
 	Deploy *deploy.Result
-	DryRun *build.Plan
+	DryRun *imagebuild.Plan
 }
 
 // Pack checks s and packs its folder; it reads nothing from the cluster,
@@ -131,9 +131,9 @@ func Pack(s Source) (*Packed, error) {
 	}
 	limit := s.Limit
 	if limit == 0 {
-		limit = build.DefaultSourceLimit
+		limit = imagebuild.DefaultSourceLimit
 	}
-	src, err := build.Pack(s.Dir, limit)
+	src, err := imagebuild.Pack(s.Dir, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -175,12 +175,12 @@ func (s Source) checkBuild() error {
 		}
 	}
 	for _, bp := range s.Want.Buildpacks {
-		if err := build.ValidateBuildpack(bp); err != nil {
+		if err := imagebuild.ValidateBuildpack(bp); err != nil {
 			return err
 		}
 	}
 	for _, e := range s.Want.BuildEnv {
-		if err := build.ValidateBuildEnv(e); err != nil {
+		if err := imagebuild.ValidateBuildEnv(e); err != nil {
 			return err
 		}
 	}
@@ -253,21 +253,21 @@ type run struct {
 
 // plan resolves the build: the folder's options, the app's remembered
 // settings, and what the cluster offers its builds.
-func (r run) plan(ctx context.Context) (*build.Plan, error) {
+func (r run) plan(ctx context.Context) (*imagebuild.Plan, error) {
 	s := r.p.src
 	store := &app.Store{Client: r.d.Deploy.Client, Namespace: r.d.Deploy.Namespace}
-	return build.FromSource{App: r.o.App, Want: s.Want, Source: r.p.source, AgentImage: s.AgentImage,
+	return imagebuild.FromSource{App: r.o.App, Want: s.Want, Source: r.p.source, AgentImage: s.AgentImage,
 		Dockerfile: r.p.dockerfile, BuildArgs: s.BuildArgs, Target: s.Target, BuildKitImage: s.BuildKitImage,
 		Cluster: r.d.Deploy.Settings}.Plan(ctx, store)
 }
 
 // build runs the build; a failed one is recorded as a failed release
 // (what runs stays as it was).
-func (r run) build(ctx context.Context, plan *build.Plan) (*build.Result, error) {
+func (r run) build(ctx context.Context, plan *imagebuild.Plan) (*imagebuild.Result, error) {
 	d := r.d.Deploy
 	store := &app.Store{Client: d.Client, Namespace: d.Namespace}
-	res, err := plan.Run(ctx, build.Deps{Client: d.Client, Executor: r.d.Executor, Out: r.d.Log, Progress: r.d.Progress}, store)
-	var failed *build.Error
+	res, err := plan.Run(ctx, imagebuild.Deps{Client: d.Client, Executor: r.d.Executor, Out: r.d.Log, Progress: r.d.Progress}, store)
+	var failed *imagebuild.Error
 	if errors.As(err, &failed) {
 		return nil, r.recordFailed(ctx, failed)
 	}
@@ -285,7 +285,7 @@ func (r run) cancelled(ctx context.Context, err error) error {
 
 // recordFailed records a failed build in the release history, with why,
 // within a deadline of its own: the build's context may be done.
-func (r run) recordFailed(ctx context.Context, failed *build.Error) error {
+func (r run) recordFailed(ctx context.Context, failed *imagebuild.Error) error {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	e := &BuildFailedError{Err: failed}
@@ -299,7 +299,7 @@ func (r run) recordFailed(ctx context.Context, failed *build.Error) error {
 }
 
 // roll rolls the built image out, inside Deps.Hold when set.
-func (r run) roll(ctx context.Context, plan *build.Plan, built *build.Result) (*Result, error) {
+func (r run) roll(ctx context.Context, plan *imagebuild.Plan, built *imagebuild.Result) (*Result, error) {
 	res, rolled := &Result{Build: built}, false
 	roll := func(ctx context.Context) error {
 		rolled = true
@@ -324,7 +324,7 @@ func (r run) roll(ctx context.Context, plan *build.Plan, built *build.Result) (*
 
 // change is the release of the built image: the options' process types,
 // or a CNB image's own; what built it, and the build arguments.
-func (r run) change(built *build.Result) deploy.Change {
+func (r run) change(built *imagebuild.Result) deploy.Change {
 	o := r.o
 	procs, release := o.Processes, o.ReleaseCommand
 	if built.CNB && len(built.Processes) > 0 && !o.ProcessesNamed {
@@ -348,7 +348,7 @@ func (r run) change(built *build.Result) deploy.Change {
 // rollout are the rollout's options: the settings the build worked with
 // are remembered under the app's lock, and a build of unchanged source
 // (the image that runs) makes no release.
-func (r run) rollout(plan *build.Plan) deploy.Options {
+func (r run) rollout(plan *imagebuild.Plan) deploy.Options {
 	opts := r.o.Rollout
 	opts.SkipUnchanged = true
 	opts.RememberBuild = plan.Remember()
@@ -359,7 +359,7 @@ func (r run) rollout(plan *build.Plan) deploy.Options {
 // (Release), or why it could not be recorded (RecordErr). What runs stays
 // as it was. It exits as the build's error does.
 type BuildFailedError struct {
-	Err       *build.Error
+	Err       *imagebuild.Error
 	Release   int
 	RecordErr error
 }

@@ -12,9 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"tug.dev/tug/pkg/app"
-	"tug.dev/tug/pkg/build"
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/deploy/deploytest"
+	"tug.dev/tug/pkg/imagebuild"
 	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/lock"
 )
@@ -159,7 +159,7 @@ func TestRollDeploysTheBuiltImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	built := &build.Result{Image: "reg/shop@sha256:1"}
+	built := &imagebuild.Result{Image: "reg/shop@sha256:1"}
 	res, err := r.roll(context.Background(), plan, built)
 	if err != nil || res == nil || res.Deploy == nil || res.Build != built || held != 1 {
 		t.Fatalf("roll: %+v, %v (held %d)", res, err, held)
@@ -197,7 +197,7 @@ func TestRollWithHoldRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := r.roll(context.Background(), plan, &build.Result{Image: "reg/shop@sha256:1"})
+	res, err := r.roll(context.Background(), plan, &imagebuild.Result{Image: "reg/shop@sha256:1"})
 	if res != nil || !errors.Is(err, locked) {
 		t.Errorf("%+v, %v; want no result and the lock's error", res, err)
 	}
@@ -211,7 +211,7 @@ func TestRollWithHoldRefused(t *testing.T) {
 // release command goes with them.
 func TestChangeTakesACNBImagesProcesses(t *testing.T) {
 	p := &Packed{}
-	cnb := &build.Result{Image: "reg/shop@sha256:1", CNB: true, Processes: []string{"web", "worker"}}
+	cnb := &imagebuild.Result{Image: "reg/shop@sha256:1", CNB: true, Processes: []string{"web", "worker"}}
 	for _, c := range []struct {
 		name  string
 		named bool
@@ -245,13 +245,13 @@ func TestChangeTakesACNBImagesProcesses(t *testing.T) {
 func TestRecordFailedBuild(t *testing.T) {
 	d, s, _ := fixture(t, &app.App{Name: "shop"})
 	r := run{o: Options{App: "shop", Message: "try"}, d: d}
-	err := r.recordFailed(context.Background(), &build.Error{Stage: "build", Message: "step 2 exited 1"})
+	err := r.recordFailed(context.Background(), &imagebuild.Error{Stage: "build", Message: "step 2 exited 1"})
 	var failed *BuildFailedError
 	if !errors.As(err, &failed) || failed.Release != 1 || failed.RecordErr != nil {
 		t.Fatalf("%v (%+v)", err, failed)
 	}
 	var coded interface{ ExitCode() int }
-	if !errors.As(err, &coded) || coded.ExitCode() != build.CodeBuildFailed || err.Error() != "build failed: step 2 exited 1" {
+	if !errors.As(err, &coded) || coded.ExitCode() != imagebuild.CodeBuildFailed || err.Error() != "build failed: step 2 exited 1" {
 		t.Errorf("error %q does not exit as the build's", err)
 	}
 	rel, _ := deploytest.GetRelease(t, s, 1)
@@ -260,7 +260,7 @@ func TestRecordFailedBuild(t *testing.T) {
 	}
 	// an app that is gone: the error says why nothing was recorded
 	r.o.App = "gone"
-	if err := r.recordFailed(context.Background(), &build.Error{Message: "x"}); !errors.As(err, &failed) || failed.RecordErr == nil {
+	if err := r.recordFailed(context.Background(), &imagebuild.Error{Message: "x"}); !errors.As(err, &failed) || failed.RecordErr == nil {
 		t.Errorf("gone app: %v", err)
 	}
 }
@@ -275,7 +275,7 @@ func TestCancelledSaysWhatItLeft(t *testing.T) {
 	// what stopped the build is a cancellation once the context is done,
 	// a failed build's report kept inside it
 	r := run{o: Options{App: "shop"}}
-	failed := &BuildFailedError{Err: &build.Error{Message: "x"}, Release: 3}
+	failed := &BuildFailedError{Err: &imagebuild.Error{Message: "x"}, Release: 3}
 	if got := r.cancelled(context.Background(), failed); got != error(failed) {
 		t.Errorf("not cancelled: %v", got)
 	}

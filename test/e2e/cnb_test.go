@@ -21,8 +21,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"tug.dev/tug/pkg/build"
-	"tug.dev/tug/pkg/build/protocol"
+	"tug.dev/tug/pkg/imagebuild"
+	"tug.dev/tug/pkg/imagebuild/protocol"
 	"tug.dev/tug/pkg/kube"
 )
 
@@ -507,7 +507,7 @@ func TestCNBBuildInterruptedLeavesNoPods(t *testing.T) {
 	// those that have
 	h.Eventually(2*time.Minute, "the killed builds' pods have ended", func() (bool, error) {
 		for _, p := range allPods() {
-			if p.DeletionTimestamp == nil && !build.Leftover(&p, time.Now()) {
+			if p.DeletionTimestamp == nil && !imagebuild.Leftover(&p, time.Now()) {
 				return false, fmt.Errorf("pod %s is %s", p.Name, p.Status.Phase)
 			}
 		}

@@ -157,7 +157,7 @@ func testImages(bins binaries, system func(extra ...file) []file) []image {
 		{out: "maintenance.tar", files: []file{{Name: "tug-maintenance", Mode: 0o755, Data: bins.maintenance}},
 			tags: []layer.Tag{{Ref: "ghcr.io/tug-dev/tug-maintenance:v1", Cmd: []string{"/tug-maintenance"}}}},
 		{out: "tug-build.tar", files: []file{{Name: "tug-build", Mode: 0o755, Data: bins.agent}},
-			// v2 speaks pkg/build/protocol's job header; the same agent
+			// v2 speaks pkg/imagebuild/protocol's job header; the same agent
 			// serves clients of v1
 			tags: []layer.Tag{{Ref: "ghcr.io/tug-dev/tug-build:v1", Cmd: []string{"/tug-build"}}, {Ref: "ghcr.io/tug-dev/tug-build:v2", Cmd: []string{"/tug-build"}}}},
 		{out: "builder.tar", files: builderFiles,

@@ -1,4 +1,4 @@
-package build
+package imagebuild
 
 import (
 	"bytes"
@@ -22,8 +22,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"tug.dev/tug/pkg/app"
-	"tug.dev/tug/pkg/build/protocol"
 	"tug.dev/tug/pkg/deploy"
+	"tug.dev/tug/pkg/imagebuild/protocol"
 	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/progress"
 	"tug.dev/tug/pkg/rollout"
@@ -33,7 +33,7 @@ import (
 
 // AgentImage is tug's build agent (cmd/tug-build), copied into every build
 // pod by an init container. Its tag is the agent protocol's version
-// (pkg/build/protocol): v2 reads the job header and runs the two-container
+// (pkg/imagebuild/protocol): v2 reads the job header and runs the two-container
 // Dockerfile build; a v2 agent still serves v1 clients.
 const AgentImage = "ghcr.io/tug-dev/tug-build:v2"
 

@@ -1,4 +1,4 @@
-package build
+package imagebuild
 
 import (
 	"archive/tar"
@@ -14,7 +14,7 @@ import (
 	"strings"
 	"testing"
 
-	"tug.dev/tug/pkg/build/protocol"
+	"tug.dev/tug/pkg/imagebuild/protocol"
 	"tug.dev/tug/pkg/inputerr"
 )
 

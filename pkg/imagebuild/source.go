@@ -3,7 +3,7 @@
 // (cmd/tug-build) in it, streams the source in over the API server and the
 // build's log out, and returns the pushed image's digest. See
 // docs/builders.md.
-package build
+package imagebuild
 
 import (
 	"archive/tar"
@@ -20,7 +20,7 @@ import (
 	"sort"
 	"strings"
 
-	"tug.dev/tug/pkg/build/protocol"
+	"tug.dev/tug/pkg/imagebuild/protocol"
 	"tug.dev/tug/pkg/inputerr"
 	"tug.dev/tug/pkg/text"
 )

@@ -1,4 +1,4 @@
-package build
+package imagebuild
 
 import (
 	"bufio"
@@ -19,7 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"tug.dev/tug/pkg/build/protocol"
+	"tug.dev/tug/pkg/imagebuild/protocol"
 	"tug.dev/tug/pkg/kube"
 	"tug.dev/tug/pkg/session"
 )
