@@ -248,6 +248,6 @@ func endToEnd(ctx context.Context, client kubernetes.Interface) error {
 	env.Emit(benchkit.Row{Group: "Deploy", Benchmark: fmt.Sprintf("deploy end to end, %d units (median of %d each, interleaved)", *units, len(tugWall)),
 		Tug:     fmt.Sprintf("tug app deploy --image: %s, %s", benchkit.Ms(t), benchkit.MiB(tugRSS[len(tugRSS)/2])),
 		Kubectl: "kubectl set image + rollout status: " + benchkit.Ms(k), Ratio: rs, Goal: "<= 1.0x", Met: r <= 1.0,
-		Requests: fmt.Sprint(req), Note: fmt.Sprintf("tug also records the release and the app's image, and returns once a request through the router is answered by the new release (kubectl returns when the Deployment says complete, while the router may still send to old units); the same Deployment and RollingUpdate strategy (readiness probed every second); each run in turn: tug %s, kubectl %s (either tool's runs spread over 2 s or more on this 2-core machine: the medians of so few runs are noisy)", benchkit.MsList(tugWall), benchkit.MsList(kubectlWall))})
+		Requests: fmt.Sprint(req), Note: fmt.Sprintf("tug also records the release and the app's image, and returns once a request through the router is answered (kubectl returns when the Deployment says complete); the same Deployment and RollingUpdate strategy (readiness probed every second); each run in turn: tug %s, kubectl %s (either tool's runs spread over 2 s or more on this 2-core machine: the medians of so few runs are noisy)", benchkit.MsList(tugWall), benchkit.MsList(kubectlWall))})
 	return nil
 }
