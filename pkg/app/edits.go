@@ -155,6 +155,18 @@ const (
 	DefaultProbeFailureThreshold int32 = 3
 )
 
+// The readiness check tug gives every web unit (a TCP connection to its
+// port): every WebProbePeriod seconds, failed after WebProbeFailures
+// misses. Before 2026-12-08 it was every 2 s and 3 misses
+// (FormerWebProbePeriod, FormerWebProbeFailures); units of releases
+// rolled out then still carry it.
+const (
+	WebProbePeriod         = 1
+	WebProbeFailures       = 6
+	FormerWebProbePeriod   = 2
+	FormerWebProbeFailures = 3
+)
+
 // ProbeTiming returns a probe's period and failure threshold, with
 // Kubernetes' defaults for those left at 0.
 func ProbeTiming(period, failureThreshold int32) (int32, int32) {

@@ -246,8 +246,8 @@ func container(a *app.App, r *app.Release, proc, command string, port int32) cor
 		// still leaves the endpoints after 6 s, as with 3 at 2 s.
 		c.ReadinessProbe = &corev1.Probe{
 			ProbeHandler:     corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("http")}},
-			PeriodSeconds:    1,
-			FailureThreshold: 6,
+			PeriodSeconds:    app.WebProbePeriod,
+			FailureThreshold: app.WebProbeFailures,
 			TimeoutSeconds:   1,
 		}
 		// A unit being stopped (rollout, scale down, node removal) leaves

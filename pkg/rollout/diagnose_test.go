@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/kube"
 )
 
@@ -314,5 +315,28 @@ func TestFailureExitCode(t *testing.T) {
 			t.Errorf("classes %s and %s share exit code %d", class, other, c)
 		}
 		seen[c] = class
+	}
+}
+
+// tug's own web check, as render makes it now and as it made it before
+// 2026-12-08, gets the slow-boot grace (a JVM keeps the time it had); a
+// user's check of the same shape but other timings does not.
+func TestTugsWebProbeKnowsItsOwnCheck(t *testing.T) {
+	web := func(period, failures int32) *corev1.Probe {
+		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("http")}},
+			PeriodSeconds: period, FailureThreshold: failures, TimeoutSeconds: 1}
+	}
+	for _, tc := range []struct {
+		probe *corev1.Probe
+		want  bool
+	}{
+		{web(app.WebProbePeriod, app.WebProbeFailures), true},
+		{web(app.FormerWebProbePeriod, app.FormerWebProbeFailures), true},
+		{web(5, 4), false},
+		{web(1, 3), false},
+	} {
+		if got := tugsWebProbe(tc.probe); got != tc.want {
+			t.Errorf("probe every %ds, %d failures: tug's own %v, want %v", tc.probe.PeriodSeconds, tc.probe.FailureThreshold, got, tc.want)
+		}
 	}
 }

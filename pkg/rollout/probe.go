@@ -71,10 +71,13 @@ func (r *Watch) readinessFailed(ctx context.Context, p *corev1.Pod, now time.Tim
 const unreadyGraceFactor = 3
 
 // tugsWebProbe says whether probe is the readiness check tug gives every
-// web unit (a TCP connection to its port every 2 s), not one the user set.
+// web unit (a TCP connection to its port, app.WebProbePeriod), or gave
+// before (app.FormerWebProbePeriod), not one the user set.
 func tugsWebProbe(probe *corev1.Probe) bool {
+	timing := [2]int32{probe.PeriodSeconds, probe.FailureThreshold}
 	return probe.TCPSocket != nil && probe.TCPSocket.Port.StrVal == "http" && probe.HTTPGet == nil && probe.Exec == nil &&
-		probe.PeriodSeconds == 2 && probe.FailureThreshold == 3 && probe.InitialDelaySeconds == 0
+		probe.InitialDelaySeconds == 0 &&
+		(timing == [2]int32{app.WebProbePeriod, app.WebProbeFailures} || timing == [2]int32{app.FormerWebProbePeriod, app.FormerWebProbeFailures})
 }
 
 // readinessFailures counts the unit's failed readiness checks the kubelet
