@@ -20,6 +20,15 @@ type pipelineSetOptions struct {
 
 	Name   string
 	Stages []string
+	Output cli.OutputOptions
+}
+
+// pipelineSet is what `pipeline set -o json` prints (docs/output.md).
+type pipelineSet struct {
+	Name   string   `json:"name"`
+	Stages []string `json:"stages"`
+	// Removed are the apps that were stages and are no more.
+	Removed []string `json:"removed"`
 }
 
 func newPipelineSetCmd(f *cli.Factory, runF func(context.Context, *pipelineSetOptions) error) *cobra.Command {
@@ -31,7 +40,9 @@ func newPipelineSetCmd(f *cli.Factory, runF func(context.Context, *pipelineSetOp
 		Long: `Set pipeline PIPELINE to the apps STAGE..., in order, each NAMESPACE/APP (or APP
 in the current namespace). Every stage must exist; each stage's record keeps
 the whole list. Apps that were stages of the pipeline and are no more are
-taken off it.`,
+taken off it (said). A set stopped part way leaves the stages' records
+disagreeing, which 'pipeline status' and 'pipeline promote' refuse: run
+the same set again.`,
 		Example: `  tug pipeline set shop dev/shop staging/shop prod/shop`,
 		Args:    cli.Args("PIPELINE", "STAGE..."),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -43,6 +54,7 @@ taken off it.`,
 		},
 	}
 	o.Changer = changerFor(f)
+	cli.AddFormatFlag(cmd, &o.Output.Format)
 	takesLock(cmd, &o.Changer.WaitLock)
 	return cmd
 }
@@ -67,9 +79,16 @@ func runPipelineSet(ctx context.Context, o *pipelineSetOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := promote.SetPipeline(ctx, d, o.Name, stages); err != nil {
+	removed, err := promote.SetPipeline(ctx, d, o.Name, stages)
+	if err != nil {
 		return err
 	}
 	fmt.Fprintf(o.IO.ErrOut, "pipeline %s: %s\n", o.Name, strings.Join(names, " -> "))
-	return nil
+	if len(removed) > 0 {
+		fmt.Fprintf(o.IO.ErrOut, "no longer stages: %s\n", strings.Join(removed, ", "))
+	}
+	if o.Output.Format == cli.OutputTable || o.Output.Format == "" {
+		return nil
+	}
+	return o.Output.Print(o.IO, pipelineSet{Name: o.Name, Stages: names, Removed: removed}, nil)
 }

@@ -132,7 +132,7 @@ func (o *reviewDownOptions) print(r reviewDown) error {
 	if r.Services == nil {
 		r.Services = []string{}
 	}
-	if o.Output.Format == cli.OutputTable {
+	if o.Output.Format == cli.OutputTable || o.Output.Format == "" {
 		return nil
 	}
 	return o.Output.Print(o.Changer.IO, r, nil)

@@ -56,22 +56,23 @@ func ValidatePipeline(name string, stages []Stage) error {
 }
 
 // SetPipeline writes the pipeline on every stage's record, and takes it off
-// the apps that were stages of a pipeline of that name and are no more.
+// the apps that were stages of a pipeline of that name and are no more
+// (returned, NAMESPACE/APP each).
 // Every stage must exist (a missing one is an input error, and nothing is
 // written).
-func SetPipeline(ctx context.Context, d deploy.Deps, name string, stages []Stage) error {
+func SetPipeline(ctx context.Context, d deploy.Deps, name string, stages []Stage) ([]string, error) {
 	c := d.Client
 	if err := ValidatePipeline(name, stages); err != nil {
-		return err
+		return nil, err
 	}
 	var old []string
 	for _, s := range stages {
 		a, err := (&app.Store{Client: c, Namespace: s.Namespace}).GetApp(ctx, s.App)
 		if app.IsNotFound(err) {
-			return inputerr.Wrap(err)
+			return nil, inputerr.Wrap(err)
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if a.Pipeline != nil && a.Pipeline.Name == name {
 			old = a.Pipeline.Stages
@@ -86,9 +87,10 @@ func SetPipeline(ctx context.Context, d deploy.Deps, name string, stages []Stage
 			a.Pipeline = &app.Pipeline{Name: name, Stages: slices.Clone(names)}
 			return nil
 		}); err != nil {
-			return err
+			return nil, err
 		}
 	}
+	removed := []string{}
 	for _, o := range old {
 		if slices.Contains(names, o) {
 			continue
@@ -104,10 +106,11 @@ func SetPipeline(ctx context.Context, d deploy.Deps, name string, stages []Stage
 			return nil
 		})
 		if err != nil && !app.IsNotFound(err) {
-			return err
+			return removed, err
 		}
+		removed = append(removed, o)
 	}
-	return nil
+	return removed, nil
 }
 
 // update changes stage s's record under its lock.
@@ -129,21 +132,35 @@ func FindPipeline(ctx context.Context, c kubernetes.Interface, ns, name string) 
 	if err != nil {
 		return nil, err
 	}
+	// every stage's record keeps the whole list; a 'pipeline set' stopped
+	// part way leaves records that disagree, and which one is meant
+	// cannot be told: promoting along either could promote to the wrong app
+	var found *app.App
 	for _, a := range apps {
 		if a.Pipeline == nil || a.Pipeline.Name != name {
 			continue
 		}
-		var out []Stage
-		for _, s := range a.Pipeline.Stages {
-			st, err := ParseStage(s, ns)
-			if err != nil {
-				return nil, fmt.Errorf("app %q records a bad stage %q of pipeline %q: %w", a.Name, s, name, err)
-			}
-			out = append(out, st)
+		if found == nil {
+			found = a
+			continue
 		}
-		return out, nil
+		if !slices.Equal(found.Pipeline.Stages, a.Pipeline.Stages) {
+			return nil, fmt.Errorf("the apps of namespace %q disagree on the stages of pipeline %q (a 'pipeline set' stopped part way?): %s has %s, %s has %s; nothing changed: run 'tug pipeline set %s STAGE...' again with the stages you want",
+				ns, name, found.Name, strings.Join(found.Pipeline.Stages, " -> "), a.Name, strings.Join(a.Pipeline.Stages, " -> "), name)
+		}
 	}
-	return nil, inputerr.Errorf("no app of namespace %q is a stage of pipeline %q: run from a stage's namespace (-n), or set it with 'tug pipeline set %s NAMESPACE/APP...'", ns, name, name)
+	if found == nil {
+		return nil, inputerr.Errorf("no app of namespace %q is a stage of pipeline %q: run from a stage's namespace (-n), or set it with 'tug pipeline set %s NAMESPACE/APP...'", ns, name, name)
+	}
+	out := make([]Stage, 0, len(found.Pipeline.Stages))
+	for _, s := range found.Pipeline.Stages {
+		st, err := ParseStage(s, ns)
+		if err != nil {
+			return nil, fmt.Errorf("app %q records a bad stage %q of pipeline %q: %w", found.Name, s, name, err)
+		}
+		out = append(out, st)
+	}
+	return out, nil
 }
 
 // StageStatus is one stage as pipeline status shows it (docs/output.md).

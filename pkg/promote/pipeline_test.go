@@ -54,7 +54,7 @@ func TestSetAndFindPipeline(t *testing.T) {
 	ctx := context.Background()
 	dev, staging, prod := Stage{"dev", "shop"}, Stage{"staging", "shop"}, Stage{"prod", "shop"}
 	c, d := pipelineCluster(t, dev, staging, prod)
-	if err := SetPipeline(ctx, d, "shop", []Stage{dev, staging, prod}); err != nil {
+	if _, err := SetPipeline(ctx, d, "shop", []Stage{dev, staging, prod}); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range []Stage{dev, staging, prod} {
@@ -67,8 +67,12 @@ func TestSetAndFindPipeline(t *testing.T) {
 	if err != nil || len(found) != 3 || found[0] != dev || found[2] != prod {
 		t.Errorf("find from prod: %v %v", found, err)
 	}
-	if err := SetPipeline(ctx, d, "shop", []Stage{staging, prod}); err != nil {
+	removed, err := SetPipeline(ctx, d, "shop", []Stage{staging, prod})
+	if err != nil {
 		t.Fatal(err)
+	}
+	if strings.Join(removed, " ") != "dev/shop" {
+		t.Errorf("the stages taken off: %v, want dev/shop", removed)
 	}
 	if p := pipelineOf(t, c, dev); p != nil {
 		t.Errorf("dev is no stage any more but records %+v", p)
@@ -76,12 +80,36 @@ func TestSetAndFindPipeline(t *testing.T) {
 	if _, err := FindPipeline(ctx, c, "dev", "shop"); !inputerr.Is(err) {
 		t.Errorf("find from a namespace with no stage: %v", err)
 	}
-	err = SetPipeline(ctx, d, "other", []Stage{staging, {"qa", "shop"}})
+	_, err = SetPipeline(ctx, d, "other", []Stage{staging, {"qa", "shop"}})
 	if !inputerr.Is(err) {
 		t.Errorf("a missing stage: %v", err)
 	}
 	if p := pipelineOf(t, c, staging); p == nil || p.Name != "shop" {
 		t.Errorf("a refused set changed staging: %+v", p)
+	}
+}
+
+// A pipeline set stopped part way leaves the stages' records disagreeing:
+// the pipeline is not found as either list (a promote along it could go
+// to the wrong app); the error says both and how to settle it.
+func TestFindPipelineRefusesRecordsThatDisagree(t *testing.T) {
+	ctx := context.Background()
+	web, api, prod := Stage{"dev", "web"}, Stage{"dev", "api"}, Stage{"prod", "shop"}
+	c, d := pipelineCluster(t, web, api, prod)
+	if _, err := SetPipeline(ctx, d, "shop", []Stage{web, prod}); err != nil {
+		t.Fatal(err)
+	}
+	// a second set, killed after api's record
+	d.Namespace = "dev"
+	if err := update(ctx, d, api, func(a *app.App) error {
+		a.Pipeline = &app.Pipeline{Name: "shop", Stages: []string{"dev/api", "prod/shop"}}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := FindPipeline(ctx, c, "dev", "shop")
+	if err == nil || inputerr.Is(err) || !strings.Contains(err.Error(), "disagree") || !strings.Contains(err.Error(), "dev/api -> prod/shop") || !strings.Contains(err.Error(), "dev/web -> prod/shop") {
+		t.Errorf("records that disagree: %v", err)
 	}
 }
 
