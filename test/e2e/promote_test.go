@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -436,7 +437,15 @@ func TestPipelineSetStatusPromote(t *testing.T) {
 	if r := staging.Tug("pipeline", "status", "shop"); r.Code != 2 {
 		t.Errorf("status of a pipeline no app has: %s", r)
 	}
-	dev.mustTug(append([]string{"pipeline", "set", "shop"}, stages...)...)
+	var set struct {
+		Name    string   `json:"name"`
+		Stages  []string `json:"stages"`
+		Removed []string `json:"removed"`
+	}
+	r := dev.mustTug(append([]string{"pipeline", "set", "shop", "-o", "json"}, stages...)...)
+	if err := json.Unmarshal([]byte(r.Stdout), &set); err != nil || set.Name != "shop" || !slices.Equal(set.Stages, stages) || set.Removed == nil || len(set.Removed) != 0 {
+		t.Errorf("pipeline set -o json: %v %+v\n%s", err, set, r.Stdout)
+	}
 
 	status := func(h *H) []struct {
 		Stage      string
