@@ -27,6 +27,16 @@ type serviceRestoreOptions struct {
 	Yes  bool
 	// WaitLock is --wait-lock: a restore takes the service's lock.
 	WaitLock time.Duration
+	Output   cli.OutputOptions
+}
+
+// serviceRestored is what `service restore -o json` prints (docs/output.md).
+type serviceRestored struct {
+	Service string `json:"service"`
+	// File is the dump restored from -f ("-": stdin); Backup the stored
+	// one restored with --from.
+	File   string `json:"file,omitempty"`
+	Backup string `json:"backup,omitempty"`
 }
 
 func newServiceRestoreCmd(f *cli.Factory, runF func(context.Context, *serviceRestoreOptions) error) *cobra.Command {
@@ -58,6 +68,7 @@ backups NAME'). Asks first on a terminal; elsewhere needs --yes.`,
 	cmd.Flags().StringVarP(&o.File, "file", "f", "", "The dump, - for stdin (required)")
 	cmd.Flags().StringVar(&o.From, "from", "", "A dump of the scheduled backups (see 'tug service backups')")
 	cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "Restore without asking")
+	cli.AddFormatFlag(cmd, &o.Output.Format)
 	return takesLock(cmd, &o.WaitLock)
 }
 
@@ -110,7 +121,15 @@ func runServiceRestore(ctx context.Context, o *serviceRestoreOptions) error {
 		return err
 	}
 	d.Progress.Done(fmt.Sprintf("service %s restored from %s", o.Name, o.File))
-	return nil
+	return o.print(serviceRestored{Service: o.Name, File: o.File})
+}
+
+// print writes -o json|yaml's shape; the table form said it on stderr.
+func (o *serviceRestoreOptions) print(r serviceRestored) error {
+	if o.Output.Format == cli.OutputTable || o.Output.Format == "" {
+		return nil
+	}
+	return o.Output.Print(o.IO, r, nil)
 }
 
 func runServiceRestoreFrom(ctx context.Context, o *serviceRestoreOptions) error {
@@ -135,5 +154,5 @@ func runServiceRestoreFrom(ctx context.Context, o *serviceRestoreOptions) error 
 		return err
 	}
 	d.Progress.Done(fmt.Sprintf("service %s restored from its backup %s", o.Name, o.From))
-	return nil
+	return o.print(serviceRestored{Service: o.Name, Backup: o.From})
 }

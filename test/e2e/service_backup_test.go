@@ -50,7 +50,9 @@ func TestServiceBackupDropRestore(t *testing.T) {
 	if res := h.Tug("service", "restore", "db", "-f", dump); res.Code == 0 {
 		t.Fatalf("restore without --yes and no terminal went ahead:\n%s", res)
 	}
-	h.mustTug("service", "restore", "db", "-f", dump, "--yes")
+	if r := h.mustTug("service", "restore", "db", "-f", dump, "--yes", "-o", "json"); !strings.Contains(r.Stdout, `"service": "db"`) || !strings.Contains(r.Stdout, `"file": "`+dump+`"`) {
+		t.Errorf("service restore -o json: %s", r.Stdout)
+	}
 	if n := rows(t, h.routerBody(r, url, "db ok rows=", "")); n != before+1 {
 		t.Errorf("after the restore: rows=%d, want %d (the %d dumped, and this request's)", n, before+1, before)
 	}
