@@ -45,8 +45,9 @@ The old units keep serving a few seconds while they stop (so that no
 request fails), still with the old login. When the plan can (postgres
 can), the rotate does not wait for them: it has the database itself refuse
 the old login from when the last of them must have stopped (their grace
-period from now), prints that time and returns. With --wait-units it waits
-for them to stop and then takes the old login away at once.
+period from now, plus 10 s), prints that time and returns. With
+--wait-units it waits for them to stop and then takes the old login away
+at once: use it when the old password leaked.
 
 Pods that no rollout replaces (a CronJob's run, a one-off 'tug run') and
 that started before the new credentials were written still use the old

@@ -61,22 +61,12 @@ func ValidatePipeline(name string, stages []Stage) error {
 // Every stage must exist (a missing one is an input error, and nothing is
 // written).
 func SetPipeline(ctx context.Context, d deploy.Deps, name string, stages []Stage) ([]string, error) {
-	c := d.Client
 	if err := ValidatePipeline(name, stages); err != nil {
 		return nil, err
 	}
-	var old []string
-	for _, s := range stages {
-		a, err := (&app.Store{Client: c, Namespace: s.Namespace}).GetApp(ctx, s.App)
-		if app.IsNotFound(err) {
-			return nil, inputerr.Wrap(err)
-		}
-		if err != nil {
-			return nil, err
-		}
-		if a.Pipeline != nil && a.Pipeline.Name == name {
-			old = a.Pipeline.Stages
-		}
+	old, err := formerStages(ctx, d.Client, name, stages)
+	if err != nil {
+		return nil, err
 	}
 	names := make([]string, len(stages))
 	for i, s := range stages {
@@ -99,8 +89,9 @@ func SetPipeline(ctx context.Context, d deploy.Deps, name string, stages []Stage
 		if err != nil {
 			continue
 		}
+		took := false
 		err = update(ctx, d, s, func(a *app.App) error {
-			if a.Pipeline != nil && a.Pipeline.Name == name {
+			if took = a.Pipeline != nil && a.Pipeline.Name == name; took {
 				a.Pipeline = nil
 			}
 			return nil
@@ -108,9 +99,52 @@ func SetPipeline(ctx context.Context, d deploy.Deps, name string, stages []Stage
 		if err != nil && !app.IsNotFound(err) {
 			return removed, err
 		}
-		removed = append(removed, o)
+		if took && err == nil {
+			removed = append(removed, o)
+		}
 	}
 	return removed, nil
+}
+
+// formerStages are every stage that any record names for pipeline name:
+// the stages' own and those of the other apps of their namespaces. A set
+// stopped part way leaves records that disagree, and the next set must
+// take the pipeline off every app any of them names. Every new stage must
+// exist (an input error when one does not).
+func formerStages(ctx context.Context, c kubernetes.Interface, name string, stages []Stage) ([]string, error) {
+	var old []string
+	add := func(a *app.App) {
+		if a.Pipeline != nil && a.Pipeline.Name == name {
+			for _, s := range a.Pipeline.Stages {
+				if !slices.Contains(old, s) {
+					old = append(old, s)
+				}
+			}
+		}
+	}
+	seen := map[string]bool{}
+	for _, s := range stages {
+		a, err := (&app.Store{Client: c, Namespace: s.Namespace}).GetApp(ctx, s.App)
+		if app.IsNotFound(err) {
+			return nil, inputerr.Wrap(err)
+		}
+		if err != nil {
+			return nil, err
+		}
+		add(a)
+		if seen[s.Namespace] {
+			continue
+		}
+		seen[s.Namespace] = true
+		apps, err := (&app.Store{Client: c, Namespace: s.Namespace}).ListApps(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range apps {
+			add(a)
+		}
+	}
+	return old, nil
 }
 
 // update changes stage s's record under its lock.

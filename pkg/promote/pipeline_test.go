@@ -113,6 +113,37 @@ func TestFindPipelineRefusesRecordsThatDisagree(t *testing.T) {
 	}
 }
 
+// The set the refusal advises settles records that disagree: a set of
+// [a, b] killed after a's record left b and c naming [a, b, c]; a new set
+// [a, d] takes the pipeline off b and c (named by any record), and the
+// pipeline is found again.
+func TestSetPipelineSettlesRecordsThatDisagree(t *testing.T) {
+	ctx := context.Background()
+	a, b, c, dd := Stage{"dev", "a"}, Stage{"dev", "b"}, Stage{"dev", "c"}, Stage{"dev", "d"}
+	cs, d := pipelineCluster(t, a, b, c, dd)
+	if _, err := SetPipeline(ctx, d, "p", []Stage{a, b, c}); err != nil {
+		t.Fatal(err)
+	}
+	if err := update(ctx, d, a, func(x *app.App) error {
+		x.Pipeline = &app.Pipeline{Name: "p", Stages: []string{"dev/a", "dev/b"}}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	removed, err := SetPipeline(ctx, d, "p", []Stage{a, dd})
+	if err != nil || strings.Join(removed, " ") != "dev/b dev/c" {
+		t.Fatalf("set over records that disagree: removed %v, %v; want dev/b dev/c", removed, err)
+	}
+	for _, s := range []Stage{b, c} {
+		if p := pipelineOf(t, cs, s); p != nil {
+			t.Errorf("%s still records %+v", s, p)
+		}
+	}
+	if found, err := FindPipeline(ctx, cs, "dev", "p"); err != nil || len(found) != 2 || found[1] != dd {
+		t.Errorf("after the set: %v %v", found, err)
+	}
+}
+
 // status reads each stage's release, and a stage it cannot read says why
 // without hiding the others.
 func TestPipelineStatus(t *testing.T) {

@@ -87,6 +87,9 @@ type UpOptions struct {
 // it exists, its expiry moves to now + TTL (and a release a killed tug did
 // not stage is staged). The caller then deploys the new code to it.
 func Up(ctx context.Context, d deploy.Deps, o UpOptions) (*app.App, error) {
+	if err := CheckOverrides(o.Services, o.Overrides, o.CopyConfig); err != nil {
+		return nil, err
+	}
 	store := &app.Store{Client: d.Client, Namespace: d.Namespace}
 	base, err := Check(ctx, store, o.Of, o.Name)
 	if err != nil {

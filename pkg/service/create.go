@@ -121,7 +121,12 @@ func (d Deps) bindWhenReady(ctx context.Context, rec *Record, timeout time.Durat
 	}
 	b := <-binding
 	if b.err != nil {
-		return b.err
+		// read again: a plan whose credentials an operator writes (or
+		// whose host Service it makes) may have had none when the unit
+		// was starting
+		if b.values, b.err = d.bindingValues(ctx, rec); b.err != nil {
+			return b.err
+		}
 	}
 	return d.putBinding(ctx, rec, b.values)
 }

@@ -181,6 +181,9 @@ func (d Deps) revokeOld(ctx context.Context, rec *Record, rot *Rotation, out *Ro
 		out.RevokedAt = time.Now().UTC().Truncate(time.Second)
 		return nil
 	}
+	// a margin: the kubelet counts the grace from when it handles the
+	// deletion, and gives an overrunning stop hook 2 s more
+	grace += deadlineMargin
 	d.Progress.Update(fmt.Sprintf("having the database refuse login %s in %s, once its last old unit has stopped", rot.From, grace))
 	if err := d.unitCommand(ctx, rec, after, fmt.Sprintf("%s\n%d\n", rot.From, int(grace.Seconds()))); err != nil {
 		return fmt.Errorf("every app runs with the new credentials, but setting when the old login %s is refused failed: %w; run the rotate again", rot.From, err)
@@ -188,6 +191,10 @@ func (d Deps) revokeOld(ctx context.Context, rec *Record, rot *Rotation, out *Ro
 	out.RevokedAt = time.Now().Add(grace).UTC().Truncate(time.Second)
 	return nil
 }
+
+// deadlineMargin is added to the old units' grace period when the
+// database is told when to refuse the old login.
+const deadlineMargin = 10 * time.Second
 
 // stoppingGrace is the longest grace period of the apps' units being
 // stopped (0 when none is): no such unit runs longer than that from now.
@@ -273,10 +280,14 @@ func (d Deps) waitStoppingUsers(ctx context.Context, name string) error {
 		sort.Strings(names)
 		return names
 	}
-	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	wait, err := d.stoppingWait(ctx)
+	if err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	said := false
-	err := kube.Until(wctx, kube.Pods(d.Client, d.Namespace, metav1.ListOptions{LabelSelector: runSelector}), func(pods map[string]*corev1.Pod) (bool, error) {
+	err = kube.Until(wctx, kube.Pods(d.Client, d.Namespace, metav1.ListOptions{LabelSelector: runSelector}), func(pods map[string]*corev1.Pod) (bool, error) {
 		left := stopping(pods)
 		if len(left) > 0 && !said {
 			said = true
@@ -285,14 +296,35 @@ func (d Deps) waitStoppingUsers(ctx context.Context, name string) error {
 		return len(left) == 0, nil
 	})
 	if err != nil && ctx.Err() == nil {
-		return fmt.Errorf("units stopping with the login of the last rotate of service %q did not stop in 2m (%v); the apps keep their credentials: run the rotate again", name, err)
+		return fmt.Errorf("units stopping with the login of the last rotate of service %q did not stop in %s (%v); the apps keep their credentials: run the rotate again", name, wait, err)
 	}
 	return err
 }
 
+// stoppingWait is how long to wait for units being stopped: their
+// longest grace period from now and a margin, two minutes at least (a
+// worker's grace may be long, up to an hour).
+func (d Deps) stoppingWait(ctx context.Context) (time.Duration, error) {
+	pods, err := d.Client.CoreV1().Pods(d.Namespace).List(ctx, metav1.ListOptions{LabelSelector: runSelector})
+	if err != nil {
+		return 0, kube.TranslateError(err)
+	}
+	longest := 2 * time.Minute
+	for _, p := range pods.Items {
+		if s := p.DeletionGracePeriodSeconds; p.DeletionTimestamp != nil && s != nil {
+			longest = max(longest, time.Duration(*s)*time.Second+deadlineMargin)
+		}
+	}
+	return longest, nil
+}
+
 // waitNoTerminating waits until no unit of the app is stopping.
 func (d Deps) waitNoTerminating(ctx context.Context, appName string) error {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	wait, err := d.stoppingWait(ctx)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	return kube.Until(ctx, kube.Pods(d.Client, d.Namespace, metav1.ListOptions{LabelSelector: kube.AppSelector(appName)}), func(pods map[string]*corev1.Pod) (bool, error) {
 		for _, p := range pods {

@@ -21,6 +21,7 @@ import (
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/imagebuild"
 	"tug.dev/tug/pkg/inputerr"
+	"tug.dev/tug/pkg/progress"
 	"tug.dev/tug/pkg/session"
 	"tug.dev/tug/pkg/text"
 )
@@ -218,6 +219,13 @@ func findDockerfile(dir, flag string) (string, error) {
 // inside a *CancelledError); once deploy.Roll ran it holds the build and Roll's
 // result (nil when Roll gave none).
 func Deploy(ctx context.Context, d Deps, p *Packed, o Options) (*Result, error) {
+	// a Go caller may leave what shows progress unset: nothing is shown
+	if d.Log == nil {
+		d.Log = io.Discard
+	}
+	if d.Progress == nil {
+		d.Progress = progress.Nop{}
+	}
 	d.Deploy.WaitLock = o.WaitLock
 	r := run{p: p, o: o, d: d}
 	plan, err := r.plan(ctx)

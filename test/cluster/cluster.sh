@@ -492,7 +492,8 @@ build_images() {
 # images_key BUILDKIT_DIR: the cache key of test/images/build's output.
 images_key() {
   { cat "$repo"/test/images/*/*.go "$repo"/test/images/dbapp/go.mod "$repo"/test/images/dbapp/go.sum \
-    "$repo"/cmd/tug-maintenance/*.go "$repo"/cmd/tug-build/*.go; sha256sum /bin/busybox /usr/sbin/runc "$1"/*; go version; } |
+    "$repo"/cmd/tug-maintenance/*.go "$repo"/cmd/tug-build/*.go \
+    "$repo"/pkg/imagebuild/protocol/*.go "$repo"/pkg/text/*.go; sha256sum /bin/busybox /usr/sbin/runc "$1"/*; go version; } |
     sha256sum | cut -c1-16
 }
 
