@@ -102,7 +102,7 @@ func (r *starting) startUnits(units int32) (*rollout.Failure, error) {
 		return failure, nil
 	}
 	if err == nil {
-		t.RecordImageID(next, ro.ImageID())
+		t.RecordImageID(next, ro.ImageID(t.Ctx()))
 	}
 	return nil, err
 }

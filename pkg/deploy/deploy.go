@@ -630,7 +630,7 @@ func (r *rolling) wait(got *applied) (*rollout.Failure, *ended) {
 			Generations: generations(got), Idle: r.opts.Timeout, Progress: t.d.Progress}
 		err := ro.Wait(t.ctx)
 		if err == nil {
-			recordImageID(t.ctx, t.d, t.store, next, ro.ImageID())
+			recordImageID(t.ctx, t.d, t.store, next, ro.ImageID(t.ctx))
 		}
 		if lost := t.Lost(); lost != nil {
 			return nil, interrupted(lost)

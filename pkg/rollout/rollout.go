@@ -488,11 +488,29 @@ func (r *Watch) summary() string {
 
 // ImageID is what the runtime reports the release's units run (their
 // containers' status imageID, normalized by app.NormalizeImageID) when
-// every unit that reports one agrees; "" otherwise.
-func (r *Watch) ImageID() string {
+// every unit that reports one agrees; "" otherwise. The watch may end on
+// the Deployment's status before it has seen the units' latest state:
+// when it knows none, the units are read once more.
+func (r *Watch) ImageID(ctx context.Context) string {
+	if id := imageIDOf(r.pods, r.Release); id != "" {
+		return id
+	}
+	l, err := r.Client.CoreV1().Pods(r.Namespace).List(ctx, metav1.ListOptions{LabelSelector: kube.AppSelector(r.App)})
+	if err != nil {
+		return ""
+	}
+	pods := map[string]*corev1.Pod{}
+	for i := range l.Items {
+		pods[l.Items[i].Name] = &l.Items[i]
+	}
+	return imageIDOf(pods, r.Release)
+}
+
+// imageIDOf is ImageID over pods.
+func imageIDOf(pods map[string]*corev1.Pod, release int) string {
 	id := ""
-	for _, p := range r.pods {
-		if p.Labels[kube.LabelRelease] != strconv.Itoa(r.Release) || p.DeletionTimestamp != nil || p.Labels[kube.LabelKind] == "run" {
+	for _, p := range pods {
+		if p.Labels[kube.LabelRelease] != strconv.Itoa(release) || p.DeletionTimestamp != nil || p.Labels[kube.LabelKind] == "run" {
 			continue
 		}
 		for _, c := range p.Status.ContainerStatuses {

@@ -597,12 +597,27 @@ func TestRolloutImageIDDisagreement(t *testing.T) {
 	r := &Watch{Release: 2, pods: map[string]*corev1.Pod{
 		"x": imagePod("x", "2", "r/s@"+a), "y": imagePod("y", "2", "r/s@"+b), "old": imagePod("old", "1", "r/s@"+b),
 	}}
-	if got := r.ImageID(); got != "" {
+	if got := imageIDOf(r.pods, r.Release); got != "" {
 		t.Errorf("imageID = %q, want none", got)
 	}
 	delete(r.pods, "y")
-	if got := r.ImageID(); got != "r/s@"+a {
+	if got := r.ImageID(context.Background()); got != "r/s@"+a {
 		t.Errorf("imageID = %q, want the new release's", got)
+	}
+}
+
+// A watch that ended on the Deployment's status before it saw its units
+// report what they run reads them once more.
+func TestRolloutImageIDReadsTheUnitsWhenTheWatchSawNone(t *testing.T) {
+	a := "sha256:" + strings.Repeat("a", 64)
+	p := imagePod("x", "2", "r/s@"+a)
+	p.Namespace = "dev"
+	p.Labels[kube.LabelApp], p.Labels[kube.LabelManagedBy] = "shop", kube.ManagedBy
+	seen := p.DeepCopy()
+	seen.Status.ContainerStatuses = nil // as the watch last saw it
+	r := &Watch{Client: fake.NewClientset(p), Namespace: "dev", App: "shop", Release: 2, pods: map[string]*corev1.Pod{"x": seen}}
+	if got := r.ImageID(context.Background()); got != "r/s@"+a {
+		t.Errorf("imageID = %q, want what the unit reports now", got)
 	}
 }
 

@@ -483,7 +483,8 @@ func TestPipelineSetStatusPromote(t *testing.T) {
 		wantBehind = -1
 	}
 	if *s[0].NextBehind != 0 || s[1].Digest != src.digest() || *s[1].NextBehind != wantBehind {
-		t.Fatalf("status after promoting dev: %+v", s)
+		t.Fatalf("status after promoting dev: %+v (next behind %d, %d; want 0, %d)\n%s\nstaging's releases:\n%s", s, *s[0].NextBehind, *s[1].NextBehind, wantBehind,
+			dev.Tug("pipeline", "status", "shop").Stdout, staging.Tug("release", "list", "shop", "-o", "json").Stdout)
 	}
 	if r := dev.Tug("pipeline", "promote", "shop", staging.NS+"/shop", "--yes", "--timeout", "2m"); r.Code != 0 {
 		t.Fatalf("pipeline promote staging: %s", r)
