@@ -2,7 +2,6 @@ package lifecycle
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"slices"
 	"testing"
@@ -11,14 +10,13 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
-	k8stesting "k8s.io/client-go/testing"
 
 	"tug.dev/tug/pkg/app"
 	"tug.dev/tug/pkg/deploy"
 	"tug.dev/tug/pkg/doctor"
 	"tug.dev/tug/pkg/kube"
+	"tug.dev/tug/pkg/kube/kubetest"
 	"tug.dev/tug/pkg/owned"
 	"tug.dev/tug/pkg/render"
 	"tug.dev/tug/pkg/route"
@@ -51,21 +49,7 @@ func widgetDynamic(t *testing.T) *dynamicfake.FakeDynamicClient {
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
 		widgets: "WidgetList", route.HTTPRoutes: "HTTPRouteList", route.Certificates: "CertificateList", route.Middlewares: "MiddlewareList",
 	})
-	dyn.PrependReactor("patch", "widgets", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		p := a.(k8stesting.PatchAction)
-		if p.GetPatchType() != types.ApplyPatchType {
-			return false, nil, nil
-		}
-		u := &unstructured.Unstructured{}
-		if err := json.Unmarshal(p.GetPatch(), &u.Object); err != nil {
-			return true, nil, err
-		}
-		tr := dyn.Tracker()
-		if _, err := tr.Get(widgets, p.GetNamespace(), p.GetName()); err == nil {
-			return true, u, tr.Update(widgets, u, p.GetNamespace())
-		}
-		return true, u, tr.Create(widgets, u, p.GetNamespace())
-	})
+	dyn.PrependReactor("patch", "widgets", kubetest.Applies(dyn, nil))
 	return dyn
 }
 

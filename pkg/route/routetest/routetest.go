@@ -4,16 +4,14 @@
 package routetest
 
 import (
-	"encoding/json"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
-	k8stesting "k8s.io/client-go/testing"
 
+	"tug.dev/tug/pkg/kube/kubetest"
 	"tug.dev/tug/pkg/route"
 )
 
@@ -27,30 +25,16 @@ func NewDynamic(t *testing.T, verdict func(u *unstructured.Unstructured)) *dynam
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
 		route.HTTPRoutes: "HTTPRouteList", route.Gateways: "GatewayList", route.Certificates: "CertificateList", route.Middlewares: "MiddlewareList",
 	})
-	applies := func(gvr schema.GroupVersionResource, verdict func(u *unstructured.Unstructured)) k8stesting.ReactionFunc {
-		return func(a k8stesting.Action) (bool, runtime.Object, error) {
-			p := a.(k8stesting.PatchAction)
-			if p.GetPatchType() != types.ApplyPatchType {
-				return false, nil, nil
-			}
-			u := &unstructured.Unstructured{}
-			if err := json.Unmarshal(p.GetPatch(), &u.Object); err != nil {
-				return true, nil, err
-			}
-			u.SetGeneration(1)
-			if verdict != nil {
-				verdict(u)
-			}
-			tr := dyn.Tracker()
-			if _, err := tr.Get(gvr, p.GetNamespace(), p.GetName()); err == nil {
-				return true, u, tr.Update(gvr, u, p.GetNamespace())
-			}
-			return true, u, tr.Create(gvr, u, p.GetNamespace())
+	routed := func(u *unstructured.Unstructured) {
+		u.SetGeneration(1)
+		if verdict != nil {
+			verdict(u)
 		}
 	}
-	dyn.PrependReactor("patch", "httproutes", applies(route.HTTPRoutes, verdict))
-	dyn.PrependReactor("patch", "certificates", applies(route.Certificates, nil))
-	dyn.PrependReactor("patch", "middlewares", applies(route.Middlewares, nil)) // Traefik's: no status
+	generation := func(u *unstructured.Unstructured) { u.SetGeneration(1) }
+	dyn.PrependReactor("patch", "httproutes", kubetest.Applies(dyn, routed))
+	dyn.PrependReactor("patch", "certificates", kubetest.Applies(dyn, generation))
+	dyn.PrependReactor("patch", "middlewares", kubetest.Applies(dyn, generation)) // Traefik's: no status
 	return dyn
 }
 
