@@ -122,26 +122,31 @@ func formerStages(ctx context.Context, c kubernetes.Interface, name string, stag
 			}
 		}
 	}
-	seen := map[string]bool{}
+	// one LIST of each namespace's apps: the stages, and the other apps
+	// that may name the pipeline
+	listed := map[string][]*app.App{}
 	for _, s := range stages {
-		a, err := (&app.Store{Client: c, Namespace: s.Namespace}).GetApp(ctx, s.App)
-		if app.IsNotFound(err) {
-			return nil, inputerr.Wrap(err)
+		apps, ok := listed[s.Namespace]
+		if !ok {
+			var err error
+			if apps, err = (&app.Store{Client: c, Namespace: s.Namespace}).ListApps(ctx); err != nil {
+				return nil, err
+			}
+			listed[s.Namespace] = apps
+			for _, a := range apps {
+				add(a)
+			}
 		}
-		if err != nil {
+		if !slices.ContainsFunc(apps, func(a *app.App) bool { return a.Name == s.App }) {
+			// the error a read of it gives (not found, and where to look)
+			_, err := (&app.Store{Client: c, Namespace: s.Namespace}).GetApp(ctx, s.App)
+			switch {
+			case app.IsNotFound(err):
+				return nil, inputerr.Wrap(err)
+			case err == nil:
+				return nil, inputerr.Wrap(&app.NotFoundError{What: "app", Name: s.App, Namespace: s.Namespace})
+			}
 			return nil, err
-		}
-		add(a)
-		if seen[s.Namespace] {
-			continue
-		}
-		seen[s.Namespace] = true
-		apps, err := (&app.Store{Client: c, Namespace: s.Namespace}).ListApps(ctx)
-		if err != nil {
-			return nil, err
-		}
-		for _, a := range apps {
-			add(a)
 		}
 	}
 	return old, nil

@@ -199,22 +199,21 @@ const deadlineMargin = 10 * time.Second
 // stoppingGrace is the longest grace period of the apps' units being
 // stopped (0 when none is): no such unit runs longer than that from now.
 func (d Deps) stoppingGrace(ctx context.Context, apps []string) (time.Duration, error) {
+	// one LIST of every app's units, not one per app
+	pods, err := d.Client.CoreV1().Pods(d.Namespace).List(ctx, metav1.ListOptions{LabelSelector: runSelector})
+	if err != nil {
+		return 0, kube.TranslateError(err)
+	}
 	var longest time.Duration
-	for _, a := range apps {
-		pods, err := d.Client.CoreV1().Pods(d.Namespace).List(ctx, metav1.ListOptions{LabelSelector: kube.AppSelector(a)})
-		if err != nil {
-			return 0, kube.TranslateError(err)
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil || !slices.Contains(apps, p.Labels[kube.LabelApp]) {
+			continue
 		}
-		for _, p := range pods.Items {
-			if p.DeletionTimestamp == nil {
-				continue
-			}
-			g := time.Second // the kubelet's floor for a grace of 0
-			if s := p.DeletionGracePeriodSeconds; s != nil && *s > 1 {
-				g = time.Duration(*s) * time.Second
-			}
-			longest = max(longest, g)
+		g := time.Second // the kubelet's floor for a grace of 0
+		if s := p.DeletionGracePeriodSeconds; s != nil && *s > 1 {
+			g = time.Duration(*s) * time.Second
 		}
+		longest = max(longest, g)
 	}
 	return longest, nil
 }
