@@ -476,11 +476,23 @@ func TestPipelineSetStatusPromote(t *testing.T) {
 	}
 	s = status(dev)
 	// staging ran the sample prod runs before the promote: prod is one
-	// image behind, when the sample's digest was recorded (a loaded image's
-	// ID is recorded once its units report it; unknown, prod's is -1)
-	wantBehind := 1
-	if s[2].Digest == "" {
-		wantBehind = -1
+	// image behind when staging's release of it recorded the digest prod
+	// records. A loaded image's ID is what each node's runtime reports,
+	// and the nodes imported the sample each on its own: units on
+	// different nodes may report different IDs, and then prod runs none
+	// of staging's images (-1), as status says.
+	var stagingRels []struct {
+		Version     int    `json:"version"`
+		ImageDigest string `json:"imageDigest"`
+	}
+	if err := json.Unmarshal([]byte(staging.mustTug("release", "list", "shop", "-o", "json").Stdout), &stagingRels); err != nil {
+		t.Fatal(err)
+	}
+	wantBehind := -1
+	for _, r := range stagingRels {
+		if r.Version == 1 && s[2].Digest != "" && r.ImageDigest == s[2].Digest {
+			wantBehind = 1
+		}
 	}
 	if *s[0].NextBehind != 0 || s[1].Digest != src.digest() || *s[1].NextBehind != wantBehind {
 		t.Fatalf("status after promoting dev: %+v (next behind %d, %d; want 0, %d)\n%s\nstaging's releases:\n%s", s, *s[0].NextBehind, *s[1].NextBehind, wantBehind,
