@@ -72,14 +72,6 @@ func SetPipeline(ctx context.Context, d deploy.Deps, name string, stages []Stage
 	for i, s := range stages {
 		names[i] = s.String()
 	}
-	for _, s := range stages {
-		if err := update(ctx, d, s, func(a *app.App) error {
-			a.Pipeline = &app.Pipeline{Name: name, Stages: slices.Clone(names)}
-			return nil
-		}); err != nil {
-			return nil, err
-		}
-	}
 	removed := []string{}
 	for _, o := range old {
 		if slices.Contains(names, o) {
@@ -101,6 +93,17 @@ func SetPipeline(ctx context.Context, d deploy.Deps, name string, stages []Stage
 		}
 		if took && err == nil {
 			removed = append(removed, o)
+		}
+	}
+	// the new list last: until it is written, the stages kept from the old
+	// list still name it, so a set killed part way leaves the next set
+	// every former stage to find, whatever namespace it is in
+	for _, s := range stages {
+		if err := update(ctx, d, s, func(a *app.App) error {
+			a.Pipeline = &app.Pipeline{Name: name, Stages: slices.Clone(names)}
+			return nil
+		}); err != nil {
+			return nil, err
 		}
 	}
 	return removed, nil
