@@ -40,7 +40,8 @@ func newPipelineSetCmd(f *cli.Factory, runF func(context.Context, *pipelineSetOp
 		Long: `Set pipeline PIPELINE to the apps STAGE..., in order, each NAMESPACE/APP (or APP
 in the current namespace). Every stage must exist; each stage's record keeps
 the whole list. Apps that were stages of the pipeline and are no more are
-taken off it (said). A set stopped part way leaves the stages' records
+taken off it (said), as is any app of the stages' namespaces whose record
+names a pipeline of that name. A set stopped part way leaves the stages' records
 disagreeing, which 'pipeline status' and 'pipeline promote' refuse: run
 the same set again.`,
 		Example: `  tug pipeline set shop dev/shop staging/shop prod/shop`,
